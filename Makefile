@@ -26,11 +26,13 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W --keep-going
 
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(NBVAL)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -p no:nbval tests attention_course
+	$(BIN)/python -m pytest -m "not slow" tests attention_course
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/

@@ -7,7 +7,8 @@ from ._backend import ShapeError
 from .attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from .data import ToySentence, toy_sentence
 from .exercises import check, evaluate
-from .plotting import convex_hull, plot_attention, plot_convex_hull, plot_heatmap, plot_masks
+from .geometry import convex_hull, in_convex_hull
+from .plotting import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
 
 __version__ = "0.1.0"
 
@@ -26,4 +27,5 @@ __all__ = [
     "plot_masks",
     "plot_convex_hull",
     "convex_hull",
+    "in_convex_hull",
 ]

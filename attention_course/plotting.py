@@ -16,8 +16,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ._backend import Array, to_numpy
+from .geometry import convex_hull
 
-__all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull", "convex_hull"]
+__all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull"]
 
 
 def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
@@ -65,11 +66,11 @@ def plot_heatmap(
     if col_labels is not None:
         ax.set_xticks(range(m.shape[1]), labels=list(col_labels), rotation=45, ha="right")
     if annotate and max(m.shape) <= 12:
-        lo, hi = im.get_clim()
-        mid = (lo + hi) / 2
         for (i, j), val in np.ndenumerate(m):
+            r, g, b, _ = im.cmap(im.norm(val))  # colour of this cell
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
             ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize=8,
-                    color="black" if val > mid else "white")
+                    color="white" if dark else "black")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -135,44 +136,6 @@ def plot_masks(
     cbar = fig.colorbar(im, ax=list(axes), ticks=[0, 1], shrink=0.8)
     cbar.ax.set_yticklabels(["blocked", "may attend"])
     return fig
-
-
-def convex_hull(points: Array) -> np.ndarray:
-    """Vertices of the convex hull of 2-D points, counter-clockwise (monotone chain).
-
-    Parameters
-    ----------
-    points : array, shape (N, 2)
-
-    Returns
-    -------
-    numpy.ndarray, shape (H, 2)
-
-    Examples
-    --------
-    >>> convex_hull(np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]])).tolist()
-    [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]
-    """
-    p = np.asarray(to_numpy(points), dtype=float)
-    if p.ndim != 2 or p.shape[1] != 2:
-        raise ValueError(f"points has shape {p.shape}; expected (N, 2)")
-    pts = sorted(set(map(tuple, p)))
-    if len(pts) <= 2:
-        return np.array(pts)
-
-    def cross(o, a, b):
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
-    def half(seq):
-        out: list = []
-        for pt in seq:
-            while len(out) >= 2 and cross(out[-2], out[-1], pt) <= 0:
-                out.pop()
-            out.append(pt)
-        return out
-
-    lower, upper = half(pts), half(reversed(pts))
-    return np.array(lower[:-1] + upper[:-1])
 
 
 def plot_convex_hull(

@@ -1,0 +1,152 @@
+"""The notebooks as a learner meets them: first cell, exercise cells, solved copies.
+
+nbval (run by `make test`) re-executes every notebook and compares its stored
+outputs. These tests check what nbval cannot: that the committed stubs are
+unsolved, that every exercise is wired to the checker and the solution
+dropdown, that the Colab cell works on and off Colab, and that solved copies of
+the notebooks pass every check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from attention_course.exercises import REGISTRY
+from attention_course.solutions import SOLUTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+EXERCISE_RE = re.compile(r"^# EXERCISE: ([\w-]+)\s*$", re.M)
+CHECK_RE = re.compile(r"""check\(\s*["']([\w-]+)["']\s*,\s*(\w+)\s*\)""")
+DEF_RE = re.compile(r"^def (\w+)\(", re.M)
+
+
+def _code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _load(path):
+    return nbformat.read(path, as_version=4)
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no chapter notebooks found in book/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_is_the_shared_colab_cell(path):
+    first = _code_cells(_load(path))[0].source
+    reference = _code_cells(_load(NOTEBOOKS[0]))[0].source
+    assert first == reference
+    assert "google.colab" in first
+
+
+def _run_colab_cell(monkeypatch, on_colab: bool, package_present: bool):
+    source = _code_cells(_load(NOTEBOOKS[0]))[0].source
+    calls = []
+    import importlib.util
+    import subprocess
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a[0]))
+    if on_colab:
+        google = types.ModuleType("google")
+        colab = types.ModuleType("google.colab")
+        google.colab = colab
+        monkeypatch.setitem(sys.modules, "google", google)
+        monkeypatch.setitem(sys.modules, "google.colab", colab)
+    else:
+        monkeypatch.setitem(sys.modules, "google.colab", None)  # import fails
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec",
+        lambda name, *a: (object() if package_present else None) if name == "attention_course" else real_find_spec(name, *a),
+    )
+    exec(compile(source, "colab-cell", "exec"), {})
+    return calls
+
+
+def test_colab_cell_installs_the_package_on_colab(monkeypatch):
+    calls = _run_colab_cell(monkeypatch, on_colab=True, package_present=False)
+    assert len(calls) == 1
+    assert calls[0][1:4] == ["-m", "pip", "install"] and "git+" in calls[0][-1]
+
+
+def test_colab_cell_does_nothing_when_installed_or_elsewhere(monkeypatch):
+    assert _run_colab_cell(monkeypatch, on_colab=True, package_present=True) == []
+    assert _run_colab_cell(monkeypatch, on_colab=False, package_present=False) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercise_cells_are_wired(path):
+    nb = _load(path)
+    cells = nb.cells
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    for i, cell in enumerate(cells):
+        m = EXERCISE_RE.search(cell.source) if cell.cell_type == "code" else None
+        if not m:
+            continue
+        eid = m.group(1)
+        assert eid in REGISTRY, f"{path.name}: unknown exercise {eid}"
+        assert "raise NotImplementedError" in cell.source, f"{eid}: the committed stub must be unsolved"
+        (stub_name,) = DEF_RE.findall(cell.source)
+        check_cell = cells[i + 1]
+        assert CHECK_RE.search(check_cell.source).groups() == (eid, stub_name)
+        outputs = "".join(o.get("text", "") for o in check_cell.get("outputs", []))
+        assert "not implemented yet" in outputs, f"{eid}: stored output should be the stub's verdict"
+        assert f":label: ex-{eid}" in text, f"{eid}: missing exercise directive"
+        assert f"{{solution}} ex-{eid}" in text, f"{eid}: missing solution dropdown"
+        assert f":pyobject: {SOLUTIONS[eid].__name__}" in text, f"{eid}: dropdown shows the wrong solution"
+
+
+def _solved_copy(nb):
+    """Keep the setup and import cells and the exercise cells; paste in the solutions."""
+    code = _code_cells(nb)
+    keep = code[:2]
+    for i, cell in enumerate(code):
+        m = EXERCISE_RE.search(cell.source)
+        if m:
+            (name,) = DEF_RE.findall(cell.source)
+            fn = SOLUTIONS[m.group(1)]
+            cell = nbformat.v4.new_code_cell(f"from attention_course.solutions import {fn.__name__} as {name}")
+            keep += [cell, code[i + 1]]
+    solved = nbformat.v4.new_notebook(cells=keep, metadata=nb.metadata)
+    return solved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_solved_copy_passes_every_check(path):
+    solved = _solved_copy(_load(path))
+    n_checks = sum(bool(CHECK_RE.search(c.source)) for c in solved.cells)
+    if n_checks == 0:
+        pytest.skip(f"{path.name} has no exercises")
+    NotebookClient(solved, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    verdicts = [
+        "".join(o.get("text", "") for o in c.outputs) for c in solved.cells if CHECK_RE.search(c.source)
+    ]
+    assert len(verdicts) == n_checks
+    for v in verdicts:
+        assert v.startswith("✅"), v
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_hygiene(path):
+    """Every code cell was run; no stderr, errors, or machine paths in stored outputs."""
+    nb = json.loads(path.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or not "".join(cell["source"]).strip():
+            continue
+        assert cell["execution_count"] is not None, "".join(cell["source"])[:80]
+        for out in cell["outputs"]:
+            assert out["output_type"] != "error"
+            assert not (out["output_type"] == "stream" and out["name"] == "stderr"), out
+            assert str(ROOT) not in json.dumps(out)
