@@ -45,9 +45,50 @@ def one_query_output(q_i, k, v):
     return sum(alpha_j * v_j for alpha_j, v_j in zip(alphas, v))  # (d_v,)
 
 
+# ------------------------------------------------------------------ chapter 5
+def message_passing_step(q, k, v, mask):
+    """One round of message passing: node i sums alpha_ij * v_j over its in-neighbours j."""
+    T, d_k = q.shape
+    out = np.zeros((T, v.shape[1]))  # (T, d_v); a node without messages keeps 0
+    for i in range(T):
+        nbrs = np.flatnonzero(mask[i])  # in-neighbours of node i: row i of the mask
+        if nbrs.size == 0:
+            continue  # no messages arrive
+        e = k[nbrs] @ q[i] / np.sqrt(d_k)  # scores e_ij, (n_i,)
+        alpha = np.exp(e - e.max())  # stable softmax over the neighbourhood
+        alpha = alpha / alpha.sum()  # (n_i,), sums to 1
+        out[i] = alpha @ v[nbrs]  # sum of messages alpha_ij v_j, (d_v,)
+    return out
+
+
+def banded_receptive_field(T, window, n_layers):
+    """Boolean (T, T): output i depends on input j after n_layers banded layers."""
+    i = np.arange(T)[:, None]  # (T, 1) receivers
+    j = np.arange(T)[None, :]  # (1, T) senders
+    one_layer = (np.abs(i - j) <= window).astype(int)  # A + I (the band includes i itself)
+    reach = np.eye(T, dtype=int)  # after 0 layers each node knows only itself
+    for _ in range(n_layers):
+        reach = (one_layer @ reach > 0).astype(int)  # one more hop
+    return reach > 0  # (T, T): the band |i - j| <= n_layers * window
+
+
+def attention_rollout(weights):
+    """Abnar & Zuidema's rollout of (L, T, T) attention maps, layer 1 first: (T, T)."""
+    T = weights.shape[-1]
+    rollout = np.eye(T)  # before any layer, each token is itself
+    for A in weights:  # layer 1 first
+        A_hat = 0.5 * A + 0.5 * np.eye(T)  # half of each token skips the layer
+        A_hat = A_hat / A_hat.sum(axis=-1, keepdims=True)  # rows sum to 1
+        rollout = A_hat @ rollout  # later layers multiply on the left
+    return rollout
+
+
 SOLUTIONS = {
     "stable-softmax": stable_softmax,
     "attention": attention,
     "causal-mask": causal_mask,
     "one-query": one_query_output,
+    "message-passing-step": message_passing_step,
+    "banded-receptive-field": banded_receptive_field,
+    "attention-rollout": attention_rollout,
 }
