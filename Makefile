@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv book test test-fast lab clean
+.PHONY: venv book test test-fast test-site lab clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" tests attention_course
+
+# Load every page of the built book in headless Chromium (needs `make book` first
+# and Debian's chromium + chromium-driver, which .ci/run installs).
+test-site: $(STAMP)
+	$(BIN)/python -m pytest -m site tests/test_site.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
