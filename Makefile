@@ -27,8 +27,10 @@ book: $(STAMP)
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300
 
+# pytest's exit code 5 means "no tests collected": a failure here, not a pass.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL)
+	$(BIN)/python -m pytest $(NBVAL); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" tests attention_course

@@ -45,6 +45,46 @@ def one_query_output(q_i, k, v):
     return sum(alpha_j * v_j for alpha_j, v_j in zip(alphas, v))  # (d_v,)
 
 
+# ------------------------------------------------------------------ chapter 2
+def nadaraya_watson_estimate(x_query, x_train, y_train, bandwidth):
+    """Gaussian Nadaraya-Watson predictions for 1-D inputs: x_query (T,), x_train and y_train (S,)."""
+    diff = x_query[:, None] - x_train[None, :]  # (T, S) every query minus every training point
+    log_k = -(diff**2) / (2 * bandwidth**2)  # (T, S) log of the Gaussian kernel
+    log_k = log_k - log_k.max(axis=-1, keepdims=True)  # largest entry per row is 0: no 0/0
+    k = np.exp(log_k)  # (T, S) kernel values, up to a factor per row
+    weights = k / k.sum(axis=-1, keepdims=True)  # (T, S) each row sums to 1
+    return weights @ y_train  # (T,) weighted average of the targets
+
+
+def gaussian_nw_attention(q, k, v, sigma):
+    """Gaussian Nadaraya-Watson as softmax attention: scores q.k / sigma^2 plus a key bias."""
+    scores = q @ k.T / sigma**2  # (T, S) dot products, scaled by 1/sigma^2
+    bias = -(k**2).sum(axis=-1) / (2 * sigma**2)  # (S,) -|k_j|^2 / (2 sigma^2)
+    scores = scores + bias[None, :]  # (T, S) = -|q - k|^2 / (2 sigma^2) + a constant per row
+    scores = scores - scores.max(axis=-1, keepdims=True)  # stable softmax over the keys
+    weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)  # (T, S)
+    return weights @ v  # (T, d_v)
+
+
+def leave_one_out_predictions(x, y, bandwidth):
+    """Predict each y_i from the other points only (Gaussian kernel, 1-D x of shape (n,))."""
+    diff = x[:, None] - x[None, :]  # (n, n)
+    log_k = -(diff**2) / (2 * bandwidth**2)  # (n, n) log-kernel
+    np.fill_diagonal(log_k, -np.inf)  # point i may not use its own target: weight exp(-inf) = 0
+    log_k = log_k - log_k.max(axis=-1, keepdims=True)  # stable: row max becomes 0
+    k = np.exp(log_k)  # (n, n), zero diagonal
+    weights = k / k.sum(axis=-1, keepdims=True)  # (n, n) rows sum to 1 over j != i
+    return weights @ y  # (n,)
+
+
+def metric_kernel(q, k, W):
+    """Kernel matrix exp(-|W (q_i - k_j)|^2 / 2) for q (T, d), k (S, d) and W (d, d)."""
+    diff = q[:, None, :] - k[None, :, :]  # (T, S, d) every query minus every key
+    projected = diff @ W.T  # (T, S, d) rows are W (q_i - k_j)
+    sq_dist = (projected**2).sum(axis=-1)  # (T, S) |W (q_i - k_j)|^2
+    return np.exp(-sq_dist / 2)  # (T, S) values in (0, 1]
+
+
 # ------------------------------------------------------------------ chapter 5
 def message_passing_step(q, k, v, mask):
     """One round of message passing: node i sums alpha_ij * v_j over its in-neighbours j."""
@@ -91,4 +131,8 @@ SOLUTIONS = {
     "message-passing-step": message_passing_step,
     "banded-receptive-field": banded_receptive_field,
     "attention-rollout": attention_rollout,
+    "nadaraya-watson": nadaraya_watson_estimate,
+    "gaussian-as-softmax": gaussian_nw_attention,
+    "leave-one-out": leave_one_out_predictions,
+    "metric-kernel": metric_kernel,
 }
