@@ -123,6 +123,30 @@ def attention_rollout(weights):
     return rollout
 
 
+# ------------------------------------------------------------------ chapter 6
+def dot_variance(q, k):
+    """Empirical variance (ddof=0) of the paired dot products q_n . k_n; q and k are (N, d_k)."""
+    s = (q * k).sum(axis=-1)  # (N,) sample n of q with sample n of k
+    centred = s - s.mean()  # (N,) subtract the sample mean
+    return (centred**2).mean()  # average squared deviation, like np.var(s)
+
+
+def softmax_entropy(x, temperature):
+    """Entropy in nats of softmax(x / temperature) over the last axis."""
+    z = x / temperature  # a higher temperature flattens the logits
+    z = z - z.max(axis=-1, keepdims=True)  # stable: the largest logit is 0
+    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))  # log-softmax, finite everywhere
+    p = np.exp(log_p)  # the softmax weights
+    return -(p * log_p).sum(axis=-1)  # H = -sum_j p_j log p_j; 0 * log p_j = 0 when p_j = 0
+
+
+def softmax_jacobian(p):
+    """Jacobian d p_i / d s_j = p_i (delta_ij - p_j) of the softmax, for p of shape (S,)."""
+    diag = np.diag(p)  # (S, S) p_i on the diagonal
+    outer = np.outer(p, p)  # (S, S) p_i p_j
+    return diag - outer  # J = diag(p) - p p^T
+
+
 SOLUTIONS = {
     "stable-softmax": stable_softmax,
     "attention": attention,
@@ -135,4 +159,7 @@ SOLUTIONS = {
     "gaussian-as-softmax": gaussian_nw_attention,
     "leave-one-out": leave_one_out_predictions,
     "metric-kernel": metric_kernel,
+    "dot-variance": dot_variance,
+    "softmax-entropy": softmax_entropy,
+    "softmax-jacobian": softmax_jacobian,
 }

@@ -9,5 +9,6 @@ from ._core import REGISTRY, Case, CheckResult, Exercise, Mutant, check, evaluat
 from . import ch01_mechanics  # noqa: F401  (registers chapter 1)
 from . import ch02_kernels  # noqa: F401  (registers chapter 2)
 from . import ch05_graphs  # noqa: F401  (registers chapter 5)
+from . import ch06_scaling  # noqa: F401  (registers chapter 6)
 
 __all__ = ["check", "evaluate", "REGISTRY", "Case", "CheckResult", "Exercise", "Mutant", "register"]
