@@ -9,6 +9,11 @@ module             concept
 ``attention``      softmax, scaled dot-product attention, masks (chapter 1)
 ``kernels``        Nadaraya-Watson kernel smoothing (chapter 2)
 ``multihead``      multi-head attention and head analysis (chapter 4)
+``graphs``         attention as message passing on a masked graph (chapter 5)
+``rollout``        attention rollout and flow across layers (chapter 5)
+``gnn``            GCN, GAT and GATv2 for comparison (chapter 5)
+``depth``          stacks of attention layers and rank collapse (chapter 5)
+``graph_plots``    drawings of attention graphs (chapter 5)
 ``scaling``        the 1/sqrt(d_k) scale (chapter 6)
 ``encoder``        our BERT encoder on our own attention
 ``pretrained``     the real all-MiniLM-L6-v2, loaded offline
@@ -32,7 +37,11 @@ from .data import (
 )
 from .encoder import BertWeights, EncoderOutput, bert_encode
 from .exercises import check, evaluate
+from .depth import attention_stack, rank_collapse, rank_one_residual
 from .geometry import convex_hull, in_convex_hull
+from .gnn import gat_layer, gatv2_layer, gcn_layer, ranking_comparison
+from .graph_plots import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
+from .graphs import banded_mask, dependency_support, message_passing, receptive_field, topology_mask
 from .kernels import (
     KERNELS,
     fit_bandwidth,
@@ -58,6 +67,7 @@ from .multihead import (
 )
 from .plotting import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
 from .pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
+from .rollout import attention_flow, attention_rollout
 from .scaling import (
     dot_product_variance,
     qk_norm_scores,
@@ -81,6 +91,11 @@ __all__ = [
     "split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention", "from_torch",
     "mask_from_torch", "head_bilinear_forms", "principal_angles", "head_subspace_angles",
     "head_contributions",
+    # message passing
+    "topology_mask", "banded_mask", "message_passing", "receptive_field", "dependency_support",
+    "attention_rollout", "attention_flow", "gcn_layer", "gat_layer", "gatv2_layer",
+    "ranking_comparison", "attention_stack", "rank_one_residual", "rank_collapse",
+    "plot_attention_graph", "plot_receptive_field_growth", "plot_rank_collapse",
     # scaling
     "resolve_scale", "dot_product_variance", "variance_vs_dim", "softmax_entropy",
     "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "qk_norm_scores",

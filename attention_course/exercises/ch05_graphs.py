@@ -24,6 +24,7 @@ import torch
 
 from .. import attention as att
 from .. import graphs as g
+from ..rollout import attention_rollout
 from ._core import Case, Exercise, Mutant, register
 
 __all__ = ["EXERCISES"]
@@ -282,7 +283,7 @@ register(
         id="attention-rollout",
         title="Attention rollout",
         make_cases=_rollout_cases,
-        reference=g.attention_rollout,
+        reference=attention_rollout,
         mutants=(
             Mutant(
                 "no-residual", _rollout_no_residual,

@@ -1,0 +1,73 @@
+"""Tests for attention_course.depth: attention stacks and rank collapse (Dong et al. 2021)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attention_course import depth
+from attention_course._backend import ShapeError
+from attention_course.graphs import banded_mask
+
+
+def test_rank_one_residual_closed_form_and_minimiser():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6, 4))
+    r = depth.rank_one_residual(X)
+    assert r == pytest.approx(np.sqrt(X.var(axis=0).sum() * 6) / np.linalg.norm(X), rel=1e-12)
+    for _ in range(20):  # no other x does better than the mean row
+        x = X.mean(axis=0) + 0.1 * rng.normal(size=4)
+        assert np.linalg.norm(X - x[None, :]) / np.linalg.norm(X) > r
+    assert depth.rank_one_residual(np.outer(np.ones(5), rng.normal(size=3))) < 1e-15
+
+
+def test_pure_attention_collapses_and_skips_slow_it_down():
+    pure = depth.rank_collapse(n_tokens=16, d_model=64, n_layers=5, seed=0)
+    assert np.all(np.diff(pure[:5]) < 0)  # strictly decreasing until float64's floor
+    assert pure[-1] < 1e-12
+    assert pure[2] < pure[1] ** 2  # faster than geometric: doubly exponential
+    skip = depth.rank_collapse(n_tokens=16, d_model=64, n_layers=12, seed=0, skip=True)
+    assert skip[-1] > 1e-2 and skip[-1] > 1e8 * pure[-1]
+    full = depth.rank_collapse(n_layers=12, seed=0, skip=True, mlp=True, layernorm=True)
+    assert full[-1] > 1e-2
+
+
+def test_with_skips_the_collapse_is_exponential_not_stopped():
+    # 48 layers: the residual keeps shrinking by a roughly constant factor per layer
+    skip = depth.rank_collapse(n_layers=48, seed=0, skip=True)
+    rates = (skip[24:] / skip[:-24]) ** (1 / 24)  # geometric mean factor over 24 layers
+    assert np.all((rates > 0.5) & (rates < 0.9))
+    assert skip[-1] < 1e-5
+    # the factor is set by the attention branch's gain: a quarter of W_v nearly stops it
+    gentle = depth.rank_collapse(n_layers=48, seed=0, skip=True, value_scale=0.25)
+    assert (gentle[-1] / gentle[12]) ** (1 / 36) > 0.97
+
+
+def test_value_scale_multiplies_only_w_v():
+    a = depth.init_stack_params(6, 2, seed=4, mlp=True)
+    b = depth.init_stack_params(6, 2, seed=4, mlp=True, value_scale=0.5)
+    for la, lb in zip(a, b):
+        for name in la:
+            factor = 0.5 if name == "W_v" else 1.0
+            np.testing.assert_array_equal(lb[name], factor * la[name])
+        assert la["W_q"].std() == pytest.approx(1 / np.sqrt(6), rel=0.5)  # N(0, 1/fan_in)
+
+
+def test_attention_stack_numpy_and_torch_agree():
+    x = np.random.default_rng(9).normal(size=(5, 8))
+    params = depth.init_stack_params(8, 2, seed=3, mlp=True)
+    mask = banded_mask(5, 1)
+    for kw in ({}, {"skip": True, "mlp": True, "layernorm": True}):
+        a = depth.attention_stack(x, params, mask, **kw)[-1]
+        b = depth.attention_stack(torch.as_tensor(x), params, mask, **kw)[-1]
+        torch.testing.assert_close(torch.as_tensor(a), b, rtol=0, atol=1e-13)
+    # one pure layer by hand
+    p = params[0]
+    q, k, v = x @ p["W_q"], x @ p["W_k"], x @ p["W_v"]
+    s = np.where(mask, q @ k.T / np.sqrt(8), -np.inf)
+    w = np.exp(s - s.max(1, keepdims=True))
+    w /= w.sum(1, keepdims=True)
+    np.testing.assert_allclose(depth.attention_stack(x, params[:1], mask)[1], w @ v, atol=1e-13)
+    with pytest.raises(ShapeError, match=r"x has shape \(5, 7\); expected \(T, 8\)"):
+        depth.attention_stack(x[:, :7], params)
