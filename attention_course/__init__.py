@@ -8,6 +8,9 @@ module             concept
 =================  =======================================================
 ``attention``      softmax, scaled dot-product attention, masks (chapter 1)
 ``kernels``        Nadaraya-Watson kernel smoothing (chapter 2)
+``lowrank``        spectra, effective rank, low-rank vs sparse (chapter 3)
+``efficient``      efficient attention, chunked exact attention (chapter 3)
+``benchmarks``     ``python -m attention_course.benchmarks`` (chapter 3)
 ``multihead``      multi-head attention and head analysis (chapter 4)
 ``graphs``         attention as message passing on a masked graph (chapter 5)
 ``rollout``        attention rollout and flow across layers (chapter 5)
@@ -36,6 +39,16 @@ from .data import (
     toy_sentence,
 )
 from .encoder import BertWeights, EncoderOutput, bert_encode
+from .efficient import (
+    chunked_attention,
+    linear_attention,
+    linformer_attention,
+    local_window_attention,
+    nystrom_attention,
+    online_softmax_step,
+    performer_attention,
+    topk_attention,
+)
 from .exercises import check, evaluate
 from .depth import attention_stack, rank_collapse, rank_one_residual
 from .geometry import convex_hull, in_convex_hull
@@ -51,6 +64,17 @@ from .kernels import (
     nadaraya_watson,
     sine_data,
     sparse_sine_data,
+)
+from .lowrank import (
+    best_rank_k,
+    effective_rank,
+    energy_rank,
+    rank_k_error,
+    singular_values,
+    stable_rank,
+    synthetic_attention,
+    temperature_sweep,
+    topk_error,
 )
 from .models import ModelConfig, TinyTransformer, evaluate_loss, head_ablation, head_scores, train
 from .multihead import (
@@ -87,6 +111,11 @@ __all__ = [
     # kernels
     "KERNELS", "nadaraya_watson", "kernel_matrix", "gaussian_nw_as_attention",
     "fit_bandwidth", "fit_metric", "sine_data", "sparse_sine_data",
+    # low rank and efficient attention
+    "singular_values", "effective_rank", "stable_rank", "energy_rank", "best_rank_k",
+    "rank_k_error", "topk_error", "synthetic_attention", "temperature_sweep",
+    "chunked_attention", "online_softmax_step", "linear_attention", "performer_attention",
+    "linformer_attention", "nystrom_attention", "local_window_attention", "topk_attention",
     # multi-head
     "split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention", "from_torch",
     "mask_from_torch", "head_bilinear_forms", "principal_angles", "head_subspace_angles",

@@ -85,6 +85,44 @@ def metric_kernel(q, k, W):
     return np.exp(-sq_dist / 2)  # (T, S) values in (0, 1]
 
 
+# ------------------------------------------------------------------ chapter 3
+def effective_rank(A):
+    """Entropy effective rank exp(H(p)) with p_i = sigma_i / sum_j sigma_j (Roy & Vetterli 2007)."""
+    s = np.linalg.svd(A, compute_uv=False)  # singular values, largest first
+    p = s / s.sum()  # a probability distribution over the modes
+    p = p[p > 0]  # 0 log 0 counts as 0
+    entropy = -(p * np.log(p)).sum()
+    return np.exp(entropy)
+
+
+def best_rank_k(A, k):
+    """The best rank-k approximation U_k diag(s_k) V_k^T (Eckart-Young)."""
+    U, s, Vh = np.linalg.svd(A, full_matrices=False)  # (R, r), (r,), (r, C)
+    U_k = U[:, :k]  # (R, k) the k leading left singular vectors
+    s_k = s[:k]  # (k,) the k largest singular values
+    Vh_k = Vh[:k, :]  # (k, C) the k leading right singular vectors
+    return (U_k * s_k) @ Vh_k  # (R, C), rank k
+
+
+def linear_attention_associative(phi_q, phi_k, v):
+    """Linear attention phi(Q) (phi(K)^T V) / (phi(Q) sum_s phi(K_s)), never forming T x S."""
+    kv = phi_k.T @ v  # (r, d_v): sum_s phi(k_s) v_s^T, computed once
+    z = phi_k.sum(axis=0)  # (r,): sum_s phi(k_s)
+    numerator = phi_q @ kv  # (T, d_v)
+    denominator = phi_q @ z  # (T,): phi(q_t) . sum_s phi(k_s)
+    return numerator / denominator[:, None]  # (T, d_v), each query's weights sum to 1
+
+
+def online_softmax_step(m, l, acc, scores, v_blk):
+    """Fold one block of scores (T, B) and values (B, d_v) into the running max, sum and output."""
+    m_new = np.maximum(m, scores.max(axis=1))  # (T,) running max
+    alpha = np.exp(m - m_new)  # (T,) rescales what was computed against the old max
+    p = np.exp(scores - m_new[:, None])  # (T, B) this block's unnormalised weights
+    l_new = alpha * l + p.sum(axis=1)  # (T,) running sum
+    acc_new = alpha[:, None] * acc + p @ v_blk  # (T, d_v) running numerator
+    return m_new, l_new, acc_new
+
+
 # ------------------------------------------------------------------ chapter 5
 def message_passing_step(q, k, v, mask):
     """One round of message passing: node i sums alpha_ij * v_j over its in-neighbours j."""
@@ -162,4 +200,8 @@ SOLUTIONS = {
     "dot-variance": dot_variance,
     "softmax-entropy": softmax_entropy,
     "softmax-jacobian": softmax_jacobian,
+    "effective-rank": effective_rank,
+    "best-rank-k": best_rank_k,
+    "linear-attention": linear_attention_associative,
+    "online-softmax-step": online_softmax_step,
 }
