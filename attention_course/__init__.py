@@ -9,6 +9,7 @@ module             concept
 ``attention``      softmax, scaled dot-product attention, masks (chapter 1)
 ``kernels``        Nadaraya-Watson kernel smoothing (chapter 2)
 ``lowrank``        spectra, effective rank, low-rank vs sparse (chapter 3)
+``lowrank_plots``  figures for low rank vs sparsity (chapter 3)
 ``efficient``      efficient attention, chunked exact attention (chapter 3)
 ``benchmarks``     ``python -m attention_course.benchmarks`` (chapter 3)
 ``multihead``      multi-head attention and head analysis (chapter 4)
@@ -76,6 +77,13 @@ from .lowrank import (
     temperature_sweep,
     topk_error,
 )
+from .lowrank_plots import (
+    plot_cumulative_spectra,
+    plot_exp_rank,
+    plot_head_ranks,
+    plot_lowrank_vs_sparse,
+    plot_method_errors,
+)
 from .models import ModelConfig, TinyTransformer, evaluate_loss, head_ablation, head_scores, train
 from .multihead import (
     MultiHeadAttention,
@@ -116,6 +124,8 @@ __all__ = [
     "rank_k_error", "topk_error", "synthetic_attention", "temperature_sweep",
     "chunked_attention", "online_softmax_step", "linear_attention", "performer_attention",
     "linformer_attention", "nystrom_attention", "local_window_attention", "topk_attention",
+    "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse",
+    "plot_method_errors",
     # multi-head
     "split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention", "from_torch",
     "mask_from_torch", "head_bilinear_forms", "principal_angles", "head_subspace_angles",
