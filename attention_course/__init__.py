@@ -13,6 +13,7 @@ module             concept
 ``efficient``      efficient attention, chunked exact attention (chapter 3)
 ``benchmarks``     ``python -m attention_course.benchmarks`` (chapter 3)
 ``multihead``      multi-head attention and head analysis (chapter 4)
+``heads``          low-rank bottleneck, heads vs the SVD, head roles (chapter 4)
 ``graphs``         attention as message passing on a masked graph (chapter 5)
 ``rollout``        attention rollout and flow across layers (chapter 5)
 ``gnn``            GCN, GAT and GATv2 for comparison (chapter 5)
@@ -56,6 +57,15 @@ from .geometry import convex_hull, in_convex_hull
 from .gnn import gat_layer, gatv2_layer, gcn_layer, ranking_comparison
 from .graph_plots import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
 from .graphs import banded_mask, dependency_support, message_passing, receptive_field, topology_mask
+from .heads import (
+    fit_low_rank_attention,
+    head_role_scores,
+    mha_parameter_count,
+    plot_bottleneck,
+    plot_head_gallery,
+    plot_role_scores,
+    smallest_head_angles,
+)
 from .kernels import (
     KERNELS,
     fit_bandwidth,
@@ -129,7 +139,8 @@ __all__ = [
     # multi-head
     "split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention", "from_torch",
     "mask_from_torch", "head_bilinear_forms", "principal_angles", "head_subspace_angles",
-    "head_contributions",
+    "head_contributions", "fit_low_rank_attention", "smallest_head_angles", "head_role_scores",
+    "mha_parameter_count", "plot_bottleneck", "plot_head_gallery", "plot_role_scores",
     # message passing
     "topology_mask", "banded_mask", "message_passing", "receptive_field", "dependency_support",
     "attention_rollout", "attention_flow", "gcn_layer", "gat_layer", "gatv2_layer",

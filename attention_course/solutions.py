@@ -123,6 +123,52 @@ def online_softmax_step(m, l, acc, scores, v_blk):
     return m_new, l_new, acc_new
 
 
+# ------------------------------------------------------------------ chapter 4
+def split_into_heads(x, h):
+    """Split (B, T, h*d_k) into h heads of d_k contiguous features: (B, h, T, d_k)."""
+    B, T, D = x.shape
+    d_k = D // h
+    x = x.reshape(B, T, h, d_k)  # the last axis cut into h blocks of d_k features
+    return x.transpose(0, 2, 1, 3)  # (B, h, T, d_k): the head axis moves before the positions
+
+
+def multi_head_forward(x, W_q, W_k, W_v, W_o, h):
+    """Multi-head self-attention (no masks, no biases): returns (output (B, T, d), weights (B, h, T, T))."""
+    B, T, D = x.shape
+    d_k = D // h
+    q = split_into_heads(x @ W_q, h)  # (B, h, T, d_k)
+    k = split_into_heads(x @ W_k, h)  # (B, h, T, d_k)
+    v = split_into_heads(x @ W_v, h)  # (B, h, T, d_k)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_k)  # (B, h, T, T): each head's own scale
+    scores = scores - scores.max(axis=-1, keepdims=True)  # stable softmax over the keys
+    weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)  # (B, h, T, T)
+    heads = weights @ v  # (B, h, T, d_k)
+    concat = heads.transpose(0, 2, 1, 3).reshape(B, T, D)  # (B, T, h*d_k): heads side by side
+    return concat @ W_o, weights  # (B, T, d), (B, h, T, T)
+
+
+def count_mha_parameters(d_model, num_heads, bias):
+    """Parameters of multi-head attention with d_k = d_v = d_model / num_heads."""
+    d_k = d_model // num_heads
+    per_head = 3 * d_model * d_k  # W_Q^(i), W_K^(i), W_V^(i), each d_model x d_k
+    per_head += d_k * d_model  # the head's d_k rows of W_O
+    weights = num_heads * per_head  # = 4 d_model^2, whatever num_heads is
+    biases = 4 * d_model if bias else 0  # b_q, b_k, b_v (h * d_k each) and b_o (d_model)
+    return weights + biases
+
+
+def ablate_head(heads, W_o, head):
+    """Multi-head output (without b_o) with head `head` switched off.
+
+    heads: (B, h, T, d_v), the heads' outputs; W_o: (h*d_v, d_out).
+    """
+    B, h, T, d_v = heads.shape
+    kept = heads.copy()  # never modify the input
+    kept[:, head] = 0.0  # the ablated head contributes nothing
+    concat = kept.transpose(0, 2, 1, 3).reshape(B, T, h * d_v)  # (B, T, h*d_v)
+    return concat @ W_o  # (B, T, d_out) = sum over the other heads of head_i W_o^(i)
+
+
 # ------------------------------------------------------------------ chapter 5
 def message_passing_step(q, k, v, mask):
     """One round of message passing: node i sums alpha_ij * v_j over its in-neighbours j."""
@@ -204,4 +250,8 @@ SOLUTIONS = {
     "best-rank-k": best_rank_k,
     "linear-attention": linear_attention_associative,
     "online-softmax-step": online_softmax_step,
+    "split-heads": split_into_heads,
+    "multi-head-forward": multi_head_forward,
+    "mha-param-count": count_mha_parameters,
+    "head-ablation": ablate_head,
 }
