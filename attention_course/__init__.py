@@ -94,7 +94,17 @@ from .lowrank_plots import (
     plot_lowrank_vs_sparse,
     plot_method_errors,
 )
-from .models import ModelConfig, TinyTransformer, evaluate_loss, head_ablation, head_scores, train
+from .models import (
+    ModelConfig,
+    TinyTransformer,
+    TrainingRun,
+    evaluate_loss,
+    head_ablation,
+    head_scores,
+    qk_logits,
+    train,
+    train_run,
+)
 from .multihead import (
     MultiHeadAttention,
     from_torch,
@@ -111,6 +121,8 @@ from .plotting import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
 from .pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
 from .rollout import attention_flow, attention_rollout
 from .scaling import (
+    absorb_scale,
+    compare_scales,
     dot_product_variance,
     qk_norm_scores,
     resolve_scale,
@@ -149,9 +161,11 @@ __all__ = [
     # scaling
     "resolve_scale", "dot_product_variance", "variance_vs_dim", "softmax_entropy",
     "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "qk_norm_scores",
+    "absorb_scale", "compare_scales",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
     "minilm_weights", "attention_maps", "ModelConfig", "TinyTransformer", "train",
+    "train_run", "TrainingRun", "qk_logits",
     "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",
     # exercises and figures

@@ -7,11 +7,13 @@ attention (optionally preceded by LayerNorm and followed by an MLP):
 .. math::
 
     x \leftarrow x + \sum_{h=1}^{H} m_{\ell h}\,
-        \operatorname{softmax}\!\left(\frac{(x W_Q^h)(x W_K^h)^\top}{\sqrt{d_k}} + M\right)
+        \operatorname{softmax}\!\left(c\,(x W_Q^h)(x W_K^h)^\top + M\right)
         x W_V^h W_O^h
 
-where :math:`M` is the causal mask and :math:`m_{\ell h} \in \{0, 1\}` is a
-head mask used for ablations (Michel et al., 2019). Each head keeps its own
+where :math:`c = 1/\sqrt{d_k}` by default (``ModelConfig.scale``; chapter 6
+also trains with :math:`c = 1` and :math:`c = 1/d_k`), :math:`M` is the causal
+mask and :math:`m_{\ell h} \in \{0, 1\}` is a head mask used for ablations
+(Michel et al., 2019). Each head keeps its own
 :math:`W_Q^h, W_K^h, W_V^h \in \mathbb{R}^{d_{model} \times d_k}` and
 :math:`W_O^h \in \mathbb{R}^{d_k \times d_{model}}`, stored as tensors of shape
 ``(h, d_model, d_k)`` and ``(h, d_k, d_model)``, so heads can be read,
@@ -25,7 +27,7 @@ module stores nothing for plotting.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -34,6 +36,7 @@ from torch import nn
 from ._backend import ShapeError, shape_str
 from .attention import causal_mask, scaled_dot_product_attention
 from .data import Task
+from .scaling import resolve_scale
 
 __all__ = [
     "ModelConfig",
@@ -41,6 +44,9 @@ __all__ = [
     "attention_block",
     "masked_loss",
     "train",
+    "TrainingRun",
+    "train_run",
+    "qk_logits",
     "evaluate_loss",
     "head_ablation",
     "attention_pattern_scores",
@@ -51,11 +57,23 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes and switches of :class:`TinyTransformer`.
+    r"""Sizes and switches of :class:`TinyTransformer`.
 
     ``d_k = d_model // n_heads`` by default. ``layer_norm`` adds a pre-LN before
     each block and before the unembedding; ``mlp`` adds a ReLU MLP of width
-    ``4 d_model`` after each attention block.
+    ``4 d_model`` after each attention block. ``scale`` multiplies the scores
+    :math:`q \cdot k` before the softmax: ``"sqrt"`` (:math:`1/\sqrt{d_k}`, the
+    default), ``"none"`` (1), ``"mup"`` (:math:`1/d_k`) or a positive number; see
+    :func:`~attention_course.scaling.resolve_scale`.
+
+    Examples
+    --------
+    >>> ModelConfig(d_k=64, scale="none").head_dim
+    64
+    >>> ModelConfig(scale="1/d")
+    Traceback (most recent call last):
+        ...
+    ValueError: unknown scale '1/d'; expected one of ('sqrt', 'none', 'mup') or a positive number
     """
 
     vocab_size: int = 64
@@ -66,11 +84,20 @@ class ModelConfig:
     d_k: Optional[int] = None
     layer_norm: bool = True
     mlp: bool = False
+    scale: Union[str, float] = "sqrt"
+
+    def __post_init__(self) -> None:
+        resolve_scale(self.head_dim, self.scale)  # a bad scale fails here, not mid-training
 
     @property
     def head_dim(self) -> int:
         """The per-head dimension d_k."""
         return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+
+    @property
+    def score_scale(self) -> float:
+        r"""The factor :math:`c(d_k)` that multiplies :math:`q \cdot k`."""
+        return resolve_scale(self.head_dim, self.scale)
 
 
 def attention_block(
@@ -80,13 +107,14 @@ def attention_block(
     W_v: torch.Tensor,
     W_o: torch.Tensor,
     head_mask: Optional[torch.Tensor] = None,
+    scale: Optional[float] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Causal multi-head self-attention with per-head weight tensors.
 
     .. math::
 
         \operatorname{out} = \sum_h m_h\, \operatorname{softmax}\!\left(
-            \frac{q_h k_h^\top}{\sqrt{d_k}} + M_{\text{causal}}\right) v_h W_O^h,
+            c\, q_h k_h^\top + M_{\text{causal}}\right) v_h W_O^h,
         \qquad q_h = x W_Q^h,\; k_h = x W_K^h,\; v_h = x W_V^h
 
     Parameters
@@ -96,6 +124,8 @@ def attention_block(
     W_o : torch.Tensor, shape (h, d_k, d_model)
     head_mask : torch.Tensor, optional, shape (h,)
         Multiplies each head's output before ``W_o``; 0 removes the head.
+    scale : float, optional
+        The factor :math:`c` on the scores; default :math:`1/\sqrt{d_k}`.
 
     Returns
     -------
@@ -122,7 +152,8 @@ def attention_block(
     qkv = (x @ W_qkv).view(B, T, h, 3 * d_k).transpose(1, 2)  # (B, h, T, 3 d_k)
     q, k, v = qkv.split(d_k, dim=-1)  # each (B, h, T, d_k): q_h = x W_Q^h, ...
     mask = torch.from_numpy(causal_mask(T))  # (T, T), True = may attend (j <= i)
-    z, weights = scaled_dot_product_attention(q, k, v, mask=mask)  # (B, h, T, d_k), (B, h, T, T)
+    z, weights = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+    # z: (B, h, T, d_k); weights: (B, h, T, T), each row normalised over the T keys
     if head_mask is not None:
         z = z * head_mask.to(z.dtype)[None, :, None, None]  # (B, h, T, d_k), ablated heads = 0
     z = z.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, h d_k): heads side by side
@@ -222,6 +253,7 @@ class TinyTransformer(nn.Module):
             out, w = attention_block(
                 self.ln[layer](x),
                 self.W_q[layer], self.W_k[layer], self.W_v[layer], self.W_o[layer], m,
+                scale=c.score_scale,
             )  # (B, T, d_model), (B, h, T, T)
             x = x + out  # residual stream
             if c.mlp:
@@ -277,7 +309,8 @@ def train(
     come from a ``torch.Generator`` seeded with ``seed``, and the global torch
     RNG is seeded inside :func:`torch.random.fork_rng`, so the caller's random
     state is left as it was. The thread count is set to ``num_threads`` for the
-    duration of the call and restored afterwards.
+    duration of the call and restored afterwards. :func:`train_run` runs the
+    same loop and also records gradient norms and attention sharpness.
 
     Parameters
     ----------
@@ -316,11 +349,89 @@ def train(
     >>> history.shape, round(float(history[0]), 1)     # starts near ln 64 = 4.16
     ((3,), 4.2)
     """
+    return _train_loop(model, task, steps, seed, lr, batch_size, weight_decay, num_threads,
+                       record=False).loss
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """What :func:`train_run` records, one row per step (measured *before* the update).
+
+    Attributes
+    ----------
+    loss : numpy.ndarray, shape (steps,)
+        Training loss, as returned by :func:`train`.
+    grad_norm_q, grad_norm_k : numpy.ndarray, shape (steps, n_layers)
+        Frobenius norm of the loss gradient with respect to each layer's
+        ``W_q`` (all heads together) and ``W_k``.
+    grad_norm : numpy.ndarray, shape (steps,)
+        Norm of the gradient with respect to all parameters.
+    max_weight : numpy.ndarray, shape (steps, n_layers)
+        Mean over the batch, the heads and the queries ``t >= 1`` of the largest
+        attention weight in the row (query 0 has one key, so its weight is 1):
+        near 1 means saturated, one-hot attention.
+    """
+
+    loss: np.ndarray
+    grad_norm_q: np.ndarray
+    grad_norm_k: np.ndarray
+    grad_norm: np.ndarray
+    max_weight: np.ndarray
+
+
+def train_run(
+    model: TinyTransformer,
+    task: Task,
+    steps: int = 1000,
+    seed: int = 0,
+    lr: float = 3e-3,
+    batch_size: int = 32,
+    weight_decay: float = 0.0,
+    num_threads: Optional[int] = 1,
+) -> TrainingRun:
+    r""":func:`train`, also recording gradient norms and how peaked the attention is.
+
+    The parameters and the updates are exactly those of :func:`train` (same
+    seed, same losses, bit for bit); only measurements are added. At each step,
+    after the backward pass and before the optimiser step, it records
+
+    .. math::
+
+        \lVert \nabla_{W_Q^{(\ell)}} \mathcal{L} \rVert_F, \quad
+        \lVert \nabla_{W_K^{(\ell)}} \mathcal{L} \rVert_F, \quad
+        \lVert \nabla_\theta \mathcal{L} \rVert_2, \quad
+        \overline{\max_j A^{(\ell)}_{ij}} .
+
+    Parameters
+    ----------
+    See :func:`train`.
+
+    Returns
+    -------
+    TrainingRun
+
+    Examples
+    --------
+    >>> from attention_course.data import make_task
+    >>> model = TinyTransformer(ModelConfig(d_model=16, n_heads=2), seed=0)
+    >>> run = train_run(model, make_task("repeated_sequences"), steps=3, seed=0)
+    >>> run.loss.shape, run.grad_norm_q.shape, run.max_weight.shape
+    ((3,), (3, 2), (3, 2))
+    """
+    return _train_loop(model, task, steps, seed, lr, batch_size, weight_decay, num_threads,
+                       record=True)
+
+
+def _train_loop(model, task, steps, seed, lr, batch_size, weight_decay, num_threads, record):
     if int(steps) != steps or steps < 1:
         raise ValueError(f"steps={steps!r}; expected a positive integer")
+    steps, L = int(steps), model.config.n_layers
     g = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
-    history = np.empty(int(steps))
+    history = np.empty(steps)
+    shape = (steps, L) if record else (0, L)
+    gq, gk, peak = np.empty(shape), np.empty(shape), np.empty(shape)
+    gall = np.empty(steps if record else 0)
     threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(int(num_threads))
@@ -328,18 +439,75 @@ def train(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
-            for step in range(int(steps)):
+            for step in range(steps):
                 inputs, targets, mask = task(batch_size, generator=g)
-                logits, _ = model(inputs)  # (B, T, V)
+                logits, weights = model(inputs)  # (B, T, V), n_layers x (B, h, T, T)
                 loss = masked_loss(logits, targets, mask)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                if record:
+                    with torch.no_grad():
+                        for layer in range(L):
+                            gq[step, layer] = torch.linalg.vector_norm(model.W_q[layer].grad)
+                            gk[step, layer] = torch.linalg.vector_norm(model.W_k[layer].grad)
+                            w = weights[layer][:, :, 1:]  # (B, h, T - 1, T): queries t >= 1
+                            peak[step, layer] = w.amax(dim=-1).mean()  # largest weight per row
+                        grads = [p.grad for p in model.parameters() if p.grad is not None]
+                        gall[step] = torch.linalg.vector_norm(
+                            torch.stack([torch.linalg.vector_norm(gr) for gr in grads])
+                        )  # $\lVert \nabla_\theta \mathcal{L} \rVert_2$ over all parameters
                 opt.step()
                 history[step] = loss.item()
     finally:
         torch.set_num_threads(threads)
         model.eval()
-    return history
+    return TrainingRun(history, gq, gk, gall, peak)
+
+
+@torch.no_grad()
+def qk_logits(model: TinyTransformer, tokens: torch.Tensor) -> list[torch.Tensor]:
+    r"""The scaled scores :math:`c\,(x W_Q^h)(x W_K^h)^\top` that each layer's softmax sees.
+
+    Runs the model once and reads each block's input :math:`x` (after the
+    pre-LayerNorm) through forward hooks, so the forward pass itself is
+    untouched. The causal mask is *not* applied: entries with key ``j > i``
+    are scores the model never uses; select ``j <= i`` (e.g. with
+    :func:`~attention_course.attention.causal_mask`) before taking statistics.
+
+    Parameters
+    ----------
+    model : TinyTransformer
+    tokens : torch.LongTensor, shape (B, T)
+
+    Returns
+    -------
+    list of torch.Tensor, one per layer, each (B, h, T, T)
+        ``softmax`` of an entry's causal part equals the model's attention weights.
+
+    Examples
+    --------
+    >>> model = TinyTransformer(ModelConfig(d_k=64, scale="none"), seed=0)
+    >>> s = qk_logits(model, torch.zeros(2, 6, dtype=torch.long))
+    >>> len(s), tuple(s[0].shape)
+    (2, (2, 4, 6, 6))
+    """
+    c = model.config
+    block_inputs: list[torch.Tensor] = []
+    hooks = [
+        model.ln[layer].register_forward_hook(lambda mod, args, out: block_inputs.append(out))
+        for layer in range(c.n_layers)
+    ]  # ln[layer] feeds block `layer`; ln[-1] (before the unembedding) is not hooked
+    try:
+        model(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    logits = []
+    for layer, x in enumerate(block_inputs):  # x: (B, T, d_model)
+        q = torch.einsum("btd,hdk->bhtk", x, model.W_q[layer])  # (B, h, T, d_k)
+        k = torch.einsum("btd,hdk->bhtk", x, model.W_k[layer])  # (B, h, T, d_k)
+        logits.append(c.score_scale * (q @ k.transpose(-2, -1)))  # $c\,QK^T$   (B, h, T, T)
+    return logits
 
 
 @torch.no_grad()

@@ -27,15 +27,28 @@ goes to 0 with it: gradients vanish. Multiplying the scores by a scale
 The module measures the variance, the saturation of softmax rows and the size of
 the softmax Jacobian as functions of :math:`d_k`, and holds the caveat helpers:
 the scale can be folded into :math:`W_Q`, and QK-normalisation bounds the scores
-instead of rescaling them.
+instead of rescaling them. :func:`compare_scales` trains the course's tiny
+transformer (:mod:`attention_course.models`) with each scale and records loss
+curves, gradient norms and attention sharpness;
+
+    python -m attention_course.scaling --out book/data/scaling_training.json
+
+runs the fuller comparison of chapter 6 (several minutes) and writes it as JSON.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
 import math
+import os
+import platform
+import sys
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Union
+from dataclasses import asdict, dataclass, field, replace
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -59,6 +72,13 @@ __all__ = [
     "absorb_scale",
     "attention_scores",
     "qk_norm_scores",
+    "bert_queries_keys",
+    "pair_logit_variance",
+    "ScaleComparison",
+    "compare_scales",
+    "thin_comparison",
+    "save_comparisons",
+    "load_comparisons",
 ]
 
 SCALES = ("sqrt", "none", "mup")
@@ -595,3 +615,365 @@ def qk_norm_scores(
     qn, kn = _normalise(q, norm, eps), _normalise(k, norm, eps)  # (..., T, d_k), (..., S, d_k)
     k_t = kn.transpose(-2, -1) if is_torch(kn) else np.swapaxes(kn, -2, -1)  # (..., d_k, S)
     return temperature * resolve_scale(int(q.shape[-1]), scale) * (qn @ k_t)  # (..., T, S)
+
+
+# ------------------------------------------------------ a pretrained model
+def bert_queries_keys(weights, hidden_states: Sequence[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    r"""Every layer's per-head queries and keys of a BERT encoder.
+
+    .. math::
+
+        q^{(\ell)} = H_{\ell} W_Q^{(\ell)} + b_Q^{(\ell)}, \qquad
+        k^{(\ell)} = H_{\ell} W_K^{(\ell)} + b_K^{(\ell)},
+
+    split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`
+    (``hidden_states[l]`` from :func:`~attention_course.encoder.bert_encode`).
+    ``softmax(q k^T / sqrt(d_k))`` over the real keys gives that layer's attention.
+
+    Parameters
+    ----------
+    weights : :class:`~attention_course.encoder.BertWeights`
+    hidden_states : sequence of torch.Tensor, each (B, T, d_model)
+        At least one per layer; the last (the output of the last layer) is not used.
+
+    Returns
+    -------
+    list of (q, k), one per layer, each torch.Tensor of shape (B, h, T, d_k)
+
+    Examples
+    --------
+    >>> from attention_course.encoder import BertLayerWeights, BertWeights, bert_encode
+    >>> g = torch.Generator().manual_seed(0)
+    >>> r = lambda *s: torch.randn(*s, generator=g)
+    >>> layer = BertLayerWeights(*[r(8, 8) for _ in range(4)], *[r(8) for _ in range(6)],
+    ...                          r(8, 16), r(16), r(16, 8), r(8), r(8), r(8))
+    >>> w = BertWeights(r(10, 8), r(16, 8), r(2, 8), r(8), r(8), (layer,), 2, 1e-12)
+    >>> out = bert_encode(w, torch.tensor([[1, 2, 3]]))
+    >>> [tuple(t.shape) for t in bert_queries_keys(w, out.hidden_states)[0]]
+    [(1, 2, 3, 4), (1, 2, 3, 4)]
+    """
+    from .multihead import split_heads
+
+    if len(hidden_states) < len(weights.layers):
+        raise ValueError(f"{len(hidden_states)} hidden states for {len(weights.layers)} layers; "
+                         f"expected one input per layer (bert_encode gives L + 1)")
+    out = []
+    for L, x in zip(weights.layers, hidden_states):  # x: (B, T, d_model), the layer's input
+        q = split_heads(x @ L.W_q + L.b_q, weights.num_heads)  # (B, h, T, d_k)
+        k = split_heads(x @ L.W_k + L.b_k, weights.num_heads)  # (B, h, T, d_k)
+        out.append((q, k))
+    return out
+
+
+def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Measured variance of :math:`q_i \cdot k_j` per head, and the independent-entries prediction.
+
+    Over all pairs :math:`(i, j)` of real tokens of the same sequence,
+
+    .. math::
+
+        \text{measured}_h = \widehat{\operatorname{Var}}_{b,i,j}(q_{bhi} \cdot k_{bhj}),
+        \qquad
+        \text{theory}_h = d_k\, \widehat{\operatorname{Var}}(q_{bhi\,c})\,
+        \widehat{\operatorname{Var}}(k_{bhj\,c}),
+
+    where the variances of the entries pool all real tokens and all :math:`d_k`
+    coordinates (``ddof=0``). The two agree when the entries are independent with
+    mean 0; a ratio above 1 means the coordinates are correlated, or :math:`q` and
+    :math:`k` share directions.
+
+    Parameters
+    ----------
+    q, k : array or tensor, shape (B, h, T, d_k)
+        Self-attention queries and keys (the same T tokens).
+    valid : array or tensor of bool, shape (B, T), optional
+        ``True`` = real token; padding is left out. Default: all tokens.
+
+    Returns
+    -------
+    measured, theory : numpy.ndarray, shape (h,)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(40, 2, 30, 64)), rng.normal(size=(40, 2, 30, 64))
+    >>> measured, theory = pair_logit_variance(q, k)      # d_k = 64
+    >>> measured.round(0), (measured / theory).round(2)
+    (array([64., 65.]), array([1.01, 1.  ]))
+    """
+    check_float("q", q)
+    check_float("k", k)
+    q, k = to_numpy(q).astype(float), to_numpy(k).astype(float)
+    if q.ndim != 4 or q.shape != k.shape:
+        raise ShapeError(f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
+                         f"equal shapes (B, h, T, d_k) for self-attention")
+    B, h, T, d_k = q.shape
+    valid = np.ones((B, T), bool) if valid is None else to_numpy(valid).astype(bool)
+    if valid.shape != (B, T):
+        raise ShapeError(f"valid has shape {shape_str(valid)} but q has shape {shape_str(q)}; "
+                         f"expected (B, T) = ({B}, {T})")
+    s = q @ np.swapaxes(k, -2, -1)  # $q_i \cdot k_j$   (B, h, T, T)
+    pairs = valid[:, :, None] & valid[:, None, :]  # (B, T, T): both tokens real
+    measured = np.array([s[:, head][pairs].var() for head in range(h)])  # (h,)
+    q_real, k_real = np.moveaxis(q, 1, 0)[:, valid], np.moveaxis(k, 1, 0)[:, valid]  # (h, N, d_k)
+    theory = d_k * q_real.reshape(h, -1).var(axis=1) * k_real.reshape(h, -1).var(axis=1)  # (h,)
+    return measured, theory
+
+
+# ------------------------------------------------------- training, measured
+@dataclass(frozen=True)
+class ScaleComparison:
+    r"""Result of :func:`compare_scales` (one seed).
+
+    Axes: ``D = len(d_k)``, ``C = len(scales)``, ``N = len(step)``, ``L`` layers.
+    Curves are per training step, or block means after :func:`thin_comparison`.
+
+    Attributes
+    ----------
+    d_k : (D,) int;  scales : tuple of the C scale names/numbers;  step : (N,)
+    factor : (D, C)
+        The factor :math:`c(d_k)` on :math:`q \cdot k`.
+    loss : (D, C, N)
+        Training loss before each update.
+    grad_norm_qk : (D, C, N)
+        :math:`\big(\sum_\ell \lVert\nabla W_Q^{(\ell)}\rVert_F^2
+        + \lVert\nabla W_K^{(\ell)}\rVert_F^2\big)^{1/2}`.
+    grad_norm_init, grad_norm_qk_init : (D, C)
+        All-parameter and W_Q/W_K gradient norms at step 0 (kept by thinning).
+    max_weight : (D, C, N, L)
+        Mean largest attention weight per row (queries ``t >= 1``), per layer.
+    eval_loss : (D, C)
+        Held-out loss after training.
+    logit_std_init, logit_std_final : (D, C, L)
+        Standard deviation of the scaled scores :math:`c\,q\cdot k` that the softmax
+        sees (pairs ``j <= i`` of a held-out batch), before and after training.
+    previous_token, induction : (D, C, L)
+        Best head's score per layer after training (:func:`~attention_course.models.head_scores`).
+    settings : dict
+        Everything needed to rerun: model sizes, steps, lr, batch size, seed.
+    """
+
+    d_k: np.ndarray
+    scales: tuple
+    step: np.ndarray
+    factor: np.ndarray
+    loss: np.ndarray
+    grad_norm_qk: np.ndarray
+    grad_norm_init: np.ndarray
+    grad_norm_qk_init: np.ndarray
+    max_weight: np.ndarray
+    eval_loss: np.ndarray
+    logit_std_init: np.ndarray
+    logit_std_final: np.ndarray
+    previous_token: np.ndarray
+    induction: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+    def index(self, d_k: int, scale: Scale) -> tuple[int, int]:
+        """Position ``(i, j)`` of a ``(d_k, scale)`` pair in the arrays."""
+        if d_k not in self.d_k.tolist() or scale not in self.scales:
+            raise KeyError(f"(d_k={d_k!r}, scale={scale!r}) not in d_k={self.d_k.tolist()}, "
+                           f"scales={list(self.scales)}")
+        return self.d_k.tolist().index(d_k), list(self.scales).index(scale)
+
+
+def _logit_std(model, tokens: torch.Tensor) -> np.ndarray:
+    from .attention import causal_mask
+    from .models import qk_logits
+
+    allowed = torch.from_numpy(causal_mask(tokens.shape[1]))  # (T, T), True = may attend
+    return np.array([float(s[..., allowed].std()) for s in qk_logits(model, tokens)])  # (L,)
+
+
+def compare_scales(
+    d_ks: Sequence[int] = (16, 64, 256),
+    scales: Sequence[Scale] = SCALES,
+    steps: int = 200,
+    seed: int = 0,
+    d_model: int = 32,
+    n_heads: int = 1,
+    n_layers: int = 2,
+    lr: float = 1e-2,
+    batch_size: int = 32,
+    eval_batch: int = 256,
+) -> ScaleComparison:
+    r"""Train the tiny transformer once per ``(d_k, scale)`` and measure what happens.
+
+    For every pair, a :class:`~attention_course.models.TinyTransformer` with
+    per-head dimension ``d_k`` and score factor :math:`c(d_k)` (see
+    :func:`resolve_scale`) is built with the same ``seed`` and trained with
+    :func:`~attention_course.models.train_run` on the induction task
+    ``"repeated_sequences"`` (AdamW, one thread, deterministic). Only the scale and
+    ``d_k`` differ between runs; the initial ``W_Q, W_K`` entries have variance
+    ``1/d_model`` whatever ``d_k``, so at initialisation
+    :math:`\operatorname{Var}(q \cdot k) \approx d_k` (q, k of unit-variance entries).
+
+    Parameters
+    ----------
+    d_ks : sequence of int, default (16, 64, 256)
+    scales : sequence of scale names or numbers, default ("sqrt", "none", "mup")
+    steps, seed, lr, batch_size
+        Passed to :func:`~attention_course.models.train_run`; ``seed`` also seeds
+        the initialisation.
+    d_model, n_heads, n_layers : int
+        Model sizes (:class:`~attention_course.models.ModelConfig`).
+    eval_batch : int, default 256
+        Size of the held-out batch for ``eval_loss``, the logit spread and the head scores.
+
+    Returns
+    -------
+    ScaleComparison
+
+    Examples
+    --------
+    >>> r = compare_scales([8], ["sqrt", "none"], steps=2, d_model=8, eval_batch=8)
+    >>> r.loss.shape, r.max_weight.shape, r.factor.round(3).tolist()
+    ((1, 2, 2), (1, 2, 2, 2), [[0.354, 1.0]])
+    """
+    from .data import make_task
+    from .models import ModelConfig, TinyTransformer, evaluate_loss, head_scores, train_run
+
+    dims = _check_dims(d_ks)
+    scales = tuple(scales)
+    for c in scales:
+        resolve_scale(dims[0], c)  # fail before any training
+    task = make_task("repeated_sequences")
+    held_out = task(eval_batch, seed=12345).inputs  # (eval_batch, T), as in evaluate_loss
+    out = {f: [] for f in ("factor", "loss", "gqk", "g0", "gqk0", "peak", "eval", "std0", "std1",
+                           "prev", "ind")}  # fmt: skip
+    for d in dims:
+        rows = {f: [] for f in out}
+        for c in scales:
+            cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_k=d, scale=c)
+            model = TinyTransformer(cfg, seed=seed)
+            rows["std0"].append(_logit_std(model, held_out))
+            run = train_run(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size)
+            gqk = np.sqrt((run.grad_norm_q**2 + run.grad_norm_k**2).sum(axis=1))  # (steps,)
+            scores = head_scores(model, task, batch_size=eval_batch)
+            rows["factor"].append(cfg.score_scale)
+            rows["loss"].append(run.loss)
+            rows["gqk"].append(gqk)
+            rows["g0"].append(run.grad_norm[0])
+            rows["gqk0"].append(gqk[0])
+            rows["peak"].append(run.max_weight)
+            rows["eval"].append(evaluate_loss(model, task, batch_size=eval_batch))
+            rows["std1"].append(_logit_std(model, held_out))
+            rows["prev"].append(scores["previous_token"].max(axis=1))  # (L,) best head per layer
+            rows["ind"].append(scores["induction"].max(axis=1))
+        for f in out:
+            out[f].append(np.array(rows[f]))
+    a = {f: np.array(v) for f, v in out.items()}
+    settings = dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, steps=int(steps),
+                    seed=int(seed), lr=lr, batch_size=batch_size, eval_batch=eval_batch,
+                    task="repeated_sequences", optimizer="AdamW")  # fmt: skip
+    return ScaleComparison(
+        d_k=np.array(dims), scales=scales, step=np.arange(int(steps)), factor=a["factor"],
+        loss=a["loss"], grad_norm_qk=a["gqk"], grad_norm_init=a["g0"], grad_norm_qk_init=a["gqk0"],
+        max_weight=a["peak"], eval_loss=a["eval"], logit_std_init=a["std0"],
+        logit_std_final=a["std1"], previous_token=a["prev"], induction=a["ind"], settings=settings,
+    )  # fmt: skip
+
+
+def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
+    """Average the curves over blocks of ``every`` steps (a smaller file, smoother plots).
+
+    ``step`` becomes the block centres; a last, shorter block is averaged too.
+    Step-0 gradient norms stay in ``grad_norm_init`` and ``grad_norm_qk_init``.
+
+    Examples
+    --------
+    >>> r = compare_scales([8], ["sqrt"], steps=5, d_model=8, eval_batch=8)
+    >>> t = thin_comparison(r, 2)
+    >>> t.step.tolist(), t.loss.shape
+    ([0.5, 2.5, 4.0], (1, 1, 3))
+    """
+    if int(every) != every or every < 1:
+        raise ValueError(f"every={every!r}; expected a positive integer")
+    n = result.step.shape[0]
+    starts = np.arange(0, n, int(every))  # first step of each block
+
+    def blocks(x: np.ndarray, axis: int) -> np.ndarray:
+        return np.stack([np.take(x, range(b, min(b + every, n)), axis=axis).mean(axis=axis)
+                         for b in starts], axis=axis)  # fmt: skip
+
+    return replace(result, step=blocks(result.step.astype(float), 0), loss=blocks(result.loss, 2),
+                   grad_norm_qk=blocks(result.grad_norm_qk, 2),
+                   max_weight=blocks(result.max_weight, 2))  # fmt: skip
+
+
+def _round(x: np.ndarray, digits: int = 4) -> list:
+    """Round to ``digits`` significant digits, for a compact JSON."""
+    if np.issubdtype(np.asarray(x).dtype, np.integer):
+        return np.asarray(x).tolist()
+    x = np.asarray(x, dtype=float)
+    out = np.vectorize(lambda v: float(f"{v:.{digits}g}"))(x) if x.size else x
+    return np.asarray(out).tolist()
+
+
+def save_comparisons(results: Sequence[ScaleComparison], path: str, meta: Optional[dict] = None) -> None:
+    """Write comparisons (e.g. one per seed) and ``meta`` (machine, timings) as JSON."""
+    runs = []
+    for r in results:
+        d = asdict(r)
+        runs.append({k: (v if k in ("scales", "settings") else _round(v)) for k, v in d.items()})
+    doc = {"schema_version": 1, "meta": meta or {}, "runs": runs}
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+        fh.write("\n")
+
+
+def load_comparisons(path: str) -> tuple[list[ScaleComparison], dict]:
+    """Read what :func:`save_comparisons` wrote: ``(results, meta)``."""
+    with open(path) as fh:
+        doc = json.load(fh)
+    if doc.get("schema_version") != 1:
+        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
+    results = []
+    for run in doc["runs"]:
+        arrays = {k: np.array(v) for k, v in run.items() if k not in ("scales", "settings")}
+        results.append(ScaleComparison(scales=tuple(run["scales"]), settings=run["settings"], **arrays))
+    return results, doc["meta"]
+
+
+def _machine() -> dict:
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": 1, "torch": torch.__version__,
+            "numpy": np.__version__, "python": platform.python_version(),
+            "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    """Command line: the fuller training comparison of chapter 6, written as JSON."""
+    p = argparse.ArgumentParser(prog="python -m attention_course.scaling",
+                                description="Train the tiny transformer with each score scale.")
+    p.add_argument("--out", default="book/data/scaling_training.json")
+    p.add_argument("--d-k", type=int, nargs="+", default=[16, 64, 256])
+    p.add_argument("--scales", nargs="+", default=list(SCALES))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--n-heads", type=int, default=4)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--every", type=int, default=10, help="average the curves over blocks of this many steps")
+    args = p.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    meta = {"machine": _machine(), "command": " ".join(["python -m attention_course.scaling", *argv])}
+    wall, cpu = time.perf_counter(), time.process_time()
+    results = [thin_comparison(compare_scales(args.d_k, args.scales, steps=args.steps, seed=seed,
+                                              n_heads=args.n_heads, lr=args.lr), args.every)
+               for seed in args.seeds]  # fmt: skip
+    meta.update(wall_seconds=round(time.perf_counter() - wall, 1),
+                cpu_seconds=round(time.process_time() - cpu, 1))  # fmt: skip
+    save_comparisons(results, args.out, meta)
+    return meta
+
+
+if __name__ == "__main__":
+    from attention_course.scaling import main as _main  # the package's copy, not __main__'s
+
+    _main()

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course import ShapeError
+from attention_course import ShapeError, causal_mask
 from attention_course.data import make_task
 from attention_course.models import (
     ModelConfig,
@@ -24,7 +24,9 @@ from attention_course.models import (
     head_scores,
     loss_by_period,
     masked_loss,
+    qk_logits,
     train,
+    train_run,
 )
 
 TASK = make_task("repeated_sequences")
@@ -44,8 +46,10 @@ def tokens(B=3, T=12, V=64, seed=0):
     return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
 
 
-def reference_forward(model, x_tokens):
-    """Logits and weights computed head by head with torch's own SDPA (float64)."""
+def reference_forward(model, x_tokens, scale=None):
+    """Logits and weights computed head by head with torch's own SDPA (float64).
+
+    ``scale`` is the factor on q.k, written out here by hand (default 1/sqrt(d_k))."""
     c = model.config
     T = x_tokens.shape[1]
     x = model.W_E[x_tokens] + model.W_pos[:T]  # (B, T, d)
@@ -59,8 +63,9 @@ def reference_forward(model, x_tokens):
             q = xn @ model.W_q[layer][h]  # (B, T, d_k)
             k = xn @ model.W_k[layer][h]
             v = xn @ model.W_v[layer][h]
-            z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, T, d_k)
-            scores = (q @ k.transpose(1, 2)) / math.sqrt(q.shape[-1])
+            c_h = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=c_h)  # (B, T, d_k)
+            scores = (q @ k.transpose(1, 2)) * c_h
             ws.append(torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1))
             out = out + z @ model.W_o[layer][h]
         x = x + out
@@ -109,6 +114,98 @@ def test_attention_block_matches_per_head_einsum():
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     assert torch.all(w.triu(diagonal=1) == 0)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 3, 7, dtype=torch.float64))
+
+
+# ------------------------------------------------------- score scale (ch. 6)
+@pytest.mark.parametrize(
+    "scale, factor", [("sqrt", 1 / 4), ("none", 1.0), ("mup", 1 / 16), (0.3, 0.3)]
+)
+def test_scale_option_matches_torch_sdpa(scale, factor):
+    cfg = ModelConfig(d_model=16, n_heads=2, d_k=16, n_layers=2, max_len=12, scale=scale)
+    assert cfg.score_scale == factor
+    model = TinyTransformer(cfg, seed=4).double()
+    x = tokens(B=2, T=11, seed=5)
+    logits, weights = model(x)
+    ref_logits, ref_weights = reference_forward(model, x, scale=factor)
+    torch.testing.assert_close(logits, ref_logits, rtol=1e-12, atol=1e-12)
+    for w, rw in zip(weights, ref_weights):
+        torch.testing.assert_close(w, rw, rtol=1e-12, atol=1e-13)
+
+
+def test_default_scale_is_bit_identical_to_explicit_sqrt():
+    x = tokens(B=2, T=12, seed=1)
+    a = TinyTransformer(ModelConfig(d_k=24), seed=3)
+    b = TinyTransformer(ModelConfig(d_k=24, scale=1 / math.sqrt(24)), seed=3)
+    c = TinyTransformer(ModelConfig(d_k=24, scale="none"), seed=3)
+    assert a.config.scale == "sqrt"
+    assert torch.equal(a(x)[0], b(x)[0])  # not just close: the same float operations
+    assert not torch.allclose(a(x)[0], c(x)[0])
+
+
+def test_unscaled_attention_is_sharper_at_large_d_k():
+    x = tokens(B=4, T=24, seed=2)
+    peak = {}
+    for scale in ("sqrt", "none"):
+        with torch.no_grad():
+            _, w = TinyTransformer(ModelConfig(d_k=256, scale=scale), seed=0)(x)
+        peak[scale] = float(w[0][:, :, 8:].amax(-1).mean())  # rows with >= 9 keys
+    assert peak["none"] > 0.8 and peak["sqrt"] < 0.5
+
+
+@pytest.mark.parametrize("scale", ["root", 0.0, -1.0])
+def test_bad_scale_fails_when_the_config_is_built(scale):
+    with pytest.raises(ValueError, match=r"scale"):
+        ModelConfig(scale=scale)
+
+
+def test_qk_logits_reproduce_the_weights_and_the_per_head_scores():
+    cfg = ModelConfig(d_model=16, n_heads=2, d_k=8, max_len=12, scale="mup")
+    model = TinyTransformer(cfg, seed=6).double()
+    x = tokens(B=3, T=10, seed=7)
+    _, weights = model(x)
+    logits = qk_logits(model, x)
+    allowed = torch.from_numpy(causal_mask(10))  # (T, T), True = may attend
+    for layer, (s, w) in enumerate(zip(logits, weights)):
+        assert s.shape == (3, 2, 10, 10)
+        p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
+        torch.testing.assert_close(p, w, rtol=1e-12, atol=1e-14)
+    # layer 0 by hand: x -> embeddings -> LayerNorm -> per-head q . k / d_k
+    x0 = model.ln[0](model.W_E[x] + model.W_pos[:10])  # (B, T, d_model)
+    q, k = x0 @ model.W_q[0][1], x0 @ model.W_k[0][1]  # head 1, (B, T, d_k)
+    torch.testing.assert_close(logits[0][:, 1], q @ k.transpose(1, 2) / 8, rtol=1e-12, atol=1e-12)
+    assert not model.ln[0]._forward_hooks  # the hooks are removed again
+
+
+def test_train_run_is_train_plus_measurements():
+    cfg = ModelConfig(d_model=16, n_heads=2, max_len=28)
+    m1, m2 = TinyTransformer(cfg, seed=0), TinyTransformer(cfg, seed=0)
+    loss = train(m1, TASK, steps=6, seed=3)
+    run = train_run(m2, TASK, steps=6, seed=3)
+    np.testing.assert_array_equal(run.loss, loss)  # recording changes nothing ...
+    assert all(torch.equal(a, b) for a, b in zip(m1.parameters(), m2.parameters()))  # ... bit for bit
+    assert run.grad_norm_q.shape == run.grad_norm_k.shape == run.max_weight.shape == (6, 2)
+    assert run.grad_norm.shape == (6,)
+
+
+def test_train_run_step_zero_matches_a_hand_computed_gradient():
+    cfg = ModelConfig(d_model=16, n_heads=2, max_len=28, scale="none", d_k=32)
+    run = train_run(TinyTransformer(cfg, seed=1), TASK, steps=2, seed=5, batch_size=8)
+    model = TinyTransformer(cfg, seed=1)  # the same initial weights
+    inputs, targets, mask = TASK(8, generator=torch.Generator().manual_seed(5))  # the first batch
+    logits, weights = model(inputs)
+    loss = masked_loss(logits, targets, mask)
+    params = list(model.parameters())
+    grads = torch.autograd.grad(loss, params)
+    by_name = dict(zip([n for n, _ in model.named_parameters()], grads))
+    assert run.loss[0] == pytest.approx(loss.item(), rel=1e-6)
+    for layer in range(2):
+        assert run.grad_norm_q[0, layer] == pytest.approx(float(by_name[f"W_q.{layer}"].norm()), rel=1e-5)
+        assert run.grad_norm_k[0, layer] == pytest.approx(float(by_name[f"W_k.{layer}"].norm()), rel=1e-5)
+        top = np.mean([float(weights[layer][b, h, t].detach().max()) for b in range(8) for h in range(2)
+                       for t in range(1, 28)])  # a plain loop over the rows t >= 1
+        assert run.max_weight[0, layer] == pytest.approx(top, rel=1e-5)
+    total = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads))
+    assert run.grad_norm[0] == pytest.approx(total, rel=1e-5)
 
 
 # -------------------------------------------------------------- causality
