@@ -1,9 +1,14 @@
-"""Sphinx extension: drop duplicate <script> entries from each page.
+"""Sphinx extension: drop duplicate <script> entries, and load MathJax on every page.
 
 With Jupyter Book 1.0.4, Sphinx 7.4 and sphinx-thebe 0.3.1, the inline thebe
 configuration (`const THEBE_JS_URL = ...`) is added to every page twice, and the
 second `const` declaration is a JavaScript SyntaxError in the reader's browser.
 This keeps the first copy of each identical script and drops the rest.
+
+Sphinx also adds MathJax only to pages whose body has maths, but the sidebar of
+every page shows chapter titles with maths in them (chapter 6's $1/\sqrt{d_k}$),
+which stayed raw TeX on pages like the bibliography. The "always" asset policy
+loads MathJax everywhere.
 """
 
 from __future__ import annotations
@@ -30,5 +35,6 @@ def _dedupe(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    app.set_html_assets_policy("always")
     app.connect("html-page-context", _dedupe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
