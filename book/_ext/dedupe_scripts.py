@@ -1,4 +1,4 @@
-"""Sphinx extension: drop duplicate <script> entries, and load MathJax on every page.
+r"""Sphinx extension: drop duplicate <script> entries, and load MathJax on every page.
 
 With Jupyter Book 1.0.4, Sphinx 7.4 and sphinx-thebe 0.3.1, the inline thebe
 configuration (`const THEBE_JS_URL = ...`) is added to every page twice, and the
