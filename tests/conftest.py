@@ -12,3 +12,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
+
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _figures_closed_and_rcparams_unchanged():
+    """Close every figure after each test, and fail if a test changed global rcParams."""
+    before = dict(matplotlib.rcParams)
+    yield
+    plt.close("all")
+    assert dict(matplotlib.rcParams) == before, "a plot helper changed global rcParams"

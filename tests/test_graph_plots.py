@@ -13,12 +13,6 @@ from attention_course.depth import rank_collapse
 from attention_course.graphs import banded_mask, receptive_field
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 def _render(fig):
     fig.canvas.draw()  # raises if anything cannot be drawn
     return fig

@@ -11,12 +11,6 @@ from attention_course import lowrank_plots as lp
 from attention_course._backend import ShapeError
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 def _render(fig):
     fig.canvas.draw()  # raises if anything cannot be drawn
     return fig

@@ -10,14 +10,6 @@ from matplotlib.figure import Figure
 import attention_course as ac
 
 
-@pytest.fixture(autouse=True)
-def _close():
-    before = dict(matplotlib.rcParams)
-    yield
-    plt.close("all")
-    assert dict(matplotlib.rcParams) == before, "a plot helper changed global rcParams"
-
-
 def test_plot_attention_labels_and_colorbar():
     w = ac.softmax(np.random.default_rng(0).normal(size=(3, 4)))
     fig = ac.plot_attention(w, ["a", "b", "c"], ["w", "x", "y", "z"], title="T")

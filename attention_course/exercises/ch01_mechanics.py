@@ -16,13 +16,10 @@ from ._core import Case, Exercise, Mutant, register
 __all__ = ["EXERCISES"]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
 
 # ------------------------------------------------------------ stable softmax
 def _softmax_cases() -> list[Case]:
-    rng = _rng(1)
+    rng = np.random.default_rng(1)
     return [
         Case("random 3x5 logits", (rng.normal(size=(3, 5)),)),
         Case("a single vector", (rng.normal(size=6),)),
@@ -116,7 +113,7 @@ register(
 
 # ------------------------------------------------------ scaled dot-product
 def _attention_cases() -> list[Case]:
-    rng = _rng(2)
+    rng = np.random.default_rng(2)
     return [
         Case("T=4 queries, S=4 keys", (rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 3)))),
         Case("T=3, S=5, d_k=4, d_v=2", (rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))),
@@ -228,7 +225,7 @@ register(
 
 # ----------------------------------------------------------- one query by hand
 def _one_query_cases() -> list[Case]:
-    rng = _rng(3)
+    rng = np.random.default_rng(3)
     return [
         Case("d_k=4, S=5, d_v=2", (rng.normal(size=4), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))),
         Case("one key", (rng.normal(size=3), rng.normal(size=(1, 3)), rng.normal(size=(1, 4)))),

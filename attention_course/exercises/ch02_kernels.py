@@ -17,9 +17,6 @@ from ._core import Case, Exercise, Mutant, register
 __all__ = ["EXERCISES"]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
 
 def _has_nan(got, expected, args):
     if not np.all(np.isfinite(np.asarray(got, dtype=float))):
@@ -38,7 +35,7 @@ def _gauss_weights(x_query, x_train, h):
 
 # ------------------------------------------------------------ Nadaraya-Watson
 def _nw_cases() -> list[Case]:
-    rng = _rng(20)
+    rng = np.random.default_rng(20)
     x = np.sort(rng.uniform(0, 5, 8))
     return [
         Case("5 queries, 8 training points, h=1", (rng.uniform(0, 5, 5), x, rng.normal(size=8), 1.0)),
@@ -124,7 +121,7 @@ register(
 
 # ------------------------------------------------------ Gaussian = softmax + bias
 def _identity_cases() -> list[Case]:
-    rng = _rng(21)
+    rng = np.random.default_rng(21)
 
     def keys(S, d, spread):  # keys of unequal norm, so the bias matters
         return rng.normal(size=(S, d)) * rng.uniform(0.3, spread, size=(S, 1))
@@ -194,7 +191,7 @@ register(
 
 # ------------------------------------------------------------- leave-one-out
 def _loo_cases() -> list[Case]:
-    rng = _rng(22)
+    rng = np.random.default_rng(22)
     data = ker.sine_data(n=20, seed=22)
     return [
         Case("n=10, h=0.5", (np.sort(rng.uniform(0, 5, 10)), rng.normal(size=10), 0.5)),
@@ -248,7 +245,7 @@ register(
 
 # ------------------------------------------------------------- learned metric
 def _metric_cases() -> list[Case]:
-    rng = _rng(23)
+    rng = np.random.default_rng(23)
     return [
         Case("W = identity, d=2", (rng.normal(size=(3, 2)), rng.normal(size=(4, 2)), np.eye(2))),
         Case("diagonal W, d=3", (rng.normal(size=(3, 3)), rng.normal(size=(5, 3)), np.diag([3.0, 0.5, 0.0]))),

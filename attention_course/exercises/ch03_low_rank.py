@@ -17,13 +17,10 @@ from ._core import Case, Exercise, Mutant, register
 __all__ = ["EXERCISES"]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
 
 # ----------------------------------------------------------- effective rank
 def _erank_cases() -> list[Case]:
-    rng = _rng(31)
+    rng = np.random.default_rng(31)
     return [
         Case("random 6x6", (rng.normal(size=(6, 6)),)),
         Case("rectangular 4x7", (rng.normal(size=(4, 7)),)),
@@ -98,7 +95,7 @@ register(
 
 # ------------------------------------------------------------- best rank k
 def _rank_k_cases() -> list[Case]:
-    rng = _rng(32)
+    rng = np.random.default_rng(32)
     return [
         Case("5x4, k=2", (rng.normal(size=(5, 4)), 2)),
         Case("3x6, k=1", (rng.normal(size=(3, 6)), 1)),
@@ -161,7 +158,7 @@ register(
 
 # -------------------------------------------------------- linear attention
 def _linear_cases() -> list[Case]:
-    rng = _rng(33)
+    rng = np.random.default_rng(33)
 
     def feats(*shape):
         return np.exp(rng.normal(size=shape) * 0.5)  # positive features, like elu + 1
@@ -214,7 +211,7 @@ register(
 
 # ------------------------------------------------------ online softmax step
 def _online_cases() -> list[Case]:
-    rng = _rng(34)
+    rng = np.random.default_rng(34)
     T, B, d_v = 3, 4, 2
 
     def state(m):

@@ -29,13 +29,10 @@ from ._core import Case, Exercise, Mutant, register
 __all__ = ["EXERCISES"]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
 
 # ------------------------------------------------------------ split heads
 def _split_cases() -> list[Case]:
-    rng = _rng(41)
+    rng = np.random.default_rng(41)
     return [
         Case("B=2, T=3, 4 heads of d_k=2", (rng.normal(size=(2, 3, 8)), 4)),
         Case("B=1, T=5, 3 heads of d_k=2", (rng.normal(size=(1, 5, 6)), 3)),
@@ -85,7 +82,7 @@ register(
 
 # ------------------------------------------------------------ multi-head forward
 def _mha_cases() -> list[Case]:
-    rng = _rng(42)
+    rng = np.random.default_rng(42)
 
     def case(B, T, d, h):
         W = rng.normal(size=(4, d, d)) / np.sqrt(d)
@@ -233,7 +230,7 @@ register(
 
 # ------------------------------------------------------------ head ablation
 def _ablation_cases() -> list[Case]:
-    rng = _rng(44)
+    rng = np.random.default_rng(44)
     return [
         Case("3 heads, remove head 0", (rng.normal(size=(2, 3, 4, 2)), rng.normal(size=(6, 5)), 0)),
         Case("4 heads, remove the last", (rng.normal(size=(1, 4, 3, 3)), rng.normal(size=(12, 12)), 3)),

@@ -30,13 +30,10 @@ from ._core import Case, Exercise, Mutant, register
 __all__ = ["EXERCISES"]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
 
 # ------------------------------------------------------------ message passing
 def _mp_cases() -> list[Case]:
-    rng = _rng(51)
+    rng = np.random.default_rng(51)
 
     def qkv(T, d_k=4, d_v=3):
         return rng.normal(size=(T, d_k)), rng.normal(size=(T, d_k)), rng.normal(size=(T, d_v))
@@ -217,7 +214,7 @@ def _stochastic(rng, *shape):
 
 
 def _rollout_cases() -> list[Case]:
-    rng = _rng(53)
+    rng = np.random.default_rng(53)
     causal = att.softmax(rng.normal(size=(4, 5, 5)), mask=att.causal_mask(5))
     masked_row = _stochastic(rng, 2, 3, 3)
     masked_row[:, 1] = 0.0  # query 1 attends to nothing in either layer

@@ -17,13 +17,10 @@ from ._core import Case, Exercise, Mutant, register
 __all__ = ["EXERCISES"]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
 
 # ---------------------------------------------------------- variance of q.k
 def _variance_cases() -> list[Case]:
-    rng = _rng(61)
+    rng = np.random.default_rng(61)
     return [
         Case("N=2000 samples, d_k=4", (rng.normal(size=(2000, 4)), rng.normal(size=(2000, 4)))),
         Case("N=2000 samples, d_k=64", (rng.normal(size=(2000, 64)), rng.normal(size=(2000, 64)))),
@@ -87,7 +84,7 @@ register(
 
 # ------------------------------------------------- temperature-scaled entropy
 def _entropy_cases() -> list[Case]:
-    rng = _rng(62)
+    rng = np.random.default_rng(62)
     x = rng.normal(scale=2.0, size=(4, 6))
     return [
         Case("4x6 logits, temperature 1", (x, 1.0)),
@@ -168,7 +165,7 @@ register(
 
 # ------------------------------------------------------------ softmax Jacobian
 def _jacobian_cases() -> list[Case]:
-    rng = _rng(63)
+    rng = np.random.default_rng(63)
     return [
         Case("p over 4 keys", (softmax(rng.normal(size=4)),)),
         Case("a peaked p over 8 keys", (softmax(3.0 * rng.normal(size=8)),)),
