@@ -1,0 +1,576 @@
+"""The claims ledger: every claim of the essay, its verdict and its evidence.
+
+One structure, :data:`CLAIMS`, is read by chapter 7 (which renders the ledger)
+and by ``tests/test_claims.py`` (which checks it against the chapters). Each
+:class:`Claim` names the chapter whose verdict box decides it. The box carries
+the label ``claim-<id>`` (``:name: claim-<id>`` on the admonition), so the
+ledger links to it and the tests can compare the two verdicts.
+
+A claim's evidence is a format string whose fields are *glue names* of its
+chapter: ``"{torch_tol:.0e}"`` is filled with the number the chapter glued as
+``torch_tol``. The numbers are never typed here. :func:`read_glue` reads them
+from a chapter's stored outputs (which nbval re-checks on every ``make test``),
+:func:`collect_evidence` gathers them for the whole ledger, and the package
+ships the result as ``attention_course/data/evidence.json`` so that chapter 7
+also runs where the other notebooks are absent (on Colab, say). The tests fail
+when that file and the chapters disagree; ``python -m attention_course
+evidence`` rewrites it.
+
+Verdicts come in three kinds, and a chapter's verdict box shows its kind in the
+title, right after the dash: ``Verdict: <claim> — holds``, ``— holds when
+<condition>`` or ``— wrong as stated``. The box's class follows the kind
+(``tip``, ``warning``, ``danger``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Union
+
+__all__ = [
+    "Claim",
+    "CLAIMS",
+    "VERDICTS",
+    "VERDICT_CLASS",
+    "EVIDENCE_FILE",
+    "by_id",
+    "write_evidence",
+    "SECTIONS",
+    "ledger_problems",
+    "read_glue",
+    "chapter_verdicts",
+    "parse_verdict",
+    "collect_evidence",
+    "chapter_problems",
+    "ledger_markdown",
+    "plot_verdicts",
+    "load_evidence",
+    "evidence_text",
+    "verdict_counts",
+]
+
+VERDICTS = ("holds", "holds when", "wrong as stated")
+#: The admonition class that goes with each verdict.
+VERDICT_CLASS = {"holds": "tip", "holds when": "warning", "wrong as stated": "danger"}
+#: The essay's sections, in order; chapter N tests section N.
+SECTIONS = {
+    1: "Mechanics",
+    2: "Kernel smoothing",
+    3: "Low rank",
+    4: "Multi-head",
+    5: "Message passing",
+    6: "The scale",
+}
+EVIDENCE_FILE = Path(__file__).with_name("data") / "evidence.json"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the essay, in the course's words, with where it is decided.
+
+    Attributes
+    ----------
+    id : str
+        Short kebab-case name; the chapter's verdict box is labelled ``claim-<id>``.
+    section : int
+        The essay section (1-6) that makes the claim.
+    chapter : str
+        Stem of the notebook that tests it, e.g. ``"01_mechanics"``.
+    text : str
+        The claim, paraphrased.
+    verdict : str
+        One of :data:`VERDICTS`.
+    finding : str
+        What the chapter found, in words: the condition for *holds when*, what is
+        wrong for *wrong as stated*.
+    evidence : str
+        A format string over the chapter's glue names, e.g.
+        ``"{row_sum_tol64:.0e}"``.
+    implied : bool
+        True when the essay implies the claim rather than states it.
+    """
+
+    id: str
+    section: int
+    chapter: str
+    text: str
+    verdict: str
+    finding: str
+    evidence: str
+    implied: bool = False
+
+    @property
+    def label(self) -> str:
+        """The label of the chapter's verdict box, ``claim-<id>``."""
+        return f"claim-{self.id}"
+
+    @property
+    def glue_names(self) -> tuple[str, ...]:
+        """The glue names the evidence string uses, in order of appearance."""
+        names = [f for _, f, _, _ in string.Formatter().parse(self.evidence) if f]
+        return tuple(dict.fromkeys(names))
+
+
+
+
+C1, C2, C3 = "01_mechanics", "02_kernel_smoothing", "03_low_rank"
+C4, C5, C6 = "04_multi_head", "05_message_passing", "06_scaling"
+
+CLAIMS: tuple[Claim, ...] = (
+    # 1. Mechanics
+    Claim("formula", 1, C1,
+          "Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input.",
+          "holds", "The package's version of the formula is what PyTorch computes, for every mask type.",
+          "agrees with PyTorch's SDPA within {torch_tol:.0e} (float64)"),
+    Claim("rows-sum-to-one", 1, C1,
+          "Each row of A is a probability distribution over positions.",
+          "holds", "A fully masked row is the one exception: it has no distribution (the package returns zeros).",
+          "rows sum to 1 within {row_sum_tol64:.0e} (float64) and {row_sum_tol32:.0e} (float32)"),
+    Claim("convex-combination", 1, C1,
+          "Each output is a convex combination of the value vectors.",
+          "holds when", "there is no attention dropout and every query sees at least one key.",
+          "with dropout p = 0.1, {hull_dropout:.1%} of outputs leave the hull"),
+    Claim("square-matrix", 1, C1,
+          "A is an n × n matrix.",
+          "holds when", "queries and keys come from one sequence; in general A is T × S.",
+          "a cross-attention example gives A of shape {cross_T} × {cross_S}"),
+    # 2. Kernel smoothing
+    Claim("nadaraya-watson", 2, C2,
+          "Attention is Nadaraya-Watson regression with a softmax kernel.",
+          "holds", "Exactly; a Gaussian kernel is attention with one extra bias per key.",
+          "Gaussian NW equals attention with a key bias within {identity_tol:.0e}; without the bias they differ by {no_bias_gap:.2f}"),
+    Claim("local-average", 2, C2,
+          "The estimate is a weighted average of nearby observations; the kernel sets what 'nearby' means.",
+          "holds", "The kernel's width decides between averaging the curve away and copying the noise.",
+          "test MSE {mse_w03:.2f} → {mse_w3:.2f} → {mse_w30:.2f} at widths w = 0.3, 3, 30"),
+    Claim("learned-width", 2, C2,
+          "The similarity can be learned from data rather than fixed.",
+          "holds when", "the training objective leaves each point out; otherwise the width drifts.",
+          "leave-one-out learns w = {w_loo:.2f} (test MSE {mse_loo:.3f}); "
+          "self-included drifts to w = {w_self:.2f} (test MSE {mse_self:.3f})",
+          implied=True),
+    Claim("learned-metric", 2, C2,
+          "The learned metric discovers which dimensions of similarity matter.",
+          "holds", "On a task where one input coordinate matters, the learned W singles it out.",
+          "test MSE {metric_before:.3f} → {metric_after:.4f}; column norm {norm_x0:.2f} for x₀, "
+          "at most {norm_rest:.2f} for the others"),
+    Claim("softmax-kernel", 2, C2,
+          "The softmax weights are a smoothing kernel in the statistician's sense.",
+          "holds when", "all keys share one norm; in general the kernel is asymmetric and not PSD.",
+          "asymmetry {asym:.2f}; symmetrised, smallest/largest eigenvalue {eig_ratio:.2f}",
+          implied=True),
+    # 3. Low rank
+    Claim("low-rank", 3, C3,
+          "The attention matrix tends to be approximately low-rank.",
+          "holds when", "attention is soft; sharp attention is sparse but high-rank.",
+          "effective rank {syn_erank_lo:.3g} at β = 0.2 and {syn_erank_hi:.3g} at β = 4 (n = {syn_n}); "
+          "the rank-16 and top-16 errors cross at β = {syn_cross:.2f}"),
+    Claim("low-rank-real", 3, C3,
+          "Trained models' attention matrices are approximately low-rank.",
+          "holds when", "the head is soft, as most MiniLM heads are; a minority is sparse but high-rank.",
+          "{real_lowrank} of {real_heads} MiniLM heads within 10% of rank {real_k}; "
+          "{real_sparse_hr} sparse but high-rank"),
+    Claim("structure-implies-low-rank", 3, C3,
+          "Data with few degrees of freedom gives a low-rank attention matrix.",
+          "wrong as stated", "Low-rank logits give a full-rank softmax; only approximate low rank survives.",
+          "logits of rank {exp_rank_logits} give an attention matrix of rank {exp_rank_soft}"),
+    Claim("efficient-attention", 3, C3,
+          "Low rank is why efficient attention methods work.",
+          "holds when", "the method is a low-rank one and the input is low-rank; linear attention, "
+          "sparse patterns and FlashAttention work for other reasons.",
+          "time slopes: naive {slope_naive:.2f}, linear {slope_linear:.2f}; chunked exact attention "
+          "needs {mem_ratio:.2%} of naive's memory"),
+    # 4. Multi-head
+    Claim("head-width", 4, C4,
+          "A head of width d/h can form the attention pattern it needs.",
+          "wrong as stated", "A dense pattern needs a head as wide as the sequence; a sparse one does not.",
+          "best width-4 head on a dense 16-token target: KL {kl_dense_4:.3f} nats (uniform: {kl_dense_0:.2f})",
+          implied=True),
+    Claim("different-subspaces", 4, C4,
+          "Each head attends along a different subspace of the embedding space.",
+          "holds when", "'different' means partly overlapping: the subspaces are closer than random ones.",
+          "median smallest angle between MiniLM heads {angle_l1:.1f}° (layer 1), {angle_l6:.1f}° (layer 6); "
+          "random: {angle_random:.1f}°"),
+    Claim("rank-one-modes", 4, C4,
+          "Heads are independent rank-1 modes, like the terms of an SVD.",
+          "wrong as stated", "Heads have rank d_k, overlap, are not unique and do not add up.",
+          "each head's form has rank {head_rank}; cross terms carry {cross_min:.2f}–{cross_max:.2f} "
+          "of the squared norm"),
+    Claim("head-relations", 4, C4,
+          "Different heads capture different relations: syntax, meaning, position.",
+          "holds when", "a head has one clear job, as some do; many park their weight on a special token.",
+          "top previous-token head: {role_prev:.2f} of its weight on the previous word; "
+          "{n_cls_heads} heads put most weight on [CLS]"),
+    Claim("heads-specialise", 4, C4,
+          "Training divides the work among the heads.",
+          "holds", "A 2-layer model forms previous-token and induction heads, with some redundancy.",
+          "held-out loss {loss_2:.3f} nats (2 layers) vs {loss_1:.2f} (1 layer); "
+          "removing layer 2 costs {abl_layer2:.2f} nats",
+          implied=True),
+    # 5. Message passing
+    Claim("message-passing", 5, C5,
+          "One self-attention layer is one round of message passing on a graph.",
+          "holds", "The edge-by-edge and matrix forms are the same computation; the mask is the graph.",
+          "edge-wise and matrix forms agree within {mp_tol:.0e}"),
+    Claim("learned-topology", 5, C5,
+          "The graph's topology is learned per input.",
+          "wrong as stated", "The weights are computed per input; the edge set is fixed by the mask.",
+          "{n_zero} of {n_weights:,} MiniLM weights are exactly zero; a row spreads over about "
+          "{eff_degree:.2f} of {n_tokens} tokens"),
+    Claim("l-hops", 5, C5,
+          "Stacking L layers lets information travel L hops.",
+          "holds when", "the graph is sparse; on a complete graph one layer already reaches everything.",
+          "banded mask: receptive half-widths {rf_widths} after 1, 2, … layers; no mask: {rf_complete} "
+          "after one layer"),
+    Claim("depth-keeps-information", 5, C5,
+          "Deeper stacks keep spreading useful information.",
+          "holds when", "there are skip connections; pure attention collapses to rank 1 within a few layers.",
+          "distance to rank 1 without skips: {pure_1:.2g} → {pure_4:.2g} in 4 layers; "
+          "with skips it shrinks ×{skip_rate:.2f} per layer",
+          implied=True),
+    Claim("unlike-gnns", 5, C5,
+          "Unlike a classical GNN, attention sets its edge weights from the content.",
+          "holds", "GAT's weights depend on content too; what differs is that each query ranks the keys itself.",
+          "graphs where all nodes share one favourite sender: GAT {shared_gat:.2f}, "
+          "dot-product attention {shared_dot_product:.3f}"),
+    # 6. The scale
+    Claim("variance-dk", 6, C6,
+          "q·k has variance ~ d_k, and dividing by √d_k brings it back to O(1).",
+          "holds when", "the entries are independent, as at initialisation; trained models are above it.",
+          "variance {var_4:.1f}, {var_64:.1f}, {var_1024:.0f} at d_k = 4, 64, 1024; "
+          "log-log slope {slope_raw:.3f} (scaled: {slope_scaled:.3f})"),
+    Claim("saturation", 6, C6,
+          "Unscaled scores at large d_k push the softmax into saturation.",
+          "holds", "Saturation is gradual: it needs hundreds of dimensions before most rows are one-hot.",
+          "d_k = 1024 unscaled: mean largest weight {maxw_none_1024:.3f}; "
+          "{frac_none_1024:.0%} of rows above 0.99"),
+    Claim("gradient-vanishes", 6, C6,
+          "In saturation the gradient vanishes.",
+          "wrong as stated", "It vanishes only for keys that get no weight, or at widths of hundreds.",
+          "at initialisation the unscaled W_Q/W_K gradient is {g0_ratio_min:.1f}–{g0_ratio_max:.1f}× larger"),
+    Claim("scale-decides-training", 6, C6,
+          "The scale makes the difference between a model that trains and one that does not.",
+          "holds when", "d_k ≥ 64 here, and for another reason than the essay gives.",
+          "held-out loss at d_k = 64: unscaled {full_none_64:.2f} (chance {ln64:.2f}), scaled {full_sqrt_64:.3f}"),
+)
+
+
+# ------------------------------------------------------------- validation
+def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """List what is missing or malformed in a ledger (empty when all is well).
+
+    Examples
+    --------
+    >>> ledger_problems()
+    []
+    >>> bad = Claim("x", 9, "", "a claim", "maybe", "", "no numbers")
+    >>> for p in ledger_problems([bad]):
+    ...     print(p)
+    x: section 9 is not one of 1-6
+    x: no chapter
+    x: verdict 'maybe' is not one of holds / holds when / wrong as stated
+    x: no finding
+    x: the evidence names no glued number
+    """
+    problems, seen = [], set()
+    for c in claims:
+        if c.id in seen:
+            problems.append(f"{c.id}: id used twice")
+        seen.add(c.id)
+        if c.section not in SECTIONS:
+            problems.append(f"{c.id}: section {c.section} is not one of 1-6")
+        if not c.chapter:
+            problems.append(f"{c.id}: no chapter")
+        if not c.text.strip():
+            problems.append(f"{c.id}: no claim text")
+        if c.verdict not in VERDICTS:
+            problems.append(f"{c.id}: verdict {c.verdict!r} is not one of {' / '.join(VERDICTS)}")
+        if not c.finding.strip():
+            problems.append(f"{c.id}: no finding")
+        if not c.glue_names:
+            problems.append(f"{c.id}: the evidence names no glued number")
+    return problems
+
+
+# ------------------------------------------------------ reading the chapters
+_NP_SCALAR = re.compile(r"^np\.\w+\((.*)\)$", re.S)
+
+
+def _literal(text: str) -> Any:
+    """Turn a glue's stored ``text/plain`` back into a Python value."""
+    m = _NP_SCALAR.match(text.strip())
+    text = m.group(1) if m else text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _load_notebook(path: Union[str, Path]) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook at {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_glue(path: Union[str, Path]) -> dict[str, Any]:
+    """Read every value a notebook glued, from its stored outputs.
+
+    ``myst_nb.glue(name, value, display=False)`` stores ``repr(value)`` under a
+    ``papermill.record`` MIME type with the name in the output's metadata.
+
+    Parameters
+    ----------
+    path : str or Path
+        A notebook (``.ipynb``) committed with its outputs.
+
+    Returns
+    -------
+    dict
+        Glue name -> value (numbers and strings come back as such).
+    """
+    values = {}
+    for cell in _load_notebook(path)["cells"]:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = out.get("data", {})
+            text = data.get("application/papermill.record/text/plain", data.get("text/plain"))
+            if name and text is not None:
+                values[name] = _literal(text if isinstance(text, str) else "".join(text))
+    return values
+
+
+_ADMONITION = re.compile(r"^(?P<fence>:{3,}|`{3,})\{admonition\}[ \t]*(?P<title>[^\n]*)\n(?P<opts>(?::[^\n]*\n)*)",
+                         re.M)
+
+
+def parse_verdict(title: str) -> Optional[str]:
+    """The verdict kind in a verdict box's title, or None when it has none.
+
+    Examples
+    --------
+    >>> parse_verdict("Verdict: rows are distributions — holds (with one edge case)")
+    'holds'
+    >>> parse_verdict("Verdict: A is n × n — holds when queries and keys are one sequence")
+    'holds when'
+    >>> parse_verdict("Verdict: the gradient vanishes — wrong as stated; it is larger")
+    'wrong as stated'
+    >>> parse_verdict("What the table shows") is None
+    True
+    """
+    _, dash, rest = title.rpartition(" — ")
+    if not dash:
+        return None
+    for kind in ("wrong as stated", "holds when", "holds"):  # longest first
+        if re.match(re.escape(kind) + r"\b", rest.strip()):
+            return kind
+    return None
+
+
+def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, str]]:
+    """The labelled verdict boxes of a chapter notebook.
+
+    Returns
+    -------
+    dict
+        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell"}`` where
+        ``cell`` is the index of the markdown cell holding the box.
+    """
+    boxes = {}
+    for i, cell in enumerate(_load_notebook(path)["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"])
+        for m in _ADMONITION.finditer(source):
+            opts = dict(re.findall(r"^:(\w+):[ \t]*(.*)$", m.group("opts"), re.M))
+            if "name" in opts:
+                title = m.group("title").strip()
+                boxes[opts["name"].strip()] = {"title": title, "verdict": parse_verdict(title),
+                                               "class": opts.get("class", "").strip(), "cell": i}
+    return boxes
+
+
+def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> dict[str, dict[str, Any]]:
+    """Gather every claim's glued numbers from the chapter notebooks in ``book_dir``.
+
+    Raises
+    ------
+    KeyError
+        When a chapter does not glue a name that a claim's evidence uses; the
+        message names the claim, the chapter and the missing names.
+    """
+    book_dir, cache, evidence = Path(book_dir), {}, {}
+    for c in claims:
+        if c.chapter not in cache:
+            cache[c.chapter] = read_glue(book_dir / f"{c.chapter}.ipynb")
+        glued = cache[c.chapter]
+        missing = [n for n in c.glue_names if n not in glued]
+        if missing:
+            raise KeyError(f"claim {c.id!r}: chapter {c.chapter} glues no {', '.join(missing)}")
+        evidence[c.id] = {n: glued[n] for n in c.glue_names}
+    return evidence
+
+
+def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """Where the ledger and the chapters in ``book_dir`` disagree (empty when they agree).
+
+    Checks, for every claim: its chapter notebook exists; it has a verdict box
+    labelled ``claim-<id>``; the box's verdict and class match the ledger; the
+    chapter glues every name the evidence uses. And, for every chapter: each
+    box titled "Verdict..." carries a ``claim-`` label that the ledger knows.
+    """
+    book_dir, claims = Path(book_dir), list(claims)
+    problems, known, boxes = [], {c.label for c in claims}, {}
+    for c in claims:
+        path = book_dir / f"{c.chapter}.ipynb"
+        if not path.is_file():
+            problems.append(f"{c.id}: chapter notebook {path.name} not found")
+            continue
+        if c.chapter not in boxes:
+            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path))
+        verdicts, glued = boxes[c.chapter]
+        box = verdicts.get(c.label)
+        if box is None:
+            problems.append(f"{c.id}: {c.chapter} has no verdict box labelled {c.label}")
+        else:
+            if box["verdict"] != c.verdict:
+                problems.append(f"{c.id}: the ledger says {c.verdict!r}, {c.chapter} says "
+                                f"{box['verdict']!r} ({box['title']})")
+            if box["class"] != VERDICT_CLASS.get(c.verdict):
+                problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
+        missing = [n for n in c.glue_names if n not in glued]
+        if missing:
+            problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")
+    for chapter, (verdicts, _) in boxes.items():
+        for label, box in verdicts.items():
+            if label.startswith("claim-") and label not in known:
+                problems.append(f"{chapter}: box {label} is not in the ledger")
+        for title in _unlabelled_verdicts(book_dir / f"{chapter}.ipynb"):
+            problems.append(f"{chapter}: verdict box without a claim label: {title}")
+    return problems
+
+
+def _unlabelled_verdicts(path: Path) -> list[str]:
+    titles = []
+    for cell in _load_notebook(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for m in _ADMONITION.finditer("".join(cell["source"])):
+                if m.group("title").startswith("Verdict") and ":name: claim-" not in m.group("opts"):
+                    titles.append(m.group("title").strip())
+    return titles
+
+
+def load_evidence(path: Union[str, Path] = EVIDENCE_FILE) -> dict[str, dict[str, Any]]:
+    """Read the evidence shipped with the package (see :func:`collect_evidence`)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_evidence(book_dir: Union[str, Path], path: Union[str, Path] = EVIDENCE_FILE) -> Path:
+    """Collect the evidence from ``book_dir`` and write it as JSON to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(collect_evidence(book_dir), indent=1, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def evidence_text(c: Claim, values: Mapping[str, Any]) -> str:
+    """Fill a claim's evidence string with its glued values.
+
+    Examples
+    --------
+    >>> evidence_text(by_id("formula"), {"torch_tol": 1e-12})
+    "agrees with PyTorch's SDPA within 1e-12 (float64)"
+    """
+    return c.evidence.format(**values)
+
+
+def verdict_counts(claims: Iterable[Claim] = CLAIMS) -> dict[str, int]:
+    """How many claims got each verdict.
+
+    Examples
+    --------
+    >>> counts = verdict_counts()
+    >>> sum(counts.values()) == len(CLAIMS)
+    True
+    """
+    counts = dict.fromkeys(VERDICTS, 0)
+    for c in claims:
+        counts[c.verdict] += 1
+    return counts
+
+
+def by_id(claim_id: str) -> Claim:
+    """Look a claim up by id (KeyError naming the known ids otherwise)."""
+    for c in CLAIMS:
+        if c.id == claim_id:
+            return c
+    raise KeyError(f"no claim {claim_id!r}; known: {', '.join(c.id for c in CLAIMS)}")
+
+
+# ------------------------------------------------------------------ display
+_MARK = {"holds": "✅", "holds when": "⚠️", "wrong as stated": "❌"}
+_COLOUR = {"holds": "tab:green", "holds when": "tab:orange", "wrong as stated": "tab:red"}
+
+
+def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
+    """The ledger as a MyST table: claim, verdict, deciding numbers, link to the verdict box.
+
+    The link is a ``{ref}`` role to the box's label, so the table must be
+    rendered as MyST (cell metadata ``mystnb: {markdown_format: myst}``).
+
+    Examples
+    --------
+    >>> c = by_id("formula")
+    >>> print(ledger_markdown({"formula": {"torch_tol": 1e-12}}, [c]).splitlines()[2])
+    | 1 | Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input. | ✅ holds | agrees with PyTorch's SDPA within 1e-12 (float64) | {ref}`ch. 1 <claim-formula>` |
+    """
+    rows = ["| § | Claim | Verdict | Deciding numbers | Tested in |", "|---|---|---|---|---|"]
+    for c in claims:
+        text = c.text + (" *(implied)*" if c.implied else "")
+        verdict = f"{_MARK[c.verdict]} {c.verdict}"
+        if c.verdict == "holds when":
+            verdict += " " + c.finding.rstrip(".")
+        numbers = evidence_text(c, evidence[c.id]).replace("|", "\\|")
+        rows.append(f"| {c.section} | {text} | {verdict} | {numbers} | {{ref}}`ch. {int(c.chapter[:2])} <{c.label}>` |")
+    return "\n".join(rows)
+
+
+def plot_verdicts(claims: Iterable[Claim] = CLAIMS, title: str = "The essay's claims, by section and verdict"):
+    """Stacked bars: how many claims of each essay section hold, hold when, or are wrong as stated.
+
+    Returns the Figure.
+
+    Examples
+    --------
+    >>> fig = plot_verdicts()
+    >>> len(fig.axes[0].patches) == len(SECTIONS) * len(VERDICTS)
+    True
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    claims = list(claims)
+    sections = list(SECTIONS)
+    counts = np.array([[sum(c.section == s and c.verdict == v for c in claims) for v in VERDICTS]
+                       for s in sections])  # (6, 3)
+    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
+    left = np.zeros(len(sections))
+    labels = [f"{s}. {SECTIONS[s]}" for s in sections]
+    for j, v in enumerate(VERDICTS):
+        bars = ax.barh(labels, counts[:, j], left=left, color=_COLOUR[v], label=v, edgecolor="white")
+        ax.bar_label(bars, labels=[str(n) if n else "" for n in counts[:, j]], label_type="center",
+                     color="white", fontweight="bold")
+        left += counts[:, j]
+    ax.invert_yaxis()
+    ax.set_xlabel("number of claims")
+    ax.set_ylabel("essay section")
+    ax.set_xticks(range(int(left.max()) + 1))
+    ax.set_title(title)
+    ax.legend(title="verdict", loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return fig
