@@ -20,6 +20,8 @@ module             concept
 ``depth``          stacks of attention layers and rank collapse (chapter 5)
 ``graph_plots``    drawings of attention graphs (chapter 5)
 ``scaling``        the 1/sqrt(d_k) scale (chapter 6)
+``claims``         the claims ledger: verdicts and evidence (chapter 7)
+``insight``        one head through the four lenses (chapter 7)
 ``encoder``        our BERT encoder on our own attention
 ``pretrained``     the real all-MiniLM-L6-v2, loaded offline
 ``models``         a tiny attention model trained in seconds
