@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv book test test-fast test-site lab clean
+.PHONY: venv book test test-fast test-site linkcheck lab clean
 
 venv: $(STAMP)
 
@@ -39,6 +39,21 @@ test-fast: $(STAMP)
 # and Debian's chromium + chromium-driver, which .ci/run installs).
 test-site: $(STAMP)
 	$(BIN)/python -m pytest -m site tests/test_site.py
+
+# Check the book's links: cross-references, anchors and local files always (a broken
+# one fails the build); web links only when the hosts the book links to answer within
+# 3 seconds, else they are listed as not checked. LINKCHECK_OFFLINE=1 (or 0) skips the
+# probe. jupyter-book writes its report into _build/html; it is moved to _build/linkcheck.
+LINKCHECK_HOSTS ?= doi.org arxiv.org
+linkcheck: $(STAMP)
+	rm -f _build/linkcheck/output.json _build/linkcheck/output.txt
+	offline=$${LINKCHECK_OFFLINE:-$$($(BIN)/python book/_ext/linkcheck_offline.py --probe $(LINKCHECK_HOSTS))}; \
+	echo "linkcheck: offline=$$offline"; \
+	ATTENTION_COURSE_LINKCHECK_OFFLINE=$$offline $(BIN)/jupyter-book build . --builder linkcheck -W --keep-going; \
+	status=$$?; mkdir -p _build/linkcheck; \
+	mv -f _build/html/output.json _build/html/output.txt _build/linkcheck/ 2>/dev/null; \
+	$(BIN)/python book/_ext/linkcheck_offline.py _build/linkcheck/output.json || status=1; \
+	exit $$status
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/

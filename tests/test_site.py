@@ -138,3 +138,48 @@ def test_site_summary():
     size = sum(f.stat().st_size for f in HTML.rglob("*") if f.is_file())
     print(f"\n{len(PAGES)} pages, {size / 2**20:.1f} MiB in {HTML.relative_to(ROOT)}")
     assert size > 0
+
+
+def test_index_shows_one_figure_per_chapter(driver):
+    """The chapter map on the index page: one loaded figure per chapter notebook, linked to it."""
+    notebooks = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks, "no chapter notebooks in book/"
+    page = HTML / "book" / "intro.html"
+    _open(driver, page)
+    cards = driver.execute_script(
+        "return [...document.querySelectorAll('.chapter-map .sd-card')].map(c => {"
+        "  const img = c.querySelector('img'); const a = c.querySelector('a.sd-stretched-link');"
+        "  return {href: a ? a.getAttribute('href') : null, alt: img ? img.alt : null,"
+        "          loaded: img ? img.complete && img.naturalWidth > 0 : null,"
+        "          shown: img ? img.getBoundingClientRect().width : 0,"
+        "          left: Math.round(c.getBoundingClientRect().left)};"
+        "})"
+    )
+    with_figure = {Path(c["href"]).stem: c for c in cards if c["alt"] is not None}
+    assert sorted(with_figure) == [nb.stem for nb in notebooks], (
+        f"figures on the index page for {sorted(with_figure)}, chapter notebooks {[nb.stem for nb in notebooks]}"
+    )
+    for stem, card in with_figure.items():
+        number = int(stem[:2])
+        assert card["loaded"], f"index page: the figure of {stem} did not load"
+        assert card["shown"] > 150, f"index page: the figure of {stem} is only {card['shown']} px wide"
+        assert card["alt"].startswith(f"Figure from chapter {number}: "), f"{stem}: alt text {card['alt']!r}"
+    assert all(c["href"] for c in cards), "a chapter card links nowhere"
+    assert len({c["left"] for c in cards}) == 2, "on a wide window the chapter map has two columns"
+
+    # a phone-sized window: one column, nothing wider than the screen
+    size = driver.get_window_size()
+    try:
+        driver.set_window_size(420, 900)
+        lefts = driver.execute_script(
+            "return [...document.querySelectorAll('.chapter-map .sd-card')]"
+            ".map(c => Math.round(c.getBoundingClientRect().left))"
+        )
+        assert len(set(lefts)) == 1, f"narrow window: cards are not in one column ({sorted(set(lefts))})"
+        overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"narrow window: the index page is {overflow} px wider than the window"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        driver.execute_script("document.querySelector('.chapter-map').scrollIntoView()")
+        driver.save_screenshot(str(SHOTS / "intro_narrow.png"))
+    finally:
+        driver.set_window_size(size["width"], size["height"])
