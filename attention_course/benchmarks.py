@@ -62,7 +62,7 @@ SCHEMA_VERSION = 1
 FULL_NS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 QUICK_NS = (256, 512, 1024, 2048)
 DISTRIBUTIONS = ("iid", "iid-soft", "smooth")
-DEFAULT_JSON = Path(__file__).resolve().parent.parent / "book" / "data" / "benchmarks_full.json"
+DEFAULT_JSON = Path(__file__).resolve().with_name("data") / "benchmarks_full.json"  # shipped with the package
 BLOCK = 1024  # the chunked method's key and query block
 
 
@@ -451,7 +451,7 @@ def format_table(result: dict) -> str:
 
 
 def load_benchmarks(path: Optional[os.PathLike] = None) -> dict:
-    """Load a stored run (default: the repository's ``book/data/benchmarks_full.json``)."""
+    """Load a stored run (default: ``attention_course/data/benchmarks_full.json``, shipped with the package)."""
     path = Path(path) if path is not None else DEFAULT_JSON
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; run `python -m attention_course.benchmarks --json {path}`")

@@ -31,7 +31,7 @@ instead of rescaling them. :func:`compare_scales` trains the course's tiny
 transformer (:mod:`attention_course.models`) with each scale and records loss
 curves, gradient norms and attention sharpness;
 
-    python -m attention_course.scaling --out book/data/scaling_training.json
+    python -m attention_course.scaling --out attention_course/data/scaling_training.json
 
 runs the fuller comparison of chapter 6 (several minutes) and writes it as JSON.
 """
@@ -48,6 +48,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
@@ -82,6 +83,8 @@ __all__ = [
 ]
 
 SCALES = ("sqrt", "none", "mup")
+#: The fuller training comparison of chapter 6, shipped with the package.
+STORED_RUN = Path(__file__).resolve().with_name("data") / "scaling_training.json"
 Scale = Union[str, float]
 
 
@@ -922,8 +925,11 @@ def save_comparisons(results: Sequence[ScaleComparison], path: str, meta: Option
         fh.write("\n")
 
 
-def load_comparisons(path: str) -> tuple[list[ScaleComparison], dict]:
-    """Read what :func:`save_comparisons` wrote: ``(results, meta)``."""
+def load_comparisons(path: Union[str, Path] = STORED_RUN) -> tuple[list[ScaleComparison], dict]:
+    """Read what :func:`save_comparisons` wrote: ``(results, meta)``.
+
+    The default is the fuller run of chapter 6, shipped with the package.
+    """
     with open(path) as fh:
         doc = json.load(fh)
     if doc.get("schema_version") != 1:
@@ -952,7 +958,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     """Command line: the fuller training comparison of chapter 6, written as JSON."""
     p = argparse.ArgumentParser(prog="python -m attention_course.scaling",
                                 description="Train the tiny transformer with each score scale.")
-    p.add_argument("--out", default="book/data/scaling_training.json")
+    p.add_argument("--out", default=str(STORED_RUN))
     p.add_argument("--d-k", type=int, nargs="+", default=[16, 64, 256])
     p.add_argument("--scales", nargs="+", default=list(SCALES))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
