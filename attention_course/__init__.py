@@ -22,6 +22,7 @@ module             concept
 ``scaling``        the 1/sqrt(d_k) scale (chapter 6)
 ``claims``         the claims ledger: verdicts and evidence (chapter 7)
 ``insight``        one head through the four lenses (chapter 7)
+``progress``       ``python -m attention_course progress``: your exercises
 ``encoder``        our BERT encoder on our own attention
 ``pretrained``     the real all-MiniLM-L6-v2, loaded offline
 ``models``         a tiny attention model trained in seconds

@@ -160,3 +160,23 @@ def test_chapter_7_renders_the_ledger():
     shown = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
     for c in cl.CLAIMS:
         assert f"<{c.label}>" in shown, f"chapter 7 does not show claim {c.id}"
+
+
+def test_evidence_command_writes_what_the_chapters_glue(tmp_path, capsys):
+    from attention_course.__main__ import main
+
+    out = tmp_path / "evidence.json"
+    assert main(["evidence", "--book", str(BOOK), "--out", str(out)]) == 0
+    assert cl.load_evidence(out) == cl.collect_evidence(BOOK)
+    assert f"wrote the evidence of {len(cl.CLAIMS)} claims" in capsys.readouterr().out
+
+
+def test_evidence_command_refuses_when_a_chapter_disagrees(book_copy, tmp_path, capsys):
+    from attention_course.__main__ import main
+
+    c = cl.by_id("saturation")
+    _edit_markdown(book_copy / f"{c.chapter}.ipynb", f":name: {c.label}\n", "")
+    out = tmp_path / "evidence.json"
+    assert main(["evidence", "--book", str(book_copy), "--out", str(out)]) == 1
+    assert not out.exists()
+    assert "has no verdict box labelled claim-saturation" in capsys.readouterr().err

@@ -1,10 +1,11 @@
-"""The notebooks as a learner meets them: first cell, exercise cells, solved copies.
+"""The notebooks as a learner meets them: first cell, exercise cells, hygiene.
 
 nbval (run by `make test`) re-executes every notebook and compares its stored
 outputs. These tests check what nbval cannot: that the committed stubs are
 unsolved, that every exercise is wired to the checker and the solution
-dropdown, that the Colab cell works on and off Colab, and that solved copies of
-the notebooks pass every check.
+dropdown, and that the Colab cell works on and off Colab. That solved copies of
+the notebooks pass every check is tested through the progress command, in
+tests/test_progress.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from attention_course.exercises import REGISTRY
 from attention_course.solutions import SOLUTIONS
@@ -106,35 +106,8 @@ def test_exercise_cells_are_wired(path):
         assert f":pyobject: {SOLUTIONS[eid].__name__}" in text, f"{eid}: dropdown shows the wrong solution"
 
 
-def _solved_copy(nb):
-    """Keep the setup and import cells and the exercise cells; paste in the solutions."""
-    code = _code_cells(nb)
-    keep = code[:2]
-    for i, cell in enumerate(code):
-        m = EXERCISE_RE.search(cell.source)
-        if m:
-            (name,) = DEF_RE.findall(cell.source)
-            fn = SOLUTIONS[m.group(1)]
-            cell = nbformat.v4.new_code_cell(f"from attention_course.solutions import {fn.__name__} as {name}")
-            keep += [cell, code[i + 1]]
-    solved = nbformat.v4.new_notebook(cells=keep, metadata=nb.metadata)
-    return solved
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_solved_copy_passes_every_check(path):
-    solved = _solved_copy(_load(path))
-    n_checks = sum(bool(CHECK_RE.search(c.source)) for c in solved.cells)
-    if n_checks == 0:
-        pytest.skip(f"{path.name} has no exercises")
-    NotebookClient(solved, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    verdicts = [
-        "".join(o.get("text", "") for o in c.outputs) for c in solved.cells if CHECK_RE.search(c.source)
-    ]
-    assert len(verdicts) == n_checks
-    for v in verdicts:
-        assert v.startswith("✅"), v
+# Solved copies of every notebook are run by tests/test_progress.py (through
+# `python -m attention_course progress`), which asserts that every check passes.
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
