@@ -27,9 +27,14 @@ book: $(STAMP)
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300
 
+# Tests run on $(JOBS) workers; --dist loadscope keeps each notebook (and each test
+# module) on one worker, so a notebook's cells still run in order in one kernel.
+JOBS ?= 2
+XDIST := -n $(JOBS) --dist loadscope
+
 # pytest's exit code 5 means "no tests collected": a failure here, not a pass.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL); status=$$?; \
+	$(BIN)/python -m pytest $(XDIST) $(NBVAL); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 test-fast: $(STAMP)
