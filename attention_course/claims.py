@@ -514,7 +514,8 @@ def by_id(claim_id: str) -> Claim:
 
 
 # ------------------------------------------------------------------ display
-_MARK = {"holds": "✅", "holds when": "⚠️", "wrong as stated": "❌"}
+# Plain symbols that common text fonts have (emoji need an emoji font).
+_MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗"}
 _COLOUR = {"holds": "tab:green", "holds when": "tab:orange", "wrong as stated": "tab:red"}
 
 
@@ -528,7 +529,7 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
     --------
     >>> c = by_id("formula")
     >>> print(ledger_markdown({"formula": {"torch_tol": 1e-12}}, [c]).splitlines()[2])
-    | 1 | Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input. | ✅ holds | agrees with PyTorch's SDPA within 1e-12 (float64) | {ref}`ch. 1 <claim-formula>` |
+    | 1 | Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input. | ✓ holds | agrees with PyTorch's SDPA within 1e-12 (float64) | {ref}`ch. 1 <claim-formula>` |
     """
     rows = ["| § | Claim | Verdict | Deciding numbers | Tested in |", "|---|---|---|---|---|"]
     for c in claims:
