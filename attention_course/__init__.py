@@ -21,6 +21,7 @@ module             concept
 ``graph_plots``    drawings of attention graphs (chapter 5)
 ``scaling``        the 1/sqrt(d_k) scale (chapter 6)
 ``claims``         the claims ledger: verdicts and evidence (chapter 7)
+``verdicts``       the chapters' verdict boxes and glued numbers vs the ledger
 ``insight``        one head through the four lenses (chapter 7)
 ``progress``       ``python -m attention_course progress``: your exercises
 ``encoder``        our BERT encoder on our own attention

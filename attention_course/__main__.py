@@ -44,16 +44,16 @@ def _evidence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The ``evidence`` command: refuse to write while the ledger and the chapters disagree."""
     from pathlib import Path
 
-    from . import claims
+    from . import claims, verdicts
 
     book = Path(args.book)
     if not book.is_dir():
         parser.error(f"no folder {book}: run this in the course folder or pass --book")
-    problems = claims.chapter_problems(book)
+    problems = verdicts.chapter_problems(book)
     if problems:
         print("The ledger and the chapters disagree; nothing was written:", *problems, sep="\n  ", file=sys.stderr)
         return 1
-    out = claims.write_evidence(book, args.out or claims.EVIDENCE_FILE)
+    out = verdicts.write_evidence(book, args.out or claims.EVIDENCE_FILE)
     print(f"wrote the evidence of {len(claims.CLAIMS)} claims to {out}")
     return 0
 

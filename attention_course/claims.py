@@ -4,17 +4,17 @@ One structure, :data:`CLAIMS`, is read by chapter 7 (which renders the ledger)
 and by ``tests/test_claims.py`` (which checks it against the chapters). Each
 :class:`Claim` names the chapter whose verdict box decides it. The box carries
 the label ``claim-<id>`` (``:name: claim-<id>`` on the admonition), so the
-ledger links to it and the tests can compare the two verdicts.
+ledger links to it and the tests can compare the two verdicts
+(:func:`attention_course.verdicts.chapter_problems`).
 
 A claim's evidence is a format string whose fields are *glue names* of its
 chapter: ``"{torch_tol:.0e}"`` is filled with the number the chapter glued as
-``torch_tol``. The numbers are never typed here. :func:`read_glue` reads them
-from a chapter's stored outputs (which nbval re-checks on every ``make test``),
-:func:`collect_evidence` gathers them for the whole ledger, and the package
-ships the result as ``attention_course/data/evidence.json`` so that chapter 7
-also runs where the other notebooks are absent (on Colab, say). The tests fail
-when that file and the chapters disagree; ``python -m attention_course
-evidence`` rewrites it.
+``torch_tol``. The numbers are never typed here: :mod:`attention_course.verdicts`
+reads them from the chapters' stored outputs (which nbval re-checks on every
+``make test``), and the package ships them as ``attention_course/data/evidence.json``
+(:func:`load_evidence`), so that chapter 7 also runs where the other notebooks
+are absent (on Colab, say). The tests fail when that file and the chapters
+disagree; ``python -m attention_course evidence`` rewrites it.
 
 Verdicts come in three kinds, and a chapter's verdict box shows its kind in the
 title, right after the dash: ``Verdict: <claim> — holds``, ``— holds when
@@ -24,35 +24,17 @@ title, right after the dash: ``Verdict: <claim> — holds``, ``— holds when
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Union
 
 __all__ = [
-    "Claim",
-    "CLAIMS",
-    "VERDICTS",
-    "VERDICT_CLASS",
-    "EVIDENCE_FILE",
-    "by_id",
-    "write_evidence",
-    "SECTIONS",
-    "ledger_problems",
-    "read_glue",
-    "chapter_verdicts",
-    "parse_verdict",
-    "collect_evidence",
-    "chapter_problems",
-    "ledger_markdown",
+    "Claim", "CLAIMS", "VERDICTS", "VERDICT_CLASS", "SECTIONS", "EVIDENCE_FILE", "by_id",
+    "ledger_problems", "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown",
     "plot_verdicts",
-    "load_evidence",
-    "evidence_text",
-    "verdict_counts",
-]
+]  # fmt: skip
 
 VERDICTS = ("holds", "holds when", "wrong as stated")
 #: The admonition class that goes with each verdict.
@@ -297,186 +279,9 @@ def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
     return problems
 
 
-# ------------------------------------------------------ reading the chapters
-_NP_SCALAR = re.compile(r"^np\.\w+\((.*)\)$", re.S)
-
-
-def _literal(text: str) -> Any:
-    """Turn a glue's stored ``text/plain`` back into a Python value."""
-    m = _NP_SCALAR.match(text.strip())
-    text = m.group(1) if m else text
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def _load_notebook(path: Union[str, Path]) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no notebook at {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def read_glue(path: Union[str, Path]) -> dict[str, Any]:
-    """Read every value a notebook glued, from its stored outputs.
-
-    ``myst_nb.glue(name, value, display=False)`` stores ``repr(value)`` under a
-    ``papermill.record`` MIME type with the name in the output's metadata.
-
-    Parameters
-    ----------
-    path : str or Path
-        A notebook (``.ipynb``) committed with its outputs.
-
-    Returns
-    -------
-    dict
-        Glue name -> value (numbers and strings come back as such).
-    """
-    values = {}
-    for cell in _load_notebook(path)["cells"]:
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            data = out.get("data", {})
-            text = data.get("application/papermill.record/text/plain", data.get("text/plain"))
-            if name and text is not None:
-                values[name] = _literal(text if isinstance(text, str) else "".join(text))
-    return values
-
-
-_ADMONITION = re.compile(r"^(?P<fence>:{3,}|`{3,})\{admonition\}[ \t]*(?P<title>[^\n]*)\n(?P<opts>(?::[^\n]*\n)*)",
-                         re.M)
-
-
-def parse_verdict(title: str) -> Optional[str]:
-    """The verdict kind in a verdict box's title, or None when it has none.
-
-    Examples
-    --------
-    >>> parse_verdict("Verdict: rows are distributions — holds (with one edge case)")
-    'holds'
-    >>> parse_verdict("Verdict: A is n × n — holds when queries and keys are one sequence")
-    'holds when'
-    >>> parse_verdict("Verdict: the gradient vanishes — wrong as stated; it is larger")
-    'wrong as stated'
-    >>> parse_verdict("What the table shows") is None
-    True
-    """
-    _, dash, rest = title.rpartition(" — ")
-    if not dash:
-        return None
-    for kind in ("wrong as stated", "holds when", "holds"):  # longest first
-        if re.match(re.escape(kind) + r"\b", rest.strip()):
-            return kind
-    return None
-
-
-def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, str]]:
-    """The labelled verdict boxes of a chapter notebook.
-
-    Returns
-    -------
-    dict
-        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell"}`` where
-        ``cell`` is the index of the markdown cell holding the box.
-    """
-    boxes = {}
-    for i, cell in enumerate(_load_notebook(path)["cells"]):
-        if cell["cell_type"] != "markdown":
-            continue
-        source = "".join(cell["source"])
-        for m in _ADMONITION.finditer(source):
-            opts = dict(re.findall(r"^:(\w+):[ \t]*(.*)$", m.group("opts"), re.M))
-            if "name" in opts:
-                title = m.group("title").strip()
-                boxes[opts["name"].strip()] = {"title": title, "verdict": parse_verdict(title),
-                                               "class": opts.get("class", "").strip(), "cell": i}
-    return boxes
-
-
-def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> dict[str, dict[str, Any]]:
-    """Gather every claim's glued numbers from the chapter notebooks in ``book_dir``.
-
-    Raises
-    ------
-    KeyError
-        When a chapter does not glue a name that a claim's evidence uses; the
-        message names the claim, the chapter and the missing names.
-    """
-    book_dir, cache, evidence = Path(book_dir), {}, {}
-    for c in claims:
-        if c.chapter not in cache:
-            cache[c.chapter] = read_glue(book_dir / f"{c.chapter}.ipynb")
-        glued = cache[c.chapter]
-        missing = [n for n in c.glue_names if n not in glued]
-        if missing:
-            raise KeyError(f"claim {c.id!r}: chapter {c.chapter} glues no {', '.join(missing)}")
-        evidence[c.id] = {n: glued[n] for n in c.glue_names}
-    return evidence
-
-
-def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
-    """Where the ledger and the chapters in ``book_dir`` disagree (empty when they agree).
-
-    Checks, for every claim: its chapter notebook exists; it has a verdict box
-    labelled ``claim-<id>``; the box's verdict and class match the ledger; the
-    chapter glues every name the evidence uses. And, for every chapter: each
-    box titled "Verdict..." carries a ``claim-`` label that the ledger knows.
-    """
-    book_dir, claims = Path(book_dir), list(claims)
-    problems, known, boxes = [], {c.label for c in claims}, {}
-    for c in claims:
-        path = book_dir / f"{c.chapter}.ipynb"
-        if not path.is_file():
-            problems.append(f"{c.id}: chapter notebook {path.name} not found")
-            continue
-        if c.chapter not in boxes:
-            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path))
-        verdicts, glued = boxes[c.chapter]
-        box = verdicts.get(c.label)
-        if box is None:
-            problems.append(f"{c.id}: {c.chapter} has no verdict box labelled {c.label}")
-        else:
-            if box["verdict"] != c.verdict:
-                problems.append(f"{c.id}: the ledger says {c.verdict!r}, {c.chapter} says "
-                                f"{box['verdict']!r} ({box['title']})")
-            if box["class"] != VERDICT_CLASS.get(c.verdict):
-                problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
-        missing = [n for n in c.glue_names if n not in glued]
-        if missing:
-            problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")
-    for chapter, (verdicts, _) in boxes.items():
-        for label, box in verdicts.items():
-            if label.startswith("claim-") and label not in known:
-                problems.append(f"{chapter}: box {label} is not in the ledger")
-        for title in _unlabelled_verdicts(book_dir / f"{chapter}.ipynb"):
-            problems.append(f"{chapter}: verdict box without a claim label: {title}")
-    return problems
-
-
-def _unlabelled_verdicts(path: Path) -> list[str]:
-    titles = []
-    for cell in _load_notebook(path)["cells"]:
-        if cell["cell_type"] == "markdown":
-            for m in _ADMONITION.finditer("".join(cell["source"])):
-                if m.group("title").startswith("Verdict") and ":name: claim-" not in m.group("opts"):
-                    titles.append(m.group("title").strip())
-    return titles
-
-
 def load_evidence(path: Union[str, Path] = EVIDENCE_FILE) -> dict[str, dict[str, Any]]:
-    """Read the evidence shipped with the package (see :func:`collect_evidence`)."""
+    """Read the evidence shipped with the package (see :func:`attention_course.verdicts.collect_evidence`)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
-def write_evidence(book_dir: Union[str, Path], path: Union[str, Path] = EVIDENCE_FILE) -> Path:
-    """Collect the evidence from ``book_dir`` and write it as JSON to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(collect_evidence(book_dir), indent=1, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
-    return path
 
 
 def evidence_text(c: Claim, values: Mapping[str, Any]) -> str:

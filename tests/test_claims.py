@@ -1,4 +1,4 @@
-"""The claims ledger (attention_course/claims.py) against the chapters it summarises.
+"""The claims ledger (attention_course/claims.py) against the chapters it summarises (verdicts.py).
 
 The ledger may not drift from the book: every claim needs a chapter, a verdict
 and glued evidence; each chapter's verdict box must say what the ledger says;
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from attention_course import claims as cl
+from attention_course import verdicts as vd
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -48,7 +49,7 @@ def test_duplicate_ids_are_caught():
 
 def test_chapters_agree_with_the_ledger():
     """Each claim's chapter has a box labelled claim-<id> with the same verdict and class."""
-    assert cl.chapter_problems(BOOK) == []
+    assert vd.chapter_problems(BOOK) == []
 
 
 @pytest.fixture
@@ -72,10 +73,10 @@ def _edit_markdown(path: Path, old: str, new: str) -> None:
 
 def test_a_chapter_that_changes_its_verdict_is_caught(book_copy):
     c = cl.by_id("gradient-vanishes")
-    box = cl.chapter_verdicts(BOOK / f"{c.chapter}.ipynb")[c.label]
+    box = vd.chapter_verdicts(BOOK / f"{c.chapter}.ipynb")[c.label]
     _edit_markdown(book_copy / f"{c.chapter}.ipynb", box["title"],
                    box["title"].replace("— wrong as stated", "— holds"))
-    problems = cl.chapter_problems(book_copy)
+    problems = vd.chapter_problems(book_copy)
     assert any(p.startswith("gradient-vanishes: the ledger says 'wrong as stated'") for p in problems), problems
 
 
@@ -83,7 +84,7 @@ def test_a_missing_box_label_and_an_unknown_label_are_caught(book_copy):
     c = cl.by_id("saturation")
     path = book_copy / f"{c.chapter}.ipynb"
     _edit_markdown(path, f":name: {c.label}\n", ":name: claim-not-in-the-ledger\n")
-    problems = cl.chapter_problems(book_copy)
+    problems = vd.chapter_problems(book_copy)
     assert f"saturation: {c.chapter} has no verdict box labelled claim-saturation" in problems
     assert f"{c.chapter}: box claim-not-in-the-ledger is not in the ledger" in problems
 
@@ -91,7 +92,7 @@ def test_a_missing_box_label_and_an_unknown_label_are_caught(book_copy):
 def test_an_unlabelled_verdict_box_is_caught(book_copy):
     c = cl.by_id("message-passing")
     _edit_markdown(book_copy / f"{c.chapter}.ipynb", f":name: {c.label}\n", "")
-    problems = cl.chapter_problems(book_copy)
+    problems = vd.chapter_problems(book_copy)
     assert any("verdict box without a claim label" in p for p in problems), problems
 
 
@@ -99,14 +100,14 @@ def test_a_missing_glue_is_caught(book_copy):
     c = cl.by_id("formula")
     broken = dataclasses.replace(c, evidence="{no_such_glue:.2f}")
     ledger = [broken if x.id == "formula" else x for x in cl.CLAIMS]
-    assert cl.chapter_problems(book_copy, ledger) == ["formula: 01_mechanics glues no no_such_glue"]
+    assert vd.chapter_problems(book_copy, ledger) == ["formula: 01_mechanics glues no no_such_glue"]
     with pytest.raises(KeyError, match="claim 'formula': chapter 01_mechanics glues no no_such_glue"):
-        cl.collect_evidence(book_copy, [broken])
+        vd.collect_evidence(book_copy, [broken])
 
 
 def test_shipped_evidence_matches_the_chapters():
     """attention_course/data/evidence.json == what the chapters glue (rewrite: python -m attention_course evidence)."""
-    assert cl.load_evidence() == cl.collect_evidence(BOOK)
+    assert cl.load_evidence() == vd.collect_evidence(BOOK)
 
 
 def test_every_evidence_string_formats():
@@ -125,11 +126,11 @@ def test_read_glue_reads_numbers_strings_and_numpy_reprs(tmp_path):
         record("a", "0.084"), record("b", "np.float64(2.5)"), record("c", "'2 and 3'"), record("d", "47")]}]}
     path = tmp_path / "x.ipynb"
     path.write_text(json.dumps(nb))
-    assert cl.read_glue(path) == {"a": 0.084, "b": 2.5, "c": "2 and 3", "d": 47}
+    assert vd.read_glue(path) == {"a": 0.084, "b": 2.5, "c": "2 and 3", "d": 47}
 
 
 def test_read_glue_on_a_real_chapter_matches_its_prose():
-    glued = cl.read_glue(BOOK / "06_scaling.ipynb")
+    glued = vd.read_glue(BOOK / "06_scaling.ipynb")
     assert glued["var_64"] == pytest.approx(64, rel=0.1)  # Var(q.k) = d_k at initialisation
 
 
@@ -144,7 +145,7 @@ def test_read_glue_on_a_real_chapter_matches_its_prose():
     ("Verdict: x holds", None),
 ])
 def test_parse_verdict(title, kind):
-    assert cl.parse_verdict(title) == kind
+    assert vd.parse_verdict(title) == kind
 
 
 def test_ledger_markdown_has_one_row_per_claim_with_a_link():
@@ -167,7 +168,7 @@ def test_evidence_command_writes_what_the_chapters_glue(tmp_path, capsys):
 
     out = tmp_path / "evidence.json"
     assert main(["evidence", "--book", str(BOOK), "--out", str(out)]) == 0
-    assert cl.load_evidence(out) == cl.collect_evidence(BOOK)
+    assert cl.load_evidence(out) == vd.collect_evidence(BOOK)
     assert f"wrote the evidence of {len(cl.CLAIMS)} claims" in capsys.readouterr().out
 
 
