@@ -160,7 +160,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("structure-implies-low-rank", 3, C3,
           "Data with few degrees of freedom gives a low-rank attention matrix.",
           "wrong as stated", "Low-rank logits give a full-rank softmax; only approximate low rank survives.",
-          "logits of rank {exp_rank_logits} give an attention matrix of rank {exp_rank_soft}"),
+          "logits of rank {exp_rank_logits} give a full-rank attention matrix (rank {exp_rank_soft})"),
     Claim("efficient-attention", 3, C3,
           "Low rank is why efficient attention methods work.",
           "holds when", "the method is a low-rank one and the input is low-rank; linear attention, "
@@ -191,8 +191,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("heads-specialise", 4, C4,
           "Training divides the work among the heads.",
           "holds", "A 2-layer model forms previous-token and induction heads, with some redundancy.",
-          "held-out loss {loss_2:.3f} nats (2 layers) vs {loss_1:.2f} (1 layer); "
-          "removing layer 2 costs {abl_layer2:.2f} nats",
+          "held-out loss {loss_2:.3f} nats (2 layers) vs {loss_1:.2f} (1 layer); removing one "
+          "induction head costs at most {abl_ind_max:.2f} nats, removing all four {abl_layer2:.2f}",
           implied=True),
     # 5. Message passing
     Claim("message-passing", 5, C5,
@@ -212,7 +212,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("depth-keeps-information", 5, C5,
           "Deeper stacks keep spreading useful information.",
           "holds when", "there are skip connections; pure attention collapses to rank 1 within a few layers.",
-          "distance to rank 1 without skips: {pure_1:.2g} → {pure_4:.2g} in 4 layers; "
+          "distance to rank 1 without skips: {pure_1:.2g} after 1 layer, {pure_4:.2g} after 4; "
           "with skips it shrinks ×{skip_rate:.2f} per layer",
           implied=True),
     Claim("unlike-gnns", 5, C5,
