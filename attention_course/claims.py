@@ -325,16 +325,18 @@ _COLOUR = {"holds": "tab:green", "holds when": "tab:orange", "wrong as stated": 
 
 
 def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
-    """The ledger as a MyST table: claim, verdict, deciding numbers, link to the verdict box.
+    """The ledger as a Markdown table: claim, verdict, deciding numbers, link to the verdict box.
 
-    The link is a ``{ref}`` role to the box's label, so the table must be
-    rendered as MyST (cell metadata ``mystnb: {markdown_format: myst}``).
+    The link is a Markdown link to the box's label, ``[ch. 1](#claim-formula)``.
+    Rendered as MyST (cell metadata ``mystnb: {markdown_format: myst}``), it leads
+    to the box in the built book, and a missing label is a build warning; in
+    JupyterLab it reads as plain "ch. 1".
 
     Examples
     --------
     >>> c = by_id("formula")
     >>> print(ledger_markdown({"formula": {"torch_tol": 1e-12}}, [c]).splitlines()[2])
-    | 1 | Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input. | ✓ holds | agrees with PyTorch's SDPA within 1e-12 (float64) | {ref}`ch. 1 <claim-formula>` |
+    | 1 | Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input. | ✓ holds | agrees with PyTorch's SDPA within 1e-12 (float64) | [ch. 1](#claim-formula) |
     """
     rows = ["| § | Claim | Verdict | Deciding numbers | Tested in |", "|---|---|---|---|---|"]
     for c in claims:
@@ -343,7 +345,7 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
         if c.verdict == "holds when":
             verdict += " " + c.finding.rstrip(".")
         numbers = evidence_text(c, evidence[c.id]).replace("|", "\\|")
-        rows.append(f"| {c.section} | {text} | {verdict} | {numbers} | {{ref}}`ch. {int(c.chapter[:2])} <{c.label}>` |")
+        rows.append(f"| {c.section} | {text} | {verdict} | {numbers} | [ch. {int(c.chapter[:2])}](#{c.label}) |")
     return "\n".join(rows)
 
 

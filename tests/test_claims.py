@@ -153,14 +153,14 @@ def test_ledger_markdown_has_one_row_per_claim_with_a_link():
     rows = table.splitlines()[2:]
     assert len(rows) == len(cl.CLAIMS)
     for c, row in zip(cl.CLAIMS, rows):
-        assert f"<{c.label}>`" in row and c.verdict in row
+        assert f"[ch. {int(c.chapter[:2])}](#{c.label})" in row and c.verdict in row
 
 
 def test_chapter_7_renders_the_ledger():
     nb = json.loads((BOOK / "07_insight.ipynb").read_text())
     shown = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
     for c in cl.CLAIMS:
-        assert f"<{c.label}>" in shown, f"chapter 7 does not show claim {c.id}"
+        assert f"(#{c.label})" in shown, f"chapter 7 does not link claim {c.id}"
 
 
 def test_evidence_command_writes_what_the_chapters_glue(tmp_path, capsys):
