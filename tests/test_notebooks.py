@@ -77,6 +77,7 @@ def test_colab_cell_installs_the_package_on_colab(monkeypatch):
     calls = _run_colab_cell(monkeypatch, on_colab=True, package_present=False)
     assert len(calls) == 1
     assert calls[0][1:4] == ["-m", "pip", "install"] and "git+" in calls[0][-1]
+    assert "myst-nb" in calls[0]  # every chapter imports myst_nb.glue, which Colab lacks
 
 
 def test_colab_cell_does_nothing_when_installed_or_elsewhere(monkeypatch):
