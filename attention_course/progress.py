@@ -3,8 +3,8 @@
 ``python -m attention_course progress`` executes a learner's notebooks with
 nbclient and reads each exercise's verdict from the output of its check cell.
 
-- **Exercises mode** (the default, fast) runs the first two code cells (Colab
-  setup, imports), then each exercise's group: its ``# EXERCISE: <id>`` cell,
+- **Exercises mode** (the default, fast) runs the setup cells (the Colab cell and
+  the package imports, :func:`setup_cells`), then each exercise's group: its ``# EXERCISE: <id>`` cell,
   any code cells the learner inserted after it, and its ``check("<id>", ...)``
   cell (:func:`exercise_notebook`). All notebooks share one kernel, whose
   namespace is reset (``%reset -f``) and working folder changed between
@@ -43,7 +43,7 @@ from .exercises import _core
 
 __all__ = [
     "ExerciseResult", "NotebookReport", "STATUSES", "find_notebooks", "exercise_spans",
-    "exercise_notebook", "parse_verdicts", "collect", "run", "run_notebook", "totals",
+    "setup_cells", "exercise_notebook", "parse_verdicts", "collect", "run", "run_notebook", "totals",
     "summary_line", "format_report", "to_json", "add_arguments", "main",
 ]  # fmt: skip
 
@@ -141,8 +141,32 @@ def _fresh(cell: Any) -> Any:
     return nbformat.v4.new_code_cell(cell.source, metadata=copy.deepcopy(dict(cell.metadata)))
 
 
+SETUP_RE = re.compile(r"google\.colab|^\s*(?:from|import)\s+attention_course\b", re.M)
+
+
+def setup_cells(nb: Any) -> list[int]:
+    """Indices of the setup cells: before the first exercise, the Colab cell and the package imports.
+
+    Chosen by content, so a scratch cell that a learner adds at the top is not
+    mistaken for setup (and the imports cell is not skipped). A notebook with no
+    such cell falls back to its first two code cells.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell as c, new_notebook
+    >>> nb = new_notebook(cells=[c("x = 1  # scratch"), c("import google.colab"), c("plot()"),
+    ...                          c("from attention_course import check"), c("# EXERCISE: a")])
+    >>> setup_cells(nb)
+    [1, 3]
+    """
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    first = next((i for i in code if EXERCISE_RE.search(nb.cells[i].source)), len(nb.cells))
+    found = [i for i in code if i < first and SETUP_RE.search(nb.cells[i].source)]
+    return found or code[:2]
+
+
 def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = None) -> Any:
-    """The exercises-mode notebook: the first two code cells, then each exercise's code cells.
+    """The exercises-mode notebook: the setup cells (:func:`setup_cells`), then each exercise's code cells.
 
     With ``solutions`` (id -> function) each stub becomes an import of its
     solution under the stub's name, after the ``# EXERCISE:`` line: a solved
@@ -165,7 +189,7 @@ def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = Non
     ---
     check("attention", my_att)
     """
-    setup = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"][:2]
+    setup = setup_cells(nb)
     keep = [nb.cells[i] for i in setup]
     for eid, start, check_at in exercise_spans(nb):
         for i in range(start, (start if check_at is None else check_at) + 1):
@@ -254,7 +278,8 @@ def collect(nb: Any, path: str | Path, mode: str = "exercises", stopped: Optiona
             message = setup_error or _error_of(cells) or (
                 "the check cell printed no verdict" if check_at is not None
                 else f'no check("{eid}", ...) cell after the exercise cell')  # fmt: skip
-        if mode == "exercises" and status != "passed" and not setup_error and "NameError" in message:
+        if (mode == "exercises" and status != "passed" and not setup_error and "NameError" in message
+                and "name 'check' is not defined" not in message):
             message = f"{message} {FULL_HINT}"
         results.append(ExerciseResult(chapter, eid, status, message))
     exercises = _with_missing(chapter, results, f"no `# EXERCISE:` cell for it in {chapter}")

@@ -116,8 +116,12 @@ def runs(tmp_path_factory):
         *setup, new_code_cell("SHIFT = 0.0  # a chapter cell, not run in exercises mode"),
         new_code_cell(f"# EXERCISE: stable-softmax\ndef my_softmax(x):\n    {uses_shift}"),
         new_code_cell('check("stable-softmax", my_softmax)')])))  # fmt: skip
+    paths.append(_write(d / "96_scratch_on_top.ipynb", new_notebook(cells=[
+        new_code_cell("notes = 'a scratch cell the learner added above the setup'"), *setup,
+        new_code_cell(_pasted("causal-mask", "my_mask", SOLUTIONS["causal-mask"])),
+        new_code_cell('check("causal-mask", my_mask)')])))  # fmt: skip
     paths.append(_write(d / "98_setup_fails.ipynb", new_notebook(cells=[
-        setup[0], new_code_cell("import no_such_module_for_the_course"),
+        setup[0], new_code_cell("import no_such_module_for_the_course\nfrom attention_course import check"),
         new_code_cell("# EXERCISE: causal-mask\ndef my_mask(T, S):\n    raise NotImplementedError"),
         new_code_cell('check("causal-mask", my_mask)')])))  # fmt: skip
     paths.append(_write(d / "99_raises.ipynb", new_notebook(cells=[
@@ -180,6 +184,11 @@ def test_a_raising_exercise_cell_is_not_run_with_its_error(runs):
     assert results["one-query"].status == "not run"
     assert results["one-query"].message == 'no check("one-query", ...) cell after the exercise cell'
     assert report.error is None
+
+
+def test_a_scratch_cell_above_the_setup_does_not_hide_the_imports(runs):
+    (result,) = runs.learner["96_scratch_on_top"].exercises
+    assert (result.id, result.status) == ("causal-mask", "passed"), result
 
 
 def test_a_failing_setup_cell_is_the_notebooks_error(runs):
