@@ -106,7 +106,7 @@ def head_lenses(maps, tokens: Sequence[str], W_q, layer: int, head: int, *, k: i
     sv = np.array([singular_values(m) for m in maps[layer]])  # (h, n), descending
     angles = np.degrees(smallest_head_angles(W_q, h))[head]  # (h,), 0 for the head itself
     d, d_k = W_q.shape[0], W_q.shape[1] // h
-    baseline = np.degrees(np.median(random_subspace_angles(d, d_k, n_pairs=64, seed=seed)))
+    baseline = np.degrees(np.median(random_subspace_angles(d, d_k, n_pairs=66, seed=seed)))  # as in ch. 4
     return HeadLenses(
         layer=layer, head=head, tokens=tuple(tokens), weights=A,
         singular_values=sv / sv[:, :1], effective_rank=effective_rank(maps[layer]),
@@ -173,7 +173,8 @@ def plot_head_lenses(lens: HeadLenses, title: str = "") -> Figure:
     others = np.delete(lens.angles, lens.head)
     erank = lens.effective_rank[lens.head]
     notes = [
-        ("kernel", f"largest weight {lens.weights.max():.2f}; rows sum to 1"),
+        ("kernel", f"largest weight {lens.weights.max():.2f}; rows sum to 1 within "
+                   f"{np.abs(lens.weights.sum(axis=1) - 1).max():.0e}"),
         ("low rank", f"effective rank {erank:.1f} of {len(tokens)};\n"
                      f"rank-{lens.k} error {lens.rank_k_error:.1%}"),
         ("subspaces", f"median angle {np.median(others):.1f}°\n(random: {lens.random_angle:.1f}°)"),

@@ -2,7 +2,8 @@
 
 The ledger (:data:`attention_course.claims.CLAIMS`) says what each chapter
 decided. This module reads what the chapters actually say, from the committed
-notebooks (whose outputs nbval re-checks on every ``make test``):
+notebooks (nbval re-checks their outputs on every ``make test``, except in cells
+marked ``# NBVAL_IGNORE_OUTPUT``, which assert their claims themselves):
 
 * :func:`read_glue`: every value a notebook glued with ``myst_nb.glue``;
 * :func:`chapter_verdicts`: its verdict boxes labelled ``claim-<id>``, with the
