@@ -41,7 +41,8 @@ __all__ = [
 VERDICTS = ("holds", "holds when", "wrong as stated")
 #: The admonition class that goes with each verdict.
 VERDICT_CLASS = {"holds": "tip", "holds when": "warning", "wrong as stated": "danger"}
-#: The essay's sections, in order; chapter N tests section N.
+#: The essay's sections, in order; chapter N tests section N (the closing section's
+#: own claims are tested in chapters 3 and 7).
 SECTIONS = {
     1: "Mechanics",
     2: "Kernel smoothing",
@@ -49,6 +50,7 @@ SECTIONS = {
     4: "Multi-head",
     5: "Message passing",
     6: "The scale",
+    7: "The insight",
 }
 EVIDENCE_FILE = Path(__file__).with_name("data") / "evidence.json"
 
@@ -62,7 +64,7 @@ class Claim:
     id : str
         Short kebab-case name; the chapter's verdict box is labelled ``claim-<id>``.
     section : int
-        The essay section (1-6) that makes the claim.
+        The essay section (1-6, or 7 for its closing "insight") that makes the claim.
     chapter : str
         Stem of the notebook that tests it, e.g. ``"01_mechanics"``.
     text : str
@@ -104,6 +106,7 @@ class Claim:
 
 C1, C2, C3 = "01_mechanics", "02_kernel_smoothing", "03_low_rank"
 C4, C5, C6 = "04_multi_head", "05_message_passing", "06_scaling"
+C7 = "07_insight"
 
 CLAIMS: tuple[Claim, ...] = (
     # 1. Mechanics
@@ -247,6 +250,19 @@ CLAIMS: tuple[Claim, ...] = (
           "Without the scale the model fails to train; with it, it trains.",
           "holds when", "d_k ≥ 64 here, and for another reason than the essay gives.",
           "held-out loss at d_k = 64: unscaled {full_none_64:.2f} (chance {ln64:.2f}), scaled {full_sqrt_64:.3f}"),
+    # 7. The insight (the closing section's claims that the chapters above do not already cover)
+    Claim("content-not-position", 7, C7,
+          "The attention graph is shaped by the content of the tokens, not by their positions.",
+          "wrong as stated", "The edge set is fixed by the mask, and some heads follow position: MiniLM's "
+          "top previous-token head keeps pointing at the previous word when the words are shuffled.",
+          "weight that head puts on the previous token: {prev_share:.2f} on the sentence, "
+          "{prev_share_shuffled:.2f} with its words shuffled"),
+    Claim("feasible-without-low-rank", 7, C3,
+          "Real data's low-rank structure is what makes computing all pairs feasible.",
+          "wrong as stated", "Exact attention over all pairs fits in memory without any low rank "
+          "(chunked attention, FlashAttention); low rank matters only for the approximate methods.",
+          "chunked attention matches exact within {chunk_tol:.0e} and needs {mem_ratio:.2%} of "
+          "naive's memory at n = {bench_top_n}"),
 )
 
 
@@ -261,7 +277,7 @@ def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
     >>> bad = Claim("x", 9, "", "a claim", "maybe", "", "no numbers")
     >>> for p in ledger_problems([bad]):
     ...     print(p)
-    x: section 9 is not one of 1-6
+    x: section 9 is not one of 1-7
     x: no chapter
     x: verdict 'maybe' is not one of holds / holds when / wrong as stated
     x: no finding
@@ -273,7 +289,7 @@ def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
             problems.append(f"{c.id}: id used twice")
         seen.add(c.id)
         if c.section not in SECTIONS:
-            problems.append(f"{c.id}: section {c.section} is not one of 1-6")
+            problems.append(f"{c.id}: section {c.section} is not one of {min(SECTIONS)}-{max(SECTIONS)}")
         if not c.chapter:
             problems.append(f"{c.id}: no chapter")
         if not c.text.strip():
@@ -328,6 +344,7 @@ def by_id(claim_id: str) -> Claim:
 
 # ------------------------------------------------------------------ display
 # Plain symbols that common text fonts have (emoji need an emoji font).
+MISSING_EVIDENCE = "(not collected yet: run `python -m attention_course evidence`)"
 _MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗"}
 _COLOUR = {"holds": "tab:green", "holds when": "tab:orange", "wrong as stated": "tab:red"}
 
@@ -351,7 +368,8 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
         text = c.text + (" *(implied)*" if c.implied else "")
         verdict = f"{_MARK[c.verdict]} {c.verdict}"
         verdict += (" " if c.verdict == "holds when" else ": ") + c.finding.rstrip(".")
-        numbers = evidence_text(c, evidence[c.id]).replace("|", "\\|")
+        numbers = (evidence_text(c, evidence[c.id]).replace("|", "\\|") if c.id in evidence
+                   else MISSING_EVIDENCE)
         rows.append(f"| {c.section} | {text} | {verdict} | {numbers} | [ch. {int(c.chapter[:2])}](#{c.label}) |")
     return "\n".join(rows)
 
