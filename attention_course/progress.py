@@ -175,12 +175,12 @@ def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = Non
     Examples
     --------
     >>> from nbformat.v4 import new_code_cell as c, new_markdown_cell as md, new_notebook
-    >>> nb = new_notebook(cells=[c("# setup"), c("from attention_course import check"), c("slow()"),
+    >>> nb = new_notebook(cells=[c("# Colab cell (google.colab)"), c("from attention_course import check"), c("slow()"),
     ...     md("Exercise"), c("# EXERCISE: attention\\ndef my_att(q, k, v):\\n    raise NotImplementedError"),
     ...     c('check("attention", my_att)'), c("later()")])
     >>> from attention_course.solutions import SOLUTIONS
     >>> print("\\n---\\n".join(cell.source for cell in exercise_notebook(nb, SOLUTIONS).cells))
-    # setup
+    # Colab cell (google.colab)
     ---
     from attention_course import check
     ---
