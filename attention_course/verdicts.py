@@ -162,8 +162,8 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
             continue
         if c.chapter not in boxes:
             boxes[c.chapter] = (chapter_verdicts(path), read_glue(path))
-        verdicts, glued = boxes[c.chapter]
-        box = verdicts.get(c.label)
+        labelled, glued = boxes[c.chapter]
+        box = labelled.get(c.label)
         if box is None:
             problems.append(f"{c.id}: {c.chapter} has no verdict box labelled {c.label}")
         else:
@@ -175,8 +175,8 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
         missing = [n for n in c.glue_names if n not in glued]
         if missing:
             problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")
-    for chapter, (verdicts, _) in boxes.items():
-        for label, box in verdicts.items():
+    for chapter, (labelled, _) in boxes.items():
+        for label, box in labelled.items():
             if label.startswith("claim-") and label not in known:
                 problems.append(f"{chapter}: box {label} is not in the ledger")
         for title in _unlabelled_verdicts(book_dir / f"{chapter}.ipynb"):
