@@ -11,7 +11,7 @@ module             concept
 ``lowrank``        spectra, effective rank, low-rank vs sparse (chapter 3)
 ``lowrank_plots``  figures for low rank vs sparsity (chapter 3)
 ``efficient``      efficient attention, chunked exact attention (chapter 3)
-``benchmarks``     ``python -m attention_course.benchmarks`` (chapter 3)
+``benchmarks``     ``python -m attention_course.experiments.benchmarks`` (chapter 3)
 ``multihead``      multi-head attention and head analysis (chapter 4)
 ``heads``          low-rank bottleneck, heads vs the SVD, head roles (chapter 4)
 ``graphs``         attention as message passing on a masked graph (chapter 5)
@@ -33,9 +33,9 @@ module             concept
 =================  =======================================================
 """
 
-from ._backend import ShapeError
-from .attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
-from .data import (
+from .core._backend import ShapeError
+from .core.attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from .models.tasks import (
     TASKS,
     ToySentence,
     associative_recall,
@@ -44,8 +44,8 @@ from .data import (
     repeated_sequences,
     toy_sentence,
 )
-from .encoder import BertWeights, EncoderOutput, bert_encode
-from .efficient import (
+from .models.encoder import BertWeights, EncoderOutput, bert_encode
+from .core.efficient import (
     chunked_attention,
     linear_attention,
     linformer_attention,
@@ -55,13 +55,13 @@ from .efficient import (
     performer_attention,
     topk_attention,
 )
-from .exercises import check, evaluate
-from .depth import attention_stack, rank_collapse, rank_one_residual
-from .geometry import convex_hull, in_convex_hull
-from .gnn import gat_layer, gatv2_layer, gcn_layer, ranking_comparison
-from .graph_plots import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
-from .graphs import banded_mask, dependency_support, message_passing, receptive_field, topology_mask
-from .heads import (
+from .course.exercises import check, evaluate
+from .lenses.depth import attention_stack, rank_collapse, rank_one_residual
+from .lenses.geometry import convex_hull, in_convex_hull
+from .lenses.gnn import gat_layer, gatv2_layer, gcn_layer, ranking_comparison
+from .figures.graphs import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
+from .lenses.graphs import banded_mask, dependency_support, message_passing, receptive_field, topology_mask
+from .lenses.heads import (
     fit_low_rank_attention,
     head_role_scores,
     mha_parameter_count,
@@ -70,7 +70,7 @@ from .heads import (
     plot_role_scores,
     smallest_head_angles,
 )
-from .kernels import (
+from .lenses.kernels import (
     KERNELS,
     fit_bandwidth,
     fit_metric,
@@ -80,7 +80,7 @@ from .kernels import (
     sine_data,
     sparse_sine_data,
 )
-from .lowrank import (
+from .lenses.lowrank import (
     best_rank_k,
     effective_rank,
     energy_rank,
@@ -91,14 +91,14 @@ from .lowrank import (
     temperature_sweep,
     topk_error,
 )
-from .lowrank_plots import (
+from .figures.lowrank import (
     plot_cumulative_spectra,
     plot_exp_rank,
     plot_head_ranks,
     plot_lowrank_vs_sparse,
     plot_method_errors,
 )
-from .models import (
+from .models.tiny import (
     ModelConfig,
     TinyTransformer,
     TrainingRun,
@@ -109,7 +109,7 @@ from .models import (
     train,
     train_run,
 )
-from .multihead import (
+from .core.multihead import (
     MultiHeadAttention,
     from_torch,
     head_bilinear_forms,
@@ -121,10 +121,10 @@ from .multihead import (
     principal_angles,
     split_heads,
 )
-from .plotting import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
-from .pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
-from .rollout import attention_flow, attention_rollout
-from .scaling import (
+from .figures.mechanics import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
+from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
+from .lenses.rollout import attention_flow, attention_rollout
+from .lenses.scaling import (
     absorb_scale,
     compare_scales,
     dot_product_variance,

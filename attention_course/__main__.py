@@ -4,58 +4,76 @@ Commands
 --------
 progress
     Run your chapter notebooks and list every exercise: passed, failed (with
-    the feedback) or not attempted. See :mod:`attention_course.progress`.
+    the feedback) or not attempted. See :mod:`attention_course.course.progress`.
 evidence
     Check the claims ledger against the chapters and rewrite the evidence the
     package ships (``attention_course/data/evidence.json``) from the numbers
-    the chapters glued. See :mod:`attention_course.claims`.
+    the chapters glued. See :mod:`attention_course.course.verdicts`.
+bench
+    Time and measure the efficient-attention methods of chapter 3 against exact
+    attention. See :mod:`attention_course.experiments.benchmarks`.
+scaling-run
+    Train the tiny transformer with each score scale (chapter 6) and store the
+    curves as JSON. See :mod:`attention_course.experiments.scale_training`.
+
+Each command's module provides ``add_arguments(parser)`` and
+``cli(args, parser) -> exit code``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
+
+
+class Command(NamedTuple):
+    module: str  # relative to this package; provides add_arguments(parser) and cli(args, parser)
+    help: str
+    description: str
+
+
+COMMANDS = {
+    "progress": Command(
+        ".course.progress",
+        "run your notebooks and list your exercises' results",
+        "Run your chapter notebooks and list every exercise: passed, failed (with its feedback), "
+        "not attempted or not run. By default only the setup cells and the exercise cells run (fast); "
+        "--full runs every cell.",
+    ),
+    "evidence": Command(
+        ".course.verdicts",
+        "rewrite the ledger's evidence from the chapters' glued numbers",
+        "Check every claim of attention_course/course/claims.py against its chapter's verdict box, "
+        "then write the numbers the chapters glued to the evidence file.",
+    ),
+    "bench": Command(
+        ".experiments.benchmarks",
+        "time efficient attention against exact attention (chapter 3)",
+        "Measure error, time and peak memory of each efficient-attention method against exact "
+        "attention as the sequence grows; print a table and optionally write JSON.",
+    ),
+    "scaling-run": Command(
+        ".lenses.scaling",
+        "train the tiny transformer with each score scale (chapter 6)",
+        "Train the tiny transformer on the induction task with each score scale, width and seed, "
+        "and write the loss and gradient curves as JSON (minutes; shows progress).",
+    ),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser, one subparser per command."""
-    from . import progress
-
+    """The top-level parser, one subparser per command in :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="python -m attention_course",
                                      description="Command line of the course 'Attention Is Learned Association'.")
     commands = parser.add_subparsers(dest="command", metavar="command")
-    p = commands.add_parser("progress", help="run your notebooks and list your exercises' results",
-                            description="Run your chapter notebooks and list every exercise: passed, failed (with "
-                            "its feedback), not attempted or not run. By default only the setup cells and the "
-                            "exercise cells run (fast); --full runs every cell.")
-    progress.add_arguments(p)
-    p.set_defaults(run=progress.main, parser=p)  # its own parser, for usage errors (exit 2)
-    e = commands.add_parser("evidence", help="rewrite the ledger's evidence from the chapters' glued numbers",
-                            description="Check every claim of attention_course/claims.py against its chapter's "
-                            "verdict box, then write the numbers the chapters glued to the evidence file.")
-    e.add_argument("--book", default="book", help="folder of the chapter notebooks (default: book)")
-    e.add_argument("--out", default=None, help="where to write (default: the package's data/evidence.json)")
-    e.set_defaults(run=_evidence, parser=e)
+    for name, cmd in COMMANDS.items():
+        sub = commands.add_parser(name, help=cmd.help, description=cmd.description)
+        module = importlib.import_module(cmd.module, __package__)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.cli, parser=sub)  # its own parser, for usage errors (exit 2)
     return parser
-
-
-def _evidence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """The ``evidence`` command: refuse to write while the ledger and the chapters disagree."""
-    from pathlib import Path
-
-    from . import claims, verdicts
-
-    book = Path(args.book)
-    if not book.is_dir():
-        parser.error(f"no folder {book}: run this in the course folder or pass --book")
-    problems = verdicts.chapter_problems(book)
-    if problems:
-        print("The ledger and the chapters disagree; nothing was written:", *problems, sep="\n  ", file=sys.stderr)
-        return 1
-    out = verdicts.write_evidence(book, args.out or claims.EVIDENCE_FILE)
-    print(f"wrote the evidence of {len(claims.CLAIMS)} claims to {out}")
-    return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

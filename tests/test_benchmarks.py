@@ -1,4 +1,4 @@
-"""Tests for attention_course.benchmarks: the JSON schema of a tiny quick run, and the pure
+"""Tests for attention_course.experiments.benchmarks: the JSON schema of a tiny quick run, and the pure
 analysis functions on fabricated timing tables. No test asserts an absolute time."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from attention_course import benchmarks as bm
+from attention_course.experiments import benchmarks as bm
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +69,11 @@ def test_cli_writes_json_and_prints_a_table(tmp_path, capsys):
 # ------------------------------------------------------------- pure functions
 def test_loglog_slope_recovers_powers():
     ns = [256, 512, 1024, 2048, 4096]
-    assert bm.loglog_slope(ns, [3e-9 * n**2 for n in ns]) == pytest.approx(2.0, abs=1e-9)
-    assert bm.loglog_slope(ns, [5e-7 * n for n in ns]) == pytest.approx(1.0, abs=1e-9)
+    assert bm._slope(ns, [3e-9 * n**2 for n in ns]) == pytest.approx(2.0, abs=1e-9)
+    assert bm._slope(ns, [5e-7 * n for n in ns]) == pytest.approx(1.0, abs=1e-9)
     # only n >= 1024 enters the fit: an overhead-dominated start is ignored
-    assert bm.loglog_slope(ns, [1.0, 1.0, 1e-6 * 1024**2, 1e-6 * 2048**2, 1e-6 * 4096**2], n_min=1024) == pytest.approx(2.0)
-    assert math.isnan(bm.loglog_slope([1024], [1.0]))
+    assert bm._slope(ns, [1.0, 1.0, 1e-6 * 1024**2, 1e-6 * 2048**2, 1e-6 * 4096**2], n_min=1024) == pytest.approx(2.0)
+    assert math.isnan(bm._slope([1024], [1.0]))
 
 
 def test_crossover_n_cases():

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from attention_course import claims as cl
-from attention_course import verdicts as vd
+from attention_course.course import claims as cl
+from attention_course.course import verdicts as vd
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

@@ -1,4 +1,4 @@
-"""Tests for the synthetic tasks in attention_course.data.
+"""Tests for the synthetic tasks in attention_course.models.tasks.
 
 Every property is checked against the tokens themselves (e.g. the period is
 recovered from the sequence, not read from the generator), so a generator that
@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course.data import (
+from attention_course.models.tasks import (
     TASKS,
     Batch,
     associative_recall,

@@ -1,4 +1,4 @@
-"""Tests for attention_course.depth: attention stacks and rank collapse (Dong et al. 2021)."""
+"""Tests for attention_course.lenses.depth: attention stacks and rank collapse (Dong et al. 2021)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course import depth
-from attention_course._backend import ShapeError
-from attention_course.graphs import banded_mask
+from attention_course.lenses import depth
+from attention_course.core._backend import ShapeError
+from attention_course.lenses.graphs import banded_mask
 
 
 def test_rank_one_residual_closed_form_and_minimiser():

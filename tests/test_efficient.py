@@ -1,4 +1,4 @@
-"""Tests for attention_course.efficient: exactness of the exact methods, the Performer
+"""Tests for attention_course.core.efficient: exactness of the exact methods, the Performer
 estimator's statistics (Lemma 2 of Choromanski et al. 2021), and error messages."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course.attention import ShapeError, causal_mask, scaled_dot_product_attention
-from attention_course.efficient import (
+from attention_course.core.attention import ShapeError, causal_mask, scaled_dot_product_attention
+from attention_course.core.efficient import (
     chunked_attention,
     elu_feature_map,
     linear_attention,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course.exercises import REGISTRY, check, evaluate
-from attention_course.solutions import SOLUTIONS
+from attention_course.course.exercises import REGISTRY, check, evaluate
+from attention_course.course.solutions import SOLUTIONS
 
 IDS = sorted(REGISTRY)
 
@@ -177,7 +177,7 @@ def test_check_never_raises_on_arbitrary_exceptions(eid, exc):
 
 def test_solutions_are_readable_plain_functions():
     """The book shows each solution via literalinclude :pyobject:, so each is a top-level def."""
-    import attention_course.solutions as mod
+    import attention_course.course.solutions as mod
 
     for eid, fn in SOLUTIONS.items():
         assert getattr(mod, fn.__name__) is fn, eid

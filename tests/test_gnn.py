@@ -1,4 +1,4 @@
-"""Tests for attention_course.gnn: GCN, GAT and GATv2 beside dot-product attention."""
+"""Tests for attention_course.lenses.gnn: GCN, GAT and GATv2 beside dot-product attention."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course import gnn
-from attention_course._backend import ShapeError
-from attention_course.graphs import banded_mask
+from attention_course.lenses import gnn
+from attention_course.core._backend import ShapeError
+from attention_course.lenses.graphs import banded_mask
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

@@ -1,16 +1,15 @@
-"""Smoke tests for attention_course.graph_plots: each figure renders on Agg and says what it shows."""
+"""Smoke tests for attention_course.figures.graphs: each figure renders on Agg and says what it shows."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.patches import FancyArrowPatch
 
-from attention_course import graph_plots as gp
-from attention_course._backend import ShapeError
-from attention_course.depth import rank_collapse
-from attention_course.graphs import banded_mask, receptive_field
+from attention_course.figures import graphs as gp
+from attention_course.core._backend import ShapeError
+from attention_course.lenses.depth import rank_collapse
+from attention_course.lenses.graphs import banded_mask, receptive_field
 
 
 def _render(fig):

@@ -1,4 +1,4 @@
-"""Tests for attention_course.graphs: masks as topology, message passing, receptive fields."""
+"""Tests for attention_course.lenses.graphs: masks as topology, message passing, receptive fields."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course import attention as att
-from attention_course import graphs as g
-from attention_course._backend import ShapeError
-from attention_course.depth import init_stack_params
+from attention_course.core import attention as att
+from attention_course.lenses import graphs as g
+from attention_course.core._backend import ShapeError
+from attention_course.lenses.depth import init_stack_params
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -236,7 +236,7 @@ def test_receptive_field_zero_layers_and_complete_graph():
 # --------------------------------------------------------- chapter 5 exercises
 # (references, mutants, stubs and alternatives are covered for every exercise
 # in tests/test_exercises.py; this is the chapter-specific feedback)
-from attention_course.exercises._core import evaluate  # noqa: E402
+from attention_course.course.exercises._core import evaluate  # noqa: E402
 
 
 def test_message_passing_exercise_names_the_empty_neighbourhood():

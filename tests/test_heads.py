@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from attention_course import heads as H
-from attention_course import multihead as mh
+from attention_course.lenses import heads as H
+from attention_course.core import multihead as mh
 
 
 @pytest.fixture(autouse=True, scope="module")

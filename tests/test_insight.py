@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from attention_course import ShapeError
-from attention_course.insight import head_lenses, plot_head_lenses
-from attention_course.heads import random_subspace_angles
-from attention_course.multihead import principal_angles
+from attention_course.lenses.insight import head_lenses, plot_head_lenses
+from attention_course.lenses.heads import random_subspace_angles
+from attention_course.core.multihead import principal_angles
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Tests for attention_course.kernels and the chapter 2 exercises.
+"""Tests for attention_course.lenses.kernels and the chapter 2 exercises.
 
 References: closed-form kernel values, a per-point loop, leave-one-out by
 deleting the point, torch.nn.functional.scaled_dot_product_attention, and a
@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course import ShapeError
-from attention_course.attention import scaled_dot_product_attention, softmax
-from attention_course.kernels import (
+from attention_course.core.attention import scaled_dot_product_attention, softmax
+from attention_course.lenses.kernels import (
     KERNELS,
     fit_bandwidth,
     fit_metric,
@@ -243,7 +243,7 @@ def test_bandwidth_fit_without_loo_drifts():
 
 @pytest.mark.slow  # the first use of torch.optim imports torch._dynamo (seconds)
 def test_written_out_adam_matches_torch_optim():
-    from attention_course.kernels import _adam
+    from attention_course.lenses.kernels import _adam
 
     A = torch.tensor([[3.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
 

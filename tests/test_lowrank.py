@@ -1,4 +1,4 @@
-"""Tests for attention_course.lowrank: ranks and errors against numpy.linalg.svd and closed
+"""Tests for attention_course.lenses.lowrank: ranks and errors against numpy.linalg.svd and closed
 forms, Eckart-Young, the temperature sweep's claims, and exp of a rank-1 matrix."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from attention_course.attention import scaled_dot_product_attention
-from attention_course.lowrank import (
+from attention_course.core.attention import scaled_dot_product_attention
+from attention_course.lenses.lowrank import (
     best_rank_k,
     crossover_beta,
     effective_rank,

@@ -1,14 +1,13 @@
-"""Smoke tests for attention_course.lowrank_plots: each figure renders on Agg and shows its data."""
+"""Smoke tests for attention_course.figures.lowrank: each figure renders on Agg and shows its data."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attention_course import lowrank as lr
-from attention_course import lowrank_plots as lp
-from attention_course._backend import ShapeError
+from attention_course.lenses import lowrank as lr
+from attention_course.figures import lowrank as lp
+from attention_course.core._backend import ShapeError
 
 
 def _render(fig):

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from attention_course import ShapeError, causal_mask
-from attention_course.data import make_task
-from attention_course.models import (
+from attention_course.models.tasks import make_task
+from attention_course.models.tiny import (
     ModelConfig,
     TinyTransformer,
     attention_block,

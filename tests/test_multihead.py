@@ -1,4 +1,4 @@
-"""Tests for attention_course.multihead against torch.nn.MultiheadAttention and closed forms."""
+"""Tests for attention_course.core.multihead against torch.nn.MultiheadAttention and closed forms."""
 
 import math
 
@@ -11,7 +11,7 @@ from torch import nn
 from torch.testing import assert_close
 
 from attention_course import padding_mask
-from attention_course.multihead import (
+from attention_course.core.multihead import (
     MultiHeadAttention,
     bilinear_ranks,
     from_torch,

@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_course.exercises import REGISTRY
-from attention_course.solutions import SOLUTIONS
+from attention_course.course.exercises import REGISTRY
+from attention_course.course.solutions import SOLUTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))

@@ -1,6 +1,5 @@
 """Plot helpers render on Agg, return a Figure, label their axes and leave global state alone."""
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest

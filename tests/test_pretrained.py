@@ -1,4 +1,4 @@
-"""Tests for attention_course.pretrained and attention_course.encoder on all-MiniLM-L6-v2.
+"""Tests for attention_course.models.pretrained and attention_course.models.encoder on all-MiniLM-L6-v2.
 
 The model-using tests are marked slow: the first one pays for `import transformers`
 and the load (several seconds). Tests that need no model run in `make test-fast` too.
@@ -16,8 +16,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-import attention_course.pretrained as P
-from attention_course.encoder import (
+import attention_course.models.pretrained as P
+from attention_course.models.encoder import (
     bert_encode,
     bert_weights_from_safetensors,
     bert_weights_from_state_dict,
@@ -234,7 +234,7 @@ def test_fresh_process_load_prints_nothing_and_goes_offline():
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     code = (
         "import os, sys\n"
-        "from attention_course.pretrained import load_minilm, attention_maps\n"
+        "from attention_course.models.pretrained import load_minilm, attention_maps\n"
         "if 'transformers' in sys.modules: sys.exit(4)  # imported lazily, on the first load\n"
         "load_minilm()\n"
         "attention_maps(['A short sentence.', 'Another one, a little longer than the first.'])\n"

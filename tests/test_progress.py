@@ -25,10 +25,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from attention_course import progress
+from attention_course.course import progress
 from attention_course.__main__ import main
-from attention_course.exercises import REGISTRY
-from attention_course.solutions import SOLUTIONS
+from attention_course.course.exercises import REGISTRY
+from attention_course.course.solutions import SOLUTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))

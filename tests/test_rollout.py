@@ -1,4 +1,4 @@
-"""Tests for attention_course.rollout: attention rollout and attention flow (Abnar & Zuidema 2020)."""
+"""Tests for attention_course.lenses.rollout: attention rollout and attention flow (Abnar & Zuidema 2020)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course import rollout as ro
+from attention_course.lenses import rollout as ro
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

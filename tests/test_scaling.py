@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention_course import ShapeError, scaled_dot_product_attention
-from attention_course.scaling import (
+from attention_course.lenses.scaling import (
     absorb_scale,
     attention_scores,
     dot_product_variance,
@@ -355,12 +355,11 @@ def test_qk_norm_bounds_the_scores_and_learns_a_temperature():
 
 
 # ------------------------------------------------------- training comparison
-from attention_course.data import make_task  # noqa: E402
-from attention_course.models import ModelConfig, TinyTransformer, train_run  # noqa: E402
-from attention_course.scaling import (  # noqa: E402
+from attention_course.models.tasks import make_task  # noqa: E402
+from attention_course.models.tiny import ModelConfig, TinyTransformer, train_run  # noqa: E402
+from attention_course.lenses.scaling import (  # noqa: E402
     compare_scales,
     load_comparisons,
-    main,
     save_comparisons,
     thin_comparison,
 )
@@ -447,19 +446,21 @@ def test_save_and_load_round_trip(comparison, tmp_path):
 
 def test_command_line_writes_the_json(tmp_path):
     out = tmp_path / "run.json"
-    meta = main(["--out", str(out), "--d-k", "4", "--scales", "sqrt", "none", "--seeds", "0",
-                 "--steps", "3", "--n-heads", "1", "--every", "2"])
+    from attention_course.__main__ import main
+
+    status = main(["scaling-run", "--out", str(out), "--d-k", "4", "--scales", "sqrt", "none", "--seeds", "0",
+                   "--steps", "3", "--n-heads", "1", "--every", "2"])
     results, stored = load_comparisons(str(out))
-    assert stored == meta and stored["machine"]["cores"] >= 1 and stored["cpu_seconds"] >= 0
-    assert "--steps 3" in stored["command"]
+    assert status == 0 and stored["machine"]["cores"] >= 1 and stored["cpu_seconds"] >= 0
+    assert stored["arguments"]["steps"] == 3 and stored["arguments"]["d_k"] == [4]
     (r,) = results
     assert r.scales == ("sqrt", "none") and r.loss.shape == (1, 2, 2)
     assert r.settings["steps"] == 3 and r.settings["n_heads"] == 1
 
 
 # ------------------------------------------------------ a pretrained model
-from attention_course.encoder import BertLayerWeights, BertWeights, bert_encode  # noqa: E402
-from attention_course.scaling import bert_queries_keys, pair_logit_variance  # noqa: E402
+from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode  # noqa: E402
+from attention_course.lenses.scaling import bert_queries_keys, pair_logit_variance  # noqa: E402
 
 
 def random_bert(n_layers=2, d=12, h=3, seed=0):

@@ -8,7 +8,6 @@ no network. Screenshots of each chapter land in _build/screenshots/ for review.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile

@@ -1,0 +1,409 @@
+"""The claims ledger: every claim of the essay, its verdict and its evidence.
+
+One structure, :data:`CLAIMS`, is read by chapter 7 (which renders the ledger)
+and by ``tests/test_claims.py`` (which checks it against the chapters). Each
+:class:`Claim` names the chapter whose verdict box decides it. The box carries
+the label ``claim-<id>`` (``:name: claim-<id>`` on the admonition), so the
+ledger links to it and the tests can compare the two verdicts
+(:func:`attention_course.course.verdicts.chapter_problems`).
+
+A claim's evidence is a format string whose fields are *glue names* of its
+chapter: ``"{torch_tol:.0e}"`` is filled with the number the chapter glued as
+``torch_tol``. The numbers are never typed here: :mod:`attention_course.course.verdicts`
+reads them from the chapters' stored outputs, and the package ships them as ``attention_course/data/evidence.json``
+(:func:`load_evidence`), so that chapter 7 also runs where the other notebooks
+are absent (on Colab, say). The tests fail when that file and the chapters
+disagree; ``python -m attention_course evidence`` rewrites it. nbval re-checks
+most of those outputs on every ``make test``; the numbers that end long training
+runs come from cells marked ``# NBVAL_IGNORE_OUTPUT``, and there the chapter's
+cell asserts the claim itself (``assert final_loss < 0.6``) instead.
+
+Verdicts come in three kinds, and a chapter's verdict box shows its kind in the
+title, right after the dash: ``Verdict: <claim> — holds``, ``— holds when
+<condition>`` or ``— wrong as stated``. The box's class follows the kind
+(``tip``, ``warning``, ``danger``).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Union
+
+__all__ = [
+    "Claim", "CLAIMS", "VERDICTS", "VERDICT_CLASS", "SECTIONS", "EVIDENCE_FILE", "by_id",
+    "ledger_problems", "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown",
+    "plot_verdicts",
+]  # fmt: skip
+
+VERDICTS = ("holds", "holds when", "wrong as stated")
+#: The admonition class that goes with each verdict.
+VERDICT_CLASS = {"holds": "tip", "holds when": "warning", "wrong as stated": "danger"}
+#: The essay's sections, in order; chapter N tests section N (the closing section's
+#: own claims are tested in chapters 3 and 7).
+SECTIONS = {
+    1: "Mechanics",
+    2: "Kernel smoothing",
+    3: "Low rank",
+    4: "Multi-head",
+    5: "Message passing",
+    6: "The scale",
+    7: "The insight",
+}
+EVIDENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "evidence.json"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the essay, in the course's words, with where it is decided.
+
+    Attributes
+    ----------
+    id : str
+        Short kebab-case name; the chapter's verdict box is labelled ``claim-<id>``.
+    section : int
+        The essay section (1-6, or 7 for its closing "insight") that makes the claim.
+    chapter : str
+        Stem of the notebook that tests it, e.g. ``"01_mechanics"``.
+    text : str
+        The claim, paraphrased.
+    verdict : str
+        One of :data:`VERDICTS`.
+    finding : str
+        What the chapter found, in words: the condition for *holds when*, what is
+        wrong for *wrong as stated*.
+    evidence : str
+        A format string over the chapter's glue names, e.g.
+        ``"{row_sum_tol64:.0e}"``.
+    implied : bool
+        True when the essay implies the claim rather than states it.
+    """
+
+    id: str
+    section: int
+    chapter: str
+    text: str
+    verdict: str
+    finding: str
+    evidence: str
+    implied: bool = False
+
+    @property
+    def label(self) -> str:
+        """The label of the chapter's verdict box, ``claim-<id>``."""
+        return f"claim-{self.id}"
+
+    @property
+    def glue_names(self) -> tuple[str, ...]:
+        """The glue names the evidence string uses, in order of appearance."""
+        names = [f for _, f, _, _ in string.Formatter().parse(self.evidence) if f]
+        return tuple(dict.fromkeys(names))
+
+
+
+
+C1, C2, C3 = "01_mechanics", "02_kernel_smoothing", "03_low_rank"
+C4, C5, C6 = "04_multi_head", "05_message_passing", "06_scaling"
+C7 = "07_insight"
+
+CLAIMS: tuple[Claim, ...] = (
+    # 1. Mechanics
+    Claim("formula", 1, C1,
+          "Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input.",
+          "holds", "The package's version of the formula is what PyTorch computes, for every mask type.",
+          "agrees with PyTorch's SDPA within {torch_tol:.0e} (float64)"),
+    Claim("rows-sum-to-one", 1, C1,
+          "Every row of A is a set of non-negative weights over the positions that add up to one.",
+          "holds", "A fully masked row is the one exception: it has no distribution (the package returns zeros).",
+          "rows sum to 1 within {row_sum_tol64:.0e} (float64) and {row_sum_tol32:.0e} (float32)"),
+    Claim("convex-combination", 1, C1,
+          "Each output is a convex combination of the value vectors.",
+          "holds when", "there is no attention dropout and every query sees at least one key.",
+          "with dropout p = 0.1, {hull_dropout:.1%} of outputs leave the hull"),
+    Claim("square-matrix", 1, C1,
+          "A is an n × n matrix.",
+          "holds when", "queries and keys come from one sequence; in general A is T × S.",
+          "a cross-attention example gives A of shape {cross_T} × {cross_S}"),
+    # 2. Kernel smoothing
+    Claim("nadaraya-watson", 2, C2,
+          "Attention is Nadaraya-Watson regression with a softmax kernel.",
+          "holds", "Exactly; a Gaussian kernel is attention with one extra bias per key.",
+          "Gaussian NW equals attention with a key bias within {identity_tol:.0e}; without the bias they differ by {no_bias_gap:.2f}"),
+    Claim("local-average", 2, C2,
+          "The estimate is a weighted average of nearby observations; the kernel sets what 'nearby' means.",
+          "holds", "The kernel's width decides between averaging the curve away and copying the noise.",
+          "test MSE {mse_w03:.2f} → {mse_w3:.2f} → {mse_w30:.2f} at inverse widths w = 1/h = 0.3, 3, 30"),
+    Claim("learned-width", 2, C2,
+          "The similarity can be learned from data rather than fixed.",
+          "holds when", "the training objective leaves each point out; otherwise the width drifts.",
+          "leave-one-out learns inverse width w = {w_loo:.2f} (test MSE {mse_loo:.3f}); "
+          "self-included drifts to w = {w_self:.2f} (test MSE {mse_self:.3f})",
+          implied=True),
+    Claim("learned-metric", 2, C2,
+          "Because the metric is learned, the model finds out for itself which input directions matter.",
+          "holds", "On a task where one input coordinate matters, the learned W singles it out.",
+          "test MSE {metric_before:.3f} → {metric_after:.4f}; column norm {norm_x0:.2f} for x₀, "
+          "at most {norm_rest:.2f} for the others"),
+    Claim("softmax-kernel", 2, C2,
+          "The softmax weights are a smoothing kernel in the statistician's sense.",
+          "holds when", "all keys share one norm; in general the kernel is asymmetric and not PSD.",
+          "asymmetry {asym:.2f}; symmetrised, smallest/largest eigenvalue {eig_ratio:.2f}",
+          implied=True),
+    # 3. Low rank
+    Claim("low-rank", 3, C3,
+          "Attention matrices are close to a matrix of small rank.",
+          "holds when", "attention is soft; sharp attention is sparse but high-rank.",
+          "effective rank {syn_erank_lo:.3g} at β = 0.2 and {syn_erank_hi:.3g} at β = 4 (n = {syn_n}); "
+          "the rank-16 and top-16 errors cross at β = {syn_cross:.2f}"),
+    Claim("low-rank-real", 3, C3,
+          "Trained models' attention matrices are approximately low-rank.",
+          "holds when", "the head is soft, as most MiniLM heads are; a minority is sparse but high-rank.",
+          "on sentences of about {real_n} tokens, {real_lowrank} of {real_heads} MiniLM heads are within "
+          "10% of rank {real_k}; "
+          "{real_sparse_hr} sparse but high-rank"),
+    Claim("structure-implies-low-rank", 3, C3,
+          "Structure with few degrees of freedom (low-rank logits) gives a low-rank attention matrix.",
+          "wrong as stated", "Low-rank logits give a full-rank softmax; only approximate low rank survives, "
+          "and only when the logits are soft.",
+          "logits of rank {exp_rank_logits} give a full-rank attention matrix (rank {exp_rank_soft})",
+          implied=True),
+    Claim("efficient-attention", 3, C3,
+          "Efficient attention methods work because attention is nearly low-rank.",
+          "holds when", "the method is a low-rank one and the input is low-rank; linear attention, "
+          "sparse patterns and FlashAttention work for other reasons.",
+          "time slopes: naive {slope_naive:.2f}, linear {slope_linear:.2f}; exact chunked attention, "
+          "which owes nothing to low rank, needs {mem_ratio:.2%} of naive's memory at n = {bench_top_n}"),
+    # 4. Multi-head
+    Claim("head-width", 4, C4,
+          "A head of width d/h can express any attention pattern.",
+          "wrong as stated", "A dense pattern needs a head as wide as the sequence; a sparse one does not.",
+          "best width-4 head on a dense 16-token target: KL {kl_dense_4:.3f} nats (uniform: {kl_dense_0:.2f})",
+          implied=True),
+    Claim("different-subspaces", 4, C4,
+          "Every head looks at the input through its own subspace.",
+          "holds when", "'different' means partly overlapping: the subspaces are closer than random ones.",
+          "median smallest angle between MiniLM heads {angle_l1:.1f}° (layer 1), {angle_l6:.1f}° (layer 6); "
+          "random: {angle_random:.1f}°"),
+    Claim("rank-one-modes", 4, C4,
+          "Heads are independent rank-1 modes, like the terms of an SVD.",
+          "wrong as stated", "Heads have rank d_k, overlap, are not unique and do not add up.",
+          "each head's form has rank {head_rank}; cross terms carry {cross_min:.2f}–{cross_max:.2f} "
+          "of the squared norm"),
+    Claim("head-relations", 4, C4,
+          "Different heads capture different relations: syntax, meaning, position.",
+          "holds when", "a head has one clear job, as some do; many park their weight on a special token.",
+          "top previous-token head: {role_prev:.2f} of its weight on the previous word; "
+          "{n_cls_heads} heads put most weight on [CLS]"),
+    Claim("heads-specialise", 4, C4,
+          "Training divides the work among the heads.",
+          "holds", "A 2-layer model forms previous-token and induction heads, with some redundancy.",
+          "held-out loss after 300 steps {loss_2_at_300:.2f} nats (2 layers) vs {loss_1:.2f} (1 layer); removing one "
+          "induction head costs at most {abl_ind_max:.2f} nats, removing all four {abl_layer2:.2f}",
+          implied=True),
+    # 5. Message passing
+    Claim("message-passing", 5, C5,
+          "One self-attention layer is one round of message passing on a graph.",
+          "holds", "The edge-by-edge and matrix forms are the same computation; the mask is the graph.",
+          "edge-wise and matrix forms agree within {mp_tol:.0e}"),
+    Claim("learned-topology", 5, C5,
+          "The graph's topology is learned per input.",
+          "wrong as stated", "The weights are computed per input; the edge set is fixed by the mask.",
+          "{n_zero} of {n_weights:,} MiniLM weights are exactly zero; a row spreads over about "
+          "{eff_degree:.2f} of {n_tokens} tokens"),
+    Claim("l-hops", 5, C5,
+          "Stacking L layers lets information travel L hops.",
+          "holds when", "the graph is sparse; on a complete graph one layer already reaches everything.",
+          "banded mask: receptive half-widths {rf_widths} after 1, 2, … layers; no mask: {rf_complete} "
+          "after one layer"),
+    Claim("depth-keeps-information", 5, C5,
+          "Deeper stacks keep spreading useful information.",
+          "holds when", "there are skip connections, and only for a while: pure attention collapses to "
+          "rank 1 within a few layers, and skips slow the collapse without stopping it.",
+          "distance to rank 1 without skips: {pure_1:.2g} after 1 layer, {pure_4:.2g} after 4; "
+          "with skips {skip_12:.2g} after 12, still shrinking ×{skip_rate:.2f} per layer",
+          implied=True),
+    Claim("unlike-gnns", 5, C5,
+          "Unlike a classical graph network's, attention's edge weights are computed from the content, "
+          "query by query.",
+          "holds", "Each query ranks the keys for itself. GCN's weights come from the graph alone, and GAT, "
+          "whose weights also depend on the input, ranks the senders the same way for every node.",
+          "graphs where all nodes share one favourite sender: GAT {shared_gat:.2f}, "
+          "dot-product attention {shared_dot_product:.3f}"),
+    # 6. The scale
+    Claim("variance-dk", 6, C6,
+          "q·k has variance ~ d_k, and dividing by √d_k brings it back to O(1).",
+          "holds when", "the entries are independent, as at initialisation; trained models are above it.",
+          "variance {var_4:.1f}, {var_64:.1f}, {var_1024:.0f} at d_k = 4, 64, 1024; "
+          "log-log slope {slope_raw:.3f} (scaled: {slope_scaled:.3f})"),
+    Claim("saturation", 6, C6,
+          "Unscaled scores at large d_k push the softmax into saturation.",
+          "holds", "Saturation is gradual: it needs hundreds of dimensions before most rows are one-hot.",
+          "d_k = 1024 unscaled: mean largest weight {maxw_none_1024:.3f}; "
+          "{frac_none_1024:.0%} of rows above 0.99"),
+    Claim("gradient-vanishes", 6, C6,
+          "In saturation the gradient vanishes.",
+          "wrong as stated", "It vanishes only for keys that get no weight, or at widths of hundreds.",
+          "at initialisation the unscaled W_Q/W_K gradient is {g0_ratio_min:.1f}–{g0_ratio_max:.1f}× larger"),
+    Claim("scale-decides-training", 6, C6,
+          "Without the scale the model fails to train; with it, it trains.",
+          "holds when", "d_k ≥ 64 here, and for another reason than the essay gives.",
+          "held-out loss at d_k = 64: unscaled {full_none_64:.2f} (chance {ln64:.2f}), scaled {full_sqrt_64:.3f}"),
+    # 7. The insight (the closing section's claims that the chapters above do not already cover)
+    Claim("content-not-position", 7, C7,
+          "The attention graph is shaped by the content of the tokens, not by their positions.",
+          "wrong as stated", "The edge set is fixed by the mask, and some heads follow position: MiniLM's "
+          "top previous-token head keeps pointing at the previous word when the words are shuffled.",
+          "weight that head puts on the previous token: {prev_share:.2f} on the sentence, "
+          "{prev_share_shuffled:.2f} with its words shuffled"),
+    Claim("feasible-without-low-rank", 7, C3,
+          "Real data's low-rank structure is what makes computing all pairs feasible.",
+          "wrong as stated", "Exact attention over all pairs fits in memory without any low rank "
+          "(chunked attention, FlashAttention); low rank matters only for the approximate methods.",
+          "chunked attention matches exact within {chunk_tol:.0e} and needs {mem_ratio:.2%} of "
+          "naive's memory at n = {bench_top_n}"),
+)
+
+
+# ------------------------------------------------------------- validation
+def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """List what is missing or malformed in a ledger (empty when all is well).
+
+    Examples
+    --------
+    >>> ledger_problems()
+    []
+    >>> bad = Claim("x", 9, "", "a claim", "maybe", "", "no numbers")
+    >>> for p in ledger_problems([bad]):
+    ...     print(p)
+    x: section 9 is not one of 1-7
+    x: no chapter
+    x: verdict 'maybe' is not one of holds / holds when / wrong as stated
+    x: no finding
+    x: the evidence names no glued number
+    """
+    problems, seen = [], set()
+    for c in claims:
+        if c.id in seen:
+            problems.append(f"{c.id}: id used twice")
+        seen.add(c.id)
+        if c.section not in SECTIONS:
+            problems.append(f"{c.id}: section {c.section} is not one of {min(SECTIONS)}-{max(SECTIONS)}")
+        if not c.chapter:
+            problems.append(f"{c.id}: no chapter")
+        if not c.text.strip():
+            problems.append(f"{c.id}: no claim text")
+        if c.verdict not in VERDICTS:
+            problems.append(f"{c.id}: verdict {c.verdict!r} is not one of {' / '.join(VERDICTS)}")
+        if not c.finding.strip():
+            problems.append(f"{c.id}: no finding")
+        if not c.glue_names:
+            problems.append(f"{c.id}: the evidence names no glued number")
+    return problems
+
+
+def load_evidence(path: Union[str, Path] = EVIDENCE_FILE) -> dict[str, dict[str, Any]]:
+    """Read the evidence shipped with the package (see :func:`attention_course.course.verdicts.collect_evidence`)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def evidence_text(c: Claim, values: Mapping[str, Any]) -> str:
+    """Fill a claim's evidence string with its glued values.
+
+    Examples
+    --------
+    >>> evidence_text(by_id("formula"), {"torch_tol": 1e-12})
+    "agrees with PyTorch's SDPA within 1e-12 (float64)"
+    """
+    return c.evidence.format(**values)
+
+
+def verdict_counts(claims: Iterable[Claim] = CLAIMS) -> dict[str, int]:
+    """How many claims got each verdict.
+
+    Examples
+    --------
+    >>> counts = verdict_counts()
+    >>> sum(counts.values()) == len(CLAIMS)
+    True
+    """
+    counts = dict.fromkeys(VERDICTS, 0)
+    for c in claims:
+        counts[c.verdict] += 1
+    return counts
+
+
+def by_id(claim_id: str) -> Claim:
+    """Look a claim up by id (KeyError naming the known ids otherwise)."""
+    for c in CLAIMS:
+        if c.id == claim_id:
+            return c
+    raise KeyError(f"no claim {claim_id!r}; known: {', '.join(c.id for c in CLAIMS)}")
+
+
+# ------------------------------------------------------------------ display
+# Plain symbols that common text fonts have (emoji need an emoji font).
+MISSING_EVIDENCE = "(not collected yet: run `python -m attention_course evidence`)"
+_MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗"}
+_COLOUR = {"holds": "tab:green", "holds when": "tab:orange", "wrong as stated": "tab:red"}
+
+
+def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
+    """The ledger as a Markdown table: claim, verdict, deciding numbers, link to the verdict box.
+
+    The link is a Markdown link to the box's label, ``[ch. 1](#claim-formula)``.
+    Rendered as MyST (cell metadata ``mystnb: {markdown_format: myst}``), it leads
+    to the box in the built book, and a missing label is a build warning; in
+    JupyterLab it reads as plain "ch. 1".
+
+    Examples
+    --------
+    >>> c = by_id("formula")
+    >>> print(ledger_markdown({"formula": {"torch_tol": 1e-12}}, [c]).splitlines()[2])
+    | 1 | Attention is softmax(QKᵀ/√d_k)·V, with Q, K and V linear projections of the input. | ✓ holds: The package's version of the formula is what PyTorch computes, for every mask type | agrees with PyTorch's SDPA within 1e-12 (float64) | [ch. 1](#claim-formula) |
+    """
+    rows = ["| § | Claim | Verdict | Deciding numbers | Tested in |", "|---|---|---|---|---|"]
+    for c in claims:
+        text = c.text + (" *(implied)*" if c.implied else "")
+        verdict = f"{_MARK[c.verdict]} {c.verdict}"
+        verdict += (" " if c.verdict == "holds when" else ": ") + c.finding.rstrip(".")
+        numbers = (evidence_text(c, evidence[c.id]).replace("|", "\\|") if c.id in evidence
+                   else MISSING_EVIDENCE)
+        rows.append(f"| {c.section} | {text} | {verdict} | {numbers} | [ch. {int(c.chapter[:2])}](#{c.label}) |")
+    return "\n".join(rows)
+
+
+def plot_verdicts(claims: Iterable[Claim] = CLAIMS, title: str = "The essay's claims, by section and verdict"):
+    """Stacked bars: how many claims of each essay section hold, hold when, or are wrong as stated.
+
+    Returns the Figure.
+
+    Examples
+    --------
+    >>> fig = plot_verdicts()
+    >>> len(fig.axes[0].patches) == len(SECTIONS) * len(VERDICTS)
+    True
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    claims = list(claims)
+    sections = list(SECTIONS)
+    counts = np.array([[sum(c.section == s and c.verdict == v for c in claims) for v in VERDICTS]
+                       for s in sections])  # (6, 3)
+    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
+    left = np.zeros(len(sections))
+    labels = [f"{s}. {SECTIONS[s]}" for s in sections]
+    for j, v in enumerate(VERDICTS):
+        bars = ax.barh(labels, counts[:, j], left=left, color=_COLOUR[v], label=v, edgecolor="white")
+        ax.bar_label(bars, labels=[str(n) if n else "" for n in counts[:, j]], label_type="center",
+                     color="white", fontweight="bold")
+        left += counts[:, j]
+    ax.invert_yaxis()
+    ax.set_xlabel("number of claims")
+    ax.set_ylabel("essay section")
+    ax.set_xticks(range(int(left.max()) + 1))
+    ax.set_title(title)
+    ax.legend(title="verdict", loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return fig

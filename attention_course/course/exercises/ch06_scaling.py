@@ -1,0 +1,225 @@
+"""Chapter 6 exercises: the variance of q.k, a temperature-scaled entropy, the softmax Jacobian.
+
+Each exercise lists the mistakes learners typically make (mutants) with the
+feedback they get; ``tests/test_exercises.py`` checks that every mutant is
+caught with its own message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...lenses import scaling as sc
+from ...core.attention import softmax
+from ._core import Case, Exercise, Mutant, register
+
+__all__ = ["EXERCISES"]
+
+
+
+# ---------------------------------------------------------- variance of q.k
+def _variance_cases() -> list[Case]:
+    rng = np.random.default_rng(61)
+    return [
+        Case("N=2000 samples, d_k=4", (rng.normal(size=(2000, 4)), rng.normal(size=(2000, 4)))),
+        Case("N=2000 samples, d_k=64", (rng.normal(size=(2000, 64)), rng.normal(size=(2000, 64)))),
+        Case("d_k=1", (rng.normal(size=(500, 1)), rng.normal(size=(500, 1)))),
+        Case(
+            "queries with mean 1 and keys with variance 4",
+            (rng.normal(loc=1.0, size=(1000, 16)), rng.normal(scale=2.0, size=(1000, 16))),
+        ),
+        Case("only N=3 samples", (rng.normal(size=(3, 8)), rng.normal(size=(3, 8)))),
+    ]
+
+
+def _paired(q, k):
+    return (q * k).sum(axis=-1)  # (N,) one dot product per sample
+
+
+register(
+    Exercise(
+        id="dot-variance",
+        title="Measure the variance of q . k",
+        make_cases=_variance_cases,
+        reference=lambda q, k: sc.dot_product_variance(q, k),
+        mutants=(
+            Mutant(
+                "all-pairs", lambda q, k: np.var(q @ k.T),
+                "you took every pair q_n . k_m (q @ k.T). Pair sample n of q with sample n "
+                "of k only: s = (q * k).sum(axis=-1), one dot product per row.",
+            ),
+            Mutant(
+                "std", lambda q, k: np.std(_paired(q, k)),
+                "that is the standard deviation of q . k (it grows like sqrt(d_k)); "
+                "the variance is its square.",
+            ),
+            Mutant(
+                "no-mean", lambda q, k: np.mean(_paired(q, k) ** 2),
+                "you averaged s**2 without subtracting the mean of s. The variance is "
+                "mean((s - mean(s))**2); look at the case where the queries have mean 1.",
+            ),
+            Mutant(
+                "ddof-1", lambda q, k: np.var(_paired(q, k), ddof=1),
+                "you divided by N - 1 (ddof=1). This exercise uses the plain average over "
+                "the N samples, like np.var's default (ddof=0).",
+            ),
+            Mutant(
+                "scaled", lambda q, k: np.var(_paired(q, k) / np.sqrt(q.shape[-1])),
+                "you divided the dot products by sqrt(d_k), which brings the variance to "
+                "about 1. Measure the raw q . k here: its variance is what grows like d_k.",
+            ),
+        ),
+        alternatives=(
+            lambda q, k: float(
+                torch.var(torch.einsum("nd,nd->n", torch.as_tensor(q), torch.as_tensor(k)), unbiased=False)
+            ),
+            lambda q, k: (
+                lambda s: ((s - s.mean()) ** 2).mean()
+            )(np.array([qn @ kn for qn, kn in zip(q, k)])),
+        ),
+    )
+)
+
+
+# ------------------------------------------------- temperature-scaled entropy
+def _entropy_cases() -> list[Case]:
+    rng = np.random.default_rng(62)
+    x = rng.normal(scale=2.0, size=(4, 6))
+    return [
+        Case("4x6 logits, temperature 1", (x, 1.0)),
+        Case("the same logits, temperature 0.1 (sharp)", (x, 0.1)),
+        Case("the same logits, temperature 10 (flat)", (x, 10.0)),
+        Case("a single vector, temperature 2", (rng.normal(size=5), 2.0)),
+        Case("a batch of shape (2, 3, 4), temperature 0.5", (rng.normal(size=(2, 3, 4)), 0.5)),
+        Case("a saturated row and a uniform row", (np.array([[1000.0, 0.0, -1000.0], [0.0, 0.0, 0.0]]), 1.0)),
+    ]
+
+
+def _entropy_with(transform, log=np.log):
+    def f(x, temperature):
+        p = softmax(transform(x, temperature), axis=-1)
+        with np.errstate(all="ignore"):
+            return -(p * log(np.where(p > 0, p, 1.0))).sum(axis=-1)
+
+    return f
+
+
+def _entropy_naive(x, temperature):
+    p = softmax(x / temperature, axis=-1)
+    with np.errstate(all="ignore"):
+        return -(p * np.log(p)).sum(axis=-1)  # 0 * log 0 = NaN
+
+
+def _has_nan(got, expected, args):
+    if np.any(np.isnan(np.asarray(got, dtype=float))):
+        return ("your result has NaN: a weight that underflows to 0 gives 0 * log 0 = NaN; "
+                "count those terms as 0 or use the log-softmax")
+    return None
+
+
+register(
+    Exercise(
+        id="softmax-entropy",
+        title="The entropy of a temperature-scaled softmax",
+        make_cases=_entropy_cases,
+        reference=lambda x, temperature: sc.softmax_entropy(x, temperature=temperature),
+        mutants=(
+            Mutant(
+                "times-temperature", _entropy_with(lambda x, t: x * t),
+                "you multiplied the logits by the temperature; divide them: "
+                "softmax(x / temperature). A higher temperature should flatten the weights "
+                "and raise the entropy.",
+            ),
+            Mutant(
+                "ignores-temperature", _entropy_with(lambda x, t: x),
+                "your result does not change with the temperature: divide the logits by it "
+                "before the softmax.",
+            ),
+            Mutant(
+                "log2", _entropy_with(lambda x, t: x / t, log=np.log2),
+                "your entropy is in bits (log base 2); this course measures it in nats, "
+                "with the natural logarithm np.log.",
+            ),
+            Mutant(
+                "no-minus", lambda x, t: -_entropy_with(lambda x, t: x / t)(x, t),
+                "your entropies are negative: H = -sum_j p_j log p_j. Don't forget the minus sign.",
+            ),
+            Mutant(
+                "zero-log-zero", _entropy_naive,
+                "NaN for the saturated row: a weight that underflows to 0 gives "
+                "0 * log(0) = 0 * (-inf) = NaN. Such a term should count as 0: use "
+                "np.where(p > 0, p * np.log(p), 0) or the log-softmax z - logsumexp(z).",
+            ),
+        ),
+        hints=(_has_nan,),
+        alternatives=(
+            lambda x, t: torch.distributions.Categorical(logits=torch.as_tensor(x) / t).entropy().numpy(),
+            lambda x, t: (
+                lambda logp: -(np.exp(logp) * logp).sum(axis=-1)
+            )(x / t - np.logaddexp.reduce(x / t, axis=-1, keepdims=True)),
+        ),
+    )
+)
+
+
+# ------------------------------------------------------------ softmax Jacobian
+def _jacobian_cases() -> list[Case]:
+    rng = np.random.default_rng(63)
+    return [
+        Case("p over 4 keys", (softmax(rng.normal(size=4)),)),
+        Case("a peaked p over 8 keys", (softmax(3.0 * rng.normal(size=8)),)),
+        Case("uniform over 5 keys", (np.full(5, 0.2),)),
+        Case("a one-hot p", (np.array([0.0, 1.0, 0.0]),)),
+        Case("a single key", (np.array([1.0]),)),
+    ]
+
+
+def _rows_do_not_sum_to_zero(got, expected, args):
+    sums = np.asarray(got, dtype=float).sum(axis=-1)
+    if np.all(np.isfinite(sums)) and not np.allclose(sums, 0.0, atol=1e-8):
+        return ("each row of the Jacobian should sum to 0: adding the same constant to every "
+                "score leaves the softmax unchanged")
+    return None
+
+
+register(
+    Exercise(
+        id="softmax-jacobian",
+        title="The softmax Jacobian in closed form",
+        make_cases=_jacobian_cases,
+        reference=lambda p: sc.softmax_jacobian(p),
+        mutants=(
+            Mutant(
+                "diag-only", lambda p: np.diag(p),
+                "you have diag(p) only: the off-diagonal entries -p_i p_j are missing "
+                "(subtract np.outer(p, p)).",
+            ),
+            Mutant(
+                "no-cross-terms", lambda p: np.diag(p * (1 - p)),
+                "your diagonal p_i (1 - p_i) is right, but the off-diagonal entries are "
+                "-p_i p_j, not 0: raising score j lowers every other probability.",
+            ),
+            Mutant(
+                "flipped-sign", lambda p: np.outer(p, p) - np.diag(p),
+                "your signs are flipped: J = diag(p) - p p^T, so the diagonal p_i (1 - p_i) "
+                "is positive and the off-diagonal -p_i p_j is negative.",
+            ),
+            Mutant(
+                "wrong-broadcast", lambda p: p * (np.eye(p.shape[0]) - p),
+                "entry (i, j) should be p_i (delta_ij - p_j); yours is p_j (delta_ij - p_j), "
+                "because p broadcasts over the last axis. Use p[:, None] for the row factor.",
+            ),
+        ),
+        hints=(_rows_do_not_sum_to_zero,),
+        alternatives=(
+            lambda p: torch.autograd.functional.jacobian(
+                lambda s: torch.softmax(s, dim=-1), torch.log(torch.as_tensor(p))
+            ).numpy(),
+            lambda p: np.einsum("i,ij->ij", p, np.eye(len(p))) - np.einsum("i,j->ij", p, p),
+            lambda p: np.array([[p[i] * ((i == j) - p[j]) for j in range(len(p))] for i in range(len(p))]),
+        ),
+    )
+)
+
+EXERCISES = ("dot-variance", "softmax-entropy", "softmax-jacobian")

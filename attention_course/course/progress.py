@@ -1,0 +1,485 @@
+"""Learner progress: run the chapter notebooks and tabulate every ``check(...)`` verdict.
+
+``python -m attention_course progress`` executes a learner's notebooks with
+nbclient and reads each exercise's verdict from the output of its check cell.
+
+- **Exercises mode** (the default, fast) runs the setup cells (the Colab cell and
+  the package imports, :func:`setup_cells`), then each exercise's group: its ``# EXERCISE: <id>`` cell,
+  any code cells the learner inserted after it, and its ``check("<id>", ...)``
+  cell (:func:`exercise_notebook`). All notebooks share one kernel, whose
+  namespace is reset (``%reset -f``) and working folder changed between
+  notebooks: the imports are paid for once.
+- **Full mode** (``--full``) runs every cell, in a fresh kernel per notebook.
+
+Nothing a learner's notebook does stops the run. Cells run with
+``allow_errors=True``; a notebook that cannot be read, whose kernel dies or
+whose cell exceeds the timeout is reported with its ``error``, verdicts printed
+before that are kept, and the other notebooks still run. An exercise is
+``passed``, ``failed``, ``not attempted`` (the stub) or ``not run`` (no verdict;
+the message says why). An exercise whose ``# EXERCISE:`` cell was deleted is
+still listed, as ``not attempted``: the ids of chapter NN come from
+``attention_course.course.exercises.chNN_*.EXERCISES``, NN being the notebook name's
+two-digit prefix.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import logging
+import pkgutil
+import re
+import subprocess
+import textwrap
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import nbformat
+
+from .exercises import _core
+
+__all__ = [
+    "ExerciseResult", "NotebookReport", "STATUSES", "find_notebooks", "exercise_spans",
+    "setup_cells", "exercise_notebook", "parse_verdicts", "collect", "run", "run_notebook", "totals",
+    "summary_line", "format_report", "to_json", "add_arguments", "cli",
+]  # fmt: skip
+
+STATUSES = ("passed", "failed", "not attempted", "not run")
+MARKS = {"passed": _core.PASS_MARK, "failed": _core.FAIL_MARK,
+         "not attempted": _core.TODO_MARK, "not run": "⚠️"}  # fmt: skip
+PATTERNS = ("book/[0-9][0-9]_*.ipynb", "[0-9][0-9]_*.ipynb")
+EXERCISE_RE = re.compile(r"^# EXERCISE: ([\w-]+)\s*$", re.M)
+DEF_RE = re.compile(r"^def (\w+)\(", re.M)
+VERDICT_RE = re.compile(r"^(✅|❌|✏\ufe0f?) \[([\w-]+)\] (.*)$", re.M)  # what check() prints
+FULL_HINT = ("(progress ran only the setup and exercise cells; if your function uses a name "
+             "defined elsewhere in the notebook, run it with --full)")  # fmt: skip
+UNREAD = "the notebook could not be read"
+STOPPED_BEFORE = "the notebook stopped before this exercise"
+_QUIET = logging.getLogger("attention_course.course.progress.nbclient")  # nbclient logs timeouts as errors
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    """One exercise's verdict: ``status`` is one of :data:`STATUSES`."""
+
+    chapter: str
+    id: str
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class NotebookReport:
+    """A notebook's exercises; ``error`` says why it did not run to the end (else None)."""
+
+    path: str
+    chapter: str
+    error: Optional[str]
+    exercises: tuple = ()
+
+
+def find_notebooks(paths: Sequence[str | Path] = (), cwd: str | Path = ".") -> list[Path]:
+    """The notebooks to run: ``paths`` (a folder stands for its chapter notebooks) or the defaults.
+
+    With no paths: ``book/[0-9][0-9]_*.ipynb`` under ``cwd``, else
+    ``[0-9][0-9]_*.ipynb`` in ``cwd``. An empty list means none were found.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "book").mkdir(), (Path(d) / "book" / "01_a.ipynb").touch()
+    ...     print([p.name for p in find_notebooks(cwd=d)], find_notebooks(cwd=Path(d) / "none"))
+    ['01_a.ipynb'] []
+    """
+    if paths:
+        return [q for p in paths for q in (find_notebooks(cwd=p) if Path(p).is_dir() else [Path(p)])]
+    for pattern in PATTERNS:
+        if hits := sorted(Path(cwd).glob(pattern)):
+            return hits
+    return []
+
+
+def _runs(cell: Any) -> bool:
+    return cell.cell_type == "code" and bool(cell.source.strip())
+
+
+def exercise_spans(nb: Any) -> list[tuple[str, int, Optional[int]]]:
+    """``(id, exercise cell index, check cell index or None)`` for each ``# EXERCISE:`` cell.
+
+    The check cell is the first code cell after the exercise cell that calls
+    ``check("<id>", ...)``, looked for up to the next exercise cell; the cells in
+    between belong to the exercise.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell as c, new_notebook
+    >>> nb = new_notebook(cells=[c("# EXERCISE: a\\ndef f(): ..."), c("x = 1"), c('check("a", f)'),
+    ...                          c("# EXERCISE: b\\ndef g(): ...")])
+    >>> exercise_spans(nb)
+    [('a', 0, 2), ('b', 3, None)]
+    """
+    cells = nb.cells
+    starts = [(i, m.group(1)) for i, c in enumerate(cells)
+              if c.cell_type == "code" and (m := EXERCISE_RE.search(c.source))]  # fmt: skip
+    spans = []
+    for n, (i, eid) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(cells)
+        call = re.compile(rf"""\bcheck\(\s*["']{re.escape(eid)}["']""")
+        at = [j for j in range(i + 1, end) if cells[j].cell_type == "code" and call.search(cells[j].source)]
+        spans.append((eid, i, at[0] if at else None))
+    return spans
+
+
+def _fresh(cell: Any) -> Any:
+    """A code cell with the same source and metadata, no outputs."""
+    return nbformat.v4.new_code_cell(cell.source, metadata=copy.deepcopy(dict(cell.metadata)))
+
+
+SETUP_RE = re.compile(r"google\.colab|^\s*(?:from|import)\s+attention_course\b", re.M)
+
+
+def setup_cells(nb: Any) -> list[int]:
+    """Indices of the setup cells: before the first exercise, the Colab cell and the package imports.
+
+    Chosen by content, so a scratch cell that a learner adds at the top is not
+    mistaken for setup (and the imports cell is not skipped). A notebook with no
+    such cell falls back to its first two code cells.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell as c, new_notebook
+    >>> nb = new_notebook(cells=[c("x = 1  # scratch"), c("import google.colab"), c("plot()"),
+    ...                          c("from attention_course import check"), c("# EXERCISE: a")])
+    >>> setup_cells(nb)
+    [1, 3]
+    """
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    first = next((i for i in code if EXERCISE_RE.search(nb.cells[i].source)), len(nb.cells))
+    found = [i for i in code if i < first and SETUP_RE.search(nb.cells[i].source)]
+    return found or code[:2]
+
+
+def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = None) -> Any:
+    """The exercises-mode notebook: the setup cells (:func:`setup_cells`), then each exercise's code cells.
+
+    With ``solutions`` (id -> function) each stub becomes an import of its
+    solution under the stub's name, after the ``# EXERCISE:`` line: a solved
+    copy. Outputs are cleared.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell as c, new_markdown_cell as md, new_notebook
+    >>> nb = new_notebook(cells=[c("# Colab cell (google.colab)"), c("from attention_course import check"), c("slow()"),
+    ...     md("Exercise"), c("# EXERCISE: attention\\ndef my_att(q, k, v):\\n    raise NotImplementedError"),
+    ...     c('check("attention", my_att)'), c("later()")])
+    >>> from attention_course.course.solutions import SOLUTIONS
+    >>> print("\\n---\\n".join(cell.source for cell in exercise_notebook(nb, SOLUTIONS).cells))
+    # Colab cell (google.colab)
+    ---
+    from attention_course import check
+    ---
+    # EXERCISE: attention
+    from attention_course.course.solutions import attention as my_att
+    ---
+    check("attention", my_att)
+    """
+    setup = setup_cells(nb)
+    keep = [nb.cells[i] for i in setup]
+    for eid, start, check_at in exercise_spans(nb):
+        for i in range(start, (start if check_at is None else check_at) + 1):
+            cell = nb.cells[i]
+            if i in setup or cell.cell_type != "code":
+                continue
+            if i == start and solutions is not None:
+                names = DEF_RE.findall(cell.source)
+                if len(names) != 1:
+                    raise ValueError(f"exercise {eid!r}: expected one `def` in its cell, found {names}")
+                fn = solutions[eid]
+                source = f"# EXERCISE: {eid}\nfrom {fn.__module__} import {fn.__name__} as {names[0]}"
+                cell = nbformat.v4.new_code_cell(source)
+            keep.append(cell)
+    return nbformat.v4.new_notebook(cells=[_fresh(c) for c in keep], metadata=copy.deepcopy(nb.metadata))
+
+
+def parse_verdicts(text: str) -> dict[str, tuple[str, str]]:
+    """Verdict lines printed by ``check`` -> ``{id: (status, message)}``; the last one wins.
+
+    Examples
+    --------
+    >>> parse_verdicts("hello\\n✅ [a] passed all 3 checks.\\n❌ [b] rows do not sum to 1")
+    {'a': ('passed', 'passed all 3 checks.'), 'b': ('failed', 'rows do not sum to 1')}
+    """
+    status = {"✅": "passed", "❌": "failed"}  # else the pencil
+    return {m[2]: (status.get(m[1], "not attempted"), m[3].strip()) for m in VERDICT_RE.finditer(text)}
+
+
+def _error_of(cells: Sequence[Any]) -> Optional[str]:
+    """``"ename: evalue"`` of the first error output in ``cells``, if any."""
+    errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    return f"{errors[0].get('ename', 'Error')}: {errors[0].get('evalue', '')}".strip() if errors else None
+
+
+def _with_missing(chapter: str, results: list, message: str, status: str = "not attempted") -> tuple:
+    """Add the exercises chapter NN declares but the notebook lacks, in the declared order."""
+    from . import exercises
+
+    declared: tuple = ()
+    for info in pkgutil.iter_modules(exercises.__path__):
+        if re.match(r"\d\d_", chapter) and info.name.startswith(f"ch{chapter[:2]}_"):
+            module = importlib.import_module(f"{exercises.__name__}.{info.name}")
+            declared = tuple(getattr(module, "EXERCISES", ()))
+    found = {r.id: r for r in results}
+    listed = [found.get(eid) or ExerciseResult(chapter, eid, status, message) for eid in declared]
+    return tuple(listed + [r for r in results if r.id not in declared])
+
+
+def collect(nb: Any, path: str | Path, mode: str = "exercises", stopped: Optional[str] = None) -> NotebookReport:
+    """Read every exercise's verdict from ``nb``, the executed notebook of ``path``.
+
+    ``mode`` is the mode it ran in (exercises mode adds :data:`FULL_HINT` to
+    NameErrors). ``stopped`` is the error that ended execution early, if any:
+    the exercise whose cell was running gets it as its message.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell as c, new_notebook, new_output
+    >>> nb = new_notebook(cells=[c("# EXERCISE: x\\ndef f(): ..."), c('check("x", f)'),
+    ...                          c("# EXERCISE: y\\ndef g(): ..."), c('check("y", g)')])
+    >>> nb.cells[1].outputs = [new_output("stream", name="stdout", text="❌ [x] off by one\\n")]
+    >>> nb.cells[2].outputs = [new_output("error", ename="SyntaxError", evalue="bad", traceback=[])]
+    >>> for r in collect(nb, "99_demo.ipynb").exercises:
+    ...     print(r.id, "|", r.status, "|", r.message)
+    x | failed | off by one
+    y | not run | SyntaxError: bad
+    """
+    chapter = Path(path).stem
+    setup_error = _error_of([c for c in nb.cells if c.cell_type == "code"][:2])
+    setup_error = setup_error and f"a setup cell raised {setup_error}"
+    started = [i for i, c in enumerate(nb.cells) if _runs(c) and c.get("execution_count") is not None]
+    last = started[-1] if started else -1  # the cell running when execution stopped
+    results = []
+    for eid, start, check_at in exercise_spans(nb):
+        end = start if check_at is None else check_at
+        cells = [c for c in nb.cells[start:end + 1] if c.cell_type == "code"]
+        outputs = [o for c in cells for o in c.get("outputs", [])]
+        text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+        status, message = parse_verdicts(text).get(eid, ("not run", ""))
+        if status != "not run":
+            pass
+        elif stopped and last <= end:
+            message = stopped if last >= start else STOPPED_BEFORE
+        else:
+            message = setup_error or _error_of(cells) or (
+                "the check cell printed no verdict" if check_at is not None
+                else f'no check("{eid}", ...) cell after the exercise cell')  # fmt: skip
+        if (mode == "exercises" and status != "passed" and not setup_error and "NameError" in message
+                and "name 'check' is not defined" not in message):
+            message = f"{message} {FULL_HINT}"
+        results.append(ExerciseResult(chapter, eid, status, message))
+    exercises = _with_missing(chapter, results, f"no `# EXERCISE:` cell for it in {chapter}")
+    return NotebookReport(str(path), chapter, stopped or setup_error or None, exercises)
+
+
+def _load(path: Path, mode: str) -> tuple[Any, Optional[str]]:
+    """(the notebook to execute, None), or (None, why it cannot be read)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # old notebooks: missing cell ids, ...
+            nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # missing, not JSON, not a notebook
+        detail = exc.__cause__ if isinstance(exc.__cause__, ValueError) else exc  # the JSON error, if any
+        first = (str(detail).strip().splitlines() or [""])[0][:120]
+        return None, f"could not read the notebook ({type(detail).__name__}: {first})"
+    if mode == "exercises":
+        return exercise_notebook(nb), None
+    cells = [_fresh(c) if c.cell_type == "code" else copy.deepcopy(c) for c in nb.cells]
+    return nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(nb.metadata)), None
+
+
+def _execute(batch: list, timeout: int, kernel_name: str) -> dict[int, str]:
+    """Run the notebooks ``[(key, folder, nb)]`` of ``batch`` in one kernel; outputs go into each nb.
+
+    Before each notebook the kernel's namespace is reset and its working folder
+    set. If a cell times out or the kernel dies, that notebook stops there and
+    the rest of the batch restarts in a fresh kernel. Returns ``{key: why it stopped}``.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    stops, pending = {}, list(batch)
+    while pending:
+        cells, owner, started = [], [], []
+        for key, folder, nb in pending:
+            cells += [nbformat.v4.new_code_cell(f"%reset -f\n__import__('os').chdir({str(folder)!r})"), *nb.cells]
+            owner += [key] * (1 + len(nb.cells))
+        combined = nbformat.v4.new_notebook()
+        combined.cells = cells  # the same cell objects, so each notebook gets its outputs
+        client = NotebookClient(combined, timeout=timeout, kernel_name=kernel_name, allow_errors=True,
+                                record_timing=False, log=_QUIET, shutdown_kernel="immediate",
+                                on_cell_start=lambda cell, cell_index: started.append(cell_index),
+                                resources={"metadata": {"path": str(pending[0][1])}})  # fmt: skip
+        try:
+            client.execute(stderr=subprocess.DEVNULL)  # the kernel's own log lines are not for the learner
+            return stops
+        except Exception as exc:  # a timeout, a dead kernel, a kernel that cannot start
+            k = started[-1] if started else 0
+            first = cells[k].source.strip().splitlines()[0][:60]
+            where = "" if first == "%reset -f" else f" in the cell starting `{first}`"
+            if isinstance(exc, CellTimeoutError):
+                stops[owner[k]] = f"timed out after {timeout} s{where} (see --timeout)"
+            elif isinstance(exc, DeadKernelError):
+                stops[owner[k]] = f"the kernel died{where}"
+            else:
+                stops[owner[k]] = f"could not run the notebook ({type(exc).__name__}: {exc})"
+            pending = pending[[key for key, _, _ in pending].index(owner[k]) + 1:]
+    return stops
+
+
+def run(paths: Sequence[str | Path], mode: str = "exercises", timeout: int = 120,
+        kernel_name: str = "python3") -> list[NotebookReport]:  # fmt: skip
+    """Execute the notebooks and collect their verdicts; a learner's notebook never makes it raise.
+
+    Parameters
+    ----------
+    paths : notebook files, run in this order.
+    mode : "exercises" (each :func:`exercise_notebook`, all in one kernel) or
+        "full" (every cell, a fresh kernel per notebook).
+    timeout : seconds each cell may run; cells run in their notebook's folder.
+    kernel_name : the Jupyter kernel to use.
+
+    Returns
+    -------
+    One :class:`NotebookReport` per path, in order. Raises ValueError only for an unknown ``mode``.
+    """
+    if mode not in ("exercises", "full"):
+        raise ValueError(f"mode must be 'exercises' or 'full', got {mode!r}")
+    loaded = [(Path(p), *_load(Path(p), mode)) for p in paths]
+    jobs = [(key, path.resolve().parent, nb) for key, (path, nb, _) in enumerate(loaded)
+            if nb is not None and (mode == "full" or exercise_spans(nb))]  # fmt: skip
+    stops = {}
+    for batch in [jobs] if mode == "exercises" else [[job] for job in jobs]:
+        if batch:
+            stops.update(_execute(batch, timeout, kernel_name))
+    return [collect(nb, path, mode, stops.get(key)) if nb is not None
+            else NotebookReport(str(path), path.stem, error, _with_missing(path.stem, [], UNREAD, "not run"))
+            for key, (path, nb, error) in enumerate(loaded)]  # fmt: skip
+
+
+def run_notebook(path: str | Path, mode: str = "exercises", timeout: int = 120,
+                 kernel_name: str = "python3") -> NotebookReport:  # fmt: skip
+    """:func:`run` on one notebook."""
+    return run([path], mode, timeout, kernel_name)[0]
+
+
+def totals(reports: Sequence[NotebookReport]) -> dict[str, int]:
+    """Counts by status, plus ``exercises``, ``notebooks`` and ``notebooks failed``."""
+    counts = {s: sum(e.status == s for r in reports for e in r.exercises) for s in STATUSES}
+    return {"exercises": sum(counts.values()), **counts, "notebooks": len(reports),
+            "notebooks failed": sum(r.error is not None for r in reports)}  # fmt: skip
+
+
+def summary_line(counts: Mapping[str, int]) -> str:
+    """``"9/21 exercises passed"`` followed by the other counts.
+
+    Examples
+    --------
+    >>> summary_line({"exercises": 21, "passed": 9, "failed": 2, "not attempted": 10, "not run": 0,
+    ...               "notebooks": 6, "notebooks failed": 0})
+    '9/21 exercises passed (2 failed, 10 not attempted, 0 not run)'
+    """
+    line = (f"{counts['passed']}/{counts['exercises']} exercises passed ({counts['failed']} failed, "
+            f"{counts['not attempted']} not attempted, {counts['not run']} not run")  # fmt: skip
+    bad = counts.get("notebooks failed", 0)
+    return line + (f"; {bad}/{counts['notebooks']} notebooks did not finish)" if bad else ")")
+
+
+def format_report(reports: Sequence[NotebookReport], width: int = 88, max_lines: int = 4) -> str:
+    """The table by chapter (mark, id, status; the feedback under a failure) and the summary line.
+
+    Feedback is wrapped to ``width`` columns and cut after ``max_lines`` lines;
+    ``--json`` gives it in full.
+
+    Examples
+    --------
+    >>> rep = NotebookReport("book/01_x.ipynb", "01_x", None, (ExerciseResult("01_x", "a", "passed", "ok"),
+    ...     ExerciseResult("01_x", "b", "failed", "you divided by d_k instead of its square root " * 3)))
+    >>> print(format_report([rep], width=60))
+    01_x  (book/01_x.ipynb)
+      ✅ a                        passed
+      ❌ b                        failed
+           you divided by d_k instead of its square root you
+           divided by d_k instead of its square root you divided
+           by d_k instead of its square root
+    <BLANKLINE>
+    1/2 exercises passed (1 failed, 0 not attempted, 0 not run)
+    """
+    def wrap(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, max_lines=max_lines,
+                             placeholder=" …")  # fmt: skip
+
+    lines = []
+    for rep in reports:
+        lines.append(f"{rep.chapter}  ({rep.path})")
+        lines += wrap(f"⚠️  {rep.error}", "  ", "      ") if rep.error else []
+        lines += [] if rep.exercises or rep.error else ["  (no exercises in this notebook)"]
+        for e in rep.exercises:
+            lines.append(f"  {MARKS[e.status]} {e.id:<24} {e.status}")
+            if e.status in ("failed", "not run") and e.message not in ("", UNREAD, STOPPED_BEFORE, rep.error):
+                lines += wrap(e.message, " " * 7, " " * 7)
+    return "\n".join(lines + ["", summary_line(totals(reports))])
+
+
+def to_json(reports: Sequence[NotebookReport], mode: str = "exercises") -> dict:
+    """One JSON-ready dict: mode, notebooks (path, chapter, error), exercises, totals, summary.
+
+    Examples
+    --------
+    >>> rep = NotebookReport("a/01_x.ipynb", "01_x", None, (ExerciseResult("01_x", "e", "passed", "ok"),))
+    >>> out = to_json([rep])
+    >>> out["exercises"], out["summary"]
+    ([{'chapter': '01_x', 'id': 'e', 'status': 'passed', 'message': 'ok'}], '1/1 exercises passed (0 failed, 0 not attempted, 0 not run)')
+    """
+    counts = totals(reports)
+    return {"mode": mode,
+            "notebooks": [{"path": r.path, "chapter": r.chapter, "error": r.error} for r in reports],
+            "exercises": [asdict(e) for r in reports for e in r.exercises],
+            "totals": counts, "summary": summary_line(counts)}  # fmt: skip
+
+
+# ----------------------------------------------------------------------- CLI
+def add_arguments(parser: Any) -> None:
+    """The ``progress`` command's arguments, added to an argparse ``parser``."""
+    parser.add_argument("notebooks", nargs="*", help="notebooks or folders (default: book/[0-9][0-9]_*.ipynb, "
+                        "else [0-9][0-9]_*.ipynb in the current folder)")  # fmt: skip
+    parser.add_argument("--full", action="store_true", help="run every cell, not only setup and exercise cells")
+    parser.add_argument("--timeout", type=int, default=120, help="seconds each cell may run (default 120)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+
+
+def cli(args: Any, parser: Any) -> int:
+    """Run ``progress`` for parsed ``args`` and print the table or JSON; returns the exit code.
+
+    Usage errors (no notebooks found, a missing path) go through
+    ``parser.error``, which exits with status 2.
+    """
+    import shutil
+
+    paths = find_notebooks(args.notebooks)
+    if missing := [str(p) for p in paths if not p.exists()]:
+        parser.error(f"no such notebook: {', '.join(missing)}")
+    if not paths:
+        looked = args.notebooks or [str(Path.cwd() / p) for p in PATTERNS]
+        parser.error(f"no notebooks found (looked for {' and '.join(looked)})")
+    mode = "full" if args.full else "exercises"
+    reports = run(paths, mode, args.timeout)
+    if args.json:
+        print(json.dumps(to_json(reports, mode), indent=2, ensure_ascii=False))
+    else:
+        print(format_report(reports, width=max(60, min(100, shutil.get_terminal_size((88, 24)).columns))))
+    return 0

@@ -1,0 +1,225 @@
+"""Reading the chapters: their glued numbers and their verdict boxes, checked against the ledger.
+
+The ledger (:data:`attention_course.course.claims.CLAIMS`) says what each chapter
+decided. This module reads what the chapters actually say, from the committed
+notebooks (nbval re-checks their outputs on every ``make test``, except in cells
+marked ``# NBVAL_IGNORE_OUTPUT``, which assert their claims themselves):
+
+* :func:`read_glue`: every value a notebook glued with ``myst_nb.glue``;
+* :func:`chapter_verdicts`: its verdict boxes labelled ``claim-<id>``, with the
+  verdict kind that :func:`parse_verdict` reads from each title;
+* :func:`chapter_problems`: every place where ledger and chapters disagree;
+* :func:`collect_evidence` / :func:`write_evidence`: each claim's glued numbers,
+  the file the package ships (``python -m attention_course evidence``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+from .claims import CLAIMS, EVIDENCE_FILE, VERDICT_CLASS, Claim
+
+__all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "chapter_problems", "collect_evidence",
+           "write_evidence"]
+
+
+_NP_SCALAR = re.compile(r"^np\.\w+\((.*)\)$", re.S)
+
+
+def _literal(text: str) -> Any:
+    """Turn a glue's stored ``text/plain`` back into a Python value."""
+    m = _NP_SCALAR.match(text.strip())
+    text = m.group(1) if m else text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _load_notebook(path: Union[str, Path]) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook at {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_glue(path: Union[str, Path]) -> dict[str, Any]:
+    """Read every value a notebook glued, from its stored outputs.
+
+    ``myst_nb.glue(name, value, display=False)`` stores ``repr(value)`` under a
+    ``papermill.record`` MIME type with the name in the output's metadata.
+
+    Parameters
+    ----------
+    path : str or Path
+        A notebook (``.ipynb``) committed with its outputs.
+
+    Returns
+    -------
+    dict
+        Glue name -> value (numbers and strings come back as such).
+    """
+    values = {}
+    for cell in _load_notebook(path)["cells"]:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = out.get("data", {})
+            text = data.get("application/papermill.record/text/plain", data.get("text/plain"))
+            if name and text is not None:
+                values[name] = _literal(text if isinstance(text, str) else "".join(text))
+    return values
+
+
+_ADMONITION = re.compile(r"^(?P<fence>:{3,}|`{3,})\{admonition\}[ \t]*(?P<title>[^\n]*)\n(?P<opts>(?::[^\n]*\n)*)",
+                         re.M)
+
+
+def parse_verdict(title: str) -> Optional[str]:
+    """The verdict kind in a verdict box's title, or None when it has none.
+
+    Examples
+    --------
+    >>> parse_verdict("Verdict: rows are distributions — holds (with one edge case)")
+    'holds'
+    >>> parse_verdict("Verdict: A is n × n — holds when queries and keys are one sequence")
+    'holds when'
+    >>> parse_verdict("Verdict: the gradient vanishes — wrong as stated; it is larger")
+    'wrong as stated'
+    >>> parse_verdict("What the table shows") is None
+    True
+    """
+    _, dash, rest = title.rpartition(" — ")
+    if not dash:
+        return None
+    for kind in ("wrong as stated", "holds when", "holds"):  # longest first
+        if re.match(re.escape(kind) + r"\b", rest.strip()):
+            return kind
+    return None
+
+
+def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, str]]:
+    """The labelled verdict boxes of a chapter notebook.
+
+    Returns
+    -------
+    dict
+        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell"}`` where
+        ``cell`` is the index of the markdown cell holding the box.
+    """
+    boxes = {}
+    for i, cell in enumerate(_load_notebook(path)["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"])
+        for m in _ADMONITION.finditer(source):
+            opts = dict(re.findall(r"^:(\w+):[ \t]*(.*)$", m.group("opts"), re.M))
+            if "name" in opts:
+                title = m.group("title").strip()
+                boxes[opts["name"].strip()] = {"title": title, "verdict": parse_verdict(title),
+                                               "class": opts.get("class", "").strip(), "cell": i}
+    return boxes
+
+
+def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> dict[str, dict[str, Any]]:
+    """Gather every claim's glued numbers from the chapter notebooks in ``book_dir``.
+
+    Raises
+    ------
+    KeyError
+        When a chapter does not glue a name that a claim's evidence uses; the
+        message names the claim, the chapter and the missing names.
+    """
+    book_dir, cache, evidence = Path(book_dir), {}, {}
+    for c in claims:
+        if c.chapter not in cache:
+            cache[c.chapter] = read_glue(book_dir / f"{c.chapter}.ipynb")
+        glued = cache[c.chapter]
+        missing = [n for n in c.glue_names if n not in glued]
+        if missing:
+            raise KeyError(f"claim {c.id!r}: chapter {c.chapter} glues no {', '.join(missing)}")
+        evidence[c.id] = {n: glued[n] for n in c.glue_names}
+    return evidence
+
+
+def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """Where the ledger and the chapters in ``book_dir`` disagree (empty when they agree).
+
+    Checks, for every claim: its chapter notebook exists; it has a verdict box
+    labelled ``claim-<id>``; the box's verdict and class match the ledger; the
+    chapter glues every name the evidence uses. And, for every chapter: each
+    box titled "Verdict..." carries a ``claim-`` label that the ledger knows.
+    """
+    book_dir, claims = Path(book_dir), list(claims)
+    problems, known, boxes = [], {c.label for c in claims}, {}
+    for c in claims:
+        path = book_dir / f"{c.chapter}.ipynb"
+        if not path.is_file():
+            problems.append(f"{c.id}: chapter notebook {path.name} not found")
+            continue
+        if c.chapter not in boxes:
+            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path))
+        labelled, glued = boxes[c.chapter]
+        box = labelled.get(c.label)
+        if box is None:
+            problems.append(f"{c.id}: {c.chapter} has no verdict box labelled {c.label}")
+        else:
+            if box["verdict"] != c.verdict:
+                problems.append(f"{c.id}: the ledger says {c.verdict!r}, {c.chapter} says "
+                                f"{box['verdict']!r} ({box['title']})")
+            if box["class"] != VERDICT_CLASS.get(c.verdict):
+                problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
+        missing = [n for n in c.glue_names if n not in glued]
+        if missing:
+            problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")
+    for chapter, (labelled, _) in boxes.items():
+        for label, box in labelled.items():
+            if label.startswith("claim-") and label not in known:
+                problems.append(f"{chapter}: box {label} is not in the ledger")
+        for title in _unlabelled_verdicts(book_dir / f"{chapter}.ipynb"):
+            problems.append(f"{chapter}: verdict box without a claim label: {title}")
+    return problems
+
+
+def _unlabelled_verdicts(path: Path) -> list[str]:
+    titles = []
+    for cell in _load_notebook(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for m in _ADMONITION.finditer("".join(cell["source"])):
+                if m.group("title").startswith("Verdict") and ":name: claim-" not in m.group("opts"):
+                    titles.append(m.group("title").strip())
+    return titles
+
+
+
+def write_evidence(book_dir: Union[str, Path], path: Union[str, Path] = EVIDENCE_FILE) -> Path:
+    """Collect the evidence from ``book_dir`` and write it as JSON to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(collect_evidence(book_dir), indent=1, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def add_arguments(parser: Any) -> None:
+    """The ``evidence`` command's arguments, added to an argparse ``parser``."""
+    parser.add_argument("--book", default="book", help="folder of the chapter notebooks (default: book)")
+    parser.add_argument("--out", default=None, help="where to write (default: the package's data/evidence.json)")
+
+
+def cli(args: Any, parser: Any) -> int:
+    """The ``evidence`` command: refuse to write while the ledger and the chapters disagree."""
+    book = Path(args.book)
+    if not book.is_dir():
+        parser.error(f"no folder {book}: run this in the course folder or pass --book")
+    problems = chapter_problems(book)
+    if problems:
+        print("The ledger and the chapters disagree; nothing was written:", *problems, sep="\n  ", file=sys.stderr)
+        return 1
+    out = write_evidence(book, args.out or EVIDENCE_FILE)
+    print(f"wrote the evidence of {len(CLAIMS)} claims to {out}")
+    return 0

