@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv book test test-fast test-site linkcheck lab clean
+.PHONY: venv book test test-fast test-site linkcheck lab clean execute
 
 venv: $(STAMP)
 
@@ -38,7 +38,7 @@ test: $(STAMP)
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" tests attention_course
+	$(BIN)/python -m pytest -m "not slow and not site" tests attention_course
 
 # Load every page of the built book in headless Chromium (needs `make book` first
 # and Debian's chromium + chromium-driver, which .ci/run installs).
@@ -65,3 +65,8 @@ lab: $(STAMP)
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis
+
+# Re-execute notebooks in place and store their outputs: make execute NB=book/06_scaling.ipynb
+# (without NB: every chapter). Commit the result; `make test` then compares against it.
+execute: $(STAMP)
+	$(BIN)/python .ci/execute_notebooks.py $(NB)
