@@ -30,6 +30,14 @@ def _softmax_cases() -> list[Case]:
             (np.array([[800.0, 799.0, 798.0], [-800.0, -801.0, -802.0]]),),
         ),
         Case("one logit per row", (np.array([[3.0], [-2.0]]),)),
+        Case(  # shifting by the row minimum instead of the maximum still overflows here
+            "rows spanning 1000", (np.array([[1000.0, 0.0, -1.0], [2.0, -1000.0, 0.0]]),),
+        ),
+        Case("float32 logits", (rng.normal(size=(3, 4)).astype(np.float32),)),
+        Case(  # exp(100) overflows float32 (its largest value is 3.4e38, about exp(88.7))
+            "float32 logits near 100",
+            (np.array([[100.0, 99.0, 98.0], [0.5, -0.5, 0.0]], dtype=np.float32),),
+        ),
     ]
 
 
@@ -52,9 +60,30 @@ def _softmax_unnormalised(x):
     return np.exp(x - x.max(axis=-1, keepdims=True))
 
 
+def _softmax_min_shift(x):
+    e = np.exp(x - x.min(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _softmax_global_max(x):
     e = np.exp(x - x.max())
     return e / e.sum(axis=-1, keepdims=True)
+
+
+def _log_softmax(x):
+    z = x - x.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+_LOG_PROBS = ("these are log-probabilities (a log-softmax): every entry is <= 0 and their "
+              "exponentials sum to 1. Return the probabilities themselves, exp(z) / sum(exp(z))")
+
+
+def _log_probabilities(got, expected, args):
+    g = np.asarray(got, dtype=float)
+    if np.all(g <= 0) and np.allclose(np.exp(g).sum(axis=-1), 1.0, atol=1e-5):
+        return _LOG_PROBS
+    return None
 
 
 def _rows_do_not_sum_to_one(got, expected, args):
@@ -83,6 +112,11 @@ register(
                 "Subtract the row maximum first; softmax(x) = softmax(x - max(x)).",
             ),
             Mutant(
+                "min-shift", _softmax_min_shift,
+                "you subtracted each row's minimum, so the largest logit of a row spanning 1000 still "
+                "overflows (exp(1000) = inf). Subtract the row maximum: then every exponent is <= 0.",
+            ),
+            Mutant(
                 "axis-0", _softmax_axis0,
                 "rows do not sum to 1, columns do: did you normalise over axis 0? "
                 "Use axis=-1 (the last axis) for both the max and the sum.",
@@ -97,12 +131,15 @@ register(
                 "these are exponentials, not probabilities: divide by each row's sum.",
             ),
             Mutant(
+                "log-softmax", _log_softmax, _LOG_PROBS + ".",
+            ),
+            Mutant(
                 "global-max", _softmax_global_max,
                 "you subtracted the maximum of the whole array; a row far below it "
                 "underflows to 0/0. Subtract each row's own maximum (keepdims=True).",
             ),
         ),
-        hints=(_overflow, _rows_do_not_sum_to_one),
+        hints=(_overflow, _log_probabilities, _rows_do_not_sum_to_one),
         alternatives=(
             lambda x: torch.softmax(torch.as_tensor(x), dim=-1).numpy(),
             lambda x: np.exp(x - np.logaddexp.reduce(x, axis=-1, keepdims=True)),
@@ -123,6 +160,10 @@ def _attention_cases() -> list[Case]:
             (rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))),
         ),
         Case("d_k=64", (rng.normal(size=(3, 64)), rng.normal(size=(6, 64)), rng.normal(size=(6, 2)))),
+        Case(
+            "batch x heads: q (2, 3, 4, 5), k (2, 3, 6, 5)",
+            (rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 6, 5)), rng.normal(size=(2, 3, 6, 2))),
+        ),
     ]
 
 
@@ -162,6 +203,7 @@ register(
             ),
         ),
         hints=(
+            lambda got, exp, args: _log_probabilities(got[1], exp[1], args),
             lambda got, exp, args: _rows_do_not_sum_to_one(got[1], exp[1], args),
         ),
         alternatives=(
@@ -186,6 +228,13 @@ def _mask_cases() -> list[Case]:
         Case("T=3 queries, S=6 keys", (3, 6)),
         Case("T=5 queries, S=2 keys", (5, 2)),
     ]
+
+
+def _explain_mask_entry(index, expected, args):
+    i, j = index
+    if expected:
+        return f"query {i} may attend to key {j}, because {j} <= {i}"
+    return f"key {j} is in query {i}'s future ({j} > {i}), so it must be masked out"
 
 
 register(
@@ -215,6 +264,7 @@ register(
                 "the top-left corner: entry (i, j) is True exactly when j <= i.",
             ),
         ),
+        explain=_explain_mask_entry,
         alternatives=(
             lambda T, S: np.array([[j <= i for j in range(S)] for i in range(T)]),
             lambda T, S: torch.ones(T, S, dtype=torch.bool).tril(),

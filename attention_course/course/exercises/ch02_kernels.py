@@ -1,7 +1,7 @@
 """Chapter 2 exercises: Nadaraya-Watson, the Gaussian-to-softmax identity, leave-one-out, a learned metric.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; ``tests/test_kernels.py`` checks that every mutant is
+feedback they get; ``tests/test_exercises.py`` checks that every mutant is
 caught with its own message.
 """
 
@@ -131,6 +131,10 @@ def _identity_cases() -> list[Case]:
         Case("T=4, S=6, d=3, sigma=0.5", (rng.normal(size=(4, 3)), keys(6, 3, 2.0), rng.normal(size=(6, 1)), 0.5)),
         Case("one query, d=8, sigma=2", (rng.normal(size=(1, 8)), keys(7, 8, 3.0), rng.normal(size=(7, 3)), 2.0)),
         Case("long vectors, sigma=0.3", (10 * rng.normal(size=(2, 4)), keys(5, 4, 10.0), rng.normal(size=(5, 2)), 0.3)),
+        Case(  # scores near +-800: exp overflows for one query and underflows for the other
+            "queries far from every key, sigma=0.5",
+            (np.array([[40.0, 0.0], [-40.0, 0.0]]), rng.normal(size=(5, 2)) + [5.0, 0.0], rng.normal(size=(5, 3)), 0.5),
+        ),
     ]
 
 
@@ -198,6 +202,9 @@ def _loo_cases() -> list[Case]:
         Case("n=20 sine data, h=0.4", (data.x_train, data.y_train, 0.4)),
         Case("two points", (np.array([0.0, 1.0]), np.array([3.0, -1.0]), 1.0)),
         Case("a far-away point, h=0.1", (np.array([0.0, 0.2, 0.3, 9.0]), rng.normal(size=4), 0.1)),
+        Case(  # a duplicate of x_i is another point: it stays in, with its own target
+            "repeated x values", (np.array([0.0, 0.0, 1.0, 1.0, 1.0, 2.5]), rng.normal(size=6), 0.5),
+        ),
     ]
 
 
@@ -208,6 +215,11 @@ def _loo_keeps_self(x, y, h):
 def _loo_zero_after(x, y, h):
     w = _gauss_weights(x, x, h)
     return (w * (1 - np.eye(len(x)))) @ y
+
+
+def _loo_skip_equal(x, y, h):
+    log_k = np.where(x[:, None] == x[None, :], -np.inf, -((x[:, None] - x[None, :]) ** 2) / (2 * h**2))
+    return att.softmax(log_k) @ y  # (n,), drops every point with the same x, not just i
 
 
 register(
@@ -226,6 +238,12 @@ register(
                 "zero-after-normalising", _loo_zero_after,
                 "you zeroed the diagonal after normalising, so the remaining weights no longer "
                 "sum to 1: remove point i first, then normalise.",
+            ),
+            Mutant(
+                "skip-equal-values", _loo_skip_equal,
+                "you left out every point whose x equals x[i]; leave out only point i itself "
+                "(the diagonal j = i). Another point at the same x is a different sample, and its "
+                "target counts.",
             ),
         ),
         hints=(_has_nan,),

@@ -169,7 +169,38 @@ def _linear_cases() -> list[Case]:
         Case("one query", (feats(1, 4), feats(7, 4), rng.normal(size=(7, 3)))),
         Case("one feature (r=1)", (feats(5, 1), feats(5, 1), rng.normal(size=(5, 2)))),
         Case("r=32 > n", (feats(4, 32), feats(4, 32), rng.normal(size=(4, 2)))),
+        _huge_case(),
     ]
+
+
+# T = S = 6 million: a T x S float64 matrix would take 2.9e14 bytes (262 TiB), more than a
+# 48-bit address space holds, so forming it fails at once (MemoryError in numpy, a
+# RuntimeError in torch) even where the system overcommits memory; and O(T S) work of
+# 3.6e13 steps cannot finish within the time limit. The inputs are read-only broadcast views
+# of one row (a few bytes), so every query's output is v's row: O_t = (q.k) v / (q.k) = v.
+# The associative answer takes 0.1 to 0.5 s (on a loaded 2-core machine) and about 150 MB.
+# The price: a per-query Python loop, linear but slow, also runs out of time here.
+HUGE_N = 6_000_000
+_FIRST = ("Compute phi(K)^T V, an (r, d_v) matrix, and sum_s phi(k_s), an (r,) vector, first, with "
+          "matrix products; then each query needs only phi(q_t) times those.")
+TOO_BIG = ("this builds the T x S matrix phi(Q) phi(K)^T: on the case with T = S = 6 million it would "
+           "take 262 TiB. " + _FIRST)
+TOO_SLOW = ("your function did not finish in time on the case with T = S = 6 million: O(T S) work (a "
+            "loop over queries that touches every key, a T x S einsum) cannot, and a Python loop over 6 "
+            "million queries or keys is too slow as well. " + _FIRST)
+
+
+def _huge_case() -> Case:
+    def row(*values):
+        return np.broadcast_to(np.array([values]), (HUGE_N, len(values)))  # read-only, (n, len)
+
+    return Case("T = S = 6 million (no T x S matrix fits in memory)", (row(1.5), row(2.0), row(3.0)),
+                budget=TOO_BIG, slow=TOO_SLOW, expected=row(3.0))
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _linear_reference(phi_q, phi_k, v):
@@ -195,13 +226,22 @@ register(
                 "features' dot products phi(q).phi(k) directly as weights.",
             ),
             Mutant(
-                "global-normaliser", lambda pq, pk, v: pq @ (pk.T @ v) / (pq @ pk.T).sum(),
+                "softmax-of-scores", lambda pq, pk, v: _softmax_rows(pq @ pk.T) @ v,
+                "you took a softmax of the feature dot products phi(q_t) . phi(k_s). Linear attention "
+                "uses them directly as weights, divided by their sum over the keys: no exp.",
+            ),
+            Mutant(
+                "global-normaliser", lambda pq, pk, v: pq @ (pk.T @ v) / (pq @ pk.sum(axis=0)).sum(),
                 "you divided by one number for all queries; each query t needs its own "
                 "normaliser phi(q_t) . sum_s phi(k_s).",
             ),
         ),
         alternatives=(
-            lambda pq, pk, v: (pq @ pk.T) @ v / (pq @ pk.T).sum(axis=1, keepdims=True),  # the O(n^2) way
+            lambda pq, pk, v: (
+                lambda q, k, v: (q @ (k.T @ v) / (q @ k.sum(0))[:, None]).numpy()
+            )(*(torch.as_tensor(a) for a in (pq, pk, v))),
+            lambda pq, pk, v: np.einsum("tr,sr,sd->td", pq, pk, v, optimize=True)
+            / np.einsum("tr,sr->t", pq, pk, optimize=True)[:, None],
             lambda pq, pk, v: np.einsum("tr,rd->td", pq, np.einsum("sr,sd->rd", pk, v))
             / np.einsum("tr,r->t", pq, pk.sum(axis=0))[:, None],
         ),
@@ -247,6 +287,19 @@ def _overflow_hint(got, expected, args):
     return None
 
 
+def _step_in_place(m, l, acc, scores, v_blk):
+    """Updates the running state in place, as a kernel does, and returns it."""
+    m_new = np.maximum(m, scores.max(axis=1))  # (T,)
+    alpha = np.exp(m - m_new)  # (T,) computed before m is overwritten
+    p = np.exp(scores - m_new[:, None])  # (T, B)
+    l *= alpha
+    l += p.sum(axis=1)
+    acc *= alpha[:, None]
+    acc += p @ v_blk
+    m[...] = m_new
+    return m, l, acc
+
+
 register(
     Exercise(
         id="online-softmax-step",
@@ -282,7 +335,9 @@ register(
             ),
         ),
         hints=(_overflow_hint,),
+        in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
+            _step_in_place,
             lambda m, l, acc, s, v: tuple(t.numpy() for t in eff.online_softmax_step(
                 *(torch.as_tensor(x) for x in (m, l, acc, s, v)))),
             lambda m, l, acc, s, v: (

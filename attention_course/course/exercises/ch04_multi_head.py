@@ -52,6 +52,11 @@ def _split_interleaved(x, h):
     return x.reshape(B, T, D // h, h).transpose(0, 3, 1, 2)
 
 
+def _split_transpose_first(x, h):
+    B, T, D = x.shape
+    return x.transpose(0, 2, 1).reshape(B, h, T, D // h)  # (B, D, T) cut in memory order
+
+
 register(
     Exercise(
         id="split-heads",
@@ -69,6 +74,12 @@ register(
                 "interleaved", _split_interleaved,
                 "head i should own the contiguous block of features i*d_k:(i+1)*d_k; you gave it "
                 "every h-th feature. Reshape the last axis to (h, d_k), not (d_k, h).",
+            ),
+            Mutant(
+                "transpose-then-reshape", _split_transpose_first,
+                "you transposed x to (B, h*d_k, T) and then reshaped to (B, h, T, d_k): a reshape "
+                "reads the array in memory order, so each head's block mixes features and positions. "
+                "Reshape the last axis into (h, d_k) first, (B, T, h, d_k), then swap axes 1 and 2.",
             ),
         ),
         alternatives=(
@@ -101,23 +112,33 @@ def _mha_reference(x, W_q, W_k, W_v, W_o, h):
     return mh.multi_head_attention(x, x, W_q, W_k, W_v, W_o, num_heads=h)
 
 
-def _mha_with(scale="d_k", split="ok", merge="ok", project=True):
+def _mha_with(scale="d_k", split="ok", merge="ok", project=True, axis=-1, transpose_w=False):
     def f(x, W_q, W_k, W_v, W_o, h):
         B, T, D = x.shape
 
         def heads(y):
             if split == "no-transpose":
                 return y.reshape(B, h, T, D // h)
+            if split == "interleaved":
+                return y.reshape(B, T, D // h, h).transpose(0, 3, 1, 2)
             return y.reshape(B, T, h, D // h).transpose(0, 2, 1, 3)  # (B, h, T, d_k)
 
-        q, k, v = heads(x @ W_q), heads(x @ W_k), heads(x @ W_v)
-        d = D if scale == "d_model" else D // h
+        def proj(W):
+            return x @ (W.T if transpose_w else W)
+
+        q, k, v = heads(proj(W_q)), heads(proj(W_k)), heads(proj(W_v))
+        d = {"d_model": D, "none": 1}.get(scale, D // h)
         scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)  # (B, h, T, T)
-        e = np.exp(scores - scores.max(-1, keepdims=True))
-        w = e / e.sum(-1, keepdims=True)
+        e = np.exp(scores - scores.max(axis, keepdims=True))
+        w = e / e.sum(axis, keepdims=True)
         z = w @ v  # (B, h, T, d_v)
-        concat = z.reshape(B, T, D) if merge == "no-transpose" else z.transpose(0, 2, 1, 3).reshape(B, T, D)
-        return (concat @ W_o if project else concat), w
+        if merge == "no-transpose":
+            concat = z.reshape(B, T, D)
+        elif merge == "interleaved":
+            concat = z.transpose(0, 2, 3, 1).reshape(B, T, D)  # undoes the interleaved split
+        else:
+            concat = z.transpose(0, 2, 1, 3).reshape(B, T, D)  # (B, T, h*d_v)
+        return (concat @ (W_o.T if transpose_w else W_o) if project else concat), w
 
     return f
 
@@ -168,6 +189,26 @@ register(
                 "no-output-projection", _mha_with(project=False),
                 "you returned the concatenated heads; multiply them by W_o to get the output.",
             ),
+            Mutant(
+                "no-scale", _mha_with(scale="none"),
+                "each head's scores need the scale 1/sqrt(d_k), with d_k = d_model / h, before "
+                "the softmax; yours have none.",
+            ),
+            Mutant(
+                "softmax-over-queries", _mha_with(axis=-2),
+                "your weights' columns sum to 1: each head's softmax normalises over the keys, "
+                "the last axis of its (T, T) score matrix.",
+            ),
+            Mutant(
+                "weights-transposed", _mha_with(transpose_w=True),
+                "you used the weights transposed (x @ W.T, as nn.Linear stores them); here every "
+                "weight matrix is used as x @ W.",
+            ),
+            Mutant(
+                "interleaved-heads", _mha_with(split="interleaved", merge="interleaved"),
+                "head i should own the contiguous features i*d_k:(i+1)*d_k of q, k and v; you gave it "
+                "every h-th feature. Reshape the last axis to (h, d_k), not (d_k, h).",
+            ),
         ),
         alternatives=(
             lambda x, W_q, W_k, W_v, W_o, h: tuple(
@@ -190,6 +231,26 @@ def _count_cases() -> list[Case]:
         Case("one head", (16, 1, True)),
         Case("d_model=6, 3 heads, no biases", (6, 3, False)),
     ]
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"one {one}" if n == 1 else f"{n} {many}"
+
+
+def _param_count_hint(got, expected, args):
+    """Name the difference in units of one weight matrix (d_model^2) and one bias (d_model)."""
+    d = args[0]
+    diff = int(got) - int(expected)
+    for a in range(-8, 9):  # diff = a * d^2 + b * d with small a and b
+        b, rest = divmod(diff - a * d * d, d)
+        if rest == 0 and abs(b) <= 8:
+            parts = ([_count(abs(a), "d_model x d_model weight matrix", "d_model x d_model weight matrices")]
+                     if a else []) + (
+                [_count(abs(b), "bias vector of d_model entries", "bias vectors of d_model entries")] if b else [])
+            return (f"you counted {int(got)}, {'more' if diff > 0 else 'fewer'} than the right "
+                    f"{int(expected)} by {' and '.join(parts)}: check which projections and biases "
+                    f"you count")
+    return None
 
 
 register(
@@ -219,7 +280,23 @@ register(
                 "ignores-bias-flag", lambda d, h, b: 4 * d * d + 4 * d,
                 "with bias=False there are no bias vectors: only the four weight matrices count.",
             ),
+            Mutant(
+                "forgot-b_o", lambda d, h, b: 4 * d * d + (3 * d if b else 0),
+                "you counted the biases of the query, key and value projections but not the output "
+                "projection's bias b_O (d_model more).",
+            ),
+            Mutant(
+                "no-biases", lambda d, h, b: 4 * d * d,
+                "with bias=True each of the four projections also has a bias vector of d_model "
+                "entries: 4 * d_model more.",
+            ),
+            Mutant(
+                "one-head-only", lambda d, h, b: 4 * d * (d // h) + (4 * (d // h) if b else 0),
+                "you counted the parameters of one head (d_model x d_k per projection); there are "
+                "num_heads of them, which together make four d_model x d_model matrices.",
+            ),
         ),
+        hints=(_param_count_hint,),
         alternatives=(
             lambda d, h, b: sum(p.numel() for p in torch.nn.MultiheadAttention(d, h, bias=b).parameters()),
             lambda d, h, b: h * (3 * d * (d // h) + (d // h) * d) + (4 * d if b else 0),
@@ -263,6 +340,12 @@ def _ablate_interleaved(heads, W_o, head):
     return concat @ W_o
 
 
+def _ablate_merge_without_transpose(heads, W_o, head):
+    B, h, T, d_v = heads.shape
+    kept = heads * (np.arange(h) != head)[None, :, None, None]
+    return kept.reshape(B, T, h * d_v) @ W_o  # heads were not moved after the positions
+
+
 def _ablate_only_that_head(heads, W_o, head):
     return mh.head_contributions(heads, W_o)[:, head]
 
@@ -292,6 +375,16 @@ register(
                 "only-that-head", _ablate_only_that_head,
                 "that is the ablated head's own contribution; the answer keeps every other head "
                 "and drops this one.",
+            ),
+            Mutant(
+                "nothing-removed", lambda heads, W_o, head: mh.merge_heads(heads) @ W_o,
+                "that is the output with every head; head `head` must contribute nothing (zero its "
+                "output, or leave out its term head_i W_o^(i) from the sum).",
+            ),
+            Mutant(
+                "merge-without-transpose", _ablate_merge_without_transpose,
+                "you reshaped (B, h, T, d_v) straight to (B, T, h*d_v), which mixes positions and "
+                "heads: move the head axis after the positions first, (B, T, h, d_v), then reshape.",
             ),
         ),
         alternatives=(

@@ -175,6 +175,17 @@ def _bool_power(T, window, n_layers):
     return R > 0
 
 
+def _explain_reach(index, expected, args):
+    i, j = index
+    T, window, n_layers = args
+    reach = n_layers * window
+    if expected:
+        return (f"|{i} - {j}| = {abs(i - j)} <= n_layers * window = {reach}, so output {i} hears "
+                f"input {j} through a chain of {n_layers} hops of at most {window}")
+    return (f"|{i} - {j}| = {abs(i - j)} > n_layers * window = {reach}: {n_layers} hops of at most "
+            f"{window} cannot reach that far")
+
+
 register(
     Exercise(
         id="banded-receptive-field",
@@ -198,6 +209,7 @@ register(
                 "itself (use <=, not <).",
             ),
         ),
+        explain=_explain_reach,
         alternatives=(
             _bool_power,
             lambda T, w, L: np.abs(_offset(T)) <= L * w,

@@ -93,6 +93,9 @@ def _entropy_cases() -> list[Case]:
         Case("a single vector, temperature 2", (rng.normal(size=5), 2.0)),
         Case("a batch of shape (2, 3, 4), temperature 0.5", (rng.normal(size=(2, 3, 4)), 0.5)),
         Case("a saturated row and a uniform row", (np.array([[1000.0, 0.0, -1000.0], [0.0, 0.0, 0.0]]), 1.0)),
+        Case(  # large but not saturated: an unstable exp gives inf / inf here, not a clean 0
+            "logits near 1000, not saturated", (np.array([[1000.0, 999.0, 998.0], [-998.0, -999.0, -1000.0]]), 1.0),
+        ),
     ]
 
 
@@ -109,6 +112,13 @@ def _entropy_naive(x, temperature):
     p = softmax(x / temperature, axis=-1)
     with np.errstate(all="ignore"):
         return -(p * np.log(p)).sum(axis=-1)  # 0 * log 0 = NaN
+
+
+def _entropy_nansum(x, temperature):
+    e = np.exp(x / temperature)  # overflows to inf for logits near 1000
+    p = e / e.sum(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        return -np.nansum(p * np.log(p), axis=-1)  # hides the NaN as 0
 
 
 def _has_nan(got, expected, args):
@@ -150,6 +160,13 @@ register(
                 "NaN for the saturated row: a weight that underflows to 0 gives "
                 "0 * log(0) = 0 * (-inf) = NaN. Such a term should count as 0: use "
                 "np.where(p > 0, p * np.log(p), 0) or the log-softmax z - logsumexp(z).",
+            ),
+            Mutant(
+                "unstable-nansum", _entropy_nansum,
+                "for logits near 1000 you return 0 (or NaN): exp(1000) overflows to inf, inf / inf "
+                "is NaN, and nansum (or np.where(p > 0, ...)) turns the NaN into 0, which only looks right "
+                "for a saturated row. "
+                "Subtract each row's maximum before exp (softmax(z) = softmax(z - max z)).",
             ),
         ),
         hints=(_has_nan,),
