@@ -35,26 +35,30 @@ Kernels (``bandwidth`` is :math:`h > 0`):
 ``softmax``   :math:`\exp(q\cdot k / h^2)` (the dot-product kernel of attention)
 ============  ==============================================
 
-The estimators accept numpy arrays or torch tensors and return the same kind;
-the two ``fit_*`` functions train with torch in float64 and return numpy.
+The estimators accept numpy arrays or torch tensors and return the same kind.
+Learning the kernel (its width or a metric) is in
+:mod:`attention_course.lenses.kernel_learning`; where the dot-product kernel of
+attention stops being a smoothing kernel, in :mod:`attention_course.lenses.attention_kernel`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ..core._backend import Array, ShapeError, check_float, is_torch, shape_str, to_numpy
 from ..core.attention import scaled_dot_product_attention, softmax
 
 __all__ = [
     "KERNELS", "RegressionData", "sine_data", "sparse_sine_data", "log_kernel",
-    "kernel_matrix", "nadaraya_watson", "gaussian_nw_as_attention", "mse",
-    "BandwidthFit", "fit_bandwidth", "MetricFit", "fit_metric",
+    "kernel_matrix", "nadaraya_watson", "gaussian_nw_as_attention", "nw_attention_gaps", "mse",
+    "mse_by_bandwidth", "mse_by_bandwidth_over_seeds",
 ]
 
 KERNELS = ("gaussian", "laplace", "boxcar", "softmax")
@@ -296,6 +300,60 @@ def gaussian_nw_as_attention(q: Array, k: Array, v: Array, bandwidth: float) -> 
     return scaled_dot_product_attention(q, k, v, mask=bias[None, :], scale=1.0 / sigma2)  # (T, d_v), (T, S)
 
 
+def nw_attention_gaps(q: Array, k: Array, v: Array, bandwidth: float) -> dict[str, float]:
+    r"""How far three attention computations are from Gaussian Nadaraya-Watson (the kernel formula).
+
+    With :math:`\hat f = \text{NW}_\sigma(Q, K, V)` from :func:`nadaraya_watson`, returns
+    :math:`\max |\hat f - o|` for three outputs :math:`o`:
+
+    * ``"package"``: :func:`gaussian_nw_as_attention`, i.e. the package's attention
+      with scale :math:`1/\sigma^2` and the key bias :math:`b_j = -\lVert k_j\rVert^2/2\sigma^2`;
+    * ``"torch"``: ``torch.nn.functional.scaled_dot_product_attention`` with the same
+      scale and :math:`b` as a float ``attn_mask``;
+    * ``"no_bias"``: the package's attention with the same scale and **no** bias,
+      :math:`\operatorname{softmax}(QK^\top/\sigma^2)V`. It is 0 (up to rounding) only
+      when all keys have one norm.
+
+    The first two are 0 up to float64 rounding: the identity
+    :math:`-\lVert q-k\rVert^2/2\sigma^2 = (q\cdot k - \lVert k\rVert^2/2)/\sigma^2 - \lVert q\rVert^2/2\sigma^2`
+    and the softmax's invariance to the constant :math:`\lVert q\rVert^2` term.
+
+    Parameters
+    ----------
+    q : array, shape (T, d)
+    k : array, shape (S, d)
+    v : array, shape (S, d_v)
+    bandwidth : float
+        :math:`\sigma > 0`.
+
+    Returns
+    -------
+    dict
+        ``{"package": float, "torch": float, "no_bias": float}``.
+
+    Examples
+    --------
+    >>> q, k, v = np.zeros((1, 2)), np.array([[1.0, 0.0], [3.0, 0.0]]), np.array([[0.0], [1.0]])
+    >>> gaps = nw_attention_gaps(q, k, v, bandwidth=1.0)
+    >>> gaps["package"] < 1e-15, gaps["torch"] < 1e-15, round(gaps["no_bias"], 4)  # 0.5 - 1/(1+e^4)
+    (True, True, 0.482)
+    """
+    q, k, v = (np.asarray(to_numpy(a), dtype=np.float64) for a in (q, k, v))
+    sigma = float(bandwidth)
+    nw, _ = nadaraya_watson(q, k, v, "gaussian", sigma)  # kernel formula, exp(-|q-k|^2 / 2 sigma^2)   (T, d_v)
+    via_package, _ = gaussian_nw_as_attention(q, k, v, sigma)  # (T, d_v)
+    bias = -(k**2).sum(-1) / (2 * sigma**2)  # $b_j = -\lVert k_j \rVert^2 / 2\sigma^2$   (S,)
+    via_torch = F.scaled_dot_product_attention(
+        *map(torch.as_tensor, (q, k, v)), attn_mask=torch.as_tensor(bias)[None, :], scale=sigma**-2
+    ).numpy()  # (T, d_v), fused kernel, bias broadcast over the T queries
+    no_bias, _ = scaled_dot_product_attention(q, k, v, scale=sigma**-2)  # (T, d_v)
+    return {
+        "package": float(np.abs(nw - via_package).max()),
+        "torch": float(np.abs(nw - via_torch).max()),
+        "no_bias": float(np.abs(nw - no_bias).max()),
+    }
+
+
 def mse(predictions: Array, targets: Array) -> float:
     """Mean squared error as a Python float.
 
@@ -310,118 +368,73 @@ def mse(predictions: Array, targets: Array) -> float:
     return float(np.mean((p - t) ** 2))
 
 
-# ------------------------------------------------------------------ learning
-def _adam(
-    loss_fn: Any, init: torch.Tensor, steps: int, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8
-) -> tuple[list, np.ndarray]:
-    r"""Full-batch Adam on one tensor, written out; returns (parameters after each step, losses).
+# ------------------------------------------------------------------ bandwidth sweeps
+def mse_by_bandwidth(
+    x_query: Array,
+    x_train: Array,
+    y_train: Array,
+    y_query: Array,
+    w_values: Iterable[float],
+    kernel: str = "gaussian",
+    leave_one_out: bool = False,
+) -> np.ndarray:
+    r"""Mean squared error of Nadaraya-Watson at each inverse bandwidth :math:`w = 1/h`.
 
-    The update is torch.optim.Adam's with its defaults (a test checks it), spelled
-    out here because torch.optim's first use imports torch._dynamo, which alone
-    takes seconds: :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`,
-    :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`,
-    :math:`p \leftarrow p - \eta\, \hat m / (\sqrt{\hat v} + \epsilon)` with bias-corrected
-    :math:`\hat m, \hat v`. ``params[0]`` is ``init``; ``losses[t]`` is the loss at ``params[t]``.
-    """
-    p = init.detach().clone().requires_grad_(True)
-    m, v = torch.zeros_like(p), torch.zeros_like(p)
-    params, losses = [p.detach().clone()], []
-    for t in range(1, steps + 1):
-        loss = loss_fn(p)
-        (g,) = torch.autograd.grad(loss, p)
-        m = betas[0] * m + (1 - betas[0]) * g
-        v = betas[1] * v + (1 - betas[1]) * g**2
-        m_hat, v_hat = m / (1 - betas[0] ** t), v / (1 - betas[1] ** t)
-        with torch.no_grad():
-            p -= lr * m_hat / (v_hat.sqrt() + eps)
-        params.append(p.detach().clone())
-        losses.append(loss.item())
-    return params, np.array(losses)
+    .. math::
 
+        \text{MSE}(w) = \frac1T \sum_{i=1}^T \bigl(\hat f_{h = 1/w}(q_i) - y_i\bigr)^2
 
-@dataclass(frozen=True)
-class BandwidthFit:
-    """A learned scale ``w`` of the Gaussian kernel :math:`\\exp(-((q-k)w)^2/2)` (bandwidth ``1/w``)."""
-
-    w: float
-    w_history: np.ndarray  # (steps + 1,), w before each step and after the last
-    loss_history: np.ndarray  # (steps,), training loss at each step
-
-
-def fit_bandwidth(
-    x: Array, y: Array, leave_one_out: bool = True, steps: int = 200, lr: float = 0.05, w_init: float = 1.0
-) -> BandwidthFit:
-    r"""Learn ``w`` in :math:`\kappa(q, k) = \exp(-((q-k)w)^2/2)` by full-batch Adam on the training MSE.
-
-    With ``leave_one_out=True`` each training point is predicted from the others
-    (:math:`\alpha_{ii} = 0`); without it, every point can explain itself, so the
-    loss keeps falling as ``w`` grows and the fit turns into interpolation.
+    With ``x_query = x_train`` and ``y_query = y_train`` this is the training loss,
+    with ``leave_one_out=True`` the leave-one-out loss; with a held-out set, the test error.
 
     Parameters
     ----------
-    x : array, shape (n,) or (n, d)
-    y : array, shape (n,)
-    steps, lr, w_init
-        Adam steps, learning rate and the starting value of ``w``.
+    x_query : array, shape (T,) or (T, d)
+    x_train : array, shape (S,) or (S, d)
+    y_train : array, shape (S,)
+    y_query : array, shape (T,)
+        The targets the predictions are scored against.
+    w_values : iterable of float
+        Inverse bandwidths, each positive.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(w_values),)
 
     Examples
     --------
-    >>> data = sine_data(seed=0)
-    >>> fit = fit_bandwidth(data.x_train, data.y_train, steps=5)
-    >>> fit.w_history.shape, fit.loss_history.shape
-    ((6,), (5,))
+    Keys 0 and 1 with targets 0 and 1, queried at 0: the prediction is
+    :math:`e^{-w^2/2} / (1 + e^{-w^2/2})`, and its square is the error.
+
+    >>> x, y = np.array([0.0, 1.0]), np.array([0.0, 1.0])
+    >>> mse_by_bandwidth(np.array([0.0]), x, y, np.array([0.0]), [1.0, 3.0]).round(5).tolist()
+    [0.14254, 0.00012]
     """
-    x_t = torch.as_tensor(to_numpy(x), dtype=torch.float64)  # (n,) or (n, d)
-    y_t = torch.as_tensor(to_numpy(y), dtype=torch.float64)  # (n,)
-
-    def loss_fn(w: torch.Tensor) -> torch.Tensor:
-        pred, _ = nadaraya_watson(x_t * w, x_t * w, y_t, leave_one_out=leave_one_out)  # (n,)
-        return ((pred - y_t) ** 2).mean()
-
-    w_init_t = torch.tensor(float(w_init), dtype=torch.float64)
-    params, losses = _adam(loss_fn, w_init_t, steps, lr)
-    ws = np.abs(np.array([p.item() for p in params]))  # the kernel depends on w only through w^2
-    return BandwidthFit(float(ws[-1]), ws, losses)
+    return np.array([
+        mse(nadaraya_watson(x_query, x_train, y_train, kernel, 1 / w, leave_one_out)[0], y_query) for w in w_values
+    ])  # (len(w_values),)
 
 
-@dataclass(frozen=True)
-class MetricFit:
-    """A learned metric ``W`` of the kernel :math:`\\exp(-\\lVert W(q-k)\\rVert^2/2)`."""
+def mse_by_bandwidth_over_seeds(
+    w_values: Sequence[float], seeds: Iterable[int], n: int = 40, noise: float = 1.0
+) -> np.ndarray:
+    r"""Test MSE of the Gaussian fit at each width, on a fresh draw of :func:`sine_data` per seed.
 
-    W: np.ndarray  # (d, d)
-    loss_history: np.ndarray  # (steps,)
+    Row ``s`` is :func:`mse_by_bandwidth` on ``sine_data(n, noise, seed=s)``, scored on its
+    noiseless test curve: it shows which features of the error curve survive a new draw.
 
-
-def fit_metric(
-    x: Array, y: Array, steps: int = 300, lr: float = 0.1, leave_one_out: bool = True
-) -> MetricFit:
-    r"""Learn ``W`` in :math:`\kappa(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` by full-batch Adam.
-
-    Since :math:`\lVert W(q-k)\rVert = \lVert Wq - Wk\rVert`, this is Gaussian
-    Nadaraya-Watson on the projected points :math:`Wx`: attention with
-    :math:`W_Q = W_K = W` and the key bias. ``W`` starts at the identity (no
-    randomness) and the loss is the leave-one-out MSE by default. Predict with
-    ``nadaraya_watson(x_query @ W.T, x_train @ W.T, y_train)``.
-
-    Parameters
-    ----------
-    x : array, shape (n, d)
-    y : array, shape (n,)
+    Returns
+    -------
+    numpy.ndarray, shape (n_seeds, len(w_values))
 
     Examples
     --------
-    >>> data = sparse_sine_data(n=50, seed=0)
-    >>> fit = fit_metric(data.x_train, data.y_train, steps=3)
-    >>> fit.W.shape, fit.loss_history.shape
-    ((5, 5), (3,))
+    >>> errors = mse_by_bandwidth_over_seeds((0.3, 3.0, 30.0), seeds=range(1, 4))
+    >>> errors.shape, bool(np.all(errors[:, 1] < errors[:, 0]))
+    ((3, 3), True)
     """
-    x_t = _as_points("x", torch.as_tensor(to_numpy(x), dtype=torch.float64))  # (n, d)
-    y_t = torch.as_tensor(to_numpy(y), dtype=torch.float64)  # (n,)
-
-    def loss_fn(W: torch.Tensor) -> torch.Tensor:
-        z = x_t @ W.T  # $z = Wx$   (n, d)
-        pred, _ = nadaraya_watson(z, z, y_t, leave_one_out=leave_one_out)  # (n,)
-        return ((pred - y_t) ** 2).mean()
-
-    params, losses = _adam(loss_fn, torch.eye(x_t.shape[1], dtype=torch.float64), steps, lr)  # W_0 = I
-    return MetricFit(params[-1].numpy(), losses)
+    rows = []
+    for seed in seeds:
+        data = sine_data(n=n, noise=noise, seed=seed)
+        rows.append(mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, w_values))
+    return np.array(rows)  # (n_seeds, len(w_values))
