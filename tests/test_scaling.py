@@ -1,4 +1,5 @@
-"""scaling.py: the variance argument, softmax saturation, the softmax Jacobian and the caveats.
+"""lenses/scaling.py: the variance argument, softmax saturation, the softmax Jacobian, the caveats
+and the queries and keys of a BERT encoder (checked against its own attention maps).
 
 References used: torch.autograd (Jacobian), numpy.linalg (norms, eigenvalues), mpmath at 150
 digits (norms of nearly one-hot rows), torch.distributions.Categorical (entropy),
@@ -20,12 +21,15 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention_course import ShapeError, scaled_dot_product_attention
+from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
 from attention_course.lenses.scaling import (
     absorb_scale,
     attention_scores,
+    bert_queries_keys,
     dot_product_variance,
     dot_variance_standard_error,
     loglog_slope,
+    pair_logit_variance,
     qk_norm_scores,
     resolve_scale,
     saturation_stats,
@@ -354,123 +358,17 @@ def test_qk_norm_bounds_the_scores_and_learns_a_temperature():
     torch.testing.assert_close(gain.grad, qk_norm_scores(q, k, eps=0.0).sum(), **TOL)
 
 
-# ------------------------------------------------------- training comparison
-from attention_course.models.tasks import make_task  # noqa: E402
-from attention_course.models.tiny import ModelConfig, TinyTransformer, train_run  # noqa: E402
-from attention_course.lenses.scaling import (  # noqa: E402
-    compare_scales,
-    load_comparisons,
-    save_comparisons,
-    thin_comparison,
-)
-
-SMALL = dict(steps=4, d_model=8, n_heads=1, eval_batch=16, batch_size=8)
-
-
-@pytest.fixture(scope="module")
-def comparison():
-    n = torch.get_num_threads()
-    result = compare_scales([4, 16], ["sqrt", "none", "mup"], seed=2, **SMALL)
-    torch.set_num_threads(n)
-    return result
-
-
-def test_compare_scales_shapes_and_factors(comparison):
-    r = comparison
-    assert r.d_k.tolist() == [4, 16] and r.scales == ("sqrt", "none", "mup")
-    assert r.loss.shape == r.grad_norm_qk.shape == (2, 3, 4)
-    assert r.max_weight.shape == (2, 3, 4, 2)
-    assert r.eval_loss.shape == r.grad_norm_init.shape == (2, 3)
-    for name in ("logit_std_init", "logit_std_final", "previous_token", "induction"):
-        assert getattr(r, name).shape == (2, 3, 2)
-    np.testing.assert_allclose(r.factor, [[1 / 2, 1, 1 / 4], [1 / 4, 1, 1 / 16]], rtol=1e-15)
-    assert r.index(16, "mup") == (1, 2)
-    with pytest.raises(KeyError, match=r"d_k=32.*not in d_k=\[4, 16\]"):
-        r.index(32, "sqrt")
-
-
-def test_compare_scales_reproduces_independent_training_runs(comparison):
-    task = make_task("repeated_sequences")
-    for i, d_k in enumerate([4, 16]):
-        for j, scale in enumerate(["sqrt", "none", "mup"]):
-            cfg = ModelConfig(d_model=8, n_heads=1, d_k=d_k, scale=scale)
-            run = train_run(TinyTransformer(cfg, seed=2), task, steps=4, seed=2, lr=1e-2, batch_size=8)
-            np.testing.assert_array_equal(comparison.loss[i, j], run.loss)
-            expect = np.sqrt((run.grad_norm_q**2 + run.grad_norm_k**2).sum(axis=1))
-            np.testing.assert_allclose(comparison.grad_norm_qk[i, j], expect, rtol=1e-12)
-            assert comparison.grad_norm_qk_init[i, j] == expect[0]
-            np.testing.assert_array_equal(comparison.max_weight[i, j], run.max_weight)
-
-
-def test_initial_logit_spread_is_proportional_to_the_scale(comparison):
-    # the same seed gives the same weights for every scale, and layer 0 sees the same
-    # inputs, so there only the factor differs (layer 1's inputs depend on layer 0's attention)
-    std = comparison.logit_std_init[..., 0]  # (d_k, scale), layer 0
-    for i, d_k in enumerate([4, 16]):
-        np.testing.assert_allclose(std[i, 1] / std[i, 0], math.sqrt(d_k), rtol=1e-5)
-        np.testing.assert_allclose(std[i, 1] / std[i, 2], d_k, rtol=1e-5)
-    std = comparison.logit_std_init
-    assert np.all((0.5 < std[:, 0]) & (std[:, 0] < 2.0))  # Var(q.k / sqrt(d_k)) is about 1
-
-
-def test_compare_scales_rejects_a_bad_scale_before_training():
-    with pytest.raises(ValueError, match=r"unknown scale 'root'"):
-        compare_scales([4], ["sqrt", "root"], **SMALL)
-
-
-def test_thin_comparison_block_means(comparison):
-    t = thin_comparison(comparison, 3)
-    assert t.step.tolist() == [1.0, 3.0]  # blocks {0, 1, 2} and {3}
-    np.testing.assert_allclose(t.loss[..., 0], comparison.loss[..., :3].mean(-1), rtol=1e-12)
-    np.testing.assert_allclose(t.loss[..., 1], comparison.loss[..., 3], rtol=1e-12)
-    np.testing.assert_allclose(t.max_weight[:, :, 1], comparison.max_weight[:, :, 3], rtol=1e-12)
-    np.testing.assert_array_equal(t.grad_norm_qk_init, comparison.grad_norm_qk_init)
-    with pytest.raises(ValueError, match=r"every=0; expected a positive integer"):
-        thin_comparison(comparison, 0)
-
-
-def test_save_and_load_round_trip(comparison, tmp_path):
-    path = tmp_path / "c.json"
-    save_comparisons([comparison, comparison], str(path), meta={"machine": {"cores": 2}})
-    results, meta = load_comparisons(str(path))
-    assert meta == {"machine": {"cores": 2}} and len(results) == 2
-    r = results[1]
-    assert r.scales == comparison.scales and r.settings == comparison.settings
-    assert r.d_k.dtype.kind == "i" and r.d_k.tolist() == [4, 16]
-    for name in ("loss", "grad_norm_qk", "max_weight", "eval_loss", "logit_std_final", "factor"):
-        np.testing.assert_allclose(getattr(r, name), getattr(comparison, name), rtol=1e-3)
-    path.write_text('{"schema_version": 2, "runs": []}')
-    with pytest.raises(ValueError, match=r"schema_version=2; expected 1"):
-        load_comparisons(str(path))
-
-
-def test_command_line_writes_the_json(tmp_path):
-    out = tmp_path / "run.json"
-    from attention_course.__main__ import main
-
-    status = main(["scaling-run", "--out", str(out), "--d-k", "4", "--scales", "sqrt", "none", "--seeds", "0",
-                   "--steps", "3", "--n-heads", "1", "--every", "2"])
-    results, stored = load_comparisons(str(out))
-    assert status == 0 and stored["machine"]["cores"] >= 1 and stored["cpu_seconds"] >= 0
-    assert stored["arguments"]["steps"] == 3 and stored["arguments"]["d_k"] == [4]
-    (r,) = results
-    assert r.scales == ("sqrt", "none") and r.loss.shape == (1, 2, 2)
-    assert r.settings["steps"] == 3 and r.settings["n_heads"] == 1
-
-
 # ------------------------------------------------------ a pretrained model
-from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode  # noqa: E402
-from attention_course.lenses.scaling import bert_queries_keys, pair_logit_variance  # noqa: E402
 
 
 def random_bert(n_layers=2, d=12, h=3, seed=0):
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64) / math.sqrt(s[0])  # noqa: E731
     layers = tuple(
-        BertLayerWeights(*[r(d, d) for _ in range(4)], *[r(d) for _ in range(4)],
-                         1 + r(d), r(d), r(d, 2 * d), r(2 * d), r(2 * d, d), r(d), 1 + r(d), r(d))
+        BertLayerWeights(*[r(d, d) for _ in range(4)], *[r(d) for _ in range(4)], 1 + r(d), r(d),
+                         r(d, 2 * d), r(2 * d), r(2 * d, d), r(d), 1 + r(d), r(d))
         for _ in range(n_layers)
-    )  # fmt: skip
+    )
     return BertWeights(r(20, d), r(16, d), r(2, d), 1 + r(d), r(d), layers, h, 1e-12)
 
 
@@ -496,8 +394,8 @@ def test_pair_logit_variance_matches_a_loop_and_ignores_padding():
     valid = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
     measured, theory = pair_logit_variance(q, k, valid)
     for head in range(2):
-        dots = [q[b, head, i] @ k[b, head, j] for b in range(2) for i in range(5) for j in range(5)
-                if valid[b, i] and valid[b, j]]  # fmt: skip
+        pairs = [(b, i, j) for b in range(2) for i in range(5) for j in range(5) if valid[b, i] and valid[b, j]]
+        dots = [q[b, head, i] @ k[b, head, j] for b, i, j in pairs]
         q_entries = np.concatenate([q[b, head, i] for b in range(2) for i in range(5) if valid[b, i]])
         k_entries = np.concatenate([k[b, head, i] for b in range(2) for i in range(5) if valid[b, i]])
         assert measured[head] == pytest.approx(np.var(dots), rel=1e-12)

@@ -9,75 +9,40 @@ For independent queries and keys with i.i.d. zero-mean entries,
 
 so the raw scores spread out like :math:`\sqrt{d_k}`. A softmax fed such scores
 saturates (one weight near 1), and its Jacobian
+:math:`J = \partial \operatorname{softmax}(s) / \partial s = \operatorname{diag}(p) - p p^\top`
+goes to 0 with it. Multiplying the scores by a scale :math:`c(d_k)` fixes the spread;
+``scale`` is ``"sqrt"`` (:math:`1/\sqrt{d_k}`, Vaswani et al. 2017, score variance 1),
+``"none"`` (:math:`c = 1`, variance :math:`d_k`), ``"mup"`` (:math:`1/d_k`, Yang et al.
+2022) or a positive number (:func:`~attention_course.core.attention.resolve_scale`).
 
-.. math::
-
-    J = \frac{\partial \operatorname{softmax}(s)}{\partial s} = \operatorname{diag}(p) - p p^\top
-
-goes to 0 with it: gradients vanish. Multiplying the scores by a scale
-:math:`c(d_k)` before the softmax fixes the spread. Everywhere in this module
-``scale`` is one of
-
-* ``"sqrt"``: :math:`c = 1/\sqrt{d_k}` (Vaswani et al. 2017), score variance 1;
-* ``"none"``: :math:`c = 1` (no scaling), score variance :math:`d_k`;
-* ``"mup"``: :math:`c = 1/d_k` (muP, Yang et al. 2022), score variance :math:`1/d_k` at
-  initialisation, which is right once training has aligned ``q`` with ``k``;
-* a positive number, used as it is.
-
-The module measures the variance, the saturation of softmax rows and the size of
-the softmax Jacobian as functions of :math:`d_k`, and holds the caveat helpers:
-the scale can be folded into :math:`W_Q`, and QK-normalisation bounds the scores
-instead of rescaling them. :func:`compare_scales` trains the course's tiny
-transformer (:mod:`attention_course.models.tiny`) with each scale and records loss
-curves, gradient norms and attention sharpness;
-
-    python -m attention_course.lenses.scaling --out attention_course/data/scaling_training.json
-
-runs the fuller comparison of chapter 6 (several minutes) and writes it as JSON.
+The module measures the variance, the saturation of softmax rows and the size of the
+softmax Jacobian as functions of :math:`d_k`, in random vectors and in a pretrained
+BERT, and holds the caveats: the scale can be folded into :math:`W_Q`, and
+QK-normalisation bounds the scores instead of rescaling them. Training the tiny
+transformer with each scale is an experiment:
+:mod:`attention_course.experiments.scale_training`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import numpy as np
 import torch
 
 from ..core._backend import Array, ShapeError, check_float, is_torch, shape_str, to_numpy
-from ..core.attention import SCALES, Scale, resolve_scale, softmax  # noqa: F401  (re-exported)
+from ..core.attention import Scale, resolve_scale, softmax  # resolve_scale is re-exported
+from ..core.multihead import split_heads
 
 __all__ = [
-    "dot_product_variance",
-    "dot_variance_standard_error",
-    "VarianceSweep",
-    "variance_vs_dim",
-    "loglog_slope",
-    "softmax_entropy",
-    "softmax_jacobian",
-    "softmax_jacobian_norm",
-    "SaturationStats",
-    "saturation_stats",
-    "absorb_scale",
-    "attention_scores",
-    "qk_norm_scores",
-    "bert_queries_keys",
+    "dot_product_variance", "dot_variance_standard_error", "VarianceSweep", "variance_vs_dim",
+    "loglog_slope", "softmax_entropy", "softmax_jacobian", "softmax_jacobian_norm", "SaturationStats",
+    "saturation_stats", "absorb_scale", "attention_scores", "qk_norm_scores", "bert_queries_keys",
     "pair_logit_variance",
-    "ScaleComparison",
-    "compare_scales",
-    "thin_comparison",
-    "save_comparisons",
-    "load_comparisons",
 ]
-
-#: The fuller training comparison of chapter 6, shipped with the package.
-STORED_RUN = Path(__file__).resolve().parents[1] / "data" / "scaling_training.json"
 
 
 def _check_dims(d_ks: Sequence[int]) -> list[int]:
@@ -115,10 +80,8 @@ def dot_product_variance(q: Array, k: Array) -> float:
     check_float("q", q)
     check_float("k", k)
     if tuple(q.shape) != tuple(k.shape):
-        raise ShapeError(
-            f"q has shape {shape_str(q)} but k has shape {shape_str(k)}; expected equal "
-            f"shapes (..., d_k): sample n of q is paired with sample n of k"
-        )
+        raise ShapeError(f"q has shape {shape_str(q)} but k has shape {shape_str(k)}; expected equal "
+                         f"shapes (..., d_k): sample n of q is paired with sample n of k")
     s = (q * k).sum(-1)  # (...,) one dot product per sample
     return float(s.var(unbiased=False) if is_torch(s) else np.var(s))
 
@@ -155,36 +118,15 @@ class VarianceSweep:
     std_error: np.ndarray  # absolute Monte-Carlo standard error of `empirical`
 
 
-def variance_vs_dim(
-    d_ks: Sequence[int],
-    n_samples: int = 20000,
-    var_q: float = 1.0,
-    var_k: float = 1.0,
-    scale: Scale = "none",
-    seed: int = 0,
-) -> VarianceSweep:
+def variance_vs_dim(d_ks: Sequence[int], n_samples: int = 20000, var_q: float = 1.0, var_k: float = 1.0,
+                    scale: Scale = "none", seed: int = 0) -> VarianceSweep:
     r"""Measure :math:`\operatorname{Var}(c\, q \cdot k)` against its theory :math:`c^2 d_k \sigma_q^2 \sigma_k^2`.
 
-    For each ``d_k``, draws ``n_samples`` Gaussian pairs (seeded by ``(seed, d_k)``, so
-    one dimension's sample does not depend on the others in the list).
-
-    Parameters
-    ----------
-    d_ks : sequence of int
-        The dimensions to measure.
-    n_samples : int, default 20000
-        Pairs ``(q, k)`` per dimension.
-    var_q, var_k : float, default 1
-        Variances of the entries of ``q`` and ``k``.
-    scale : {"sqrt", "none", "mup"} or float, default "none"
-        Multiplies ``q . k``; see :func:`resolve_scale`.
-    seed : int, default 0
-
-    Returns
-    -------
-    VarianceSweep
-        ``d_k``, ``empirical``, ``theory`` and ``std_error`` (the Monte-Carlo
-        standard error from :func:`dot_variance_standard_error`), one entry per ``d_k``.
+    For each ``d_k`` in ``d_ks``, draws ``n_samples`` Gaussian pairs with entry variances
+    ``var_q`` and ``var_k``, seeded by ``(seed, d_k)`` (one dimension's sample does not
+    depend on the others in the list), and multiplies ``q . k`` by ``c`` = ``scale``
+    (see :func:`resolve_scale`). Returns a :class:`VarianceSweep`: ``d_k``, ``empirical``,
+    ``theory`` and ``std_error`` (from :func:`dot_variance_standard_error`), one entry per ``d_k``.
 
     Examples
     --------
@@ -224,10 +166,8 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if xa.shape != ya.shape or xa.ndim != 1 or xa.size < 2:
-        raise ValueError(
-            f"x has shape {xa.shape} and y has shape {ya.shape}; expected two 1-D sequences "
-            f"of the same length >= 2"
-        )
+        raise ValueError(f"x has shape {xa.shape} and y has shape {ya.shape}; expected two 1-D sequences "
+                         f"of the same length >= 2")
     if not (np.all(xa > 0) and np.all(ya > 0) and np.all(np.isfinite(xa * ya))):
         raise ValueError(f"x={xa.tolist()} and y={ya.tolist()} must be positive and finite")
     return float(np.polyfit(np.log(xa), np.log(ya), 1)[0])  # [slope, intercept][0]
@@ -243,19 +183,10 @@ def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> 
         \log p_j = \frac{x_j}{\tau} - \log \sum_{j'} e^{x_{j'}/\tau}
 
     Computed from the log-softmax, so a saturated row (some :math:`p_j = 0`)
-    gives 0, not NaN. :math:`0 \le H \le \log S`; :math:`H` grows with :math:`\tau`.
-
-    Parameters
-    ----------
-    logits : array or tensor, shape (..., S, ...)
-    temperature : float, default 1
-        Positive; ``temperature = 1 / scale`` links it to the attention scale.
-    axis : int, default -1
-        The axis the softmax normalises.
-
-    Returns
-    -------
-    array or tensor, shape ``logits.shape`` without ``axis``
+    gives 0, not NaN. :math:`0 \le H \le \log S`; :math:`H` grows with :math:`\tau`
+    (positive; ``temperature = 1 / scale`` links it to the attention scale).
+    ``logits`` has shape (..., S, ...) with the S keys on ``axis``; the result has
+    ``logits.shape`` without ``axis``.
 
     Examples
     --------
@@ -266,10 +197,7 @@ def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> 
     array([1.3863, 1.2683])
     """
     check_float("logits", logits)
-    if is_torch(temperature):
-        if bool((temperature <= 0).any()):
-            raise ValueError(f"temperature={temperature!r}; expected a positive number")
-    elif not temperature > 0:
+    if not bool((temperature > 0).all() if is_torch(temperature) else temperature > 0):
         raise ValueError(f"temperature={temperature!r}; expected a positive number")
     z = logits / temperature
     if is_torch(z):
@@ -289,16 +217,8 @@ def softmax_jacobian(p: Array) -> Array:
         \qquad J = \operatorname{diag}(p) - p p^\top
 
     :math:`J` is symmetric and positive semi-definite, and each row sums to 0
-    (adding a constant to every score changes nothing).
-
-    Parameters
-    ----------
-    p : array or tensor, shape (..., S)
-        Softmax outputs (rows summing to 1).
-
-    Returns
-    -------
-    array or tensor, shape (..., S, S)
+    (adding a constant to every score changes nothing). ``p`` has shape (..., S)
+    (softmax outputs, rows summing to 1); the result has shape (..., S, S).
 
     Examples
     --------
@@ -330,16 +250,8 @@ def softmax_jacobian_norm(p: Array, ord: str = "fro") -> np.ndarray:
     summed from the other weights (no cancellation), so a nearly one-hot row
     keeps full relative accuracy. ``ord="spectral"`` gives the largest eigenvalue
     (:math:`J` is PSD, so this is :math:`\|J\|_2`). A uniform row over ``S`` keys
-    has :math:`\|J\|_F = \sqrt{S-1}/S`; a one-hot row has 0.
-
-    Parameters
-    ----------
-    p : array or tensor, shape (..., S)
-        Softmax outputs (rows summing to 1).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...,)
+    has :math:`\|J\|_F = \sqrt{S-1}/S`; a one-hot row has 0. ``p`` has shape (..., S);
+    the result is a numpy array of shape (...,).
 
     Examples
     --------
@@ -384,15 +296,8 @@ class SaturationStats:
     score_gradient_norm: np.ndarray
 
 
-def saturation_stats(
-    d_ks: Sequence[int],
-    scale: Scale = "none",
-    n_keys: int = 64,
-    n_queries: int = 64,
-    n_batches: int = 64,
-    threshold: float = 0.99,
-    seed: int = 0,
-) -> SaturationStats:
+def saturation_stats(d_ks: Sequence[int], scale: Scale = "none", n_keys: int = 64, n_queries: int = 64,
+                     n_batches: int = 64, threshold: float = 0.99, seed: int = 0) -> SaturationStats:
     r"""How saturated are softmax rows of :math:`c(d_k)\, q k^\top` with Gaussian ``q``, ``k``?
 
     For each ``d_k``: ``n_batches`` independent score matrices
@@ -402,26 +307,10 @@ def saturation_stats(
         S = c(d_k)\, q k^\top, \qquad q \in \mathbb{R}^{T \times d_k},\;
         k \in \mathbb{R}^{S \times d_k},\; q_{ti}, k_{si} \sim \mathcal{N}(0, 1),
 
-    and the softmax of each row. The draws are seeded by ``(seed, d_k)``: the same
-    ``q`` and ``k`` for every ``scale``, so scales are compared on paired samples.
-
-    Parameters
-    ----------
-    d_ks : sequence of int
-        The dimensions to measure.
-    scale : {"sqrt", "none", "mup"} or float, default "none"
-        See :func:`resolve_scale`.
-    n_keys, n_queries, n_batches : int, default 64 each
-        ``S``, ``T`` and the number of matrices (``n_batches * n_queries`` rows).
-    threshold : float, default 0.99
-        A row counts as saturated when its largest weight exceeds this.
-    seed : int, default 0
-
-    Returns
-    -------
-    SaturationStats
-        Mean entropy (nats), mean largest weight, fraction of saturated rows,
-        median Frobenius norm of the softmax Jacobian, and that norm times the scale.
+    and the softmax of each row, with ``S = n_keys``, ``T = n_queries`` (``n_batches * T``
+    rows in all). The draws are seeded by ``(seed, d_k)``: the same ``q`` and ``k`` for
+    every ``scale`` (see :func:`resolve_scale`), so scales are compared on paired samples.
+    A row is saturated when its largest weight exceeds ``threshold``.
 
     Examples
     --------
@@ -454,15 +343,9 @@ def saturation_stats(
         rows["frac"].append((p_max > threshold).mean())
         rows["jac"].append(np.median(jac))
     c_arr, jac_arr = np.array(rows["scale"]), np.array(rows["jac"])
-    return SaturationStats(
-        d_k=np.array(dims),
-        scale=c_arr,
-        entropy=np.array(rows["entropy"]),
-        max_weight=np.array(rows["max_weight"]),
-        frac_saturated=np.array(rows["frac"]),
-        jacobian_norm=jac_arr,
-        score_gradient_norm=c_arr * jac_arr,
-    )
+    return SaturationStats(d_k=np.array(dims), scale=c_arr, entropy=np.array(rows["entropy"]),
+                           max_weight=np.array(rows["max_weight"]), frac_saturated=np.array(rows["frac"]),
+                           jacobian_norm=jac_arr, score_gradient_norm=c_arr * jac_arr)
 
 
 # --------------------------------------------------------------------- caveats
@@ -472,12 +355,8 @@ def absorb_scale(W_q: Array, scale: Scale = "sqrt") -> Array:
     Because :math:`(x W_Q')(x W_K)^\top = c\,(x W_Q)(x W_K)^\top`, attention with
     :math:`W_Q'` and scale 1 equals attention with :math:`W_Q` and scale ``c``: the
     scale is a reparametrisation, which matters for initialisation and learning
-    rates but not for what the model can express.
-
-    Parameters
-    ----------
-    W_q : array or tensor, shape (d_model, d_k)
-        Acts as ``q = x @ W_q``, so ``d_k = W_q.shape[-1]``.
+    rates but not for what the model can express. ``W_q`` has shape (d_model, d_k)
+    and acts as ``q = x @ W_q``.
 
     Examples
     --------
@@ -503,10 +382,8 @@ def attention_scores(x: Array, W_q: Array, W_k: Array, scale: Scale = "sqrt") ->
     for name, t in (("x", x), ("W_q", W_q), ("W_k", W_k)):
         check_float(name, t)
     if W_q.ndim != 2 or tuple(W_q.shape) != tuple(W_k.shape) or x.shape[-1] != W_q.shape[0]:
-        raise ShapeError(
-            f"x {shape_str(x)}, W_q {shape_str(W_q)}, W_k {shape_str(W_k)}; expected "
-            f"x (..., T, d_model) and W_q, W_k both (d_model, d_k)"
-        )
+        raise ShapeError(f"x {shape_str(x)}, W_q {shape_str(W_q)}, W_k {shape_str(W_k)}; expected "
+                         f"x (..., T, d_model) and W_q, W_k both (d_model, d_k)")
     q, k = x @ W_q, x @ W_k  # (..., T, d_k) each
     k_t = k.transpose(-2, -1) if is_torch(k) else np.swapaxes(k, -2, -1)  # (..., d_k, T)
     return (q @ k_t) * resolve_scale(int(W_q.shape[-1]), scale)  # (..., T, T)
@@ -520,14 +397,8 @@ def _normalise(x: Array, norm: str, eps: float) -> Array:
     return xc / lib_sqrt((xc * xc).mean(-1, keepdims=True) + eps)  # mean 0, variance 1
 
 
-def qk_norm_scores(
-    q: Array,
-    k: Array,
-    norm: str = "l2",
-    temperature: Union[float, Array] = 1.0,
-    scale: Scale = "none",
-    eps: float = 1e-12,
-) -> Array:
+def qk_norm_scores(q: Array, k: Array, norm: str = "l2", temperature: Union[float, Array] = 1.0,
+                   scale: Scale = "none", eps: float = 1e-12) -> Array:
     r"""QK-normalised scores: normalise ``q`` and ``k`` *before* the dot product.
 
     .. math::
@@ -539,16 +410,8 @@ def qk_norm_scores(
     LayerNorm without affine parameters (``norm="layer"``: :math:`|n(q)|^2 = d_k`, so
     the scores still grow with :math:`d_k` unless ``scale="sqrt"``, as in
     ViT-22B, Dehghani et al. 2023). The temperature :math:`g` may be a torch tensor
-    with ``requires_grad=True`` (a learnable temperature).
-
-    Parameters
-    ----------
-    q : array or tensor, shape (..., T, d_k)
-    k : array or tensor, shape (..., S, d_k)
-
-    Returns
-    -------
-    array or tensor, shape (..., T, S)
+    with ``requires_grad=True`` (a learnable temperature). ``q`` (..., T, d_k) and
+    ``k`` (..., S, d_k) give scores of shape (..., T, S).
 
     Examples
     --------
@@ -564,10 +427,8 @@ def qk_norm_scores(
     if norm not in ("l2", "layer"):
         raise ValueError(f"norm={norm!r}; expected 'l2' or 'layer'")
     if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
-        raise ShapeError(
-            f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
-            f"(..., T, d_k) and (..., S, d_k) with the same d_k"
-        )
+        raise ShapeError(f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
+                         f"(..., T, d_k) and (..., S, d_k) with the same d_k")
     qn, kn = _normalise(q, norm, eps), _normalise(k, norm, eps)  # (..., T, d_k), (..., S, d_k)
     k_t = kn.transpose(-2, -1) if is_torch(kn) else np.swapaxes(kn, -2, -1)  # (..., d_k, S)
     return temperature * resolve_scale(int(q.shape[-1]), scale) * (qn @ k_t)  # (..., T, S)
@@ -585,16 +446,10 @@ def bert_queries_keys(weights, hidden_states: Sequence[torch.Tensor]) -> list[tu
     split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`
     (``hidden_states[l]`` from :func:`~attention_course.models.encoder.bert_encode`).
     ``softmax(q k^T / sqrt(d_k))`` over the real keys gives that layer's attention.
-
-    Parameters
-    ----------
-    weights : :class:`~attention_course.models.encoder.BertWeights`
-    hidden_states : sequence of torch.Tensor, each (B, T, d_model)
-        At least one per layer; the last (the output of the last layer) is not used.
-
-    Returns
-    -------
-    list of (q, k), one per layer, each torch.Tensor of shape (B, h, T, d_k)
+    ``weights`` is a :class:`~attention_course.models.encoder.BertWeights`;
+    ``hidden_states`` holds at least one (B, T, d_model) tensor per layer (the last,
+    the output of the last layer, is not used). Returns one ``(q, k)`` per layer,
+    each of shape (B, h, T, d_k).
 
     Examples
     --------
@@ -608,8 +463,6 @@ def bert_queries_keys(weights, hidden_states: Sequence[torch.Tensor]) -> list[tu
     >>> [tuple(t.shape) for t in bert_queries_keys(w, out.hidden_states)[0]]
     [(1, 2, 3, 4), (1, 2, 3, 4)]
     """
-    from ..core.multihead import split_heads
-
     if len(hidden_states) < len(weights.layers):
         raise ValueError(f"{len(hidden_states)} hidden states for {len(weights.layers)} layers; "
                          f"expected one input per layer (bert_encode gives L + 1)")
@@ -636,18 +489,9 @@ def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tu
     where the variances of the entries pool all real tokens and all :math:`d_k`
     coordinates (``ddof=0``). The two agree when the entries are independent with
     mean 0; a ratio above 1 means the coordinates are correlated, or :math:`q` and
-    :math:`k` share directions.
-
-    Parameters
-    ----------
-    q, k : array or tensor, shape (B, h, T, d_k)
-        Self-attention queries and keys (the same T tokens).
-    valid : array or tensor of bool, shape (B, T), optional
-        ``True`` = real token; padding is left out. Default: all tokens.
-
-    Returns
-    -------
-    measured, theory : numpy.ndarray, shape (h,)
+    :math:`k` share directions. ``q`` and ``k`` are self-attention queries and keys
+    of shape (B, h, T, d_k); ``valid`` (B, T) is ``True`` for a real token (padding is
+    left out; default: all tokens). Returns ``measured`` and ``theory``, each (h,).
 
     Examples
     --------
@@ -674,250 +518,3 @@ def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tu
     q_real, k_real = np.moveaxis(q, 1, 0)[:, valid], np.moveaxis(k, 1, 0)[:, valid]  # (h, N, d_k)
     theory = d_k * q_real.reshape(h, -1).var(axis=1) * k_real.reshape(h, -1).var(axis=1)  # (h,)
     return measured, theory
-
-
-# ------------------------------------------------------- training, measured
-@dataclass(frozen=True)
-class ScaleComparison:
-    r"""Result of :func:`compare_scales` (one seed).
-
-    Axes: ``D = len(d_k)``, ``C = len(scales)``, ``N = len(step)``, ``L`` layers.
-    Curves are per training step, or block means after :func:`thin_comparison`.
-
-    Attributes
-    ----------
-    d_k : (D,) int;  scales : tuple of the C scale names/numbers;  step : (N,)
-    factor : (D, C)
-        The factor :math:`c(d_k)` on :math:`q \cdot k`.
-    loss : (D, C, N)
-        Training loss before each update.
-    grad_norm_qk : (D, C, N)
-        :math:`\big(\sum_\ell \lVert\nabla W_Q^{(\ell)}\rVert_F^2
-        + \lVert\nabla W_K^{(\ell)}\rVert_F^2\big)^{1/2}`.
-    grad_norm_init, grad_norm_qk_init : (D, C)
-        All-parameter and W_Q/W_K gradient norms at step 0 (kept by thinning).
-    max_weight : (D, C, N, L)
-        Mean largest attention weight per row (queries ``t >= 1``), per layer.
-    eval_loss : (D, C)
-        Held-out loss after training.
-    logit_std_init, logit_std_final : (D, C, L)
-        Standard deviation of the scaled scores :math:`c\,q\cdot k` that the softmax
-        sees (pairs ``j <= i`` of a held-out batch), before and after training.
-    previous_token, induction : (D, C, L)
-        Best head's score per layer after training (:func:`~attention_course.models.tiny.head_scores`).
-    settings : dict
-        Everything needed to rerun: model sizes, steps, lr, batch size, seed.
-    """
-
-    d_k: np.ndarray
-    scales: tuple
-    step: np.ndarray
-    factor: np.ndarray
-    loss: np.ndarray
-    grad_norm_qk: np.ndarray
-    grad_norm_init: np.ndarray
-    grad_norm_qk_init: np.ndarray
-    max_weight: np.ndarray
-    eval_loss: np.ndarray
-    logit_std_init: np.ndarray
-    logit_std_final: np.ndarray
-    previous_token: np.ndarray
-    induction: np.ndarray
-    settings: dict = field(default_factory=dict)
-
-    def index(self, d_k: int, scale: Scale) -> tuple[int, int]:
-        """Position ``(i, j)`` of a ``(d_k, scale)`` pair in the arrays."""
-        if d_k not in self.d_k.tolist() or scale not in self.scales:
-            raise KeyError(f"(d_k={d_k!r}, scale={scale!r}) not in d_k={self.d_k.tolist()}, "
-                           f"scales={list(self.scales)}")
-        return self.d_k.tolist().index(d_k), list(self.scales).index(scale)
-
-
-def _logit_std(model, tokens: torch.Tensor) -> np.ndarray:
-    from ..core.attention import causal_mask
-    from ..models.tiny import qk_logits
-
-    allowed = torch.from_numpy(causal_mask(tokens.shape[1]))  # (T, T), True = may attend
-    return np.array([float(s[..., allowed].std()) for s in qk_logits(model, tokens)])  # (L,)
-
-
-def compare_scales(
-    d_ks: Sequence[int] = (16, 64, 256),
-    scales: Sequence[Scale] = SCALES,
-    steps: int = 200,
-    seed: int = 0,
-    d_model: int = 32,
-    n_heads: int = 1,
-    n_layers: int = 2,
-    lr: float = 1e-2,
-    batch_size: int = 32,
-    eval_batch: int = 256,
-) -> ScaleComparison:
-    r"""Train the tiny transformer once per ``(d_k, scale)`` and measure what happens.
-
-    For every pair, a :class:`~attention_course.models.tiny.TinyTransformer` with
-    per-head dimension ``d_k`` and score factor :math:`c(d_k)` (see
-    :func:`resolve_scale`) is built with the same ``seed`` and trained with
-    :func:`~attention_course.models.tiny.train_run` on the induction task
-    ``"repeated_sequences"`` (AdamW, one thread, deterministic). Only the scale and
-    ``d_k`` differ between runs; the initial ``W_Q, W_K`` entries have variance
-    ``1/d_model`` whatever ``d_k``, so at initialisation
-    :math:`\operatorname{Var}(q \cdot k) \approx d_k` (q, k of unit-variance entries).
-
-    Parameters
-    ----------
-    d_ks : sequence of int, default (16, 64, 256)
-    scales : sequence of scale names or numbers, default ("sqrt", "none", "mup")
-    steps, seed, lr, batch_size
-        Passed to :func:`~attention_course.models.tiny.train_run`; ``seed`` also seeds
-        the initialisation.
-    d_model, n_heads, n_layers : int
-        Model sizes (:class:`~attention_course.models.tiny.ModelConfig`).
-    eval_batch : int, default 256
-        Size of the held-out batch for ``eval_loss``, the logit spread and the head scores.
-
-    Returns
-    -------
-    ScaleComparison
-
-    Examples
-    --------
-    >>> r = compare_scales([8], ["sqrt", "none"], steps=2, d_model=8, eval_batch=8)
-    >>> r.loss.shape, r.max_weight.shape, r.factor.round(3).tolist()
-    ((1, 2, 2), (1, 2, 2, 2), [[0.354, 1.0]])
-    """
-    from ..models.tasks import make_task
-    from ..models.tiny import ModelConfig, TinyTransformer, evaluate_loss, head_scores, train_run
-
-    dims = _check_dims(d_ks)
-    scales = tuple(scales)
-    for c in scales:
-        resolve_scale(dims[0], c)  # fail before any training
-    task = make_task("repeated_sequences")
-    held_out = task(eval_batch, seed=12345).inputs  # (eval_batch, T), as in evaluate_loss
-    out = {f: [] for f in ("factor", "loss", "gqk", "g0", "gqk0", "peak", "eval", "std0", "std1",
-                           "prev", "ind")}  # fmt: skip
-    for d in dims:
-        rows = {f: [] for f in out}
-        for c in scales:
-            cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_k=d, scale=c)
-            model = TinyTransformer(cfg, seed=seed)
-            rows["std0"].append(_logit_std(model, held_out))
-            run = train_run(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size)
-            gqk = np.sqrt((run.grad_norm_q**2 + run.grad_norm_k**2).sum(axis=1))  # (steps,)
-            scores = head_scores(model, task, batch_size=eval_batch)
-            rows["factor"].append(cfg.score_scale)
-            rows["loss"].append(run.loss)
-            rows["gqk"].append(gqk)
-            rows["g0"].append(run.grad_norm[0])
-            rows["gqk0"].append(gqk[0])
-            rows["peak"].append(run.max_weight)
-            rows["eval"].append(evaluate_loss(model, task, batch_size=eval_batch))
-            rows["std1"].append(_logit_std(model, held_out))
-            rows["prev"].append(scores["previous_token"].max(axis=1))  # (L,) best head per layer
-            rows["ind"].append(scores["induction"].max(axis=1))
-        for f in out:
-            out[f].append(np.array(rows[f]))
-    a = {f: np.array(v) for f, v in out.items()}
-    settings = dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, steps=int(steps),
-                    seed=int(seed), lr=lr, batch_size=batch_size, eval_batch=eval_batch,
-                    task="repeated_sequences", optimizer="AdamW")  # fmt: skip
-    return ScaleComparison(
-        d_k=np.array(dims), scales=scales, step=np.arange(int(steps)), factor=a["factor"],
-        loss=a["loss"], grad_norm_qk=a["gqk"], grad_norm_init=a["g0"], grad_norm_qk_init=a["gqk0"],
-        max_weight=a["peak"], eval_loss=a["eval"], logit_std_init=a["std0"],
-        logit_std_final=a["std1"], previous_token=a["prev"], induction=a["ind"], settings=settings,
-    )  # fmt: skip
-
-
-def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
-    """Average the curves over blocks of ``every`` steps (a smaller file, smoother plots).
-
-    ``step`` becomes the block centres; a last, shorter block is averaged too.
-    Step-0 gradient norms stay in ``grad_norm_init`` and ``grad_norm_qk_init``.
-
-    Examples
-    --------
-    >>> r = compare_scales([8], ["sqrt"], steps=5, d_model=8, eval_batch=8)
-    >>> t = thin_comparison(r, 2)
-    >>> t.step.tolist(), t.loss.shape
-    ([0.5, 2.5, 4.0], (1, 1, 3))
-    """
-    if int(every) != every or every < 1:
-        raise ValueError(f"every={every!r}; expected a positive integer")
-    n = result.step.shape[0]
-    starts = np.arange(0, n, int(every))  # first step of each block
-
-    def blocks(x: np.ndarray, axis: int) -> np.ndarray:
-        return np.stack([np.take(x, range(b, min(b + every, n)), axis=axis).mean(axis=axis)
-                         for b in starts], axis=axis)  # fmt: skip
-
-    return replace(result, step=blocks(result.step.astype(float), 0), loss=blocks(result.loss, 2),
-                   grad_norm_qk=blocks(result.grad_norm_qk, 2),
-                   max_weight=blocks(result.max_weight, 2))  # fmt: skip
-
-
-def _round(x: np.ndarray, digits: int = 4) -> list:
-    """Round to ``digits`` significant digits, for a compact JSON."""
-    if np.issubdtype(np.asarray(x).dtype, np.integer):
-        return np.asarray(x).tolist()
-    x = np.asarray(x, dtype=float)
-    out = np.vectorize(lambda v: float(f"{v:.{digits}g}"))(x) if x.size else x
-    return np.asarray(out).tolist()
-
-
-def save_comparisons(results: Sequence[ScaleComparison], path: str, meta: Optional[dict] = None) -> None:
-    """Write comparisons (e.g. one per seed) and ``meta`` (machine, timings) as JSON."""
-    runs = []
-    for r in results:
-        d = asdict(r)
-        runs.append({k: (v if k in ("scales", "settings") else _round(v)) for k, v in d.items()})
-    doc = {"schema_version": 1, "meta": meta or {}, "runs": runs}
-    with open(path, "w") as fh:
-        json.dump(doc, fh)
-        fh.write("\n")
-
-
-def load_comparisons(path: Union[str, Path] = STORED_RUN) -> tuple[list[ScaleComparison], dict]:
-    """Read what :func:`save_comparisons` wrote: ``(results, meta)``.
-
-    The default is the fuller run of chapter 6, shipped with the package.
-    """
-    with open(path) as fh:
-        doc = json.load(fh)
-    if doc.get("schema_version") != 1:
-        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
-    results = []
-    for run in doc["runs"]:
-        arrays = {k: np.array(v) for k, v in run.items() if k not in ("scales", "settings")}
-        results.append(ScaleComparison(scales=tuple(run["scales"]), settings=run["settings"], **arrays))
-    return results, doc["meta"]
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``scaling-run`` command's arguments."""
-    p.add_argument("--out", default=str(STORED_RUN))
-    p.add_argument("--d-k", type=int, nargs="+", default=[16, 64, 256])
-    p.add_argument("--scales", nargs="+", default=list(SCALES))
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--steps", type=int, default=600)
-    p.add_argument("--n-heads", type=int, default=4)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--every", type=int, default=10, help="average the curves over blocks of this many steps")
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Command line: the fuller training comparison of chapter 6, written as JSON."""
-    from ..experiments.machine import machine_info
-
-    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
-    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course scaling-run",
-            "arguments": arguments}
-    wall, cpu = time.perf_counter(), time.process_time()
-    results = [thin_comparison(compare_scales(args.d_k, args.scales, steps=args.steps, seed=seed,
-                                              n_heads=args.n_heads, lr=args.lr), args.every)
-               for seed in args.seeds]  # fmt: skip
-    meta.update(wall_seconds=round(time.perf_counter() - wall, 1),
-                cpu_seconds=round(time.process_time() - cpu, 1))  # fmt: skip
-    save_comparisons(results, args.out, meta)
-    return 0
