@@ -1,4 +1,4 @@
-"""One head through four lenses (attention_course/insight.py), against numpy references."""
+"""One head through four lenses (attention_course/lenses/insight.py), against numpy references."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from attention_course import ShapeError
-from attention_course.lenses.insight import head_lenses, plot_head_lenses
-from attention_course.lenses.heads import random_subspace_angles
-from attention_course.core.multihead import principal_angles
+from attention_course.lenses.heads import principal_angles, random_subspace_angles
+from attention_course.lenses.insight import head_lenses
 
 
 @pytest.fixture
@@ -62,12 +61,3 @@ def test_bad_input_names_the_shapes(setup, change, error, match):
                  "W_q": {"W_q": W_q[:, :8]}}[change])
     with pytest.raises(error, match=match):
         head_lenses(**args)
-
-
-def test_plot_has_the_four_lenses_labelled(setup):
-    maps, tokens, W_q = setup
-    fig = plot_head_lenses(head_lenses(maps, tokens, W_q, 0, 0), title="synthetic")
-    titles = " ".join(ax.get_title() for ax in fig.axes)
-    for word in ("Kernel smoothing", "Low rank", "Subspaces", "Message passing"):
-        assert word in titles
-    assert fig.get_suptitle() == "synthetic"

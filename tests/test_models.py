@@ -1,4 +1,4 @@
-"""Tests for the tiny transformer, its training loop and the head analyses.
+"""Tests for models.tiny (the tiny transformer), models.training and models.probes.
 
 References are independent of the code under test: per-head einsums and
 torch.nn.functional.scaled_dot_product_attention in float64, closed forms for
@@ -13,18 +13,21 @@ import torch
 import torch.nn.functional as F
 
 from attention_course import ShapeError, causal_mask
+from attention_course.models.probes import (
+    attention_pattern_scores,
+    head_ablation,
+    head_scores,
+)
 from attention_course.models.tasks import make_task
 from attention_course.models.tiny import (
     ModelConfig,
     TinyTransformer,
     attention_block,
-    attention_pattern_scores,
-    evaluate_loss,
-    head_ablation,
-    head_scores,
-    loss_by_period,
-    masked_loss,
     qk_logits,
+)
+from attention_course.models.training import (
+    evaluate_loss,
+    masked_loss,
     train,
     train_run,
 )
@@ -335,16 +338,6 @@ def test_pattern_scores_uniform_head_closed_form():
     want = np.mean([1 / (i + 1) for i in range(1, T)])
     np.testing.assert_allclose(s["previous_token"], [[want]], rtol=1e-12)
     np.testing.assert_allclose(s["induction"], [[0.0]])  # no token repeats
-
-
-def test_loss_by_period_averages_to_evaluate_loss():
-    model = TinyTransformer(ModelConfig(d_model=16, n_heads=2, max_len=28), seed=0)
-    r = loss_by_period(model, TASK, batch_size=128, seed=9)
-    assert r["period"].tolist() == list(range(6, 15))
-    total = np.sum(r["loss"] * r["count"]) / np.sum(r["count"])
-    assert total == pytest.approx(evaluate_loss(model, TASK, batch_size=128, seed=9), rel=1e-5)
-    with pytest.raises(ValueError, match="needs the 'repeated_sequences' task, got 'copy'"):
-        loss_by_period(model, make_task("copy"))
 
 
 # ------------------------------------------------------------ bad inputs

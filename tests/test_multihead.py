@@ -1,7 +1,5 @@
 """Tests for attention_course.core.multihead against torch.nn.MultiheadAttention and closed forms."""
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -13,18 +11,12 @@ from torch.testing import assert_close
 from attention_course import padding_mask
 from attention_course.core.multihead import (
     MultiHeadAttention,
-    bilinear_ranks,
     from_torch,
-    head_bilinear_forms,
     head_contributions,
     head_outputs,
-    head_subspace_angles,
     mask_from_torch,
     merge_heads,
     multi_head_attention,
-    principal_angles,
-    reparametrize_head,
-    split_head_weights,
     split_heads,
 )
 
@@ -185,7 +177,7 @@ def test_gradients_agree_with_torch():
     assert_close(ours.b_o.grad, ref.out_proj.bias.grad, **TOL)
 
 
-# ------------------------------------------------------------------ head analysis
+# ------------------------------------------------------------------ heads add up
 def test_concat_then_W_o_equals_sum_over_heads():
     ours = from_torch(_torch_mha(D, H))
     x_q, x_kv = _inputs(B, T, S, D)
@@ -198,88 +190,6 @@ def test_concat_then_W_o_equals_sum_over_heads():
     # head i's contribution uses only rows i*d_v:(i+1)*d_v of W_o
     d_v = D // H
     assert_close(contrib[:, 1], heads[:, 1] @ ours.W_o[d_v : 2 * d_v], **TOL)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_head_unchanged_under_W_q_R_and_W_k_R_inverse_transpose(seed):
-    ours = from_torch(_torch_mha(D, H, seed=seed))
-    x_q, x_kv = _inputs(B, T, S, D, seed=seed)
-    W_q, W_k, b_q, b_k = (p.detach() for p in (ours.W_q, ours.W_k, ours.b_q, ours.b_k))
-    rng = np.random.default_rng(seed)
-    d_k = D // H
-    R = torch.from_numpy(rng.normal(size=(d_k, d_k)) + 2 * np.eye(d_k))  # a random invertible matrix
-    assert abs(torch.linalg.det(R)) > 1e-3
-    W_q2, W_k2, b_q2, b_k2 = reparametrize_head(W_q, W_k, R, head=1, num_heads=H, b_q=b_q, b_k=b_k)
-    assert (W_q2 - W_q).abs().max() > 0.1  # the parameters really changed...
-    Wv, bv = ours.W_v.detach(), ours.b_v.detach()
-    _, w = head_outputs(x_q, x_kv, W_q, W_k, Wv, b_q, b_k, bv, num_heads=H)
-    _, w2 = head_outputs(x_q, x_kv, W_q2, W_k2, Wv, b_q2, b_k2, bv, num_heads=H)
-    assert_close(w2, w, atol=1e-10, rtol=1e-10)  # ...but every head's weights did not
-    forms, forms2 = head_bilinear_forms(W_q, W_k, H), head_bilinear_forms(W_q2, W_k2, H)
-    assert_close(forms2, forms, atol=1e-10, rtol=1e-10)
-    # scores of head 1 directly: (x W_q^1 + b_q^1)(x W_k^1 + b_k^1)^T
-    cols = slice(d_k, 2 * d_k)
-
-    def scores(Wq, Wk, bq, bk):
-        return (x_q @ Wq[:, cols] + bq[cols]) @ (x_kv @ Wk[:, cols] + bk[cols]).transpose(1, 2)
-
-    assert_close(scores(W_q2, W_k2, b_q2, b_k2), scores(W_q, W_k, b_q, b_k), atol=1e-10, rtol=1e-10)
-
-
-def test_bilinear_forms_match_a_loop_and_have_rank_d_k():
-    rng = np.random.default_rng(0)
-    W_q, W_k = rng.normal(size=(12, 12)), rng.normal(size=(12, 12))
-    M = head_bilinear_forms(W_q, W_k, 3)
-    for i in range(3):
-        c = slice(4 * i, 4 * i + 4)
-        np.testing.assert_allclose(M[i], W_q[:, c] @ W_k[:, c].T, atol=1e-14)
-    assert bilinear_ranks(M).tolist() == [4, 4, 4]  # rank d/h, not 1 and not d
-    W_k[:, :2] = 0  # head 0 keeps only 2 key directions
-    assert bilinear_ranks(head_bilinear_forms(W_q, W_k, 3)).tolist() == [2, 4, 4]
-    assert split_head_weights(W_q, 3).shape == (3, 12, 4)
-
-
-def test_principal_angles_closed_forms():
-    t = 0.3
-    A = np.eye(4)[:, :2]  # span(e1, e2)
-    B = np.stack([np.eye(4)[0], math.cos(t) * np.eye(4)[1] + math.sin(t) * np.eye(4)[2]], axis=1)
-    np.testing.assert_allclose(principal_angles(A, B), [0.0, t], atol=1e-15)
-    np.testing.assert_allclose(principal_angles(A, np.eye(4)[:, 2:]), [math.pi / 2] * 2, atol=1e-15)
-    Q = np.linalg.qr(np.random.default_rng(1).normal(size=(6, 6)))[0]
-    np.testing.assert_allclose(principal_angles(A, A @ Q[:2, :2]), [0.0, 0.0], atol=1e-15)  # same span
-    # a tiny angle is resolved (the sine branch), not lost to arccos rounding
-    tiny = 1e-9
-    C = np.stack([np.eye(4)[0], math.cos(tiny) * np.eye(4)[1] + math.sin(tiny) * np.eye(4)[2]], axis=1)
-    np.testing.assert_allclose(principal_angles(A, C), [0.0, tiny], rtol=1e-6, atol=1e-20)
-    # different dimensions: a line inside a plane
-    np.testing.assert_allclose(principal_angles(A, np.eye(4)[:, [1]]), [0.0], atol=1e-15)
-
-
-def test_principal_angles_against_cosines_from_svd():
-    rng = np.random.default_rng(2)
-    A, B = rng.normal(size=(10, 3)), rng.normal(size=(10, 4))
-    QA, QB = np.linalg.qr(A)[0], np.linalg.qr(B)[0]  # independent route: QR bases
-    cos = np.sort(np.linalg.svd(QA.T @ QB, compute_uv=False))[::-1]
-    np.testing.assert_allclose(principal_angles(A, B), np.arccos(cos), atol=1e-12)
-
-
-def test_head_subspace_angles_structure():
-    rng = np.random.default_rng(3)
-    W = rng.normal(size=(16, 8))
-    W[8:, 0:2] = 0  # head 0 reads only input dimensions 0-7...
-    W[:8, 4:6] = 0  # ...and head 2 only dimensions 8-15: orthogonal subspaces
-    W[:, 2:4] = W[:, 0:2] @ rng.normal(size=(2, 2))  # head 1 spans the same plane as head 0
-    ang = head_subspace_angles(W, 4)
-    assert ang.shape == (4, 4, 2)
-    np.testing.assert_allclose(ang[0, 1], 0.0, atol=1e-7)
-    np.testing.assert_allclose(ang[0, 2], math.pi / 2, atol=1e-12)
-    assert 0.05 < ang[0, 3].min() < math.pi / 2 - 0.05  # a random head: neither shared nor orthogonal
-    np.testing.assert_allclose(ang, np.swapaxes(ang, 0, 1), atol=1e-12)
-    np.testing.assert_allclose(ang[np.arange(4), np.arange(4)], 0.0, atol=1e-7)
-    W_o = rng.normal(size=(8, 16))  # rows are what heads write
-    assert head_subspace_angles(W_o, 4, axis=0).shape == (4, 4, 2)
-    np.testing.assert_allclose(head_subspace_angles(W_o, 4, axis=0), head_subspace_angles(W_o.T, 4),
-                               atol=1e-12)
 
 
 # ------------------------------------------------------------------ errors
@@ -321,8 +231,6 @@ def test_error_bad_mask_bias_and_weights():
         from_torch(nn.MultiheadAttention(12, 3, kdim=6, vdim=6))
     with pytest.raises(ValueError, match=r"attn_mask has shape \(5, 4, 4\)"):
         mask_from_torch(attn_mask=torch.zeros(5, 4, 4, dtype=torch.bool), num_heads=3)
-    with pytest.raises(ValueError, match=r"R has shape \(3, 3\)"):
-        reparametrize_head(W, W, torch.eye(3, **F64), head=0, num_heads=3)
 
 
 def test_module_is_seeded_and_self_attention_default():

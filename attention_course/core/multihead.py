@@ -1,4 +1,4 @@
-r"""Multi-head attention from scratch, and tools to look inside the heads.
+r"""Multi-head attention from scratch: split, attend per head, concatenate, project.
 
 .. math::
 
@@ -33,13 +33,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._backend import Array, ShapeError, check_float, is_torch, shape_str, to_numpy
+from ._backend import Array, ShapeError, check_float, is_torch, shape_str
 from .attention import scaled_dot_product_attention
 
 __all__ = [
-    "split_heads", "merge_heads", "head_outputs", "multi_head_attention", "MultiHeadAttention",
-    "from_torch", "mask_from_torch", "split_head_weights", "head_bilinear_forms", "bilinear_ranks",
-    "principal_angles", "head_subspace_angles", "head_contributions", "reparametrize_head",
+    "split_heads", "merge_heads", "head_outputs", "multi_head_attention", "head_contributions",
+    "MultiHeadAttention", "from_torch", "mask_from_torch",
 ]  # fmt: skip
 
 
@@ -218,6 +217,28 @@ def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: A
     return _linear(concat, W_o, b_o), weights  # (B, T, d_out), (B, h, T, S)
 
 
+def head_contributions(heads: Array, W_o: Array) -> Array:
+    r"""Each head's share of the output, :math:`\operatorname{head}_i W_O^{(i)}`, shape (B, h, T, d_out).
+
+    ``head_contributions(heads, W_o).sum(1) + b_o`` equals the multi-head output:
+    concatenate-then-project is a sum over heads.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> heads, W_o = rng.normal(size=(2, 4, 5, 3)), rng.normal(size=(12, 8))
+    >>> c = head_contributions(heads, W_o)
+    >>> c.shape, bool(np.allclose(c.sum(1), merge_heads(heads) @ W_o))
+    ((2, 4, 5, 8), True)
+    """
+    if heads.ndim != 4 or W_o.ndim != 2 or W_o.shape[0] != heads.shape[1] * heads.shape[3]:
+        raise ShapeError(f"heads has shape {shape_str(heads)} and W_o has shape {shape_str(W_o)}; "
+                         f"expected heads (B, h, T, d_v) and W_o (h*d_v, d_out)")
+    _, h, _, d_v = heads.shape  # (B, h, T, d_v)
+    W_o_h = W_o.reshape(h, d_v, W_o.shape[1])  # (h, d_v, d_out): head i owns rows i*d_v:(i+1)*d_v
+    return heads @ W_o_h[None]  # (B, h, T, d_v) @ (1, h, d_v, d_out) -> (B, h, T, d_out)
+
+
 class MultiHeadAttention(nn.Module):
     """A thin ``nn.Module`` over :func:`multi_head_attention` (no dropout, no stored maps).
 
@@ -296,6 +317,9 @@ def mask_from_torch(key_padding_mask: Optional[torch.Tensor] = None,
     torch's boolean masks mean ``True`` = **masked out**; ours mean ``True`` = may
     attend, so booleans are inverted. Float masks (added to the scores) mean the
     same in both and pass through. Mixed bool/float inputs give a float mask.
+    Public API, though no chapter calls it: it is the one way to reuse the masks
+    of an ``nn.MultiheadAttention`` call with :class:`MultiHeadAttention`, and the
+    tests that compare the two go through it.
 
     Parameters
     ----------
@@ -334,154 +358,3 @@ def mask_from_torch(key_padding_mask: Optional[torch.Tensor] = None,
     floats = [torch.zeros(p.shape, dtype=dtype).masked_fill(p, float("-inf")) if p.dtype == torch.bool
               else p for p in parts]  # bool True = masked out -> -inf
     return sum(floats[1:], floats[0])
-
-
-def split_head_weights(W: Array, num_heads: int, axis: int = 1) -> Array:
-    """Cut a projection into per-head blocks.
-
-    ``axis=1`` (for ``W_q, W_k, W_v``): ``(d_model, h*d_k) -> (h, d_model, d_k)``.
-    ``axis=0`` (for ``W_o``): ``(h*d_v, d_out) -> (h, d_v, d_out)``.
-
-    Examples
-    --------
-    >>> split_head_weights(np.zeros((6, 8)), 4).shape
-    (4, 6, 2)
-    >>> split_head_weights(np.zeros((8, 6)), 4, axis=0).shape
-    (4, 2, 6)
-    """
-    if W.ndim != 2 or axis not in (0, 1) or W.shape[axis] % num_heads:
-        raise ShapeError(f"W has shape {shape_str(W)}; expected 2 dimensions with axis {axis} "
-                         f"a multiple of num_heads={num_heads}")
-    if axis == 0:
-        return W.reshape(num_heads, W.shape[0] // num_heads, W.shape[1])  # (h, d_v, d_out)
-    return _swap(W.reshape(W.shape[0], num_heads, W.shape[1] // num_heads), 0, 1)  # (h, d_model, d_k)
-
-
-def head_bilinear_forms(W_q: Array, W_k: Array, num_heads: int) -> Array:
-    r"""Each head's bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}`, shape (h, d_model, d_model).
-
-    Without biases, head ``i``'s scores are :math:`x_q^\top M_i\, x_k / \sqrt{d_k}`,
-    so :math:`M_i` (rank at most ``d_k``) is what the head really computes.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> M = head_bilinear_forms(rng.normal(size=(8, 8)), rng.normal(size=(8, 8)), 4)
-    >>> M.shape, bilinear_ranks(M).tolist()
-    ((4, 8, 8), [2, 2, 2, 2])
-    """
-    Wq_h = split_head_weights(W_q, num_heads)  # (h, d_model, d_k)
-    Wk_h = split_head_weights(W_k, num_heads)  # (h, d_model, d_k)
-    return Wq_h @ _swap(Wk_h, 1, 2)  # (h, d_model, d_model)
-
-
-def bilinear_ranks(forms: Array, tol: Optional[float] = None) -> np.ndarray:
-    """Numerical rank of each matrix in ``forms`` (h, n, n), via ``numpy.linalg.matrix_rank``."""
-    return np.array([np.linalg.matrix_rank(M, tol=tol) for M in to_numpy(forms)])
-
-
-def _orth(A: np.ndarray, rtol: float) -> np.ndarray:
-    U, s, _ = np.linalg.svd(A, full_matrices=False)  # U (n, min(n, p))
-    return U[:, : int((s > rtol * s.max()).sum()) if s.size and s.max() > 0 else 0]
-
-
-def principal_angles(A: Array, B: Array, rtol: float = 1e-12) -> np.ndarray:
-    r"""Principal angles (radians, ascending) between the column spaces of ``A`` and ``B``.
-
-    With orthonormal bases :math:`Q_A, Q_B` (from SVDs), :math:`\cos\theta_i = \sigma_i(Q_A^\top Q_B)`.
-    Small angles come from the sines (Knyazev & Argentati 2002) to stay accurate.
-    0 = a shared direction, :math:`\pi/2` = orthogonal. Returns ``min(rank A, rank B)`` angles.
-
-    Examples
-    --------
-    >>> A = np.eye(3)[:, :2]                                  # span(e1, e2)
-    >>> B = np.array([[1.0, 0], [0, 1], [0, 1]])              # span(e1, e2 + e3)
-    >>> np.degrees(principal_angles(A, B)).round(6)
-    array([ 0., 45.])
-    """
-    A, B = np.asarray(to_numpy(A), dtype=float), np.asarray(to_numpy(B), dtype=float)
-    if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[0]:
-        raise ShapeError(f"A has shape {A.shape} and B has shape {B.shape}; expected (n, p) and (n, q)")
-    QA, QB = _orth(A, rtol), _orth(B, rtol)
-    if QA.shape[1] < QB.shape[1]:
-        QA, QB = QB, QA  # QA spans the larger space
-    C = QA.T @ QB  # (p, q)
-    cos = np.clip(np.linalg.svd(C, compute_uv=False), 0.0, 1.0)[::-1]  # ascending cosines
-    sin = np.clip(np.linalg.svd(QB - QA @ C, compute_uv=False), 0.0, 1.0)  # descending sines
-    theta = np.where(cos**2 >= 0.5, np.arcsin(sin), np.arccos(cos))  # descending angles
-    return theta[::-1]
-
-
-def head_subspace_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
-    """Principal angles between every pair of heads' subspaces, shape (h, h, d_k).
-
-    For ``W_q``/``W_k``/``W_v`` (``axis=1``) a head's subspace is the span of its
-    columns: the input directions it reads. For ``W_o`` use ``axis=0``: the span
-    of a head's rows, the output directions it writes to.
-
-    Examples
-    --------
-    >>> ang = head_subspace_angles(np.random.default_rng(0).normal(size=(16, 8)), 4)
-    >>> ang.shape, float(abs(ang[0, 0]).max()) < 1e-7
-    ((4, 4, 2), True)
-    """
-    blocks = to_numpy(split_head_weights(W, num_heads, axis))
-    blocks = blocks if axis == 1 else np.swapaxes(blocks, 1, 2)  # (h, n, d_head): subspaces as columns
-    return np.array([[principal_angles(a, b) for b in blocks] for a in blocks])
-
-
-def head_contributions(heads: Array, W_o: Array) -> Array:
-    r"""Each head's share of the output, :math:`\operatorname{head}_i W_O^{(i)}`, shape (B, h, T, d_out).
-
-    ``head_contributions(heads, W_o).sum(1) + b_o`` equals the multi-head output:
-    concatenate-then-project is a sum over heads.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> heads, W_o = rng.normal(size=(2, 4, 5, 3)), rng.normal(size=(12, 8))
-    >>> c = head_contributions(heads, W_o)
-    >>> c.shape, bool(np.allclose(c.sum(1), merge_heads(heads) @ W_o))
-    ((2, 4, 5, 8), True)
-    """
-    if heads.ndim != 4 or W_o.ndim != 2 or W_o.shape[0] != heads.shape[1] * heads.shape[3]:
-        raise ShapeError(f"heads has shape {shape_str(heads)} and W_o has shape {shape_str(W_o)}; "
-                         f"expected heads (B, h, T, d_v) and W_o (h*d_v, d_out)")
-    W_o_h = split_head_weights(W_o, heads.shape[1], axis=0)  # (h, d_v, d_out)
-    return heads @ W_o_h[None]  # (B, h, T, d_v) @ (1, h, d_v, d_out) -> (B, h, T, d_out)
-
-
-def reparametrize_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads: int,
-                       b_q: Optional[Array] = None, b_k: Optional[Array] = None) -> tuple:
-    r"""Return copies with head ``head`` changed to :math:`W_Q R` and :math:`W_K R^{-\top}`.
-
-    Since :math:`(W_Q R)(W_K R^{-\top})^\top = W_Q W_K^\top`, the head's scores do
-    not change: a head's weights are not unique. Biases transform the same way.
-
-    Returns
-    -------
-    (W_q, W_k, b_q, b_k), with ``None`` for biases not given.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> W_q, W_k, R = rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(2, 2))
-    >>> W_q2, W_k2, _, _ = reparametrize_head(W_q, W_k, R, head=1, num_heads=2)
-    >>> bool(np.allclose(head_bilinear_forms(W_q2, W_k2, 2), head_bilinear_forms(W_q, W_k, 2)))
-    True
-    """
-    d_k = W_q.shape[1] // num_heads
-    if tuple(R.shape) != (d_k, d_k) or not 0 <= head < num_heads:
-        raise ShapeError(f"R has shape {shape_str(R)} and head={head}; expected ({d_k}, {d_k}) "
-                         f"and 0 <= head < {num_heads}")
-    R_inv_T = (torch.linalg.inv(R) if is_torch(R) else np.linalg.inv(R)).T  # (d_k, d_k)
-    cols = slice(head * d_k, (head + 1) * d_k)
-    out = []
-    for M, A in ((W_q, R), (W_k, R_inv_T), (b_q, R), (b_k, R_inv_T)):
-        if M is None:
-            out.append(None)
-            continue
-        M = M.clone() if is_torch(M) else M.copy()
-        M[..., cols] = M[..., cols] @ A  # (d_model, d_k) @ (d_k, d_k), or (d_k,) @ (d_k, d_k)
-        out.append(M)
-    return tuple(out)

@@ -35,7 +35,6 @@ from typing import Any, Iterable, Mapping, Union
 __all__ = [
     "Claim", "CLAIMS", "VERDICTS", "VERDICT_CLASS", "SECTIONS", "EVIDENCE_FILE", "by_id",
     "ledger_problems", "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown",
-    "plot_verdicts",
 ]  # fmt: skip
 
 VERDICTS = ("holds", "holds when", "wrong as stated")
@@ -346,7 +345,6 @@ def by_id(claim_id: str) -> Claim:
 # Plain symbols that common text fonts have (emoji need an emoji font).
 MISSING_EVIDENCE = "(not collected yet: run `python -m attention_course evidence`)"
 _MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗"}
-_COLOUR = {"holds": "tab:green", "holds when": "tab:orange", "wrong as stated": "tab:red"}
 
 
 def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
@@ -372,38 +370,3 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
                    else MISSING_EVIDENCE)
         rows.append(f"| {c.section} | {text} | {verdict} | {numbers} | [ch. {int(c.chapter[:2])}](#{c.label}) |")
     return "\n".join(rows)
-
-
-def plot_verdicts(claims: Iterable[Claim] = CLAIMS, title: str = "The essay's claims, by section and verdict"):
-    """Stacked bars: how many claims of each essay section hold, hold when, or are wrong as stated.
-
-    Returns the Figure.
-
-    Examples
-    --------
-    >>> fig = plot_verdicts()
-    >>> len(fig.axes[0].patches) == len(SECTIONS) * len(VERDICTS)
-    True
-    """
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    claims = list(claims)
-    sections = list(SECTIONS)
-    counts = np.array([[sum(c.section == s and c.verdict == v for c in claims) for v in VERDICTS]
-                       for s in sections])  # (6, 3)
-    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
-    left = np.zeros(len(sections))
-    labels = [f"{s}. {SECTIONS[s]}" for s in sections]
-    for j, v in enumerate(VERDICTS):
-        bars = ax.barh(labels, counts[:, j], left=left, color=_COLOUR[v], label=v, edgecolor="white")
-        ax.bar_label(bars, labels=[str(n) if n else "" for n in counts[:, j]], label_type="center",
-                     color="white", fontweight="bold")
-        left += counts[:, j]
-    ax.invert_yaxis()
-    ax.set_xlabel("number of claims")
-    ax.set_ylabel("essay section")
-    ax.set_xticks(range(int(left.max()) + 1))
-    ax.set_title(title)
-    ax.legend(title="verdict", loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    return fig

@@ -1,172 +1,86 @@
-r"""What single heads can express, how heads relate to the SVD, and what real heads do.
+r"""What heads are made of: their subspaces, their bilinear forms, and how they combine (chapter 4).
 
-Three groups of tools, all pure functions (chapter 4):
+Head ``i`` of multi-head attention owns the columns ``i*d_k:(i+1)*d_k`` of
+:math:`W_Q, W_K, W_V` (and the same rows of :math:`W_O`). Its scores are the
+bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}` of rank at most :math:`d_k`.
+This module looks at those blocks, all as pure functions:
 
-* **The low-rank bottleneck** (Bhojanapalli et al. 2020). A head of dimension
-  ``r`` produces :math:`\operatorname{softmax}(QK^\top)` with :math:`Q \in \mathbb{R}^{T\times r}`,
-  :math:`K \in \mathbb{R}^{S\times r}`. :func:`fit_low_rank_attention` finds the
-  closest such pattern to a target :math:`P` in KL divergence. With a fixed input
-  :math:`X` of full row rank, :math:`Q = XW_Q` can be any matrix, so this is also the
-  best a head :math:`\operatorname{softmax}(XW_QW_K^\top X^\top)` can do.
-* **Heads against the SVD.** :func:`form_singular_values` (each head's bilinear form
-  :math:`W_Q^{(i)}W_K^{(i)\top}` via its small factors), :func:`smallest_head_angles`
-  (how much heads' subspaces overlap), :func:`head_score_matrices` and
-  :func:`combine_head_patterns` (the softmax does not add up across heads).
-* **Head roles** in a pretrained encoder (Clark et al. 2019): :func:`head_role_scores`
-  and :func:`top_heads`, plus plot helpers for galleries of heads.
+* **forms**: :func:`head_bilinear_forms`, :func:`form_singular_values` (their
+  spectra, from the thin factors) and :func:`reparametrize_head` (a head's weights
+  are not unique: only :math:`M_i` is);
+* **subspaces**: :func:`principal_angles`, the one routine for principal angles,
+  which :func:`head_subspace_angles`, :func:`smallest_head_angles` and
+  :func:`random_subspace_angles` (the random baseline) call;
+* **combining heads**: :func:`head_score_matrices`, :func:`combine_head_patterns`
+  (the softmax does not add up across heads) and :func:`total_variation`;
+* :func:`mha_parameter_count`: heads split the width, they do not add parameters.
 
-The multi-head machinery itself (splitting, ranks, principal angles,
-reparametrisation) lives in :mod:`attention_course.core.multihead`.
+The mechanism itself is in :mod:`attention_course.core.multihead`; the low-rank
+bottleneck of one head in :mod:`attention_course.lenses.bottleneck`; head roles
+in a pretrained encoder in :mod:`attention_course.lenses.roles`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Optional, Union
+from typing import Optional
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 
-from ..core._backend import Array, ShapeError, shape_str, to_numpy
-from ..core.attention import resolve_scale
-from ..core.multihead import split_head_weights
+from ..core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
+from ..core.attention import resolve_scale, softmax
 
 __all__ = [
-    "dirichlet_attention", "near_permutation", "row_kl", "LowRankFit", "fit_low_rank_attention",
-    "form_singular_values", "smallest_head_angles", "random_subspace_angles", "head_score_matrices",
-    "combine_head_patterns", "total_variation", "ROLES", "head_role_scores", "uniform_role_baselines",
-    "top_heads", "mha_parameter_count", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery",
-    "plot_role_scores",
+    "split_head_weights", "head_bilinear_forms", "form_singular_values", "reparametrize_head",
+    "principal_angles", "head_subspace_angles", "smallest_head_angles", "random_subspace_angles",
+    "head_score_matrices", "combine_head_patterns", "total_variation", "mha_parameter_count",
 ]  # fmt: skip
 
 
-# ------------------------------------------------------------ the low-rank bottleneck
-def dirichlet_attention(n: int, alpha: float = 1.0, seed: int = 0) -> np.ndarray:
-    """A dense random attention matrix: each of the ``n`` rows drawn from Dirichlet(``alpha``).
+# ------------------------------------------------------------ heads' blocks and forms
+def split_head_weights(W: Array, num_heads: int, axis: int = 1) -> Array:
+    """Cut a projection into per-head blocks.
+
+    ``axis=1`` (for ``W_q, W_k, W_v``): ``(d_model, h*d_k) -> (h, d_model, d_k)``.
+    ``axis=0`` (for ``W_o``): ``(h*d_v, d_out) -> (h, d_v, d_out)``.
 
     Examples
     --------
-    >>> P = dirichlet_attention(4, seed=0)
-    >>> P.shape, bool(np.allclose(P.sum(1), 1))
-    ((4, 4), True)
+    >>> split_head_weights(np.zeros((6, 8)), 4).shape
+    (4, 6, 2)
+    >>> split_head_weights(np.zeros((8, 6)), 4, axis=0).shape
+    (4, 2, 6)
     """
-    return np.random.default_rng(seed).dirichlet(np.full(n, float(alpha)), size=n)  # (n, n)
+    if W.ndim != 2 or axis not in (0, 1) or W.shape[axis] % num_heads:
+        raise ShapeError(f"W has shape {shape_str(W)}; expected 2 dimensions with axis {axis} "
+                         f"a multiple of num_heads={num_heads}")
+    if axis == 0:
+        return W.reshape(num_heads, W.shape[0] // num_heads, W.shape[1])  # (h, d_v, d_out)
+    blocks = W.reshape(W.shape[0], num_heads, W.shape[1] // num_heads)  # (d_model, h, d_k)
+    return blocks.transpose(0, 1) if is_torch(W) else blocks.transpose(1, 0, 2)  # (h, d_model, d_k)
 
 
-def near_permutation(n: int, mass: float = 0.99, seed: int = 0) -> np.ndarray:
-    """Row ``i`` puts ``mass`` on key ``perm[i]`` (a seeded permutation) and spreads the rest evenly.
+def head_bilinear_forms(W_q: Array, W_k: Array, num_heads: int) -> Array:
+    r"""Each head's bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}`, shape (h, d_model, d_model).
+
+    Without biases, head ``i``'s scores are :math:`x_q^\top M_i\, x_k / \sqrt{d_k}`,
+    so :math:`M_i` (rank at most ``d_k``) is what the head really computes.
+    Public API as the definition written out: :func:`form_singular_values` gets
+    the same spectra without forming these ``d_model x d_model`` matrices, and is
+    tested against them.
 
     Examples
     --------
-    >>> P = near_permutation(4, mass=0.97, seed=0)
-    >>> P.max(1).round(2).tolist(), P.min(1).round(2).tolist()
-    ([0.97, 0.97, 0.97, 0.97], [0.01, 0.01, 0.01, 0.01])
+    >>> rng = np.random.default_rng(0)
+    >>> M = head_bilinear_forms(rng.normal(size=(8, 8)), rng.normal(size=(8, 8)), 4)
+    >>> M.shape, [int(np.linalg.matrix_rank(m)) for m in M]
+    ((4, 8, 8), [2, 2, 2, 2])
     """
-    if not 0 < mass < 1 or n < 2:
-        raise ValueError(f"mass={mass} and n={n}; expected 0 < mass < 1 and n >= 2")
-    P = np.full((n, n), (1 - mass) / (n - 1))
-    P[np.arange(n), np.random.default_rng(seed).permutation(n)] = mass
-    return P  # (n, n)
+    Wq_h = split_head_weights(W_q, num_heads)  # (h, d_model, d_k)
+    Wk_h = split_head_weights(W_k, num_heads)  # (h, d_model, d_k)
+    return Wq_h @ Wk_h.transpose(-2, -1) if is_torch(Wk_h) else Wq_h @ Wk_h.transpose(0, 2, 1)  # (h, d, d)
 
 
-def row_kl(P: Array, logits: Array) -> Array:
-    r"""Mean over rows of :math:`\mathrm{KL}(P_i \,\|\, \operatorname{softmax}(L_i))` (nats).
-
-    .. math:: \frac1T \sum_i \sum_j P_{ij} \left(\log P_{ij} - \log \operatorname{softmax}(L_i)_j\right)
-
-    ``0 log 0`` counts as 0. numpy in, float out; torch in, a 0-d tensor out (differentiable).
-
-    Examples
-    --------
-    >>> P = np.array([[0.5, 0.5], [1.0, 0.0]])
-    >>> round(row_kl(P, np.zeros((2, 2))), 4)          # (0 + log 2) / 2
-    0.3466
-    """
-    P_t, L_t = torch.as_tensor(P), torch.as_tensor(logits)
-    if P_t.shape != L_t.shape or P_t.ndim != 2:
-        raise ShapeError(f"P has shape {shape_str(P_t)} and logits {shape_str(L_t)}; "
-                         f"expected the same (T, S)")
-    log_q = torch.log_softmax(L_t.to(P_t.dtype), dim=-1)  # (T, S), normalised over the keys
-    kl = (torch.xlogy(P_t, P_t) - P_t * log_q).sum(-1).mean()  # sum over keys, mean over queries
-    return kl if isinstance(P, torch.Tensor) or isinstance(logits, torch.Tensor) else float(kl)
-
-
-class LowRankFit(NamedTuple):
-    """Result of :func:`fit_low_rank_attention`: the KL, the factors and the fitted pattern."""
-
-    kl: float
-    q: np.ndarray  # (T, r)
-    k: np.ndarray  # (S, r)
-    weights: np.ndarray  # (T, S) = softmax(q k^T)
-
-
-def fit_low_rank_attention(P: Array, r: int, restarts: int = 2, seed: int = 0,
-                           max_iter: int = 100) -> LowRankFit:
-    r"""The closest single-head pattern of rank ``r`` to a target ``P``, in KL.
-
-    .. math:: \min_{Q \in \mathbb{R}^{T\times r},\, K \in \mathbb{R}^{S\times r}}
-              \frac1T\sum_i \mathrm{KL}\!\left(P_i \,\big\|\, \operatorname{softmax}(QK^\top)_i\right)
-
-    Solved with L-BFGS in float64. The first start is the best rank-``r`` SVD
-    approximation of :math:`\log P` with each row centred (softmax ignores row
-    shifts); the other ``restarts - 1`` starts are seeded Gaussians. The best run
-    is returned (an upper bound on the global minimum). Any ``P`` with positive
-    entries is matched exactly at ``r = S - 1``; ``r = 0`` gives uniform rows.
-
-    Parameters
-    ----------
-    P : shape (T, S), rows are distributions with positive entries
-    r : int, 0 <= r <= S
-    restarts, seed, max_iter : the number of starts, their seed, L-BFGS iterations per start
-
-    Examples
-    --------
-    >>> P = dirichlet_attention(6, seed=0)
-    >>> [round(fit_low_rank_attention(P, r).kl, 3) for r in (0, 5)]
-    [0.332, 0.0]
-    """
-    P_t = torch.as_tensor(to_numpy(P), dtype=torch.float64)
-    if P_t.ndim != 2 or (P_t <= 0).any() or not torch.allclose(P_t.sum(-1), torch.ones(1, dtype=P_t.dtype)):
-        raise ValueError(f"P has shape {shape_str(P_t)}; expected a (T, S) matrix with positive "
-                         f"entries whose rows sum to 1")
-    T, S = P_t.shape
-    if int(r) != r or not 0 <= r <= S:
-        raise ValueError(f"r={r!r} with P of shape {(T, S)}; expected an integer 0 <= r <= S={S}")
-    if r == 0:
-        return LowRankFit(row_kl(P_t, torch.zeros(T, S)).item(), np.zeros((T, 0)), np.zeros((S, 0)),
-                          np.full((T, S), 1.0 / S))
-    log_p = torch.log(P_t)
-    U, s, Vh = torch.linalg.svd(log_p - log_p.mean(-1, keepdim=True))  # row-centred log P
-    starts = [(U[:, :r] * s[:r].sqrt(), Vh[:r].T * s[:r].sqrt())]  # (T, r), (S, r)
-    g = torch.Generator().manual_seed(int(seed))
-    starts += [(torch.randn(T, r, generator=g, dtype=torch.float64),
-                torch.randn(S, r, generator=g, dtype=torch.float64)) for _ in range(restarts - 1)]
-    best = None
-    for q0, k0 in starts:
-        q, k = q0.contiguous().requires_grad_(), k0.contiguous().requires_grad_()
-        opt = torch.optim.LBFGS([q, k], lr=1.0, max_iter=max_iter, history_size=50,
-                                tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
-
-        def closure():
-            opt.zero_grad()
-            loss = row_kl(P_t, q @ k.T)  # q k^T: (T, S) logits of rank <= r
-            loss.backward()
-            return loss
-
-        opt.step(closure)
-        with torch.no_grad():
-            kl = row_kl(P_t, q @ k.T).item()
-        if best is None or kl < best[0]:
-            best = (kl, q.detach(), k.detach())
-        if kl < 1e-12:
-            break  # an exact fit: no restart can improve on it
-    kl, q, k = best
-    return LowRankFit(max(kl, 0.0), q.numpy(), k.numpy(), torch.softmax(q @ k.T, -1).numpy())
-
-
-# ------------------------------------------------------------ heads against the SVD
 def form_singular_values(W_q: Array, W_k: Array, num_heads: int) -> np.ndarray:
     r"""Singular values of every head's bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}`, shape (h, d_k).
 
@@ -189,20 +103,118 @@ def form_singular_values(W_q: Array, W_k: Array, num_heads: int) -> np.ndarray:
     return torch.linalg.svdvals(R_a @ R_b.transpose(1, 2)).numpy()  # (h, d_k)
 
 
-def _cosines(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """Cosines of the principal angles between column spaces, batched: (..., n, p) -> (..., p)."""
-    Q_a, Q_b = torch.linalg.qr(A).Q, torch.linalg.qr(B).Q  # orthonormal bases
-    return torch.linalg.svdvals(Q_a.transpose(-2, -1) @ Q_b).clamp(0.0, 1.0)  # (..., p), descending
+def reparametrize_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads: int,
+                       b_q: Optional[Array] = None, b_k: Optional[Array] = None) -> tuple:
+    r"""Return copies with head ``head`` changed to :math:`W_Q R` and :math:`W_K R^{-\top}`.
+
+    Since :math:`(W_Q R)(W_K R^{-\top})^\top = W_Q W_K^\top`, the head's scores do
+    not change: a head's weights are not unique. Biases transform the same way.
+
+    Returns
+    -------
+    (W_q, W_k, b_q, b_k), with ``None`` for biases not given.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> W_q, W_k, R = rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(2, 2))
+    >>> W_q2, W_k2, _, _ = reparametrize_head(W_q, W_k, R, head=1, num_heads=2)
+    >>> bool(np.allclose(head_bilinear_forms(W_q2, W_k2, 2), head_bilinear_forms(W_q, W_k, 2)))
+    True
+    """
+    d_k = W_q.shape[1] // num_heads
+    if tuple(R.shape) != (d_k, d_k) or not 0 <= head < num_heads:
+        raise ShapeError(f"R has shape {shape_str(R)} and head={head}; expected ({d_k}, {d_k}) "
+                         f"and 0 <= head < {num_heads}")
+    R_inv_T = (torch.linalg.inv(R) if is_torch(R) else np.linalg.inv(R)).T  # (d_k, d_k)
+    cols = slice(head * d_k, (head + 1) * d_k)
+    out = []
+    for M, A in ((W_q, R), (W_k, R_inv_T), (b_q, R), (b_k, R_inv_T)):
+        if M is None:
+            out.append(None)
+            continue
+        M = M.clone() if is_torch(M) else M.copy()
+        M[..., cols] = M[..., cols] @ A  # (d_model, d_k) @ (d_k, d_k), or (d_k,) @ (d_k, d_k)
+        out.append(M)
+    return tuple(out)
+
+
+# ------------------------------------------------------------ subspaces and principal angles
+def _orth(A: torch.Tensor, rtol: float) -> torch.Tensor:
+    """Orthonormal bases of the column spaces of ``A`` (..., n, p): (..., n, r), r = the common rank."""
+    U, s, _ = torch.linalg.svd(A, full_matrices=False)  # U (..., n, min(n, p)), s descending
+    ranks = (s > rtol * s[..., :1]).sum(-1)  # directions above rtol * the largest singular value
+    r = int(ranks.flatten()[0]) if ranks.numel() else 0
+    if bool((ranks != r).any()):
+        raise ShapeError(f"the matrices of shape {tuple(A.shape)} have ranks {sorted(set(ranks.flatten().tolist()))}; "
+                         f"a batch of subspaces needs one dimension")
+    return U[..., :r]
+
+
+def principal_angles(A: Array, B: Array, rtol: float = 1e-12) -> np.ndarray:
+    r"""Principal angles (radians, ascending) between the column spaces of ``A`` and ``B``.
+
+    With orthonormal bases :math:`Q_A, Q_B` (from SVDs), :math:`\cos\theta_i = \sigma_i(Q_A^\top Q_B)`.
+    Small angles come from the sines, :math:`\sin\theta_i = \sigma_i(Q_B - Q_A Q_A^\top Q_B)`
+    (Knyazev & Argentati 2002), to stay accurate. 0 = a shared direction,
+    :math:`\pi/2` = orthogonal. This is the package's one principal-angle routine;
+    it runs in float64 through ``torch.linalg`` (batched SVDs of tall matrices are
+    many times faster there than in numpy).
+
+    Parameters
+    ----------
+    A : shape (..., n, p);  B : shape (..., n, q)
+        Leading dimensions broadcast, e.g. (h, 1, n, p) against (1, h, n, q) for all pairs.
+    rtol : directions with singular value below ``rtol`` times the largest are dropped.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., min(rank A, rank B)); every matrix of a batch must have the same rank.
+
+    Examples
+    --------
+    >>> A = np.eye(3)[:, :2]                                  # span(e1, e2)
+    >>> B = np.array([[1.0, 0], [0, 1], [0, 1]])              # span(e1, e2 + e3)
+    >>> np.degrees(principal_angles(A, B)).round(6)
+    array([ 0., 45.])
+    """
+    A, B = (torch.as_tensor(to_numpy(M), dtype=torch.float64) for M in (A, B))
+    if A.ndim < 2 or B.ndim < 2 or A.shape[-2] != B.shape[-2]:
+        raise ShapeError(f"A has shape {shape_str(A)} and B has shape {shape_str(B)}; "
+                         f"expected (..., n, p) and (..., n, q)")
+    QA, QB = _orth(A, rtol), _orth(B, rtol)
+    if QA.shape[-1] < QB.shape[-1]:
+        QA, QB = QB, QA  # QA spans the larger space
+    C = QA.transpose(-2, -1) @ QB  # (..., p, q)
+    cos = torch.linalg.svdvals(C).clamp(0.0, 1.0).flip(-1)  # ascending cosines
+    sin = torch.linalg.svdvals(QB - QA @ C).clamp(0.0, 1.0)  # descending sines
+    theta = torch.where(cos**2 >= 0.5, torch.arcsin(sin), torch.arccos(cos))  # descending angles
+    return theta.flip(-1).numpy()
+
+
+def head_subspace_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
+    """Principal angles between every pair of heads' subspaces, shape (h, h, d_k).
+
+    For ``W_q``/``W_k``/``W_v`` (``axis=1``) a head's subspace is the span of its
+    columns: the input directions it reads. For ``W_o`` use ``axis=0``: the span
+    of a head's rows, the output directions it writes to.
+
+    Examples
+    --------
+    >>> ang = head_subspace_angles(np.random.default_rng(0).normal(size=(16, 8)), 4)
+    >>> ang.shape, float(abs(ang[0, 0]).max()) < 1e-7
+    ((4, 4, 2), True)
+    """
+    blocks = torch.as_tensor(to_numpy(split_head_weights(W, num_heads, axis)), dtype=torch.float64)
+    blocks = blocks if axis == 1 else blocks.transpose(1, 2)  # (h, n, d_head): subspaces as columns
+    return principal_angles(blocks[:, None], blocks[None, :])  # (h, 1, ...) against (1, h, ...): all pairs
 
 
 def smallest_head_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     r"""Smallest principal angle (radians) between every pair of heads' subspaces, shape (h, h).
 
-    Head ``i``'s subspace is the span of its columns of ``W`` (``axis=1``: the input
-    directions a query/key/value projection reads) or of its rows (``axis=0``, for
-    ``W_o``). :math:`\theta_{\min} = \arccos \sigma_{\max}(Q_i^\top Q_j)`; 0 means the
-    heads share a direction. The diagonal is 0. (All angles, accurate for tiny ones:
-    :func:`~attention_course.core.multihead.head_subspace_angles`.)
+    The first column of :func:`head_subspace_angles`: 0 means the heads share a
+    direction. The diagonal is set to exactly 0.
 
     Examples
     --------
@@ -210,12 +222,7 @@ def smallest_head_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     >>> np.degrees(smallest_head_angles(W, 2)).round(1).tolist()
     [[0.0, 0.0], [0.0, 0.0]]
     """
-    blocks = torch.as_tensor(to_numpy(split_head_weights(W, num_heads, axis)), dtype=torch.float64)
-    blocks = blocks if axis == 1 else blocks.transpose(1, 2)  # (h, n, d_head): subspaces as columns
-    h = blocks.shape[0]
-    A = blocks[:, None].expand(h, h, *blocks.shape[1:])  # (h, h, n, d_head): head i
-    B = blocks[None, :].expand(h, h, *blocks.shape[1:])  # (h, h, n, d_head): head j
-    theta = torch.arccos(_cosines(A, B)[..., 0]).numpy()  # (h, h), largest cosine = smallest angle
+    theta = head_subspace_angles(W, num_heads, axis)[..., 0]  # (h, h): smallest angle first
     np.fill_diagonal(theta, 0.0)
     return theta
 
@@ -233,9 +240,10 @@ def random_subspace_angles(n: int, p: int, n_pairs: int = 100, seed: int = 0) ->
     """
     g = torch.Generator().manual_seed(int(seed))
     A, B = torch.randn(2, n_pairs, n, p, generator=g, dtype=torch.float64)  # (n_pairs, n, p) each
-    return torch.arccos(_cosines(A, B)[..., 0]).numpy()  # (n_pairs,)
+    return principal_angles(A, B)[:, 0]  # (n_pairs,)
 
 
+# ------------------------------------------------------------ combining heads
 def head_score_matrices(x: Array, W_q: Array, W_k: Array, num_heads: int,
                         b_q: Optional[Array] = None, b_k: Optional[Array] = None) -> np.ndarray:
     r"""Each head's scaled scores, shape (h, T, T).
@@ -271,11 +279,6 @@ def head_score_matrices(x: Array, W_q: Array, W_k: Array, num_heads: int,
     return q @ k.transpose(0, 2, 1) * resolve_scale(d_k)  # (h, T, T)
 
 
-def _softmax(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)  # normalised over the last axis (keys)
-
-
 def combine_head_patterns(scores: Array) -> dict[str, np.ndarray]:
     r"""Three ways to merge ``h`` heads' scores (h, T, S) into one pattern (T, S).
 
@@ -296,10 +299,10 @@ def combine_head_patterns(scores: Array) -> dict[str, np.ndarray]:
     s = np.asarray(to_numpy(scores), dtype=float)
     if s.ndim != 3:
         raise ShapeError(f"scores have shape {s.shape}; expected (h, T, S)")
-    heads = _softmax(s)  # (h, T, S)
+    heads = softmax(s)  # (h, T, S), normalised over the keys
     log_prod = np.log(heads).sum(0)  # (T, S): log of the product of the heads' weights
-    return {"softmax_of_sum": _softmax(s.sum(0)), "mean_of_softmaxes": heads.mean(0),
-            "normalised_product": _softmax(log_prod)}
+    return {"softmax_of_sum": softmax(s.sum(0)), "mean_of_softmaxes": heads.mean(0),
+            "normalised_product": softmax(log_prod)}
 
 
 def total_variation(P: Array, Q: Array) -> float:
@@ -330,199 +333,3 @@ def mha_parameter_count(d_model: int, num_heads: int, bias: bool = True) -> int:
     if num_heads < 1 or d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
     return 4 * d_model * d_model + (4 * d_model if bias else 0)
-
-
-# ------------------------------------------------------------ head roles (Clark et al. 2019)
-ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation", "broad")
-
-
-def _is_punct(token: str) -> bool:
-    return not token.startswith("[") and not any(c.isalnum() for c in token)
-
-
-def head_role_scores(maps: Union[Array, Sequence[Array]], tokens: Sequence) -> dict[str, np.ndarray]:
-    r"""Score every head for six roles, averaged over the words of one or more texts.
-
-    For a map :math:`A` (rows = queries) and the query rows :math:`i` of the words
-    between ``[CLS]`` (position 0) and ``[SEP]`` (position n-1):
-
-    ============== =====================================================================
-    previous token :math:`A_{i,i-1}`
-    next token     :math:`A_{i,i+1}`
-    [CLS], [SEP]   :math:`A_{i,0}`, :math:`A_{i,n-1}`
-    punctuation    :math:`\sum_{j \in \text{punct}} A_{ij}` (tokens with no letter or digit)
-    broad          :math:`H(A_i)/\log n`: 1 for uniform attention, 0 for one key
-    ============== =====================================================================
-
-    Parameters
-    ----------
-    maps : shape (L, H, n, n), or a list of them (one per text, n may differ)
-    tokens : list of str (length n), or a list of such lists
-
-    Returns
-    -------
-    dict role -> numpy.ndarray (L, H), the mean over all words of all texts.
-
-    Examples
-    --------
-    >>> toks = ["[CLS]", "a", "b", ".", "[SEP]"]
-    >>> prev = np.eye(5, k=-1)[None, None]; prev[..., 0, 0] = 1          # each word reads i - 1
-    >>> s = head_role_scores(prev, toks)
-    >>> float(s["previous token"][0, 0]), float(s["next token"][0, 0]), float(s["[CLS]"][0, 0])
-    (1.0, 0.0, 0.3333333333333333)
-    """
-    single = isinstance(tokens[0], str) if len(tokens) else True
-    maps_list, tokens_list = ([maps], [tokens]) if single else (list(maps), list(tokens))
-    sums, count = {role: 0.0 for role in ROLES}, 0
-    for A, toks in zip(maps_list, tokens_list):
-        A = np.asarray(to_numpy(A), dtype=float)
-        n = len(toks)
-        if A.ndim != 4 or A.shape[-2:] != (n, n) or n < 3 or toks[0] != "[CLS]" or toks[-1] != "[SEP]":
-            raise ShapeError(f"maps have shape {A.shape} for {n} tokens; expected (L, H, {n}, {n}) and "
-                             f"tokens that start with [CLS] and end with [SEP] around at least one word")
-        i = np.arange(1, n - 1)  # the words' rows
-        rows = A[:, :, i]  # (L, H, n-2, n)
-        punct = np.array([_is_punct(t) for t in toks])  # (n,)
-        entropy = -(rows * np.log(np.clip(rows, 1e-300, None))).sum(-1)  # (L, H, n-2) nats
-        per_row = {"previous token": A[:, :, i, i - 1], "next token": A[:, :, i, i + 1],
-                   "[CLS]": rows[..., 0], "[SEP]": rows[..., n - 1],
-                   "punctuation": rows[..., punct].sum(-1), "broad": entropy / np.log(n)}
-        for role in ROLES:
-            sums[role] = sums[role] + per_row[role].sum(-1)  # (L, H)
-        count += n - 2
-    return {role: sums[role] / count for role in ROLES}
-
-
-def uniform_role_baselines(tokens: Sequence) -> dict[str, float]:
-    """What :func:`head_role_scores` gives for uniform attention on the same texts (the chance level).
-
-    Examples
-    --------
-    >>> round(uniform_role_baselines(["[CLS]", "a", "b", ".", "[SEP]"])["punctuation"], 3)
-    0.2
-    """
-    tokens_list = [tokens] if isinstance(tokens[0], str) else list(tokens)
-    n = np.array([len(t) for t in tokens_list], dtype=float)
-    words = n - 2  # rows per text
-    n_punct = np.array([sum(map(_is_punct, t)) for t in tokens_list])
-    chance = float((words / n).sum() / words.sum())  # one key out of n, weighted by rows
-    return {"previous token": chance, "next token": chance, "[CLS]": chance, "[SEP]": chance,
-            "punctuation": float((words * n_punct / n).sum() / words.sum()), "broad": 1.0}
-
-
-def top_heads(scores: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int, float]]:
-    """For each role, the (layer, head, score) of the highest-scoring head (0-based indices).
-
-    Examples
-    --------
-    >>> top_heads({"broad": np.array([[0.1, 0.9], [0.3, 0.2]])})
-    {'broad': (0, 1, 0.9)}
-    """
-    out = {}
-    for role, s in scores.items():
-        layer, head = np.unravel_index(int(np.argmax(s)), s.shape)
-        out[role] = (int(layer), int(head), float(s[layer, head]))
-    return out
-
-
-# ------------------------------------------------------------ figures
-def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]], title: str = "",
-                    floor: float = 1e-4) -> Figure:
-    """Minimum KL against head dimension ``r``, one line per target, on a log axis.
-
-    Values below ``floor`` (an exact fit) are drawn on the floor with a hollow marker.
-    """
-    fig, ax = plt.subplots(figsize=(6.2, 4.0), layout="constrained")
-    for (name, kl), marker in zip(curves.items(), "osD^v"):
-        kl = np.asarray(kl, dtype=float)
-        line, = ax.plot(ranks, np.maximum(kl, floor), marker=marker, label=name)
-        exact = kl < floor
-        ax.plot(np.asarray(ranks)[exact], np.full(exact.sum(), floor), marker=marker, ls="none",
-                mfc="white", mec=line.get_color(), ms=9)
-    ax.set_yscale("log")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(ranks), labels=[str(r) for r in ranks])
-    ax.axhline(floor, color="0.6", lw=0.8, ls=":")
-    ax.text(ranks[0], floor * 1.3, "exact fit (KL < %.0e)" % floor, fontsize=8, color="0.4")
-    ax.set_xlabel("head dimension r (rank of $QK^\\top$)")
-    ax.set_ylabel("minimum mean KL (nats)")
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(alpha=0.3, which="both")
-    return fig
-
-
-def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
-    """Singular values of the full bilinear form (one line) and of each head's form (thin lines)."""
-    full, heads = to_numpy(full), to_numpy(heads)
-    fig, ax = plt.subplots(figsize=(6.8, 4.0), layout="constrained")
-    for i, s in enumerate(heads):
-        ax.plot(np.arange(1, len(s) + 1), s, color="tab:orange", lw=0.9, alpha=0.7,
-                label="each head $W_Q^{(i)}W_K^{(i)\\top}$" if i == 0 else None)
-    ax.plot(np.arange(1, len(full) + 1), full, color="tab:blue", lw=2, label="full form $W_QW_K^\\top$")
-    ax.axvline(heads.shape[1], color="0.5", ls="--", lw=0.8)
-    ax.text(heads.shape[1] * 1.05, full.max() / 2, f"$d_k$ = {heads.shape[1]}", fontsize=9, color="0.3")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("index of the singular value")
-    ax.set_ylabel("singular value")
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(alpha=0.3, which="both")
-    return fig
-
-
-def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float = 1.0,
-                      title: str = "", colorbar_label: str = "attention weight",
-                      panel_size: float = 3.5) -> Figure:
-    """A grid of attention heatmaps sharing one colour scale (capped at ``vmax``).
-
-    ``panels`` maps a panel title to ``(matrix (T, S), tokens or None)`` (tokens label both axes).
-    When every panel has the same tokens, only the outer panels carry tick labels.
-    ``panel_size`` is the height of one panel in inches.
-    """
-    n = len(panels)
-    ncols = min(ncols, n)
-    nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=((panel_size + 0.1) * ncols + 0.8, panel_size * nrows),
-                             layout="constrained", squeeze=False)
-    token_lists = [None if t is None else list(t) for _, t in panels.values()]
-    shared = all(t == token_lists[0] for t in token_lists) and n == nrows * ncols
-    for ax, (name, (m, toks)) in zip(axes.flat, panels.items()):
-        im = ax.imshow(to_numpy(m), cmap="viridis", vmin=0.0, vmax=vmax)
-        ax.set_title(name, fontsize=10)
-        if toks is not None:
-            ax.set_xticks(range(len(toks)), labels=list(toks), rotation=90, fontsize=7)
-            ax.set_yticks(range(len(toks)), labels=list(toks), fontsize=7)
-        ax.set_xlabel("key (attended to)", fontsize=9)
-        ax.set_ylabel("query", fontsize=9)
-        if shared:
-            ax.label_outer()  # tick labels and axis labels only on the left column and bottom row
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    fig.colorbar(im, ax=axes, shrink=0.7, label=colorbar_label)
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 3, title: str = "") -> Figure:
-    """One layer x head heatmap per role on a shared 0-1 colour scale; layers and heads counted from 1."""
-    n = len(scores)
-    ncols = min(ncols, n)
-    nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols + 0.8, 2.5 * nrows), layout="constrained",
-                             squeeze=False)
-    for ax, (role, s) in zip(axes.flat, scores.items()):
-        im = ax.imshow(s, cmap="magma", vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_title(role, fontsize=10)
-        ax.set_xticks(range(s.shape[1]), labels=[str(h + 1) for h in range(s.shape[1])], fontsize=7)
-        ax.set_yticks(range(s.shape[0]), labels=[str(layer + 1) for layer in range(s.shape[0])], fontsize=7)
-        ax.set_xlabel("head", fontsize=9)
-        ax.set_ylabel("layer", fontsize=9)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    fig.colorbar(im, ax=axes, shrink=0.8, label="score")
-    if title:
-        fig.suptitle(title)
-    return fig

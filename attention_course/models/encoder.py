@@ -124,7 +124,14 @@ def bert_weights_from_state_dict(state_dict: Mapping[str, torch.Tensor], num_hea
 
 
 def bert_weights_from_safetensors(folder: str | Path) -> BertWeights:
-    """Load ``model.safetensors`` and ``config.json`` from a model folder, without transformers."""
+    """Load ``model.safetensors`` and ``config.json`` from a model folder, without transformers.
+
+    Public API, though no chapter calls it (they go through
+    :func:`~attention_course.models.pretrained.minilm_weights`): it runs
+    :func:`bert_encode` on a downloaded BERT folder without importing
+    ``transformers`` (seconds to import), and the tests use it to check that
+    :func:`bert_weights_from_state_dict` reads the same weights as ``transformers``.
+    """
     from safetensors.torch import load_file
 
     folder = Path(folder)

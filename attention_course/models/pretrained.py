@@ -37,7 +37,7 @@ import torch
 from .encoder import BertWeights, bert_weights_from_state_dict
 
 __all__ = ["MiniLMNotFoundError", "ENV_VAR", "HUB_ID", "locate_minilm", "load_minilm",
-           "clear_minilm_cache", "minilm_weights", "attention_maps"]  # fmt: skip
+           "minilm_weights", "attention_maps"]  # fmt: skip
 
 ENV_VAR = "ATTENTION_COURSE_MINILM_DIR"
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -160,11 +160,6 @@ def load_minilm() -> tuple[Any, Any]:
     """
     location, source = locate_minilm()
     return _load(location, source != "hub")
-
-
-def clear_minilm_cache() -> None:
-    """Forget the loaded model, so the next :func:`load_minilm` loads again."""
-    _load.cache_clear()
 
 
 def minilm_weights() -> BertWeights:

@@ -1,0 +1,59 @@
+"""figures/heads.py: every chapter-4 figure renders on Agg, returns its Figure and draws what it is given."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from attention_course.figures import heads as FH
+from attention_course.lenses.roles import ROLES
+
+
+def test_plots_render_and_return_figures():
+    assert matplotlib.get_backend().lower() == "agg"
+    figs = [
+        FH.plot_bottleneck([1, 2, 4], {"dense": [0.3, 0.2, 0.0], "perm": [1.0, 0.1, 0.01]}, title="t"),
+        FH.plot_form_spectra(np.linspace(3, 1, 16), np.ones((4, 4)), title="t"),
+        FH.plot_head_gallery({"a": (np.eye(3), ["x", "y", "z"]), "b": (np.eye(3), None)}, ncols=3),
+        FH.plot_role_scores({r: np.zeros((2, 3)) for r in ROLES}),
+    ]
+    for fig in figs:
+        assert isinstance(fig, Figure)
+        fig.canvas.draw()
+    assert figs[0].axes[0].get_yscale() == "log"
+    assert figs[2].axes[0].get_xlabel() == "key (attended to)"
+    assert len(figs[3].axes) == len(ROLES) + 1  # one heatmap per role + a shared colour bar
+
+
+def test_loss_curves_are_moving_averages():
+    hist = np.arange(10.0)  # a moving average of 4 steps ending at step t (from 1) is t - 2.5
+    fig = FH.plot_loss_curves({"2 layers": hist}, 3.0, "mean ln(period)", window=4, title="t")
+    fig.canvas.draw()
+    curve, base = fig.axes[0].lines
+    np.testing.assert_array_equal(curve.get_xdata(), np.arange(4, 11))
+    np.testing.assert_allclose(curve.get_ydata(), np.arange(4, 11) - 2.5, atol=1e-12)
+    assert base.get_ydata()[0] == 3.0 and base.get_label() == "mean ln(period)"
+    assert fig.axes[0].get_ylabel() == "loss on the repeated part (nats)"
+
+
+@pytest.mark.parametrize("given_ax", [False, True])
+def test_loss_curves_draw_on_a_given_axes(given_ax):
+    import matplotlib.pyplot as plt
+
+    ax = plt.subplots()[1] if given_ax else None
+    fig = FH.plot_loss_curves({"a": np.ones(30)}, 0.5, "b", ax=ax)
+    assert (fig is ax.figure) if given_ax else isinstance(fig, Figure)
+
+
+def test_head_ablation_panels_share_one_colour_scale():
+    d2, d1 = np.array([[0.5, 0.1, 0.0, 0.2], [0.05, 0.0, 0.1, 0.0]]), np.array([[0.9, 0.1, 0.0, 0.3]])
+    fig = FH.plot_head_ablation({"2-layer model": d2, "1-layer model": d1}, title="t")
+    fig.canvas.draw()
+    heatmaps = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in heatmaps] == ["2-layer model", "1-layer model"]
+    assert all(ax.images[0].get_clim() == (0.0, 0.9) for ax in heatmaps)  # the larger maximum of the two
+    assert [t.get_text() for t in heatmaps[0].get_yticklabels()] == ["layer 1", "layer 2"]
+    assert [t.get_text() for t in heatmaps[1].get_xticklabels()] == [f"head {i}" for i in range(1, 5)]
+    assert fig.get_suptitle() == "t"
