@@ -71,3 +71,22 @@ def test_attention_stack_numpy_and_torch_agree():
     np.testing.assert_allclose(depth.attention_stack(x, params[:1], mask)[1], w @ v, atol=1e-13)
     with pytest.raises(ShapeError, match=r"x has shape \(5, 7\); expected \(T, 8\)"):
         depth.attention_stack(x[:, :7], params)
+
+
+def test_rank_collapse_curves_are_medians_over_seeds():
+    stacks = {"pure": {}, "skip": {"skip": True, "value_scale": 0.5}}
+    curves = depth.rank_collapse_curves(stacks, n_tokens=6, d_model=8, n_layers=4, seeds=(0, 3, 5))
+    assert list(curves) == ["pure", "skip"]
+    for name, kw in stacks.items():
+        runs = np.stack([depth.rank_collapse(6, 8, 4, seed=s, **kw) for s in (0, 3, 5)])  # (3, 5)
+        np.testing.assert_array_equal(curves[name], np.sort(runs, axis=0)[1])  # the middle of three
+
+
+def test_shrink_factor_is_the_geometric_mean_rate():
+    r = 3.0 * 0.8 ** np.arange(20)
+    assert depth.shrink_factor(r, 4, 19) == pytest.approx(0.8, rel=1e-14)
+    assert depth.shrink_factor([1.0, 0.5, 0.125], 0, 2) == pytest.approx(np.sqrt(0.125), rel=1e-14)
+    with pytest.raises(ValueError, match=r"a=5, b=5 for a curve of 20 layers; expected 0 <= a < b < 20"):
+        depth.shrink_factor(r, 5, 5)
+    with pytest.raises(ValueError, match=r"b=20"):
+        depth.shrink_factor(r, 0, 20)

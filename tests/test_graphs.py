@@ -18,17 +18,6 @@ SETTINGS = settings(max_examples=40, deadline=None)
 
 
 # ------------------------------------------------------------ graphs and masks
-def test_adjacency_convention_row_is_receiver():
-    w = np.array([[0.7, 0.3, 0.0], [0.0, 0.0, 1.0], [0.05, 0.5, 0.45]])
-    A = g.attention_adjacency(w, threshold=0.1)
-    np.testing.assert_array_equal(A, [[0.7, 0.3, 0.0], [0.0, 0.0, 1.0], [0.0, 0.5, 0.45]])
-    edges = g.attention_edges(A)
-    # (source j, target i, weight A[i, j]): node 2 sends its message to node 1 with weight 1
-    assert (2, 1, 1.0) in edges and (1, 0, 0.3) in edges
-    assert len(edges) == 5
-    assert all(A[i, j] == wgt for j, i, wgt in edges)
-
-
 def test_banded_mask_table():
     expected = np.array(
         [[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1], [0, 0, 1, 1, 1]], bool
@@ -47,6 +36,34 @@ def test_topology_masks():
     m = g.topology_mask("adjacency", 3, adjacency=A)
     assert m.dtype == np.bool_
     np.testing.assert_array_equal(m, A != 0)
+
+
+def test_example_topologies_are_the_chapters_five_graphs():
+    T = 8
+    masks = g.example_topologies(T, np.random.default_rng(0))
+    assert list(masks) == ["complete", "causal", "banded, w = 1", "random + self loops", "node 2 isolated"]
+    np.testing.assert_array_equal(masks["causal"], np.tril(np.ones((T, T), bool)))
+    np.testing.assert_array_equal(masks["banded, w = 1"], g.banded_mask(T, 1))
+    expected = (np.random.default_rng(0).random((T, T)) < 0.3) | np.eye(T, dtype=bool)  # the same draws
+    np.testing.assert_array_equal(masks["random + self loops"], expected)
+    isolated = masks["node 2 isolated"]
+    assert not isolated[2].any()
+    np.testing.assert_array_equal(np.delete(isolated, 2, axis=0), np.delete(expected, 2, axis=0))
+    only_loops = g.example_topologies(T, np.random.default_rng(1), p_edge=0.0)["random + self loops"]
+    np.testing.assert_array_equal(only_loops, np.eye(T, dtype=bool))
+
+
+@pytest.mark.parametrize("name", ["complete", "causal", "banded, w = 1", "random + self loops"])
+def test_message_passing_gap_is_the_difference_from_torch_sdpa(name):
+    """No mask here has an empty row, so torch's SDPA is an independent reference; both
+    sides are float64 sums of at most 8 terms of size < 10: round-off, far below 1e-13."""
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(8, 3))
+    mask = g.example_topologies(8, np.random.default_rng(0))[name]
+    gap = g.message_passing_gap(q, k, v, mask)
+    out_mp, _ = g.message_passing(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(*(torch.as_tensor(t) for t in (q, k, v)), attn_mask=torch.as_tensor(mask))
+    assert gap < 1e-13 and np.abs(out_mp - ref.numpy()).max() < 1e-13
 
 
 @pytest.mark.parametrize(

@@ -10,17 +10,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
 
 from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.lenses.lowrank import (
     best_rank_k,
     crossover_beta,
+    cumulative_energy,
     effective_rank,
-    energy_rank,
     exp_rank_demo,
-    plot_spectra,
-    plot_temperature_sweep,
     rank_k_error,
     singular_values,
     stable_rank,
@@ -42,6 +39,18 @@ def test_singular_values_match_numpy_and_torch_inputs():
     A = rand((2, 6, 4))
     np.testing.assert_allclose(singular_values(A), np.linalg.svd(A, compute_uv=False), rtol=0, atol=1e-13)
     np.testing.assert_allclose(singular_values(torch.as_tensor(A)), singular_values(A), rtol=0, atol=1e-13)
+
+
+def test_cumulative_energy_matches_numpy_svd_and_the_rank_k_error():
+    A = rand((3, 7, 5), seed=4)
+    s2 = np.linalg.svd(A, compute_uv=False) ** 2  # (3, 5)
+    c = cumulative_energy(A)
+    np.testing.assert_allclose(c, np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True), rtol=0, atol=1e-14)
+    assert np.all(np.diff(c, axis=-1) >= 0) and np.allclose(c[..., -1], 1.0, rtol=0, atol=1e-14)
+    for k in (1, 3):  # 1 - c_k is the squared relative error of the best rank-k approximation
+        np.testing.assert_allclose(1 - c[..., k - 1], rank_k_error(A, k) ** 2, rtol=0, atol=1e-14)
+    with pytest.raises(ValueError, match=r"is \(or contains\) a zero matrix"):
+        cumulative_energy(np.zeros((3, 3)))
 
 
 def test_effective_rank_closed_forms():
@@ -68,14 +77,6 @@ def test_stable_rank_matches_norms():
     A = rand((8, 5), seed=2)
     expected = np.linalg.norm(A, "fro") ** 2 / np.linalg.norm(A, 2) ** 2
     assert stable_rank(A) == pytest.approx(expected, rel=1e-12)
-
-
-def test_energy_rank_threshold():
-    A = np.diag([3.0, 2.0, 1.0])  # energies 9, 4, 1 of 14: cumulative 0.643, 0.929, 1
-    assert [int(energy_rank(A, e)) for e in (0.5, 9 / 14, 0.9, 13 / 14, 0.95, 1.0)] == [1, 1, 2, 2, 3, 3]
-    assert int(energy_rank(rand((6, 6)), energy=1.0)) == 6
-    with pytest.raises(ValueError, match=r"energy=1.5; expected a fraction in \(0, 1\]"):
-        energy_rank(A, 1.5)
 
 
 # ---------------------------------------------------------- best rank k (Eckart-Young)
@@ -194,18 +195,3 @@ def test_bad_inputs_name_shapes():
         stable_rank(np.eye(3, dtype=np.int64))
     with pytest.raises(ValueError, match=r"A of shape \(2, 3, 3\) is \(or contains\) a zero matrix"):
         effective_rank(np.stack([np.eye(3), np.zeros((3, 3))]))
-
-
-def test_plot_temperature_sweep_returns_a_labelled_figure():
-    fig = plot_temperature_sweep(temperature_sweep([0.2, 1.0, 3.0], n=32, d=8, k=4), k=4)
-    assert isinstance(fig, Figure) and len(fig.axes) == 2
-    assert all(ax.get_xlabel() and ax.get_ylabel() and ax.get_title() for ax in fig.axes)
-
-
-def test_plot_spectra_one_line_per_beta():
-    fig = plot_spectra(betas=(0.5, 2.0), n=32, d=8)
-    ax = fig.axes[0]
-    assert isinstance(fig, Figure) and len(ax.get_lines()) == 2
-    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
-    top = ax.get_lines()[0].get_ydata()
-    assert top[0] == 1.0 and np.all(np.diff(top) <= 0)  # normalised, decreasing

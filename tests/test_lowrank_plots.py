@@ -15,6 +15,20 @@ def _render(fig):
     return fig
 
 
+def test_temperature_sweep_plots_the_sweep_and_marks_the_crossing():
+    sweep = lr.temperature_sweep([0.2, 1.0, 3.0], n=32, d=8, k=4)
+    fig = _render(lp.plot_temperature_sweep(sweep, k=4))
+    assert len(fig.axes) == 2
+    assert all(ax.get_xlabel() and ax.get_ylabel() and ax.get_title() for ax in fig.axes)
+    ranks, errors = fig.axes
+    np.testing.assert_array_equal(ranks.get_lines()[0].get_ydata(), sweep["effective_rank"])
+    np.testing.assert_array_equal(errors.get_lines()[1].get_ydata(), sweep["sparse_error"])
+    cross = [ln for ln in errors.get_lines() if len(set(ln.get_xdata())) == 1]  # the vertical line
+    assert len(cross) == 1 and cross[0].get_xdata()[0] == pytest.approx(lr.crossover_beta(sweep))
+    with pytest.raises(ShapeError, match=r"sweep\['beta'\] has shape \(\); expected \(n_betas,\)"):
+        lp.plot_temperature_sweep({**sweep, "beta": np.float64(1.0)})
+
+
 def test_exp_rank_plots_three_normalised_spectra():
     demo = lr.exp_rank_demo(n=6, scale=4.0)
     ax = _render(lp.plot_exp_rank(demo)).axes[0]

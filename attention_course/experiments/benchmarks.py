@@ -1,7 +1,8 @@
 r"""Time, memory, throughput and accuracy of exact and efficient attention as n grows.
 
-Run ``python -m attention_course.experiments.benchmarks`` (``--quick`` for a run of a few
-seconds, ``--max-n``, ``--json PATH``, ``--threads``). For every method and length
+Run ``python -m attention_course bench`` (``--quick`` for a run of a few seconds,
+``--max-n``, ``--json PATH``, ``--threads``); the figures are in
+:mod:`attention_course.figures.efficient`. For every method and length
 ``n`` (head dimension ``d = 64``, float32, batch = heads = 1) it records
 
 * **time**: the median of a few repeats; all methods at one ``n`` are timed in
@@ -46,21 +47,21 @@ from typing import NamedTuple, Optional
 import torch
 import torch.nn.functional as F
 
+from ..core import approximations as approx
 from ..core import efficient as eff
 from ..core.attention import scaled_dot_product_attention
+from ..lenses.approximation_error import DISTRIBUTIONS, benchmark_inputs
 from ..lenses.scaling import loglog_slope
 from .machine import machine_info
 
 __all__ = [
-    "Method", "method_configs", "benchmark_inputs", "run_benchmarks", "summarize",
-    "crossover_n", "format_table", "load_benchmarks",
-    "plot_scaling", "plot_memory", "plot_frontier", "main",
+    "Method", "method_configs", "run_benchmarks", "summarize",
+    "crossover_n", "format_table", "load_benchmarks", "main",
 ]
 
 SCHEMA_VERSION = 1
 FULL_NS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 QUICK_NS = (256, 512, 1024, 2048)
-DISTRIBUTIONS = ("iid", "iid-soft", "smooth")
 DEFAULT_JSON = Path(__file__).resolve().parents[1] / "data" / "benchmarks_full.json"  # shipped with the package
 BLOCK = 1024  # the chunked method's key and query block
 
@@ -86,45 +87,15 @@ def method_configs(quick: bool = False) -> list[Method]:
         Method("linear", "linear", None, False, lambda q, k, v: eff.linear_attention(q, k, v)),
     ]
     methods += [Method(f"performer-{m}", "performer", m, False,
-                       lambda q, k, v, m=m: eff.performer_attention(q, k, v, num_features=m, seed=0)) for m in perf]
+                       lambda q, k, v, m=m: approx.performer_attention(q, k, v, num_features=m, seed=0)) for m in perf]
     methods += [Method(f"nystrom-{m}", "nystrom", m, False,
-                       lambda q, k, v, m=m: eff.nystrom_attention(q, k, v, num_landmarks=m)) for m in nys]
+                       lambda q, k, v, m=m: approx.nystrom_attention(q, k, v, num_landmarks=m)) for m in nys]
     methods += [Method(f"linformer-{m}", "linformer", m, False,
-                       lambda q, k, v, m=m: eff.linformer_attention(q, k, v, proj_dim=m, seed=0)) for m in lin]
+                       lambda q, k, v, m=m: approx.linformer_attention(q, k, v, proj_dim=m, seed=0)) for m in lin]
     methods += [Method(f"linformer-pool-{m}", "linformer-pool", m, False,
-                       lambda q, k, v, m=m: eff.linformer_attention(q, k, v, proj_dim=m, projection="mean"))
+                       lambda q, k, v, m=m: approx.linformer_attention(q, k, v, proj_dim=m, projection="mean"))
                 for m in lin]
     return methods
-
-
-def benchmark_inputs(n: int, d: int = 64, distribution: str = "iid", seed: int = 0,
-                     dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, ...]:
-    """Seeded ``q, k, v`` of shape ``(1, 1, n, d)`` from one of :data:`DISTRIBUTIONS`.
-
-    ``smooth``: a curve :math:`x(t) = \\sum_{f=1}^{8} a_f \\cos(2\\pi f t + \\varphi_f)/f`
-    in :math:`\\mathbb{R}^d` sampled at ``t = i / n``, each coordinate scaled to unit
-    variance, then ``q, k, v = x W_q, x W_k, x W_v`` with random orthogonal ``W``.
-
-    Examples
-    --------
-    >>> [t.shape for t in benchmark_inputs(8, d=4, distribution="smooth")]
-    [torch.Size([1, 1, 8, 4]), torch.Size([1, 1, 8, 4]), torch.Size([1, 1, 8, 4])]
-    """
-    g = torch.Generator().manual_seed(seed)
-    if distribution in ("iid", "iid-soft"):
-        q, k, v = (torch.randn(1, 1, n, d, generator=g, dtype=torch.float64) for _ in range(3))
-        c = 0.5 if distribution == "iid-soft" else 1.0  # logits q.k / sqrt(d) have std about c^2
-        return (c * q).to(dtype), (c * k).to(dtype), v.to(dtype)
-    if distribution != "smooth":
-        raise ValueError(f"distribution={distribution!r}; expected one of {DISTRIBUTIONS}")
-    t = torch.arange(n, dtype=torch.float64) / n  # (n,)
-    f = torch.arange(1, 9, dtype=torch.float64)  # (8,) frequencies
-    amp = torch.randn(8, d, generator=g, dtype=torch.float64) / f[:, None]  # (8, d)
-    phase = 2 * math.pi * torch.rand(8, d, generator=g, dtype=torch.float64)  # (8, d)
-    x = (amp * torch.cos(2 * math.pi * f[:, None] * t[:, None, None] + phase)).sum(dim=1)  # (n, d)
-    x = (x - x.mean(0)) / x.std(0)
-    Ws = torch.linalg.qr(torch.randn(3, d, d, generator=g, dtype=torch.float64))[0]  # (3, d, d)
-    return tuple((x @ W).to(dtype)[None, None] for W in Ws)  # 3 x (1, 1, n, d)
 
 
 # ------------------------------------------------------------- measurements
@@ -441,79 +412,8 @@ def load_benchmarks(path: Optional[os.PathLike] = None) -> dict:
     """Load a stored run (default: ``attention_course/data/benchmarks_full.json``, shipped with the package)."""
     path = Path(path) if path is not None else DEFAULT_JSON
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found; run `python -m attention_course.experiments.benchmarks --json {path}`")
+        raise FileNotFoundError(f"{path} not found; run `python -m attention_course bench --json {path}`")
     return json.loads(path.read_text())
-
-
-# ------------------------------------------------------------------ figures
-FAMILY_COLORS = {"exact": "C0", "linear": "C1", "performer": "C2", "nystrom": "C3",
-                 "linformer": "C4", "linformer-pool": "C5"}
-
-
-def plot_scaling(result: dict, methods: Optional[Sequence[str]] = None):
-    """Time against n on log-log axes, one line per method, slopes in the legend. Returns the Figure."""
-    import matplotlib.pyplot as plt
-
-    names = methods or ["naive", "sdpa", "chunked", "linear", "performer-256", "nystrom-128", "linformer-pool-256"]
-    tab, s = _table(result), result["summary"]
-    fig, ax = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
-    for i, name in enumerate(n for n in names if any(k[0] == n for k in tab)):
-        pts = sorted((n, r["time_s"]) for (m, n), r in tab.items() if m == name)
-        style = "-" if tab[(name, pts[0][0])]["exact"] else "--"
-        ax.loglog(*zip(*pts), style, marker="o", ms=3, color=f"C{i}",
-                  label=f"{name}: slope {s['slopes'].get(name, float('nan')):.2f} "
-                        f"(load-normalised {s['slopes_load_normalised'].get(name, float('nan')):.2f})")
-    ax.set(xlabel="sequence length n", ylabel="time per call (s)",
-           title=f"Time vs n (d={result['config']['d']}, {result['machine']['torch_threads']} thread(s))")
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return fig
-
-
-def plot_memory(result: dict, methods: Sequence[str] = ("naive", "sdpa", "chunked", "linear", "nystrom-128")):
-    """Peak memory against n on log-log axes. Returns the Figure."""
-    import matplotlib.pyplot as plt
-
-    tab = _table(result)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    for i, name in enumerate(methods):
-        pts = sorted((n, r["peak_bytes"] / 2**20) for (m, n), r in tab.items()
-                     if m == name and r["peak_bytes"])
-        if pts:
-            ax.loglog(*zip(*pts), marker="o", ms=3, color=f"C{i}", label=name)
-    how = {"rss": "measured peak RSS rise", "analytic": "largest intermediate (analytic)"}
-    ax.set(xlabel="sequence length n", ylabel="peak memory (MiB)",
-           title=f"Memory vs n: {how.get(result['config']['memory_method'], '')}")
-    ax.legend(fontsize=8, frameon=False)
-    return fig
-
-
-def plot_frontier(result: dict, distribution: str = "iid"):
-    """Time against relative error at the summary's frontier length; exact methods as lines."""
-    import matplotlib.pyplot as plt
-
-    s = result["summary"]
-    fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
-    fams: dict = {}
-    for p in s["frontier"]:
-        fams.setdefault(p["family"], []).append(p)
-    for fam, pts in fams.items():
-        if fam == "exact":
-            for j, p in enumerate(pts):
-                ax.axhline(p["time_s"], color="0.4", lw=1, ls=["-", "--", ":"][j % 3], label=f"{p['method']} (exact)")
-            continue
-        pts = sorted(pts, key=lambda p: p["param"] or 0)
-        ax.loglog([max(p["error"][distribution], 1e-8) for p in pts], [p["time_s"] for p in pts],
-                  "o-", color=FAMILY_COLORS.get(fam), label=fam)
-        for p in pts:
-            if p["param"]:
-                ax.annotate(str(p["param"]), (max(p["error"][distribution], 1e-8), p["time_s"]),
-                            fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.axvline(s["error_target"], color="C3", lw=0.8, ls=":")
-    ax.set_xscale("log"), ax.set_yscale("log")
-    ax.set(xlabel=f"relative error vs exact ({distribution} inputs)", ylabel="time per call (s)",
-           title=f"Accuracy vs speed at n={s['frontier_n']}")
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return fig
 
 
 # ----------------------------------------------------------------------- CLI

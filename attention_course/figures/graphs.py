@@ -22,6 +22,8 @@ from matplotlib.patches import FancyArrowPatch
 from ..core._backend import Array, ShapeError, to_numpy
 from ..lenses.graphs import band_width
 
+PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
+
 __all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log",
            "plot_receptive_field_growth", "plot_rank_collapse"]
 
@@ -93,7 +95,7 @@ def plot_attention_graph(
     if len(labels) != T:
         raise ShapeError(f"{len(labels)} labels for weights of shape {W.shape}; expected {T}")
     if layout == "arc":
-        fig, ax = _new_axes(ax, (max(6.0, 0.75 * T), 0.26 * T + 2.2))
+        fig, ax = _new_axes(ax, (min(PAGE_WIDTH, max(6.0, 0.75 * T)), 0.26 * T + 2.2))
         xy = np.stack([np.arange(T, dtype=float), np.zeros(T)], axis=1)  # (T, 2)
         rad = -0.5  # with arc3 this bends left-to-right arrows up, right-to-left down
     else:
@@ -163,8 +165,9 @@ def plot_attention_graphs(
     """
     if not maps:
         raise ValueError("maps is empty; expected at least one (T, T) weight matrix")
-    size = (3.6, 3.6) if layout == "circle" else (6.0, 3.0)
-    fig, axes = plt.subplots(1, len(maps), figsize=(size[0] * len(maps) + 1.0, size[1]),
+    panel = min(3.6 if layout == "circle" else 6.0, (PAGE_WIDTH - 1.0) / len(maps))  # inches per panel
+    height = panel if layout == "circle" else panel / 2
+    fig, axes = plt.subplots(1, len(maps), figsize=(panel * len(maps) + 1.0, height + 0.6),
                              layout="constrained", squeeze=False)
     for ax, (name, W) in zip(axes[0], maps.items()):
         plot_attention_graph(W, labels, layout=layout, ax=ax, title=name, cmap=cmap,
@@ -201,7 +204,8 @@ def plot_maps_log(
         if m.ndim != 2:
             raise ShapeError(f"map {name!r} has shape {m.shape}; expected (T, S)")
     T = max(m.shape[0] for m in arrays.values())
-    fig, axes = plt.subplots(1, len(arrays), figsize=(0.36 * T * len(arrays) + 2.4, 0.36 * T + 1.6),
+    cell = min(0.36, (PAGE_WIDTH - 2.4) / (T * len(arrays)))  # inches per matrix entry
+    fig, axes = plt.subplots(1, len(arrays), figsize=(cell * T * len(arrays) + 2.4, cell * T + 1.9),
                              layout="constrained", squeeze=False)
     norm = LogNorm(vmin=vmin, vmax=1.0)
     for ax, (name, m) in zip(axes[0], arrays.items()):
@@ -261,8 +265,10 @@ def plot_receptive_field_growth(
             f"expected the same positive number (one per depth)"
         )
     n = len(measured)
-    fig, axes = plt.subplots(1, n + 1, figsize=(2.6 * n + 3.6, 3.3), layout="constrained",
-                             gridspec_kw={"width_ratios": [1] * n + [1.35]})
+    fig, panels = plt.subplot_mosaic([[f"L{i}" for i in range(n)], ["width"] * n],
+                                     figsize=(PAGE_WIDTH, min(PAGE_WIDTH / n, 2.6) + 3.0), layout="constrained",
+                                     height_ratios=[1.0, 1.1])
+    axes = [panels[f"L{i}"] for i in range(n)] + [panels["width"]]  # depths first, widths last
     for depth, (ax, m, p) in enumerate(zip(axes, measured, predicted), start=1):
         M, P = to_numpy(m).astype(bool), to_numpy(p).astype(bool)
         im = ax.imshow(M.astype(float), cmap="Greys", vmin=-0.15, vmax=1.0)

@@ -4,7 +4,7 @@ Every helper takes arrays that the chapter has already measured (with
 :mod:`attention_course.lenses.lowrank` or :mod:`attention_course.core.efficient`), labels its
 axes, adds a colour bar where colour carries a value, returns the
 :class:`matplotlib.figure.Figure` and changes no global matplotlib state.
-The benchmark figures live in :mod:`attention_course.experiments.benchmarks`.
+The benchmark figures live in :mod:`attention_course.figures.efficient`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..core._backend import Array, ShapeError, shape_str, to_numpy
+from ..lenses.lowrank import crossover_beta
 
-__all__ = ["plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks",
+__all__ = ["plot_temperature_sweep", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks",
            "plot_lowrank_vs_sparse", "plot_method_errors"]
 
 
@@ -27,6 +28,43 @@ def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
     if a.ndim != ndim or 0 in a.shape:
         raise ShapeError(f"{name} has shape {shape_str(a)}; expected {what}")
     return a
+
+
+def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figure:
+    """Two panels against the inverse temperature: the ranks, and the rank-``k`` vs top-``k`` errors.
+
+    Parameters
+    ----------
+    sweep : dict
+        A :func:`attention_course.lenses.lowrank.temperature_sweep` result: arrays ``beta``,
+        ``effective_rank``, ``stable_rank``, ``svd_error``, ``sparse_error`` of one length.
+    k : int
+        The rank and the entries kept per row that the sweep used (for the labels).
+
+    Examples
+    --------
+    >>> from attention_course.lenses.lowrank import temperature_sweep
+    >>> fig = plot_temperature_sweep(temperature_sweep([0.2, 1.0, 4.0], n=32, d=8, k=4), k=4)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['How many modes does A need?', 'Low rank or sparse?']
+    """
+    beta = _grid("sweep['beta']", sweep["beta"], 1, "(n_betas,)")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
+    ax1.plot(beta, sweep["effective_rank"], "o-", color="C0", ms=4, label="effective rank")
+    ax1.plot(beta, sweep["stable_rank"], "s--", color="C2", ms=3, label="stable rank")
+    ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many modes does A need?")
+    ax1.legend(frameon=False, fontsize=9)
+    ax2.plot(beta, sweep["svd_error"], "o-", color="C0", ms=4, label=f"best rank-{k} (SVD)")
+    ax2.plot(beta, sweep["sparse_error"], "s-", color="C3", ms=4, label=f"top-{k} per row")
+    cross = crossover_beta(sweep)
+    if np.isfinite(cross):
+        ax2.axvline(cross, color="0.5", lw=1, ls=":")
+        ax2.annotate(rf"cross at $\beta\approx${cross:.2f}", (cross, 0.5), xytext=(6, 0),
+                     textcoords="offset points", color="0.3", fontsize=9)
+    ax2.set(xlabel=r"inverse temperature $\beta$", ylabel=r"relative error $\|A-\hat A\|_F/\|A\|_F$",
+            title="Low rank or sparse?", ylim=(0, 1.02))
+    ax2.legend(frameon=False, fontsize=9)
+    return fig
 
 
 def plot_exp_rank(demo: Mapping) -> Figure:
@@ -94,7 +132,7 @@ def plot_cumulative_spectra(
     if not 1 <= k_mark <= K:
         raise ValueError(f"k_mark={k_mark} for cumulative of shape {shape_str(c)}; expected 1 <= k_mark <= {K}")
     ks = np.arange(1, K + 1)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.9), layout="constrained",
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained",
                                    gridspec_kw={"width_ratios": [1.15, 1.0]})
     colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, L))
     for layer in range(L):
@@ -102,17 +140,17 @@ def plot_cumulative_spectra(
         ax1.plot(ks, c[layer].mean(axis=0), color=colors[layer], lw=1.8, label=f"layer {layer + 1}")
     ax1.axvline(k_mark, color="0.5", lw=0.8, ls=":")
     ax1.set(xlabel="number of singular values k", ylabel=r"$\sum_{i\leq k}\sigma_i^2 \,/\, \|A\|_F^2$",
-            ylim=(min(0.0, float(c.min())), 1.02), xlim=(1, K),
-            title="Cumulative spectrum (mean and range over heads)")
+            ylim=(min(0.0, float(c.min())), 1.02), xlim=(1, K))
+    ax1.set_title("Cumulative spectrum (band: range over heads)", fontsize=10)
     ax1.legend(frameon=False, fontsize=8, loc="lower right")
     im = ax2.imshow(c[:, :, k_mark - 1], cmap="magma", vmin=float(c[:, :, k_mark - 1].min()), vmax=1.0,
                     aspect="auto")
     ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
-            yticks=range(L), yticklabels=range(1, L + 1),
-            title=f"Energy kept by the top {k_mark} singular values")
+            yticks=range(L), yticklabels=range(1, L + 1))
+    ax2.set_title(f"Share kept by the top {k_mark}", fontsize=10)
     fig.colorbar(im, ax=ax2, label=f"share of $\\|A\\|_F^2$ in top {k_mark}")
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=11)
     return fig
 
 
@@ -134,7 +172,7 @@ def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str =
     """
     r = _grid("erank", erank, 2, "(layers, heads)")
     L, H = r.shape
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.7), layout="constrained",
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained",
                                    gridspec_kw={"width_ratios": [0.8, 1.0]})
     jitter = np.linspace(-0.18, 0.18, H)
     for layer in range(L):
@@ -233,7 +271,7 @@ def plot_method_errors(
     dists = list(dict.fromkeys(d for m in methods for d in errors[m]))
     y = np.arange(len(methods))
     height = 0.8 / len(dists)
-    fig, ax = plt.subplots(figsize=(7.6, 0.45 * len(methods) + 1.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(methods) + 1.4), layout="constrained")
     for j, dist in enumerate(dists):
         vals = np.array([max(float(errors[m].get(dist, np.nan)), floor) for m in methods])
         ax.barh(y + (j - (len(dists) - 1) / 2) * height, vals, height=height, color=f"C{j}", label=dist)

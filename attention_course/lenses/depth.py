@@ -19,6 +19,7 @@ differentiate through it (see :func:`attention_course.lenses.graphs.dependency_s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
@@ -27,7 +28,10 @@ import torch
 from ..core import attention as att
 from ..core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
 
-__all__ = ["init_stack_params", "attention_stack", "rank_one_residual", "rank_collapse"]
+__all__ = [
+    "init_stack_params", "attention_stack", "rank_one_residual", "rank_collapse", "rank_collapse_curves",
+    "shrink_factor",
+]
 
 
 def init_stack_params(
@@ -157,3 +161,46 @@ def rank_collapse(
     params = init_stack_params(d_model, n_layers, seed=seed + 1, mlp=mlp, value_scale=value_scale)
     outs = attention_stack(x, params, skip=skip, mlp=mlp, layernorm=layernorm)
     return np.array([rank_one_residual(o) for o in outs])
+
+
+def rank_collapse_curves(
+    stacks: dict[str, dict], n_tokens: int = 16, d_model: int = 64, n_layers: int = 48,
+    seeds: Sequence[int] = range(5),
+) -> dict[str, np.ndarray]:
+    """The median over ``seeds`` of :func:`rank_collapse`, for each named stack.
+
+    ``stacks`` maps a name to the keyword arguments of :func:`rank_collapse` (``skip``,
+    ``mlp``, ``layernorm``, ``value_scale``); the median is taken layer by layer.
+
+    Returns
+    -------
+    dict of numpy.ndarray, each of shape (n_layers + 1,), input first.
+
+    Examples
+    --------
+    >>> curves = rank_collapse_curves({"pure": {}, "skip": {"skip": True}}, n_layers=4, seeds=range(3))
+    >>> {name: r.shape for name, r in curves.items()}
+    {'pure': (5,), 'skip': (5,)}
+    """
+    return {name: np.median([rank_collapse(n_tokens, d_model, n_layers, seed=s, **kw) for s in seeds], axis=0)
+            for name, kw in stacks.items()}
+
+
+def shrink_factor(residuals: Array, a: int, b: int) -> float:
+    r"""Geometric-mean factor per layer by which a residual curve shrinks from layer ``a`` to ``b``.
+
+    .. math::
+
+        \Big(\frac{r_b}{r_a}\Big)^{1/(b - a)}
+
+    1 means no shrinking; a pure exponential decay :math:`r_\ell = c\,\rho^\ell` gives :math:`\rho`.
+
+    Examples
+    --------
+    >>> round(shrink_factor(0.5 ** np.arange(10), 2, 8), 12)
+    0.5
+    """
+    r = to_numpy(residuals).astype(float)
+    if not 0 <= a < b < len(r):
+        raise ValueError(f"a={a}, b={b} for a curve of {len(r)} layers; expected 0 <= a < b < {len(r)}")
+    return float((r[b] / r[a]) ** (1 / (b - a)))

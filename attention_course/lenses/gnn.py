@@ -1,6 +1,7 @@
-r"""Graph neural networks beside attention: GCN, GAT and GATv2.
+r"""Graph neural networks beside attention: how GCN, GAT and GATv2 weigh their edges.
 
-The same message-passing template, :math:`h_i' = \sum_{j \in N(i)} \alpha_{ij} W h_j`,
+The same message-passing template, :math:`h_i' = \sum_{j \in N(i)} \alpha_{ij} W h_j`
+(:func:`attention_course.lenses.graphs.message_passing` runs it for attention),
 with three ways of choosing the weights :math:`\alpha_{ij}`:
 
 * GCN (Kipf & Welling 2017): fixed by the graph, :math:`1/\sqrt{d_i d_j}`.
@@ -11,7 +12,8 @@ with three ways of choosing the weights :math:`\alpha_{ij}`:
 
 Graph convention as in :mod:`attention_course.lenses.graphs`: ``A[i, j]`` is the weight
 of the message from ``j`` to ``i``; a mask's ``True`` = edge j -> i (may attend).
-Functions take and return numpy arrays.
+Functions take and return numpy arrays. Chapter 5 compares the weights and the
+rankings they induce, so this module computes scores and weights, not full layers.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from ..core._backend import Array, ShapeError, to_numpy
 from .graphs import _square
 
 __all__ = [
-    "gcn_normalise", "gcn_layer", "gat_scores", "gatv2_scores", "gat_layer", "gatv2_layer",
-    "dot_product_scores", "top_neighbour", "ranking_comparison", "shared_top_fraction",
+    "gcn_normalise", "gat_scores", "gatv2_scores", "dot_product_scores", "top_neighbour",
+    "ranking_comparison", "shared_top_fraction",
 ]
 
 
@@ -57,23 +59,6 @@ def _check_features(x: np.ndarray, n: int, W: np.ndarray, rows: int) -> None:
             f"x has shape {x.shape}, W has shape {W.shape}, graph has {n} nodes; "
             f"expected x ({n}, d_in) and W ({rows}, d_out)"
         )
-
-
-def gcn_layer(x: Array, adjacency: Array, W: Array) -> np.ndarray:
-    """GCN layer without nonlinearity: ``gcn_normalise(A) @ x @ W``, shape (N, d_out).
-
-    The weight of edge j -> i is ``1 / sqrt(d_i d_j)``: fixed by the graph, not by the data.
-
-    Examples
-    --------
-    >>> gcn_layer(np.eye(2), np.array([[0.0, 1.0], [1.0, 0.0]]), np.ones((2, 1)))
-    array([[1.],
-           [1.]])
-    """
-    A_norm = gcn_normalise(adjacency)
-    x, W = to_numpy(x), to_numpy(W)
-    _check_features(x, len(A_norm), W, x.shape[-1])
-    return A_norm @ (x @ W)  # (N, d_out)
 
 
 def gat_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> np.ndarray:
@@ -124,51 +109,6 @@ def gatv2_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> n
         )
     u, w = x @ W[:d_in], x @ W[d_in:]  # the h_i and h_j halves, (N, d_out) each
     return _leaky_relu(u[:, None, :] + w[None, :, :], negative_slope) @ a  # (N, N)
-
-
-def _masked_layer(e: np.ndarray, mask: Array, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mask = to_numpy(mask)
-    if mask.shape != e.shape:
-        raise ShapeError(
-            f"mask has shape {mask.shape}; expected {e.shape} (one entry per node pair)"
-        )
-    alpha = att.softmax(e, axis=-1, mask=mask.astype(bool))  # (N, N), over in-neighbours
-    return alpha @ values, alpha  # (N, d_out), (N, N)
-
-
-def gat_layer(x: Array, W: Array, a: Array, mask: Array, negative_slope: float = 0.2):
-    """GAT layer: ``softmax`` of :func:`gat_scores` over each in-neighbourhood, times ``x W``.
-
-    Returns ``(output (N, d_out), alpha (N, N))``; ``mask`` ``True`` = edge j -> i
-    (include self loops, as GAT does, by setting the diagonal). A node without
-    in-edges gets weights and output 0.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> x, W, a = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=4)
-    >>> out, alpha = gat_layer(x, W, a, np.eye(4, dtype=bool) | np.eye(4, k=1, dtype=bool))
-    >>> out.shape, alpha.sum(axis=1).round(6).tolist()
-    ((4, 2), [1.0, 1.0, 1.0, 1.0])
-    """
-    return _masked_layer(gat_scores(x, W, a, negative_slope), mask, to_numpy(x) @ to_numpy(W))
-
-
-def gatv2_layer(x: Array, W: Array, a: Array, mask: Array, negative_slope: float = 0.2):
-    """GATv2 layer; messages are ``h_j W[d_in:]`` (the source half, as in PyG's GATv2Conv).
-
-    Returns ``(output (N, d_out), alpha (N, N))``; ``W`` (2 d_in, d_out), ``a`` (d_out,).
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> x, W, a = rng.normal(size=(4, 3)), rng.normal(size=(6, 2)), rng.normal(size=2)
-    >>> gatv2_layer(x, W, a, np.ones((4, 4), dtype=bool))[0].shape
-    (4, 2)
-    """
-    x_np = to_numpy(x)
-    values = x_np @ to_numpy(W)[x_np.shape[-1]:]  # (N, d_out)
-    return _masked_layer(gatv2_scores(x, W, a, negative_slope), mask, values)
 
 
 def dot_product_scores(x: Array, W_q: Array, W_k: Array) -> np.ndarray:

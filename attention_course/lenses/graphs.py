@@ -41,8 +41,8 @@ from ..core._backend import Array, ShapeError, to_numpy
 from .depth import attention_stack
 
 __all__ = [
-    "attention_adjacency", "attention_edges", "topology_mask", "banded_mask",
-    "message_passing", "receptive_field", "dependency_support", "band_width",
+    "topology_mask", "banded_mask", "example_topologies", "message_passing", "message_passing_gap",
+    "receptive_field", "dependency_support", "band_width",
 ]
 
 
@@ -52,41 +52,6 @@ def _square(name: str, m: Array, what: str = "(T, T)") -> np.ndarray:
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise ShapeError(f"{name} has shape {tuple(arr.shape)}; expected a square matrix {what}")
     return arr
-
-
-def attention_adjacency(weights: Array, threshold: float = 0.0) -> np.ndarray:
-    """Weighted adjacency matrix of one attention map: ``A[i, j]`` = weight of j -> i.
-
-    Parameters
-    ----------
-    weights : array, shape (T, T)
-        Attention weights of one head (rows = receivers, sum to 1).
-    threshold : float
-        Edges with weight ``<= threshold`` are dropped (set to 0).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> attention_adjacency(np.array([[0.9, 0.1], [0.5, 0.5]]), threshold=0.2)
-    array([[0.9, 0. ],
-           [0.5, 0.5]])
-    """
-    A = _square("weights", weights).astype(float)
-    return np.where(A > threshold, A, 0.0)
-
-
-def attention_edges(adjacency: Array) -> list[tuple[int, int, float]]:
-    """Edge list ``(source j, target i, weight)`` of a weighted adjacency matrix.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> attention_edges(np.array([[0.0, 1.0], [0.25, 0.75]]))
-    [(1, 0, 1.0), (0, 1, 0.25), (1, 1, 0.75)]
-    """
-    A = _square("adjacency", adjacency).astype(float)
-    dst, src = np.nonzero(A)  # one edge per non-zero entry, (E,)
-    return [(int(j), int(i), float(A[i, j])) for i, j in zip(dst, src)]
 
 
 def banded_mask(T: int, window: int, causal: bool = False) -> np.ndarray:
@@ -156,6 +121,34 @@ def topology_mask(
 
 
 # ------------------------------------------------------------- message passing
+def example_topologies(T: int, rng: np.random.Generator, p_edge: float = 0.3) -> dict[str, np.ndarray]:
+    """Five graphs on ``T`` nodes, as boolean masks: the ones chapter 5 runs message passing on.
+
+    ``complete``, ``causal``, ``banded, w = 1``, ``random + self loops`` (each edge
+    j -> i with probability ``p_edge``, drawn from ``rng``, plus the diagonal) and
+    ``node 2 isolated`` (the random graph with node 2's in-edges removed: a fully
+    masked row).
+
+    Examples
+    --------
+    >>> masks = example_topologies(4, np.random.default_rng(0))
+    >>> {name: int(m.sum()) for name, m in masks.items() if name in ("complete", "causal", "banded, w = 1")}
+    {'complete': 16, 'causal': 10, 'banded, w = 1': 10}
+    >>> bool(masks["random + self loops"].diagonal().all()), bool(masks["node 2 isolated"][2].any())
+    (True, False)
+    """
+    random_graph = (rng.random((T, T)) < p_edge) | np.eye(T, dtype=bool)  # random edges + self loops
+    isolated = random_graph.copy()
+    isolated[2] = False  # node 2 receives no message
+    return {
+        "complete": topology_mask("complete", T),
+        "causal": topology_mask("causal", T),
+        "banded, w = 1": banded_mask(T, 1),
+        "random + self loops": random_graph,
+        "node 2 isolated": isolated,
+    }
+
+
 def _scaled_dot(q_dst: np.ndarray, k_src: np.ndarray) -> np.ndarray:
     return (q_dst * k_src).sum(axis=-1) * att.resolve_scale(q_dst.shape[-1])  # (E,)
 
@@ -226,6 +219,26 @@ def message_passing(
     A = np.zeros((T, S))
     A[dst, src] = alpha  # (T, S)
     return out, A
+
+
+def message_passing_gap(q: Array, k: Array, v: Array, mask: Array) -> float:
+    """Largest difference between edge-by-edge :func:`message_passing` and matrix attention.
+
+    The maximum over the outputs (T, d_v) and the weights (T, S) of
+    ``|message passing - scaled_dot_product_attention(q, k, v, mask)|``: float64
+    round-off when one layer of attention is one round of message passing.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    >>> message_passing_gap(q, k, v, banded_mask(5, 1)) < 1e-15
+    True
+    """
+    out_mp, alpha = message_passing(q, k, v, mask)  # edge by edge, (T, d_v), (T, S)
+    out_att, w = att.scaled_dot_product_attention(to_numpy(q), to_numpy(k), to_numpy(v),
+                                                  mask=to_numpy(mask))  # matrix form
+    return float(max(np.abs(out_mp - out_att).max(), np.abs(alpha - w).max()))
 
 
 def receptive_field(mask: Array, n_layers: int, skip: bool = False) -> np.ndarray:

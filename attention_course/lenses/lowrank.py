@@ -5,8 +5,8 @@ cheap to store in two different ways: **low rank** (few singular values matter,
 so :math:`A \approx U_k \Sigma_k V_k^\top`) or **sparse** (each row puts its mass on
 a few keys). This module measures both:
 
-* the singular spectrum and three summaries of it: the entropy **effective rank**
-  (Roy & Vetterli 2007), the **stable rank** and the **energy rank**;
+* the singular spectrum, its cumulative energy, and two summaries of it: the entropy
+  **effective rank** (Roy & Vetterli 2007) and the **stable rank**;
 * the best rank-:math:`k` approximation and its error (Eckart-Young), and the error
   of keeping the top :math:`k` entries of each row;
 * a seeded synthetic-attention generator and a **temperature sweep** over
@@ -16,7 +16,8 @@ a few keys). This module measures both:
   of the logits does not bound the rank of :math:`A`.
 
 Functions take numpy arrays or torch tensors of shape ``(..., R, C)`` and return
-numpy results (ranks and errors are measurements, not part of a model).
+numpy results (ranks and errors are measurements, not part of a model). The
+figures are in :mod:`attention_course.figures.lowrank`.
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ import numpy as np
 from ..core._backend import Array, ShapeError, shape_str, to_numpy
 
 __all__ = [
-    "singular_values", "effective_rank", "stable_rank", "energy_rank",
+    "singular_values", "effective_rank", "stable_rank", "cumulative_energy",
     "best_rank_k", "rank_k_error", "topk_sparsify", "topk_error",
-    "synthetic_attention", "temperature_sweep", "crossover_beta",
-    "exp_rank_demo", "plot_temperature_sweep", "plot_spectra",
+    "synthetic_attention", "temperature_sweep", "crossover_beta", "exp_rank_demo",
 ]
 
 
@@ -119,23 +119,27 @@ def stable_rank(A: Array) -> np.ndarray:
     return (s**2).sum(axis=-1) / s[..., 0] ** 2  # (...,)
 
 
-def energy_rank(A: Array, energy: float = 0.9) -> np.ndarray:
-    r"""Smallest :math:`k` whose top singular values keep a fraction ``energy`` of :math:`\|A\|_F^2`.
+def cumulative_energy(A: Array) -> np.ndarray:
+    r"""Share of :math:`\|A\|_F^2` kept by the top :math:`k` singular values, for every :math:`k`.
 
     .. math::
 
-        \min\Big\{k : \sum_{i \le k} \sigma_i^2 \ge \text{energy} \cdot \sum_i \sigma_i^2\Big\}
+        c_k = \frac{\sum_{i \le k} \sigma_i^2}{\sum_i \sigma_i^2}, \qquad k = 1, \dots, \min(R, C)
+
+    The curve Wang et al. (2020) plot to motivate Linformer; :math:`1 - c_k` is the
+    squared :func:`rank_k_error`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., min(R, C)), rising to 1.
 
     Examples
     --------
-    >>> int(energy_rank(np.diag([3.0, 1.0, 1.0]), energy=0.8)), int(energy_rank(np.diag([3.0, 1.0, 1.0]), energy=0.9))
-    (1, 2)
+    >>> cumulative_energy(np.diag([3.0, 2.0, 1.0])).round(3)  # energies 9, 4, 1 of 14
+    array([0.643, 0.929, 1.   ])
     """
-    if not 0 < energy <= 1:
-        raise ValueError(f"energy={energy!r}; expected a fraction in (0, 1]")
-    s2 = _nonzero_spectrum(A) ** 2
-    kept = np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True)  # (..., r), rises to 1
-    return (kept < energy - 1e-12).sum(axis=-1) + 1  # tolerance: fractions equal to `energy`
+    s2 = _nonzero_spectrum(A) ** 2  # (..., r)
+    return np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True)
 
 
 def best_rank_k(A: Array, k: int) -> np.ndarray:
@@ -343,49 +347,3 @@ def exp_rank_demo(n: int = 8, scale: float = 4.0) -> dict:
         "rank_softmax": int(np.linalg.matrix_rank(P)),
         "singular_values": np.linalg.svd(E, compute_uv=False),
     }
-
-
-def plot_temperature_sweep(sweep: dict[str, np.ndarray], k: int = 16):
-    """Two panels: effective rank, and the rank-``k`` vs top-``k`` errors, against ``beta``.
-
-    Returns the :class:`matplotlib.figure.Figure`; changes no global state.
-    """
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.6), layout="constrained")
-    beta = sweep["beta"]
-    ax1.plot(beta, sweep["effective_rank"], "o-", color="C0", ms=4, label="effective rank")
-    ax1.plot(beta, sweep["stable_rank"], "s--", color="C2", ms=3, label="stable rank")
-    ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many modes does A need?")
-    ax1.legend(frameon=False)
-    ax2.plot(beta, sweep["svd_error"], "o-", color="C0", ms=4, label=f"best rank-{k} (SVD)")
-    ax2.plot(beta, sweep["sparse_error"], "s-", color="C3", ms=4, label=f"top-{k} per row")
-    cross = crossover_beta(sweep)
-    if np.isfinite(cross):
-        ax2.axvline(cross, color="0.5", lw=1, ls=":")
-        ax2.annotate(rf"cross at $\beta\approx${cross:.2f}", (cross, 0.5), xytext=(6, 0),
-                     textcoords="offset points", color="0.3", fontsize=9)
-    ax2.set(xlabel=r"inverse temperature $\beta$", ylabel=r"relative error $\|A-\hat A\|_F/\|A\|_F$",
-            title="Low rank or sparse?", ylim=(0, 1.02))
-    ax2.legend(frameon=False)
-    return fig
-
-
-def plot_spectra(betas: Sequence[float] = (0.2, 1.0, 4.0), n: int = 256, d: int = 32, seed: int = 0):
-    """Normalised singular values :math:`\\sigma_i/\\sigma_1` of synthetic attention at several ``beta``.
-
-    Returns the :class:`matplotlib.figure.Figure`; changes no global state.
-    """
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 3.8), layout="constrained")
-    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(betas)))
-    for beta, color in zip(betas, colors):
-        A = synthetic_attention(n, d, beta, seed)  # (n, n)
-        s = singular_values(A)
-        ax.semilogy(np.arange(1, s.size + 1), s / s[0], color=color,
-                    label=rf"$\beta$ = {beta:g} (effective rank {float(effective_rank(A)):.0f})")
-    ax.set(xlabel="index i", ylabel=r"$\sigma_i / \sigma_1$", ylim=(1e-6, 1.5),
-           title=f"Singular spectrum of synthetic attention (n={n}, d={d})")
-    ax.legend(frameon=False)
-    return fig
