@@ -55,7 +55,7 @@ COMMANDS = {
         "attention as the sequence grows; print a table and optionally write JSON.",
     ),
     "scaling-run": Command(
-        ".lenses.scaling",
+        ".experiments.scale_training",
         "train the tiny transformer with each score scale (chapter 6)",
         "Train the tiny transformer on the induction task with each score scale, width and seed, "
         "and write the loss and gradient curves as JSON (minutes; shows progress).",
