@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv book test test-fast test-site linkcheck lab clean execute
+.PHONY: venv book test test-fast test-portable test-site linkcheck lab clean execute
 
 venv: $(STAMP)
 
@@ -33,12 +33,25 @@ JOBS ?= 2
 XDIST := -n $(JOBS) --dist loadscope
 
 # pytest's exit code 5 means "no tests collected": a failure here, not a pass.
-test: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) $(NBVAL); status=$$?; \
-	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+NONEMPTY = status=$$?; if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
+test: $(STAMP)
+	$(BIN)/python -m pytest $(XDIST) $(NBVAL); $(NONEMPTY)
+
+# The unit, property and doctests without the notebooks and the tests marked slow.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow and not site" tests attention_course
+	$(BIN)/python -m pytest $(XDIST) -m "not slow and not site" tests attention_course; $(NONEMPTY)
+
+# The suite as another machine runs it. torch (ATen) and numpy's OpenBLAS pick their vector
+# kernels by CPU (AVX-512, AVX2, SSE...) and split work by thread: each sums in its own order,
+# so float32 results, trained models and even float64 matrix products move in their last bits.
+# This re-runs every notebook and every test marked `numerics` (tests/conftest.py) with
+# torch's scalar kernels, OpenBLAS's SSE4.2 (Nehalem) kernels and one thread, against the
+# same stored outputs and thresholds as `make test`. On builds without these choices
+# (non-x86, OpenBLAS without DYNAMIC_ARCH) the variables are ignored.
+PORTABLE_ENV ?= ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-Nehalem} OMP_NUM_THREADS=1
+test-portable: $(STAMP)
+	$(PORTABLE_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m numerics; $(NONEMPTY)
 
 # Load every page of the built book in headless Chromium (needs `make book` first
 # and Debian's chromium + chromium-driver, which .ci/run installs).

@@ -257,6 +257,29 @@ def test_exercise_notebook_keeps_the_learners_inserted_cells_only():
                        "# EXERCISE: b\ndef g(): ..."]  # fmt: skip
 
 
+def _error(ename, evalue):
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])
+
+
+def test_an_error_in_the_first_exercise_is_not_a_setup_error():
+    """With one setup cell, the first exercise is the second code cell: its error is the learner's."""
+    cells = ["from attention_course import check", "# EXERCISE: a\ndef f(:", 'check("a", f)']
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    nb.cells[1].outputs = [_error("SyntaxError", "invalid syntax")]
+    nb.cells[2].outputs = [_error("NameError", "name 'f' is not defined")]
+    report = progress.collect(nb, "99_one_setup_cell.ipynb")
+    assert report.error is None
+    (result,) = report.exercises
+    assert (result.id, result.status, result.message) == ("a", "not run", "SyntaxError: invalid syntax")
+    nb.cells[0].outputs = [_error("ImportError", "no")]  # a real setup failure is still the notebook's error
+    assert progress.collect(nb, "99_one_setup_cell.ipynb").error == "a setup cell raised ImportError: no"
+
+
+def test_setup_cells_fall_back_to_code_cells_before_the_first_exercise():
+    nb = new_notebook(cells=[new_code_cell(c) for c in ("x = 1", "# EXERCISE: a\ndef f(): ...", "y = 2")])
+    assert progress.setup_cells(nb) == [0]  # not the exercise cell, though there is only one code cell before it
+
+
 def test_format_report_wraps_and_truncates_long_feedback():
     rep = progress.NotebookReport("x.ipynb", "x", None, (progress.ExerciseResult("x", "a", "failed", "word " * 200),))
     lines = progress.format_report([rep], width=80, max_lines=3).splitlines()

@@ -39,23 +39,38 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import nbformat
 
+from . import exercises as _exercises
 from .exercises import _core
 
 __all__ = [
-    "ExerciseResult", "NotebookReport", "STATUSES", "find_notebooks", "exercise_spans",
-    "setup_cells", "exercise_notebook", "parse_verdicts", "collect", "run", "run_notebook", "totals",
-    "summary_line", "format_report", "to_json", "add_arguments", "cli",
-]  # fmt: skip
+    "ExerciseResult",
+    "NotebookReport",
+    "STATUSES",
+    "find_notebooks",
+    "exercise_spans",
+    "setup_cells",
+    "exercise_notebook",
+    "parse_verdicts",
+    "collect",
+    "run",
+    "totals",
+    "summary_line",
+    "format_report",
+    "to_json",
+    "add_arguments",
+    "cli",
+]
 
 STATUSES = ("passed", "failed", "not attempted", "not run")
-MARKS = {"passed": _core.PASS_MARK, "failed": _core.FAIL_MARK,
-         "not attempted": _core.TODO_MARK, "not run": "⚠️"}  # fmt: skip
+MARKS = dict(zip(STATUSES, (_core.PASS_MARK, _core.FAIL_MARK, _core.TODO_MARK, "⚠️")))
 PATTERNS = ("book/[0-9][0-9]_*.ipynb", "[0-9][0-9]_*.ipynb")
 EXERCISE_RE = re.compile(r"^# EXERCISE: ([\w-]+)\s*$", re.M)
 DEF_RE = re.compile(r"^def (\w+)\(", re.M)
 VERDICT_RE = re.compile(r"^(✅|❌|✏\ufe0f?) \[([\w-]+)\] (.*)$", re.M)  # what check() prints
-FULL_HINT = ("(progress ran only the setup and exercise cells; if your function uses a name "
-             "defined elsewhere in the notebook, run it with --full)")  # fmt: skip
+FULL_HINT = (
+    "(progress ran only the setup and exercise cells; if your function uses a name "
+    "defined elsewhere in the notebook, run it with --full)"
+)
 UNREAD = "the notebook could not be read"
 STOPPED_BEFORE = "the notebook stopped before this exercise"
 _QUIET = logging.getLogger("attention_course.course.progress.nbclient")  # nbclient logs timeouts as errors
@@ -125,8 +140,8 @@ def exercise_spans(nb: Any) -> list[tuple[str, int, Optional[int]]]:
     [('a', 0, 2), ('b', 3, None)]
     """
     cells = nb.cells
-    starts = [(i, m.group(1)) for i, c in enumerate(cells)
-              if c.cell_type == "code" and (m := EXERCISE_RE.search(c.source))]  # fmt: skip
+    found = [(i, EXERCISE_RE.search(c.source)) for i, c in enumerate(cells) if c.cell_type == "code"]
+    starts = [(i, m.group(1)) for i, m in found if m]
     spans = []
     for n, (i, eid) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(cells)
@@ -149,7 +164,7 @@ def setup_cells(nb: Any) -> list[int]:
 
     Chosen by content, so a scratch cell that a learner adds at the top is not
     mistaken for setup (and the imports cell is not skipped). A notebook with no
-    such cell falls back to its first two code cells.
+    such cell falls back to its first two code cells before the first exercise.
 
     Examples
     --------
@@ -161,8 +176,8 @@ def setup_cells(nb: Any) -> list[int]:
     """
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     first = next((i for i in code if EXERCISE_RE.search(nb.cells[i].source)), len(nb.cells))
-    found = [i for i in code if i < first and SETUP_RE.search(nb.cells[i].source)]
-    return found or code[:2]
+    before = [i for i in code if i < first]
+    return [i for i in before if SETUP_RE.search(nb.cells[i].source)] or before[:2]
 
 
 def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = None) -> Any:
@@ -227,12 +242,10 @@ def _error_of(cells: Sequence[Any]) -> Optional[str]:
 
 def _with_missing(chapter: str, results: list, message: str, status: str = "not attempted") -> tuple:
     """Add the exercises chapter NN declares but the notebook lacks, in the declared order."""
-    from . import exercises
-
     declared: tuple = ()
-    for info in pkgutil.iter_modules(exercises.__path__):
+    for info in pkgutil.iter_modules(_exercises.__path__):
         if re.match(r"\d\d_", chapter) and info.name.startswith(f"ch{chapter[:2]}_"):
-            module = importlib.import_module(f"{exercises.__name__}.{info.name}")
+            module = importlib.import_module(f"{_exercises.__name__}.{info.name}")
             declared = tuple(getattr(module, "EXERCISES", ()))
     found = {r.id: r for r in results}
     listed = [found.get(eid) or ExerciseResult(chapter, eid, status, message) for eid in declared]
@@ -259,7 +272,7 @@ def collect(nb: Any, path: str | Path, mode: str = "exercises", stopped: Optiona
     y | not run | SyntaxError: bad
     """
     chapter = Path(path).stem
-    setup_error = _error_of([c for c in nb.cells if c.cell_type == "code"][:2])
+    setup_error = _error_of([nb.cells[i] for i in setup_cells(nb)])
     setup_error = setup_error and f"a setup cell raised {setup_error}"
     started = [i for i, c in enumerate(nb.cells) if _runs(c) and c.get("execution_count") is not None]
     last = started[-1] if started else -1  # the cell running when execution stopped
@@ -274,10 +287,10 @@ def collect(nb: Any, path: str | Path, mode: str = "exercises", stopped: Optiona
             pass
         elif stopped and last <= end:
             message = stopped if last >= start else STOPPED_BEFORE
+        elif check_at is None:
+            message = setup_error or _error_of(cells) or f'no check("{eid}", ...) cell after the exercise cell'
         else:
-            message = setup_error or _error_of(cells) or (
-                "the check cell printed no verdict" if check_at is not None
-                else f'no check("{eid}", ...) cell after the exercise cell')  # fmt: skip
+            message = setup_error or _error_of(cells) or "the check cell printed no verdict"
         if (mode == "exercises" and status != "passed" and not setup_error and "NameError" in message
                 and "name 'check' is not defined" not in message):
             message = f"{message} {FULL_HINT}"
@@ -320,10 +333,17 @@ def _execute(batch: list, timeout: int, kernel_name: str) -> dict[int, str]:
             owner += [key] * (1 + len(nb.cells))
         combined = nbformat.v4.new_notebook()
         combined.cells = cells  # the same cell objects, so each notebook gets its outputs
-        client = NotebookClient(combined, timeout=timeout, kernel_name=kernel_name, allow_errors=True,
-                                record_timing=False, log=_QUIET, shutdown_kernel="immediate",
-                                on_cell_start=lambda cell, cell_index: started.append(cell_index),
-                                resources={"metadata": {"path": str(pending[0][1])}})  # fmt: skip
+        client = NotebookClient(
+            combined,
+            timeout=timeout,
+            kernel_name=kernel_name,
+            allow_errors=True,
+            record_timing=False,
+            log=_QUIET,
+            shutdown_kernel="immediate",
+            on_cell_start=lambda cell, cell_index: started.append(cell_index),
+            resources={"metadata": {"path": str(pending[0][1])}},
+        )
         try:
             client.execute(stderr=subprocess.DEVNULL)  # the kernel's own log lines are not for the learner
             return stops
@@ -341,8 +361,9 @@ def _execute(batch: list, timeout: int, kernel_name: str) -> dict[int, str]:
     return stops
 
 
-def run(paths: Sequence[str | Path], mode: str = "exercises", timeout: int = 120,
-        kernel_name: str = "python3") -> list[NotebookReport]:  # fmt: skip
+def run(
+    paths: Sequence[str | Path], mode: str = "exercises", timeout: int = 120, kernel_name: str = "python3"
+) -> list[NotebookReport]:
     """Execute the notebooks and collect their verdicts; a learner's notebook never makes it raise.
 
     Parameters
@@ -360,28 +381,27 @@ def run(paths: Sequence[str | Path], mode: str = "exercises", timeout: int = 120
     if mode not in ("exercises", "full"):
         raise ValueError(f"mode must be 'exercises' or 'full', got {mode!r}")
     loaded = [(Path(p), *_load(Path(p), mode)) for p in paths]
-    jobs = [(key, path.resolve().parent, nb) for key, (path, nb, _) in enumerate(loaded)
-            if nb is not None and (mode == "full" or exercise_spans(nb))]  # fmt: skip
+    runnable = [(key, path, nb) for key, (path, nb, _) in enumerate(loaded) if nb is not None]
+    jobs = [(key, path.resolve().parent, nb) for key, path, nb in runnable if mode == "full" or exercise_spans(nb)]
     stops = {}
     for batch in [jobs] if mode == "exercises" else [[job] for job in jobs]:
         if batch:
             stops.update(_execute(batch, timeout, kernel_name))
-    return [collect(nb, path, mode, stops.get(key)) if nb is not None
-            else NotebookReport(str(path), path.stem, error, _with_missing(path.stem, [], UNREAD, "not run"))
-            for key, (path, nb, error) in enumerate(loaded)]  # fmt: skip
+    return [_report(key, path, nb, error, mode, stops) for key, (path, nb, error) in enumerate(loaded)]
 
 
-def run_notebook(path: str | Path, mode: str = "exercises", timeout: int = 120,
-                 kernel_name: str = "python3") -> NotebookReport:  # fmt: skip
-    """:func:`run` on one notebook."""
-    return run([path], mode, timeout, kernel_name)[0]
+def _report(key: int, path: Path, nb: Any, error: Optional[str], mode: str, stops: dict) -> NotebookReport:
+    """The report of ``run``'s notebook number ``key``: its verdicts, or why it could not be read."""
+    if nb is None:
+        return NotebookReport(str(path), path.stem, error, _with_missing(path.stem, [], UNREAD, "not run"))
+    return collect(nb, path, mode, stops.get(key))
 
 
 def totals(reports: Sequence[NotebookReport]) -> dict[str, int]:
     """Counts by status, plus ``exercises``, ``notebooks`` and ``notebooks failed``."""
     counts = {s: sum(e.status == s for r in reports for e in r.exercises) for s in STATUSES}
-    return {"exercises": sum(counts.values()), **counts, "notebooks": len(reports),
-            "notebooks failed": sum(r.error is not None for r in reports)}  # fmt: skip
+    failed = sum(r.error is not None for r in reports)
+    return {"exercises": sum(counts.values()), **counts, "notebooks": len(reports), "notebooks failed": failed}
 
 
 def summary_line(counts: Mapping[str, int]) -> str:
@@ -393,8 +413,8 @@ def summary_line(counts: Mapping[str, int]) -> str:
     ...               "notebooks": 6, "notebooks failed": 0})
     '9/21 exercises passed (2 failed, 10 not attempted, 0 not run)'
     """
-    line = (f"{counts['passed']}/{counts['exercises']} exercises passed ({counts['failed']} failed, "
-            f"{counts['not attempted']} not attempted, {counts['not run']} not run")  # fmt: skip
+    others = ", ".join(f"{counts[s]} {s}" for s in STATUSES[1:])
+    line = f"{counts['passed']}/{counts['exercises']} exercises passed ({others}"
     bad = counts.get("notebooks failed", 0)
     return line + (f"; {bad}/{counts['notebooks']} notebooks did not finish)" if bad else ")")
 
@@ -419,9 +439,10 @@ def format_report(reports: Sequence[NotebookReport], width: int = 88, max_lines:
     <BLANKLINE>
     1/2 exercises passed (1 failed, 0 not attempted, 0 not run)
     """
+    limits = {"max_lines": max_lines, "placeholder": " …"}
+
     def wrap(text: str, first: str, rest: str) -> list[str]:
-        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, max_lines=max_lines,
-                             placeholder=" …")  # fmt: skip
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, **limits)
 
     lines = []
     for rep in reports:
@@ -446,17 +467,20 @@ def to_json(reports: Sequence[NotebookReport], mode: str = "exercises") -> dict:
     ([{'chapter': '01_x', 'id': 'e', 'status': 'passed', 'message': 'ok'}], '1/1 exercises passed (0 failed, 0 not attempted, 0 not run)')
     """
     counts = totals(reports)
-    return {"mode": mode,
-            "notebooks": [{"path": r.path, "chapter": r.chapter, "error": r.error} for r in reports],
-            "exercises": [asdict(e) for r in reports for e in r.exercises],
-            "totals": counts, "summary": summary_line(counts)}  # fmt: skip
+    return {
+        "mode": mode,
+        "notebooks": [{"path": r.path, "chapter": r.chapter, "error": r.error} for r in reports],
+        "exercises": [asdict(e) for r in reports for e in r.exercises],
+        "totals": counts,
+        "summary": summary_line(counts),
+    }
 
 
 # ----------------------------------------------------------------------- CLI
 def add_arguments(parser: Any) -> None:
     """The ``progress`` command's arguments, added to an argparse ``parser``."""
-    parser.add_argument("notebooks", nargs="*", help="notebooks or folders (default: book/[0-9][0-9]_*.ipynb, "
-                        "else [0-9][0-9]_*.ipynb in the current folder)")  # fmt: skip
+    where = "default: book/[0-9][0-9]_*.ipynb, else [0-9][0-9]_*.ipynb in the current folder"
+    parser.add_argument("notebooks", nargs="*", help=f"notebooks or folders ({where})")
     parser.add_argument("--full", action="store_true", help="run every cell, not only setup and exercise cells")
     parser.add_argument("--timeout", type=int, default=120, help="seconds each cell may run (default 120)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
