@@ -66,7 +66,7 @@ def _ask_to_stop(thread: threading.Thread, box: dict) -> bool:
     for _ in range(_STOP_ATTEMPTS):
         if not thread.is_alive():
             return True
-        if "kind" not in box:
+        if "kind" not in box and thread.ident is not None:  # None: not yet running
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(thread.ident), ctypes.py_object(TimeLimitExceeded)
             )
@@ -112,8 +112,10 @@ def call_with_time_limit(fn: Callable, args: tuple, limit: float) -> Outcome:
 
     worker = threading.Thread(target=work, name="exercise-check", daemon=True)
     start = time.perf_counter()
-    worker.start()
     try:
+        # start() waits for the worker to begin, which may already be running the
+        # learner's code: an interrupt can arrive there too, so it is inside the try.
+        worker.start()
         worker.join(max(limit, 0.0))
     except KeyboardInterrupt:
         _ask_to_stop(worker, box)
