@@ -1,9 +1,14 @@
 """The claims ledger (attention_course/claims.py) against the chapters it summarises (verdicts.py).
 
-The ledger may not drift from the book: every claim needs a chapter, a verdict
-and glued evidence; each chapter's verdict box must say what the ledger says;
+The ledger may not drift from the book: every claim needs a chapter, a verdict,
+glued evidence, and (issue 16) a reading, a baseline and a robustness; each
+chapter's verdict box must say what the ledger says, and show those three fields
+exactly as the ledger has them; no threshold may stand in for a measured error;
 and the evidence shipped with the package must be what the chapters glued
 (nbval, in `make test`, keeps those stored outputs current).
+
+Each mutation test breaks one thing on a copy and checks that exactly that
+problem is added to the ones the real ledger and book have.
 """
 
 from __future__ import annotations
@@ -31,6 +36,24 @@ def test_the_ledger_is_complete():
     assert sum(counts.values()) == len(cl.CLAIMS)
 
 
+def _new_problems(problems, baseline):
+    """The problems that a mutation added to the ``baseline`` problems of the real ledger and book.
+
+    Comparing with the real state keeps each mutation test about its mutation
+    alone, whatever else is still unfinished in the ledger or the chapters.
+    """
+    return [p for p in problems if p not in set(baseline)]
+
+
+@pytest.fixture(scope="module")
+def book_problems():
+    return vd.chapter_problems(BOOK)
+
+
+def _replaced(claim_id, **change):
+    return [dataclasses.replace(c, **change) if c.id == claim_id else c for c in cl.CLAIMS]
+
+
 @pytest.mark.parametrize("change, expected", [
     ({"chapter": ""}, "no chapter"),
     ({"verdict": ""}, "verdict '' is not one of"),
@@ -38,11 +61,22 @@ def test_the_ledger_is_complete():
     ({"evidence": "no numbers here"}, "names no glued number"),
     ({"finding": " "}, "no finding"),
     ({"section": 8}, "section 8"),
+    ({"reading": ""}, "formula: no reading"),
+    ({"baseline": " "}, "formula: no baseline"),
+    ({"robustness": ""}, "formula: no robustness"),
+    ({"reading": "tested on {torch_err}"}, "formula: the reading is plain text, but has a brace"),
+    ({"evidence": "agrees within {torch_tol:.0e}"}, "formula: uses the threshold torch_tol as evidence"),
+    ({"robustness": "{row_sum_tol64} of rows"}, "formula: uses the threshold row_sum_tol64"),
 ])
 def test_ledger_problems_catch_a_broken_claim(change, expected):
-    broken = dataclasses.replace(cl.CLAIMS[0], **change)
-    problems = cl.ledger_problems([broken, *cl.CLAIMS[1:]])
+    problems = _new_problems(cl.ledger_problems(_replaced("formula", **change)), cl.ledger_problems())
     assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_every_claim_has_its_reading_baseline_and_robustness():
+    """Issue 16: all three fields, for every claim (chapters 3 and 4 included)."""
+    missing = [p for p in cl.ledger_problems() if p.endswith((": no reading", ": no baseline", ": no robustness"))]
+    assert missing == []
 
 
 def test_duplicate_ids_are_caught():
@@ -98,13 +132,110 @@ def test_an_unlabelled_verdict_box_is_caught(book_copy):
     assert any("verdict box without a claim label" in p for p in problems), problems
 
 
-def test_a_missing_glue_is_caught(book_copy):
-    c = cl.by_id("formula")
-    broken = dataclasses.replace(c, evidence="{no_such_glue:.2f}")
-    ledger = [broken if x.id == "formula" else x for x in cl.CLAIMS]
-    assert vd.chapter_problems(book_copy, ledger) == ["formula: 01_mechanics glues no no_such_glue"]
+def test_a_missing_glue_is_caught(book_copy, book_problems):
+    broken = _replaced("formula", evidence="{no_such_glue:.2f}")
+    assert _new_problems(vd.chapter_problems(book_copy, broken), book_problems) == [
+        "formula: 01_mechanics glues no no_such_glue"]
     with pytest.raises(KeyError, match="claim 'formula': chapter 01_mechanics glues no no_such_glue"):
-        vd.collect_evidence(book_copy, [broken])
+        vd.collect_evidence(book_copy, [dataclasses.replace(cl.by_id("formula"), evidence="{no_such_glue:.2f}")])
+
+
+def test_a_missing_robustness_glue_is_caught(book_copy, book_problems):
+    c = cl.by_id("local-average")
+    broken = _replaced(c.id, robustness=c.robustness + " over {no_such_seeds} seeds")
+    _edit_markdown(book_copy / f"{c.chapter}.ipynb", vd.box_fields_markdown(c),
+                   vd.box_fields_markdown(broken[cl.CLAIMS.index(c)]))  # the box agrees: only the glue is missing
+    assert _new_problems(vd.chapter_problems(book_copy, broken), book_problems) == [
+        "local-average: 02_kernel_smoothing glues no no_such_seeds"]
+
+
+def test_the_boxes_show_the_ledgers_fields():
+    """Each verdict box shows reading, baseline and robustness right after :name:, as the ledger has them."""
+    assert [p for p in vd.chapter_problems(BOOK) if "line" in p or ":name: must be" in p] == []
+
+
+@pytest.mark.parametrize("claim_id, old, new, expected", [
+    ("formula", "**Reading.** The formula", "**Reading.** A formula", "the box's Reading line differs"),
+    ("formula", "**Baseline.** PyTorch's", "**Baseline.** Torch's", "the box's Baseline line differs"),
+    ("local-average", "{glue:text}`u_draws`", "20", "the box's Robustness line differs"),  # a typed number
+    ("local-average", "{glue:text}`med_w3:.2f`", "{glue:text}`med_w3:.3f`", "the box's Robustness line differs"),
+    ("saturation", "\n**Robustness.** ", "\n\n", "the box's Robustness line differs"),  # dropped
+    ("message-passing", "seeded problem", "seeded problem\nand more", "followed by a blank line"),
+])
+def test_a_box_that_drops_or_changes_a_field_is_caught(book_copy, book_problems, claim_id, old, new, expected):
+    c = cl.by_id(claim_id)
+    fields = vd.box_fields_markdown(c)
+    shown = fields.replace(old, new, 1) if old != "\n**Robustness.** " else fields.partition(old)[0] + "\n"
+    assert shown != fields
+    _edit_markdown(book_copy / f"{c.chapter}.ipynb", fields, shown)
+    problems = _new_problems(vd.chapter_problems(book_copy), book_problems)
+    assert len(problems) == 1 and problems[0].startswith(f"{claim_id}: ") and expected in problems[0], problems
+
+
+def test_box_fields_must_follow_the_name_line(book_copy, book_problems):
+    c = cl.by_id("formula")
+    path = book_copy / f"{c.chapter}.ipynb"
+    _edit_markdown(path, f":class: tip\n:name: {c.label}\n", f":name: {c.label}\n:class: tip\n")
+    problems = _new_problems(vd.chapter_problems(book_copy), book_problems)
+    assert problems == ["formula: :name: must be the last option of the box, right before the Reading line"]
+
+
+def test_box_fields_markdown_writes_glue_roles():
+    c = dataclasses.replace(cl.by_id("formula"), reading="R", baseline="B",
+                            robustness="{n_ok} of {n} seeds; effect {m:.2f} ± {s:.2f}; {{literal}}")
+    assert vd.box_fields_markdown(c).split("\n") == [
+        "**Reading.** R", "**Baseline.** B",
+        "**Robustness.** {glue:text}`n_ok` of {glue:text}`n` seeds; effect {glue:text}`m:.2f` ± "
+        "{glue:text}`s:.2f`; {literal}"]
+
+
+# ----------------------------------------------------------- thresholds vs measured errors
+def test_error_ceiling_is_a_power_of_ten_at_or_above_the_error():
+    for error, ceiling in [(8.9e-16, 1e-15), (1e-15, 1e-15), (1.0000001e-15, 1e-14), (2.4e-7, 1e-6),
+                           (0.5, 1.0), (3.0, 10.0)]:
+        assert cl.error_ceiling(error) == ceiling and repr(cl.error_ceiling(error)) == repr(ceiling)
+
+
+def test_the_chapters_glue_their_tolerances_as_constants_and_their_errors_as_results():
+    """The naming rule matches what the cells do: `_tol` names are typed thresholds, `_err` names are computed."""
+    for path in sorted(BOOK.glob("[0-9][0-9]_*.ipynb")):
+        constants, glued = vd.constant_glues(path), vd.read_glue(path)
+        for name in glued:
+            if cl.is_threshold(name):
+                assert name in constants, f"{path.name}: {name} is named a threshold but computed"
+            if name.endswith(("_err", "_err32", "_err64")):
+                assert name not in constants, f"{path.name}: {name} is named a measured error but typed"
+    assert {"torch_tol", "row_sum_tol64", "hull_n"} <= vd.constant_glues(BOOK / "01_mechanics.ipynb")
+    assert "torch_err" not in vd.constant_glues(BOOK / "01_mechanics.ipynb")
+
+
+def test_a_threshold_presented_as_a_measured_error_is_caught(book_copy, book_problems):
+    """A chapter that glues its threshold under a measured error's name is caught, whatever the name."""
+    c = cl.by_id("formula")
+    nb_path = book_copy / f"{c.chapter}.ipynb"
+    nb = json.loads(nb_path.read_text())
+    hits = 0
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if 'glue("torch_err", torch_err' in src:
+            cell["source"] = src.replace('glue("torch_err", torch_err', 'glue("torch_err", tol')
+            hits += 1
+    assert hits == 1
+    nb_path.write_text(json.dumps(nb))
+    problems = _new_problems(vd.chapter_problems(book_copy), book_problems)
+    assert problems == ["formula: torch_err is presented as a measured error, but 01_mechanics glues it "
+                        "from a number it chose (a threshold)"]
+    renamed = _replaced("formula", evidence="differs by less than {hull_n}")  # a typed number, any name
+    assert "formula: hull_n is presented as a measured error, but 01_mechanics glues it from a number it " \
+           "chose (a threshold)" in vd.chapter_problems(BOOK, renamed)
+    named = _replaced("formula", evidence="largest difference {torch_gap:.0e}")
+    nb = json.loads(nb_path.read_text())
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        cell["source"] = src.replace('glue("torch_err", tol', 'glue("torch_gap", tol')
+    nb_path.write_text(json.dumps(nb))
+    assert "formula: torch_gap is named as a measured error, but 01_mechanics glues it from a number it " \
+           "chose (a threshold)" in vd.chapter_problems(book_copy, named)
 
 
 def test_shipped_evidence_matches_the_chapters():
@@ -151,14 +282,29 @@ def test_parse_verdict(title, kind):
 
 
 def test_ledger_markdown_has_one_row_per_claim_with_a_link():
-    table = cl.ledger_markdown(cl.load_evidence())
+    evidence = cl.load_evidence()
+    table = cl.ledger_markdown(evidence)
     rows = table.splitlines()[2:]
     assert len(rows) == len(cl.CLAIMS)
     for c, row in zip(cl.CLAIMS, rows):
-        section, text, verdict, numbers, link = [cell.strip() for cell in row.strip("|").split(" | ")]
+        section, text, verdict, numbers, robustness, link = [cell.strip() for cell in row.strip("|").split(" | ")]
         assert (section, link) == (str(c.section), f"[ch. {int(c.chapter[:2])}](#{c.label})")
+        assert text.startswith(c.text) and (f"<br>*Read as:* {c.reading}" in text) == bool(c.reading)
+        assert ("*(implied)*" in text) == c.implied
         assert verdict.split(" ", 1)[1].startswith(c.verdict + (" " if c.verdict == "holds when" else ":"))
-        assert c.finding.rstrip(".") in verdict and numbers == cl.evidence_text(c, cl.load_evidence()[c.id])
+        assert c.finding.rstrip(".") in verdict
+        assert (f"<br>*Against:* {c.baseline}" in numbers) == bool(c.baseline)
+        if not set(c.glue_names) <= set(evidence.get(c.id, ())):  # shipped evidence out of date: said so
+            assert numbers.startswith(cl.MISSING_EVIDENCE) and robustness == cl.MISSING_EVIDENCE
+            continue
+        assert numbers.startswith(cl.evidence_text(c, evidence[c.id]).replace("|", "\\|"))
+        assert robustness == (c.robustness.format(**evidence[c.id]).replace("|", "\\|") or "—")
+
+
+def test_ledger_markdown_fills_the_robustness_from_the_glue():
+    c = dataclasses.replace(cl.by_id("formula"), robustness="in {n_ok} of {n} seeds")
+    row = cl.ledger_markdown({"formula": {"torch_err": 1e-15, "n_ok": 4, "n": 5}}, [c]).splitlines()[2]
+    assert row.split(" | ")[4] == "in 4 of 5 seeds"
 
 
 def test_chapter_7_renders_the_ledger():

@@ -8,6 +8,10 @@ marked ``# NBVAL_IGNORE_OUTPUT``, which assert their claims themselves):
 * :func:`read_glue`: every value a notebook glued with ``myst_nb.glue``;
 * :func:`chapter_verdicts`: its verdict boxes labelled ``claim-<id>``, with the
   verdict kind that :func:`parse_verdict` reads from each title;
+* :func:`box_fields_markdown`: the reading, baseline and robustness lines that a
+  claim's verdict box must show, as the ledger has them;
+* :func:`constant_glues`: the glue names a chapter sets from a number it chose
+  (a threshold or a setting), not from a computation;
 * :func:`chapter_problems`: every place where ledger and chapters disagree;
 * :func:`collect_evidence` / :func:`write_evidence`: each claim's glued numbers,
   the file the package ships (``python -m attention_course evidence``).
@@ -18,14 +22,15 @@ from __future__ import annotations
 import ast
 import json
 import re
+import string
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .claims import CLAIMS, EVIDENCE_FILE, VERDICT_CLASS, Claim
 
-__all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "chapter_problems", "collect_evidence",
-           "write_evidence"]
+__all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "box_fields_markdown", "constant_glues",
+           "chapter_problems", "collect_evidence", "write_evidence"]
 
 
 _NP_SCALAR = re.compile(r"^np\.\w+\((.*)\)$", re.S)
@@ -102,14 +107,16 @@ def parse_verdict(title: str) -> Optional[str]:
     return None
 
 
-def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, str]]:
+def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
     """The labelled verdict boxes of a chapter notebook.
 
     Returns
     -------
     dict
-        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell"}`` where
-        ``cell`` is the index of the markdown cell holding the box.
+        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell", "name_last", "body"}``:
+        ``cell`` is the index of the markdown cell holding the box, ``name_last``
+        whether ``:name:`` is its last option line, and ``body`` the text that
+        follows the option lines.
     """
     boxes = {}
     for i, cell in enumerate(_load_notebook(path)["cells"]):
@@ -120,9 +127,113 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, str]]:
             opts = dict(re.findall(r"^:(\w+):[ \t]*(.*)$", m.group("opts"), re.M))
             if "name" in opts:
                 title = m.group("title").strip()
+                last = m.group("opts").rstrip("\n").rpartition("\n")[2]
                 boxes[opts["name"].strip()] = {"title": title, "verdict": parse_verdict(title),
-                                               "class": opts.get("class", "").strip(), "cell": i}
+                                               "class": opts.get("class", "").strip(), "cell": i,
+                                               "name_last": last.startswith(":name:"),
+                                               "body": source[m.end():]}
     return boxes
+
+
+def _glue_roles(fmt: str) -> str:
+    """A format string with each ``{name:fmt}`` written as the MyST role ``{glue:text}`name:fmt```."""
+    parts = []
+    for literal, name, spec, _ in string.Formatter().parse(fmt):
+        parts.append(literal)
+        if name:
+            parts.append("{glue:text}`" + name + (f":{spec}" if spec else "") + "`")
+    return "".join(parts)
+
+
+def box_fields_markdown(c: Claim) -> str:
+    """The three lines a claim's verdict box shows right after its ``:name:`` line.
+
+    Reading and baseline appear verbatim; in the robustness each ``{name:fmt}``
+    becomes ``{glue:text}`name:fmt```, so the book fills in the chapter's number.
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "01_mechanics", "t", "holds", "f", "{a:.2f}", reading="R.", baseline="B.",
+    ...           robustness="in {n_ok} of {n} seeds; {m:.2f} ± {s:.2f}")
+    >>> print(box_fields_markdown(c))
+    **Reading.** R.
+    **Baseline.** B.
+    **Robustness.** in {glue:text}`n_ok` of {glue:text}`n` seeds; {glue:text}`m:.2f` ± {glue:text}`s:.2f`
+    """
+    return (f"**Reading.** {c.reading}\n**Baseline.** {c.baseline}\n"
+            f"**Robustness.** {_glue_roles(c.robustness)}")
+
+
+def _field_problems(c: Claim, box: dict[str, Any]) -> list[str]:
+    """Where a verdict box's reading, baseline and robustness lines differ from the ledger's."""
+    if not box["name_last"]:
+        return [f"{c.id}: :name: must be the last option of the box, right before the Reading line"]
+    problems, shown = [], box["body"].split("\n")
+    for i, (want, field) in enumerate(zip(box_fields_markdown(c).split("\n"), ("Reading", "Baseline", "Robustness"))):
+        got = shown[i] if i < len(shown) else ""
+        if got != want:
+            at = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            problems.append(f"{c.id}: the box's {field} line differs from the ledger's at character {at}: "
+                            f"box {got[max(0, at - 20):at + 40]!r}, ledger {want[max(0, at - 20):at + 40]!r}")
+    if not problems and (len(shown) < 4 or shown[3].strip()):
+        problems.append(f"{c.id}: the box's Robustness line must be followed by a blank line")
+    return problems
+
+
+def _is_number(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def constant_glues(path: Union[str, Path]) -> set[str]:
+    """The glue names a notebook sets from a number typed in its cell, not from a computation.
+
+    A glue counts as constant when its value is a number literal,
+    ``glue("torch_tol", 1e-12)``, or a name that the same cell assigns a number
+    literal, ``tol = 1e-12; glue("torch_tol", tol)``. Such a value is a threshold
+    or a setting the chapter chose; it can never be a measured error.
+    """
+    names = set()
+    for cell in _load_notebook(path)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        lines = "".join(cell["source"]).splitlines()
+        try:  # IPython magics (%matplotlib, !pip) are not Python
+            tree = ast.parse("\n".join(x for x in lines if not x.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        literal = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
+                             and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+                    literal.update(t.id for t, v in pairs if isinstance(t, ast.Name) and _is_number(v))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "glue" and len(node.args) >= 2
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                value = node.args[1]
+                if _is_number(value) or (isinstance(value, ast.Name) and value.id in literal):
+                    names.add(node.args[0].value)
+    return names
+
+
+#: Words after which a glued number is presented as the size of an error.
+_ERROR_PHRASE = re.compile(r"(?:within|below|less than)\s+\{(\w+)")
+#: Glue names that promise a measured error.
+_ERROR_NAME = re.compile(r"(?:_err|_error|_gap)\d*$")
+
+
+def _threshold_problems(c: Claim, constants: set[str]) -> list[str]:
+    """A claim that presents a number its chapter chose (a threshold) as a measured error."""
+    presented = {name for text in (c.evidence, c.robustness) for name in _ERROR_PHRASE.findall(text)}
+    problems = [f"{c.id}: {name} is presented as a measured error, but {c.chapter} glues it from a number "
+                "it chose (a threshold)" for name in c.glue_names if name in presented & constants]
+    problems += [f"{c.id}: {name} is named as a measured error, but {c.chapter} glues it from a number it "
+                 "chose (a threshold)" for name in c.glue_names
+                 if _ERROR_NAME.search(name) and name in constants - presented]
+    return problems
 
 
 def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> dict[str, dict[str, Any]]:
@@ -131,7 +242,7 @@ def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
     Raises
     ------
     KeyError
-        When a chapter does not glue a name that a claim's evidence uses; the
+        When a chapter does not glue a name that a claim's evidence or robustness uses; the
         message names the claim, the chapter and the missing names.
     """
     book_dir, cache, evidence = Path(book_dir), {}, {}
@@ -151,8 +262,12 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
 
     Checks, for every claim: its chapter notebook exists; it has a verdict box
     labelled ``claim-<id>``; the box's verdict and class match the ledger; the
-    chapter glues every name the evidence uses. And, for every chapter: each
-    box titled "Verdict..." carries a ``claim-`` label that the ledger knows.
+    box shows the claim's reading, baseline and robustness right after its
+    ``:name:`` line, exactly as :func:`box_fields_markdown` writes them; the
+    chapter glues every name the evidence and the robustness use; and no number
+    the chapter typed itself (:func:`constant_glues`) is presented as a measured
+    error. And, for every chapter: each box titled "Verdict..." carries a
+    ``claim-`` label that the ledger knows.
     """
     book_dir, claims = Path(book_dir), list(claims)
     problems, known, boxes = [], {c.label for c in claims}, {}
@@ -162,8 +277,8 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
             problems.append(f"{c.id}: chapter notebook {path.name} not found")
             continue
         if c.chapter not in boxes:
-            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path))
-        labelled, glued = boxes[c.chapter]
+            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path), constant_glues(path))
+        labelled, glued, constants = boxes[c.chapter]
         box = labelled.get(c.label)
         if box is None:
             problems.append(f"{c.id}: {c.chapter} has no verdict box labelled {c.label}")
@@ -173,10 +288,12 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
                                 f"{box['verdict']!r} ({box['title']})")
             if box["class"] != VERDICT_CLASS.get(c.verdict):
                 problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
+            problems += _field_problems(c, box)
         missing = [n for n in c.glue_names if n not in glued]
         if missing:
             problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")
-    for chapter, (labelled, _) in boxes.items():
+        problems += _threshold_problems(c, constants)
+    for chapter, (labelled, _, _) in boxes.items():
         for label, box in labelled.items():
             if label.startswith("claim-") and label not in known:
                 problems.append(f"{chapter}: box {label} is not in the ledger")
