@@ -105,12 +105,15 @@ def plot_memory(result: Mapping, methods: Sequence[str] = ("naive", "sdpa", "chu
     return fig
 
 
-def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes] = None) -> Figure:
+def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes] = None,
+                  baselines: Optional[Mapping[str, float]] = None) -> Figure:
     """Time against relative error at the summary's frontier length, one line per family.
 
     Exact methods have no error: they are horizontal lines at their time. Each
     approximation's points are labelled with their parameter (features, landmarks,
     projected length); the dotted vertical line is the summary's error target.
+    ``baselines`` (name -> relative error, e.g. uniform attention and outputting zeros)
+    are drawn as dashed vertical lines: a method to their right is worse than a trivial answer.
 
     Examples
     --------
@@ -137,6 +140,8 @@ def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes]
             if p["param"]:
                 ax.annotate(str(p["param"]), (err, p["time_s"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
     ax.axvline(s["error_target"], color="0.3", lw=0.8, ls=":")
+    for (name, err), color in zip((baselines or {}).items(), ("0.45", "0.7", "0.2")):
+        ax.axvline(err, color=color, lw=1.5, ls="--", label=f"{name} (baseline)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set(xlabel=f"relative error vs exact ({distribution} inputs)", ylabel="time per call (s)",

@@ -25,7 +25,8 @@ from ..core import efficient as eff
 from ..core.attention import causal_mask, scaled_dot_product_attention
 from .lowrank import effective_rank, rank_k_error, topk_error
 
-__all__ = ["DISTRIBUTIONS", "benchmark_inputs", "approximation_methods", "approximation_errors", "chunked_gaps"]
+__all__ = ["DISTRIBUTIONS", "benchmark_inputs", "approximation_methods", "mean_of_values", "approximation_errors",
+           "chunked_gaps"]
 
 DISTRIBUTIONS = ("iid", "iid-soft", "smooth")
 
@@ -65,7 +66,9 @@ def approximation_methods(budget: int = 32, num_features: int = 256) -> dict[str
 
     Linformer and Nyström get ``budget`` projected keys or landmarks, the local window a
     half-width of ``budget // 2``, top-k ``budget`` keys per query, and the Performer
-    ``num_features`` random features (seed 0). Linear attention has no budget.
+    ``num_features`` random features (seed 0). Linear attention has no budget. The last two
+    entries are the trivial baselines every method must beat: uniform attention
+    (:func:`mean_of_values`) and outputting zeros (relative error exactly 1).
 
     Examples
     --------
@@ -82,7 +85,25 @@ def approximation_methods(budget: int = 32, num_features: int = 256) -> dict[str
         f"Nystrom, {budget} landmarks": lambda q, k, v: approx.nystrom_attention(q, k, v, num_landmarks=budget),
         f"local window, w={budget // 2}": lambda q, k, v: eff.local_window_attention(q, k, v, window=budget // 2),
         f"top-{budget} per query": lambda q, k, v: eff.topk_attention(q, k, v, top_k=budget),
+        "uniform (mean of values)": mean_of_values,
+        "zeros": lambda q, k, v: torch.zeros(*q.shape[:-1], v.shape[-1], dtype=v.dtype),
     }
+
+
+def mean_of_values(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    r"""Uniform attention, the baseline that ignores the queries and keys: every output is :math:`\bar v`.
+
+    .. math::
+
+        O_t = \frac1S \sum_{s=1}^{S} v_s, \qquad q: (..., T, d_k),\ v: (..., S, d_v) \to (..., T, d_v)
+
+    Examples
+    --------
+    >>> mean_of_values(torch.zeros(1, 2, 1), None, torch.tensor([[[1.0], [3.0]]]))
+    tensor([[[2.],
+             [2.]]])
+    """
+    return v.mean(dim=-2, keepdim=True).expand(*q.shape[:-1], v.shape[-1]).clone()  # (..., T, d_v)
 
 
 def approximation_errors(n: int = 256, d: int = 64, budget: int = 32, seed: int = 1) -> dict[str, dict]:

@@ -1,4 +1,4 @@
-"""Chapter 3 exercises: effective rank, best rank-k, linear attention, one online-softmax step.
+"""Chapter 3 exercises: effective rank, best rank-k, rank-k vs top-k, linear attention, online softmax.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
 feedback they get; ``tests/test_exercises.py`` checks that every mutant is
@@ -12,6 +12,7 @@ import torch
 
 from ...core import efficient as eff
 from ...lenses import lowrank as lr
+from ...lenses import lowrank_baselines as lb
 from ._core import Case, Exercise, Mutant, register
 
 __all__ = ["EXERCISES"]
@@ -152,6 +153,94 @@ register(
                 *torch.linalg.svd(torch.as_tensor(A), full_matrices=False)),
         ),
         atol=1e-10,
+    )
+)
+
+
+# ------------------------------------------------- rank-k vs top-k, fairly
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a / a.sum(axis=1, keepdims=True)  # rows sum to 1; random jitter leaves no ties for top-k
+
+
+def _rvt_cases() -> list[Case]:
+    rng = np.random.default_rng(33)
+    near_perm = _rows(np.eye(12)[rng.permutation(12)] + rng.uniform(0, 0.02, (12, 12)))  # each query: one key
+    return [
+        Case("soft synthetic head, beta = 0.2, k = 4", (lr.synthetic_attention(n=32, d=8, beta=0.2, seed=1), 4)),
+        Case("synthetic head, beta = 1, k = 4", (lr.synthetic_attention(n=32, d=8, beta=1.0, seed=2), 4)),
+        Case("sharp synthetic head, beta = 4, k = 2", (lr.synthetic_attention(n=24, d=8, beta=4.0, seed=3), 2)),
+        Case("near-permutation 12x12, k = 1", (near_perm, 1)),
+        Case("two-block head 16x16, k = 2", (_rows(np.kron(np.eye(2), np.ones((8, 8))) + rng.uniform(0, 0.05, (16, 16))), 2)),
+    ]
+
+
+def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred"):
+    def f(A, k):
+        A = np.asarray(A, dtype=float)
+        if centre == "mean-row":
+            C = A - A.mean(axis=0, keepdims=True)
+        elif centre == "row-mean":
+            C = A - A.mean(axis=1, keepdims=True)
+        else:
+            C = A
+        nrm = (lambda M: np.linalg.norm(M, 2)) if norm == "spectral" else np.linalg.norm
+        D = nrm(C) if denom == "centred" else nrm(A)
+        U, s, Vh = np.linalg.svd(C, full_matrices=False)
+        rank_err = nrm(C - (U[:, :k] * s[:k]) @ Vh[:k]) / D
+        top_err = nrm(A - lr.topk_sparsify(A, min(top_mult * k, A.shape[1]))) / D
+        return float(rank_err), float(top_err), bool(rank_err < top_err)
+
+    return f
+
+
+register(
+    Exercise(
+        id="rank-vs-topk",
+        title="Rank k against top k, with the uniform part removed",
+        make_cases=_rvt_cases,
+        reference=lambda A, k: lb.rank_vs_topk(A, k),
+        mutants=(
+            Mutant(
+                "no-centre", _rvt_with(centre="none", denom="raw"),
+                "you measured the error on A itself. A soft head is close to the uniform matrix, "
+                "which has rank 1 and carries no information: remove the mean row first, "
+                "A_bar = A - A.mean(axis=0), and divide both errors by the norm of A_bar.",
+            ),
+            Mutant(
+                "row-mean", _rvt_with(centre="row-mean"),
+                "you removed each row's own mean, 1/S for every row of an attention matrix: that subtracts "
+                "the uniform matrix, not the mean row. Average over the queries: A.mean(axis=0).",
+            ),
+            Mutant(
+                "raw-denominator", _rvt_with(denom="raw"),
+                "you divided by the norm of A. Divide both errors by the norm of the centred matrix "
+                "A_bar, so that recovering only the uniform part scores about 1.",
+            ),
+            Mutant(
+                "spectral", _rvt_with(norm="spectral"),
+                "you used the spectral norm (the largest singular value). Measure both errors in the "
+                "Frobenius norm, np.linalg.norm(M), the norm in which the SVD truncation is optimal for "
+                "all singular values at once.",
+            ),
+            Mutant(
+                "unequal-budget", _rvt_with(top_mult=2),
+                "you kept 2k entries per row. Top-k stores a value and an index per kept entry, 2kT "
+                "numbers, and rank k stores k(T + S): equal budgets at the same k when T = S.",
+            ),
+        ),
+        alternatives=(
+            lambda A, k: (lambda C: (
+                float(np.sqrt((np.linalg.svd(C, compute_uv=False)[k:] ** 2).sum()) / np.linalg.norm(C)),
+                float(np.linalg.norm(A - lr.topk_sparsify(A, k)) / np.linalg.norm(C)),
+                bool(np.sqrt((np.linalg.svd(C, compute_uv=False)[k:] ** 2).sum())
+                     < np.linalg.norm(A - lr.topk_sparsify(A, k)))))(A - A.mean(axis=0)),
+            lambda A, k: (lambda C, top: (lambda r, e: (r, e, r < e))(
+                float(torch.linalg.svdvals(torch.as_tensor(C))[k:].norm() / np.linalg.norm(C)),
+                float(np.linalg.norm(A - top) / np.linalg.norm(C))))(
+                A - A.mean(axis=0), np.where(A >= np.sort(A, axis=1)[:, -k:][:, :1], A, 0.0)),
+        ),
+        rtol=1e-6,
+        atol=1e-9,
     )
 )
 
@@ -351,4 +440,4 @@ register(
     )
 )
 
-EXERCISES = ("effective-rank", "best-rank-k", "linear-attention", "online-softmax-step")
+EXERCISES = ("effective-rank", "best-rank-k", "rank-vs-topk", "linear-attention", "online-softmax-step")
