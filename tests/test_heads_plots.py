@@ -57,3 +57,15 @@ def test_head_ablation_panels_share_one_colour_scale():
     assert [t.get_text() for t in heatmaps[0].get_yticklabels()] == ["layer 1", "layer 2"]
     assert [t.get_text() for t in heatmaps[1].get_xticklabels()] == [f"head {i}" for i in range(1, 5)]
     assert fig.get_suptitle() == "t"
+
+
+def test_seed_curves_draw_the_mean_and_a_band():
+    c = np.array([[3.0, 2.0, 1.0], [3.4, 1.8, 1.2]])  # (seeds, blocks)
+    fig = FH.plot_seed_curves({"2 layers": c}, 20, 2.27, "mean ln(period)", title="t")
+    fig.canvas.draw()
+    mean, base = fig.axes[0].lines
+    np.testing.assert_array_equal(mean.get_xdata(), [20, 40, 60])
+    np.testing.assert_allclose(mean.get_ydata(), [3.2, 1.9, 1.1], atol=1e-12)
+    band = fig.axes[0].collections[0].get_paths()[0].vertices
+    assert band[:, 1].min() == pytest.approx(1.0) and band[:, 1].max() == pytest.approx(3.4)
+    assert base.get_label() == "mean ln(period)" and "5" not in mean.get_label() and "2 seeds" in mean.get_label()

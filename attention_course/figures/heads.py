@@ -21,7 +21,7 @@ from ..core._backend import Array, to_numpy
 from .mechanics import plot_heatmap
 
 __all__ = ["plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
-           "plot_loss_curves", "plot_head_ablation"]  # fmt: skip
+           "plot_loss_curves", "plot_seed_curves", "plot_head_ablation"]  # fmt: skip
 
 
 def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]], title: str = "",
@@ -157,6 +157,17 @@ def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 3, title: st
     return fig
 
 
+def _finish_loss_axes(ax: Axes, baseline: float, baseline_label: str, ylabel: str, title: str) -> Figure:
+    """The dashed baseline, labels, legend and grid shared by the loss plots; returns the Figure."""
+    ax.axhline(baseline, color="0.5", ls="--", lw=1, label=baseline_label)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return ax.figure
+
+
 def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, baseline_label: str,
                      window: int = 20, title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Training losses smoothed by a moving average over ``window`` steps, with a dashed baseline.
@@ -178,13 +189,33 @@ def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, bas
         hist = np.asarray(hist, dtype=float)
         smooth = np.convolve(hist, np.ones(window) / window, mode="valid")  # (steps - window + 1,)
         ax.plot(np.arange(window, len(hist) + 1), smooth, label=name)
-    ax.axhline(baseline, color="0.5", ls="--", lw=1, label=baseline_label)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("loss on the repeated part (nats)")
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    return fig
+    return _finish_loss_axes(ax, baseline, baseline_label, "loss on the repeated part (nats)", title)
+
+
+def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, baseline_label: str,
+                     title: str = "", ax: Optional[Axes] = None) -> Figure:
+    """Block-averaged training losses over seeds: the mean as a line, the min-max range as a band.
+
+    ``curves`` maps a label to an array (seeds, blocks) whose entry ``b`` is the mean
+    training loss of steps ``b*every .. (b+1)*every - 1``; it is drawn at the block's
+    last step, ``(b + 1) * every``.
+
+    Examples
+    --------
+    >>> fig = plot_seed_curves({"run": np.array([[3.0, 2.0], [3.2, 1.8]])}, 10, 2.5, "chance")
+    >>> fig.axes[0].lines[0].get_xdata().tolist(), fig.axes[0].lines[0].get_ydata().tolist()
+    ([10, 20], [3.1, 1.9])
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    else:
+        fig = ax.figure
+    for name, c in curves.items():
+        c = np.asarray(to_numpy(c), dtype=float)  # (seeds, blocks)
+        steps = every * np.arange(1, c.shape[1] + 1)  # (blocks,): each block's last step
+        (line,) = ax.plot(steps, c.mean(0), label=f"{name} (mean of {c.shape[0]} seeds)")
+        ax.fill_between(steps, c.min(0), c.max(0), color=line.get_color(), alpha=0.25, lw=0)
+    return _finish_loss_axes(ax, baseline, baseline_label, "training loss, repeated part (nats)", title)
 
 
 def plot_head_ablation(deltas: Mapping[str, Array], title: str = "") -> Figure:

@@ -1,4 +1,4 @@
-"""Chapter 4 exercises: split heads, a multi-head forward pass, the parameter count, head ablation.
+"""Chapter 4 exercises: split heads, a multi-head forward pass, the parameter count, head ablation, overlap.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
 feedback they get; the tests check that every mutant is caught with its own message.
@@ -15,6 +15,10 @@ Signatures the notebook's stubs should use:
 * ``head-ablation``: ``fn(heads, W_o, head) -> (B, T, d_out)``: the multi-head output
   (without ``b_o``) when head ``head`` is switched off; ``heads`` (B, h, T, d_v) are the
   heads' outputs, ``W_o`` (h*d_v, d_out).
+* ``subspace-overlap``: ``fn(A, B) -> (overlap, chance, closer_than_chance)`` for ``A`` (n, p)
+  and ``B`` (n, q) of full column rank: the mean of cos^2 over the min(p, q) principal
+  angles between their column spaces (a float), its mean for random subspaces,
+  max(p, q) / n (a float), and whether the overlap is larger (a bool).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 import torch
 
 from ...core import multihead as mh
+from ...lenses.circuits import subspace_overlap
 from ...lenses.heads import mha_parameter_count
 from ._core import Case, Exercise, Mutant, register
 
@@ -398,4 +403,101 @@ register(
     )
 )
 
-EXERCISES = ("split-heads", "multi-head-forward", "mha-param-count", "head-ablation")
+# ------------------------------------------------------------ subspace overlap
+def _overlap_cases() -> list[Case]:
+    rng = np.random.default_rng(45)
+    shared = rng.normal(size=(12, 2))  # two directions both subspaces contain
+    scaled = rng.normal(size=(8, 3)) * np.array([100.0, 1.0, 0.01])  # columns of very different norms
+    return [
+        Case("two random 3-dim subspaces of R^24", (rng.normal(size=(24, 3)), rng.normal(size=(24, 3)))),
+        Case("sharing 2 of 3 directions, in R^12",
+             (np.hstack([shared, rng.normal(size=(12, 1))]), np.hstack([shared, rng.normal(size=(12, 1))]) @ rng.normal(size=(3, 3)))),
+        Case("columns of very different lengths", (scaled, rng.normal(size=(8, 2)))),
+        Case("p = 2, q = 4 in R^10", (rng.normal(size=(10, 2)), rng.normal(size=(10, 4)))),
+        Case("orthogonal: span(e1, e2) and span(e3)", (np.eye(5)[:, :2], np.eye(5)[:, 2:3])),
+        Case("one subspace inside the other", (np.eye(6)[:, :3] @ rng.normal(size=(3, 3)), np.eye(6)[:, :1] + np.eye(6)[:, 1:2])),
+    ]
+
+
+def _overlap_reference(A, B):
+    overlap = float(subspace_overlap(A, B))
+    chance = max(A.shape[1], B.shape[1]) / A.shape[0]
+    return overlap, chance, overlap > chance
+
+
+def _orthonormal(M):
+    return np.linalg.qr(M)[0]
+
+
+def _cosines(A, B):
+    return np.linalg.svd(_orthonormal(A).T @ _orthonormal(B), compute_uv=False)  # descending
+
+
+def _overlap_with(overlap_fn=None, chance_fn=None, invert=False):
+    def fn(A, B):
+        overlap = float(overlap_fn(A, B)) if overlap_fn else _overlap_reference(A, B)[0]
+        chance = float(chance_fn(A, B)) if chance_fn else max(A.shape[1], B.shape[1]) / A.shape[0]
+        return overlap, chance, (overlap <= chance) if invert else (overlap > chance)
+    return fn
+
+
+register(
+    Exercise(
+        id="subspace-overlap",
+        title="How much do two heads' subspaces overlap?",
+        make_cases=_overlap_cases,
+        reference=_overlap_reference,
+        mutants=(
+            Mutant(
+                "smallest-angle-only", _overlap_with(overlap_fn=lambda A, B: _cosines(A, B)[0] ** 2),
+                "you kept only the smallest principal angle (the largest cosine). One angle says whether "
+                "the subspaces share a direction, not how much they overlap: average cos^2 over all "
+                "min(p, q) angles.",
+            ),
+            Mutant(
+                "not-orthonormalised", _overlap_with(
+                    overlap_fn=lambda A, B: (np.linalg.norm(A.T @ B) ** 2) / min(A.shape[1], B.shape[1])),
+                "you used A and B as they are. Principal angles need orthonormal bases of the two column "
+                "spaces: take Q_A, Q_B from np.linalg.qr (or the U of an SVD), then the singular "
+                "values of Q_A^T Q_B are the cosines.",
+            ),
+            Mutant(
+                "cos-not-squared", _overlap_with(overlap_fn=lambda A, B: _cosines(A, B).mean()),
+                "you averaged the cosines; the overlap averages their squares, cos^2 (the fraction of a "
+                "direction's length that lies in the other subspace).",
+            ),
+            Mutant(
+                "divided-by-max", _overlap_with(
+                    overlap_fn=lambda A, B: (_cosines(A, B) ** 2).sum() / max(A.shape[1], B.shape[1])),
+                "there are min(p, q) principal angles: divide the sum of cos^2 by min(p, q), not "
+                "max(p, q), so that a subspace inside the other has overlap 1.",
+            ),
+            Mutant(
+                "chance-min", _overlap_with(chance_fn=lambda A, B: min(A.shape[1], B.shape[1]) / A.shape[0]),
+                "for random subspaces the expected sum of cos^2 is p q / n; divided by the min(p, q) "
+                "angles that is max(p, q) / n, not min(p, q) / n.",
+            ),
+            Mutant(
+                "chance-sum", _overlap_with(chance_fn=lambda A, B: A.shape[1] * B.shape[1] / A.shape[0]),
+                "p q / n is the expected SUM of cos^2 for random subspaces; the overlap is a mean over "
+                "min(p, q) angles, so its chance level is max(p, q) / n.",
+            ),
+            Mutant(
+                "conclusion-inverted", _overlap_with(invert=True),
+                "your two numbers are right but the conclusion is upside down: closer_than_chance is "
+                "True when the overlap is LARGER than the random baseline.",
+            ),
+        ),
+        alternatives=(
+            lambda A, B: (lambda c, m: (float((c**2).sum() / m), max(A.shape[1], B.shape[1]) / A.shape[0],
+                                        bool((c**2).sum() / m > max(A.shape[1], B.shape[1]) / A.shape[0])))(
+                _cosines(A, B), min(A.shape[1], B.shape[1])),
+            lambda A, B: (lambda QA, QB: (lambda o, ch: (o, ch, o > ch))(
+                float(np.trace(QA @ QA.T @ QB @ QB.T)) / min(A.shape[1], B.shape[1]),
+                max(A.shape[1], B.shape[1]) / A.shape[0]))(
+                np.linalg.svd(A, full_matrices=False)[0], np.linalg.svd(B, full_matrices=False)[0]),
+        ),
+    )
+)
+
+EXERCISES = ("split-heads", "multi-head-forward", "mha-param-count", "head-ablation", "subspace-overlap")
