@@ -56,6 +56,7 @@ from .lenses.heads import (
     principal_angles,
     smallest_head_angles,
 )
+from .lenses.circuits import head_ov_maps, head_overlaps, subspace_overlap
 from .lenses.roles import head_role_scores
 from .figures.heads import plot_bottleneck, plot_head_gallery, plot_role_scores
 from .lenses.kernel_learning import fit_bandwidth, fit_metric
@@ -132,6 +133,7 @@ __all__ = [
     "mask_from_torch", "head_bilinear_forms", "principal_angles", "head_subspace_angles",
     "head_contributions", "fit_low_rank_attention", "smallest_head_angles", "head_role_scores",
     "mha_parameter_count", "plot_bottleneck", "plot_head_gallery", "plot_role_scores",
+    "subspace_overlap", "head_overlaps", "head_ov_maps",
     # message passing
     "topology_mask", "banded_mask", "message_passing", "receptive_field", "dependency_support",
     "attention_rollout",

@@ -12,6 +12,13 @@ evidence
 bench
     Time and measure the efficient-attention methods of chapter 3 against exact
     attention. See :mod:`attention_course.experiments.benchmarks`.
+lowrank-run
+    Chapter 3's long run: MiniLM's effective rank against n, heads swapped for
+    rank-k/top-k/uniform attention, associative recall. See
+    :mod:`attention_course.experiments.lowrank_function`.
+heads-run
+    Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
+    and heads at fixed width, over seeds. See :mod:`attention_course.experiments.head_training`.
 scaling-run
     Train the tiny transformer with each score scale (chapter 6) and store the
     curves as JSON. See :mod:`attention_course.experiments.scale_training`.
@@ -53,6 +60,20 @@ COMMANDS = {
         "time efficient attention against exact attention (chapter 3)",
         "Measure error, time and peak memory of each efficient-attention method against exact "
         "attention as the sequence grows; print a table and optionally write JSON.",
+    ),
+    "lowrank-run": Command(
+        ".experiments.lowrank_function",
+        "chapter 3's long run: effective rank against n, rank-k/top-k swaps, recall",
+        "Run MiniLM on the shipped long text (n = 16..512) and the induction model (5 seeds) with every head's "
+        "attention replaced by rank-k, top-k or uniform weights, plus the associative-recall sweep; store JSON "
+        "in attention_course/data/lowrank_function.json (minutes).",
+    ),
+    "heads-run": Command(
+        ".experiments.head_training",
+        "chapter 4's long run: depth at equal steps, heads at fixed width, over seeds",
+        "Train the 2-layer model and its 1-layer control for the same number of steps over several seeds, and "
+        "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
+        "(default: attention_course/data/head_training.json; minutes).",
     ),
     "scaling-run": Command(
         ".experiments.scale_training",

@@ -585,6 +585,36 @@ CH4 = [
         heads.shape[0], heads.shape[2], -1) @ W_o, fb("head-ablation", "merge-without-transpose")),
     ("head-ablation", "a position instead of a head", lambda heads, W_o, head: (lambda c: (
         c.__setitem__((slice(None), slice(None), head), 0.0), _ablate(c, W_o, -1))[1])(heads.copy()), "out of bounds"),
+    ("subspace-overlap", "reference solution", SOLUTIONS["subspace-overlap"], PASS),
+    ("subspace-overlap", "SVD bases and a trace", lambda A, B: (lambda UA, UB: (lambda o, c: (o, c, o > c))(
+        float(np.trace(UA @ UA.T @ UB @ UB.T)) / min(A.shape[1], B.shape[1]), max(A.shape[1], B.shape[1]) / A.shape[0]))(
+        np.linalg.svd(A, full_matrices=False)[0], np.linalg.svd(B, full_matrices=False)[0]), PASS),
+    ("subspace-overlap", "torch, numpy bool", lambda A, B: (lambda c: (
+        float((c**2).mean()), max(A.shape[1], B.shape[1]) / A.shape[0],
+        np.bool_(float((c**2).mean()) > max(A.shape[1], B.shape[1]) / A.shape[0])))(
+        torch.linalg.svdvals(torch.linalg.qr(t(A)).Q.T @ torch.linalg.qr(t(B)).Q).numpy()), PASS),
+    ("subspace-overlap", "arccos of the cosines, then cos^2", lambda A, B: (lambda th: (
+        float((np.cos(th) ** 2).mean()), max(A.shape[1], B.shape[1]) / A.shape[0],
+        bool((np.cos(th) ** 2).mean() > max(A.shape[1], B.shape[1]) / A.shape[0])))(
+        np.arccos(np.clip(np.linalg.svd(np.linalg.qr(A)[0].T @ np.linalg.qr(B)[0], compute_uv=False), 0, 1))), PASS),
+    ("subspace-overlap", "only the smallest angle", lambda A, B: (lambda c: (
+        float(c[0] ** 2), max(A.shape[1], B.shape[1]) / A.shape[0], bool(c[0] ** 2 > max(A.shape[1], B.shape[1]) / A.shape[0])))(
+        np.linalg.svd(np.linalg.qr(A)[0].T @ np.linalg.qr(B)[0], compute_uv=False)),
+     fb("subspace-overlap", "smallest-angle-only")),
+    ("subspace-overlap", "raw A and B, no orthonormal bases", lambda A, B: (lambda o, c: (o, c, o > c))(
+        float(np.linalg.norm(A.T @ B) ** 2) / min(A.shape[1], B.shape[1]), max(A.shape[1], B.shape[1]) / A.shape[0]),
+     fb("subspace-overlap", "not-orthonormalised")),
+    ("subspace-overlap", "mean of the cosines", lambda A, B: (lambda c: (
+        float(c.mean()), max(A.shape[1], B.shape[1]) / A.shape[0], bool(c.mean() > max(A.shape[1], B.shape[1]) / A.shape[0])))(
+        np.linalg.svd(np.linalg.qr(A)[0].T @ np.linalg.qr(B)[0], compute_uv=False)),
+     fb("subspace-overlap", "cos-not-squared")),
+    ("subspace-overlap", "chance = min(p, q) / n", lambda A, B: (lambda o, c: (o, c, o > c))(
+        SOLUTIONS["subspace-overlap"](A, B)[0], min(A.shape[1], B.shape[1]) / A.shape[0]),
+     fb("subspace-overlap", "chance-min")),
+    ("subspace-overlap", "conclusion upside down", lambda A, B: (lambda o, c, _: (o, c, o < c))(
+        *SOLUTIONS["subspace-overlap"](A, B)), fb("subspace-overlap", "conclusion-inverted")),
+    ("subspace-overlap", "a list", lambda A, B: list(SOLUTIONS["subspace-overlap"](A, B)), "return a tuple instead"),
+    ("subspace-overlap", "overlap only", lambda A, B: SOLUTIONS["subspace-overlap"](A, B)[0], "expected a tuple of 3"),
 ]
 
 

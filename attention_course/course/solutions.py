@@ -104,6 +104,18 @@ def best_rank_k(A, k):
     return (U_k * s_k) @ Vh_k  # (R, C), rank k
 
 
+def rank_vs_topk(A, k):
+    """Rank-k vs top-k at equal budget, both errors relative to the centred matrix A - mean row."""
+    A_bar = A - A.mean(axis=0, keepdims=True)  # (T, S): the mean row is the uniform, uninformative part
+    s = np.linalg.svd(A_bar, compute_uv=False)  # (r,) decreasing
+    rank_err = np.sqrt((s[k:] ** 2).sum()) / np.linalg.norm(A_bar)  # Eckart-Young tail, Frobenius
+    keep = np.argsort(-A, axis=1, kind="stable")[:, :k]  # (T, k) the k largest weights of each row
+    sparse = np.zeros_like(A)
+    np.put_along_axis(sparse, keep, np.take_along_axis(A, keep, axis=1), axis=1)  # (T, S)
+    topk_err = np.linalg.norm(A - sparse) / np.linalg.norm(A_bar)
+    return float(rank_err), float(topk_err), bool(rank_err < topk_err)
+
+
 def linear_attention_associative(phi_q, phi_k, v):
     """Linear attention phi(Q) (phi(K)^T V) / (phi(Q) sum_s phi(K_s)), never forming T x S."""
     kv = phi_k.T @ v  # (r, d_v): sum_s phi(k_s) v_s^T, computed once
@@ -167,6 +179,21 @@ def ablate_head(heads, W_o, head):
     kept[:, head] = 0.0  # the ablated head contributes nothing
     concat = kept.transpose(0, 2, 1, 3).reshape(B, T, h * d_v)  # (B, T, h*d_v)
     return concat @ W_o  # (B, T, d_out) = sum over the other heads of head_i W_o^(i)
+
+
+def subspace_overlap(A, B):
+    """Mean cos^2 of the principal angles between span(A) and span(B), its random baseline, and which is larger.
+
+    A: (n, p), B: (n, q), both of full column rank.
+    """
+    n, p = A.shape
+    q = B.shape[1]
+    Q_A = np.linalg.qr(A)[0]  # (n, p): an orthonormal basis of span(A)
+    Q_B = np.linalg.qr(B)[0]  # (n, q)
+    cosines = np.linalg.svd(Q_A.T @ Q_B, compute_uv=False)  # (min(p, q),): cos of the principal angles
+    overlap = float(np.mean(cosines**2))  # 1 = one inside the other, 0 = orthogonal
+    chance = max(p, q) / n  # the mean overlap of random subspaces: E sum cos^2 = p q / n, over min(p, q) angles
+    return overlap, chance, overlap > chance
 
 
 # ------------------------------------------------------------------ chapter 5
@@ -248,10 +275,12 @@ SOLUTIONS = {
     "softmax-jacobian": softmax_jacobian,
     "effective-rank": effective_rank,
     "best-rank-k": best_rank_k,
+    "rank-vs-topk": rank_vs_topk,
     "linear-attention": linear_attention_associative,
     "online-softmax-step": online_softmax_step,
     "split-heads": split_into_heads,
     "multi-head-forward": multi_head_forward,
     "mha-param-count": count_mha_parameters,
     "head-ablation": ablate_head,
+    "subspace-overlap": subspace_overlap,
 }
