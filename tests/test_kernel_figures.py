@@ -104,3 +104,18 @@ def test_weights_on_keys():
     assert fig.axes[1].get_title().endswith("largest weight 0.70, on k3")
     with pytest.raises(ShapeError, match=r"points has shape \(4, 3\); expected \(S, 2\)"):
         kf.plot_weights_on_keys(np.zeros((4, 3)), weights)
+
+
+def test_locality():
+    from attention_course.lenses.attention_kernel import locality_over_draws
+
+    results = {"d = 4": locality_over_draws(12, 4, 3, seed=0), "d = 16": locality_over_draws(12, 16, 3, seed=0)}
+    fig = kf.plot_locality(results, n=12)
+    _check_page(fig)
+    bars = fig.axes[0].containers  # one errorbar container per kernel
+    assert len(bars) == 4 and len(fig.legends[0].get_texts()) == 5  # four kernels and the chance line
+    # the plotted Gaussian means are the measured ones (1 for a radial kernel)
+    np.testing.assert_allclose(np.asarray(bars[0].lines[0].get_ydata(), dtype=float), [1.0, 1.0])
+    assert fig.axes[0].lines[-1].get_ydata()[0] == pytest.approx(1 / 12)  # the chance line
+    with pytest.raises(ValueError, match=r"results\['x'\] has measures \['own_key'\]"):
+        kf.plot_locality({"x": {"own_key": {}}}, n=12)

@@ -61,6 +61,7 @@ def _nw_loop(xq, xt, yt, kernel_fn):
         ("gaussian", 2.0, [-25 / 8, -1 / 8]),
         ("laplace", 2.0, [-5 / 2, -1 / 2]),
         ("boxcar", 2.0, [-np.inf, 0.0]),
+        ("epanechnikov", 2.0, [-np.inf, math.log(1 - 1 / 4)]),
         ("softmax", 2.0, [0.0, 0.0]),
     ],
 )
@@ -73,6 +74,15 @@ def test_log_kernel_closed_forms(kernel, h, expected):
 def test_softmax_kernel_is_the_dot_product():
     q, k = np.array([[1.0, 2.0]]), np.array([[3.0, -1.0], [0.5, 0.5]])
     np.testing.assert_allclose(kernel_matrix(q, k, "softmax", 0.5), np.exp([[1 / 0.25, 1.5 / 0.25]]), **TIGHT)
+
+
+def test_epanechnikov_torch_matches_numpy_and_edge_is_zero():
+    # |q - k| = h exactly gets weight 0 on both backends (not NaN), as the formula max(0, 1 - 1) says
+    q, k = np.array([0.0, 0.3]), np.array([1.0, 0.5, -2.0])
+    expected = np.array([[0.0, 0.75, 0.0], [0.51, 0.96, 0.0]])  # 1 - (q - k)^2 by hand
+    np.testing.assert_allclose(kernel_matrix(q, k, "epanechnikov", 1.0), expected, **TIGHT)
+    np.testing.assert_allclose(kernel_matrix(torch.tensor(q), torch.tensor(k), "epanechnikov", 1.0).numpy(),
+                               expected, **TIGHT)
 
 
 def test_boxcar_edge_is_excluded():
@@ -88,6 +98,7 @@ def test_nadaraya_watson_matches_loop(kernel):
         "gaussian": lambda q, x: math.exp(-np.sum((q - x) ** 2) / (2 * h * h)),
         "laplace": lambda q, x: math.exp(-math.sqrt(np.sum((q - x) ** 2)) / h),
         "boxcar": lambda q, x: float(math.sqrt(np.sum((q - x) ** 2)) < h),
+        "epanechnikov": lambda q, x: max(0.0, 1 - float(np.sum((q - x) ** 2)) / h**2),
         "softmax": lambda q, x: math.exp(float(q @ x) / h**2),
     }
     pred, _ = nadaraya_watson(xq, xt, yt, kernel, h)

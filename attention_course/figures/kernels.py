@@ -10,6 +10,7 @@ matplotlib state. One colour per kernel, as in :data:`KERNEL_COLORS`.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Optional
@@ -24,7 +25,7 @@ from ..lenses.kernels import RegressionData, kernel_matrix, mse
 
 __all__ = [
     "KERNEL_COLORS", "plot_kernels_and_fits", "plot_bandwidth_fits", "plot_attention_row_as_kernel",
-    "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys",
+    "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality",
 ]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "softmax": "tab:red"}
@@ -367,4 +368,61 @@ def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_inde
         axes[0].set_ylabel("key coordinate 2")
         axes[0].legend(fontsize=9, loc="lower left")
         fig.colorbar(sc, ax=list(axes), label="weight", shrink=0.7)
+    return _finish(fig)
+
+
+_LOCALITY_COLORS = {"gaussian": "tab:blue", "dot": "tab:red", "unit": "tab:purple", "random": "tab:gray"}
+_LOCALITY_LABELS = {"gaussian": "Gaussian", "dot": "dot product", "unit": "dot product, unit keys",
+                    "random": "random scores"}
+
+
+def plot_locality(results: Mapping[str, Mapping[str, Mapping[str, Array]]], n: int) -> Figure:
+    r"""The two locality measures of :func:`~attention_course.lenses.attention_kernel.locality_over_draws`, mean ± sd.
+
+    Left: the fraction of queries whose own key gets the largest weight, with the
+    chance level :math:`1/n` drawn as a line. Right: the rank correlation of weight
+    with nearness (1 = weight falls with distance, 0 = unrelated). One group of
+    points per setting, one colour per kernel; the error bars are the standard
+    deviation over draws.
+
+    Parameters
+    ----------
+    results : mapping of setting label to the dict ``locality_over_draws`` returns
+        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}``.
+    n : int
+        The number of keys, for the chance line.
+
+    Examples
+    --------
+    >>> r = {"own_key": {"gaussian": np.ones(3), "random": np.full(3, 0.1)},
+    ...      "rank_corr": {"gaussian": np.ones(3), "random": np.zeros(3)}}
+    >>> fig = plot_locality({"a setting": r}, n=10)
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['own key gets the largest weight', 'rank correlation of weight with nearness']
+    >>> plt.close(fig)
+    """
+    measures = {"own_key": "own key gets the largest weight", "rank_corr": "rank correlation of weight with nearness"}
+    if not results:
+        raise ValueError("results is empty; expected at least one setting")
+    for label, r in results.items():
+        if set(r) != set(measures):
+            raise ValueError(f"results[{label!r}] has measures {sorted(r)}; expected {sorted(measures)}")
+    kernels = list(next(iter(results.values()))["own_key"])
+    width = 0.8 / len(kernels)
+    with _page_style():
+        fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
+        for ax, (measure, ylabel) in zip(axes, measures.items()):
+            for i, kernel in enumerate(kernels):
+                values = [_vector(f"results[{label!r}][{measure!r}][{kernel!r}]", r[measure][kernel])
+                          for label, r in results.items()]
+                x = np.arange(len(values)) + (i - (len(kernels) - 1) / 2) * width  # (settings,)
+                ax.errorbar(x, [v.mean() for v in values], yerr=[v.std() for v in values], fmt="o", capsize=3,
+                            color=_LOCALITY_COLORS.get(kernel), label=_LOCALITY_LABELS.get(kernel, kernel))
+            ax.set_xticks(np.arange(len(results)), [textwrap.fill(label, 13) for label in results], fontsize=9)
+            ax.set(ylabel=ylabel, xlabel="keys", ylim=(-0.1, 1.08))
+        axes[0].axhline(1 / n, color="k", ls=":", lw=1, label=f"chance 1/n = {1 / n:.2f}")
+        axes[1].axhline(0, color="k", ls=":", lw=1)
+        axes[0].set_title("Is the nearest key the winner?")
+        axes[1].set_title("Does weight fall with distance?")
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=9)
     return _finish(fig)

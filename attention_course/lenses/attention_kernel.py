@@ -15,7 +15,14 @@ largest weight. The helpers below measure each property on a Gram matrix
 ``kernel_asymmetry(K)``    :math:`\max|K - K^\top| / \max|K|` (0 = symmetric)
 ``eigenvalue_ratio(K)``    :math:`\lambda_{\min}/\lambda_{\max}` of :math:`\tfrac12(K+K^\top)` (< 0 = not PSD)
 ``own_key_top_rate(keys)`` how often a key, used as a query, gives itself the largest weight
+``rank_correlation(a, b)``  Spearman correlation of each row of ``a`` with the same row of ``b``
+``locality_over_draws(…)``  own-key rate and weight-distance correlation over random draws of keys
 =========================  ====================================================
+
+Locality is what separates a smoothing kernel from the dot-product kernel:
+Nadaraya-Watson needs only non-negative weights, and the boxcar and
+Epanechnikov kernels are not PSD either (``eigenvalue_ratio`` < 0 on their Gram
+matrices), so a negative eigenvalue does not tell the two kinds apart.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from ..core._backend import Array, ShapeError, shape_str, to_numpy
 from ..core.attention import scaled_dot_product_attention
 from .kernels import gaussian_nw_as_attention
 
-__all__ = ["kernel_asymmetry", "eigenvalue_ratio", "own_key_top_rate"]
+__all__ = ["kernel_asymmetry", "eigenvalue_ratio", "own_key_top_rate", "rank_correlation", "locality_over_draws"]
 
 
 def _square(name: str, K: Array) -> np.ndarray:
@@ -125,3 +132,106 @@ def own_key_top_rate(keys: Array) -> dict[str, float]:
     own = np.arange(n)
     return {name: float(np.mean(w.argmax(-1) == own)) for name, w in
             (("gaussian", w_gauss), ("dot", w_dot), ("unit", w_unit))}
+
+
+def rank_correlation(a: Array, b: Array) -> np.ndarray:
+    r"""Spearman rank correlation of row ``i`` of ``a`` with row ``i`` of ``b``, for every row.
+
+    .. math::
+
+        \rho_i = \operatorname{corr}\bigl(\operatorname{rank}(a_{i\cdot}), \operatorname{rank}(b_{i\cdot})\bigr)
+
+    1 when row ``i`` of ``a`` increases with row ``i`` of ``b``, -1 when it decreases, about 0 when
+    the two are unrelated. Ties are ranked by position (the inputs here are continuous).
+    With ``a`` the attention scores and ``b`` minus the query-key distances, :math:`\rho_i = 1`
+    says that query ``i``'s weight falls with distance, as a smoothing kernel's does.
+
+    Parameters
+    ----------
+    a, b : array, shape (T, S), S >= 2
+
+    Returns
+    -------
+    ndarray, shape (T,)
+
+    Examples
+    --------
+    >>> rank_correlation(np.array([[1.0, 5.0, 9.0], [3.0, 2.0, 1.0]]), np.array([[0.1, 0.2, 0.3], [1.0, 2.0, 3.0]]))
+    array([ 1., -1.])
+    """
+    x, y = (np.asarray(to_numpy(m), dtype=np.float64) for m in (a, b))
+    if x.ndim != 2 or x.shape != y.shape or x.shape[1] < 2:
+        raise ShapeError(f"a has shape {shape_str(x)} and b {shape_str(y)}; expected the same shape (T, S) with S >= 2")
+    rx, ry = (m.argsort(-1).argsort(-1).astype(np.float64) for m in (x, y))  # (T, S) ranks 0 .. S-1
+    rx -= rx.mean(-1, keepdims=True)
+    ry -= ry.mean(-1, keepdims=True)
+    return (rx * ry).sum(-1) / np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
+
+
+def locality_over_draws(
+    n: int, d: int, draws: int, seed: int = 0, norm_range: tuple[float, float] = (0.5, 2.0)
+) -> dict[str, dict[str, np.ndarray]]:
+    r"""Two locality measures of four kernels, over ``draws`` random sets of keys.
+
+    Draw ``s`` uses ``np.random.default_rng((seed, s))``: ``n`` keys
+    :math:`k_i = r_i z_i` with :math:`z_i \sim N(0, I_d)` and lengths
+    :math:`r_i \sim U(\text{norm\_range})`, then an ``(n, n)`` matrix of i.i.d.
+    :math:`N(0, 1)` scores. Each key is also a query (self-attention without
+    projections). The kernels, at the temperature of attention, :math:`\sigma^2 = \sqrt d`:
+
+    * ``"gaussian"``: score :math:`-\lVert k_i - k_j\rVert^2 / 2\sqrt d`, a smoothing kernel;
+    * ``"dot"``: score :math:`k_i\cdot k_j / \sqrt d`, scaled dot-product attention;
+    * ``"unit"``: the same on the keys scaled to norm 1 (distances between the unit keys);
+    * ``"random"``: the random scores, a kernel that ignores where the keys are.
+
+    The measures, per draw:
+
+    * ``"own_key"``: the fraction of queries whose own key (distance 0) gets the
+      largest weight, as :func:`own_key_top_rate`; chance (the ``"random"`` kernel) is :math:`1/n`;
+    * ``"rank_corr"``: the mean over queries of :func:`rank_correlation` between the
+      scores and minus the distances: 1 when weight falls with distance, about 0 for random scores.
+
+    Parameters
+    ----------
+    n, d : int
+        Number of keys (each also a query) and their dimension; ``n >= 2``.
+    draws : int
+        Number of independent draws.
+    seed : int
+        First element of each draw's generator seed.
+    norm_range : (float, float)
+        Range of the length factor :math:`r_i`; ``(1, 1)`` keeps the Gaussian keys' own norms.
+
+    Returns
+    -------
+    dict
+        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}`` for the four kernels.
+
+    Examples
+    --------
+    >>> loc = locality_over_draws(n=50, d=8, draws=5, seed=0)
+    >>> {name: round(float(r.mean()), 2) for name, r in loc["own_key"].items()}
+    {'gaussian': 1.0, 'dot': 0.48, 'unit': 1.0, 'random': 0.02}
+    >>> {name: round(float(r.mean()), 2) for name, r in loc["rank_corr"].items()}
+    {'gaussian': 1.0, 'dot': 0.59, 'unit': 1.0, 'random': -0.01}
+    """
+    if n < 2 or d < 1 or draws < 1:
+        raise ValueError(f"n={n}, d={d}, draws={draws}; expected n >= 2, d >= 1, draws >= 1")
+    kernels = ("gaussian", "dot", "unit", "random")
+    out: dict[str, dict[str, list[float]]] = {m: {k: [] for k in kernels} for m in ("own_key", "rank_corr")}
+    for s in range(draws):
+        gen = np.random.default_rng((seed, s))
+        keys = gen.normal(size=(n, d)) * gen.uniform(*norm_range, size=(n, 1))  # (n, d), lengths vary
+        unit = keys / np.linalg.norm(keys, axis=-1, keepdims=True)  # (n, d), norm 1
+        sq = ((keys[:, None, :] - keys[None, :, :]) ** 2).sum(-1)  # (n, n) squared distances
+        sq_unit = ((unit[:, None, :] - unit[None, :, :]) ** 2).sum(-1)  # (n, n) between unit keys
+        scores = {
+            "gaussian": (-sq / (2 * np.sqrt(d)), sq),
+            "dot": (keys @ keys.T / np.sqrt(d), sq),
+            "unit": (unit @ unit.T / np.sqrt(d), sq_unit),
+            "random": (gen.normal(size=(n, n)), sq),  # ignores the keys
+        }
+        for name, (score, dist2) in scores.items():  # softmax is monotone: rank and argmax of the scores
+            out["own_key"][name].append(float(np.mean(score.argmax(-1) == np.arange(n))))
+            out["rank_corr"][name].append(float(rank_correlation(score, -dist2).mean()))
+    return {m: {k: np.array(v) for k, v in per.items()} for m, per in out.items()}

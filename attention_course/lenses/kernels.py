@@ -28,12 +28,13 @@ Shape legend::
 
 Kernels (``bandwidth`` is :math:`h > 0`):
 
-============  ==============================================
-``gaussian``  :math:`\exp(-\lVert q-k\rVert^2 / 2h^2)`
-``laplace``   :math:`\exp(-\lVert q-k\rVert / h)`
-``boxcar``    :math:`\mathbb 1[\lVert q-k\rVert < h]`
-``softmax``   :math:`\exp(q\cdot k / h^2)` (the dot-product kernel of attention)
-============  ==============================================
+================  ==============================================
+``gaussian``      :math:`\exp(-\lVert q-k\rVert^2 / 2h^2)`
+``laplace``       :math:`\exp(-\lVert q-k\rVert / h)`
+``boxcar``        :math:`\mathbb 1[\lVert q-k\rVert < h]`
+``epanechnikov``  :math:`\max(0,\ 1 - \lVert q-k\rVert^2 / h^2)`
+``softmax``       :math:`\exp(q\cdot k / h^2)` (the dot-product kernel of attention)
+================  ==============================================
 
 The estimators accept numpy arrays or torch tensors and return the same kind.
 Learning the kernel (its width or a metric) is in
@@ -61,7 +62,7 @@ __all__ = [
     "mse_by_bandwidth", "mse_by_bandwidth_over_seeds",
 ]
 
-KERNELS = ("gaussian", "laplace", "boxcar", "softmax")
+KERNELS = ("gaussian", "laplace", "boxcar", "epanechnikov", "softmax")
 
 
 # ------------------------------------------------------------------ data
@@ -140,13 +141,14 @@ def log_kernel(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth:
     r"""Logarithm of the kernel between every query and every key, shape (T, S).
 
     Working with :math:`\log\kappa` lets a softmax do the normalisation stably.
-    The boxcar kernel gives 0 inside the window and ``-inf`` outside.
+    The boxcar kernel gives 0 inside the window and ``-inf`` outside; so does the
+    Epanechnikov kernel outside its window, with :math:`\log(1 - \lVert q-k\rVert^2/h^2)` inside.
 
     Parameters
     ----------
     queries : array or tensor, shape (T,) or (T, d)
     keys : array or tensor, shape (S,) or (S, d)
-    kernel : {'gaussian', 'laplace', 'boxcar', 'softmax'}
+    kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'softmax'}
     bandwidth : float
         The width :math:`h > 0` (see the module docstring for each formula).
 
@@ -173,7 +175,13 @@ def log_kernel(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth:
         return -sq / (2 * h**2)
     if kernel == "laplace":
         return -(sq.sqrt() if is_torch(sq) else np.sqrt(sq)) / h
-    inside = sq < h**2  # boxcar window   (T, S)
+    inside = sq < h**2  # boxcar and Epanechnikov window   (T, S)
+    if kernel == "epanechnikov":
+        u = sq / h**2  # (T, S), in [0, 1) inside the window
+        if is_torch(sq):  # log1p(-1) = -inf at the edge; clamping keeps u > 1 from giving NaN
+            return torch.log1p(-u.clamp(max=1.0)).masked_fill(~inside, float("-inf"))
+        with np.errstate(divide="ignore"):
+            return np.where(inside, np.log1p(-np.minimum(u, 1.0)), -np.inf)
     if is_torch(sq):
         return torch.zeros_like(sq).masked_fill(~inside, float("-inf"))
     return np.where(inside, 0.0, -np.inf)
@@ -186,6 +194,8 @@ def kernel_matrix(queries: Array, keys: Array, kernel: str = "gaussian", bandwid
     --------
     >>> kernel_matrix(np.array([0.0]), np.array([0.5, 2.0]), "boxcar", 1.0)
     array([[1., 0.]])
+    >>> kernel_matrix(np.array([0.0]), np.array([0.5, 2.0]), "epanechnikov", 1.0)
+    array([[0.75, 0.  ]])
     """
     logk = log_kernel(queries, keys, kernel, bandwidth)
     return logk.exp() if is_torch(logk) else np.exp(logk)
@@ -212,7 +222,7 @@ def nadaraya_watson(
     x_query : array or tensor, shape (T,) or (T, d)
     x_train : array or tensor, shape (S,) or (S, d)
     y_train : array or tensor, shape (S,) or (S, d_v)
-    kernel : {'gaussian', 'laplace', 'boxcar', 'softmax'}
+    kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'softmax'}
     bandwidth : float
         The kernel width :math:`h > 0`.
     leave_one_out : bool
