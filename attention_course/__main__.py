@@ -19,6 +19,9 @@ lowrank-run
 heads-run
     Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
     and heads at fixed width, over seeds. See :mod:`attention_course.experiments.head_training`.
+scaling-causes
+    Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
+    times smaller. See :mod:`attention_course.experiments.scale_causes`.
 scaling-run
     Train the tiny transformer with each score scale (chapter 6) and store the
     curves as JSON. See :mod:`attention_course.experiments.scale_training`.
@@ -74,6 +77,13 @@ COMMANDS = {
         "Train the 2-layer model and its 1-layer control for the same number of steps over several seeds, and "
         "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
         "(default: attention_course/data/head_training.json; minutes).",
+    ),
+    "scaling-causes": Command(
+        ".experiments.scale_causes",
+        "chapter 6's 2x2 run: W_Q init x W_Q learning rate without the scale",
+        "Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q started, "
+        "stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
+        "(default: attention_course/data/scale_causes.json; about a minute).",
     ),
     "scaling-run": Command(
         ".experiments.scale_training",

@@ -780,6 +780,31 @@ CH6 = [
     ("softmax-jacobian", "p broadcast over columns", lambda p: p * (np.eye(len(p)) - p), fb("softmax-jacobian", "wrong-broadcast")),
     ("softmax-jacobian", "outer(p, 1 - p)", lambda p: np.outer(p, 1 - p), "should sum to 0"),
     ("softmax-jacobian", "a list of rows", lambda p: [list(r) for r in np.diag(p) - np.outer(p, p)], "you returned a list"),
+    ("softmax-gradient", "reference solution", SOLUTIONS["softmax-gradient"], PASS),
+    ("softmax-gradient", "torch autograd through the softmax", lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(*(
+        float(torch.linalg.vector_norm(torch.autograd.grad(torch.softmax(x, -1), x, t(g))[0]))
+        for x in (t(s).clone().requires_grad_(), (t(s) / d_k**0.5).requires_grad_()))), PASS),
+    ("softmax-gradient", "the Jacobian row by row", lambda s, g, d_k: (lambda u, c: (u, c, bool(u < 0.1 * c)))(*(
+        float(np.sqrt(sum(np.sum(((np.diag(p) - np.outer(p, p)) @ gr) ** 2) for p, gr in zip(_softmax(x), g))))
+        for x in (s, s / np.sqrt(d_k)))), PASS),
+    ("softmax-gradient", "gradient at the raw dot products", lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(
+        *SOLUTIONS["softmax-gradient"](s, g, d_k)[:1], SOLUTIONS["softmax-gradient"](s, g, d_k)[1] / np.sqrt(d_k)),
+     fb("softmax-gradient", "chain-factor")),
+    ("softmax-gradient", "p * g only", lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(*(
+        float(np.linalg.norm(_softmax(x) * g)) for x in (s, s / np.sqrt(d_k)))), fb("softmax-gradient", "no-subtract")),
+    ("softmax-gradient", "divided by d_k", lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(
+        SOLUTIONS["softmax-gradient"](s, g, d_k)[0], SOLUTIONS["softmax-gradient"](s / d_k, g, 1)[0]),
+     fb("softmax-gradient", "scale-by-d")),
+    ("softmax-gradient", "softmax over the queries", lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(*(
+        float(np.linalg.norm(_softmax(x, 0) * (g - (_softmax(x, 0) * g).sum(0, keepdims=True))))
+        for x in (s, s / np.sqrt(d_k)))), fb("softmax-gradient", "wrong-axis")),
+    ("softmax-gradient", "norms swapped", lambda s, g, d_k: (lambda u, c, v: (c, u, v))(
+        *SOLUTIONS["softmax-gradient"](s, g, d_k)), fb("softmax-gradient", "swapped")),
+    ("softmax-gradient", "conclusion upside down", lambda s, g, d_k: (lambda u, c, v: (u, c, not v))(
+        *SOLUTIONS["softmax-gradient"](s, g, d_k)), fb("softmax-gradient", "conclusion-inverted")),
+    ("softmax-gradient", "a list", lambda s, g, d_k: list(SOLUTIONS["softmax-gradient"](s, g, d_k)), "return a tuple instead"),
+    ("softmax-gradient", "the two norms only", lambda s, g, d_k: SOLUTIONS["softmax-gradient"](s, g, d_k)[:2],
+     "expected a tuple of 3"),
 ]
 
 BATTERY = CH1 + CH2 + CH3 + CH4 + CH5 + CH6

@@ -258,6 +258,22 @@ def softmax_jacobian(p):
     return diag - outer  # J = diag(p) - p p^T
 
 
+def softmax_gradient(s, g, d_k):
+    """Norms of the gradient at the softmax's input without and with 1/sqrt(d_k), and whether it vanishes.
+
+    s: (N, S) raw dot products q . k; g: (N, S) the loss gradient with respect to the weights.
+    """
+
+    def input_gradient(x):
+        z = x - x.max(axis=-1, keepdims=True)  # stable softmax over the keys
+        p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)  # (N, S), rows sum to 1
+        return p * (g - (p * g).sum(axis=-1, keepdims=True))  # dL/dx = p (g - <p, g>), (N, S)
+
+    unscaled = float(np.linalg.norm(input_gradient(s)))  # the softmax sees x = s
+    scaled = float(np.linalg.norm(input_gradient(s / np.sqrt(d_k))))  # it sees x = s / sqrt(d_k)
+    return unscaled, scaled, unscaled < 0.1 * scaled  # "vanishes": below a tenth of the scaled one
+
+
 SOLUTIONS = {
     "stable-softmax": stable_softmax,
     "attention": attention,
@@ -273,6 +289,7 @@ SOLUTIONS = {
     "dot-variance": dot_variance,
     "softmax-entropy": softmax_entropy,
     "softmax-jacobian": softmax_jacobian,
+    "softmax-gradient": softmax_gradient,
     "effective-rank": effective_rank,
     "best-rank-k": best_rank_k,
     "rank-vs-topk": rank_vs_topk,

@@ -1,4 +1,11 @@
-"""Chapter 6 exercises: the variance of q.k, a temperature-scaled entropy, the softmax Jacobian.
+"""Chapter 6 exercises: the variance of q.k, a temperature-scaled entropy, the softmax Jacobian,
+the gradient at the softmax with and without the scale.
+
+* ``softmax-gradient``: ``fn(s, g, d_k) -> (unscaled, scaled, vanishes)`` for raw dot products
+  ``s`` (N, S) and the loss gradient ``g`` (N, S) with respect to the attention weights: the
+  Frobenius norms of the gradient at the softmax's input, ``p * (g - (p * g).sum(-1))`` with
+  ``p = softmax(x)``, for ``x = s`` and ``x = s / sqrt(d_k)`` (floats), and whether the first is
+  below a tenth of the second (a bool).
 
 Each exercise lists the mistakes learners typically make (mutants) with the
 feedback they get; ``tests/test_exercises.py`` checks that every mutant is
@@ -239,4 +246,89 @@ register(
     )
 )
 
-EXERCISES = ("dot-variance", "softmax-entropy", "softmax-jacobian")
+
+# ------------------------------------------------ the gradient at the softmax
+def _input_grad(x, g):
+    p = softmax(x, axis=-1)  # (N, S), each row normalised over the S keys
+    return p * (g - (p * g).sum(axis=-1, keepdims=True))  # dL/dx = p (g - <p, g>)   (N, S)
+
+
+def _softmax_gradient_with(transform=lambda s, d: s / np.sqrt(d), backward=_input_grad, chain=False,
+                           invert=False, swap=False):
+    def fn(s, g, d_k):
+        unscaled = float(np.linalg.norm(backward(s, g)))
+        scaled = float(np.linalg.norm(backward(transform(s, d_k), g)))
+        if chain:
+            scaled /= np.sqrt(d_k)  # dL/ds for s before the scale: the chain-rule factor 1/sqrt(d_k)
+        vanishes = unscaled < 0.1 * scaled
+        if swap:
+            unscaled, scaled = scaled, unscaled
+        return unscaled, scaled, (not vanishes) if invert else vanishes
+    return fn
+
+
+def _softmax_gradient_cases() -> list[Case]:
+    rng = np.random.default_rng(64)
+    cases = []
+    for d_k in (4, 64, 1024):
+        q, k = rng.normal(size=(32, d_k)), rng.normal(size=(16, d_k))
+        cases.append(Case(f"32 random queries, 16 keys, d_k={d_k}", (q @ k.T, rng.normal(size=(32, 16)), d_k)))
+    peaked = 40.0 * np.eye(6) + rng.normal(size=(6, 6))  # each row: one key about 40 ahead of the rest
+    cases.append(Case("every row saturated: one key 40 above the rest, d_k=256",
+                      (peaked, rng.normal(size=(6, 6)), 256)))
+    cases.append(Case("a single row of 3 equal scores, d_k=16", (np.zeros((1, 3)), np.array([[1.0, -2.0, 0.5]]), 16)))
+    return cases
+
+
+register(
+    Exercise(
+        id="softmax-gradient",
+        title="Does the gradient vanish at the softmax?",
+        make_cases=_softmax_gradient_cases,
+        reference=_softmax_gradient_with(),
+        mutants=(
+            Mutant(
+                "chain-factor", _softmax_gradient_with(chain=True),
+                "your scaled gradient is 1/sqrt(d_k) times too small: you measured it with respect to the raw "
+                "dot products s, so it carries the scale's own chain-rule factor. Measure both at the softmax's "
+                "input x (x = s without the scale, x = s / sqrt(d_k) with it).",
+            ),
+            Mutant(
+                "no-subtract", _softmax_gradient_with(backward=lambda x, g: softmax(x, axis=-1) * g),
+                "you computed p * g. The softmax's backward pass also subtracts each row's <p, g>: "
+                "dL/dx = p * (g - (p * g).sum(-1, keepdims=True)), because raising one score lowers the others.",
+            ),
+            Mutant(
+                "scale-by-d", _softmax_gradient_with(transform=lambda s, d: s / d),
+                "you divided the scores by d_k; the scale of the formula is 1/sqrt(d_k).",
+            ),
+            Mutant(
+                "wrong-axis", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (
+                    g - (p * g).sum(axis=0, keepdims=True)))(softmax(x, axis=0))),
+                "your softmax normalises over the queries (axis 0). Each row (one query) is a distribution "
+                "over the keys: normalise over the last axis.",
+            ),
+            Mutant(
+                "swapped", _softmax_gradient_with(swap=True),
+                "your two norms are swapped: return the unscaled one (x = s) first, then the scaled one.",
+            ),
+            Mutant(
+                "conclusion-inverted", _softmax_gradient_with(invert=True),
+                "your norms are right but the conclusion is upside down: vanishes is True when the unscaled "
+                "gradient is BELOW a tenth of the scaled one.",
+            ),
+        ),
+        alternatives=(
+            lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(*(
+                float(torch.linalg.vector_norm(torch.autograd.grad(
+                    torch.softmax(x, -1), x, torch.as_tensor(g))[0]))
+                for x in (torch.tensor(s, requires_grad=True), (torch.tensor(s) / d_k**0.5).requires_grad_()))),
+            lambda s, g, d_k: (lambda u, c: (u, c, bool(u / c < 0.1)))(*(
+                float(np.sqrt(sum(float(np.sum((sc.softmax_jacobian(softmax(row, axis=-1)).T @ gr) ** 2))
+                                  for row, gr in zip(x, g))))
+                for x in (s, s / np.sqrt(d_k)))),
+        ),
+    )
+)
+
+EXERCISES = ("dot-variance", "softmax-entropy", "softmax-jacobian", "softmax-gradient")
