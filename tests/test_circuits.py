@@ -77,3 +77,57 @@ def test_reparametrize_ov_keeps_the_map_and_moves_the_weights():
     np.testing.assert_array_equal(W_o2[4:], W_o[4:])
     np.testing.assert_allclose(W_v2 @ W_o2, W_v @ W_o, atol=1e-10)  # the layer's output map
     assert not np.allclose(W_v2, W_v)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (8, 3), (3, 9)])
+def test_stable_rank_matches_numpy_norms(shape):
+    rng = np.random.default_rng(sum(shape))
+    M = rng.normal(size=shape)
+    ref = np.linalg.norm(M, "fro") ** 2 / np.linalg.norm(M, 2) ** 2  # ||M||_F^2 / ||M||_2^2
+    # float64 SVD of a small Gaussian matrix: singular values to a few eps relative
+    assert float(C.stable_rank(np.linalg.svd(M, compute_uv=False))) == pytest.approx(ref, rel=1e-12)
+
+
+def test_stable_rank_of_head_forms_against_numpy_svd():
+    from attention_course.lenses.heads import form_singular_values, head_bilinear_forms
+    rng = np.random.default_rng(6)
+    W_q, W_k = rng.normal(size=(2, 12, 12))  # 3 heads of width 4
+    ref = [np.linalg.norm(m, "fro") ** 2 / np.linalg.norm(m, 2) ** 2 for m in head_bilinear_forms(W_q, W_k, 3)]
+    np.testing.assert_allclose(C.stable_rank(form_singular_values(W_q, W_k, 3)), ref, rtol=1e-10)
+
+
+def test_stable_rank_extremes_and_bad_input():
+    assert float(C.stable_rank(np.linalg.svd(np.outer([1.0, 2, 3], [4.0, 5]), compute_uv=False))) == pytest.approx(1.0)
+    assert float(C.stable_rank(np.ones(7))) == pytest.approx(7.0)  # equal singular values: the rank
+    with pytest.raises(ShapeError, match=r"s has shape \(0,\)"):
+        C.stable_rank(np.zeros(0))
+
+
+def test_shuffled_overlaps_keep_orthonormal_directions_orthogonal():
+    # 12 orthonormal directions: any regrouping into 3 heads of 4 gives disjoint, orthogonal subspaces
+    W = np.linalg.qr(np.random.default_rng(7).normal(size=(20, 12)))[0]
+    got = C.shuffled_head_overlaps(W, 3, n_draws=5, seed=0)
+    assert got.shape == (5, 3, 3)
+    np.testing.assert_allclose(got, np.broadcast_to(np.eye(3), (5, 3, 3)), atol=1e-12)
+
+
+def test_shuffled_overlaps_regroup_and_are_seeded():
+    W = np.random.default_rng(8).normal(size=(10, 6))  # 3 heads of 2 general columns
+    a = C.shuffled_head_overlaps(W, 3, n_draws=6, seed=3)
+    np.testing.assert_array_equal(a, C.shuffled_head_overlaps(W, 3, n_draws=6, seed=3))  # seeded
+    assert not np.allclose(a, C.shuffled_head_overlaps(W, 3, n_draws=6, seed=4))
+    np.testing.assert_allclose(C.shuffled_head_overlaps(W.T, 3, n_draws=6, seed=3, axis=0), a, atol=1e-12)
+    fixed = C.head_overlaps(W, 3)
+    assert not all(np.allclose(d, fixed) for d in a)  # the grouping changes
+
+
+def test_matched_overlaps_isotropic_and_confined():
+    r = C.matched_random_overlaps(np.eye(64), 8, n_pairs=500, seed=1)
+    # isotropic V: the random_overlaps baseline, mean p/n; 0.005 is 5 standard errors (see above)
+    assert r.shape == (500,) and abs(float(r.mean()) - 8 / 64) < 0.005
+    V = np.zeros((30, 30))
+    V[:4, :4] = np.random.default_rng(2).normal(size=(4, 4))  # all directions inside span(e0..e3)
+    np.testing.assert_allclose(C.matched_random_overlaps(V, 4, n_pairs=10, seed=0), 1.0, atol=1e-10)
+    W = np.random.default_rng(3).normal(size=(16, 24))
+    np.testing.assert_allclose(C.matched_random_overlaps(W.T, 3, n_pairs=20, seed=5, axis=0),
+                               C.matched_random_overlaps(W, 3, n_pairs=20, seed=5), atol=1e-12)

@@ -11,7 +11,11 @@ direction, not how much they overlap. This module summarises **all** of them,
 
 1 for one subspace inside the other, 0 for orthogonal ones, and
 :math:`\max(p, q)/n` on average for random subspaces of :math:`\mathbb{R}^n`
-(:func:`random_overlaps` samples that baseline). It also reads a head as
+(:func:`random_overlaps` samples that baseline). A layer's weights are not
+isotropic, so two baselines keep its geometry: :func:`shuffled_head_overlaps`
+regroups the layer's own directions into random heads, and
+:func:`matched_random_overlaps` draws subspaces with the layer's covariance.
+:func:`stable_rank` says how many directions of a head's map carry its weight. It also reads a head as
 Elhage et al. (2021) do, as two circuits: the **QK** form
 :math:`M_i = W_Q^{(i)} W_K^{(i)\top}` (where it looks,
 :func:`~attention_course.lenses.heads.head_bilinear_forms`) and the **OV** map
@@ -28,7 +32,8 @@ import torch
 from ..core._backend import Array, ShapeError, shape_str, to_numpy
 from .heads import _orth, head_bilinear_forms, reparametrize_head, split_head_weights
 
-__all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "head_ov_maps", "reparametrize_ov"]
+__all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
+           "stable_rank", "head_ov_maps", "reparametrize_ov"]
 
 
 def subspace_overlap(A: Array, B: Array) -> np.ndarray:
@@ -104,6 +109,86 @@ def random_overlaps(n: int, p: int, n_pairs: int = 1000, seed: int = 0) -> np.nd
     g = torch.Generator().manual_seed(int(seed))
     A, B = torch.randn(2, n_pairs, n, p, generator=g, dtype=torch.float64)  # (n_pairs, n, p) each
     return subspace_overlap(A, B)  # (n_pairs,)
+
+
+def shuffled_head_overlaps(W: Array, num_heads: int, n_draws: int = 10, seed: int = 0, axis: int = 1) -> np.ndarray:
+    r""":func:`head_overlaps` after regrouping the layer's directions into random heads, shape (n_draws, h, h).
+
+    Each draw permutes the ``h*d_head`` columns (``axis=1``) or rows (``axis=0``) of
+    ``W`` at random and splits them into heads again. The directions, and so the
+    layer's anisotropy, are the same; only their grouping into heads is random.
+    This is the baseline for "the heads overlap more than random groupings of the
+    layer's own directions would".
+
+    Examples
+    --------
+    >>> W = np.eye(8)[:, :6]              # 6 orthonormal directions: any 3 heads of 2 are orthogonal
+    >>> r = shuffled_head_overlaps(W, 3, n_draws=4, seed=0)
+    >>> r.shape, r[0].round(2).tolist()
+    ((4, 3, 3), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    """
+    W = torch.as_tensor(to_numpy(W), dtype=torch.float64)
+    g = torch.Generator().manual_seed(int(seed))
+    draws = []
+    for _ in range(n_draws):
+        perm = torch.randperm(W.shape[axis], generator=g)  # a random regrouping of the directions
+        draws.append(head_overlaps(W.index_select(axis, perm), num_heads, axis))  # (h, h)
+    return np.stack(draws)  # (n_draws, h, h)
+
+
+def matched_random_overlaps(W: Array, p: int, n_pairs: int = 100, seed: int = 0, axis: int = 1) -> np.ndarray:
+    r""":func:`subspace_overlap` of random p-dim subspaces drawn with the covariance of ``W``'s directions.
+
+    With the directions as the columns of :math:`V` (``W`` for ``axis=1``,
+    :math:`W^\top` for ``axis=0``), each subspace is the span of :math:`V G`,
+    :math:`G` a standard Gaussian matrix: its columns are Gaussian with covariance
+    :math:`V V^\top`, the layer's own second moment. Isotropic :math:`V` gives
+    :func:`random_overlaps`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_pairs,)
+
+    Examples
+    --------
+    >>> V = np.diag([1.0, 1.0, 1e-9, 1e-9])          # directions almost only in span(e0, e1)
+    >>> bool(matched_random_overlaps(V, 2, n_pairs=5, seed=0).min() > 0.99)
+    True
+    """
+    V = torch.as_tensor(to_numpy(W), dtype=torch.float64)
+    V = V if axis == 1 else V.T  # (n, m): the directions as columns
+    g = torch.Generator().manual_seed(int(seed))
+    G = torch.randn(2, n_pairs, V.shape[1], p, generator=g, dtype=torch.float64)  # (2, n_pairs, m, p)
+    A, B = V @ G  # (n_pairs, n, p) each: columns with covariance V V^T
+    return subspace_overlap(A, B)  # (n_pairs,)
+
+
+def stable_rank(s: Array) -> np.ndarray:
+    r"""Stable rank of matrices given by their singular values, :math:`\sum_j \sigma_j^2 / \sigma_1^2`.
+
+    .. math:: \operatorname{srank}(M) = \frac{\lVert M\rVert_F^2}{\lVert M\rVert_2^2} \in [1, \operatorname{rank} M]
+
+    1 for a rank-1 matrix, the rank for equal singular values; unlike the rank it
+    does not count directions that carry almost nothing. Its inverse is the share
+    of the squared norm ("energy") in the top singular direction.
+
+    Parameters
+    ----------
+    s : shape (..., k), the singular values of each matrix (any order, non-negative)
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> stable_rank(np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 1.0, 1.0]])).tolist()
+    [1.0, 3.0, 1.5]
+    """
+    s = np.asarray(to_numpy(s), dtype=np.float64)
+    if s.ndim < 1 or s.shape[-1] == 0:
+        raise ShapeError(f"s has shape {s.shape}; expected (..., k) with k >= 1 singular values")
+    return (s**2).sum(-1) / (s**2).max(-1)  # (...): ||M||_F^2 / ||M||_2^2
 
 
 def head_ov_maps(W_v: Array, W_o: Array, num_heads: int) -> np.ndarray:
