@@ -159,3 +159,44 @@ def test_stored_run_supports_the_chapter_verdicts():
         assert row["topk_2"] < 0.2 < 1.0 < row["rank_8"] < row["uniform"]
     for row in run["minilm_swap"]:
         assert 0 < row["rank_8"] < row["uniform"] + 0.1
+
+
+def test_centred_rank_k_weights_is_mean_row_plus_numpy_svd():
+    A = _stochastic(9, 9, seed=3)
+    mu = A.mean(axis=0, keepdims=True)
+    U, s, Vt = np.linalg.svd(A - mu)
+    want = mu + (U[:, :3] * s[:3]) @ Vt[:3]  # independent reference: numpy SVD of the centred matrix
+    got = sw.centred_rank_k_weights(torch.from_numpy(A), 3).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-12)  # float64, 9 x 9: round-off ~1e-15
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-12)  # rows still sum to 1
+
+
+def test_logit_std_recovers_the_logits_spread():
+    rng = np.random.default_rng(4)
+    L = rng.normal(scale=2.0, size=(6, 11)) + rng.normal(size=(6, 1))  # a per-row shift must not matter
+    A = np.exp(L) / np.exp(L).sum(axis=1, keepdims=True)
+    want = np.mean([np.std(row) for row in L])  # numpy std of the logits themselves
+    assert abs(float(lb.logit_std(A)) - want) < 1e-12  # log(softmax) = L - const per row, float64
+
+
+def test_soft_synthetic_attention_needs_rank_about_d_k_whatever_n():
+    """Chapter 3's low-rank verdict: at beta = 0.2 the centred matrix is within ~0.15 of rank d = 32
+    at n = 256 and 1024 (the chapter shows 0.121 and 0.138), and far from it at beta = 1 (0.512)."""
+    from attention_course.lenses.lowrank import synthetic_attention
+
+    for n in (256, 1024):
+        assert lb.centered_rank_k_error(synthetic_attention(n, 32, 0.2, seed=0), 32) < 0.16
+    assert lb.centered_rank_k_error(synthetic_attention(256, 32, 0.2, seed=0), 16) > 0.4  # k < d_k fails
+    assert lb.centered_rank_k_error(synthetic_attention(256, 32, 1.0, seed=0), 32) > 0.4
+
+
+def test_stored_run_is_bimodal_by_layer():
+    """The stored effective ranks grow about like n in layers 1-4 and clearly slower in layers 5-6
+    (chapter 3 shows median slopes 0.84-1.06 and 0.70, 0.63)."""
+    from attention_course.experiments import lowrank_function as lfx
+
+    rows = lfx.load()["length"]
+    ns = [r["n"] for r in rows]
+    E = np.array([r["effective_rank"] for r in rows]).reshape(len(rows), 6, 12)  # (lengths, layer, head)
+    slope = np.median([[lb.loglog_slope(ns, E[:, l, h]) for h in range(12)] for l in range(6)], axis=1)
+    assert slope[:4].min() > 0.8 and slope[4:].max() < 0.75

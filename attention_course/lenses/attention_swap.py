@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from ..core.attention import causal_mask, scaled_dot_product_attention
 
-__all__ = ["Transform", "rank_k_weights", "topk_weights", "uniform_weights",
+__all__ = ["Transform", "rank_k_weights", "centred_rank_k_weights", "topk_weights", "uniform_weights",
            "tiny_forward_with", "bert_forward_with"]
 
 Transform = Callable[[torch.Tensor, int], torch.Tensor]  # (weights (B, h, T, S), layer) -> (B, h, T, S)
@@ -75,6 +75,37 @@ def rank_k_weights(w: torch.Tensor, k: int, causal: bool = False) -> torch.Tenso
     if causal:
         out = out * torch.from_numpy(causal_mask(T, S)).to(out.dtype)  # zero keys j > i
     return out
+
+
+def centred_rank_k_weights(w: torch.Tensor, k: int) -> torch.Tensor:
+    r"""The mean row plus the best rank-``k`` approximation of what is left.
+
+    .. math::
+
+        \tilde A = \mathbf 1 \mu^\top + (\bar A)_k, \qquad \bar A = A - \mathbf 1 \mu^\top,
+        \quad \mu_j = \tfrac1T \sum_i A_{ij}
+
+    It stores :math:`k(T + S) + S` numbers. If the rows of ``w`` sum to 1, so do those of
+    :math:`\tilde A`: :math:`\bar A \mathbf 1 = 0`, so the right singular vectors of
+    :math:`\bar A` are orthogonal to :math:`\mathbf 1` and the rows of :math:`(\bar A)_k` sum to 0.
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (..., T, S)
+    k : int, 0 <= k <= min(T, S)
+
+    Returns
+    -------
+    torch.Tensor, shape (..., T, S)
+
+    Examples
+    --------
+    >>> w = torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0]], dtype=torch.float64)
+    >>> bool(torch.allclose(centred_rank_k_weights(w, 1), w, atol=1e-12))  # rank 1 after the mean row is removed
+    True
+    """
+    mu = w.mean(dim=-2, keepdim=True)  # (..., 1, S) the mean row
+    return mu + rank_k_weights(w - mu, k)  # (..., T, S)
 
 
 def topk_weights(w: torch.Tensor, k: int) -> torch.Tensor:

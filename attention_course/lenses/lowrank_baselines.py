@@ -28,7 +28,8 @@ import numpy as np
 from ..core._backend import Array, to_numpy
 from .lowrank import rank_k_error, topk_sparsify
 
-__all__ = ["SENTENCES", "long_text", "uniform_error", "centered_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope"]
+__all__ = ["SENTENCES", "long_text", "uniform_error", "centered_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope",
+           "logit_std"]
 
 SENTENCES = (
     "The committee postponed its final decision on the new library because several members wanted "
@@ -204,3 +205,36 @@ def loglog_slope(n: Sequence[float], y: Sequence[float]) -> float:
     1.0
     """
     return float(np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+def logit_std(A: Array, floor: float = 1e-300) -> np.ndarray:
+    r"""Sharpness of a head: the standard deviation of each row's logits, averaged over rows.
+
+    Row :math:`i` of a softmax is :math:`A_{ij} = e^{L_{ij}} / \sum_{j'} e^{L_{ij'}}`, so
+    :math:`\log A_{ij}` is :math:`L_{ij}` minus a constant per row and has the same spread:
+
+    .. math::
+
+        s = \frac1T \sum_i \operatorname{std}_j \log A_{ij}
+
+    Synthetic attention :math:`\operatorname{softmax}(\beta QK^\top/\sqrt d)` with Gaussian
+    ``Q, K`` has :math:`s \approx \beta`. Weights that underflowed to 0 are raised to ``floor``.
+
+    Parameters
+    ----------
+    A : array, shape (..., T, S), rows of a softmax without masked keys
+    floor : float
+
+    Returns
+    -------
+    numpy.ndarray, shape (...,)
+
+    Examples
+    --------
+    >>> L = np.array([[0.0, 1.0], [2.0, 0.0]])   # row stds 0.5 and 1.0
+    >>> A = np.exp(L) / np.exp(L).sum(axis=1, keepdims=True)
+    >>> float(logit_std(A).round(6))
+    0.75
+    """
+    a = to_numpy(A)
+    return np.log(np.maximum(a, floor)).std(axis=-1).mean(axis=-1)
