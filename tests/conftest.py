@@ -57,3 +57,17 @@ def _figures_closed_and_rcparams_unchanged():
     yield
     plt.close("all")
     assert dict(matplotlib.rcParams) == before, "a plot helper changed global rcParams"
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's tests on one torch thread: tiny problems, faster on a shared 2-core machine.
+
+    Opt in with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``.
+    """
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

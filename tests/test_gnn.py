@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from attention_course.lenses import gnn
 from attention_course.core._backend import ShapeError
-from attention_course.lenses.graphs import banded_mask
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

@@ -17,12 +17,7 @@ from attention_course.lenses import heads as H
 F64 = dict(dtype=torch.float64)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems: one thread is much faster on a busy machine
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _softmax(s):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_kernels import TIGHT, _one_torch_thread  # noqa: F401  (the autouse one-thread fixture)
 
 from attention_course.lenses.kernel_learning import _adam, fit_bandwidth, fit_metric
 from attention_course.lenses.kernels import (
@@ -19,6 +18,9 @@ from attention_course.lenses.kernels import (
     sine_data,
     sparse_sine_data,
 )
+
+TIGHT = dict(rtol=1e-12, atol=1e-12)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.numerics

@@ -35,13 +35,7 @@ from attention_course.lenses.kernels import (
 TIGHT = dict(rtol=1e-12, atol=1e-12)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny problems: one thread is faster on a shared 2-core machine and deterministic."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _nw_loop(xq, xt, yt, kernel_fn):
