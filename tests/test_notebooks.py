@@ -124,3 +124,20 @@ def test_notebook_hygiene(path):
             assert out["output_type"] != "error"
             assert not (out["output_type"] == "stream" and out["name"] == "stderr"), out
             assert str(ROOT) not in json.dumps(out)
+
+
+GLUE_MIME = "application/papermill.record/text/plain"
+REPR_RE = re.compile(r"\b(?:np|numpy)\.\w+\(|\btensor\(|\barray\(")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_glued_values_are_plain_python_values(path):
+    """A glued numpy or torch scalar is stored as its repr ('np.float64(0.26)'), which the
+    book's {glue:text}`name:.2f` cannot format: make book -W fails. Glue float(x) instead."""
+    bad = [
+        f"{o.metadata['scrapbook']['name']} = {o.data[GLUE_MIME]}"
+        for cell in _code_cells(_load(path))
+        for o in cell.get("outputs", [])
+        if GLUE_MIME in o.get("data", {}) and REPR_RE.search(o.data[GLUE_MIME])
+    ]
+    assert not bad, f"{path.name}: glued reprs, not values: {bad}"
