@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 __all__ = ["plot_rank_vs_length", "plot_swap", "plot_recall"]
 
@@ -41,6 +42,8 @@ def plot_rank_vs_length(length: Sequence[Mapping], slope: float) -> Figure:
     ax.plot(n, np.full_like(n, 8.0), "--", color="C3", label="rank 8")
     ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="effective rank",
            title="all-MiniLM-L6-v2: effective rank grows with n")
+    ax.set_xticks(n, [f"{v:g}" for v in n])  # the measured lengths, not 3x10^1-style minor labels
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=9, frameon=False)
     return fig
 
