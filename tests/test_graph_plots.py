@@ -8,7 +8,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from attention_course.figures import graphs as gp
 from attention_course.core._backend import ShapeError
-from attention_course.lenses.depth import rank_collapse
+from attention_course.lenses.depth import rank_collapse, rank_one_part_curves
 from attention_course.lenses.graphs import banded_mask, receptive_field
 
 
@@ -82,6 +82,17 @@ def test_rank_collapse_plot_is_log_scale_with_a_line_per_curve():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["pure", "skip"]
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), curves["pure"])
     assert "rank 1" in ax.get_ylabel() and ax.get_xlabel() == "layer"
+
+
+def test_rank_one_parts_plot_shows_median_of_each_part():
+    parts = {"skip": rank_one_part_curves(n_layers=4, seeds=range(3), skip=True)}  # (3, 5, 2)
+    fig = _render(gp.plot_rank_one_parts(parts))
+    spread_ax, shared_ax = fig.axes
+    assert spread_ax.get_yscale() == shared_ax.get_yscale() == "log"
+    np.testing.assert_allclose(spread_ax.get_lines()[0].get_ydata(), np.median(parts["skip"][..., 0], axis=0))
+    np.testing.assert_allclose(shared_ax.get_lines()[0].get_ydata(), np.median(parts["skip"][..., 1], axis=0))
+    assert "spread" in spread_ax.get_ylabel() and "shared" in shared_ax.get_ylabel()
+    assert [t.get_text() for t in spread_ax.get_legend().get_texts()] == ["skip"]
 
 
 def test_attention_graphs_share_one_colour_bar():

@@ -334,3 +334,42 @@ def plot_rank_collapse(
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+def plot_rank_one_parts(
+    parts: Mapping[str, Array],
+    title: str = "Spread between tokens and shared part, absolute sizes",
+) -> Figure:
+    r"""The two absolute sizes behind the distance to rank 1, against depth: median and range over seeds.
+
+    Left: the spread :math:`D = \|X - \mathbf 1 \bar x^\top\|_F`; right: the shared part
+    :math:`S = \sqrt{T}\,\|\bar x\|`, both on a log scale, one line (median) and one band
+    (smallest to largest seed) per stack.
+
+    Parameters
+    ----------
+    parts : mapping of label -> array (seeds, L + 1, 2)
+        From :func:`attention_course.lenses.depth.rank_one_part_curves`.
+
+    Examples
+    --------
+    >>> fig = plot_rank_one_parts({"a": np.ones((2, 3, 2))})
+    >>> [a.get_yscale() for a in fig.axes]
+    ['log', 'log']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.4), sharex=True)
+    for name, p in parts.items():
+        p = to_numpy(p).astype(float)  # (seeds, L + 1, 2)
+        layers = np.arange(p.shape[1])
+        for k, ax in enumerate(axes):
+            v = np.maximum(p[..., k], 1e-300)  # (seeds, L + 1)
+            line, = ax.semilogy(layers, np.median(v, axis=0), lw=1.6, label=name)
+            ax.fill_between(layers, v.min(axis=0), v.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+    for ax, label in zip(axes, (r"spread $D = \|X - 1\bar x^\top\|_F$", r"shared part $S = \sqrt{T}\,\|\bar x\|$")):
+        ax.set_xlabel("layer")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

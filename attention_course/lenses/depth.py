@@ -30,7 +30,7 @@ from ..core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
 
 __all__ = [
     "init_stack_params", "attention_stack", "rank_one_residual", "rank_collapse", "rank_collapse_curves",
-    "shrink_factor",
+    "shrink_factor", "rank_one_parts", "rank_one_part_curves",
 ]
 
 
@@ -139,6 +139,66 @@ def rank_one_residual(x: Array) -> float:
     return float(np.linalg.norm(X - X.mean(axis=0, keepdims=True)) / np.linalg.norm(X))
 
 
+def rank_one_parts(x: Array) -> tuple[float, float]:
+    r"""The two absolute sizes behind :func:`rank_one_residual`: spread and shared part.
+
+    .. math::
+
+        D(X) = \min_x \|X - \mathbf 1 x^\top\|_F = \|X - \mathbf 1 \bar x^\top\|_F, \qquad
+        S(X) = \|\mathbf 1 \bar x^\top\|_F = \sqrt{T}\,\|\bar x\|_2,
+
+    with :math:`\bar x` the mean row of ``x`` (T, d). The two parts are orthogonal, so
+    :math:`\|X\|_F^2 = D^2 + S^2` and :func:`rank_one_residual` is :math:`D / \sqrt{D^2 + S^2}`:
+    the ratio can shrink because *S* grows while *D* does not shrink at all.
+
+    Examples
+    --------
+    >>> D, S = rank_one_parts(np.array([[1.0, 2.0], [3.0, 2.0]]))  # mean row (2, 2)
+    >>> round(D ** 2, 12), round(S ** 2, 12)  # rows differ by (-1, 0), (1, 0); sqrt(2) * |(2, 2)|
+    (2.0, 16.0)
+    """
+    X = to_numpy(x).astype(float)
+    if X.ndim != 2:
+        raise ShapeError(f"x has shape {X.shape}; expected (T, d) tokens by features")
+    mean = X.mean(axis=0, keepdims=True)  # (1, d)
+    return float(np.linalg.norm(X - mean)), float(math.sqrt(X.shape[0]) * np.linalg.norm(mean))
+
+
+def _random_stack(n_tokens: int, d_model: int, n_layers: int, seed: int, *, skip: bool, mlp: bool,
+                  layernorm: bool, value_scale: float) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n_tokens, d_model))
+    params = init_stack_params(d_model, n_layers, seed=seed + 1, mlp=mlp, value_scale=value_scale)
+    return attention_stack(x, params, skip=skip, mlp=mlp, layernorm=layernorm)
+
+
+def rank_one_part_curves(
+    n_tokens: int = 16, d_model: int = 64, n_layers: int = 48, *, seeds: Sequence[int] = range(5),
+    skip: bool = False, mlp: bool = False, layernorm: bool = False, value_scale: float = 1.0,
+) -> np.ndarray:
+    """:func:`rank_one_parts` after each layer of the random stacks of :func:`rank_collapse`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(seeds), n_layers + 1, 2)
+        ``[s, l, 0]`` is the distance *D* to rank 1 and ``[s, l, 1]`` the shared part *S*
+        after layer ``l`` (input first) for the ``s``-th seed; the same stacks as
+        :func:`rank_collapse`, so ``D / sqrt(D**2 + S**2)`` is its curve.
+
+    Examples
+    --------
+    >>> parts = rank_one_part_curves(n_layers=3, seeds=[0], skip=True)
+    >>> parts.shape
+    (1, 4, 2)
+    >>> r = parts[0, :, 0] / np.hypot(parts[0, :, 0], parts[0, :, 1])
+    >>> bool(np.allclose(r, rank_collapse(n_layers=3, seed=0, skip=True)))
+    True
+    """
+    return np.array([[rank_one_parts(o) for o in _random_stack(
+        n_tokens, d_model, n_layers, s, skip=skip, mlp=mlp, layernorm=layernorm, value_scale=value_scale)]
+        for s in seeds])
+
+
 def rank_collapse(
     n_tokens: int = 16, d_model: int = 64, n_layers: int = 5, *, seed: int = 0,
     skip: bool = False, mlp: bool = False, layernorm: bool = False, value_scale: float = 1.0,
@@ -156,10 +216,8 @@ def rank_collapse(
     >>> bool(rank_collapse(n_layers=5, seed=0)[-1] < 1e-12)
     True
     """
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n_tokens, d_model))
-    params = init_stack_params(d_model, n_layers, seed=seed + 1, mlp=mlp, value_scale=value_scale)
-    outs = attention_stack(x, params, skip=skip, mlp=mlp, layernorm=layernorm)
+    outs = _random_stack(n_tokens, d_model, n_layers, seed, skip=skip, mlp=mlp, layernorm=layernorm,
+                         value_scale=value_scale)
     return np.array([rank_one_residual(o) for o in outs])
 
 
