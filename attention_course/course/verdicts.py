@@ -190,26 +190,29 @@ def constant_glues(path: Union[str, Path]) -> set[str]:
     """The glue names a notebook sets from a number typed in its cell, not from a computation.
 
     A glue counts as constant when its value is a number literal,
-    ``glue("torch_tol", 1e-12)``, or a name that the same cell assigns a number
-    literal, ``tol = 1e-12; glue("torch_tol", tol)``. Such a value is a threshold
-    or a setting the chapter chose; it can never be a measured error.
+    ``glue("torch_tol", 1e-12)``, or a name that the notebook assigns a number
+    literal anywhere, ``tol = 1e-12`` in one cell and ``glue("torch_tol", tol)`` in
+    a hidden cell below it. Such a value is a threshold or a setting the chapter
+    chose; it can never be a measured error.
     """
-    names = set()
+    trees = []
     for cell in _load_notebook(path)["cells"]:
         if cell["cell_type"] != "code":
             continue
         lines = "".join(cell["source"]).splitlines()
         try:  # IPython magics (%matplotlib, !pip) are not Python
-            tree = ast.parse("\n".join(x for x in lines if not x.lstrip().startswith(("%", "!"))))
+            trees.append(ast.parse("\n".join(x for x in lines if not x.lstrip().startswith(("%", "!")))))
         except SyntaxError:
             continue
-        literal = set()
+    literal, names = set(), set()
+    for tree in trees:  # first every literal assignment: glue cells are split from the cells they report
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
                              and isinstance(node.value, ast.Tuple) else [(target, node.value)])
                     literal.update(t.id for t, v in pairs if isinstance(t, ast.Name) and _is_number(v))
+    for tree in trees:
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "glue" and len(node.args) >= 2
                     and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
