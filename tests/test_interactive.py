@@ -1,0 +1,187 @@
+"""Interactive figures: their data (against independent computations) and their HTML."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+import types
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_course.figures import interactive as ix
+from attention_course.figures.predictions import EVIDENCE_FILE, PREDICTIONS, prediction
+from attention_course.figures.widgets import PLOTLY_MARKER, PickerFigure, PredictReveal, SliderFigure, rounded
+from attention_course.lenses.kernels import mse_by_bandwidth, sine_data
+from attention_course.models.tasks import toy_sentence
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_BYTES = 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
+
+
+def _spec(fig) -> dict:
+    html = fig.to_html()
+    m = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300))
+def test_rounding_keeps_four_significant_digits(x):
+    r = rounded(x)
+    assert r == 0.0 if x == 0 else abs(r - x) <= 5e-4 * abs(x) * (1 + 1e-12)
+
+
+def test_rounding_maps_non_finite_to_null():
+    assert rounded([np.nan, np.inf, -np.inf, 1]) == [None, None, None, 1]
+
+
+@pytest.fixture(scope="module")
+def figures():
+    tokens, maps = ix.load_head_explorer_data()
+    figs = {"temperature": ix.temperature_explorer(), "bandwidth": ix.bandwidth_explorer(),
+            "lowrank": ix.lowrank_explorer(), "scale": ix.scale_explorer(),
+            "heads": ix.head_explorer(maps, tokens, start=(1, 5))}
+    yield figs
+    plt.close("all")
+
+
+@pytest.mark.parametrize("key", ["temperature", "bandwidth", "lowrank", "scale", "heads"])
+def test_html_is_deterministic_light_and_self_contained(figures, key):
+    fig = figures[key]
+    html = fig.to_html()
+    assert html == fig.to_html()
+    assert len(html.encode()) < MAX_BYTES
+    assert PLOTLY_MARKER in html
+    assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
+    assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html
+    spec = _spec(fig)
+    assert len(spec["frames"]) == len(spec["labels"]) == len(fig.labels)
+
+
+def test_temperature_frames_are_the_softmax_of_the_toy_sentence(figures):
+    ex = toy_sentence()
+    logits = torch.tensor(ex.X @ ex.W_q) @ torch.tensor(ex.X @ ex.W_k).T / np.sqrt(ex.W_q.shape[1])
+    spec = _spec(figures["temperature"])
+    for label, frame in zip(spec["labels"], spec["frames"]):
+        beta = float(label.split("=")[1])
+        A = torch.softmax(beta * logits, dim=-1).numpy()
+        np.testing.assert_allclose(np.array(frame["data"][1]["z"]), A, rtol=6e-4, atol=1e-12)
+        np.testing.assert_allclose(np.array(frame["data"][0]["y"]), A[2], rtol=6e-4, atol=1e-12)
+
+
+def test_bandwidth_flip_is_the_lowest_test_error(figures):
+    fig = figures["bandwidth"]
+    hs = [float(lab.split("=")[1]) for lab in fig.labels]
+    data = sine_data(seed=0)
+    errs = mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, [1 / h for h in hs])
+    assert fig.flip == int(np.argmin(errs))
+
+
+def test_lowrank_flip_sits_where_the_curves_cross(figures):
+    spec = _spec(figures["lowrank"])
+    svd = [f["data"][4]["y"][0] for f in spec["frames"]]
+    top = [f["data"][4]["y"][1] for f in spec["frames"]]
+    i = figures["lowrank"].flip
+    # the marked grid point is the one nearest the sign change of (svd - top)
+    change = next(j for j in range(1, len(svd)) if svd[j] > top[j] and svd[j - 1] <= top[j - 1])
+    assert i in (change - 1, change)
+
+
+def test_scale_flip_is_where_most_unscaled_rows_saturate(figures):
+    spec, fig = _spec(figures["scale"]), figures["scale"]
+    shares = [float(re.search(r"> 0.99\): (\d+)% unscaled", f["readout"]).group(1)) / 100 for f in spec["frames"]]
+    assert shares[fig.flip] > 0.5 and all(s <= 0.5 for s in shares[:fig.flip])
+    assert shares[-1] > shares[0]  # the claim the figure illustrates: more saturation with d_k
+
+
+@pytest.mark.numerics
+def test_stored_head_maps_match_minilm():
+    from attention_course.models.pretrained import attention_maps
+
+    tokens, stored = ix.load_head_explorer_data()
+    fresh_tokens, fresh = attention_maps(ix.EXPLORER_SENTENCE)
+    assert tokens == list(fresh_tokens)
+    np.testing.assert_allclose(stored, fresh, atol=5e-5 + 1e-5)  # stored to 4 decimals; float32 noise ~1e-6
+
+
+def test_head_explorer_readouts_follow_the_maps(figures):
+    tokens, maps = ix.load_head_explorer_data()
+    spec = _spec(figures["heads"])
+    assert len(spec["frames"]) == maps.shape[0] * maps.shape[1]
+    f = spec["frames"][1 * 12 + 5]
+    assert f["readout"].startswith("Layer 2, head 6:")
+    H = -(maps[1, 5] * np.log(maps[1, 5])).sum(-1).mean()
+    assert f"entropy {H:.2f}" in f["readout"]
+    assert "#claim-heads-specialise" in f["readout"]
+
+
+def test_bad_input_names_the_problem():
+    fb = plt.figure()
+    with pytest.raises(ValueError, match="ix-<chapter>-<what>"):
+        SliderFigure("Bad Name", "t", ["a"], [{"data": []}], {}, fb, "alt")
+    with pytest.raises(ValueError, match="2 labels for 1 frames"):
+        SliderFigure("ix-a", "t", ["a", "b"], [{"data": []}], {}, fb, "alt")
+    with pytest.raises(ValueError, match="flip=3 outside 0..0"):
+        SliderFigure("ix-a", "t", ["a"], [{"data": []}], {}, fb, "alt", flip=3)
+    with pytest.raises(ValueError, match="not among the choices"):
+        PredictReveal("ix-p", "q?", ["a", "b"], "c", "answer")
+    with pytest.raises(ValueError, match=r"expected \(layers, heads, n, n\)"):
+        ix.head_explorer(np.zeros((2, 3, 4)), ["a"] * 4)
+    plt.close(fb)
+
+
+def test_picker_and_predict_html():
+    fb = plt.figure()
+    html = PickerFigure("ix-p", "t", ["x", "y"], [{"data": []}, {"data": []}], {}, fb, "alt", start=1).to_html()
+    assert '<option value="1" selected>y</option>' in html
+    p = PredictReveal("ix-q", "Which <b>?", ["a<", "b"], "b", "It is <b>b</b>.").to_html()
+    assert "Which &lt;b&gt;?" in p and 'value="a&lt;"' in p and "<noscript><p>It is <b>b</b>.</p></noscript>" in p
+    plt.close(fb)
+
+
+@pytest.mark.parametrize("name", sorted(PREDICTIONS))
+def test_each_prediction_is_answered_by_its_glued_number(name):
+    p = PREDICTIONS[name]
+    value = json.loads(EVIDENCE_FILE.read_text())[p.claim][p.glue]
+    box = prediction(name)
+    assert sum(lo <= value < hi for _, lo, hi in p.ranges) == 1
+    assert box.correct in [label for label, _, _ in p.ranges]
+    assert p.answer.format(value=value) in box.answer_html
+    assert f'href="#claim-{p.claim}"' in box.to_html()
+
+
+def test_a_prediction_outside_every_range_is_an_error():
+    p = PREDICTIONS["ix-predict-lowrank"]
+    with pytest.raises(ValueError, match="falls in 0 of the ranges"):
+        p.correct(42.0)
+
+
+def _load_extension():
+    spec = importlib.util.spec_from_file_location("interactive_ext", ROOT / "book" / "_ext" / "interactive.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_extension_adds_plotly_only_where_a_figure_is(tmp_path):
+    ext = _load_extension()
+    added = []
+    app = types.SimpleNamespace(add_js_file=lambda f: added.append(f), add_css_file=lambda f: added.append(f))
+    ext._page_context(app, "book/01", "page.html", {"body": f"<div {PLOTLY_MARKER}=\"1\"></div>"}, None)
+    assert added == [ext.SCRIPT, ext.STYLE]
+    added.clear()
+    ext._page_context(app, "book/intro", "page.html", {"body": "<p>text</p>"}, None)
+    assert added == []
+    out = types.SimpleNamespace(outdir=str(tmp_path), builder=types.SimpleNamespace(format="html"))
+    ext._finished(out, None)
+    js = (tmp_path / "_static" / ext.SCRIPT).read_bytes()
+    assert js.startswith(b"/**") and b"plotly.js" in js[:400]
+    assert "@media print" in (tmp_path / "_static" / ext.STYLE).read_text()

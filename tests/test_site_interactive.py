@@ -1,0 +1,94 @@
+"""The book's interactive figures in headless Chromium, with the network blocked.
+
+Run by `make test-site` after `make book`. For every page that carries an interactive figure
+(``data-ac-plotly``), at a desktop and a phone width: plotly.js comes from the book itself,
+every figure draws, moving each control changes the figure and its readout, the predict-then-
+reveal boxes remember a prediction and reveal the measurement, the page does not scroll
+sideways, and no JavaScript error is logged. Pages without a figure do not load plotly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_site import HTML, PAGES, driver  # noqa: F401  (the shared Chromium fixture)
+
+pytestmark = pytest.mark.site
+
+PLOTLY_PAGES = [p for p in PAGES if "data-ac-plotly" in p.read_text(encoding="utf-8", errors="ignore")]
+WIDTHS = (1280, 390)
+
+
+def _open_offline(drv, page, width):
+    drv.set_window_size(width, 1400)
+    drv.execute_cdp_cmd("Network.enable", {})
+    drv.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["http://*", "https://*", "ws://*", "wss://*"]})
+    drv.get(page.as_uri())
+    drv.get_log("browser")
+    drv.refresh()
+    drv.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "if (document.readyState === 'complete') setTimeout(() => done(true), 300);"
+        "else window.addEventListener('load', () => setTimeout(() => done(true), 300));")
+
+
+def test_some_pages_have_interactive_figures():
+    assert len(PLOTLY_PAGES) >= 6, f"only {len(PLOTLY_PAGES)} pages with interactive figures in {HTML}"
+
+
+def test_pages_without_figures_do_not_load_plotly():
+    light = [p for p in PAGES if p not in PLOTLY_PAGES]
+    heavy = [p.name for p in light if "plotly.min.js" in p.read_text(encoding="utf-8", errors="ignore")]
+    assert not heavy, f"plotly.js loaded on pages without an interactive figure: {heavy}"
+
+
+_DRIVE = """
+const out = [];
+for (const root of document.querySelectorAll('.ac-interactive')) {
+  const ctl = root.querySelector('#' + root.id + '-control');
+  const before = [root.getAttribute('data-frame'), root.querySelector('.ac-ix-readout').textContent];
+  const n = ctl.tagName === 'SELECT' ? ctl.options.length : parseInt(ctl.max, 10) + 1;
+  const target = (parseInt(ctl.value, 10) + Math.max(1, Math.floor(n / 2))) % n;
+  ctl.value = String(target);
+  ctl.dispatchEvent(new Event(ctl.tagName === 'SELECT' ? 'change' : 'input', {bubbles: true}));
+  out.push({id: root.id, live: root.classList.contains('ac-ix-live'),
+            drawn: !!root.querySelector('.ac-ix-plot .main-svg'),
+            fallbackHidden: getComputedStyle(root.querySelector('.ac-ix-fallback')).display === 'none',
+            before: before, after: [root.getAttribute('data-frame'), root.querySelector('.ac-ix-readout').textContent],
+            target: String(target), width: root.getBoundingClientRect().width});
+}
+return {plotly: !!window.Plotly, figures: out,
+        scroll: document.documentElement.scrollWidth, inner: window.innerWidth};
+"""
+
+_PREDICT = """
+const out = [];
+for (const root of document.querySelectorAll('.ac-predict')) {
+  const choice = root.querySelector('.ac-predict-choice');
+  choice.click();
+  root.querySelector('.ac-predict-reveal').click();
+  let stored = null; try { stored = localStorage.getItem('ac-predict:' + root.id); } catch (e) {}
+  out.push({id: root.id, pressed: choice.getAttribute('aria-pressed'), stored: stored, value: choice.value,
+            shown: !root.querySelector('.ac-predict-answer').hidden,
+            result: root.querySelector('.ac-predict-result').textContent});
+}
+return out;
+"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PLOTLY_PAGES, ids=lambda p: p.stem)
+def test_interactive_figures_work_offline(driver, page, width):  # noqa: F811
+    _open_offline(driver, page, width)
+    r = driver.execute_script(_DRIVE)
+    assert r["plotly"], "plotly.js did not load from the book's _static folder"
+    assert r["figures"], "no interactive figure on the page"
+    for f in r["figures"]:
+        assert f["live"] and f["drawn"] and f["fallbackHidden"], f"{f['id']} did not draw: {f}"
+        assert f["after"][0] == f["target"] and f["after"] != f["before"], f"{f['id']}: the control changed nothing"
+    assert r["scroll"] <= r["inner"] + 1, f"the page scrolls sideways at {width} px: {r['scroll']} > {r['inner']}"
+    for p in driver.execute_script(_PREDICT):
+        assert p["pressed"] == "true" and p["stored"] == p["value"], f"{p['id']}: prediction not remembered"
+        assert p["shown"] and "prediction" in p["result"], f"{p['id']}: reveal failed: {p}"
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, f"JavaScript errors on {page.name}: {errors}"
