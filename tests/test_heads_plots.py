@@ -69,3 +69,34 @@ def test_seed_curves_draw_the_mean_and_a_band():
     band = fig.axes[0].collections[0].get_paths()[0].vertices
     assert band[:, 1].min() == pytest.approx(1.0) and band[:, 1].max() == pytest.approx(3.4)
     assert base.get_label() == "mean ln(period)" and "5" not in mean.get_label() and "2 seeds" in mean.get_label()
+
+
+def test_head_gallery_and_role_scores_fit_the_column():
+    panels = {f"p{i}": (np.eye(17), [f"t{j}" for j in range(17)]) for i in range(6)}
+    for ncols in (2, 3):
+        fig = FH.plot_head_gallery(panels, ncols=ncols, panel_size=4.8)
+        assert fig.get_size_inches()[0] <= 7.0
+        ticks = fig.axes[0].get_yticklabels()
+        assert ticks and min(t.get_fontsize() for t in ticks) >= 9  # legible in the column
+    fig = FH.plot_role_scores({r: np.zeros((6, 12)) for r in ROLES})
+    assert fig.get_size_inches()[0] <= 7.0
+
+
+def test_role_panels_take_the_role_colour():
+    from attention_course.figures.style import role_color
+
+    fig = FH.plot_role_scores({r: np.zeros((2, 3)) for r in ROLES})
+    for ax, role in zip(fig.axes, ROLES):
+        assert ax.title.get_color() == role_color(role)
+    colors = [role_color(r) for r in ROLES[:2]]
+    fig = FH.plot_head_gallery({"a": (np.eye(2), None), "b": (np.eye(2), None)}, title_colors=colors)
+    assert [ax.title.get_color() for ax in fig.axes[:2]] == colors
+    with pytest.raises(ValueError, match="1 colours for 2 panels"):
+        FH.plot_head_gallery({"a": (np.eye(2), None), "b": (np.eye(2), None)}, title_colors=colors[:1])
+
+
+def test_long_panel_titles_wrap_inside_their_panel():
+    name = "softmax of the 12 heads' summed scores, a long title"
+    fig = FH.plot_head_gallery({name: (np.eye(3), None), "b": (np.eye(3), None)}, ncols=2)
+    title = fig.axes[0].get_title()
+    assert "\n" in title and title.replace("\n", " ") == name

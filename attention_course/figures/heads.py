@@ -9,6 +9,7 @@ labels its axes, adds a colour bar where colour carries a value, returns the
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
@@ -19,11 +20,13 @@ from matplotlib.figure import Figure
 
 from ..core._backend import Array, to_numpy
 from .mechanics import plot_heatmap
+from .style import MAX_WIDTH, ROLE_COLORS, book_figure, role_color
 
 __all__ = ["plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
            "plot_loss_curves", "plot_seed_curves", "plot_head_ablation"]  # fmt: skip
 
 
+@book_figure
 def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]], title: str = "",
                     floor: float = 1e-4) -> Figure:
     """Minimum KL against head dimension ``r``, one line per target, on a log axis.
@@ -47,7 +50,7 @@ def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]],
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(ranks), labels=[str(r) for r in ranks])
     ax.axhline(floor, color="0.6", lw=0.8, ls=":")
-    ax.text(ranks[0], floor * 1.3, "exact fit (KL < %.0e)" % floor, fontsize=8, color="0.4")
+    ax.text(ranks[0], floor * 1.3, "exact fit (KL < %.0e)" % floor, fontsize="small", color="0.4")
     ax.set_xlabel("head dimension r (rank of $QK^\\top$)")
     ax.set_ylabel("minimum mean KL (nats)")
     ax.set_title(title)
@@ -56,6 +59,7 @@ def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]],
     return fig
 
 
+@book_figure
 def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
     """Singular values of the full bilinear form (one line) and of each head's form (thin lines).
 
@@ -74,7 +78,7 @@ def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
                 label="each head $W_Q^{(i)}W_K^{(i)\\top}$" if i == 0 else None)
     ax.plot(np.arange(1, len(full) + 1), full, color="tab:blue", lw=2, label="full form $W_QW_K^\\top$")
     ax.axvline(heads.shape[1], color="0.5", ls="--", lw=0.8)
-    ax.text(heads.shape[1] * 1.05, full.max() / 2, f"$d_k$ = {heads.shape[1]}", fontsize=9, color="0.3")
+    ax.text(heads.shape[1] * 1.05, full.max() / 2, f"$d_k$ = {heads.shape[1]}", color="0.3")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("index of the singular value")
@@ -85,36 +89,48 @@ def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
     return fig
 
 
+@book_figure
 def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float = 1.0,
                       title: str = "", colorbar_label: str = "attention weight",
-                      panel_size: float = 3.5) -> Figure:
+                      panel_size: float = 3.5, title_colors: Optional[Sequence[str]] = None) -> Figure:
     """A grid of attention heatmaps sharing one colour scale (capped at ``vmax``).
 
     ``panels`` maps a panel title to ``(matrix (T, S), tokens or None)`` (tokens label both axes).
     When every panel has the same tokens, only the outer panels carry tick labels.
-    ``panel_size`` is the height of one panel in inches.
+    ``panel_size`` is the height of one panel in inches, reduced when needed so that
+    ``ncols`` panels and the colour bar fit the column (:data:`~.style.MAX_WIDTH`).
+    ``title_colors`` gives each panel's title a colour, e.g. its head role's
+    (:func:`~.style.role_color`).
 
     Examples
     --------
     >>> fig = plot_head_gallery({"a": (np.eye(3), ["x", "y", "z"]), "b": (np.eye(3), None)})
     >>> len(fig.axes), fig.axes[0].get_xlabel()      # two panels and the colour bar
     (3, 'key (attended to)')
+    >>> fig = plot_head_gallery({"a": (np.eye(3), None)}, title_colors=["#0072B2"])
+    >>> fig.axes[0].title.get_color()
+    '#0072B2'
     """
     n = len(panels)
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=((panel_size + 0.1) * ncols + 0.8, panel_size * nrows),
+    panel_size = min(panel_size, (MAX_WIDTH - 0.9) / ncols - 0.1)  # inches: ncols panels + colour bar fit
+    fig, axes = plt.subplots(nrows, ncols, figsize=((panel_size + 0.1) * ncols + 0.9, panel_size * nrows + 0.5),
                              layout="constrained", squeeze=False)
     token_lists = [None if t is None else list(t) for _, t in panels.values()]
     shared = all(t == token_lists[0] for t in token_lists) and n == nrows * ncols
-    for ax, (name, (m, toks)) in zip(axes.flat, panels.items()):
+    if title_colors is not None and len(title_colors) != n:
+        raise ValueError(f"title_colors has {len(title_colors)} colours for {n} panels")
+    colors = list(title_colors) if title_colors is not None else [None] * n
+    for ax, (name, (m, toks)), color in zip(axes.flat, panels.items(), colors):
         im = ax.imshow(to_numpy(m), cmap="viridis", vmin=0.0, vmax=vmax)
-        ax.set_title(name, fontsize=10)
+        wrapped = textwrap.fill(name, width=max(12, int(panel_size * 11.5)))  # ~11.5 characters per inch
+        ax.set_title(wrapped, fontsize="medium", **({"color": color} if color else {}))
         if toks is not None:
-            ax.set_xticks(range(len(toks)), labels=list(toks), rotation=90, fontsize=7)
-            ax.set_yticks(range(len(toks)), labels=list(toks), fontsize=7)
-        ax.set_xlabel("key (attended to)", fontsize=9)
-        ax.set_ylabel("query", fontsize=9)
+            ax.set_xticks(range(len(toks)), labels=list(toks), rotation=90, fontsize=9)
+            ax.set_yticks(range(len(toks)), labels=list(toks), fontsize=9)
+        ax.set_xlabel("key (attended to)")
+        ax.set_ylabel("query")
         if shared:
             ax.label_outer()  # tick labels and axis labels only on the left column and bottom row
     for ax in list(axes.flat)[n:]:
@@ -125,8 +141,11 @@ def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float =
     return fig
 
 
-def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 3, title: str = "") -> Figure:
+@book_figure
+def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 2, title: str = "") -> Figure:
     """One layer x head heatmap per role on a shared 0-1 colour scale; layers and heads counted from 1.
+
+    Each panel's title and frame take the role's colour (:func:`~.style.role_color`).
 
     ``scores`` maps a role to an array (n_layers, n_heads), as from
     :func:`~attention_course.lenses.roles.head_role_scores`.
@@ -140,15 +159,20 @@ def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 3, title: st
     n = len(scores)
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols + 0.8, 2.5 * nrows), layout="constrained",
+    width = min(3.9, (MAX_WIDTH - 0.9) / ncols)  # inches per panel, so that the row fits the column
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 0.9, 2.3 * nrows + 0.4), layout="constrained",
                              squeeze=False)
     for ax, (role, s) in zip(axes.flat, scores.items()):
         im = ax.imshow(s, cmap="magma", vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_title(role, fontsize=10)
-        ax.set_xticks(range(s.shape[1]), labels=[str(h + 1) for h in range(s.shape[1])], fontsize=7)
-        ax.set_yticks(range(s.shape[0]), labels=[str(layer + 1) for layer in range(s.shape[0])], fontsize=7)
-        ax.set_xlabel("head", fontsize=9)
-        ax.set_ylabel("layer", fontsize=9)
+        color = role_color(role) if role in ROLE_COLORS else "0.2"
+        ax.set_title(role, color=color, fontweight="bold")
+        ax.spines[:].set_visible(True)
+        ax.spines[:].set_color(color)
+        ax.spines[:].set_linewidth(2)
+        ax.set_xticks(range(s.shape[1]), labels=[str(h + 1) for h in range(s.shape[1])], fontsize=9)
+        ax.set_yticks(range(s.shape[0]), labels=[str(layer + 1) for layer in range(s.shape[0])], fontsize=9)
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.colorbar(im, ax=axes, shrink=0.8, label="score")
@@ -168,6 +192,7 @@ def _finish_loss_axes(ax: Axes, baseline: float, baseline_label: str, ylabel: st
     return ax.figure
 
 
+@book_figure
 def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, baseline_label: str,
                      window: int = 20, title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Training losses smoothed by a moving average over ``window`` steps, with a dashed baseline.
@@ -192,6 +217,7 @@ def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, bas
     return _finish_loss_axes(ax, baseline, baseline_label, "loss on the repeated part (nats)", title)
 
 
+@book_figure
 def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, baseline_label: str,
                      title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Block-averaged training losses over seeds: the mean as a line, the min-max range as a band.
@@ -218,6 +244,7 @@ def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, b
     return _finish_loss_axes(ax, baseline, baseline_label, "training loss, repeated part (nats)", title)
 
 
+@book_figure
 def plot_head_ablation(deltas: Mapping[str, Array], title: str = "") -> Figure:
     """One layer x head heatmap of loss increases per model, stacked, on a shared colour scale.
 

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from ..core._backend import Array, to_numpy
 from ..lenses.geometry import convex_hull
+from .style import MASK_CMAP, MAX_WIDTH, book_figure, mask_legend
 
 __all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull"]
 
@@ -28,6 +29,13 @@ def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
     return ax.figure, ax
 
 
+def _heatmap_size(rows: int, cols: int) -> tuple:
+    """A figure size (in) for a labelled R x C heatmap with a colour bar, at most MAX_WIDTH wide."""
+    cell = min(0.55, (MAX_WIDTH - 2.2) / cols)  # inches per column; 2.2 in for labels and colour bar
+    return (cell * cols + 2.2, min(0.82 * cell * rows + 1.4, 6.0))
+
+
+@book_figure
 def plot_heatmap(
     matrix: Array,
     row_labels: Optional[Sequence[str]] = None,
@@ -56,7 +64,7 @@ def plot_heatmap(
     m = to_numpy(matrix).astype(float)
     if m.ndim != 2:
         raise ValueError(f"matrix has shape {m.shape}; expected 2 dimensions (R, C)")
-    fig, ax = _new_axes(ax, (0.55 * m.shape[1] + 2.2, 0.45 * m.shape[0] + 1.4))
+    fig, ax = _new_axes(ax, _heatmap_size(*m.shape))
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     cbar = fig.colorbar(im, ax=ax, shrink=0.9)
     if colorbar_label:
@@ -69,7 +77,7 @@ def plot_heatmap(
         for (i, j), val in np.ndenumerate(m):
             r, g, b, _ = im.cmap(im.norm(val))  # colour of this cell
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
-            ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize=8,
+            ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize="small",
                     color="white" if dark else "black")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
@@ -77,6 +85,7 @@ def plot_heatmap(
     return fig
 
 
+@book_figure
 def plot_attention(
     weights: Array,
     query_labels: Optional[Sequence[str]] = None,
@@ -84,6 +93,7 @@ def plot_attention(
     ax: Optional[Axes] = None,
     title: str = "Attention weights",
     annotate: bool = True,
+    vmax: Optional[float] = None,
 ) -> Figure:
     """Heatmap of an attention matrix: rows are queries, columns are keys.
 
@@ -94,6 +104,9 @@ def plot_attention(
     query_labels, key_labels : sequences of str, optional
         Token labels for rows and columns (``key_labels`` defaults to
         ``query_labels`` for self-attention).
+    vmax : float, optional
+        Top of the colour scale (its bottom is 0). By default the largest weight shown,
+        so that small weights keep their contrast; the colour bar's label then says so.
 
     Returns
     -------
@@ -101,31 +114,64 @@ def plot_attention(
 
     Examples
     --------
-    >>> import numpy as np, matplotlib
+    >>> import numpy as np
     >>> fig = plot_attention(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"])
-    >>> fig.axes[0].get_xlabel()
-    'key (attended to)'
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].images[0].get_clim()
+    ('key (attended to)', (0.0, 0.3333333333333333))
+    >>> fig.axes[1].get_ylabel()
+    'weight (colour scale 0 to the largest, 0.33)'
     """
     w = to_numpy(weights)
     if key_labels is None and query_labels is not None and w.shape[0] == w.shape[1]:
         key_labels = query_labels
+    label = "weight"
+    if vmax is None:
+        vmax = float(w.max()) if w.size and w.max() > 0 else 1.0
+        label = f"weight (colour scale 0 to the largest, {vmax:.2f})"
     return plot_heatmap(
         w, query_labels, key_labels, ax=ax, title=title,
         xlabel="key (attended to)", ylabel="query (attending)",
-        cmap="viridis", vmin=0.0, vmax=1.0, annotate=annotate, colorbar_label="weight",
+        cmap="viridis", vmin=0.0, vmax=vmax, annotate=annotate, colorbar_label=label,
     )
 
 
+@book_figure
 def plot_masks(
-    masks: Mapping[str, Array], labels: Optional[Sequence[str]] = None
+    masks: Mapping[str, Array], labels: Optional[Sequence[str]] = None, ncols: int = 3,
+    legend: Sequence[str] = ("blocked", "may attend"),
 ) -> Figure:
-    """Draw boolean masks side by side (dark = may attend, light = blocked)."""
-    fig, axes = plt.subplots(1, len(masks), figsize=(3.2 * len(masks), 3.3), layout="constrained")
-    axes = np.atleast_1d(axes)
-    cmap = plt.get_cmap("Greys")
-    for ax, (name, mask) in zip(axes, masks.items()):
-        m = to_numpy(mask).astype(float)
-        im = ax.imshow(m, cmap=cmap, vmin=-0.15, vmax=1.0)
+    """Draw boolean masks in a grid of at most ``ncols`` columns, with a two-colour legend.
+
+    Parameters
+    ----------
+    masks : mapping of str to array, shape (T, S), bool
+        ``True`` = query ``i`` may attend to key ``j`` (the package's mask convention).
+    labels : sequence of str, optional
+        Token labels for the axes, used where their number matches.
+    ncols : int
+        Panels per row; more masks go on further rows, so the figure stays in the column.
+    legend : two str
+        Names of False and True in the legend (:data:`~.style.MASK_CMAP` colours).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = plot_masks({"causal": np.tril(np.ones((3, 3), bool)), "all": np.ones((3, 3), bool)})
+    >>> [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    ['blocked', 'may attend']
+    >>> float(fig.get_size_inches()[0]) <= 7.0
+    True
+    """
+    n = len(masks)
+    ncols = max(1, min(ncols, n))
+    nrows = -(-n // ncols)
+    panel = min(2.9, (MAX_WIDTH - 1.4) / ncols)  # inches; 1.4 in for the legend column
+    fig, axes = plt.subplots(nrows, ncols + 1, figsize=(panel * ncols + 1.4, (panel + 0.5) * nrows),
+                             layout="constrained", squeeze=False, width_ratios=[panel] * ncols + [1.2])
+    for ax, (name, mask) in zip(axes[:, :ncols].flat, masks.items()):
+        m = to_numpy(mask).astype(bool)
+        ax.imshow(m, cmap=MASK_CMAP, vmin=0, vmax=1)
+        ax.spines[:].set_visible(True)  # a frame, so that blocked cells at the edge stay visible
         ax.set_title(name)
         ax.set_xlabel("key j")
         ax.set_ylabel("query i")
@@ -133,11 +179,15 @@ def plot_masks(
             ax.set_xticks(range(m.shape[1]), labels=list(labels), rotation=45, ha="right")
         if labels is not None and len(labels) == m.shape[0]:
             ax.set_yticks(range(m.shape[0]), labels=list(labels))
-    cbar = fig.colorbar(im, ax=list(axes), ticks=[0, 1], shrink=0.8)
-    cbar.ax.set_yticklabels(["blocked", "may attend"])
+    for ax in list(axes[:, :ncols].flat)[n:]:
+        ax.axis("off")
+    for ax in axes[:, ncols]:
+        ax.axis("off")
+    mask_legend(axes[0, ncols], tuple(legend), loc="center left")
     return fig
 
 
+@book_figure
 def plot_convex_hull(
     values: Array,
     outputs: Array,
@@ -168,10 +218,10 @@ def plot_convex_hull(
         if labels is not None:
             for lab, (x, y) in zip(labels, pts):
                 ax.annotate(lab, (x, y), textcoords="offset points", xytext=(4, dy),
-                            fontsize=9, color=color)
+                            fontsize="small", color=color)
     ax.set_xlabel("value dimension 1")
     ax.set_ylabel("value dimension 2")
     ax.set_title(title)
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="best")
     ax.set_aspect("equal", adjustable="datalim")
     return fig
