@@ -1,8 +1,10 @@
 """Smoke tests of chapter 3's retest figures, rendered on Agg; values are read back from the artists."""
 
 import numpy as np
+from matplotlib.colors import to_rgba
 
 from attention_course.figures import lowrank_function as lf
+from attention_course.figures.style import method_color
 
 
 def test_rank_vs_length_plots_the_median():
@@ -20,6 +22,8 @@ def test_swap_plots_mean_over_rows_and_the_baseline():
     assert list(lines["rank-k truncation"].get_ydata()) == [2.0]
     assert np.allclose(lines["top-k weights per row"].get_ydata(), [0.2])
     assert list(lines["uniform attention (baseline)"].get_ydata()) == [5.0, 5.0]
+    assert to_rgba(lines["rank-k truncation"].get_color()) == to_rgba(method_color("svd"))
+    assert to_rgba(lines["top-k weights per row"].get_color()) == to_rgba(method_color("top-k"))
 
 
 def test_recall_plots_one_line_per_memory_and_dimension():

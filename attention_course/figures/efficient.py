@@ -1,6 +1,7 @@
-"""Figures for chapter 3's benchmark: time and memory against n, and the accuracy-speed frontier.
+"""Figures for chapter 3's efficient attention: what each method computes, and its benchmark.
 
-Each helper takes a result dict of :func:`attention_course.experiments.benchmarks.run_benchmarks`
+:func:`plot_method_schematic` draws which query-key entries each method computes. The other
+helpers take a result dict of :func:`attention_course.experiments.benchmarks.run_benchmarks`
 (or the stored run, :func:`~attention_course.experiments.benchmarks.load_benchmarks`), labels
 its axes, returns the :class:`matplotlib.figure.Figure` and changes no global matplotlib
 state. Every method has one colour, :data:`METHOD_COLORS`, in all three figures.
@@ -12,31 +13,89 @@ from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-__all__ = ["METHOD_COLORS", "method_color", "plot_scaling", "plot_memory", "plot_frontier"]
+from .style import METHOD_COLORS, book_figure, method_color
 
-# One colour per method (a family's configurations, e.g. performer-64 and performer-256, share it).
-METHOD_COLORS = {
-    "naive": "C7", "sdpa": "C0", "chunked": "C1",  # exact
-    "linear": "C4", "performer": "C2", "nystrom": "C3", "linformer": "C5", "linformer-pool": "C6",
-}
+__all__ = ["METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling",
+           "plot_memory", "plot_frontier"]
+
+_NOT_COMPUTED = "#F2F2F2"
 
 
-def method_color(name: str) -> str:
-    """The colour of a benchmark method or family: ``"nystrom-128"`` -> ``METHOD_COLORS["nystrom"]``.
+def method_patterns(n: int = 12, window: int = 2, top_k: int = 3, proj: int = 4, landmarks: int = 3,
+                    seed: int = 0) -> dict:
+    r"""Which query-key scores each method computes, as boolean matrices (True = computed).
+
+    ``exact``, ``local`` (:math:`|i - j| \le` ``window``), ``top-k`` (each row's ``top_k`` largest
+    scores of a seeded Gaussian draw, chosen after computing them all, as a top-k kernel
+    must unless it has an index), ``nystrom`` (every query against the ``landmarks`` landmark
+    keys and every key against the landmark queries; a segment's landmark is drawn at its
+    centre) have shape (n, n); ``linformer`` has shape (n, ``proj``): queries against
+    ``proj`` projected keys; ``linear`` has shape (0, 0): no score is computed.
 
     Examples
     --------
-    >>> method_color("linformer-pool-256"), method_color("sdpa")
-    ('C6', 'C0')
+    >>> p = method_patterns(n=6, window=1, top_k=2, proj=2, landmarks=2)
+    >>> {name: int(m.sum()) for name, m in p.items()}
+    {'exact': 36, 'local': 16, 'top-k': 12, 'linformer': 12, 'nystrom': 20, 'linear': 0}
     """
-    family = name.rpartition("-")[0] if name[-1].isdigit() else name
-    if family not in METHOD_COLORS:
-        raise ValueError(f"method {name!r} has no colour; expected one of {sorted(METHOD_COLORS)} "
-                         f"or one of them followed by -<int>")
-    return METHOD_COLORS[family]
+    i, j = np.indices((n, n))  # (n, n) query and key index
+    scores = np.random.default_rng(seed).normal(size=(n, n))  # (n, n)
+    top = np.zeros((n, n), bool)
+    np.put_along_axis(top, np.argsort(-scores, axis=1)[:, :top_k], True, axis=1)
+    centres = (np.arange(landmarks) + 0.5) * n // landmarks  # (landmarks,) segment centres
+    marks = np.isin(np.arange(n), centres)  # (n,)
+    return {"exact": np.ones((n, n), bool), "local": np.abs(i - j) <= window, "top-k": top,
+            "linformer": np.ones((n, proj), bool), "nystrom": marks[None, :] | marks[:, None],
+            "linear": np.zeros((0, 0), bool)}
+
+
+@book_figure
+def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: int = 4,
+                          landmarks: int = 3, seed: int = 0) -> Figure:
+    """A grid per method: the query-key scores it computes (its colour) and skips (light grey).
+
+    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores.
+
+    Examples
+    --------
+    >>> fig = plot_method_schematic(n=6, window=1, top_k=2, proj=2, landmarks=2)
+    >>> [ax.get_xlabel() for ax in fig.axes][:3]
+    ['36 of 36', '16 of 36', '12 of 36']
+    """
+    pats = method_patterns(n, window, top_k, proj, landmarks, seed)
+    titles = {"exact": ("exact", "exact (SDPA, chunked)"), "local": ("local", f"local window, w = {window}"),
+              "top-k": ("top-k", f"top-k, k = {top_k}"), "linformer": ("linformer", f"Linformer, k = {proj}"),
+              "nystrom": ("nystrom", f"Nyström, {landmarks} landmarks"),
+              "linear": ("performer", "linear, Performer")}
+    fig, axes = plt.subplots(2, 3, figsize=(7.0, 5.2), layout="constrained")
+    for ax, (name, mask) in zip(axes.flat, pats.items()):
+        color, title = titles[name]
+        grid = np.zeros((n, n), bool) if name == "linear" else mask
+        rgb = np.where(grid[..., None], to_rgb(method_color(color)), to_rgb(_NOT_COMPUTED))  # (n, cols, 3)
+        ax.imshow(rgb, extent=(0, grid.shape[1], n, 0))
+        for x in range(grid.shape[1] + 1):
+            ax.axvline(x, color="white", lw=0.8)
+        for y in range(n + 1):
+            ax.axhline(y, color="white", lw=0.8)
+        ax.set(xlim=(0, n), ylim=(n, 0), xticks=[], yticks=[], aspect="equal", title=title)
+        ax.spines[:].set_visible(False)
+        if name == "linformer":
+            ax.text(proj + 0.6, n / 2, f"{proj} rows of EK,\neach a mix\nof all {n} keys", va="center")
+            ax.set_xlabel(f"{mask.sum()} ({n} × {proj}), no n × n")
+        elif name == "linear":
+            ax.text(n / 2, n / 2, "no n × n scores:\n" r"$\phi(Q)\,[\phi(K)^\top V]$", ha="center", va="center",
+                    bbox={"facecolor": "white", "edgecolor": method_color("linear"), "lw": 1.5})
+            ax.set_xlabel(f"0 of {n * n}")
+        else:
+            ax.set_xlabel(f"{mask.sum()} of {n * n}")
+    axes[0, 0].set_ylabel("query i")
+    axes[1, 0].set_ylabel("query i")
+    return fig
 
 
 def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
@@ -50,6 +109,7 @@ def _series(result: Mapping, name: str, key: str) -> list[tuple[int, float]]:
     return sorted((r["n"], r[key]) for r in result["results"] if r["method"] == name and r[key])
 
 
+@book_figure
 def plot_scaling(result: Mapping, methods: Optional[Sequence[str]] = None, ax: Optional[Axes] = None) -> Figure:
     """Time against n on log-log axes, one line per method, with its fitted slopes in the legend.
 
@@ -77,10 +137,11 @@ def plot_scaling(result: Mapping, methods: Optional[Sequence[str]] = None, ax: O
                         f"({s['slopes_load_normalised'].get(name, float('nan')):.2f})")
     ax.set(xlabel="sequence length n", ylabel="time per call (s)",
            title=f"Time vs n (d={result['config']['d']}, {result['machine']['torch_threads']} thread(s))")
-    ax.legend(fontsize=9, frameon=False, loc="upper left", title="slope (load-normalised)", title_fontsize=9)
+    ax.legend(loc="upper left", title="slope (load-normalised)")
     return fig
 
 
+@book_figure
 def plot_memory(result: Mapping, methods: Sequence[str] = ("naive", "sdpa", "chunked", "linear", "nystrom-128"),
                 ax: Optional[Axes] = None) -> Figure:
     """Peak memory (MiB) against n on log-log axes, one line per method.
@@ -101,10 +162,11 @@ def plot_memory(result: Mapping, methods: Sequence[str] = ("naive", "sdpa", "chu
     how = {"rss": "measured peak RSS rise", "analytic": "largest intermediate (analytic)"}
     ax.set(xlabel="sequence length n", ylabel="peak memory (MiB)",
            title=f"Memory vs n: {how.get(result['config']['memory_method'], '')}")
-    ax.legend(fontsize=9, frameon=False)
+    ax.legend()
     return fig
 
 
+@book_figure
 def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes] = None,
                   baselines: Optional[Mapping[str, float]] = None) -> Figure:
     """Time against relative error at the summary's frontier length, one line per family.
@@ -138,7 +200,7 @@ def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes]
         ax.plot(errs, [p["time_s"] for p in pts], "o--", color=method_color(fam), label=fam)
         for p, err in zip(pts, errs):
             if p["param"]:
-                ax.annotate(str(p["param"]), (err, p["time_s"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+                ax.annotate(str(p["param"]), (err, p["time_s"]), xytext=(3, 3), textcoords="offset points", fontsize=9)
     ax.axvline(s["error_target"], color="0.3", lw=0.8, ls=":")
     for (name, err), color in zip((baselines or {}).items(), ("0.45", "0.7", "0.2")):
         ax.axvline(err, color=color, lw=1.5, ls="--", label=f"{name} (baseline)")
@@ -146,5 +208,5 @@ def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes]
     ax.set_yscale("log")
     ax.set(xlabel=f"relative error vs exact ({distribution} inputs)", ylabel="time per call (s)",
            title=f"Accuracy vs speed at n={s['frontier_n']}")
-    fig.legend(*ax.get_legend_handles_labels(), fontsize=9, frameon=False, loc="outside lower center", ncols=4)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
     return fig

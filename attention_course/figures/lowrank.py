@@ -14,13 +14,15 @@ from typing import Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from ..core._backend import Array, ShapeError, shape_str, to_numpy
-from ..lenses.lowrank import crossover_beta
+from ..lenses.lowrank import best_rank_k, crossover_beta, topk_sparsify
+from .style import book_figure, method_color
 
-__all__ = ["plot_temperature_sweep", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks",
-           "plot_lowrank_vs_sparse", "plot_method_errors"]
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra",
+           "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family"]
 
 
 def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
@@ -30,6 +32,7 @@ def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
     return a
 
 
+@book_figure
 def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figure:
     """Two panels against the inverse temperature: the ranks, and the rank-``k`` vs top-``k`` errors.
 
@@ -50,23 +53,79 @@ def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figu
     """
     beta = _grid("sweep['beta']", sweep["beta"], 1, "(n_betas,)")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
-    ax1.plot(beta, sweep["effective_rank"], "o-", color="C0", ms=4, label="effective rank")
-    ax1.plot(beta, sweep["stable_rank"], "s--", color="C2", ms=3, label="stable rank")
+    ax1.plot(beta, sweep["effective_rank"], "o-", color="0.15", ms=4, label="effective rank")
+    ax1.plot(beta, sweep["stable_rank"], "s--", color="0.55", ms=3, label="stable rank")
     ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many modes does A need?")
-    ax1.legend(frameon=False, fontsize=9)
-    ax2.plot(beta, sweep["svd_error"], "o-", color="C0", ms=4, label=f"best rank-{k} (SVD)")
-    ax2.plot(beta, sweep["sparse_error"], "s-", color="C3", ms=4, label=f"top-{k} per row")
+    ax1.legend()
+    ax2.plot(beta, sweep["svd_error"], "o-", color=method_color("svd"), ms=4, label=f"best rank-{k} (SVD)")
+    ax2.plot(beta, sweep["sparse_error"], "s-", color=method_color("top-k"), ms=4, label=f"top-{k} per row")
     cross = crossover_beta(sweep)
     if np.isfinite(cross):
         ax2.axvline(cross, color="0.5", lw=1, ls=":")
         ax2.annotate(rf"cross at $\beta\approx${cross:.2f}", (cross, 0.5), xytext=(6, 0),
-                     textcoords="offset points", color="0.3", fontsize=9)
+                     textcoords="offset points", color="0.3")
     ax2.set(xlabel=r"inverse temperature $\beta$", ylabel=r"relative error $\|A-\hat A\|_F/\|A\|_F$",
             title="Low rank or sparse?", ylim=(0, 1.02))
-    ax2.legend(frameon=False, fontsize=9)
+    ax2.legend()
     return fig
 
 
+@book_figure
+def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Optional[int] = 64) -> Figure:
+    r"""Attention matrices (rows) beside their best rank-``k`` and top-``k`` approximations (columns).
+
+    All panels share one logarithmic colour scale fitted to the data: its top is the largest
+    weight shown, its bottom :math:`10^{-4}` of that; smaller weights, the zeros of top-``k`` and
+    the negative entries a rank-``k`` approximation can have are drawn at the bottom colour.
+    Each approximation's panel states its relative Frobenius error on the whole matrix.
+
+    Parameters
+    ----------
+    matrices : dict
+        Row label -> attention matrix of shape (n, n) (e.g. ``{"β = 0.2": A_soft, "β = 4": A_sharp}``).
+    k : int
+        The rank of the SVD approximation and the weights kept per row.
+    crop : int, optional
+        Show only the first ``crop`` queries and keys (the approximations use the whole matrix).
+
+    Examples
+    --------
+    >>> from attention_course.lenses.lowrank import synthetic_attention
+    >>> fig = plot_attention_matrices({"soft": synthetic_attention(16, 4, 0.2), "sharp": synthetic_attention(16, 4, 4.0)},
+    ...                               k=2, crop=None)
+    >>> [ax.get_title() for ax in fig.axes[:3]]
+    ['A', 'best rank 2', 'top 2 per row']
+    """
+    mats = {name: _grid(f"matrices[{name!r}]", a, 2, "(n, n)") for name, a in matrices.items()}
+    if not mats:
+        raise ValueError("matrices is empty; expected {label: (n, n) attention matrix}")
+    panels = {name: (a, best_rank_k(a, k), topk_sparsify(a, k)) for name, a in mats.items()}
+    errors = {name: [float(np.linalg.norm(a - p) / np.linalg.norm(a)) for p in ps]  # rank k, top k
+              for name, (a, *ps) in panels.items()}
+    shown = {name: [p[:crop, :crop] for p in ps] for name, ps in panels.items()}  # crop=None keeps all
+    vmax = max(float(p.max()) for ps in shown.values() for p in ps)
+    norm = LogNorm(vmin=vmax * 1e-4, vmax=vmax)
+    fig, axes = plt.subplots(len(mats), 3, figsize=(7.0, 2.0 * len(mats) + 0.3), squeeze=False,
+                             layout="constrained")
+    for row, (name, ps) in zip(axes, shown.items()):
+        for j, (ax, p) in enumerate(zip(row, ps)):
+            im = ax.imshow(np.clip(p, norm.vmin, None), norm=norm, interpolation="nearest")
+            ax.set(xticks=[], yticks=[])
+            if j:
+                ax.text(0.03, 0.04, f"error {errors[name][j - 1]:.2f}", transform=ax.transAxes, va="bottom",
+                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
+        row[0].set_ylabel(f"{name}\nquery i")
+    for ax, title in zip(axes[0], ("A", f"best rank {k}", f"top {k} per row")):
+        ax.set_title(title)
+    size = next(iter(shown.values()))[0].shape[1]
+    for ax in axes[-1]:
+        ax.set_xlabel(f"key j (first {size})" if crop else "key j")
+    fig.colorbar(im, ax=axes, extend="min", shrink=0.9,
+                 label=f"weight (log; top = largest shown, {vmax:.2g})")
+    return fig
+
+
+@book_figure
 def plot_exp_rank(demo: Mapping) -> Figure:
     r"""Singular values of a rank-1 logit matrix :math:`L`, of :math:`\exp(L)` and of its row softmax.
 
@@ -97,13 +156,14 @@ def plot_exp_rank(demo: Mapping) -> Figure:
                 label=f"row softmax of $L$ (rank {demo['rank_softmax']})")
     ax.axhline(floor / s_logits[0], color="0.5", lw=0.8, ls=":")
     ax.annotate("float64 round-off", (idx[-1], floor / s_logits[0]), xytext=(-4, 4),
-                textcoords="offset points", ha="right", fontsize=8, color="0.4")
+                textcoords="offset points", ha="right", color="0.4")
     ax.set(xlabel="index i", ylabel=r"$\sigma_i / \sigma_1$", xticks=idx,
            title="exp of a rank-1 matrix is full rank")
-    ax.legend(frameon=False, fontsize=9, loc="center right")
+    ax.legend(loc="center right")
     return fig
 
 
+@book_figure
 def plot_cumulative_spectra(
     cumulative: Array, k_mark: Optional[int] = None, title: str = ""
 ) -> Figure:
@@ -141,19 +201,20 @@ def plot_cumulative_spectra(
     ax1.axvline(k_mark, color="0.5", lw=0.8, ls=":")
     ax1.set(xlabel="number of singular values k", ylabel=r"$\sum_{i\leq k}\sigma_i^2 \,/\, \|A\|_F^2$",
             ylim=(min(0.0, float(c.min())), 1.02), xlim=(1, K))
-    ax1.set_title("Cumulative spectrum (band: range over heads)", fontsize=10)
-    ax1.legend(frameon=False, fontsize=8, loc="lower right")
+    ax1.set_title("Cumulative spectrum\n(band: range over heads)")
+    ax1.legend(loc="lower right")
     im = ax2.imshow(c[:, :, k_mark - 1], cmap="magma", vmin=float(c[:, :, k_mark - 1].min()), vmax=1.0,
                     aspect="auto")
     ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
             yticks=range(L), yticklabels=range(1, L + 1))
-    ax2.set_title(f"Share kept by the top {k_mark}", fontsize=10)
+    ax2.set_title(f"Share kept by the top {k_mark}\n(each head)")
     fig.colorbar(im, ax=ax2, label=f"share of $\\|A\\|_F^2$ in top {k_mark}")
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title)
     return fig
 
 
+@book_figure
 def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str = "") -> Figure:
     """Effective rank of every head: by layer (dots per head, line = mean) and as a layer x head map.
 
@@ -180,11 +241,11 @@ def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str =
     ax1.plot(np.arange(1, L + 1), r.mean(axis=1), "o-", color="C3", label="mean over heads")
     if n_tokens is not None:
         ax1.axhline(n_tokens, color="0.5", lw=0.8, ls="--", label=f"full rank (n = {n_tokens:g})")
-        ax1.set_ylim(0, n_tokens * 1.08)
+        ax1.set_ylim(0, n_tokens * 1.45)  # room for the legend above the ceiling
     else:
         ax1.set_ylim(0, None)
     ax1.set(xlabel="layer", ylabel="effective rank", xticks=range(1, L + 1), title="Effective rank by layer")
-    ax1.legend(frameon=False, fontsize=8, loc="upper right")
+    ax1.legend(loc="upper right")
     im = ax2.imshow(r, cmap="viridis", aspect="auto")
     ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
             yticks=range(L), yticklabels=range(1, L + 1), title="Effective rank of each head")
@@ -194,6 +255,7 @@ def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str =
     return fig
 
 
+@book_figure
 def plot_lowrank_vs_sparse(
     rank_err: Array, topk_err: Array, k: int, reference: Optional[Mapping] = None,
     reference_label: str = "synthetic, varying $\\beta$", title: str = "",
@@ -229,57 +291,103 @@ def plot_lowrank_vs_sparse(
         top = max(top, 1.05 * float(max(sx.max(), sy.max())))
         ax.plot(sx, sy, "-", color="0.6", lw=1.2, zorder=1, label=reference_label)
         for i in (0, len(sx) // 2, len(sx) - 1):
-            ax.annotate(rf"$\beta$={float(reference['beta'][i]):.2g}", (sx[i], sy[i]), fontsize=8,
-                        color="0.4", xytext=(4, -10), textcoords="offset points")
+            ax.annotate(rf"$\beta$={float(reference['beta'][i]):.2g}", (sx[i], sy[i]), color="0.4", xytext=(4, -10), textcoords="offset points")
     ax.plot([0, top], [0, top], color="0.3", lw=0.8, ls="--", zorder=1)
     sc = ax.scatter(te.ravel(), re.ravel(), c=np.repeat(np.arange(1, L + 1), H), cmap="viridis",
                     s=28, edgecolors="white", linewidths=0.4, zorder=2)
-    ax.text(0.60 * top, 0.66 * top, f"top-{k} better", ha="center", va="center", rotation=45,
-            fontsize=9, color="0.3")
-    ax.text(0.66 * top, 0.60 * top, f"rank-{k} better", ha="center", va="center", rotation=45,
-            fontsize=9, color="0.3")
+    ax.text(0.60 * top, 0.66 * top, f"top-{k} better", ha="center", va="center", rotation=45, color="0.3")
+    ax.text(0.66 * top, 0.60 * top, f"rank-{k} better", ha="center", va="center", rotation=45, color="0.3")
     ax.set(xlim=(0, top), ylim=(0, top), aspect="equal",
            xlabel=f"top-{k} sparse error", ylabel=f"best rank-{k} error (SVD)",
            title=title or "Low rank or sparse? One dot per head")
     fig.colorbar(sc, ax=ax, label="layer", ticks=range(1, L + 1), shrink=0.85)
     if reference is not None:
-        ax.legend(frameon=False, fontsize=8, loc="upper right")
+        ax.legend(loc="upper right")
     return fig
 
 
+#: Label prefixes of :func:`attention_course.lenses.approximation_error.approximation_errors`
+#: -> the method family of :data:`attention_course.figures.style.METHOD_COLORS` (first match wins).
+_FAMILY_PREFIXES = (("linformer, mean-pool", "linformer-pool"), ("linformer", "linformer"),
+                    ("linear", "linear"), ("performer", "performer"), ("nystr", "nystrom"),
+                    ("local", "local"), ("top-", "top-k"), ("uniform", "uniform"))
+
+
+def method_family(label: str) -> str:
+    """The method family (a key of ``METHOD_COLORS``) of an accuracy-table label.
+
+    Examples
+    --------
+    >>> method_family("Linformer, mean-pool, k=32"), method_family("Nystrom, 32 landmarks")
+    ('linformer-pool', 'nystrom')
+    >>> method_family("zeros")
+    Traceback (most recent call last):
+    ...
+    ValueError: no method family for 'zeros'; expected a label starting with one of [...]
+    """
+    low = label.lower()
+    for prefix, family in _FAMILY_PREFIXES:
+        if low.startswith(prefix):
+            return family
+    raise ValueError(f"no method family for {label!r}; expected a label starting with one of "
+                     f"{[p for p, _ in _FAMILY_PREFIXES]}")
+
+
+@book_figure
 def plot_method_errors(
-    errors: Mapping[str, Mapping[str, float]], floor: float = 1e-16, title: str = ""
+    errors: Mapping[str, Mapping[str, float]],
+    baselines: Sequence[str] = ("uniform (mean of values)", "zeros"),
+    target: float = 0.1, title: str = "",
 ) -> Figure:
-    """Grouped horizontal bars (log scale): each method's relative error on each input distribution.
+    """One panel per input distribution: each method's relative error (log scale), in its colour.
+
+    Bars are the approximations, coloured by :func:`method_family` and
+    :func:`~attention_course.figures.style.method_color` as in the benchmark figures.
+    The ``baselines`` (trivial answers such as uniform attention and outputting zeros) are
+    dashed vertical lines: a bar reaching past one does worse than that trivial answer.
+    The dotted line is the error ``target``. Errors of exactly 0 are drawn at the left edge.
 
     Parameters
     ----------
     errors : dict
         ``errors[method][distribution]`` = relative error against exact attention.
-    floor : float
-        Errors below it are drawn at ``floor`` (a log axis cannot show 0).
+    baselines : sequence of str
+        Keys of ``errors`` drawn as lines rather than bars (missing ones are skipped).
 
     Examples
     --------
-    >>> fig = plot_method_errors({"a": {"x": 0.1, "y": 0.5}, "b": {"x": 1e-3, "y": 2.0}})
-    >>> fig.axes[0].get_xscale(), len(fig.axes[0].patches)
-    ('log', 4)
+    >>> fig = plot_method_errors({"top-4 per query": {"iid": 0.1, "smooth": 0.5},
+    ...                           "Nystrom, 4 landmarks": {"iid": 1e-3, "smooth": 2.0}, "zeros": {"iid": 1.0, "smooth": 1.0}})
+    >>> fig.axes[0].get_xscale(), [ax.get_title() for ax in fig.axes], len(fig.axes[0].patches)
+    ('log', ['iid inputs', 'smooth inputs'], 2)
     """
-    methods: Sequence[str] = list(errors)
+    lines = [b for b in baselines if b in errors]
+    methods = [m for m in errors if m not in lines]
     if not methods:
-        raise ValueError("errors is empty; expected {method: {distribution: error}}")
+        raise ValueError(f"errors has no method besides the baselines {lines}; expected {{method: {{distribution: error}}}}")
+    colors = [method_color(method_family(m)) for m in methods]
     dists = list(dict.fromkeys(d for m in methods for d in errors[m]))
+    vals = np.array([[float(errors[m].get(d, np.nan)) for d in dists] for m in methods])  # (methods, dists)
+    positive = vals[vals > 0]
+    left = 10 ** np.floor(np.log10(positive.min() if positive.size else 1e-3) - 0.3)
+    ncols = min(2, len(dists))
+    nrows = -(-len(dists) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.0, (0.26 * len(methods) + 0.9) * nrows + 0.6),
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")
     y = np.arange(len(methods))
-    height = 0.8 / len(dists)
-    fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(methods) + 1.4), layout="constrained")
-    for j, dist in enumerate(dists):
-        vals = np.array([max(float(errors[m].get(dist, np.nan)), floor) for m in methods])
-        ax.barh(y + (j - (len(dists) - 1) / 2) * height, vals, height=height, color=f"C{j}", label=dist)
-    ax.axvline(0.1, color="0.3", lw=0.8, ls=":")
-    ax.axvline(1.0, color="0.3", lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set(yticks=y, yticklabels=methods, xlabel=r"relative error $\|O - O_{\mathrm{exact}}\|_F / \|O_{\mathrm{exact}}\|_F$",
-           title=title or "Error of each approximation against exact attention")
-    ax.invert_yaxis()
-    ax.legend(frameon=False, fontsize=8, title="inputs", title_fontsize=8, loc="lower right")
+    for j, (ax, dist) in enumerate(zip(axes.flat, dists)):
+        ax.barh(y, np.where(vals[:, j] > 0, vals[:, j], left), color=colors, edgecolor="0.3", lw=0.4)
+        ax.axvline(target, color="0.3", lw=0.8, ls=":", label=f"error {target:g}")
+        for b, ls in zip(lines, ("--", "-.", (0, (5, 2, 1, 2)))):
+            ax.axvline(max(errors[b].get(dist, np.nan), left), color="0.35", lw=1.3, ls=ls, label=f"{b} (baseline)")
+        ax.set_title(f"{dist} inputs")
+    for ax in axes.flat[len(dists):]:
+        ax.set_visible(False)
+    axes[0, 0].set(xscale="log", xlim=(left, None), yticks=y, yticklabels=methods)
+    axes[0, 0].invert_yaxis()
+    for ax in axes[-1]:
+        ax.set_xlabel(r"relative error vs exact")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    if title:
+        fig.suptitle(title)
     return fig

@@ -12,11 +12,15 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
+
+from .style import book_figure, method_color
 
 __all__ = ["plot_rank_vs_length", "plot_swap", "plot_recall"]
 
 
+@book_figure
 def plot_rank_vs_length(length: Sequence[Mapping], slope: float) -> Figure:
     """Median (and quartiles) of MiniLM's per-head effective rank against ``n``, with ``n`` itself.
 
@@ -39,15 +43,16 @@ def plot_rank_vs_length(length: Sequence[Mapping], slope: float) -> Figure:
     ax.fill_between(n, q[:, 0], q[:, 2], color="C0", alpha=0.25, label="heads: 25th-75th percentile")
     ax.plot(n, q[:, 1], "o-", color="C0", label=f"median head (log-log slope {slope:.2f})")
     ax.plot(n, n, ":", color="0.4", label="effective rank = n")
-    ax.plot(n, np.full_like(n, 8.0), "--", color="C3", label="rank 8")
+    ax.plot(n, np.full_like(n, 8.0), "--", color=method_color("svd"), label="rank 8")
     ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="effective rank",
            title="all-MiniLM-L6-v2: effective rank grows with n")
     ax.set_xticks(n, [f"{v:g}" for v in n])  # the measured lengths, not 3x10^1-style minor labels
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.legend(fontsize=9, frameon=False)
+    ax.legend()
     return fig
 
 
+@book_figure
 def plot_swap(rows: Sequence[Mapping], ks: Sequence[int], ylabel: str, title: str,
               exact_key: str = "", log: bool = True) -> Figure:
     """A model's loss (or output change) with every head replaced by rank-k, top-k or uniform weights.
@@ -73,21 +78,24 @@ def plot_swap(rows: Sequence[Mapping], ks: Sequence[int], ylabel: str, title: st
     'loss'
     """
     fig, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
-    for name, color, label in (("rank", "C0", "rank-k truncation"), ("topk", "C1", "top-k weights per row")):
+    for name, color, label in (("rank", method_color("svd"), "rank-k truncation"),
+                               ("topk", method_color("top-k"), "top-k weights per row")):
         vals = np.array([[r[f"{name}_{k}"] for k in ks] for r in rows])  # (rows, len(ks))
         ax.plot(ks, vals.mean(axis=0), "o-", color=color, label=label)
         ax.fill_between(ks, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2)
-    ax.axhline(np.mean([r["uniform"] for r in rows]), color="0.3", ls="--", label="uniform attention (baseline)")
+    ax.axhline(np.mean([r["uniform"] for r in rows]), color=method_color("uniform"), ls="--",
+               label="uniform attention (baseline)")
     if exact_key:
-        ax.axhline(np.mean([r[exact_key] for r in rows]), color="k", lw=0.8, label="unmodified model")
+        ax.axhline(np.mean([r[exact_key] for r in rows]), color=method_color("exact"), lw=0.8, label="unmodified model")
     ax.set(xscale="log", xlabel="k (rank, or weights kept per row)", ylabel=ylabel, title=title)
     ax.set_xticks(list(ks), [str(k) for k in ks])
     if log:
         ax.set_yscale("log")
-    ax.legend(fontsize=9, frameon=False)
+    ax.legend()
     return fig
 
 
+@book_figure
 def plot_recall(recall: Mapping) -> Figure:
     """Recall accuracy against the number of stored pairs, softmax vs linear memories, per key dimension.
 
@@ -104,7 +112,7 @@ def plot_recall(recall: Mapping) -> Figure:
     3
     """
     ns = np.array(recall["ns"], dtype=float)
-    fig, ax = plt.subplots(figsize=(6.5, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.5, 4.6), layout="constrained")
     styles = {"softmax": ("-", "softmax attention"), "linear_identity": ("--", "linear memory, identity features"),
               "linear": (":", "linear attention, elu+1")}
     for i, d in enumerate(recall["ds"]):
@@ -112,6 +120,9 @@ def plot_recall(recall: Mapping) -> Figure:
             acc = np.asarray(recall[name][i]).mean(axis=-1)  # (len(ns),), mean over seeds
             ax.plot(ns, acc, ls, marker="o", ms=3, color=f"C{i}", label=f"{label}, d = {d}")
     ax.set(xscale="log", xlabel="stored key-value pairs n", ylabel="recall accuracy",
-           title="Query with a stored key: is its own value the nearest output?", ylim=(-0.02, 1.02))
-    ax.legend(fontsize=8, frameon=False, ncols=1, loc="center left", bbox_to_anchor=(1.0, 0.5))
+           title="Query with a stored key: is its own value\nthe nearest output?", ylim=(-0.02, 1.02))
+    # two short legends (line style = memory, colour = key dimension) instead of one per line
+    kinds = [Line2D([], [], color="0.3", ls=ls, label=label) for ls, label in styles.values()]
+    dims = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=f"d = {d}") for i, d in enumerate(recall["ds"])]
+    fig.legend(handles=kinds + dims, loc="outside lower center", ncols=2)
     return fig
