@@ -166,3 +166,22 @@ def test_bad_shapes():
         rank_correlation(np.zeros((2, 3)), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="n=1, d=2, draws=3; expected n >= 2"):
         locality_over_draws(1, 2, 3)
+
+
+def test_rank_correlation_keeps_leading_axes():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 4, 6))
+    got = rank_correlation(a, b)
+    assert got.shape == (2, 3, 4)
+    for i in range(2):
+        for j in range(3):
+            np.testing.assert_array_equal(got[i, j], rank_correlation(a[i, j], b[i, j]))
+
+
+def test_locality_over_draws_reports_the_key_norm_spread():
+    n, d, spread = 30, 6, (0.5, 2.0)
+    loc = locality_over_draws(n, d, 3, seed=4, norm_range=spread)
+    for s in range(3):  # regenerate each draw by the documented recipe
+        gen = np.random.default_rng((4, s))
+        norms = np.linalg.norm(gen.normal(size=(n, d)) * gen.uniform(*spread, size=(n, 1)), axis=1)
+        assert loc["norm_ratio"]["keys"][s] == pytest.approx(norms.max() / norms.min(), rel=1e-14)

@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from attention_course import ShapeError
 from attention_course.figures import kernels as kf
+from attention_course.figures.style import DPI, MAX_WIDTH, RC
 from attention_course.lenses.kernel_learning import fit_bandwidth
 from attention_course.lenses.kernels import (
     mse_by_bandwidth,
@@ -24,20 +25,24 @@ def data():
 
 
 def _check_page(fig: Figure, n_colorbars: int = 0) -> None:
-    """At most 7 in wide; every plotting axes has a title and axis labels; 11 pt titles."""
+    """At most 7 in wide, at the book's DPI; every plotting axes has a title, axis labels and the book's fonts."""
     assert isinstance(fig, Figure)
-    assert fig.get_figwidth() <= 7.0
+    assert fig.get_figwidth() <= MAX_WIDTH and fig.dpi == DPI
     fig.canvas.draw()
     colorbars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(colorbars) == n_colorbars
     for cb in colorbars:
-        assert cb.get_ylabel() == "weight"
+        assert cb.get_ylabel() == "weight (colours: 0 to the largest)"
     for ax in fig.axes:
         if ax in colorbars:
             continue
         assert ax.get_title() and ax.get_xlabel()
-        assert ax.title.get_fontsize() == 11
+        assert ax.title.get_fontsize() == RC["axes.titlesize"]
         assert all(t.get_fontsize() >= 10 for t in ax.get_xticklabels())
+        legend = ax.get_legend()
+        assert legend is None or all(t.get_fontsize() >= 9 for t in legend.get_texts())  # never below 9 pt
+    for legend in fig.legends:
+        assert all(t.get_fontsize() >= 9 for t in legend.get_texts())
 
 
 def test_kernels_and_fits(data):

@@ -3,16 +3,14 @@ r"""Figures for chapter 2: attention as Nadaraya-Watson kernel smoothing.
 Every helper takes results the chapter has already computed (with
 :mod:`attention_course.lenses.kernels`, :mod:`~attention_course.lenses.kernel_learning`
 and :mod:`~attention_course.lenses.attention_kernel`), is drawn for the book's column
-(at most 7 in wide, 11 pt text), labels its axes, adds a colour bar where colour
-carries a value, returns the :class:`matplotlib.figure.Figure` and changes no global
+by :func:`~attention_course.figures.style.book_figure` (at most 7 in wide, 11 pt text),
+labels its axes, adds a colour bar where colour carries a value, returns the :class:`matplotlib.figure.Figure` and changes no global
 matplotlib state. One colour per kernel, as in :data:`KERNEL_COLORS`.
 """
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Optional
 
 import matplotlib.pyplot as plt
@@ -22,6 +20,7 @@ from matplotlib.figure import Figure
 from ..core._backend import Array, ShapeError, shape_str, to_numpy
 from ..lenses.kernel_learning import BandwidthFit
 from ..lenses.kernels import RegressionData, kernel_matrix, mse
+from .style import book_figure
 
 __all__ = [
     "KERNEL_COLORS", "plot_kernels_and_fits", "plot_bandwidth_fits", "plot_attention_row_as_kernel",
@@ -29,22 +28,6 @@ __all__ = [
 ]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "softmax": "tab:red"}
-_TEXT = {"font.size": 11, "axes.titlesize": 11, "axes.labelsize": 11, "legend.fontsize": 9.5,
-         "xtick.labelsize": 10, "ytick.labelsize": 10}
-
-
-@contextmanager
-def _page_style() -> Iterator[None]:
-    """11 pt text for a 7 in wide figure, set for this figure only (rcParams are restored)."""
-    with plt.rc_context(_TEXT):
-        yield
-
-
-def _finish(fig: Figure) -> Figure:
-    """Fix the tick-label size on every axes: ticks are created when drawn, after the rc context."""
-    for ax in fig.axes:
-        ax.tick_params(labelsize=_TEXT["xtick.labelsize"])
-    return fig
 
 
 def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
@@ -54,6 +37,7 @@ def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
     return a
 
 
+@book_figure
 def plot_kernels_and_fits(
     data: RegressionData, fits: Mapping[str, Array], bandwidths: Mapping[str, float]
 ) -> Figure:
@@ -79,23 +63,23 @@ def plot_kernels_and_fits(
     >>> plt.close(fig)
     """
     u = np.linspace(-3, 3, 601)  # (601,) distances in units of h
-    with _page_style():
-        fig, axes = plt.subplots(1, 2, figsize=(7, 4.3), layout="constrained", width_ratios=[1, 1.45])
-        for name in ("gaussian", "laplace", "boxcar"):
-            axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name], label=name)
-        axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
-                    title="Three local kernels, $h = 1$")
-        axes[0].legend(loc="upper left", fontsize=9)
-        axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
-        axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
-        for name, pred in fits.items():
-            axes[1].plot(data.x_test, _vector(f"fits[{name!r}]", pred, len(data.x_test)),
-                         color=KERNEL_COLORS.get(name), label=f"{name} (h = {bandwidths[name]:g})")
-        axes[1].set(xlabel="x", ylabel="y", title="Nadaraya-Watson fits, 40 noisy points", ylim=(-2.5, 6.0))
-        fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=9.5)
-    return _finish(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.3), layout="constrained", width_ratios=[1, 1.45])
+    for name in ("gaussian", "laplace", "boxcar"):
+        axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name], label=name)
+    axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
+                title="Three local kernels, $h = 1$", ylim=(-0.03, 1.6))  # room for the legend
+    axes[0].legend(loc="upper left", handlelength=1.2)
+    axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
+    axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
+    for name, pred in fits.items():
+        axes[1].plot(data.x_test, _vector(f"fits[{name!r}]", pred, len(data.x_test)),
+                     color=KERNEL_COLORS.get(name), label=f"{name} (h = {bandwidths[name]:g})")
+    axes[1].set(xlabel="x", ylabel="y", title="Nadaraya-Watson fits, 40 noisy points", ylim=(-2.5, 6.0))
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+    return fig
 
 
+@book_figure
 def plot_bandwidth_fits(
     data: RegressionData,
     preds: Mapping[float, Array],
@@ -132,28 +116,29 @@ def plot_bandwidth_fits(
     if errors.shape != grid.shape:
         raise ShapeError(f"sweep has shape {shape_str(errors)} but w_grid {shape_str(grid)}; expected one error per w")
     verdicts = ("too wide: blur", "about right", "too narrow: noise")
-    with _page_style():
-        fig, axes = plt.subplots(2, 2, figsize=(7, 5.6), layout="constrained")
-        axes = axes.ravel()
-        for ax, w, verdict in zip(axes, w_fit, verdicts):
-            ax.scatter(data.x_train, data.y_train, s=9, color="0.5", label="training data")
-            ax.plot(data.x_test, data.y_test, "k--", lw=1, label="true curve")
-            ax.plot(data.x_test, _vector(f"preds[{w}]", preds[w], len(data.x_test)),
-                    color=KERNEL_COLORS["gaussian"], lw=2, label="fit")
-            ax.set(xlabel="x", ylabel="y", title=f"w = {w:g} ({verdict})", ylim=(-2, 6))
-        axes[0].legend(loc="lower right", fontsize=9)
-        ax = axes[3]
-        ax.semilogx(grid, errors, color=KERNEL_COLORS["gaussian"], label="seed 0")
-        ax.semilogx(w_fit, [mse(preds[w], data.y_test) for w in w_fit], "o", mfc="none",
-                    color=KERNEL_COLORS["gaussian"], label="seed 0, the three fits")
-        if seed_median is not None:
-            ax.semilogx(w_fit, _vector("seed_median", seed_median, len(w_fit)), "o", color="tab:orange",
-                        label="median, other seeds")
-        ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", title="Test error against w")
-        ax.legend(fontsize=9)
-    return _finish(fig)
+    fig, axes = plt.subplots(2, 2, figsize=(7, 5.6), layout="constrained")
+    axes = axes.ravel()
+    for ax, w, verdict in zip(axes, w_fit, verdicts):
+        ax.scatter(data.x_train, data.y_train, s=9, color="0.5", label="training data")
+        ax.plot(data.x_test, data.y_test, "k--", lw=1, label="true curve")
+        ax.plot(data.x_test, _vector(f"preds[{w}]", preds[w], len(data.x_test)),
+                color=KERNEL_COLORS["gaussian"], lw=2, label="fit")
+        ax.set(xlabel="x", ylabel="y", title=f"w = {w:g} ({verdict})", ylim=(-2, 6))
+    axes[0].legend(loc="lower right")
+    ax = axes[3]
+    ax.semilogx(grid, errors, color=KERNEL_COLORS["gaussian"], label="seed 0")
+    ax.semilogx(w_fit, [mse(preds[w], data.y_test) for w in w_fit], "o", mfc="none",
+                color=KERNEL_COLORS["gaussian"], label="seed 0, the three fits")
+    if seed_median is not None:
+        ax.semilogx(w_fit, _vector("seed_median", seed_median, len(w_fit)), "o", color="tab:orange",
+                    label="median, other seeds")
+    ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", title="Test error against w",
+           ylim=(0, 1.6 * errors.max()))  # room for the legend above the curve
+    ax.legend(loc="upper left")
+    return fig
 
 
+@book_figure
 def plot_attention_row_as_kernel(
     x_train: Array, x_test: Array, weights: Array, query_index: int, bandwidth: float
 ) -> Figure:
@@ -179,7 +164,7 @@ def plot_attention_row_as_kernel(
     >>> _, w = nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=0.4)
     >>> fig = plot_attention_row_as_kernel(data.x_train, data.x_test, w, 25, 0.4)
     >>> fig.axes[2].get_ylabel()
-    'weight'
+    'weight (colours: 0 to the largest)'
     >>> plt.close(fig)
     """
     xs, xq = _vector("x_train", x_train), _vector("x_test", x_test)
@@ -187,28 +172,28 @@ def plot_attention_row_as_kernel(
     if w.shape != (len(xq), len(xs)):
         raise ShapeError(f"weights has shape {shape_str(w)}; expected (T, S) = ({len(xq)}, {len(xs)})")
     q = xq[query_index]
-    with _page_style():
-        fig, axes = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained", width_ratios=[1, 1.2])
-        pad = (xq[1] - xq[0]) / 2 if len(xq) > 1 else 0.5
-        im = axes[0].imshow(w, aspect="auto", cmap="viridis", origin="lower",
-                            extent=(-0.5, len(xs) - 0.5, xq[0] - pad, xq[-1] + pad))
-        axes[0].axhline(q, color="w", lw=0.8, ls=":")
-        axes[0].set(xlabel="training point j (by $x_j$)", ylabel="query $q$ (test x)",
-                    title=f"Weights of the fit, h = {bandwidth:g}")
-        curve = np.linspace(xs.min(), xs.max(), 400)  # (400,)
-        kernel = kernel_matrix(curve, xq[query_index:query_index + 1], "gaussian", bandwidth)[:, 0]  # (400,)
-        axes[1].plot(curve, kernel * w[query_index].max(), color=KERNEL_COLORS["gaussian"], lw=1,
-                     label=r"kernel $\kappa(q, x)$, scaled")
-        axes[1].vlines(xs, 0, w[query_index], color="tab:orange", lw=2)
-        axes[1].plot(xs, w[query_index], "o", color="tab:orange", ms=4, label=r"weights $\alpha_j(q)$")
-        axes[1].axvline(q, color="k", ls=":", lw=1, label=f"query q = {q:.1f}")
-        axes[1].set(xlabel="training input $x_j$", ylabel="weight", title="One row = the kernel at the $x_j$",
-                    ylim=(-0.04 * w[query_index].max(), 1.6 * w[query_index].max()))  # room for the legend
-        axes[1].legend(fontsize=9, loc="upper left")
-        fig.colorbar(im, ax=axes[0], label="weight")
-    return _finish(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained", width_ratios=[1, 1.2])
+    pad = (xq[1] - xq[0]) / 2 if len(xq) > 1 else 0.5
+    im = axes[0].imshow(w, aspect="auto", cmap="viridis", origin="lower", vmin=0,
+                        extent=(-0.5, len(xs) - 0.5, xq[0] - pad, xq[-1] + pad))
+    axes[0].axhline(q, color="w", lw=0.8, ls=":")
+    axes[0].set(xlabel="training point j (by $x_j$)", ylabel="query $q$ (test x)",
+                title=f"Weights of the fit, h = {bandwidth:g}")
+    curve = np.linspace(xs.min(), xs.max(), 400)  # (400,)
+    kernel = kernel_matrix(curve, xq[query_index:query_index + 1], "gaussian", bandwidth)[:, 0]  # (400,)
+    axes[1].plot(curve, kernel * w[query_index].max(), color=KERNEL_COLORS["gaussian"], lw=1,
+                 label=r"kernel $\kappa(q, x)$, scaled")
+    axes[1].vlines(xs, 0, w[query_index], color="tab:orange", lw=2)
+    axes[1].plot(xs, w[query_index], "o", color="tab:orange", ms=4, label=r"weights $\alpha_j(q)$")
+    axes[1].axvline(q, color="k", ls=":", lw=1, label=f"query q = {q:.1f}")
+    axes[1].set(xlabel="training input $x_j$", ylabel="weight", title="One row = the kernel at the $x_j$",
+                ylim=(-0.04 * w[query_index].max(), 1.6 * w[query_index].max()))  # room for the legend
+    axes[1].legend(loc="upper left")
+    fig.colorbar(im, ax=axes[0], label="weight (colours: 0 to the largest)")
+    return fig
 
 
+@book_figure
 def plot_bandwidth_objectives(
     w_grid: Array,
     objectives: Mapping[str, Array],
@@ -247,22 +232,22 @@ def plot_bandwidth_objectives(
     missing = set(styles) - set(objectives)
     if missing:
         raise KeyError(f"objectives lacks {sorted(missing)}; expected keys {sorted(styles)}")
-    with _page_style():
-        fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
-        for key, (label, color, ls) in styles.items():
-            axes[0].semilogx(grid, _vector(f"objectives[{key!r}]", objectives[key], len(grid)),
-                             color=color, ls=ls, label=label)
-        axes[0].axvline(fit_loo.w, color=KERNEL_COLORS["gaussian"], ls=":", lw=1, label="learned w, leave-one-out")
-        axes[0].axvline(fit_self.w, color="tab:red", ls=":", lw=1, label="learned w, self included")
-        axes[0].set(xlabel="inverse bandwidth w", ylabel="mean squared error", title="Two objectives, one test error")
-        axes[1].plot(fit_loo.w_history, color=KERNEL_COLORS["gaussian"], label="leave-one-out: converges")
-        axes[1].plot(fit_self.w_history, color="tab:red", label="self included: keeps growing")
-        axes[1].set(xlabel="Adam step", ylabel="learned w", title="w during training")
-        axes[1].legend(fontsize=9, loc="upper left")
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=9.5)
-    return _finish(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
+    for key, (label, color, ls) in styles.items():
+        axes[0].semilogx(grid, _vector(f"objectives[{key!r}]", objectives[key], len(grid)),
+                         color=color, ls=ls, label=label)
+    axes[0].axvline(fit_loo.w, color=KERNEL_COLORS["gaussian"], ls=":", lw=1, label="learned w, leave-one-out")
+    axes[0].axvline(fit_self.w, color="tab:red", ls=":", lw=1, label="learned w, self included")
+    axes[0].set(xlabel="inverse bandwidth w", ylabel="mean squared error", title="Two objectives, one test error")
+    axes[1].plot(fit_loo.w_history, color=KERNEL_COLORS["gaussian"], label="leave-one-out: converges")
+    axes[1].plot(fit_self.w_history, color="tab:red", label="self included: keeps growing")
+    axes[1].set(xlabel="Adam step", ylabel="learned w", title="w during training")
+    axes[1].legend(loc="upper left")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
+    return fig
 
 
+@book_figure
 def plot_learned_metric(
     W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array
 ) -> Figure:
@@ -298,34 +283,34 @@ def plot_learned_metric(
     col_norms = np.linalg.norm(Wm, axis=0)  # (d,) |W e_j|
     names = [f"$x_{j}$" for j in range(d)]
     delta = np.linspace(-2, 2, 401)  # (401,)
-    with _page_style():
-        fig, axes = plt.subplot_mosaic([["norms", "kernel"], ["pred", "pred"]], figsize=(7, 6.4),
-                                       layout="constrained", height_ratios=[1, 0.9])
-        ax = axes["norms"]
-        ax.bar(names, col_norms, color=[KERNEL_COLORS["gaussian"]] + ["0.6"] * (d - 1))
-        ax.axhline(1.0, color="k", ls=":", lw=1, label="start (W = I)")
-        ax.set(xlabel="input coordinate", ylabel=r"column norm $\|W e_j\|$", title="The learned metric singles out $x_0$")
-        ax.legend(fontsize=9)
-        ax = axes["kernel"]
-        for j in range(d):
-            shift = np.outer(delta, np.eye(d)[j])  # (401, d): move along coordinate j only
-            ax.plot(delta, kernel_matrix(shift @ Wm.T, np.zeros((1, d)), "gaussian", 1.0)[:, 0],
-                    lw=2.2 if j == 0 else 1.2, color=KERNEL_COLORS["gaussian"] if j == 0 else f"C{j + 1}",
-                    label=f"along {names[j]}")
-        ax.plot(delta, np.exp(-delta**2 / 2), "k:", lw=1, label="start, any axis")
-        ax.set(xlabel=r"offset $\delta$ along one coordinate", ylabel=r"$\kappa_W(x, x + \delta e_j)$",
-               title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.6))
-        ax.legend(fontsize=8.5, loc="upper center", ncol=2, handlelength=1.2, columnspacing=0.8)
-        ax = axes["pred"]
-        order = np.argsort(x[:, 0])  # (T,)
-        ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")
-        ax.scatter(x[:, 0], before, s=4, color="0.6", label="W = I")
-        ax.scatter(x[:, 0], after, s=4, color=KERNEL_COLORS["gaussian"], label="learned W")
-        ax.set(xlabel="$x_0$", ylabel="prediction", title="Test predictions against $x_0$", ylim=(-1.15, 1.5))
-        ax.legend(fontsize=9.5, markerscale=3, loc="upper center", ncol=3)
-    return _finish(fig)
+    fig, axes = plt.subplot_mosaic([["norms", "kernel"], ["pred", "pred"]], figsize=(7, 6.4),
+                                   layout="constrained", height_ratios=[1, 0.9])
+    ax = axes["norms"]
+    ax.bar(names, col_norms, color=[KERNEL_COLORS["gaussian"]] + ["0.6"] * (d - 1))
+    ax.axhline(1.0, color="k", ls=":", lw=1, label="start (W = I)")
+    ax.set(xlabel="input coordinate", ylabel=r"column norm $\|W e_j\|$", title="The learned metric singles out $x_0$")
+    ax.legend()
+    ax = axes["kernel"]
+    for j in range(d):
+        shift = np.outer(delta, np.eye(d)[j])  # (401, d): move along coordinate j only
+        ax.plot(delta, kernel_matrix(shift @ Wm.T, np.zeros((1, d)), "gaussian", 1.0)[:, 0],
+                lw=2.2 if j == 0 else 1.2, color=KERNEL_COLORS["gaussian"] if j == 0 else f"C{j + 1}",
+                label=f"along {names[j]}")
+    ax.plot(delta, np.exp(-delta**2 / 2), "k:", lw=1, label="start, any axis")
+    ax.set(xlabel=r"offset $\delta$ along one coordinate", ylabel=r"$\kappa_W(x, x + \delta e_j)$",
+           title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.6))
+    ax.legend(loc="upper center", ncol=2, handlelength=1.2, columnspacing=0.8)
+    ax = axes["pred"]
+    order = np.argsort(x[:, 0])  # (T,)
+    ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")
+    ax.scatter(x[:, 0], before, s=4, color="0.6", label="W = I")
+    ax.scatter(x[:, 0], after, s=4, color=KERNEL_COLORS["gaussian"], label="learned W")
+    ax.set(xlabel="$x_0$", ylabel="prediction", title="Test predictions against $x_0$", ylim=(-1.15, 1.5))
+    ax.legend(markerscale=3, loc="upper center", ncol=3)
+    return fig
 
 
+@book_figure
 def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_index: int = 0) -> Figure:
     r"""One query's attention weights drawn on 2-D keys, one panel per kernel, with a shared colour bar.
 
@@ -346,7 +331,7 @@ def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_inde
     >>> pts = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     >>> fig = plot_weights_on_keys(pts, {"a": np.array([0.5, 0.3, 0.2]), "b": np.array([0.2, 0.7, 0.1])})
     >>> len(fig.axes), fig.axes[-1].get_ylabel()
-    (3, 'weight')
+    (3, 'weight (colours: 0 to the largest)')
     >>> plt.close(fig)
     """
     p = np.asarray(to_numpy(points), dtype=float)
@@ -354,21 +339,20 @@ def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_inde
         raise ShapeError(f"points has shape {shape_str(p)}; expected (S, 2)")
     rows = {title: _vector(f"weights[{title!r}]", w, len(p)) for title, w in weights.items()}
     vmax = max(w.max() for w in rows.values())
-    with _page_style():
-        fig, axes = plt.subplots(1, len(rows), figsize=(7, 3.8), layout="constrained", sharey=True, squeeze=False)
-        axes = axes[0]
-        for ax, (title, w) in zip(axes, rows.items()):
-            sc = ax.scatter(p[:, 0], p[:, 1], c=w, s=40 + 600 * w, cmap="viridis", vmin=0, vmax=vmax, edgecolor="k")
-            ax.plot(*p[query_index], "r*", ms=14, label=f"query (on key {query_index})")
-            for j, (px, py) in enumerate(p):
-                ax.annotate(f"k{j}: {w[j]:.2f}", (px, py), textcoords="offset points", xytext=(8, 6), fontsize=9)
-            ax.set(xlabel="key coordinate 1", title=f"{title}\nlargest weight {w.max():.2f}, on k{w.argmax()}",
-                   aspect="equal", xlim=(p[:, 0].min() - 0.5, p[:, 0].max() + 1.0),
-                   ylim=(p[:, 1].min() - 0.5, p[:, 1].max() + 0.6))
-        axes[0].set_ylabel("key coordinate 2")
-        axes[0].legend(fontsize=9, loc="lower left")
-        fig.colorbar(sc, ax=list(axes), label="weight", shrink=0.7)
-    return _finish(fig)
+    fig, axes = plt.subplots(1, len(rows), figsize=(7, 3.8), layout="constrained", sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, (title, w) in zip(axes, rows.items()):
+        sc = ax.scatter(p[:, 0], p[:, 1], c=w, s=40 + 600 * w, cmap="viridis", vmin=0, vmax=vmax, edgecolor="k")
+        ax.plot(*p[query_index], "r*", ms=14, label=f"query (on key {query_index})")
+        for j, (px, py) in enumerate(p):
+            ax.annotate(f"k{j}: {w[j]:.2f}", (px, py), textcoords="offset points", xytext=(8, 6))
+        ax.set(xlabel="key coordinate 1", title=f"{title}\nlargest weight {w.max():.2f}, on k{w.argmax()}",
+               aspect="equal", xlim=(p[:, 0].min() - 0.5, p[:, 0].max() + 1.0),
+               ylim=(p[:, 1].min() - 0.5, p[:, 1].max() + 0.6))
+    axes[0].set_ylabel("key coordinate 2")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center")
+    fig.colorbar(sc, ax=list(axes), label="weight (colours: 0 to the largest)", shrink=0.7)
+    return fig
 
 
 _LOCALITY_COLORS = {"gaussian": "tab:blue", "dot": "tab:red", "unit": "tab:purple", "random": "tab:gray"}
@@ -376,6 +360,7 @@ _LOCALITY_LABELS = {"gaussian": "Gaussian", "dot": "dot product", "unit": "dot p
                     "random": "random scores"}
 
 
+@book_figure
 def plot_locality(results: Mapping[str, Mapping[str, Mapping[str, Array]]], n: int) -> Figure:
     r"""The two locality measures of :func:`~attention_course.lenses.attention_kernel.locality_over_draws`, mean ± sd.
 
@@ -405,24 +390,23 @@ def plot_locality(results: Mapping[str, Mapping[str, Mapping[str, Array]]], n: i
     if not results:
         raise ValueError("results is empty; expected at least one setting")
     for label, r in results.items():
-        if set(r) != set(measures):
+        if not set(measures) <= set(r):
             raise ValueError(f"results[{label!r}] has measures {sorted(r)}; expected {sorted(measures)}")
     kernels = list(next(iter(results.values()))["own_key"])
     width = 0.8 / len(kernels)
-    with _page_style():
-        fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
-        for ax, (measure, ylabel) in zip(axes, measures.items()):
-            for i, kernel in enumerate(kernels):
-                values = [_vector(f"results[{label!r}][{measure!r}][{kernel!r}]", r[measure][kernel])
-                          for label, r in results.items()]
-                x = np.arange(len(values)) + (i - (len(kernels) - 1) / 2) * width  # (settings,)
-                ax.errorbar(x, [v.mean() for v in values], yerr=[v.std() for v in values], fmt="o", capsize=3,
-                            color=_LOCALITY_COLORS.get(kernel), label=_LOCALITY_LABELS.get(kernel, kernel))
-            ax.set_xticks(np.arange(len(results)), [textwrap.fill(label, 13) for label in results], fontsize=9)
-            ax.set(ylabel=ylabel, xlabel="keys", ylim=(-0.1, 1.08))
-        axes[0].axhline(1 / n, color="k", ls=":", lw=1, label=f"chance 1/n = {1 / n:.2f}")
-        axes[1].axhline(0, color="k", ls=":", lw=1)
-        axes[0].set_title("Is the nearest key the winner?")
-        axes[1].set_title("Does weight fall with distance?")
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=9)
-    return _finish(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
+    for ax, (measure, ylabel) in zip(axes, measures.items()):
+        for i, kernel in enumerate(kernels):
+            values = [_vector(f"results[{label!r}][{measure!r}][{kernel!r}]", r[measure][kernel])
+                      for label, r in results.items()]
+            x = np.arange(len(values)) + (i - (len(kernels) - 1) / 2) * width  # (settings,)
+            ax.errorbar(x, [v.mean() for v in values], yerr=[v.std() for v in values], fmt="o", capsize=3,
+                        color=_LOCALITY_COLORS.get(kernel), label=_LOCALITY_LABELS.get(kernel, kernel))
+        ax.set_xticks(np.arange(len(results)), [label.replace(", ", ",\n") for label in results])
+        ax.set(ylabel=ylabel, xlabel="key lengths, dimension", ylim=(-0.1, 1.08))
+    axes[0].axhline(1 / n, color="k", ls=":", lw=1, label=f"chance 1/n = {1 / n:.2f}")
+    axes[1].axhline(0, color="k", ls=":", lw=1)
+    axes[0].set_title("Is the nearest key the winner?")
+    axes[1].set_title("Does weight fall with distance?")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    return fig

@@ -148,11 +148,12 @@ def rank_correlation(a: Array, b: Array) -> np.ndarray:
 
     Parameters
     ----------
-    a, b : array, shape (T, S), S >= 2
+    a, b : array, shape (..., T, S), S >= 2
+        Leading axes (layers, heads) are kept.
 
     Returns
     -------
-    ndarray, shape (T,)
+    ndarray, shape (..., T)
 
     Examples
     --------
@@ -160,9 +161,10 @@ def rank_correlation(a: Array, b: Array) -> np.ndarray:
     array([ 1., -1.])
     """
     x, y = (np.asarray(to_numpy(m), dtype=np.float64) for m in (a, b))
-    if x.ndim != 2 or x.shape != y.shape or x.shape[1] < 2:
-        raise ShapeError(f"a has shape {shape_str(x)} and b {shape_str(y)}; expected the same shape (T, S) with S >= 2")
-    rx, ry = (m.argsort(-1).argsort(-1).astype(np.float64) for m in (x, y))  # (T, S) ranks 0 .. S-1
+    if x.ndim < 2 or x.shape != y.shape or x.shape[-1] < 2:
+        raise ShapeError(f"a has shape {shape_str(x)} and b {shape_str(y)}; expected the same shape (..., T, S) "
+                         f"with S >= 2")
+    rx, ry = (m.argsort(-1).argsort(-1).astype(np.float64) for m in (x, y))  # (..., T, S) ranks 0 .. S-1
     rx -= rx.mean(-1, keepdims=True)
     ry -= ry.mean(-1, keepdims=True)
     return (rx * ry).sum(-1) / np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
@@ -191,6 +193,9 @@ def locality_over_draws(
     * ``"rank_corr"``: the mean over queries of :func:`rank_correlation` between the
       scores and minus the distances: 1 when weight falls with distance, about 0 for random scores.
 
+    and, to compare the spread of the keys with a trained model's, ``"norm_ratio"``: the
+    largest over the smallest key norm of each draw.
+
     Parameters
     ----------
     n, d : int
@@ -205,7 +210,8 @@ def locality_over_draws(
     Returns
     -------
     dict
-        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}`` for the four kernels.
+        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}`` for the four kernels,
+        and ``"norm_ratio": {"keys": (draws,)}``.
 
     Examples
     --------
@@ -214,15 +220,20 @@ def locality_over_draws(
     {'gaussian': 1.0, 'dot': 0.48, 'unit': 1.0, 'random': 0.02}
     >>> {name: round(float(r.mean()), 2) for name, r in loc["rank_corr"].items()}
     {'gaussian': 1.0, 'dot': 0.59, 'unit': 1.0, 'random': -0.01}
+    >>> loc["norm_ratio"]["keys"].round(1)  # largest / smallest key norm of each draw
+    array([ 6.4, 10. ,  5.7,  5.3,  6.9])
     """
     if n < 2 or d < 1 or draws < 1:
         raise ValueError(f"n={n}, d={d}, draws={draws}; expected n >= 2, d >= 1, draws >= 1")
     kernels = ("gaussian", "dot", "unit", "random")
     out: dict[str, dict[str, list[float]]] = {m: {k: [] for k in kernels} for m in ("own_key", "rank_corr")}
+    out["norm_ratio"] = {"keys": []}
     for s in range(draws):
         gen = np.random.default_rng((seed, s))
         keys = gen.normal(size=(n, d)) * gen.uniform(*norm_range, size=(n, 1))  # (n, d), lengths vary
-        unit = keys / np.linalg.norm(keys, axis=-1, keepdims=True)  # (n, d), norm 1
+        norms = np.linalg.norm(keys, axis=-1, keepdims=True)  # (n, 1)
+        out["norm_ratio"]["keys"].append(float(norms.max() / norms.min()))
+        unit = keys / norms  # (n, d), norm 1
         sq = ((keys[:, None, :] - keys[None, :, :]) ** 2).sum(-1)  # (n, n) squared distances
         sq_unit = ((unit[:, None, :] - unit[None, :, :]) ** 2).sum(-1)  # (n, n) between unit keys
         scores = {
