@@ -120,3 +120,30 @@ def test_maps_log_shares_one_log_colour_scale():
         gp.plot_maps_log({"v": np.ones(4)})
     with pytest.raises(ValueError, match="maps is empty"):
         gp.plot_maps_log({})
+
+
+def test_head_grid_annotates_every_head_and_tops_the_scale():
+    values = np.arange(12.0).reshape(3, 4) / 20  # (layers, heads)
+    fig = _render(gp.plot_head_grid(values, label="miss", title="t", vmax=1.0))
+    ax, cbar = fig.axes
+    assert [t.get_text() for t in ax.texts][:3] == [".00", ".05", ".10"]
+    assert len(ax.texts) == 12 and ax.get_title() == "t" and cbar.get_ylabel() == "miss"
+    assert ax.images[0].get_clim() == (0.0, 1.0)
+    assert fig.get_size_inches()[0] <= 7.0
+    with pytest.raises(ShapeError, match=r"\(12,\)"):
+        gp.plot_head_grid(values.ravel(), label="miss")
+
+
+def test_probe_curves_draw_medians_bands_and_one_colour_per_readout():
+    stacks = {"a": np.array([[1.0, 0.5, 0.2], [1.0, 0.7, 0.4]])}  # (seeds, layers)
+    encoder = {"M, own": np.ones(4), "M, previous": np.linspace(0.2, 0.9, 4),
+               "scrambled, own": np.ones(4), "scrambled, previous": np.full(4, 0.3)}
+    fig = _render(gp.plot_probe_curves(stacks, [0, 2, 4], encoder, chance=0.1, title="t"))
+    left, right = fig.axes
+    np.testing.assert_allclose(left.get_lines()[0].get_ydata(), [1.0, 0.6, 0.3])  # the median of two seeds
+    assert left.get_lines()[-1].get_ydata()[0] == 0.1  # the chance line
+    lines = {line.get_label(): line for line in right.get_lines()}
+    assert lines["M, own"].get_color() == lines["scrambled, own"].get_color()
+    assert lines["M, own"].get_color() != lines["M, previous"].get_color()
+    assert lines["scrambled, previous"].get_linestyle() == "--" and lines["M, own"].get_linestyle() == "-"
+    assert fig.get_size_inches()[0] <= 7.0

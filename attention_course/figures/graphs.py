@@ -21,11 +21,13 @@ from matplotlib.patches import FancyArrowPatch
 
 from ..core._backend import Array, ShapeError, to_numpy
 from ..lenses.graphs import band_width
+from .style import book_figure
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
 __all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log",
-           "plot_receptive_field_growth", "plot_rank_collapse"]
+           "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid",
+           "plot_probe_curves"]
 
 
 def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
@@ -44,6 +46,7 @@ def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.nda
     return keep
 
 
+@book_figure
 def plot_attention_graph(
     weights: Array,
     labels: Optional[Sequence[str]] = None,
@@ -118,15 +121,15 @@ def plot_attention_graph(
     for (x, y), lab, w_self, own in zip(xy, labels, np.diag(W), self_kept):
         r, g, b, _ = colours(norm(w_self))
         dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
-        ax.text(x, y, lab, ha="center", va="center", fontsize=9, zorder=3,
+        ax.text(x, y, lab, ha="center", va="center", fontsize=9, zorder=3,  # 9 pt: a word fits its node
                 color="white" if dark else "black",
                 bbox=dict(boxstyle="round,pad=0.3", fc=(r, g, b),
                           ec="tab:red" if own else "0.3", lw=2.2 if own else 0.8))
     if layout == "arc":
         reach = 0.25 * (T - 1)  # height of the longest arc (a quarter of its span)
         ax.set(xlim=(-0.7, T - 0.3), ylim=(-reach - 0.5, reach + 0.5))
-        ax.text(-0.6, reach, "from earlier tokens", fontsize=8, color="0.35", va="top")
-        ax.text(-0.6, -reach, "from later tokens", fontsize=8, color="0.35", va="bottom")
+        ax.text(-0.6, reach, "from earlier tokens", color="0.35", va="top")
+        ax.text(-0.6, -reach, "from later tokens", color="0.35", va="bottom")
     else:
         ax.set(xlim=(-1.25, 1.25), ylim=(-1.25, 1.25))
     ax.set_aspect("equal")
@@ -143,6 +146,7 @@ def _weight_colorbar(fig: Figure, ax: object, cmap: str) -> None:
                  label=r"weight $\alpha_{ij}$ (arrows; node fill = self weight)")
 
 
+@book_figure
 def plot_attention_graphs(
     maps: Mapping[str, Array],
     labels: Optional[Sequence[str]] = None,
@@ -178,6 +182,7 @@ def plot_attention_graphs(
     return fig
 
 
+@book_figure
 def plot_maps_log(
     maps: Mapping[str, Array],
     labels: Optional[Sequence[str]] = None,
@@ -234,6 +239,7 @@ def _outline(ax: Axes, region: np.ndarray, **line_kw: object) -> None:
     ax.add_collection(LineCollection(segments, **line_kw))
 
 
+@book_figure
 def plot_receptive_field_growth(
     measured: Sequence[Array],
     predicted: Sequence[Array],
@@ -265,18 +271,19 @@ def plot_receptive_field_growth(
             f"expected the same positive number (one per depth)"
         )
     n = len(measured)
-    fig, panels = plt.subplot_mosaic([[f"L{i}" for i in range(n)], ["width"] * n],
-                                     figsize=(PAGE_WIDTH, min(PAGE_WIDTH / n, 2.6) + 3.0), layout="constrained",
-                                     height_ratios=[1.0, 1.1])
-    axes = [panels[f"L{i}"] for i in range(n)] + [panels["width"]]  # depths first, widths last
+    cols, rows = (n + 1) // 2, min(n, 2)  # depths in two rows, the widths panel to their right
+    fig = plt.figure(figsize=(PAGE_WIDTH, 2.3 * rows + 0.9), layout="constrained")
+    grid = fig.add_gridspec(rows, cols + 1, width_ratios=[1.0] * cols + [1.3])
+    axes = [fig.add_subplot(grid[k // cols, k % cols]) for k in range(n)]  # depths first
+    axes.append(fig.add_subplot(grid[:, cols]))  # widths last
     for depth, (ax, m, p) in enumerate(zip(axes, measured, predicted), start=1):
         M, P = to_numpy(m).astype(bool), to_numpy(p).astype(bool)
         im = ax.imshow(M.astype(float), cmap="Greys", vmin=-0.15, vmax=1.0)
         _outline(ax, P, colors="tab:red", linewidths=1.6)
         agree = "agree" if np.array_equal(M, P) else "DIFFER"
-        ax.set_title(f"L = {depth} ({agree})", fontsize=10)
+        ax.set_title(f"L = {depth} ({agree})")
         ax.set_xlabel("input j")
-        ax.set_ylabel("output i" if depth == 1 else "")
+        ax.set_ylabel("output i" if (depth - 1) % cols == 0 else "")
     cbar = fig.colorbar(im, ax=list(axes[:n]), ticks=[0, 1], shrink=0.75)
     cbar.ax.set_yticklabels(["no", "depends"])
     ax = axes[-1]
@@ -291,12 +298,13 @@ def plot_receptive_field_growth(
     ax.set_xticks(depths)
     ax.set_xlabel("layers L")
     ax.set_ylabel("receptive field half-width  max |i - j|")
-    ax.set_title("Half-width against depth", fontsize=10)
-    ax.legend(fontsize=8, loc="center left")
+    ax.set_title("Half-width against depth")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.93))  # between the complete graph and the band
     fig.suptitle(title)
     return fig
 
 
+@book_figure
 def plot_rank_collapse(
     curves: Mapping[str, Array],
     ax: Optional[Axes] = None,
@@ -326,16 +334,16 @@ def plot_rank_collapse(
                     label=name)
     if floor is not None:
         ax.axhline(floor, color="0.5", ls=":", lw=1)
-        ax.text(ax.get_xlim()[1], floor, "float64 resolution ", ha="right", va="bottom",
-                fontsize=8, color="0.4")
+        ax.text(ax.get_xlim()[1], floor, "float64 resolution ", ha="right", va="bottom", color="0.4")
     ax.set_xlabel("layer")
     ax.set_ylabel(r"distance to rank 1, $\min_x \|X - 1x^\top\|_F / \|X\|_F$")
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend()
     return fig
 
 
+@book_figure
 def plot_rank_one_parts(
     parts: Mapping[str, Array],
     title: str = "Spread between tokens and shared part, absolute sizes",
@@ -369,7 +377,85 @@ def plot_rank_one_parts(
         ax.set_xlabel("layer")
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend()
     fig.suptitle(title)
     fig.tight_layout()
+    return fig
+
+
+@book_figure
+def plot_head_grid(values: Array, *, label: str, title: str = "", vmax: Optional[float] = None) -> Figure:
+    """One number per head as a (layers, heads) grid of coloured cells, each cell annotated.
+
+    ``vmax`` (default: the largest value) tops the colour scale; name it in ``label``.
+
+    Examples
+    --------
+    >>> fig = plot_head_grid(np.array([[0.1, 0.4], [0.2, 0.3]]), label="miss")
+    >>> fig.axes[0].get_xlabel(), len(fig.axes[0].texts)
+    ('head', 4)
+    """
+    V = to_numpy(values).astype(float)
+    if V.ndim != 2:
+        raise ShapeError(f"values has shape {V.shape}; expected (layers, heads)")
+    n_layers, n_heads = V.shape
+    top = float(V.max()) if vmax is None else vmax
+    fig, ax = plt.subplots(figsize=(min(PAGE_WIDTH, 0.5 * n_heads + 1.6), 0.45 * n_layers + 1.3),
+                           layout="constrained")
+    im = ax.imshow(V, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
+    for (l, h), v in np.ndenumerate(V):
+        ax.text(h, l, f"{v:.2f}".lstrip("0"), ha="center", va="center", fontsize=9,  # 9 pt fits a cell
+                color="white" if v < 0.55 * top else "black")
+    ax.set_xticks(range(n_heads), labels=[str(h + 1) for h in range(n_heads)])
+    ax.set_yticks(range(n_layers), labels=[str(l + 1) for l in range(n_layers)])
+    ax.set(xlabel="head", ylabel="layer", title=title)
+    fig.colorbar(im, ax=ax, label=label, shrink=0.9)
+    return fig
+
+
+@book_figure
+def plot_probe_curves(
+    stacks: Mapping[str, Array], layers: Sequence[int], encoder: Mapping[str, Array], *,
+    chance: float, title: str = "",
+) -> Figure:
+    """Linear-probe accuracy against depth: random stacks (left) and a trained encoder (right).
+
+    Parameters
+    ----------
+    stacks : mapping of label -> array (seeds, len(layers))
+        From :func:`attention_course.lenses.depth_probe.stack_probe_curves`: median line, range band.
+    layers : the layers the stacks were probed after.
+    encoder : mapping of label -> array (n_layers + 1,)
+        Rows of :func:`attention_course.lenses.depth_probe.encoder_probe`; a label containing
+        "scrambled" is drawn dashed.
+    chance : the accuracy of guessing the most common label (a dotted line on the left).
+
+    Examples
+    --------
+    >>> fig = plot_probe_curves({"a": np.ones((2, 3))}, [0, 1, 2], {"own": np.ones(4)}, chance=0.1)
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['layer', 'layer']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.9), layout="constrained")
+    x = np.asarray(layers)
+    for name, acc in stacks.items():
+        a = to_numpy(acc).astype(float)  # (seeds, len(layers))
+        line, = axes[0].plot(x, np.median(a, axis=0), marker="o", ms=3, lw=1.6, label=name)
+        axes[0].fill_between(x, a.min(axis=0), a.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+    axes[0].axhline(chance, color="0.5", ls=":", lw=1)
+    axes[0].set(xlabel="layer", ylabel="own label read back (held out)", ylim=(0, 1.05),
+                title="Random stacks")
+    colours: dict = {}  # one colour per read-out ("own", "previous", ...): the text after the last comma
+    for name, acc in encoder.items():
+        a = to_numpy(acc).astype(float)
+        what = name.rpartition(", ")[2]
+        colour = colours.setdefault(what, f"C{len(colours)}")
+        axes[1].plot(np.arange(len(a)), a, marker="o", ms=3, lw=1.6, label=name, color=colour,
+                     ls="--" if "scrambled" in name else "-")
+    axes[1].set(xlabel="layer", ylabel="token read back (held out)", ylim=(0, 1.05), title="MiniLM")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes: no line is hidden
+    if title:
+        fig.suptitle(title)
     return fig

@@ -85,7 +85,8 @@ def attention_stack(
 
     Parameters
     ----------
-    x : array or tensor, shape (T, d_model)
+    x : array or tensor, shape (T, d_model) or (B, T, d_model)
+        One sequence of tokens, or a batch of them run through the same weights.
     params : list of dict
         From :func:`init_stack_params`.
     mask : bool array, shape (T, T), optional
@@ -98,22 +99,22 @@ def attention_stack(
     >>> len(outs), outs[-1].shape
     (4, (6, 8))
     """
-    if x.ndim != 2 or x.shape[-1] != params[0]["W_q"].shape[0]:
+    if x.ndim not in (2, 3) or x.shape[-1] != params[0]["W_q"].shape[0]:
         raise ShapeError(
             f"x has shape {shape_str(x)}; "
-            f"expected (T, {params[0]['W_q'].shape[0]}) for these params"
+            f"expected (T, {params[0]['W_q'].shape[0]}) or (B, T, {params[0]['W_q'].shape[0]}) for these params"
         )
     conv = (lambda p: torch.as_tensor(p, dtype=x.dtype)) if is_torch(x) else (lambda p: p)
     outs = [x]
     for layer in params:
         P = {name: conv(p) for name, p in layer.items()}
-        q, k, v = x @ P["W_q"], x @ P["W_k"], x @ P["W_v"]  # (T, d_model) each
-        h, _ = att.scaled_dot_product_attention(q, k, v, mask)  # (T, d_model)
+        q, k, v = x @ P["W_q"], x @ P["W_k"], x @ P["W_v"]  # (..., T, d_model) each
+        h, _ = att.scaled_dot_product_attention(q, k, v, mask)  # (..., T, d_model)
         x = x + h if skip else h
         x = _layer_norm(x) if layernorm else x
         if mlp:
-            u = x @ P["W_1"]  # (T, d_ff)
-            f = (u * (u > 0)) @ P["W_2"]  # ReLU, (T, d_model)
+            u = x @ P["W_1"]  # (..., T, d_ff)
+            f = (u * (u > 0)) @ P["W_2"]  # ReLU, (..., T, d_model)
             x = x + f if skip else f
             x = _layer_norm(x) if layernorm else x
         outs.append(x)

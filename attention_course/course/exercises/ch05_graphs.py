@@ -1,4 +1,4 @@
-"""Chapter 5 exercises: a message-passing step, a receptive field, attention rollout.
+"""Chapter 5 exercises: a message-passing step, a receptive field, attention rollout, a graph's overlap.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
 feedback they get; the tests check that every mutant is caught with its own message.
@@ -13,6 +13,10 @@ Signatures the notebook's stubs should use:
   self-attention under the banded mask ``|i - j| <= window``.
 * ``attention-rollout``: ``fn(weights) -> R`` with ``weights`` (L, T, T), layer 1
   first; returns (T, T) = ``Â_L ... Â_1``, ``Â = rownorm(0.5 A + 0.5 I)``.
+* ``effective-graph-overlap``: ``fn(A, B, perm, mass) -> float`` with ``A``, ``B`` (n, n) one
+  head's attention over a sentence's words and over a shuffle of them, ``perm[p]`` the original
+  index of the word at position p of the shuffle; returns the mean over words of the Jaccard
+  overlap of the word's ``mass`` key set in ``A`` and in ``B`` (keys compared as words).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import torch
 from ...core import attention as att
 from ...lenses import graphs as g
 from ...lenses.rollout import attention_rollout
+from ...lenses.topology import shuffle_overlap
 from ._core import Case, Exercise, Mutant, register
 
 __all__ = ["EXERCISES"]
@@ -320,4 +325,156 @@ register(
     )
 )
 
-EXERCISES = ("message-passing-step", "banded-receptive-field", "attention-rollout")
+
+
+# ------------------------------------------------------------ effective graph under a shuffle
+def _peaked(rng, n):
+    w = rng.random((n, n)) ** 4 + 1e-3  # a few heavy keys per row, no ties
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _overlap_cases() -> list[Case]:
+    rng = np.random.default_rng(55)
+    p6, p7, p8 = rng.permutation(6), rng.permutation(7), rng.permutation(8)
+    content = _peaked(rng, 7) * 0.3
+    content[:, 2] += 0.7  # every query reads word 2, wherever it stands
+    prev = np.eye(6, k=-1) * 0.9 + 0.1 / 6
+    prev[0, 0] += 0.9  # the previous word (the first word reads itself)
+    A6 = _peaked(rng, 6)
+    return [
+        Case("6 words, an unrelated shuffled map, mass 0.8", (A6, _peaked(rng, 6), p6, 0.8)),
+        Case("the same map, words not moved (identity perm)", (A6, A6.copy(), np.arange(6), 0.8)),
+        Case("a content head: the shuffled map follows the words", (content, content[np.ix_(p7, p7)], p7, 0.8)),
+        Case("a previous-word head, words reversed", (prev, prev.copy(), np.arange(6)[::-1].copy(), 0.8)),
+        Case("8 words, mass 0.5", (_peaked(rng, 8), _peaked(rng, 8), p8, 0.5)),
+        Case("7 words, mass 0.95", (_peaked(rng, 7), _peaked(rng, 7), p7, 0.95)),
+        Case("a one-word sentence", (np.ones((1, 1)), np.ones((1, 1)), np.zeros(1, dtype=int), 0.8)),
+    ]
+
+
+def _overlap_reference(A, B, perm, mass):
+    words, _, _ = shuffle_overlap(A[None, None], [B[None, None]], [list(perm)], mass)  # (1, 1) each
+    return float(words[0, 0])
+
+
+def _keys(row, mass, strict=False):
+    order = np.argsort(-row, kind="stable")  # heaviest key first
+    share = np.cumsum(row[order]) / row.sum()  # (n,)
+    k = int((share < mass - 1e-9).sum()) + (0 if strict else 1)
+    return set(order[:max(k, 0)].tolist())
+
+
+def _jaccard(a, b):
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _overlap_with(follow_query=True, map_keys=True, inverse=False, strict=False, columns=False, total=False):
+    def f(A, B, perm, mass):
+        if columns:
+            A, B = A.T, B.T
+        perm = np.asarray(perm)
+        to_word = np.argsort(perm) if inverse else perm  # position in the shuffle -> original word
+        where = perm if inverse else np.argsort(perm)  # original word -> its position in the shuffle
+        out = 0.0
+        for i in range(len(A)):
+            kb = _keys(B[where[i] if follow_query else i], mass, strict)
+            out += _jaccard(_keys(A[i], mass, strict), {int(to_word[j]) for j in kb} if map_keys else kb)
+        return out if total else out / len(A)
+
+    return f
+
+
+def _overlap_out_of_range(got, expected, args):
+    value = np.asarray(got, dtype=float)
+    if value.size == 1 and np.isfinite(value).all() and not 0.0 <= float(value.reshape(-1)[0]) <= 1.0:
+        return ("a Jaccard overlap lies between 0 and 1, and so does its mean over the words: "
+                "divide each |K & K'| by |K | K'|, and the sum by the number of words")
+    return None
+
+
+def _overlap_nan(got, expected, args):
+    if np.isnan(np.asarray(got, dtype=float)).any():
+        return ("your result is NaN: every key set holds at least one key (the heaviest), so "
+                "|K | K'| is never 0; check how you count the keys that reach the mass")
+    return None
+
+
+def _overlap_sets(A, B, perm, mass):
+    where = {int(w): p for p, w in enumerate(perm)}  # original word -> position in the shuffle
+    scores = []
+    for i in range(len(A)):
+        ka = _keys(A[i], mass)
+        kb = {int(perm[j]) for j in _keys(B[where[i]], mass)}
+        scores.append(len(ka & kb) / len(ka | kb))
+    return float(np.mean(scores))
+
+
+def _overlap_boolean(A, B, perm, mass):
+    perm = np.asarray(perm)
+    B_words = B[np.argsort(perm)][:, np.argsort(perm)]  # B re-indexed by original words, (n, n)
+
+    def member(M):
+        order = np.argsort(-M, axis=1, kind="stable")
+        share = np.cumsum(np.take_along_axis(M, order, axis=1), axis=1) / M.sum(axis=1, keepdims=True)
+        inside = np.zeros(M.shape, dtype=bool)
+        np.put_along_axis(inside, order, share - np.take_along_axis(M, order, axis=1) / M.sum(axis=1, keepdims=True)
+                          < mass - 1e-9, axis=1)
+        return inside  # (n, n): key j is in query i's set
+
+    a, b = member(A), member(B_words)
+    return float(((a & b).sum(axis=1) / (a | b).sum(axis=1)).mean())
+
+
+register(
+    Exercise(
+        id="effective-graph-overlap",
+        title="How much of a head's graph survives a shuffle",
+        make_cases=_overlap_cases,
+        reference=_overlap_reference,
+        mutants=(
+            Mutant(
+                "same-positions", _overlap_with(follow_query=False, map_keys=False),
+                "you compared row i of B with row i of A, position by position. After the shuffle "
+                "word i stands elsewhere: use the row of B at its new position (the p with "
+                "perm[p] == i), and translate that row's keys back to words with perm.",
+            ),
+            Mutant(
+                "keys-not-translated", _overlap_with(map_keys=False),
+                "you followed the query word, but compared B's keys as positions. Translate each "
+                "key position p of the shuffled sentence to its original word, perm[p], before "
+                "comparing with A's keys.",
+            ),
+            Mutant(
+                "query-not-followed", _overlap_with(follow_query=False),
+                "you translated B's keys to words but read row i of B, which belongs to another "
+                "word after the shuffle: word i's row in B is the position p with perm[p] == i "
+                "(np.argsort(perm)[i]).",
+            ),
+            Mutant(
+                "inverse-perm", _overlap_with(inverse=True),
+                "perm runs the other way: perm[p] is the original word at position p of the "
+                "shuffle, so word i stands at np.argsort(perm)[i], and key p is word perm[p].",
+            ),
+            Mutant(
+                "stops-below-mass", _overlap_with(strict=True),
+                "your key sets stop just short of the mass: keep adding keys, heaviest first, "
+                "until their weight reaches mass times the row's sum, including the key that "
+                "crosses it (so every set holds at least one key).",
+            ),
+            Mutant(
+                "columns", _overlap_with(columns=True),
+                "you used columns. A query's keys are its row: A[i, j] is how much query i "
+                "reads key j.",
+            ),
+            Mutant(
+                "sum-not-mean", _overlap_with(total=True),
+                "you summed the overlaps; return their mean over the n words.",
+            ),
+        ),
+        hints=(_overlap_nan, _overlap_out_of_range),
+        alternatives=(_overlap_sets, _overlap_boolean),
+        atol=1e-10,
+    )
+)
+
+EXERCISES = ("message-passing-step", "banded-receptive-field", "attention-rollout", "effective-graph-overlap")
