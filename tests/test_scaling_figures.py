@@ -14,6 +14,7 @@ from matplotlib.colors import to_rgba
 
 from attention_course import ShapeError
 from attention_course.experiments.scale_training import compare_scales, load_comparisons
+from attention_course.experiments.scale_saturation import run_saturation
 from attention_course.figures.scaling import (
     SCALE_COLOR,
     plot_full_comparison,
@@ -21,8 +22,11 @@ from attention_course.figures.scaling import (
     plot_live_training,
     plot_minilm_scores,
     plot_saturation,
+    plot_saturation_training,
+    plot_scale_pair,
     plot_score_variance,
 )
+from attention_course.lenses.saturation import scale_pair
 from attention_course.lenses.scaling import saturation_stats, variance_vs_dim
 
 
@@ -102,3 +106,26 @@ def test_full_comparison_shows_mean_and_range_over_seeds():
     assert [ax.get_title() for ax in fig.axes[:3]] == ["$d_k$ = 16", "$d_k$ = 64", "$d_k$ = 256"]
     mean = fig.axes[1].get_lines()[1].get_ydata()  # d_k = 64, unscaled
     np.testing.assert_allclose(mean, np.mean([r.loss[1, 1] for r in results], axis=0))
+
+
+def test_scale_pair_shares_one_colour_scale_up_to_the_largest_weight():
+    rng = np.random.default_rng(0)
+    scaled, unscaled = scale_pair(rng.normal(size=(5, 32)), rng.normal(size=(5, 32)))
+    fig = plot_scale_pair(scaled, unscaled, list("abcde"), 32, title="a head")
+    images = [ax.get_images()[0] for ax in fig.axes[:2]]
+    vmax = max(scaled.max(), unscaled.max())
+    assert [im.get_clim() for im in images] == [(0, vmax), (0, vmax)]
+    np.testing.assert_array_equal(images[1].get_array(), unscaled)
+    assert fig.axes[2].get_ylabel().startswith("attention weight")  # the shared colour bar
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list("abcde")
+    rendered(fig)
+    with pytest.raises(ShapeError, match=r"expected \(4, 4\) for 4 tokens"):
+        plot_scale_pair(scaled, unscaled, list("abcd"), 32)
+
+
+def test_saturation_training_draws_each_variant_in_its_colour():
+    grid = run_saturation([0, 1], d_ks=[8], variants=["scaled", "unscaled"], steps=4)
+    fig = rendered(plot_saturation_training(grid, d_k=8))
+    share = fig.axes[1].get_lines()  # one mean line per variant
+    assert [to_rgba(line.get_color()) for line in share] == [to_rgba(SCALE_COLOR[s]) for s in ("sqrt", "none")]
+    np.testing.assert_allclose(share[1].get_ydata(), grid.select(8, "unscaled")[1][:, :, 0, 0].mean(0))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Union
@@ -44,7 +44,8 @@ from ..models.tiny import ModelConfig, TinyTransformer
 from ..models.training import evaluate_loss, masked_loss
 from .machine import machine_info
 
-__all__ = ["VARIANTS", "score_gradients", "score_gradient_norms", "VariantRun", "train_variant", "CauseGrid",
+__all__ = ["VARIANTS", "score_gradients", "score_gradient_norms", "VariantRun", "build_variant", "run_steps",
+           "train_variant", "CauseGrid",
            "run_causes", "save_causes", "load_causes", "add_arguments", "cli"]
 
 #: The 2x2 experiment plus its reference: name -> (scale, W_Q init factor, W_Q lr factor).
@@ -158,6 +159,76 @@ class VariantRun:
     induction: np.ndarray
 
 
+def build_variant(d_k: int, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
+                  q_lr: Union[str, float] = 1, seed: int = 0, lr: float = 1e-2, d_model: int = 32,
+                  n_heads: int = 1, n_layers: int = 2) -> tuple[TinyTransformer, torch.optim.Optimizer]:
+    r"""The model and optimiser of :func:`train_variant`, before any step.
+
+    :class:`~attention_course.models.tiny.TinyTransformer` built with ``seed``, every layer's
+    ``W_q`` multiplied by ``q_init``; AdamW (no weight decay) with learning rate ``q_lr * lr``
+    for ``W_q`` and ``lr`` for every other parameter.
+
+    Examples
+    --------
+    >>> model, opt = build_variant(8, "none", q_init="sqrt", d_model=8)
+    >>> float(model.W_q[0].detach().std()) < float(model.W_k[0].detach().std()), len(opt.param_groups)
+    (True, 2)
+    """
+    cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_k=d_k, scale=scale)
+    model = TinyTransformer(cfg, seed=seed)
+    with torch.no_grad():
+        for W in model.W_q:
+            W.mul_(_factor(q_init, d_k))  # $W_Q \leftarrow a\,W_Q$
+    q_params = {id(p) for p in model.W_q}
+    groups = [{"params": list(model.W_q), "lr": lr * _factor(q_lr, d_k)},
+              {"params": [p for p in model.parameters() if id(p) not in q_params], "lr": lr}]
+    return model, torch.optim.AdamW(groups, lr=lr, weight_decay=0.0, foreach=True)
+
+
+def run_steps(model: TinyTransformer, opt: torch.optim.Optimizer, task: Task, steps: int, seed: int = 0,
+              batch_size: int = 32, callback: Optional[Callable[[int, TinyTransformer], None]] = None) -> np.ndarray:
+    """Train ``model`` in place for ``steps`` steps; return the training loss before each update.
+
+    The loop of :func:`~attention_course.models.training.train`: batches from a generator seeded
+    with ``seed``, one thread, the caller's random state and thread count restored.
+    ``callback(step, model)``, if given, is called before update ``step`` (so ``step`` updates
+    have been made) and once more after the last one, with ``step = steps``; it must not
+    change the model.
+
+    Examples
+    --------
+    >>> model, opt = build_variant(8, "sqrt", d_model=8)
+    >>> seen = []
+    >>> run_steps(model, opt, make_task("repeated_sequences"), 2, callback=lambda i, m: seen.append(i)).shape, seen
+    ((2,), [0, 1, 2])
+    """
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps={steps!r}; expected a positive integer")
+    g, loss_history = torch.Generator().manual_seed(int(seed)), np.empty(int(steps))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    model.train()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            for step in range(int(steps)):
+                if callback is not None:
+                    callback(step, model)
+                inputs, targets, mask = task(batch_size, generator=g)
+                logits, _ = model(inputs)  # (B, T, V)
+                loss = masked_loss(logits, targets, mask)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                loss_history[step] = loss.item()
+            if callback is not None:
+                callback(int(steps), model)
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
+    return loss_history
+
+
 def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
                   q_lr: Union[str, float] = 1, steps: int = 200, seed: int = 0, lr: float = 1e-2,
                   batch_size: int = 32, d_model: int = 32, n_heads: int = 1, n_layers: int = 2,
@@ -193,38 +264,12 @@ def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Unio
     >>> run.loss.shape, run.score_grad0.shape
     ((3,), (2,))
     """
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps={steps!r}; expected a positive integer")
     task = make_task(TASK) if task is None else task
-    cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_k=d_k, scale=scale)
-    model = TinyTransformer(cfg, seed=seed)
-    with torch.no_grad():
-        for W in model.W_q:
-            W.mul_(_factor(q_init, d_k))  # $W_Q \leftarrow a\,W_Q$
+    model, opt = build_variant(d_k, scale, q_init, q_lr, seed=seed, lr=lr, d_model=d_model, n_heads=n_heads,
+                               n_layers=n_layers)
     held_out = task(eval_batch, seed=HELD_OUT_SEED)
     grads = score_gradient_norms(model, *held_out)
-    q_params = {id(p) for p in model.W_q}
-    groups = [{"params": list(model.W_q), "lr": lr * _factor(q_lr, d_k)},
-              {"params": [p for p in model.parameters() if id(p) not in q_params], "lr": lr}]
-    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.0, foreach=True)
-    g, loss_history = torch.Generator().manual_seed(int(seed)), np.empty(int(steps))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    model.train()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            for step in range(int(steps)):
-                inputs, targets, mask = task(batch_size, generator=g)
-                logits, _ = model(inputs)  # (B, T, V)
-                loss = masked_loss(logits, targets, mask)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                loss_history[step] = loss.item()
-    finally:
-        torch.set_num_threads(threads)
-        model.eval()
+    loss_history = run_steps(model, opt, task, steps, seed=seed, batch_size=batch_size)
     scores = head_scores(model, task, batch_size=eval_batch)  # each (L, h)
     return VariantRun(loss=loss_history, eval_loss=evaluate_loss(model, task, batch_size=eval_batch),
                       score_grad0=grads["score"], wq_grad0=grads["W_q"],

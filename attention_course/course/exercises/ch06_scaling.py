@@ -1,11 +1,17 @@
 """Chapter 6 exercises: the variance of q.k, a temperature-scaled entropy, the softmax Jacobian,
-the gradient at the softmax with and without the scale.
+the gradient at the softmax with and without the scale, and through saturated rows.
 
 * ``softmax-gradient``: ``fn(s, g, d_k) -> (unscaled, scaled, vanishes)`` for raw dot products
   ``s`` (N, S) and the loss gradient ``g`` (N, S) with respect to the attention weights: the
   Frobenius norms of the gradient at the softmax's input, ``p * (g - (p * g).sum(-1))`` with
   ``p = softmax(x)``, for ``x = s`` and ``x = s / sqrt(d_k)`` (floats), and whether the first is
   below a tenth of the second (a bool).
+* ``saturated-gradient``: ``fn(p, g) -> (share, on_saturated, on_others, vanishes)`` for attention
+  rows ``p`` (N, S) of the tiny transformer and the loss gradient ``g`` with respect to them: the
+  share of rows whose largest weight exceeds 0.99, the mean row norm of ``p * (g - <p, g>)`` over
+  those rows and over the others (NaN for an empty group), and whether the first is below a tenth
+  of the second. The cases are the chapter's experiment: the model at initialisation, with and
+  without the scale.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
 feedback they get; ``tests/test_exercises.py`` checks that every mutant is
@@ -17,8 +23,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...lenses import scaling as sc
 from ...core.attention import softmax
+from ...lenses import scaling as sc
+from ...models.tasks import make_task
+from ...models.tiny import ModelConfig, TinyTransformer
+from ...models.training import masked_loss
 from ._core import Case, Exercise, Mutant, register
 
 __all__ = ["EXERCISES"]
@@ -331,4 +340,112 @@ register(
     )
 )
 
-EXERCISES = ("dot-variance", "softmax-entropy", "softmax-jacobian", "softmax-gradient")
+
+# ----------------------------------------- the gradient through saturated rows
+THRESHOLD = 0.99  # a row is saturated when its largest weight exceeds this (chapter 6)
+
+
+def _model_rows(d_k: int, scale: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Layer 0 of the chapter's tiny transformer at initialisation: rows t >= 1 of p and of dL/dp."""
+    model = TinyTransformer(ModelConfig(d_k=d_k, n_heads=1, scale=scale), seed=seed)
+    inputs, targets, mask = make_task("repeated_sequences")(8, seed=7)
+    logits, weights = model(inputs)  # (8, 28, 64), 2 x (8, 1, 28, 28)
+    weights[0].retain_grad()
+    masked_loss(logits, targets, mask).backward()
+    T = weights[0].shape[-1]
+    p = weights[0][:, 0, 1:].detach().reshape(-1, T).double().numpy()  # (8 * 27, 28): query 0 sees one key
+    p = p / p.sum(axis=-1, keepdims=True)  # float32 rows summed to 1 within 1e-7; now within 1e-16
+    g = weights[0].grad[:, 0, 1:].reshape(-1, T).double().numpy()  # dL/dp, the same rows
+    return p, g / np.abs(g).max()  # rescaled so its largest entry is 1: only ratios matter
+
+
+def _saturated_gradient_cases() -> list[Case]:
+    cases = [Case(f"the tiny transformer at initialisation, layer 0, d_k={d}, {name}", _model_rows(d, s))
+             for d, s, name in ((64, "none", "no scale"), (64, "sqrt", "with 1/sqrt(d_k)"), (16, "none", "no scale"),
+                                (256, "none", "no scale"))]
+    p = np.array([[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])  # one one-hot row, one uniform row
+    cases.append(Case("two rows by hand: one one-hot, one uniform", (p, np.array([[1.0, -2.0, 0.5]] * 2))))
+    return cases
+
+
+def _saturated_gradient_with(backward=lambda p, g: p * (g - (p * g).sum(-1, keepdims=True)),
+                             size=lambda dx: np.linalg.norm(dx, axis=-1), group="mean", empty=float("nan"),
+                             swap=False, invert=False):
+    def fn(p, g):
+        dx = backward(p, g)  # (N, S): dL/dx at the softmax's input, row by row
+        sat = p.max(axis=-1) > THRESHOLD  # (N,)
+        if group == "frobenius":
+            pool = lambda rows: float(np.linalg.norm(dx[rows])) if rows.any() else empty  # noqa: E731
+        else:
+            norms = size(dx)  # (N,)
+            pool = lambda rows: float(norms[rows].mean()) if rows.any() else empty  # noqa: E731
+        on_sat, on_other = pool(sat), pool(~sat)
+        vanishes = bool(on_sat < 0.1 * on_other)
+        if swap:
+            on_sat, on_other = on_other, on_sat
+        return float(sat.mean()), on_sat, on_other, (not vanishes) if invert else vanishes
+    return fn
+
+
+register(
+    Exercise(
+        id="saturated-gradient",
+        title="The gradient through saturated rows",
+        make_cases=_saturated_gradient_cases,
+        reference=_saturated_gradient_with(),
+        # g is rescaled to a largest entry of 1 and a saturated row's gradient is ~1e-4 of it: float64
+        # cancellation in g - <p, g> (error ~S * 1e-16) is ~1e-10 of it; 1e-7 leaves a margin
+        rtol=1e-7,
+        atol=1e-14,
+        mutants=(
+            Mutant(
+                "no-subtract", _saturated_gradient_with(backward=lambda p, g: p * g),
+                "you computed p * g. The softmax's backward pass also subtracts each row's <p, g>: "
+                "dL/dx = p * (g - (p * g).sum(-1, keepdims=True)).",
+            ),
+            Mutant(
+                "row-sum", _saturated_gradient_with(size=lambda dx: dx.sum(axis=-1)),
+                "you summed each row of dL/dx. That sum is always 0 (adding the same number to every score of "
+                "a row changes no weight), so it cannot measure size: take each row's norm, "
+                "np.linalg.norm(dx, axis=-1).",
+            ),
+            Mutant(
+                "pooled-norm", _saturated_gradient_with(group="frobenius"),
+                "you took one norm over all the saturated rows together (and over all the others). That grows "
+                "with the number of rows in the group; average the rows' norms instead, so that the two groups "
+                "compare row for row.",
+            ),
+            Mutant(
+                "empty-zero", _saturated_gradient_with(empty=0.0),
+                "with no saturated rows (the scaled model) you returned 0 for their mean gradient, which reads as "
+                "a gradient that vanished. There is nothing to average: return float('nan').",
+            ),
+            Mutant(
+                "swapped", _saturated_gradient_with(swap=True),
+                "your two means are swapped: return the saturated rows' mean first, then the other rows'.",
+            ),
+            Mutant(
+                "conclusion-inverted", _saturated_gradient_with(invert=True),
+                "your numbers are right but the conclusion is upside down: vanishes is True when the saturated "
+                "rows' mean gradient is BELOW a tenth of the other rows'.",
+            ),
+        ),
+        alternatives=(
+            lambda p, g: (lambda sat, n: (
+                float(sat.mean()), *(float(n[r].mean()) if r.any() else float("nan") for r in (sat, ~sat)),
+                bool(sat.any() and (~sat).any() and n[sat].mean() < 0.1 * n[~sat].mean())))(
+                p.max(-1) > 0.99,  # J^T g row by row, with J = diag(p) - p p^T
+                np.array([np.linalg.norm(sc.softmax_jacobian(pr).T @ gr) for pr, gr in zip(p, g)])),
+            lambda p, g: (lambda n, sat: (
+                float(np.count_nonzero(sat)) / len(sat),
+                float(np.nanmean(np.where(sat, n, np.nan))) if sat.any() else float("nan"),
+                float(np.nanmean(np.where(sat, np.nan, n))) if (~sat).any() else float("nan"),
+                bool(sat.any() and (~sat).any() and np.nanmean(np.where(sat, n, np.nan))
+                     < 0.1 * np.nanmean(np.where(sat, np.nan, n)))))(
+                np.sqrt(np.einsum("ns,ns->n", *(2 * [p * g - p * np.einsum("ns,ns->n", p, g)[:, None]]))),
+                np.amax(p, axis=1) > 0.99),
+        ),
+    )
+)
+
+EXERCISES = ("dot-variance", "softmax-entropy", "softmax-jacobian", "softmax-gradient", "saturated-gradient")
