@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -111,9 +112,9 @@ def test_a_chapter_that_changes_its_verdict_is_caught(book_copy):
     c = cl.by_id("gradient-vanishes")
     box = vd.chapter_verdicts(BOOK / f"{c.chapter}.ipynb")[c.label]
     _edit_markdown(book_copy / f"{c.chapter}.ipynb", box["title"],
-                   box["title"].replace("— wrong as stated", "— holds"))
+                   box["title"].replace("— holds", "— wrong as stated"))
     problems = vd.chapter_problems(book_copy)
-    assert any(p.startswith("gradient-vanishes: the ledger says 'wrong as stated'") for p in problems), problems
+    assert any(p.startswith("gradient-vanishes: the ledger says 'holds'") for p in problems), problems
 
 
 def test_a_missing_box_label_and_an_unknown_label_are_caught(book_copy):
@@ -281,30 +282,44 @@ def test_parse_verdict(title, kind):
     assert vd.parse_verdict(title) == kind
 
 
-def test_ledger_markdown_has_one_row_per_claim_with_a_link():
+def _cards(markdown):
+    """Split ledger cards into (header, {field: text}) pairs."""
+    out = []
+    for block in markdown.split("\n\n**§")[0:]:
+        head, _, body = block.partition("\n\n")
+        fields = dict(re.match(r"- \*\*(.+?):\*\* (.*)", line).groups() for line in body.splitlines())
+        out.append((head, fields))
+    return out
+
+
+def test_ledger_markdown_has_one_card_per_claim_with_a_link():
     evidence = cl.load_evidence()
-    table = cl.ledger_markdown(evidence)
-    rows = table.splitlines()[2:]
-    assert len(rows) == len(cl.CLAIMS)
-    for c, row in zip(cl.CLAIMS, rows):
-        section, text, verdict, numbers, robustness, link = [cell.strip() for cell in row.strip("|").split(" | ")]
-        assert (section, link) == (str(c.section), f"[ch. {int(c.chapter[:2])}](#{c.label})")
-        assert text.startswith(c.text) and (f"<br>*Read as:* {c.reading}" in text) == bool(c.reading)
-        assert ("*(implied)*" in text) == c.implied
-        assert verdict.split(" ", 1)[1].startswith(c.verdict + (" " if c.verdict == "holds when" else ":"))
-        assert c.finding.rstrip(".") in verdict
-        assert (f"<br>*Against:* {c.baseline}" in numbers) == bool(c.baseline)
+    cards = _cards(cl.ledger_markdown(evidence))
+    assert len(cards) == len(cl.CLAIMS)
+    for c, (head, fields) in zip(cl.CLAIMS, cards):
+        assert head.lstrip("*§").startswith(f"{c.section} · {c.text}")
+        assert ("*(implied)*" in head) == c.implied
+        assert fields["Tested in"] == f"[chapter {int(c.chapter[:2])}](#{c.label})"
+        assert fields["Verdict"].split(" ", 1)[1].startswith(c.verdict + (" " if c.verdict == "holds when" else ":"))
+        assert c.finding.rstrip(".") in fields["Verdict"]
+        assert fields.get("Read as", "") == c.reading and fields.get("Against", "") == c.baseline
         if not set(c.glue_names) <= set(evidence.get(c.id, ())):  # shipped evidence out of date: said so
-            assert numbers.startswith(cl.MISSING_EVIDENCE) and robustness == cl.MISSING_EVIDENCE
+            assert fields["Numbers"] == fields["Holds over"] == cl.MISSING_EVIDENCE
             continue
-        assert numbers.startswith(cl.evidence_text(c, evidence[c.id]).replace("|", "\\|"))
-        assert robustness == (c.robustness.format(**evidence[c.id]).replace("|", "\\|") or "—")
+        assert fields["Numbers"] == cl.evidence_text(c, evidence[c.id])
+        assert fields["Holds over"] == (c.robustness.format(**evidence[c.id]) or "—")
+
+
+def test_ledger_markdown_has_no_table_to_scroll_sideways():
+    md = cl.ledger_markdown(cl.load_evidence())
+    assert not any(line.startswith("|") for line in md.splitlines())  # cards, not a wide table
+    assert md.count("\n\n**§") == len(cl.CLAIMS) - 1  # one blank line between cards: valid Markdown blocks
 
 
 def test_ledger_markdown_fills_the_robustness_from_the_glue():
     c = dataclasses.replace(cl.by_id("formula"), robustness="in {n_ok} of {n} seeds")
-    row = cl.ledger_markdown({"formula": {"torch_err": 1e-15, "n_ok": 4, "n": 5}}, [c]).splitlines()[2]
-    assert row.split(" | ")[4] == "in 4 of 5 seeds"
+    (_, fields), = _cards(cl.ledger_markdown({"formula": {"torch_err": 1e-15, "n_ok": 4, "n": 5}}, [c]))
+    assert fields["Holds over"] == "in 4 of 5 seeds"
 
 
 def test_chapter_7_renders_the_ledger():

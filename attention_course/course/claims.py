@@ -41,7 +41,7 @@ from typing import Any, Iterable, Mapping, Union
 
 __all__ = [
     "Claim", "CLAIMS", "LEDGER_FILE", "load_claims", "VERDICTS", "VERDICT_CLASS", "SECTIONS", "EVIDENCE_FILE", "by_id",
-    "ledger_problems", "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown",
+    "ledger_problems", "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown", "with_verdicts",
     "is_threshold", "error_ceiling",
 ]  # fmt: skip
 
@@ -286,37 +286,75 @@ MISSING_EVIDENCE = "(not collected yet: run `python -m attention_course evidence
 _MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗"}
 
 
-def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
-    """The ledger as a Markdown table: claim and reading, verdict, numbers and baseline, robustness, link.
+def _card_fields(c: Claim, evidence: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The text of one ledger card, field by field (numbers filled from the glue, or said missing)."""
+    numbers, robustness = MISSING_EVIDENCE, MISSING_EVIDENCE
+    if set(c.glue_names) <= set(evidence.get(c.id, ())):  # else the shipped evidence is out of date
+        numbers, robustness = evidence_text(c, evidence[c.id]), c.robustness.format(**evidence[c.id]) or "—"
+    verdict = f"{_MARK[c.verdict]} {c.verdict}" + (" " if c.verdict == "holds when" else ": ") + c.finding.rstrip(".")
+    return {"Verdict": verdict, "Read as": c.reading, "Numbers": numbers, "Against": c.baseline,
+            "Holds over": robustness, "Tested in": f"[chapter {int(c.chapter[:2])}](#{c.label})"}
 
-    The link is a Markdown link to the box's label, ``[ch. 1](#claim-formula)``.
-    Rendered as MyST (cell metadata ``mystnb: {markdown_format: myst}``), it leads
-    to the box in the built book, and a missing label is a build warning; in
-    JupyterLab it reads as plain "ch. 1". A cell's second part follows a ``<br>``.
+
+def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
+    """The ledger as Markdown cards, one block per claim, readable on a phone (no table to scroll).
+
+    Each card is a bold line (the essay section and the claim) followed by a list: the
+    verdict and finding, the reading tested, the deciding numbers, what they are compared
+    with, over what they hold, and a link to the chapter's verdict box,
+    ``[chapter 1](#claim-formula)``. Rendered as MyST (cell metadata
+    ``mystnb: {markdown_format: myst}``) the link leads to the box, and a missing label is
+    a build warning; in JupyterLab it reads as plain text. Empty fields are left out.
 
     Examples
     --------
-    >>> c = by_id("square-matrix")
-    >>> row = ledger_markdown({c.id: {"cross_T": 3, "cross_S": 7}}, [c]).splitlines()[2]
-    >>> for cell in row.strip("| ").split(" | "):
-    ...     print(cell[:72])
-    1
-    A is an n × n matrix.<br>*Read as:* A has one row per query and one colu
-    ⚠ holds when queries and keys come from one sequence; in general A is T 
-    a cross-attention example gives A of shape 3 × 7<br>*Against:* Self-atte
-    deterministic: the shape follows from the formula for any inputs
-    [ch. 1](#claim-square-matrix)
+    >>> c = Claim("square", 1, "01_mechanics", "A is an n × n matrix.", "holds when",
+    ...           "queries and keys come from one sequence", "a cross example gives {T} × {S}",
+    ...           implied=True, reading="One row per query, one column per key.",
+    ...           baseline="Self-attention.", robustness="deterministic")
+    >>> print(ledger_markdown({"square": {"T": 3, "S": 7}}, [c]))
+    **§1 · A is an n × n matrix.** *(implied)*
+    <BLANKLINE>
+    - **Verdict:** ⚠ holds when queries and keys come from one sequence
+    - **Read as:** One row per query, one column per key.
+    - **Numbers:** a cross example gives 3 × 7
+    - **Against:** Self-attention.
+    - **Holds over:** deterministic
+    - **Tested in:** [chapter 1](#claim-square)
     """
-    rows = ["| § | Claim, and the reading tested | Verdict | Deciding numbers, and what they are compared with "
-            "| Holds over | Tested in |", "|---|---|---|---|---|---|"]
+    cards = []
     for c in claims:
-        text = c.text + (" *(implied)*" if c.implied else "") + (f"<br>*Read as:* {c.reading}" if c.reading else "")
-        verdict = f"{_MARK[c.verdict]} {c.verdict}"
-        verdict += (" " if c.verdict == "holds when" else ": ") + c.finding.rstrip(".")
-        numbers, robustness = MISSING_EVIDENCE, MISSING_EVIDENCE
-        if set(c.glue_names) <= set(evidence.get(c.id, ())):  # else the shipped evidence is out of date
-            numbers, robustness = evidence_text(c, evidence[c.id]), c.robustness.format(**evidence[c.id]) or "—"
-        numbers += f"<br>*Against:* {c.baseline}" if c.baseline else ""
-        cells = [str(c.section), text, verdict, numbers, robustness, f"[ch. {int(c.chapter[:2])}](#{c.label})"]
-        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows)
+        head = f"**§{c.section} · {c.text}**" + (" *(implied)*" if c.implied else "")
+        items = [f"- **{name}:** {text}" for name, text in _card_fields(c, evidence).items() if text]
+        cards.append(head + "\n\n" + "\n".join(items))
+    return "\n\n".join(cards)
+
+
+_CLAIM_MARK = re.compile(r"\[\[([a-z0-9-]+)\]\]")
+
+
+def with_verdicts(markdown: str, claims: Iterable[Claim] = CLAIMS) -> str:
+    """Replace each ``[[<claim id>]]`` by a MyST link to its verdict box, worded as the ledger's verdict.
+
+    Prose that cites verdicts this way follows the ledger: when a verdict changes, the
+    re-executed chapter says so. Render the result as MyST (``mystnb: {markdown_format: myst}``).
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "01_mechanics", "t", "holds when", "f", "{a}")
+    >>> with_verdicts("Soft attention is low-rank ([[x]]).", [c])
+    'Soft attention is low-rank ({ref}`holds when <claim-x>`).'
+    >>> with_verdicts("[[nope]]", [c])
+    Traceback (most recent call last):
+    ...
+    KeyError: "no claim 'nope' in the ledger; known: x"
+    """
+    table = {c.id: c for c in claims}
+
+    def link(match: re.Match) -> str:
+        if match.group(1) not in table:
+            raise KeyError(f"no claim {match.group(1)!r} in the ledger; known: {', '.join(table)}")
+        c = table[match.group(1)]
+        return f"{{ref}}`{c.verdict} <{c.label}>`"
+
+    return _CLAIM_MARK.sub(link, markdown)

@@ -11,7 +11,7 @@ one; here they are applied to the *same* head of a trained model:
 * **message passing** (chapter 5): ``A`` as a weighted graph on the tokens.
 
 :func:`head_lenses` computes the four views;
-:func:`attention_course.figures.insight.plot_head_lenses` draws them side by side.
+:func:`attention_course.figures.insight.plot_head_lenses` draws them, two to a figure.
 """
 
 from __future__ import annotations
