@@ -98,6 +98,8 @@ from .core.multihead import (
     split_heads,
 )
 from .figures.mechanics import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
+from .figures.diagrams import plot_induction_circuit, plot_qkv_diagram
+from .figures.style import setup_notebook
 from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
 from .lenses.rollout import attention_rollout
 from .experiments.scale_training import compare_scales
@@ -112,6 +114,7 @@ from .lenses.scaling import (
     softmax_jacobian_norm,
     variance_vs_dim,
 )
+from .lenses.saturation import saturated_share, scale_pair
 
 __version__ = "0.1.0"
 
@@ -142,7 +145,7 @@ __all__ = [
     # scaling
     "resolve_scale", "dot_product_variance", "variance_vs_dim", "softmax_entropy",
     "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "qk_norm_scores",
-    "absorb_scale", "compare_scales",
+    "absorb_scale", "compare_scales", "scale_pair", "saturated_share",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
     "minilm_weights", "attention_maps", "ModelConfig", "TinyTransformer", "train",
@@ -150,7 +153,8 @@ __all__ = [
     "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",
     # exercises and figures
-    "check", "evaluate", "plot_attention", "plot_heatmap", "plot_masks", "plot_convex_hull",
+    "check", "evaluate", "setup_notebook", "plot_attention", "plot_heatmap", "plot_masks", "plot_convex_hull",
+    "plot_qkv_diagram", "plot_induction_circuit",
     "convex_hull", "in_convex_hull",
     "row_sum_errors", "fraction_in_hull", "torch_agreement",
 ]

@@ -19,9 +19,16 @@ lowrank-run
 heads-run
     Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
     and heads at fixed width, over seeds. See :mod:`attention_course.experiments.head_training`.
+composition-run
+    Chapter 5's composition run: k-hop pointer chasing learned by models of L
+    layers, over seeds. See :mod:`attention_course.experiments.composition`.
 scaling-causes
     Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
     times smaller. See :mod:`attention_course.experiments.scale_causes`.
+scaling-saturation
+    Chapter 6's saturation run: the share of saturated softmax rows and the gradient
+    through them, during training, with and without the scale. See
+    :mod:`attention_course.experiments.scale_saturation`.
 scaling-run
     Train the tiny transformer with each score scale (chapter 6) and store the
     curves as JSON. See :mod:`attention_course.experiments.scale_training`.
@@ -78,12 +85,27 @@ COMMANDS = {
         "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
         "(default: attention_course/data/head_training.json; minutes).",
     ),
+    "composition-run": Command(
+        ".experiments.composition",
+        "chapter 5's composition run: k-hop pointer chasing against depth L, over seeds",
+        "Train the tiny transformer on k-hop pointer chasing (the edges of a random cycle, then a start node; "
+        "answer the node k links on) for every k, depth L and seed, and write held-out accuracies as JSON "
+        "(default: attention_course/data/composition.json; minutes).",
+    ),
     "scaling-causes": Command(
         ".experiments.scale_causes",
         "chapter 6's 2x2 run: W_Q init x W_Q learning rate without the scale",
         "Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q started, "
         "stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
         "(default: attention_course/data/scale_causes.json; about a minute).",
+    ),
+    "scaling-saturation": Command(
+        ".experiments.scale_saturation",
+        "chapter 6's saturation run: saturated rows and their gradient through training",
+        "Train the tiny transformer at d_k = 16, 64, 256 with and without the scale (and unscaled with W_Q "
+        "started sqrt(d_k) times smaller) over seeds; at checkpoints record the share of saturated softmax rows "
+        "and the gradient at the softmax's input on saturated and other rows; write JSON "
+        "(default: attention_course/data/scale_saturation.json; minutes).",
     ),
     "scaling-run": Command(
         ".experiments.scale_training",

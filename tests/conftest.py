@@ -31,6 +31,8 @@ NUMERICS_MODULES = frozenset({
     "test_exercises", "test_geometry", "test_gnn", "test_graphs", "test_heads", "test_insight",
     "test_kernel_learning", "test_kernels", "test_lowrank", "test_mechanics", "test_models",
     "test_multihead", "test_roles", "test_rollout", "test_scale_training", "test_scaling",
+    "test_composition", "test_qk_kernel", "test_scale_saturation", "test_topology_rule", "test_depth_probe",
+    "test_position_content", "test_graph_overlap_exercise",
 })
 TESTS = Path(__file__).resolve().parent
 

@@ -660,6 +660,40 @@ def _rollout_in_place(w):
     return reduce(lambda R, A: A @ R, w, np.eye(w.shape[-1]))
 
 
+def _overlap(A, B, perm, mass, follow=True, words=True, cross=True):
+    where = {int(w): p for p, w in enumerate(perm)}
+
+    def keys(row):
+        out, total = [], 0.0
+        for j in sorted(range(len(row)), key=lambda j: -row[j]):
+            if not cross and total + row[j] >= mass * row.sum() - 1e-12:
+                break  # the mistake: the key that crosses the mark is left out
+            out.append(j)
+            total += row[j]
+            if total >= mass * row.sum() - 1e-12:
+                break
+        return set(out)
+
+    scores = []
+    for i in range(len(A)):
+        kb = keys(B[where[i] if follow else i])
+        kb = {int(perm[p]) for p in kb} if words else kb
+        ka = keys(A[i])
+        scores.append(len(ka & kb) / len(ka | kb) if ka | kb else 1.0)
+    return sum(scores) / len(scores)
+
+
+def _overlap_reindexed(A, B, perm, mass):
+    inv = np.argsort(perm)  # B's rows and columns in original word order
+    return _overlap(A, B[np.ix_(inv, inv)], np.arange(len(perm)), mass)
+
+
+def _overlap_in_place(A, B, perm, mass):
+    result = _overlap(A, B, perm, mass)
+    A.sort(axis=1)  # sorts each row of the caller's map in place
+    return result
+
+
 CH5 = [
     ("message-passing-step", "reference solution", SOLUTIONS["message-passing-step"], PASS),
     ("message-passing-step", "-inf and a guard", _mp, PASS),
@@ -720,6 +754,20 @@ CH5 = [
     ("attention-rollout", "in place on the weights", _rollout_in_place, "changed its input in place"),
     ("attention-rollout", "every layer's rollout", lambda w: np.stack([_rollout(w[:i + 1]) for i in range(len(w))]),
      "expected shape"),
+    # effective-graph-overlap: written from the statement; keys by cumulative weight, compared as words
+    ("effective-graph-overlap", "reference solution", SOLUTIONS["effective-graph-overlap"], PASS),
+    ("effective-graph-overlap", "a while loop per row", lambda A, B, perm, mass: _overlap(A, B, perm, mass), PASS),
+    ("effective-graph-overlap", "B re-indexed by words first", _overlap_reindexed, PASS),
+    ("effective-graph-overlap", "rows of B by position", lambda A, B, perm, mass: _overlap(A, B, perm, mass, follow=False),
+     fb("effective-graph-overlap", "query-not-followed")),
+    ("effective-graph-overlap", "keys left as positions", lambda A, B, perm, mass: _overlap(A, B, perm, mass, words=False),
+     fb("effective-graph-overlap", "keys-not-translated")),
+    ("effective-graph-overlap", "stop before the mark", lambda A, B, perm, mass: _overlap(A, B, perm, mass, cross=False),
+     fb("effective-graph-overlap", "stops-below-mass")),
+    ("effective-graph-overlap", "columns", lambda A, B, perm, mass: _overlap(A.T, B.T, perm, mass),
+     fb("effective-graph-overlap", "columns")),
+    ("effective-graph-overlap", "a list of per-word overlaps", lambda A, B, perm, mass: [1.0] * len(A), "list"),
+    ("effective-graph-overlap", "in place on A", _overlap_in_place, "changed its input in place"),
 ]
 
 
@@ -805,6 +853,35 @@ CH6 = [
     ("softmax-gradient", "a list", lambda s, g, d_k: list(SOLUTIONS["softmax-gradient"](s, g, d_k)), "return a tuple instead"),
     ("softmax-gradient", "the two norms only", lambda s, g, d_k: SOLUTIONS["softmax-gradient"](s, g, d_k)[:2],
      "expected a tuple of 3"),
+    ("saturated-gradient", "reference solution", SOLUTIONS["saturated-gradient"], PASS),
+    ("saturated-gradient", "torch autograd through the softmax", lambda p, g: (lambda n, sat: (
+        float(sat.mean()), *(float(n[r].mean()) if r.any() else float("nan") for r in (sat, ~sat)),
+        bool(sat.any() and (~sat).any() and n[sat].mean() < 0.1 * n[~sat].mean())))(
+        torch.linalg.vector_norm(torch.autograd.grad(torch.softmax(x := torch.log(t(p)).requires_grad_(), -1), x,
+                                                     t(g))[0], dim=-1).numpy(), p.max(-1) > 0.99), PASS),
+    ("saturated-gradient", "a loop over rows", lambda p, g: (lambda rows: (
+        sum(s for s, _ in rows) / len(rows),
+        *(float(np.mean([n for s, n in rows if s == want])) if any(s == want for s, _ in rows) else float("nan")
+          for want in (True, False)),
+        bool(np.mean([n for s, n in rows if s] or [np.nan]) < 0.1 * np.mean([n for s, n in rows if not s] or [np.nan]))))(
+        [(bool(pr.max() > 0.99), float(np.linalg.norm(pr * (gr - pr @ gr)))) for pr, gr in zip(p, g)]), PASS),
+    ("saturated-gradient", "p * g only", lambda p, g: (lambda n, sat: (
+        float(sat.mean()), *(float(n[r].mean()) if r.any() else float("nan") for r in (sat, ~sat)),
+        bool(n[sat].mean() < 0.1 * n[~sat].mean()) if sat.any() and (~sat).any() else False))(
+        np.linalg.norm(p * g, axis=-1), p.max(-1) > 0.99), fb("saturated-gradient", "no-subtract")),
+    ("saturated-gradient", "row sums", lambda p, g: (lambda n, sat: (
+        float(sat.mean()), *(float(n[r].mean()) if r.any() else float("nan") for r in (sat, ~sat)),
+        bool(n[sat].mean() < 0.1 * n[~sat].mean()) if sat.any() and (~sat).any() else False))(
+        (p * (g - (p * g).sum(-1, keepdims=True))).sum(-1), p.max(-1) > 0.99), fb("saturated-gradient", "row-sum")),
+    ("saturated-gradient", "0 for an empty group", lambda p, g: (lambda a, b, c, v: (a, 0.0, c, 0.0 < 0.1 * c)
+                                                                 if np.isnan(b) else (a, b, c, v))(
+        *SOLUTIONS["saturated-gradient"](p, g)), fb("saturated-gradient", "empty-zero")),
+    ("saturated-gradient", "means swapped", lambda p, g: (lambda a, b, c, v: (a, c, b, v))(
+        *SOLUTIONS["saturated-gradient"](p, g)), fb("saturated-gradient", "swapped")),
+    ("saturated-gradient", "conclusion upside down", lambda p, g: (lambda a, b, c, v: (a, b, c, not v))(
+        *SOLUTIONS["saturated-gradient"](p, g)), fb("saturated-gradient", "conclusion-inverted")),
+    ("saturated-gradient", "a list", lambda p, g: list(SOLUTIONS["saturated-gradient"](p, g)), "return a tuple instead"),
+    ("saturated-gradient", "three results", lambda p, g: SOLUTIONS["saturated-gradient"](p, g)[:3], "expected a tuple of 4"),
 ]
 
 BATTERY = CH1 + CH2 + CH3 + CH4 + CH5 + CH6

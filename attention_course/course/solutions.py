@@ -234,6 +234,24 @@ def attention_rollout(weights):
     return rollout
 
 
+def effective_graph_overlap(A, B, perm, mass):
+    """Mean Jaccard overlap of each word's effective key set in A and in its shuffle B (keys as words)."""
+    where = np.argsort(perm)  # where[i]: the position of original word i in the shuffle
+
+    def key_set(row):
+        order = np.argsort(-row, kind="stable")  # heaviest key first
+        share = np.cumsum(row[order]) / row.sum()  # weight held by the first 1, 2, ... keys
+        k = np.searchsorted(share, mass - 1e-9) + 1  # the fewest keys that reach the mass
+        return set(order[:k].tolist())
+
+    overlaps = []
+    for i in range(len(A)):  # each query word, by its original index
+        K_a = key_set(A[i])  # its keys in the original sentence
+        K_b = {int(perm[p]) for p in key_set(B[where[i]])}  # its keys in the shuffle, as words
+        overlaps.append(len(K_a & K_b) / len(K_a | K_b))  # Jaccard
+    return float(np.mean(overlaps))
+
+
 # ------------------------------------------------------------------ chapter 6
 def dot_variance(q, k):
     """Empirical variance (ddof=0) of the paired dot products q_n . k_n; q and k are (N, d_k)."""
@@ -274,6 +292,19 @@ def softmax_gradient(s, g, d_k):
     return unscaled, scaled, unscaled < 0.1 * scaled  # "vanishes": below a tenth of the scaled one
 
 
+def saturated_gradient(p, g):
+    """Share of saturated rows, the mean gradient at the softmax's input on them and on the others, and whether it vanishes.
+
+    p: (N, S) attention rows (each sums to 1); g: (N, S) the loss gradient with respect to p.
+    """
+    dx = p * (g - (p * g).sum(axis=-1, keepdims=True))  # dL/dx = p (g - <p, g>), row by row   (N, S)
+    norms = np.linalg.norm(dx, axis=-1)  # (N,): one gradient size per row
+    saturated = p.max(axis=-1) > 0.99  # (N,): the largest weight above 0.99
+    on_saturated = float(norms[saturated].mean()) if saturated.any() else float("nan")
+    on_others = float(norms[~saturated].mean()) if (~saturated).any() else float("nan")
+    return float(saturated.mean()), on_saturated, on_others, bool(on_saturated < 0.1 * on_others)
+
+
 SOLUTIONS = {
     "stable-softmax": stable_softmax,
     "attention": attention,
@@ -282,6 +313,7 @@ SOLUTIONS = {
     "message-passing-step": message_passing_step,
     "banded-receptive-field": banded_receptive_field,
     "attention-rollout": attention_rollout,
+    "effective-graph-overlap": effective_graph_overlap,
     "nadaraya-watson": nadaraya_watson_estimate,
     "gaussian-as-softmax": gaussian_nw_attention,
     "leave-one-out": leave_one_out_predictions,
@@ -290,6 +322,7 @@ SOLUTIONS = {
     "softmax-entropy": softmax_entropy,
     "softmax-jacobian": softmax_jacobian,
     "softmax-gradient": softmax_gradient,
+    "saturated-gradient": saturated_gradient,
     "effective-rank": effective_rank,
     "best-rank-k": best_rank_k,
     "rank-vs-topk": rank_vs_topk,
