@@ -62,6 +62,7 @@ def test_html_is_deterministic_light_and_self_contained(figures, key):
     assert PLOTLY_MARKER in html
     assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html
+    assert html.startswith('<figure class="ac-interactive"') and "<figcaption" in html  # a captioned figure
     spec = _spec(fig)
     assert len(spec["frames"]) == len(spec["labels"]) == len(fig.labels)
 
@@ -182,6 +183,8 @@ def test_extension_adds_plotly_only_where_a_figure_is(tmp_path):
     assert added == []
     out = types.SimpleNamespace(outdir=str(tmp_path), builder=types.SimpleNamespace(format="html"))
     ext._finished(out, None)
-    js = (tmp_path / "_static" / ext.SCRIPT).read_bytes()
+    js = (tmp_path / "_static" / ext.PLOTLY).read_bytes()
     assert js.startswith(b"/**") and b"plotly.js" in js[:400]
+    loader = (tmp_path / "_static" / ext.SCRIPT).read_text()
+    assert "window.acPlotly" in loader and "IntersectionObserver" in loader and "plotly/plotly.min.js" in loader
     assert "@media print" in (tmp_path / "_static" / ext.STYLE).read_text()

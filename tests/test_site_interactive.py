@@ -38,9 +38,26 @@ def test_some_pages_have_interactive_figures():
 
 def test_pages_without_figures_do_not_load_plotly():
     light = [p for p in PAGES if p not in PLOTLY_PAGES]
-    heavy = [p.name for p in light if "plotly.min.js" in p.read_text(encoding="utf-8", errors="ignore")]
-    assert not heavy, f"plotly.js loaded on pages without an interactive figure: {heavy}"
+    heavy = [p.name for p in light if "ac_interactive.js" in p.read_text(encoding="utf-8", errors="ignore")]
+    assert not heavy, f"the plotly loader is on pages without an interactive figure: {heavy}"
+    eager = [p.name for p in PAGES if "plotly.min.js" in p.read_text(encoding="utf-8", errors="ignore")]
+    assert not eager, f"plotly.js is loaded eagerly (it should wait for a figure to come near): {eager}"
 
+
+# Bring each figure on screen (plotly.js loads when one comes near) and wait until all have drawn.
+_SHOW_ALL = """
+const done = arguments[arguments.length - 1];
+const roots = [...document.querySelectorAll('.ac-interactive')];
+let i = 0;
+const next = () => {
+  if (i < roots.length) { roots[i++].scrollIntoView(); setTimeout(next, 150); return; }
+  const t0 = Date.now();
+  const wait = () => roots.every(r => r.querySelector('.ac-ix-plot .main-svg')) || Date.now() - t0 > 15000
+    ? done(roots.length) : setTimeout(wait, 100);
+  wait();
+};
+next();
+"""
 
 _DRIVE = """
 const out = [];
@@ -80,6 +97,10 @@ return out;
 @pytest.mark.parametrize("page", PLOTLY_PAGES, ids=lambda p: p.stem)
 def test_interactive_figures_work_offline(driver, page, width):  # noqa: F811
     _open_offline(driver, page, width)
+    before = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert not any(n.endswith("plotly.min.js") for n in before), "plotly.js loaded before any figure was near"
+    driver.set_script_timeout(30)
+    driver.execute_async_script(_SHOW_ALL)
     r = driver.execute_script(_DRIVE)
     assert r["plotly"], "plotly.js did not load from the book's _static folder"
     assert r["figures"], "no interactive figure on the page"

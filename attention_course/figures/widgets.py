@@ -106,21 +106,24 @@ _CONFIG = {"displaylogo": False, "responsive": True,
            "modeBarButtonsToRemove": ["select2d", "lasso2d", "toImage"]}
 
 # The shared script: draw frame i, keep the readout in step, fall back to the PNG without plotly.
+# plotly.js (1.4 MB gzipped) is fetched only when a figure comes near the screen: the book's
+# loader, window.acPlotly (book/_ext/interactive.py), calls start() once it has arrived.
 _JS = """(function(){var root=document.getElementById("%(name)s");if(!root)return;
 var spec=JSON.parse(document.getElementById("%(name)s-data").textContent);
 var plot=document.getElementById("%(name)s-plot"),out=document.getElementById("%(name)s-readout");
 var ctl=document.getElementById("%(name)s-control"),val=document.getElementById("%(name)s-value");
-if(!window.Plotly){root.classList.add("ac-ix-static");return;}
-root.classList.add("ac-ix-live");root.querySelector(".ac-ix-controls").style.display="";
-root.querySelector(".ac-ix-fallback").style.display="none";
 function show(i){var f=spec.frames[i];
  var layout=Object.assign({},spec.layout,f.layout||{});
  Plotly.react(plot,f.data,layout,spec.config);
  if(out)out.innerHTML=f.readout||"";if(val)val.textContent=spec.labels[i];
  root.setAttribute("data-frame",String(i));}
-ctl.addEventListener("input",function(){show(parseInt(ctl.value,10));});
-ctl.addEventListener("change",function(){show(parseInt(ctl.value,10));});
-show(parseInt(ctl.value,10));%(extra)s})();"""
+function start(){root.classList.add("ac-ix-live");root.querySelector(".ac-ix-controls").style.display="";
+ root.querySelector(".ac-ix-fallback").style.display="none";
+ ctl.addEventListener("input",function(){show(parseInt(ctl.value,10));});
+ ctl.addEventListener("change",function(){show(parseInt(ctl.value,10));});
+ show(parseInt(ctl.value,10));%(extra)s}
+if(window.Plotly){start();}else if(window.acPlotly){window.acPlotly(root,start);}
+else{root.classList.add("ac-ix-static");}})();"""
 
 
 @dataclass
@@ -165,8 +168,8 @@ class _Frames:
         n, e = self.name, html.escape
         first = self.frames[self.start]
         return (
-            f'<div class="ac-interactive" id="{n}" {PLOTLY_MARKER}="1" data-frame="{self.start}">\n'
-            f'<div class="ac-ix-title">{e(self.title)}</div>\n'
+            f'<figure class="ac-interactive" id="{n}" {PLOTLY_MARKER}="1" data-frame="{self.start}">\n'
+            f'<figcaption class="ac-ix-title">{e(self.title)}</figcaption>\n'
             f'<div class="ac-ix-controls" style="display:none">{self._control()}'
             f'<output class="ac-ix-value" id="{n}-value" for="{n}-control">{e(self.labels[self.start])}</output>'
             f'{self.note}</div>\n'
@@ -174,7 +177,7 @@ class _Frames:
             f'<p class="ac-ix-readout" id="{n}-readout" aria-live="polite">{first.get("readout", "")}</p>\n'
             f'<img class="ac-ix-fallback" src="{self._fallback_uri()}" alt="{e(self.alt)}">\n'
             f'<script type="application/json" id="{n}-data">{self._spec()}</script>\n'
-            f'<script>{_JS % {"name": n, "extra": self.extra_js}}</script>\n</div>'
+            f'<script>{_JS % {"name": n, "extra": self.extra_js}}</script>\n</figure>'
         )
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:

@@ -5,8 +5,12 @@ that call ``window.Plotly`` and load no script of their own. This extension
 
 * copies ``plotly.min.js`` from the installed plotly package into ``_static/plotly/`` (no CDN:
   the book must work with no network), and writes ``_static/ac_interactive.css``;
-* adds the script and the stylesheet **only to pages that contain an interactive figure**
-  (found by the fragment's ``data-ac-plotly`` attribute), so other pages stay light.
+* adds a small loader (``_static/ac_interactive.js``) and the stylesheet **only to pages that
+  contain an interactive figure** (found by the fragment's ``data-ac-plotly`` attribute);
+* the loader fetches plotly.js (4.6 MB, 1.4 MB gzipped) only when a figure comes within
+  600 px of the screen, so a first visit to the top of a chapter costs nothing extra and a
+  reader who never scrolls to a figure never pays for it. Until then, and without
+  JavaScript, the figure's static PNG is shown.
 """
 
 from __future__ import annotations
@@ -15,11 +19,44 @@ import shutil
 from pathlib import Path
 
 MARKER = "data-ac-plotly"
-SCRIPT = "plotly/plotly.min.js"
+PLOTLY = "plotly/plotly.min.js"
+SCRIPT = "ac_interactive.js"
 STYLE = "ac_interactive.css"
 
+# window.acPlotly(root, start): call start() once plotly.js has loaded, fetching it (once per
+# page) when root comes near the viewport. The widgets call it (attention_course/figures/widgets.py).
+LOADER = """\
+(function () {
+  var here = document.currentScript && document.currentScript.src;
+  var src = here ? here.replace(/ac_interactive\\.js(\\?.*)?$/, "plotly/plotly.min.js") : null;
+  var loading = null;
+  function load() {
+    if (!loading) {
+      loading = new Promise(function (resolve, reject) {
+        if (window.Plotly) { resolve(); return; }
+        var s = document.createElement("script");
+        s.src = src; s.onload = resolve; s.onerror = reject;
+        document.head.appendChild(s);
+      });
+    }
+    return loading;
+  }
+  window.acPlotly = function (root, start) {
+    var go = function () {
+      load().then(start, function () { root.classList.add("ac-ix-static"); });
+    };
+    if (!src) { root.classList.add("ac-ix-static"); return; }
+    if (!("IntersectionObserver" in window)) { go(); return; }
+    var seen = new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) { seen.disconnect(); go(); }
+    }, {rootMargin: "600px 0px"});
+    seen.observe(root);
+  };
+})();
+"""
+
 CSS = """\
-.ac-interactive, .ac-predict { border: 1px solid var(--pst-color-border, #d0d7de); border-radius: .4rem;
+.ac-interactive, .ac-predict { display: block; border: 1px solid var(--pst-color-border, #d0d7de); border-radius: .4rem;
   padding: .6rem .8rem; margin: 1rem 0; max-width: 100%; overflow-x: hidden; }
 .ac-ix-title { font-weight: 600; margin-bottom: .3rem; }
 .ac-ix-controls { flex-wrap: wrap; gap: .4rem .8rem; align-items: center; }
@@ -63,7 +100,8 @@ def _finished(app, exception):
         return
     static = Path(app.outdir) / "_static"
     (static / "plotly").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(_plotly_js(), static / SCRIPT)
+    shutil.copyfile(_plotly_js(), static / PLOTLY)
+    (static / SCRIPT).write_text(LOADER, encoding="utf-8")
     (static / STYLE).write_text(CSS, encoding="utf-8")
 
 
