@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import io
 import json
 import os
 import re
