@@ -188,3 +188,19 @@ def test_extension_adds_plotly_only_where_a_figure_is(tmp_path):
     loader = (tmp_path / "_static" / ext.SCRIPT).read_text()
     assert "window.acPlotly" in loader and "IntersectionObserver" in loader and "plotly/plotly.min.js" in loader
     assert "@media print" in (tmp_path / "_static" / ext.STYLE).read_text()
+
+
+def test_stored_query_angles_match_an_independent_svd():
+    """Each head's smallest principal angle to another head's query subspace, by numpy SVD."""
+    from attention_course.models.pretrained import minilm_weights
+
+    stored = np.asarray(json.loads(ix.EXPLORER_DATA.read_text())["query_angle"])  # (6, 12) degrees
+    w = minilm_weights().to(torch.float64)
+    W = w.layers[0].W_q.numpy()  # (384, 384), used as x @ W: a head reads through its 32 columns
+    bases = [np.linalg.qr(W[:, 32 * h:32 * (h + 1)])[0] for h in range(12)]  # 12 x (384, 32)
+    for h in range(12):
+        cos = [np.linalg.svd(bases[h].T @ bases[g], compute_uv=False)[0] for g in range(12) if g != h]
+        expected = np.degrees(np.arccos(min(1.0, max(cos))))
+        assert abs(stored[0, h] - expected) < 0.01  # stored to 0.01 degrees
+    html = ix.stored_head_explorer(start=(0, 2)).to_html()
+    assert f"{stored[0, 2]:.1f}° from the nearest other head" in html

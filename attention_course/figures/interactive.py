@@ -18,19 +18,22 @@ from typing import Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from ..core.attention import softmax
 from ..lenses.kernels import mse, nadaraya_watson, sine_data
 from ..lenses.lowrank import (crossover_beta, effective_rank, singular_values, synthetic_attention,
                               temperature_sweep)
+from ..lenses.heads import smallest_head_angles
 from ..lenses.roles import ROLES, head_role_scores
-from ..models.pretrained import attention_maps
+from ..models.pretrained import attention_maps, minilm_weights
 from ..models.tasks import toy_sentence
 from .style import DPI, book_style, role_color
 from .widgets import PickerFigure, SliderFigure
 
 __all__ = ["temperature_explorer", "bandwidth_explorer", "lowrank_explorer", "scale_explorer",
-           "head_explorer", "head_explorer_data", "load_head_explorer_data", "row_entropy", "mass_degree",
+           "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer",
+           "row_entropy", "mass_degree",
            "EXPLORER_SENTENCE", "EXPLORER_DATA"]
 
 #: The sentence of the head explorer: repeated words (the, cat), punctuation, two clauses.
@@ -319,11 +322,31 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
 def head_explorer_data(text: str = EXPLORER_SENTENCE, digits: int = 4) -> dict:
     """MiniLM's attention maps for ``text``, rounded to ``digits`` decimals (what is stored).
 
-    Returns ``{"text", "tokens", "maps"}`` with ``maps`` a nested list of shape (6, 12, n, n).
+    Returns ``{"text", "tokens", "maps", "query_angle"}``: ``maps`` a nested list of shape
+    (6, 12, n, n); ``query_angle`` (6, 12), in degrees, the smallest principal angle between a
+    head's query subspace (its columns of W_Q) and that of any other head of its layer.
     Write it with ``json.dump`` to :data:`EXPLORER_DATA` after changing the sentence.
     """
     tokens, maps = attention_maps(text)  # maps: (6, 12, n, n)
-    return {"text": text, "tokens": list(tokens), "maps": np.round(maps, digits).tolist()}
+    w = minilm_weights().to(torch.float64)
+    angles = [np.degrees(smallest_head_angles(L.W_q, w.num_heads)) for L in w.layers]  # 6 x (12, 12)
+    nearest = [np.where(np.eye(len(a), dtype=bool), np.inf, a).min(axis=1) for a in angles]  # 6 x (12,)
+    return {"text": text, "tokens": list(tokens), "maps": np.round(maps, digits).tolist(),
+            "query_angle": np.round(np.stack(nearest), 2).tolist()}
+
+
+def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_DATA) -> PickerFigure:
+    """:func:`head_explorer` on the stored sentence, with the stored query-subspace angles.
+
+    Examples
+    --------
+    >>> stored_head_explorer(start=(1, 5)).labels[17]
+    'layer 2, head 6'
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    return head_explorer(np.asarray(d["maps"], dtype=float), d["tokens"], start=start,
+                         query_angle=np.asarray(d["query_angle"], dtype=float))
 
 
 def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.ndarray]:
@@ -341,12 +364,14 @@ def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.n
 
 
 _CLAIM_LINKS = (("04_multi_head.html#claim-heads-specialise", "heads specialise (ch. 4)"),
+                ("04_multi_head.html#claim-different-subspaces", "different subspaces (ch. 4)"),
                 ("03_low_rank.html#claim-low-rank-real", "low rank in a trained model (ch. 3)"),
                 ("05_message_passing.html#claim-learned-topology", "a learned graph (ch. 5)"),
                 ("07_insight.html#claim-content-not-position", "content, not position (ch. 7)"))
 
 
-def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0)) -> PickerFigure:
+def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0),
+                  query_angle: Optional[np.ndarray] = None) -> PickerFigure:
     r"""Chapters 4, 5, 7: every MiniLM head on one sentence, with the course's measurements.
 
     Parameters
@@ -354,6 +379,9 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
     maps : array, shape (layers, heads, n, n)
         Attention weights for one sentence (:func:`attention_course.models.pretrained.attention_maps`).
     tokens : sequence of str, length n
+    query_angle : array, shape (layers, heads), optional
+        Each head's smallest principal angle (degrees) to another head's query subspace in
+        its layer (chapter 4's measure), shown in the readout when given.
 
     The readout of each head gives its mean row entropy, the effective rank of its matrix, its
     strongest role (:mod:`attention_course.lenses.roles`) and the mean number of keys holding 80%
@@ -388,7 +416,11 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
                             f"(uniform {np.log(n):.2f}); effective rank {float(effective_rank(A)):.1f} of {n}; "
                             f"strongest role <b style=\"color:{role_color(role)}\">{html.escape(role)}</b> "
                             f"({scores[role][l, h]:.2f} of a row's weight); 80% of a row's weight on "
-                            f"{mass_degree(A).mean():.1f} keys on average.<br>Bears on: {links}"),
+                            f"{mass_degree(A).mean():.1f} keys on average"
+                            + ("" if query_angle is None else
+                               f"; its query subspace is {query_angle[l, h]:.1f}° from the nearest other "
+                               f"head's in its layer (0° = a shared direction)")
+                            + f".<br>Bears on: {links}"),
             })
             labels.append(f"layer {l + 1}, head {h + 1}")
     layout = {"height": 520, "margin": {"l": 80, "r": 10, "t": 10, "b": 80}, "font": _FONT,

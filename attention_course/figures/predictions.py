@@ -66,6 +66,13 @@ PREDICTIONS: dict = {
         "reach (a two-layer model reaches about 0.001; guessing is about 2.8)?",
         (("below 0.1", 0, 0.1), ("0.1 to 1", 0.1, 1.0), ("above 1", 1.0, _INF)),
         "The one-layer model stays at {value:.2f}, near guessing: the circuit needs both layers."),
+    "ix-predict-graph": Prediction(
+        "l-hops", "khop_k2_L1_mean",
+        "A one-layer transformer is trained to follow two pointers in a row (k = 2) and tested on "
+        "maps it never saw. What held-out accuracy does it reach (guessing scores 0.125)?",
+        (("below 0.25: no better than guessing", 0, 0.25), ("0.25 to 0.9: partly", 0.25, 0.9),
+         ("0.9 or more: it solves the task", 0.9, _INF)),
+        "One layer reaches {value:.2f} on average: above guessing, far from solving it."),
     "ix-predict-scale": Prediction(
         "saturation", "frac_none_1024",
         "Without the 1/sqrt(d_k) scale, at d_k = 1024, what share of attention rows puts more than "
@@ -91,7 +98,7 @@ def prediction(name: str, path: Path = EVIDENCE_FILE) -> PredictReveal:
     >>> prediction("ix-predict-nothing")
     Traceback (most recent call last):
     ...
-    KeyError: "no prediction 'ix-predict-nothing'; expected one of ['ix-predict-heads', ...]"
+    KeyError: "no prediction 'ix-predict-nothing'; expected one of [...]"
     """
     if name not in PREDICTIONS:
         raise KeyError(f"no prediction {name!r}; expected one of {sorted(PREDICTIONS)}")
