@@ -263,8 +263,10 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
     r"""Chapter 6: at each :math:`d_k`, the spread of the scores and the share of saturated rows,
     with and without the :math:`1/\sqrt{d_k}` scale (queries and keys with unit-variance entries).
 
-    A row is *saturated* when its largest weight exceeds ``threshold``. The flip marker sits at
-    the first :math:`d_k` where most unscaled rows are saturated.
+    A row is *saturated* when its largest weight exceeds ``threshold``. One flag sits at
+    :math:`d_k = 64`, from which the unscaled model failed to train in every run of chapter 6
+    (the ``scale-decides-training`` verdict), another at the first :math:`d_k` where most
+    unscaled rows are saturated at initialisation.
 
     Examples
     --------
@@ -314,8 +316,10 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
                         [f"d_k = {d}" for d in d_ks], frames, layout, _fallback(draw),
                         "Share of saturated softmax rows against d_k without the scale: it climbs towards one as "
                         "d_k grows.", start=d_ks.index(64) if 64 in d_ks else 0, control_label="key width d_k",
-                        flip=over[0] if over else None,
-                        flip_note="most unscaled rows are saturated from here on")
+                        flip=d_ks.index(64) if 64 in d_ks else None,
+                        flip_note="from here on the unscaled model failed to train in every run "
+                                  "(chapter 6's verdict on training)",
+                        more_flips=[(over[0], "most unscaled rows are saturated from the start")] if over else ())
 
 
 # ------------------------------------------------------------------ chapters 4, 5, 7

@@ -190,7 +190,8 @@ class SliderFigure(_Frames):
 
     ``frames[i]`` is ``{"data": [plotly traces], "layout": {optional overrides}, "readout": html}``;
     ``labels[i]`` names the value (``"β = 1.0"``). ``flip`` (an index, optional) marks where a
-    verdict changes: the slider shows a tick there and the note says what flips.
+    verdict changes: the slider shows a tick there and the note says what flips;
+    ``more_flips`` adds further ``(index, note)`` marks.
 
     Examples
     --------
@@ -208,21 +209,22 @@ class SliderFigure(_Frames):
     """
 
     def __init__(self, name, title, labels, frames, layout, fallback, alt, start=0, control_label="",
-                 flip: Optional[int] = None, flip_note: str = ""):
-        note = ""
-        if flip is not None:
-            if not 0 <= flip < len(frames):
-                raise ValueError(f"{name}: flip={flip} outside 0..{len(frames) - 1}")
-            note = (f'<span class="ac-ix-flip" data-flip="{flip}">&#9873; {html.escape(labels[flip])}: '
-                    f'{html.escape(flip_note)}</span>')
-        self.control_label, self.flip = control_label, flip
+                 flip: Optional[int] = None, flip_note: str = "", more_flips: Sequence[tuple[int, str]] = ()):
+        flips = ([(flip, flip_note)] if flip is not None else []) + list(more_flips)
+        for i, _ in flips:
+            if not 0 <= i < len(frames):
+                raise ValueError(f"{name}: flip={i} outside 0..{len(frames) - 1}")
+        note = "".join(f'<span class="ac-ix-flip" data-flip="{i}">&#9873; {html.escape(labels[i])}: '
+                       f'{html.escape(text)}</span>' for i, text in flips)
+        self.control_label, self.flip, self.flips = control_label, flip, flips
         super().__init__(name, title, labels, frames, layout, fallback, alt, start, note)
 
     def _control(self) -> str:
         n = self.name
         ticks = ""
-        if self.flip is not None:
-            ticks = f'<datalist id="{n}-ticks"><option value="{self.flip}"></option></datalist>'
+        if self.flips:
+            ticks = (f'<datalist id="{n}-ticks">' + "".join(f'<option value="{i}"></option>' for i, _ in self.flips)
+                     + "</datalist>")
         return (f'<label for="{n}-control">{html.escape(self.control_label)}</label>'
                 f'<input type="range" id="{n}-control" min="0" max="{len(self.frames) - 1}" step="1" '
                 f'value="{self.start}"' + (f' list="{n}-ticks"' if ticks else "") + f'>{ticks}')
