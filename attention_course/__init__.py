@@ -114,7 +114,7 @@ from .lenses.scaling import (
     softmax_jacobian_norm,
     variance_vs_dim,
 )
-from .lenses.saturation import saturated_share, scale_pair
+from .lenses.saturation import saturated_share, scale_pair, swapped_softmax
 
 __version__ = "0.1.0"
 
@@ -145,7 +145,7 @@ __all__ = [
     # scaling
     "resolve_scale", "dot_product_variance", "variance_vs_dim", "softmax_entropy",
     "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "qk_norm_scores",
-    "absorb_scale", "compare_scales", "scale_pair", "saturated_share",
+    "absorb_scale", "compare_scales", "scale_pair", "saturated_share", "swapped_softmax",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
     "minilm_weights", "attention_maps", "ModelConfig", "TinyTransformer", "train",

@@ -25,6 +25,9 @@ composition-run
 scaling-causes
     Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
     times smaller. See :mod:`attention_course.experiments.scale_causes`.
+scaling-backward
+    Chapter 6's backward-swap test: the unscaled forward pass with the scaled softmax's
+    backward, and the reverse. See :mod:`attention_course.experiments.scale_backward`.
 scaling-saturation
     Chapter 6's saturation run: the share of saturated softmax rows and the gradient
     through them, during training, with and without the scale. See
@@ -98,6 +101,13 @@ COMMANDS = {
         "Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q started, "
         "stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
         "(default: attention_course/data/scale_causes.json; about a minute).",
+    ),
+    "scaling-backward": Command(
+        ".experiments.scale_backward",
+        "chapter 6's backward-swap test: unscaled forward, tempered softmax backward",
+        "Train the tiny transformer at d_k = 64 keeping each variant's forward pass and swapping only the backward "
+        "pass through the softmax (tempered, its size only, its direction only, or the reverse), over seeds; write "
+        "held-out losses as JSON (default: attention_course/data/scale_backward.json; minutes).",
     ),
     "scaling-saturation": Command(
         ".experiments.scale_saturation",

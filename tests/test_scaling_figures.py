@@ -14,9 +14,12 @@ from matplotlib.colors import to_rgba
 
 from attention_course import ShapeError
 from attention_course.experiments.scale_training import compare_scales, load_comparisons
+from attention_course.experiments.scale_backward import run_backward
 from attention_course.experiments.scale_saturation import run_saturation
 from attention_course.figures.scaling import (
+    BACKWARD_COLOR,
     SCALE_COLOR,
+    plot_backward_swap,
     plot_full_comparison,
     plot_jacobian,
     plot_live_training,
@@ -129,3 +132,16 @@ def test_saturation_training_draws_each_variant_in_its_colour():
     share = fig.axes[1].get_lines()  # one mean line per variant
     assert [to_rgba(line.get_color()) for line in share] == [to_rgba(SCALE_COLOR[s]) for s in ("sqrt", "none")]
     np.testing.assert_allclose(share[1].get_ydata(), grid.select(8, "unscaled")[1][:, :, 0, 0].mean(0))
+
+
+def test_backward_swap_puts_each_run_on_its_row_in_its_backward_colour():
+    grid = run_backward([0, 1], d_k=8, steps=2, variants=["unscaled", "unscaled, tempered backward"])
+    fig = rendered(plot_backward_swap(grid))
+    ax = fig.axes[0]
+    dots = ax.collections  # one scatter per variant, top row first
+    assert [to_rgba(d.get_facecolor()[0])[:3] for d in dots] == [to_rgba(BACKWARD_COLOR[k])[:3]
+                                                                  for k in ("true", "tempered")]
+    for d, loss, row in zip(dots, grid.eval_loss, (1, 0)):
+        np.testing.assert_allclose(d.get_offsets()[:, 0], loss)  # x: the held-out loss of each seed
+        np.testing.assert_allclose(d.get_offsets()[:, 1], row)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["unscaled", "unscaled, tempered backward"]

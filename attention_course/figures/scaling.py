@@ -22,12 +22,14 @@ from ..lenses.scaling import SaturationStats, VarianceSweep, loglog_slope
 from .style import book_figure
 
 if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not its code
+    from ..experiments.scale_backward import BackwardGrid
     from ..experiments.scale_saturation import SaturationGrid
     from ..experiments.scale_training import ScaleComparison
 
 __all__ = [
     "SCALE_LABEL", "SCALE_COLOR", "plot_score_variance", "plot_minilm_scores", "plot_saturation",
     "plot_jacobian", "plot_live_training", "plot_full_comparison", "plot_scale_pair", "plot_saturation_training",
+    "BACKWARD_COLOR", "plot_backward_swap",
 ]
 
 SCALE_LABEL = {"sqrt": r"$1/\sqrt{d_k}$", "none": "none (1)", "mup": r"$1/d_k$ (muP)"}
@@ -369,4 +371,54 @@ def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0
     axes[2].set(ylabel=r"mean $\|\partial\mathcal{L}/\partial x_i\|$", yscale="log", xscale="log",
                 xlabel="step (log scale; step 0 drawn at 1)",
                 title=f"Gradient per row at the softmax, layer {layer}: saturated (dashed), others (solid)")
+    return fig
+
+
+#: One colour per backward pass in :func:`plot_backward_swap`.
+BACKWARD_COLOR = {"true": "0.25", "tempered": "tab:green", "size": "tab:purple", "direction": "tab:brown"}
+BACKWARD_LABEL = {"true": "true backward", "tempered": "tempered backward (size and direction)",
+                  "size": "true direction, tempered size", "direction": "tempered direction, true size"}
+
+
+@book_figure
+def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
+    r"""Held-out loss of every backward-swap run: one row per variant, one dot per seed.
+
+    Rows are :func:`~attention_course.experiments.scale_backward.run_backward`'s variants in
+    order, top to bottom; the colour says which backward pass trained the model
+    (:data:`BACKWARD_COLOR`), a short bar marks the mean over seeds, and a dotted line the
+    chance level :math:`\ln V`.
+
+    Parameters
+    ----------
+    grid : BackwardGrid
+        :func:`~attention_course.experiments.scale_backward.run_backward` or
+        :func:`~attention_course.experiments.scale_backward.load_backward`.
+
+    Examples
+    --------
+    >>> from attention_course.experiments.scale_backward import load_backward
+    >>> fig = plot_backward_swap(load_backward()[0])
+    >>> fig.axes[0].get_xlabel()
+    'held-out loss after training (nats)'
+    """
+    kinds = [grid.settings["definitions"][v][3] for v in grid.variants]
+    n = len(grid.variants)
+    fig, ax = plt.subplots(figsize=(7, 0.32 * n + 1.8), layout="constrained")
+    y = np.arange(n)[::-1]  # first variant on top
+    seen = set()
+    for yi, v, kind, loss in zip(y, grid.variants, kinds, grid.eval_loss):
+        label = None if kind in seen else BACKWARD_LABEL[kind]
+        seen.add(kind)
+        ax.scatter(loss, np.full(loss.shape, yi), s=22, color=BACKWARD_COLOR[kind], alpha=0.8, label=label, zorder=3)
+        ax.plot([loss.mean()] * 2, [yi - 0.3, yi + 0.3], color=BACKWARD_COLOR[kind], lw=2)
+    ax.axvline(np.log(vocab_size), color="k", ls=":", lw=1)
+    ax.text(np.log(vocab_size), n - 0.4, f"chance, ln {vocab_size}", ha="right", va="bottom")
+    ax.set_yticks(y, [v.replace("W_Q", "$W_Q$") for v in grid.variants])
+    ax.set_ylim(-0.7, n + 0.2)
+    ax.set(xlabel="held-out loss after training (nats)", ylabel="variant",
+           title=f"Backward swap: $d_k$ = {grid.settings['d_k']}, {len(grid.seeds)} seeds, "
+                 f"{grid.settings['steps']} steps")
+    ax.grid(axis="x", alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
     return fig
