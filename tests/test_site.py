@@ -132,9 +132,15 @@ def test_page_in_browser(driver, page):
     for raw in ("$$", "\\[", "\\begin{"):
         assert raw not in text, f"{rel}: raw TeX {raw!r} is visible"
 
-    # 3. every image loads
-    broken = driver.execute_script(
-        "return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+    # 3. every image loads (images are lazy: ask for all of them now, and wait up to 10 s)
+    driver.set_script_timeout(15)
+    broken = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const imgs = [...document.images]; imgs.forEach(i => { i.loading = 'eager'; });"
+        "const bad = () => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src);"
+        "const t0 = Date.now();"
+        "const wait = () => (bad().length === 0 || Date.now() - t0 > 10000) ? done(bad()) : setTimeout(wait, 100);"
+        "wait();"
     )
     assert not broken, f"{rel}: images that did not load: {broken}"
 
