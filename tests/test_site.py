@@ -113,6 +113,17 @@ def test_there_are_pages():
     assert len(PAGES) >= 3, f"only {len(PAGES)} pages in {HTML}"
 
 
+# Images carry loading="lazy": ask for every one now and wait (up to 10 s); returns those that failed.
+_LOAD_ALL_IMAGES = (
+    "const done = arguments[arguments.length - 1];"
+    "const imgs = [...document.images]; imgs.forEach(i => { i.loading = 'eager'; });"
+    "const bad = () => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src);"
+    "const t0 = Date.now();"
+    "const wait = () => (bad().length === 0 || Date.now() - t0 > 10000) ? done(bad()) : setTimeout(wait, 100);"
+    "wait();"
+)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(HTML)))
 def test_page_in_browser(driver, page):
     _open(driver, page)
@@ -134,14 +145,7 @@ def test_page_in_browser(driver, page):
 
     # 3. every image loads (images are lazy: ask for all of them now, and wait up to 10 s)
     driver.set_script_timeout(15)
-    broken = driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "const imgs = [...document.images]; imgs.forEach(i => { i.loading = 'eager'; });"
-        "const bad = () => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src);"
-        "const t0 = Date.now();"
-        "const wait = () => (bad().length === 0 || Date.now() - t0 > 10000) ? done(bad()) : setTimeout(wait, 100);"
-        "wait();"
-    )
+    broken = driver.execute_async_script(_LOAD_ALL_IMAGES)
     assert not broken, f"{rel}: images that did not load: {broken}"
 
     # 4. solution dropdowns open on click
@@ -298,6 +302,9 @@ def reading(driver):
                 _typeset(driver)
                 got = driver.execute_script(_MEASURE, SCROLL_BOXES)
                 got["requests"] = _requests(driver)
+                # the first visit is measured: now load the lazy images too, for the screenshot
+                driver.set_script_timeout(15)
+                driver.execute_async_script(_LOAD_ALL_IMAGES)
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 _screenshot(driver, f"{page.stem}_{width}", width, got["height"])
             finally:
