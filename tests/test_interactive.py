@@ -206,3 +206,13 @@ def test_stored_query_angles_match_an_independent_svd():
         assert abs(stored[0, h] - expected) < 0.01  # stored to 0.01 degrees
     html = ix.stored_head_explorer(start=(0, 2)).to_html()
     assert f"{stored[0, 2]:.1f}° from the nearest other head" in html
+
+
+def test_scale_readout_reports_the_jacobian_falling_without_the_scale(figures):
+    spec = _spec(figures["scale"])
+    jac = [tuple(float(x) for x in re.search(r"‖J‖<sub>F</sub> over rows: (\S+) unscaled, (\S+) scaled",
+                                             f["readout"]).groups()) for f in spec["frames"]]
+    # d_k = 512 and 1024: the unscaled Jacobian has all but vanished (measured 0.0007, 0.002 vs 0.18)
+    assert all(unscaled < 0.05 * scaled for unscaled, scaled in jac[-2:])
+    # the scaled one stays between the uniform row's sqrt(n - 1) / n = 0.12 and twice that at every width
+    assert all(0.12 < scaled < 0.25 for _, scaled in jac)

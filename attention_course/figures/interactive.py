@@ -26,6 +26,7 @@ from ..lenses.lowrank import (crossover_beta, effective_rank, singular_values, s
                               temperature_sweep)
 from ..lenses.heads import smallest_head_angles
 from ..lenses.roles import ROLES, head_role_scores
+from ..lenses.scaling import softmax_jacobian_norm
 from ..models.pretrained import attention_maps, minilm_weights
 from ..models.tasks import toy_sentence
 from .style import DPI, book_style, role_color
@@ -260,8 +261,9 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
 # ------------------------------------------------------------------ chapter 6
 def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
                    threshold: float = 0.99) -> SliderFigure:
-    r"""Chapter 6: at each :math:`d_k`, the spread of the scores and the share of saturated rows,
-    with and without the :math:`1/\sqrt{d_k}` scale (queries and keys with unit-variance entries).
+    r"""Chapter 6: at each :math:`d_k`, the spread of the scores, the share of saturated rows and
+    the size of the softmax's Jacobian (the gradient it lets through), with and without the
+    :math:`1/\sqrt{d_k}` scale (queries and keys with unit-variance entries).
 
     A row is *saturated* when its largest weight exceeds ``threshold``. One flag sits at
     :math:`d_k = 64`, from which the unscaled model failed to train in every run of chapter 6
@@ -283,11 +285,12 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
         rows = {}
         for name, S in (("unscaled", raw), ("scaled", raw / np.sqrt(d))):
             A = np.asarray(softmax(S, axis=-1))  # (n, n)
-            rows[name] = (S, A.max(axis=-1), float((A.max(axis=-1) > threshold).mean()))
+            rows[name] = (S, A.max(axis=-1), float((A.max(axis=-1) > threshold).mean()),
+                          float(np.median(softmax_jacobian_norm(A))))  # median ||J||_F over rows
         share_un.append(rows["unscaled"][2])
         traces = []
         for j, (name, color) in enumerate((("unscaled", "#D55E00"), ("scaled", "#0072B2"))):
-            S, top, _ = rows[name]
+            S, top, _, _ = rows[name]
             traces.append({"type": "histogram", "x": S.ravel()[::4], "name": f"{name} scores", "opacity": 0.6,
                            "marker": {"color": color}, "nbinsx": 40, "xaxis": "x", "yaxis": "y"})
             traces.append({"type": "histogram", "x": top, "name": f"{name}: largest weight per row",
@@ -296,7 +299,9 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
         frames.append({"data": traces, "readout": (
             f"d_k = {d}: score std {rows['unscaled'][0].std():.2f} unscaled, {rows['scaled'][0].std():.2f} scaled; "
             f"saturated rows (largest weight > {threshold}): {rows['unscaled'][2]:.0%} unscaled, "
-            f"{rows['scaled'][2]:.0%} scaled.")})
+            f"{rows['scaled'][2]:.0%} scaled; softmax Jacobian, median ‖J‖<sub>F</sub> over rows: "
+            f"{rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled (uniform row "
+            f"{np.sqrt(n - 1) / n:.2g}).")})
     over = [i for i, s in enumerate(share_un) if s > 0.5]
     layout = {"height": 560, "barmode": "overlay", "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": _FONT,
               "xaxis": {"domain": [0, 1], "title": {"text": "score q·k (or q·k/√d_k)"}},
