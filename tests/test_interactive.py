@@ -216,3 +216,12 @@ def test_scale_readout_reports_the_jacobian_falling_without_the_scale(figures):
     assert all(unscaled < 0.05 * scaled for unscaled, scaled in jac[-2:])
     # the scaled one stays between the uniform row's sqrt(n - 1) / n = 0.12 and twice that at every width
     assert all(0.12 < scaled < 0.25 for _, scaled in jac)
+
+
+def test_key_norm_explorer_loses_locality_as_norms_spread():
+    fig = ix.key_norm_explorer(marks={"a": 1.9, "b": 7.0})
+    spec = _spec(fig)
+    rc = [float(re.search(r"median rank correlation (\S+);", f["readout"]).group(1)) for f in spec["frames"]]
+    assert rc[0] == 1.0  # equal norms: q.k is a Gaussian kernel in ||q - k|| (closed form)
+    assert all(b <= a + 0.02 for a, b in zip(rc, rc[1:])) and rc[-1] < 0.5  # locality falls with the spread
+    assert [fig.labels[i] for i, _ in fig.flips] == ["max/min key norm = 2", "max/min key norm = 6.5"]

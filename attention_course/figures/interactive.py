@@ -25,6 +25,7 @@ from ..lenses.kernels import mse, nadaraya_watson, sine_data
 from ..lenses.lowrank import (crossover_beta, effective_rank, singular_values, synthetic_attention,
                               temperature_sweep)
 from ..lenses.heads import smallest_head_angles
+from ..lenses.qk_kernel import qk_locality
 from ..lenses.roles import ROLES, head_role_scores
 from ..lenses.scaling import softmax_jacobian_norm
 from ..models.pretrained import attention_maps, minilm_weights
@@ -32,7 +33,7 @@ from ..models.tasks import toy_sentence
 from .style import DPI, book_style, role_color
 from .widgets import PickerFigure, SliderFigure
 
-__all__ = ["temperature_explorer", "bandwidth_explorer", "lowrank_explorer", "scale_explorer",
+__all__ = ["temperature_explorer", "bandwidth_explorer", "key_norm_explorer", "lowrank_explorer", "scale_explorer",
            "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer",
            "row_entropy", "mass_degree",
            "EXPLORER_SENTENCE", "EXPLORER_DATA"]
@@ -189,6 +190,67 @@ def bandwidth_explorer(bandwidths: Optional[Sequence[float]] = None, seed: int =
                         "Noisy training points, the true curve and the Nadaraya-Watson fit at the bandwidth with "
                         "the lowest test error.", start=best, control_label="bandwidth h", flip=best,
                         flip_note="lowest test error; narrower fits noise, wider flattens the curve")
+
+
+def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[dict] = None,
+                      T: int = 24, S: int = 48, d: int = 16, seed: int = 0) -> SliderFigure:
+    r"""Chapter 2: how far the keys' norms spread decides whether attention is a smoothing kernel.
+
+    Queries have iid unit-variance entries; keys have random directions and norms spread
+    geometrically so that the largest over the smallest is ``ratio`` (mean norm
+    :math:`\sqrt d`). Each frame shows one query's weights against its distance to every key
+    (colour: the key's norm) and the readout the measures of
+    :func:`~attention_course.lenses.qk_kernel.qk_locality` over all queries. ``marks`` maps a
+    label to a norm ratio (e.g. MiniLM's median head) to flag on the slider.
+
+    Examples
+    --------
+    >>> fig = key_norm_explorer([1.0, 4.0], marks={"here": 3.9}, T=4, S=6, d=4)
+    >>> fig.labels, fig.flips[0][0]
+    (['max/min key norm = 1', 'max/min key norm = 4'], 1)
+    """
+    ratios = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.5, 8.0] if ratios is None else list(ratios)
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(T, d))  # (T, d)
+    u = rng.normal(size=(S, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)  # (S, d) unit directions
+    spread = rng.permutation(np.linspace(-0.5, 0.5, S))  # (S,) each key's place in the spread
+    frames, rc = [], []
+    for r in ratios:
+        k = u * (np.sqrt(d) * r ** spread)[:, None]  # (S, d): norms from sqrt(d)/sqrt(r) to sqrt(d)*sqrt(r)
+        loc = qk_locality(q, k)
+        rc.append(float(loc["rank_corr"]))
+        scores = q[0] @ k.T / np.sqrt(d)  # (S,) the first query's scores
+        w = np.exp(scores - scores.max())
+        w /= w.sum()
+        frames.append({"data": [{
+            "type": "scatter", "mode": "markers", "x": np.linalg.norm(q[0] - k, axis=1), "y": w,
+            "marker": {"color": np.linalg.norm(k, axis=1), "colorscale": "Viridis", "size": 8,
+                       "colorbar": {"title": {"text": "‖k‖"}}},
+            "hovertemplate": "distance %{x:.2f}: weight %{y:.3f}<extra></extra>"}],
+            "readout": (f"Over {T} queries: weight against nearness, median rank correlation {float(loc['rank_corr']):.2f}; "
+                        f"the nearest key wins {float(loc['nearest_wins']):.0%} of the time (chance {1 / S:.0%}); "
+                        f"the distance term explains {float(loc['distance_share']):.0%} of a row's score variance, "
+                        f"the key-norm term {float(loc['norm_share']):.0%}.")})
+    flips = [(int(np.argmin(np.abs(np.log(np.array(ratios) / v)))), label) for label, v in (marks or {}).items()]
+    layout = {"height": 400, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": _FONT,
+              "xaxis": {"title": {"text": "distance ‖q − k‖ from the first query"}},
+              "yaxis": {"title": {"text": "attention weight"}, "rangemode": "tozero"}}
+
+    def draw(fig, ax):
+        ax.plot(ratios, rc, "o-", color="#0072B2")
+        for i, label in flips:
+            ax.axvline(ratios[i], color="0.5", ls=":")
+            ax.annotate(label, (ratios[i], min(rc)), rotation=90, va="bottom", ha="right", fontsize=9)
+        ax.set(xscale="log", xlabel="largest / smallest key norm", ylabel="median rank correlation",
+               title="Weight against nearness, as key norms spread")
+
+    first = flips[0] if flips else (None, "")
+    return SliderFigure("ix-kern-keynorms", "Spread the key norms: when is attention a smoothing kernel?",
+                        [f"max/min key norm = {r:g}" for r in ratios], frames, layout, _fallback(draw),
+                        "Median rank correlation between attention weight and nearness, falling as the key "
+                        "norms spread further apart.", start=0, control_label="key-norm spread",
+                        flip=first[0], flip_note=first[1], more_flips=flips[1:])
 
 
 # ------------------------------------------------------------------ chapter 3
