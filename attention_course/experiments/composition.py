@@ -53,7 +53,7 @@ from ..models.training import evaluate_loss, train
 from .machine import machine_info
 
 __all__ = ["STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study",
-           "summarise", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main"]
+           "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main"]
 
 #: The full run of chapter 5, shipped with the package.
 STORED_RUN = Path(__file__).resolve().parents[1] / "data" / "composition.json"
@@ -178,6 +178,26 @@ def summarise(runs: Iterable[dict], key: str = "accuracy") -> dict:
         groups.setdefault((r["hops"], r["n_layers"]), []).append(r[key])
     return {kl: {"mean": float(np.mean(v)), "min": float(min(v)), "max": float(max(v)), "n": len(v)}
             for kl, v in sorted(groups.items())}
+
+
+def accuracy_table(summary: dict, chance: float) -> str:
+    """A :func:`summarise` result as text: one row per ``k``, one column per depth ``L``.
+
+    Examples
+    --------
+    >>> print(accuracy_table({(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0, "n": 3}}, chance=0.125))
+    held-out accuracy, mean (min-max) over 3 seeds; guess 1/n = 0.125
+                       L = 1
+    k = 1     1.00 (1.00-1.00)
+    """
+    ks, Ls = sorted({k for k, _ in summary}), sorted({L for _, L in summary})
+    n = next(iter(summary.values()))["n"]
+    lines = [f"held-out accuracy, mean (min-max) over {n} seeds; guess 1/n = {chance:.3f}",
+             "      " + "".join(f"{f'L = {L}':>18s}" for L in Ls)]
+    for k in ks:
+        cells = [summary[k, L] for L in Ls]
+        lines.append(f"k = {k} " + "".join(f"{c['mean']:8.2f} ({c['min']:.2f}-{c['max']:.2f})" for c in cells))
+    return "\n".join(lines)
 
 
 def layers_needed(runs: Iterable[dict], threshold: float = 0.9) -> dict:
