@@ -10,6 +10,7 @@ import torch
 
 from attention_course import ShapeError
 from attention_course.lenses import position_content as pc
+from attention_course.lenses.topology import shuffled_sentences
 
 
 def _reference_scores(A, B, perm):
@@ -120,13 +121,13 @@ def test_head_scores_refuses_words_split_into_several_tokens():
 
 
 def test_shuffled_sentences_keep_the_full_stop_last_and_match_their_perms():
-    texts, perms = pc.shuffled_sentences("a b c d e.", 3, seed=4)
+    texts, perms = shuffled_sentences("a b c d e.", 3, seed=4)
     words = "a b c d e".split() + ["."]
     for text, perm in zip(texts[1:], perms):
         assert text.endswith(".") and perm[-1] == 5
         assert text[:-1].split() == [words[i] for i in perm[:-1]]
     with pytest.raises(ValueError, match="must end with a full stop"):
-        pc.shuffled_sentences("no stop", 1)
+        shuffled_sentences("no stop", 1)
 
 
 def test_shuffle_entries_permutes_every_tensor_and_leaves_the_input_alone():

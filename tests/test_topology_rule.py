@@ -10,6 +10,7 @@ from attention_course.core._backend import ShapeError
 from attention_course.lenses import topology, topology_rule as tr
 from attention_course.models.encoder import BertLayerWeights, BertWeights
 from attention_course.models.perturb import encoder_maps, scrambled_weights
+from attention_course.lenses.topology import shuffled_sentences
 
 
 def _softmax(x):
@@ -17,16 +18,16 @@ def _softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def test_shuffled_versions_perm_maps_positions_to_words():
+def test_shuffled_sentences_perm_maps_positions_to_words():
     sentence = "the quick brown fox jumps over a lazy dog."
-    texts, perms = tr.shuffled_versions(sentence, 3, seed=4)
+    texts, perms = shuffled_sentences(sentence, 3, seed=4)
     words = sentence.rstrip(".").split() + ["."]
     assert texts[0] == sentence and len(texts) == 4
     for text, perm in zip(texts[1:], perms):
         shuffled = text.rstrip(".").split() + ["."]
         assert [words[perm[p]] for p in range(len(words))] == shuffled
         assert perm[-1] == len(words) - 1  # the full stop stays last
-    assert tr.shuffled_versions(sentence, 3, seed=4) == (texts, perms)  # seeded
+    assert shuffled_sentences(sentence, 3, seed=4) == (texts, perms)  # seeded
 
 
 def test_total_variation_and_uniform_miss_by_hand():
@@ -114,7 +115,7 @@ def test_overlap_study_matches_shuffle_overlap_and_held_out_split():
     sentences = ["a b c d e f.", "g h i j k l m."]
     r = tr.overlap_study(encode, sentences, [0.5, 0.8], n_shuffles=3, seed=2)
     assert r["words"].shape == (2, 2, 2, 2) and r["cls"].shape == (2, 2, 2)
-    texts, perms = tr.shuffled_versions(sentences[1], 3, seed=3)  # sentence s uses seed + s
+    texts, perms = shuffled_sentences(sentences[1], 3, seed=3)  # sentence s uses seed + s
     _, maps = encoder_maps(W, tok, texts)
     cut = [m[:, :, 1:-1, 1:-1] for m in maps]
     words, _, _ = topology.shuffle_overlap(cut[0], cut[1:], perms, mass=0.8)

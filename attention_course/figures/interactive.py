@@ -27,6 +27,7 @@ from ..lenses.lowrank import (crossover_beta, effective_rank, singular_values, s
 from ..lenses.heads import smallest_head_angles
 from ..lenses.qk_kernel import qk_locality
 from ..lenses.roles import ROLES, head_role_scores
+from ..lenses.topology import effective_keys
 from ..lenses.scaling import softmax_jacobian_norm
 from ..models.pretrained import attention_maps, minilm_weights
 from ..models.tasks import toy_sentence
@@ -35,7 +36,7 @@ from .widgets import PickerFigure, SliderFigure
 
 __all__ = ["temperature_explorer", "bandwidth_explorer", "key_norm_explorer", "lowrank_explorer", "scale_explorer",
            "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer",
-           "row_entropy", "mass_degree",
+           "row_entropy",
            "EXPLORER_SENTENCE", "EXPLORER_DATA"]
 
 #: The sentence of the head explorer: repeated words (the, cat), punctuation, two clauses.
@@ -59,19 +60,6 @@ def row_entropy(A: np.ndarray) -> np.ndarray:
     A = np.asarray(A, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return -np.where(A > 0, A * np.log(A), 0.0).sum(axis=-1)
-
-
-def mass_degree(A: np.ndarray, mass: float = 0.8) -> np.ndarray:
-    """How many keys hold ``mass`` of each row's weight (the row's degree in the effective graph).
-
-    Examples
-    --------
-    >>> mass_degree(np.array([[0.7, 0.2, 0.1], [1/3, 1/3, 1/3]])).tolist()
-    [2, 3]
-    """
-    A = np.asarray(A, dtype=float)
-    s = np.cumsum(np.sort(A, axis=-1)[..., ::-1], axis=-1)  # (..., n) descending cumulative mass
-    return (s < mass - 1e-12).sum(axis=-1) + 1
 
 
 def _fallback(draw, figsize=(6.4, 3.4)):
@@ -487,7 +475,7 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
                             f"(uniform {np.log(n):.2f}); effective rank {float(effective_rank(A)):.1f} of {n}; "
                             f"strongest role <b style=\"color:{role_color(role)}\">{html.escape(role)}</b> "
                             f"({scores[role][l, h]:.2f} of a row's weight); 80% of a row's weight on "
-                            f"{mass_degree(A).mean():.1f} keys on average"
+                            f"{np.mean([len(keys) for keys in effective_keys(A)]):.1f} keys on average"
                             + ("" if query_angle is None else
                                f"; its query subspace is {query_angle[l, h]:.1f}° from the nearest other "
                                f"head's in its layer (0° = a shared direction)")

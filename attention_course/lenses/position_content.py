@@ -30,33 +30,13 @@ import numpy as np
 import torch
 
 from ..core._backend import Array, ShapeError, to_numpy
+from .topology import shuffled_sentences
 
-__all__ = ["CATEGORIES", "HeadScores", "head_scores", "encoder_maps", "shuffled_sentences", "word_maps", "sink_share", "follow_scores",
+__all__ = ["CATEGORIES", "HeadScores", "head_scores", "word_maps", "sink_share", "follow_scores",
            "best_offset_share", "classify_heads", "count_categories", "rule_maps", "rule_scores", "shuffle_entries"]
 
 #: The four kinds of head, in the order they are counted.
 CATEGORIES = ("content", "position", "sink", "mixed")
-
-
-def shuffled_sentences(sentence: str, n_shuffles: int, seed: int = 0) -> tuple[list[str], list[list[int]]]:
-    """The sentence and ``n_shuffles`` seeded shuffles of its words, the full stop kept last.
-
-    Returns ``(texts, perms)``: ``texts[0]`` is the sentence, ``texts[s + 1]`` its ``s``-th
-    shuffle, and ``perms[s][p]`` the original index of the word (or full stop) at place ``p``
-    of that shuffle.
-
-    Examples
-    --------
-    >>> texts, perms = shuffled_sentences("the cat sat on a mat.", 1, seed=1)
-    >>> texts[1], perms[0]
-    ('a the sat cat mat on.', [4, 0, 2, 1, 5, 3, 6])
-    """
-    if not sentence.endswith("."):
-        raise ValueError(f"the sentence must end with a full stop: {sentence!r}")
-    words = sentence[:-1].split()
-    rng = np.random.default_rng(seed)
-    perms = [rng.permutation(len(words)).tolist() + [len(words)] for _ in range(n_shuffles)]
-    return [sentence] + [" ".join(words[i] for i in p[:-1]) + "." for p in perms], perms
 
 
 def _check(maps: Array) -> np.ndarray:
@@ -342,7 +322,7 @@ def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequ
     sentences : sequence of str
         Each ends with a full stop; each word must be one token (checked when tokens are given).
     n_shuffles, seed : int
-        Sentence ``s`` is shuffled with seed ``seed + s`` (:func:`shuffled_sentences`).
+        Sentence ``s`` is shuffled with seed ``seed + s`` (:func:`~attention_course.lenses.topology.shuffled_sentences`).
 
     Returns
     -------
@@ -374,19 +354,3 @@ def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequ
         for key, value in zip(fields, (sink_share(maps[rows][0]), w, o, share, offset)):
             fields[key].append(value)
     return HeadScores(**{k: np.stack(v) for k, v in fields.items()}, n_shuffles=n_shuffles)
-
-
-def encoder_maps(encode: Callable, weights: Any, tokenizer: Any, texts: list[str]) -> tuple[list, list]:
-    """``(tokens, maps)`` like :func:`~attention_course.models.pretrained.attention_maps`, from any weights.
-
-    ``encode(weights, input_ids, attention_mask)`` must return an object with ``.attentions``,
-    one (B, H, T, T) tensor per layer (e.g. :func:`attention_course.models.encoder.bert_encode`);
-    ``tokenizer`` is a Hugging Face tokenizer. Each text's map is cut to its own length.
-    """
-    enc = tokenizer(texts, padding=True, return_tensors="pt")
-    with torch.no_grad():
-        out = encode(weights, enc["input_ids"], enc["attention_mask"])
-    att = torch.stack(list(out.attentions), dim=1).double().numpy()  # (B, L, H, T, T)
-    lengths = enc["attention_mask"].sum(dim=1).tolist()
-    tokens = [tokenizer.convert_ids_to_tokens(enc["input_ids"][b, :n].tolist()) for b, n in enumerate(lengths)]
-    return tokens, [att[b, :, :, :n, :n] for b, n in enumerate(lengths)]

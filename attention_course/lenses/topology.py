@@ -24,7 +24,28 @@ import numpy as np
 
 from ..core._backend import Array, ShapeError, to_numpy
 
-__all__ = ["effective_keys", "jaccard", "chance_jaccard", "shuffle_overlap"]
+__all__ = ["shuffled_sentences", "effective_keys", "jaccard", "chance_jaccard", "shuffle_overlap"]
+
+
+def shuffled_sentences(sentence: str, n_shuffles: int, seed: int = 0) -> tuple[list[str], list[list[int]]]:
+    """The sentence and ``n_shuffles`` seeded shuffles of its words, the full stop kept last.
+
+    Returns ``(texts, perms)``: ``texts[0]`` is the sentence, ``texts[s + 1]`` its ``s``-th
+    shuffle, and ``perms[s][p]`` the original index of the word (or full stop) at place ``p``
+    of that shuffle.
+
+    Examples
+    --------
+    >>> texts, perms = shuffled_sentences("the cat sat on a mat.", 1, seed=1)
+    >>> texts[1], perms[0]
+    ('a the sat cat mat on.', [4, 0, 2, 1, 5, 3, 6])
+    """
+    if not sentence.endswith("."):
+        raise ValueError(f"the sentence must end with a full stop: {sentence!r}")
+    words = sentence[:-1].split()
+    rng = np.random.default_rng(seed)
+    perms = [rng.permutation(len(words)).tolist() + [len(words)] for _ in range(n_shuffles)]
+    return [sentence] + [" ".join(words[i] for i in p[:-1]) + "." for p in perms], perms
 
 
 def effective_keys(weights: Array, mass: float = 0.8) -> list[frozenset[int]]:

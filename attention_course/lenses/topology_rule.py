@@ -30,33 +30,15 @@ import numpy as np
 import torch
 
 from ..core._backend import Array, ShapeError, to_numpy
-from .topology import shuffle_overlap
+from .topology import shuffle_overlap, shuffled_sentences
 
 #: Runs texts through a model: ``encode(texts) -> (token ids per text, maps (L, H, n, n) per text)``,
 #: e.g. ``lambda texts: encoder_maps(weights, tokenizer, texts)`` (:mod:`attention_course.models.perturb`).
 Encode = Callable[[Sequence[str]], tuple[list, list]]
 
-__all__ = ["shuffled_versions", "overlap_study", "total_variation",
+__all__ = ["overlap_study", "total_variation",
            "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap"]
 
-
-
-def shuffled_versions(sentence: str, n_shuffles: int, seed: int) -> tuple[list[str], list[list[int]]]:
-    """The sentence and ``n_shuffles`` seeded shuffles of its words, the final full stop kept last.
-
-    Returns ``(texts, perms)``: ``texts[0]`` is the sentence; ``perms[s][p]`` is the original index of
-    the word at position ``p`` of ``texts[s + 1]`` (the full stop counts as the last word).
-
-    Examples
-    --------
-    >>> texts, perms = shuffled_versions("a b c.", 1, seed=0)
-    >>> texts[1], perms[0][-1]
-    ('c a b.', 3)
-    """
-    words = sentence.rstrip(".").split()
-    rng = np.random.default_rng(seed)
-    perms = [rng.permutation(len(words)).tolist() + [len(words)] for _ in range(n_shuffles)]
-    return [sentence] + [" ".join(words[i] for i in p[:-1]) + "." for p in perms], perms
 
 
 def overlap_study(
@@ -76,7 +58,7 @@ def overlap_study(
     """
     words, offsets, chance, cls = [], [], [], []
     for s, sentence in enumerate(sentences):
-        texts, perms = shuffled_versions(sentence, n_shuffles, seed + s)
+        texts, perms = shuffled_sentences(sentence, n_shuffles, seed + s)
         ids, maps = encode(texts)
         n_words = len(perms[0])
         if any(len(i) != n_words + 2 for i in ids):
@@ -127,7 +109,7 @@ def held_out_shuffles(
     """
     fit, held = ([], []), ([], [])
     for s, sentence in enumerate(sentences):
-        ids, maps = encode(shuffled_versions(sentence, n_shuffles, seed + s)[0])
+        ids, maps = encode(shuffled_sentences(sentence, n_shuffles, seed + s)[0])
         for v, (i, m) in enumerate(zip(ids, maps)):
             part = fit if v < n_fit else held
             part[0].append(i)
