@@ -238,7 +238,8 @@ def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[
                         [f"max/min key norm = {r:g}" for r in ratios], frames, layout, _fallback(draw),
                         "Median rank correlation between attention weight and nearness, falling as the key "
                         "norms spread further apart.", start=0, control_label="key-norm spread",
-                        flip=first[0], flip_note=first[1], more_flips=flips[1:])
+                        flip=first[0], flip_note=first[1], more_flips=flips[1:],
+                        verdict="softmax-kernel")
 
 
 # ------------------------------------------------------------------ chapter 3
@@ -305,7 +306,7 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
                         "inverse temperature; the rank-k error grows and the sparse error falls.",
                         start=betas.index(1.0) if 1.0 in betas else 0, control_label="inverse temperature β",
                         flip=flip, flip_note="rank-k and top-k errors cross: soft attention is low-rank, "
-                                             "sharp attention sparse")
+                                             "sharp attention sparse", verdict="low-rank")
 
 
 # ------------------------------------------------------------------ chapter 6
@@ -374,7 +375,8 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
                         flip=d_ks.index(64) if 64 in d_ks else None,
                         flip_note="from here on the unscaled model failed to train in every run "
                                   "(chapter 6's verdict on training)",
-                        more_flips=[(over[0], "most unscaled rows are saturated from the start")] if over else ())
+                        more_flips=[(over[0], "most unscaled rows are saturated from the start")] if over else (),
+                        verdict="scale-decides-training")
 
 
 # ------------------------------------------------------------------ chapters 4, 5, 7

@@ -191,7 +191,9 @@ class SliderFigure(_Frames):
     ``frames[i]`` is ``{"data": [plotly traces], "layout": {optional overrides}, "readout": html}``;
     ``labels[i]`` names the value (``"β = 1.0"``). ``flip`` (an index, optional) marks where a
     verdict changes: the slider shows a tick there and the note says what flips;
-    ``more_flips`` adds further ``(index, note)`` marks.
+    ``more_flips`` adds further ``(index, note)`` marks. ``verdict`` names the claim whose verdict
+    flips there (its ``id`` in ``claims.toml``): each flag then links to that verdict box
+    (``#claim-<id>`` on the same page) and carries ``data-verdict``, which the tests check.
 
     Examples
     --------
@@ -205,18 +207,27 @@ class SliderFigure(_Frames):
     True
     >>> s.to_html() == h  # deterministic
     True
+    >>> v = SliderFigure("ix-demo", "Demo", ["0.2", "0.8"], frames, {}, fb, "two bars", flip=1,
+    ...                  flip_note="flips", verdict="low-rank").to_html()
+    >>> 'data-verdict="low-rank"' in v and 'href="#claim-low-rank"' in v
+    True
     >>> plt.close(fb)
     """
 
     def __init__(self, name, title, labels, frames, layout, fallback, alt, start=0, control_label="",
-                 flip: Optional[int] = None, flip_note: str = "", more_flips: Sequence[tuple[int, str]] = ()):
+                 flip: Optional[int] = None, flip_note: str = "", more_flips: Sequence[tuple[int, str]] = (),
+                 verdict: str = ""):
         flips = ([(flip, flip_note)] if flip is not None else []) + list(more_flips)
         for i, _ in flips:
             if not 0 <= i < len(frames):
                 raise ValueError(f"{name}: flip={i} outside 0..{len(frames) - 1}")
-        note = "".join(f'<span class="ac-ix-flip" data-flip="{i}">&#9873; {html.escape(labels[i])}: '
-                       f'{html.escape(text)}</span>' for i, text in flips)
-        self.control_label, self.flip, self.flips = control_label, flip, flips
+        if verdict and not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", verdict):
+            raise ValueError(f"{name}: verdict={verdict!r} is not a claim id like 'low-rank'")
+        tag = f' data-verdict="{verdict}"' if verdict else ""
+        link = f' <a class="ac-ix-verdict" href="#claim-{verdict}">(verdict)</a>' if verdict else ""
+        note = "".join(f'<span class="ac-ix-flip" data-flip="{i}"{tag}>&#9873; {html.escape(labels[i])}: '
+                       f'{html.escape(text)}{link}</span>' for i, text in flips)
+        self.control_label, self.flip, self.flips, self.verdict = control_label, flip, flips, verdict
         super().__init__(name, title, labels, frames, layout, fallback, alt, start, note)
 
     def _control(self) -> str:

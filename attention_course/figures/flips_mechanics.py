@@ -1,0 +1,246 @@
+r"""Chapter 1's flagged sliders: where the two "holds when" verdicts of the mechanics chapter flip.
+
+* :func:`dropout_explorer` (``convex-combination``): a slider over the attention-dropout rate
+  :math:`p`; the flag sits at the first rate at which outputs leave the values' hull.
+* :func:`cross_attention_explorer` (``square-matrix``): a slider over the number of keys :math:`S`
+  for :math:`T` fixed queries; the flag sits at :math:`S = T`, where :math:`A` is square.
+
+The deciding numbers come from the chapter's own functions
+(:func:`~attention_course.lenses.mechanics.fraction_in_hull`,
+:func:`~attention_course.core.attention.scaled_dot_product_attention`), in float64; the flag's
+index is found from them by :func:`first_crossing` and :func:`square_index`, never typed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+
+from ..core.attention import scaled_dot_product_attention
+from ..lenses.geometry import convex_hull, in_convex_hull
+from ..lenses.mechanics import fraction_in_hull
+from ..models.tasks import toy_sentence
+from .interactive import _fallback
+from .widgets import SliderFigure
+
+__all__ = ["first_crossing", "hull_dropout_sweep", "dropout_explorer", "square_index", "cross_attention_weights",
+           "cross_attention_explorer", "DROPOUT_RATES", "CROSS_TEXT"]
+
+#: The slider's dropout rates; 0.1 is the rate the chapter measures, as used in training.
+DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+#: The sequence whose first ``T`` words ask and whose first ``S`` words answer (keys and values).
+CROSS_TEXT = "the cat sat on the mat and then the cat slept"
+_FONT = {"size": 13}
+_OUT, _IN = "#D55E00", "#0072B2"
+
+
+def first_crossing(values: Sequence[float], line: float) -> Optional[int]:
+    """Index of the first value strictly above ``line``, or ``None`` if none is.
+
+    Examples
+    --------
+    >>> first_crossing([0.0, 0.0, 0.004, 0.02], line=0.0)
+    2
+    >>> first_crossing([1.0, 2.0], line=3.0) is None
+    True
+    """
+    above = np.flatnonzero(np.asarray(values, dtype=float) > line)
+    return int(above[0]) if above.size else None
+
+
+def hull_dropout_sweep(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1) -> np.ndarray:
+    r"""Share of outputs outside the values' hull at each attention-dropout rate :math:`p`.
+
+    :math:`1 -` :func:`~attention_course.lenses.mechanics.fraction_in_hull` on the chapter's
+    ``n_problems`` random problems, drawn afresh from ``default_rng(seed)`` at every rate (the
+    chapter's seed 1, so the entry at :math:`p = 0.1` is the chapter's measurement). Shape
+    ``(len(rates),)``.
+
+    Examples
+    --------
+    >>> hull_dropout_sweep([0.0, 0.3], n_problems=40).round(3)
+    array([0.   , 0.225])
+    """
+    return np.array([1.0 - fraction_in_hull(np.random.default_rng(seed), n_problems=n_problems, dropout=p)
+                     for p in rates])
+
+
+def _hull_trace(v: np.ndarray) -> dict:
+    h = convex_hull(v)  # (H, 2), counter-clockwise
+    loop = np.vstack([h, h[:1]])  # closed polygon
+    return {"type": "scatter", "mode": "lines", "x": loop[:, 0], "y": loop[:, 1], "fill": "toself",
+            "fillcolor": "rgba(0,114,178,0.08)", "line": {"color": "#777777"}, "name": "hull of the values",
+            "hoverinfo": "skip", "xaxis": "x", "yaxis": "y"}
+
+
+def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1,
+                     picture_seed: int = 0, T: int = 8, S: int = 3, draws: int = 10) -> SliderFigure:
+    r"""Chapter 1: attention dropout at rate :math:`p` pushes outputs out of the values' hull.
+
+    Each frame shows one random problem of the kind
+    :func:`~attention_course.lenses.mechanics.fraction_in_hull` draws (``S`` values
+    :math:`v_j \in \mathbb{R}^2`, ``T`` queries, :math:`d_k = 4`, from ``default_rng(picture_seed)``),
+    the values' hull and the outputs :math:`o_i = \sum_j \tilde A_{ij} v_j` of ``draws`` dropout
+    masks, :math:`\tilde A_{ij} = A_{ij} m_{ij}/(1-p)` with :math:`m_{ij} = [u_{ij} > p]` for fixed
+    uniform draws :math:`u` (a weight dropped at one rate stays dropped at every higher one); below,
+    the share of outputs outside the hull over the chapter's random problems (:func:`hull_dropout_sweep`). The flag sits at the
+    first rate whose share exceeds the share at the first rate (:math:`p = 0`: none), found by
+    :func:`first_crossing`. Each output's place is decided by
+    :func:`~attention_course.lenses.geometry.in_convex_hull`, never from the weights.
+
+    Examples
+    --------
+    >>> fig = dropout_explorer([0.0, 0.1, 0.3], n_problems=40)
+    >>> fig.labels, fig.flip, fig.verdict
+    (['p = 0', 'p = 0.1', 'p = 0.3'], 1, 'convex-combination')
+    """
+    rates = [float(p) for p in rates]
+    if not rates or rates[0] != 0.0 or any(not 0.0 <= p < 1.0 for p in rates) or sorted(rates) != rates:
+        raise ValueError(f"rates={rates}; expected increasing dropout rates in [0, 1) starting at 0 (the baseline)")
+    outside = hull_dropout_sweep(rates, n_problems, seed)  # (R,)
+    flip = first_crossing(outside, line=outside[0])
+    rng = np.random.default_rng(picture_seed)
+    q, k, v = rng.normal(size=(T, 4)), rng.normal(size=(S, 4)), rng.normal(size=(S, 2))  # as in fraction_in_hull
+    _, w = scaled_dot_product_attention(q, k, v)  # (T, S), rows sum to 1
+    u = rng.random((draws, T, S))  # one uniform number per weight and dropout draw
+    hull = _hull_trace(v)
+    frames, seen = [], [v]
+    for i, p in enumerate(rates):
+        w_drop = w * (u > p) / (1 - p)  # (draws, T, S) training-time dropout at rate p
+        o = (w_drop @ v).reshape(-1, 2)  # (draws * T, 2)
+        inside = in_convex_hull(o, v)  # (draws * T,)
+        seen.append(o)
+        pts = [{"type": "scatter", "mode": "markers", "x": o[m, 0], "y": o[m, 1], "name": name,
+                "marker": {"color": c, "size": 7}, "xaxis": "x", "yaxis": "y", "hoverinfo": "skip"}
+               for m, name, c in ((inside, "output inside", _IN), (~inside, "output outside", _OUT))]
+        frames.append({
+            "data": [hull,
+                     {"type": "scatter", "mode": "markers", "x": v[:, 0], "y": v[:, 1], "name": "values v_j",
+                      "marker": {"color": "#000000", "size": 11, "symbol": "x"}, "hoverinfo": "skip",
+                      "xaxis": "x", "yaxis": "y"},
+                     *pts,
+                     {"type": "scatter", "mode": "lines+markers", "x": rates, "y": outside, "name": "share outside",
+                      "line": {"color": _OUT}, "marker": {"size": 5}, "xaxis": "x2", "yaxis": "y2", "showlegend": False},
+                     {"type": "scatter", "mode": "markers", "x": [p], "y": [outside[i]], "marker": {"size": 12,
+                      "color": _OUT}, "xaxis": "x2", "yaxis": "y2", "showlegend": False, "hoverinfo": "skip"}],
+            "readout": (f"p = {p:g}: over {n_problems} random problems a share <b>{outside[i]:.3f}</b> of the "
+                        f"outputs lies outside their values' hull (without dropout {outside[0]:.3f}). In the "
+                        f"problem drawn above ({S} values, {T} queries, {draws} dropout draws): "
+                        f"{int((~inside).sum())} of {inside.size} outputs outside."),
+        })
+    lo, hi = np.vstack(seen).min(0), np.vstack(seen).max(0)  # (2,) each: the same axes in every frame
+    pad = 0.05 * (hi - lo)
+    layout = {"height": 600, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": _FONT,
+              "xaxis": {"domain": [0, 1], "range": [lo[0] - pad[0], hi[0] + pad[0]]},
+              "yaxis": {"domain": [0.52, 1], "range": [lo[1] - pad[1], hi[1] + pad[1]],
+                        "title": {"text": "values and outputs (d_v = 2)"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "attention-dropout rate p"}},
+              "yaxis2": {"domain": [0, 0.24], "anchor": "x2", "rangemode": "tozero",
+                         "title": {"text": "share outside"}},
+              "legend": {"orientation": "h", "y": 0.46, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(rates, outside, "o-", color=_OUT)
+        if flip is not None:
+            ax.axvline(rates[flip], color="0.5", ls=":", label=f"first outputs outside, p = {rates[flip]:g}")
+            ax.legend()
+        ax.set(xlabel="attention-dropout rate p", ylabel="share of outputs outside the hull",
+               title=f"Outputs outside the values' hull ({n_problems} random problems)")
+
+    return SliderFigure("ix-mech-dropout", "Turn on attention dropout: do the outputs stay in the hull?",
+                        [f"p = {p:g}" for p in rates], frames, layout, _fallback(draw),
+                        "Share of attention outputs outside the convex hull of their values against the dropout "
+                        "rate: zero without dropout, rising with p.", start=0, control_label="attention-dropout rate p",
+                        flip=flip, flip_note="outputs start to leave the hull: no longer a convex combination",
+                        verdict="convex-combination")
+
+
+def square_index(shapes: Sequence[tuple[int, int]]) -> Optional[int]:
+    """Index of the first ``(rows, columns)`` shape that is square, or ``None``.
+
+    Examples
+    --------
+    >>> square_index([(6, 4), (6, 5), (6, 6), (6, 7)])
+    2
+    """
+    return next((i for i, (r, c) in enumerate(shapes) if r == c), None)
+
+
+def cross_attention_weights(S: int, T: int = 6, text: str = CROSS_TEXT, seed: int = 0) -> np.ndarray:
+    r"""Weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` of the first ``T`` words
+    of ``text`` attending to its first ``S`` words; shape ``(T, S)``.
+
+    Embeddings and projections come from
+    :func:`~attention_course.models.tasks.toy_sentence` (``text``, ``seed``); queries
+    :math:`Q = X_{:T}W_Q`, keys :math:`K = X_{:S}W_K`. For ``S = T`` queries and keys come from
+    the same positions: self-attention.
+
+    Examples
+    --------
+    >>> cross_attention_weights(3).shape, cross_attention_weights(6).shape
+    ((6, 3), (6, 6))
+    """
+    ex = toy_sentence(text, seed=seed)
+    n = len(ex.tokens)
+    if not (1 <= T <= n and 1 <= S <= n):
+        raise ValueError(f"T={T} queries and S={S} keys from a text of {n} words; expected 1 <= T, S <= {n}")
+    q, k, v = ex.X[:T] @ ex.W_q, ex.X[:S] @ ex.W_k, ex.X[:S] @ ex.W_v  # (T, d_k), (S, d_k), (S, d_v)
+    return np.asarray(scaled_dot_product_attention(q, k, v)[1])  # (T, S), each row over the S keys
+
+
+def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = None,
+                             text: str = CROSS_TEXT) -> SliderFigure:
+    r"""Chapter 1: ``T`` fixed queries attend to ``S`` keys; :math:`A` is :math:`T \times S`.
+
+    The queries are the first ``T`` words of ``text``, the keys and values its first ``S`` words
+    (:func:`cross_attention_weights`): fewer keys than queries is a decoder reading a short source,
+    more a longer one. The flag sits where the weights' shape is square (:func:`square_index`),
+    which is where queries and keys come from the same ``T`` positions.
+
+    Examples
+    --------
+    >>> fig = cross_attention_explorer(T=3, S_values=[2, 3, 4])
+    >>> fig.labels, fig.flip
+    (['S = 2', 'S = 3', 'S = 4'], 1)
+    """
+    words = text.split()
+    S_values = list(range(1, len(words) + 1)) if S_values is None else [int(s) for s in S_values]
+    mats = [cross_attention_weights(S, T, text) for S in S_values]  # each (T, S)
+    flip = square_index([A.shape for A in mats])
+    S_max = max(S_values)
+    rows = [f"{i}:{t}" for i, t in enumerate(words[:T])]
+    frames = []
+    for S, A in zip(S_values, mats):
+        cols = [f"{j}:{t}" for j, t in enumerate(words[:S])]
+        frames.append({
+            "data": [{"type": "heatmap", "z": A, "x": cols, "y": rows, "zmin": 0, "zmax": 1, "colorscale": "Viridis",
+                      "colorbar": {"title": {"text": "weight"}},
+                      "hovertemplate": "%{y} attends to %{x}: %{z:.3f}<extra></extra>"}],
+            "layout": {"xaxis": {"showgrid": False, "title": {"text": f"key (S = {S})"}, "tickangle": -45,
+                                 "range": [-0.5, S_max - 0.5]}},
+            "readout": (f"A has shape <b>{A.shape[0]} × {A.shape[1]}</b>: one row per query, one column per key"
+                        + ("; square, as in self-attention: queries and keys are the same positions."
+                           if A.shape[0] == A.shape[1] else
+                           f"; not square: {S} key{'s' if S > 1 else ''} for {T} queries.")
+                        + " Each row is still a distribution over the keys."),
+        })
+    layout = {"height": 420, "margin": {"l": 80, "r": 10, "t": 10, "b": 90}, "font": _FONT,
+              "yaxis": {"showgrid": False, "autorange": "reversed", "title": {"text": "query"}}}
+    i0 = flip if flip is not None else 0
+
+    def draw(fig, ax):
+        A = mats[-1]
+        im = ax.imshow(A, vmin=0, vmax=1)
+        ax.set(xticks=range(A.shape[1]), yticks=range(T), xticklabels=words[:A.shape[1]], yticklabels=rows,
+               xlabel="key", ylabel="query", title=f"Cross-attention: A is {T} × {A.shape[1]}")
+        ax.tick_params(axis="x", labelrotation=45)
+        fig.colorbar(im, ax=ax, label="weight")
+
+    return SliderFigure("ix-mech-shape", "Change the number of keys: when is A square?",
+                        [f"S = {S}" for S in S_values], frames, layout, _fallback(draw, (6.4, 3.4)),
+                        f"Heat map of {T} queries attending to {S_max} keys: a wide, not square, matrix of weights.",
+                        start=i0, control_label="number of keys S",
+                        flip=flip, flip_note="S = T: queries and keys from one sequence, A is square (n × n)",
+                        verdict="square-matrix")
