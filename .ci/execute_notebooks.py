@@ -2,7 +2,13 @@
 
 Runs each notebook top to bottom in a fresh kernel from its own folder (as nbval
 does), with no timing metadata, so the committed file changes only where an
-output really changed. Usage: ``python .ci/execute_notebooks.py book/01_mechanics.ipynb ...``
+output really changed. Then writes what JupyterLab needs to show the prose as the book
+does: each markdown cell's ``user_expressions`` (the glued numbers,
+``attention_course.course.expressions``) and figure references with their numbers
+(``attention_course.course.figure_refs``).
+
+Usage: ``python .ci/execute_notebooks.py book/01_mechanics.ipynb ...``; with ``--sync-only``
+it only rewrites that metadata and those references (after an edit of the prose).
 """
 
 import sys
@@ -11,6 +17,9 @@ from pathlib import Path
 
 import nbclient
 import nbformat
+
+from attention_course.course.expressions import sync_notebook
+from attention_course.course.figure_refs import sync_figure_refs
 
 
 def execute(path: Path, timeout: int = 600) -> float:
@@ -23,6 +32,16 @@ def execute(path: Path, timeout: int = 600) -> float:
     return time.perf_counter() - start
 
 
+def sync(path: Path) -> str:
+    changed = [what for what, fn in (("figure numbers", sync_figure_refs), ("inline numbers", sync_notebook))
+               if fn(path)]
+    return "updated " + " and ".join(changed) if changed else "prose metadata up to date"
+
+
 if __name__ == "__main__":
-    for arg in sys.argv[1:] or sorted(Path("book").glob("[0-9][0-9]_*.ipynb")):
-        print(f"{arg}: executed in {execute(Path(arg)):.1f} s", flush=True)
+    args = sys.argv[1:]
+    only_sync = "--sync-only" in args
+    paths = [Path(a) for a in args if a != "--sync-only"] or sorted(Path("book").glob("[0-9][0-9]_*.ipynb"))
+    for path in paths:
+        took = "" if only_sync else f"executed in {execute(path):.1f} s; "
+        print(f"{path}: {took}{sync(path)}", flush=True)

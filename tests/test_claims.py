@@ -158,8 +158,8 @@ def test_the_boxes_show_the_ledgers_fields():
 @pytest.mark.parametrize("claim_id, old, new, expected", [
     ("formula", "**Reading.** The formula", "**Reading.** A formula", "the box's Reading line differs"),
     ("formula", "**Baseline.** PyTorch's", "**Baseline.** Torch's", "the box's Baseline line differs"),
-    ("local-average", "{glue:text}`u_draws`", "20", "the box's Robustness line differs"),  # a typed number
-    ("local-average", "{glue:text}`med_w3:.2f`", "{glue:text}`med_w3:.3f`", "the box's Robustness line differs"),
+    ("local-average", '{eval}`glued("u_draws")`', "20", "the box's Robustness line differs"),  # a typed number
+    ("local-average", '{eval}`glued("med_w3:.2f")`', '{eval}`glued("med_w3:.3f")`', "the box's Robustness line differs"),
     ("saturation", "\n**Robustness.** ", "\n\n", "the box's Robustness line differs"),  # dropped
     ("message-passing", "seeded problem", "seeded problem\nand more", "followed by a blank line"),
 ])
@@ -186,8 +186,8 @@ def test_box_fields_markdown_writes_glue_roles():
                             robustness="{n_ok} of {n} seeds; effect {m:.2f} ± {s:.2f}; {{literal}}")
     assert vd.box_fields_markdown(c).split("\n") == [
         "**Reading.** R", "**Baseline.** B",
-        "**Robustness.** {glue:text}`n_ok` of {glue:text}`n` seeds; effect {glue:text}`m:.2f` ± "
-        "{glue:text}`s:.2f`; {literal}"]
+        '**Robustness.** {eval}`glued("n_ok")` of {eval}`glued("n")` seeds; effect {eval}`glued("m:.2f")` ± '
+        '{eval}`glued("s:.2f")`; {literal}']
 
 
 # ----------------------------------------------------------- thresholds vs measured errors

@@ -103,7 +103,7 @@ def test_notebooks_glue_through_the_fallback():
     for path in NOTEBOOKS:
         setup = _code_cells(_load(path))[1].source
         assert "from myst_nb import" not in setup, path.name
-        assert "from attention_course.course.book import glue" in setup, path.name
+        assert "from attention_course.course.book import glue, glued" in setup, path.name
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

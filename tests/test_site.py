@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import html
 import io
 import json
 import os
@@ -30,6 +31,7 @@ import pytest
 from PIL import Image
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402  (selenium: requirements.txt)
 
+from attention_course.course import expressions as ex
 from attention_course.figures.style import DPI
 
 pytestmark = pytest.mark.site
@@ -171,6 +173,42 @@ def test_page_in_browser(driver, page):
         if url.fragment and target.suffix == ".html":
             ids = set(re.findall(r'id="([^"]+)"', target.read_text(encoding="utf-8")))
             assert unquote(url.fragment) in ids, f"{rel}: link to missing anchor {href}"
+
+
+_FIG_LINK = re.compile(r'<a class="reference internal" href="(?P<page>[^"#]*)#(?P<id>fig-[\w-]+)"[^>]*>'
+                       r'<span class="std std-(?:ref|numref)">(?P<text>[^<]*)</span>')
+
+
+def _caption_numbers(page: Path) -> dict[str, str]:
+    return {m.group(1): m.group(2).strip() for m in re.finditer(
+        r'id="(fig-[\w-]+)".{0,4000}?class="caption-number">([^<]*)<', page.read_text(encoding="utf-8"), re.S)}
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
+def test_figure_links_name_the_figure_they_lead_to(page):
+    """Figure references are typed as {ref}`Fig. 6.2 <fig-x>` (so JupyterLab shows them too):
+    each link's text must be the number the book gives the figure it leads to."""
+    links = list(_FIG_LINK.finditer(page.read_text(encoding="utf-8")))
+    assert links or "caption-number" not in page.read_text(encoding="utf-8"), f"{page.name}: no figure links"
+    for m in links:
+        target = (page.parent / m["page"]).resolve() if m["page"] else page
+        number = _caption_numbers(target).get(m["id"])
+        assert number is not None, f"{page.name}: no numbered figure {m['id']} in {target.name}"
+        assert m["text"].strip() == number.rstrip(), f"{page.name}: link {m['text']!r} leads to {number!r} ({m['id']})"
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
+def test_inline_numbers_are_what_jupyterlab_shows(page):
+    """The book renders each {eval}`glued("name:fmt")` from the notebook's glue outputs; JupyterLab
+    from the values stored beside the prose. The two lists must agree, in order."""
+    nb = json.loads((ROOT / "book" / f"{page.stem}.ipynb").read_text(encoding="utf-8"))
+    stored = {e["expression"]: e["result"]["data"]["text/plain"]
+              for c in nb["cells"] for e in c.get("metadata", {}).get("user_expressions", [])}
+    expected = [stored[f'glued("{spec}")'] for c in nb["cells"] if c["cell_type"] == "markdown"
+                for spec in ex.roles("".join(c["source"]))]
+    shown = [html.unescape(t) for t in re.findall(r'<span class="pasted-text">([^<]*)</span>',
+                                                  page.read_text(encoding="utf-8"))]
+    assert shown == expected
 
 
 def test_site_summary():

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .claims import CLAIMS, EVIDENCE_FILE, VERDICT_CLASS, Claim
+from .expressions import role
 
 __all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "box_fields_markdown", "constant_glues",
            "chapter_problems", "collect_evidence", "write_evidence"]
@@ -136,12 +137,12 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
 
 
 def _glue_roles(fmt: str) -> str:
-    """A format string with each ``{name:fmt}`` written as the MyST role ``{glue:text}`name:fmt```."""
+    """A format string with each ``{name:fmt}`` written as the inline-number role ``{eval}`glued("name:fmt")```."""
     parts = []
     for literal, name, spec, _ in string.Formatter().parse(fmt):
         parts.append(literal)
         if name:
-            parts.append("{glue:text}`" + name + (f":{spec}" if spec else "") + "`")
+            parts.append(role(name + (f":{spec}" if spec else "")))
     return "".join(parts)
 
 
@@ -149,7 +150,7 @@ def box_fields_markdown(c: Claim) -> str:
     """The three lines a claim's verdict box shows right after its ``:name:`` line.
 
     Reading and baseline appear verbatim; in the robustness each ``{name:fmt}``
-    becomes ``{glue:text}`name:fmt```, so the book fills in the chapter's number.
+    becomes ``{eval}`glued("name:fmt")```, so the book (and JupyterLab) fill in the chapter's number.
 
     Examples
     --------
@@ -158,7 +159,7 @@ def box_fields_markdown(c: Claim) -> str:
     >>> print(box_fields_markdown(c))
     **Reading.** R.
     **Baseline.** B.
-    **Robustness.** in {glue:text}`n_ok` of {glue:text}`n` seeds; {glue:text}`m:.2f` ± {glue:text}`s:.2f`
+    **Robustness.** in {eval}`glued("n_ok")` of {eval}`glued("n")` seeds; {eval}`glued("m:.2f")` ± {eval}`glued("s:.2f")`
     """
     return (f"**Reading.** {c.reading}\n**Baseline.** {c.baseline}\n"
             f"**Robustness.** {_glue_roles(c.robustness)}")

@@ -1,0 +1,169 @@
+"""Inline numbers that JupyterLab can show: the chapters' ``{eval}`glued("name:fmt")``` roles.
+
+A chapter's prose quotes its measured numbers through roles such as
+``{eval}`glued("hull_dropout:.1%")```. ``jupyterlab-myst`` renders an ``{eval}`` role from
+the markdown cell's ``user_expressions`` metadata (the kernel's answer, stored with the
+notebook), so a learner who opens a chapter in JupyterLab sees the number, not the key.
+:func:`sync_notebook` writes that metadata from the values the notebook glued when it was
+executed (``make execute`` runs it), and :func:`expression_problems` is the test that the
+stored metadata is still what those values give.
+
+* :func:`roles`: the glue specs (``"name:fmt"``) a markdown text quotes, in order;
+* :func:`user_expressions`: the metadata ``jupyterlab-myst`` reads for one cell;
+* :func:`sync_notebook` / :func:`expression_problems`: write it / check it for a notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Union
+
+from .book import format_glued
+
+__all__ = ["ROLE", "role", "roles", "glued_texts", "user_expressions", "sync_notebook",
+           "expression_problems"]
+
+#: One inline number in the prose: ``{eval}`glued("name:fmt")```.
+ROLE = re.compile(r'\{eval\}`glued\("(?P<spec>[A-Za-z_]\w*(?::[^"`]*)?)"\)`')
+
+
+def role(spec: str) -> str:
+    """The MyST role that quotes a glued number: ``role("x:.2f")`` -> ``{eval}`glued("x:.2f")```.
+
+    Examples
+    --------
+    >>> role("hull_n")
+    '{eval}`glued("hull_n")`'
+    >>> ROLE.fullmatch(role("w_loo:.2f"))["spec"]
+    'w_loo:.2f'
+    """
+    return '{eval}`glued("' + spec + '")`'
+
+
+def roles(markdown: str) -> list[str]:
+    """The glue specs a markdown text quotes, in order of appearance.
+
+    Examples
+    --------
+    >>> roles('error {eval}`glued("err:.1e")` at n = {eval}`glued("n")`.')
+    ['err:.1e', 'n']
+    """
+    return [m["spec"] for m in ROLE.finditer(markdown)]
+
+
+def _load(path: Union[str, Path]) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook at {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def glued_texts(nb: dict) -> dict[str, str]:
+    """Glue name -> the ``text/plain`` the notebook stored for it (myst-nb's ``scrapbook`` outputs).
+
+    Examples
+    --------
+    >>> out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "n"}},
+    ...        "data": {"application/papermill.record/text/plain": "12"}}
+    >>> glued_texts({"cells": [{"cell_type": "code", "outputs": [out]}]})
+    {'n': '12'}
+    """
+    texts = {}
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = out.get("data", {})
+            text = data.get("application/papermill.record/text/plain", data.get("text/plain"))
+            if name and text is not None:
+                texts[name] = text if isinstance(text, str) else "".join(text)
+    return texts
+
+
+def user_expressions(markdown: str, texts: dict[str, str]) -> list[dict]:
+    """The ``user_expressions`` metadata of one markdown cell, from the notebook's glued texts.
+
+    Each entry is what the kernel answers for ``glued("name:fmt")``: the formatted number as
+    ``text/plain`` (formatted as the book's role formats it). A name the notebook never glued
+    gets an error entry, which ``jupyterlab-myst`` shows in red and :func:`expression_problems`
+    reports.
+
+    Examples
+    --------
+    >>> user_expressions('{eval}`glued("e:.0e")`', {"e": "1e-12"})[0]["result"]["data"]
+    {'text/plain': '1e-12'}
+    >>> user_expressions('{eval}`glued("f:.2f")`', {})[0]["result"]["status"]
+    'error'
+    """
+    entries, seen = [], set()
+    for spec in roles(markdown):
+        if spec in seen:
+            continue
+        seen.add(spec)
+        name, _, fmt = spec.partition(":")
+        expr = f'glued("{spec}")'
+        if name in texts:
+            result = {"status": "ok", "data": {"text/plain": format_glued(texts[name], fmt)}, "metadata": {}}
+        else:
+            result = {"status": "error", "ename": "KeyError",
+                      "evalue": f"nothing is glued under {name!r}", "traceback": []}
+        entries.append({"expression": expr, "result": result})
+    return entries
+
+
+def _expected(nb: dict) -> list[Union[list, None]]:
+    texts = glued_texts(nb)
+    out = []
+    for cell in nb["cells"]:
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        out.append(user_expressions(src, texts) or None if cell["cell_type"] == "markdown" else None)
+    return out
+
+
+def sync_notebook(path: Union[str, Path]) -> bool:
+    """Write each markdown cell's ``user_expressions`` from the notebook's stored glue values.
+
+    Returns whether the file changed. Cells without roles carry no ``user_expressions``.
+    Run after executing a notebook (``make execute`` does).
+
+    Raises
+    ------
+    KeyError
+        When the prose quotes a name the notebook never glued.
+    """
+    path = Path(path)
+    nb = _load(path)
+    missing = [p for p in expression_problems(path, nb) if "never glued" in p]
+    if missing:
+        raise KeyError(f"{path.name}: " + "; ".join(missing))
+    for cell, expected in zip(nb["cells"], _expected(nb)):
+        if expected:
+            cell["metadata"]["user_expressions"] = expected
+        else:
+            cell.get("metadata", {}).pop("user_expressions", None)
+    text = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"  # as nbformat writes
+    if text == path.read_text(encoding="utf-8"):
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def expression_problems(path: Union[str, Path], nb: Union[dict, None] = None) -> list[str]:
+    """Where a notebook's stored ``user_expressions`` differ from what its glued values give.
+
+    Empty when JupyterLab will show the same numbers as the book. Also reports a name
+    that the prose quotes and the notebook never glued.
+    """
+    path = Path(path)
+    nb = _load(path) if nb is None else nb
+    texts, problems = glued_texts(nb), []
+    for i, (cell, expected) in enumerate(zip(nb["cells"], _expected(nb))):
+        for spec in (roles("".join(cell["source"])) if cell["cell_type"] == "markdown" else []):
+            if spec.partition(":")[0] not in texts:
+                problems.append(f"cell {i}: {spec!r} quotes a name the notebook never glued")
+        stored = cell.get("metadata", {}).get("user_expressions")
+        if stored != expected:
+            problems.append(f"cell {i}: stored user_expressions differ from the glued values "
+                            "(run `make execute NB=...`, or `python .ci/execute_notebooks.py --sync-only <notebook>`)")
+    return problems

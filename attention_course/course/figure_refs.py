@@ -1,0 +1,113 @@
+"""Figure references that read the same in the book and in JupyterLab: ``{ref}`Fig. 6.2 <fig-x>```.
+
+A chapter's figures are code-cell outputs named in the cell's metadata
+(``mystnb.figure.name``). Jupyter Book numbers them (``Fig. 6.2``: chapter 6, second figure
+in the page) and resolves ``{numref}`fig-x```; JupyterLab's MyST renderer cannot see output
+figures, so it shows the bare label with a warning. Written as a reference whose title is
+the number, ``{ref}`Fig. 6.2 <fig-x>``` reads the same in both (``{numref}`` would insist on
+a ``%s`` in its title). The number is then typed, so it is checked: :func:`figure_numbers`
+numbers a notebook's figures as Sphinx does (in order of appearance; chapter from the file
+name, ``06_scaling`` -> 6, which the tests check against ``_toc.yml``),
+:func:`numbered_refs` writes every reference with its number, :func:`figure_ref_problems`
+reports one whose number is missing or stale, and the site test compares each link's text
+with the caption number of the figure it leads to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Union
+
+__all__ = ["NUMREF", "figure_numbers", "book_figure_numbers", "numbered_refs", "figure_ref_problems",
+           "sync_figure_refs"]
+
+#: A reference to a label: ``{numref}`fig-x```, ``{ref}`Fig. 6.2 <fig-x>```, ...
+NUMREF = re.compile(r"\{(?P<role>numref|ref)\}`(?:(?P<title>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`<>]+))`")
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def figure_numbers(nb: dict, chapter: int) -> dict[str, str]:
+    """Figure name -> its number in the book (``"6.2"``), in order of appearance.
+
+    Examples
+    --------
+    >>> fig = lambda n: {"cell_type": "code", "metadata": {"mystnb": {"figure": {"name": n}}}}
+    >>> figure_numbers({"cells": [fig("fig-a"), {"cell_type": "markdown", "metadata": {}}, fig("fig-b")]}, 6)
+    {'fig-a': '6.1', 'fig-b': '6.2'}
+    """
+    names = [c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name") for c in nb["cells"]
+             if c["cell_type"] == "code"]
+    return {n: f"{chapter}.{k}" for k, n in enumerate([n for n in names if n], 1)}
+
+
+def book_figure_numbers(book_dir: Union[str, Path]) -> dict[str, str]:
+    """Figure name -> number for every chapter notebook (``NN_*.ipynb``) in ``book_dir``."""
+    numbers: dict[str, str] = {}
+    for path in sorted(Path(book_dir).glob("[0-9][0-9]_*.ipynb")):
+        numbers.update(figure_numbers(json.loads(path.read_text(encoding="utf-8")), _chapter(path)))
+    return numbers
+
+
+def _written(target: str, numbers: dict[str, str]) -> str:
+    return "{ref}`Fig. " + numbers[target] + " <" + target + ">`"
+
+
+def numbered_refs(markdown: str, numbers: dict[str, str]) -> str:
+    """Every figure reference in ``markdown`` written as ``{ref}`Fig. N.M <fig-x>```.
+
+    References to anything that is not a figure in ``numbers`` are left alone.
+
+    Examples
+    --------
+    >>> numbered_refs("see {numref}`fig-a` and {ref}`Fig. 9.9 <fig-b>`", {"fig-a": "6.1", "fig-b": "6.2"})
+    'see {ref}`Fig. 6.1 <fig-a>` and {ref}`Fig. 6.2 <fig-b>`'
+    """
+    def one(m: re.Match) -> str:
+        target = m["target"] or m["bare"]
+        return _written(target, numbers) if target in numbers else m.group(0)
+    return NUMREF.sub(one, markdown)
+
+
+def _chapter(path: Path) -> int:
+    m = re.match(r"(\d\d)_", path.name)
+    if m is None:
+        raise ValueError(f"{path.name}: a chapter notebook's name starts with its number, like 06_scaling.ipynb")
+    return int(m.group(1))
+
+
+def figure_ref_problems(path: Union[str, Path]) -> list[str]:
+    """References in a chapter whose figure number is missing or stale; empty when all are right."""
+    path = Path(path)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    numbers, problems = book_figure_numbers(path.parent), []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        for m in NUMREF.finditer(_source(cell)):
+            target = m["target"] or m["bare"]
+            if target in numbers and m.group(0) != _written(target, numbers):
+                problems.append(f"cell {i}: {m.group(0)} should read {_written(target, numbers)}")
+    return problems
+
+
+def sync_figure_refs(path: Union[str, Path]) -> bool:
+    """Rewrite a chapter's figure references with their current numbers; return whether it changed."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    nb = json.loads(text)
+    numbers = book_figure_numbers(path.parent)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            new = numbered_refs(_source(cell), numbers)
+            if new != _source(cell):
+                cell["source"] = new.splitlines(keepends=True)
+    out = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"  # as nbformat writes
+    if out == text:
+        return False
+    path.write_text(out, encoding="utf-8")
+    return True
