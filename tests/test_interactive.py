@@ -225,3 +225,27 @@ def test_key_norm_explorer_loses_locality_as_norms_spread():
     assert rc[0] == 1.0  # equal norms: q.k is a Gaussian kernel in ||q - k|| (closed form)
     assert all(b <= a + 0.02 for a, b in zip(rc, rc[1:])) and rc[-1] < 0.5  # locality falls with the spread
     assert [fig.labels[i] for i, _ in fig.flips] == ["max/min key norm = 2", "max/min key norm = 6.5"]
+
+
+def _html_outputs(path: Path) -> str:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return "\n".join("".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"]
+                     for o in c.get("outputs", []))
+
+
+def test_every_conditional_verdict_has_a_flagged_slider_in_its_chapter():
+    """Issue 19: each verdict box with a condition shows, on a slider in its chapter, where the
+    verdict flips: a flag that names the claim (data-verdict) and links to its box."""
+    from attention_course.course.claims import CLAIMS
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    conditional = [c for c in CLAIMS if c.verdict == "holds when"]
+    assert len(conditional) >= 10
+    missing = []
+    for c in conditional:
+        page = _html_outputs(book / f"{c.chapter}.ipynb")
+        flag = re.search(rf'<span class="ac-ix-flip" data-flip="\d+" data-verdict="{re.escape(c.id)}">.*?'
+                         rf'href="#claim-{re.escape(c.id)}"', page)
+        if flag is None:
+            missing.append(f"{c.id} ({c.chapter})")
+    assert not missing, f"conditional verdicts without a flagged slider: {missing}"
