@@ -5,7 +5,8 @@ the book shows: verdict boxes, exercises, glossary links and maths rendered, eve
 the book quotes (not a glue key or a role), figures referred to by number. For each chapter,
 before any cell is run: every markdown cell renders through MyST, no raw MyST markup or
 inline-number role is left in the rendered text, each cell shows the numbers stored for its
-``{eval}`` roles, and no cross-reference is unresolved. Citations are the one known gap:
+``{eval}`` roles, no cross-reference is unresolved, and each interactive figure shows its
+static picture (Lab does not load plotly.js). Citations are the one known gap:
 jupyterlab-myst cannot read the book's .bib file, so a citation shows its key (vaswani2017);
 the test checks that each such key is one of the book's references.
 Screenshots go to _build/screenshots/lab-<chapter>.png.
@@ -144,4 +145,11 @@ def test_chapter_reads_in_jupyterlab(lab, path):
         f"return [...document.querySelectorAll('{VISIBLE} [title=\"Citation Not Found\"]')]"
         ".map(e => e.innerText.trim())")
     problems += [f"citation {c!r} is not a key of references.bib" for c in cited if c not in BIB_KEYS]
+    # Interactive figures need plotly.js, which Lab does not load: their static picture shows instead.
+    blank = drv.execute_script(
+        f"return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .ac-interactive')]"
+        ".filter(f => {const i = f.querySelector('img.ac-ix-fallback');"
+        " return !i || !i.complete || i.naturalWidth === 0 || i.getBoundingClientRect().height < 50;})"
+        ".map(f => f.id)")
+    problems += [f"interactive figure {b} shows no static picture" for b in blank]
     assert not problems, f"{path.name} in JupyterLab:\n" + "\n".join(problems[:40])
