@@ -1,5 +1,8 @@
 """Flagged sliders of chapters 2 and 3 (issue 19): learned-width, low-rank-real, efficient-attention.
 
+The numbers and flags come from the lenses (``kernel_learning``, ``lowrank_baselines``,
+``approximation_error``) and the stored data from :mod:`attention_course.experiments.flip_data`.
+
 Each figure's deciding numbers are checked against an independent computation (closed-form
 Nadaraya-Watson in numpy, the package's own fits and accuracy table, numpy's polyfit on the
 stored length sweep), the flag against the line the verdict draws, and the HTML.
@@ -15,8 +18,12 @@ import numpy as np
 import pytest
 import torch
 
+from attention_course.experiments import flip_data
 from attention_course.figures import flips_kernels as fk
 from attention_course.figures import flips_lowrank as fl
+from attention_course.lenses import approximation_error as ae
+from attention_course.lenses import kernel_learning as kl
+from attention_course.lenses import lowrank_baselines as lb
 from attention_course.lenses.approximation_error import (
     approximation_errors,
     benchmark_inputs,
@@ -58,7 +65,7 @@ def lw():
 def test_self_weight_ends_are_the_chapters_two_objectives():
     data = sine_data(seed=3)
     for alpha, loo in ((0.0, True), (1.0, False)):
-        ours = fk.fit_bandwidth_self_weight(data.x_train, data.y_train, alpha, steps=40)
+        ours = fit_bandwidth(data.x_train, data.y_train, self_weight=alpha, steps=40)
         ref = fit_bandwidth(data.x_train, data.y_train, leave_one_out=loo, steps=40)
         np.testing.assert_allclose(ours.w_history, ref.w_history, rtol=TIGHT)
         np.testing.assert_allclose(ours.loss_history, ref.loss_history, rtol=TIGHT)
@@ -70,14 +77,14 @@ def test_self_weight_loss_is_the_written_out_estimate():
     K = np.exp(-0.5 * ((x[:, None] - x[None, :]) * w) ** 2)  # (n, n), diagonal 1
     np.fill_diagonal(K, alpha)  # own weight alpha * kappa(x_i, x_i) = alpha
     expected = np.mean((K @ y / K.sum(1) - y) ** 2)
-    fit = fk.fit_bandwidth_self_weight(x, y, alpha, steps=1, w_init=w)
+    fit = fit_bandwidth(x, y, self_weight=alpha, steps=1, w_init=w)
     assert fit.loss_history[0] == pytest.approx(expected, rel=TIGHT)
 
 
 def test_stored_sweep_matches_the_fits(lw):
     data = sine_data(n=40, noise=1.0, seed=lw["seed"])
     for i in (0, 4, 10):  # both ends and the flag's neighbourhood; each fit takes about 0.1 s
-        w = fk.fit_bandwidth_self_weight(data.x_train, data.y_train, lw["alpha"][i], **lw["fit"]).w
+        w = fit_bandwidth(data.x_train, data.y_train, self_weight=lw["alpha"][i], **lw["fit"]).w
         assert w == pytest.approx(lw["w"][i], rel=1e-9)  # stored on another run of the same float64 fit
     for w, m in zip(lw["w"], lw["test_mse"]):
         pred = _nw_numpy(data.x_test, data.x_train, data.y_train, w)
@@ -98,6 +105,14 @@ def test_stored_draw_ratio_matches_a_live_draw(lw):
     assert ratio == pytest.approx(lw["draw_ratio"][0], rel=1e-9)
 
 
+def test_experiment_reproduces_the_stored_sweep(lw):
+    """flip_data.self_weight_sweep is what wrote the file: one alpha and one draw, live."""
+    live = flip_data.self_weight_sweep([lw["alpha"][0]], seed=lw["seed"], draws=lw["draws"][:1], **lw["fit"])
+    assert live["w"][0] == pytest.approx(lw["w"][0], rel=1e-9)  # as above: another run of the same float64 fit
+    assert live["draw_ratio"][0] == pytest.approx(lw["draw_ratio"][0], rel=1e-9)
+    assert live["mse_best"] == pytest.approx(lw["mse_best"], rel=TIGHT) and live["w_grid"] == lw["w_grid"]
+
+
 def test_learned_width_flag_is_where_the_good_range_ends(lw):
     fig = fk.learned_width_explorer()
     limit = lw["mse_best"] * statistics.median(lw["draw_ratio"])  # the good range: the draws' median ratio
@@ -105,6 +120,7 @@ def test_learned_width_flag_is_where_the_good_range_ends(lw):
     assert inside[0] and not inside[-1]  # leave-one-out is a good width, self-included is not
     expected = inside.index(False)
     assert fig.flip == expected and all(inside[:expected])
+    assert kl.learned_width_flip(lw) == expected and kl.good_range_limit(lw) == pytest.approx(limit, rel=1e-15)
     assert fig.labels[expected] == f"α = {lw['alpha'][expected]:g}"
     spec = _spec(fig)
     for i, frame in enumerate(spec["frames"]):
@@ -124,11 +140,11 @@ def test_learned_width_html():
 def test_learned_width_bad_input():
     data = sine_data(seed=0)
     with pytest.raises(ValueError, match=r"self_weight=1.5; expected a number in \[0, 1\]"):
-        fk.fit_bandwidth_self_weight(data.x_train, data.y_train, 1.5)
+        fit_bandwidth(data.x_train, data.y_train, self_weight=1.5)
     with pytest.raises(ValueError, match=r"x has shape \(40,\) and y \(39,\)"):
-        fk.fit_bandwidth_self_weight(data.x_train, data.y_train[:-1], 0.5)
+        fit_bandwidth(data.x_train, data.y_train[:-1], self_weight=0.5)
     with pytest.raises(ValueError, match="no further draws"):
-        fk.good_range_limit({"mse_best": 0.2, "draw_ratio": []})
+        kl.good_range_limit({"mse_best": 0.2, "draw_ratio": []})
 
 
 # ------------------------------------------------------------------ low-rank-real (chapter 3)
@@ -137,7 +153,7 @@ def test_layer_slopes_match_polyfit():
     ns = np.log([r["n"] for r in length])
     erank = np.array([r["effective_rank"] for r in length]).reshape(len(length), 6, 12)
     expected = np.array([[np.polyfit(ns, np.log(erank[:, l, h]), 1)[0] for h in range(12)] for l in range(6)])
-    per_head, per_layer = fl.layer_slopes(length)
+    per_head, per_layer = lb.layer_slopes(length)
     np.testing.assert_allclose(per_head, expected, rtol=TIGHT)
     np.testing.assert_allclose(per_layer, np.median(expected, axis=1), rtol=TIGHT)
     # the chapter's printed slopes (cell "by layer, from the stored run"), to their 2 decimals
@@ -145,7 +161,7 @@ def test_layer_slopes_match_polyfit():
 
 
 def test_rank_flag_splits_layers_5_and_6_from_1_to_4():
-    _, slopes = fl.layer_slopes(fl.load_length_sweep())
+    _, slopes = lb.layer_slopes(fl.load_length_sweep())
     fig = fl.rank_length_explorer()
     # the verdict's line: layers 5 and 6 grow more slowly than every one of layers 1 to 4
     assert max(slopes[4:]) < min(slopes[:4]) and not max(slopes[3:]) < min(slopes[:3])
@@ -162,7 +178,7 @@ def test_rank_flag_splits_layers_5_and_6_from_1_to_4():
                                            ([2.0, 1.0, 3.0], None)])
 def test_slope_split_table(slopes, split):
     brute = next((l for l in range(1, len(slopes)) if all(a > b for a in slopes[:l] for b in slopes[l:])), None)
-    assert fl.slope_split(slopes) == split == brute
+    assert lb.slope_split(slopes) == split == brute
 
 
 def test_rank_html_and_bad_input():
@@ -170,7 +186,7 @@ def test_rank_html_and_bad_input():
     assert a == fl.rank_length_explorer().to_html()
     assert 'data-verdict="low-rank-real"' in a and "grows more slowly with n" in a
     with pytest.raises(ValueError, match=r"shape \(2, 5\); expected \(lengths, layers \* heads\)"):
-        fl.layer_slopes([{"n": 16, "effective_rank": [1.0] * 5}, {"n": 32, "effective_rank": [2.0] * 5}])
+        lb.layer_slopes([{"n": 16, "effective_rank": [1.0] * 5}, {"n": 32, "effective_rank": [2.0] * 5}])
 
 
 # ------------------------------------------------------------------ efficient-attention (chapter 3)
@@ -191,14 +207,14 @@ def test_structure_sweep_ends_are_the_chapters_table(eff):
 
 def test_structure_sweep_middle_matches_a_live_run(eff):
     c, i = eff["config"], eff["t"].index(0.8)
-    live = fl.structure_sweep([0.8], n=c["n"], d=c["d"], budget=c["budget"], seed=c["seed"])
+    live = ae.structure_sweep([0.8], n=c["n"], d=c["d"], budget=c["budget"], seed=c["seed"])
     for name in eff["errors"]:
         # Nyström's pseudo-inverse can amplify round-off by its condition number: 1e-6, not 1e-10
         assert live["errors"][name][0] == pytest.approx(eff["errors"][name][i], rel=1e-6), name
 
 
 def test_mixed_inputs_keep_unit_variance():
-    q, _, v = fl.mixed_inputs(256, 64, 0.5)
+    q, _, v = ae.mixed_inputs(256, 64, 0.5)
     iid = benchmark_inputs(256, 64, "iid", seed=1, dtype=torch.float64)
     smooth = benchmark_inputs(256, 64, "smooth", seed=1, dtype=torch.float64)
     torch.testing.assert_close(q, np.sqrt(0.5) * (iid[0] + smooth[0]), rtol=0, atol=1e-15)
@@ -216,6 +232,8 @@ def test_efficient_flags_against_the_trivial_answers(eff):
     accurate = _first_for_good(max(a, b) < 0.1 for a, b in zip(nys, pool))
     fig = fl.efficient_structure_explorer()
     assert fig.flip == flip and fig.flips[1][0] == accurate and 0 < flip < accurate
+    assert ae.lowrank_beats_baselines(eff) == flip and ae.lowrank_beats_baselines(eff, target=0.1) == accurate
+    assert ae.low_rank_methods(eff) == ["Linformer, mean-pool, k=32", "Nystrom, 32 landmarks"]
     spec = _spec(fig)
     for i, frame in enumerate(spec["frames"]):
         bars = frame["data"][0]
@@ -229,9 +247,9 @@ def test_efficient_html_and_bad_input():
     assert a == fl.efficient_structure_explorer().to_html()
     assert a.count('data-verdict="efficient-attention"') == 2 and "beat both uniform attention and zeros" in a
     with pytest.raises(ValueError, match=r"t=1.5; expected a mixing weight in \[0, 1\]"):
-        fl.mixed_inputs(8, 4, 1.5)
+        ae.mixed_inputs(8, 4, 1.5)
     with pytest.raises(ValueError, match="expected Nyström, mean-pooled Linformer"):
-        fl.lowrank_beats_baselines({"errors": {"zeros": [1.0], "top-4 per query": [0.5]}})
+        ae.lowrank_beats_baselines({"errors": {"zeros": [1.0], "top-4 per query": [0.5]}})
 
 
 @pytest.mark.parametrize("build", [fk.learned_width_explorer, fl.rank_length_explorer, fl.efficient_structure_explorer])

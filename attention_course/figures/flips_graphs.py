@@ -4,19 +4,24 @@ r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs ch
   effective graph. A head's graph is *placed by a fixed rule* when the rule's miss (total variation
   on held-out shuffles, :func:`attention_course.lenses.topology_rule.rule_miss`) is below the share
   :math:`1 - m` that graph leaves out; the flag sits where fewer than half of the heads pass
-  (:func:`rule_flip`).
+  (:func:`~attention_course.lenses.topology_rule.rule_flip`).
 * :func:`hops_explorer` (``l-hops``): the depth :math:`L`. Reach under a banded mask, measured by
   autograd (:func:`attention_course.lenses.graphs.dependency_support`), and the stored held-out
-  accuracy of :math:`k`-hop pointer chasing (``composition.json``); the flag sits at the fewest
-  layers that learn two hops on every seed (:func:`hops_flip`). Depths above two and more than two
+  accuracy of :math:`k`-hop pointer chasing (``composition.json``, summarised and passed in by the
+  caller); the flag sits at the fewest layers that learn two hops on every seed
+  (:func:`~attention_course.lenses.graphs.hops_flip`). Depths above two and more than two
   hops were not trained: the figure says so and shows no number there.
 * :func:`probe_depth_explorer` (``depth-keeps-information``): the depth. Held-out linear-probe
   accuracy of each token's own label in random stacks, and of MiniLM's own and neighbouring
-  tokens; the flags sit where each random stack falls to guessing (:func:`guess_depth`).
+  tokens; the flags sit where each random stack falls to guessing
+  (:func:`~attention_course.lenses.depth_probe.guess_depth`).
 
+Every number and flag comes from the lenses; this module only reads stored data and draws.
 MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
-(:data:`RULE_DATA`, :data:`PROBE_DATA`, written by :func:`rule_miss_data` and :func:`probe_data`);
-the figures' HTML is then the same on every CPU.
+(:data:`RULE_DATA`, :data:`PROBE_DATA`, written by
+:func:`attention_course.experiments.flip_data.rule_miss_data` and
+:func:`~attention_course.experiments.flip_data.probe_data`); the figures' HTML is then the same
+on every CPU.
 """
 
 from __future__ import annotations
@@ -27,54 +32,28 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import torch
 
-from ..experiments.composition import load_runs, summarise
-from ..lenses import depth_probe, topology_rule
-from ..lenses.depth import init_stack_params
-from ..lenses.graphs import band_width, banded_mask, dependency_support, receptive_field
-from ..models.encoder import bert_encode
-from ..models.perturb import encoder_maps, scrambled_weights
-from ..models.pretrained import load_minilm, minilm_weights
+from ..lenses.depth_probe import guess_depth, guessing_line
+from ..lenses.graphs import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
+from ..lenses.topology_rule import placed_counts, rule_flip
 from .interactive import _FONT, _fallback
 from .widgets import SliderFigure
 
-__all__ = ["RULE_DATA", "PROBE_DATA", "PROBE_STACKS", "rule_miss_data", "load_rule_miss", "rule_flip",
-           "rule_mass_explorer", "hops_flip", "hops_explorer", "probe_data", "load_probe_data", "guess_depth",
+__all__ = ["RULE_DATA", "PROBE_DATA", "load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
            "probe_depth_explorer"]
 
 _DATA = Path(__file__).resolve().parents[1] / "data"
-#: The fixed rule's miss per head (regenerate: ``rule_miss_data(stored["sentences"])``, ``json.dump``).
+#: The fixed rule's miss per head (regenerate: :func:`attention_course.experiments.flip_data.write_rule_miss`).
 RULE_DATA = _DATA / "flips_ch5_rule.json"
-#: The probe accuracies of chapter 5 at every depth (regenerate: ``probe_data()``, ``json.dump``).
+#: The probe accuracies of chapter 5 at every depth (regenerate:
+#: :func:`attention_course.experiments.flip_data.write_probe_data`).
 PROBE_DATA = _DATA / "flips_ch5_probe.json"
-#: Chapter 5's random stacks: keyword arguments of :func:`attention_course.lenses.depth.attention_stack`.
-PROBE_STACKS = {"pure attention": {}, "+ skip": {"skip": True},
-                "+ skip + MLP + LayerNorm": {"skip": True, "mlp": True, "layernorm": True},
-                "+ skip, no exchange": {"skip": True}}
 _COLORS = {"pure attention": "#D55E00", "+ skip": "#0072B2", "+ skip + MLP + LayerNorm": "#009E73",
            "+ skip, no exchange": "#777777", "MiniLM, own": "#882255", "MiniLM, previous": "#CC79A7",
            "MiniLM, next": "#E69F00", "scrambled, previous": "#BBBBBB"}
 
 
 # ------------------------------------------------------------------ learned-topology
-def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
-    """The fixed rule's and uniform attention's miss per MiniLM head, as chapter 5 computes them.
-
-    Fits :func:`~attention_course.lenses.topology_rule.fit_fixed_rule` on each sentence and three
-    shuffles and scores it on two held-out shuffles. Returns ``{"sentences", "miss", "uniform"}``,
-    each miss a list of 72 (layer-major), rounded to ``digits`` decimals: what :data:`RULE_DATA` stores.
-    """
-    tokenizer, _ = load_minilm()
-    weights = minilm_weights()
-    (fit_ids, fit_maps), (held_ids, held_maps) = topology_rule.held_out_shuffles(
-        lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
-    rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids)
-    return {"sentences": list(sentences),
-            "miss": np.round(topology_rule.rule_miss(rule, held_maps, held_ids), digits).tolist(),
-            "uniform": np.round(topology_rule.uniform_miss(held_maps), digits).tolist()}
-
-
 def load_rule_miss(path: Path = RULE_DATA) -> tuple[np.ndarray, np.ndarray]:
     """The stored ``(miss, uniform)``, each (72,): the rule's and uniform attention's miss per head.
 
@@ -87,26 +66,6 @@ def load_rule_miss(path: Path = RULE_DATA) -> tuple[np.ndarray, np.ndarray]:
     with open(path, encoding="utf-8") as f:
         d = json.load(f)
     return np.asarray(d["miss"], dtype=float), np.asarray(d["uniform"], dtype=float)
-
-
-def _placed(miss: np.ndarray, masses: Sequence[float]) -> np.ndarray:
-    """Heads whose miss is below 1 - m, for each mass m: (len(masses),) int."""
-    return np.array([(miss < round(1 - m, 12)).sum() for m in masses])  # rounded: 1 - 0.8 is not 0.2 in floats
-
-
-def rule_flip(miss: np.ndarray, masses: Sequence[float]) -> Optional[int]:
-    r"""The first mass :math:`m` at which fewer than half of the heads have a miss below :math:`1 - m`.
-
-    ``None`` if at least half pass at every mass.
-
-    Examples
-    --------
-    >>> rule_flip(np.array([0.05, 0.1, 0.25, 0.3]), [0.5, 0.7, 0.8, 0.9])  # at 0.8 two of four still pass
-    3
-    """
-    miss = np.asarray(miss, dtype=float).ravel()
-    low = [i for i, p in enumerate(_placed(miss, masses)) if 2 * p < miss.size]
-    return low[0] if low else None
 
 
 def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.ndarray] = None,
@@ -131,7 +90,7 @@ def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.n
     if any(not 0 < m < 1 for m in masses):
         raise ValueError(f"masses {masses} must lie strictly between 0 and 1")
     n, order = miss.size, np.argsort(miss, kind="stable")  # (heads,) sorted by miss
-    passed = _placed(miss, masses)  # (len(masses),) heads the rule places at each mass
+    passed = placed_counts(miss, masses)  # (len(masses),) heads the rule places at each mass
     flip = rule_flip(miss, masses)
     frames = []
     for i, m in enumerate(masses):
@@ -180,49 +139,38 @@ def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.n
 
 
 # ------------------------------------------------------------------ l-hops
-def hops_flip(runs: Sequence[dict], layers: Sequence[int], hops: int = 2, threshold: float = 0.9) -> Optional[int]:
-    """Index in ``layers`` of the fewest layers at which every seed reaches ``threshold`` on ``hops``.
-
-    Examples
-    --------
-    >>> runs = [{"hops": 2, "n_layers": L, "accuracy": a} for L, a in [(1, 0.5), (2, 0.99)]]
-    >>> hops_flip(runs, [1, 2, 3])
-    1
-    """
-    s = summarise(runs)
-    ok = [i for i, L in enumerate(layers) if (hops, L) in s and s[hops, L]["min"] >= threshold]
-    return ok[0] if ok else None
-
-
-def hops_explorer(runs: Optional[Sequence[dict]] = None, n_nodes: Optional[int] = None, T: int = 16,
+def hops_explorer(summary: Mapping[tuple[int, int], Mapping[str, float]], n_nodes: int, T: int = 16,
                   window: int = 2, d_model: int = 4, max_layers: int = 4, max_hops: int = 4) -> SliderFigure:
     r"""Chapter 5: depth :math:`L`, reach under a banded mask and composition of lookups.
 
     The top panel is the measured dependency matrix of a random stack of :math:`L` banded layers
-    (chapter 5's: ``T`` tokens, half-width ``window``, inputs seed 1, weights seed 2); the bottom
-    one the stored held-out accuracy of :math:`k`-hop pointer chasing at depth :math:`L` (mean,
-    bars from min to max over seeds) against the guess :math:`1/n`. Pairs that were not trained
-    are left empty and named in the readout.
+    (:func:`~attention_course.lenses.graphs.banded_stack_reach`: chapter 5's ``T`` tokens,
+    half-width ``window``, inputs seed 1, weights seed 2); the bottom one the held-out accuracy of
+    :math:`k`-hop pointer chasing at depth :math:`L` (mean, bars from min to max over seeds) against
+    the guess :math:`1/n`. Pairs that were not trained are left empty and named in the readout.
+
+    Parameters
+    ----------
+    summary : ``(k, L) -> {"mean", "min", "max"}``, the stored runs summarised over seeds
+        (:func:`attention_course.experiments.composition.summarise` of ``composition.json``).
+    n_nodes : the runs' number of nodes :math:`n`.
 
     Examples
     --------
-    >>> fig = hops_explorer()
+    >>> s = {(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0}, (2, 1): {"mean": 0.4, "min": 0.3, "max": 0.5},
+    ...      (2, 2): {"mean": 0.99, "min": 0.98, "max": 1.0}}
+    >>> fig = hops_explorer(s, n_nodes=8, max_layers=3)
     >>> fig.labels, fig.labels[fig.flip]
-    (['L = 1', 'L = 2', 'L = 3', 'L = 4'], 'L = 2')
+    (['L = 1', 'L = 2', 'L = 3'], 'L = 2')
     """
-    if runs is None:
-        stored = load_runs()
-        runs, n_nodes = stored["runs"], stored["settings"]["n_nodes"]
     if n_nodes is None or n_nodes < 2:
         raise ValueError(f"n_nodes={n_nodes}: give the number of nodes of the stored runs (at least 2)")
     if not 1 <= window < T or max_layers < 1:
         raise ValueError(f"window={window}, T={T}, max_layers={max_layers}: need 1 <= window < T and max_layers >= 1")
-    s, layers, ks = summarise(runs), list(range(1, max_layers + 1)), list(range(1, max_hops + 1))
+    s, layers, ks = dict(summary), list(range(1, max_layers + 1)), list(range(1, max_hops + 1))
     band = banded_mask(T, window)  # (T, T)
-    x = np.random.default_rng(1).normal(size=(T, d_model))  # (T, d_model), chapter 5's seeds
-    params = init_stack_params(d_model, max_layers, seed=2)
-    reach = [dependency_support(x, params[:L], band) for L in layers]  # (T, T) bool each, autograd
-    flip = hops_flip(runs, layers)
+    reach = banded_stack_reach(T, window, d_model, max_layers)  # (T, T) bool each, autograd
+    flip = hops_flip(s, layers)
     frames = []
     for L, D in zip(layers, reach):
         tested = [k for k in ks if (k, L) in s]
@@ -282,31 +230,6 @@ def hops_explorer(runs: Optional[Sequence[dict]] = None, n_nodes: Optional[int] 
 
 
 # ------------------------------------------------------------------ depth-keeps-information
-def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int = 4) -> dict:
-    """Chapter 5's probe accuracies at every depth ``0..max_depth``: what :data:`PROBE_DATA` stores.
-
-    Random stacks (:data:`PROBE_STACKS`; 100 sequences, 75 to fit, 25 to score, the last with the
-    identity mask) per seed, guessing each sequence's commonest label (seed 0's held-out
-    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit),
-    each (own, previous, next) x 7 layers.
-    """
-    layers = list(range(max_depth + 1))
-    acc = depth_probe.stack_probe_curves(PROBE_STACKS, layers, n_seq=100, n_train=75, seeds=seeds,
-                                         mask={"+ skip, no exchange": np.eye(16, dtype=bool)})
-    labels, _ = depth_probe.labelled_sequences(100, 16, 64, 16, seed=0)
-    commonest = float(np.mean([np.bincount(l).max() / len(l) for l in labels[75:]]))
-    tokenizer, _ = load_minilm()
-    ids = tokenizer(depth_probe.template_sentences(160, seed=0), return_tensors="pt")["input_ids"]
-    W = minilm_weights()
-    mini = {}
-    for name, weights in (("MiniLM", W), ("scrambled", scrambled_weights(W, seed=0))):
-        with torch.no_grad():
-            states = [h.numpy() for h in bert_encode(weights, ids).hidden_states]  # 7 x (160, n, 384)
-        mini[name] = np.round(depth_probe.encoder_probe(states, ids.numpy(), n_train=120), digits).tolist()
-    return {"layers": layers, "stacks": {k: np.round(v, digits).tolist() for k, v in acc.items()},
-            "chance": round(commonest, 6), "n_test_tokens": 25 * 16, "minilm": mini}
-
-
 def load_probe_data(path: Path = PROBE_DATA) -> dict:
     """The stored probe accuracies, arrays in place of lists.
 
@@ -323,36 +246,14 @@ def load_probe_data(path: Path = PROBE_DATA) -> dict:
     return d
 
 
-def guess_depth(acc: np.ndarray, chance: float, n_test: int) -> Optional[int]:
-    r"""The first depth at which the median accuracy over seeds is within two standard errors of guessing.
-
-    A guesser right with probability :math:`p` scores :math:`p \pm \sqrt{p(1-p)/N}` on :math:`N`
-    held-out tokens, so "at guessing" is :math:`\le p + 2\sqrt{p(1-p)/N}`.
-
-    Parameters
-    ----------
-    acc : array, shape (seeds, depths)
-
-    Examples
-    --------
-    >>> guess_depth(np.array([[1.0, 0.6, 0.2, 0.18]]), chance=0.18, n_test=400)
-    2
-    """
-    acc = np.asarray(acc, dtype=float)
-    if acc.ndim != 2:
-        raise ValueError(f"acc has shape {acc.shape}; expected (seeds, depths)")
-    line = chance + 2 * np.sqrt(chance * (1 - chance) / n_test)
-    at = np.flatnonzero(np.median(acc, axis=0) <= line)
-    return int(at[0]) if at.size else None
-
-
 def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
     r"""Chapter 5: depth, and what a linear probe still reads back from each token's state.
 
     Curves: the median over seeds of the own-label accuracy of each random stack, MiniLM's own,
     previous and next token (layers 0-6) and its scrambled copy's previous token, against
     guessing; each frame marks the current depth. Flags: the depth at which each random stack
-    falls to guessing (:func:`guess_depth`); the verdict's at the last of them.
+    falls to guessing (:func:`~attention_course.lenses.depth_probe.guess_depth`); the verdict's at
+    the last of them.
 
     Examples
     --------
@@ -370,7 +271,7 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
             for r, what in rows}  # (7,) each: embeddings, then layers 1-6
     random = [k for k in med if "no exchange" not in k]
     falls = {k: guess_depth(d["stacks"][k], chance, n_test) for k in random}
-    line = chance + 2 * np.sqrt(chance * (1 - chance) / n_test)
+    line = guessing_line(chance, n_test)
     curves = {**med, **mini}
     frames = []
     for i, L in enumerate(layers):

@@ -13,14 +13,16 @@ a head counts as doing that job and shows, for each role, how many of the 72 hea
 against what uniform attention clears: it scores the chance level :math:`c_r` (one key in
 :math:`n`, or the share of punctuation) on every head, so it clears all 72 below :math:`c_r` and
 none above. The flags sit where a role's count falls to uniform attention's 0
-(:func:`clear_job_flips`); the verdict flips where the last relation does.
+(:func:`~attention_course.lenses.roles.clear_job_flips`); the verdict flips where the last
+relation does (:func:`~attention_course.lenses.roles.last_relation_flip`). The counts and flags
+come from :mod:`attention_course.lenses.roles`; this module only reads the stored scores and draws.
 
 The role ``broad`` (row entropy over :math:`\log n`) is left out: uniform attention scores 1 on
 it, so a "clear" broad head is one with no particular job.
 
 MiniLM's maps are float32 and differ in their last bits across CPUs, so the scores are stored
-(:data:`ROLES_DATA`, written by :func:`role_scores_data`) and the figure's HTML is the same on
-every machine.
+(:data:`ROLES_DATA`, written by :func:`attention_course.experiments.flip_data.role_scores_data`)
+and the figure's HTML is the same on every machine.
 """
 
 from __future__ import annotations
@@ -33,36 +35,19 @@ from typing import Optional
 
 import numpy as np
 
-from ..lenses.roles import head_role_scores, uniform_role_baselines
-from ..models.pretrained import attention_maps
+from ..lenses.roles import PARKING, RELATIONS, clear_job_counts, clear_job_flips, last_relation_flip
 from .interactive import _FONT, _fallback
 from .style import role_color
 from .widgets import SliderFigure
 
-__all__ = ["ROLES_DATA", "RELATIONS", "PARKING", "role_scores_data", "load_role_scores", "clear_job_counts",
-           "clear_job_flips", "clear_job_explorer"]
+__all__ = ["ROLES_DATA", "load_role_scores", "clear_job_explorer"]
 
-#: The five sentences' role scores of chapter 4 (regenerate: ``role_scores_data(stored["texts"])``,
-#: written with ``json.dump``; the texts are those of the chapter's role-score cell).
+#: The five sentences' role scores of chapter 4 (regenerate:
+#: ``python -c "from attention_course.experiments import flip_data as f; f.write_role_scores()"``;
+#: the texts are those of the chapter's role-score cell).
 ROLES_DATA = Path(__file__).resolve().parents[1] / "data" / "flips_ch4_roles.json"
-#: Roles that are a relation between words, and roles that park the weight on a special token.
-RELATIONS = ("previous token", "next token", "punctuation")
-PARKING = ("[CLS]", "[SEP]")
 _SHORT = {"previous token": "previous", "next token": "next", "punctuation": "punctuation",
           "[CLS]": "[CLS]", "[SEP]": "[SEP]"}
-
-
-def role_scores_data(texts: Sequence[str], digits: int = 4) -> dict:
-    """MiniLM's role scores on ``texts`` and uniform attention's, rounded to ``digits`` decimals.
-
-    Returns ``{"texts", "scores": {role: (6, 12) nested list}, "chance": {role: float}}`` for the
-    roles in :data:`RELATIONS` and :data:`PARKING`: what :data:`ROLES_DATA` stores.
-    """
-    tokens, maps = attention_maps(list(texts))  # lists: tokens, (6, 12, n, n) each
-    scores, chance = head_role_scores(maps, tokens), uniform_role_baselines(tokens)
-    roles = RELATIONS + PARKING
-    return {"texts": list(texts), "scores": {r: np.round(scores[r], digits).tolist() for r in roles},
-            "chance": {r: round(float(chance[r]), 6) for r in roles}}
 
 
 def load_role_scores(path: Path = ROLES_DATA) -> tuple[dict[str, np.ndarray], dict[str, float]]:
@@ -79,60 +64,16 @@ def load_role_scores(path: Path = ROLES_DATA) -> tuple[dict[str, np.ndarray], di
     return {r: np.asarray(v, dtype=float) for r, v in d["scores"].items()}, dict(d["chance"])
 
 
-def clear_job_counts(scores: Mapping[str, np.ndarray], chance: Mapping[str, float],
-                     thresholds: Sequence[float]) -> dict[str, np.ndarray]:
-    r"""For each role, the heads scoring above each threshold, and uniform attention's count.
-
-    Returns ``{role: (len(thresholds),) int}`` for MiniLM and ``{"uniform " + role: ...}``:
-    uniform attention scores ``chance[role]`` on every head, so it counts all of them while
-    :math:`t < c_r` and none after.
-
-    Examples
-    --------
-    >>> s = {"[CLS]": np.array([[0.9, 0.2], [0.6, 0.05]])}
-    >>> c = clear_job_counts(s, {"[CLS]": 0.1}, [0.05, 0.5, 0.95])
-    >>> c["[CLS]"].tolist(), c["uniform [CLS]"].tolist()
-    ([3, 2, 0], [4, 0, 0])
-    """
-    t = np.asarray(thresholds, dtype=float)  # (K,)
-    if t.ndim != 1 or not len(t):
-        raise ValueError(f"thresholds has shape {t.shape}; expected a non-empty 1-d sequence")
-    out = {}
-    for role, s in scores.items():
-        s = np.asarray(s, dtype=float).ravel()  # (L * H,)
-        out[role] = (s[None, :] > t[:, None]).sum(axis=1)  # (K,)
-        out[f"uniform {role}"] = np.where(chance[role] > t, s.size, 0)  # (K,)
-    return out
-
-
-def clear_job_flips(counts: Mapping[str, np.ndarray], roles: Sequence[str]) -> dict[str, Optional[int]]:
-    """For each role, the first threshold index from which its count stays at uniform attention's 0.
-
-    ``None`` if some head still clears the largest threshold.
-
-    Examples
-    --------
-    >>> clear_job_flips({"next token": np.array([5, 1, 0, 0]), "[CLS]": np.array([9, 3, 1, 1])},
-    ...                 ["next token", "[CLS]"])
-    {'next token': 2, '[CLS]': None}
-    """
-    out = {}
-    for role in roles:
-        c = np.asarray(counts[role])
-        later = np.flatnonzero(c > 0)  # indices where some head still clears
-        out[role] = None if len(later) and later[-1] == len(c) - 1 else (int(later[-1]) + 1 if len(later) else 0)
-    return out
-
-
 def clear_job_explorer(scores: Optional[Mapping[str, np.ndarray]] = None,
                        chance: Optional[Mapping[str, float]] = None,
                        thresholds: Optional[Sequence[float]] = None) -> SliderFigure:
     r"""Chapter 4: move the threshold for "one clear job" and count the heads of each role.
 
     Each frame shows the 72 heads' scores per role (dots; coloured when above :math:`t`) with
-    the threshold and each role's chance level, and the counts :math:`N_r(t)` as bars beside
-    uniform attention's. A flag marks each role's :func:`clear_job_flips` index; the one of
-    the last relation carries the verdict.
+    the threshold and each role's chance level, and the counts :math:`N_r(t)`
+    (:func:`~attention_course.lenses.roles.clear_job_counts`) as bars beside uniform attention's.
+    A flag marks each role's :func:`~attention_course.lenses.roles.clear_job_flips` index; the one
+    of the last relation carries the verdict.
 
     Parameters
     ----------
@@ -200,8 +141,7 @@ def clear_job_explorer(scores: Optional[Mapping[str, np.ndarray]] = None,
               "yaxis2": {"domain": [0, 0.3], "anchor": "x2", "range": [0, n_heads * 1.15],
                          "title": {"text": "heads above t"}},
               "legend": {"orientation": "h", "y": 0.52, "yanchor": "top", "x": 0}}
-    last_rel = max(relations, key=lambda r: -1 if flips[r] is None else flips[r])
-    main = flips[last_rel]
+    last_rel, main = last_relation_flip(flips, relations)
     start = int(np.argmin(np.abs(np.asarray(thresholds) - 0.5)))  # the chapter's line: more than half
     marks = [(flips[r], f"no {r} head clears t any more, as under uniform attention") for r in roles
              if r != last_rel and flips[r] is not None and flips[r] > start]  # roles with a clear job at 0.5

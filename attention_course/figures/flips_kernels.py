@@ -1,170 +1,42 @@
 r"""Chapter 2's flagged slider for the ``learned-width`` verdict: how much of its own target may a point see?
 
 The verdict says a Gaussian kernel's width can be learned by gradient descent *when the
-objective leaves each point out*. The condition is binary (leave-one-out or not); this module
-moves it continuously. Point :math:`i` is predicted with its own kernel weight multiplied by
-:math:`\alpha`,
-
-.. math::
-
-    \hat y_i = \frac{\alpha\, y_i + \sum_{j \ne i} \kappa_w(x_i, x_j)\, y_j}
-                    {\alpha + \sum_{j \ne i} \kappa_w(x_i, x_j)}, \qquad
-    \kappa_w(q, k) = e^{-((q - k) w)^2 / 2},
-
-which is a softmax over the log-kernel with a bias :math:`\log\alpha` on the diagonal:
-:math:`\alpha = 0` is leave-one-out (the diagonal masked), :math:`\alpha = 1` the
-self-included objective (:math:`\kappa_w(x_i, x_i) = 1`). For each :math:`\alpha` the width
-:math:`w` is learned by the chapter's full-batch Adam (same steps, rate and start), and the
-test MSE of the learned width is compared with the grid-best width's.
-
-The *good range* is read off further draws of the data: on each, the leave-one-out width's test
-MSE over the grid-best width's; the median of these ratios times the grid-best MSE is the limit
-(the median, not the largest: on two of the ten draws leave-one-out itself lands at twice the best).
-The flag sits at the first :math:`\alpha` whose learned width exceeds it
-(:func:`learned_width_flip`).
+objective leaves each point out*. The condition is binary (leave-one-out or not); the slider
+moves it continuously: point :math:`i` is predicted with its own kernel weight multiplied by
+:math:`\alpha` (:func:`~attention_course.lenses.kernel_learning.fit_bandwidth` with
+``self_weight``; :math:`\alpha = 0` is leave-one-out, :math:`\alpha = 1` self-included). For
+each :math:`\alpha` the width is learned by the chapter's full-batch Adam, and the test MSE of
+the learned width is compared with the grid-best width's. The flag sits at the first
+:math:`\alpha` whose learned width leaves the good range
+(:func:`~attention_course.lenses.kernel_learning.learned_width_flip`,
+:func:`~attention_course.lenses.kernel_learning.good_range_limit`).
 
 The fits (Adam over 300 steps, a width still rising at the self-included end) are precomputed
-and stored in :data:`LEARNED_WIDTH_DATA`; regenerate with::
+by :func:`attention_course.experiments.flip_data.self_weight_sweep` and stored in
+:data:`LEARNED_WIDTH_DATA`; this module only reads and draws them. Regenerate with::
 
-    python -c "from attention_course.figures import flips_kernels as f; f.write_self_weight_sweep()"
+    python -c "from attention_course.experiments import flip_data as f; f.write_self_weight_sweep()"
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..core.attention import softmax
-from ..lenses.kernel_learning import BandwidthFit, _adam, fit_bandwidth
-from ..lenses.kernels import (
-    log_kernel,
-    mse,
-    mse_by_bandwidth,
-    nadaraya_watson,
-    sine_data,
-)
+from ..lenses.kernel_learning import good_range_limit, learned_width_flip
 from .interactive import _fallback
 from .widgets import SliderFigure
 
-__all__ = [
-    "ALPHAS",
-    "LEARNED_WIDTH_DATA",
-    "W_GRID",
-    "fit_bandwidth_self_weight",
-    "good_range_limit",
-    "learned_width_explorer",
-    "learned_width_flip",
-    "load_self_weight_sweep",
-    "self_weight_sweep",
-    "write_self_weight_sweep",
-]
+__all__ = ["LEARNED_WIDTH_DATA", "learned_width_explorer", "load_self_weight_sweep"]
 
 #: The stored sweep over the self-weight alpha (chapter 2, seed 0, and the further draws' margin).
 LEARNED_WIDTH_DATA = Path(__file__).resolve().parents[1] / "data" / "flips_ch2_learned_width.json"
-#: The self-weights of the slider: 0 (leave-one-out) to 1 (self-included).
-ALPHAS = tuple(round(0.1 * i, 1) for i in range(11))
-#: The chapter's grid of inverse widths w for the grid-best width (cell of fig-kern-objectives).
-W_GRID = np.geomspace(0.3, 60, 121)
-_FIT = {"steps": 300, "lr": 0.05, "w_init": 1.0}  # the chapter's fits
-
-
-def fit_bandwidth_self_weight(x: np.ndarray, y: np.ndarray, self_weight: float, steps: int = 300,
-                              lr: float = 0.05, w_init: float = 1.0) -> BandwidthFit:
-    r"""Learn ``w`` of :math:`\exp(-((q-k)w)^2/2)` with each point's own kernel weight times ``self_weight``.
-
-    The loss is :math:`\frac1n\sum_i (\hat y_i - y_i)^2` with :math:`\hat y_i` of the module
-    docstring: a softmax over :math:`\log\kappa_w(x_i, x_j) + \log\alpha\,[i = j]`. ``self_weight``
-    0 is :func:`~attention_course.lenses.kernel_learning.fit_bandwidth` with ``leave_one_out=True``,
-    1 with ``leave_one_out=False``; full-batch Adam in float64, as there.
-
-    Parameters
-    ----------
-    x, y : array, shape (n,)
-    self_weight : float in [0, 1]
-
-    Examples
-    --------
-    >>> data = sine_data(seed=0)
-    >>> fit = fit_bandwidth_self_weight(data.x_train, data.y_train, 0.5, steps=5)
-    >>> fit.w_history.shape, fit.loss_history.shape
-    ((6,), (5,))
-    """
-    if not 0 <= self_weight <= 1:
-        raise ValueError(f"self_weight={self_weight!r}; expected a number in [0, 1] "
-                         "(0 = leave-one-out, 1 = self-included)")
-    x_t = torch.as_tensor(np.asarray(x, dtype=float))  # (n,)
-    y_t = torch.as_tensor(np.asarray(y, dtype=float))  # (n,)
-    if x_t.ndim != 1 or x_t.shape != y_t.shape:
-        raise ValueError(f"x has shape {tuple(x_t.shape)} and y {tuple(y_t.shape)}; expected both (n,)")
-    eye = torch.eye(len(x_t), dtype=torch.bool)  # (n, n)
-    log_a = float(np.log(self_weight)) if self_weight > 0 else 0.0  # alpha = 0 is the mask below
-    bias = eye.to(torch.float64) * log_a  # (n, n), log alpha on i = j (float64: no float32 rounding of log alpha)
-    mask = ~eye if self_weight == 0 else None  # alpha = 0: the diagonal left out, True = may attend
-
-    def loss_fn(w: torch.Tensor) -> torch.Tensor:
-        logits = log_kernel(x_t * w, x_t * w) + bias  # $\log\kappa_w(x_i, x_j) + \log\alpha[i=j]$   (n, n)
-        pred = softmax(logits, axis=-1, mask=mask) @ y_t  # (n,), softmax over the keys j
-        return ((pred - y_t) ** 2).mean()
-
-    params, losses = _adam(loss_fn, torch.tensor(float(w_init), dtype=torch.float64), steps, lr)
-    ws = np.abs(np.array([p.item() for p in params]))  # the kernel depends on w only through w^2
-    return BandwidthFit(float(ws[-1]), ws, losses)
-
-
-def _test_mse(data, w: float) -> float:
-    return mse(nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=1 / w)[0], data.y_test)
-
-
-def self_weight_sweep(alphas: Sequence[float] = ALPHAS, seed: int = 0, draws: Sequence[int] = range(1, 11),
-                      **fit) -> dict:
-    r"""Learned width and its test MSE at each self-weight, the grid-best width, and the draws' margin.
-
-    Data: :func:`~attention_course.lenses.kernels.sine_data` (40 points, noise 1) with ``seed``;
-    on each of ``draws`` (the chapter's further draws) the leave-one-out width is learned with
-    :func:`~attention_course.lenses.kernel_learning.fit_bandwidth` and its test MSE divided by
-    the grid-best test MSE (grid :data:`W_GRID`).
-
-    Returns
-    -------
-    dict
-        ``alpha``, ``w``, ``test_mse`` (one per alpha); ``w_grid``, ``grid_mse`` (the test MSE
-        curve); ``w_best``, ``mse_best``; ``draws``, ``draw_ratio`` (leave-one-out over best, per draw).
-
-    Examples
-    --------
-    >>> s = self_weight_sweep([0.0, 1.0], draws=[1], steps=3)
-    >>> len(s["w"]), len(s["draw_ratio"]), s["mse_best"] <= min(s["test_mse"])
-    (2, 1, True)
-    """
-    fit = {**_FIT, **fit}
-    data = sine_data(n=40, noise=1.0, seed=seed)
-    ws = [fit_bandwidth_self_weight(data.x_train, data.y_train, float(a), **fit).w for a in alphas]
-    grid_mse = mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, W_GRID)  # (121,)
-    ratios = []
-    for s in draws:
-        d_s = sine_data(n=40, noise=1.0, seed=s)
-        w_s = fit_bandwidth(d_s.x_train, d_s.y_train, leave_one_out=True, **fit).w
-        best_s = float(np.min(mse_by_bandwidth(d_s.x_test, d_s.x_train, d_s.y_train, d_s.y_test, W_GRID)))
-        ratios.append(_test_mse(d_s, w_s) / best_s)
-    best = int(np.argmin(grid_mse))
-    return {"alpha": [float(a) for a in alphas], "w": ws, "test_mse": [_test_mse(data, w) for w in ws],
-            "w_grid": W_GRID.tolist(), "grid_mse": np.asarray(grid_mse).tolist(), "w_best": float(W_GRID[best]),
-            "mse_best": float(grid_mse[best]), "draws": list(draws), "draw_ratio": ratios, "seed": seed, "fit": fit}
-
-
-def write_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
-    """Run :func:`self_weight_sweep` with its defaults and store it as JSON at ``path`` (a few seconds)."""
-    sweep = self_weight_sweep()
-    Path(path).write_text(json.dumps(sweep, indent=1) + "\n")
-    return sweep
 
 
 def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
-    """The stored :func:`self_weight_sweep`.
+    """The stored :func:`~attention_course.experiments.flip_data.self_weight_sweep`.
 
     Examples
     --------
@@ -175,42 +47,13 @@ def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def good_range_limit(sweep: dict) -> float:
-    r"""The largest test MSE still counted as a good width: :math:`\text{MSE}_\text{best}\cdot\operatorname{median}_s r_s`.
-
-    :math:`r_s` is the leave-one-out width's test MSE over the grid-best width's on further
-    draw :math:`s`: how far from the best the objective that the verdict endorses typically lands.
-
-    Examples
-    --------
-    >>> round(good_range_limit({"mse_best": 0.2, "draw_ratio": [1.01, 1.10, 1.05]}), 6)
-    0.21
-    """
-    if not sweep["draw_ratio"]:
-        raise ValueError("the sweep has no further draws: the good range needs at least one draw_ratio")
-    return float(sweep["mse_best"] * np.median(sweep["draw_ratio"]))
-
-
-def learned_width_flip(sweep: dict) -> int | None:
-    """Index of the first self-weight whose learned width's test MSE exceeds :func:`good_range_limit`.
-
-    Examples
-    --------
-    >>> learned_width_flip({"mse_best": 0.2, "draw_ratio": [1.1], "test_mse": [0.21, 0.215, 0.23, 0.3]})
-    2
-    """
-    limit = good_range_limit(sweep)
-    over = [i for i, m in enumerate(sweep["test_mse"]) if m > limit]
-    return over[0] if over else None
-
-
 def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
     r"""Chapter 2: slide the self-weight :math:`\alpha` from leave-one-out (0) to self-included (1).
 
     Top: test MSE against the inverse width :math:`w` (the grid), with the grid-best width,
     the leave-one-out width and the width learned at this :math:`\alpha`. Bottom: the learned
     width's test MSE against :math:`\alpha`, with the good range's limit. The flag
-    (:func:`learned_width_flip`) marks where the learned width stops being a good one.
+    (:func:`~attention_course.lenses.kernel_learning.learned_width_flip`) marks where the learned width stops being a good one.
 
     Examples
     --------

@@ -2,7 +2,7 @@ r"""Chapter 3's flagged sliders for the ``low-rank-real`` and ``efficient-attent
 
 * :func:`rank_length_explorer`: pick a MiniLM layer (1-6) and see each head's effective rank
   against the length :math:`n` (the chapter's stored length sweep), with the layer's median
-  log-log slope. The flag (:func:`slope_split`) sits at the first layer from which every later
+  log-log slope. The flag (:func:`~attention_course.lenses.lowrank_baselines.slope_split`) sits at the first layer from which every later
   layer's rank grows more slowly than every earlier layer's: where the low-rank layers begin.
 * :func:`efficient_structure_explorer`: move the inputs from iid Gaussian (:math:`t = 0`) to
   the chapter's ``smooth`` inputs (:math:`t = 1`, low-rank attention),
@@ -13,15 +13,18 @@ r"""Chapter 3's flagged sliders for the ``low-rank-real`` and ``efficient-attent
 
   two independent inputs with unit-variance coordinates, so every coordinate keeps variance 1
   and only the structure changes. Each frame shows every method's relative output error against
-  the two trivial answers (uniform attention and zeros). The flag (:func:`lowrank_beats_baselines`)
+  the two trivial answers (uniform attention and zeros). The flag
+  (:func:`~attention_course.lenses.approximation_error.lowrank_beats_baselines`)
   sits where the low-rank methods (Nyström and mean-pooled Linformer) start beating both trivial
   answers for good; a second flag where both come within the chapter's error target.
 
-The length sweep is the chapter's stored run (``data/lowrank_function.json``); the structure
-sweep (float64, about a second) is stored in :data:`STRUCTURE_DATA` to keep the chapter fast;
-regenerate it with::
+The numbers come from the lenses (:mod:`attention_course.lenses.lowrank_baselines`,
+:mod:`attention_course.lenses.approximation_error`); this module only reads the stored runs
+and draws. The length sweep is the chapter's stored run (``data/lowrank_function.json``); the
+structure sweep (:func:`~attention_course.lenses.approximation_error.structure_sweep`, float64,
+about a second) is stored in :data:`STRUCTURE_DATA` to keep the chapter fast; regenerate it with::
 
-    python -c "from attention_course.figures import flips_lowrank as f; f.write_structure_sweep()"
+    python -c "from attention_course.experiments import flip_data as f; f.write_structure_sweep()"
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..core.attention import scaled_dot_product_attention
-from ..lenses.approximation_error import approximation_methods, benchmark_inputs
-from ..lenses.lowrank import effective_rank, rank_k_error
-from ..lenses.lowrank_baselines import loglog_slope
+from ..lenses.approximation_error import (
+    BASELINES,
+    low_rank_methods,
+    lowrank_beats_baselines,
+)
+from ..lenses.lowrank_baselines import layer_slopes, slope_split
 from .interactive import _fallback
 from .lowrank import method_family
 from .style import method_color
@@ -44,30 +48,19 @@ from .widgets import SliderFigure
 
 __all__ = [
     "LENGTH_DATA",
-    "MIX",
     "STRUCTURE_DATA",
     "efficient_structure_explorer",
-    "layer_slopes",
     "load_length_sweep",
     "load_structure_sweep",
-    "low_rank_methods",
-    "lowrank_beats_baselines",
-    "mixed_inputs",
     "rank_length_explorer",
-    "slope_split",
-    "structure_sweep",
-    "write_structure_sweep",
 ]
 
 _DATA = Path(__file__).resolve().parents[1] / "data"
 #: Chapter 3's stored long run (``python -m attention_course lowrank-run``); its ``length`` entry.
 LENGTH_DATA = _DATA / "lowrank_function.json"
-#: The stored :func:`structure_sweep` of the efficient-attention slider.
+#: The stored :func:`~attention_course.lenses.approximation_error.structure_sweep` of the efficient-attention slider.
 STRUCTURE_DATA = _DATA / "flips_ch3_efficient.json"
-#: The slider's mixing weights t: 0 = iid inputs, 1 = smooth (low-rank) inputs.
-MIX = tuple(round(0.05 * i, 2) for i in range(21))
 _FONT = {"size": 13}
-_BASELINES = ("uniform (mean of values)", "zeros")
 
 
 # ------------------------------------------------------------------ low-rank-real
@@ -82,60 +75,13 @@ def load_length_sweep(path: Path = LENGTH_DATA) -> list[dict]:
     return json.loads(Path(path).read_text())["length"]
 
 
-def layer_slopes(length: Sequence[dict], layers: int = 6) -> tuple[np.ndarray, np.ndarray]:
-    r"""Each head's log-log slope of effective rank against :math:`n`, and each layer's median.
-
-    Head :math:`h` of layer :math:`l` (entry ``l * heads + h`` of ``effective_rank``) gets the
-    least-squares slope :math:`b` of :math:`\log r = a + b\log n`
-    (:func:`~attention_course.lenses.lowrank_baselines.loglog_slope`): 1 when its rank grows in
-    proportion to :math:`n`, 0 when it does not grow.
-
-    Returns
-    -------
-    per_head : array, shape (layers, heads)
-    per_layer : array, shape (layers,), the median over the layer's heads
-
-    Examples
-    --------
-    >>> rows = [{"n": n, "effective_rank": [n / 4, n / 4, 2.0, 2.0]} for n in (16, 32, 64)]
-    >>> [round(float(s), 6) + 0.0 for s in layer_slopes(rows, layers=2)[1]]  # + 0.0: no "-0.0"
-    [1.0, 0.0]
-    """
-    ns = [r["n"] for r in length]
-    erank = np.array([r["effective_rank"] for r in length], dtype=float)  # (lengths, layers * heads)
-    if erank.ndim != 2 or erank.shape[1] % layers:
-        raise ValueError(f"effective ranks have shape {erank.shape}; expected (lengths, layers * heads) "
-                         f"with layers = {layers}")
-    erank = erank.reshape(len(ns), layers, -1)  # (lengths, layers, heads)
-    per_head = np.array([[loglog_slope(ns, erank[:, l, h]) for h in range(erank.shape[2])] for l in range(layers)])
-    return per_head, np.median(per_head, axis=1)
-
-
-def slope_split(slopes: Sequence[float]) -> int | None:
-    """First index ``l >= 1`` with every later slope below every earlier one: ``max(s[l:]) < min(s[:l])``.
-
-    The layers from ``l`` on form a separate, slower-growing population; ``None`` when no index splits.
-
-    Examples
-    --------
-    >>> slope_split([0.84, 1.05, 1.06, 0.99, 0.70, 0.63])
-    4
-    >>> slope_split([0.5, 0.9, 1.0]) is None
-    True
-    """
-    s = np.asarray(slopes, dtype=float)
-    for l in range(1, len(s)):
-        if s[l:].max() < s[:l].min():
-            return l
-    return None
-
-
 def rank_length_explorer(length: Sequence[dict] | None = None, layers: int = 6) -> SliderFigure:
     r"""Chapter 3: one MiniLM layer at a time, each head's effective rank against the length :math:`n`.
 
     Top: the layer's heads (thin), their median (thick) and rank :math:`\propto n` through the
     median's first point (dotted), on log-log axes. Bottom: each layer's median slope, the
-    chosen layer marked. The flag is :func:`slope_split` of the median slopes.
+    chosen layer marked. The flag is
+    :func:`~attention_course.lenses.lowrank_baselines.slope_split` of the median slopes.
 
     Examples
     --------
@@ -194,68 +140,8 @@ def rank_length_explorer(length: Sequence[dict] | None = None, layers: int = 6) 
 
 
 # ------------------------------------------------------------------ efficient-attention
-def mixed_inputs(n: int, d: int, t: float, seed: int = 1) -> tuple[torch.Tensor, ...]:
-    r"""``q, k, v`` (each ``(1, 1, n, d)``, float64) at mix ``t``: :math:`\sqrt{1-t}` iid plus :math:`\sqrt t` smooth.
-
-    Both parts are :func:`~attention_course.lenses.approximation_error.benchmark_inputs` with the
-    same ``seed`` (independent draws of different kinds).
-
-    Examples
-    --------
-    >>> q, k, v = mixed_inputs(8, 4, 0.0)
-    >>> bool(torch.equal(q, benchmark_inputs(8, 4, "iid", seed=1, dtype=torch.float64)[0]))
-    True
-    """
-    if not 0 <= t <= 1:
-        raise ValueError(f"t={t!r}; expected a mixing weight in [0, 1] (0 = iid, 1 = smooth)")
-    iid = benchmark_inputs(n, d, "iid", seed=seed, dtype=torch.float64)
-    smooth = benchmark_inputs(n, d, "smooth", seed=seed, dtype=torch.float64)
-    return tuple(np.sqrt(1 - t) * a + np.sqrt(t) * b for a, b in zip(iid, smooth))  # 3 x (1, 1, n, d)
-
-
-def structure_sweep(mix: Sequence[float] = MIX, n: int = 256, d: int = 64, budget: int = 32, seed: int = 1) -> dict:
-    r"""Every method's relative output error, and the structure of exact ``A``, at each mix ``t``.
-
-    The methods and the budget are the chapter's accuracy table's
-    (:func:`~attention_course.lenses.approximation_error.approximation_methods`); the error is
-    :math:`\|O - O_\text{exact}\|_F / \|O_\text{exact}\|_F`.
-
-    Returns
-    -------
-    dict
-        ``t``; ``errors[method]`` (one per t); ``effective_rank`` and ``rank_error`` (at
-        ``k = budget``) of the exact matrix; ``config``.
-
-    Examples
-    --------
-    >>> s = structure_sweep([0.0, 1.0], n=16, d=8, budget=4)
-    >>> s["errors"]["zeros"], len(s["effective_rank"])
-    ([1.0, 1.0], 2)
-    """
-    methods = approximation_methods(budget)
-    errors: dict[str, list] = {name: [] for name in methods}
-    erank, rank_err = [], []
-    for t in mix:
-        q, k, v = mixed_inputs(n, d, float(t), seed)
-        exact, A = scaled_dot_product_attention(q, k, v)  # (1, 1, n, d), (1, 1, n, n)
-        A = A[0, 0].numpy()  # (n, n)
-        erank.append(float(effective_rank(A)))
-        rank_err.append(float(rank_k_error(A, budget)))
-        for name, fn in methods.items():
-            errors[name].append(float((fn(q, k, v) - exact).norm() / exact.norm()))
-    return {"t": [float(t) for t in mix], "errors": errors, "effective_rank": erank, "rank_error": rank_err,
-            "config": {"n": n, "d": d, "budget": budget, "seed": seed}}
-
-
-def write_structure_sweep(path: Path = STRUCTURE_DATA) -> dict:
-    """Run :func:`structure_sweep` with its defaults and store it as JSON at ``path`` (about a second)."""
-    sweep = structure_sweep()
-    Path(path).write_text(json.dumps(sweep, indent=1) + "\n")
-    return sweep
-
-
 def load_structure_sweep(path: Path = STRUCTURE_DATA) -> dict:
-    """The stored :func:`structure_sweep`.
+    """The stored :func:`~attention_course.lenses.approximation_error.structure_sweep`.
 
     Examples
     --------
@@ -266,53 +152,13 @@ def load_structure_sweep(path: Path = STRUCTURE_DATA) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def low_rank_methods(sweep: dict) -> list[str]:
-    """The sweep's low-rank methods that the chapter finds accurate on low-rank inputs: Nyström and
-    mean-pooled Linformer (the untrained Gaussian-projection Linformer is left out).
-
-    Examples
-    --------
-    >>> low_rank_methods({"errors": {"Nystrom, 8 landmarks": [], "Linformer, mean-pool, k=8": [],
-    ...                              "Linformer, Gaussian E, k=8": [], "zeros": []}})
-    ['Nystrom, 8 landmarks', 'Linformer, mean-pool, k=8']
-    """
-    names = [m for m in sweep["errors"] if m not in _BASELINES]
-    return [m for m in names if method_family(m) in ("nystrom", "linformer-pool")]
-
-
-def lowrank_beats_baselines(sweep: dict, target: float | None = None) -> int | None:
-    """First index from which, at every later mix, every low-rank method's error is below both trivial answers.
-
-    With ``target``, below ``target`` instead (the chapter's error target, 0.1): where they become accurate.
-
-    Examples
-    --------
-    >>> s = {"errors": {"Nystrom, 4 landmarks": [3.0, 0.5, 2.0, 0.4, 0.05], "Linformer, mean-pool, k=4": [0.7] * 5,
-    ...                 "uniform (mean of values)": [0.8] * 5, "zeros": [1.0] * 5}}
-    >>> lowrank_beats_baselines(s), lowrank_beats_baselines(s, target=0.1)
-    (3, None)
-    """
-    errs, lowr = sweep["errors"], low_rank_methods(sweep)
-    missing = [b for b in _BASELINES if b not in errs]
-    if not lowr or missing:
-        raise ValueError(f"the sweep has methods {list(errs)}; expected Nyström, mean-pooled Linformer and the "
-                         f"trivial answers {list(_BASELINES)}")
-    worst = np.max([errs[m] for m in lowr], axis=0)  # (mixes,) the worse low-rank method
-    line = np.min([errs[b] for b in _BASELINES], axis=0) if target is None else np.full(len(worst), target)
-    good = worst < line
-    for i in range(len(good)):
-        if good[i:].all():
-            return i
-    return None
-
-
 _SHORT = {"linear": "linear", "performer": "Performer", "linformer": "Linformer (E)",
           "linformer-pool": "Linformer (pool)", "nystrom": "Nyström", "local": "window", "top-k": "top-k"}
 
 
 def _short(name: str) -> str:
     """A method's short label (the chapter's table), or the baseline's name without its gloss."""
-    return name.replace(" (mean of values)", "") if name in _BASELINES else _SHORT[method_family(name)]
+    return name.replace(" (mean of values)", "") if name in BASELINES else _SHORT[method_family(name)]
 
 
 def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1) -> SliderFigure:
@@ -320,7 +166,8 @@ def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1)
 
     Top: each method's relative error at this :math:`t` (log scale, the methods' book colours),
     the two trivial answers as dashed lines. Bottom: the low-rank methods' errors against
-    :math:`t`, with the better trivial answer. Flags: :func:`lowrank_beats_baselines`, without and
+    :math:`t`, with the better trivial answer. Flags:
+    :func:`~attention_course.lenses.approximation_error.lowrank_beats_baselines`, without and
     with ``target``.
 
     Examples
@@ -331,9 +178,9 @@ def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1)
     """
     s = load_structure_sweep() if sweep is None else sweep
     ts, errs = s["t"], s["errors"]
-    methods = [m for m in errs if m not in _BASELINES]
+    methods = [m for m in errs if m not in BASELINES]
     lowr = low_rank_methods(s)
-    floor = np.min([errs[b] for b in _BASELINES], axis=0)  # (mixes,) the better trivial answer
+    floor = np.min([errs[b] for b in BASELINES], axis=0)  # (mixes,) the better trivial answer
     flip, accurate = lowrank_beats_baselines(s), lowrank_beats_baselines(s, target)
     labels = [f"t = {t:g}" + {0.0: " (iid)", 1.0: " (smooth)"}.get(t, "") for t in ts]
     all_errs = np.array([errs[m] for m in errs])
@@ -346,7 +193,7 @@ def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1)
                 "hovertemplate": "%{customdata}: %{x:.3g}<extra></extra>", "xaxis": "x", "yaxis": "y"}
         lines = [{"type": "scatter", "mode": "lines", "x": [errs[b][i]] * 2, "y": [-0.5, len(methods) - 0.5],
                   "name": _short(b), "line": {"color": c, "dash": "dash"}, "xaxis": "x", "yaxis": "y"}
-                 for b, c in zip(_BASELINES, ("#777777", "#000000"))]
+                 for b, c in zip(BASELINES, ("#777777", "#000000"))]
         trend = [{"type": "scatter", "mode": "lines", "x": ts, "y": errs[m], "name": _short(m), "showlegend": False,
                   "line": {"color": method_color(method_family(m))}, "xaxis": "x2", "yaxis": "y2"} for m in lowr]
         trend += [{"type": "scatter", "mode": "lines", "x": ts, "y": floor, "showlegend": False,
@@ -359,7 +206,7 @@ def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1)
             f"t = {t:g}: exact A has effective rank {s['effective_rank'][i]:.1f} of {s['config']['n']}, best "
             f"rank-{s['config']['budget']} error {s['rank_error'][i]:.3f}. "
             + "; ".join(f"{_short(m)} {errs[m][i]:.3g}" for m in lowr)
-            + f" against uniform {errs[_BASELINES[0]][i]:.3g} and zeros {errs[_BASELINES[1]][i]:.3g}. "
+            + f" against uniform {errs[BASELINES[0]][i]:.3g} and zeros {errs[BASELINES[1]][i]:.3g}. "
             + ("Beat both trivial answers: " + ", ".join(beat) + "." if beat else "No method beats both trivial answers."))})
     layout = {"height": 620, "margin": {"l": 60, "r": 10, "t": 40, "b": 45}, "font": _FONT,
               "xaxis": {"type": "log", "domain": [0, 1], "range": y_range, "dtick": 1,

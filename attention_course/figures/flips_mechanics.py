@@ -4,11 +4,14 @@ r"""Chapter 1's flagged sliders: where the two "holds when" verdicts of the mech
   :math:`p`; the flag sits at the first rate at which outputs leave the values' hull.
 * :func:`cross_attention_explorer` (``square-matrix``): a slider over the number of keys :math:`S`
   for :math:`T` fixed queries; the flag sits at :math:`S = T`, where :math:`A` is square.
+* :func:`plot_dropout_outputs`: the static picture of one dropout rate (the slider's problem).
 
-The deciding numbers come from the chapter's own functions
-(:func:`~attention_course.lenses.mechanics.fraction_in_hull`,
-:func:`~attention_course.core.attention.scaled_dot_product_attention`), in float64; the flag's
-index is found from them by :func:`first_crossing` and :func:`square_index`, never typed in.
+Every number comes from :mod:`attention_course.lenses.mechanics` in float64
+(:func:`~attention_course.lenses.mechanics.hull_dropout_sweep`,
+:func:`~attention_course.lenses.mechanics.dropout_outputs`,
+:func:`~attention_course.lenses.mechanics.cross_attention_weights`), and the flag's index from
+its :func:`~attention_course.lenses.mechanics.first_crossing` and
+:func:`~attention_course.lenses.mechanics.square_index`, never typed in. This module only draws.
 """
 
 from __future__ import annotations
@@ -17,54 +20,29 @@ from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from ..core.attention import scaled_dot_product_attention
-from ..lenses.geometry import convex_hull, in_convex_hull
-from ..lenses.mechanics import fraction_in_hull
+from ..lenses.geometry import convex_hull
+from ..lenses.mechanics import (
+    DROPOUT_RATES,
+    cross_attention_weights,
+    dropout_outputs,
+    first_crossing,
+    hull_dropout_sweep,
+    square_index,
+)
 from ..models.tasks import toy_sentence
 from .interactive import _fallback
+from .mechanics import plot_convex_hull
 from .widgets import SliderFigure
 
-__all__ = ["first_crossing", "hull_dropout_sweep", "dropout_explorer", "square_index", "cross_attention_weights",
-           "cross_attention_explorer", "DROPOUT_RATES", "CROSS_TEXT"]
+__all__ = ["dropout_explorer", "plot_dropout_outputs", "cross_attention_explorer", "CROSS_TEXT"]
 
-#: The slider's dropout rates; 0.1 is the rate the chapter measures, as used in training.
-DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 #: The sequence whose first ``T`` words ask and whose first ``S`` words answer (keys and values).
 CROSS_TEXT = "the cat sat on the mat and then the cat slept"
 _FONT = {"size": 13}
 _OUT, _IN = "#D55E00", "#0072B2"
-
-
-def first_crossing(values: Sequence[float], line: float) -> Optional[int]:
-    """Index of the first value strictly above ``line``, or ``None`` if none is.
-
-    Examples
-    --------
-    >>> first_crossing([0.0, 0.0, 0.004, 0.02], line=0.0)
-    2
-    >>> first_crossing([1.0, 2.0], line=3.0) is None
-    True
-    """
-    above = np.flatnonzero(np.asarray(values, dtype=float) > line)
-    return int(above[0]) if above.size else None
-
-
-def hull_dropout_sweep(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1) -> np.ndarray:
-    r"""Share of outputs outside the values' hull at each attention-dropout rate :math:`p`.
-
-    :math:`1 -` :func:`~attention_course.lenses.mechanics.fraction_in_hull` on the chapter's
-    ``n_problems`` random problems, drawn afresh from ``default_rng(seed)`` at every rate (the
-    chapter's seed 1, so the entry at :math:`p = 0.1` is the chapter's measurement). Shape
-    ``(len(rates),)``.
-
-    Examples
-    --------
-    >>> hull_dropout_sweep([0.0, 0.3], n_problems=40).round(3)
-    array([0.   , 0.225])
-    """
-    return np.array([1.0 - fraction_in_hull(np.random.default_rng(seed), n_problems=n_problems, dropout=p)
-                     for p in rates])
 
 
 def _hull_trace(v: np.ndarray) -> dict:
@@ -84,11 +62,11 @@ def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 5
     :math:`v_j \in \mathbb{R}^2`, ``T`` queries, :math:`d_k = 4`, from ``default_rng(picture_seed)``),
     the values' hull and the outputs :math:`o_i = \sum_j \tilde A_{ij} v_j` of ``draws`` dropout
     masks, :math:`\tilde A_{ij} = A_{ij} m_{ij}/(1-p)` with :math:`m_{ij} = [u_{ij} > p]` for fixed
-    uniform draws :math:`u` (a weight dropped at one rate stays dropped at every higher one); below,
-    the share of outputs outside the hull over the chapter's random problems (:func:`hull_dropout_sweep`). The flag sits at the
-    first rate whose share exceeds the share at the first rate (:math:`p = 0`: none), found by
-    :func:`first_crossing`. Each output's place is decided by
-    :func:`~attention_course.lenses.geometry.in_convex_hull`, never from the weights.
+    uniform draws :math:`u` (:func:`~attention_course.lenses.mechanics.dropout_outputs`); below,
+    the share of outputs outside the hull over the chapter's random problems
+    (:func:`~attention_course.lenses.mechanics.hull_dropout_sweep`). The flag sits at the first rate
+    whose share exceeds the share at the first rate (:math:`p = 0`: none), found by
+    :func:`~attention_course.lenses.mechanics.first_crossing`.
 
     Examples
     --------
@@ -101,17 +79,10 @@ def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 5
         raise ValueError(f"rates={rates}; expected increasing dropout rates in [0, 1) starting at 0 (the baseline)")
     outside = hull_dropout_sweep(rates, n_problems, seed)  # (R,)
     flip = first_crossing(outside, line=outside[0])
-    rng = np.random.default_rng(picture_seed)
-    q, k, v = rng.normal(size=(T, 4)), rng.normal(size=(S, 4)), rng.normal(size=(S, 2))  # as in fraction_in_hull
-    _, w = scaled_dot_product_attention(q, k, v)  # (T, S), rows sum to 1
-    u = rng.random((draws, T, S))  # one uniform number per weight and dropout draw
+    v, outputs, insides = dropout_outputs(rates, picture_seed, T, S, draws)  # (S, 2), (R, draws*T, 2), (R, draws*T)
     hull = _hull_trace(v)
-    frames, seen = [], [v]
-    for i, p in enumerate(rates):
-        w_drop = w * (u > p) / (1 - p)  # (draws, T, S) training-time dropout at rate p
-        o = (w_drop @ v).reshape(-1, 2)  # (draws * T, 2)
-        inside = in_convex_hull(o, v)  # (draws * T,)
-        seen.append(o)
+    frames, seen = [], [v, *outputs]
+    for i, (p, o, inside) in enumerate(zip(rates, outputs, insides)):
         pts = [{"type": "scatter", "mode": "markers", "x": o[m, 0], "y": o[m, 1], "name": name,
                 "marker": {"color": c, "size": 7}, "xaxis": "x", "yaxis": "y", "hoverinfo": "skip"}
                for m, name, c in ((inside, "output inside", _IN), (~inside, "output outside", _OUT))]
@@ -157,37 +128,26 @@ def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 5
                         verdict="convex-combination")
 
 
-def square_index(shapes: Sequence[tuple[int, int]]) -> Optional[int]:
-    """Index of the first ``(rows, columns)`` shape that is square, or ``None``.
+def plot_dropout_outputs(p: float = 0.3, seed: int = 0, T: int = 8, S: int = 3, draws: int = 10,
+                         ax: Optional[Axes] = None) -> Figure:
+    r"""The dropout slider's picture at one rate: a random problem's values, hull and dropped-out outputs.
+
+    The problem and masks are :func:`~attention_course.lenses.mechanics.dropout_outputs`'
+    (``S`` values, ``T`` queries, ``draws`` masks each, ``default_rng(seed)``): the frame of
+    :func:`dropout_explorer` at rate ``p``, drawn with
+    :func:`~attention_course.figures.mechanics.plot_convex_hull`. The title counts the outputs
+    outside the hull.
 
     Examples
     --------
-    >>> square_index([(6, 4), (6, 5), (6, 6), (6, 7)])
-    2
+    >>> fig = plot_dropout_outputs(0.3)
+    >>> fig.axes[0].get_title()
+    'Dropout p = 0.3: 44 of 80 outputs leave the hull'
     """
-    return next((i for i, (r, c) in enumerate(shapes) if r == c), None)
-
-
-def cross_attention_weights(S: int, T: int = 6, text: str = CROSS_TEXT, seed: int = 0) -> np.ndarray:
-    r"""Weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` of the first ``T`` words
-    of ``text`` attending to its first ``S`` words; shape ``(T, S)``.
-
-    Embeddings and projections come from
-    :func:`~attention_course.models.tasks.toy_sentence` (``text``, ``seed``); queries
-    :math:`Q = X_{:T}W_Q`, keys :math:`K = X_{:S}W_K`. For ``S = T`` queries and keys come from
-    the same positions: self-attention.
-
-    Examples
-    --------
-    >>> cross_attention_weights(3).shape, cross_attention_weights(6).shape
-    ((6, 3), (6, 6))
-    """
-    ex = toy_sentence(text, seed=seed)
-    n = len(ex.tokens)
-    if not (1 <= T <= n and 1 <= S <= n):
-        raise ValueError(f"T={T} queries and S={S} keys from a text of {n} words; expected 1 <= T, S <= {n}")
-    q, k, v = ex.X[:T] @ ex.W_q, ex.X[:S] @ ex.W_k, ex.X[:S] @ ex.W_v  # (T, d_k), (S, d_k), (S, d_v)
-    return np.asarray(scaled_dot_product_attention(q, k, v)[1])  # (T, S), each row over the S keys
+    v, outputs, inside = dropout_outputs([p], seed, T, S, draws)  # (S, 2), (1, draws*T, 2), (1, draws*T)
+    n_out = int((~inside[0]).sum())
+    return plot_convex_hull(v, outputs[0], ax=ax,
+                            title=f"Dropout p = {p:g}: {n_out} of {inside.size} outputs leave the hull")
 
 
 def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = None,
@@ -195,8 +155,10 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
     r"""Chapter 1: ``T`` fixed queries attend to ``S`` keys; :math:`A` is :math:`T \times S`.
 
     The queries are the first ``T`` words of ``text``, the keys and values its first ``S`` words
-    (:func:`cross_attention_weights`): fewer keys than queries is a decoder reading a short source,
-    more a longer one. The flag sits where the weights' shape is square (:func:`square_index`),
+    (:func:`~attention_course.lenses.mechanics.cross_attention_weights` on
+    :func:`~attention_course.models.tasks.toy_sentence`'s embeddings and projections, seed 0):
+    fewer keys than queries is a decoder reading a short source, more a longer one. The flag
+    sits where the weights' shape is square (:func:`~attention_course.lenses.mechanics.square_index`),
     which is where queries and keys come from the same ``T`` positions.
 
     Examples
@@ -207,7 +169,8 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
     """
     words = text.split()
     S_values = list(range(1, len(words) + 1)) if S_values is None else [int(s) for s in S_values]
-    mats = [cross_attention_weights(S, T, text) for S in S_values]  # each (T, S)
+    ex = toy_sentence(text, seed=0)
+    mats = [cross_attention_weights(ex.X, ex.W_q, ex.W_k, T, S) for S in S_values]  # each (T, S)
     flip = square_index([A.shape for A in mats])
     S_max = max(S_values)
     rows = [f"{i}:{t}" for i, t in enumerate(words[:T])]

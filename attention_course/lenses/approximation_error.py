@@ -11,6 +11,17 @@ length, keys kept, window half-width) and measures, on seeded inputs of four kin
 A method is accurate where the structure it exploits is present. The input
 generator :func:`benchmark_inputs` is shared with the timing benchmark
 (:mod:`attention_course.experiments.benchmarks`).
+
+The efficient-attention slider moves the inputs from iid (:math:`t = 0`) to smooth (:math:`t = 1`),
+
+.. math::
+
+    (q, k, v)_t = \sqrt{1 - t}\,(q, k, v)_{\text{iid}} + \sqrt{t}\,(q, k, v)_{\text{smooth}}
+
+(:func:`mixed_inputs`: two independent inputs with unit-variance coordinates, so only the
+structure changes); :func:`structure_sweep` measures every method there, and
+:func:`lowrank_beats_baselines` finds the mix from which Nyström and mean-pooled Linformer beat
+both trivial answers (:data:`BASELINES`) for good.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 
 from ..core import approximations as approx
@@ -26,7 +38,8 @@ from ..core.attention import causal_mask, scaled_dot_product_attention
 from .lowrank import effective_rank, rank_k_error, topk_error
 
 __all__ = ["DISTRIBUTIONS", "benchmark_inputs", "approximation_methods", "mean_of_values", "approximation_errors",
-           "chunked_gaps"]
+           "chunked_gaps", "MIX", "BASELINES", "mixed_inputs", "structure_sweep", "low_rank_methods",
+           "lowrank_beats_baselines"]
 
 DISTRIBUTIONS = ("iid", "iid-soft", "smooth")
 
@@ -165,3 +178,102 @@ def chunked_gaps(n: int = 1024, d: int = 64, blocks: Sequence[int] = (64, 128, 1
     gaps["causal"] = float((eff.chunked_attention(q, k, v, block_size=causal_block, causal=True)
                             - causal_out).abs().max())
     return gaps
+
+
+# ------------------------------------------------------------------ from iid to low-rank inputs (the slider)
+#: The efficient-attention slider's mixing weights t: 0 = iid inputs, 1 = smooth (low-rank) inputs.
+MIX = tuple(round(0.05 * i, 2) for i in range(21))
+#: The two trivial answers of :func:`approximation_methods` that every method must beat.
+BASELINES = ("uniform (mean of values)", "zeros")
+
+
+def mixed_inputs(n: int, d: int, t: float, seed: int = 1) -> tuple[torch.Tensor, ...]:
+    r"""``q, k, v`` (each ``(1, 1, n, d)``, float64) at mix ``t``: :math:`\sqrt{1-t}` iid plus :math:`\sqrt t` smooth.
+
+    Both parts are :func:`benchmark_inputs` with the
+    same ``seed`` (independent draws of different kinds).
+
+    Examples
+    --------
+    >>> q, k, v = mixed_inputs(8, 4, 0.0)
+    >>> bool(torch.equal(q, benchmark_inputs(8, 4, "iid", seed=1, dtype=torch.float64)[0]))
+    True
+    """
+    if not 0 <= t <= 1:
+        raise ValueError(f"t={t!r}; expected a mixing weight in [0, 1] (0 = iid, 1 = smooth)")
+    iid = benchmark_inputs(n, d, "iid", seed=seed, dtype=torch.float64)
+    smooth = benchmark_inputs(n, d, "smooth", seed=seed, dtype=torch.float64)
+    return tuple(np.sqrt(1 - t) * a + np.sqrt(t) * b for a, b in zip(iid, smooth))  # 3 x (1, 1, n, d)
+
+
+def structure_sweep(mix: Sequence[float] = MIX, n: int = 256, d: int = 64, budget: int = 32, seed: int = 1) -> dict:
+    r"""Every method's relative output error, and the structure of exact ``A``, at each mix ``t``.
+
+    The methods and the budget are the chapter's accuracy table's
+    (:func:`approximation_methods`); the error is
+    :math:`\|O - O_\text{exact}\|_F / \|O_\text{exact}\|_F`.
+
+    Returns
+    -------
+    dict
+        ``t``; ``errors[method]`` (one per t); ``effective_rank`` and ``rank_error`` (at
+        ``k = budget``) of the exact matrix; ``config``.
+
+    Examples
+    --------
+    >>> s = structure_sweep([0.0, 1.0], n=16, d=8, budget=4)
+    >>> s["errors"]["zeros"], len(s["effective_rank"])
+    ([1.0, 1.0], 2)
+    """
+    methods = approximation_methods(budget)
+    errors: dict[str, list] = {name: [] for name in methods}
+    erank, rank_err = [], []
+    for t in mix:
+        q, k, v = mixed_inputs(n, d, float(t), seed)
+        exact, A = scaled_dot_product_attention(q, k, v)  # (1, 1, n, d), (1, 1, n, n)
+        A = A[0, 0].numpy()  # (n, n)
+        erank.append(float(effective_rank(A)))
+        rank_err.append(float(rank_k_error(A, budget)))
+        for name, fn in methods.items():
+            errors[name].append(float((fn(q, k, v) - exact).norm() / exact.norm()))
+    return {"t": [float(t) for t in mix], "errors": errors, "effective_rank": erank, "rank_error": rank_err,
+            "config": {"n": n, "d": d, "budget": budget, "seed": seed}}
+
+
+def low_rank_methods(sweep: dict) -> list[str]:
+    """The sweep's low-rank methods that the chapter finds accurate on low-rank inputs: Nyström and
+    mean-pooled Linformer (the untrained Gaussian-projection Linformer is left out).
+
+    Examples
+    --------
+    >>> low_rank_methods({"errors": {"Nystrom, 8 landmarks": [], "Linformer, mean-pool, k=8": [],
+    ...                              "Linformer, Gaussian E, k=8": [], "zeros": []}})
+    ['Nystrom, 8 landmarks', 'Linformer, mean-pool, k=8']
+    """
+    return [m for m in sweep["errors"] if m.lower().startswith(("nystr", "linformer, mean-pool"))]
+
+
+def lowrank_beats_baselines(sweep: dict, target: float | None = None) -> int | None:
+    """First index from which, at every later mix, every low-rank method's error is below both trivial answers.
+
+    With ``target``, below ``target`` instead (the chapter's error target, 0.1): where they become accurate.
+
+    Examples
+    --------
+    >>> s = {"errors": {"Nystrom, 4 landmarks": [3.0, 0.5, 2.0, 0.4, 0.05], "Linformer, mean-pool, k=4": [0.7] * 5,
+    ...                 "uniform (mean of values)": [0.8] * 5, "zeros": [1.0] * 5}}
+    >>> lowrank_beats_baselines(s), lowrank_beats_baselines(s, target=0.1)
+    (3, None)
+    """
+    errs, lowr = sweep["errors"], low_rank_methods(sweep)
+    missing = [b for b in BASELINES if b not in errs]
+    if not lowr or missing:
+        raise ValueError(f"the sweep has methods {list(errs)}; expected Nyström, mean-pooled Linformer and the "
+                         f"trivial answers {list(BASELINES)}")
+    worst = np.max([errs[m] for m in lowr], axis=0)  # (mixes,) the worse low-rank method
+    line = np.min([errs[b] for b in BASELINES], axis=0) if target is None else np.full(len(worst), target)
+    good = worst < line
+    for i in range(len(good)):
+        if good[i:].all():
+            return i
+    return None

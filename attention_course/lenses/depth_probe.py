@@ -13,6 +13,8 @@ label,
 
 fitted on training sequences and scored on held-out ones. Chance is about ``1 / n_labels``.
 The same probe reads a token's *neighbour's* label, which measures information that moved.
+:func:`guess_depth` finds the depth at which a stack's probe falls to guessing (chapter 5's
+``depth-keeps-information`` flags).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import numpy as np
 from ..core._backend import Array, ShapeError, to_numpy
 from .depth import attention_stack, init_stack_params
 
-__all__ = ["probe_accuracy", "labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe"]
+__all__ = ["probe_accuracy", "labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe",
+           "guessing_line", "guess_depth"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
@@ -177,3 +180,40 @@ def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Se
         X = to_numpy(h).astype(float)[:, words].reshape(N * len(words), -1)  # (N (n - 2), d)
         acc[:, layer] = probe_accuracy(X, targets, n_train * len(words))
     return acc
+
+
+def guessing_line(chance: float, n_test: int) -> float:
+    r"""The highest accuracy still "at guessing": :math:`p + 2\sqrt{p(1-p)/N}`.
+
+    A guesser right with probability :math:`p` scores :math:`p \pm \sqrt{p(1-p)/N}` on :math:`N`
+    held-out tokens; two standard errors above :math:`p` is the line.
+
+    Examples
+    --------
+    >>> round(guessing_line(0.25, 400), 6)
+    0.293301
+    """
+    if not 0 <= chance <= 1 or n_test < 1:
+        raise ValueError(f"chance={chance}, n_test={n_test}; expected 0 <= chance <= 1 and n_test >= 1")
+    return chance + 2 * float(np.sqrt(chance * (1 - chance) / n_test))
+
+
+def guess_depth(acc: Array, chance: float, n_test: int) -> Optional[int]:
+    r"""The first depth at which the median accuracy over seeds is within two standard errors of guessing.
+
+    "At guessing" is at most :func:`guessing_line` ``(chance, n_test)``.
+
+    Parameters
+    ----------
+    acc : array, shape (seeds, depths)
+
+    Examples
+    --------
+    >>> guess_depth(np.array([[1.0, 0.6, 0.2, 0.18]]), chance=0.18, n_test=400)
+    2
+    """
+    acc = np.asarray(to_numpy(acc), dtype=float)
+    if acc.ndim != 2:
+        raise ValueError(f"acc has shape {acc.shape}; expected (seeds, depths)")
+    at = np.flatnonzero(np.median(acc, axis=0) <= guessing_line(chance, n_test))  # (depths,) median over seeds
+    return int(at[0]) if at.size else None

@@ -27,6 +27,10 @@ Functions take and return numpy arrays (torch inputs are converted). Related
 modules: :mod:`~attention_course.lenses.rollout` (tracing inputs through many layers),
 :mod:`~attention_course.lenses.gnn` (GCN, GAT, GATv2) and :mod:`~attention_course.lenses.depth`
 (deep stacks and rank collapse).
+
+Chapter 5's ``l-hops`` slider: :func:`banded_stack_reach` measures the reach of stacks of
+banded layers, and :func:`hops_flip` finds the fewest layers that learn two hops on every seed
+from a summary of the stored pointer-chasing runs.
 """
 
 from __future__ import annotations
@@ -38,11 +42,11 @@ import torch
 
 from ..core import attention as att
 from ..core._backend import Array, ShapeError, to_numpy
-from .depth import attention_stack
+from .depth import attention_stack, init_stack_params
 
 __all__ = [
     "topology_mask", "banded_mask", "example_topologies", "message_passing", "message_passing_gap",
-    "receptive_field", "dependency_support", "band_width",
+    "receptive_field", "dependency_support", "band_width", "banded_stack_reach", "hops_flip",
 ]
 
 
@@ -340,3 +344,44 @@ def band_width(support: Array) -> int:
     S = _square("support", support) != 0
     i, j = np.nonzero(S)  # (E,) each
     return int(np.abs(i - j).max()) if i.size else -1
+
+
+def banded_stack_reach(T: int = 16, window: int = 2, d_model: int = 4, max_layers: int = 4,
+                       x_seed: int = 1, w_seed: int = 2) -> list[np.ndarray]:
+    r"""Measured dependency matrices of random stacks of 1..``max_layers`` banded attention layers.
+
+    Inputs :math:`x` (T, d_model) from ``default_rng(x_seed)``, weights
+    :func:`~attention_course.lenses.depth.init_stack_params` ``(d_model, max_layers, seed=w_seed)``
+    (chapter 5's seeds 1 and 2); each layer may attend within ``|i - j| <= window``
+    (:func:`banded_mask`). Entry ``L - 1`` is :func:`dependency_support` of the first ``L`` layers,
+    (T, T) bool, which the closed form says is the support of :math:`(A + I)^L`
+    (:func:`receptive_field`).
+
+    Examples
+    --------
+    >>> [band_width(D) for D in banded_stack_reach(T=8, window=1, max_layers=3)]
+    [1, 2, 3]
+    """
+    if not 1 <= window < T or max_layers < 1:
+        raise ValueError(f"window={window}, T={T}, max_layers={max_layers}: need 1 <= window < T and max_layers >= 1")
+    band = banded_mask(T, window)  # (T, T)
+    x = np.random.default_rng(x_seed).normal(size=(T, d_model))  # (T, d_model)
+    params = init_stack_params(d_model, max_layers, seed=w_seed)
+    return [dependency_support(x, params[:L], band) for L in range(1, max_layers + 1)]  # (T, T) bool each
+
+
+def hops_flip(summary: dict, layers: list[int], hops: int = 2, threshold: float = 0.9) -> Optional[int]:
+    """Index in ``layers`` of the fewest layers at which every seed reaches ``threshold`` on ``hops``.
+
+    ``summary`` maps ``(k, L)`` to ``{"mean", "min", "max"}`` over seeds (what
+    :func:`attention_course.experiments.composition.summarise` returns); pairs not in it were not
+    trained and never count.
+
+    Examples
+    --------
+    >>> s = {(2, 1): {"mean": 0.5, "min": 0.4, "max": 0.6}, (2, 2): {"mean": 0.99, "min": 0.98, "max": 1.0}}
+    >>> hops_flip(s, [1, 2, 3])
+    1
+    """
+    ok = [i for i, L in enumerate(layers) if (hops, L) in summary and summary[hops, L]["min"] >= threshold]
+    return ok[0] if ok else None

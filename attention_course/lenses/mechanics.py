@@ -10,7 +10,13 @@ package's attention with PyTorch's:
 ``row_sum_errors``       :math:`\max_i |\sum_j A_{ij} - 1|` per dtype, and :math:`\min_{ij} A_{ij}`
 ``fraction_in_hull``     share of outputs inside :math:`\operatorname{conv}\{v_j\}` (with dropout, masks)
 ``torch_agreement``      :math:`\max|o - o_{\text{torch}}|` for each kind of mask and scale
+``hull_dropout_sweep``   share of outputs outside the hull at each dropout rate (the slider's curve)
+``dropout_outputs``      one random problem's outputs under fixed dropout masks, at each rate
+``cross_attention_weights``  :math:`A` of ``T`` queries over ``S`` keys of one sentence
 =======================  =======================================================
+
+Where a chapter-1 verdict flips is found from these numbers by :func:`first_crossing` (the first
+value above a line) and :func:`square_index` (the first square shape), never typed in.
 
 Each takes its randomness explicitly (a numpy ``Generator``, which it advances, or a seed).
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import torch
@@ -27,7 +34,12 @@ import torch.nn.functional as F
 from ..core.attention import causal_mask, scaled_dot_product_attention
 from .geometry import in_convex_hull
 
-__all__ = ["random_attention_problem", "RowSumErrors", "row_sum_errors", "fraction_in_hull", "torch_agreement"]
+__all__ = ["random_attention_problem", "RowSumErrors", "row_sum_errors", "fraction_in_hull", "torch_agreement",
+           "DROPOUT_RATES", "first_crossing", "hull_dropout_sweep", "dropout_outputs", "square_index",
+           "cross_attention_weights"]
+
+#: The dropout slider's rates; 0.1 is the rate the chapter measures, as used in training.
+DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 
 
 def random_attention_problem(
@@ -198,3 +210,111 @@ def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 
         ref = F.scaled_dot_product_attention(q, k, v, **torch_kw)  # (B, h, T, d)
         gaps[name] = float((ours - ref).abs().max())
     return gaps
+
+
+def first_crossing(values: Sequence[float], line: float) -> Optional[int]:
+    """Index of the first value strictly above ``line``, or ``None`` if none is.
+
+    Examples
+    --------
+    >>> first_crossing([0.0, 0.0, 0.004, 0.02], line=0.0)
+    2
+    >>> first_crossing([1.0, 2.0], line=3.0) is None
+    True
+    """
+    above = np.flatnonzero(np.asarray(values, dtype=float) > line)
+    return int(above[0]) if above.size else None
+
+
+def hull_dropout_sweep(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1) -> np.ndarray:
+    r"""Share of outputs outside the values' hull at each attention-dropout rate :math:`p`.
+
+    :math:`1 -` :func:`fraction_in_hull` on ``n_problems`` random problems, drawn afresh from
+    ``default_rng(seed)`` at every rate (the chapter's seed 1, so the entry at :math:`p = 0.1`
+    is the chapter's measurement). Shape ``(len(rates),)``.
+
+    Examples
+    --------
+    >>> hull_dropout_sweep([0.0, 0.3], n_problems=40).round(3)
+    array([0.   , 0.225])
+    """
+    return np.array([1.0 - fraction_in_hull(np.random.default_rng(seed), n_problems=n_problems, dropout=p)
+                     for p in rates])
+
+
+def dropout_outputs(rates: Sequence[float], seed: int = 0, T: int = 8, S: int = 3,
+                    draws: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""One random problem's outputs under ``draws`` dropout masks at each rate, and which stay in the hull.
+
+    The problem is of the kind :func:`fraction_in_hull` draws (``S`` values
+    :math:`v_j \in \mathbb{R}^2`, ``T`` queries, :math:`d_k = 4`, standard normal, from
+    ``default_rng(seed)``). The outputs are :math:`o_i = \sum_j \tilde A_{ij} v_j` with
+
+    .. math::
+
+        \tilde A_{ij} = A_{ij}\, \frac{[u_{ij} > p]}{1 - p}
+
+    for fixed uniform draws :math:`u` of shape ``(draws, T, S)``: a weight dropped at one rate stays
+    dropped at every higher one. Whether an output is inside is decided by
+    :func:`~attention_course.lenses.geometry.in_convex_hull`, never from the weights.
+
+    Returns
+    -------
+    v : array, shape (S, 2)
+    outputs : array, shape (len(rates), draws * T, 2)
+    inside : bool array, shape (len(rates), draws * T)
+
+    Examples
+    --------
+    >>> v, o, inside = dropout_outputs([0.0, 0.3])
+    >>> v.shape, o.shape, inside.sum(axis=1).tolist()
+    ((3, 2), (2, 80, 2), [80, 36])
+    """
+    if any(not 0.0 <= p < 1.0 for p in rates):
+        raise ValueError(f"rates={list(rates)}; expected dropout rates p with 0 <= p < 1")
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.normal(size=(T, 4)), rng.normal(size=(S, 4)), rng.normal(size=(S, 2))  # as in fraction_in_hull
+    _, w = scaled_dot_product_attention(q, k, v)  # (T, S), rows sum to 1
+    u = rng.random((draws, T, S))  # one uniform number per weight and dropout draw
+    outputs = np.stack([((w * (u > p) / (1 - p)) @ v).reshape(-1, 2) for p in rates])  # (R, draws * T, 2)
+    inside = np.stack([in_convex_hull(o, v) for o in outputs])  # (R, draws * T)
+    return v, outputs, inside
+
+
+def square_index(shapes: Sequence[tuple[int, int]]) -> Optional[int]:
+    """Index of the first ``(rows, columns)`` shape that is square, or ``None``.
+
+    Examples
+    --------
+    >>> square_index([(6, 4), (6, 5), (6, 6), (6, 7)])
+    2
+    """
+    return next((i for i, (r, c) in enumerate(shapes) if r == c), None)
+
+
+def cross_attention_weights(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, T: int, S: int) -> np.ndarray:
+    r"""Weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` of the first ``T`` rows of ``x``
+    attending to its first ``S`` rows; shape ``(T, S)``, each row a distribution over the keys.
+
+    Queries :math:`Q = X_{:T}W_Q` (T, d_k), keys :math:`K = X_{:S}W_K` (S, d_k). For ``S = T``
+    queries and keys come from the same positions: self-attention.
+
+    Parameters
+    ----------
+    x : array, shape (n, d_model), one embedding per word
+    W_q, W_k : arrays, shape (d_model, d_k)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x, W_q, W_k = rng.normal(size=(5, 4)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    >>> A = cross_attention_weights(x, W_q, W_k, T=4, S=2)
+    >>> A.shape, A.sum(axis=1).round(12).tolist()
+    ((4, 2), [1.0, 1.0, 1.0, 1.0])
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    if not (1 <= T <= n and 1 <= S <= n):
+        raise ValueError(f"T={T} queries and S={S} keys from x of shape {x.shape}; expected 1 <= T, S <= {n}")
+    q, k = x[:T] @ W_q, x[:S] @ W_k  # (T, d_k), (S, d_k)
+    return np.asarray(scaled_dot_product_attention(q, k, k)[1])  # (T, S), softmax over the S keys (v = k: weights only)

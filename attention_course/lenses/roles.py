@@ -4,20 +4,31 @@ r"""Head roles in a pretrained encoder (Clark et al. 2019; chapters 4 and 7).
 (:data:`ROLES`), :func:`uniform_role_baselines` gives what uniform attention
 scores on the same texts (the chance level) and :func:`top_heads` picks the
 best head per role.
+
+How strict must "one clear job" be? :func:`clear_job_counts` counts the heads whose score
+for a role exceeds a threshold :math:`t`, :math:`N_r(t) = \#\{(\ell, h) : s_r(\ell, h) > t\}`,
+beside uniform attention's count (all heads while :math:`t < c_r`, none after);
+:func:`clear_job_flips` finds where each role's count falls to uniform attention's 0, and
+:func:`last_relation_flip` where the last relation (:data:`RELATIONS`) does: chapter 4's
+``head-relations`` flag.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
 from ..core._backend import Array, ShapeError, to_numpy
 
-__all__ = ["ROLES", "head_role_scores", "uniform_role_baselines", "top_heads"]
+__all__ = ["ROLES", "RELATIONS", "PARKING", "head_role_scores", "uniform_role_baselines", "top_heads",
+           "clear_job_counts", "clear_job_flips", "last_relation_flip"]
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation", "broad")
+#: Roles that are a relation between words, and roles that park the weight on a special token.
+RELATIONS = ("previous token", "next token", "punctuation")
+PARKING = ("[CLS]", "[SEP]")
 
 
 def _is_punct(token: str) -> bool:
@@ -107,3 +118,67 @@ def top_heads(scores: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int, flo
         layer, head = np.unravel_index(int(np.argmax(s)), s.shape)
         out[role] = (int(layer), int(head), float(s[layer, head]))
     return out
+
+
+def clear_job_counts(scores: Mapping[str, np.ndarray], chance: Mapping[str, float],
+                     thresholds: Sequence[float]) -> dict[str, np.ndarray]:
+    r"""For each role, the heads scoring above each threshold, and uniform attention's count.
+
+    Returns ``{role: (len(thresholds),) int}`` for MiniLM and ``{"uniform " + role: ...}``:
+    uniform attention scores ``chance[role]`` on every head, so it counts all of them while
+    :math:`t < c_r` and none after.
+
+    Examples
+    --------
+    >>> s = {"[CLS]": np.array([[0.9, 0.2], [0.6, 0.05]])}
+    >>> c = clear_job_counts(s, {"[CLS]": 0.1}, [0.05, 0.5, 0.95])
+    >>> c["[CLS]"].tolist(), c["uniform [CLS]"].tolist()
+    ([3, 2, 0], [4, 0, 0])
+    """
+    t = np.asarray(thresholds, dtype=float)  # (K,)
+    if t.ndim != 1 or not len(t):
+        raise ValueError(f"thresholds has shape {t.shape}; expected a non-empty 1-d sequence")
+    out = {}
+    for role, s in scores.items():
+        s = np.asarray(s, dtype=float).ravel()  # (L * H,)
+        out[role] = (s[None, :] > t[:, None]).sum(axis=1)  # (K,)
+        out[f"uniform {role}"] = np.where(chance[role] > t, s.size, 0)  # (K,)
+    return out
+
+
+def clear_job_flips(counts: Mapping[str, np.ndarray], roles: Sequence[str]) -> dict[str, Optional[int]]:
+    """For each role, the first threshold index from which its count stays at uniform attention's 0.
+
+    ``None`` if some head still clears the largest threshold.
+
+    Examples
+    --------
+    >>> clear_job_flips({"next token": np.array([5, 1, 0, 0]), "[CLS]": np.array([9, 3, 1, 1])},
+    ...                 ["next token", "[CLS]"])
+    {'next token': 2, '[CLS]': None}
+    """
+    out = {}
+    for role in roles:
+        c = np.asarray(counts[role])
+        later = np.flatnonzero(c > 0)  # indices where some head still clears
+        out[role] = None if len(later) and later[-1] == len(c) - 1 else (int(later[-1]) + 1 if len(later) else 0)
+    return out
+
+
+def last_relation_flip(flips: Mapping[str, Optional[int]], relations: Sequence[str]) -> tuple[str, Optional[int]]:
+    """The relation whose :func:`clear_job_flips` index comes last, and that index: where ``head-relations`` flips.
+
+    The verdict holds while some head has a clear relation, so it flips where the last relation
+    drops to uniform attention's count; a relation that never drops (``None``) is last of all.
+
+    Examples
+    --------
+    >>> last_relation_flip({"previous token": 19, "next token": 12, "punctuation": 9}, RELATIONS)
+    ('previous token', 19)
+    >>> last_relation_flip({"previous token": None, "next token": 12}, ["previous token", "next token"])
+    ('next token', 12)
+    """
+    if not relations:
+        raise ValueError("no relations given; expected at least one of " + ", ".join(RELATIONS))
+    last = max(relations, key=lambda r: -1 if flips[r] is None else flips[r])
+    return last, flips[last]

@@ -19,6 +19,10 @@ shuffle of the words. This module supplies what that number is compared with:
   :func:`rule_miss` reports the weight the rule puts in the wrong place, the total-variation
   distance :math:`\tfrac12 \sum_j |\alpha_{ij} - \hat\alpha_{ij}|` averaged over rows. What the rule
   misses is the part of the graph that depends on which query meets which key.
+
+A head's graph is *placed by the rule* at mass :math:`m` when its miss is below the share
+:math:`1 - m` that the effective graph leaves out (:func:`placed_counts`); :func:`rule_flip` is
+the first mass at which fewer than half of the heads are placed (chapter 5's ``learned-topology`` flag).
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ from .topology import shuffle_overlap, shuffled_sentences
 Encode = Callable[[Sequence[str]], tuple[list, list]]
 
 __all__ = ["overlap_study", "total_variation",
-           "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap"]
+           "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap",
+           "placed_counts", "rule_flip"]
 
 
 
@@ -228,3 +233,30 @@ def rule_miss(rule: FixedRule, maps: Sequence[Array], ids: Sequence[Sequence[int
     """Per head, the mean :func:`total_variation` between the maps' rows and the rule's: (H,)."""
     return np.mean([total_variation(to_numpy(A), rule.predict(seq)).mean(axis=-1)
                     for A, seq in zip(maps, ids)], axis=0)
+
+
+def placed_counts(miss: Array, masses: Sequence[float]) -> np.ndarray:
+    r"""For each mass :math:`m`, the heads whose miss is below :math:`1 - m`; shape ``(len(masses),)`` int.
+
+    Examples
+    --------
+    >>> placed_counts(np.array([0.05, 0.1, 0.25, 0.3]), [0.5, 0.8, 0.9]).tolist()
+    [4, 2, 1]
+    """
+    miss = np.asarray(to_numpy(miss), dtype=float).ravel()  # (heads,)
+    return np.array([(miss < round(1 - m, 12)).sum() for m in masses])  # rounded: 1 - 0.8 is not 0.2 in floats
+
+
+def rule_flip(miss: Array, masses: Sequence[float]) -> int | None:
+    r"""The first mass :math:`m` at which fewer than half of the heads have a miss below :math:`1 - m`.
+
+    ``None`` if at least half pass at every mass.
+
+    Examples
+    --------
+    >>> rule_flip(np.array([0.05, 0.1, 0.25, 0.3]), [0.5, 0.7, 0.8, 0.9])  # at 0.8 two of four still pass
+    3
+    """
+    miss = np.asarray(to_numpy(miss), dtype=float).ravel()  # (heads,)
+    low = [i for i, p in enumerate(placed_counts(miss, masses)) if 2 * p < miss.size]
+    return low[0] if low else None
