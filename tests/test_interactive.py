@@ -249,3 +249,12 @@ def test_every_conditional_verdict_has_a_flagged_slider_in_its_chapter():
         if flag is None:
             missing.append(f"{c.id} ({c.chapter})")
     assert not missing, f"conditional verdicts without a flagged slider: {missing}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_a_pages_interactive_data_stays_under_the_budget(path):
+    """Issue 19: a page's interactive data (all its figures' frames, without the PNG fallbacks,
+    which are images the page would carry anyway) is at most about 1 MB."""
+    figures = [h for h in re.findall(r'<figure class="ac-interactive".*?</figure>', _html_outputs(path), re.S)]
+    data = sum(len(re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", h).encode()) for h in figures)
+    assert data < MAX_BYTES, f"{path.name}: {len(figures)} interactive figures carry {data / 1e6:.2f} MB of data"
