@@ -7,7 +7,8 @@ before any cell is run: every markdown cell renders through MyST, no raw MyST ma
 inline-number role is left in the rendered text, each cell shows the numbers stored for its
 ``{eval}`` roles, no cross-reference is unresolved, and each interactive figure shows its
 static picture (Lab does not load plotly.js). Citations are the one known gap:
-jupyterlab-myst cannot read the book's .bib file, so a citation shows its key (vaswani2017);
+jupyterlab-myst does not read bibliographies yet (jupyter-book/jupyterlab-myst#127), so a
+citation shows its key (vaswani2017);
 the test checks that each such key is one of the book's references.
 Screenshots go to _build/screenshots/lab-<chapter>.png.
 """
