@@ -22,7 +22,7 @@ from typing import Union
 
 from .book import format_glued
 
-__all__ = ["ROLE", "role", "roles", "glued_texts", "user_expressions", "sync_notebook",
+__all__ = ["ROLE", "role", "roles", "load_notebook", "glued_texts", "user_expressions", "sync_notebook",
            "expression_problems"]
 
 #: One inline number in the prose: ``{eval}`glued("name:fmt")```.
@@ -53,7 +53,8 @@ def roles(markdown: str) -> list[str]:
     return [m["spec"] for m in ROLE.finditer(markdown)]
 
 
-def _load(path: Union[str, Path]) -> dict:
+def load_notebook(path: Union[str, Path]) -> dict:
+    """A notebook file as JSON (nbformat's dict), with a clear error when it is missing."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no notebook at {path}")
@@ -133,7 +134,7 @@ def sync_notebook(path: Union[str, Path]) -> bool:
         When the prose quotes a name the notebook never glued.
     """
     path = Path(path)
-    nb = _load(path)
+    nb = load_notebook(path)
     missing = [p for p in expression_problems(path, nb) if "never glued" in p]
     if missing:
         raise KeyError(f"{path.name}: " + "; ".join(missing))
@@ -156,7 +157,7 @@ def expression_problems(path: Union[str, Path], nb: Union[dict, None] = None) ->
     that the prose quotes and the notebook never glued.
     """
     path = Path(path)
-    nb = _load(path) if nb is None else nb
+    nb = load_notebook(path) if nb is None else nb
     texts, problems = glued_texts(nb), []
     for i, (cell, expected) in enumerate(zip(nb["cells"], _expected(nb))):
         for spec in (roles("".join(cell["source"])) if cell["cell_type"] == "markdown" else []):

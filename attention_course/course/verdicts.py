@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .claims import CLAIMS, EVIDENCE_FILE, VERDICT_CLASS, Claim
-from .expressions import role
+from .expressions import glued_texts, load_notebook, role
 
 __all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "box_fields_markdown", "constant_glues",
            "chapter_problems", "collect_evidence", "write_evidence"]
@@ -47,13 +47,6 @@ def _literal(text: str) -> Any:
         return text
 
 
-def _load_notebook(path: Union[str, Path]) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no notebook at {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def read_glue(path: Union[str, Path]) -> dict[str, Any]:
     """Read every value a notebook glued, from its stored outputs.
 
@@ -70,15 +63,7 @@ def read_glue(path: Union[str, Path]) -> dict[str, Any]:
     dict
         Glue name -> value (numbers and strings come back as such).
     """
-    values = {}
-    for cell in _load_notebook(path)["cells"]:
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            data = out.get("data", {})
-            text = data.get("application/papermill.record/text/plain", data.get("text/plain"))
-            if name and text is not None:
-                values[name] = _literal(text if isinstance(text, str) else "".join(text))
-    return values
+    return {name: _literal(text) for name, text in glued_texts(load_notebook(path)).items()}
 
 
 _ADMONITION = re.compile(r"^(?P<fence>:{3,}|`{3,})\{admonition\}[ \t]*(?P<title>[^\n]*)\n(?P<opts>(?::[^\n]*\n)*)",
@@ -120,7 +105,7 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
         follows the option lines.
     """
     boxes = {}
-    for i, cell in enumerate(_load_notebook(path)["cells"]):
+    for i, cell in enumerate(load_notebook(path)["cells"]):
         if cell["cell_type"] != "markdown":
             continue
         source = "".join(cell["source"])
@@ -197,7 +182,7 @@ def constant_glues(path: Union[str, Path]) -> set[str]:
     chose; it can never be a measured error.
     """
     trees = []
-    for cell in _load_notebook(path)["cells"]:
+    for cell in load_notebook(path)["cells"]:
         if cell["cell_type"] != "code":
             continue
         lines = "".join(cell["source"]).splitlines()
@@ -308,7 +293,7 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
 
 def _unlabelled_verdicts(path: Path) -> list[str]:
     titles = []
-    for cell in _load_notebook(path)["cells"]:
+    for cell in load_notebook(path)["cells"]:
         if cell["cell_type"] == "markdown":
             for m in _ADMONITION.finditer("".join(cell["source"])):
                 if m.group("title").startswith("Verdict") and ":name: claim-" not in m.group("opts"):
