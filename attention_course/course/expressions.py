@@ -22,7 +22,7 @@ from typing import Union
 
 from .book import format_glued
 
-__all__ = ["ROLE", "role", "roles", "load_notebook", "glued_texts", "user_expressions", "sync_notebook",
+__all__ = ["ROLE", "role", "roles", "load_notebook", "save_notebook", "glued_texts", "user_expressions", "sync_notebook",
            "expression_problems"]
 
 #: One inline number in the prose: ``{eval}`glued("name:fmt")```.
@@ -59,6 +59,16 @@ def load_notebook(path: Union[str, Path]) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no notebook at {path}")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def save_notebook(path: Union[str, Path], nb: dict) -> bool:
+    """Write ``nb`` to ``path`` as nbformat does, only if that changes the file; return whether it did."""
+    path = Path(path)
+    text = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"  # as nbformat writes
+    if path.is_file() and text == path.read_text(encoding="utf-8"):
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
 
 
 def glued_texts(nb: dict) -> dict[str, str]:
@@ -143,11 +153,7 @@ def sync_notebook(path: Union[str, Path]) -> bool:
             cell["metadata"]["user_expressions"] = expected
         else:
             cell.get("metadata", {}).pop("user_expressions", None)
-    text = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"  # as nbformat writes
-    if text == path.read_text(encoding="utf-8"):
-        return False
-    path.write_text(text, encoding="utf-8")
-    return True
+    return save_notebook(path, nb)
 
 
 def expression_problems(path: Union[str, Path], nb: Union[dict, None] = None) -> list[str]:

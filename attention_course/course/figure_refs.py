@@ -15,10 +15,11 @@ with the caption number of the figure it leads to.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Union
+
+from .expressions import load_notebook, save_notebook
 
 __all__ = ["NUMREF", "figure_numbers", "book_figure_numbers", "numbered_refs", "figure_ref_problems",
            "sync_figure_refs"]
@@ -49,7 +50,7 @@ def book_figure_numbers(book_dir: Union[str, Path]) -> dict[str, str]:
     """Figure name -> number for every chapter notebook (``NN_*.ipynb``) in ``book_dir``."""
     numbers: dict[str, str] = {}
     for path in sorted(Path(book_dir).glob("[0-9][0-9]_*.ipynb")):
-        numbers.update(figure_numbers(json.loads(path.read_text(encoding="utf-8")), _chapter(path)))
+        numbers.update(figure_numbers(load_notebook(path), _chapter(path)))
     return numbers
 
 
@@ -83,7 +84,7 @@ def _chapter(path: Path) -> int:
 def figure_ref_problems(path: Union[str, Path]) -> list[str]:
     """References in a chapter whose figure number is missing or stale; empty when all are right."""
     path = Path(path)
-    nb = json.loads(path.read_text(encoding="utf-8"))
+    nb = load_notebook(path)
     numbers, problems = book_figure_numbers(path.parent), []
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "markdown":
@@ -98,16 +99,11 @@ def figure_ref_problems(path: Union[str, Path]) -> list[str]:
 def sync_figure_refs(path: Union[str, Path]) -> bool:
     """Rewrite a chapter's figure references with their current numbers; return whether it changed."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    nb = json.loads(text)
+    nb = load_notebook(path)
     numbers = book_figure_numbers(path.parent)
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             new = numbered_refs(_source(cell), numbers)
             if new != _source(cell):
                 cell["source"] = new.splitlines(keepends=True)
-    out = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"  # as nbformat writes
-    if out == text:
-        return False
-    path.write_text(out, encoding="utf-8")
-    return True
+    return save_notebook(path, nb)
