@@ -66,7 +66,7 @@ test-portable: $(STAMP)
 # Load every page of the built book in headless Chromium (needs `make book` first
 # and Debian's chromium + chromium-driver, which .ci/run installs).
 test-site: $(STAMP)
-	$(BIN)/python -m pytest -m site tests/test_site.py tests/test_site_interactive.py tests/test_lab.py
+	$(BIN)/python -m pytest -m site tests/book/test_site.py tests/book/test_site_interactive.py tests/book/test_lab.py
 
 # Check the book's links: cross-references, anchors and local files always (a broken
 # one fails the build); web links only when the hosts the book links to answer within

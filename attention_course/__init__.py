@@ -41,26 +41,32 @@ from .core.efficient import (
     topk_attention,
 )
 from .core.approximations import linformer_attention, nystrom_attention, performer_attention
-from .course.exercises import check, evaluate
-from .lenses.depth import attention_stack, rank_collapse, rank_one_residual
-from .lenses.geometry import convex_hull, in_convex_hull
-from .lenses.mechanics import fraction_in_hull, row_sum_errors, torch_agreement
-from .lenses.gnn import ranking_comparison
-from .figures.graphs import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
-from .lenses.graphs import banded_mask, dependency_support, message_passing, receptive_field, topology_mask
-from .lenses.bottleneck import fit_low_rank_attention
-from .lenses.heads import (
+from .exercises import check, evaluate
+from .chapters.graphs.collapse import attention_stack, rank_collapse, rank_one_residual
+from .chapters.mechanics.hull import convex_hull, in_convex_hull
+from .chapters.mechanics.properties import fraction_in_hull, row_sum_errors, torch_agreement
+from .chapters.graphs.gnn import ranking_comparison
+from .chapters.graphs.figures import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
+from .chapters.graphs.propagation import (
+    banded_mask,
+    dependency_support,
+    message_passing,
+    receptive_field,
+    topology_mask,
+)
+from .chapters.heads.bottleneck import fit_low_rank_attention
+from .chapters.heads.subspaces import (
     head_bilinear_forms,
     head_subspace_angles,
     mha_parameter_count,
     principal_angles,
     smallest_head_angles,
 )
-from .lenses.circuits import head_ov_maps, head_overlaps, subspace_overlap
-from .lenses.roles import head_role_scores
-from .figures.heads import plot_bottleneck, plot_head_gallery, plot_role_scores
-from .lenses.kernel_learning import fit_bandwidth, fit_metric
-from .lenses.kernels import (
+from .chapters.heads.circuits import head_ov_maps, head_overlaps, subspace_overlap
+from .chapters.heads.roles import head_role_scores
+from .chapters.heads.figures import plot_bottleneck, plot_head_gallery, plot_role_scores
+from .chapters.kernels.learning import fit_bandwidth, fit_metric
+from .chapters.kernels.smoothing import (
     KERNELS,
     gaussian_nw_as_attention,
     kernel_matrix,
@@ -68,7 +74,7 @@ from .lenses.kernels import (
     sine_data,
     sparse_sine_data,
 )
-from .lenses.lowrank import (
+from .chapters.lowrank.spectra import (
     best_rank_k,
     effective_rank,
     rank_k_error,
@@ -78,7 +84,7 @@ from .lenses.lowrank import (
     temperature_sweep,
     topk_error,
 )
-from .figures.lowrank import (
+from .chapters.lowrank.figures import (
     plot_cumulative_spectra,
     plot_exp_rank,
     plot_head_ranks,
@@ -97,13 +103,16 @@ from .core.multihead import (
     multi_head_attention,
     split_heads,
 )
-from .figures.mechanics import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
+from .chapters.mechanics.figures import plot_attention, plot_convex_hull, plot_heatmap, plot_masks
 from .figures.diagrams import plot_induction_circuit, plot_qkv_diagram
 from .figures.style import setup_notebook
+from .course.notebook import setup_chapter
 from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
-from .lenses.rollout import attention_rollout
-from .experiments.scale_training import compare_scales
-from .lenses.scaling import (
+from .models.perturb import encoder_maps, scrambled_weights
+from .models.queries_keys import minilm_queries_keys
+from .chapters.graphs.rollout import attention_rollout
+from .chapters.scaling.training import compare_scales
+from .chapters.scaling.measures import (
     absorb_scale,
     dot_product_variance,
     qk_norm_scores,
@@ -114,7 +123,9 @@ from .lenses.scaling import (
     softmax_jacobian_norm,
     variance_vs_dim,
 )
-from .lenses.saturation import saturated_share, scale_pair, swapped_softmax
+from .chapters.scaling.saturated_rows import saturated_share, scale_pair, swapped_softmax
+
+from . import chapters  # noqa: F401,E402  (every chapter, in reading order: registers every exercise)
 
 __version__ = "0.1.0"
 
@@ -148,12 +159,12 @@ __all__ = [
     "absorb_scale", "compare_scales", "scale_pair", "saturated_share", "swapped_softmax",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
-    "minilm_weights", "attention_maps", "ModelConfig", "TinyTransformer", "train",
+    "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights", "minilm_queries_keys", "ModelConfig", "TinyTransformer", "train",
     "train_run", "TrainingRun", "qk_logits",
     "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",
     # exercises and figures
-    "check", "evaluate", "setup_notebook", "plot_attention", "plot_heatmap", "plot_masks", "plot_convex_hull",
+    "check", "evaluate", "setup_notebook", "setup_chapter", "plot_attention", "plot_heatmap", "plot_masks", "plot_convex_hull",
     "plot_qkv_diagram", "plot_induction_circuit",
     "convex_hull", "in_convex_hull",
     "row_sum_errors", "fraction_in_hull", "torch_agreement",

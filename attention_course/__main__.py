@@ -11,30 +11,30 @@ evidence
     the chapters glued. See :mod:`attention_course.course.verdicts`.
 bench
     Time and measure the efficient-attention methods of chapter 3 against exact
-    attention. See :mod:`attention_course.experiments.benchmarks`.
+    attention. See :mod:`attention_course.chapters.lowrank.benchmarks`.
 lowrank-run
     Chapter 3's long run: MiniLM's effective rank against n, heads swapped for
     rank-k/top-k/uniform attention, associative recall. See
-    :mod:`attention_course.experiments.lowrank_function`.
+    :mod:`attention_course.chapters.lowrank.runs`.
 heads-run
     Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
-    and heads at fixed width, over seeds. See :mod:`attention_course.experiments.head_training`.
+    and heads at fixed width, over seeds. See :mod:`attention_course.chapters.heads.runs`.
 composition-run
     Chapter 5's composition run: k-hop pointer chasing learned by models of L
-    layers, over seeds. See :mod:`attention_course.experiments.composition`.
+    layers, over seeds. See :mod:`attention_course.chapters.graphs.runs`.
 scaling-causes
     Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
-    times smaller. See :mod:`attention_course.experiments.scale_causes`.
+    times smaller. See :mod:`attention_course.chapters.scaling.init_vs_step`.
 scaling-backward
     Chapter 6's backward-swap test: the unscaled forward pass with the scaled softmax's
-    backward, and the reverse. See :mod:`attention_course.experiments.scale_backward`.
+    backward, and the reverse. See :mod:`attention_course.chapters.scaling.backward_swap`.
 scaling-saturation
     Chapter 6's saturation run: the share of saturated softmax rows and the gradient
     through them, during training, with and without the scale. See
-    :mod:`attention_course.experiments.scale_saturation`.
+    :mod:`attention_course.chapters.scaling.saturation_training`.
 scaling-run
     Train the tiny transformer with each score scale (chapter 6) and store the
-    curves as JSON. See :mod:`attention_course.experiments.scale_training`.
+    curves as JSON. See :mod:`attention_course.chapters.scaling.training`.
 
 Each command's module provides ``add_arguments(parser)`` and
 ``cli(args, parser) -> exit code``.
@@ -69,48 +69,48 @@ COMMANDS = {
         "then write the numbers the chapters glued to the evidence file.",
     ),
     "bench": Command(
-        ".experiments.benchmarks",
+        ".chapters.lowrank.benchmarks",
         "time efficient attention against exact attention (chapter 3)",
         "Measure error, time and peak memory of each efficient-attention method against exact "
         "attention as the sequence grows; print a table and optionally write JSON.",
     ),
     "lowrank-run": Command(
-        ".experiments.lowrank_function",
+        ".chapters.lowrank.runs",
         "chapter 3's long run: effective rank against n, rank-k/top-k swaps, recall",
         "Run MiniLM on the shipped long text (n = 16..512) and the induction model (5 seeds) with every head's "
         "attention replaced by rank-k, top-k or uniform weights, plus the associative-recall sweep; store JSON "
         "in attention_course/data/lowrank_function.json (minutes).",
     ),
     "heads-run": Command(
-        ".experiments.head_training",
+        ".chapters.heads.runs",
         "chapter 4's long run: depth at equal steps, heads at fixed width, over seeds",
         "Train the 2-layer model and its 1-layer control for the same number of steps over several seeds, and "
         "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
         "(default: attention_course/data/head_training.json; minutes).",
     ),
     "composition-run": Command(
-        ".experiments.composition",
+        ".chapters.graphs.runs",
         "chapter 5's composition run: k-hop pointer chasing against depth L, over seeds",
         "Train the tiny transformer on k-hop pointer chasing (the edges of a random cycle, then a start node; "
         "answer the node k links on) for every k, depth L and seed, and write held-out accuracies as JSON "
         "(default: attention_course/data/composition.json; minutes).",
     ),
     "scaling-causes": Command(
-        ".experiments.scale_causes",
+        ".chapters.scaling.init_vs_step",
         "chapter 6's 2x2 run: W_Q init x W_Q learning rate without the scale",
         "Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q started, "
         "stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
         "(default: attention_course/data/scale_causes.json; about a minute).",
     ),
     "scaling-backward": Command(
-        ".experiments.scale_backward",
+        ".chapters.scaling.backward_swap",
         "chapter 6's backward-swap test: unscaled forward, tempered softmax backward",
         "Train the tiny transformer at d_k = 64 keeping each variant's forward pass and swapping only the backward "
         "pass through the softmax (tempered, its size only, its direction only, or the reverse), over seeds; write "
         "held-out losses as JSON (default: attention_course/data/scale_backward.json; minutes).",
     ),
     "scaling-saturation": Command(
-        ".experiments.scale_saturation",
+        ".chapters.scaling.saturation_training",
         "chapter 6's saturation run: saturated rows and their gradient through training",
         "Train the tiny transformer at d_k = 16, 64, 256 with and without the scale (and unscaled with W_Q "
         "started sqrt(d_k) times smaller) over seeds; at checkpoints record the share of saturated softmax rows "
@@ -118,7 +118,7 @@ COMMANDS = {
         "(default: attention_course/data/scale_saturation.json; minutes).",
     ),
     "scaling-run": Command(
-        ".experiments.scale_training",
+        ".chapters.scaling.training",
         "train the tiny transformer with each score scale (chapter 6)",
         "Train the tiny transformer on the induction task with each score scale, width and seed, "
         "and write the loss and gradient curves as JSON (minutes; shows progress).",

@@ -27,11 +27,11 @@ import pytest  # noqa: E402
 # Not listed: figure smoke tests, timing and memory probes, structure and packaging tests.
 NUMERICS_MODULES = frozenset({
     "test_approximation_error", "test_approximations", "test_attention", "test_attention_kernel",
-    "test_bottleneck", "test_claims", "test_depth", "test_efficient", "test_exercise_battery",
-    "test_exercises", "test_geometry", "test_gnn", "test_graphs", "test_heads", "test_insight",
-    "test_kernel_learning", "test_kernels", "test_lowrank", "test_mechanics", "test_models",
+    "test_bottleneck", "test_claims", "test_collapse", "test_efficient", "test_exercise_battery",
+    "test_exercises", "test_hull", "test_gnn", "test_propagation", "test_subspaces", "test_four_lenses",
+    "test_kernel_learning", "test_smoothing", "test_spectra", "test_properties", "test_models",
     "test_multihead", "test_roles", "test_rollout", "test_scale_training", "test_scaling",
-    "test_composition", "test_qk_kernel", "test_scale_saturation", "test_topology_rule", "test_depth_probe",
+    "test_composition", "test_qk_kernel", "test_saturation_training", "test_topology_rule", "test_depth_probe",
     "test_position_content", "test_graph_overlap_exercise",
 })
 TESTS = Path(__file__).resolve().parent
@@ -43,12 +43,13 @@ def pytest_collection_modifyitems(config, items):
     When `numerics` is selected (make test-portable), a listed module that no longer
     exists is an error, so a renamed test file cannot silently drop out of the run.
     """
-    missing = sorted(m for m in NUMERICS_MODULES if not (TESTS / f"{m}.py").is_file())
+    present = {p.stem for p in TESTS.rglob("test_*.py")}
+    missing = sorted(NUMERICS_MODULES - present)
     if missing and "numerics" in (config.getoption("markexpr") or ""):
         raise pytest.UsageError(f"tests/conftest.py: NUMERICS_MODULES names missing files {missing}")
     for item in items:
         path = Path(item.path)
-        if path.suffix == ".ipynb" or (path.parent == TESTS and path.stem in NUMERICS_MODULES):
+        if path.suffix == ".ipynb" or (TESTS in path.parents and path.stem in NUMERICS_MODULES):
             item.add_marker(pytest.mark.numerics)
 
 

@@ -23,24 +23,30 @@ def test_import_does_not_load_transformers():
 import ast  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import pytest  # noqa: E402
+
 PACKAGE = Path(ac.__file__).parent
-#: What each layer may import from the package (see attention_course/README.md).
+#: The chapters in reading order: a chapter may import from earlier chapters, never later ones.
+READING_ORDER = ("mechanics", "kernels", "lowrank", "heads", "graphs", "scaling", "insight")
+#: What each layer may import from the package (see attention_course/README.md). ``core``, the
+#: exercise engine and the shared figure helpers are foundations; ``course`` may import anything.
 ALLOWED = {
     "core": {"core"},
+    "exercises": {"exercises"},
+    "figures": {"core", "figures"},
     "models": {"core", "models"},
-    "lenses": {"core", "lenses"},
-    "experiments": {"core", "models", "lenses", "experiments"},
-    "course": {"core", "models", "lenses", "course"},
-    "figures": {"core", "models", "lenses", "figures"},
+    "chapters": {"core", "models", "figures", "exercises", "chapters"},
+    "course": {"core", "models", "figures", "exercises", "chapters", "course"},
 }
 
 
-def _package_imports(path: Path):
-    """(layer imported, line, at module level?) for every import of the package in ``path``.
+def _package_imports(path: Path, package: Path = PACKAGE):
+    """(target parts, line, at module level?) for every import of the package in ``path``.
 
-    Imports under ``if TYPE_CHECKING:`` are left out: they never run.
+    ``target parts`` is the imported module's path inside the package, e.g. ``("chapters",
+    "lowrank", "spectra")``. Imports under ``if TYPE_CHECKING:`` are left out: they never run.
     """
-    layer_of_file = path.relative_to(PACKAGE).parts
+    parts = path.relative_to(package).parts
     tree = ast.parse(path.read_text())
     out = []
 
@@ -50,13 +56,13 @@ def _package_imports(path: Path):
                 continue
             if isinstance(child, ast.ImportFrom):
                 if child.level:  # relative: resolve against this file's folder
-                    base = list(layer_of_file[:-1])[: len(layer_of_file) - child.level]
+                    base = list(parts[:-1])[: len(parts) - child.level]
                     target = base + (child.module.split(".") if child.module else [])
-                    if not target:  # `from .. import x`: x is a subpackage or module
-                        target = [child.names[0].name]
-                    out.append((target[0], child.lineno, top_level))
+                    if len(target) < 2 and not child.module:  # `from .. import x`: x is a module
+                        target = target + [child.names[0].name]
+                    out.append((tuple(target), child.lineno, top_level))
                 elif child.module and child.module.startswith("attention_course."):
-                    out.append((child.module.split(".")[1], child.lineno, top_level))
+                    out.append((tuple(child.module.split(".")[1:]), child.lineno, top_level))
             is_scope = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             visit(child, top_level and not is_scope)
 
@@ -64,18 +70,42 @@ def _package_imports(path: Path):
     return out
 
 
+def layering_problems(path: Path, package: Path = PACKAGE) -> list[str]:
+    """Every import in ``path`` against the layers, or against the chapters' reading order."""
+    parts = path.relative_to(package).parts
+    layer = parts[0]
+    wrong = []
+    for target, line, _ in _package_imports(path, package):
+        where = f"{path.relative_to(package)}:{line} imports {'.'.join(target)}"
+        if target[0] not in ALLOWED[layer]:
+            wrong.append(f"{where}: {layer} may import only {sorted(ALLOWED[layer])}")
+        elif layer == "chapters" == target[0] and len(parts) > 2 and len(target) > 1:
+            here, there = READING_ORDER.index(parts[1]), READING_ORDER.index(target[1])
+            if there > here:
+                wrong.append(f"{where}: chapter {here + 1} ({parts[1]}) reads before chapter {there + 1} ({target[1]})")
+    return wrong
+
+
 def _modules():
     return [p for p in sorted(PACKAGE.rglob("*.py")) if len(p.relative_to(PACKAGE).parts) > 1]
 
 
-def test_imports_point_down_the_layers():
-    wrong = []
-    for path in _modules():
-        layer = path.relative_to(PACKAGE).parts[0]
-        for target, line, _ in _package_imports(path):
-            if target not in ALLOWED[layer]:
-                wrong.append(f"{path.relative_to(PACKAGE)}:{line} ({layer}) imports {target}")
+def test_imports_point_down_the_layers_and_follow_the_reading_order():
+    wrong = [w for path in _modules() for w in layering_problems(path)]
     assert not wrong, "imports against the layering:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("from ..scaling.measures import softmax_entropy\n", "reads before chapter 6"),  # a later chapter
+    ("from ...course.book import glue\n", "chapters may import only"),  # the layer above
+])
+def test_layering_check_rejects_an_upward_import(tmp_path, source, rule):
+    """The rule can fail: chapter 3 importing chapter 6, or a chapter importing the course machinery."""
+    module = tmp_path / "chapters" / "lowrank" / "spectra.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(source)
+    problems = layering_problems(module, package=tmp_path)
+    assert len(problems) == 1 and rule in problems[0]
 
 
 def test_package_imports_are_at_module_level():
@@ -85,7 +115,34 @@ def test_package_imports_are_at_module_level():
     assert not inside, "imports of the package inside functions:\n" + "\n".join(inside)
 
 
-def test_no_module_is_over_about_500_lines():
-    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 530}
-    assert not long, f"split these modules (one concept each): {long}"
+def test_every_chapter_face_exports_each_name_once_from_its_own_folder():
+    """``from attention_course.chapters import lowrank as ch`` gives every public name of the chapter."""
+    from attention_course import chapters
+
+    for topic in READING_ORDER:
+        face = getattr(chapters, topic)
+        assert len(face.__all__) == len(set(face.__all__)), topic
+        for name in face.__all__:
+            obj = getattr(face, name)
+            home = getattr(obj, "__module__", None) or ""
+            assert not home.startswith("attention_course.") or home.startswith(
+                ("attention_course.chapters.", "attention_course.figures.", "attention_course.models.",
+                 "attention_course.core.", "attention_course.exercises.")), (topic, name, home)
+
+
+def test_every_chapter_face_is_current():
+    """Each chapter's ``__init__`` re-exports exactly its modules' ``__all__`` (.ci/chapter_faces.py writes it)."""
+    import importlib
+
+    from attention_course import chapters
+
+    skip = {"main", "cli", "add_arguments", "VARIANTS"}  # command-line hooks, per module
+    for topic in chapters.__all__:
+        folder = PACKAGE / "chapters" / topic
+        expected = set()
+        for path in folder.glob("*.py"):
+            if path.stem != "__init__":
+                module = importlib.import_module(f"attention_course.chapters.{topic}.{path.stem}")
+                expected |= set(module.__all__) - skip
+        stale = expected ^ set(getattr(chapters, topic).__all__)
+        assert not stale, f"chapters/{topic}/__init__.py is stale ({sorted(stale)}): run python .ci/chapter_faces.py"

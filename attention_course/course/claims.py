@@ -1,7 +1,7 @@
 """The claims ledger: every claim of the essay, its verdict and its evidence.
 
 One structure, :data:`CLAIMS` (read from ``attention_course/data/claims.toml``), is read by chapter 7 (which renders the ledger)
-and by ``tests/test_claims.py`` (which checks it against the chapters). Each
+and by ``tests/course/test_claims.py`` (which checks it against the chapters). Each
 :class:`Claim` names the chapter whose verdict box decides it. The box carries
 the label ``claim-<id>`` (``:name: claim-<id>`` on the admonition), so the
 ledger links to it and the tests can compare the two verdicts

@@ -18,7 +18,7 @@ before that are kept, and the other notebooks still run. An exercise is
 ``passed``, ``failed``, ``not attempted`` (the stub) or ``not run`` (no verdict;
 the message says why). An exercise whose ``# EXERCISE:`` cell was deleted is
 still listed, as ``not attempted``: the ids of chapter NN come from
-``attention_course.course.exercises.chNN_*.EXERCISES``, NN being the notebook name's
+``attention_course.exercises.chNN_*.EXERCISES``, NN being the notebook name's
 two-digit prefix.
 """
 
@@ -39,8 +39,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import nbformat
 
-from . import exercises as _exercises
-from .exercises import _core
+from .. import exercises as _exercises
+from ..exercises import _core
 
 __all__ = [
     "ExerciseResult",

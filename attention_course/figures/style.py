@@ -58,7 +58,7 @@ METHOD_COLORS: dict = {
 #: Names the chapters also use for a method in :data:`METHOD_COLORS`.
 METHOD_ALIASES: dict = {"exact": "sdpa", "low-rank": "svd", "sparse": "top-k", "window": "local"}
 
-#: One colour per head role (:data:`attention_course.lenses.roles.ROLES`).
+#: One colour per head role (:data:`attention_course.chapters.heads.roles.ROLES`).
 ROLE_COLORS: dict = {
     "previous token": _OI["blue"], "next token": _OI["sky"], "[CLS]": _OI["vermilion"],
     "[SEP]": _OI["orange"], "punctuation": _OI["purple"], "broad": _OI["green"], "induction": _OI["wine"],

@@ -28,8 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+
+from .style import DPI, book_style
 
 __all__ = ["rounded", "to_json", "png_data_uri", "SliderFigure", "PickerFigure", "PredictReveal",
            "PLOTLY_MARKER"]
@@ -327,3 +330,17 @@ class PredictReveal:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return {"text/html": self.to_html(), "text/plain": f"Predict first: {self.question}"}
+
+
+PLOTLY_AXIS = {"showgrid": False, "zeroline": False}
+
+
+PLOTLY_FONT = {"size": 13}
+
+
+def static_fallback(draw, figsize=(6.4, 3.4)):
+    with book_style():
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained", dpi=DPI)
+        draw(fig, ax)
+    plt.close(fig)  # only its PNG is kept; do not display it twice in a notebook
+    return fig

@@ -1,7 +1,7 @@
 """Queries and keys of a BERT encoder, per layer and head, for whole sentences.
 
 Chapter 2 compares a trained head's attention weights with the distances between its own
-queries and keys (:mod:`attention_course.lenses.qk_kernel`); these helpers run the course's
+queries and keys (:mod:`attention_course.chapters.kernels.qk_kernel`); these helpers run the course's
 encoder (:func:`~attention_course.models.encoder.bert_encode`) to get them.
 """
 

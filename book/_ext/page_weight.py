@@ -31,7 +31,7 @@ When an HTML build finishes, after sphinx-mathjax-offline has copied all of Math
 
 The theme and MathJax are pinned by requirements.txt (Jupyter Book 1.x); if a new
 release moves these files, nothing is pruned that is not found, and
-``tests/test_page_weight.py`` and the browser test (``make test-site``) say so.
+``tests/book/test_page_weight.py`` and the browser test (``make test-site``) say so.
 """
 
 from __future__ import annotations

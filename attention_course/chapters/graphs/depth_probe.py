@@ -1,0 +1,219 @@
+r"""What a deep stack keeps: a linear probe that reads each token's input label back from layer :math:`\ell`.
+
+The spread between tokens (:func:`attention_course.chapters.graphs.collapse.rank_one_parts`) can grow while
+what the tokens carry is scrambled. A *function* test asks whether the input can still be read
+out. Each token of a sequence gets one of ``n_labels`` labels, embedded as a fixed random vector;
+after layer :math:`\ell` a least-squares probe :math:`W` maps the token's state to the one-hot
+label,
+
+.. math::
+
+    W = \arg\min_W \|[X_\ell\; \mathbf 1] W - Y\|_F^2 + \lambda \|W\|_F^2, \qquad
+    \hat y = \arg\max_c\, ([x\; 1] W)_c,
+
+fitted on training sequences and scored on held-out ones. Chance is about ``1 / n_labels``.
+The same probe reads a token's *neighbour's* label, which measures information that moved.
+:func:`guess_depth` finds the depth at which a stack's probe falls to guessing (chapter 5's
+``depth-keeps-information`` flags).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+
+from ...core._backend import Array, ShapeError, to_numpy
+from .collapse import attention_stack, init_stack_params
+
+__all__ = ["probe_accuracy", "labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe",
+           "guessing_line", "guess_depth"]
+
+
+def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
+    r"""Held-out accuracy of a least-squares linear probe from ``features`` (N, d) to ``labels``.
+
+    The first ``n_train`` rows fit the probe (one-hot targets, an intercept, ridge
+    :math:`\lambda` = ``ridge`` times the mean diagonal of :math:`X^\top X`, so the penalty does
+    not depend on the features' scale); the rest are scored. A label unseen in training counts
+    as an error. ``labels`` (N,) gives a float; (N, K), K label columns read from the same
+    features with one factorisation, gives an array (K,).
+
+    Examples
+    --------
+    >>> x = np.repeat(np.eye(3), 4, axis=0)  # (12, 3): three labels, one feature each
+    >>> probe_accuracy(x, np.repeat([0, 1, 2], 4), n_train=9)  # the feature is the label
+    1.0
+    >>> probe_accuracy(np.zeros((12, 3)), np.tile([0, 1, 2], 4), n_train=9)  # no information: one class
+    0.3333333333333333
+    """
+    X, y = to_numpy(features).astype(float), np.asarray(to_numpy(labels))
+    Y = y.reshape(len(y), -1) if y.ndim else y  # (N, K)
+    if X.ndim != 2 or y.ndim not in (1, 2) or len(y) != len(X) or not 0 < n_train < len(X):
+        raise ShapeError(f"features has shape {X.shape} and labels {y.shape} with n_train={n_train}; "
+                         f"expected (N, d), (N,) or (N, K), and 0 < n_train < N")
+    Xa = np.hstack([X, np.ones((len(X), 1))])  # (N, d + 1), with an intercept
+    A = Xa[:n_train]  # (n, d + 1)
+    gram = A.T @ A  # (d + 1, d + 1)
+    factor = np.linalg.cholesky(gram + ridge * np.trace(gram) / len(gram) * np.eye(len(gram)))
+    acc = np.zeros(Y.shape[1])
+    for c, col in enumerate(Y.T):
+        classes = np.unique(col[:n_train])  # (C,) labels seen in training
+        rhs = A.T @ (col[:n_train, None] == classes[None, :])  # (d + 1, C), one-hot targets
+        W = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))  # (d + 1, C)
+        acc[c] = (classes[(Xa[n_train:] @ W).argmax(axis=1)] == col[n_train:]).mean()
+    return float(acc[0]) if y.ndim == 1 else acc
+
+
+def labelled_sequences(
+    n_seq: int, n_tokens: int, d_model: int, n_labels: int, *, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random sequences of labelled tokens: labels (n_seq, T) and inputs x_0 (n_seq, T, d_model).
+
+    Each label is a fixed standard-normal vector; a token's input is its label's vector.
+
+    Examples
+    --------
+    >>> y, x = labelled_sequences(5, 4, 8, 3, seed=0)
+    >>> y.shape, x.shape, bool(np.array_equal(x[y == 1][0], x[y == 1][-1]))
+    ((5, 4), (5, 4, 8), True)
+    """
+    rng = np.random.default_rng(seed)
+    embed = rng.normal(size=(n_labels, d_model))  # (n_labels, d_model)
+    labels = rng.integers(n_labels, size=(n_seq, n_tokens))  # (n_seq, T)
+    return labels, embed[labels]  # (n_seq, T), (n_seq, T, d_model)
+
+
+def stack_probe_curves(
+    stacks: dict[str, dict], layers: Sequence[int], *, n_seq: int = 200, n_train: int = 150,
+    n_tokens: int = 16, d_model: int = 64, n_labels: int = 16, seeds: Sequence[int] = range(3),
+    mask: Optional[dict[str, np.ndarray]] = None,
+) -> dict[str, np.ndarray]:
+    r"""Probe accuracy for each token's own input label after each of ``layers``, per named stack.
+
+    ``stacks`` maps a name to the keyword arguments of
+    :func:`attention_course.chapters.graphs.collapse.attention_stack` (``skip``, ``mlp``, ``layernorm``);
+    ``mask`` optionally maps a name to its boolean (T, T) mask (``True`` = may attend), e.g. the
+    identity, a stack whose tokens exchange nothing. For each seed: ``n_seq`` sequences from
+    :func:`labelled_sequences` (seed ``seed``), weights from
+    :func:`attention_course.chapters.graphs.collapse.init_stack_params` (seed ``seed + 1``, with MLP weights),
+    the first ``n_train`` sequences fit the probe and the rest score it.
+
+    Returns
+    -------
+    dict of numpy.ndarray, each (len(seeds), len(layers)): held-out accuracy; chance is
+    about ``1 / n_labels``.
+
+    Examples
+    --------
+    >>> acc = stack_probe_curves({"skip": {"skip": True}}, layers=[0, 2], n_seq=40, n_train=30,
+    ...                          n_tokens=6, d_model=16, n_labels=4, seeds=[0])
+    >>> acc["skip"].shape, float(acc["skip"][0, 0])  # layer 0 is the input itself
+    ((1, 2), 1.0)
+    """
+    mask = mask or {}
+    out = {name: np.zeros((len(seeds), len(layers))) for name in stacks}
+    for s, seed in enumerate(seeds):
+        labels, x0 = labelled_sequences(n_seq, n_tokens, d_model, n_labels, seed=seed)
+        params = init_stack_params(d_model, max(layers), seed=seed + 1, mlp=True) if max(layers) else []
+        y = labels.reshape(-1)  # (n_seq * T,), sequence-major: the first n_train sequences come first
+        for name, kw in stacks.items():
+            states = attention_stack(x0, params, mask.get(name), **kw) if params else [x0]  # each (n_seq, T, d)
+            for c, layer in enumerate(layers):
+                out[name][s, c] = probe_accuracy(states[layer].reshape(-1, d_model), y, n_train * n_tokens)
+    return out
+
+
+_DETS = ("the", "a", "my", "your", "this", "that", "one", "every")
+_ADJS = ("old", "young", "small", "big", "red", "green", "tall", "quiet", "busy", "happy")
+_NOUNS = ("cat", "dog", "girl", "boy", "tree", "river", "book", "friend", "teacher", "bird", "car", "house")
+_VERBS = ("saw", "chased", "found", "liked", "helped", "followed", "painted", "watched")
+_PREPS = ("near", "under", "behind", "beside", "above")
+
+
+def template_sentences(n: int, seed: int) -> list[str]:
+    """``n`` seeded sentences of one template, ten words and a full stop, each word one common token.
+
+    Examples
+    --------
+    >>> template_sentences(1, seed=0)[0].count(" ")
+    9
+    """
+    rng = np.random.default_rng(seed)
+    slots = (_DETS, _ADJS, _NOUNS, _VERBS, _DETS, _NOUNS, _PREPS, _DETS, _ADJS, _NOUNS)
+    return [" ".join(str(rng.choice(words)) for words in slots) + "." for _ in range(n)]
+
+
+def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Sequence[int] = (0, -1, 1)) -> np.ndarray:
+    """Probe accuracy for the token ``offset`` places away, read from each layer's states.
+
+    Parameters
+    ----------
+    hidden : sequence of arrays, each (N, n, d)
+        The states after each layer (embeddings first) of N sequences of the same length n,
+        ``[CLS]`` first and ``[SEP]`` last.
+    ids : int array, shape (N, n)
+        The token ids, the labels to read.
+    n_train : int
+        Sequences that fit the probe; the rest score it.
+    offsets : the token read from position i's state is i + offset (0: its own token).
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(offsets), len(hidden)): held-out accuracy over the word positions
+    1..n-2 (every target, even ``[CLS]`` at offset -1, is a real token).
+
+    Examples
+    --------
+    >>> ids = np.random.default_rng(0).integers(5, size=(30, 6))
+    >>> states = np.eye(5)[ids]  # (30, 6, 5): each state is its own one-hot token
+    >>> encoder_probe([states], ids, n_train=20).round(1).tolist()  # own: read; neighbours: not
+    [[1.0], [0.2], [0.3]]
+    """
+    y = np.asarray(to_numpy(ids))
+    N, n = y.shape
+    words = np.arange(1, n - 1)  # (n - 2,) the positions read
+    targets = np.stack([y[:, words + offset].reshape(-1) for offset in offsets], axis=1)  # (N (n - 2), K)
+    acc = np.zeros((len(offsets), len(hidden)))
+    for layer, h in enumerate(hidden):
+        X = to_numpy(h).astype(float)[:, words].reshape(N * len(words), -1)  # (N (n - 2), d)
+        acc[:, layer] = probe_accuracy(X, targets, n_train * len(words))
+    return acc
+
+
+def guessing_line(chance: float, n_test: int) -> float:
+    r"""The highest accuracy still "at guessing": :math:`p + 2\sqrt{p(1-p)/N}`.
+
+    A guesser right with probability :math:`p` scores :math:`p \pm \sqrt{p(1-p)/N}` on :math:`N`
+    held-out tokens; two standard errors above :math:`p` is the line.
+
+    Examples
+    --------
+    >>> round(guessing_line(0.25, 400), 6)
+    0.293301
+    """
+    if not 0 <= chance <= 1 or n_test < 1:
+        raise ValueError(f"chance={chance}, n_test={n_test}; expected 0 <= chance <= 1 and n_test >= 1")
+    return chance + 2 * float(np.sqrt(chance * (1 - chance) / n_test))
+
+
+def guess_depth(acc: Array, chance: float, n_test: int) -> Optional[int]:
+    r"""The first depth at which the median accuracy over seeds is within two standard errors of guessing.
+
+    "At guessing" is at most :func:`guessing_line` ``(chance, n_test)``.
+
+    Parameters
+    ----------
+    acc : array, shape (seeds, depths)
+
+    Examples
+    --------
+    >>> guess_depth(np.array([[1.0, 0.6, 0.2, 0.18]]), chance=0.18, n_test=400)
+    2
+    """
+    acc = np.asarray(to_numpy(acc), dtype=float)
+    if acc.ndim != 2:
+        raise ValueError(f"acc has shape {acc.shape}; expected (seeds, depths)")
+    at = np.flatnonzero(np.median(acc, axis=0) <= guessing_line(chance, n_test))  # (depths,) median over seeds
+    return int(at[0]) if at.size else None

@@ -1,0 +1,528 @@
+"""Figures for chapter 5: attention drawn as a graph, receptive fields, rank collapse.
+
+Like :mod:`attention_course.chapters.mechanics.figures`, every helper labels its axes, adds a
+colour bar where colour carries a value, returns the
+:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
+networkx is not needed: nodes sit on a line (arcs) or on a circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
+from matplotlib.colors import LogNorm, Normalize
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
+
+from ...core._backend import Array, ShapeError, to_numpy
+from ...figures.style import book_figure
+from .propagation import band_width
+
+PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
+
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition"]
+
+
+def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
+
+
+def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
+    """Boolean (T, T): weights above ``threshold``, among each row's ``top_k`` (diagonal included)."""
+    keep = W > threshold
+    if top_k is not None:
+        rank = np.argsort(np.argsort(-W, axis=1, kind="stable"), axis=1)  # 0 = largest
+        keep &= rank < top_k
+    return keep
+
+
+@book_figure
+def plot_attention_graph(
+    weights: Array,
+    labels: Optional[Sequence[str]] = None,
+    *,
+    threshold: float = 0.1,
+    top_k: Optional[int] = None,
+    layout: str = "arc",
+    ax: Optional[Axes] = None,
+    title: str = "",
+    cmap: str = "viridis",
+    max_width: float = 6.0,
+    colorbar: bool = True,
+) -> Figure:
+    """Draw one attention map as a directed graph: an arrow j -> i carries ``weights[i, j]``.
+
+    Arrows follow the messages (from the key ``j`` that is read to the query
+    ``i`` that reads it). Width and colour are proportional to the weight; a
+    node's fill colour is its self-loop weight ``weights[i, i]``.
+
+    Parameters
+    ----------
+    weights : array, shape (T, T)
+        Rows are receivers (queries) and sum to 1.
+    labels : sequence of str, optional
+        Node labels (tokens); default ``0..T-1``.
+    threshold : float
+        Only edges with weight ``> threshold`` are drawn.
+    top_k : int, optional
+        Also keep only each node's ``top_k`` strongest incoming edges. The self
+        loop counts in this ranking: when it is kept, the node gets a thick
+        red outline instead of an arrow.
+    layout : {"arc", "circle"}
+        ``arc``: nodes on a line, messages from earlier tokens arc *above*
+        the line and messages from later tokens *below*. ``circle``: nodes on a circle.
+
+    Examples
+    --------
+    >>> fig = plot_attention_graph(np.array([[0.2, 0.8], [0.6, 0.4]]), ["a", "b"])
+    >>> len(fig.axes[0].patches)  # two arrows
+    2
+    """
+    W = to_numpy(weights).astype(float)
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise ShapeError(f"weights has shape {W.shape}; expected a square attention map (T, T)")
+    if layout not in ("arc", "circle"):
+        raise ValueError(f"layout={layout!r}; expected 'arc' or 'circle'")
+    T = len(W)
+    labels = [str(t) for t in range(T)] if labels is None else list(labels)
+    if len(labels) != T:
+        raise ShapeError(f"{len(labels)} labels for weights of shape {W.shape}; expected {T}")
+    if layout == "arc":
+        fig, ax = _new_axes(ax, (min(PAGE_WIDTH, max(6.0, 0.75 * T)), 0.26 * T + 2.2))
+        xy = np.stack([np.arange(T, dtype=float), np.zeros(T)], axis=1)  # (T, 2)
+        rad = -0.5  # with arc3 this bends left-to-right arrows up, right-to-left down
+    else:
+        fig, ax = _new_axes(ax, (5.4, 4.8))
+        angle = np.pi / 2 - 2 * np.pi * np.arange(T) / T  # clockwise from the top
+        xy = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (T, 2)
+        rad = 0.12  # a slight bend separates i -> j from j -> i
+    norm, colours = Normalize(0.0, 1.0), plt.get_cmap(cmap)
+    kept = _kept_edges(W, threshold, top_k)
+    self_kept = np.diag(kept) if top_k is not None else np.zeros(T, dtype=bool)
+    keep = kept & ~np.eye(T, dtype=bool)  # self loops are shown by the node's fill colour
+    order = np.argsort(W[keep])  # draw strong edges last, on top
+    dst, src = np.nonzero(keep)  # edge src=j -> dst=i
+    for i, j in zip(dst[order], src[order]):
+        ax.add_patch(FancyArrowPatch(
+            xy[j], xy[i], connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>",
+            mutation_scale=8 + 10 * W[i, j], lw=0.4 + max_width * W[i, j],
+            color=colours(norm(W[i, j])), alpha=0.9, shrinkA=11, shrinkB=11, zorder=2,
+        ))
+    for (x, y), lab, w_self, own in zip(xy, labels, np.diag(W), self_kept):
+        r, g, b, _ = colours(norm(w_self))
+        dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
+        ax.text(x, y, lab, ha="center", va="center", fontsize=9, zorder=3,  # 9 pt: a word fits its node
+                color="white" if dark else "black",
+                bbox=dict(boxstyle="round,pad=0.3", fc=(r, g, b),
+                          ec="tab:red" if own else "0.3", lw=2.2 if own else 0.8))
+    if layout == "arc":
+        reach = 0.25 * (T - 1)  # height of the longest arc (a quarter of its span)
+        ax.set(xlim=(-0.7, T - 0.3), ylim=(-reach - 0.5, reach + 0.5))
+        ax.text(-0.6, reach, "from earlier tokens", color="0.35", va="top")
+        ax.text(-0.6, -reach, "from later tokens", color="0.35", va="bottom")
+    else:
+        ax.set(xlim=(-1.25, 1.25), ylim=(-1.25, 1.25))
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title)
+    if colorbar:
+        _weight_colorbar(fig, ax, cmap)
+    return fig
+
+
+def _weight_colorbar(fig: Figure, ax: object, cmap: str) -> None:
+    sm = plt.cm.ScalarMappable(norm=Normalize(0.0, 1.0), cmap=plt.get_cmap(cmap))
+    fig.colorbar(sm, ax=ax, shrink=0.7, pad=0.01,
+                 label=r"weight $\alpha_{ij}$ (arrows; node fill = self weight)")
+
+
+@book_figure
+def plot_attention_graphs(
+    maps: Mapping[str, Array],
+    labels: Optional[Sequence[str]] = None,
+    *,
+    layout: str = "circle",
+    title: str = "",
+    cmap: str = "viridis",
+    **graph_kw: object,
+) -> Figure:
+    """Several attention maps as graphs side by side (one panel per map, one colour bar).
+
+    ``maps`` maps a panel title to a (T, T) weight matrix; other keywords
+    (``threshold``, ``top_k``, ``max_width``) go to :func:`plot_attention_graph`.
+
+    Examples
+    --------
+    >>> fig = plot_attention_graphs({"a": np.eye(3), "b": np.full((3, 3), 1 / 3)}, threshold=0.0)
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['a', 'b']
+    """
+    if not maps:
+        raise ValueError("maps is empty; expected at least one (T, T) weight matrix")
+    panel = min(3.6 if layout == "circle" else 6.0, (PAGE_WIDTH - 1.0) / len(maps))  # inches per panel
+    height = panel if layout == "circle" else panel / 2
+    fig, axes = plt.subplots(1, len(maps), figsize=(panel * len(maps) + 1.0, height + 0.6),
+                             layout="constrained", squeeze=False)
+    for ax, (name, W) in zip(axes[0], maps.items()):
+        plot_attention_graph(W, labels, layout=layout, ax=ax, title=name, cmap=cmap,
+                             colorbar=False, **graph_kw)
+    _weight_colorbar(fig, list(axes[0]), cmap)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_maps_log(
+    maps: Mapping[str, Array],
+    labels: Optional[Sequence[str]] = None,
+    *,
+    vmin: float = 1e-3,
+    title: str = "",
+) -> Figure:
+    """(T, T) attention-like maps side by side on one logarithmic colour scale.
+
+    Rows are receivers (queries), columns senders (keys). A log scale keeps the
+    small weights visible next to a few large ones (values below ``vmin`` get
+    the lowest colour). Useful to set raw attention beside its rollout.
+
+    Examples
+    --------
+    >>> fig = plot_maps_log({"a": np.full((3, 3), 1 / 3), "b": np.eye(3) * 0.9 + 0.05})
+    >>> [ax.get_title() for ax in fig.axes[:2]], fig.axes[2].get_yscale()
+    (['a', 'b'], 'log')
+    """
+    if not maps:
+        raise ValueError("maps is empty; expected at least one (T, T) matrix")
+    arrays = {name: to_numpy(m).astype(float) for name, m in maps.items()}
+    for name, m in arrays.items():
+        if m.ndim != 2:
+            raise ShapeError(f"map {name!r} has shape {m.shape}; expected (T, S)")
+    T = max(m.shape[0] for m in arrays.values())
+    cell = min(0.36, (PAGE_WIDTH - 2.4) / (T * len(arrays)))  # inches per matrix entry
+    fig, axes = plt.subplots(1, len(arrays), figsize=(cell * T * len(arrays) + 2.4, cell * T + 1.9),
+                             layout="constrained", squeeze=False)
+    norm = LogNorm(vmin=vmin, vmax=1.0)
+    for ax, (name, m) in zip(axes[0], arrays.items()):
+        im = ax.imshow(np.clip(m, vmin, 1.0), cmap="viridis", norm=norm)
+        if labels is not None and len(labels) == m.shape[1]:
+            ax.set_xticks(range(m.shape[1]), labels=list(labels), rotation=60, ha="right")
+        if labels is not None and len(labels) == m.shape[0]:
+            ax.set_yticks(range(m.shape[0]), labels=list(labels))
+        ax.set_title(name)
+        ax.set_xlabel("key j (sender)")
+        ax.set_ylabel("query i (receiver)")
+    fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="weight (log scale)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _outline(ax: Axes, region: np.ndarray, **line_kw: object) -> None:
+    """Draw the cell-edge boundary of a boolean image region (stepped, not smoothed)."""
+    padded = np.pad(region, 1)  # (T + 2, T + 2), False around
+    segments = []
+    rows, cols = np.nonzero(padded[1:, :] != padded[:-1, :])  # horizontal edges
+    segments += [[(c - 1.5, r - 0.5), (c - 0.5, r - 0.5)] for r, c in zip(rows, cols)]
+    rows, cols = np.nonzero(padded[:, 1:] != padded[:, :-1])  # vertical edges
+    segments += [[(c - 0.5, r - 1.5), (c - 0.5, r - 0.5)] for r, c in zip(rows, cols)]
+    ax.add_collection(LineCollection(segments, **line_kw))
+
+
+@book_figure
+def plot_receptive_field_growth(
+    measured: Sequence[Array],
+    predicted: Sequence[Array],
+    complete: Optional[Sequence[Array]] = None,
+    title: str = "Receptive field under a banded mask",
+) -> Figure:
+    """Dependency matrices per depth, measured vs predicted, and their widths.
+
+    One panel per depth ``L = 1, 2, ...``: grey cells are the measured support
+    (non-zero Jacobian blocks), the red outline is the predicted support of
+    (A+I)^L. A last panel plots the half-width of both against ``L`` and, if
+    given, the width of a complete graph's receptive field (``complete``).
+
+    Parameters
+    ----------
+    measured, predicted : sequences of bool arrays, each (T, T), one per depth 1..L
+    complete : sequence of bool arrays (T, T), optional
+
+    Examples
+    --------
+    >>> from attention_course.chapters.graphs.propagation import banded_mask, receptive_field
+    >>> R = [receptive_field(banded_mask(8, 1), L) for L in (1, 2)]
+    >>> len(plot_receptive_field_growth(R, R).axes)  # 2 depths, widths, colour bar
+    4
+    """
+    if len(measured) != len(predicted) or not measured:
+        raise ValueError(
+            f"{len(measured)} measured and {len(predicted)} predicted matrices; "
+            f"expected the same positive number (one per depth)"
+        )
+    n = len(measured)
+    cols, rows = (n + 1) // 2, min(n, 2)  # depths in two rows, the widths panel to their right
+    fig = plt.figure(figsize=(PAGE_WIDTH, 2.3 * rows + 0.9), layout="constrained")
+    grid = fig.add_gridspec(rows, cols + 1, width_ratios=[1.0] * cols + [1.3])
+    axes = [fig.add_subplot(grid[k // cols, k % cols]) for k in range(n)]  # depths first
+    axes.append(fig.add_subplot(grid[:, cols]))  # widths last
+    for depth, (ax, m, p) in enumerate(zip(axes, measured, predicted), start=1):
+        M, P = to_numpy(m).astype(bool), to_numpy(p).astype(bool)
+        im = ax.imshow(M.astype(float), cmap="Greys", vmin=-0.15, vmax=1.0)
+        _outline(ax, P, colors="tab:red", linewidths=1.6)
+        agree = "agree" if np.array_equal(M, P) else "DIFFER"
+        ax.set_title(f"L = {depth} ({agree})")
+        ax.set_xlabel("input j")
+        ax.set_ylabel("output i" if (depth - 1) % cols == 0 else "")
+    cbar = fig.colorbar(im, ax=list(axes[:n]), ticks=[0, 1], shrink=0.75)
+    cbar.ax.set_yticklabels(["no", "depends"])
+    ax = axes[-1]
+    depths = np.arange(1, n + 1)
+    ax.plot(depths, [band_width(p) for p in predicted], "-", color="tab:red", lw=2,
+            label="predicted, supp (A+I)$^L$")
+    ax.plot(depths, [band_width(m) for m in measured], "o", color="k", ms=6,
+            label="measured (Jacobian)")
+    if complete is not None:
+        ax.plot(depths, [band_width(c) for c in complete], "s--", color="tab:blue", ms=5,
+                label="complete graph")
+    ax.set_xticks(depths)
+    ax.set_xlabel("layers L")
+    ax.set_ylabel("receptive field half-width  max |i - j|")
+    ax.set_title("Half-width against depth")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.93))  # between the complete graph and the band
+    fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_rank_collapse(
+    curves: Mapping[str, Array],
+    ax: Optional[Axes] = None,
+    title: str = "Rank collapse in deep attention stacks",
+    floor: Optional[float] = float(np.finfo(float).eps),
+) -> Figure:
+    """Distance to rank 1 against depth on a log scale, one line per stack.
+
+    Parameters
+    ----------
+    curves : mapping of label -> array (L + 1,)
+        From :func:`attention_course.chapters.graphs.collapse.rank_collapse` (input first).
+    floor : float, optional
+        A dotted line at float64's resolution (the residual cannot go lower).
+
+    Examples
+    --------
+    >>> fig = plot_rank_collapse({"pure": np.array([1.0, 0.5, 1e-3])})
+    >>> fig.axes[0].get_yscale()
+    'log'
+    """
+    fig, ax = _new_axes(ax, (6.4, 4.2))
+    markers = "osD^v<>"
+    for (name, curve), marker in zip(curves.items(), markers * len(curves)):
+        r = to_numpy(curve).astype(float)
+        ax.semilogy(np.arange(len(r)), np.maximum(r, 1e-300), marker=marker, ms=4, lw=1.6,
+                    label=name)
+    if floor is not None:
+        ax.axhline(floor, color="0.5", ls=":", lw=1)
+        ax.text(ax.get_xlim()[1], floor, "float64 resolution ", ha="right", va="bottom", color="0.4")
+    ax.set_xlabel("layer")
+    ax.set_ylabel(r"distance to rank 1, $\min_x \|X - 1x^\top\|_F / \|X\|_F$")
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend()
+    return fig
+
+
+@book_figure
+def plot_rank_one_parts(
+    parts: Mapping[str, Array],
+    title: str = "Spread between tokens and shared part, absolute sizes",
+) -> Figure:
+    r"""The two absolute sizes behind the distance to rank 1, against depth: median and range over seeds.
+
+    Left: the spread :math:`D = \|X - \mathbf 1 \bar x^\top\|_F`; right: the shared part
+    :math:`S = \sqrt{T}\,\|\bar x\|`, both on a log scale, one line (median) and one band
+    (smallest to largest seed) per stack.
+
+    Parameters
+    ----------
+    parts : mapping of label -> array (seeds, L + 1, 2)
+        From :func:`attention_course.chapters.graphs.collapse.rank_one_part_curves`.
+
+    Examples
+    --------
+    >>> fig = plot_rank_one_parts({"a": np.ones((2, 3, 2))})
+    >>> [a.get_yscale() for a in fig.axes]
+    ['log', 'log']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.4), sharex=True)
+    for name, p in parts.items():
+        p = to_numpy(p).astype(float)  # (seeds, L + 1, 2)
+        layers = np.arange(p.shape[1])
+        for k, ax in enumerate(axes):
+            v = np.maximum(p[..., k], 1e-300)  # (seeds, L + 1)
+            line, = ax.semilogy(layers, np.median(v, axis=0), lw=1.6, label=name)
+            ax.fill_between(layers, v.min(axis=0), v.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+    for ax, label in zip(axes, (r"spread $D = \|X - 1\bar x^\top\|_F$", r"shared part $S = \sqrt{T}\,\|\bar x\|$")):
+        ax.set_xlabel("layer")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+@book_figure
+def plot_head_grid(values: Array, *, label: str, title: str = "", vmax: Optional[float] = None) -> Figure:
+    """One number per head as a (layers, heads) grid of coloured cells, each cell annotated.
+
+    ``vmax`` (default: the largest value) tops the colour scale; name it in ``label``.
+
+    Examples
+    --------
+    >>> fig = plot_head_grid(np.array([[0.1, 0.4], [0.2, 0.3]]), label="miss")
+    >>> fig.axes[0].get_xlabel(), len(fig.axes[0].texts)
+    ('head', 4)
+    """
+    V = to_numpy(values).astype(float)
+    if V.ndim != 2:
+        raise ShapeError(f"values has shape {V.shape}; expected (layers, heads)")
+    n_layers, n_heads = V.shape
+    top = float(V.max()) if vmax is None else vmax
+    fig, ax = plt.subplots(figsize=(min(PAGE_WIDTH, 0.5 * n_heads + 1.6), 0.45 * n_layers + 1.3),
+                           layout="constrained")
+    im = ax.imshow(V, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
+    for (l, h), v in np.ndenumerate(V):
+        ax.text(h, l, f"{v:.2f}".lstrip("0"), ha="center", va="center", fontsize=9,  # 9 pt fits a cell
+                color="white" if v < 0.55 * top else "black")
+    ax.set_xticks(range(n_heads), labels=[str(h + 1) for h in range(n_heads)])
+    ax.set_yticks(range(n_layers), labels=[str(l + 1) for l in range(n_layers)])
+    ax.set(xlabel="head", ylabel="layer", title=title)
+    fig.colorbar(im, ax=ax, label=label, shrink=0.9)
+    return fig
+
+
+@book_figure
+def plot_probe_curves(
+    stacks: Mapping[str, Array], layers: Sequence[int], encoder: Mapping[str, Array], *,
+    chance: float, title: str = "",
+) -> Figure:
+    """Linear-probe accuracy against depth: random stacks (left) and a trained encoder (right).
+
+    Parameters
+    ----------
+    stacks : mapping of label -> array (seeds, len(layers))
+        From :func:`attention_course.chapters.graphs.depth_probe.stack_probe_curves`: median line, range band.
+    layers : the layers the stacks were probed after.
+    encoder : mapping of label -> array (n_layers + 1,)
+        Rows of :func:`attention_course.chapters.graphs.depth_probe.encoder_probe`; a label containing
+        "scrambled" is drawn dashed.
+    chance : the accuracy of guessing the most common label (a dotted line on the left).
+
+    Examples
+    --------
+    >>> fig = plot_probe_curves({"a": np.ones((2, 3))}, [0, 1, 2], {"own": np.ones(4)}, chance=0.1)
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['layer', 'layer']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.9), layout="constrained")
+    x = np.asarray(layers)
+    for name, acc in stacks.items():
+        a = to_numpy(acc).astype(float)  # (seeds, len(layers))
+        line, = axes[0].plot(x, np.median(a, axis=0), marker="o", ms=3, lw=1.6, label=name)
+        axes[0].fill_between(x, a.min(axis=0), a.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+    axes[0].axhline(chance, color="0.5", ls=":", lw=1)
+    axes[0].set(xlabel="layer", ylabel="own label read back (held out)", ylim=(0, 1.05),
+                title="Random stacks")
+    colours: dict = {}  # one colour per read-out ("own", "previous", ...): the text after the last comma
+    for name, acc in encoder.items():
+        a = to_numpy(acc).astype(float)
+        what = name.rpartition(", ")[2]
+        colour = colours.setdefault(what, f"C{len(colours)}")
+        axes[1].plot(np.arange(len(a)), a, marker="o", ms=3, lw=1.6, label=name, color=colour,
+                     ls="--" if "scrambled" in name else "-")
+    axes[1].set(xlabel="layer", ylabel="token read back (held out)", ylim=(0, 1.05), title="MiniLM")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes: no line is hidden
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+# Figure for chapter 5's composition run: held-out accuracy on k-hop pointer chasing against depth.
+
+
+@book_figure
+def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optional[float] = None,
+                     baselines: Optional[Mapping[str, float]] = None, title: str = "",
+                     ax: Optional[Axes] = None) -> Figure:
+    """Held-out accuracy against the number of layers L, one line per number of hops k.
+
+    Markers are the mean over seeds, bars span the lowest to the highest seed.
+    ``chance`` draws the guessing rate as a dashed line; ``baselines`` (label -> accuracy)
+    draws further reference levels as dotted lines, e.g. ``{"follow one link": 0.0}``.
+
+    Parameters
+    ----------
+    summary : mapping of (k, L) to dict
+        Each value with ``mean``, ``min`` and ``max`` over seeds, as
+        :func:`attention_course.chapters.graphs.runs.summarise` returns them.
+    chance : float, optional
+    baselines : mapping of str to float, optional
+    title : str
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes instead of a new figure.
+
+    Examples
+    --------
+    >>> cell = lambda a: {"mean": a, "min": a, "max": a}
+    >>> summary = {(1, 1): cell(1.0), (1, 2): cell(1.0), (2, 1): cell(0.3), (2, 2): cell(0.9)}
+    >>> fig = plot_composition(summary, chance=0.125, title="t")
+    >>> fig.axes[0].get_xlabel(), [t.get_text() for t in fig.legends[0].get_texts()][:2]
+    ('number of layers L', ['k = 1 hop', 'k = 2 hops'])
+    """
+    if not summary:
+        raise ValueError("summary is empty; expected {(k, L): {'mean': ..., 'min': ..., 'max': ...}}")
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
+    else:
+        fig = ax.figure
+    hops = sorted({k for k, _ in summary})
+    layers = sorted({L for _, L in summary})
+    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(hops)))
+    offsets = np.linspace(-0.03, 0.03, len(hops)) if len(hops) > 1 else [0.0]  # keep bars apart
+    handles = []  # in drawing order: the k lines first, then the reference levels
+    for k, colour, dx, marker in zip(hops, colours, offsets, "osD^vp"):
+        Ls = [L for L in layers if (k, L) in summary]
+        s = [summary[k, L] for L in Ls]
+        mean = np.array([v["mean"] for v in s])
+        err = np.array([[v["mean"] - v["min"] for v in s], [v["max"] - v["mean"] for v in s]])
+        handles.append(ax.errorbar(np.array(Ls) + dx, mean, yerr=err, color=colour, marker=marker, capsize=3, lw=1.6,
+                    label=f"k = {k} hop" + ("s" if k > 1 else "")))
+    if chance is not None:
+        handles.append(ax.axhline(chance, color="0.45", ls="--", lw=1, label=f"guess, 1/n = {chance:.3g}"))
+    for (name, level), ls in zip((baselines or {}).items(), (":", "-.", (0, (1, 3)))):
+        handles.append(ax.axhline(level, color="0.3", ls=ls, lw=1, label=f"{name}: {level:.2g}"))
+    ax.set_xticks(layers)
+    ax.set_xlim(layers[0] - 0.3, layers[-1] + 0.3)
+    ax.set_xlabel("number of layers L")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    if own:
+        fig.legend(handles=handles, loc="outside lower center", ncols=2)  # below the axes, inside the width
+    else:
+        ax.legend(handles=handles, loc="best")
+    ax.set_title(title)
+    return fig

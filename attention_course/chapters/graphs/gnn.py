@@ -1,0 +1,185 @@
+r"""Graph neural networks beside attention: how GCN, GAT and GATv2 weigh their edges.
+
+The same message-passing template, :math:`h_i' = \sum_{j \in N(i)} \alpha_{ij} W h_j`
+(:func:`attention_course.chapters.graphs.propagation.message_passing` runs it for attention),
+with three ways of choosing the weights :math:`\alpha_{ij}`:
+
+* GCN (Kipf & Welling 2017): fixed by the graph, :math:`1/\sqrt{d_i d_j}`.
+* GAT (Velickovic et al. 2018): computed from the features, but every node
+  ranks its neighbours in the same order (*static* attention, Brody et al. 2022).
+* GATv2 and dot-product attention: the ranking can change from query to query
+  (*dynamic* attention).
+
+Graph convention as in :mod:`attention_course.chapters.graphs.propagation`: ``A[i, j]`` is the weight
+of the message from ``j`` to ``i``; a mask's ``True`` = edge j -> i (may attend).
+Functions take and return numpy arrays. Chapter 5 compares the weights and the
+rankings they induce, so this module computes scores and weights, not full layers.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...core import attention as att
+from ...core._backend import Array, ShapeError, to_numpy
+from .propagation import _square
+
+__all__ = [
+    "gcn_normalise", "gat_scores", "gatv2_scores", "dot_product_scores", "top_neighbour",
+    "ranking_comparison", "shared_top_fraction",
+]
+
+
+def _leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
+    return np.where(x > 0, x, slope * x)
+
+
+def gcn_normalise(adjacency: Array) -> np.ndarray:
+    r"""Kipf & Welling's fixed propagation matrix :math:`D^{-1/2}(A + I)D^{-1/2}`.
+
+    ``A`` should not contain self loops (they are added); ``D`` holds the row
+    sums (in-degrees) of ``A + I``.
+
+    Examples
+    --------
+    >>> gcn_normalise(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    A = _square("adjacency", adjacency).astype(float) + np.eye(len(adjacency))  # (N, N)
+    d_inv_sqrt = 1.0 / np.sqrt(A.sum(axis=1))  # (N,)
+    return d_inv_sqrt[:, None] * A * d_inv_sqrt[None, :]  # (N, N)
+
+
+def _check_features(x: np.ndarray, n: int, W: np.ndarray, rows: int) -> None:
+    if x.ndim != 2 or x.shape[0] != n or W.ndim != 2 or W.shape[0] != rows:
+        raise ShapeError(
+            f"x has shape {x.shape}, W has shape {W.shape}, graph has {n} nodes; "
+            f"expected x ({n}, d_in) and W ({rows}, d_out)"
+        )
+
+
+def gat_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> np.ndarray:
+    r"""GAT scores (Velickovic 2018): :math:`e_{ij} = \mathrm{LeakyReLU}(a^\top [W h_i \| W h_j])`.
+
+    ``x`` (N, d_in), ``W`` (d_in, d_out), ``a`` (2 d_out,); returns ``e`` (N, N).
+    Since LeakyReLU is increasing, every row ranks the keys ``j`` by the same
+    number :math:`a_2^\top W h_j`: the ranking is *static*.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> e = gat_scores(rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=4))
+    >>> e.argmax(axis=1)  # every query prefers the same key
+    array([3, 3, 3, 3])
+    """
+    x, W, a = to_numpy(x), to_numpy(W), to_numpy(a)
+    _check_features(x, len(x), W, x.shape[-1])
+    d_out = W.shape[1]
+    if a.shape != (2 * d_out,):
+        raise ShapeError(
+            f"a has shape {a.shape} but W has shape {W.shape}; expected a ({2 * d_out},)"
+        )
+    h = x @ W  # (N, d_out)
+    s_dst, s_src = h @ a[:d_out], h @ a[d_out:]  # (N,), (N,)
+    return _leaky_relu(s_dst[:, None] + s_src[None, :], negative_slope)  # (N, N)
+
+
+def gatv2_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> np.ndarray:
+    r"""GATv2 scores (Brody 2022): :math:`e_{ij} = a^\top \mathrm{LeakyReLU}(W [h_i \| h_j])`.
+
+    ``x`` (N, d_in), ``W`` (2 d_in, d_out) acting on ``[h_i || h_j]``, ``a`` (d_out,);
+    returns ``e`` (N, N). The nonlinearity sits *before* ``a``, so rankings can
+    differ per query (*dynamic* attention).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> gatv2_scores(rng.normal(size=(4, 3)), rng.normal(size=(6, 5)), rng.normal(size=5)).shape
+    (4, 4)
+    """
+    x, W, a = to_numpy(x), to_numpy(W), to_numpy(a)
+    d_in = x.shape[-1]
+    _check_features(x, len(x), W, 2 * d_in)
+    if a.shape != (W.shape[1],):
+        raise ShapeError(
+            f"a has shape {a.shape} but W has shape {W.shape}; expected a ({W.shape[1]},)"
+        )
+    u, w = x @ W[:d_in], x @ W[d_in:]  # the h_i and h_j halves, (N, d_out) each
+    return _leaky_relu(u[:, None, :] + w[None, :, :], negative_slope) @ a  # (N, N)
+
+
+def dot_product_scores(x: Array, W_q: Array, W_k: Array) -> np.ndarray:
+    r"""Transformer scores :math:`e_{ij} = (x_i W_q)\cdot(x_j W_k)/\sqrt{d_k}`, (N, N).
+
+    ``x`` (N, d), ``W_q`` and ``W_k`` (d, d_k). Each query ranks the keys by its
+    own vector :math:`q_i`, so rankings differ from query to query.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> dot_product_scores(rng.normal(size=(5, 3)), rng.normal(size=(3, 2)), rng.normal(size=(3, 2))).shape
+    (5, 5)
+    """
+    x, W_q, W_k = to_numpy(x), to_numpy(W_q), to_numpy(W_k)
+    q, k = x @ W_q, x @ W_k  # (N, d_k) each
+    return q @ k.T * att.resolve_scale(q.shape[-1])  # (N, N)
+
+
+def top_neighbour(scores: Array, mask: Optional[Array] = None) -> np.ndarray:
+    """For each query ``i`` the key ``j`` with the largest score among allowed keys (-1 if none).
+
+    Examples
+    --------
+    >>> top_neighbour(np.array([[1.0, 3.0], [2.0, 0.0]]), np.array([[True, False], [True, True]]))
+    array([0, 0])
+    """
+    e = to_numpy(scores).astype(float)
+    if mask is not None:
+        e = np.where(to_numpy(mask), e, -np.inf)
+    return np.where(np.isfinite(e).any(axis=-1), e.argmax(axis=-1), -1)  # (T,)
+
+
+def ranking_comparison(n_nodes: int = 6, d: int = 4, *, seed: int = 0) -> dict[str, np.ndarray]:
+    """Score matrices (N, N) of GAT, GATv2 and dot-product attention on one random complete graph.
+
+    Random features and parameters (standard normal, seeded). Feed each to
+    :func:`top_neighbour`: GAT's argmax key is the same for every query.
+
+    Examples
+    --------
+    >>> s = ranking_comparison(seed=0)
+    >>> {name: len(set(top_neighbour(e).tolist())) for name, e in s.items()}
+    {'gat': 1, 'gatv2': 1, 'dot-product': 3}
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n_nodes, d))
+    return {
+        "gat": gat_scores(x, rng.normal(size=(d, d)), rng.normal(size=2 * d)),
+        "gatv2": gatv2_scores(x, rng.normal(size=(2 * d, d)), rng.normal(size=d)),
+        "dot-product": dot_product_scores(x, rng.normal(size=(d, d)), rng.normal(size=(d, d))),
+    }
+
+
+def shared_top_fraction(
+    n_graphs: int = 200, n_nodes: int = 6, d: int = 4, *, seed: int = 0
+) -> dict[str, float]:
+    """Fraction of random graphs on which every query picks the same top key, per scoring.
+
+    Runs :func:`ranking_comparison` with seeds ``seed, seed + 1, ...`` and counts
+    the graphs whose :func:`top_neighbour` is one node for all queries. GAT's is
+    1.0 by construction (static attention); for GATv2 and dot products it is a
+    property of random weights, not a law.
+
+    Examples
+    --------
+    >>> shared_top_fraction(50, seed=0)["gat"]
+    1.0
+    """
+    counts = {"gat": 0, "gatv2": 0, "dot-product": 0}
+    for t in range(n_graphs):
+        for name, e in ranking_comparison(n_nodes, d, seed=seed + t).items():
+            counts[name] += len(set(top_neighbour(e).tolist())) == 1
+    return {name: c / n_graphs for name, c in counts.items()}

@@ -1,0 +1,382 @@
+r"""Chapter 5's composition run: how many layers does the tiny transformer need for ``k`` hops?
+
+Reach is not the question on a complete graph: one layer already connects every
+position to every other. What depth can buy is **composition**, lookups whose
+input is the output of an earlier lookup. The task is
+:func:`~attention_course.models.pointer_chasing.pointer_chasing`: the edges of a
+random cycle on ``n`` nodes, then a start node :math:`q`; the answer is
+:math:`f^{k}(q)`. For each number of hops ``k`` and each depth ``L``, the
+attention-only :class:`~attention_course.models.tiny.TinyTransformer` is trained
+(:func:`~attention_course.models.training.train`: AdamW, one thread, batches seeded
+by the seed) on the training maps, and scored by its **held-out accuracy**,
+
+.. math::
+
+    \operatorname{acc} = \frac{1}{N}\sum_{b=1}^{N}
+        \big[\arg\max_c z_{b, T-1, c} = f_b^{k}(q_b)\big],
+
+on :math:`N` sequences whose maps no training batch contains
+(:func:`~attention_course.models.pointer_chasing.map_split`). Two hypotheses give
+different predictions: one hop per layer (``L >= k``), or pointer doubling, where
+the edges compose with each other so that ``L`` layers cover :math:`2^{L-1}` hops.
+A causal model can double only with edges listed *earlier*, so doubling is partial.
+They part at ``k = 4, L = 3``; the stored grid (``k, L`` in 1, 2, 3 seeds) tests the
+first step of both, that one layer cannot compose two lookups and two layers can.
+In a pilot (one seed, 3,000 steps) ``k = 3, L = 3`` and ``k = 4, L = 4`` were not
+learned (held-out accuracy 0.32 and 0.17): deeper compositions need far longer training.
+
+    python -m attention_course composition-run
+
+writes the runs (3 seeds for every ``(k, L)``; 12 minutes with two workers on a busy 2-core machine)
+to ``attention_course/data/composition.json``;
+:func:`load_runs` reads them back and :func:`summarise` gives the mean, min and max
+over seeds. :func:`live_run` is the reduced run a notebook can afford.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ...models.encoder import bert_encode
+from ...models.perturb import encoder_maps, scrambled_weights
+from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies
+from ...models.pretrained import load_minilm, minilm_weights
+from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.tiny import ModelConfig, TinyTransformer
+from ...models.training import evaluate_loss, train
+from . import depth_probe, topology_rule
+
+__all__ = ["STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
+
+#: The full run of chapter 5, shipped with the package.
+STORED_RUN = DATA_DIR / "composition.json"
+#: Model and training settings shared by every run (the command line can change them).
+SETTINGS = {"n_nodes": 8, "d_model": 64, "n_heads": 4, "lr": 3e-3, "batch_size": 64}
+#: Seed of the held-out batch; the maps themselves are held out by :func:`map_split`.
+HELD_OUT_SEED = 12345
+
+
+def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int = 2000,
+             seed: int = HELD_OUT_SEED) -> float:
+    """Share of a seeded batch of ``task`` whose last-position argmax is the answer.
+
+    Examples
+    --------
+    >>> task = PointerChasingTask(n_nodes=8, hops=1, split="test")
+    >>> model = TinyTransformer(ModelConfig(vocab_size=72, max_len=9), seed=0)   # untrained
+    >>> 0.0 <= accuracy(model, task, batch_size=200) < 0.4
+    True
+    """
+    inputs, targets, _ = task(batch_size, seed=seed)
+    with torch.no_grad():
+        logits, _ = model(inputs)  # (B, T, V)
+    return float((logits[:, -1].argmax(dim=-1) == targets[:, -1]).double().mean())
+
+
+def run_one(hops: int, n_layers: int, seed: int, steps: int, n_nodes: int = 8, d_model: int = 64,
+            n_heads: int = 4, lr: float = 3e-3, batch_size: int = 64, every: int = 50,
+            eval_size: int = 2000) -> dict:
+    r"""Train one model on ``k = hops`` and return its held-out accuracy, loss and training curve.
+
+    The model is ``TinyTransformer(ModelConfig(vocab_size=n + n**2, max_len=n + 1, d_model,
+    n_heads, n_layers), seed)`` (attention only, pre-LayerNorm); the training curve is the
+    training loss averaged over blocks of ``every`` steps.
+
+    Returns
+    -------
+    dict with ``hops, n_layers, seed, steps`` (ints), ``accuracy`` (held-out, float),
+    ``train_accuracy`` (a seeded batch of training maps), ``held_out_loss`` (nats),
+    ``train_curve`` (``steps // every`` floats) and ``seconds`` (wall time).
+
+    Examples
+    --------
+    >>> r = run_one(hops=1, n_layers=1, seed=0, steps=4, d_model=16, every=2, eval_size=100)
+    >>> r["hops"], r["n_layers"], len(r["train_curve"]), 0.0 <= r["accuracy"] <= 1.0
+    (1, 1, 2, True)
+    """
+    start = time.perf_counter()
+    task = PointerChasingTask(n_nodes, hops, "train")
+    held_out = PointerChasingTask(n_nodes, hops, "test")
+    config = ModelConfig(vocab_size=task.vocab_size, max_len=task.seq_len, d_model=d_model,
+                         n_heads=n_heads, n_layers=n_layers)
+    model = TinyTransformer(config, seed=seed)
+    history = train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size)  # (steps,)
+    blocks = steps // every
+    curve = history[: blocks * every].reshape(blocks, every).mean(1)  # (blocks,)
+    return {"hops": hops, "n_layers": n_layers, "seed": seed, "steps": steps,
+            "accuracy": round(accuracy(model, held_out, eval_size), 4),
+            "train_accuracy": round(accuracy(model, task, eval_size), 4),
+            "held_out_loss": round(evaluate_loss(model, held_out, batch_size=eval_size), 4),
+            "train_curve": [round(float(v), 4) for v in curve],
+            "seconds": round(time.perf_counter() - start, 2)}
+
+
+def _progress(items: Iterable, desc: str, show: bool, total: int) -> Iterator:
+    """Iterate ``items`` with a tqdm bar on stderr if tqdm is installed, else one line per item."""
+    if not show:
+        yield from items
+        return
+    try:
+        from tqdm.auto import tqdm  # optional: the package does not require it
+    except ImportError:
+        for i, item in enumerate(items):
+            print(f"{desc}: {i + 1}/{total}", file=sys.stderr, flush=True)
+            yield item
+        return
+    yield from tqdm(items, desc=desc, total=total, file=sys.stderr)
+
+
+def composition_study(hops: Iterable[int], layers: Iterable[int], seeds: Iterable[int],
+                      steps: Union[int, Mapping[int, int]], progress: bool = True, every: int = 50,
+                      eval_size: int = 2000, jobs: int = 1, **settings) -> list[dict]:
+    """:func:`run_one` for every ``(k, L, seed)``, in that order; ``settings`` override :data:`SETTINGS`.
+
+    ``steps`` is one number for every run or a mapping ``k -> steps``. With ``jobs > 1`` the
+    runs go to that many worker processes (each on one thread; the results do not depend on
+    ``jobs``), the longest first.
+
+    Examples
+    --------
+    >>> runs = composition_study([1], [1], [0, 1], steps=2, progress=False, d_model=16, every=1, eval_size=50)
+    >>> [(r["hops"], r["n_layers"], r["seed"]) for r in runs]
+    [(1, 1, 0), (1, 1, 1)]
+    """
+    kw = {**SETTINGS, **settings}
+    per_k = steps if isinstance(steps, Mapping) else {k: steps for k in hops}
+    grid = [(k, L, s) for k in hops for L in layers for s in seeds]
+    args = {g: (g[0], g[1], g[2], per_k[g[0]]) for g in grid}
+    if jobs <= 1:
+        return [run_one(*args[g], every=every, eval_size=eval_size, **kw)
+                for g in _progress(grid, "composition (k, L, seed)", progress, len(grid))]
+    order = sorted(grid, key=lambda g: -per_k[g[0]] * (1 + g[1]))  # longest first: cost ~ steps (1 + L)
+    done = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_one, *args[g], every=every, eval_size=eval_size, **kw): g for g in order}
+        for future in _progress(as_completed(futures), "composition (k, L, seed)", progress, len(grid)):
+            done[futures[future]] = future.result()
+    return [done[g] for g in grid]
+
+
+def summarise(runs: Iterable[dict], key: str = "accuracy") -> dict:
+    """Mean, min and max of ``key`` over seeds, keyed by ``(k, L)`` in sorted order.
+
+    Examples
+    --------
+    >>> runs = [{"hops": 1, "n_layers": 1, "accuracy": a} for a in (0.5, 1.0)]
+    >>> summarise(runs)
+    {(1, 1): {'mean': 0.75, 'min': 0.5, 'max': 1.0, 'n': 2}}
+    """
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault((r["hops"], r["n_layers"]), []).append(r[key])
+    return {kl: {"mean": float(np.mean(v)), "min": float(min(v)), "max": float(max(v)), "n": len(v)}
+            for kl, v in sorted(groups.items())}
+
+
+def accuracy_table(summary: dict, chance: float) -> str:
+    """A :func:`summarise` result as text: one row per ``k``, one column per depth ``L``.
+
+    Examples
+    --------
+    >>> print(accuracy_table({(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0, "n": 3}}, chance=0.125))
+    held-out accuracy, mean (min-max) over 3 seeds; guess 1/n = 0.125
+                       L = 1
+    k = 1     1.00 (1.00-1.00)
+    """
+    ks, Ls = sorted({k for k, _ in summary}), sorted({L for _, L in summary})
+    n = next(iter(summary.values()))["n"]
+    lines = [f"held-out accuracy, mean (min-max) over {n} seeds; guess 1/n = {chance:.3f}",
+             "      " + "".join(f"{f'L = {L}':>18s}" for L in Ls)]
+    for k in ks:
+        cells = [summary[k, L] for L in Ls]
+        lines.append(f"k = {k} " + "".join(f"{c['mean']:8.2f} ({c['min']:.2f}-{c['max']:.2f})" for c in cells))
+    return "\n".join(lines)
+
+
+def layers_needed(runs: Iterable[dict], threshold: float = 0.9) -> dict:
+    """For each ``k``, the fewest layers at which **every** seed reaches ``threshold`` (None if none does).
+
+    Examples
+    --------
+    >>> runs = [{"hops": 2, "n_layers": L, "accuracy": a} for L, a in [(1, 0.3), (2, 0.95), (3, 0.99)]]
+    >>> layers_needed(runs)
+    {2: 2}
+    """
+    needed: dict = {}
+    for (k, L), s in summarise(runs).items():
+        needed.setdefault(k, None)
+        if needed[k] is None and s["min"] >= threshold:
+            needed[k] = L
+    return needed
+
+
+def live_run(hops: Sequence[int] = (1, 2), n_layers: Sequence[int] = (1, 2), seed: int = 0,
+             steps: int = 400, eval_size: int = 1000, **settings) -> list[dict]:
+    """The reduced run for a notebook: one seed, few steps, every ``(k, L)`` of the grids given.
+
+    Same model and task as the stored run (:data:`SETTINGS`), shorter training, so the
+    accuracies are lower bounds on the stored ones.
+
+    Examples
+    --------
+    >>> runs = live_run(hops=(1,), n_layers=(1,), steps=2, eval_size=50, d_model=16)
+    >>> len(runs), sorted(runs[0])[:3]
+    (1, ['accuracy', 'held_out_loss', 'hops'])
+    """
+    return composition_study(hops, n_layers, [seed], steps, progress=False, every=min(50, steps),
+                             eval_size=eval_size, **settings)
+
+
+def load_runs(path: Union[str, Path] = STORED_RUN) -> dict:
+    """Read the stored run: ``{"schema_version": 1, "meta": ..., "settings": ..., "baselines": ..., "runs": [...]}``.
+
+    Examples
+    --------
+    >>> doc = load_runs()
+    >>> sorted(doc), sorted({r["hops"] for r in doc["runs"]})[:2]
+    (['baselines', 'meta', 'runs', 'schema_version', 'settings'], [1, 2])
+    """
+    with open(path) as fh:
+        doc = json.load(fh)
+    if doc.get("schema_version") != 1:
+        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
+    return doc
+
+
+def _baselines(hops: Iterable[int], n_nodes: int, eval_size: int) -> dict:
+    """Non-composing answers on the held-out batch of each ``k`` (see ``baseline_accuracies``)."""
+    out = {}
+    for k in hops:
+        task = PointerChasingTask(n_nodes, k, "test")
+        b = baseline_accuracies(task(eval_size, seed=HELD_OUT_SEED), n_nodes)
+        out[str(k)] = {"guess": b["guess"], "copy": b["copy"], "one_hop": b["one_hop"]}
+    return out
+
+
+# ------------------------------------------------------------------ command line
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments."""
+    p.add_argument("--out", default=str(STORED_RUN), help="JSON file to write (default: the shipped run)")
+    p.add_argument("--hops", type=int, nargs="+", default=[1, 2], help="numbers of hops k")
+    p.add_argument("--layers", type=int, nargs="+", default=[1, 2], help="depths L")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (model and batches)")
+    p.add_argument("--steps", type=int, nargs="+", default=[1000, 3000],
+                   help="AdamW steps: one number for every k, or one per k in --hops")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (one thread each)")
+    p.add_argument("--every", type=int, default=50, help="average the training curves over this many steps")
+    p.add_argument("--eval-size", type=int, default=2000, help="held-out sequences per model")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    for name, value in SETTINGS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"default {value}")
+
+
+def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+    """Command line: run the grid and write it as JSON."""
+    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
+    settings = {name: getattr(args, name) for name in SETTINGS}
+    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course composition-run",
+            "arguments": arguments}
+    if len(args.steps) not in (1, len(args.hops)):
+        parser.error(f"--steps has {len(args.steps)} values; expected 1 or one per k ({len(args.hops)})")
+    steps = dict(zip(args.hops, args.steps * len(args.hops) if len(args.steps) == 1 else args.steps))
+    wall = time.perf_counter()
+    runs = composition_study(args.hops, args.layers, args.seeds, steps, progress=not args.quiet,
+                             every=args.every, eval_size=args.eval_size, jobs=args.jobs, **settings)
+    meta.update(wall_seconds=round(time.perf_counter() - wall, 1),
+                run_seconds=round(sum(r["seconds"] for r in runs), 1))  # summed over the workers
+    doc = {"schema_version": 1, "meta": meta,
+           "settings": {**settings, "steps": {str(k): v for k, v in steps.items()}, "eval_size": args.eval_size},
+           "baselines": _baselines(args.hops, settings["n_nodes"], args.eval_size), "runs": runs}
+    with open(args.out, "w") as fh:
+        json.dump(doc, fh)
+        fh.write("\n")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m attention_course.chapters.graphs.runs``."""
+    p = argparse.ArgumentParser(prog="python -m attention_course.chapters.graphs.runs",
+                                description=__doc__.split("\n")[0])
+    add_arguments(p)
+    return cli(p.parse_args(argv), p)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+RULE_DATA = DATA_DIR / "flips_ch5_rule.json"
+
+
+PROBE_DATA = DATA_DIR / "flips_ch5_probe.json"
+
+
+#: Chapter 5's random stacks: keyword arguments of :func:`attention_course.chapters.graphs.collapse.attention_stack`.
+PROBE_STACKS = {"pure attention": {}, "+ skip": {"skip": True},
+                "+ skip + MLP + LayerNorm": {"skip": True, "mlp": True, "layernorm": True},
+                "+ skip, no exchange": {"skip": True}}
+
+
+# ------------------------------------------------------------------ chapter 5: learned-topology
+def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
+    """The fixed rule's and uniform attention's miss per MiniLM head, as chapter 5 computes them.
+
+    Fits :func:`~attention_course.chapters.graphs.topology_rule.fit_fixed_rule` on each sentence and three
+    shuffles and scores it on two held-out shuffles. Returns ``{"sentences", "miss", "uniform"}``,
+    each miss a list of 72 (layer-major), rounded to ``digits`` decimals: what :data:`RULE_DATA` stores.
+    """
+    tokenizer, _ = load_minilm()
+    weights = minilm_weights()
+    (fit_ids, fit_maps), (held_ids, held_maps) = topology_rule.held_out_shuffles(
+        lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
+    rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids)
+    return {"sentences": list(sentences),
+            "miss": np.round(topology_rule.rule_miss(rule, held_maps, held_ids), digits).tolist(),
+            "uniform": np.round(topology_rule.uniform_miss(held_maps), digits).tolist()}
+
+
+def write_rule_miss(sentences: Optional[Sequence[str]] = None, path: Path = RULE_DATA) -> dict:
+    """Store :func:`rule_miss_data` at ``path``; ``sentences`` default to the stored ones (chapter 5's)."""
+    sentences = json.loads(Path(path).read_text())["sentences"] if sentences is None else sentences
+    return write_json(rule_miss_data(sentences), path)
+
+
+# ------------------------------------------------------------------ chapter 5: depth-keeps-information
+def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int = 4) -> dict:
+    """Chapter 5's probe accuracies at every depth ``0..max_depth``: what :data:`PROBE_DATA` stores.
+
+    Random stacks (:data:`PROBE_STACKS`; 100 sequences, 75 to fit, 25 to score, the last with the
+    identity mask) per seed, guessing each sequence's commonest label (seed 0's held-out
+    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit),
+    each (own, previous, next) x 7 layers.
+    """
+    layers = list(range(max_depth + 1))
+    acc = depth_probe.stack_probe_curves(PROBE_STACKS, layers, n_seq=100, n_train=75, seeds=seeds,
+                                         mask={"+ skip, no exchange": np.eye(16, dtype=bool)})
+    labels, _ = depth_probe.labelled_sequences(100, 16, 64, 16, seed=0)
+    commonest = float(np.mean([np.bincount(l).max() / len(l) for l in labels[75:]]))
+    tokenizer, _ = load_minilm()
+    ids = tokenizer(depth_probe.template_sentences(160, seed=0), return_tensors="pt")["input_ids"]
+    W = minilm_weights()
+    mini = {}
+    for name, weights in (("MiniLM", W), ("scrambled", scrambled_weights(W, seed=0))):
+        with torch.no_grad():
+            states = [h.numpy() for h in bert_encode(weights, ids).hidden_states]  # 7 x (160, n, 384)
+        mini[name] = np.round(depth_probe.encoder_probe(states, ids.numpy(), n_train=120), digits).tolist()
+    return {"layers": layers, "stacks": {k: np.round(v, digits).tolist() for k, v in acc.items()},
+            "chance": round(commonest, 6), "n_test_tokens": 25 * 16, "minilm": mini}
+
+
+def write_probe_data(path: Path = PROBE_DATA) -> dict:
+    """Store :func:`probe_data` with its defaults at ``path`` (minutes)."""
+    return write_json(probe_data(), path)

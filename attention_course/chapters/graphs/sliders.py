@@ -1,0 +1,318 @@
+r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs change.
+
+* :func:`rule_mass_explorer` (``learned-topology``): the share of mass :math:`m` that defines the
+  effective graph. A head's graph is *placed by a fixed rule* when the rule's miss (total variation
+  on held-out shuffles, :func:`attention_course.chapters.graphs.topology_rule.rule_miss`) is below the share
+  :math:`1 - m` that graph leaves out; the flag sits where fewer than half of the heads pass
+  (:func:`~attention_course.chapters.graphs.topology_rule.rule_flip`).
+* :func:`hops_explorer` (``l-hops``): the depth :math:`L`. Reach under a banded mask, measured by
+  autograd (:func:`attention_course.chapters.graphs.propagation.dependency_support`), and the stored held-out
+  accuracy of :math:`k`-hop pointer chasing (``composition.json``, summarised and passed in by the
+  caller); the flag sits at the fewest layers that learn two hops on every seed
+  (:func:`~attention_course.chapters.graphs.propagation.hops_flip`). Depths above two and more than two
+  hops were not trained: the figure says so and shows no number there.
+* :func:`probe_depth_explorer` (``depth-keeps-information``): the depth. Held-out linear-probe
+  accuracy of each token's own label in random stacks, and of MiniLM's own and neighbouring
+  tokens; the flags sit where each random stack falls to guessing
+  (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`).
+
+Every number and flag comes from the lenses; this module only reads stored data and draws.
+MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
+(:data:`RULE_DATA`, :data:`PROBE_DATA`, written by
+:func:`attention_course.experiments.flip_data.rule_miss_data` and
+:func:`~attention_course.experiments.flip_data.probe_data`); the figures' HTML is then the same
+on every CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ...figures.widgets import PLOTLY_FONT, SliderFigure, static_fallback
+from ...models.records import DATA_DIR
+from .depth_probe import guess_depth, guessing_line
+from .propagation import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
+from .runs import PROBE_DATA, RULE_DATA
+from .topology_rule import placed_counts, rule_flip
+
+__all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
+           "probe_depth_explorer"]
+
+_DATA = DATA_DIR
+#: The fixed rule's miss per head (regenerate: :func:`attention_course.experiments.flip_data.write_rule_miss`).
+#: The probe accuracies of chapter 5 at every depth (regenerate:
+#: :func:`attention_course.experiments.flip_data.write_probe_data`).
+_COLORS = {"pure attention": "#D55E00", "+ skip": "#0072B2", "+ skip + MLP + LayerNorm": "#009E73",
+           "+ skip, no exchange": "#777777", "MiniLM, own": "#882255", "MiniLM, previous": "#CC79A7",
+           "MiniLM, next": "#E69F00", "scrambled, previous": "#BBBBBB"}
+
+
+# ------------------------------------------------------------------ learned-topology
+def load_rule_miss(path: Path = RULE_DATA) -> tuple[np.ndarray, np.ndarray]:
+    """The stored ``(miss, uniform)``, each (72,): the rule's and uniform attention's miss per head.
+
+    Examples
+    --------
+    >>> miss, uniform = load_rule_miss()
+    >>> miss.shape, bool(np.median(miss) < np.median(uniform))
+    ((72,), True)
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    return np.asarray(d["miss"], dtype=float), np.asarray(d["uniform"], dtype=float)
+
+
+def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.ndarray] = None,
+                       masses: Optional[Sequence[float]] = None) -> SliderFigure:
+    r"""Chapter 5: the effective graph's mass, and the heads whose graph a fixed rule places.
+
+    Each frame sorts the 72 heads by the rule's miss, colours those below :math:`1 - m` (the
+    rule places their effective graph) and shows, over all masses, how many pass.
+
+    Examples
+    --------
+    >>> fig = rule_mass_explorer()
+    >>> fig.labels[fig.flip], fig.verdict
+    ('mass 0.8', 'learned-topology')
+    """
+    if miss is None or uniform is None:
+        miss, uniform = load_rule_miss()
+    miss, uniform = np.asarray(miss, dtype=float).ravel(), np.asarray(uniform, dtype=float).ravel()
+    if miss.shape != uniform.shape or not miss.size:
+        raise ValueError(f"miss has shape {miss.shape} and uniform {uniform.shape}; expected the same (heads,)")
+    masses = [round(0.5 + 0.05 * i, 2) for i in range(10)] if masses is None else list(masses)
+    if any(not 0 < m < 1 for m in masses):
+        raise ValueError(f"masses {masses} must lie strictly between 0 and 1")
+    n, order = miss.size, np.argsort(miss, kind="stable")  # (heads,) sorted by miss
+    passed = placed_counts(miss, masses)  # (len(masses),) heads the rule places at each mass
+    flip = rule_flip(miss, masses)
+    frames = []
+    for i, m in enumerate(masses):
+        ok = miss[order] < round(1 - m, 12)
+        frames.append({"data": [
+            {"type": "bar", "x": list(range(1, n + 1)), "y": miss[order], "showlegend": False,
+             "marker": {"color": ["#0072B2" if o else "#E69F00" for o in ok]},
+             "hovertemplate": "head %{x}: miss %{y:.3f}<extra></extra>", "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [1 - m, 1 - m], "name": "1 − mass",
+             "line": {"color": "#000000", "dash": "dash"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [np.median(uniform)] * 2,
+             "name": "uniform attention (median)", "line": {"color": "#777777", "dash": "dot"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines+markers", "x": masses, "y": passed, "name": "heads placed by the rule",
+             "line": {"color": "#0072B2"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines", "x": [masses[0], masses[-1]], "y": [n / 2, n / 2],
+             "name": "half of the heads", "line": {"color": "#000000", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "markers", "x": [m], "y": [int(passed[i])], "showlegend": False,
+             "marker": {"size": 12, "color": "#0072B2"}, "xaxis": "x2", "yaxis": "y2"}],
+            "readout": (f"Mass {m:g}: the effective graph keeps the keys holding {m:.0%} of each row and leaves out "
+                        f"{1 - m:.2f}. The fixed rule, blind to the query's content, misses less than that on "
+                        f"{int(passed[i])} of {n} heads (blue); the median head's miss is {np.median(miss):.2f}, "
+                        f"uniform attention's {np.median(uniform):.2f}.")})
+    layout = {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"domain": [0, 1], "title": {"text": "heads, sorted by the rule's miss"}},
+              "yaxis": {"domain": [0.58, 1], "range": [0, 0.65], "title": {"text": "weight missed (TV)"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "mass m of the effective graph"}},
+              "yaxis2": {"domain": [0, 0.27], "anchor": "x2", "range": [0, n * 1.05], "title": {"text": "heads"}},
+              "legend": {"orientation": "h", "y": 0.47, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(masses, passed, "o-", color="#0072B2", label="heads the rule places")
+        ax.axhline(n / 2, color="0.3", ls=":", label="half of the heads")
+        ax.set(xlabel="mass m of the effective graph", ylabel=f"heads (of {n}) with miss < 1 − m",
+               title="Where a fixed rule places the effective graph")
+        ax.legend()
+
+    return SliderFigure("ix-graph-rulemass", "How much of the weight does a fixed rule place?",
+                        [f"mass {m:g}" for m in masses], frames, layout, static_fallback(draw),
+                        "Number of MiniLM heads whose effective graph a fixed rule reproduces, against the mass "
+                        "that defines the graph: it falls from all heads at half the mass to a few at 95%.",
+                        start=flip if flip is not None else 0, control_label="mass of the effective graph",
+                        flip=flip, flip_note=("from this mass on, the fixed rule misses more than the graph leaves "
+                                              "out on most heads: their effective graph needs which query meets "
+                                              "which key; below it, a fixed rule places most heads' graphs"),
+                        verdict="learned-topology")
+
+
+# ------------------------------------------------------------------ l-hops
+def hops_explorer(summary: Mapping[tuple[int, int], Mapping[str, float]], n_nodes: int, T: int = 16,
+                  window: int = 2, d_model: int = 4, max_layers: int = 4, max_hops: int = 4) -> SliderFigure:
+    r"""Chapter 5: depth :math:`L`, reach under a banded mask and composition of lookups.
+
+    The top panel is the measured dependency matrix of a random stack of :math:`L` banded layers
+    (:func:`~attention_course.chapters.graphs.propagation.banded_stack_reach`: chapter 5's ``T`` tokens,
+    half-width ``window``, inputs seed 1, weights seed 2); the bottom one the held-out accuracy of
+    :math:`k`-hop pointer chasing at depth :math:`L` (mean, bars from min to max over seeds) against
+    the guess :math:`1/n`. Pairs that were not trained are left empty and named in the readout.
+
+    Parameters
+    ----------
+    summary : ``(k, L) -> {"mean", "min", "max"}``, the stored runs summarised over seeds
+        (:func:`attention_course.chapters.graphs.runs.summarise` of ``composition.json``).
+    n_nodes : the runs' number of nodes :math:`n`.
+
+    Examples
+    --------
+    >>> s = {(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0}, (2, 1): {"mean": 0.4, "min": 0.3, "max": 0.5},
+    ...      (2, 2): {"mean": 0.99, "min": 0.98, "max": 1.0}}
+    >>> fig = hops_explorer(s, n_nodes=8, max_layers=3)
+    >>> fig.labels, fig.labels[fig.flip]
+    (['L = 1', 'L = 2', 'L = 3'], 'L = 2')
+    """
+    if n_nodes is None or n_nodes < 2:
+        raise ValueError(f"n_nodes={n_nodes}: give the number of nodes of the stored runs (at least 2)")
+    if not 1 <= window < T or max_layers < 1:
+        raise ValueError(f"window={window}, T={T}, max_layers={max_layers}: need 1 <= window < T and max_layers >= 1")
+    s, layers, ks = dict(summary), list(range(1, max_layers + 1)), list(range(1, max_hops + 1))
+    band = banded_mask(T, window)  # (T, T)
+    reach = banded_stack_reach(T, window, d_model, max_layers)  # (T, T) bool each, autograd
+    flip = hops_flip(s, layers)
+    frames = []
+    for L, D in zip(layers, reach):
+        tested = [k for k in ks if (k, L) in s]
+        acc = [s[k, L]["mean"] if k in tested else None for k in ks]
+        lo = [s[k, L]["mean"] - s[k, L]["min"] if k in tested else 0 for k in ks]
+        hi = [s[k, L]["max"] - s[k, L]["mean"] if k in tested else 0 for k in ks]
+        untested = [k for k in ks if k not in tested]
+        predicted = receptive_field(band, L)
+        frames.append({"data": [
+            {"type": "heatmap", "z": D.astype(int), "colorscale": [[0, "#F2F2F2"], [1, "#0072B2"]], "showscale": False,
+             "zmin": 0, "zmax": 1, "hovertemplate": "output %{y} depends on input %{x}: %{z}<extra></extra>",
+             "xaxis": "x", "yaxis": "y"},
+            {"type": "bar", "x": [f"k = {k}" for k in ks], "y": acc, "name": "held-out accuracy",
+             "marker": {"color": "#882255"}, "error_y": {"type": "data", "symmetric": False, "array": hi,
+                                                        "arrayminus": lo}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines", "x": [f"k = {ks[0]}", f"k = {ks[-1]}"], "y": [1 / n_nodes] * 2,
+             "name": f"guess 1/n = {1 / n_nodes:.3f}", "line": {"color": "#000000", "dash": "dash"},
+             "xaxis": "x2", "yaxis": "y2"}],
+            "readout": (f"L = {L}: under a band of half-width {window} on {T} tokens an output depends on inputs up to "
+                        f"{band_width(D)} positions away (measured; support of (A + I)<sup>L</sup>: "
+                        f"{band_width(predicted)}{', the same' if np.array_equal(D, predicted) else ', which differs'}); "
+                        f"without a mask one layer already reaches all {T - 1}. Pointer chasing on {n_nodes} nodes, "
+                        "held-out accuracy " + ("; ".join(f"k = {k}: {s[k, L]['mean']:.2f} "
+                                                            f"({s[k, L]['min']:.2f}–{s[k, L]['max']:.2f})"
+                                                            for k in tested) or "—")
+                        + (f"; not trained at this depth for k = {', '.join(map(str, untested))}" if untested else "")
+                        + ".")})
+    layout = {"height": 600, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"domain": [0.2, 0.8], "title": {"text": "input position j"}, "showgrid": False},
+              "yaxis": {"domain": [0.52, 1], "autorange": "reversed", "title": {"text": "output i"},
+                        "scaleanchor": "x", "showgrid": False},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "hops k to chain"}},
+              "yaxis2": {"domain": [0, 0.3], "anchor": "x2", "range": [0, 1.05], "title": {"text": "accuracy"}},
+              "legend": {"orientation": "h", "y": 0.41, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        for k in ks:
+            Ls = [L for L in layers if (k, L) in s]
+            if Ls:
+                ax.errorbar(Ls, [s[k, L]["mean"] for L in Ls], yerr=[[s[k, L]["mean"] - s[k, L]["min"] for L in Ls],
+                            [s[k, L]["max"] - s[k, L]["mean"] for L in Ls]], marker="o", capsize=3, label=f"k = {k}",
+                            color=("#0072B2", "#882255", "#E69F00", "#009E73")[(k - 1) % 4])
+        ax.axhline(1 / n_nodes, color="0.3", ls="--", label="guess 1/n")
+        if flip is not None:
+            ax.axvline(layers[flip], color="0.7", lw=1)  # the flag
+        ax.set(xlabel="layers L", ylabel="held-out accuracy", xticks=layers, ylim=(0, 1.05),
+               title=f"k-hop pointer chasing (trained up to L = {max(L for _, L in s)}, k = {max(k for k, _ in s)})")
+        ax.legend()
+
+    return SliderFigure("ix-graph-hops", "Add layers: reach under a band, and chained lookups",
+                        [f"L = {L}" for L in layers], frames, layout, static_fallback(draw),
+                        "Held-out accuracy of k-hop pointer chasing against depth: one layer learns one hop, "
+                        "two layers learn two; deeper stacks and more hops were not trained.",
+                        start=0, control_label="layers L", flip=flip,
+                        flip_note="two layers chain two lookups on every seed (held-out accuracy at least 0.9); "
+                                  "one layer does not. Beyond two hops: not tested", verdict="l-hops")
+
+
+# ------------------------------------------------------------------ depth-keeps-information
+def load_probe_data(path: Path = PROBE_DATA) -> dict:
+    """The stored probe accuracies, arrays in place of lists.
+
+    Examples
+    --------
+    >>> d = load_probe_data()
+    >>> d["stacks"]["+ skip"].shape, d["minilm"]["MiniLM"].shape
+    ((3, 25), (3, 7))
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    d["stacks"] = {k: np.asarray(v, dtype=float) for k, v in d["stacks"].items()}
+    d["minilm"] = {k: np.asarray(v, dtype=float) for k, v in d["minilm"].items()}
+    return d
+
+
+def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
+    r"""Chapter 5: depth, and what a linear probe still reads back from each token's state.
+
+    Curves: the median over seeds of the own-label accuracy of each random stack, MiniLM's own,
+    previous and next token (layers 0-6) and its scrambled copy's previous token, against
+    guessing; each frame marks the current depth. Flags: the depth at which each random stack
+    falls to guessing (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`); the verdict's at
+    the last of them.
+
+    Examples
+    --------
+    >>> fig = probe_depth_explorer()
+    >>> fig.verdict, fig.labels[fig.flip]
+    ('depth-keeps-information', 'depth 17')
+    """
+    d = load_probe_data() if data is None else data
+    layers, chance, n_test = list(d["layers"]), float(d["chance"]), int(d["n_test_tokens"])
+    med = {k: np.median(np.asarray(v, dtype=float), axis=0) for k, v in d["stacks"].items()}  # (depths,) each
+    if any(len(v) != len(layers) for v in med.values()):
+        raise ValueError(f"stacks have {[len(v) for v in med.values()]} depths; expected {len(layers)}")
+    mini = {f"{name}, {what}": np.asarray(d["minilm"][name], dtype=float)[r]
+            for name, rows in (("MiniLM", ((0, "own"), (1, "previous"), (2, "next"))), ("scrambled", ((1, "previous"),)))
+            for r, what in rows}  # (7,) each: embeddings, then layers 1-6
+    random = [k for k in med if "no exchange" not in k]
+    falls = {k: guess_depth(d["stacks"][k], chance, n_test) for k in random}
+    line = guessing_line(chance, n_test)
+    curves = {**med, **mini}
+    frames = []
+    for i, L in enumerate(layers):
+        traces = [{"type": "scatter", "mode": "lines", "x": layers[:len(v)], "y": v, "name": k,
+                   "line": {"color": _COLORS[k], "dash": "dot" if k.startswith(("MiniLM", "scrambled")) else "solid"}}
+                  for k, v in curves.items()]
+        traces.append({"type": "scatter", "mode": "lines", "x": [layers[0], layers[-1]], "y": [chance, chance],
+                       "name": "guess: each sequence's commonest label", "line": {"color": "#000000", "dash": "dash"}})
+        traces.append({"type": "scatter", "mode": "markers", "x": [L] * sum(L < len(v) for v in curves.values()),
+                       "y": [v[L] for v in curves.values() if L < len(v)], "showlegend": False,
+                       "marker": {"size": 10, "color": [_COLORS[k] for k, v in curves.items() if L < len(v)]}})
+        stack = "; ".join(f"{k} {med[k][i]:.2f}" for k in med)
+        trained = (f" MiniLM after layer {L}: own token {mini['MiniLM, own'][L]:.2f}, previous "
+                   f"{mini['MiniLM, previous'][L]:.2f}, next {mini['MiniLM, next'][L]:.2f} (scrambled: previous "
+                   f"{mini['scrambled, previous'][L]:.2f})." if L < len(mini["MiniLM, own"]) else
+                   f" MiniLM has {len(mini['MiniLM, own']) - 1} layers.")
+        frames.append({"data": traces, "readout": (
+            f"Depth {L}: own label read back from random stacks (median of {np.asarray(d['stacks'][random[0]]).shape[0]} "
+            f"seeds) — {stack}; guessing {chance:.2f} (within two standard errors: up to {line:.2f}).{trained}")})
+    layout = {"height": 520, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"title": {"text": "depth (layers)"}}, "yaxis": {"title": {"text": "held-out probe accuracy"},
+                                                                      "range": [0, 1.05]},
+              "legend": {"orientation": "h", "y": -0.18, "x": 0}}
+    order = sorted((k for k in random if falls[k] is not None), key=lambda k: falls[k])
+    main = order[-1] if order else None
+
+    def draw(fig, ax):
+        for k, v in curves.items():
+            ax.plot(layers[:len(v)], v, ":" if k.startswith(("MiniLM", "scrambled")) else "-", color=_COLORS[k], label=k)
+        ax.axhline(chance, color="0.2", ls="--", label="guess")
+        for k in order:
+            ax.axvline(falls[k], color=_COLORS[k], ls=":", lw=1)  # the flags: at guessing from here
+        ax.set(xlabel="depth (layers)", ylabel="held-out probe accuracy", ylim=(0, 1.05),
+               title="What a linear probe reads back, by depth")
+        fig.legend(loc="outside lower center", ncols=3, fontsize=9)
+
+    return SliderFigure("ix-graph-probedepth", "Go deeper: what a probe still reads back",
+                        [f"depth {L}" for L in layers], frames, layout, static_fallback(draw, (6.4, 4.8)),
+                        "Linear-probe accuracy against depth: random stacks fall to guessing, without skips by "
+                        "layer 2, with skips by layer 16-17; MiniLM keeps each token through its six layers.",
+                        start=0, control_label="depth", flip=falls[main] if main else None,
+                        flip_note=(f"the last random stack ({main}) falls to guessing: depth alone keeps "
+                                   "nothing, only trained weights do") if main else "",
+                        more_flips=[(falls[k], f"{k}: the probe falls to guessing") for k in order[:-1]],
+                        verdict="depth-keeps-information")

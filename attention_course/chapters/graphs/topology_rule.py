@@ -1,0 +1,262 @@
+r"""Is a head's graph rebuilt from the content, or placed by a fixed rule? Shuffles, baselines, a rule fit.
+
+:mod:`attention_course.chapters.graphs.topology` measures how much of a head's effective graph survives a
+shuffle of the words. This module supplies what that number is compared with:
+
+* the same overlap over several sentences, shares of mass, with and without ``[CLS]``/``[SEP]``
+  (:func:`overlap_study`), for any model passed in as an ``encode`` function: the trained encoder,
+  or one whose weights were scrambled (:func:`attention_course.models.perturb.scrambled_weights`:
+  every weight matrix's entries permuted, so the scales are kept and everything learned is lost);
+* a **fixed rule** per head that ignores the query's content: a score for the key's token, one
+  for its position and one for its offset from the query,
+
+  .. math::
+
+      \hat\alpha_{ij} = \operatorname{softmax}_j\big(a_h[\text{token}_j] + b_h[j] + c_h[j - i]\big),
+
+  fitted to the head's rows by cross-entropy (convex in :math:`a, b, c`; :func:`fit_fixed_rule`).
+  ``[CLS]`` and ``[SEP]`` are tokens, so :math:`a_h` includes the sink. On held-out shuffles,
+  :func:`rule_miss` reports the weight the rule puts in the wrong place, the total-variation
+  distance :math:`\tfrac12 \sum_j |\alpha_{ij} - \hat\alpha_{ij}|` averaged over rows. What the rule
+  misses is the part of the graph that depends on which query meets which key.
+
+A head's graph is *placed by the rule* at mass :math:`m` when its miss is below the share
+:math:`1 - m` that the effective graph leaves out (:func:`placed_counts`); :func:`rule_flip` is
+the first mass at which fewer than half of the heads are placed (chapter 5's ``learned-topology`` flag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from ...core._backend import Array, ShapeError, to_numpy
+from .topology import shuffle_overlap, shuffled_sentences
+
+#: Runs texts through a model: ``encode(texts) -> (token ids per text, maps (L, H, n, n) per text)``,
+#: e.g. ``lambda texts: encoder_maps(weights, tokenizer, texts)`` (:mod:`attention_course.models.perturb`).
+Encode = Callable[[Sequence[str]], tuple[list, list]]
+
+__all__ = ["overlap_study", "total_variation",
+           "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap",
+           "placed_counts", "rule_flip"]
+
+
+
+def overlap_study(
+    encode: Encode, sentences: Sequence[str], masses: Sequence[float], *,
+    n_shuffles: int = 5, seed: int = 0, specials: bool = False,
+) -> dict[str, np.ndarray]:
+    """:func:`~attention_course.chapters.graphs.topology.shuffle_overlap` over sentences and shares of mass.
+
+    Every sentence must give one token per word (plus the full stop, ``[CLS]`` and ``[SEP]``).
+    With ``specials`` the rows and keys include ``[CLS]`` and ``[SEP]`` (which stay in place);
+    without, they are cut away.
+
+    Returns
+    -------
+    dict with ``words``, ``offsets``, ``chance``: arrays (len(sentences), len(masses), L, H),
+    and ``cls``: (len(sentences), L, H), the mean weight each head puts on ``[CLS]``.
+    """
+    words, offsets, chance, cls = [], [], [], []
+    for s, sentence in enumerate(sentences):
+        texts, perms = shuffled_sentences(sentence, n_shuffles, seed + s)
+        ids, maps = encode(texts)
+        n_words = len(perms[0])
+        if any(len(i) != n_words + 2 for i in ids):
+            raise ValueError(f"sentence {sentence!r} does not give one token per word")
+        cls.append(np.mean([m[..., 0].mean(axis=-1) for m in maps], axis=0))  # (L, H), over queries and texts
+        if specials:
+            perms = [[0] + [1 + p for p in perm] + [n_words + 1] for perm in perms]
+        else:
+            maps = [m[:, :, 1:-1, 1:-1] for m in maps]  # (L, H, n_words, n_words)
+        per_mass = [shuffle_overlap(maps[0], maps[1:], perms, mass=m) for m in masses]
+        words.append([w for w, _, _ in per_mass])
+        offsets.append([o for _, o, _ in per_mass])
+        chance.append([c for _, _, c in per_mass])
+    return {"words": np.array(words), "offsets": np.array(offsets), "chance": np.array(chance),
+            "cls": np.array(cls)}
+
+
+def summarise_overlap(study: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per sentence and mass, the numbers a reader compares: each (n_sentences, n_masses).
+
+    ``kept`` and ``chance``: the median over heads of the words kept and of chance; ``below``:
+    heads keeping under half their words; ``positional``: heads keeping at least half their offsets.
+
+    Examples
+    --------
+    >>> r = {k: np.full((2, 3, 1, 4), 0.6) for k in ("words", "offsets", "chance")}
+    >>> summarise_overlap(r)["below"].tolist()
+    [[0, 0, 0], [0, 0, 0]]
+    """
+    S, M = study["words"].shape[:2]
+    flat = {k: study[k].reshape(S, M, -1) for k in ("words", "offsets", "chance")}  # (S, M, L * H)
+    return {"kept": np.median(flat["words"], axis=-1), "chance": np.median(flat["chance"], axis=-1),
+            "below": (flat["words"] < 0.5).sum(axis=-1), "positional": (flat["offsets"] >= 0.5).sum(axis=-1)}
+
+
+def held_out_shuffles(
+    encode: Encode, sentences: Sequence[str], *, n_shuffles: int = 5, n_fit: int = 4, seed: int = 0,
+) -> tuple[tuple[list, list], tuple[list, list]]:
+    """Token ids and per-head maps (L * H, n, n) of each sentence and its shuffles, split in two.
+
+    The first ``n_fit`` versions of each sentence (the original and ``n_fit - 1`` shuffles, made by
+    :func:`shuffled_versions` with seed ``seed + s`` as in :func:`overlap_study`) go to the first
+    part, to fit a rule; the remaining shuffles to the second, to test it.
+
+    Returns
+    -------
+    ((fit_ids, fit_maps), (held_ids, held_maps)), lists in sentence order.
+    """
+    fit, held = ([], []), ([], [])
+    for s, sentence in enumerate(sentences):
+        ids, maps = encode(shuffled_sentences(sentence, n_shuffles, seed + s)[0])
+        for v, (i, m) in enumerate(zip(ids, maps)):
+            part = fit if v < n_fit else held
+            part[0].append(i)
+            part[1].append(m.reshape(-1, *m.shape[-2:]))  # (L * H, n, n)
+    return fit, held
+
+
+def total_variation(p: Array, q: Array) -> np.ndarray:
+    r"""Total-variation distance :math:`\tfrac12 \sum_j |p_j - q_j|` over the last axis.
+
+    The weight that ``q`` puts where ``p`` does not: 0 for equal rows, 1 for disjoint ones.
+
+    Examples
+    --------
+    >>> float(total_variation([0.5, 0.5, 0.0], [0.0, 0.5, 0.5]))
+    0.5
+    """
+    P, Q = to_numpy(p).astype(float), to_numpy(q).astype(float)
+    if P.shape != Q.shape:
+        raise ShapeError(f"p has shape {P.shape} but q has shape {Q.shape}; expected equal shapes")
+    return 0.5 * np.abs(P - Q).sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class FixedRule:
+    """Per-head scores for a key's token, its position and its offset (see the module docstring)."""
+
+    token: dict  # token id -> column of ``theta``
+    n_max: int  # the longest sequence seen: positions 0..n_max-1, offsets -(n_max-1)..n_max-1
+    theta: np.ndarray  # (H, V + n_max + 2 n_max - 1)
+
+    def features(self, ids: Sequence[int]) -> np.ndarray:
+        """One-hot features (n, n, P) of every (query i, key j) pair; an unseen token gets none."""
+        n, V = len(ids), len(self.token)
+        if n > self.n_max:
+            raise ShapeError(f"a sequence of {n} tokens; the rule was fitted on at most {self.n_max}")
+        F = np.zeros((n, n, self.theta.shape[1]))
+        j = np.arange(n)
+        known = [k for k, t in enumerate(ids) if t in self.token]  # keys whose token was seen
+        for i in range(n):
+            F[i, known, [self.token[ids[k]] for k in known]] = 1.0  # the key's token
+            F[i, j, V + j] = 1.0  # the key's position
+            F[i, j, V + self.n_max + (j - i) + self.n_max - 1] = 1.0  # its offset from the query
+        return F
+
+    def predict(self, ids: Sequence[int]) -> np.ndarray:
+        """The rule's attention (H, n, n) on a sequence of token ids; rows sum to 1."""
+        logits = np.einsum("ijp,hp->hij", self.features(ids), self.theta)  # (H, n, n)
+        return torch.softmax(torch.as_tensor(logits), dim=-1).numpy()
+
+
+def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge: float = 1e-3,
+                   max_iter: int = 200) -> FixedRule:
+    r"""Fit :class:`FixedRule` to every head at once: minimise the mean cross-entropy of the rows.
+
+    .. math::
+
+        \min_\theta \; -\frac1N \sum_{\text{maps}} \sum_{i, j} \alpha_{ij} \log \hat\alpha_{ij}(\theta)
+        + \lambda \|\theta\|^2,
+
+    convex in :math:`\theta`, solved with L-BFGS in float64.
+
+    Parameters
+    ----------
+    maps : sequence of arrays, each (H, n, n), n may differ; rows sum to 1.
+    ids : the token ids of each map's sequence, each of length n.
+
+    Examples
+    --------
+    >>> prev = np.eye(4, k=-1); prev[0, 0] = 1  # a previous-token head
+    >>> rule = fit_fixed_rule([prev[None]], [[5, 6, 7, 8]])
+    >>> bool(rule_miss(rule, [prev[None]], [[8, 7, 6, 5]])[0] < 0.1)  # any words: same offsets
+    True
+    """
+    if len(maps) != len(ids) or not maps:
+        raise ValueError(f"{len(maps)} maps and {len(ids)} id lists; expected the same, non-zero number")
+    vocab = sorted({t for seq in ids for t in seq})
+    n_max = max(len(seq) for seq in ids)
+    H = to_numpy(maps[0]).shape[0]
+    empty = FixedRule({t: c for c, t in enumerate(vocab)}, n_max, np.zeros((H, len(vocab) + 3 * n_max - 1)))
+    data = []
+    for A, seq in zip(maps, ids):
+        A = to_numpy(A).astype(float)
+        if A.shape != (H, len(seq), len(seq)):
+            raise ShapeError(f"a map has shape {A.shape}; expected ({H}, {len(seq)}, {len(seq)}) for its ids")
+        data.append((torch.as_tensor(empty.features(seq)), torch.as_tensor(A)))
+    theta = torch.zeros(empty.theta.shape, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([theta], max_iter=max_iter, line_search_fn="strong_wolfe", tolerance_grad=1e-9)
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = ridge * (theta**2).sum()
+        for F, A in data:
+            logits = torch.einsum("ijp,hp->hij", F, theta)  # (H, n, n), softmax over keys j
+            loss = loss - (A * torch.log_softmax(logits, dim=-1)).sum() / len(data)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return replace(empty, theta=theta.detach().numpy())
+
+
+def uniform_miss(maps: Sequence[Array]) -> np.ndarray:
+    """Per head, the mean :func:`total_variation` between the maps' rows and uniform rows: (H,).
+
+    Examples
+    --------
+    >>> uniform_miss([np.eye(2)[None]]).tolist()
+    [0.5]
+    """
+    return np.mean([total_variation(A, np.full(A.shape, 1.0 / A.shape[-1])).mean(axis=-1)
+                    for A in map(lambda m: to_numpy(m).astype(float), maps)], axis=0)
+
+
+def rule_miss(rule: FixedRule, maps: Sequence[Array], ids: Sequence[Sequence[int]]) -> np.ndarray:
+    """Per head, the mean :func:`total_variation` between the maps' rows and the rule's: (H,)."""
+    return np.mean([total_variation(to_numpy(A), rule.predict(seq)).mean(axis=-1)
+                    for A, seq in zip(maps, ids)], axis=0)
+
+
+def placed_counts(miss: Array, masses: Sequence[float]) -> np.ndarray:
+    r"""For each mass :math:`m`, the heads whose miss is below :math:`1 - m`; shape ``(len(masses),)`` int.
+
+    Examples
+    --------
+    >>> placed_counts(np.array([0.05, 0.1, 0.25, 0.3]), [0.5, 0.8, 0.9]).tolist()
+    [4, 2, 1]
+    """
+    miss = np.asarray(to_numpy(miss), dtype=float).ravel()  # (heads,)
+    return np.array([(miss < round(1 - m, 12)).sum() for m in masses])  # rounded: 1 - 0.8 is not 0.2 in floats
+
+
+def rule_flip(miss: Array, masses: Sequence[float]) -> int | None:
+    r"""The first mass :math:`m` at which fewer than half of the heads have a miss below :math:`1 - m`.
+
+    ``None`` if at least half pass at every mass.
+
+    Examples
+    --------
+    >>> rule_flip(np.array([0.05, 0.1, 0.25, 0.3]), [0.5, 0.7, 0.8, 0.9])  # at 0.8 two of four still pass
+    3
+    """
+    miss = np.asarray(to_numpy(miss), dtype=float).ravel()  # (heads,)
+    low = [i for i, p in enumerate(placed_counts(miss, masses)) if 2 * p < miss.size]
+    return low[0] if low else None

@@ -1,0 +1,239 @@
+r"""Heads as circuits: how much two heads' subspaces overlap, and their OV maps (chapter 4).
+
+:mod:`attention_course.chapters.heads.subspaces` gives the principal angles between heads'
+subspaces; one angle (the smallest) says whether two subspaces share a
+direction, not how much they overlap. This module summarises **all** of them,
+
+.. math::
+
+    \operatorname{overlap}(A, B) = \frac1m \sum_{j=1}^{m} \cos^2\theta_j
+    = \frac{\lVert Q_A^\top Q_B \rVert_F^2}{m}, \qquad m = \min(p, q),
+
+1 for one subspace inside the other, 0 for orthogonal ones, and
+:math:`\max(p, q)/n` on average for random subspaces of :math:`\mathbb{R}^n`
+(:func:`random_overlaps` samples that baseline). A layer's weights are not
+isotropic, so two baselines keep its geometry: :func:`shuffled_head_overlaps`
+regroups the layer's own directions into random heads, and
+:func:`matched_random_overlaps` draws subspaces with the layer's covariance.
+:func:`stable_rank` says how many directions of a head's map carry its weight. It also reads a head as
+Elhage et al. (2021) do, as two circuits: the **QK** form
+:math:`M_i = W_Q^{(i)} W_K^{(i)\top}` (where it looks,
+:func:`~attention_course.chapters.heads.subspaces.head_bilinear_forms`) and the **OV** map
+:math:`W_V^{(i)} W_O^{(i)}` (what it writes, :func:`head_ov_maps`). Both are
+unchanged by a change of basis inside the head (:func:`reparametrize_ov` for OV),
+so they, not the factors, are what a head is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from .subspaces import _orth, head_bilinear_forms, reparametrize_head, split_head_weights
+
+__all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
+           "stable_rank", "head_ov_maps", "reparametrize_ov"]
+
+
+def subspace_overlap(A: Array, B: Array) -> np.ndarray:
+    r"""Mean of :math:`\cos^2` over all principal angles between the column spaces of A and B.
+
+    .. math:: \operatorname{overlap} = \frac1m \sum_{j=1}^{m} \cos^2\theta_j, \quad m = \min(\operatorname{rank} A, \operatorname{rank} B)
+
+    With orthonormal bases :math:`Q_A, Q_B` (from SVDs), the cosines are the singular
+    values of :math:`Q_A^\top Q_B`, so the sum is :math:`\lVert Q_A^\top Q_B \rVert_F^2`.
+
+    Parameters
+    ----------
+    A : shape (..., n, p);  B : shape (..., n, q)
+        Leading dimensions broadcast, as in :func:`~attention_course.chapters.heads.subspaces.principal_angles`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...): 1 = one subspace contains the other, 0 = orthogonal.
+
+    Examples
+    --------
+    >>> A = np.eye(4)[:, :2]                                  # span(e1, e2)
+    >>> B = np.array([[1.0, 0], [0, 0], [0, 1], [0, 0]])      # span(e1, e3)
+    >>> float(subspace_overlap(A, B))                          # angles 0 and 90 degrees
+    0.5
+    """
+    A, B = (torch.as_tensor(to_numpy(M), dtype=torch.float64) for M in (A, B))
+    if A.ndim < 2 or B.ndim < 2 or A.shape[-2] != B.shape[-2]:
+        raise ShapeError(f"A has shape {shape_str(A)} and B has shape {shape_str(B)}; "
+                         f"expected (..., n, p) and (..., n, q)")
+    QA, QB = _orth(A, 1e-12), _orth(B, 1e-12)  # orthonormal bases, (..., n, rank)
+    C = QA.transpose(-2, -1) @ QB  # (..., p, q): its singular values are the cosines
+    # $\sum_j \cos^2\theta_j = \lVert Q_A^\top Q_B \rVert_F^2$: no SVD of C needed
+    return ((C**2).sum((-2, -1)) / min(QA.shape[-1], QB.shape[-1])).numpy()
+
+
+def head_overlaps(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
+    """:func:`subspace_overlap` between every pair of heads' subspaces, shape (h, h), diagonal 1.
+
+    ``axis=1`` for ``W_q``/``W_k``/``W_v`` (d_model, h*d_k): a head's subspace is the
+    span of its columns, the directions it reads. ``axis=0`` for ``W_o`` (h*d_v, d_out):
+    the span of its rows, the directions it writes.
+
+    Examples
+    --------
+    >>> W = np.eye(6)[:, [0, 1, 2, 3, 0, 4]]          # heads span {e0,e1}, {e2,e3}, {e0,e4}
+    >>> head_overlaps(W, 3).round(2).tolist()
+    [[1.0, 0.0, 0.5], [0.0, 1.0, 0.0], [0.5, 0.0, 1.0]]
+    """
+    blocks = torch.as_tensor(to_numpy(split_head_weights(W, num_heads, axis)), dtype=torch.float64)
+    blocks = blocks if axis == 1 else blocks.transpose(1, 2)  # (h, n, d_head): subspaces as columns
+    Q = _orth(blocks, 1e-12)  # (h, n, r): one orthonormal basis per head, computed once
+    C = torch.einsum("inp,jnq->ijpq", Q, Q)  # (h, h, r, r): Q_i^T Q_j for every pair
+    return ((C**2).sum((-2, -1)) / Q.shape[-1]).numpy()  # (h, h)
+
+
+def random_overlaps(n: int, p: int, n_pairs: int = 1000, seed: int = 0) -> np.ndarray:
+    r""":func:`subspace_overlap` of ``n_pairs`` pairs of independent uniformly random p-dim subspaces of R^n.
+
+    The baseline for :func:`head_overlaps`. Its mean is :math:`p/n` (each of the
+    :math:`p^2` entries of :math:`Q_A^\top Q_B` has mean square :math:`1/n`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_pairs,)
+
+    Examples
+    --------
+    >>> r = random_overlaps(384, 32, n_pairs=200, seed=0)
+    >>> r.shape, abs(float(r.mean()) - 32 / 384) < 0.005    # mean p/n = 0.083
+    ((200,), True)
+    """
+    g = torch.Generator().manual_seed(int(seed))
+    A, B = torch.randn(2, n_pairs, n, p, generator=g, dtype=torch.float64)  # (n_pairs, n, p) each
+    return subspace_overlap(A, B)  # (n_pairs,)
+
+
+def shuffled_head_overlaps(W: Array, num_heads: int, n_draws: int = 10, seed: int = 0, axis: int = 1) -> np.ndarray:
+    r""":func:`head_overlaps` after regrouping the layer's directions into random heads, shape (n_draws, h, h).
+
+    Each draw permutes the ``h*d_head`` columns (``axis=1``) or rows (``axis=0``) of
+    ``W`` at random and splits them into heads again. The directions, and so the
+    layer's anisotropy, are the same; only their grouping into heads is random.
+    This is the baseline for "the heads overlap more than random groupings of the
+    layer's own directions would".
+
+    Examples
+    --------
+    >>> W = np.eye(8)[:, :6]              # 6 orthonormal directions: any 3 heads of 2 are orthogonal
+    >>> r = shuffled_head_overlaps(W, 3, n_draws=4, seed=0)
+    >>> r.shape, r[0].round(2).tolist()
+    ((4, 3, 3), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    """
+    W = torch.as_tensor(to_numpy(W), dtype=torch.float64)
+    g = torch.Generator().manual_seed(int(seed))
+    draws = []
+    for _ in range(n_draws):
+        perm = torch.randperm(W.shape[axis], generator=g)  # a random regrouping of the directions
+        draws.append(head_overlaps(W.index_select(axis, perm), num_heads, axis))  # (h, h)
+    return np.stack(draws)  # (n_draws, h, h)
+
+
+def matched_random_overlaps(W: Array, p: int, n_pairs: int = 100, seed: int = 0, axis: int = 1) -> np.ndarray:
+    r""":func:`subspace_overlap` of random p-dim subspaces drawn with the covariance of ``W``'s directions.
+
+    With the directions as the columns of :math:`V` (``W`` for ``axis=1``,
+    :math:`W^\top` for ``axis=0``), each subspace is the span of :math:`V G`,
+    :math:`G` a standard Gaussian matrix: its columns are Gaussian with covariance
+    :math:`V V^\top`, the layer's own second moment. Isotropic :math:`V` gives
+    :func:`random_overlaps`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_pairs,)
+
+    Examples
+    --------
+    >>> V = np.diag([1.0, 1.0, 1e-9, 1e-9])          # directions almost only in span(e0, e1)
+    >>> bool(matched_random_overlaps(V, 2, n_pairs=5, seed=0).min() > 0.99)
+    True
+    """
+    V = torch.as_tensor(to_numpy(W), dtype=torch.float64)
+    V = V if axis == 1 else V.T  # (n, m): the directions as columns
+    g = torch.Generator().manual_seed(int(seed))
+    G = torch.randn(2, n_pairs, V.shape[1], p, generator=g, dtype=torch.float64)  # (2, n_pairs, m, p)
+    A, B = V @ G  # (n_pairs, n, p) each: columns with covariance V V^T
+    return subspace_overlap(A, B)  # (n_pairs,)
+
+
+def stable_rank(s: Array) -> np.ndarray:
+    r"""Stable rank of matrices given by their singular values, :math:`\sum_j \sigma_j^2 / \sigma_1^2`.
+
+    .. math:: \operatorname{srank}(M) = \frac{\lVert M\rVert_F^2}{\lVert M\rVert_2^2} \in [1, \operatorname{rank} M]
+
+    1 for a rank-1 matrix, the rank for equal singular values; unlike the rank it
+    does not count directions that carry almost nothing. Its inverse is the share
+    of the squared norm ("energy") in the top singular direction.
+
+    Parameters
+    ----------
+    s : shape (..., k), the singular values of each matrix (any order, non-negative)
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> stable_rank(np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 1.0, 1.0]])).tolist()
+    [1.0, 3.0, 1.5]
+    """
+    s = np.asarray(to_numpy(s), dtype=np.float64)
+    if s.ndim < 1 or s.shape[-1] == 0:
+        raise ShapeError(f"s has shape {s.shape}; expected (..., k) with k >= 1 singular values")
+    return (s**2).sum(-1) / (s**2).max(-1)  # (...): ||M||_F^2 / ||M||_2^2
+
+
+def head_ov_maps(W_v: Array, W_o: Array, num_heads: int) -> np.ndarray:
+    r"""Each head's OV map :math:`W_V^{(i)} W_O^{(i)}`, shape (h, d_model, d_out), float64.
+
+    Head ``i`` adds :math:`A_i X W_V^{(i)} W_O^{(i)}` to the output: the map says
+    what it writes, given where it looks. It has rank at most :math:`d_v`, and
+    :math:`\sum_i W_V^{(i)} W_O^{(i)} = W_V W_O`.
+
+    Parameters
+    ----------
+    W_v : (d_model, h*d_v), used as ``x @ W_v``;  W_o : (h*d_v, d_out)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> W_v, W_o = rng.normal(size=(6, 4)), rng.normal(size=(4, 5))
+    >>> ov = head_ov_maps(W_v, W_o, 2)
+    >>> ov.shape, bool(np.allclose(ov.sum(0), W_v @ W_o))
+    ((2, 6, 5), True)
+    """
+    if W_v.ndim != 2 or W_o.ndim != 2 or W_v.shape[1] != W_o.shape[0]:
+        raise ShapeError(f"W_v has shape {shape_str(W_v)} and W_o has shape {shape_str(W_o)}; "
+                         f"expected (d_model, h*d_v) and (h*d_v, d_out)")
+    W_v, W_o = (np.asarray(to_numpy(W), dtype=np.float64) for W in (W_v, W_o))
+    return head_bilinear_forms(W_v, W_o.T, num_heads)  # W_V^(i) (W_O^(i)T)^T: (h, d, d_out)
+
+
+def reparametrize_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: int) -> tuple:
+    r"""Return copies with head ``head`` changed to :math:`W_V^{(i)} R` and :math:`R^{-1} W_O^{(i)}`.
+
+    :math:`(W_V^{(i)} R)(R^{-1} W_O^{(i)}) = W_V^{(i)} W_O^{(i)}`: the OV map, and so the
+    layer's output, is unchanged, while the factors move.
+
+    Returns
+    -------
+    (W_v, W_o), new arrays of the input shapes.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> W_v, W_o, R = rng.normal(size=(6, 4)), rng.normal(size=(4, 5)), rng.normal(size=(2, 2))
+    >>> W_v2, W_o2 = reparametrize_ov(W_v, W_o, R, head=0, num_heads=2)
+    >>> bool(np.allclose(head_ov_maps(W_v2, W_o2, 2), head_ov_maps(W_v, W_o, 2)))
+    True
+    """
+    W_v2, W_oT2, _, _ = reparametrize_head(W_v, W_o.T, R, head=head, num_heads=num_heads)
+    return W_v2, W_oT2.T  # the rows of W_o become (R^{-T})^T W_O^(i) = R^{-1} W_O^(i)

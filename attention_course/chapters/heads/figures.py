@@ -1,0 +1,271 @@
+"""Figures for chapter 4: the low-rank bottleneck, heads' spectra, galleries of heads, roles, ablations.
+
+Every helper takes numbers the chapter has already computed (with
+:mod:`attention_course.chapters.heads.bottleneck`, :mod:`attention_course.chapters.heads.subspaces`,
+:mod:`attention_course.chapters.heads.roles` or :mod:`attention_course.models.probes`),
+labels its axes, adds a colour bar where colour carries a value, returns the
+:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ...core._backend import Array, to_numpy
+from ..mechanics.figures import plot_heatmap
+from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, role_color
+
+__all__ = ["plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
+           "plot_loss_curves", "plot_seed_curves", "plot_head_ablation"]  # fmt: skip
+
+
+@book_figure
+def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]], title: str = "",
+                    floor: float = 1e-4) -> Figure:
+    """Minimum KL against head dimension ``r``, one line per target, on a log axis.
+
+    Values below ``floor`` (an exact fit) are drawn on the floor with a hollow marker.
+
+    Examples
+    --------
+    >>> fig = plot_bottleneck([1, 2, 4], {"dense": [0.3, 0.2, 0.0]}, title="t")
+    >>> fig.axes[0].get_yscale(), fig.axes[0].get_ylabel()
+    ('log', 'minimum mean KL (nats)')
+    """
+    fig, ax = plt.subplots(figsize=(6.2, 4.0), layout="constrained")
+    for (name, kl), marker in zip(curves.items(), "osD^v"):
+        kl = np.asarray(kl, dtype=float)
+        line, = ax.plot(ranks, np.maximum(kl, floor), marker=marker, label=name)
+        exact = kl < floor
+        ax.plot(np.asarray(ranks)[exact], np.full(exact.sum(), floor), marker=marker, ls="none",
+                mfc="white", mec=line.get_color(), ms=9)
+    ax.set_yscale("log")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(ranks), labels=[str(r) for r in ranks])
+    ax.axhline(floor, color="0.6", lw=0.8, ls=":")
+    ax.text(ranks[0], floor * 1.3, "exact fit (KL < %.0e)" % floor, fontsize="small", color="0.4")
+    ax.set_xlabel("head dimension r (rank of $QK^\\top$)")
+    ax.set_ylabel("minimum mean KL (nats)")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+@book_figure
+def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
+    """Singular values of the full bilinear form (one line) and of each head's form (thin lines).
+
+    ``full`` has shape (d_model,), ``heads`` (h, d_k); a dashed line marks ``d_k``.
+
+    Examples
+    --------
+    >>> fig = plot_form_spectra(np.linspace(3, 1, 16), np.ones((4, 4)))
+    >>> len(fig.axes[0].lines)                      # 4 heads, the full form, the d_k marker
+    6
+    """
+    full, heads = to_numpy(full), to_numpy(heads)
+    fig, ax = plt.subplots(figsize=(6.8, 4.0), layout="constrained")
+    for i, s in enumerate(heads):
+        ax.plot(np.arange(1, len(s) + 1), s, color="tab:orange", lw=0.9, alpha=0.7,
+                label="each head $W_Q^{(i)}W_K^{(i)\\top}$" if i == 0 else None)
+    ax.plot(np.arange(1, len(full) + 1), full, color="tab:blue", lw=2, label="full form $W_QW_K^\\top$")
+    ax.axvline(heads.shape[1], color="0.5", ls="--", lw=0.8)
+    ax.text(heads.shape[1] * 1.05, full.max() / 2, f"$d_k$ = {heads.shape[1]}", color="0.3")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("index of the singular value")
+    ax.set_ylabel("singular value")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+@book_figure
+def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float = 1.0,
+                      title: str = "", colorbar_label: str = "attention weight",
+                      panel_size: float = 3.5, title_colors: Optional[Sequence[str]] = None) -> Figure:
+    """A grid of attention heatmaps sharing one colour scale (capped at ``vmax``).
+
+    ``panels`` maps a panel title to ``(matrix (T, S), tokens or None)`` (tokens label both axes).
+    When every panel has the same tokens, only the outer panels carry tick labels.
+    ``panel_size`` is the height of one panel in inches, reduced when needed so that
+    ``ncols`` panels and the colour bar fit the column (:data:`~.style.MAX_WIDTH`).
+    ``title_colors`` gives each panel's title a colour, e.g. its head role's
+    (:func:`~.style.role_color`).
+
+    Examples
+    --------
+    >>> fig = plot_head_gallery({"a": (np.eye(3), ["x", "y", "z"]), "b": (np.eye(3), None)})
+    >>> len(fig.axes), fig.axes[0].get_xlabel()      # two panels and the colour bar
+    (3, 'key (attended to)')
+    >>> fig = plot_head_gallery({"a": (np.eye(3), None)}, title_colors=["#0072B2"])
+    >>> fig.axes[0].title.get_color()
+    '#0072B2'
+    """
+    n = len(panels)
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    panel_size = min(panel_size, (MAX_WIDTH - 0.9) / ncols - 0.1)  # inches: ncols panels + colour bar fit
+    fig, axes = plt.subplots(nrows, ncols, figsize=((panel_size + 0.1) * ncols + 0.9, panel_size * nrows + 0.5),
+                             layout="constrained", squeeze=False)
+    token_lists = [None if t is None else list(t) for _, t in panels.values()]
+    shared = all(t == token_lists[0] for t in token_lists) and n == nrows * ncols
+    if title_colors is not None and len(title_colors) != n:
+        raise ValueError(f"title_colors has {len(title_colors)} colours for {n} panels")
+    colors = list(title_colors) if title_colors is not None else [None] * n
+    for ax, (name, (m, toks)), color in zip(axes.flat, panels.items(), colors):
+        im = ax.imshow(to_numpy(m), cmap="viridis", vmin=0.0, vmax=vmax)
+        wrapped = textwrap.fill(name, width=max(12, int(panel_size * 11.5)))  # ~11.5 characters per inch
+        ax.set_title(wrapped, fontsize="medium", **({"color": color} if color else {}))
+        if toks is not None:
+            ax.set_xticks(range(len(toks)), labels=list(toks), rotation=90, fontsize=9)
+            ax.set_yticks(range(len(toks)), labels=list(toks), fontsize=9)
+        ax.set_xlabel("key (attended to)")
+        ax.set_ylabel("query")
+        if shared:
+            ax.label_outer()  # tick labels and axis labels only on the left column and bottom row
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.colorbar(im, ax=axes, shrink=0.7, label=colorbar_label)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 2, title: str = "") -> Figure:
+    """One layer x head heatmap per role on a shared 0-1 colour scale; layers and heads counted from 1.
+
+    Each panel's title and frame take the role's colour (:func:`~.style.role_color`).
+
+    ``scores`` maps a role to an array (n_layers, n_heads), as from
+    :func:`~attention_course.chapters.heads.roles.head_role_scores`.
+
+    Examples
+    --------
+    >>> fig = plot_role_scores({"broad": np.zeros((2, 3)), "[CLS]": np.ones((2, 3))})
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['broad', '[CLS]']
+    """
+    n = len(scores)
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    width = min(3.9, (MAX_WIDTH - 0.9) / ncols)  # inches per panel, so that the row fits the column
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 0.9, 2.3 * nrows + 0.4), layout="constrained",
+                             squeeze=False)
+    for ax, (role, s) in zip(axes.flat, scores.items()):
+        im = ax.imshow(s, cmap="magma", vmin=0.0, vmax=1.0, aspect="auto")
+        color = role_color(role) if role in ROLE_COLORS else "0.2"
+        ax.set_title(role, color=color, fontweight="bold")
+        ax.spines[:].set_visible(True)
+        ax.spines[:].set_color(color)
+        ax.spines[:].set_linewidth(2)
+        ax.set_xticks(range(s.shape[1]), labels=[str(h + 1) for h in range(s.shape[1])], fontsize=9)
+        ax.set_yticks(range(s.shape[0]), labels=[str(layer + 1) for layer in range(s.shape[0])], fontsize=9)
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="score")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _finish_loss_axes(ax: Axes, baseline: float, baseline_label: str, ylabel: str, title: str) -> Figure:
+    """The dashed baseline, labels, legend and grid shared by the loss plots; returns the Figure."""
+    ax.axhline(baseline, color="0.5", ls="--", lw=1, label=baseline_label)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return ax.figure
+
+
+@book_figure
+def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, baseline_label: str,
+                     window: int = 20, title: str = "", ax: Optional[Axes] = None) -> Figure:
+    """Training losses smoothed by a moving average over ``window`` steps, with a dashed baseline.
+
+    ``losses`` maps a label to one loss per step; point ``t`` of a curve is the mean
+    of steps ``t - window + 1 .. t`` (counted from 1), so curves start at step ``window``.
+
+    Examples
+    --------
+    >>> fig = plot_loss_curves({"run": np.linspace(4, 1, 50)}, 2.0, "chance", window=10)
+    >>> [line.get_label() for line in fig.axes[0].lines]
+    ['run', 'chance']
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    else:
+        fig = ax.figure
+    for name, hist in losses.items():
+        hist = np.asarray(hist, dtype=float)
+        smooth = np.convolve(hist, np.ones(window) / window, mode="valid")  # (steps - window + 1,)
+        ax.plot(np.arange(window, len(hist) + 1), smooth, label=name)
+    return _finish_loss_axes(ax, baseline, baseline_label, "loss on the repeated part (nats)", title)
+
+
+@book_figure
+def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, baseline_label: str,
+                     title: str = "", ax: Optional[Axes] = None) -> Figure:
+    """Block-averaged training losses over seeds: the mean as a line, the min-max range as a band.
+
+    ``curves`` maps a label to an array (seeds, blocks) whose entry ``b`` is the mean
+    training loss of steps ``b*every .. (b+1)*every - 1``; it is drawn at the block's
+    last step, ``(b + 1) * every``.
+
+    Examples
+    --------
+    >>> fig = plot_seed_curves({"run": np.array([[3.0, 2.0], [3.2, 1.8]])}, 10, 2.5, "chance")
+    >>> fig.axes[0].lines[0].get_xdata().tolist(), fig.axes[0].lines[0].get_ydata().tolist()
+    ([10, 20], [3.1, 1.9])
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    else:
+        fig = ax.figure
+    for name, c in curves.items():
+        c = np.asarray(to_numpy(c), dtype=float)  # (seeds, blocks)
+        steps = every * np.arange(1, c.shape[1] + 1)  # (blocks,): each block's last step
+        (line,) = ax.plot(steps, c.mean(0), label=f"{name} (mean of {c.shape[0]} seeds)")
+        ax.fill_between(steps, c.min(0), c.max(0), color=line.get_color(), alpha=0.25, lw=0)
+    return _finish_loss_axes(ax, baseline, baseline_label, "training loss, repeated part (nats)", title)
+
+
+@book_figure
+def plot_head_ablation(deltas: Mapping[str, Array], title: str = "") -> Figure:
+    """One layer x head heatmap of loss increases per model, stacked, on a shared colour scale.
+
+    ``deltas`` maps a panel title to an array (n_layers, n_heads), e.g. from
+    :func:`~attention_course.models.probes.head_ablation`; panel heights follow
+    the number of layers. Layers and heads are counted from 1.
+
+    Examples
+    --------
+    >>> fig = plot_head_ablation({"2 layers": np.ones((2, 4)), "1 layer": np.zeros((1, 4))})
+    >>> [ax.get_title() for ax in fig.axes[:2]]        # the two panels, then their colour bars
+    ['2 layers', '1 layer']
+    """
+    mats = {name: np.asarray(to_numpy(d), dtype=float) for name, d in deltas.items()}
+    fig, axes = plt.subplots(len(mats), 1, figsize=(6.4, 4.6), layout="constrained", squeeze=False,
+                             height_ratios=[m.shape[0] for m in mats.values()])
+    vmax = float(max(m.max() for m in mats.values()))
+    for ax, (name, m) in zip(axes[:, 0], mats.items()):
+        plot_heatmap(m, [f"layer {i + 1}" for i in range(m.shape[0])],
+                     [f"head {j + 1}" for j in range(m.shape[1])], ax=ax, title=name,
+                     cmap="Reds", vmin=0, vmax=vmax, colorbar_label="loss increase (nats)")
+    if title:
+        fig.suptitle(title)
+    return fig

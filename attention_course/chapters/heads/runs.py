@@ -1,0 +1,186 @@
+r"""Chapter 4's training runs, over seeds: depth at equal steps, and heads at fixed width.
+
+Two studies on the induction task ``"repeated_sequences"`` (tokens that repeat
+with a random period of 6-14), both with the tiny attention-only
+:class:`~attention_course.models.tiny.TinyTransformer` (:math:`d_{model} = 32`):
+
+* **depth** (:func:`depth_study`): a 2-layer model and its 1-layer control, each
+  trained for the **same** number of steps with the same seed, for several seeds;
+* **heads** (:func:`heads_study`): at fixed :math:`d_{model}`, ``h`` heads whose
+  width is tied to it, :math:`d_k = d_{model}/h`, or decoupled from it
+  (:math:`d_k = d_{model}` for every ``h``, as :cite:t:`bhojanapalli2020` propose).
+
+Each run records the **held-out** loss after training
+(:func:`~attention_course.models.training.evaluate_loss`, a batch of 256 sequences
+no run trains on) and its **training** loss, averaged over blocks of ``every`` steps.
+:func:`run_one` is the unit;
+
+    python -m attention_course.chapters.heads.runs
+
+writes the fuller runs (5 seeds) as ``attention_course/data/head_training.json``,
+which :func:`load_runs` reads back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+
+from ...models.pretrained import attention_maps
+from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.tasks import make_task
+from ...models.tiny import ModelConfig, TinyTransformer
+from ...models.training import evaluate_loss, train
+from .roles import PARKING, RELATIONS, head_role_scores, uniform_role_baselines
+
+__all__ = ["STORED_RUN", "run_one", "depth_study", "heads_study", "load_runs", "add_arguments", "cli", "main", "ROLES_DATA", "role_scores_data", "write_role_scores"]
+
+#: The fuller runs of chapter 4, shipped with the package.
+STORED_RUN = DATA_DIR / "head_training.json"
+TASK = "repeated_sequences"
+
+
+def run_one(n_layers: int, steps: int, seed: int, n_heads: int = 4, d_k: Optional[int] = None,
+            d_model: int = 32, every: int = 20) -> dict:
+    r"""Train one model and return its held-out loss and its block-averaged training loss.
+
+    The model is ``TinyTransformer(ModelConfig(n_layers, n_heads, d_k, d_model), seed)``,
+    trained by :func:`~attention_course.models.training.train` (AdamW, lr 3e-3,
+    batch 32, one thread; batches seeded by ``seed``). The training curve is
+
+    .. math:: \bar\ell_b = \frac1{e}\sum_{t = be}^{(b+1)e - 1} \ell_t, \qquad b = 0, \dots, \lfloor N/e \rfloor - 1,
+
+    with :math:`e` = ``every`` and :math:`\ell_t` the training loss before update ``t``.
+
+    Returns
+    -------
+    dict with ``n_layers, n_heads, d_k, steps, seed`` (ints), ``held_out`` (float, nats),
+    ``train_curve`` (list of ``steps // every`` floats) and ``parameters`` (int).
+
+    Examples
+    --------
+    >>> r = run_one(1, steps=4, seed=0, every=2)
+    >>> r["d_k"], len(r["train_curve"]), r["held_out"] > 3.5     # untrained: near ln 64 = 4.16
+    (8, 2, True)
+    """
+    config = ModelConfig(n_layers=n_layers, n_heads=n_heads, d_k=d_k, d_model=d_model)
+    model = TinyTransformer(config, seed=seed)
+    task = make_task(TASK)
+    history = train(model, task, steps=steps, seed=seed)  # (steps,) training loss
+    blocks = steps // every
+    curve = history[: blocks * every].reshape(blocks, every).mean(1)  # (blocks,)
+    return {"n_layers": n_layers, "n_heads": n_heads, "d_k": config.head_dim, "steps": steps, "seed": seed,
+            "held_out": round(evaluate_loss(model, task), 5), "train_curve": [round(float(v), 4) for v in curve],
+            "parameters": int(sum(p.numel() for p in model.parameters()))}
+
+
+def depth_study(seeds: Sequence[int], steps: int, every: int = 20) -> list[dict]:
+    """A 2-layer model and its 1-layer control, the same ``steps`` and seed each, for every seed."""
+    runs = []
+    for seed in seeds:
+        for n_layers in (2, 1):
+            print(f"depth: seed {seed}, {n_layers} layer(s)", file=sys.stderr, flush=True)
+            runs.append(run_one(n_layers, steps, seed, every=every))
+    return runs
+
+
+def heads_study(heads: Sequence[int], seeds: Sequence[int], steps: int, d_model: int = 32,
+                every: int = 20) -> list[dict]:
+    """2-layer models with ``h`` heads of width ``d_model // h`` (tied) and ``d_model`` (decoupled)."""
+    runs = []
+    for seed in seeds:
+        for h in heads:
+            for d_k in sorted({d_model // h, d_model}):
+                print(f"heads: seed {seed}, h={h}, d_k={d_k}", file=sys.stderr, flush=True)
+                runs.append(run_one(2, steps, seed, n_heads=h, d_k=d_k, d_model=d_model, every=every))
+    return runs
+
+
+def load_runs(path: Union[str, Path] = STORED_RUN) -> dict:
+    """Read the stored runs: ``{"meta": ..., "depth": [run, ...], "heads": [run, ...]}``.
+
+    Examples
+    --------
+    >>> doc = load_runs()
+    >>> sorted({r["n_layers"] for r in doc["depth"]}), sorted(doc)
+    ([1, 2], ['depth', 'heads', 'meta', 'schema_version'])
+    """
+    with open(path) as fh:
+        doc = json.load(fh)
+    if doc.get("schema_version") != 1:
+        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
+    return doc
+
+
+# ------------------------------------------------------------------ command line
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments."""
+    p.add_argument("--out", default=str(STORED_RUN), help="JSON file to write (default: the shipped run)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="seeds of the depth study")
+    p.add_argument("--steps", type=int, default=2000, help="AdamW steps of every model in the depth study")
+    p.add_argument("--heads", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="head counts h")
+    p.add_argument("--head-seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the heads study")
+    p.add_argument("--head-steps", type=int, default=600, help="AdamW steps in the heads study")
+    p.add_argument("--every", type=int, default=20, help="average the training curves over this many steps")
+    p.add_argument("--study", choices=("depth", "heads", "all"), default="all", help="which study to run")
+
+
+def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+    """Command line: run the studies and write them as JSON."""
+    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
+    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course.chapters.heads.runs",
+            "arguments": arguments}
+    wall, cpu = time.perf_counter(), time.process_time()
+    doc = {"schema_version": 1, "meta": meta, "depth": [], "heads": []}
+    if args.study in ("depth", "all"):
+        doc["depth"] = depth_study(args.seeds, args.steps, args.every)
+    if args.study in ("heads", "all"):
+        doc["heads"] = heads_study(args.heads, args.head_seeds, args.head_steps, every=args.every)
+    meta.update(wall_seconds=round(time.perf_counter() - wall, 1), cpu_seconds=round(time.process_time() - cpu, 1))
+    with open(args.out, "w") as fh:
+        json.dump(doc, fh)
+        fh.write("\n")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m attention_course.chapters.heads.runs``."""
+    p = argparse.ArgumentParser(prog="python -m attention_course.chapters.heads.runs",
+                                description=__doc__.split("\n")[0])
+    add_arguments(p)
+    return cli(p.parse_args(argv), p)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+ROLES_DATA = DATA_DIR / "flips_ch4_roles.json"
+
+
+# ------------------------------------------------------------------ chapter 4: head-relations
+def role_scores_data(texts: Sequence[str], digits: int = 4) -> dict:
+    """MiniLM's role scores on ``texts`` and uniform attention's, rounded to ``digits`` decimals.
+
+    Returns ``{"texts", "scores": {role: (6, 12) nested list}, "chance": {role: float}}`` for the
+    roles in :data:`~attention_course.chapters.heads.roles.RELATIONS` and
+    :data:`~attention_course.chapters.heads.roles.PARKING`: what :data:`ROLES_DATA` stores.
+    """
+    tokens, maps = attention_maps(list(texts))  # lists: tokens, (6, 12, n, n) each
+    scores, chance = head_role_scores(maps, tokens), uniform_role_baselines(tokens)
+    roles = RELATIONS + PARKING
+    return {"texts": list(texts), "scores": {r: np.round(scores[r], digits).tolist() for r in roles},
+            "chance": {r: round(float(chance[r]), 6) for r in roles}}
+
+
+def write_role_scores(texts: Optional[Sequence[str]] = None, path: Path = ROLES_DATA) -> dict:
+    """Store :func:`role_scores_data` at ``path``; ``texts`` default to the stored ones (chapter 4's)."""
+    texts = json.loads(Path(path).read_text())["texts"] if texts is None else texts
+    return write_json(role_scores_data(texts), path)

@@ -1,0 +1,317 @@
+r"""Chapter 4's flip slider: how strict must "one clear job" be before no head has one?
+
+The verdict ``head-relations`` holds *when a head has one clear job*. A head's score for a role
+(:func:`attention_course.chapters.heads.roles.head_role_scores`) is the mean share of a word's weight on
+the role's target: the previous token, the next token, the punctuation marks (relations), or
+``[CLS]`` and ``[SEP]`` (the parking spots). The slider moves the threshold :math:`t` above which
+a head counts as doing that job and shows, for each role, how many of the 72 heads clear it,
+
+.. math::
+
+    N_r(t) = \#\{(\ell, h) : s_r(\ell, h) > t\},
+
+against what uniform attention clears: it scores the chance level :math:`c_r` (one key in
+:math:`n`, or the share of punctuation) on every head, so it clears all 72 below :math:`c_r` and
+none above. The flags sit where a role's count falls to uniform attention's 0
+(:func:`~attention_course.chapters.heads.roles.clear_job_flips`); the verdict flips where the last
+relation does (:func:`~attention_course.chapters.heads.roles.last_relation_flip`). The counts and flags
+come from :mod:`attention_course.chapters.heads.roles`; this module only reads the stored scores and draws.
+
+The role ``broad`` (row entropy over :math:`\log n`) is left out: uniform attention scores 1 on
+it, so a "clear" broad head is one with no particular job.
+
+MiniLM's maps are float32 and differ in their last bits across CPUs, so the scores are stored
+(:data:`ROLES_DATA`, written by :func:`attention_course.experiments.flip_data.role_scores_data`)
+and the figure's HTML is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ...figures.style import role_color
+from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, PickerFigure, SliderFigure, static_fallback
+from ...models.pretrained import attention_maps, minilm_weights
+from ...models.records import DATA_DIR
+from ..lowrank.spectra import (
+    effective_rank,
+)
+from ..mechanics.properties import effective_keys, row_entropy
+from .roles import (
+    PARKING,
+    RELATIONS,
+    ROLES,
+    clear_job_counts,
+    clear_job_flips,
+    head_role_scores,
+    last_relation_flip,
+)
+from .runs import ROLES_DATA
+from .subspaces import smallest_head_angles
+
+__all__ = ["load_role_scores", "clear_job_explorer", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
+
+#: The five sentences' role scores of chapter 4 (regenerate:
+#: ``python -c "from attention_course.experiments import flip_data as f; f.write_role_scores()"``;
+#: the texts are those of the chapter's role-score cell).
+_SHORT = {"previous token": "previous", "next token": "next", "punctuation": "punctuation",
+          "[CLS]": "[CLS]", "[SEP]": "[SEP]"}
+
+
+def load_role_scores(path: Path = ROLES_DATA) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The stored ``(scores, chance)``: role -> (layers, heads) array, role -> chance level.
+
+    Examples
+    --------
+    >>> scores, chance = load_role_scores()
+    >>> scores["[CLS]"].shape, round(chance["previous token"], 3)
+    ((6, 12), 0.055)
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    return {r: np.asarray(v, dtype=float) for r, v in d["scores"].items()}, dict(d["chance"])
+
+
+def clear_job_explorer(scores: Optional[Mapping[str, np.ndarray]] = None,
+                       chance: Optional[Mapping[str, float]] = None,
+                       thresholds: Optional[Sequence[float]] = None) -> SliderFigure:
+    r"""Chapter 4: move the threshold for "one clear job" and count the heads of each role.
+
+    Each frame shows the 72 heads' scores per role (dots; coloured when above :math:`t`) with
+    the threshold and each role's chance level, and the counts :math:`N_r(t)`
+    (:func:`~attention_course.chapters.heads.roles.clear_job_counts`) as bars beside uniform attention's.
+    A flag marks each role's :func:`~attention_course.chapters.heads.roles.clear_job_flips` index; the one
+    of the last relation carries the verdict.
+
+    Parameters
+    ----------
+    scores, chance : role -> (layers, heads) array and role -> float; default the stored
+        :data:`ROLES_DATA` (:func:`load_role_scores`).
+    thresholds : increasing values in (0, 1]; default 0.05, 0.10, ..., 1.00.
+
+    Examples
+    --------
+    >>> fig = clear_job_explorer()
+    >>> fig.labels[fig.start], fig.verdict, fig.labels[fig.flip]
+    ('t = 0.5', 'head-relations', 't = 1')
+    """
+    if scores is None or chance is None:
+        scores, chance = load_role_scores()
+    thresholds = [round(0.05 * i, 2) for i in range(1, 21)] if thresholds is None else list(thresholds)
+    if any(b <= a for a, b in zip(thresholds, thresholds[1:])):
+        raise ValueError(f"thresholds {thresholds} must increase")
+    roles = [r for r in RELATIONS + PARKING if r in scores]
+    relations = [r for r in RELATIONS if r in scores]
+    if not relations:
+        raise ValueError(f"scores has roles {sorted(scores)}; expected at least one of {RELATIONS}")
+    counts = clear_job_counts({r: scores[r] for r in roles}, chance, thresholds)
+    flips = clear_job_flips(counts, roles)
+    n_heads = int(np.asarray(scores[roles[0]]).size)
+    names = [_SHORT.get(r, r) for r in roles]
+    # Dots: each role's heads spread across its slot in a fixed order (head index), not at random.
+    spread = np.linspace(-0.3, 0.3, n_heads)  # (L * H,)
+    frames = []
+    for i, t in enumerate(thresholds):
+        traces = []
+        for j, role in enumerate(roles):
+            s = np.asarray(scores[role], dtype=float).ravel()  # (L * H,)
+            for above, color in ((s > t, role_color(role)), (s <= t, "#BBBBBB")):  # clears t, or not
+                traces.append({"type": "scatter", "mode": "markers", "x": (j + spread)[above], "y": s[above],
+                               "showlegend": False, "marker": {"size": 5, "color": color},
+                               "hovertemplate": f"{html.escape(role)}: %{{y:.3f}}<extra></extra>",
+                               "xaxis": "x", "yaxis": "y"})
+        traces.append({"type": "scatter", "mode": "markers", "x": list(range(len(roles))),
+                       "y": [chance[r] for r in roles], "name": "uniform attention's score",
+                       "marker": {"symbol": "line-ew-open", "size": 26, "color": "#000000", "line": {"width": 2}},
+                       "xaxis": "x", "yaxis": "y"})
+        traces.append({"type": "scatter", "mode": "lines", "x": [-0.5, len(roles) - 0.5], "y": [t, t],
+                       "name": "threshold t", "line": {"color": "#000000", "dash": "dash"}, "xaxis": "x", "yaxis": "y"})
+        traces.append({"type": "bar", "x": names, "y": [int(counts[r][i]) for r in roles], "name": "MiniLM heads",
+                       "marker": {"color": [role_color(r) for r in roles]}, "xaxis": "x2", "yaxis": "y2",
+                       "text": [str(int(counts[r][i])) for r in roles], "textposition": "outside"})
+        traces.append({"type": "bar", "x": names, "y": [int(counts[f"uniform {r}"][i]) for r in roles],
+                       "name": "uniform attention", "marker": {"color": "rgba(0,0,0,0)",
+                                                              "line": {"color": "#000000", "width": 1.5}},
+                       "xaxis": "x2", "yaxis": "y2"})
+        rel = sum(int(counts[r][i]) for r in relations)
+        frames.append({"data": traces, "readout": (
+            f"Threshold t = {t:g}: heads with more than t of a word's weight on the target: "
+            + ", ".join(f"{html.escape(r)} {int(counts[r][i])}" for r in roles)
+            + f" (of {n_heads}); a clear relation for {rel} head{'s' if rel != 1 else ''}. Uniform attention scores "
+            + ", ".join(f"{chance[r]:.2f}" for r in roles) + " on these roles, so it clears "
+            + (f"{sum(int(counts[f'uniform {r}'][i] > 0) for r in roles)} of them." if t < max(chance[r] for r in roles)
+               else "none of them."))})
+    layout = {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 30}, "font": PLOTLY_FONT, "barmode": "group",
+              "xaxis": {"domain": [0, 1], "tickvals": list(range(len(roles))), "ticktext": names,
+                        "range": [-0.5, len(roles) - 0.5], "showgrid": False, "zeroline": False},
+              "yaxis": {"domain": [0.58, 1], "range": [0, 1.05], "title": {"text": "role score"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2"},
+              "yaxis2": {"domain": [0, 0.3], "anchor": "x2", "range": [0, n_heads * 1.15],
+                         "title": {"text": "heads above t"}},
+              "legend": {"orientation": "h", "y": 0.52, "yanchor": "top", "x": 0}}
+    last_rel, main = last_relation_flip(flips, relations)
+    start = int(np.argmin(np.abs(np.asarray(thresholds) - 0.5)))  # the chapter's line: more than half
+    marks = [(flips[r], f"no {r} head clears t any more, as under uniform attention") for r in roles
+             if r != last_rel and flips[r] is not None and flips[r] > start]  # roles with a clear job at 0.5
+
+    def draw(fig, ax):
+        for r in roles:
+            ax.plot(thresholds, counts[r], "o-", ms=3, color=role_color(r), label=r)
+        ax.axvline(thresholds[start], color="0.5", ls=":")
+        for i in sorted({i for i in (main, *(i for i, _ in marks)) if i is not None}):
+            ax.axvline(thresholds[i], color="0.7", lw=1)  # the flags
+        ax.set_yscale("symlog", linthresh=1)
+        ax.set(xlabel="threshold t on the role score", ylabel="heads above t", ylim=(0, 1.2 * n_heads),
+               title="Heads with one clear job, as the bar rises")
+        ax.legend(ncols=2)
+
+    return SliderFigure("ix-heads-clearjob", "How clear must a head's job be?",
+                        [f"t = {t:g}" for t in thresholds], frames, layout, static_fallback(draw),
+                        "Number of MiniLM heads whose score for each role exceeds a threshold, falling as the "
+                        "threshold rises; the previous-token head clears every threshold below 1.",
+                        start=start, control_label="threshold t for a clear job",
+                        flip=main, flip_note=(f"no head has a clear relation any more (the last, {last_rel}, "
+                                              "drops out): as under uniform attention, and the verdict's "
+                                              "'as some do' fails") if main is not None else "",
+                        more_flips=marks, verdict="head-relations")
+
+
+# The book's interactive figures, one per chapter 1-6 and a head explorer for chapters 4, 5 and 7.
+
+
+#: The sentence of the head explorer: repeated words (the, cat), punctuation, two clauses.
+EXPLORER_SENTENCE = "The cat sat on the mat, and then the cat slept."
+
+
+#: MiniLM's maps for it, stored: float32 forward passes differ in their last bits across CPUs,
+#: and the figure's HTML must be the same on every machine (nbval compares it).
+EXPLORER_DATA = DATA_DIR / "head_explorer.json"
+
+
+# ------------------------------------------------------------------ chapters 4, 5, 7
+def head_explorer_data(text: str = EXPLORER_SENTENCE, digits: int = 4) -> dict:
+    """MiniLM's attention maps for ``text``, rounded to ``digits`` decimals (what is stored).
+
+    Returns ``{"text", "tokens", "maps", "query_angle"}``: ``maps`` a nested list of shape
+    (6, 12, n, n); ``query_angle`` (6, 12), in degrees, the smallest principal angle between a
+    head's query subspace (its columns of W_Q) and that of any other head of its layer.
+    Write it with ``json.dump`` to :data:`EXPLORER_DATA` after changing the sentence.
+    """
+    tokens, maps = attention_maps(text)  # maps: (6, 12, n, n)
+    w = minilm_weights().to(torch.float64)
+    angles = [np.degrees(smallest_head_angles(L.W_q, w.num_heads)) for L in w.layers]  # 6 x (12, 12)
+    nearest = [np.where(np.eye(len(a), dtype=bool), np.inf, a).min(axis=1) for a in angles]  # 6 x (12,)
+    return {"text": text, "tokens": list(tokens), "maps": np.round(maps, digits).tolist(),
+            "query_angle": np.round(np.stack(nearest), 2).tolist()}
+
+
+def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_DATA) -> PickerFigure:
+    """:func:`head_explorer` on the stored sentence, with the stored query-subspace angles.
+
+    Examples
+    --------
+    >>> stored_head_explorer(start=(1, 5)).labels[17]
+    'layer 2, head 6'
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    return head_explorer(np.asarray(d["maps"], dtype=float), d["tokens"], start=start,
+                         query_angle=np.asarray(d["query_angle"], dtype=float))
+
+
+def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.ndarray]:
+    """The stored ``(tokens, maps)`` of :data:`EXPLORER_SENTENCE`; maps shape (6, 12, n, n).
+
+    Examples
+    --------
+    >>> tokens, maps = load_head_explorer_data()
+    >>> tokens[:3], maps.shape[:2], bool(np.allclose(maps.sum(-1), 1, atol=1e-3))
+    (['[CLS]', 'the', 'cat'], (6, 12), True)
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    return d["tokens"], np.asarray(d["maps"], dtype=float)
+
+
+_CLAIM_LINKS = (("04_multi_head.html#claim-heads-specialise", "heads specialise (ch. 4)"),
+                ("04_multi_head.html#claim-different-subspaces", "different subspaces (ch. 4)"),
+                ("03_low_rank.html#claim-low-rank-real", "low rank in a trained model (ch. 3)"),
+                ("05_message_passing.html#claim-learned-topology", "a learned graph (ch. 5)"),
+                ("07_insight.html#claim-content-not-position", "content, not position (ch. 7)"))
+
+
+def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0),
+                  query_angle: Optional[np.ndarray] = None) -> PickerFigure:
+    r"""Chapters 4, 5, 7: every MiniLM head on one sentence, with the course's measurements.
+
+    Parameters
+    ----------
+    maps : array, shape (layers, heads, n, n)
+        Attention weights for one sentence (:func:`attention_course.models.pretrained.attention_maps`).
+    tokens : sequence of str, length n
+    query_angle : array, shape (layers, heads), optional
+        Each head's smallest principal angle (degrees) to another head's query subspace in
+        its layer (chapter 4's measure), shown in the readout when given.
+
+    The readout of each head gives its mean row entropy, the effective rank of its matrix, its
+    strongest role (:mod:`attention_course.chapters.heads.roles`) and the mean number of keys holding 80%
+    of a row's weight, and links the verdicts these numbers bear on.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> maps = rng.dirichlet(np.ones(4), size=(2, 3, 4))  # (2, 3, 4, 4)
+    >>> fig = head_explorer(maps, ["[CLS]", "a", "b", "[SEP]"])
+    >>> len(fig.frames), fig.labels[-1]
+    (6, 'layer 2, head 3')
+    """
+    maps = np.asarray(maps, dtype=float)
+    if maps.ndim != 4 or maps.shape[2] != maps.shape[3] or maps.shape[3] != len(tokens):
+        raise ValueError(f"maps has shape {maps.shape}; expected (layers, heads, n, n) with n = len(tokens) "
+                         f"= {len(tokens)}")
+    L, H, n, _ = maps.shape
+    scores = head_role_scores(maps, tokens)  # role -> (L, H)
+    toks = [f"{i}:{t}" for i, t in enumerate(tokens)]
+    links = " · ".join(f'<a href="{href}">{html.escape(text)}</a>' for href, text in _CLAIM_LINKS)
+    frames, labels = [], []
+    for l in range(L):
+        for h in range(H):
+            A = maps[l, h]
+            role = max(ROLES, key=lambda r: scores[r][l, h])
+            frames.append({
+                "data": [{"type": "heatmap", "z": A, "x": toks, "y": toks, "zmin": 0, "zmax": float(maps[l, h].max()),
+                          "colorscale": "Viridis", "colorbar": {"title": {"text": "weight"}},
+                          "hovertemplate": "%{y} attends to %{x}: %{z:.3f}<extra></extra>"}],
+                "readout": (f"Layer {l + 1}, head {h + 1}: mean row entropy {row_entropy(A).mean():.2f} nats "
+                            f"(uniform {np.log(n):.2f}); effective rank {float(effective_rank(A)):.1f} of {n}; "
+                            f"strongest role <b style=\"color:{role_color(role)}\">{html.escape(role)}</b> "
+                            f"({scores[role][l, h]:.2f} of a row's weight); 80% of a row's weight on "
+                            f"{np.mean([len(keys) for keys in effective_keys(A)]):.1f} keys on average"
+                            + ("" if query_angle is None else
+                               f"; its query subspace is {query_angle[l, h]:.1f}° from the nearest other "
+                               f"head's in its layer (0° = a shared direction)")
+                            + f".<br>Bears on: {links}"),
+            })
+            labels.append(f"layer {l + 1}, head {h + 1}")
+    layout = {"height": 520, "margin": {"l": 80, "r": 10, "t": 10, "b": 80}, "font": PLOTLY_FONT,
+              "xaxis": {**PLOTLY_AXIS, "title": {"text": "key"}, "tickangle": -45},
+              "yaxis": {**PLOTLY_AXIS, "autorange": "reversed", "title": {"text": "query"}}}
+    i0 = start[0] * H + start[1]
+
+    def draw(fig, ax):
+        im = ax.imshow(maps[start], vmin=0)
+        ax.set(xticks=range(n), yticks=range(n), xticklabels=toks, yticklabels=toks, xlabel="key", ylabel="query",
+               title=f"MiniLM layer {start[0] + 1}, head {start[1] + 1}")
+        ax.tick_params(axis="x", labelrotation=90)
+        fig.colorbar(im, ax=ax, label="weight")
+
+    return PickerFigure("ix-heads-explorer", "Every MiniLM head on one sentence", labels, frames, layout,
+                        static_fallback(draw, (6.0, 5.2)), "Heat map of one MiniLM head's attention weights on the "
+                        "sentence, query tokens down, key tokens across.", start=i0, control_label="head")

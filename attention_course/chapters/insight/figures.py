@@ -1,0 +1,193 @@
+"""Figures for chapter 7: one head through the four lenses, heads by kind, and the ledger by verdict.
+
+:func:`plot_head_lenses` draws what :func:`attention_course.chapters.insight.four_lenses.head_lenses`
+computed; :func:`plot_head_kinds` the per-head scores of
+:mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
+:data:`attention_course.course.claims.CLAIMS`: figures do not import the course layer).
+Each helper returns the :class:`matplotlib.figure.Figure` and changes no global state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from .four_lenses import HeadLenses
+from ..graphs.figures import plot_attention_graph
+from ..mechanics.figures import plot_attention
+from ...figures.style import book_figure
+
+__all__ = ["KIND_COLORS", "plot_head_lenses", "plot_head_kinds", "plot_verdicts"]
+
+
+@book_figure
+def plot_head_lenses(lens: HeadLenses, part: str = "matrix", title: str = "") -> Figure:
+    """Draw the views of :func:`head_lenses` in two column-wide figures.
+
+    ``part="matrix"`` shows the kernel-smoothing view (the matrix as a heat map) beside the
+    low-rank view (its singular values among the other heads of the layer); ``part="heads"``
+    shows the graph view (the heavy edges) above the subspace view (the smallest angle to
+    each head of the layer, against random subspaces). Returns the Figure; nothing global
+    is changed.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.four_lenses import head_lenses
+    >>> rng = np.random.default_rng(0)
+    >>> maps = rng.dirichlet(np.ones(5), size=(1, 4, 5))
+    >>> lens = head_lenses(maps, list("abcde"), rng.normal(size=(8, 8)), 0, 1, k=2)
+    >>> [len(plot_head_lenses(lens, part).axes) >= 2 for part in ("matrix", "heads")]
+    [True, True]
+    """
+    if part not in ("matrix", "heads"):
+        raise ValueError(f"part {part!r} is not one of 'matrix', 'heads'")
+    name = f"layer {lens.layer + 1}, head {lens.head + 1}"
+    tokens = list(lens.tokens)
+    if part == "matrix":
+        fig, (ax_k, ax) = plt.subplots(1, 2, figsize=(7.0, 4.3), width_ratios=[1.3, 1.0], layout="constrained")
+        plot_attention(lens.weights, tokens, tokens, ax=ax_k, annotate=False,
+                       title="Kernel smoothing:\nrow $i$ = query $i$'s weights")
+        idx = np.arange(1, lens.singular_values.shape[1] + 1)
+        for i, s in enumerate(lens.singular_values):
+            if i != lens.head:
+                first = i == (1 if lens.head == 0 else 0)
+                ax.semilogy(idx, s, color="0.75", lw=1, label="other heads" if first else None)
+        erank = lens.effective_rank[lens.head]
+        ax.semilogy(idx, lens.singular_values[lens.head], "o-", color="tab:red", lw=2, ms=4, label=name)
+        ax.axvline(erank, color="tab:red", ls="--", lw=1, label=f"effective rank {erank:.1f}")
+        ax.set(xlabel="index $i$", ylabel=r"$\sigma_i / \sigma_1$", ylim=(1e-4, 3),
+               title="Low rank:\nsingular values of $A$")
+        ax.legend(loc="upper right")
+        ax.grid(alpha=0.3, which="both")
+    else:
+        fig, (ax_g, ax) = plt.subplots(2, 1, figsize=(7.0, 6.4), height_ratios=[1.3, 1.0], layout="constrained")
+        plot_attention_graph(lens.weights, tokens, threshold=lens.threshold, ax=ax_g,
+                             title=f"Message passing: the {lens.n_edges} edges with weight > {lens.threshold}")
+        heads = np.arange(1, len(lens.angles) + 1)
+        colors = ["tab:red" if i == lens.head else "tab:blue" for i in range(len(heads))]
+        ax.bar(heads, lens.angles, color=colors)
+        ax.axhline(lens.random_angle, color="k", ls="--", lw=1,
+                   label=f"random subspaces ({lens.random_angle:.1f}°)")
+        ax.text(lens.head + 1, 1.5, "itself", rotation=90, ha="center", va="bottom", color="tab:red")
+        ax.set_xticks(heads)
+        ax.set(xlabel="head of the same layer", ylabel="smallest angle (°)", ylim=(0, 90),
+               title="Subspaces: angle to each head's query subspace")
+        ax.legend(loc="upper right")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+#: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
+KIND_COLORS = {"content": "#0072B2", "position": "#D55E00", "sink": "#E69F00", "mixed": "#CC79A7"}
+
+
+@book_figure
+def plot_head_kinds(by_word: np.ndarray, by_offset: np.ndarray, labels: np.ndarray,
+                    counts: Mapping[str, Sequence[int]], baselines: Mapping[str, tuple[float, float]],
+                    control: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                    margin: float = 0.2) -> Figure:
+    """Left: each head's two follow scores, coloured by kind; right: the kinds counted per sentence.
+
+    Parameters
+    ----------
+    by_word, by_offset : arrays (L, H)
+        Mean over sentences of :func:`attention_course.chapters.insight.position_content.follow_scores`.
+    labels : array (L, H) of str
+        Each head's kind (content, position, sink, mixed), e.g. from the mean scores.
+    counts : mapping kind -> per-sentence counts (S,)
+    baselines : mapping name -> (by_word, by_offset) of a baseline head, drawn as black markers
+    control : (by_word, by_offset), optional
+        Scores of a control model's heads (e.g. weight-shuffled), drawn as grey crosses.
+    margin : float
+        The margin of :func:`~attention_course.chapters.insight.position_content.classify_heads` (dashed lines).
+
+    Examples
+    --------
+    >>> w, o = np.array([[0.9, 0.1]]), np.array([[0.1, 0.8]])
+    >>> fig = plot_head_kinds(w, o, np.array([["content", "position"]]),
+    ...                       {"content": [1, 1], "position": [1, 0], "sink": [0, 1], "mixed": [0, 0]},
+    ...                       {"uniform": (0.0, 0.0)})
+    >>> [int(p.get_height()) for p in fig.axes[1].patches][:2]     # content heads in sentences 1, 2
+    [1, 1]
+    >>> fig.legends[0].get_texts()[0].get_text()
+    'content'
+    """
+    fig, (ax, ax_c) = plt.subplots(1, 2, figsize=(7.0, 4.4), width_ratios=[1.2, 1.0], layout="constrained")
+    lim = (-0.35, 1.05)
+    ax.plot(lim, np.add(lim, margin), color="0.6", ls="--", lw=1)
+    ax.plot(lim, np.subtract(lim, margin), color="0.6", ls="--", lw=1)
+    if control is not None:
+        ax.scatter(np.ravel(control[0]), np.ravel(control[1]), marker="x", s=18, color="0.55", lw=0.8,
+                   label="head of a weight-shuffled model", zorder=1)
+    labels = np.asarray(labels)
+    for kind, colour in KIND_COLORS.items():
+        sel = labels == kind
+        ax.scatter(by_word[sel], by_offset[sel], s=22, color=colour, label=kind, edgecolor="white",
+                   lw=0.4, zorder=2)
+    for name, (w, o) in baselines.items():
+        ax.scatter([w], [o], marker="s", s=40, color="black", zorder=3)
+        right = w > 0.5  # label on the inner side, so that it stays inside the axes
+        ax.annotate(name, (w, o), xytext=(-6 if right else 6, 6), textcoords="offset points",
+                    ha="right" if right else "left", va="bottom",
+                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+    ax.set(xlim=lim, ylim=lim, xlabel="follows the words (correlation)",
+           ylabel="follows the offsets (correlation)", title="Each head (mean over sentences)")
+    ax.set_aspect("equal")
+    n_sent = len(next(iter(counts.values())))
+    x, bottom = np.arange(1, n_sent + 1), np.zeros(n_sent)
+    for kind, colour in KIND_COLORS.items():
+        values = np.asarray(counts.get(kind, np.zeros(n_sent)), dtype=float)
+        ax_c.bar(x, values, bottom=bottom, color=colour, edgecolor="white")
+        bottom += values
+    ax_c.set_xticks(x)
+    ax_c.set(xlabel="sentence", ylabel="number of heads", title="Kinds of head, per sentence")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               handletextpad=0.3, columnspacing=1.0)
+    return fig
+
+
+@book_figure
+def plot_verdicts(claims: Iterable, sections: Mapping[int, str], verdicts: Sequence[str],
+                  colours: Sequence[str] = ("tab:green", "tab:orange", "tab:red"),
+                  title: str = "The essay's claims, by section and verdict") -> Figure:
+    """Stacked bars: how many claims of each essay section got each verdict.
+
+    Parameters
+    ----------
+    claims : iterable of objects with ``.section`` (a key of ``sections``) and ``.verdict``
+        E.g. :data:`attention_course.course.claims.CLAIMS`.
+    sections : mapping section number -> name, in the order of the bars (top to bottom)
+    verdicts : the verdicts, in the order they are stacked
+    colours : one colour per verdict, in the same order
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as C
+    >>> claims = [C(section=1, verdict="holds"), C(section=2, verdict="wrong"), C(section=2, verdict="holds")]
+    >>> fig = plot_verdicts(claims, {1: "One", 2: "Two"}, ("holds", "wrong"))
+    >>> [int(p.get_width()) for p in fig.axes[0].patches]     # (section, verdict) bars, verdict by verdict
+    [1, 1, 0, 1]
+    """
+    claims = list(claims)
+    counts = np.array([[sum(c.section == s and c.verdict == v for c in claims) for v in verdicts]
+                       for s in sections])  # (n_sections, n_verdicts)
+    fig, ax = plt.subplots(figsize=(6.8, 4.4), layout="constrained")
+    left = np.zeros(len(sections))
+    labels = [f"{s}. {name}" for s, name in sections.items()]
+    for j, (v, colour) in enumerate(zip(verdicts, colours)):
+        bars = ax.barh(labels, counts[:, j], left=left, color=colour, label=v, edgecolor="white")
+        ax.bar_label(bars, labels=[str(n) if n else "" for n in counts[:, j]], label_type="center",
+                     color="white", fontweight="bold")
+        left += counts[:, j]
+    ax.invert_yaxis()
+    ax.set_xlabel("number of claims")
+    ax.set_ylabel("essay section")
+    ax.set_xticks(range(int(left.max()) + 1))
+    ax.set_title(title)
+    fig.legend(*ax.get_legend_handles_labels(), title="verdict", loc="outside lower center", ncol=len(verdicts))
+    return fig

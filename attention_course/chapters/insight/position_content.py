@@ -1,0 +1,356 @@
+r"""Does a head attend by content or by position? A per-head count from word shuffles (chapter 7).
+
+Shuffling the words of a sentence moves every word to a new place. Follow query word
+:math:`i` (original index) to its new position :math:`\pi^{-1}(i)` and compare its row
+:math:`a_i` over the words with its row :math:`b` in the shuffled sentence, read two ways:
+
+.. math::
+
+    \text{by word:}\quad a_{ij} \leftrightarrow b_{\pi^{-1}(i),\,\pi^{-1}(j)}, \qquad
+    \text{by offset:}\quad a_{ij} \leftrightarrow b_{\pi^{-1}(i),\,\pi^{-1}(i) + (j - i)}.
+
+A head that attends by content keeps its weight on the same *words* (the first reading
+matches); a head that attends by position keeps it at the same *offsets* (the second
+does). "Matches" is the Pearson correlation of the two rows, so that a head spreading its
+weight evenly, which any shuffle leaves unchanged in both readings, scores 0 in both
+instead of full marks. :func:`follow_scores` computes both, :func:`sink_share` the weight
+on ``[CLS]`` and ``[SEP]``, :func:`best_offset_share` how much one fixed offset explains,
+and :func:`classify_heads` sorts the heads into content, position, sink and mixed.
+:func:`rule_maps` builds the baselines (uniform, a previous-token rule, a fixed-word rule)
+and :func:`shuffle_entries` a weight-shuffled copy of a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...core._backend import Array, ShapeError, to_numpy
+from ..graphs.topology import shuffled_sentences
+
+__all__ = ["CATEGORIES", "HeadScores", "head_scores", "word_maps", "sink_share", "follow_scores",
+           "best_offset_share", "classify_heads", "count_categories", "rule_maps", "rule_scores", "shuffle_entries"]
+
+#: The four kinds of head, in the order they are counted.
+CATEGORIES = ("content", "position", "sink", "mixed")
+
+
+def _check(maps: Array) -> np.ndarray:
+    A = np.asarray(to_numpy(maps), dtype=float)
+    if A.ndim != 4 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 3:
+        raise ShapeError(f"maps have shape {A.shape}; expected (L, H, n, n) with n >= 3 "
+                         "([CLS], at least one word, [SEP])")
+    return A
+
+
+def word_maps(maps: Array) -> np.ndarray:
+    r"""Cut ``[CLS]`` and ``[SEP]`` (first and last token) away and renormalise each row.
+
+    ``maps`` (L, H, n, n) becomes (L, H, n-2, n-2): each word's weights over the words, summing to 1.
+
+    Examples
+    --------
+    >>> A = np.full((1, 1, 4, 4), 0.25)
+    >>> word_maps(A)[0, 0]
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    cut = _check(maps)[:, :, 1:-1, 1:-1]  # (L, H, m, m), m = n - 2
+    return cut / cut.sum(axis=-1, keepdims=True)
+
+
+def sink_share(maps: Array) -> np.ndarray:
+    r"""Mean weight the words put on ``[CLS]`` and ``[SEP]``: :math:`\frac1m\sum_i (A_{i,0} + A_{i,n-1})`.
+
+    The mean runs over the word rows :math:`i = 1, \dots, n-2`; returns (L, H).
+
+    Examples
+    --------
+    >>> A = np.full((1, 1, 4, 4), 0.25)
+    >>> float(sink_share(A)[0, 0])
+    0.5
+    """
+    A = _check(maps)
+    return (A[:, :, 1:-1, 0] + A[:, :, 1:-1, -1]).mean(axis=-1)  # (L, H)
+
+
+def _row_corr(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Pearson correlation along the last axis over the ``valid`` entries; 0 where a row is constant."""
+    k = valid.sum(axis=-1)  # (..., m)
+    mx = (x * valid).sum(-1) / k
+    my = (y * valid).sum(-1) / k
+    dx, dy = (x - mx[..., None]) * valid, (y - my[..., None]) * valid
+    sxy, sxx, syy = (dx * dy).sum(-1), (dx * dx).sum(-1), (dy * dy).sum(-1)
+    den = np.sqrt(sxx * syy)
+    flat = den < 1e-12  # a constant row (uniform attention) follows nothing: correlation 0 by convention
+    return np.where(flat, 0.0, sxy / np.where(flat, 1.0, den))
+
+
+def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Sequence[int]]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    r"""How well each head's rows follow the words and how well they follow the offsets under shuffles.
+
+    Parameters
+    ----------
+    original : array, shape (L, H, m, m)
+        Rows over the ``m`` words of a sentence (e.g. :func:`word_maps`).
+    shuffled : sequence of arrays, each (L, H, m, m)
+        The same for shuffled versions of it.
+    perms : sequence of int sequences, each of length m
+        ``perms[s][p]`` is the original index of the word at place ``p`` of version ``s``.
+
+    Returns
+    -------
+    by_word, by_offset : numpy.ndarray, each (L, H)
+        The Pearson correlation between query word :math:`i`'s original row and its row in
+        the shuffle, matched by word and by offset (see the module docstring), averaged over
+        the query words and the shuffles. By offset, only the keys whose offset exists in
+        both sentences are compared. A constant row correlates 0.
+
+    Examples
+    --------
+    >>> prev = np.eye(5, k=-1); prev[0, 0] = 1.0          # previous word (the first reads itself)
+    >>> w, o = follow_scores(prev[None, None], [prev[None, None]], [[4, 2, 0, 3, 1]])
+    >>> round(float(w[0, 0]), 2), round(float(o[0, 0]), 2)    # rows at the ends lose their offset
+    (-0.25, 0.6)
+    """
+    A = np.asarray(to_numpy(original), dtype=float)
+    if A.ndim != 4 or A.shape[-1] != A.shape[-2]:
+        raise ShapeError(f"original has shape {A.shape}; expected (L, H, m, m)")
+    m = A.shape[-1]
+    by_word, by_offset = np.zeros(A.shape[:2]), np.zeros(A.shape[:2])
+    i, j = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")  # (m, m) query, key
+    for B, perm in zip(shuffled, perms):
+        B, perm = np.asarray(to_numpy(B), dtype=float), np.asarray(perm)
+        if B.shape != A.shape or sorted(perm.tolist()) != list(range(m)):
+            raise ShapeError(f"a shuffled map has shape {B.shape} and perm {perm.tolist()}; expected "
+                             f"{A.shape} and a permutation of range({m})")
+        where = np.argsort(perm)  # where[i] = new place of original word i, (m,)
+        same_word = B[:, :, where[i], where[j]]  # (L, H, m, m): b at the places of words i and j
+        jj = where[i] + (j - i)  # (m, m) key place at the same offset from the moved query
+        valid = (jj >= 0) & (jj < m)  # (m, m) offsets that exist in both sentences
+        same_offset = B[:, :, where[i], np.clip(jj, 0, m - 1)]  # (L, H, m, m)
+        by_word += _row_corr(A, same_word, np.ones((m, m), bool)).mean(-1)
+        by_offset += _row_corr(A, same_offset, valid).mean(-1)
+    return by_word / len(perms), by_offset / len(perms)
+
+
+def best_offset_share(maps: Sequence[Array]) -> tuple[np.ndarray, np.ndarray]:
+    r"""The weight one fixed offset carries, for the head's best offset, over several maps.
+
+    For offset :math:`d`, the share is :math:`\operatorname{mean}_i a_{i,i+d}` over the rows
+    where :math:`i + d` exists, averaged over the maps (e.g. a sentence and its shuffles,
+    :func:`word_maps` of each); the head's best offset is the one with the largest share.
+
+    Returns ``(share, offset)``, each (L, H). Uniform attention over m words scores 1/m.
+
+    Examples
+    --------
+    >>> prev = np.eye(4, k=-1); prev[0, 0] = 1.0
+    >>> share, offset = best_offset_share([prev[None, None]])
+    >>> float(share[0, 0]), int(offset[0, 0])
+    (1.0, -1)
+    """
+    lengths = {np.shape(a)[-1] for a in maps}
+    if len(lengths) != 1:
+        raise ShapeError(f"maps cover different lengths {sorted(lengths)}; pass the versions of one sentence")
+    m = lengths.pop()
+    offsets = np.arange(-(m - 1), m)
+    shares = 0.0
+    for A in maps:
+        A = np.asarray(to_numpy(A), dtype=float)
+        shares = shares + np.stack([np.diagonal(A, offset=int(d), axis1=-2, axis2=-1).mean(-1)
+                                    for d in offsets], axis=-1)  # (L, H, 2m-1); diagonal d holds a[i, i+d]
+    shares = shares / len(maps)
+    best = shares.argmax(axis=-1)  # (L, H)
+    return np.take_along_axis(shares, best[..., None], -1)[..., 0], offsets[best]
+
+
+def classify_heads(sink: np.ndarray, by_word: np.ndarray, by_offset: np.ndarray,
+                   sink_tol: float = 0.5, margin_tol: float = 0.2) -> np.ndarray:
+    r"""Sort heads into ``"sink"``, ``"content"``, ``"position"`` and ``"mixed"``.
+
+    A head is a *sink* when its words put more than ``sink_tol`` of their weight on
+    ``[CLS]`` and ``[SEP]``; otherwise it follows *content* when ``by_word`` exceeds
+    ``by_offset`` by more than ``margin_tol``, *position* in the opposite case, and is
+    *mixed* when neither reading wins by that margin (both thresholds are choices).
+
+    Examples
+    --------
+    >>> classify_heads(np.array([0.9, 0.1, 0.1, 0.1]), np.array([0.0, 0.9, 0.1, 0.5]),
+    ...                np.array([0.0, 0.1, 0.9, 0.4]))
+    array(['sink', 'content', 'position', 'mixed'], dtype='<U8')
+    """
+    label = np.where(by_word - by_offset > margin_tol, "content",
+                     np.where(by_offset - by_word > margin_tol, "position", "mixed"))
+    return np.where(np.asarray(sink) > sink_tol, "sink", label).astype("<U8")
+
+
+def count_categories(labels: np.ndarray) -> dict[str, int]:
+    """How many heads fall in each of :data:`CATEGORIES`.
+
+    Examples
+    --------
+    >>> count_categories(np.array(["sink", "content", "content"]))
+    {'content': 2, 'position': 0, 'sink': 1, 'mixed': 0}
+    """
+    return {c: int((np.asarray(labels) == c).sum()) for c in CATEGORIES}
+
+
+def rule_maps(perms: Sequence[Sequence[int]], rule: str) -> list[np.ndarray]:
+    r"""Baseline heads on a sentence of ``m`` words and its shuffles: one (1, 1, m, m) map per version.
+
+    ``rule`` is ``"uniform"`` (every word the same weight), ``"previous"`` (all weight on
+    the word one place back; the first word reads itself: a positional rule) or
+    ``"first word"`` (all weight on the sentence's first word wherever the shuffle put it: a
+    content rule). The first map is the original sentence, then one per permutation.
+
+    Examples
+    --------
+    >>> maps = rule_maps([[1, 0, 2]], "first word")
+    >>> maps[1][0, 0]          # the first word now stands at place 1
+    array([[0., 1., 0.],
+           [0., 1., 0.],
+           [0., 1., 0.]])
+    """
+    m = len(perms[0])
+    out = []
+    for perm in [list(range(m))] + [list(p) for p in perms]:
+        if rule == "uniform":
+            A = np.full((m, m), 1.0 / m)
+        elif rule == "previous":
+            A = np.eye(m, k=-1)
+            A[0, 0] = 1.0
+        elif rule == "first word":
+            A = np.zeros((m, m))
+            A[:, int(np.argsort(perm)[0])] = 1.0
+        else:
+            raise ValueError(f"rule {rule!r} is not one of 'uniform', 'previous', 'first word'")
+        out.append(A[None, None])  # (1, 1, m, m)
+    return out
+
+
+def rule_scores(sentences: Sequence[str], rule: str, n_shuffles: int = 5, seed: int = 0) -> tuple[float, float]:
+    """:func:`follow_scores` of a baseline head (:func:`rule_maps`), averaged over the sentences' shuffles.
+
+    The shuffles are those of :func:`head_scores` with the same ``n_shuffles`` and ``seed``.
+
+    Examples
+    --------
+    >>> rule_scores(["one two three four five six."], "uniform")     # follows nothing
+    (0.0, 0.0)
+    >>> [round(x, 2) for x in rule_scores(["one two three four five six."], "first word")]
+    [1.0, 0.16]
+    """
+    words, offsets = [], []
+    for s, sentence in enumerate(sentences):
+        _, perms = shuffled_sentences(sentence, n_shuffles, seed + s)
+        maps = rule_maps(perms, rule)
+        w, o = follow_scores(maps[0], maps[1:], perms)
+        words.append(float(w[0, 0]))
+        offsets.append(float(o[0, 0]))
+    return float(np.mean(words)), float(np.mean(offsets))
+
+
+def shuffle_entries(obj: Any, seed: int = 0) -> Any:
+    """A copy of ``obj`` with the entries of every tensor permuted at random (a weight-shuffled model).
+
+    ``obj`` may be a tensor, a tuple or list of them, or a dataclass whose fields are any of
+    these (e.g. :class:`attention_course.models.encoder.BertWeights`); other values are kept.
+    Each tensor keeps its shape and its multiset of entries, so its scale, but loses every
+    learned arrangement. The input is not changed.
+
+    Examples
+    --------
+    >>> t = torch.arange(6.0).reshape(2, 3)
+    >>> s = shuffle_entries((t, "name"), seed=0)
+    >>> s[0].shape, sorted(s[0].flatten().tolist()) == t.flatten().tolist(), s[1], t[0, 0].item()
+    (torch.Size([2, 3]), True, 'name', 0.0)
+    """
+    gen = torch.Generator().manual_seed(seed)
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            flat = x.detach().reshape(-1)
+            return flat[torch.randperm(flat.numel(), generator=gen)].reshape(x.shape).clone()
+        if isinstance(x, (tuple, list)):
+            return type(x)(walk(v) for v in x)
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            return dataclasses.replace(x, **{f.name: walk(getattr(x, f.name)) for f in dataclasses.fields(x)
+                                             if f.init})
+        return x
+
+    return walk(obj)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadScores:
+    """Per-sentence scores of every head (see :func:`head_scores`); each array is (S, L, H)."""
+
+    sink: np.ndarray  # weight on [CLS] and [SEP], original sentence
+    by_word: np.ndarray  # correlation of a word's row with its row after a shuffle, matched by word
+    by_offset: np.ndarray  # the same, matched by offset from the query
+    offset_share: np.ndarray  # weight on the head's best fixed offset, over the sentence and its shuffles
+    best_offset: np.ndarray  # that offset (int)
+    n_shuffles: int
+
+    def labels(self, sink_tol: float = 0.5, margin_tol: float = 0.2) -> np.ndarray:
+        """:func:`classify_heads` for each sentence: (S, L, H) strings."""
+        return np.stack([classify_heads(s, w, o, sink_tol, margin_tol)
+                         for s, w, o in zip(self.sink, self.by_word, self.by_offset)])
+
+    def counts(self, sink_tol: float = 0.5, margin_tol: float = 0.2) -> dict[str, np.ndarray]:
+        """Heads per category in each sentence: category -> (S,) ints."""
+        per = [count_categories(lab) for lab in self.labels(sink_tol, margin_tol)]
+        return {c: np.array([p[c] for p in per]) for c in CATEGORIES}
+
+
+def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequence[str],
+                n_shuffles: int = 5, seed: int = 0) -> HeadScores:
+    r"""Score every head on each sentence and ``n_shuffles`` shuffles of its words.
+
+    Parameters
+    ----------
+    maps_of : callable
+        ``maps_of(texts) -> (tokens, maps)`` for a list of texts, one (L, H, n, n) map per text
+        (e.g. :func:`attention_course.models.pretrained.attention_maps`); ``tokens`` may be None.
+        It is called once, with every version of every sentence.
+    sentences : sequence of str
+        Each ends with a full stop; each word must be one token (checked when tokens are given).
+    n_shuffles, seed : int
+        Sentence ``s`` is shuffled with seed ``seed + s`` (:func:`~attention_course.chapters.graphs.topology.shuffled_sentences`).
+
+    Returns
+    -------
+    HeadScores
+
+    Examples
+    --------
+    >>> def prev_map(k):              # each token reads the one before; [CLS] and the first word themselves
+    ...     A = np.eye(k, k=-1); A[:2] = np.eye(k)[:2]
+    ...     return np.broadcast_to(A, (1, 2, k, k))
+    >>> def positional(texts):         # two such heads; tokens: [CLS], the words, ".", [SEP]
+    ...     return None, [prev_map(len(t.split()) + 3) for t in texts]
+    >>> sc = head_scores(positional, ["one two three four five six."], n_shuffles=2)
+    >>> sc.by_offset.shape, {c: int(v[0]) for c, v in sc.counts().items()}
+    ((1, 1, 2), {'content': 0, 'position': 2, 'sink': 0, 'mixed': 0})
+    """
+    fields: dict[str, list] = {k: [] for k in ("sink", "by_word", "by_offset", "offset_share", "best_offset")}
+    versions = [shuffled_sentences(sentence, n_shuffles, seed + s) for s, sentence in enumerate(sentences)]
+    tokens, maps = maps_of([t for texts, _ in versions for t in texts])  # one batch: every version of every sentence
+    for s, (texts, perms) in enumerate(versions):
+        rows = slice(s * (n_shuffles + 1), (s + 1) * (n_shuffles + 1))  # this sentence and its shuffles
+        m = len(perms[0])  # words and the full stop
+        if tokens is not None and any(len(t) != m + 2 for t in tokens[rows]):
+            raise ValueError(f"{texts[0]!r}: some word is split into several tokens "
+                             f"({[len(t) for t in tokens[rows]]} tokens for {m} words + [CLS], [SEP])")
+        words = [word_maps(A) for A in maps[rows]]  # each (L, H, m, m)
+        w, o = follow_scores(words[0], words[1:], perms)
+        share, offset = best_offset_share(words)
+        for key, value in zip(fields, (sink_share(maps[rows][0]), w, o, share, offset)):
+            fields[key].append(value)
+    return HeadScores(**{k: np.stack(v) for k, v in fields.items()}, n_shuffles=n_shuffles)

@@ -1,0 +1,497 @@
+r"""Figures for chapter 2: attention as Nadaraya-Watson kernel smoothing.
+
+Every helper takes results the chapter has already computed (with
+:mod:`attention_course.chapters.kernels.smoothing`, :mod:`~attention_course.chapters.kernels.learning`
+and :mod:`~attention_course.chapters.kernels.attention_kernel`), is drawn for the book's column
+by :func:`~attention_course.figures.style.book_figure` (at most 7 in wide, 11 pt text),
+labels its axes, adds a colour bar where colour carries a value, returns the :class:`matplotlib.figure.Figure` and changes no global
+matplotlib state. One colour per kernel, as in :data:`KERNEL_COLORS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...figures.style import book_figure
+from .learning import BandwidthFit
+from .qk_kernel import MEASURES
+from .smoothing import RegressionData, kernel_matrix, mse
+
+__all__ = ["KERNEL_COLORS", "plot_kernels_and_fits", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_qk_locality"]
+
+KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "softmax": "tab:red"}
+
+
+def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
+    a = np.asarray(to_numpy(x), dtype=float)
+    if a.ndim != 1 or (n is not None and a.shape[0] != n):
+        raise ShapeError(f"{name} has shape {shape_str(a)}; expected ({n if n is not None else 'n'},)")
+    return a
+
+
+@book_figure
+def plot_kernels_and_fits(
+    data: RegressionData, fits: Mapping[str, Array], bandwidths: Mapping[str, float]
+) -> Figure:
+    r"""Left: the three local kernels against distance; right: each kernel's Nadaraya-Watson fit.
+
+    Parameters
+    ----------
+    data : RegressionData
+        1-D training pairs and the noiseless test curve (:func:`~attention_course.chapters.kernels.smoothing.sine_data`).
+    fits : mapping of kernel name to array, shape (T,)
+        Predictions on ``data.x_test``.
+    bandwidths : mapping of kernel name to float
+        The width :math:`h` each fit used (shown in the legend).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.smoothing import nadaraya_watson, sine_data
+    >>> data = sine_data(seed=0)
+    >>> fits = {"gaussian": nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=0.4)[0]}
+    >>> fig = plot_kernels_and_fits(data, fits, {"gaussian": 0.4})
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['distance $q - x$ (in units of $h$)', 'x']
+    >>> plt.close(fig)
+    """
+    u = np.linspace(-3, 3, 601)  # (601,) distances in units of h
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.3), layout="constrained", width_ratios=[1, 1.45])
+    for name in ("gaussian", "laplace", "boxcar"):
+        axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name], label=name)
+    axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
+                title="Three local kernels, $h = 1$", ylim=(-0.03, 1.6))  # room for the legend
+    axes[0].legend(loc="upper left", handlelength=1.2)
+    axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
+    axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
+    for name, pred in fits.items():
+        axes[1].plot(data.x_test, _vector(f"fits[{name!r}]", pred, len(data.x_test)),
+                     color=KERNEL_COLORS.get(name), label=f"{name} (h = {bandwidths[name]:g})")
+    axes[1].set(xlabel="x", ylabel="y", title="Nadaraya-Watson fits, 40 noisy points", ylim=(-2.5, 6.0))
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+    return fig
+
+
+@book_figure
+def plot_bandwidth_fits(
+    data: RegressionData,
+    preds: Mapping[float, Array],
+    w_grid: Array,
+    sweep: Array,
+    seed_median: Optional[Array] = None,
+) -> Figure:
+    r"""Three Gaussian fits (too wide, about right, too narrow) and the test error against :math:`w = 1/h`.
+
+    Parameters
+    ----------
+    data : RegressionData
+    preds : mapping of float to array, shape (T,)
+        Inverse bandwidth :math:`w` to the predictions on ``data.x_test``; the first three are drawn.
+    w_grid, sweep : arrays, shape (G,)
+        A grid of :math:`w` and the test MSE at each (:func:`~attention_course.chapters.kernels.smoothing.mse_by_bandwidth`).
+    seed_median : array, shape (len(preds),), optional
+        The median test MSE at the same widths over other draws of the data.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.smoothing import mse_by_bandwidth, nadaraya_watson, sine_data
+    >>> data = sine_data(seed=0)
+    >>> preds = {w: nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=1 / w)[0] for w in (0.3, 3, 30)}
+    >>> grid = np.geomspace(0.1, 100, 9)
+    >>> sweep = mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, grid)
+    >>> fig = plot_bandwidth_fits(data, preds, grid, sweep)
+    >>> len(fig.axes), fig.axes[3].get_xscale()
+    (4, 'log')
+    >>> plt.close(fig)
+    """
+    w_fit = list(preds)[:3]
+    grid, errors = _vector("w_grid", w_grid), _vector("sweep", sweep)
+    if errors.shape != grid.shape:
+        raise ShapeError(f"sweep has shape {shape_str(errors)} but w_grid {shape_str(grid)}; expected one error per w")
+    verdicts = ("too wide: blur", "about right", "too narrow: noise")
+    fig, axes = plt.subplots(2, 2, figsize=(7, 5.6), layout="constrained")
+    axes = axes.ravel()
+    for ax, w, verdict in zip(axes, w_fit, verdicts):
+        ax.scatter(data.x_train, data.y_train, s=9, color="0.5", label="training data")
+        ax.plot(data.x_test, data.y_test, "k--", lw=1, label="true curve")
+        ax.plot(data.x_test, _vector(f"preds[{w}]", preds[w], len(data.x_test)),
+                color=KERNEL_COLORS["gaussian"], lw=2, label="fit")
+        ax.set(xlabel="x", ylabel="y", title=f"w = {w:g} ({verdict})", ylim=(-2, 6))
+    axes[0].legend(loc="lower right")
+    ax = axes[3]
+    ax.semilogx(grid, errors, color=KERNEL_COLORS["gaussian"], label="seed 0")
+    ax.semilogx(w_fit, [mse(preds[w], data.y_test) for w in w_fit], "o", mfc="none",
+                color=KERNEL_COLORS["gaussian"], label="seed 0, the three fits")
+    if seed_median is not None:
+        ax.semilogx(w_fit, _vector("seed_median", seed_median, len(w_fit)), "o", color="tab:orange",
+                    label="median, other seeds")
+    ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", title="Test error against w",
+           ylim=(0, 1.6 * errors.max()))  # room for the legend above the curve
+    ax.legend(loc="upper left")
+    return fig
+
+
+@book_figure
+def plot_attention_row_as_kernel(
+    x_train: Array, x_test: Array, weights: Array, query_index: int, bandwidth: float
+) -> Figure:
+    r"""The Gaussian fit as an attention matrix, and one query's row against its kernel.
+
+    Left: the (T, S) weights, queries (test points) up, training points across, with a
+    colour bar. Right: row ``query_index`` as stems at the training inputs, over the
+    kernel :math:`\kappa(q, x)` scaled to the row's largest weight.
+
+    Parameters
+    ----------
+    x_train : array, shape (S,), sorted
+    x_test : array, shape (T,), sorted and evenly spaced (the queries)
+    weights : array, shape (T, S)
+    query_index : int
+    bandwidth : float
+        The Gaussian's :math:`h`.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.smoothing import nadaraya_watson, sine_data
+    >>> data = sine_data(seed=0)
+    >>> _, w = nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=0.4)
+    >>> fig = plot_attention_row_as_kernel(data.x_train, data.x_test, w, 25, 0.4)
+    >>> fig.axes[2].get_ylabel()
+    'weight (colours: 0 to the largest)'
+    >>> plt.close(fig)
+    """
+    xs, xq = _vector("x_train", x_train), _vector("x_test", x_test)
+    w = np.asarray(to_numpy(weights), dtype=float)
+    if w.shape != (len(xq), len(xs)):
+        raise ShapeError(f"weights has shape {shape_str(w)}; expected (T, S) = ({len(xq)}, {len(xs)})")
+    q = xq[query_index]
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained", width_ratios=[1, 1.2])
+    pad = (xq[1] - xq[0]) / 2 if len(xq) > 1 else 0.5
+    im = axes[0].imshow(w, aspect="auto", cmap="viridis", origin="lower", vmin=0,
+                        extent=(-0.5, len(xs) - 0.5, xq[0] - pad, xq[-1] + pad))
+    axes[0].axhline(q, color="w", lw=0.8, ls=":")
+    axes[0].set(xlabel="training point j (by $x_j$)", ylabel="query $q$ (test x)",
+                title=f"Weights of the fit, h = {bandwidth:g}")
+    curve = np.linspace(xs.min(), xs.max(), 400)  # (400,)
+    kernel = kernel_matrix(curve, xq[query_index:query_index + 1], "gaussian", bandwidth)[:, 0]  # (400,)
+    axes[1].plot(curve, kernel * w[query_index].max(), color=KERNEL_COLORS["gaussian"], lw=1,
+                 label=r"kernel $\kappa(q, x)$, scaled")
+    axes[1].vlines(xs, 0, w[query_index], color="tab:orange", lw=2)
+    axes[1].plot(xs, w[query_index], "o", color="tab:orange", ms=4, label=r"weights $\alpha_j(q)$")
+    axes[1].axvline(q, color="k", ls=":", lw=1, label=f"query q = {q:.1f}")
+    axes[1].set(xlabel="training input $x_j$", ylabel="weight", title="One row = the kernel at the $x_j$",
+                ylim=(-0.04 * w[query_index].max(), 1.6 * w[query_index].max()))  # room for the legend
+    axes[1].legend(loc="upper left")
+    fig.colorbar(im, ax=axes[0], label="weight (colours: 0 to the largest)")
+    return fig
+
+
+@book_figure
+def plot_bandwidth_objectives(
+    w_grid: Array,
+    objectives: Mapping[str, Array],
+    fit_loo: BandwidthFit,
+    fit_self: BandwidthFit,
+) -> Figure:
+    r"""Left: the two training objectives and the test error against :math:`w`; right: :math:`w` during training.
+
+    Parameters
+    ----------
+    w_grid : array, shape (G,)
+    objectives : mapping with keys ``"leave_one_out"``, ``"self_included"``, ``"test"``
+        Each an array of shape (G,): the leave-one-out training loss, the training
+        loss with each point's own target included, and the test MSE.
+    fit_loo, fit_self : BandwidthFit
+        The learned widths with and without leave-one-out; their ``w_history`` is drawn.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.learning import fit_bandwidth
+    >>> from attention_course.chapters.kernels.smoothing import sine_data
+    >>> data = sine_data(seed=0)
+    >>> fits = [fit_bandwidth(data.x_train, data.y_train, leave_one_out=loo, steps=3) for loo in (True, False)]
+    >>> grid = np.array([1.0, 2.0, 4.0])
+    >>> fig = plot_bandwidth_objectives(grid, {"leave_one_out": grid, "self_included": grid, "test": grid}, *fits)
+    >>> fig.axes[1].get_xlabel()
+    'Adam step'
+    >>> plt.close(fig)
+    """
+    grid = _vector("w_grid", w_grid)
+    styles = {
+        "leave_one_out": ("training loss, leave-one-out", KERNEL_COLORS["gaussian"], "-"),
+        "self_included": ("training loss, self included", "tab:red", "-"),
+        "test": ("test MSE (noiseless curve)", "k", "--"),
+    }
+    missing = set(styles) - set(objectives)
+    if missing:
+        raise KeyError(f"objectives lacks {sorted(missing)}; expected keys {sorted(styles)}")
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
+    for key, (label, color, ls) in styles.items():
+        axes[0].semilogx(grid, _vector(f"objectives[{key!r}]", objectives[key], len(grid)),
+                         color=color, ls=ls, label=label)
+    axes[0].axvline(fit_loo.w, color=KERNEL_COLORS["gaussian"], ls=":", lw=1, label="learned w, leave-one-out")
+    axes[0].axvline(fit_self.w, color="tab:red", ls=":", lw=1, label="learned w, self included")
+    axes[0].set(xlabel="inverse bandwidth w", ylabel="mean squared error", title="Two objectives, one test error")
+    axes[1].plot(fit_loo.w_history, color=KERNEL_COLORS["gaussian"], label="leave-one-out: converges")
+    axes[1].plot(fit_self.w_history, color="tab:red", label="self included: keeps growing")
+    axes[1].set(xlabel="Adam step", ylabel="learned w", title="w during training")
+    axes[1].legend(loc="upper left")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
+    return fig
+
+
+@book_figure
+def plot_learned_metric(
+    W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array
+) -> Figure:
+    r"""What a learned metric :math:`\kappa_W(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` found.
+
+    Top left: the column norms :math:`\lVert W e_j\rVert` (how far coordinate ``j`` moves a
+    point). Top right: the learned kernel along each coordinate axis against the start
+    :math:`W = I`. Bottom: test predictions against :math:`x_0` before and after learning.
+
+    Parameters
+    ----------
+    W : array, shape (d, d)
+    x_test : array, shape (T, d)
+    y_test, pred_before, pred_after : arrays, shape (T,)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(-2, 2, size=(30, 3))
+    >>> y = np.sin(2 * x[:, 0])
+    >>> fig = plot_learned_metric(np.diag([5.0, 0.1, 0.1]), x, y, 0 * y, y)
+    >>> [ax.get_title() for ax in fig.axes][:1]
+    ['The learned metric singles out $x_0$']
+    >>> plt.close(fig)
+    """
+    Wm = np.asarray(to_numpy(W), dtype=float)
+    x = np.asarray(to_numpy(x_test), dtype=float)
+    if Wm.ndim != 2 or Wm.shape[0] != Wm.shape[1] or x.ndim != 2 or x.shape[1] != Wm.shape[1]:
+        raise ShapeError(f"W has shape {shape_str(Wm)} and x_test {shape_str(x)}; expected (d, d) and (T, d)")
+    d, T = Wm.shape[1], x.shape[0]
+    y, before, after = (_vector(n, a, T) for n, a in
+                        (("y_test", y_test), ("pred_before", pred_before), ("pred_after", pred_after)))
+    col_norms = np.linalg.norm(Wm, axis=0)  # (d,) |W e_j|
+    names = [f"$x_{j}$" for j in range(d)]
+    delta = np.linspace(-2, 2, 401)  # (401,)
+    fig, axes = plt.subplot_mosaic([["norms", "kernel"], ["pred", "pred"]], figsize=(7, 6.4),
+                                   layout="constrained", height_ratios=[1, 0.9])
+    ax = axes["norms"]
+    ax.bar(names, col_norms, color=[KERNEL_COLORS["gaussian"]] + ["0.6"] * (d - 1))
+    ax.axhline(1.0, color="k", ls=":", lw=1, label="start (W = I)")
+    ax.set(xlabel="input coordinate", ylabel=r"column norm $\|W e_j\|$", title="The learned metric singles out $x_0$")
+    ax.legend()
+    ax = axes["kernel"]
+    for j in range(d):
+        shift = np.outer(delta, np.eye(d)[j])  # (401, d): move along coordinate j only
+        ax.plot(delta, kernel_matrix(shift @ Wm.T, np.zeros((1, d)), "gaussian", 1.0)[:, 0],
+                lw=2.2 if j == 0 else 1.2, color=KERNEL_COLORS["gaussian"] if j == 0 else f"C{j + 1}",
+                label=f"along {names[j]}")
+    ax.plot(delta, np.exp(-delta**2 / 2), "k:", lw=1, label="start, any axis")
+    ax.set(xlabel=r"offset $\delta$ along one coordinate", ylabel=r"$\kappa_W(x, x + \delta e_j)$",
+           title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.6))
+    ax.legend(loc="upper center", ncol=2, handlelength=1.2, columnspacing=0.8)
+    ax = axes["pred"]
+    order = np.argsort(x[:, 0])  # (T,)
+    ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")
+    ax.scatter(x[:, 0], before, s=4, color="0.6", label="W = I")
+    ax.scatter(x[:, 0], after, s=4, color=KERNEL_COLORS["gaussian"], label="learned W")
+    ax.set(xlabel="$x_0$", ylabel="prediction", title="Test predictions against $x_0$", ylim=(-1.15, 1.5))
+    ax.legend(markerscale=3, loc="upper center", ncol=3)
+    return fig
+
+
+@book_figure
+def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_index: int = 0) -> Figure:
+    r"""One query's attention weights drawn on 2-D keys, one panel per kernel, with a shared colour bar.
+
+    Marker size and colour show each key's weight; the query (a star) sits on key
+    ``query_index``. Each title names the key with the largest weight.
+
+    Parameters
+    ----------
+    points : array, shape (S, 2)
+        The keys.
+    weights : mapping of panel title to array, shape (S,)
+        One weight row per kernel.
+    query_index : int
+        The key the query coincides with.
+
+    Examples
+    --------
+    >>> pts = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> fig = plot_weights_on_keys(pts, {"a": np.array([0.5, 0.3, 0.2]), "b": np.array([0.2, 0.7, 0.1])})
+    >>> len(fig.axes), fig.axes[-1].get_ylabel()
+    (3, 'weight (colours: 0 to the largest)')
+    >>> plt.close(fig)
+    """
+    p = np.asarray(to_numpy(points), dtype=float)
+    if p.ndim != 2 or p.shape[1] != 2:
+        raise ShapeError(f"points has shape {shape_str(p)}; expected (S, 2)")
+    rows = {title: _vector(f"weights[{title!r}]", w, len(p)) for title, w in weights.items()}
+    vmax = max(w.max() for w in rows.values())
+    fig, axes = plt.subplots(1, len(rows), figsize=(7, 3.8), layout="constrained", sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, (title, w) in zip(axes, rows.items()):
+        sc = ax.scatter(p[:, 0], p[:, 1], c=w, s=40 + 600 * w, cmap="viridis", vmin=0, vmax=vmax, edgecolor="k")
+        ax.plot(*p[query_index], "r*", ms=14, label=f"query (on key {query_index})")
+        for j, (px, py) in enumerate(p):
+            ax.annotate(f"k{j}: {w[j]:.2f}", (px, py), textcoords="offset points", xytext=(8, 6))
+        ax.set(xlabel="key coordinate 1", title=f"{title}\nlargest weight {w.max():.2f}, on k{w.argmax()}",
+               aspect="equal", xlim=(p[:, 0].min() - 0.5, p[:, 0].max() + 1.0),
+               ylim=(p[:, 1].min() - 0.5, p[:, 1].max() + 0.6))
+    axes[0].set_ylabel("key coordinate 2")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center")
+    fig.colorbar(sc, ax=list(axes), label="weight (colours: 0 to the largest)", shrink=0.7)
+    return fig
+
+
+_LOCALITY_COLORS = {"gaussian": "tab:blue", "dot": "tab:red", "unit": "tab:purple", "random": "tab:gray"}
+_LOCALITY_LABELS = {"gaussian": "Gaussian", "dot": "dot product", "unit": "dot product, unit keys",
+                    "random": "random scores"}
+
+
+@book_figure
+def plot_locality(results: Mapping[str, Mapping[str, Mapping[str, Array]]], n: int) -> Figure:
+    r"""The two locality measures of :func:`~attention_course.chapters.kernels.attention_kernel.locality_over_draws`, mean ± sd.
+
+    Left: the fraction of queries whose own key gets the largest weight, with the
+    chance level :math:`1/n` drawn as a line. Right: the rank correlation of weight
+    with nearness (1 = weight falls with distance, 0 = unrelated). One group of
+    points per setting, one colour per kernel; the error bars are the standard
+    deviation over draws.
+
+    Parameters
+    ----------
+    results : mapping of setting label to the dict ``locality_over_draws`` returns
+        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}``.
+    n : int
+        The number of keys, for the chance line.
+
+    Examples
+    --------
+    >>> r = {"own_key": {"gaussian": np.ones(3), "random": np.full(3, 0.1)},
+    ...      "rank_corr": {"gaussian": np.ones(3), "random": np.zeros(3)}}
+    >>> fig = plot_locality({"a setting": r}, n=10)
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['own key gets the largest weight', 'rank correlation of weight with nearness']
+    >>> plt.close(fig)
+    """
+    measures = {"own_key": "own key gets the largest weight", "rank_corr": "rank correlation of weight with nearness"}
+    if not results:
+        raise ValueError("results is empty; expected at least one setting")
+    for label, r in results.items():
+        if not set(measures) <= set(r):
+            raise ValueError(f"results[{label!r}] has measures {sorted(r)}; expected {sorted(measures)}")
+    kernels = list(next(iter(results.values()))["own_key"])
+    width = 0.8 / len(kernels)
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.4), layout="constrained")
+    for ax, (measure, ylabel) in zip(axes, measures.items()):
+        for i, kernel in enumerate(kernels):
+            values = [_vector(f"results[{label!r}][{measure!r}][{kernel!r}]", r[measure][kernel])
+                      for label, r in results.items()]
+            x = np.arange(len(values)) + (i - (len(kernels) - 1) / 2) * width  # (settings,)
+            ax.errorbar(x, [v.mean() for v in values], yerr=[v.std() for v in values], fmt="o", capsize=3,
+                        color=_LOCALITY_COLORS.get(kernel), label=_LOCALITY_LABELS.get(kernel, kernel))
+        ax.set_xticks(np.arange(len(results)), [label.replace(", ", ",\n") for label in results])
+        ax.set(ylabel=ylabel, xlabel="key lengths, dimension", ylim=(-0.1, 1.08))
+    axes[0].axhline(1 / n, color="k", ls=":", lw=1, label=f"chance 1/n = {1 / n:.2f}")
+    axes[1].axhline(0, color="k", ls=":", lw=1)
+    axes[0].set_title("Is the nearest key the winner?")
+    axes[1].set_title("Does weight fall with distance?")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    return fig
+
+
+# Figure for chapter 2: is a trained model's attention a smoothing kernel in its own query-key space?
+
+
+_ATTENTION, _BLIND, _NORM = "tab:red", "0.55", "tab:orange"
+
+
+def _measures(loc: Mapping[str, Array]) -> dict[str, np.ndarray]:
+    missing = [m for m in MEASURES if m not in loc]
+    if missing:
+        raise KeyError(f"loc lacks {missing}; expected the measures of locality_by_head: {list(MEASURES)}")
+    arrays = {m: np.asarray(to_numpy(loc[m]), dtype=float) for m in MEASURES}
+    shape = arrays["rank_corr"].shape
+    for m, a in arrays.items():
+        if a.ndim < 2 or a.shape != shape:
+            raise ShapeError(f"loc[{m!r}] has shape {shape_str(a)}; expected (sentences, heads...) = "
+                             f"{shape_str(np.empty(shape))} like loc['rank_corr'], with at least 2 axes")
+    return arrays
+
+
+@book_figure
+def plot_qk_locality(loc: Mapping[str, Array]) -> Figure:
+    r"""Four views of locality over a model's heads, from :func:`~attention_course.chapters.kernels.qk_kernel.locality_by_head`.
+
+    Each head's measure is averaged over the sentences first. Top left: histogram over
+    heads of the rank correlation of weight with nearness :math:`-\lVert q - k\rVert`, for
+    the attention weights and for the query-blind weight (random scores give 0).
+    Top right: how often the nearest key gets the largest weight, with the chance
+    level :math:`1/S`. Bottom left: the share of the within-row logit variance
+    explained by the distance term and by the key-norm term. Bottom right: per
+    sentence, the median over heads of the first two measures.
+
+    Parameters
+    ----------
+    loc : mapping
+        The measures of :data:`~attention_course.chapters.kernels.qk_kernel.MEASURES`, each an array
+        of shape (sentences, ...) with the heads on the other axes, e.g. (20, 6, 12).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.qk_kernel import locality_by_head
+    >>> rng = np.random.default_rng(0)
+    >>> loc = locality_by_head([(rng.normal(size=(2, 3, 8, 4)), rng.normal(size=(2, 3, 8, 4))) for _ in range(3)])
+    >>> fig = plot_qk_locality(loc)
+    >>> [ax.get_title() for ax in fig.axes][:2]
+    ['Does weight fall with distance?', 'Is the nearest key the winner?']
+    >>> plt.close(fig)
+    """
+    a = _measures(loc)
+    n_sent = a["rank_corr"].shape[0]
+    head = {m: v.reshape(n_sent, -1).mean(0) for m, v in a.items()}  # (heads,) mean over sentences
+    n_heads = head["rank_corr"].size
+    fig, axes = plt.subplots(2, 2, figsize=(7, 6.2), layout="constrained")
+    (ax_rc, ax_near), (ax_share, ax_sent) = axes
+    bins = np.linspace(-0.4, 1.0, 29)  # (29,) edges 0.05 apart
+    ax_rc.hist(head["blind_rank_corr"], bins=bins, color=_BLIND, alpha=0.7, label="query-blind weight")
+    ax_rc.hist(head["rank_corr"], bins=bins, color=_ATTENTION, alpha=0.7, label="attention")
+    ax_rc.axvline(0, color="k", ls=":", lw=1, label="random scores")
+    ax_rc.set(xlabel="rank correlation of\nweight with nearness", ylabel="heads",
+              title="Does weight fall with distance?")
+    ax_rc.set_ylim(0, 1.5 * ax_rc.get_ylim()[1])  # room for the legend
+    ax_rc.legend(loc="upper left")
+    bins01 = np.linspace(0, 1, 21)  # (21,)
+    ax_near.hist(head["blind_nearest_wins"], bins=bins01, color=_BLIND, alpha=0.7, label="query-blind weight")
+    ax_near.hist(head["nearest_wins"], bins=bins01, color=_ATTENTION, alpha=0.7, label="attention")
+    chance = float(np.median(head["chance"]))
+    ax_near.axvline(chance, color="k", ls=":", lw=1, label=f"chance 1/S = {chance:.2f}")
+    ax_near.set(xlabel="share of queries whose\nnearest key wins", ylabel="heads", title="Is the nearest key the winner?")
+    ax_near.set_ylim(0, 1.6 * ax_near.get_ylim()[1])
+    ax_near.legend(loc="upper center")
+    ax_share.hist(head["distance_share"], bins=bins01, color=_ATTENTION, alpha=0.7,
+                  label=r"distance, $-\|q-k\|^2/2\sqrt{d}$")
+    ax_share.hist(head["norm_share"], bins=bins01, color=_NORM, alpha=0.7, label=r"key norm, $\|k\|^2/2\sqrt{d}$")
+    ax_share.set(xlabel="share of a row's logit\nvariance explained", ylabel="heads", title="What the scores follow")
+    ax_share.set_ylim(0, 1.45 * ax_share.get_ylim()[1])
+    ax_share.legend(loc="upper center")
+    sent = {m: np.median(v.reshape(n_sent, -1), axis=1) for m, v in a.items()}  # (sentences,) median over heads
+    x = np.arange(1, n_sent + 1)
+    ax_sent.plot(x, sent["rank_corr"], "o", color=_ATTENTION, label="rank corr.")
+    ax_sent.plot(x, sent["nearest_wins"], "s", mfc="none", color=_ATTENTION, label="nearest wins")
+    ax_sent.plot(x, sent["blind_rank_corr"], "o", color=_BLIND, label="query-blind")
+    ax_sent.plot(x, sent["chance"], "k:", lw=1, label="chance")
+    ax_sent.set(xlabel="sentence", ylabel=f"median over {n_heads} heads", ylim=(0, 1.05),
+                title="The same in every sentence")
+    ax_sent.legend(loc="lower center", ncols=2, columnspacing=1.0)
+    return fig

@@ -1,0 +1,233 @@
+r"""Chapter 2's flagged slider for the ``learned-width`` verdict: how much of its own target may a point see?
+
+The verdict says a Gaussian kernel's width can be learned by gradient descent *when the
+objective leaves each point out*. The condition is binary (leave-one-out or not); the slider
+moves it continuously: point :math:`i` is predicted with its own kernel weight multiplied by
+:math:`\alpha` (:func:`~attention_course.chapters.kernels.learning.fit_bandwidth` with
+``self_weight``; :math:`\alpha = 0` is leave-one-out, :math:`\alpha = 1` self-included). For
+each :math:`\alpha` the width is learned by the chapter's full-batch Adam, and the test MSE of
+the learned width is compared with the grid-best width's. The flag sits at the first
+:math:`\alpha` whose learned width leaves the good range
+(:func:`~attention_course.chapters.kernels.learning.learned_width_flip`,
+:func:`~attention_course.chapters.kernels.learning.good_range_limit`).
+
+The fits (Adam over 300 steps, a width still rising at the self-included end) are precomputed
+by :func:`attention_course.experiments.flip_data.self_weight_sweep` and stored in
+:data:`LEARNED_WIDTH_DATA`; this module only reads and draws them. Regenerate with::
+
+    python -c "from attention_course.experiments import flip_data as f; f.write_self_weight_sweep()"
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ...figures.widgets import PLOTLY_FONT, SliderFigure, static_fallback
+from .learning import good_range_limit, learned_width_flip
+from .qk_kernel import qk_locality
+from .runs import LEARNED_WIDTH_DATA
+from .smoothing import mse, nadaraya_watson, sine_data
+
+__all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "key_norm_explorer"]
+
+#: The stored sweep over the self-weight alpha (chapter 2, seed 0, and the further draws' margin).
+
+
+def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
+    """The stored :func:`~attention_course.experiments.flip_data.self_weight_sweep`.
+
+    Examples
+    --------
+    >>> s = load_self_weight_sweep()
+    >>> s["alpha"][0], s["alpha"][-1], len(s["draws"])
+    (0.0, 1.0, 10)
+    """
+    return json.loads(Path(path).read_text())
+
+
+def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
+    r"""Chapter 2: slide the self-weight :math:`\alpha` from leave-one-out (0) to self-included (1).
+
+    Top: test MSE against the inverse width :math:`w` (the grid), with the grid-best width,
+    the leave-one-out width and the width learned at this :math:`\alpha`. Bottom: the learned
+    width's test MSE against :math:`\alpha`, with the good range's limit. The flag
+    (:func:`~attention_course.chapters.kernels.learning.learned_width_flip`) marks where the learned width stops being a good one.
+
+    Examples
+    --------
+    >>> fig = learned_width_explorer()
+    >>> fig.labels[0], fig.verdict, fig.flip is not None
+    ('α = 0 (leave-one-out)', 'learned-width', True)
+    """
+    s = load_self_weight_sweep() if sweep is None else sweep
+    alphas, ws, errs = s["alpha"], s["w"], s["test_mse"]
+    limit, flip = good_range_limit(s), learned_width_flip(s)
+    ends = {0.0: " (leave-one-out)", 1.0: " (self-included)"}
+    labels = [f"α = {a:g}{ends.get(a, '')}" for a in alphas]
+    frames = []
+    for i, (a, w, e) in enumerate(zip(alphas, ws, errs)):
+        good = "inside" if e <= limit else "<b>outside</b>"
+        frames.append({"data": [
+            {"type": "scatter", "mode": "lines", "x": s["w_grid"], "y": s["grid_mse"], "name": "test MSE at w",
+             "line": {"color": "#000000"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "markers", "x": [s["w_best"]], "y": [s["mse_best"]], "name": "grid best",
+             "marker": {"symbol": "star", "size": 13, "color": "#009E73"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "markers", "x": [ws[0]], "y": [errs[0]], "name": "leave-one-out",
+             "marker": {"size": 10, "color": "#0072B2"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "markers", "x": [w], "y": [e], "name": "learned at α",
+             "marker": {"size": 12, "color": "#D55E00", "symbol": "diamond"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines+markers", "x": alphas, "y": errs, "showlegend": False,
+             "line": {"color": "#D55E00"}, "marker": {"size": 5}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines", "x": [0, 1], "y": [limit, limit], "name": "good-range limit",
+             "line": {"color": "#777777", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "markers", "x": [a], "y": [e], "showlegend": False,
+             "marker": {"size": 12, "color": "#D55E00", "symbol": "diamond"}, "xaxis": "x2", "yaxis": "y2"}],
+            "readout": (f"α = {a:g}: learned w = {w:.2f} (leave-one-out {ws[0]:.2f}, grid-best {s['w_best']:.2f}); "
+                        f"test MSE {e:.3f}, {e / s['mse_best']:.2f} times the grid-best {s['mse_best']:.3f}; "
+                        f"the good range ends at {limit:.3f} ({np.median(s['draw_ratio']):.2f} times the best, the "
+                        f"leave-one-out width's median ratio on {len(s['draws'])} further draws): {good}.")})
+    layout = {"height": 600, "margin": {"l": 60, "r": 10, "t": 70, "b": 45}, "font": {"size": 13},
+              "xaxis": {"type": "log", "domain": [0, 1], "title": {"text": "inverse width w (log scale)"}},
+              "yaxis": {"domain": [0.5, 1], "type": "log", "title": {"text": "test MSE"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "self-weight α"}, "range": [-0.03, 1.03]},
+              "yaxis2": {"domain": [0, 0.33], "anchor": "x2", "title": {"text": "test MSE"}},
+              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(alphas, errs, "o-", color="#D55E00", label="learned width")
+        ax.axhline(limit, color="0.5", ls=":", label="limit of the good range")
+        ax.axhline(s["mse_best"], color="#009E73", ls="--", label="grid-best width")
+        if flip is not None:
+            ax.axvline(alphas[flip], color="0.4", lw=0.8)
+        ax.set(xlabel="self-weight α (0 = leave-one-out, 1 = self-included)", ylabel="test MSE",
+               title="Test error of the learned width")
+        ax.legend()
+
+    note = (f"the learned width's test MSE leaves the good range (above {limit:.3f}): the objective now "
+            "rewards copying each point's own target")
+    return SliderFigure("ix-kern-learned-width", "Let each point see its own target: what width is learned?",
+                        labels, frames, layout, static_fallback(draw),
+                        "Test MSE of the learned kernel width against the self-weight alpha: flat near the best "
+                        "width for small alpha, rising above the good range as alpha approaches 1.",
+                        start=0, control_label="self-weight α", flip=flip, flip_note=note, verdict="learned-width")
+
+
+# ------------------------------------------------------------------ chapter 2
+def bandwidth_explorer(bandwidths: Optional[Sequence[float]] = None, seed: int = 0) -> SliderFigure:
+    r"""Chapter 2: the Gaussian Nadaraya-Watson fit at each bandwidth, with train and test error.
+
+    The flip marker sits at the bandwidth with the smallest test error: narrower fits the noise,
+    wider washes out the curve.
+
+    Examples
+    --------
+    >>> fig = bandwidth_explorer([0.1, 0.5, 2.0])
+    >>> len(fig.frames), fig.flip in (0, 1, 2)
+    (3, True)
+    """
+    hs = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0] if bandwidths is None else list(bandwidths)
+    data = sine_data(seed=seed)
+    grid = np.linspace(0, 5, 101)  # (101,)
+    frames, test_err = [], []
+    for h in hs:
+        fit, _ = nadaraya_watson(grid, data.x_train, data.y_train, bandwidth=h)
+        train, _ = nadaraya_watson(data.x_train, data.x_train, data.y_train, bandwidth=h)
+        test, _ = nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=h)
+        e_tr, e_te = mse(train, data.y_train), mse(test, data.y_test)
+        test_err.append(e_te)
+        frames.append({
+            "data": [
+                {"type": "scatter", "mode": "markers", "x": data.x_train, "y": data.y_train, "name": "training data",
+                 "marker": {"color": "#777777", "size": 6}},
+                {"type": "scatter", "mode": "lines", "x": data.x_test, "y": data.y_test, "name": "true curve",
+                 "line": {"color": "#000000", "dash": "dot"}},
+                {"type": "scatter", "mode": "lines", "x": grid, "y": np.asarray(fit), "name": f"fit, h = {h:g}",
+                 "line": {"color": "#D55E00", "width": 3}},
+            ],
+            "readout": f"bandwidth h = {h:g}: training error {e_tr:.3f}, test error {e_te:.3f}",
+        })
+    best = int(np.argmin(test_err))
+    layout = {"height": 380, "margin": {"l": 50, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"title": {"text": "x"}}, "yaxis": {"title": {"text": "y"}},
+              "legend": {"orientation": "h", "y": -0.2}}
+
+    def draw(fig, ax):
+        fit, _ = nadaraya_watson(grid, data.x_train, data.y_train, bandwidth=hs[best])
+        ax.plot(data.x_train, data.y_train, "o", color="0.5", ms=4, label="training data")
+        ax.plot(data.x_test, data.y_test, ":", color="k", label="true curve")
+        ax.plot(grid, np.asarray(fit), color="#D55E00", lw=2, label=f"fit, h = {hs[best]:g}")
+        ax.set(xlabel="x", ylabel="y", title="Nadaraya-Watson at the best test bandwidth")
+        ax.legend()
+
+    return SliderFigure("ix-kern-bandwidth", "Choose the bandwidth of the kernel smoother",
+                        [f"h = {h:g}" for h in hs], frames, layout, static_fallback(draw),
+                        "Noisy training points, the true curve and the Nadaraya-Watson fit at the bandwidth with "
+                        "the lowest test error.", start=best, control_label="bandwidth h", flip=best,
+                        flip_note="lowest test error; narrower fits noise, wider flattens the curve")
+
+
+def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[dict] = None,
+                      T: int = 24, S: int = 48, d: int = 16, seed: int = 0) -> SliderFigure:
+    r"""Chapter 2: how far the keys' norms spread decides whether attention is a smoothing kernel.
+
+    Queries have iid unit-variance entries; keys have random directions and norms spread
+    geometrically so that the largest over the smallest is ``ratio`` (mean norm
+    :math:`\sqrt d`). Each frame shows one query's weights against its distance to every key
+    (colour: the key's norm) and the readout the measures of
+    :func:`~attention_course.chapters.kernels.qk_kernel.qk_locality` over all queries. ``marks`` maps a
+    label to a norm ratio (e.g. MiniLM's median head) to flag on the slider.
+
+    Examples
+    --------
+    >>> fig = key_norm_explorer([1.0, 4.0], marks={"here": 3.9}, T=4, S=6, d=4)
+    >>> fig.labels, fig.flips[0][0]
+    (['max/min key norm = 1', 'max/min key norm = 4'], 1)
+    """
+    ratios = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.5, 8.0] if ratios is None else list(ratios)
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(T, d))  # (T, d)
+    u = rng.normal(size=(S, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)  # (S, d) unit directions
+    spread = rng.permutation(np.linspace(-0.5, 0.5, S))  # (S,) each key's place in the spread
+    frames, rc = [], []
+    for r in ratios:
+        k = u * (np.sqrt(d) * r ** spread)[:, None]  # (S, d): norms from sqrt(d)/sqrt(r) to sqrt(d)*sqrt(r)
+        loc = qk_locality(q, k)
+        rc.append(float(loc["rank_corr"]))
+        scores = q[0] @ k.T / np.sqrt(d)  # (S,) the first query's scores
+        w = np.exp(scores - scores.max())
+        w /= w.sum()
+        frames.append({"data": [{
+            "type": "scatter", "mode": "markers", "x": np.linalg.norm(q[0] - k, axis=1), "y": w,
+            "marker": {"color": np.linalg.norm(k, axis=1), "colorscale": "Viridis", "size": 8,
+                       "colorbar": {"title": {"text": "‖k‖"}}},
+            "hovertemplate": "distance %{x:.2f}: weight %{y:.3f}<extra></extra>"}],
+            "readout": (f"Over {T} queries: weight against nearness, median rank correlation {float(loc['rank_corr']):.2f}; "
+                        f"the nearest key wins {float(loc['nearest_wins']):.0%} of the time (chance {1 / S:.0%}); "
+                        f"the distance term explains {float(loc['distance_share']):.0%} of a row's score variance, "
+                        f"the key-norm term {float(loc['norm_share']):.0%}.")})
+    flips = [(int(np.argmin(np.abs(np.log(np.array(ratios) / v)))), label) for label, v in (marks or {}).items()]
+    layout = {"height": 400, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"title": {"text": "distance ‖q − k‖ from the first query"}},
+              "yaxis": {"title": {"text": "attention weight"}, "rangemode": "tozero"}}
+
+    def draw(fig, ax):
+        ax.plot(ratios, rc, "o-", color="#0072B2")
+        for i, label in flips:
+            ax.axvline(ratios[i], color="0.5", ls=":")
+            ax.annotate(label, (ratios[i], min(rc)), rotation=90, va="bottom", ha="right", fontsize=9)
+        ax.set(xscale="log", xlabel="largest / smallest key norm", ylabel="median rank correlation",
+               title="Weight against nearness, as key norms spread")
+
+    first = flips[0] if flips else (None, "")
+    return SliderFigure("ix-kern-keynorms", "Spread the key norms: when is attention a smoothing kernel?",
+                        [f"max/min key norm = {r:g}" for r in ratios], frames, layout, static_fallback(draw),
+                        "Median rank correlation between attention weight and nearness, falling as the key "
+                        "norms spread further apart.", start=0, control_label="key-norm spread",
+                        flip=first[0], flip_note=first[1], more_flips=flips[1:],
+                        verdict="softmax-kernel")

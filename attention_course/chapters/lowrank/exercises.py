@@ -1,0 +1,443 @@
+"""Chapter 3 exercises: effective rank, best rank-k, rank-k vs top-k, linear attention, online softmax.
+
+Each exercise lists the mistakes learners typically make (mutants) with the
+feedback they get; ``tests/exercises/test_exercises.py`` checks that every mutant is
+caught with its own message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...core import efficient as eff
+from . import spectra as lr
+from . import baselines as lb
+from ...exercises._core import Case, Exercise, Mutant, register
+
+__all__ = ["EXERCISES"]
+
+
+
+# ----------------------------------------------------------- effective rank
+def _erank_cases() -> list[Case]:
+    rng = np.random.default_rng(31)
+    return [
+        Case("random 6x6", (rng.normal(size=(6, 6)),)),
+        Case("rectangular 4x7", (rng.normal(size=(4, 7)),)),
+        Case("identity 5x5", (np.eye(5),)),
+        Case("rank 1", (np.outer(rng.normal(size=5), rng.normal(size=5)),)),
+        Case("singular: two zero singular values", (np.diag([3.0, 1.0, 0.5, 0.0, 0.0]),)),
+        Case("attention matrix, beta = 2", (lr.synthetic_attention(n=16, d=4, beta=2.0, seed=3),)),
+    ]
+
+
+def _erank_with(p_fn, log=np.log, use_exp=True):
+    def f(A):
+        s = np.linalg.svd(A, compute_uv=False)
+        p = p_fn(s)
+        p = p[p > 0]
+        h = -(p * log(p)).sum()
+        return float(np.exp(h)) if use_exp else float(h)
+
+    return f
+
+
+def _erank_nan_hint(got, expected, args):
+    if np.isnan(np.asarray(got, dtype=float)).any():
+        return "you got NaN: a zero singular value gives 0 * log(0). Count 0 log 0 as 0 (keep only p > 0)"
+    return None
+
+
+register(
+    Exercise(
+        id="effective-rank",
+        title="Entropy effective rank",
+        make_cases=_erank_cases,
+        reference=lambda A: lr.effective_rank(A),
+        mutants=(
+            Mutant(
+                "squared", _erank_with(lambda s: s**2 / (s**2).sum()),
+                "you normalised the squared singular values (energies). Roy & Vetterli's effective "
+                "rank uses p_i = sigma_i / sum_j sigma_j.",
+            ),
+            Mutant(
+                "no-exp", _erank_with(lambda s: s / s.sum(), use_exp=False),
+                "that is the entropy H of the spectrum; the effective rank is exp(H).",
+            ),
+            Mutant(
+                "log2", _erank_with(lambda s: s / s.sum(), log=np.log2),
+                "you mixed bases: with log2 in the entropy, the rank is 2**H. Use np.log with np.exp.",
+            ),
+            Mutant(
+                "max-normalised", _erank_with(lambda s: s / s.max()),
+                "p must be a probability distribution: divide the singular values by their sum, "
+                "not by the largest one.",
+            ),
+            Mutant(
+                "matrix-rank", lambda A: float(np.linalg.matrix_rank(A)),
+                "that counts the nonzero singular values. The effective rank weighs them by size, "
+                "through the entropy of p_i = sigma_i / sum_j sigma_j, so it is rarely an integer.",
+            ),
+        ),
+        hints=(_erank_nan_hint,),
+        alternatives=(
+            lambda A: float(torch.exp(torch.special.entr(
+                torch.linalg.svdvals(torch.as_tensor(A)) / torch.linalg.svdvals(torch.as_tensor(A)).sum()
+            ).sum())),
+            lambda A: float(np.exp(-sum(p * np.log(p) for p in
+                                        np.linalg.svd(A, compute_uv=False) / np.linalg.svd(A, compute_uv=False).sum()
+                                        if p > 0))),
+        ),
+        rtol=1e-6,
+    )
+)
+
+
+# ------------------------------------------------------------- best rank k
+def _rank_k_cases() -> list[Case]:
+    rng = np.random.default_rng(32)
+    return [
+        Case("5x4, k=2", (rng.normal(size=(5, 4)), 2)),
+        Case("3x6, k=1", (rng.normal(size=(3, 6)), 1)),
+        Case("k=0", (rng.normal(size=(4, 4)), 0)),
+        Case("k = full rank", (rng.normal(size=(4, 3)), 3)),
+        Case("attention matrix 12x12, k=3", (lr.synthetic_attention(n=12, d=4, beta=1.0, seed=5), 3)),
+    ]
+
+
+def _rank_k_with(select):
+    def f(A, k):
+        U, s, Vh = np.linalg.svd(A, full_matrices=False)
+        idx = select(len(s), k)
+        return (U[:, idx] * s[idx]) @ Vh[idx]
+
+    return f
+
+
+register(
+    Exercise(
+        id="best-rank-k",
+        title="The best rank-k approximation",
+        make_cases=_rank_k_cases,
+        reference=lambda A, k: lr.best_rank_k(A, k),
+        mutants=(
+            Mutant(
+                "smallest", _rank_k_with(lambda r, k: np.arange(r - k, r)),
+                "you kept the k smallest singular values. numpy.linalg.svd returns them in "
+                "decreasing order, so keep the first k: U[:, :k], s[:k], Vh[:k].",
+            ),
+            Mutant(
+                "no-sigma",
+                lambda A, k: (lambda U, s, Vh: U[:, :k] @ Vh[:k])(*np.linalg.svd(A, full_matrices=False)),
+                "you dropped the singular values: A_k = U_k diag(s_k) V_k^T, so scale U's "
+                "columns by s[:k] (U[:, :k] * s[:k]).",
+            ),
+            Mutant(
+                "off-by-one", _rank_k_with(lambda r, k: np.arange(min(k + 1, r))),
+                "off by one: keep exactly k singular values (s[:k]), not k + 1.",
+            ),
+            Mutant(
+                "top-k-entries", lambda A, k: lr.topk_sparsify(A, k),
+                "that keeps the k largest entries of each row: a sparse approximation, not a low-rank "
+                "one. Use the SVD and keep the k largest singular values.",
+            ),
+        ),
+        alternatives=(
+            lambda A, k: sum(
+                (s_i * np.outer(u_i, v_i) for u_i, s_i, v_i in
+                 zip(np.linalg.svd(A)[0].T[:k], np.linalg.svd(A)[1][:k], np.linalg.svd(A)[2][:k])),
+                np.zeros_like(A),
+            ),
+            lambda A, k: (lambda U, s, Vh: (U[:, :k] @ torch.diag(s[:k]) @ Vh[:k]).numpy())(
+                *torch.linalg.svd(torch.as_tensor(A), full_matrices=False)),
+        ),
+        atol=1e-10,
+    )
+)
+
+
+# ------------------------------------------------- rank-k vs top-k, fairly
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a / a.sum(axis=1, keepdims=True)  # rows sum to 1; random jitter leaves no ties for top-k
+
+
+def _rvt_cases() -> list[Case]:
+    rng = np.random.default_rng(33)
+    near_perm = _rows(np.eye(12)[rng.permutation(12)] + rng.uniform(0, 0.02, (12, 12)))  # each query: one key
+    return [
+        Case("soft synthetic head, beta = 0.2, k = 4", (lr.synthetic_attention(n=32, d=8, beta=0.2, seed=1), 4)),
+        Case("synthetic head, beta = 1, k = 4", (lr.synthetic_attention(n=32, d=8, beta=1.0, seed=2), 4)),
+        Case("sharp synthetic head, beta = 4, k = 2", (lr.synthetic_attention(n=24, d=8, beta=4.0, seed=3), 2)),
+        Case("near-permutation 12x12, k = 1", (near_perm, 1)),
+        Case("two-block head 16x16, k = 2", (_rows(np.kron(np.eye(2), np.ones((8, 8))) + rng.uniform(0, 0.05, (16, 16))), 2)),
+    ]
+
+
+def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred"):
+    def f(A, k):
+        A = np.asarray(A, dtype=float)
+        if centre == "mean-row":
+            C = A - A.mean(axis=0, keepdims=True)
+        elif centre == "row-mean":
+            C = A - A.mean(axis=1, keepdims=True)
+        else:
+            C = A
+        nrm = (lambda M: np.linalg.norm(M, 2)) if norm == "spectral" else np.linalg.norm
+        D = nrm(C) if denom == "centred" else nrm(A)
+        U, s, Vh = np.linalg.svd(C, full_matrices=False)
+        rank_err = nrm(C - (U[:, :k] * s[:k]) @ Vh[:k]) / D
+        top_err = nrm(A - lr.topk_sparsify(A, min(top_mult * k, A.shape[1]))) / D
+        return float(rank_err), float(top_err), bool(rank_err < top_err)
+
+    return f
+
+
+register(
+    Exercise(
+        id="rank-vs-topk",
+        title="Rank k against top k, with the uniform part removed",
+        make_cases=_rvt_cases,
+        reference=lambda A, k: lb.rank_vs_topk(A, k),
+        mutants=(
+            Mutant(
+                "no-centre", _rvt_with(centre="none", denom="raw"),
+                "you measured the error on A itself. A soft head is close to the uniform matrix, "
+                "which has rank 1 and carries no information: remove the mean row first, "
+                "A_bar = A - A.mean(axis=0), and divide both errors by the norm of A_bar.",
+            ),
+            Mutant(
+                "row-mean", _rvt_with(centre="row-mean"),
+                "you removed each row's own mean, 1/S for every row of an attention matrix: that subtracts "
+                "the uniform matrix, not the mean row. Average over the queries: A.mean(axis=0).",
+            ),
+            Mutant(
+                "raw-denominator", _rvt_with(denom="raw"),
+                "you divided by the norm of A. Divide both errors by the norm of the centred matrix "
+                "A_bar, so that recovering only the uniform part scores about 1.",
+            ),
+            Mutant(
+                "spectral", _rvt_with(norm="spectral"),
+                "you used the spectral norm (the largest singular value). Measure both errors in the "
+                "Frobenius norm, np.linalg.norm(M), the norm in which the SVD truncation is optimal for "
+                "all singular values at once.",
+            ),
+            Mutant(
+                "unequal-budget", _rvt_with(top_mult=2),
+                "you kept 2k entries per row. Top-k stores a value and an index per kept entry, 2kT "
+                "numbers, and rank k stores k(T + S): equal budgets at the same k when T = S.",
+            ),
+        ),
+        alternatives=(
+            lambda A, k: (lambda C: (
+                float(np.sqrt((np.linalg.svd(C, compute_uv=False)[k:] ** 2).sum()) / np.linalg.norm(C)),
+                float(np.linalg.norm(A - lr.topk_sparsify(A, k)) / np.linalg.norm(C)),
+                bool(np.sqrt((np.linalg.svd(C, compute_uv=False)[k:] ** 2).sum())
+                     < np.linalg.norm(A - lr.topk_sparsify(A, k)))))(A - A.mean(axis=0)),
+            lambda A, k: (lambda C, top: (lambda r, e: (r, e, r < e))(
+                float(torch.linalg.svdvals(torch.as_tensor(C))[k:].norm() / np.linalg.norm(C)),
+                float(np.linalg.norm(A - top) / np.linalg.norm(C))))(
+                A - A.mean(axis=0), np.where(A >= np.sort(A, axis=1)[:, -k:][:, :1], A, 0.0)),
+        ),
+        rtol=1e-6,
+        atol=1e-9,
+    )
+)
+
+
+# -------------------------------------------------------- linear attention
+def _linear_cases() -> list[Case]:
+    rng = np.random.default_rng(33)
+
+    def feats(*shape):
+        return np.exp(rng.normal(size=shape) * 0.5)  # positive features, like elu + 1
+
+    return [
+        Case("T=S=6, r=4, d_v=3", (feats(6, 4), feats(6, 4), rng.normal(size=(6, 3)))),
+        Case("T=3, S=8", (feats(3, 5), feats(8, 5), rng.normal(size=(8, 2)))),
+        Case("one query", (feats(1, 4), feats(7, 4), rng.normal(size=(7, 3)))),
+        Case("one feature (r=1)", (feats(5, 1), feats(5, 1), rng.normal(size=(5, 2)))),
+        Case("r=32 > n", (feats(4, 32), feats(4, 32), rng.normal(size=(4, 2)))),
+        _huge_case(),
+    ]
+
+
+# T = S = 6 million: a T x S float64 matrix would take 2.9e14 bytes (262 TiB), more than a
+# 48-bit address space holds, so forming it fails at once (MemoryError in numpy, a
+# RuntimeError in torch) even where the system overcommits memory; and O(T S) work of
+# 3.6e13 steps cannot finish within the time limit. The inputs are read-only broadcast views
+# of one row (a few bytes), so every query's output is v's row: O_t = (q.k) v / (q.k) = v.
+# The associative answer takes 0.1 to 0.5 s (on a loaded 2-core machine) and about 150 MB.
+# The price: a per-query Python loop, linear but slow, also runs out of time here.
+HUGE_N = 6_000_000
+_FIRST = ("Compute phi(K)^T V, an (r, d_v) matrix, and sum_s phi(k_s), an (r,) vector, first, with "
+          "matrix products; then each query needs only phi(q_t) times those.")
+TOO_BIG = ("this builds the T x S matrix phi(Q) phi(K)^T: on the case with T = S = 6 million it would "
+           "take 262 TiB. " + _FIRST)
+TOO_SLOW = ("your function did not finish in time on the case with T = S = 6 million: O(T S) work (a "
+            "loop over queries that touches every key, a T x S einsum) cannot, and a Python loop over 6 "
+            "million queries or keys is too slow as well. " + _FIRST)
+
+
+def _huge_case() -> Case:
+    def row(*values):
+        return np.broadcast_to(np.array([values]), (HUGE_N, len(values)))  # read-only, (n, len)
+
+    return Case("T = S = 6 million (no T x S matrix fits in memory)", (row(1.5), row(2.0), row(3.0)),
+                budget=TOO_BIG, slow=TOO_SLOW, expected=row(3.0))
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _linear_reference(phi_q, phi_k, v):
+    return eff.linear_attention(phi_q, phi_k, v, feature_map=lambda x: x)
+
+
+register(
+    Exercise(
+        id="linear-attention",
+        title="Linear attention through associativity",
+        make_cases=_linear_cases,
+        reference=_linear_reference,
+        mutants=(
+            Mutant(
+                "no-normaliser", lambda pq, pk, v: pq @ (pk.T @ v),
+                "you forgot the normaliser: divide each query's row by phi(q_t) . sum_s phi(k_s), "
+                "so the weights of each query sum to 1.",
+            ),
+            Mutant(
+                "softmax", lambda pq, pk, v: eff.linear_attention_quadratic(
+                    pq, pk, v, feature_map=lambda x: np.exp(x) if isinstance(x, np.ndarray) else torch.exp(x))[0],
+                "that puts an exp (a softmax) on top of the features. Linear attention uses the "
+                "features' dot products phi(q).phi(k) directly as weights.",
+            ),
+            Mutant(
+                "softmax-of-scores", lambda pq, pk, v: _softmax_rows(pq @ pk.T) @ v,
+                "you took a softmax of the feature dot products phi(q_t) . phi(k_s). Linear attention "
+                "uses them directly as weights, divided by their sum over the keys: no exp.",
+            ),
+            Mutant(
+                "global-normaliser", lambda pq, pk, v: pq @ (pk.T @ v) / (pq @ pk.sum(axis=0)).sum(),
+                "you divided by one number for all queries; each query t needs its own "
+                "normaliser phi(q_t) . sum_s phi(k_s).",
+            ),
+        ),
+        alternatives=(
+            lambda pq, pk, v: (
+                lambda q, k, v: (q @ (k.T @ v) / (q @ k.sum(0))[:, None]).numpy()
+            )(*(torch.as_tensor(a) for a in (pq, pk, v))),
+            lambda pq, pk, v: np.einsum("tr,sr,sd->td", pq, pk, v, optimize=True)
+            / np.einsum("tr,sr->t", pq, pk, optimize=True)[:, None],
+            lambda pq, pk, v: np.einsum("tr,rd->td", pq, np.einsum("sr,sd->rd", pk, v))
+            / np.einsum("tr,r->t", pq, pk.sum(axis=0))[:, None],
+        ),
+    )
+)
+
+
+# ------------------------------------------------------ online softmax step
+def _online_cases() -> list[Case]:
+    rng = np.random.default_rng(34)
+    T, B, d_v = 3, 4, 2
+
+    def state(m):
+        return (np.asarray(m, dtype=float), rng.uniform(0.5, 2.0, size=T), rng.normal(size=(T, d_v)))
+
+    return [
+        Case("first block (m = -inf, l = 0, acc = 0)",
+             (np.full(T, -np.inf), np.zeros(T), np.zeros((T, d_v)), rng.normal(size=(T, B)), rng.normal(size=(B, d_v)))),
+        Case("new block has a larger max", (*state([0.0, -1.0, 0.5]), 3.0 + rng.normal(size=(T, B)), rng.normal(size=(B, d_v)))),
+        Case("new block has a smaller max", (*state([4.0, 5.0, 3.0]), rng.normal(size=(T, B)), rng.normal(size=(B, d_v)))),
+        Case("logits near 1000", (*state([1000.0, 999.0, 1001.0]), 1000.0 + rng.normal(size=(T, B)), rng.normal(size=(B, d_v)))),
+        Case("a masked key (-inf score)",
+             (*state([0.5, 0.2, 0.1]), np.where(np.arange(B) == 1, -np.inf, rng.normal(size=(T, B))), rng.normal(size=(B, d_v)))),
+    ]
+
+
+def _step_with(use_running_max=True, rescale_l=True, rescale_acc=True, flip=False):
+    def f(m, l, acc, scores, v_blk):
+        blk = scores.max(axis=-1)
+        m_new = np.maximum(m, blk) if use_running_max else blk
+        alpha = np.exp((m_new - m) if flip else (m - m_new))
+        p = np.exp(scores - m_new[:, None])
+        l_new = (alpha if rescale_l else 1.0) * l + p.sum(axis=-1)
+        acc_new = (alpha[:, None] if rescale_acc else 1.0) * acc + p @ v_blk
+        return m_new, l_new, acc_new
+
+    return f
+
+
+def _overflow_hint(got, expected, args):
+    if not all(np.all(np.isfinite(np.asarray(g, dtype=float))) for g in got[1:]):  # l and acc
+        return "your running sum or output has NaN or inf: exponentiate scores - m_new (the running max), never the raw scores"
+    return None
+
+
+def _step_in_place(m, l, acc, scores, v_blk):
+    """Updates the running state in place, as a kernel does, and returns it."""
+    m_new = np.maximum(m, scores.max(axis=1))  # (T,)
+    alpha = np.exp(m - m_new)  # (T,) computed before m is overwritten
+    p = np.exp(scores - m_new[:, None])  # (T, B)
+    l *= alpha
+    l += p.sum(axis=1)
+    acc *= alpha[:, None]
+    acc += p @ v_blk
+    m[...] = m_new
+    return m, l, acc
+
+
+register(
+    Exercise(
+        id="online-softmax-step",
+        title="One step of the online softmax",
+        make_cases=_online_cases,
+        reference=lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk),
+        mutants=(
+            Mutant(
+                "no-rescale", _step_with(rescale_l=False, rescale_acc=False),
+                "when the max grows, the old sum and accumulator were computed against the old max: "
+                "multiply both by exp(m_old - m_new) before adding the new block.",
+            ),
+            Mutant(
+                "rescale-l-only", _step_with(rescale_acc=False),
+                "you rescaled the running sum l but not the accumulated output acc; both need the "
+                "factor exp(m_old - m_new).",
+            ),
+            Mutant(
+                "block-max", _step_with(use_running_max=False),
+                "the new max must be the running max, max(m_old, block max), not the block's own max; "
+                "otherwise a small block after a large one overflows the rescale factor.",
+            ),
+            Mutant(
+                "no-max-shift",
+                lambda m, l, acc, s, v: (np.maximum(m, s.max(axis=-1)), l + np.exp(s).sum(axis=-1), acc + np.exp(s) @ v),
+                "l and acc must be kept relative to the running max: add exp(scores - m_new), and "
+                "rescale the old l and acc by exp(m_old - m_new). Raw exp(scores) overflows for "
+                "logits near 1000 and does not match the m you return.",
+            ),
+            Mutant(
+                "flipped-rescale", _step_with(flip=True),
+                "the rescale factor is exp(m_old - m_new), which is at most 1; you used its inverse.",
+            ),
+        ),
+        hints=(_overflow_hint,),
+        in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
+        alternatives=(
+            _step_in_place,
+            lambda m, l, acc, s, v: tuple(t.numpy() for t in eff.online_softmax_step(
+                *(torch.as_tensor(x) for x in (m, l, acc, s, v)))),
+            lambda m, l, acc, s, v: (
+                lambda m_new: (
+                    m_new,
+                    np.exp(m - m_new) * l + np.exp(s - m_new[:, None]).sum(axis=1),
+                    np.exp(m - m_new)[:, None] * acc + np.exp(s - m_new[:, None]) @ v,
+                )
+            )(np.maximum(m, s.max(axis=1))),
+        ),
+    )
+)
+
+EXERCISES = ("effective-rank", "best-rank-k", "rank-vs-topk", "linear-attention", "online-softmax-step")

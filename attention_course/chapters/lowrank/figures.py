@@ -1,0 +1,698 @@
+"""Figures for chapter 3: is attention low-rank, sparse, or neither?
+
+Every helper takes arrays that the chapter has already measured (with
+:mod:`attention_course.chapters.lowrank.spectra` or :mod:`attention_course.core.efficient`), labels its
+axes, adds a colour bar where colour carries a value, returns the
+:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
+The benchmark figures live in :mod:`attention_course.chapters.lowrank.figures`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import LogNorm, to_rgb
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
+
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...figures.style import METHOD_COLORS, book_figure, method_color
+from .spectra import best_rank_k, crossover_beta, topk_sparsify
+
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier"]
+
+
+def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
+    a = np.asarray(to_numpy(x), dtype=float)
+    if a.ndim != ndim or 0 in a.shape:
+        raise ShapeError(f"{name} has shape {shape_str(a)}; expected {what}")
+    return a
+
+
+@book_figure
+def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figure:
+    """Two panels against the inverse temperature: the ranks, and the rank-``k`` vs top-``k`` errors.
+
+    Parameters
+    ----------
+    sweep : dict
+        A :func:`attention_course.chapters.lowrank.spectra.temperature_sweep` result: arrays ``beta``,
+        ``effective_rank``, ``stable_rank``, ``svd_error``, ``sparse_error`` of one length.
+    k : int
+        The rank and the entries kept per row that the sweep used (for the labels).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.lowrank.spectra import temperature_sweep
+    >>> fig = plot_temperature_sweep(temperature_sweep([0.2, 1.0, 4.0], n=32, d=8, k=4), k=4)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['How many modes does A need?', 'Low rank or sparse?']
+    """
+    beta = _grid("sweep['beta']", sweep["beta"], 1, "(n_betas,)")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
+    ax1.plot(beta, sweep["effective_rank"], "o-", color="0.15", ms=4, label="effective rank")
+    ax1.plot(beta, sweep["stable_rank"], "s--", color="0.55", ms=3, label="stable rank")
+    ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many modes does A need?")
+    ax1.legend()
+    ax2.plot(beta, sweep["svd_error"], "o-", color=method_color("svd"), ms=4, label=f"best rank-{k} (SVD)")
+    ax2.plot(beta, sweep["sparse_error"], "s-", color=method_color("top-k"), ms=4, label=f"top-{k} per row")
+    cross = crossover_beta(sweep)
+    if np.isfinite(cross):
+        ax2.axvline(cross, color="0.5", lw=1, ls=":")
+        ax2.annotate(rf"cross at $\beta\approx${cross:.2f}", (cross, 0.5), xytext=(6, 0),
+                     textcoords="offset points", color="0.3")
+    ax2.set(xlabel=r"inverse temperature $\beta$", ylabel=r"relative error $\|A-\hat A\|_F/\|A\|_F$",
+            title="Low rank or sparse?", ylim=(0, 1.02))
+    ax2.legend()
+    return fig
+
+
+@book_figure
+def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Optional[int] = 64) -> Figure:
+    r"""Attention matrices (rows) beside their best rank-``k`` and top-``k`` approximations (columns).
+
+    All panels share one logarithmic colour scale fitted to the data: its top is the largest
+    weight shown, its bottom :math:`10^{-4}` of that; smaller weights, the zeros of top-``k`` and
+    the negative entries a rank-``k`` approximation can have are drawn at the bottom colour.
+    Each approximation's panel states its relative Frobenius error on the whole matrix.
+
+    Parameters
+    ----------
+    matrices : dict
+        Row label -> attention matrix of shape (n, n) (e.g. ``{"β = 0.2": A_soft, "β = 4": A_sharp}``).
+    k : int
+        The rank of the SVD approximation and the weights kept per row.
+    crop : int, optional
+        Show only the first ``crop`` queries and keys (the approximations use the whole matrix).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.lowrank.spectra import synthetic_attention
+    >>> fig = plot_attention_matrices({"soft": synthetic_attention(16, 4, 0.2), "sharp": synthetic_attention(16, 4, 4.0)},
+    ...                               k=2, crop=None)
+    >>> [ax.get_title() for ax in fig.axes[:3]]
+    ['A', 'best rank 2', 'top 2 per row']
+    """
+    mats = {name: _grid(f"matrices[{name!r}]", a, 2, "(n, n)") for name, a in matrices.items()}
+    if not mats:
+        raise ValueError("matrices is empty; expected {label: (n, n) attention matrix}")
+    panels = {name: (a, best_rank_k(a, k), topk_sparsify(a, k)) for name, a in mats.items()}
+    errors = {name: [float(np.linalg.norm(a - p) / np.linalg.norm(a)) for p in ps]  # rank k, top k
+              for name, (a, *ps) in panels.items()}
+    shown = {name: [p[:crop, :crop] for p in ps] for name, ps in panels.items()}  # crop=None keeps all
+    vmax = max(float(p.max()) for ps in shown.values() for p in ps)
+    norm = LogNorm(vmin=vmax * 1e-4, vmax=vmax)
+    fig, axes = plt.subplots(len(mats), 3, figsize=(7.0, 2.0 * len(mats) + 0.3), squeeze=False,
+                             layout="constrained")
+    for row, (name, ps) in zip(axes, shown.items()):
+        for j, (ax, p) in enumerate(zip(row, ps)):
+            im = ax.imshow(np.clip(p, norm.vmin, None), norm=norm, interpolation="nearest")
+            ax.set(xticks=[], yticks=[])
+            if j:
+                ax.text(0.03, 0.04, f"error {errors[name][j - 1]:.2f}", transform=ax.transAxes, va="bottom",
+                        bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
+        row[0].set_ylabel(f"{name}\nquery i")
+    for ax, title in zip(axes[0], ("A", f"best rank {k}", f"top {k} per row")):
+        ax.set_title(title)
+    size = next(iter(shown.values()))[0].shape[1]
+    for ax in axes[-1]:
+        ax.set_xlabel(f"key j (first {size})" if crop else "key j")
+    fig.colorbar(im, ax=axes, extend="min", shrink=0.9,
+                 label=f"weight (log; top = largest shown, {vmax:.2g})")
+    return fig
+
+
+@book_figure
+def plot_exp_rank(demo: Mapping) -> Figure:
+    r"""Singular values of a rank-1 logit matrix :math:`L`, of :math:`\exp(L)` and of its row softmax.
+
+    Parameters
+    ----------
+    demo : dict
+        The output of :func:`attention_course.chapters.lowrank.spectra.exp_rank_demo` (keys ``logits``,
+        ``softmax``, ``singular_values`` of ``exp(L)``, ``rank_*``).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.lowrank.spectra import exp_rank_demo
+    >>> fig = plot_exp_rank(exp_rank_demo(n=6))
+    >>> fig.axes[0].get_yscale()
+    'log'
+    """
+    logits = _grid("demo['logits']", demo["logits"], 2, "(n, n)")
+    s_logits = np.linalg.svd(logits, compute_uv=False)  # (n,)
+    s_exp = np.asarray(demo["singular_values"], dtype=float)  # (n,)
+    s_soft = np.linalg.svd(np.asarray(demo["softmax"], dtype=float), compute_uv=False)  # (n,)
+    idx = np.arange(1, logits.shape[0] + 1)
+    floor = np.finfo(float).eps * s_logits[0] * logits.shape[0]  # below this: zero in float64
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    ax.semilogy(idx, np.maximum(s_logits / s_logits[0], 1e-18), "o-", color="C0",
+                label=f"logits $L = s\\,xx^\\top$ (rank {demo['rank_logits']})")
+    ax.semilogy(idx, s_exp / s_exp[0], "s-", color="C3", label=f"$\\exp(L)$ (rank {demo['rank_exp']})")
+    ax.semilogy(idx, s_soft / s_soft[0], "^--", color="C2", ms=5,
+                label=f"row softmax of $L$ (rank {demo['rank_softmax']})")
+    ax.axhline(floor / s_logits[0], color="0.5", lw=0.8, ls=":")
+    ax.annotate("float64 round-off", (idx[-1], floor / s_logits[0]), xytext=(-4, 4),
+                textcoords="offset points", ha="right", color="0.4")
+    ax.set(xlabel="index i", ylabel=r"$\sigma_i / \sigma_1$", xticks=idx,
+           title="exp of a rank-1 matrix is full rank")
+    ax.legend(loc="center right")
+    return fig
+
+
+@book_figure
+def plot_cumulative_spectra(
+    cumulative: Array, k_mark: Optional[int] = None, title: str = ""
+) -> Figure:
+    r"""Linformer-style cumulative spectra: the share of :math:`\|A\|_F^2` kept by the top :math:`k` modes.
+
+    Left: for each layer, the mean over heads (line) and the range over heads
+    (band) of :math:`\sum_{i\le k}\sigma_i^2 / \sum_i \sigma_i^2` against :math:`k`.
+    Right: its value at ``k_mark`` for every head (Wang et al. 2020, Fig. 1).
+
+    Parameters
+    ----------
+    cumulative : array, shape (L, H, K)
+        Cumulative energy fractions, rising to 1 along the last axis.
+    k_mark : int, optional
+        The :math:`k` shown in the heat map (default ``K // 4``, at least 1).
+
+    Examples
+    --------
+    >>> c = np.cumsum(np.full((2, 3, 4), 0.25), axis=-1)
+    >>> [ax.get_xlabel() for ax in plot_cumulative_spectra(c, k_mark=2).axes[:2]]
+    ['number of singular values k', 'head']
+    """
+    c = _grid("cumulative", cumulative, 3, "(layers, heads, K) cumulative energy fractions")
+    L, H, K = c.shape
+    k_mark = max(1, K // 4) if k_mark is None else int(k_mark)
+    if not 1 <= k_mark <= K:
+        raise ValueError(f"k_mark={k_mark} for cumulative of shape {shape_str(c)}; expected 1 <= k_mark <= {K}")
+    ks = np.arange(1, K + 1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained",
+                                   gridspec_kw={"width_ratios": [1.15, 1.0]})
+    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, L))
+    for layer in range(L):
+        ax1.fill_between(ks, c[layer].min(axis=0), c[layer].max(axis=0), color=colors[layer], alpha=0.15, lw=0)
+        ax1.plot(ks, c[layer].mean(axis=0), color=colors[layer], lw=1.8, label=f"layer {layer + 1}")
+    ax1.axvline(k_mark, color="0.5", lw=0.8, ls=":")
+    ax1.set(xlabel="number of singular values k", ylabel=r"$\sum_{i\leq k}\sigma_i^2 \,/\, \|A\|_F^2$",
+            ylim=(min(0.0, float(c.min())), 1.02), xlim=(1, K))
+    ax1.set_title("Cumulative spectrum\n(band: range over heads)")
+    ax1.legend(loc="lower right")
+    im = ax2.imshow(c[:, :, k_mark - 1], cmap="magma", vmin=float(c[:, :, k_mark - 1].min()), vmax=1.0,
+                    aspect="auto")
+    ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
+            yticks=range(L), yticklabels=range(1, L + 1))
+    ax2.set_title(f"Share kept by the top {k_mark}\n(each head)")
+    fig.colorbar(im, ax=ax2, label=f"share of $\\|A\\|_F^2$ in top {k_mark}")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str = "") -> Figure:
+    """Effective rank of every head: by layer (dots per head, line = mean) and as a layer x head map.
+
+    Parameters
+    ----------
+    erank : array, shape (L, H)
+        Effective rank of each head (e.g. averaged over sentences).
+    n_tokens : float, optional
+        Sequence length, drawn as the full-rank ceiling.
+
+    Examples
+    --------
+    >>> fig = plot_head_ranks(np.arange(6.0).reshape(2, 3) + 1, n_tokens=10)
+    >>> fig.axes[0].get_ylabel()
+    'effective rank'
+    """
+    r = _grid("erank", erank, 2, "(layers, heads)")
+    L, H = r.shape
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained",
+                                   gridspec_kw={"width_ratios": [0.8, 1.0]})
+    jitter = np.linspace(-0.18, 0.18, H)
+    for layer in range(L):
+        ax1.scatter(layer + 1 + jitter, r[layer], s=14, color="C0", alpha=0.6, lw=0)
+    ax1.plot(np.arange(1, L + 1), r.mean(axis=1), "o-", color="C3", label="mean over heads")
+    if n_tokens is not None:
+        ax1.axhline(n_tokens, color="0.5", lw=0.8, ls="--", label=f"full rank (n = {n_tokens:g})")
+        ax1.set_ylim(0, n_tokens * 1.45)  # room for the legend above the ceiling
+    else:
+        ax1.set_ylim(0, None)
+    ax1.set(xlabel="layer", ylabel="effective rank", xticks=range(1, L + 1), title="Effective rank by layer")
+    ax1.legend(loc="upper right")
+    im = ax2.imshow(r, cmap="viridis", aspect="auto")
+    ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
+            yticks=range(L), yticklabels=range(1, L + 1), title="Effective rank of each head")
+    fig.colorbar(im, ax=ax2, label="effective rank")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_lowrank_vs_sparse(
+    rank_err: Array, topk_err: Array, k: int, reference: Optional[Mapping] = None,
+    reference_label: str = "synthetic, varying $\\beta$", title: str = "",
+) -> Figure:
+    """One dot per head: the best rank-``k`` error against the top-``k`` sparse error.
+
+    Below the diagonal a rank-``k`` approximation is better; above it, keeping the
+    ``k`` largest weights of each row is. ``reference`` (a
+    :func:`attention_course.chapters.lowrank.spectra.temperature_sweep` result with keys ``beta``,
+    ``svd_error``, ``sparse_error``) is drawn as a curve through the same plane.
+
+    Parameters
+    ----------
+    rank_err, topk_err : array, shape (L, H)
+        Relative Frobenius errors per layer and head.
+
+    Examples
+    --------
+    >>> fig = plot_lowrank_vs_sparse(np.full((2, 3), 0.1), np.full((2, 3), 0.3), k=4)
+    >>> fig.axes[0].get_xlabel()
+    'top-4 sparse error'
+    """
+    re = _grid("rank_err", rank_err, 2, "(layers, heads)")
+    te = _grid("topk_err", topk_err, 2, "(layers, heads)")
+    if re.shape != te.shape:
+        raise ShapeError(f"rank_err has shape {shape_str(re)} but topk_err has shape {shape_str(te)}; "
+                         f"expected the same (layers, heads)")
+    L, H = re.shape
+    fig, ax = plt.subplots(figsize=(6.8, 5.0), layout="constrained")
+    top = 1.05 * max(float(re.max()), float(te.max()))
+    if reference is not None:
+        sx, sy = np.asarray(reference["sparse_error"]), np.asarray(reference["svd_error"])
+        top = max(top, 1.05 * float(max(sx.max(), sy.max())))
+        ax.plot(sx, sy, "-", color="0.6", lw=1.2, zorder=1, label=reference_label)
+        for i in (0, len(sx) // 2, len(sx) - 1):
+            ax.annotate(rf"$\beta$={float(reference['beta'][i]):.2g}", (sx[i], sy[i]), color="0.4", xytext=(4, -10), textcoords="offset points")
+    ax.plot([0, top], [0, top], color="0.3", lw=0.8, ls="--", zorder=1)
+    sc = ax.scatter(te.ravel(), re.ravel(), c=np.repeat(np.arange(1, L + 1), H), cmap="viridis",
+                    s=28, edgecolors="white", linewidths=0.4, zorder=2)
+    ax.text(0.60 * top, 0.66 * top, f"top-{k} better", ha="center", va="center", rotation=45, color="0.3")
+    ax.text(0.66 * top, 0.60 * top, f"rank-{k} better", ha="center", va="center", rotation=45, color="0.3")
+    ax.set(xlim=(0, top), ylim=(0, top), aspect="equal",
+           xlabel=f"top-{k} sparse error", ylabel=f"best rank-{k} error (SVD)",
+           title=title or "Low rank or sparse? One dot per head")
+    fig.colorbar(sc, ax=ax, label="layer", ticks=range(1, L + 1), shrink=0.85)
+    if reference is not None:
+        ax.legend(loc="upper right")
+    return fig
+
+
+#: Label prefixes of :func:`attention_course.chapters.lowrank.approximation_error.approximation_errors`
+#: -> the method family of :data:`attention_course.figures.style.METHOD_COLORS` (first match wins).
+_FAMILY_PREFIXES = (("linformer, mean-pool", "linformer-pool"), ("linformer", "linformer"),
+                    ("linear", "linear"), ("performer", "performer"), ("nystr", "nystrom"),
+                    ("local", "local"), ("top-", "top-k"), ("uniform", "uniform"))
+
+
+def method_family(label: str) -> str:
+    """The method family (a key of ``METHOD_COLORS``) of an accuracy-table label.
+
+    Examples
+    --------
+    >>> method_family("Linformer, mean-pool, k=32"), method_family("Nystrom, 32 landmarks")
+    ('linformer-pool', 'nystrom')
+    >>> method_family("zeros")
+    Traceback (most recent call last):
+    ...
+    ValueError: no method family for 'zeros'; expected a label starting with one of [...]
+    """
+    low = label.lower()
+    for prefix, family in _FAMILY_PREFIXES:
+        if low.startswith(prefix):
+            return family
+    raise ValueError(f"no method family for {label!r}; expected a label starting with one of "
+                     f"{[p for p, _ in _FAMILY_PREFIXES]}")
+
+
+@book_figure
+def plot_method_errors(
+    errors: Mapping[str, Mapping[str, float]],
+    baselines: Sequence[str] = ("uniform (mean of values)", "zeros"),
+    target: float = 0.1, title: str = "",
+) -> Figure:
+    """One panel per input distribution: each method's relative error (log scale), in its colour.
+
+    Bars are the approximations, coloured by :func:`method_family` and
+    :func:`~attention_course.figures.style.method_color` as in the benchmark figures.
+    The ``baselines`` (trivial answers such as uniform attention and outputting zeros) are
+    dashed vertical lines: a bar reaching past one does worse than that trivial answer.
+    The dotted line is the error ``target``. Errors of exactly 0 are drawn at the left edge.
+
+    Parameters
+    ----------
+    errors : dict
+        ``errors[method][distribution]`` = relative error against exact attention.
+    baselines : sequence of str
+        Keys of ``errors`` drawn as lines rather than bars (missing ones are skipped).
+
+    Examples
+    --------
+    >>> fig = plot_method_errors({"top-4 per query": {"iid": 0.1, "smooth": 0.5},
+    ...                           "Nystrom, 4 landmarks": {"iid": 1e-3, "smooth": 2.0}, "zeros": {"iid": 1.0, "smooth": 1.0}})
+    >>> fig.axes[0].get_xscale(), [ax.get_title() for ax in fig.axes], len(fig.axes[0].patches)
+    ('log', ['iid inputs', 'smooth inputs'], 2)
+    """
+    lines = [b for b in baselines if b in errors]
+    methods = [m for m in errors if m not in lines]
+    if not methods:
+        raise ValueError(f"errors has no method besides the baselines {lines}; expected {{method: {{distribution: error}}}}")
+    colors = [method_color(method_family(m)) for m in methods]
+    dists = list(dict.fromkeys(d for m in methods for d in errors[m]))
+    vals = np.array([[float(errors[m].get(d, np.nan)) for d in dists] for m in methods])  # (methods, dists)
+    positive = vals[vals > 0]
+    left = 10 ** np.floor(np.log10(positive.min() if positive.size else 1e-3) - 0.3)
+    ncols = min(2, len(dists))
+    nrows = -(-len(dists) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.0, (0.26 * len(methods) + 0.9) * nrows + 0.6),
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")
+    y = np.arange(len(methods))
+    for j, (ax, dist) in enumerate(zip(axes.flat, dists)):
+        ax.barh(y, np.where(vals[:, j] > 0, vals[:, j], left), color=colors, edgecolor="0.3", lw=0.4)
+        ax.axvline(target, color="0.3", lw=0.8, ls=":", label=f"error {target:g}")
+        for b, ls in zip(lines, ("--", "-.", (0, (5, 2, 1, 2)))):
+            ax.axvline(max(errors[b].get(dist, np.nan), left), color="0.35", lw=1.3, ls=ls, label=f"{b} (baseline)")
+        ax.set_title(f"{dist} inputs")
+    for ax in axes.flat[len(dists):]:
+        ax.set_visible(False)
+    axes[0, 0].set(xscale="log", xlim=(left, None), yticks=y, yticklabels=methods)
+    axes[0, 0].invert_yaxis()
+    for ax in axes[-1]:
+        ax.set_xlabel(r"relative error vs exact")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+# Figures for chapter 3's efficient attention: what each method computes, and its benchmark.
+
+
+# Figures for chapter 3's fair retest: rank against length, function under replacement, recall.
+
+
+@book_figure
+def plot_rank_vs_length(length: Sequence[Mapping], slope: float) -> Figure:
+    """Median (and quartiles) of MiniLM's per-head effective rank against ``n``, with ``n`` itself.
+
+    Parameters
+    ----------
+    length : list of dict
+        The ``length`` rows of the stored run: ``n`` and per-head ``effective_rank`` lists.
+    slope : float
+        The fitted log-log slope, shown in the legend.
+
+    Examples
+    --------
+    >>> rows = [{"n": 16, "effective_rank": [3.0, 4.0]}, {"n": 64, "effective_rank": [9.0, 12.0]}]
+    >>> plot_rank_vs_length(rows, 0.8).axes[0].get_xlabel()
+    'sequence length n (tokens)'
+    """
+    n = np.array([r["n"] for r in length], dtype=float)
+    q = np.array([np.percentile(r["effective_rank"], [25, 50, 75]) for r in length])  # (len(n), 3)
+    fig, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
+    ax.fill_between(n, q[:, 0], q[:, 2], color="C0", alpha=0.25, label="heads: 25th-75th percentile")
+    ax.plot(n, q[:, 1], "o-", color="C0", label=f"median head (log-log slope {slope:.2f})")
+    ax.plot(n, n, ":", color="0.4", label="effective rank = n")
+    ax.plot(n, np.full_like(n, 8.0), "--", color=method_color("svd"), label="rank 8")
+    ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="effective rank",
+           title="all-MiniLM-L6-v2: effective rank grows with n")
+    ax.set_xticks(n, [f"{v:g}" for v in n])  # the measured lengths, not 3x10^1-style minor labels
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.legend()
+    return fig
+
+
+@book_figure
+def plot_swap(rows: Sequence[Mapping], ks: Sequence[int], ylabel: str, title: str,
+              exact_key: str = "", log: bool = True) -> Figure:
+    """A model's loss (or output change) with every head replaced by rank-k, top-k or uniform weights.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One dict per seed (or input) with keys ``rank_{k}``, ``topk_{k}``, ``uniform`` and,
+        if ``exact_key``, the unmodified model's value; the mean over rows is plotted and
+        the min-max range shaded.
+    ks : sequence of int
+        The budgets; rank k and top-k store about the same number of values (2 k n).
+    ylabel, title : str
+    exact_key : str
+        Key of the unmodified model's value (drawn as a line), or ``""``.
+    log : bool
+        Log scale on the y axis.
+
+    Examples
+    --------
+    >>> rows = [{"exact": 0.01, "uniform": 4.0, "rank_2": 3.0, "topk_2": 0.1, "rank_8": 1.0, "topk_8": 0.02}]
+    >>> plot_swap(rows, [2, 8], "loss", "t", exact_key="exact").axes[0].get_ylabel()
+    'loss'
+    """
+    fig, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
+    for name, color, label in (("rank", method_color("svd"), "rank-k truncation"),
+                               ("topk", method_color("top-k"), "top-k weights per row")):
+        vals = np.array([[r[f"{name}_{k}"] for k in ks] for r in rows])  # (rows, len(ks))
+        ax.plot(ks, vals.mean(axis=0), "o-", color=color, label=label)
+        ax.fill_between(ks, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2)
+    ax.axhline(np.mean([r["uniform"] for r in rows]), color=method_color("uniform"), ls="--",
+               label="uniform attention (baseline)")
+    if exact_key:
+        ax.axhline(np.mean([r[exact_key] for r in rows]), color=method_color("exact"), lw=0.8, label="unmodified model")
+    ax.set(xscale="log", xlabel="k (rank, or weights kept per row)", ylabel=ylabel, title=title)
+    ax.set_xticks(list(ks), [str(k) for k in ks])
+    if log:
+        ax.set_yscale("log")
+    ax.legend()
+    return fig
+
+
+@book_figure
+def plot_recall(recall: Mapping) -> Figure:
+    """Recall accuracy against the number of stored pairs, softmax vs linear memories, per key dimension.
+
+    Parameters
+    ----------
+    recall : dict
+        A :func:`~attention_course.chapters.lowrank.recall.recall_sweep` result.
+
+    Examples
+    --------
+    >>> out = {"ns": [4, 8], "ds": [16], "seeds": [0], "softmax": [[[1.0], [1.0]]],
+    ...        "linear": [[[0.5], [0.2]]], "linear_identity": [[[1.0], [0.9]]]}
+    >>> len(plot_recall(out).axes[0].get_lines())
+    3
+    """
+    ns = np.array(recall["ns"], dtype=float)
+    fig, ax = plt.subplots(figsize=(6.5, 4.6), layout="constrained")
+    styles = {"softmax": ("-", "softmax attention"), "linear_identity": ("--", "linear memory, identity features"),
+              "linear": (":", "linear attention, elu+1")}
+    for i, d in enumerate(recall["ds"]):
+        for name, (ls, label) in styles.items():
+            acc = np.asarray(recall[name][i]).mean(axis=-1)  # (len(ns),), mean over seeds
+            ax.plot(ns, acc, ls, marker="o", ms=3, color=f"C{i}", label=f"{label}, d = {d}")
+    ax.set(xscale="log", xlabel="stored key-value pairs n", ylabel="recall accuracy",
+           title="Query with a stored key: is its own value\nthe nearest output?", ylim=(-0.02, 1.02))
+    # two short legends (line style = memory, colour = key dimension) instead of one per line
+    kinds = [Line2D([], [], color="0.3", ls=ls, label=label) for ls, label in styles.values()]
+    dims = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=f"d = {d}") for i, d in enumerate(recall["ds"])]
+    fig.legend(handles=kinds + dims, loc="outside lower center", ncols=2)
+    return fig
+
+
+_NOT_COMPUTED = "#F2F2F2"
+
+
+def method_patterns(n: int = 12, window: int = 2, top_k: int = 3, proj: int = 4, landmarks: int = 3,
+                    seed: int = 0) -> dict:
+    r"""Which query-key scores each method computes, as boolean matrices (True = computed).
+
+    ``exact``, ``local`` (:math:`|i - j| \le` ``window``), ``top-k`` (each row's ``top_k`` largest
+    scores of a seeded Gaussian draw, chosen after computing them all, as a top-k kernel
+    must unless it has an index), ``nystrom`` (every query against the ``landmarks`` landmark
+    keys and every key against the landmark queries; a segment's landmark is drawn at its
+    centre) have shape (n, n); ``linformer`` has shape (n, ``proj``): queries against
+    ``proj`` projected keys; ``linear`` has shape (0, 0): no score is computed.
+
+    Examples
+    --------
+    >>> p = method_patterns(n=6, window=1, top_k=2, proj=2, landmarks=2)
+    >>> {name: int(m.sum()) for name, m in p.items()}
+    {'exact': 36, 'local': 16, 'top-k': 12, 'linformer': 12, 'nystrom': 20, 'linear': 0}
+    """
+    i, j = np.indices((n, n))  # (n, n) query and key index
+    scores = np.random.default_rng(seed).normal(size=(n, n))  # (n, n)
+    top = np.zeros((n, n), bool)
+    np.put_along_axis(top, np.argsort(-scores, axis=1)[:, :top_k], True, axis=1)
+    centres = (np.arange(landmarks) + 0.5) * n // landmarks  # (landmarks,) segment centres
+    marks = np.isin(np.arange(n), centres)  # (n,)
+    return {"exact": np.ones((n, n), bool), "local": np.abs(i - j) <= window, "top-k": top,
+            "linformer": np.ones((n, proj), bool), "nystrom": marks[None, :] | marks[:, None],
+            "linear": np.zeros((0, 0), bool)}
+
+
+@book_figure
+def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: int = 4,
+                          landmarks: int = 3, seed: int = 0) -> Figure:
+    """A grid per method: the query-key scores it computes (its colour) and skips (light grey).
+
+    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores.
+
+    Examples
+    --------
+    >>> fig = plot_method_schematic(n=6, window=1, top_k=2, proj=2, landmarks=2)
+    >>> [ax.get_xlabel() for ax in fig.axes][:3]
+    ['36 of 36', '16 of 36', '12 of 36']
+    """
+    pats = method_patterns(n, window, top_k, proj, landmarks, seed)
+    titles = {"exact": ("exact", "exact (SDPA, chunked)"), "local": ("local", f"local window, w = {window}"),
+              "top-k": ("top-k", f"top-k, k = {top_k}"), "linformer": ("linformer", f"Linformer, k = {proj}"),
+              "nystrom": ("nystrom", f"Nyström, {landmarks} landmarks"),
+              "linear": ("performer", "linear, Performer")}
+    fig, axes = plt.subplots(2, 3, figsize=(7.0, 5.2), layout="constrained")
+    for ax, (name, mask) in zip(axes.flat, pats.items()):
+        color, title = titles[name]
+        grid = np.zeros((n, n), bool) if name == "linear" else mask
+        rgb = np.where(grid[..., None], to_rgb(method_color(color)), to_rgb(_NOT_COMPUTED))  # (n, cols, 3)
+        ax.imshow(rgb, extent=(0, grid.shape[1], n, 0))
+        for x in range(grid.shape[1] + 1):
+            ax.axvline(x, color="white", lw=0.8)
+        for y in range(n + 1):
+            ax.axhline(y, color="white", lw=0.8)
+        ax.set(xlim=(0, n), ylim=(n, 0), xticks=[], yticks=[], aspect="equal", title=title)
+        ax.spines[:].set_visible(False)
+        if name == "linformer":
+            ax.text(proj + 0.6, n / 2, f"{proj} rows of EK,\neach a mix\nof all {n} keys", va="center")
+            ax.set_xlabel(f"{mask.sum()} ({n} × {proj}), no n × n")
+        elif name == "linear":
+            ax.text(n / 2, n / 2, "no n × n scores:\n" r"$\phi(Q)\,[\phi(K)^\top V]$", ha="center", va="center",
+                    bbox={"facecolor": "white", "edgecolor": method_color("linear"), "lw": 1.5})
+            ax.set_xlabel(f"0 of {n * n}")
+        else:
+            ax.set_xlabel(f"{mask.sum()} of {n * n}")
+    axes[0, 0].set_ylabel("query i")
+    axes[1, 0].set_ylabel("query i")
+    return fig
+
+
+def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
+    if ax is None:
+        return plt.subplots(figsize=figsize, layout="constrained")
+    return ax.figure, ax
+
+
+def _series(result: Mapping, name: str, key: str) -> list[tuple[int, float]]:
+    """(n, value) pairs of one method, sorted by n, where the value is measured (not None, not 0)."""
+    return sorted((r["n"], r[key]) for r in result["results"] if r["method"] == name and r[key])
+
+
+@book_figure
+def plot_scaling(result: Mapping, methods: Optional[Sequence[str]] = None, ax: Optional[Axes] = None) -> Figure:
+    """Time against n on log-log axes, one line per method, with its fitted slopes in the legend.
+
+    Exact methods are solid lines, approximations dashed. The slopes are those of the
+    result's summary (fitted for ``n >= slope_n_min``; raw and load-normalised).
+
+    Examples
+    --------
+    >>> res = {"results": [{"method": "naive", "n": n, "time_s": n**2 * 1e-9, "exact": True} for n in (256, 512)],
+    ...        "summary": {"slopes": {"naive": 2.0}, "slopes_load_normalised": {"naive": 2.0}},
+    ...        "config": {"d": 64}, "machine": {"torch_threads": 1}}
+    >>> plot_scaling(res).axes[0].get_xscale()
+    'log'
+    """
+    names = methods or ["naive", "sdpa", "chunked", "linear", "performer-256", "nystrom-128", "linformer-pool-256"]
+    s = result["summary"]
+    fig, ax = _new_axes(ax, (7.0, 4.6))
+    for name in names:
+        pts = _series(result, name, "time_s")
+        if not pts:
+            continue
+        exact = next(r["exact"] for r in result["results"] if r["method"] == name)
+        ax.loglog(*zip(*pts), "-" if exact else "--", marker="o", ms=3, color=method_color(name),
+                  label=f"{name}: slope {s['slopes'].get(name, float('nan')):.2f} "
+                        f"({s['slopes_load_normalised'].get(name, float('nan')):.2f})")
+    ax.set(xlabel="sequence length n", ylabel="time per call (s)",
+           title=f"Time vs n (d={result['config']['d']}, {result['machine']['torch_threads']} thread(s))")
+    ax.legend(loc="upper left", title="slope (load-normalised)")
+    return fig
+
+
+@book_figure
+def plot_memory(result: Mapping, methods: Sequence[str] = ("naive", "sdpa", "chunked", "linear", "nystrom-128"),
+                ax: Optional[Axes] = None) -> Figure:
+    """Peak memory (MiB) against n on log-log axes, one line per method.
+
+    Examples
+    --------
+    >>> res = {"results": [{"method": "chunked", "n": n, "peak_bytes": 2**20 * n} for n in (256, 512)],
+    ...        "config": {"memory_method": "rss"}}
+    >>> plot_memory(res).axes[0].get_ylabel()
+    'peak memory (MiB)'
+    """
+    fig, ax = _new_axes(ax, (6.4, 4.2))
+    for name in methods:
+        pts = _series(result, name, "peak_bytes")
+        if pts:
+            ns, peaks = zip(*pts)
+            ax.loglog(ns, [p / 2**20 for p in peaks], marker="o", ms=3, color=method_color(name), label=name)
+    how = {"rss": "measured peak RSS rise", "analytic": "largest intermediate (analytic)"}
+    ax.set(xlabel="sequence length n", ylabel="peak memory (MiB)",
+           title=f"Memory vs n: {how.get(result['config']['memory_method'], '')}")
+    ax.legend()
+    return fig
+
+
+@book_figure
+def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes] = None,
+                  baselines: Optional[Mapping[str, float]] = None) -> Figure:
+    """Time against relative error at the summary's frontier length, one line per family.
+
+    Exact methods have no error: they are horizontal lines at their time. Each
+    approximation's points are labelled with their parameter (features, landmarks,
+    projected length); the dotted vertical line is the summary's error target.
+    ``baselines`` (name -> relative error, e.g. uniform attention and outputting zeros)
+    are drawn as dashed vertical lines: a method to their right is worse than a trivial answer.
+
+    Examples
+    --------
+    >>> res = {"summary": {"frontier_n": 4096, "error_target": 0.1, "frontier": [
+    ...     {"method": "sdpa", "family": "exact", "param": None, "time_s": 0.1, "error": {"iid": 0.0}},
+    ...     {"method": "nystrom-32", "family": "nystrom", "param": 32, "time_s": 0.01, "error": {"iid": 0.5}}]}}
+    >>> plot_frontier(res).axes[0].get_title()
+    'Accuracy vs speed at n=4096'
+    """
+    s = result["summary"]
+    fig, ax = _new_axes(ax, (7.0, 5.0))
+    fams: dict = {}
+    for p in s["frontier"]:
+        fams.setdefault(p["family"], []).append(p)
+    for fam, pts in fams.items():
+        if fam == "exact":
+            for p in pts:
+                ax.axhline(p["time_s"], color=method_color(p["method"]), lw=1.2, label=f"{p['method']} (exact)")
+            continue
+        pts = sorted(pts, key=lambda p: p["param"] or 0)
+        errs = [max(p["error"][distribution], 1e-8) for p in pts]  # a log axis cannot show 0
+        ax.plot(errs, [p["time_s"] for p in pts], "o--", color=method_color(fam), label=fam)
+        for p, err in zip(pts, errs):
+            if p["param"]:
+                ax.annotate(str(p["param"]), (err, p["time_s"]), xytext=(3, 3), textcoords="offset points", fontsize=9)
+    ax.axvline(s["error_target"], color="0.3", lw=0.8, ls=":")
+    for (name, err), color in zip((baselines or {}).items(), ("0.45", "0.7", "0.2")):
+        ax.axvline(err, color=color, lw=1.5, ls="--", label=f"{name} (baseline)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set(xlabel=f"relative error vs exact ({distribution} inputs)", ylabel="time per call (s)",
+           title=f"Accuracy vs speed at n={s['frontier_n']}")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    return fig

@@ -1,0 +1,270 @@
+r"""Run a model with every head's attention replaced: rank-:math:`k`, top-:math:`k` or uniform.
+
+A matrix norm says how far an approximation :math:`\tilde A` is from :math:`A`; the model
+says whether the difference matters. This module re-runs the forward pass of the course's
+two models with the package's own pieces and applies a *transform* to each layer's weights
+before they multiply the values:
+
+.. math::
+
+    z_h = \mathcal T_\ell(A_h)\, v_h \quad\text{instead of}\quad z_h = A_h v_h ,
+
+for the tiny causal transformer (:mod:`attention_course.models.tiny`) and for the BERT
+encoder (:mod:`attention_course.models.encoder`, e.g. all-MiniLM-L6-v2). The identity
+transform reproduces each model's own output (tested). Transforms take and return a
+tensor of shape ``(B, h, T, S)``:
+
+* :func:`rank_k_weights`: the best rank-:math:`k` approximation of each head's matrix
+  (optionally with the upper triangle zeroed again, so a causal model stays causal);
+  it stores :math:`k(T + S)` numbers;
+* :func:`topk_weights`: each row's :math:`k` largest weights, renormalised to sum to 1
+  (top-:math:`k` attention); it stores :math:`2kT` numbers (values and indices);
+* :func:`uniform_weights`: the uniform distribution over the keys a query may see, the
+  baseline that knows nothing about the input (the output is the mean of the values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import torch
+import torch.nn.functional as F
+
+from ...core.attention import causal_mask, scaled_dot_product_attention
+
+__all__ = ["Transform", "rank_k_weights", "centred_rank_k_weights", "topk_weights", "uniform_weights",
+           "tiny_forward_with", "bert_forward_with"]
+
+Transform = Callable[[torch.Tensor, int], torch.Tensor]  # (weights (B, h, T, S), layer) -> (B, h, T, S)
+
+
+def rank_k_weights(w: torch.Tensor, k: int, causal: bool = False) -> torch.Tensor:
+    r"""Best rank-``k`` approximation of every matrix in ``w`` (Eckart-Young), optionally kept causal.
+
+    .. math::
+
+        \tilde A = U_k \Sigma_k V_k^\top, \qquad
+        \tilde A \leftarrow \tilde A \odot M_{\text{causal}} \text{ if ``causal``}
+
+    Rows are not renormalised: the approximation is what a rank-``k`` method stores.
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (..., T, S)
+    k : int, 0 <= k <= min(T, S)
+    causal : bool
+        Zero the entries with key ``j > i`` after truncating (the model never saw them).
+
+    Returns
+    -------
+    torch.Tensor, shape (..., T, S)
+
+    Examples
+    --------
+    >>> rank_k_weights(torch.diag(torch.tensor([3.0, 2.0, 1.0])), 1)
+    tensor([[3., 0., 0.],
+            [0., 0., 0.],
+            [0., 0., 0.]])
+    """
+    T, S = w.shape[-2:]
+    if int(k) != k or not 0 <= k <= min(T, S):
+        raise ValueError(f"k={k!r} for weights of shape {tuple(w.shape)}; expected 0 <= k <= {min(T, S)}")
+    U, s, Vh = torch.linalg.svd(w, full_matrices=False)  # (..., T, r), (..., r), (..., r, S)
+    out = (U[..., :k] * s[..., None, :k]) @ Vh[..., :k, :]  # (..., T, S)
+    if causal:
+        out = out * torch.from_numpy(causal_mask(T, S)).to(out.dtype)  # zero keys j > i
+    return out
+
+
+def centred_rank_k_weights(w: torch.Tensor, k: int) -> torch.Tensor:
+    r"""The mean row plus the best rank-``k`` approximation of what is left.
+
+    .. math::
+
+        \tilde A = \mathbf 1 \mu^\top + (\bar A)_k, \qquad \bar A = A - \mathbf 1 \mu^\top,
+        \quad \mu_j = \tfrac1T \sum_i A_{ij}
+
+    It stores :math:`k(T + S) + S` numbers. If the rows of ``w`` sum to 1, so do those of
+    :math:`\tilde A`: :math:`\bar A \mathbf 1 = 0`, so the right singular vectors of
+    :math:`\bar A` are orthogonal to :math:`\mathbf 1` and the rows of :math:`(\bar A)_k` sum to 0.
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (..., T, S)
+    k : int, 0 <= k <= min(T, S)
+
+    Returns
+    -------
+    torch.Tensor, shape (..., T, S)
+
+    Examples
+    --------
+    >>> w = torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0]], dtype=torch.float64)
+    >>> bool(torch.allclose(centred_rank_k_weights(w, 1), w, atol=1e-12))  # rank 1 after the mean row is removed
+    True
+    """
+    mu = w.mean(dim=-2, keepdim=True)  # (..., 1, S) the mean row
+    return mu + rank_k_weights(w - mu, k)  # (..., T, S)
+
+
+def topk_weights(w: torch.Tensor, k: int) -> torch.Tensor:
+    r"""Keep each row's ``k`` largest weights and renormalise them to sum to 1.
+
+    .. math::
+
+        \tilde A_{ij} = \frac{A_{ij}\,[j \in \operatorname{top}_k(A_{i\cdot})]}
+                             {\sum_{j' \in \operatorname{top}_k(A_{i\cdot})} A_{ij'}}
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (..., T, S), non-negative rows
+    k : int, 1 <= k <= S
+
+    Returns
+    -------
+    torch.Tensor, shape (..., T, S); rows sum to 1.
+
+    Examples
+    --------
+    >>> topk_weights(torch.tensor([[0.5, 0.2, 0.3]]), 2)
+    tensor([[0.6250, 0.0000, 0.3750]])
+    """
+    S = w.shape[-1]
+    if int(k) != k or not 1 <= k <= S:
+        raise ValueError(f"k={k!r} for weights of shape {tuple(w.shape)}; expected 1 <= k <= {S}")
+    vals, idx = w.topk(int(k), dim=-1)  # (..., T, k)
+    out = torch.zeros_like(w).scatter(-1, idx, vals)  # (..., T, S)
+    return out / out.sum(dim=-1, keepdim=True)
+
+
+def uniform_weights(w: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    r"""Uniform weights over the keys each query may attend to: the output becomes a mean of values.
+
+    .. math::
+
+        \tilde A_{ij} = \frac{M_{ij}}{\sum_{j'} M_{ij'}}, \qquad
+        M = \text{causal mask (True = may attend) or all ones}
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (..., T, S); only its shape and dtype are used.
+    causal : bool
+
+    Returns
+    -------
+    torch.Tensor, shape (..., T, S)
+
+    Examples
+    --------
+    >>> uniform_weights(torch.zeros(3, 3), causal=True)
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.5000, 0.5000, 0.0000],
+            [0.3333, 0.3333, 0.3333]])
+    """
+    T, S = w.shape[-2:]
+    allowed = torch.from_numpy(causal_mask(T, S)) if causal else torch.ones(T, S, dtype=torch.bool)
+    m = allowed.to(w.dtype)  # (T, S)
+    return (m / m.sum(dim=-1, keepdim=True)).expand_as(w).clone()
+
+
+def _identity(w: torch.Tensor, layer: int) -> torch.Tensor:
+    return w
+
+
+def tiny_forward_with(model: Any, tokens: torch.Tensor,
+                      transform: Optional[Transform] = None) -> torch.Tensor:
+    r"""Logits of a :class:`~attention_course.models.tiny.TinyTransformer` with each layer's weights transformed.
+
+    .. math::
+
+        x \leftarrow x + \sum_h \mathcal T_\ell\big(\operatorname{softmax}(c\, q_h k_h^\top + M)\big)\,
+        v_h W_O^h
+
+    Parameters
+    ----------
+    model : :class:`~attention_course.models.tiny.TinyTransformer` (``mlp`` allowed; read, not changed)
+    tokens : torch.LongTensor, shape (B, T)
+    transform : callable ``(weights (B, h, T, T), layer) -> (B, h, T, T)``, optional
+        Default: the identity, which gives ``model(tokens)[0]``.
+
+    Returns
+    -------
+    torch.Tensor, shape (B, T, vocab_size)
+
+    Examples
+    --------
+    >>> from attention_course.models.tiny import ModelConfig, TinyTransformer
+    >>> model = TinyTransformer(ModelConfig(), seed=0)
+    >>> tokens = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(0))
+    >>> bool(torch.allclose(tiny_forward_with(model, tokens), model(tokens)[0], atol=1e-5))
+    True
+    """
+    transform = transform or _identity
+    c = model.config
+    B, T = tokens.shape
+    mask = torch.from_numpy(causal_mask(T))  # (T, T), True = may attend (j <= i)
+    x = model.W_E[tokens] + model.W_pos[:T]  # (B, T, d_model)
+    for layer in range(c.n_layers):
+        xn = model.ln[layer](x)  # (B, T, d_model)
+        q, k, v = (torch.einsum("btd,hdk->bhtk", xn, W[layer])
+                   for W in (model.W_q, model.W_k, model.W_v))  # each (B, h, T, d_k)
+        _, w = scaled_dot_product_attention(q, k, v, mask=mask, scale=c.score_scale)  # (B, h, T, T)
+        z = transform(w, layer) @ v  # (B, h, T, d_k)
+        x = x + torch.einsum("bhtk,hkd->btd", z, model.W_o[layer])  # $\sum_h z_h W_O^h$   (B, T, d_model)
+        if c.mlp:
+            x = x + model.mlps[layer](x)
+    return model.ln[-1](x) @ model.W_U  # (B, T, vocab_size)
+
+
+def bert_forward_with(weights: Any, input_ids: torch.Tensor,
+                      transform: Optional[Transform] = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    r"""Hidden states of a BERT encoder with each layer's attention weights transformed.
+
+    The same computation as :func:`~attention_course.models.encoder.bert_encode` (post-LN,
+    GELU MLP), for unpadded inputs, with :math:`A_h` replaced by :math:`\mathcal T_\ell(A_h)`.
+
+    Parameters
+    ----------
+    weights : :class:`~attention_course.models.encoder.BertWeights`
+    input_ids : torch.LongTensor, shape (B, T), no padding
+    transform : callable ``(weights (B, h, T, T), layer) -> (B, h, T, T)``, optional
+
+    Returns
+    -------
+    hidden : list of L+1 tensors (B, T, d)
+    attentions : list of L tensors (B, h, T, T), the *original* weights of each layer
+        (computed from that layer's input, which earlier replacements have changed).
+
+    Examples
+    --------
+    >>> from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
+    >>> g = torch.Generator().manual_seed(0)
+    >>> r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+    >>> layer = BertLayerWeights(*[r(4, 4) for _ in range(4)], *[r(4) for _ in range(6)],
+    ...                          r(4, 8), r(8), r(8, 4), r(4), r(4), r(4))
+    >>> w = BertWeights(r(10, 4), r(16, 4), r(2, 4), r(4), r(4), (layer,), num_heads=2, layer_norm_eps=1e-12)
+    >>> ids = torch.tensor([[1, 2, 3]])
+    >>> hidden, _ = bert_forward_with(w, ids)
+    >>> bool(torch.allclose(hidden[-1], bert_encode(w, ids).hidden_states[-1]))
+    True
+    """
+    transform = transform or _identity
+    B, T = input_ids.shape
+    h = weights.num_heads
+    d, eps = weights.word_embeddings.shape[1], weights.layer_norm_eps
+    x = (weights.word_embeddings[input_ids] + weights.token_type_embeddings[torch.zeros_like(input_ids)]
+         + weights.position_embeddings[torch.arange(T)])  # (B, T, d)
+    x = F.layer_norm(x, (d,), weights.ln_weight, weights.ln_bias, eps)  # (B, T, d)
+    hidden, attentions = [x], []
+    for layer, L in enumerate(weights.layers):
+        q, k, v = ((x @ W + b).view(B, T, h, -1).transpose(1, 2)
+                   for W, b in ((L.W_q, L.b_q), (L.W_k, L.b_k), (L.W_v, L.b_v)))  # each (B, h, T, d_k)
+        _, w = scaled_dot_product_attention(q, k, v)  # (B, h, T, T), rows over the T keys
+        z = (transform(w, layer) @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, h d_v)
+        x = F.layer_norm(x + z @ L.W_o + L.b_o, (d,), L.ln1_weight, L.ln1_bias, eps)  # (B, T, d)
+        ff = F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # (B, T, d)
+        x = F.layer_norm(x + ff, (d,), L.ln2_weight, L.ln2_bias, eps)  # (B, T, d)
+        hidden.append(x)
+        attentions.append(w)
+    return hidden, attentions

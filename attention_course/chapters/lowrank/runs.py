@@ -1,0 +1,171 @@
+r"""Chapter 3's long run: is attention low-rank *in function*, on long inputs, against baselines?
+
+It measures, and stores as JSON (``attention_course/data/lowrank_function.json``):
+
+* ``length``: all-MiniLM-L6-v2 on the chapter's sentences joined
+  (:func:`~attention_course.chapters.lowrank.baselines.long_text`) and cut to
+  :math:`n` = 16 ... 512 tokens: each head's effective rank, rank-8 error with and
+  without the mean row, the uniform matrix's error, and the weight on [CLS] and [SEP];
+* ``minilm_swap``: the relative change of MiniLM's final hidden states when every head's
+  attention is replaced by its rank-:math:`k` truncation, its top-:math:`k` rows, or
+  uniform weights (the baseline), at several :math:`n`;
+* ``tiny_swap``: the held-out loss of the induction model of chapter 4 (2 layers,
+  600 steps) with the same replacements (rank-:math:`k` kept causal), over seeds;
+* ``recall``: :func:`~attention_course.chapters.lowrank.recall.recall_sweep`.
+
+Run ``python -m attention_course.chapters.lowrank.runs`` (7 minutes on a loaded 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ...models.pretrained import load_minilm, minilm_weights
+from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.tasks import make_task
+from ...models.tiny import ModelConfig, TinyTransformer
+from ...models.training import masked_loss, train
+from . import head_swap as sw
+from .approximation_error import structure_sweep
+from .baselines import SENTENCES, centered_rank_k_error, sink_share, uniform_error
+from .recall import recall_sweep
+from .spectra import effective_rank, rank_k_error
+
+__all__ = ["DEFAULT_PATH", "minilm_ids", "length_sweep", "minilm_swap", "tiny_swap", "run", "load", "add_arguments", "cli", "main", "STRUCTURE_DATA", "write_structure_sweep"]
+
+DEFAULT_PATH = DATA_DIR / "lowrank_function.json"
+
+
+def minilm_ids(n: int) -> torch.Tensor:
+    """Token ids ``(1, n)``: [CLS], the first ``n - 2`` WordPiece tokens of
+    :func:`~attention_course.chapters.lowrank.baselines.long_text`, [SEP]."""
+    tokenizer, _ = load_minilm()
+    # sentence by sentence (each well under 512 tokens, so the tokenizer does not warn); WordPiece
+    # splits on whitespace first, so this equals tokenizing long_text() in one piece
+    body = [i for s in SENTENCES for i in tokenizer(s, add_special_tokens=False)["input_ids"]]
+    if not 3 <= n <= len(body) + 2:
+        raise ValueError(f"n={n}; expected 3 <= n <= {len(body) + 2} (the shipped text's length)")
+    return torch.tensor([[tokenizer.cls_token_id, *body[: n - 2], tokenizer.sep_token_id]])  # (1, n)
+
+
+def _transforms(k: int, causal: bool) -> dict:
+    return {"rank": lambda w, layer: sw.rank_k_weights(w, min(k, w.shape[-1]), causal=causal),
+            "topk": lambda w, layer: sw.topk_weights(w, min(k, w.shape[-1]))}
+
+
+@torch.no_grad()
+def length_sweep(ns: Sequence[int], k: int = 8) -> list[dict]:
+    """Per-head statistics of MiniLM's attention at each length ``n`` (lists of 72 values, layer-major)."""
+    W = minilm_weights()
+    rows = []
+    for n in ns:
+        _, att = sw.bert_forward_with(W, minilm_ids(n))
+        A = torch.cat(att).double().numpy().reshape(-1, n, n)  # (6 * 12, n, n)
+        rows.append({"n": int(n), "effective_rank": effective_rank(A).tolist(),
+                     "rank_error": rank_k_error(A, k).tolist(),
+                     "centered_rank_error": centered_rank_k_error(A, k).tolist(),
+                     "uniform_error": uniform_error(A).tolist(),
+                     "sink_share": sink_share(A, [0, n - 1]).tolist()})
+    return rows
+
+
+@torch.no_grad()
+def minilm_swap(ns: Sequence[int], ks: Sequence[int]) -> list[dict]:
+    r"""Relative change :math:`\|H' - H\|_F / \|H\|_F` of MiniLM's last hidden states per replacement."""
+    W = minilm_weights()
+    rows = []
+    for n in ns:
+        ids = minilm_ids(n)
+        ref = sw.bert_forward_with(W, ids)[0][-1]  # (1, n, d)
+
+        def change(tf) -> float:
+            return float((sw.bert_forward_with(W, ids, tf)[0][-1] - ref).norm() / ref.norm())
+
+        row = {"n": int(n), "uniform": change(lambda w, layer: sw.uniform_weights(w))}
+        for k in ks:
+            for name, tf in _transforms(k, causal=False).items():
+                row[f"{name}_{k}"] = change(tf)
+        rows.append(row)
+    return rows
+
+
+def tiny_swap(seeds: Sequence[int], ks: Sequence[int], steps: int = 600) -> list[dict]:
+    """Held-out loss of chapter 4's induction model per replacement, one row per training seed."""
+    task = make_task("repeated_sequences")
+    inputs, targets, mask = task(256, seed=12345)  # the held-out batch of evaluate_loss
+    rows = []
+    for seed in seeds:
+        model = TinyTransformer(ModelConfig(n_layers=2), seed=seed)
+        train(model, task, steps=steps, seed=seed)
+        with torch.no_grad():
+            def loss(tf=None) -> float:
+                return float(masked_loss(sw.tiny_forward_with(model, inputs, tf), targets, mask))
+
+            row = {"seed": int(seed), "exact": loss(),
+                   "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True))}
+            for k in ks:
+                for name, tf in _transforms(k, causal=True).items():
+                    row[f"{name}_{k}"] = loss(tf)
+        rows.append(row)
+    return rows
+
+
+def run(quick: bool = False) -> dict:
+    """All four measurements; ``quick`` shrinks them to a smoke test."""
+    ns = [16, 32, 64] if quick else [16, 32, 64, 128, 256, 512]
+    ks = [2, 8] if quick else [1, 2, 4, 8, 16, 32]
+    torch.set_num_threads(1)
+    return {"machine": machine_info(),
+            "config": {"k": 8, "ns": ns, "ks": ks, "tiny_steps": 600},
+            "length": length_sweep(ns),
+            "minilm_swap": minilm_swap(ns[-2:] if quick else [32, 128, 512], ks),
+            "tiny_swap": tiny_swap([0] if quick else [0, 1, 2, 3, 4], [k for k in ks if k <= 16],
+                                   steps=20 if quick else 600),
+            "recall": recall_sweep([4, 8, 16] if quick else [4, 8, 16, 32, 64, 128, 256, 512, 1024],
+                                   [16] if quick else [16, 32, 64], seeds=[0] if quick else [0, 1, 2, 3, 4])}
+
+
+def load(path: Optional[Path] = None) -> dict:
+    """The stored run (default :data:`DEFAULT_PATH`)."""
+    return json.loads(Path(path or DEFAULT_PATH).read_text())
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line options of ``python -m attention_course lowrank``."""
+    parser.add_argument("--json", type=Path, default=DEFAULT_PATH, help="where to store the run")
+    parser.add_argument("--quick", action="store_true", help="a small smoke run")
+
+
+def cli(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run and store; return the exit code."""
+    out = run(quick=args.quick)
+    args.json.write_text(json.dumps(out, indent=1))
+    print(f"stored {args.json}")
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point of ``python -m attention_course.chapters.lowrank.runs``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return cli(parser.parse_args(argv), parser)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+STRUCTURE_DATA = DATA_DIR / "flips_ch3_efficient.json"
+
+
+# ------------------------------------------------------------------ chapter 3: efficient-attention
+def write_structure_sweep(path: Path = STRUCTURE_DATA) -> dict:
+    """Run :func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep` with its defaults and
+    store it at ``path`` (about a second)."""
+    return write_json(structure_sweep(), path)

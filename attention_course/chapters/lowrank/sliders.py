@@ -1,0 +1,297 @@
+r"""Chapter 3's flagged sliders for the ``low-rank-real`` and ``efficient-attention`` verdicts.
+
+* :func:`rank_length_explorer`: pick a MiniLM layer (1-6) and see each head's effective rank
+  against the length :math:`n` (the chapter's stored length sweep), with the layer's median
+  log-log slope. The flag (:func:`~attention_course.chapters.lowrank.baselines.slope_split`) sits at the first layer from which every later
+  layer's rank grows more slowly than every earlier layer's: where the low-rank layers begin.
+* :func:`efficient_structure_explorer`: move the inputs from iid Gaussian (:math:`t = 0`) to
+  the chapter's ``smooth`` inputs (:math:`t = 1`, low-rank attention),
+
+  .. math::
+
+      (q, k, v)_t = \sqrt{1 - t}\,(q, k, v)_{\text{iid}} + \sqrt{t}\,(q, k, v)_{\text{smooth}},
+
+  two independent inputs with unit-variance coordinates, so every coordinate keeps variance 1
+  and only the structure changes. Each frame shows every method's relative output error against
+  the two trivial answers (uniform attention and zeros). The flag
+  (:func:`~attention_course.chapters.lowrank.approximation_error.lowrank_beats_baselines`)
+  sits where the low-rank methods (Nyström and mean-pooled Linformer) start beating both trivial
+  answers for good; a second flag where both come within the chapter's error target.
+
+The numbers come from the lenses (:mod:`attention_course.chapters.lowrank.baselines`,
+:mod:`attention_course.chapters.lowrank.approximation_error`); this module only reads the stored runs
+and draws. The length sweep is the chapter's stored run (``data/lowrank_function.json``); the
+structure sweep (:func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep`, float64,
+about a second) is stored in :data:`STRUCTURE_DATA` to keep the chapter fast; regenerate it with::
+
+    python -c "from attention_course.experiments import flip_data as f; f.write_structure_sweep()"
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ...figures.style import method_color
+from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, SliderFigure, static_fallback
+from ...models.records import DATA_DIR
+from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
+from .baselines import layer_slopes, slope_split
+from .figures import method_family
+from .runs import STRUCTURE_DATA
+from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
+
+__all__ = ["LENGTH_DATA", "efficient_structure_explorer", "load_length_sweep", "load_structure_sweep", "rank_length_explorer", "lowrank_explorer"]
+
+_DATA = DATA_DIR
+#: Chapter 3's stored long run (``python -m attention_course lowrank-run``); its ``length`` entry.
+LENGTH_DATA = _DATA / "lowrank_function.json"
+#: The stored :func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep` of the efficient-attention slider.
+_FONT = {"size": 13}
+
+
+# ------------------------------------------------------------------ low-rank-real
+def load_length_sweep(path: Path = LENGTH_DATA) -> list[dict]:
+    """The stored length sweep: one ``{"n", "effective_rank" (72,), ...}`` per length.
+
+    Examples
+    --------
+    >>> [r["n"] for r in load_length_sweep()]
+    [16, 32, 64, 128, 256, 512]
+    """
+    return json.loads(Path(path).read_text())["length"]
+
+
+def rank_length_explorer(length: Sequence[dict] | None = None, layers: int = 6) -> SliderFigure:
+    r"""Chapter 3: one MiniLM layer at a time, each head's effective rank against the length :math:`n`.
+
+    Top: the layer's heads (thin), their median (thick) and rank :math:`\propto n` through the
+    median's first point (dotted), on log-log axes. Bottom: each layer's median slope, the
+    chosen layer marked. The flag is
+    :func:`~attention_course.chapters.lowrank.baselines.slope_split` of the median slopes.
+
+    Examples
+    --------
+    >>> fig = rank_length_explorer()
+    >>> fig.labels[0], fig.flip, fig.verdict
+    ('layer 1', 4, 'low-rank-real')
+    """
+    length = load_length_sweep() if length is None else list(length)
+    ns = [r["n"] for r in length]
+    erank = np.array([r["effective_rank"] for r in length], dtype=float).reshape(len(ns), layers, -1)  # (N, L, H)
+    per_head, slopes = layer_slopes(length, layers)
+    split = slope_split(slopes)
+    med = np.median(erank, axis=2)  # (N, L) median head of each layer
+    frames = []
+    for l in range(layers):
+        heads = [{"type": "scatter", "mode": "lines", "x": ns, "y": erank[:, l, h], "showlegend": h == 0,
+                  "name": "a head", "line": {"color": "#BBBBBB", "width": 1}, "legendgroup": "heads",
+                  "hovertemplate": f"head {h + 1}: " + "n = %{x}, rank %{y:.1f}<extra></extra>"}
+                 for h in range(erank.shape[2])]
+        q1, q3 = np.quantile(per_head[l], [0.25, 0.75])
+        frames.append({"data": heads + [
+            {"type": "scatter", "mode": "lines+markers", "x": ns, "y": med[:, l], "name": "median head",
+             "line": {"color": "#882255", "width": 3}},
+            {"type": "scatter", "mode": "lines", "x": ns, "y": med[0, l] * np.asarray(ns) / ns[0],
+             "name": "rank ∝ n", "line": {"color": "#000000", "dash": "dot"}},
+            {"type": "scatter", "mode": "lines+markers", "x": list(range(1, layers + 1)), "y": slopes,
+             "showlegend": False, "line": {"color": "#882255"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "markers", "x": [l + 1], "y": [slopes[l]], "showlegend": False,
+             "marker": {"size": 14, "color": "#882255", "symbol": "diamond"}, "xaxis": "x2", "yaxis": "y2"}],
+            "readout": (f"Layer {l + 1}: median log-log slope of a head's effective rank against n "
+                        f"{slopes[l]:.2f} (middle half of its heads {q1:.2f} to {q3:.2f}; 1 = in proportion "
+                        f"to n); median effective rank at n = {ns[-1]}: {med[-1, l]:.1f}, "
+                        f"{med[-1, l] / ns[-1]:.3f} n.")})
+    layout = {"height": 600, "margin": {"l": 60, "r": 10, "t": 50, "b": 45}, "font": _FONT,
+              "xaxis": {"type": "log", "domain": [0, 1], "tickvals": ns, "title": {"text": "length n (tokens)"}},
+              "yaxis": {"type": "log", "domain": [0.45, 1], "range": [0, np.log10(ns[-1])], "dtick": 1,
+                        "title": {"text": "effective rank"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "dtick": 1, "title": {"text": "layer"}},
+              "yaxis2": {"domain": [0, 0.28], "anchor": "x2", "title": {"text": "median slope"}},
+              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(range(1, layers + 1), slopes, "o-", color="#882255")
+        if split is not None:
+            ax.axvline(split + 0.5, color="0.5", ls=":")
+        ax.set(xlabel="MiniLM layer", ylabel="median log-log slope",
+               title="Effective rank against n: slope by layer")
+
+    note = (f"from layer {split + 1} on, every layer's rank grows more slowly with n than any earlier layer's "
+            "(the low-rank layers)") if split is not None else ""
+    return SliderFigure("ix-lowrank-layers", "Pick a layer: does its heads' rank grow with n?",
+                        [f"layer {l + 1}" for l in range(layers)], frames, layout, static_fallback(draw, (6.4, 3.0)),
+                        "Median log-log slope of effective rank against length for MiniLM's six layers: about 1 in "
+                        "layers 1 to 4, lower in layers 5 and 6.", start=0, control_label="MiniLM layer",
+                        flip=split, flip_note=note, verdict="low-rank-real")
+
+
+# ------------------------------------------------------------------ efficient-attention
+def load_structure_sweep(path: Path = STRUCTURE_DATA) -> dict:
+    """The stored :func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep`.
+
+    Examples
+    --------
+    >>> s = load_structure_sweep()
+    >>> s["t"][0], s["t"][-1], s["config"]["budget"]
+    (0.0, 1.0, 32)
+    """
+    return json.loads(Path(path).read_text())
+
+
+_SHORT = {"linear": "linear", "performer": "Performer", "linformer": "Linformer (E)",
+          "linformer-pool": "Linformer (pool)", "nystrom": "Nyström", "local": "window", "top-k": "top-k"}
+
+
+def _short(name: str) -> str:
+    """A method's short label (the chapter's table), or the baseline's name without its gloss."""
+    return name.replace(" (mean of values)", "") if name in BASELINES else _SHORT[method_family(name)]
+
+
+def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1) -> SliderFigure:
+    r"""Chapter 3: slide the inputs from iid (:math:`t = 0`) to smooth and low-rank (:math:`t = 1`).
+
+    Top: each method's relative error at this :math:`t` (log scale, the methods' book colours),
+    the two trivial answers as dashed lines. Bottom: the low-rank methods' errors against
+    :math:`t`, with the better trivial answer. Flags:
+    :func:`~attention_course.chapters.lowrank.approximation_error.lowrank_beats_baselines`, without and
+    with ``target``.
+
+    Examples
+    --------
+    >>> fig = efficient_structure_explorer()
+    >>> fig.labels[0], fig.verdict, fig.flip is not None
+    ('t = 0 (iid)', 'efficient-attention', True)
+    """
+    s = load_structure_sweep() if sweep is None else sweep
+    ts, errs = s["t"], s["errors"]
+    methods = [m for m in errs if m not in BASELINES]
+    lowr = low_rank_methods(s)
+    floor = np.min([errs[b] for b in BASELINES], axis=0)  # (mixes,) the better trivial answer
+    flip, accurate = lowrank_beats_baselines(s), lowrank_beats_baselines(s, target)
+    labels = [f"t = {t:g}" + {0.0: " (iid)", 1.0: " (smooth)"}.get(t, "") for t in ts]
+    all_errs = np.array([errs[m] for m in errs])
+    y_range = [np.log10(all_errs[all_errs > 0].min()) - 0.2, np.log10(all_errs.max()) + 0.2]
+    frames = []
+    for i, t in enumerate(ts):
+        bars = {"type": "bar", "orientation": "h", "y": list(range(len(methods))), "x": [errs[m][i] for m in methods],
+                "marker": {"color": [method_color(method_family(m)) for m in methods]}, "showlegend": False,
+                "customdata": [_short(m) for m in methods],
+                "hovertemplate": "%{customdata}: %{x:.3g}<extra></extra>", "xaxis": "x", "yaxis": "y"}
+        lines = [{"type": "scatter", "mode": "lines", "x": [errs[b][i]] * 2, "y": [-0.5, len(methods) - 0.5],
+                  "name": _short(b), "line": {"color": c, "dash": "dash"}, "xaxis": "x", "yaxis": "y"}
+                 for b, c in zip(BASELINES, ("#777777", "#000000"))]
+        trend = [{"type": "scatter", "mode": "lines", "x": ts, "y": errs[m], "name": _short(m), "showlegend": False,
+                  "line": {"color": method_color(method_family(m))}, "xaxis": "x2", "yaxis": "y2"} for m in lowr]
+        trend += [{"type": "scatter", "mode": "lines", "x": ts, "y": floor, "showlegend": False,
+                   "line": {"color": "#777777", "dash": "dash"}, "xaxis": "x2", "yaxis": "y2"},
+                  {"type": "scatter", "mode": "markers", "x": [t] * len(lowr), "y": [errs[m][i] for m in lowr],
+                   "showlegend": False, "marker": {"size": 10, "color": [method_color(method_family(m)) for m in lowr]},
+                   "xaxis": "x2", "yaxis": "y2"}]
+        beat = [_short(m) for m in methods if errs[m][i] < floor[i]]
+        frames.append({"data": [bars] + lines + trend, "readout": (
+            f"t = {t:g}: exact A has effective rank {s['effective_rank'][i]:.1f} of {s['config']['n']}, best "
+            f"rank-{s['config']['budget']} error {s['rank_error'][i]:.3f}. "
+            + "; ".join(f"{_short(m)} {errs[m][i]:.3g}" for m in lowr)
+            + f" against uniform {errs[BASELINES[0]][i]:.3g} and zeros {errs[BASELINES[1]][i]:.3g}. "
+            + ("Beat both trivial answers: " + ", ".join(beat) + "." if beat else "No method beats both trivial answers."))})
+    layout = {"height": 620, "margin": {"l": 60, "r": 10, "t": 40, "b": 45}, "font": _FONT,
+              "xaxis": {"type": "log", "domain": [0, 1], "range": y_range, "dtick": 1,
+                        "title": {"text": "relative error of the output"}},
+              "yaxis": {"domain": [0.42, 1], "autorange": "reversed", "automargin": True,
+                        "tickvals": list(range(len(methods))), "ticktext": [_short(m) for m in methods]},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "mix t (0 = iid, 1 = smooth)"}},
+              "yaxis2": {"domain": [0, 0.28], "anchor": "x2", "type": "log", "dtick": 1, "title": {"text": "error"}},
+              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
+
+    def draw(fig, ax):
+        for m in lowr:
+            ax.plot(ts, errs[m], "o-", ms=3, color=method_color(method_family(m)), label=_short(m))
+        ax.plot(ts, floor, "--", color="0.5", label="better trivial answer")
+        if flip is not None:
+            ax.axvline(ts[flip], color="0.4", lw=0.8)
+        ax.set(yscale="log", xlabel="mix t (0 = iid, 1 = smooth)", ylabel="relative error",
+               title="Low-rank methods against the trivial answers")
+        ax.legend()
+
+    note = "from here on, Nyström and mean-pooled Linformer beat both uniform attention and zeros"
+    more = [(accurate, f"both low-rank methods within {target:g} of exact attention")] if accurate is not None else []
+    title = (f"From iid to low-rank inputs: when do efficient methods work? (n = {s['config']['n']}, "
+             f"budget {s['config']['budget']})")
+    return SliderFigure("ix-lowrank-efficient", title,
+                        labels, frames, layout, static_fallback(draw),
+                        "Relative error of Nystrom and mean-pooled Linformer against the mix from iid to smooth "
+                        "inputs: above the trivial answers on iid inputs, far below them on smooth ones.",
+                        start=0, control_label="input structure t", flip=flip, flip_note=note, more_flips=more,
+                        verdict="efficient-attention")
+
+
+# ------------------------------------------------------------------ chapter 3
+def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: int = 16, k: int = 8,
+                     seed: int = 0) -> SliderFigure:
+    r"""Chapter 3: a synthetic attention matrix at inverse temperature :math:`\beta`, its singular
+    values, and its best rank-``k`` against its top-``k``-per-row error.
+
+    The flip marker sits at the grid point nearest the crossover (:func:`crossover_beta`): below
+    it the rank-``k`` approximation is the better one, above it the sparse one.
+
+    Examples
+    --------
+    >>> fig = lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4)
+    >>> len(fig.frames), fig.labels[0]
+    (3, 'β = 0.2')
+    """
+    betas = [0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0] if betas is None else list(betas)
+    sweep = temperature_sweep(betas, n=n, d=d, k=k, seed=seed)
+    cross = crossover_beta(sweep)
+    flip = int(np.argmin(np.abs(np.asarray(betas) - cross))) if np.isfinite(cross) else None
+    frames = []
+    for i, b in enumerate(betas):
+        A = synthetic_attention(n, d, b, seed)  # (n, n)
+        s = singular_values(A)  # (n,)
+        frames.append({
+            "data": [
+                {"type": "heatmap", "z": A, "colorscale": "Viridis", "zmin": 0, "showscale": False,
+                 "hovertemplate": "query %{y}, key %{x}: %{z:.3f}<extra></extra>", "xaxis": "x", "yaxis": "y"},
+                {"type": "scatter", "mode": "lines+markers", "x": list(range(1, n + 1)), "y": s,
+                 "marker": {"size": 4, "color": "#882255"}, "name": "singular values", "xaxis": "x2", "yaxis": "y2"},
+                {"type": "scatter", "mode": "lines", "x": list(betas), "y": sweep["svd_error"], "name": f"rank-{k}",
+                 "line": {"color": "#882255"}, "xaxis": "x3", "yaxis": "y3"},
+                {"type": "scatter", "mode": "lines", "x": list(betas), "y": sweep["sparse_error"], "name": f"top-{k}",
+                 "line": {"color": "#E69F00"}, "xaxis": "x3", "yaxis": "y3"},
+                {"type": "scatter", "mode": "markers", "x": [b, b], "y": [sweep["svd_error"][i], sweep["sparse_error"][i]],
+                 "marker": {"size": 10, "color": ["#882255", "#E69F00"]}, "showlegend": False,
+                 "xaxis": "x3", "yaxis": "y3"},
+            ],
+            "readout": (f"β = {b:g}: effective rank {sweep['effective_rank'][i]:.1f} of {n}; relative error of the best "
+                        f"rank-{k} matrix {sweep['svd_error'][i]:.3f}, of keeping the top {k} per row "
+                        f"{sweep['sparse_error'][i]:.3f}."),
+        })
+    layout = {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {**PLOTLY_AXIS, "domain": [0, 0.45], "title": {"text": "key"}},
+              "yaxis": {**PLOTLY_AXIS, "domain": [0.45, 1], "autorange": "reversed", "title": {"text": "query"}},
+              "xaxis2": {"domain": [0.58, 1], "anchor": "y2", "title": {"text": "singular value index i"}},
+              "yaxis2": {"domain": [0.45, 1], "anchor": "x2", "type": "log", "title": {"text": "σ<sub>i</sub>"}},
+              "xaxis3": {"domain": [0, 1], "anchor": "y3", "title": {"text": "inverse temperature β"}},
+              "yaxis3": {"domain": [0, 0.32], "anchor": "x3", "title": {"text": "relative error"}},
+              "legend": {"orientation": "h", "y": 0.36, "x": 0.5}}
+
+    def draw(fig, ax):
+        ax.plot(sweep["beta"], sweep["svd_error"], "o-", color="#882255", label=f"best rank-{k}")
+        ax.plot(sweep["beta"], sweep["sparse_error"], "s-", color="#E69F00", label=f"top-{k} per row")
+        if np.isfinite(cross):
+            ax.axvline(cross, color="0.4", ls=":", label=f"crossover β ≈ {cross:.2f}")
+        ax.set(xlabel="inverse temperature β", ylabel="relative error", title="Low rank or sparse?")
+        ax.legend()
+
+    return SliderFigure("ix-lowrank-temperature", "Sharpen the attention: low rank or sparse?",
+                        [f"β = {b:g}" for b in betas], frames, layout, static_fallback(draw),
+                        f"Relative error of the best rank-{k} and the top-{k}-per-row approximations against the "
+                        "inverse temperature; the rank-k error grows and the sparse error falls.",
+                        start=betas.index(1.0) if 1.0 in betas else 0, control_label="inverse temperature β",
+                        flip=flip, flip_note="rank-k and top-k errors cross: soft attention is low-rank, "
+                                             "sharp attention sparse", verdict="low-rank")

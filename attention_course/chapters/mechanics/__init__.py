@@ -1,0 +1,61 @@
+"""Chapter 1, The mechanics of scaled dot-product attention: everything the chapter computes, draws and checks.
+
+One module per concept (``hull``, ``properties``, ``figures``, ``sliders``, ``exercises``); their public names are
+re-exported here, flat, so the notebook imports one thing:
+``from attention_course.chapters import mechanics as ch``. Generated: after changing a module's
+``__all__``, regenerate it (see attention_course/README.md).
+"""
+
+from .hull import convex_hull, in_convex_hull
+from .properties import (
+    effective_keys,
+    random_attention_problem,
+    RowSumErrors,
+    row_sum_errors,
+    fraction_in_hull,
+    torch_agreement,
+    DROPOUT_RATES,
+    first_crossing,
+    hull_dropout_sweep,
+    dropout_outputs,
+    square_index,
+    cross_attention_weights,
+    row_entropy,
+)
+from .figures import plot_heatmap, plot_attention, plot_masks, plot_convex_hull
+from .sliders import (
+    dropout_explorer,
+    plot_dropout_outputs,
+    cross_attention_explorer,
+    CROSS_TEXT,
+    temperature_explorer,
+)
+from .exercises import EXERCISES
+
+__all__ = [
+    "convex_hull",
+    "in_convex_hull",
+    "effective_keys",
+    "random_attention_problem",
+    "RowSumErrors",
+    "row_sum_errors",
+    "fraction_in_hull",
+    "torch_agreement",
+    "DROPOUT_RATES",
+    "first_crossing",
+    "hull_dropout_sweep",
+    "dropout_outputs",
+    "square_index",
+    "cross_attention_weights",
+    "row_entropy",
+    "plot_heatmap",
+    "plot_attention",
+    "plot_masks",
+    "plot_convex_hull",
+    "dropout_explorer",
+    "plot_dropout_outputs",
+    "cross_attention_explorer",
+    "CROSS_TEXT",
+    "temperature_explorer",
+    "EXERCISES",
+]

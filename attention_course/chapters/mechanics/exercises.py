@@ -1,0 +1,325 @@
+"""Chapter 1 exercises: softmax, attention, causal mask, one query by hand.
+
+Each exercise lists the mistakes learners typically make (mutants) with the
+feedback they get; ``tests/exercises/test_exercises.py`` checks that every mutant is
+caught with its own message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...core import attention as att
+from ...exercises._core import Case, Exercise, Mutant, register
+
+__all__ = ["EXERCISES"]
+
+
+
+# ------------------------------------------------------------ stable softmax
+def _softmax_cases() -> list[Case]:
+    rng = np.random.default_rng(1)
+    return [
+        Case("random 3x5 logits", (rng.normal(size=(3, 5)),)),
+        Case("a single vector", (rng.normal(size=6),)),
+        Case("batch of shape (2, 3, 4)", (rng.normal(size=(2, 3, 4)),)),
+        Case("logits near 1000", (np.array([[1000.0, 999.0, 998.0], [1.0, 2.0, 3.0]]),)),
+        Case(
+            "rows on very different scales",
+            (np.array([[800.0, 799.0, 798.0], [-800.0, -801.0, -802.0]]),),
+        ),
+        Case("one logit per row", (np.array([[3.0], [-2.0]]),)),
+        Case(  # shifting by the row minimum instead of the maximum still overflows here
+            "rows spanning 1000", (np.array([[1000.0, 0.0, -1.0], [2.0, -1000.0, 0.0]]),),
+        ),
+        Case("float32 logits", (rng.normal(size=(3, 4)).astype(np.float32),)),
+        Case(  # exp(100) overflows float32 (its largest value is 3.4e38, about exp(88.7))
+            "float32 logits near 100",
+            (np.array([[100.0, 99.0, 98.0], [0.5, -0.5, 0.0]], dtype=np.float32),),
+        ),
+    ]
+
+
+def _softmax_naive(x):
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_axis0(x):
+    z = np.exp(x - x.max(axis=0, keepdims=True))
+    return z / z.sum(axis=0, keepdims=True)
+
+
+def _softmax_global_sum(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum()
+
+
+def _softmax_unnormalised(x):
+    return np.exp(x - x.max(axis=-1, keepdims=True))
+
+
+def _softmax_min_shift(x):
+    e = np.exp(x - x.min(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_global_max(x):
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _log_softmax(x):
+    z = x - x.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+_LOG_PROBS = ("these are log-probabilities (a log-softmax): every entry is <= 0 and their "
+              "exponentials sum to 1. Return the probabilities themselves, exp(z) / sum(exp(z))")
+
+
+def _log_probabilities(got, expected, args):
+    g = np.asarray(got, dtype=float)
+    if np.all(g <= 0) and np.allclose(np.exp(g).sum(axis=-1), 1.0, atol=1e-5):
+        return _LOG_PROBS
+    return None
+
+
+def _rows_do_not_sum_to_one(got, expected, args):
+    sums = np.asarray(got, dtype=float).sum(axis=-1)
+    if np.all(np.isfinite(sums)) and not np.allclose(sums, 1.0, atol=1e-6):
+        return "rows do not sum to 1: did you normalise over the last axis?"
+    return None
+
+
+def _overflow(got, expected, args):
+    if not np.all(np.isfinite(np.asarray(got, dtype=float))):
+        return "your result has NaN or inf: subtract each row's maximum before exp"
+    return None
+
+
+register(
+    Exercise(
+        id="stable-softmax",
+        title="A numerically stable softmax",
+        make_cases=_softmax_cases,
+        reference=lambda x: att.softmax(x, axis=-1),
+        mutants=(
+            Mutant(
+                "no-max-shift", _softmax_naive,
+                "overflow for logits near 1000: exp(1000) is inf in floating point. "
+                "Subtract the row maximum first; softmax(x) = softmax(x - max(x)).",
+            ),
+            Mutant(
+                "min-shift", _softmax_min_shift,
+                "you subtracted each row's minimum, so the largest logit of a row spanning 1000 still "
+                "overflows (exp(1000) = inf). Subtract the row maximum: then every exponent is <= 0.",
+            ),
+            Mutant(
+                "axis-0", _softmax_axis0,
+                "rows do not sum to 1, columns do: did you normalise over axis 0? "
+                "Use axis=-1 (the last axis) for both the max and the sum.",
+            ),
+            Mutant(
+                "global-sum", _softmax_global_sum,
+                "the whole array sums to 1, but each row should: "
+                "sum over the last axis with keepdims=True.",
+            ),
+            Mutant(
+                "unnormalised", _softmax_unnormalised,
+                "these are exponentials, not probabilities: divide by each row's sum.",
+            ),
+            Mutant(
+                "log-softmax", _log_softmax, _LOG_PROBS + ".",
+            ),
+            Mutant(
+                "global-max", _softmax_global_max,
+                "you subtracted the maximum of the whole array; a row far below it "
+                "underflows to 0/0. Subtract each row's own maximum (keepdims=True).",
+            ),
+        ),
+        hints=(_overflow, _log_probabilities, _rows_do_not_sum_to_one),
+        alternatives=(
+            lambda x: torch.softmax(torch.as_tensor(x), dim=-1).numpy(),
+            lambda x: np.exp(x - np.logaddexp.reduce(x, axis=-1, keepdims=True)),
+        ),
+    )
+)
+
+
+# ------------------------------------------------------ scaled dot-product
+def _attention_cases() -> list[Case]:
+    rng = np.random.default_rng(2)
+    return [
+        Case("T=4 queries, S=4 keys", (rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 3)))),
+        Case("T=3, S=5, d_k=4, d_v=2", (rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))),
+        Case("one query", (rng.normal(size=(1, 6)), rng.normal(size=(7, 6)), rng.normal(size=(7, 3)))),
+        Case(
+            "batch of 2",
+            (rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))),
+        ),
+        Case("d_k=64", (rng.normal(size=(3, 64)), rng.normal(size=(6, 64)), rng.normal(size=(6, 2)))),
+        Case(
+            "batch x heads: q (2, 3, 4, 5), k (2, 3, 6, 5)",
+            (rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 6, 5)), rng.normal(size=(2, 3, 6, 2))),
+        ),
+    ]
+
+
+def _swap(x):
+    return np.swapaxes(x, -2, -1)
+
+
+def _attn_with(scale_fn, axis=-1):
+    def f(q, k, v):
+        scores = q @ _swap(k) * scale_fn(q.shape[-1])
+        w = att.softmax(scores, axis=axis)
+        return w @ v, w
+
+    return f
+
+
+register(
+    Exercise(
+        id="attention",
+        title="Scaled dot-product attention",
+        make_cases=_attention_cases,
+        reference=lambda q, k, v: att.scaled_dot_product_attention(q, k, v),
+        mutants=(
+            Mutant(
+                "no-scale", _attn_with(lambda d: 1.0),
+                "your weights are softmax(q k^T) without the scale: divide the scores "
+                "by sqrt(d_k) before the softmax.",
+            ),
+            Mutant(
+                "scale-by-d", _attn_with(lambda d: 1.0 / d),
+                "you divided the scores by d_k; the scale is 1/sqrt(d_k).",
+            ),
+            Mutant(
+                "softmax-over-queries", _attn_with(lambda d: d**-0.5, axis=-2),
+                "your weights' columns sum to 1: the softmax must normalise over the "
+                "keys, which is the last axis of the (T, S) score matrix.",
+            ),
+        ),
+        hints=(
+            lambda got, exp, args: _log_probabilities(got[1], exp[1], args),
+            lambda got, exp, args: _rows_do_not_sum_to_one(got[1], exp[1], args),
+        ),
+        alternatives=(
+            lambda q, k, v: (
+                lambda w: (np.einsum("...ts,...sd->...td", w, v), w)
+            )(att.softmax(np.einsum("...td,...sd->...ts", q, k) / np.sqrt(q.shape[-1]))),
+            lambda q, k, v: tuple(
+                t.numpy() for t in att.scaled_dot_product_attention(
+                    torch.as_tensor(q), torch.as_tensor(k), torch.as_tensor(v)
+                )
+            ),
+        ),
+    )
+)
+
+
+# ------------------------------------------------------------- causal mask
+def _mask_cases() -> list[Case]:
+    return [
+        Case("T=S=4", (4, 4)),
+        Case("T=S=1", (1, 1)),
+        Case("T=3 queries, S=6 keys", (3, 6)),
+        Case("T=5 queries, S=2 keys", (5, 2)),
+    ]
+
+
+def _explain_mask_entry(index, expected, args):
+    i, j = index
+    if expected:
+        return f"query {i} may attend to key {j}, because {j} <= {i}"
+    return f"key {j} is in query {i}'s future ({j} > {i}), so it must be masked out"
+
+
+register(
+    Exercise(
+        id="causal-mask",
+        title="A causal mask",
+        make_cases=_mask_cases,
+        reference=lambda T, S: att.causal_mask(T, S),
+        mutants=(
+            Mutant(
+                "upper", lambda T, S: np.triu(np.ones((T, S), dtype=bool)),
+                "your mask lets a position see the future: query i may attend to keys "
+                "j <= i, the lower triangle (np.tril).",
+            ),
+            Mutant(
+                "strict", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=-1),
+                "each position must also attend to itself: include the diagonal (j <= i, not j < i).",
+            ),
+            Mutant(
+                "inverted", lambda T, S: ~np.tril(np.ones((T, S), dtype=bool)),
+                "your mask is inverted: in this course True means 'may attend', so the "
+                "allowed keys j <= i are True.",
+            ),
+            Mutant(
+                "bottom-right", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=S - T),
+                "for T != S this course (like torch's is_causal=True) aligns the mask at "
+                "the top-left corner: entry (i, j) is True exactly when j <= i.",
+            ),
+        ),
+        explain=_explain_mask_entry,
+        alternatives=(
+            lambda T, S: np.array([[j <= i for j in range(S)] for i in range(T)]),
+            lambda T, S: torch.ones(T, S, dtype=torch.bool).tril(),
+        ),
+    )
+)
+
+
+# ----------------------------------------------------------- one query by hand
+def _one_query_cases() -> list[Case]:
+    rng = np.random.default_rng(3)
+    return [
+        Case("d_k=4, S=5, d_v=2", (rng.normal(size=4), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))),
+        Case("one key", (rng.normal(size=3), rng.normal(size=(1, 3)), rng.normal(size=(1, 4)))),
+        Case("d_k=16, S=8, d_v=3", (rng.normal(size=16), rng.normal(size=(8, 16)), rng.normal(size=(8, 3)))),
+    ]
+
+
+def _one_query_reference(q_i, k, v):
+    out, _ = att.scaled_dot_product_attention(q_i[None, :], k, v)
+    return out[0]
+
+
+def _one_query_unscaled(q_i, k, v):
+    return att.softmax(k @ q_i) @ v
+
+
+def _one_query_mean(q_i, k, v):
+    return v.mean(axis=0)
+
+
+register(
+    Exercise(
+        id="one-query",
+        title="One query's output, by hand",
+        make_cases=_one_query_cases,
+        reference=_one_query_reference,
+        mutants=(
+            Mutant(
+                "no-scale", _one_query_unscaled,
+                "close, but the scores need the 1/sqrt(d_k) scale before the softmax.",
+            ),
+            Mutant(
+                "plain-mean", _one_query_mean,
+                "that is the plain average of the values; the weights should depend on how "
+                "well q_i matches each key (softmax of the scaled dot products).",
+            ),
+        ),
+        alternatives=(
+            lambda q_i, k, v: att.softmax(k @ q_i / np.sqrt(q_i.shape[0])) @ v,
+            lambda q_i, k, v: torch.nn.functional.scaled_dot_product_attention(
+                torch.as_tensor(q_i)[None], torch.as_tensor(k), torch.as_tensor(v)
+            )[0].numpy(),
+        ),
+    )
+)
+
+EXERCISES = ("stable-softmax", "attention", "causal-mask", "one-query")

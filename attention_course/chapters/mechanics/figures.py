@@ -1,0 +1,227 @@
+"""Publication-quality figures for the course.
+
+Every helper draws on the ``ax`` it is given (or a new figure), labels its axes,
+adds a colour bar where colour carries a value, returns the
+:class:`matplotlib.figure.Figure`, and changes no global matplotlib state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ...core._backend import Array, to_numpy
+from .hull import convex_hull
+from ...figures.style import MASK_CMAP, MAX_WIDTH, book_figure, mask_legend
+
+__all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull"]
+
+
+def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
+
+
+def _heatmap_size(rows: int, cols: int) -> tuple:
+    """A figure size (in) for a labelled R x C heatmap with a colour bar, at most MAX_WIDTH wide."""
+    cell = min(0.55, (MAX_WIDTH - 2.2) / cols)  # inches per column; 2.2 in for labels and colour bar
+    return (cell * cols + 2.2, min(0.82 * cell * rows + 1.4, 6.0))
+
+
+@book_figure
+def plot_heatmap(
+    matrix: Array,
+    row_labels: Optional[Sequence[str]] = None,
+    col_labels: Optional[Sequence[str]] = None,
+    ax: Optional[Axes] = None,
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    cmap: str = "viridis",
+    vmin: Optional[float] = None,
+    vmax: Optional[float] = None,
+    annotate: bool = True,
+    fmt: str = "{:.2f}",
+    colorbar_label: str = "",
+) -> Figure:
+    """Draw a matrix as a labelled heatmap with a colour bar; returns the figure.
+
+    Parameters
+    ----------
+    matrix : array or tensor, shape (R, C)
+    row_labels, col_labels : sequences of str, optional
+        Tick labels for the rows (y axis) and columns (x axis).
+    annotate : bool
+        Write each value in its cell (only for matrices up to 12 x 12).
+    """
+    m = to_numpy(matrix).astype(float)
+    if m.ndim != 2:
+        raise ValueError(f"matrix has shape {m.shape}; expected 2 dimensions (R, C)")
+    fig, ax = _new_axes(ax, _heatmap_size(*m.shape))
+    im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    cbar = fig.colorbar(im, ax=ax, shrink=0.9)
+    if colorbar_label:
+        cbar.set_label(colorbar_label)
+    if row_labels is not None:
+        ax.set_yticks(range(m.shape[0]), labels=list(row_labels))
+    if col_labels is not None:
+        ax.set_xticks(range(m.shape[1]), labels=list(col_labels), rotation=45, ha="right")
+    if annotate and max(m.shape) <= 12:
+        for (i, j), val in np.ndenumerate(m):
+            r, g, b, _ = im.cmap(im.norm(val))  # colour of this cell
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
+            ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize="small",
+                    color="white" if dark else "black")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return fig
+
+
+@book_figure
+def plot_attention(
+    weights: Array,
+    query_labels: Optional[Sequence[str]] = None,
+    key_labels: Optional[Sequence[str]] = None,
+    ax: Optional[Axes] = None,
+    title: str = "Attention weights",
+    annotate: bool = True,
+    vmax: Optional[float] = None,
+) -> Figure:
+    """Heatmap of an attention matrix: rows are queries, columns are keys.
+
+    Parameters
+    ----------
+    weights : array or tensor, shape (T, S)
+        Row ``i`` is query ``i``'s distribution over the ``S`` keys.
+    query_labels, key_labels : sequences of str, optional
+        Token labels for rows and columns (``key_labels`` defaults to
+        ``query_labels`` for self-attention).
+    vmax : float, optional
+        Top of the colour scale (its bottom is 0). By default the largest weight shown,
+        so that small weights keep their contrast; the colour bar's label then says so.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = plot_attention(np.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"])
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].images[0].get_clim()
+    ('key (attended to)', (0.0, 0.3333333333333333))
+    >>> fig.axes[1].get_ylabel()
+    'weight (colour scale 0 to the largest, 0.33)'
+    """
+    w = to_numpy(weights)
+    if key_labels is None and query_labels is not None and w.shape[0] == w.shape[1]:
+        key_labels = query_labels
+    label = "weight"
+    if vmax is None:
+        vmax = float(w.max()) if w.size and w.max() > 0 else 1.0
+        label = f"weight (colour scale 0 to the largest, {vmax:.2f})"
+    return plot_heatmap(
+        w, query_labels, key_labels, ax=ax, title=title,
+        xlabel="key (attended to)", ylabel="query (attending)",
+        cmap="viridis", vmin=0.0, vmax=vmax, annotate=annotate, colorbar_label=label,
+    )
+
+
+@book_figure
+def plot_masks(
+    masks: Mapping[str, Array], labels: Optional[Sequence[str]] = None, ncols: int = 3,
+    legend: Sequence[str] = ("blocked", "may attend"),
+) -> Figure:
+    """Draw boolean masks in a grid of at most ``ncols`` columns, with a two-colour legend.
+
+    Parameters
+    ----------
+    masks : mapping of str to array, shape (T, S), bool
+        ``True`` = query ``i`` may attend to key ``j`` (the package's mask convention).
+    labels : sequence of str, optional
+        Token labels for the axes, used where their number matches.
+    ncols : int
+        Panels per row; more masks go on further rows, so the figure stays in the column.
+    legend : two str
+        Names of False and True in the legend (:data:`~.style.MASK_CMAP` colours).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = plot_masks({"causal": np.tril(np.ones((3, 3), bool)), "all": np.ones((3, 3), bool)})
+    >>> [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    ['blocked', 'may attend']
+    >>> float(fig.get_size_inches()[0]) <= 7.0
+    True
+    """
+    n = len(masks)
+    ncols = max(1, min(ncols, n))
+    nrows = -(-n // ncols)
+    panel = min(2.9, (MAX_WIDTH - 1.4) / ncols)  # inches; 1.4 in for the legend column
+    fig, axes = plt.subplots(nrows, ncols + 1, figsize=(panel * ncols + 1.4, (panel + 0.5) * nrows),
+                             layout="constrained", squeeze=False, width_ratios=[panel] * ncols + [1.2])
+    for ax, (name, mask) in zip(axes[:, :ncols].flat, masks.items()):
+        m = to_numpy(mask).astype(bool)
+        ax.imshow(m, cmap=MASK_CMAP, vmin=0, vmax=1)
+        ax.spines[:].set_visible(True)  # a frame, so that blocked cells at the edge stay visible
+        ax.set_title(name)
+        ax.set_xlabel("key j")
+        ax.set_ylabel("query i")
+        if labels is not None and len(labels) == m.shape[1]:
+            ax.set_xticks(range(m.shape[1]), labels=list(labels), rotation=45, ha="right")
+        if labels is not None and len(labels) == m.shape[0]:
+            ax.set_yticks(range(m.shape[0]), labels=list(labels))
+    for ax in list(axes[:, :ncols].flat)[n:]:
+        ax.axis("off")
+    for ax in axes[:, ncols]:
+        ax.axis("off")
+    mask_legend(axes[0, ncols], tuple(legend), loc="center left")
+    return fig
+
+
+@book_figure
+def plot_convex_hull(
+    values: Array,
+    outputs: Array,
+    value_labels: Optional[Sequence[str]] = None,
+    output_labels: Optional[Sequence[str]] = None,
+    ax: Optional[Axes] = None,
+    title: str = "Outputs lie inside the convex hull of the values",
+) -> Figure:
+    """Plot 2-D value vectors, their convex hull, and attention outputs.
+
+    Parameters
+    ----------
+    values : array, shape (S, 2)
+        The value vectors ``v_j`` (``d_v = 2`` so they can be drawn).
+    outputs : array, shape (T, 2)
+        The attention outputs ``o_i = sum_j a_ij v_j``.
+    """
+    v, o = to_numpy(values), to_numpy(outputs)
+    fig, ax = _new_axes(ax, (5.2, 4.6))
+    hull = convex_hull(v)
+    closed = np.vstack([hull, hull[:1]])
+    ax.fill(closed[:, 0], closed[:, 1], color="tab:blue", alpha=0.12, label="convex hull of values")
+    ax.plot(closed[:, 0], closed[:, 1], color="tab:blue", lw=1)
+    ax.scatter(v[:, 0], v[:, 1], s=60, color="tab:blue", zorder=3, label="values $v_j$")
+    ax.scatter(o[:, 0], o[:, 1], s=70, marker="*", color="tab:red", zorder=4,
+               label="outputs $o_i$")
+    for labels, pts, color, dy in ((value_labels, v, "tab:blue", 6), (output_labels, o, "tab:red", -12)):
+        if labels is not None:
+            for lab, (x, y) in zip(labels, pts):
+                ax.annotate(lab, (x, y), textcoords="offset points", xytext=(4, dy),
+                            fontsize="small", color=color)
+    ax.set_xlabel("value dimension 1")
+    ax.set_ylabel("value dimension 2")
+    ax.set_title(title)
+    ax.legend(loc="best")
+    ax.set_aspect("equal", adjustable="datalim")
+    return fig

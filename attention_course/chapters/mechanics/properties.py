@@ -1,0 +1,352 @@
+r"""Chapter 1's claims about one attention layer, tested on many random problems.
+
+For weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` and outputs
+:math:`o_i = \sum_j A_{ij} v_j`, the essay states that each row of :math:`A` is a
+probability distribution and each output is a convex combination of the values.
+These experiments measure both on seeded random problems, and compare the
+package's attention with PyTorch's:
+
+=======================  =======================================================
+``row_sum_errors``       :math:`\max_i |\sum_j A_{ij} - 1|` per dtype, and :math:`\min_{ij} A_{ij}`
+``fraction_in_hull``     share of outputs inside :math:`\operatorname{conv}\{v_j\}` (with dropout, masks)
+``torch_agreement``      :math:`\max|o - o_{\text{torch}}|` for each kind of mask and scale
+``hull_dropout_sweep``   share of outputs outside the hull at each dropout rate (the slider's curve)
+``dropout_outputs``      one random problem's outputs under fixed dropout masks, at each rate
+``cross_attention_weights``  :math:`A` of ``T`` queries over ``S`` keys of one sentence
+=======================  =======================================================
+
+Where a chapter-1 verdict flips is found from these numbers by :func:`first_crossing` (the first
+value above a line) and :func:`square_index` (the first square shape), never typed in.
+
+Each takes its randomness explicitly (a numpy ``Generator``, which it advances, or a seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ...core._backend import Array, ShapeError, to_numpy
+from ...core.attention import causal_mask, scaled_dot_product_attention
+from .hull import in_convex_hull
+
+__all__ = ["effective_keys", "random_attention_problem", "RowSumErrors", "row_sum_errors", "fraction_in_hull", "torch_agreement", "DROPOUT_RATES", "first_crossing", "hull_dropout_sweep", "dropout_outputs", "square_index", "cross_attention_weights", "row_entropy"]
+
+#: The dropout slider's rates; 0.1 is the rate the chapter measures, as used in training.
+DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+
+
+def random_attention_problem(
+    rng: np.random.Generator, scale: float, max_size: int = 11, d_v: int = 3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""One random attention problem of random size: ``q`` (T, d), ``k`` (S, d), ``v`` (S, d_v).
+
+    ``T``, ``S`` and ``d`` are drawn uniformly from 1 to ``max_size``; queries and keys are
+    standard normal times ``scale`` (so logits :math:`q\cdot k/\sqrt d` reach about ``scale**2``),
+    values standard normal. Draws from ``rng`` in this order: the three sizes, ``q``, ``k``, ``v``.
+
+    Examples
+    --------
+    >>> q, k, v = random_attention_problem(np.random.default_rng(0), scale=1.0)
+    >>> q.shape[1] == k.shape[1], k.shape[0] == v.shape[0], v.shape[1]
+    (True, True, 3)
+    """
+    T, S, d = rng.integers(1, max_size + 1, size=3)
+    q, k = rng.normal(size=(T, d)) * scale, rng.normal(size=(S, d)) * scale  # (T, d), (S, d)
+    return q, k, rng.normal(size=(S, d_v))  # v: (S, d_v)
+
+
+@dataclass(frozen=True)
+class RowSumErrors:
+    """Worst row-sum error per dtype, and the smallest weight seen in any dtype."""
+
+    worst: dict  # dtype name -> max_i |sum_j A_ij - 1| over every problem
+    min_weight: float
+
+
+def row_sum_errors(
+    rng: np.random.Generator,
+    n_problems: int = 1000,
+    dtypes: Sequence[str] = ("float64", "float32"),
+    log10_scale: tuple[float, float] = (-2.0, 2.0),
+    attention=scaled_dot_product_attention,
+) -> RowSumErrors:
+    r"""Largest deviation of an attention row sum from 1, over many random problems.
+
+    .. math::
+
+        e_{\text{dtype}} = \max_{\text{problems}} \max_i \Bigl|\sum_j A_{ij} - 1\Bigr|
+
+    For each problem a scale :math:`10^u`, :math:`u \sim U(\text{log10\_scale})`, is drawn,
+    then :func:`random_attention_problem`; the same problem is run in every dtype. With a
+    scale of 100 the logits reach :math:`\pm 10^4`, where a softmax without the
+    max-subtraction overflows.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Advanced by the draws (``n_problems`` times: a scale, then one problem).
+    attention : callable
+        ``attention(q, k, v) -> (output, weights)``; the package's by default.
+
+    Returns
+    -------
+    RowSumErrors
+        ``worst[dtype]`` (``inf`` if any row sum is NaN or infinite, as after an overflow)
+        and ``min_weight`` (non-negative for a true softmax).
+
+    Examples
+    --------
+    >>> errors = row_sum_errors(np.random.default_rng(0), n_problems=20)
+    >>> errors.worst["float64"] < 1e-12, errors.worst["float32"] < 1e-5, errors.min_weight >= 0
+    (True, True, True)
+    """
+    worst = {dtype: 0.0 for dtype in dtypes}
+    min_weight = np.inf
+    for _ in range(n_problems):
+        q, k, v = random_attention_problem(rng, scale=10.0 ** rng.uniform(*log10_scale))
+        for dtype in dtypes:
+            _, w = attention(q.astype(dtype), k.astype(dtype), v.astype(dtype))  # (T, S)
+            err = float(np.abs(w.sum(-1) - 1).max())
+            worst[dtype] = max(worst[dtype], err if np.isfinite(err) else np.inf)  # NaN/inf: overflow, infinitely wrong
+            min_weight = min(min_weight, float(w.min()))
+    return RowSumErrors(worst, min_weight)
+
+
+def fraction_in_hull(
+    rng: np.random.Generator, n_problems: int = 500, dropout: float = 0.0, mask_row: bool = False
+) -> float:
+    r"""Fraction of attention outputs that lie in the convex hull of their values.
+
+    Each problem has ``T, S`` uniform in 3..9, ``d = 4``, ``d_v = 2`` and standard normal
+    ``q, k, v``. The outputs are :math:`o_i = \sum_j \tilde A_{ij} v_j` with
+
+    .. math::
+
+        \tilde A_{ij} = A_{ij}\, \frac{m_{ij}}{1 - p}, \qquad m_{ij} \sim \text{Bernoulli}(1 - p),
+
+    training-time attention dropout at rate ``p = dropout`` (no dropout when ``p = 0``).
+    With ``mask_row`` query 0 may attend to no key: its output is the zero vector (the
+    package's convention), which is inside the hull only when the origin is. Whether an
+    output is inside is decided geometrically by
+    :func:`~attention_course.chapters.mechanics.hull.in_convex_hull` (tolerance 1e-9), never from the weights.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Advanced by the draws.
+    dropout : float
+        The dropout rate :math:`p \in [0, 1)`.
+
+    Returns
+    -------
+    float
+        Inside outputs over all outputs of the ``n_problems`` problems.
+
+    Examples
+    --------
+    >>> fraction_in_hull(np.random.default_rng(1), n_problems=50)
+    1.0
+    """
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout={dropout!r}; expected a rate p with 0 <= p < 1")
+    inside = []
+    for _ in range(n_problems):
+        T, S = rng.integers(3, 10, size=2)
+        q, k, v = rng.normal(size=(T, 4)), rng.normal(size=(S, 4)), rng.normal(size=(S, 2))
+        mask = np.ones((T, S), dtype=bool)  # True = may attend
+        if mask_row:
+            mask[0] = False  # query 0 sees no key
+        _, w = scaled_dot_product_attention(q, k, v, mask=mask)  # (T, S)
+        if dropout:
+            w = w * (rng.random(w.shape) > dropout) / (1 - dropout)  # training-time dropout   (T, S)
+        inside.append(in_convex_hull(w @ v, v))  # (T,)
+    return float(np.mean(np.concatenate(inside)))
+
+
+def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 7, d: int = 8) -> dict[str, float]:
+    r"""Largest difference from ``torch.nn.functional.scaled_dot_product_attention``, per case.
+
+    :math:`\max |o - o_{\text{torch}}|` in float64 on ``q`` (B, h, T, d), ``k, v`` (B, h, S, d),
+    drawn from ``torch.Generator().manual_seed(seed)``, for five cases and how each is
+    spelled in the two APIs:
+
+    ==================  =====================================  =========================
+    case                package                                torch
+    ==================  =====================================  =========================
+    ``no mask``         ``{}``                                 ``{}``
+    ``boolean mask``    ``mask=`` (B, 1, T, S), True = attend  ``attn_mask=`` the same
+    ``float mask``      ``mask=`` (T, S), added to the scores  ``attn_mask=`` the same
+    ``causal, T != S``  ``mask=causal_mask(T, S)``             ``is_causal=True``
+    ``scale = 0.3``     ``scale=0.3``                          ``scale=0.3``
+    ==================  =====================================  =========================
+
+    Examples
+    --------
+    >>> gaps = torch_agreement(seed=0)
+    >>> list(gaps), max(gaps.values()) < 1e-12
+    (['no mask', 'boolean mask', 'float mask', 'causal, T != S', 'scale = 0.3'], True)
+    """
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, h, n, d, generator=gen, dtype=torch.float64) for n in (T, S, S))
+    bool_mask = torch.rand(B, 1, T, S, generator=gen) > 0.3  # (B, 1, T, S), broadcast over heads
+    float_mask = torch.randn(T, S, generator=gen, dtype=torch.float64)  # (T, S)
+    cases = {
+        "no mask": ({}, {}),
+        "boolean mask": ({"mask": bool_mask}, {"attn_mask": bool_mask}),
+        "float mask": ({"mask": float_mask}, {"attn_mask": float_mask}),
+        "causal, T != S": ({"mask": causal_mask(T, S)}, {"is_causal": True}),
+        "scale = 0.3": ({"scale": 0.3}, {"scale": 0.3}),
+    }
+    gaps = {}
+    for name, (ours_kw, torch_kw) in cases.items():
+        ours, _ = scaled_dot_product_attention(q, k, v, **ours_kw)  # (B, h, T, d)
+        ref = F.scaled_dot_product_attention(q, k, v, **torch_kw)  # (B, h, T, d)
+        gaps[name] = float((ours - ref).abs().max())
+    return gaps
+
+
+def first_crossing(values: Sequence[float], line: float) -> Optional[int]:
+    """Index of the first value strictly above ``line``, or ``None`` if none is.
+
+    Examples
+    --------
+    >>> first_crossing([0.0, 0.0, 0.004, 0.02], line=0.0)
+    2
+    >>> first_crossing([1.0, 2.0], line=3.0) is None
+    True
+    """
+    above = np.flatnonzero(np.asarray(values, dtype=float) > line)
+    return int(above[0]) if above.size else None
+
+
+def hull_dropout_sweep(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1) -> np.ndarray:
+    r"""Share of outputs outside the values' hull at each attention-dropout rate :math:`p`.
+
+    :math:`1 -` :func:`fraction_in_hull` on ``n_problems`` random problems, drawn afresh from
+    ``default_rng(seed)`` at every rate (the chapter's seed 1, so the entry at :math:`p = 0.1`
+    is the chapter's measurement). Shape ``(len(rates),)``.
+
+    Examples
+    --------
+    >>> hull_dropout_sweep([0.0, 0.3], n_problems=40).round(3)
+    array([0.   , 0.225])
+    """
+    return np.array([1.0 - fraction_in_hull(np.random.default_rng(seed), n_problems=n_problems, dropout=p)
+                     for p in rates])
+
+
+def dropout_outputs(rates: Sequence[float], seed: int = 0, T: int = 8, S: int = 3,
+                    draws: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""One random problem's outputs under ``draws`` dropout masks at each rate, and which stay in the hull.
+
+    The problem is of the kind :func:`fraction_in_hull` draws (``S`` values
+    :math:`v_j \in \mathbb{R}^2`, ``T`` queries, :math:`d_k = 4`, standard normal, from
+    ``default_rng(seed)``). The outputs are :math:`o_i = \sum_j \tilde A_{ij} v_j` with
+
+    .. math::
+
+        \tilde A_{ij} = A_{ij}\, \frac{[u_{ij} > p]}{1 - p}
+
+    for fixed uniform draws :math:`u` of shape ``(draws, T, S)``: a weight dropped at one rate stays
+    dropped at every higher one. Whether an output is inside is decided by
+    :func:`~attention_course.chapters.mechanics.hull.in_convex_hull`, never from the weights.
+
+    Returns
+    -------
+    v : array, shape (S, 2)
+    outputs : array, shape (len(rates), draws * T, 2)
+    inside : bool array, shape (len(rates), draws * T)
+
+    Examples
+    --------
+    >>> v, o, inside = dropout_outputs([0.0, 0.3])
+    >>> v.shape, o.shape, inside.sum(axis=1).tolist()
+    ((3, 2), (2, 80, 2), [80, 36])
+    """
+    if any(not 0.0 <= p < 1.0 for p in rates):
+        raise ValueError(f"rates={list(rates)}; expected dropout rates p with 0 <= p < 1")
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.normal(size=(T, 4)), rng.normal(size=(S, 4)), rng.normal(size=(S, 2))  # as in fraction_in_hull
+    _, w = scaled_dot_product_attention(q, k, v)  # (T, S), rows sum to 1
+    u = rng.random((draws, T, S))  # one uniform number per weight and dropout draw
+    outputs = np.stack([((w * (u > p) / (1 - p)) @ v).reshape(-1, 2) for p in rates])  # (R, draws * T, 2)
+    inside = np.stack([in_convex_hull(o, v) for o in outputs])  # (R, draws * T)
+    return v, outputs, inside
+
+
+def square_index(shapes: Sequence[tuple[int, int]]) -> Optional[int]:
+    """Index of the first ``(rows, columns)`` shape that is square, or ``None``.
+
+    Examples
+    --------
+    >>> square_index([(6, 4), (6, 5), (6, 6), (6, 7)])
+    2
+    """
+    return next((i for i, (r, c) in enumerate(shapes) if r == c), None)
+
+
+def cross_attention_weights(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, T: int, S: int) -> np.ndarray:
+    r"""Weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` of the first ``T`` rows of ``x``
+    attending to its first ``S`` rows; shape ``(T, S)``, each row a distribution over the keys.
+
+    Queries :math:`Q = X_{:T}W_Q` (T, d_k), keys :math:`K = X_{:S}W_K` (S, d_k). For ``S = T``
+    queries and keys come from the same positions: self-attention.
+
+    Parameters
+    ----------
+    x : array, shape (n, d_model), one embedding per word
+    W_q, W_k : arrays, shape (d_model, d_k)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x, W_q, W_k = rng.normal(size=(5, 4)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    >>> A = cross_attention_weights(x, W_q, W_k, T=4, S=2)
+    >>> A.shape, A.sum(axis=1).round(12).tolist()
+    ((4, 2), [1.0, 1.0, 1.0, 1.0])
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    if not (1 <= T <= n and 1 <= S <= n):
+        raise ValueError(f"T={T} queries and S={S} keys from x of shape {x.shape}; expected 1 <= T, S <= {n}")
+    q, k = x[:T] @ W_q, x[:S] @ W_k  # (T, d_k), (S, d_k)
+    return np.asarray(scaled_dot_product_attention(q, k, k)[1])  # (T, S), softmax over the S keys (v = k: weights only)
+
+
+def row_entropy(A: np.ndarray) -> np.ndarray:
+    r"""Entropy :math:`-\sum_j a_{ij}\log a_{ij}` of each row (nats); shape ``A.shape[:-1]``.
+
+    Examples
+    --------
+    >>> row_entropy(np.full((2, 4), 0.25)).round(4).tolist()
+    [1.3863, 1.3863]
+    """
+    A = np.asarray(A, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.where(A > 0, A * np.log(A), 0.0).sum(axis=-1)
+
+
+def effective_keys(weights: Array, mass: float = 0.8) -> list[frozenset[int]]:
+    r"""For each row of ``weights`` (n, m), the smallest set of columns holding ``mass`` of its weight.
+
+    Rows need not sum to 1 (each is measured against its own sum), so a map cut to the
+    word tokens can be passed as it is. Ties are broken by the lower column index.
+
+    Examples
+    --------
+    >>> [sorted(s) for s in effective_keys(np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]))]
+    [[0, 1], [2]]
+    """
+    W = to_numpy(weights).astype(float)
+    if W.ndim != 2 or not 0 < mass <= 1:
+        raise ShapeError(f"weights has shape {W.shape} and mass={mass}; expected (n, m) and 0 < mass <= 1")
+    order = np.argsort(-W, axis=1, kind="stable")  # (n, m), heaviest key first
+    cum = np.cumsum(np.take_along_axis(W, order, axis=1), axis=1) / W.sum(axis=1, keepdims=True)  # (n, m)
+    k = (cum < mass - 1e-9).sum(axis=1) + 1  # keys needed per row; 1e-9 absorbs round-off at an exact share
+    return [frozenset(order[i, :k[i]].tolist()) for i in range(W.shape[0])]

@@ -1,0 +1,504 @@
+r"""Why attention divides the scores by :math:`\sqrt{d_k}`, measured.
+
+For independent queries and keys with i.i.d. zero-mean entries,
+
+.. math::
+
+    \operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i)
+    = d_k \, \operatorname{Var}(q_i)\, \operatorname{Var}(k_i),
+
+so the raw scores spread out like :math:`\sqrt{d_k}`. A softmax fed such scores
+saturates (one weight near 1), and its Jacobian
+:math:`J = \partial \operatorname{softmax}(s) / \partial s = \operatorname{diag}(p) - p p^\top`
+goes to 0 with it. Multiplying the scores by a scale :math:`c(d_k)` fixes the spread;
+``scale`` is ``"sqrt"`` (:math:`1/\sqrt{d_k}`, Vaswani et al. 2017, score variance 1),
+``"none"`` (:math:`c = 1`, variance :math:`d_k`), ``"mup"`` (:math:`1/d_k`, Yang et al.
+2022) or a positive number (:func:`~attention_course.core.attention.resolve_scale`).
+
+The module measures the variance, the saturation of softmax rows and the size of the
+softmax Jacobian as functions of :math:`d_k`, in random vectors and in a pretrained
+BERT, and holds the caveats: the scale can be folded into :math:`W_Q`, and
+QK-normalisation bounds the scores instead of rescaling them. Training the tiny
+transformer with each scale is an experiment:
+:mod:`attention_course.chapters.scaling.training`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ...core._backend import Array, ShapeError, check_float, is_torch, shape_str, to_numpy
+from ...core.attention import Scale, resolve_scale, softmax
+from ...core.multihead import split_heads
+
+__all__ = [
+    "dot_product_variance", "dot_variance_standard_error", "VarianceSweep", "variance_vs_dim",
+    "softmax_entropy", "softmax_jacobian", "softmax_jacobian_norm", "SaturationStats",
+    "saturation_stats", "absorb_scale", "attention_scores", "qk_norm_scores", "bert_queries_keys",
+    "pair_logit_variance",
+]
+
+
+def _check_dims(d_ks: Sequence[int]) -> list[int]:
+    dims = list(np.atleast_1d(np.asarray(d_ks)).tolist())
+    if not dims:
+        raise ValueError("d_ks is empty; expected at least one dimension")
+    for d in dims:
+        resolve_scale(d, "none")  # raises for a non-positive or non-integer d_k
+    return [int(d) for d in dims]
+
+
+# --------------------------------------------------------------------- variance
+def dot_product_variance(q: Array, k: Array) -> float:
+    r"""Empirical variance of the paired dot products :math:`q_n \cdot k_n`.
+
+    .. math::
+
+        \widehat{\operatorname{Var}} = \frac1N \sum_n (s_n - \bar s)^2,
+        \qquad s_n = \sum_i q_{n,i} k_{n,i}
+
+    (``ddof=0``, like ``np.var``). Query ``n`` is paired with key ``n`` only.
+
+    Parameters
+    ----------
+    q, k : array or tensor, shape (..., d_k)
+        Samples; all leading axes are pooled into the ``N`` samples.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(20000, 64)), rng.normal(size=(20000, 64))
+    >>> round(dot_product_variance(q, k), 1)   # theory: d_k = 64
+    64.6
+    """
+    check_float("q", q)
+    check_float("k", k)
+    if tuple(q.shape) != tuple(k.shape):
+        raise ShapeError(f"q has shape {shape_str(q)} but k has shape {shape_str(k)}; expected equal "
+                         f"shapes (..., d_k): sample n of q is paired with sample n of k")
+    s = (q * k).sum(-1)  # (...,) one dot product per sample
+    return float(s.var(unbiased=False) if is_torch(s) else np.var(s))
+
+
+def dot_variance_standard_error(d_k: int, n_samples: int) -> float:
+    r"""Relative standard error of :func:`dot_product_variance` for Gaussian ``q``, ``k``.
+
+    With Gaussian entries :math:`x_i = q_i k_i` has :math:`E x^4 = 9 (E x^2)^2`, so
+    :math:`s = q \cdot k` has kurtosis :math:`3 + 6/d_k` and the sample variance has
+
+    .. math::
+
+        \frac{\operatorname{sd}(\widehat{\operatorname{Var}})}{\operatorname{Var}}
+        \approx \sqrt{\frac{2 + 6/d_k}{N}}.
+
+    Examples
+    --------
+    >>> round(dot_variance_standard_error(64, 20000), 4)
+    0.0102
+    """
+    resolve_scale(d_k, "none")
+    if int(n_samples) != n_samples or n_samples < 2:
+        raise ValueError(f"n_samples={n_samples!r}; expected an integer >= 2")
+    return math.sqrt((2.0 + 6.0 / d_k) / n_samples)
+
+
+@dataclass(frozen=True)
+class VarianceSweep:
+    """Result of :func:`variance_vs_dim`; every field has shape (len(d_k),)."""
+
+    d_k: np.ndarray
+    empirical: np.ndarray  # measured Var(c q.k)
+    theory: np.ndarray  # c^2 d_k var_q var_k
+    std_error: np.ndarray  # absolute Monte-Carlo standard error of `empirical`
+
+
+def variance_vs_dim(d_ks: Sequence[int], n_samples: int = 20000, var_q: float = 1.0, var_k: float = 1.0,
+                    scale: Scale = "none", seed: int = 0) -> VarianceSweep:
+    r"""Measure :math:`\operatorname{Var}(c\, q \cdot k)` against its theory :math:`c^2 d_k \sigma_q^2 \sigma_k^2`.
+
+    For each ``d_k`` in ``d_ks``, draws ``n_samples`` Gaussian pairs with entry variances
+    ``var_q`` and ``var_k``, seeded by ``(seed, d_k)`` (one dimension's sample does not
+    depend on the others in the list), and multiplies ``q . k`` by ``c`` = ``scale``
+    (see :func:`resolve_scale`). Returns a :class:`VarianceSweep`: ``d_k``, ``empirical``,
+    ``theory`` and ``std_error`` (from :func:`dot_variance_standard_error`), one entry per ``d_k``.
+
+    Examples
+    --------
+    >>> r = variance_vs_dim([4, 64, 1024], n_samples=2000)
+    >>> r.theory, r.empirical.round(0)
+    (array([   4.,   64., 1024.]), array([   4.,   65., 1036.]))
+    >>> variance_vs_dim([4, 64, 1024], n_samples=2000, scale="sqrt").empirical.round(2)
+    array([1.01, 1.01, 1.01])
+    """
+    dims = _check_dims(d_ks)
+    for name, v in (("var_q", var_q), ("var_k", var_k)):
+        if not v > 0:
+            raise ValueError(f"{name}={v!r}; expected a positive variance")
+    emp, theory, se = [], [], []
+    for d in dims:
+        c = resolve_scale(d, scale)
+        rng = np.random.default_rng([seed, d])
+        s = np.empty(n_samples)
+        for start in range(0, n_samples, 4096):  # chunks keep memory small at large d_k
+            m = min(4096, n_samples - start)
+            q = rng.normal(scale=math.sqrt(var_q), size=(m, d))  # (m, d_k)
+            k = rng.normal(scale=math.sqrt(var_k), size=(m, d))  # (m, d_k)
+            s[start : start + m] = c * (q * k).sum(-1)  # (m,)
+        emp.append(np.var(s))
+        theory.append(c**2 * d * var_q * var_k)
+        se.append(theory[-1] * dot_variance_standard_error(d, n_samples))
+    return VarianceSweep(np.array(dims), np.array(emp), np.array(theory), np.array(se))
+
+
+
+# ------------------------------------------------------------ softmax geometry
+def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> Array:
+    r"""Entropy (in nats) of :math:`p = \operatorname{softmax}(x / \tau)` along ``axis``.
+
+    .. math::
+
+        H = -\sum_j p_j \log p_j, \qquad
+        \log p_j = \frac{x_j}{\tau} - \log \sum_{j'} e^{x_{j'}/\tau}
+
+    Computed from the log-softmax, so a saturated row (some :math:`p_j = 0`)
+    gives 0, not NaN. :math:`0 \le H \le \log S`; :math:`H` grows with :math:`\tau`
+    (positive; ``temperature = 1 / scale`` links it to the attention scale).
+    ``logits`` has shape (..., S, ...) with the S keys on ``axis``; the result has
+    ``logits.shape`` without ``axis``.
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 0.0, 0.0, 0.0]])
+    >>> softmax_entropy(x).round(4)          # log 4 = 1.3863 for a uniform row
+    array([1.3863, 0.0015])
+    >>> softmax_entropy(x, temperature=10.0).round(4)
+    array([1.3863, 1.2683])
+    """
+    check_float("logits", logits)
+    if not bool((temperature > 0).all() if is_torch(temperature) else temperature > 0):
+        raise ValueError(f"temperature={temperature!r}; expected a positive number")
+    z = logits / temperature
+    if is_torch(z):
+        logp = torch.log_softmax(z, dim=axis)
+        return -(logp.exp() * logp).sum(dim=axis)
+    m = np.max(z, axis=axis, keepdims=True)
+    logp = z - m - np.log(np.exp(z - m).sum(axis=axis, keepdims=True))  # log-softmax
+    return -(np.exp(logp) * logp).sum(axis=axis)
+
+
+def softmax_jacobian(p: Array) -> Array:
+    r"""Closed-form Jacobian of the softmax at probabilities ``p``.
+
+    .. math::
+
+        J_{ij} = \frac{\partial p_i}{\partial s_j} = p_i (\delta_{ij} - p_j),
+        \qquad J = \operatorname{diag}(p) - p p^\top
+
+    :math:`J` is symmetric and positive semi-definite, and each row sums to 0
+    (adding a constant to every score changes nothing). ``p`` has shape (..., S)
+    (softmax outputs, rows summing to 1); the result has shape (..., S, S).
+
+    Examples
+    --------
+    >>> softmax_jacobian(np.array([0.5, 0.5]))
+    array([[ 0.25, -0.25],
+           [-0.25,  0.25]])
+    """
+    check_float("p", p)
+    if p.ndim < 1:
+        raise ShapeError(f"p has shape {shape_str(p)}; expected (..., S)")
+    if is_torch(p):
+        return torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)  # (..., S, S)
+    J = -p[..., :, None] * p[..., None, :]  # $-pp^T$   (..., S, S)
+    idx = np.arange(p.shape[-1])
+    J[..., idx, idx] += p  # $+\operatorname{diag}(p)$
+    return J
+
+
+def softmax_jacobian_norm(p: Array, ord: str = "fro") -> np.ndarray:
+    r"""Norm of :func:`softmax_jacobian` for each row of ``p``.
+
+    ``ord="fro"`` gives the Frobenius norm, from the closed form
+
+    .. math::
+
+        \|J\|_F^2 = \sum_i p_i^2 \Big( (1 - p_i)^2 + \sum_{j \ne i} p_j^2 \Big),
+
+    where, for the largest weight, :math:`1 - p_i` and :math:`\sum_{j\ne i} p_j^2` are
+    summed from the other weights (no cancellation), so a nearly one-hot row
+    keeps full relative accuracy. ``ord="spectral"`` gives the largest eigenvalue
+    (:math:`J` is PSD, so this is :math:`\|J\|_2`). A uniform row over ``S`` keys
+    has :math:`\|J\|_F = \sqrt{S-1}/S`; a one-hot row has 0. ``p`` has shape (..., S);
+    the result is a numpy array of shape (...,).
+
+    Examples
+    --------
+    >>> p = np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]])
+    >>> softmax_jacobian_norm(p).round(4), softmax_jacobian_norm(p, "spectral").round(4)
+    (array([0.433, 0.   ]), array([0.25, 0.  ]))
+    """
+    if ord not in ("fro", "spectral"):
+        raise ValueError(f"ord={ord!r}; expected 'fro' or 'spectral'")
+    check_float("p", p)
+    p = to_numpy(p)
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise ShapeError(f"p has shape {shape_str(p)}; expected (..., S) with S >= 1")
+    if ord == "spectral":
+        return np.linalg.eigvalsh(softmax_jacobian(p))[..., -1].clip(min=0.0)  # (...,)
+    top = p.argmax(axis=-1)[..., None]  # (..., 1) index of the largest weight
+    rest = p.copy()
+    np.put_along_axis(rest, top, 0.0, axis=-1)  # (..., S) every weight but the largest
+    one_minus = 1.0 - p  # (..., S) $1 - p_i$
+    others_sq = (p**2).sum(axis=-1, keepdims=True) - p**2  # (..., S) $\sum_{j \ne i} p_j^2$
+    np.put_along_axis(one_minus, top, rest.sum(axis=-1, keepdims=True), axis=-1)
+    np.put_along_axis(others_sq, top, (rest**2).sum(axis=-1, keepdims=True), axis=-1)
+    return np.sqrt((p**2 * (one_minus**2 + others_sq)).sum(axis=-1))  # (...,)
+
+
+@dataclass(frozen=True)
+class SaturationStats:
+    """Result of :func:`saturation_stats`; every field has shape (len(d_k),).
+
+    ``entropy``, ``max_weight`` and ``frac_saturated`` are means over all rows;
+    ``jacobian_norm`` is the median Frobenius norm of ``diag(p) - p p^T`` (the
+    derivative with respect to the *scaled* scores); ``score_gradient_norm`` is
+    ``scale * jacobian_norm``, the derivative with respect to the raw ``q . k``.
+    """
+
+    d_k: np.ndarray
+    scale: np.ndarray
+    entropy: np.ndarray
+    max_weight: np.ndarray
+    frac_saturated: np.ndarray
+    jacobian_norm: np.ndarray
+    score_gradient_norm: np.ndarray
+
+
+def saturation_stats(d_ks: Sequence[int], scale: Scale = "none", n_keys: int = 64, n_queries: int = 64,
+                     n_batches: int = 64, threshold: float = 0.99, seed: int = 0) -> SaturationStats:
+    r"""How saturated are softmax rows of :math:`c(d_k)\, q k^\top` with Gaussian ``q``, ``k``?
+
+    For each ``d_k``: ``n_batches`` independent score matrices
+
+    .. math::
+
+        S = c(d_k)\, q k^\top, \qquad q \in \mathbb{R}^{T \times d_k},\;
+        k \in \mathbb{R}^{S \times d_k},\; q_{ti}, k_{si} \sim \mathcal{N}(0, 1),
+
+    and the softmax of each row, with ``S = n_keys``, ``T = n_queries`` (``n_batches * T``
+    rows in all). The draws are seeded by ``(seed, d_k)``: the same ``q`` and ``k`` for
+    every ``scale`` (see :func:`resolve_scale`), so scales are compared on paired samples.
+    A row is saturated when its largest weight exceeds ``threshold``.
+
+    Examples
+    --------
+    >>> r = saturation_stats([4, 256], scale="none", n_batches=4)
+    >>> r.max_weight.round(3), r.frac_saturated.round(3)
+    (array([0.289, 0.889]), array([0.   , 0.477]))
+    >>> saturation_stats([4, 256], scale="sqrt", n_batches=4).max_weight.round(3)
+    array([0.108, 0.107])
+    """
+    dims = _check_dims(d_ks)
+    for name, n in (("n_keys", n_keys), ("n_queries", n_queries), ("n_batches", n_batches)):
+        if int(n) != n or n < 1:
+            raise ValueError(f"{name}={n!r}; expected a positive integer")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold={threshold!r}; expected a probability in (0, 1)")
+    rows = {f: [] for f in ("scale", "entropy", "max_weight", "frac", "jac")}
+    for d in dims:
+        c = resolve_scale(d, scale)
+        rng = np.random.default_rng([seed, d])
+        q = rng.standard_normal((n_batches, n_queries, d))  # (B, T, d_k)
+        k = rng.standard_normal((n_batches, n_keys, d))  # (B, S, d_k)
+        qk = torch.from_numpy(q) @ torch.from_numpy(k).transpose(1, 2)  # (B, T, S), torch: fast
+        s = c * qk.numpy()  # $c\,QK^T$   (B, T, S)
+        p = softmax(s, axis=-1)  # (B, T, S), normalised over the S keys
+        p_max = p.max(axis=-1)  # (B, T)
+        jac = softmax_jacobian_norm(p)  # (B, T), Frobenius norm of each row's Jacobian
+        rows["scale"].append(c)
+        rows["entropy"].append(softmax_entropy(s).mean())
+        rows["max_weight"].append(p_max.mean())
+        rows["frac"].append((p_max > threshold).mean())
+        rows["jac"].append(np.median(jac))
+    c_arr, jac_arr = np.array(rows["scale"]), np.array(rows["jac"])
+    return SaturationStats(d_k=np.array(dims), scale=c_arr, entropy=np.array(rows["entropy"]),
+                           max_weight=np.array(rows["max_weight"]), frac_saturated=np.array(rows["frac"]),
+                           jacobian_norm=jac_arr, score_gradient_norm=c_arr * jac_arr)
+
+
+# --------------------------------------------------------------------- caveats
+def absorb_scale(W_q: Array, scale: Scale = "sqrt") -> Array:
+    r"""Fold the score scale into the query projection: :math:`W_Q' = c(d_k)\, W_Q`.
+
+    Because :math:`(x W_Q')(x W_K)^\top = c\,(x W_Q)(x W_K)^\top`, attention with
+    :math:`W_Q'` and scale 1 equals attention with :math:`W_Q` and scale ``c``: the
+    scale is a reparametrisation, which matters for initialisation and learning
+    rates but not for what the model can express. ``W_q`` has shape (d_model, d_k)
+    and acts as ``q = x @ W_q``.
+
+    Examples
+    --------
+    >>> absorb_scale(np.ones((3, 16)))[0, :3]
+    array([0.25, 0.25, 0.25])
+    """
+    check_float("W_q", W_q)
+    if W_q.ndim != 2:
+        raise ShapeError(f"W_q has shape {shape_str(W_q)}; expected (d_model, d_k)")
+    return W_q * resolve_scale(int(W_q.shape[-1]), scale)
+
+
+def attention_scores(x: Array, W_q: Array, W_k: Array, scale: Scale = "sqrt") -> Array:
+    r"""Scores :math:`c(d_k)\,(x W_Q)(x W_K)^\top` for inputs ``x`` of shape (..., T, d_model).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x, W_q, W_k = rng.normal(size=(5, 8)), rng.normal(size=(8, 4)), rng.normal(size=(8, 4))
+    >>> attention_scores(x, W_q, W_k).shape
+    (5, 5)
+    """
+    for name, t in (("x", x), ("W_q", W_q), ("W_k", W_k)):
+        check_float(name, t)
+    if W_q.ndim != 2 or tuple(W_q.shape) != tuple(W_k.shape) or x.shape[-1] != W_q.shape[0]:
+        raise ShapeError(f"x {shape_str(x)}, W_q {shape_str(W_q)}, W_k {shape_str(W_k)}; expected "
+                         f"x (..., T, d_model) and W_q, W_k both (d_model, d_k)")
+    q, k = x @ W_q, x @ W_k  # (..., T, d_k) each
+    k_t = k.transpose(-2, -1) if is_torch(k) else np.swapaxes(k, -2, -1)  # (..., d_k, T)
+    return (q @ k_t) * resolve_scale(int(W_q.shape[-1]), scale)  # (..., T, T)
+
+
+def _normalise(x: Array, norm: str, eps: float) -> Array:
+    lib_sqrt = torch.sqrt if is_torch(x) else np.sqrt
+    if norm == "l2":
+        return x / lib_sqrt((x * x).sum(-1, keepdims=True) + eps)  # unit length
+    xc = x - x.mean(-1, keepdims=True)
+    return xc / lib_sqrt((xc * xc).mean(-1, keepdims=True) + eps)  # mean 0, variance 1
+
+
+def qk_norm_scores(q: Array, k: Array, norm: str = "l2", temperature: Union[float, Array] = 1.0,
+                   scale: Scale = "none", eps: float = 1e-12) -> Array:
+    r"""QK-normalised scores: normalise ``q`` and ``k`` *before* the dot product.
+
+    .. math::
+
+        s_{ij} = g \, c(d_k)\, n(q_i) \cdot n(k_j)
+
+    with :math:`n` an L2 normalisation (``norm="l2"``: :math:`s` is :math:`g` times
+    a cosine, bounded by :math:`|g|` whatever :math:`d_k`; Henry et al. 2020) or a
+    LayerNorm without affine parameters (``norm="layer"``: :math:`|n(q)|^2 = d_k`, so
+    the scores still grow with :math:`d_k` unless ``scale="sqrt"``, as in
+    ViT-22B, Dehghani et al. 2023). The temperature :math:`g` may be a torch tensor
+    with ``requires_grad=True`` (a learnable temperature). ``q`` (..., T, d_k) and
+    ``k`` (..., S, d_k) give scores of shape (..., T, S).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(3, 256)), rng.normal(size=(4, 256))
+    >>> bool(np.abs(qk_norm_scores(q, k, temperature=5.0)).max() <= 5.0)
+    True
+    >>> qk_norm_scores(q, k, norm="layer", scale="sqrt").shape
+    (3, 4)
+    """
+    check_float("q", q)
+    check_float("k", k)
+    if norm not in ("l2", "layer"):
+        raise ValueError(f"norm={norm!r}; expected 'l2' or 'layer'")
+    if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
+        raise ShapeError(f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
+                         f"(..., T, d_k) and (..., S, d_k) with the same d_k")
+    qn, kn = _normalise(q, norm, eps), _normalise(k, norm, eps)  # (..., T, d_k), (..., S, d_k)
+    k_t = kn.transpose(-2, -1) if is_torch(kn) else np.swapaxes(kn, -2, -1)  # (..., d_k, S)
+    return temperature * resolve_scale(int(q.shape[-1]), scale) * (qn @ k_t)  # (..., T, S)
+
+
+# ------------------------------------------------------ a pretrained model
+def bert_queries_keys(weights, hidden_states: Sequence[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    r"""Every layer's per-head queries and keys of a BERT encoder.
+
+    .. math::
+
+        q^{(\ell)} = H_{\ell} W_Q^{(\ell)} + b_Q^{(\ell)}, \qquad
+        k^{(\ell)} = H_{\ell} W_K^{(\ell)} + b_K^{(\ell)},
+
+    split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`
+    (``hidden_states[l]`` from :func:`~attention_course.models.encoder.bert_encode`).
+    ``softmax(q k^T / sqrt(d_k))`` over the real keys gives that layer's attention.
+    ``weights`` is a :class:`~attention_course.models.encoder.BertWeights`;
+    ``hidden_states`` holds at least one (B, T, d_model) tensor per layer (the last,
+    the output of the last layer, is not used). Returns one ``(q, k)`` per layer,
+    each of shape (B, h, T, d_k).
+
+    Examples
+    --------
+    >>> from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
+    >>> g = torch.Generator().manual_seed(0)
+    >>> r = lambda *s: torch.randn(*s, generator=g)
+    >>> layer = BertLayerWeights(*[r(8, 8) for _ in range(4)], *[r(8) for _ in range(6)],
+    ...                          r(8, 16), r(16), r(16, 8), r(8), r(8), r(8))
+    >>> w = BertWeights(r(10, 8), r(16, 8), r(2, 8), r(8), r(8), (layer,), 2, 1e-12)
+    >>> out = bert_encode(w, torch.tensor([[1, 2, 3]]))
+    >>> [tuple(t.shape) for t in bert_queries_keys(w, out.hidden_states)[0]]
+    [(1, 2, 3, 4), (1, 2, 3, 4)]
+    """
+    if len(hidden_states) < len(weights.layers):
+        raise ValueError(f"{len(hidden_states)} hidden states for {len(weights.layers)} layers; "
+                         f"expected one input per layer (bert_encode gives L + 1)")
+    out = []
+    for L, x in zip(weights.layers, hidden_states):  # x: (B, T, d_model), the layer's input
+        q = split_heads(x @ L.W_q + L.b_q, weights.num_heads)  # (B, h, T, d_k)
+        k = split_heads(x @ L.W_k + L.b_k, weights.num_heads)  # (B, h, T, d_k)
+        out.append((q, k))
+    return out
+
+
+def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Measured variance of :math:`q_i \cdot k_j` per head, and the independent-entries prediction.
+
+    Over all pairs :math:`(i, j)` of real tokens of the same sequence,
+
+    .. math::
+
+        \text{measured}_h = \widehat{\operatorname{Var}}_{b,i,j}(q_{bhi} \cdot k_{bhj}),
+        \qquad
+        \text{theory}_h = d_k\, \widehat{\operatorname{Var}}(q_{bhi\,c})\,
+        \widehat{\operatorname{Var}}(k_{bhj\,c}),
+
+    where the variances of the entries pool all real tokens and all :math:`d_k`
+    coordinates (``ddof=0``). The two agree when the entries are independent with
+    mean 0; a ratio above 1 means the coordinates are correlated, or :math:`q` and
+    :math:`k` share directions. ``q`` and ``k`` are self-attention queries and keys
+    of shape (B, h, T, d_k); ``valid`` (B, T) is ``True`` for a real token (padding is
+    left out; default: all tokens). Returns ``measured`` and ``theory``, each (h,).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(40, 2, 30, 64)), rng.normal(size=(40, 2, 30, 64))
+    >>> measured, theory = pair_logit_variance(q, k)      # d_k = 64
+    >>> measured.round(0), (measured / theory).round(2)
+    (array([64., 65.]), array([1.01, 1.  ]))
+    """
+    check_float("q", q)
+    check_float("k", k)
+    q, k = to_numpy(q).astype(float), to_numpy(k).astype(float)
+    if q.ndim != 4 or q.shape != k.shape:
+        raise ShapeError(f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
+                         f"equal shapes (B, h, T, d_k) for self-attention")
+    B, h, T, d_k = q.shape
+    valid = np.ones((B, T), bool) if valid is None else to_numpy(valid).astype(bool)
+    if valid.shape != (B, T):
+        raise ShapeError(f"valid has shape {shape_str(valid)} but q has shape {shape_str(q)}; "
+                         f"expected (B, T) = ({B}, {T})")
+    s = q @ np.swapaxes(k, -2, -1)  # $q_i \cdot k_j$   (B, h, T, T)
+    pairs = valid[:, :, None] & valid[:, None, :]  # (B, T, T): both tokens real
+    measured = np.array([s[:, head][pairs].var() for head in range(h)])  # (h,)
+    q_real, k_real = np.moveaxis(q, 1, 0)[:, valid], np.moveaxis(k, 1, 0)[:, valid]  # (h, N, d_k)
+    theory = d_k * q_real.reshape(h, -1).var(axis=1) * k_real.reshape(h, -1).var(axis=1)  # (h,)
+    return measured, theory

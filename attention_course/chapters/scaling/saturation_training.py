@@ -1,0 +1,356 @@
+r"""Saturated rows and their gradient, through training, with and without the scale (chapter 6).
+
+The essay's third step says that a saturated softmax passes almost no gradient back. A norm
+over a whole attention matrix can hide this: it is dominated by the rows that are *not*
+saturated. So we look row by row. For query row :math:`i` of a layer, with weights
+:math:`p_i = \operatorname{softmax}(x_i)` and :math:`g_i = \partial\mathcal{L}/\partial p_i`,
+the gradient at the softmax's input is
+
+.. math::
+
+    \frac{\partial\mathcal{L}}{\partial x_i} = p_i \odot \big(g_i - \langle p_i, g_i\rangle\big),
+
+and a row is *saturated* when :math:`\max_j p_{ij} > 0.99` (:data:`THRESHOLD`). At checkpoints
+during training, on a held-out batch, :func:`track_saturation` records the share of saturated
+rows and the mean of :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` over the saturated
+and over the other rows. :func:`run_saturation` trains every ``(d_k, variant, seed)``
+(variants of :data:`~attention_course.chapters.scaling.init_vs_step.VARIANTS`) and
+:func:`matched_loss_ratio` compares the unscaled model's gradient with the scaled model's *at
+the same held-out loss*. The stored run is
+
+    python -m attention_course scaling-saturation --out attention_course/data/scale_saturation.json
+
+for the width :math:`d_k = 64` (three variants, 2,000 steps), and
+
+    python -m attention_course scaling-saturation --out attention_course/data/scale_sweep.json \
+        --d-k 16 256 --variants scaled unscaled --steps 1000
+
+for the other widths; :func:`load_saturation` reads either back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ...models.tasks import Task, make_task
+from ...models.tiny import ModelConfig, TinyTransformer
+from ...models.training import masked_loss
+from ...models.records import machine_info
+from .init_vs_step import HELD_OUT_SEED, TASK, VARIANTS, build_variant, run_steps, score_gradients
+from ...models.records import DATA_DIR
+
+__all__ = ["THRESHOLD", "STORED_SATURATION", "STORED_SWEEP", "checkpoints", "row_gradients", "summarise_rows", "init_row_ratio", "SaturationRun",
+           "track_saturation", "SaturationGrid", "run_saturation", "matched_loss_ratio", "save_saturation",
+           "load_saturation", "add_arguments", "cli"]
+
+#: A row is saturated when its largest weight exceeds this.
+THRESHOLD = 0.99
+#: The stored run of chapter 6, shipped with the package.
+STORED_SATURATION = DATA_DIR / "scale_saturation.json"
+#: The width sweep of chapter 6 (d_k = 16 and 256, scaled and unscaled), in the same format.
+STORED_SWEEP = DATA_DIR / "scale_sweep.json"
+FIRST_ROW = 1  # query 0 has one key under the causal mask: always "saturated", so it is left out
+
+
+def checkpoints(steps: int) -> np.ndarray:
+    """Steps at which :func:`track_saturation` measures: dense at first, then every 100.
+
+    Examples
+    --------
+    >>> checkpoints(300).tolist()
+    [0, 2, 4, 6, 8, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100, 125, 150, 200, 250, 300]
+    """
+    early = [0, 2, 4, 6, 8, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100, 125, 150, 200, 250]
+    return np.array(sorted({s for s in early if s <= steps} | set(range(0, int(steps) + 1, 100)) | {int(steps)}))
+
+
+def row_gradients(model: TinyTransformer, inputs: torch.Tensor, targets: torch.Tensor,
+                  mask: torch.Tensor) -> tuple[float, list[np.ndarray], list[np.ndarray]]:
+    r"""Loss, each row's largest weight and each row's :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert`.
+
+    Rows are the query positions ``t >= 1`` (query 0 sees one key) that can reach the loss:
+    in the last layer the positions the loss counts (``mask``), in earlier layers every
+    position at or before the last counted one. Rows that cannot reach the loss have a zero
+    gradient whatever the softmax does, so they are left out.
+
+    Returns
+    -------
+    loss : float
+        :func:`~attention_course.models.training.masked_loss` on the batch.
+    max_weight, grad_norm : lists (one per layer) of 1-d arrays, one entry per row kept
+
+    Examples
+    --------
+    >>> task = make_task("repeated_sequences")
+    >>> model = TinyTransformer(ModelConfig(d_k=16, n_heads=1, scale="none"), seed=0)
+    >>> loss, peak, g = row_gradients(model, *task(8, seed=0))
+    >>> len(peak), peak[0].shape == g[0].shape, peak[1].size < peak[0].size   # layer 1: the loss rows only
+    (2, True, True)
+    """
+    with torch.no_grad():
+        logits, weights = model(inputs)  # (B, T, V), L x (B, h, T, T)
+        loss = float(masked_loss(logits, targets, mask))
+    grads = score_gradients(model, inputs, targets, mask)["score"]  # L x (B, h, T, T): dL/dx
+    reach_last = mask.flip(-1).cummax(-1).values.flip(-1)  # (B, T): a counted position at or after t
+    keep = [reach_last] * (len(weights) - 1) + [mask]  # per layer, (B, T)
+    h = weights[0].shape[1]
+    rows = [k[:, None, FIRST_ROW:].expand(-1, h, -1) for k in keep]  # L x (B, h, T - 1)
+    peak = [w[:, :, FIRST_ROW:].amax(-1)[r].numpy() for w, r in zip(weights, rows)]  # largest weight per row
+    norm = [torch.linalg.vector_norm(g[:, :, FIRST_ROW:], dim=-1)[r].numpy() for g, r in zip(grads, rows)]
+    return loss, peak, norm
+
+
+def summarise_rows(peak: np.ndarray, grad_norm: np.ndarray, threshold: float = THRESHOLD) -> np.ndarray:
+    r"""``[share saturated, mean |dL/dx_i| over saturated rows, over the others, |dL/dx|_F]``.
+
+    A mean over no rows is NaN.
+
+    Examples
+    --------
+    >>> summarise_rows(np.array([0.995, 0.5, 0.3, 1.0]), np.array([0.0, 2.0, 4.0, 1.0])).tolist()
+    [0.5, 0.5, 3.0, 4.58257569495584]
+    """
+    sat = peak > threshold
+    mean = lambda x: float(x.mean()) if x.size else float("nan")  # noqa: E731
+    return np.array([sat.mean(), mean(grad_norm[sat]), mean(grad_norm[~sat]), np.sqrt((grad_norm**2).sum())])
+
+
+def init_row_ratio(d_k: int, seed: int = 0, batch_size: int = 256, n_heads: int = 1,
+                   task: Optional[Task] = None) -> np.ndarray:
+    r"""At initialisation, per layer: share of rows saturated without the scale, and the gradient ratio on them.
+
+    Two models with the same initial weights (``seed``) differ only in the factor on
+    :math:`q\cdot k` (1 or :math:`1/\sqrt{d_k}`). On the held-out batch, for the rows that are
+    saturated in the unscaled model, it returns the median over those rows of
+    :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert_{\text{unscaled}} /
+    \lVert\partial\mathcal{L}/\partial x_i\rVert_{\text{scaled}}` (the same row, the same
+    input), next to the same median over the unsaturated rows.
+
+    Returns
+    -------
+    np.ndarray, shape (L, 3)
+        ``[share saturated, median ratio on saturated rows, median ratio on the others]``.
+
+    Examples
+    --------
+    >>> init_row_ratio(64, seed=0, batch_size=16).shape
+    (2, 3)
+    """
+    task = make_task(TASK) if task is None else task
+    batch = task(batch_size, seed=HELD_OUT_SEED)
+    rows = {s: row_gradients(TinyTransformer(ModelConfig(d_k=d_k, n_heads=n_heads, scale=s), seed=seed), *batch)
+            for s in ("none", "sqrt")}
+    out = []
+    for peak, g_none, g_sqrt in zip(rows["none"][1], rows["none"][2], rows["sqrt"][2]):
+        sat, ratio = peak > THRESHOLD, g_none / g_sqrt  # one entry per row
+        med = lambda x: float(np.median(x)) if x.size else float("nan")  # noqa: E731
+        out.append([sat.mean(), med(ratio[sat]), med(ratio[~sat])])
+    return np.array(out)
+
+
+@dataclass(frozen=True)
+class SaturationRun:
+    r"""What :func:`track_saturation` records; ``K`` checkpoints, ``L`` layers.
+
+    Attributes
+    ----------
+    step : (K,)
+        Updates made before each measurement.
+    eval_loss : (K,)
+        Held-out loss.
+    rows : (K, L, 4)
+        :func:`summarise_rows` per layer: share of saturated rows, mean row gradient
+        :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` over saturated rows and over the
+        others, and the Frobenius norm over all rows.
+    """
+
+    step: np.ndarray
+    eval_loss: np.ndarray
+    rows: np.ndarray
+
+
+def track_saturation(d_k: int = 64, variant: str = "unscaled", steps: int = 2000, seed: int = 0,
+                     lr: float = 1e-2, n_heads: int = 1, eval_batch: int = 256,
+                     task: Optional[Task] = None) -> SaturationRun:
+    """Train one variant (:func:`~attention_course.chapters.scaling.init_vs_step.train_variant`'s loop) and measure rows.
+
+    At every step of :func:`checkpoints` the held-out batch (seed 12345) goes through
+    :func:`row_gradients`; the training itself is unchanged by the measurements.
+
+    Examples
+    --------
+    >>> run = track_saturation(8, "unscaled", steps=4, eval_batch=8)
+    >>> run.step.tolist(), run.rows.shape
+    ([0, 2, 4], (3, 2, 4))
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {list(VARIANTS)}")
+    task = make_task(TASK) if task is None else task
+    held_out = task(eval_batch, seed=HELD_OUT_SEED)
+    model, opt = build_variant(d_k, *VARIANTS[variant], seed=seed, lr=lr, n_heads=n_heads)
+    when, losses, rows = set(checkpoints(steps).tolist()), [], []
+
+    def measure(step: int, m: TinyTransformer) -> None:
+        if step in when:
+            loss, peak, norm = row_gradients(m, *held_out)
+            losses.append(loss)
+            rows.append([summarise_rows(p, g) for p, g in zip(peak, norm)])  # (L, 4)
+
+    run_steps(model, opt, task, steps, seed=seed, callback=measure)
+    return SaturationRun(step=checkpoints(steps), eval_loss=np.array(losses), rows=np.array(rows))
+
+
+@dataclass(frozen=True)
+class SaturationGrid:
+    """Result of :func:`run_saturation`: :class:`SaturationRun` fields as (d_k, variant, seed, ...).
+
+    ``eval_loss`` is (D, V, S, K), ``rows`` (D, V, S, K, L, 4); ``step`` (K,).
+    """
+
+    d_k: np.ndarray
+    variants: tuple
+    seeds: np.ndarray
+    step: np.ndarray
+    eval_loss: np.ndarray
+    rows: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+    def select(self, d_k: int, variant: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(eval_loss (S, K), rows (S, K, L, 4))`` of one width and variant."""
+        if d_k not in self.d_k.tolist() or variant not in self.variants:
+            raise KeyError(f"(d_k={d_k!r}, variant={variant!r}) not in d_k={self.d_k.tolist()}, "
+                           f"variants={list(self.variants)}")
+        i, j = self.d_k.tolist().index(d_k), self.variants.index(variant)
+        return self.eval_loss[i, j], self.rows[i, j]
+
+
+def _track(job: tuple) -> SaturationRun:
+    d_k, variant, seed, steps, lr, n_heads = job
+    return track_saturation(d_k, variant, steps=steps, seed=seed, lr=lr, n_heads=n_heads)
+
+
+def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] = (16, 64, 256),
+                   variants: Sequence[str] = ("scaled", "unscaled", "unscaled, small W_Q init"),
+                   steps: int = 2000, lr: float = 1e-2, n_heads: int = 1, jobs: int = 1) -> SaturationGrid:
+    """:func:`track_saturation` for every width, variant and seed; ``jobs`` processes in parallel.
+
+    Each run is deterministic and single-threaded, so ``jobs`` changes only the wall time.
+
+    Examples
+    --------
+    >>> r = run_saturation([0], d_ks=[8], variants=["scaled", "unscaled"], steps=2)
+    >>> r.eval_loss.shape, r.rows.shape
+    ((1, 2, 1, 2), (1, 2, 1, 2, 2, 4))
+    """
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variants {unknown}; expected some of {list(VARIANTS)}")
+    grid = list(itertools.product(d_ks, variants, seeds))
+    jobs_list = [(int(d), v, int(s), int(steps), lr, n_heads) for d, v, s in grid]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=int(jobs)) as pool:
+            runs = list(pool.map(_track, jobs_list))
+    else:
+        runs = [_track(j) for j in jobs_list]
+    shape = (len(d_ks), len(variants), len(seeds))
+    stack = lambda name: np.array([getattr(r, name) for r in runs]).reshape(*shape, *getattr(runs[0], name).shape)  # noqa: E731
+    settings = dict(steps=int(steps), lr=lr, n_heads=n_heads, d_model=32, n_layers=2, batch_size=32,
+                    eval_batch=256, threshold=THRESHOLD, task=TASK, optimizer="AdamW")
+    return SaturationGrid(d_k=np.array(list(d_ks)), variants=tuple(variants), seeds=np.array(list(seeds)),
+                          step=runs[0].step, eval_loss=stack("eval_loss"), rows=stack("rows"), settings=settings)
+
+
+def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    r"""``grad`` divided by the reference's gradient at the same held-out loss.
+
+    The reference (the scaled model) is read along its curve until its loss first falls below
+    the target, and its gradient interpolated linearly in the loss between the two checkpoints
+    around the target. Targets above the reference's starting loss, or below its lowest, give NaN.
+
+    Parameters
+    ----------
+    loss_ref, grad_ref : (K,)
+        The reference's held-out loss and gradient at its checkpoints.
+    loss, grad : (M,)
+        The compared model's.
+
+    Examples
+    --------
+    >>> matched_loss_ratio(np.array([4.0, 3.0, 1.0]), np.array([1.0, 2.0, 4.0]),
+    ...                    np.array([3.5, 4.5]), np.array([0.15, 1.0])).round(3).tolist()
+    [0.1, nan]
+    """
+    out = np.full(len(loss), np.nan)
+    for m, (target, g) in enumerate(zip(loss, grad)):
+        below = np.flatnonzero(loss_ref < target)
+        if loss_ref[0] < target or not below.size:
+            continue
+        k = below[0]  # first checkpoint below the target; k - 1 is at or above it
+        lo, hi = loss_ref[k], loss_ref[k - 1]
+        w = (hi - target) / (hi - lo)
+        out[m] = g / ((1 - w) * grad_ref[k - 1] + w * grad_ref[k])
+    return out
+
+
+def save_saturation(result: SaturationGrid, path: Union[str, Path], meta: Optional[dict] = None) -> None:
+    """Write a :class:`SaturationGrid` and ``meta`` as JSON (4 significant digits; NaN as null)."""
+    four = np.vectorize(lambda v: None if np.isnan(v) else float(f"{v:.4g}"), otypes=[object])
+    d = {k: (v if k in ("variants", "settings") else np.asarray(v).tolist()) for k, v in asdict(result).items()}
+    for k in ("eval_loss", "rows"):
+        d[k] = four(getattr(result, k)).tolist()
+    with open(path, "w") as fh:
+        json.dump({"schema_version": 1, "meta": meta or {}, "result": d}, fh)
+        fh.write("\n")
+
+
+def load_saturation(path: Union[str, Path] = STORED_SATURATION) -> tuple[SaturationGrid, dict]:
+    """Read what :func:`save_saturation` wrote: ``(result, meta)``; default, the shipped run.
+
+    Examples
+    --------
+    >>> r, meta = load_saturation()
+    >>> r.variants[:2], r.rows.shape[-2:]
+    (('scaled', 'unscaled'), (2, 4))
+    """
+    with open(path) as fh:
+        doc = json.load(fh)
+    if doc.get("schema_version") != 1:
+        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
+    d = doc["result"]
+    arrays = {k: np.array(v, dtype=float if k in ("eval_loss", "rows") else None)
+              for k, v in d.items() if k not in ("variants", "settings")}
+    return SaturationGrid(variants=tuple(d["variants"]), settings=d["settings"], **arrays), doc["meta"]
+
+
+# ------------------------------------------------------------------ command line
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``scaling-saturation`` command's arguments."""
+    p.add_argument("--out", default=str(STORED_SATURATION), help="JSON file to write (default: the shipped run)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="seeds")
+    p.add_argument("--d-k", type=int, nargs="+", default=[16, 64, 256], help="per-head widths d_k")
+    p.add_argument("--variants", nargs="+", default=["scaled", "unscaled", "unscaled, small W_Q init"],
+                   help=f"variants, of {list(VARIANTS)}")
+    p.add_argument("--steps", type=int, default=2000, help="AdamW steps per model")
+    p.add_argument("--jobs", type=int, default=1, help="processes in parallel (each uses one thread)")
+
+
+def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+    """Command line: run :func:`run_saturation` and write it as JSON."""
+    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = run_saturation(args.seeds, args.d_k, args.variants, steps=args.steps, jobs=args.jobs)
+    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course scaling-saturation",
+            "arguments": arguments, "wall_seconds": round(time.perf_counter() - wall, 1)}
+    save_saturation(result, args.out, meta)
+    return 0

@@ -1,0 +1,84 @@
+"""One call that prepares a chapter notebook: ``ac.setup_chapter(globals())``.
+
+Every chapter starts the same way: the book's figure style, rounded printing, a seeded
+generator, and the few names every chapter's cells use. Before, that was a 15-line cell
+repeated in seven notebooks; now it is this function, so a change reaches every chapter
+and the cell on the page stays three lines::
+
+    import attention_course as ac
+    from attention_course.chapters import mechanics as ch
+    ac.setup_chapter(globals())
+
+The names it puts into the notebook's namespace (and nowhere else) are listed in
+:data:`CHAPTER_NAMES`. It is the one function of the package that writes into a
+namespace, and it writes only into the one it is given.
+"""
+
+from __future__ import annotations
+
+from typing import Any, MutableMapping, Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..exercises import check
+from ..figures.predictions import prediction
+from ..figures.style import setup_notebook
+from .book import glue, glued
+from .claims import error_ceiling
+
+__all__ = ["setup_chapter", "chapter_names", "CHAPTER_NAMES"]
+
+#: What :func:`setup_chapter` defines in the notebook, and why each is there.
+CHAPTER_NAMES = {
+    "np": "numpy",
+    "torch": "torch",
+    "F": "torch.nn.functional",
+    "rng": "a numpy Generator seeded with ``seed`` (a fresh one each time the cell runs)",
+    "check": "the exercise checker, ``check(exercise_id, fn)``",
+    "glue": "stores a number for the prose (myst-nb's glue, a no-op without myst-nb)",
+    "glued": "the prose's inline numbers, ``{eval}`glued(\"name:fmt\")```",
+    "prediction": "a predict-then-reveal box",
+    "error_ceiling": "the error bound a verdict's tolerance is derived from",
+    "Markdown": "IPython's Markdown display object",
+}
+
+
+def chapter_names(seed: int = 0) -> dict[str, Any]:
+    """The names a chapter's cells use (:data:`CHAPTER_NAMES`), with a fresh ``rng``.
+
+    Examples
+    --------
+    >>> names = chapter_names(seed=0)
+    >>> sorted(names) == sorted(CHAPTER_NAMES), round(float(names["rng"].random()), 4)
+    (True, 0.637)
+    """
+    from IPython.display import Markdown  # IPython ships with every Jupyter kernel
+
+    return dict(np=np, torch=torch, F=F, rng=np.random.default_rng(seed), check=check, glue=glue,
+                glued=glued, prediction=prediction, error_ceiling=error_ceiling, Markdown=Markdown)
+
+
+def setup_chapter(namespace: MutableMapping[str, Any], seed: int = 0, threads: Optional[int] = 1) -> None:
+    """Prepare a chapter notebook: figure style, printing, threads, and :func:`chapter_names`.
+
+    The notebook-wide settings are the point of this call, so it changes global state on
+    purpose: matplotlib's rcParams (:func:`~attention_course.figures.style.setup_notebook`),
+    numpy's print options (3 decimals) and, unless ``threads`` is None, torch's thread count.
+
+    Parameters
+    ----------
+    namespace : dict
+        The notebook's globals (pass ``globals()``); :data:`CHAPTER_NAMES` are set in it.
+    seed : int
+        Seed of the notebook's ``rng``.
+    threads : int or None
+        torch threads. The chapters' problems are small, and on a shared 2-core machine one
+        thread is the fastest and the steadiest; ``None`` leaves torch's setting alone.
+    """
+    setup_notebook()
+    np.set_printoptions(precision=3, suppress=True)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    namespace.update(chapter_names(seed))

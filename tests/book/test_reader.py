@@ -1,0 +1,101 @@
+"""The chapters as a reader sees them: figures sized, numbered and described; no test code on the page.
+
+Static checks on the committed notebooks (the browser test, tests/book/test_site.py, checks the
+rendered pages). Run one chapter with ``pytest tests/book/test_reader.py -k 03_low_rank``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from PIL import Image
+
+from attention_course.figures.style import DPI, MAX_WIDTH
+from attention_course.course.figure_refs import NUMREF, figure_ref_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+HIDDEN = {"remove-cell", "remove-input"}
+# Test code: glue() calls and asserts feed the book and the tests, not the reader.
+TEST_CODE = re.compile(r"^\s*(glue\(|assert\b)", re.M)
+FIG_NAME = re.compile(r"^fig-[a-z0-9-]+$")
+ids = [p.stem for p in NOTEBOOKS]
+
+
+def _cells(path):
+    return nbformat.read(path, as_version=4).cells
+
+
+def _tags(cell):
+    return set(cell.metadata.get("tags", []))
+
+
+def _pngs(cell):
+    return [o["data"]["image/png"] for o in cell.get("outputs", [])
+            if o.get("output_type") in ("display_data", "execute_result") and "image/png" in o.get("data", {})]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_test_code_is_not_on_the_page(path):
+    shown = []
+    for i, cell in enumerate(_cells(path)):
+        if cell.cell_type == "code" and TEST_CODE.search(cell.source) and not _tags(cell) & HIDDEN:
+            shown.append(f"cell {i}: {cell.source.strip().splitlines()[0][:70]}")
+    assert not shown, ("cells with glue()/assert must be tagged remove-cell (or remove-input when they "
+                       "show an output); split them from the cell the reader should see:\n" + "\n".join(shown))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_nbval_markers_are_tags_not_comments(path):
+    marked = [i for i, c in enumerate(_cells(path)) if c.cell_type == "code" and "NBVAL_" in c.source]
+    assert not marked, f"cells {marked}: use the nbval-ignore-output tag, not a comment the reader sees"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_figure_is_numbered_captioned_and_described(path):
+    cells = _cells(path)
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    referenced = {m["target"] or m["bare"] for m in NUMREF.finditer(prose)}
+    problems, names = [], []
+    for i, cell in enumerate(cells):
+        pngs = _pngs(cell) if cell.cell_type == "code" else []
+        if not pngs:
+            continue
+        meta = cell.metadata.get("mystnb", {})
+        fig, img = meta.get("figure", {}), meta.get("image", {})
+        if len(pngs) > 1:
+            problems.append(f"cell {i}: {len(pngs)} images in one cell (one figure, one caption per cell)")
+        if not FIG_NAME.match(str(fig.get("name", ""))):
+            problems.append(f"cell {i}: mystnb.figure.name should look like fig-<chapter>-<what>")
+        if len(str(fig.get("caption", ""))) < 20:
+            problems.append(f"cell {i}: mystnb.figure.caption missing or too short")
+        alt = str(img.get("alt", ""))
+        if len(alt) < 20 or alt == fig.get("caption"):
+            problems.append(f"cell {i}: mystnb.image.alt should describe what the figure shows (not repeat the caption)")
+        names.append(fig.get("name"))
+        if fig.get("name") and fig.get("name") not in referenced:
+            problems.append(f"cell {i}: the prose never refers to {{numref}}`{fig.get('name')}`")
+    dup = {n for n in names if names.count(n) > 1}
+    assert not dup, f"figure names used twice: {sorted(dup)}"
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_figures_fit_the_column(path):
+    """Drawn at the book's DPI and at most MAX_WIDTH wide: text keeps its size in the column."""
+    wrong = []
+    for i, cell in enumerate(_cells(path)):
+        for png in _pngs(cell) if cell.cell_type == "code" else []:
+            im = Image.open(io.BytesIO(base64.b64decode(png)))
+            dpi = round(im.info.get("dpi", (0, 0))[0])
+            width_in = im.width / DPI
+            if abs(dpi - DPI) > 1:
+                wrong.append(f"cell {i}: drawn at {dpi} dpi, expected {DPI} (use book_figure / setup_notebook)")
+            elif width_in > MAX_WIDTH + 0.3:  # bbox_inches="tight" may add a little padding
+                wrong.append(f"cell {i}: {width_in:.1f} in wide ({im.width} px at {DPI} dpi); at most {MAX_WIDTH} in")
+    assert not wrong, "\n".join(wrong)

@@ -1,0 +1,102 @@
+"""chapters/heads/figures.py: every chapter-4 figure renders on Agg, returns its Figure and draws what it is given."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from attention_course.chapters.heads import figures as FH
+from attention_course.chapters.heads.roles import ROLES
+
+
+def test_plots_render_and_return_figures():
+    assert matplotlib.get_backend().lower() == "agg"
+    figs = [
+        FH.plot_bottleneck([1, 2, 4], {"dense": [0.3, 0.2, 0.0], "perm": [1.0, 0.1, 0.01]}, title="t"),
+        FH.plot_form_spectra(np.linspace(3, 1, 16), np.ones((4, 4)), title="t"),
+        FH.plot_head_gallery({"a": (np.eye(3), ["x", "y", "z"]), "b": (np.eye(3), None)}, ncols=3),
+        FH.plot_role_scores({r: np.zeros((2, 3)) for r in ROLES}),
+    ]
+    for fig in figs:
+        assert isinstance(fig, Figure)
+        fig.canvas.draw()
+    assert figs[0].axes[0].get_yscale() == "log"
+    assert figs[2].axes[0].get_xlabel() == "key (attended to)"
+    assert len(figs[3].axes) == len(ROLES) + 1  # one heatmap per role + a shared colour bar
+
+
+def test_loss_curves_are_moving_averages():
+    hist = np.arange(10.0)  # a moving average of 4 steps ending at step t (from 1) is t - 2.5
+    fig = FH.plot_loss_curves({"2 layers": hist}, 3.0, "mean ln(period)", window=4, title="t")
+    fig.canvas.draw()
+    curve, base = fig.axes[0].lines
+    np.testing.assert_array_equal(curve.get_xdata(), np.arange(4, 11))
+    np.testing.assert_allclose(curve.get_ydata(), np.arange(4, 11) - 2.5, atol=1e-12)
+    assert base.get_ydata()[0] == 3.0 and base.get_label() == "mean ln(period)"
+    assert fig.axes[0].get_ylabel() == "loss on the repeated part (nats)"
+
+
+@pytest.mark.parametrize("given_ax", [False, True])
+def test_loss_curves_draw_on_a_given_axes(given_ax):
+    import matplotlib.pyplot as plt
+
+    ax = plt.subplots()[1] if given_ax else None
+    fig = FH.plot_loss_curves({"a": np.ones(30)}, 0.5, "b", ax=ax)
+    assert (fig is ax.figure) if given_ax else isinstance(fig, Figure)
+
+
+def test_head_ablation_panels_share_one_colour_scale():
+    d2, d1 = np.array([[0.5, 0.1, 0.0, 0.2], [0.05, 0.0, 0.1, 0.0]]), np.array([[0.9, 0.1, 0.0, 0.3]])
+    fig = FH.plot_head_ablation({"2-layer model": d2, "1-layer model": d1}, title="t")
+    fig.canvas.draw()
+    heatmaps = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in heatmaps] == ["2-layer model", "1-layer model"]
+    assert all(ax.images[0].get_clim() == (0.0, 0.9) for ax in heatmaps)  # the larger maximum of the two
+    assert [t.get_text() for t in heatmaps[0].get_yticklabels()] == ["layer 1", "layer 2"]
+    assert [t.get_text() for t in heatmaps[1].get_xticklabels()] == [f"head {i}" for i in range(1, 5)]
+    assert fig.get_suptitle() == "t"
+
+
+def test_seed_curves_draw_the_mean_and_a_band():
+    c = np.array([[3.0, 2.0, 1.0], [3.4, 1.8, 1.2]])  # (seeds, blocks)
+    fig = FH.plot_seed_curves({"2 layers": c}, 20, 2.27, "mean ln(period)", title="t")
+    fig.canvas.draw()
+    mean, base = fig.axes[0].lines
+    np.testing.assert_array_equal(mean.get_xdata(), [20, 40, 60])
+    np.testing.assert_allclose(mean.get_ydata(), [3.2, 1.9, 1.1], atol=1e-12)
+    band = fig.axes[0].collections[0].get_paths()[0].vertices
+    assert band[:, 1].min() == pytest.approx(1.0) and band[:, 1].max() == pytest.approx(3.4)
+    assert base.get_label() == "mean ln(period)" and "5" not in mean.get_label() and "2 seeds" in mean.get_label()
+
+
+def test_head_gallery_and_role_scores_fit_the_column():
+    panels = {f"p{i}": (np.eye(17), [f"t{j}" for j in range(17)]) for i in range(6)}
+    for ncols in (2, 3):
+        fig = FH.plot_head_gallery(panels, ncols=ncols, panel_size=4.8)
+        assert fig.get_size_inches()[0] <= 7.0
+        ticks = fig.axes[0].get_yticklabels()
+        assert ticks and min(t.get_fontsize() for t in ticks) >= 9  # legible in the column
+    fig = FH.plot_role_scores({r: np.zeros((6, 12)) for r in ROLES})
+    assert fig.get_size_inches()[0] <= 7.0
+
+
+def test_role_panels_take_the_role_colour():
+    from attention_course.figures.style import role_color
+
+    fig = FH.plot_role_scores({r: np.zeros((2, 3)) for r in ROLES})
+    for ax, role in zip(fig.axes, ROLES):
+        assert ax.title.get_color() == role_color(role)
+    colors = [role_color(r) for r in ROLES[:2]]
+    fig = FH.plot_head_gallery({"a": (np.eye(2), None), "b": (np.eye(2), None)}, title_colors=colors)
+    assert [ax.title.get_color() for ax in fig.axes[:2]] == colors
+    with pytest.raises(ValueError, match="1 colours for 2 panels"):
+        FH.plot_head_gallery({"a": (np.eye(2), None), "b": (np.eye(2), None)}, title_colors=colors[:1])
+
+
+def test_long_panel_titles_wrap_inside_their_panel():
+    name = "softmax of the 12 heads' summed scores, a long title"
+    fig = FH.plot_head_gallery({name: (np.eye(3), None), "b": (np.eye(3), None)}, ncols=2)
+    title = fig.axes[0].get_title()
+    assert "\n" in title and title.replace("\n", " ") == name

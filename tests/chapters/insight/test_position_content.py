@@ -1,0 +1,163 @@
+"""chapters/insight/position_content.py: content or position, head by head, against loop references in numpy."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from attention_course import ShapeError
+from attention_course.chapters.insight import position_content as pc
+from attention_course.chapters.graphs.topology import shuffled_sentences
+
+
+def _reference_scores(A, B, perm):
+    """One (m, m) pair, query by query with np.corrcoef: (by word, by offset) means."""
+    m = len(perm)
+    where = np.argsort(perm)
+    words, offsets = [], []
+    for i in range(m):
+        b_word = np.array([B[where[i], where[j]] for j in range(m)])
+        pairs = [(A[i, j], B[where[i], where[i] + j - i]) for j in range(m) if 0 <= where[i] + j - i < m]
+        for x, y, out in ((A[i], b_word, words), (*map(np.array, zip(*pairs)), offsets)):
+            out.append(0.0 if x.std() < 1e-12 or y.std() < 1e-12 else np.corrcoef(x, y)[0, 1])
+    return np.mean(words), np.mean(offsets)
+
+
+def test_follow_scores_match_a_loop_with_numpy_corrcoef():
+    rng = np.random.default_rng(0)
+    m = 7
+    A = rng.dirichlet(np.full(m, 0.4), size=(2, 3, m))  # (L=2, H=3, m, m)
+    Bs = [rng.dirichlet(np.full(m, 0.4), size=(2, 3, m)) for _ in range(3)]
+    perms = [rng.permutation(m).tolist() for _ in range(3)]
+    w, o = pc.follow_scores(A, Bs, perms)
+    for l in range(2):
+        for h in range(3):
+            ref = np.mean([_reference_scores(A[l, h], B[l, h], p) for B, p in zip(Bs, perms)], axis=0)
+            np.testing.assert_allclose((w[l, h], o[l, h]), ref, rtol=1e-10, atol=1e-12)  # float64 sums
+
+
+@pytest.mark.parametrize("rule, kind", [("previous", "position"), ("first word", "content"), ("uniform", "mixed")])
+def test_the_baseline_rules_land_in_their_kind(rule, kind):
+    perms = [np.random.default_rng(s).permutation(10).tolist() for s in range(5)]
+    maps = pc.rule_maps(perms, rule)
+    w, o = pc.follow_scores(maps[0], maps[1:], perms)
+    assert pc.classify_heads(np.zeros((1, 1)), w, o)[0, 0] == kind
+
+
+def test_the_word_reading_of_a_fixed_word_head_is_exactly_one():
+    perms = [[2, 0, 1, 3], [3, 1, 0, 2]]
+    maps = pc.rule_maps(perms, "first word")
+    w, _ = pc.follow_scores(maps[0], maps[1:], perms)
+    assert w[0, 0] == pytest.approx(1.0, abs=1e-12)  # the same one-hot row, relabelled: correlation 1
+
+
+def test_best_offset_share_matches_a_loop():
+    rng = np.random.default_rng(1)
+    maps = [rng.dirichlet(np.ones(5), size=(1, 2, 5)) for _ in range(3)]
+    share, offset = pc.best_offset_share(maps)
+    for h in range(2):
+        table = {d: np.mean([np.mean([M[0, h, i, i + d] for i in range(5) if 0 <= i + d < 5]) for M in maps])
+                 for d in range(-4, 5)}
+        best = max(table, key=table.get)
+        assert (int(offset[0, h]), share[0, h]) == (best, pytest.approx(table[best], rel=1e-12))
+
+
+def test_sink_share_and_word_maps():
+    rng = np.random.default_rng(2)
+    A = rng.dirichlet(np.ones(6), size=(1, 1, 6))
+    assert pc.sink_share(A)[0, 0] == pytest.approx(np.mean(A[0, 0, 1:5, 0] + A[0, 0, 1:5, 5]))
+    W = pc.word_maps(A)[0, 0]
+    np.testing.assert_allclose(W.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(W * A[0, 0, 1:5, 1:5].sum(axis=1, keepdims=True), A[0, 0, 1:5, 1:5], rtol=1e-12)
+
+
+def test_classify_heads_counts_and_thresholds():
+    sink, w, o = np.array([0.6, 0.4, 0.0, 0.0]), np.array([0.0, 0.9, 0.5, 0.3]), np.array([0.0, 0.1, 0.4, 0.6])
+    labels = pc.classify_heads(sink, w, o)
+    assert labels.tolist() == ["sink", "content", "mixed", "position"]
+    assert pc.classify_heads(sink, w, o, sink_tol=0.7, margin_tol=0.05).tolist() == [
+        "mixed", "content", "content", "position"]
+    assert pc.count_categories(labels) == {"content": 1, "position": 1, "sink": 1, "mixed": 1}
+
+
+def _fake_model(kind):
+    """maps_of for a model whose every head reads the previous token, or the token 'anchor' wherever it is."""
+    def maps_of(texts):
+        tokens, maps = [], []
+        for t in texts:
+            toks = ["[CLS]", *t[:-1].split(), ".", "[SEP]"]
+            n = len(toks)
+            A = np.eye(n, k=-1)
+            A[:2] = np.eye(n)[:2]
+            if kind == "content":
+                A = np.zeros((n, n))
+                A[:, toks.index("anchor")] = 1.0
+            tokens.append(toks)
+            maps.append(np.broadcast_to(A, (2, 3, n, n)))
+        return tokens, maps
+    return maps_of
+
+
+@pytest.mark.parametrize("kind", ["position", "content"])
+def test_head_scores_sorts_a_known_model(kind):
+    sentences = ["anchor one two three four five six seven.", "alpha beta anchor gamma delta epsilon zeta."]
+    scores = pc.head_scores(_fake_model(kind), sentences, n_shuffles=4, seed=3)
+    assert scores.by_word.shape == (2, 2, 3)
+    counts = scores.counts()
+    assert counts[kind].tolist() == [6, 6] and sum(v.sum() for v in counts.values()) == 12
+    if kind == "position":
+        assert (scores.best_offset == -1).all() and (scores.offset_share == 1.0).all()
+
+
+def test_head_scores_refuses_words_split_into_several_tokens():
+    def split(texts):
+        tokens, maps = _fake_model("position")(texts)
+        return [t + ["##x"] for t in tokens], maps
+    with pytest.raises(ValueError, match="some word is split into several tokens"):
+        pc.head_scores(split, ["one two three."], n_shuffles=1)
+
+
+def test_shuffled_sentences_keep_the_full_stop_last_and_match_their_perms():
+    texts, perms = shuffled_sentences("a b c d e.", 3, seed=4)
+    words = "a b c d e".split() + ["."]
+    for text, perm in zip(texts[1:], perms):
+        assert text.endswith(".") and perm[-1] == 5
+        assert text[:-1].split() == [words[i] for i in perm[:-1]]
+    with pytest.raises(ValueError, match="must end with a full stop"):
+        shuffled_sentences("no stop", 1)
+
+
+def test_shuffle_entries_permutes_every_tensor_and_leaves_the_input_alone():
+    @dataclasses.dataclass(frozen=True)
+    class W:
+        a: torch.Tensor
+        layers: tuple
+        name: str
+
+    w = W(torch.arange(100.0).reshape(10, 10), (torch.arange(50.0),), "x")
+    s = pc.shuffle_entries(w, seed=1)
+    assert s.name == "x" and s.a.shape == (10, 10)
+    for before, after in ((w.a, s.a), (w.layers[0], s.layers[0])):
+        assert torch.equal(torch.sort(after.flatten()).values, before.flatten())  # same entries
+        assert not torch.equal(after, before)  # in another order
+    assert torch.equal(w.a, torch.arange(100.0).reshape(10, 10))
+    assert not torch.equal(pc.shuffle_entries(w, seed=2).a, s.a)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: pc.word_maps(np.ones((2, 2, 2))), r"maps have shape \(2, 2, 2\); expected \(L, H, n, n\)"),
+    (lambda: pc.follow_scores(np.ones((1, 1, 3, 3)), [np.ones((1, 1, 3, 3))], [[0, 1, 1]]),
+     r"perm \[0, 1, 1\]; expected \(1, 1, 3, 3\) and a permutation of range\(3\)"),
+    (lambda: pc.best_offset_share([np.ones((1, 1, 3, 3)), np.ones((1, 1, 4, 4))]), r"different lengths \[3, 4\]"),
+])
+def test_bad_input_names_the_shapes(call, match):
+    with pytest.raises(ShapeError, match=match):
+        call()
+
+
+def test_rule_maps_rejects_an_unknown_rule():
+    with pytest.raises(ValueError, match="rule 'next' is not one of"):
+        pc.rule_maps([[0, 1]], "next")

@@ -1,0 +1,187 @@
+"""Tests for attention_course.chapters.kernels.qk_kernel and its figure: locality of a head in its own query-key space.
+
+References: per-row loops over queries and keys in plain Python/numpy, Spearman's
+rank-difference formula, least squares (numpy.linalg.lstsq) for the variance shares,
+and the course's encoder's own attention maps for the extracted queries and keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_course import ShapeError
+from attention_course.chapters.kernels.figures import plot_qk_locality
+from attention_course.figures.style import DPI, MAX_WIDTH
+from attention_course.chapters.kernels.qk_kernel import (
+    MEASURES,
+    key_norm_ratio,
+    locality_by_head,
+    qk_locality,
+)
+from attention_course.models.queries_keys import minilm_queries_keys, sentence_queries_keys
+from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
+
+
+def _spearman(a, b):
+    n = len(a)
+    ra = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: a[i]))}
+    rb = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: b[i]))}
+    return 1 - 6 * sum((ra[i] - rb[i]) ** 2 for i in range(n)) / (n * (n * n - 1))
+
+
+def _share(y, x):
+    """R^2 of least squares of row-centred y on row-centred x (no intercept), pooled over rows."""
+    yc, xc = (m - m.mean(1, keepdims=True) for m in (y, x))
+    coef, *_ = np.linalg.lstsq(xc.reshape(-1, 1), yc.reshape(-1), rcond=None)
+    return 1 - ((yc.reshape(-1) - coef[0] * xc.reshape(-1)) ** 2).sum() / (yc**2).sum()
+
+
+def _reference(q, k):
+    """Every measure of one head by loops over the queries and keys."""
+    T, d = q.shape
+    S = len(k)
+    scores = np.array([[q[i] @ k[j] / np.sqrt(d) for j in range(S)] for i in range(T)])
+    dist = np.array([[np.linalg.norm(q[i] - k[j]) for j in range(S)] for i in range(T)])
+    weights = np.exp(scores) / np.exp(scores).sum(1, keepdims=True)
+    blind = weights.mean(0)  # (S,)
+    norms = np.linalg.norm(k, axis=1)
+    return {
+        "rank_corr": np.median([_spearman(scores[i], -dist[i]) for i in range(T)]),
+        "nearest_wins": np.mean([np.argmax(scores[i]) == np.argmin(dist[i]) for i in range(T)]),
+        "blind_rank_corr": np.median([_spearman(blind, -dist[i]) for i in range(T)]),
+        "blind_nearest_wins": np.mean([np.argmax(blind) == np.argmin(dist[i]) for i in range(T)]),
+        "chance": 1 / S,
+        "distance_share": _share(scores, -dist**2),
+        "norm_share": _share(scores, np.tile(norms**2, (T, 1))),
+        "norm_ratio": norms.max() / norms.min(),
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(T=st.integers(1, 6), S=st.integers(2, 9), d=st.integers(1, 5), seed=st.integers(0, 10_000))
+def test_qk_locality_matches_loops(T, S, d, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(T, d)), rng.normal(size=(S, d)) * rng.uniform(0.5, 2.0, size=(S, 1))
+    got, want = qk_locality(q, k), _reference(q, k)
+    assert set(got) == set(MEASURES)
+    for m in MEASURES:  # float64 sums of at most 54 terms of size ~10: round-off far below 1e-9
+        assert float(got[m]) == pytest.approx(want[m], abs=1e-9), m
+
+
+def test_leading_axes_are_heads():
+    rng = np.random.default_rng(1)
+    q, k = rng.normal(size=(2, 3, 5, 4)), rng.normal(size=(2, 3, 7, 4))
+    loc = qk_locality(q, k)
+    for layer in range(2):
+        for head in range(3):
+            one = qk_locality(q[layer, head], k[layer, head])
+            for m in MEASURES:
+                assert loc[m][layer, head] == pytest.approx(float(one[m]), abs=1e-12)
+
+
+def test_equal_key_norms_give_a_gaussian_kernel():
+    # ||k|| fixed: q.k = (|q|^2 + r^2 - |q - k|^2) / 2, so the scores are the distance term plus a constant
+    rng = np.random.default_rng(2)
+    k = rng.normal(size=(4, 10, 6))
+    k *= 3.0 / np.linalg.norm(k, axis=-1, keepdims=True)
+    loc = qk_locality(rng.normal(size=(4, 8, 6)), k)
+    np.testing.assert_allclose(loc["rank_corr"], 1.0, atol=1e-12)
+    np.testing.assert_allclose(loc["nearest_wins"], 1.0)
+    np.testing.assert_allclose(loc["distance_share"], 1.0, atol=1e-12)
+    np.testing.assert_allclose(loc["norm_share"], 0.0)
+    np.testing.assert_allclose(loc["norm_ratio"], 1.0, atol=1e-12)
+
+
+def test_long_keys_win_over_near_ones():
+    # keys j*u for j = 1..5, query u: the nearest key is k_1 but k_5 has the largest score
+    u = np.array([1.0, 0.0])
+    k = np.arange(1, 6)[:, None] * u  # (5, 2)
+    loc = qk_locality(u[None], k)
+    assert loc["nearest_wins"] == 0.0 and loc["norm_ratio"] == pytest.approx(5.0)
+    assert loc["rank_corr"] == pytest.approx(-1.0)  # the score grows with j, the nearness falls with j
+
+
+def test_key_norm_ratio():
+    k = np.array([[[3.0, 4.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 2.0]]])  # norms (5, 1) and (1, 2)
+    np.testing.assert_allclose(key_norm_ratio(k), [5.0, 2.0])
+
+
+def _tiny_bert(n_layers=2, d=8, heads=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    layers = tuple(BertLayerWeights(*[r(d, d) / d**0.5 for _ in range(4)], *[r(d) for _ in range(6)],
+                                    r(d, 2 * d), r(2 * d), r(2 * d, d), r(d), r(d), r(d)) for _ in range(n_layers))
+    return BertWeights(r(20, d), r(16, d), r(2, d), r(d), r(d), layers, heads, 1e-12)
+
+
+def test_sentence_queries_keys_reproduce_the_attention_maps():
+    w = _tiny_bert()
+    sentences = [[1, 5, 7, 2], torch.tensor([[3, 4, 9]])]
+    pairs = sentence_queries_keys(w, sentences)
+    for ids, (q, k) in zip(sentences, pairs):
+        maps = bert_encode(w, torch.as_tensor(ids).reshape(1, -1)).attentions  # L x (1, h, T, T)
+        scores = q @ np.swapaxes(k, -2, -1) / np.sqrt(q.shape[-1])  # (L, h, T, T)
+        rebuilt = np.exp(scores - scores.max(-1, keepdims=True))
+        rebuilt /= rebuilt.sum(-1, keepdims=True)
+        expected = torch.stack([a[0] for a in maps]).numpy()  # (L, h, T, T)
+        np.testing.assert_allclose(rebuilt, expected, atol=1e-12)  # float64 both ways
+
+
+def test_locality_by_head_stacks_pairs():
+    rng = np.random.default_rng(3)
+    pairs = [(rng.normal(size=(2, 3, T, 4)), rng.normal(size=(2, 3, T, 4))) for T in (4, 6, 5)]
+    loc = locality_by_head(pairs)
+    assert all(loc[m].shape == (3, 2, 3) for m in MEASURES)
+    for s, (q, k) in enumerate(pairs):
+        np.testing.assert_array_equal(loc["nearest_wins"][s], qk_locality(q, k)["nearest_wins"])
+
+
+def test_bad_inputs():
+    with pytest.raises(ShapeError, match=r"q has shape \(3, 4\) and k has shape \(5, 3\); expected"):
+        qk_locality(np.zeros((3, 4)), np.zeros((5, 3)))
+    with pytest.raises(ShapeError, match=r"k has shape \(2, 1, 4\); expected \(\.\.\., T, d\) and \(\.\.\., S, d\)"):
+        qk_locality(np.zeros((2, 3, 4)), np.zeros((2, 1, 4)))
+    with pytest.raises(ShapeError, match=r"k has shape \(4,\); expected \(\.\.\., S, d\)"):
+        key_norm_ratio(np.zeros(4))
+    with pytest.raises(ValueError, match="pairs is empty"):
+        locality_by_head([])
+    with pytest.raises(ShapeError, match=r"input_ids\[1\] has shape \(1, 0\)"):
+        sentence_queries_keys(_tiny_bert(), [[1, 2], []])
+
+
+def test_figure_renders_for_the_column():
+    rng = np.random.default_rng(4)
+    loc = locality_by_head([(rng.normal(size=(2, 3, 6, 4)), rng.normal(size=(2, 3, 6, 4))) for _ in range(4)])
+    fig = plot_qk_locality(loc)
+    assert fig.get_figwidth() <= MAX_WIDTH and fig.dpi == DPI
+    fig.canvas.draw()
+    assert len(fig.axes) == 4 and all(ax.get_title() and ax.get_xlabel() for ax in fig.axes)
+    # each histogram counts every head once: 2 layers x 3 heads
+    attention_bars = fig.axes[0].containers[1]
+    assert sum(p.get_height() for p in attention_bars) == 6
+    # the per-sentence panel shows one point per sentence, at the median over heads
+    np.testing.assert_allclose(fig.axes[3].lines[0].get_ydata(), np.median(loc["rank_corr"].reshape(4, -1), 1))
+    with pytest.raises(KeyError, match=r"loc lacks \['norm_ratio'\]"):
+        plot_qk_locality({m: v for m, v in loc.items() if m != "norm_ratio"})
+    with pytest.raises(ShapeError, match=r"loc\['chance'\] has shape \(4,\)"):
+        plot_qk_locality({**loc, "chance": np.zeros(4)})
+
+
+def test_minilm_queries_keys_match_the_transformers_route():
+    # the fast route (tokenizers + safetensors) must give the ids and weights that load_minilm gives
+    from attention_course.models.pretrained import load_minilm, minilm_weights
+
+    texts = ["The cat sat on the mat.", "Attention is a weighted average of values."]
+    tokenizer, _ = load_minilm()
+    expected = sentence_queries_keys(minilm_weights(), [tokenizer(t)["input_ids"] for t in texts])
+    got = minilm_queries_keys(texts)
+    for (q, k), (q_ref, k_ref) in zip(got, expected):
+        assert q.shape == q_ref.shape == (6, 12, len(q_ref[0, 0]), 32)
+        np.testing.assert_array_equal(q, q_ref)  # same ids, same weights, same float32 arithmetic
+        np.testing.assert_array_equal(k, k_ref)
+    with pytest.raises(ValueError, match="texts must be a non-empty list of strings"):
+        minilm_queries_keys("one string")

@@ -1,0 +1,88 @@
+"""Smoke tests for attention_course.chapters.lowrank.figures: each benchmark figure renders on Agg,
+draws the run's numbers, and gives every method its one colour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgba
+
+from attention_course.chapters.lowrank import benchmarks as bm
+from attention_course.chapters.lowrank import figures as fe
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return bm.run_benchmarks(ns=[16, 64], d=8, quick=True, repeats=1, matmul_n=64)
+
+
+def _render(fig):
+    fig.canvas.draw()  # raises if anything cannot be drawn
+    ax = fig.axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    assert fig.get_figwidth() <= 7.0  # the book's column
+    return ax
+
+
+def test_method_color_is_one_per_family():
+    assert fe.method_color("performer-64") == fe.method_color("performer-256") == fe.METHOD_COLORS["performer"]
+    assert fe.method_color("linformer-pool-64") != fe.method_color("linformer-64")
+    assert len(set(fe.METHOD_COLORS.values())) == len(fe.METHOD_COLORS)
+    with pytest.raises(ValueError, match=r"method 'flash' has no colour"):
+        fe.method_color("flash")
+
+
+def test_method_patterns_count_what_each_method_computes():
+    n, w, k, p, m = 10, 2, 3, 4, 2
+    pats = fe.method_patterns(n=n, window=w, top_k=k, proj=p, landmarks=m)
+    assert pats["exact"].sum() == n * n
+    assert pats["local"].sum() == n + 2 * sum(n - d for d in range(1, w + 1))  # the diagonal and w bands each side
+    assert (pats["top-k"].sum(axis=1) == k).all()
+    assert pats["linformer"].shape == (n, p)
+    assert pats["nystrom"].sum() == n * n - (n - m) ** 2  # m full rows and m full columns
+    assert pats["linear"].size == 0
+
+
+def test_method_schematic_colours_each_method_and_counts():
+    fig = fe.plot_method_schematic(n=8, window=1, top_k=2, proj=3, landmarks=2)
+    fig.canvas.draw()
+    assert fig.get_figwidth() <= 7.0
+    top_k, linformer = fig.axes[2], fig.axes[3]
+    rgb = top_k.images[0].get_array()  # (8, 8, 3)
+    kept = np.all(np.isclose(rgb, to_rgba(fe.method_color("top-k"))[:3]), axis=-1)
+    assert (kept.sum(axis=1) == 2).all()
+    assert np.allclose(linformer.images[0].get_array(), to_rgba(fe.method_color("linformer"))[:3])
+    assert [ax.get_xlabel() for ax in fig.axes[:3]] == ["64 of 64", "22 of 64", "16 of 64"]
+
+
+def test_scaling_draws_each_method_in_its_colour(tiny):
+    ax = _render(fe.plot_scaling(tiny, methods=["naive", "chunked", "linear"]))
+    lines = {ln.get_label().split(":")[0]: ln for ln in ax.get_lines()}
+    assert set(lines) == {"naive", "chunked", "linear"}
+    for name, ln in lines.items():
+        assert to_rgba(ln.get_color()) == to_rgba(fe.method_color(name))
+        times = [r["time_s"] for r in tiny["results"] if r["method"] == name]
+        assert list(ln.get_ydata()) == times
+    assert lines["naive"].get_linestyle() == "-" and lines["linear"].get_linestyle() == "--"
+
+
+def test_memory_plots_mebibytes(tiny):
+    ax = _render(fe.plot_memory(tiny))
+    ln = next(ln for ln in ax.get_lines() if ln.get_label() == "naive")
+    peaks = [r["peak_bytes"] / 2**20 for r in tiny["results"] if r["method"] == "naive"]
+    assert list(ln.get_ydata()) == peaks
+
+
+def test_frontier_has_one_line_per_approximation_family(tiny):
+    ax = _render(fe.plot_frontier(tiny, "smooth"))
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    fams = {r["family"] for r in tiny["summary"]["frontier"] if r["family"] != "exact"}
+    assert fams <= set(labels)
+    assert any(label.endswith("(exact)") for label in labels)
+
+
+def test_frontier_draws_each_baseline_at_its_error(tiny):
+    ax = _render(fe.plot_frontier(tiny, "smooth", baselines={"zeros": 1.0, "uniform": 0.8}))
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert list(lines["zeros (baseline)"].get_xdata()) == [1.0, 1.0]
+    assert list(lines["uniform (baseline)"].get_xdata()) == [0.8, 0.8]

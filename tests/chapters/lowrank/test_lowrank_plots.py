@@ -1,0 +1,144 @@
+"""Smoke tests for attention_course.chapters.lowrank.figures: each figure renders on Agg and shows its data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_course.chapters.lowrank import spectra as lr
+from attention_course.chapters.lowrank import figures as lp
+from attention_course.core._backend import ShapeError
+from attention_course.figures.style import method_color
+from matplotlib.colors import to_rgba
+
+
+def _render(fig):
+    fig.canvas.draw()  # raises if anything cannot be drawn
+    return fig
+
+
+def test_temperature_sweep_plots_the_sweep_and_marks_the_crossing():
+    sweep = lr.temperature_sweep([0.2, 1.0, 3.0], n=32, d=8, k=4)
+    fig = _render(lp.plot_temperature_sweep(sweep, k=4))
+    assert len(fig.axes) == 2
+    assert all(ax.get_xlabel() and ax.get_ylabel() and ax.get_title() for ax in fig.axes)
+    ranks, errors = fig.axes
+    np.testing.assert_array_equal(ranks.get_lines()[0].get_ydata(), sweep["effective_rank"])
+    np.testing.assert_array_equal(errors.get_lines()[1].get_ydata(), sweep["sparse_error"])
+    cross = [ln for ln in errors.get_lines() if len(set(ln.get_xdata())) == 1]  # the vertical line
+    assert len(cross) == 1 and cross[0].get_xdata()[0] == pytest.approx(lr.crossover_beta(sweep))
+    with pytest.raises(ShapeError, match=r"sweep\['beta'\] has shape \(\); expected \(n_betas,\)"):
+        lp.plot_temperature_sweep({**sweep, "beta": np.float64(1.0)})
+
+
+def test_exp_rank_plots_three_normalised_spectra():
+    demo = lr.exp_rank_demo(n=6, scale=4.0)
+    ax = _render(lp.plot_exp_rank(demo)).axes[0]
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 6]
+    assert len(lines) == 3
+    exp_line = lines[1]
+    np.testing.assert_allclose(exp_line.get_ydata(), demo["singular_values"] / demo["singular_values"][0])
+    assert lines[0].get_ydata()[1] < 1e-12  # the logits have rank 1
+    assert "rank 6" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_cumulative_spectra_one_line_per_layer_and_heatmap_at_k():
+    rng = np.random.default_rng(0)
+    s2 = np.sort(rng.random((3, 4, 10)), axis=-1)[..., ::-1]  # (L, H, K) decreasing energies
+    c = np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True)
+    fig = _render(lp.plot_cumulative_spectra(c, k_mark=3, title="t"))
+    ax1, ax2 = fig.axes[:2]
+    means = [ln for ln in ax1.get_lines() if len(ln.get_xdata()) == 10]
+    assert len(means) == 3
+    np.testing.assert_allclose(means[1].get_ydata(), c[1].mean(axis=0))
+    np.testing.assert_allclose(ax2.images[0].get_array(), c[:, :, 2])
+    assert len(fig.axes) == 3  # colour bar
+
+
+def test_cumulative_spectra_rejects_bad_input():
+    with pytest.raises(ShapeError, match=r"cumulative has shape \(3, 4\)"):
+        lp.plot_cumulative_spectra(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="k_mark=5"):
+        lp.plot_cumulative_spectra(np.ones((1, 2, 4)), k_mark=5)
+
+
+def test_head_ranks_mean_line_and_ceiling():
+    r = np.arange(12.0).reshape(3, 4) + 1
+    fig = _render(lp.plot_head_ranks(r, n_tokens=20))
+    ax1, ax2 = fig.axes[:2]
+    mean_line = next(ln for ln in ax1.get_lines() if len(ln.get_xdata()) == 3)
+    np.testing.assert_allclose(mean_line.get_ydata(), r.mean(axis=1))
+    assert any(np.allclose(ln.get_ydata(), 20) for ln in ax1.get_lines())
+    np.testing.assert_allclose(ax2.images[0].get_array(), r)
+
+
+def test_lowrank_vs_sparse_places_each_head():
+    re = np.array([[0.1, 0.2], [0.3, 0.05]])
+    te = np.array([[0.4, 0.1], [0.2, 0.6]])
+    sweep = lr.temperature_sweep([0.5, 1.0, 2.0], n=16, d=4, k=4)
+    fig = _render(lp.plot_lowrank_vs_sparse(re, te, k=4, reference=sweep))
+    ax = fig.axes[0]
+    offsets = ax.collections[-1].get_offsets()
+    np.testing.assert_allclose(offsets, np.c_[te.ravel(), re.ravel()])
+    curve = next(ln for ln in ax.get_lines() if len(ln.get_xdata()) == 3)
+    np.testing.assert_allclose(curve.get_xdata(), sweep["sparse_error"])
+    assert ax.get_ylabel() == "best rank-4 error (SVD)"
+
+
+def test_lowrank_vs_sparse_rejects_mismatched_shapes():
+    with pytest.raises(ShapeError, match=r"rank_err has shape \(2, 2\) but topk_err has shape \(2, 3\)"):
+        lp.plot_lowrank_vs_sparse(np.ones((2, 2)), np.ones((2, 3)), k=1)
+
+
+def test_attention_matrices_share_one_log_scale_and_show_the_approximations():
+    rng = np.random.default_rng(1)
+    A = rng.random((10, 10)) ** 4
+    A /= A.sum(axis=1, keepdims=True)  # (10, 10) rows sum to 1
+    B = np.full((10, 10), 0.1)
+    fig = _render(lp.plot_attention_matrices({"a": A, "b": B}, k=2, crop=6))
+    panels = fig.axes[:6]
+    assert fig.get_figwidth() <= 7.0
+    # trusted references, computed here with numpy: the SVD truncation and each row's 2 largest weights
+    U, s, Vt = np.linalg.svd(A)
+    rank2 = (U[:, :2] * s[:2]) @ Vt[:2]
+    top2 = np.where(A >= np.sort(A, axis=1)[:, [-2]], A, 0.0)
+    vmin = panels[0].images[0].norm.vmin
+    for ax, want in zip(panels[:3], (A, rank2, top2)):
+        np.testing.assert_allclose(ax.images[0].get_array(), np.clip(want[:6, :6], vmin, None))
+    norms = {(ax.images[0].norm.vmin, ax.images[0].norm.vmax) for ax in panels}
+    assert len(norms) == 1  # one colour scale for all six panels
+    vmax = max(A[:6, :6].max(), rank2[:6, :6].max(), B.max())
+    assert list(norms)[0] == pytest.approx((vmax * 1e-4, vmax))  # fitted to the largest weight shown
+    err = np.linalg.norm(A - rank2) / np.linalg.norm(A)
+    assert panels[1].texts[0].get_text() == f"error {err:.2f}"
+    assert panels[5].texts[0].get_text() == "error 0.89"  # top 2 of 10 equal weights drops sqrt(8/10) of the norm
+    with pytest.raises(ValueError, match="matrices is empty"):
+        lp.plot_attention_matrices({})
+
+
+def test_method_family_maps_the_accuracy_table_labels():
+    labels = ["linear (elu+1)", "Performer, 256 features", "Linformer, Gaussian E, k=32",
+              "Linformer, mean-pool, k=32", "Nystrom, 32 landmarks", "local window, w=16",
+              "top-32 per query", "uniform (mean of values)"]
+    assert [lp.method_family(label) for label in labels] == [
+        "linear", "performer", "linformer", "linformer-pool", "nystrom", "local", "top-k", "uniform"]
+    with pytest.raises(ValueError, match="no method family for 'flash'"):
+        lp.method_family("flash")
+
+
+def test_method_errors_one_panel_per_input_bars_in_method_colours():
+    errs = {"Nystrom, 4 landmarks": {"iid": 0.0, "smooth": 1e-3}, "top-4 per query": {"iid": 0.5, "smooth": 2.0},
+            "uniform (mean of values)": {"iid": 0.9, "smooth": 1.0}, "zeros": {"iid": 1.0, "smooth": 1.0}}
+    fig = _render(lp.plot_method_errors(errs))
+    iid, smooth = fig.axes[:2]
+    assert [ax.get_title() for ax in (iid, smooth)] == ["iid inputs", "smooth inputs"]
+    assert [t.get_text() for t in iid.get_yticklabels()] == ["Nystrom, 4 landmarks", "top-4 per query"]
+    np.testing.assert_allclose([p.get_width() for p in smooth.patches], [1e-3, 2.0])
+    left = iid.get_xlim()[0]
+    assert iid.patches[0].get_width() == left < 1e-3  # an error of 0 is drawn at the left edge
+    assert [to_rgba(p.get_facecolor()) for p in iid.patches] == [
+        to_rgba(method_color("nystrom")), to_rgba(method_color("top-k"))]
+    baselines = {ln.get_label(): ln.get_xdata()[0] for ln in iid.get_lines() if "baseline" in ln.get_label()}
+    assert baselines == {"uniform (mean of values) (baseline)": 0.9, "zeros (baseline)": 1.0}
+    with pytest.raises(ValueError, match="errors has no method besides the baselines"):
+        lp.plot_method_errors({"zeros": {"iid": 1.0}})

@@ -1,0 +1,105 @@
+"""Tests for attention_course.chapters.mechanics.properties: chapter 1's random-problem experiments.
+
+References: float rounding bounds, deliberately broken attention functions (which
+the measurements must catch), an angular test of whether the origin is inside a
+hull, and torch's own scaled_dot_product_attention.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_course.core.attention import scaled_dot_product_attention
+from attention_course.chapters.mechanics.properties import (
+    fraction_in_hull,
+    random_attention_problem,
+    row_sum_errors,
+    torch_agreement,
+)
+
+
+def test_random_problem_sizes_and_draw_order():
+    rng = np.random.default_rng(3)
+    sizes = set()
+    for _ in range(300):
+        q, k, v = random_attention_problem(rng, scale=1.0)
+        T, d = q.shape
+        S = k.shape[0]
+        assert k.shape == (S, d) and v.shape == (S, 3)
+        sizes.update((T, S, d))
+    assert sizes == set(range(1, 12))  # every size from 1 to 11 occurs
+    ref = np.random.default_rng(0)  # the documented order: three sizes, then q, k, v
+    T, S, d = ref.integers(1, 12, size=3)
+    q_ref = ref.normal(size=(T, d)) * 2.0
+    q, _, _ = random_attention_problem(np.random.default_rng(0), scale=2.0)
+    np.testing.assert_array_equal(q, q_ref)
+
+
+def test_row_sums_within_the_rounding_bound():
+    errors = row_sum_errors(np.random.default_rng(0), n_problems=300)
+    # at most S + 2 = 13 roundings of at most eps each per row sum
+    assert errors.worst["float64"] < 13 * np.finfo(np.float64).eps
+    assert errors.worst["float32"] < 13 * np.finfo(np.float32).eps
+    assert errors.min_weight >= 0
+
+
+def test_row_sum_errors_catch_a_broken_softmax():
+    def too_big(q, k, v):  # rows sum to 1.001
+        out, w = scaled_dot_product_attention(q, k, v)
+        return out, w * 1.001
+
+    errors = row_sum_errors(np.random.default_rng(1), n_problems=20, dtypes=("float64",), attention=too_big)
+    assert errors.worst["float64"] == pytest.approx(1e-3, rel=1e-9)
+
+    def naive(q, k, v):  # exp without subtracting the row maximum: overflows for large logits
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(q @ k.T / np.sqrt(q.shape[-1]))
+            w = e / e.sum(-1, keepdims=True)
+        return w @ v, w
+
+    errors = row_sum_errors(np.random.default_rng(2), n_problems=20, dtypes=("float32",),
+                            log10_scale=(1.5, 2.0), attention=naive)
+    assert errors.worst["float32"] == np.inf
+
+
+def _origin_in_hull(points):
+    """The origin is in the convex hull of 2-D points iff no open half-plane through it holds them all,
+    i.e. iff no angular gap between consecutive points (seen from the origin) exceeds pi."""
+    if np.any(np.all(np.isclose(points, 0.0), axis=1)):
+        return True
+    angles = np.sort(np.arctan2(points[:, 1], points[:, 0]))
+    gaps = np.diff(np.concatenate([angles, angles[:1] + 2 * np.pi]))
+    return gaps.max() <= np.pi
+
+
+def test_fraction_in_hull_without_dropout_is_one():
+    assert fraction_in_hull(np.random.default_rng(4), n_problems=100) == 1.0
+
+
+def test_fraction_in_hull_with_a_masked_row_matches_the_origin_test():
+    n = 200
+    got = fraction_in_hull(np.random.default_rng(5), n_problems=n, mask_row=True)
+    rng, total, outside = np.random.default_rng(5), 0, 0  # replay the documented draws
+    for _ in range(n):
+        T, S = rng.integers(3, 10, size=2)
+        rng.normal(size=(T, 4)), rng.normal(size=(S, 4))
+        v = rng.normal(size=(S, 2))
+        total += T
+        outside += not _origin_in_hull(v)  # only the masked row (output 0) can be outside
+    assert 0 < outside < n
+    assert got == pytest.approx(1 - outside / total, abs=1e-15)
+
+
+def test_dropout_moves_outputs_out_and_rate_is_checked():
+    assert fraction_in_hull(np.random.default_rng(6), n_problems=100, dropout=0.5) < 0.9
+    for p in (-0.1, 1.0):
+        with pytest.raises(ValueError, match=r"dropout=.*; expected a rate p with 0 <= p < 1"):
+            fraction_in_hull(np.random.default_rng(0), dropout=p)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_torch_agreement(seed):
+    gaps = torch_agreement(seed=seed)
+    assert list(gaps) == ["no mask", "boolean mask", "float mask", "causal, T != S", "scale = 0.3"]
+    assert max(gaps.values()) < 1e-12  # float64 on O(1) outputs: about 1e-15 is round-off

@@ -1,0 +1,147 @@
+"""chapters/scaling/figures.py: every figure of chapter 6 renders on Agg at the book's size.
+
+Each test draws the figure from small measured inputs, renders it (``canvas.draw``) and
+checks what the chapter relies on: the size fits the 7 in column, axes are labelled, the
+colour of each scale is the chapter's, and a colour scale has its colour bar.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgba
+
+from attention_course import ShapeError
+from attention_course.chapters.scaling.training import compare_scales, load_comparisons
+from attention_course.chapters.scaling.backward_swap import run_backward
+from attention_course.chapters.scaling.saturation_training import run_saturation
+from attention_course.chapters.scaling.figures import (
+    BACKWARD_COLOR,
+    SCALE_COLOR,
+    plot_backward_swap,
+    plot_full_comparison,
+    plot_jacobian,
+    plot_live_training,
+    plot_minilm_scores,
+    plot_saturation,
+    plot_saturation_training,
+    plot_scale_pair,
+    plot_score_variance,
+)
+from attention_course.chapters.scaling.saturated_rows import scale_pair
+from attention_course.chapters.scaling.measures import saturation_stats, variance_vs_dim
+
+
+def rendered(fig):
+    fig.canvas.draw()
+    width, height = fig.get_size_inches()
+    assert width <= 7.0 and height <= 7.5  # the book's column is about 7 in at 150-200 dpi
+    for ax in fig.axes:  # every y axis is labelled, or shares its scale with one that is
+        labels = [a.get_ylabel() for a in ax.get_shared_y_axes().get_siblings(ax)]
+        assert any(labels), f"axes {ax.get_title()!r} has no y label"
+    plt.close(fig)
+    return fig
+
+
+def line_colors(ax):
+    return [to_rgba(line.get_color()) for line in ax.get_lines()]
+
+
+@pytest.fixture(scope="module")
+def sat():
+    return {s: saturation_stats([1, 4, 16, 64], scale=s, n_batches=2) for s in ("none", "sqrt", "mup")}
+
+
+@pytest.fixture(scope="module")
+def live():
+    return compare_scales([8], ["sqrt", "none", "mup"], steps=12, d_model=8, eval_batch=8)
+
+
+def test_score_variance_uses_the_callers_generator():
+    sweep = variance_vs_dim([1, 4, 16, 64], n_samples=300)
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    rendered(plot_score_variance(sweep, rng=rng_a, hist_dims=(4, 64), n_hist=100))
+    rng_b.normal(size=(100 * (4 + 4 + 64 + 64)))  # the figure drew 2 x 100 x d_k normals per width
+    assert rng_a.normal() == rng_b.normal()  # so the chapter's generator continues where it would have
+
+
+def test_minilm_scores_has_a_colour_bar_per_layer():
+    rng = np.random.default_rng(0)
+    theory = rng.uniform(10, 20, (6, 12))
+    fig = rendered(plot_minilm_scores(theory, 2 * theory, rng.normal(0, 10, 500), 32))
+    assert fig.axes[0].get_title() == "72 heads, $d_k$ = 32"
+    assert fig.axes[2].get_ylabel() == "layer"  # the colour bar
+    np.testing.assert_array_equal(fig.axes[0].collections[0].get_array(), np.repeat(np.arange(1, 7), 12))
+    with pytest.raises(ShapeError, match=r"theory has shape \(6, 12\) and measured \(6, 11\)"):
+        plot_minilm_scores(theory, theory[:, :11], np.zeros(3), 32)
+
+
+def test_saturation_draws_one_coloured_line_per_scale(sat):
+    fig = rendered(plot_saturation(sat))
+    assert line_colors(fig.axes[2]) == [to_rgba(SCALE_COLOR[s]) for s in sat]
+    np.testing.assert_allclose(fig.axes[1].get_lines()[0].get_ydata(), sat["none"].max_weight)
+
+
+def test_jacobian_marks_the_scaled_and_unscaled_spreads(sat):
+    sigmas = np.geomspace(0.1, 40, 9)
+    fig = rendered(plot_jacobian(sat, sigmas, np.linspace(0.1, 0.3, 9)))
+    marks = fig.axes[1].get_lines()[1:]
+    assert [m.get_xdata()[0] for m in marks] == [1.0, 8.0, 32.0]  # sigma = 1 and sqrt(64), sqrt(1024)
+    assert [m.get_markerfacecolor() for m in marks][2] == "none"  # d_k = 1024 is beyond the panel's 64
+    with pytest.raises(ShapeError, match=r"sigmas has shape \(9,\) and jacobian_norm \(8,\)"):
+        plot_jacobian(sat, sigmas, np.ones(8))
+
+
+def test_live_training_smooths_the_gradient(live):
+    fig = rendered(plot_live_training(live, window=4))
+    grad = fig.axes[1].get_lines()[1]  # the unscaled model's
+    expected = np.convolve(live.grad_norm_qk[0, 1], np.ones(4) / 4, mode="valid")
+    np.testing.assert_allclose(grad.get_ydata(), expected, rtol=1e-12)
+    np.testing.assert_array_equal(grad.get_xdata(), np.arange(3, 12))
+    with pytest.raises(ValueError, match=r"d_k=\[4, 8\]; expected one width"):
+        plot_live_training(compare_scales([4, 8], ["sqrt"], steps=2, d_model=8, eval_batch=8))
+
+
+def test_full_comparison_shows_mean_and_range_over_seeds():
+    results, _ = load_comparisons()
+    fig = rendered(plot_full_comparison(results))
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["$d_k$ = 16", "$d_k$ = 64", "$d_k$ = 256"]
+    mean = fig.axes[1].get_lines()[1].get_ydata()  # d_k = 64, unscaled
+    np.testing.assert_allclose(mean, np.mean([r.loss[1, 1] for r in results], axis=0))
+
+
+def test_scale_pair_shares_one_colour_scale_up_to_the_largest_weight():
+    rng = np.random.default_rng(0)
+    scaled, unscaled = scale_pair(rng.normal(size=(5, 32)), rng.normal(size=(5, 32)))
+    fig = plot_scale_pair(scaled, unscaled, list("abcde"), 32, title="a head")
+    images = [ax.get_images()[0] for ax in fig.axes[:2]]
+    vmax = max(scaled.max(), unscaled.max())
+    assert [im.get_clim() for im in images] == [(0, vmax), (0, vmax)]
+    np.testing.assert_array_equal(images[1].get_array(), unscaled)
+    assert fig.axes[2].get_ylabel().startswith("attention weight")  # the shared colour bar
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list("abcde")
+    rendered(fig)
+    with pytest.raises(ShapeError, match=r"expected \(4, 4\) for 4 tokens"):
+        plot_scale_pair(scaled, unscaled, list("abcd"), 32)
+
+
+def test_saturation_training_draws_each_variant_in_its_colour():
+    grid = run_saturation([0, 1], d_ks=[8], variants=["scaled", "unscaled"], steps=4)
+    fig = rendered(plot_saturation_training(grid, d_k=8))
+    share = fig.axes[1].get_lines()  # one mean line per variant
+    assert [to_rgba(line.get_color()) for line in share] == [to_rgba(SCALE_COLOR[s]) for s in ("sqrt", "none")]
+    np.testing.assert_allclose(share[1].get_ydata(), grid.select(8, "unscaled")[1][:, :, 0, 0].mean(0))
+
+
+def test_backward_swap_puts_each_run_on_its_row_in_its_backward_colour():
+    grid = run_backward([0, 1], d_k=8, steps=2, variants=["unscaled", "unscaled, tempered backward"])
+    fig = rendered(plot_backward_swap(grid))
+    ax = fig.axes[0]
+    dots = ax.collections  # one scatter per variant, top row first
+    assert [to_rgba(d.get_facecolor()[0])[:3] for d in dots] == [to_rgba(BACKWARD_COLOR[k])[:3]
+                                                                  for k in ("true", "tempered")]
+    for d, loss, row in zip(dots, grid.eval_loss, (1, 0)):
+        np.testing.assert_allclose(d.get_offsets()[:, 0], loss)  # x: the held-out loss of each seed
+        np.testing.assert_allclose(d.get_offsets()[:, 1], row)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["unscaled", "unscaled, tempered backward"]

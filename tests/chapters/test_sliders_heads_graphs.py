@@ -1,0 +1,239 @@
+"""Flip sliders of chapters 4 and 5: each frame's deciding number and each flag against an
+independent computation from the stored JSON, the package or a closed form; the HTML; bad input.
+
+The counts and flag rules live in the lenses (``roles``, ``topology_rule``, ``graphs``,
+``depth_probe``) and are checked here against the same independent computations; the stored
+data's writers in :mod:`attention_course.experiments.flip_data`."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from attention_course.chapters import graphs, heads
+from attention_course.chapters.graphs.runs import STORED_RUN, load_runs, summarise
+from attention_course.chapters.graphs import sliders as fg
+from attention_course.chapters.graphs import depth_probe, topology_rule
+from attention_course.chapters.heads import roles
+from attention_course.chapters.graphs.propagation import (
+    band_width,
+    banded_mask,
+    banded_stack_reach,
+    hops_flip,
+    receptive_field,
+)
+
+
+def _spec(fig) -> dict:
+    m = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', fig.to_html(), re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def _raw(path) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _khop() -> tuple[dict, int]:
+    """Chapter 5's k-hop summary and its number of nodes, as the chapter passes them to the slider."""
+    doc = load_runs()
+    return summarise(doc["runs"]), doc["settings"]["n_nodes"]
+
+
+@pytest.fixture(scope="module")
+def figures():
+    figs = {"roles": heads.clear_job_explorer(), "rule": fg.rule_mass_explorer(), "hops": fg.hops_explorer(*_khop()),
+            "probe": fg.probe_depth_explorer()}
+    yield figs
+    plt.close("all")
+
+
+@pytest.mark.parametrize("key, verdict", [("roles", "head-relations"), ("rule", "learned-topology"),
+                                          ("hops", "l-hops"), ("probe", "depth-keeps-information")])
+def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict):
+    fig = figures[key]
+    html = fig.to_html()
+    assert html == fig.to_html()
+    assert len(html.encode()) < 400_000  # two such figures and the head explorer stay under the 1 MB page budget
+    assert f'data-verdict="{verdict}"' in html and f'href="#claim-{verdict}"' in html
+    note = re.search(rf'data-flip="{fig.flip}" data-verdict="{verdict}">(.*?)<a', html).group(1)
+    assert fig.labels[fig.flip] in note and len(note) > 40  # the flag names its value and says what changes
+    assert len(_spec(fig)["frames"]) == len(fig.labels)
+    assert all(fr["readout"] for fr in _spec(fig)["frames"])
+
+
+# ------------------------------------------------------------------ head-relations
+def test_role_counts_per_frame_match_the_stored_scores(figures):
+    raw = _raw(heads.ROLES_DATA)
+    spec, fig = _spec(figures["roles"]), figures["roles"]
+    names = list(roles.RELATIONS + roles.PARKING)
+    for label, frame in zip(fig.labels, spec["frames"]):
+        t = float(label.split("= ")[1])
+        bars = next(tr for tr in frame["data"] if tr.get("name") == "MiniLM heads")
+        assert bars["y"] == [int((np.array(raw["scores"][r]) > t).sum()) for r in names]
+        uniform = next(tr for tr in frame["data"] if tr.get("name") == "uniform attention")
+        assert uniform["y"] == [72 if raw["chance"][r] > t else 0 for r in names]
+
+
+def test_role_flag_sits_just_above_the_last_relation_head(figures):
+    raw, fig = _raw(heads.ROLES_DATA), figures["roles"]
+    thresholds = np.array([float(l.split("= ")[1]) for l in fig.labels])
+    top = max(max(np.ravel(raw["scores"][r])) for r in roles.RELATIONS)  # the clearest relational head
+    assert fig.flip == int(np.searchsorted(thresholds, top))  # first threshold >= it: no head above
+    scores = {r: np.array(raw["scores"][r]) for r in roles.RELATIONS}
+    flips = roles.clear_job_flips(roles.clear_job_counts(scores, raw["chance"], thresholds), roles.RELATIONS)
+    assert roles.last_relation_flip(flips, roles.RELATIONS)[1] == fig.flip  # the lens's rule, the same flag
+    cls_top = max(np.ravel(raw["scores"]["[CLS]"]))
+    note = "no [CLS] head clears t any more, as under uniform attention"
+    assert (int(np.searchsorted(thresholds, cls_top)), note) in fig.flips
+
+
+def test_stored_role_chance_levels_are_uniform_attention_on_the_texts():
+    from attention_course.chapters.heads.roles import uniform_role_baselines
+    from attention_course.models.pretrained import load_minilm
+    raw = _raw(heads.ROLES_DATA)
+    tokenizer, _ = load_minilm()
+    tokens = [tokenizer.convert_ids_to_tokens(tokenizer(t)["input_ids"]) for t in raw["texts"]]
+    chance = uniform_role_baselines(tokens)
+    for r, v in raw["chance"].items():
+        assert abs(v - chance[r]) < 1e-6  # stored to 6 decimals
+
+
+@pytest.mark.slow
+def test_stored_role_scores_match_minilm():
+    raw = _raw(heads.ROLES_DATA)
+    fresh = heads.role_scores_data(raw["texts"])
+    for r, v in raw["scores"].items():
+        # stored to 4 decimals (5e-5); float32 maps differ across CPUs by ~1e-6
+        np.testing.assert_allclose(fresh["scores"][r], v, atol=1e-4)
+
+
+def test_role_explorer_rejects_bad_input():
+    with pytest.raises(ValueError, match="must increase"):
+        heads.clear_job_explorer(thresholds=[0.5, 0.4])
+    with pytest.raises(ValueError, match="expected at least one of"):
+        heads.clear_job_explorer({"[CLS]": np.zeros((2, 2))}, {"[CLS]": 0.1})
+    with pytest.raises(ValueError, match="non-empty 1-d"):
+        roles.clear_job_counts({"[CLS]": np.zeros((2, 2))}, {"[CLS]": 0.1}, [])
+
+
+# ------------------------------------------------------------------ learned-topology
+def test_rule_frames_count_the_heads_below_one_minus_mass(figures):
+    miss, fig = np.array(_raw(fg.RULE_DATA)["miss"]), figures["rule"]
+    spec = _spec(fig)
+    for label, frame in zip(fig.labels, spec["frames"]):
+        m = float(label.split()[1])
+        assert f"on {int((miss < 1 - m).sum())} of 72 heads" in frame["readout"]
+        bars = frame["data"][0]
+        assert bars["y"] == [float(f"{v:.4g}") for v in np.sort(miss)]
+
+
+def test_rule_flag_is_where_the_median_miss_crosses_one_minus_mass(figures):
+    miss, fig = np.array(_raw(fg.RULE_DATA)["miss"]), figures["rule"]
+    masses = np.array([float(l.split()[1]) for l in fig.labels])
+    # fewer than half of the 72 heads pass exactly when the 36th smallest miss is at or above 1 - m
+    assert np.abs(miss[:, None] - (1 - masses)[None, :]).min() > 1e-6  # no miss on a grid line: no rounding tie
+    assert fig.flip == int(np.flatnonzero(np.sort(miss)[35] >= 1 - masses)[0])
+    assert topology_rule.rule_flip(miss, masses) == fig.flip
+    assert topology_rule.placed_counts(miss, masses).tolist() == [int((miss < 1 - m).sum()) for m in masses]
+    assert abs(np.median(miss) - 0.2) < 0.02 and masses[fig.flip] == 0.8  # the chapter's line, miss 0.2
+
+
+@pytest.mark.slow
+def test_stored_rule_miss_matches_a_fresh_fit():
+    raw = _raw(fg.RULE_DATA)
+    fresh = graphs.rule_miss_data(raw["sentences"])
+    # L-BFGS to a gradient tolerance of 1e-9 on float32 maps: misses agree far below 1e-3 across CPUs
+    np.testing.assert_allclose(fresh["miss"], raw["miss"], atol=1e-3)
+    np.testing.assert_allclose(fresh["uniform"], raw["uniform"], atol=1e-4)  # closed form, 4 decimals
+
+
+def test_rule_explorer_rejects_bad_input():
+    with pytest.raises(ValueError, match="expected the same"):
+        fg.rule_mass_explorer(np.zeros(4), np.zeros(3))
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        fg.rule_mass_explorer(np.zeros(4), np.zeros(4), masses=[0.5, 1.0])
+
+
+# ------------------------------------------------------------------ l-hops
+def test_hops_frames_show_the_stored_runs_and_the_closed_form_reach(figures):
+    runs, fig = _raw(STORED_RUN)["runs"], figures["hops"]
+    spec = _spec(fig)
+    for L, frame in zip(range(1, 5), spec["frames"]):
+        reach = np.array(frame["data"][0]["z"], dtype=bool)
+        assert np.array_equal(reach, receptive_field(banded_mask(16, 2), L))  # support of (A + I)^L
+        bars = frame["data"][1]["y"]
+        for k in range(1, 5):
+            acc = [r["accuracy"] for r in runs if r["hops"] == k and r["n_layers"] == L]
+            assert bars[k - 1] == (float(f"{np.mean(acc):.4g}") if acc else None)  # untrained pairs: no bar
+
+
+def test_hops_flag_is_the_fewest_layers_that_learn_two_hops(figures):
+    runs, fig = _raw(STORED_RUN)["runs"], figures["hops"]
+    ok = [L for L in range(1, 5) if all(r["accuracy"] >= 0.9 for r in runs if r["hops"] == 2 and r["n_layers"] == L)
+          and any(r["hops"] == 2 and r["n_layers"] == L for r in runs)]
+    assert fig.labels[fig.flip] == f"L = {ok[0]}" == "L = 2"
+    assert hops_flip(_khop()[0], [1, 2, 3, 4]) == ok[0] - 1  # the lens's rule on the summary
+    assert "not tested" in fig.flips[0][1]
+
+
+def test_hops_explorer_rejects_bad_input():
+    one = {(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0}}
+    with pytest.raises(ValueError, match="n_nodes"):
+        fg.hops_explorer(one, n_nodes=None)
+    with pytest.raises(ValueError, match="window"):
+        fg.hops_explorer(one, 8, window=16)
+    with pytest.raises(ValueError, match="window"):
+        banded_stack_reach(T=4, window=4)
+
+
+def test_banded_reach_is_the_closed_form():
+    for L, D in enumerate(banded_stack_reach(T=12, window=1, max_layers=3), start=1):
+        assert np.array_equal(D, receptive_field(banded_mask(12, 1), L)) and band_width(D) == L
+
+
+# ------------------------------------------------------------------ depth-keeps-information
+def test_probe_readouts_give_the_stored_medians(figures):
+    raw, fig = _raw(fg.PROBE_DATA), figures["probe"]
+    for L, frame in zip(raw["layers"], _spec(fig)["frames"]):
+        for name, acc in raw["stacks"].items():
+            assert f"{name} {np.median(np.array(acc)[:, L]):.2f}" in frame["readout"]
+        if L <= 6:
+            assert f"own token {raw['minilm']['MiniLM'][0][L]:.2f}" in frame["readout"]
+
+
+def test_probe_flags_are_where_each_random_stack_falls_to_guessing(figures):
+    raw, fig = _raw(fg.PROBE_DATA), figures["probe"]
+    p, n = raw["chance"], raw["n_test_tokens"]
+    line = p + 2 * np.sqrt(p * (1 - p) / n)  # two binomial standard errors above guessing
+    first = {k: int(np.argmax(np.median(np.array(v), axis=0) <= line)) for k, v in raw["stacks"].items()
+             if "no exchange" not in k}
+    assert sorted(i for i, _ in fig.flips) == sorted(first.values())
+    assert depth_probe.guessing_line(p, n) == pytest.approx(line, rel=1e-15)
+    assert {k: depth_probe.guess_depth(np.array(raw["stacks"][k]), p, n) for k in first} == first
+    assert fig.flip == max(first.values())
+    assert first["pure attention"] <= 2 and 10 <= first["+ skip"] <= 24  # the finding: two layers; about twenty
+    noex = np.array(raw["stacks"]["+ skip, no exchange"])
+    assert (np.median(noex, axis=0) > line).all()  # the stack without exchange never falls
+
+
+def test_stored_probe_stacks_match_a_fresh_run():
+    raw = _raw(fg.PROBE_DATA)
+    fresh = depth_probe.stack_probe_curves(graphs.PROBE_STACKS, raw["layers"], n_seq=100, n_train=75, seeds=[0],
+                               mask={"+ skip, no exchange": np.eye(16, dtype=bool)})
+    for name, acc in fresh.items():
+        # float64 throughout; one token of 400 is 0.0025, so a last-bit tie could move one token at most
+        np.testing.assert_allclose(acc[0], raw["stacks"][name][0], atol=0.0026)
+
+
+def test_probe_explorer_rejects_bad_input():
+    with pytest.raises(ValueError, match=r"expected \(seeds, depths\)"):
+        depth_probe.guess_depth(np.zeros(3), 0.2, 100)
+    d = fg.load_probe_data()
+    d["layers"] = d["layers"][:3]
+    with pytest.raises(ValueError, match="depths; expected 3"):
+        fg.probe_depth_explorer(d)

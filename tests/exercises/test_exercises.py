@@ -1,0 +1,184 @@
+"""The exercise checker: references pass, mutants get their feedback, check never raises."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_course.exercises import REGISTRY, check, evaluate
+from attention_course.course.solutions import SOLUTIONS
+
+IDS = sorted(REGISTRY)
+
+
+def test_every_exercise_has_a_solution_and_vice_versa():
+    assert set(SOLUTIONS) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_reference_solution_passes(eid):
+    result = evaluate(eid, SOLUTIONS[eid])
+    assert result.status == "passed", result.message
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_package_reference_passes(eid):
+    assert evaluate(eid, REGISTRY[eid].reference).passed
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_at_least_two_correct_alternatives_pass(eid):
+    alternatives = REGISTRY[eid].alternatives
+    assert len(alternatives) >= 2
+    for alt in alternatives:
+        result = evaluate(eid, alt)
+        assert result.passed, result.message
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_stub_is_not_attempted(eid):
+    def stub(*args):
+        raise NotImplementedError
+
+    result = evaluate(eid, stub)
+    assert result.status == "not attempted"
+    assert "not implemented yet" in result.message
+
+
+MUTANTS = [(eid, m) for eid in IDS for m in REGISTRY[eid].mutants]
+
+
+@pytest.mark.parametrize("eid,mutant", MUTANTS, ids=[f"{e}:{m.name}" for e, m in MUTANTS])
+def test_each_mutant_is_rejected_with_its_own_feedback(eid, mutant):
+    result = evaluate(eid, mutant.fn)
+    assert result.status == "failed"
+    assert result.message == mutant.feedback, result.message
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_mutant_feedback_is_distinct_and_specific(eid):
+    feedback = [m.feedback for m in REGISTRY[eid].mutants]
+    assert len(feedback) >= 2
+    assert len(set(feedback)) == len(feedback)
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_each_mutant_differs_from_the_reference_on_some_case(eid):
+    """A mutant that agrees with the reference on every case would be a correct answer."""
+    ex = REGISTRY[eid]
+    for mutant in ex.mutants:
+        assert not evaluate(eid, mutant.fn).passed, mutant.name
+
+
+# --------------------------------------------------------- generic feedback
+def test_returning_none():
+    r = evaluate("stable-softmax", lambda x: None)
+    assert r.status == "failed" and "returned None" in r.message and "return" in r.message
+
+
+def test_wrong_shape_names_both_shapes():
+    r = evaluate("stable-softmax", lambda x: np.zeros(3))
+    assert "shape (3,)" in r.message and "expected shape" in r.message
+
+
+def test_wrong_type():
+    r = evaluate("stable-softmax", lambda x: "hello")
+    assert "a str" in r.message
+
+
+def test_exception_is_reported_with_the_case():
+    def broken(x):
+        raise KeyError("oops")
+
+    r = evaluate("stable-softmax", broken)
+    assert r.status == "failed" and "KeyError" in r.message and "case" in r.message
+
+
+def test_in_place_modification_is_caught():
+    def in_place(x):
+        x -= x.max(axis=-1, keepdims=True)
+        np.exp(x, out=x)
+        x /= x.sum(axis=-1, keepdims=True)
+        return x
+
+    r = evaluate("stable-softmax", in_place)
+    assert "changed its input in place" in r.message
+
+
+def test_nan_output_gets_overflow_hint():
+    r = evaluate("stable-softmax", lambda x: np.full(np.shape(x), np.nan))
+    assert "NaN" in r.message
+
+
+def test_broadcast_error_gets_keepdims_tip():
+    def no_keepdims(x):
+        e = np.exp(x - x.max(axis=-1))
+        return e / e.sum(axis=-1)
+
+    r = evaluate("stable-softmax", no_keepdims)
+    assert r.status == "failed" and "keepdims" in r.message
+
+
+def test_torch_tensor_results_are_accepted():
+    import torch
+
+    assert evaluate("stable-softmax", lambda x: torch.softmax(torch.as_tensor(x), -1)).passed
+
+
+def test_unknown_exercise_and_non_callable():
+    assert "no exercise called" in evaluate("nope", SOLUTIONS["attention"]).message
+    assert "expects your function" in evaluate("attention", 42).message
+
+
+def test_check_prints_one_line(capsys):
+    check("stable-softmax", SOLUTIONS["stable-softmax"])
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("✅")
+
+
+class _Weird:
+    def __array__(self, *a, **k):
+        raise RuntimeError("no array for you")
+
+    def __len__(self):
+        raise RuntimeError("no len either")
+
+
+RETURNS = st.one_of(
+    st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=5),
+    st.lists(st.floats(allow_nan=True), max_size=4), st.just(_Weird()),
+    st.tuples(st.none(), st.integers()), st.just(np.array(["a", "b"])),
+    st.just(np.zeros((0,))), st.just(np.full((3, 5), np.inf)), st.just(object()),
+)
+EXCEPTIONS = st.sampled_from([ValueError, TypeError, ZeroDivisionError, IndexError, RuntimeError,
+                              AttributeError, MemoryError, RecursionError, SystemExit, StopIteration])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(IDS), RETURNS)
+def test_check_never_raises_on_arbitrary_returns(eid, value):
+    check(eid, lambda *args: value)
+    assert evaluate(eid, lambda *args: value).status in {"failed", "passed"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(IDS), EXCEPTIONS)
+def test_check_never_raises_on_arbitrary_exceptions(eid, exc):
+    def raiser(*args):
+        raise exc("boom")
+
+    check(eid, raiser)
+    assert evaluate(eid, raiser).status == "failed"
+
+
+def test_solutions_are_readable_plain_functions():
+    """The book shows each solution via literalinclude :pyobject:, so each is a top-level def."""
+    import attention_course.course.solutions as mod
+
+    for eid, fn in SOLUTIONS.items():
+        assert getattr(mod, fn.__name__) is fn, eid
+        assert inspect.getdoc(fn), f"solution for {eid} needs a docstring"
