@@ -88,6 +88,12 @@ class Exercise:
     ``in_place_ok`` lists the positions of arguments the learner may update in place
     (the online-softmax state, as a real kernel does); every other argument must come
     back unchanged. The reference always runs on a fresh copy of the inputs.
+
+    ``difficulty`` (1 = a few lines from the chapter's text, 2 = needs an idea of its own,
+    3 = a small project) and ``minutes`` (an honest time for a learner who has read the
+    chapter) are shown beside the exercise's title and by ``python -m attention_course
+    progress``; 0 means not rated yet. ``hints`` are the checker's symptom detectors, not
+    the learner's hints (those are dropdowns in the notebook, before the solution).
     """
 
     id: str
@@ -101,6 +107,8 @@ class Exercise:
     atol: float = 1e-8
     in_place_ok: tuple = ()
     explain: Optional[Explain] = None
+    difficulty: int = 0
+    minutes: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,9 @@ def register(exercise: Exercise) -> Exercise:
     """Add an exercise to the registry (ids must be unique)."""
     if exercise.id in REGISTRY:
         raise ValueError(f"exercise id {exercise.id!r} is registered twice")
+    if exercise.difficulty not in (0, 1, 2, 3) or exercise.minutes < 0:
+        raise ValueError(f"exercise {exercise.id!r} has difficulty {exercise.difficulty} and minutes "
+                         f"{exercise.minutes}; expected difficulty 1-3 (0 = not rated) and minutes >= 0")
     REGISTRY[exercise.id] = exercise
     return exercise
 
