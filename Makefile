@@ -19,7 +19,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv book plain test test-fast test-portable test-site linkcheck lab clean execute
+.PHONY: venv book plain test test-fast test-extended test-portable test-site linkcheck lab clean execute
 
 venv: $(STAMP)
 
@@ -59,7 +59,14 @@ test: $(STAMP)
 
 # The unit, property and doctests without the notebooks and the tests marked slow.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) -m "not slow and not site" tests attention_course; $(NONEMPTY)
+	$(BIN)/python -m pytest $(XDIST) -m "not slow and not site and not extended" tests attention_course; $(NONEMPTY)
+
+# The second tier, which .ci/run runs after `make test`: tests that recompute a shipped long run
+# (attention_course/data/*.json) from scratch, or resolve the install (Binder's environment, a
+# fresh process loading MiniLM offline). `make test` checks the same data against its stored
+# values and the chapters' claims; this checks that the code still produces them.
+test-extended: $(STAMP)
+	$(BIN)/python -m pytest $(XDIST) -m extended tests; $(NONEMPTY)
 
 # The suite as another machine runs it. torch (ATen) and numpy's OpenBLAS pick their vector
 # kernels by CPU (AVX-512, AVX2, SSE...) and split work by thread: each sums in its own order,
@@ -70,7 +77,7 @@ test-fast: $(STAMP)
 # (non-x86, OpenBLAS without DYNAMIC_ARCH) the variables are ignored.
 PORTABLE_ENV ?= ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-Nehalem} OMP_NUM_THREADS=1
 test-portable: $(STAMP)
-	$(PORTABLE_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m numerics; $(NONEMPTY)
+	$(PORTABLE_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m "numerics and not extended"; $(NONEMPTY)
 
 # Load every page of the built book in headless Chromium (needs `make book` first
 # and Debian's chromium + chromium-driver, which .ci/run installs).

@@ -146,3 +146,39 @@ def test_every_chapter_face_is_current():
                 expected |= set(module.__all__) - skip
         stale = expected ^ set(getattr(chapters, topic).__all__)
         assert not stale, f"chapters/{topic}/__init__.py is stale ({sorted(stale)}): run python .ci/chapter_faces.py"
+
+
+# ------------------------------------------------------------------ the maps
+def _map_rows() -> dict[str, str]:
+    """The package map's rows, joined per folder: ``{"chapters/lowrank/": "spectra baselines ..."}``."""
+    rows, folder = {}, None
+    for line in (PACKAGE / "README.md").read_text().splitlines():
+        if not line.startswith("| ") or line.startswith(("| folder", "|---")):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0]:
+            folder = cells[0].split("`")[1]
+        rows[folder] = rows.get(folder, "") + " " + cells[1]
+    return rows
+
+
+def test_the_package_map_lists_every_module():
+    rows = _map_rows()
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        if path.stem.startswith("__") or len(rel.parts) == 1:
+            continue
+        folder = "/".join(rel.parts[:-1]) + "/"
+        if f"`{path.stem}`" not in rows.get(folder, ""):
+            missing.append(str(rel))
+    assert not missing, f"attention_course/README.md does not list {missing}"
+
+
+def test_both_readmes_name_every_command():
+    from attention_course.__main__ import COMMANDS
+
+    for readme in (PACKAGE / "README.md", PACKAGE.parent / "README.md"):
+        text = readme.read_text()
+        missing = [name for name in COMMANDS if f"`{name}`" not in text]
+        assert not missing, f"{readme.name} does not name the commands {missing}"

@@ -186,6 +186,7 @@ def _index_url() -> str:
     return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else "https://pypi.org/simple"
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_binder_environment_resolves(tmp_path):
     """pip resolves binder/requirements.txt plus the package, as Binder would, without installing."""

@@ -3,7 +3,7 @@ independent computation from the stored JSON, the package or a closed form; the 
 
 The counts and flag rules live in the lenses (``roles``, ``topology_rule``, ``graphs``,
 ``depth_probe``) and are checked here against the same independent computations; the stored
-data's writers in :mod:`attention_course.experiments.flip_data`."""
+data's writers in the chapters' ``runs`` modules."""
 
 from __future__ import annotations
 
@@ -103,6 +103,7 @@ def test_stored_role_chance_levels_are_uniform_attention_on_the_texts():
         assert abs(v - chance[r]) < 1e-6  # stored to 6 decimals
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_stored_role_scores_match_minilm():
     raw = _raw(heads.ROLES_DATA)
@@ -143,6 +144,7 @@ def test_rule_flag_is_where_the_median_miss_crosses_one_minus_mass(figures):
     assert abs(np.median(miss) - 0.2) < 0.02 and masses[fig.flip] == 0.8  # the chapter's line, miss 0.2
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_stored_rule_miss_matches_a_fresh_fit():
     raw = _raw(fg.RULE_DATA)
@@ -221,6 +223,7 @@ def test_probe_flags_are_where_each_random_stack_falls_to_guessing(figures):
     assert (np.median(noex, axis=0) > line).all()  # the stack without exchange never falls
 
 
+@pytest.mark.extended
 def test_stored_probe_stacks_match_a_fresh_run():
     raw = _raw(fg.PROBE_DATA)
     fresh = depth_probe.stack_probe_curves(graphs.PROBE_STACKS, raw["layers"], n_seq=100, n_train=75, seeds=[0],

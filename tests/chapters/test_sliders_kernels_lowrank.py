@@ -1,7 +1,7 @@
 """Flagged sliders of chapters 2 and 3 (issue 19): learned-width, low-rank-real, efficient-attention.
 
 The numbers and flags come from the lenses (``kernel_learning``, ``lowrank_baselines``,
-``approximation_error``) and the stored data from :mod:`attention_course.experiments.flip_data`.
+``approximation_error``) and the stored data from the chapters' ``runs`` modules.
 
 Each figure's deciding numbers are checked against an independent computation (closed-form
 Nadaraya-Watson in numpy, the package's own fits and accuracy table, numpy's polyfit on the
@@ -94,6 +94,7 @@ def test_stored_sweep_matches_the_fits(lw):
     assert np.all(np.diff(lw["w"]) > 0)  # the more a point sees itself, the narrower the learned kernel
 
 
+@pytest.mark.extended
 def test_stored_draw_ratio_matches_a_live_draw(lw):
     d = sine_data(n=40, noise=1.0, seed=lw["draws"][0])
     w = fit_bandwidth(d.x_train, d.y_train, leave_one_out=True, **lw["fit"]).w
@@ -102,6 +103,7 @@ def test_stored_draw_ratio_matches_a_live_draw(lw):
     assert ratio == pytest.approx(lw["draw_ratio"][0], rel=1e-9)
 
 
+@pytest.mark.extended
 def test_experiment_reproduces_the_stored_sweep(lw):
     """kernels.self_weight_sweep is what wrote the file: one alpha and one draw, live."""
     live = kernels.self_weight_sweep([lw["alpha"][0]], seed=lw["seed"], draws=lw["draws"][:1], **lw["fit"])

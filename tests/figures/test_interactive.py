@@ -105,6 +105,7 @@ def test_scale_flip_is_where_most_unscaled_rows_saturate(figures):
     assert shares[-1] > shares[0]  # the claim the figure illustrates: more saturation with d_k
 
 
+@pytest.mark.extended
 @pytest.mark.numerics
 def test_stored_head_maps_match_minilm():
     from attention_course.models.pretrained import attention_maps

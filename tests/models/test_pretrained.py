@@ -265,6 +265,7 @@ def test_package_is_found_without_env_var(monkeypatch):
     assert (folder / "model.safetensors").is_file()
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_fresh_process_load_prints_nothing_and_goes_offline():
     """A new interpreter: import, load and run with nothing on stdout or stderr.

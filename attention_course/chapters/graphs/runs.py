@@ -31,6 +31,10 @@ writes the runs (3 seeds for every ``(k, L)``; 12 minutes with two workers on a 
 to ``attention_course/data/composition.json``;
 :func:`load_runs` reads them back and :func:`summarise` gives the mean, min and max
 over seeds. :func:`live_run` is the reduced run a notebook can afford.
+
+The data of two sliders are written here too: the fixed rule's miss per head
+(:func:`rule_miss_data`, :data:`RULE_DATA`) and the linear probes through random stacks
+(:func:`probe_data`, :data:`PROBE_DATA`).
 """
 
 from __future__ import annotations
@@ -315,10 +319,10 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-RULE_DATA = DATA_DIR / "flips_ch5_rule.json"
+RULE_DATA = DATA_DIR / "slider_rule_miss.json"
 
 
-PROBE_DATA = DATA_DIR / "flips_ch5_probe.json"
+PROBE_DATA = DATA_DIR / "slider_depth_probe.json"
 
 
 #: Chapter 5's random stacks: keyword arguments of :func:`attention_course.chapters.graphs.collapse.attention_stack`.

@@ -19,8 +19,8 @@ r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs ch
 Every number and flag comes from the lenses; this module only reads stored data and draws.
 MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
 (:data:`RULE_DATA`, :data:`PROBE_DATA`, written by
-:func:`attention_course.experiments.flip_data.rule_miss_data` and
-:func:`~attention_course.experiments.flip_data.probe_data`); the figures' HTML is then the same
+:func:`attention_course.chapters.graphs.runs.rule_miss_data` and
+:func:`~attention_course.chapters.graphs.runs.probe_data`); the figures' HTML is then the same
 on every CPU.
 """
 
@@ -44,9 +44,9 @@ __all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_
            "probe_depth_explorer"]
 
 _DATA = DATA_DIR
-#: The fixed rule's miss per head (regenerate: :func:`attention_course.experiments.flip_data.write_rule_miss`).
+#: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.runs.write_rule_miss`).
 #: The probe accuracies of chapter 5 at every depth (regenerate:
-#: :func:`attention_course.experiments.flip_data.write_probe_data`).
+#: :func:`attention_course.chapters.graphs.runs.write_probe_data`).
 _COLORS = {"pure attention": "#D55E00", "+ skip": "#0072B2", "+ skip + MLP + LayerNorm": "#009E73",
            "+ skip, no exchange": "#777777", "MiniLM, own": "#882255", "MiniLM, previous": "#CC79A7",
            "MiniLM, next": "#E69F00", "scrambled, previous": "#BBBBBB"}

@@ -19,6 +19,9 @@ no run trains on) and its **training** loss, averaged over blocks of ``every`` s
 
 writes the fuller runs (5 seeds) as ``attention_course/data/head_training.json``,
 which :func:`load_runs` reads back.
+
+MiniLM's head-role scores behind the ``head-relations`` slider (:func:`role_scores_data`,
+:func:`write_role_scores`, stored as :data:`ROLES_DATA`) are written here too.
 """
 
 from __future__ import annotations
@@ -162,7 +165,7 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-ROLES_DATA = DATA_DIR / "flips_ch4_roles.json"
+ROLES_DATA = DATA_DIR / "slider_role_scores.json"
 
 
 # ------------------------------------------------------------------ chapter 4: head-relations

@@ -1,4 +1,11 @@
-"""TODO."""
+"""Chapter 2's stored run: the ``learned-width`` slider's data (how much of its own target may a point see?).
+
+:func:`self_weight_sweep` learns the kernel width at each self-weight and measures the margin of
+"a good width" over further draws; :func:`write_self_weight_sweep` stores it as
+:data:`LEARNED_WIDTH_DATA`, which the slider (``sliders.learned_width_explorer``) reads::
+
+    python -c "from attention_course.chapters.kernels.runs import write_self_weight_sweep; write_self_weight_sweep()"
+"""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sine_data
 __all__ = ["LEARNED_WIDTH_DATA", "ALPHAS", "W_GRID", "self_weight_sweep", "write_self_weight_sweep"]
 
 
-LEARNED_WIDTH_DATA = DATA_DIR / "flips_ch2_learned_width.json"
+LEARNED_WIDTH_DATA = DATA_DIR / "slider_learned_width.json"
 
 
 #: The self-weights of the chapter-2 slider: 0 (leave-one-out) to 1 (self-included).

@@ -14,6 +14,9 @@ It measures, and stores as JSON (``attention_course/data/lowrank_function.json``
 * ``recall``: :func:`~attention_course.chapters.lowrank.recall.recall_sweep`.
 
 Run ``python -m attention_course.chapters.lowrank.runs`` (7 minutes on a loaded 2-core machine).
+
+The structure sweep behind the ``efficient-attention`` slider (:func:`write_structure_sweep`,
+stored as :data:`STRUCTURE_DATA`) is written here too.
 """
 
 from __future__ import annotations
@@ -161,7 +164,7 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-STRUCTURE_DATA = DATA_DIR / "flips_ch3_efficient.json"
+STRUCTURE_DATA = DATA_DIR / "slider_efficient_inputs.json"
 
 
 # ------------------------------------------------------------------ chapter 3: efficient-attention

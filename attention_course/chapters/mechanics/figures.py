@@ -1,4 +1,4 @@
-"""Publication-quality figures for the course.
+"""Figures for chapter 1: attention heatmaps, masks and the convex hull of the values.
 
 Every helper draws on the ``ax`` it is given (or a new figure), labels its axes,
 adds a colour bar where colour carries a value, returns the

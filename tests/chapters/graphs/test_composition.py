@@ -185,6 +185,7 @@ def test_stored_run_has_every_cell_over_three_seeds(doc):
         assert b["one_hop"] == (1.0 if k == "1" else 0.0)
 
 
+@pytest.mark.extended
 def test_stored_run_is_reproducible_for_one_cell(doc):
     """Re-run the cheapest cell (k = 1, L = 1, seed 0) and compare with the stored accuracy."""
     s = doc["settings"]

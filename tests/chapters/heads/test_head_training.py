@@ -24,6 +24,7 @@ def test_run_one_matches_training_by_hand():
     assert r["parameters"] == sum(p.numel() for p in model.parameters())
 
 
+@pytest.mark.extended
 def test_cli_writes_what_load_runs_reads(tmp_path):
     out = tmp_path / "runs.json"
     assert HT.main(["--out", str(out), "--seeds", "0", "--steps", "4", "--heads", "2", "--head-seeds", "1",
