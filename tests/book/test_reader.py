@@ -99,3 +99,96 @@ def test_figures_fit_the_column(path):
             elif width_in > MAX_WIDTH + 0.3:  # bbox_inches="tight" may add a little padding
                 wrong.append(f"cell {i}: {width_in:.1f} in wide ({im.width} px at {DPI} dpi); at most {MAX_WIDTH} in")
     assert not wrong, "\n".join(wrong)
+
+
+# ------------------------------------------------------------------ the reader's page
+#: The book never shows its own history: reviews go in commit messages, not on the page.
+HISTORY = re.compile(r"\b(what changed|previous version|earlier version|reviewers?|"
+                     r"(?:an?|the|independent|second) review|earlier in this revision)\b", re.I)
+
+
+def _page_texts(cell):
+    """What a reader can see of a cell: its markdown, caption and alt text, and its text outputs."""
+    if cell.cell_type == "markdown":
+        yield "text", cell.source
+    meta = cell.metadata.get("mystnb", {})
+    yield "caption", str(meta.get("figure", {}).get("caption", ""))
+    yield "alt text", str(meta.get("image", {}).get("alt", ""))
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            yield "output", out.get("text", "")
+        for mime in ("text/plain", "text/markdown", "text/html"):
+            if mime in out.get("data", {}):
+                yield "output", out["data"][mime]
+
+
+@pytest.mark.parametrize("path", [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.md"))],
+                         ids=lambda p: p.name)
+def test_the_book_does_not_show_its_own_history(path):
+    if path.suffix == ".md":
+        found = [m.group(0) for m in HISTORY.finditer(path.read_text())]
+    else:
+        found = [f"cell {i} ({where}): ...{text[max(0, m.start() - 40):m.end() + 40]}..."
+                 for i, cell in enumerate(_cells(path)) for where, text in _page_texts(cell)
+                 for m in HISTORY.finditer(text)]
+    assert not found, "the page talks about the book's own history (say it in the commit message):\n" + \
+        "\n".join(found)
+
+
+def test_the_history_check_catches_a_review_note():
+    assert HISTORY.search("A reviewer arguing the other side pointed out") and HISTORY.search("(What changed.")
+    assert not HISTORY.search("the closing paragraph, rewritten from the evidence")
+
+
+def _headings(cells):
+    """(cell index, level-2 heading text) for every ``## `` heading, in order."""
+    return [(i, line[3:].strip()) for i, c in enumerate(cells) if c.cell_type == "markdown"
+            for line in c.source.splitlines() if line.startswith("## ")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_exercise_sits_under_exercises_before_the_summary(path):
+    cells = _cells(path)
+    heads = _headings(cells)
+    exercises = [i for i, c in enumerate(cells)
+                 if (c.cell_type == "code" and c.source.lstrip().startswith("# EXERCISE:"))
+                 or (c.cell_type == "markdown" and "{exercise}" in c.source)]
+    misplaced = []
+    for i in exercises:
+        above = [h for j, h in heads if j <= i]
+        if not above or not above[-1].startswith("Exercises"):
+            misplaced.append(f"cell {i} is under '{above[-1] if above else 'no heading'}'")
+    summary = [j for j, h in heads if h.startswith("Summary")]
+    if exercises and summary:
+        assert max(exercises) < summary[-1], f"an exercise (cell {max(exercises)}) comes after the Summary"
+    assert not misplaced, "exercises belong under the chapter's Exercises heading:\n" + "\n".join(misplaced)
+
+
+def _spoilers(value: float) -> set[str]:
+    """How a cell could print the number a prediction reveals: rounded, as a share, or its complement."""
+    out = set()
+    for v in {value, 1 - value} if 0 < value < 1 else {value}:
+        out |= {f"{v:.2f}", f"{v:.3f}", f"{v:.3g}", f"{v:.1%}", f"{v:.0%}"}
+    return {s for s in out if sum(ch.isdigit() for ch in s.lstrip("0.")) >= 2}  # "8" would match anything
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_output_above_a_prediction_shows_its_answer(path):
+    from attention_course.figures.predictions import PREDICTIONS, _evidence
+
+    evidence = _evidence()
+    cells = _cells(path)
+    spoiled = []
+    heads = [j for j, _ in _headings(cells)]
+    for i, cell in enumerate(cells):
+        for name in re.findall(r'prediction\("([^"]+)"\)', cell.source if cell.cell_type == "code" else ""):
+            p = PREDICTIONS[name]
+            marks = _spoilers(float(evidence[p.claim][p.glue]))
+            # the prediction's own section: a two-digit number in an earlier section's table is a
+            # coincidence, not a spoiler (a reader meets the box right after the section's text)
+            start = max([j for j in heads if j <= i], default=0)
+            for j, above in enumerate(cells[start:i], start=start):
+                for where, text in _page_texts(above):
+                    if where == "output" and (hit := next((s for s in marks if re.search(rf"(?<![\d.]){re.escape(s)}(?!\d)", text)), None)):
+                        spoiled.append(f"{name}: cell {j}'s output shows {hit}")
+    assert not spoiled, "a prediction's answer is printed above it:\n" + "\n".join(spoiled)
