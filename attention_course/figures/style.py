@@ -27,7 +27,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 __all__ = ["MAX_WIDTH", "DPI", "RC", "METHOD_COLORS", "METHOD_ALIASES", "ROLE_COLORS", "MASK_CMAP", "book_style",
-           "book_figure", "check_width", "method_color", "role_color", "mask_legend", "setup_notebook"]
+           "book_figure", "check_width", "method_color", "role_color", "new_axes", "mask_legend",
+           "setup_notebook"]
 
 #: The widest figure (inches) that fits the 688-px column without shrinking text below legibility.
 MAX_WIDTH = 7.0
@@ -165,6 +166,25 @@ def book_figure(func: Callable[..., Figure]) -> Callable[..., Figure]:
             fig = func(*args, **kwargs)
         return check_width(fig, f"{func.__name__}()") if isinstance(fig, Figure) else fig
     return wrapper
+
+
+def new_axes(ax: Optional[Axes], figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    """``(ax.figure, ax)``, or a new constrained-layout figure of ``figsize`` inches and its one axes.
+
+    For a plotting function with an optional ``ax``: it draws into the caller's axes when given
+    one, and into a figure of its own size otherwise.
+
+    Examples
+    --------
+    >>> fig, ax = new_axes(None, (3, 2))
+    >>> new_axes(ax, (9, 9)) == (fig, ax), tuple(fig.get_size_inches().tolist())
+    (True, (3.0, 2.0))
+    >>> plt.close(fig)
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
 
 
 def mask_legend(ax: Axes, labels: Sequence[str] = ("masked", "allowed"), loc: str = "upper right",

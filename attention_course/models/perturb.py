@@ -1,7 +1,7 @@
 """Perturbed and batched runs of a BERT encoder: scrambled weights, attention maps of many texts.
 
-:func:`scrambled_weights` is the untrained-model baseline of chapter 5: every layer matrix keeps
-its own entries (so its scale) in a random order, so whatever training put where is lost.
+:func:`scrambled_weights` is the untrained-model baseline of chapters 5 and 7: each weight tensor
+keeps its own entries (so its scale) in a random order, so whatever training put where is lost.
 :func:`encoder_maps` runs texts through :func:`attention_course.models.encoder.bert_encode` and
 returns each text's token ids and attention maps, cut to its own length.
 """
@@ -9,7 +9,7 @@ returns each text's token ids and attention maps, cut to its own length.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
@@ -19,32 +19,58 @@ from .encoder import BertWeights, bert_encode
 
 __all__ = ["scrambled_weights", "encoder_maps"]
 
+#: The layer matrices, the only tensors scrambled by default.
 _MATRICES = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2")
 
 
-def scrambled_weights(weights: BertWeights, seed: int) -> BertWeights:
-    """A copy of an encoder's weights with the entries of every layer matrix randomly permuted.
+def scrambled_weights(weights: BertWeights, seed: int, *, every_tensor: bool = False) -> BertWeights:
+    """A copy of an encoder's weights with the entries of its weight tensors randomly permuted.
 
-    Each matrix keeps its own values (so its scale and spectrum of sizes); what training put
-    where is lost. Embeddings, biases and LayerNorm parameters are kept.
+    Each scrambled tensor keeps its shape and its own values (so its scale and spread of
+    sizes); what training put where is lost. The chapters ask two questions of it:
+
+    * ``every_tensor=False`` (chapter 5): only the layer matrices (``W_q, W_k, W_v, W_o, W_1,
+      W_2``) are scrambled. Embeddings, biases and LayerNorm parameters are kept, so the
+      tokens still enter as trained and only what the layers learned is lost: is a head's graph
+      built by trained layers, or by any layers of these scales?
+    * ``every_tensor=True`` (chapter 7): every tensor, the word, position and token-type
+      embeddings, biases and LayerNorm parameters too. Not even the position embeddings keep
+      what training put in them: which kinds of head (content, position, sink) need training?
+
+    One generator, seeded with ``seed``, draws one permutation per scrambled tensor in field
+    order (the embeddings, then each layer's fields). The input is not changed.
 
     Examples
     --------
     >>> from attention_course.models.encoder import BertLayerWeights
     >>> L = BertLayerWeights(*[torch.arange(4.0).reshape(2, 2)] * 4, *[torch.zeros(2)] * 6,
     ...                      torch.ones(2, 3), torch.zeros(3), torch.ones(3, 2), *[torch.zeros(2)] * 3)
-    >>> W = BertWeights(torch.zeros(5, 2), torch.zeros(4, 2), torch.zeros(1, 2), torch.ones(2),
+    >>> W = BertWeights(torch.arange(10.0).reshape(5, 2), torch.zeros(4, 2), torch.zeros(1, 2), torch.ones(2),
     ...                 torch.zeros(2), (L,), num_heads=1, layer_norm_eps=1e-12)
     >>> sorted(scrambled_weights(W, seed=0).layers[0].W_q.flatten().tolist())
     [0.0, 1.0, 2.0, 3.0]
+    >>> torch.equal(scrambled_weights(W, seed=0).word_embeddings, W.word_embeddings)
+    True
+    >>> torch.equal(scrambled_weights(W, seed=0, every_tensor=True).word_embeddings, W.word_embeddings)
+    False
     """
     g = torch.Generator().manual_seed(seed)
 
     def permute(t: torch.Tensor) -> torch.Tensor:
-        return t.flatten()[torch.randperm(t.numel(), generator=g)].reshape(t.shape)
+        flat = t.detach().reshape(-1)  # (numel,)
+        return flat[torch.randperm(flat.numel(), generator=g)].reshape(t.shape)
 
-    layers = tuple(replace(L, **{k: permute(getattr(L, k)) for k in _MATRICES}) for L in weights.layers)
-    return replace(weights, layers=layers)
+    def scramble(obj: Any) -> Any:  # a copy of a weights dataclass, its fields visited in order
+        new = {}
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            if f.name == "layers":
+                new[f.name] = tuple(scramble(layer) for layer in value)
+            elif isinstance(value, torch.Tensor) and (every_tensor or f.name in _MATRICES):
+                new[f.name] = permute(value)
+        return replace(obj, **new)
+
+    return scramble(weights)
 
 
 def encoder_maps(weights: BertWeights, tokenizer: Any, texts: Sequence[str]) -> tuple[list[list[int]], list[np.ndarray]]:

@@ -1,8 +1,12 @@
 """Queries and keys of a BERT encoder, per layer and head, for whole sentences.
 
-Chapter 2 compares a trained head's attention weights with the distances between its own
-queries and keys (:mod:`attention_course.chapters.kernels.qk_kernel`); these helpers run the course's
-encoder (:func:`~attention_course.models.encoder.bert_encode`) to get them.
+:func:`bert_queries_keys` projects each layer's input to its queries and keys, for a batch;
+:func:`sentence_queries_keys` runs sentences one at a time through the course's encoder
+(:func:`~attention_course.models.encoder.bert_encode`) and stacks them by layer;
+:func:`minilm_queries_keys` does it for all-MiniLM-L6-v2. Chapter 2 compares a trained head's
+attention weights with the distances between its own queries and keys
+(:mod:`attention_course.chapters.kernels.qk_kernel`); chapter 6 measures the variance of their
+dot products (:func:`~attention_course.chapters.scaling.measures.pair_logit_variance`).
 """
 
 from __future__ import annotations
@@ -19,18 +23,64 @@ from ..core.multihead import split_heads
 from .encoder import BertWeights, bert_encode, bert_weights_from_safetensors
 from .pretrained import load_minilm, locate_minilm, minilm_weights
 
-__all__ = ["sentence_queries_keys", "minilm_queries_keys"]
+__all__ = ["bert_queries_keys", "sentence_queries_keys", "minilm_queries_keys"]
+
+
+def bert_queries_keys(weights: BertWeights, hidden_states: Sequence[torch.Tensor]
+                      ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    r"""Every layer's per-head queries and keys of a BERT encoder.
+
+    .. math::
+
+        q^{(\ell)} = H_{\ell} W_Q^{(\ell)} + b_Q^{(\ell)}, \qquad
+        k^{(\ell)} = H_{\ell} W_K^{(\ell)} + b_K^{(\ell)},
+
+    split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`
+    (``hidden_states[l]`` from :func:`~attention_course.models.encoder.bert_encode`).
+    ``softmax(q k^T / sqrt(d_k))`` over the real keys gives that layer's attention.
+
+    Parameters
+    ----------
+    weights : BertWeights
+    hidden_states : sequence of tensors, each (B, T, d_model)
+        At least one per layer; the last of ``bert_encode``'s L + 1 (the output of the last
+        layer) is not used.
+
+    Returns
+    -------
+    list of (q, k)
+        One pair per layer, each of shape (B, h, T, d_k).
+
+    Examples
+    --------
+    >>> from attention_course.models.encoder import BertLayerWeights
+    >>> g = torch.Generator().manual_seed(0)
+    >>> r = lambda *s: torch.randn(*s, generator=g)
+    >>> layer = BertLayerWeights(*[r(8, 8) for _ in range(4)], *[r(8) for _ in range(6)],
+    ...                          r(8, 16), r(16), r(16, 8), r(8), r(8), r(8))
+    >>> w = BertWeights(r(10, 8), r(16, 8), r(2, 8), r(8), r(8), (layer,), 2, 1e-12)
+    >>> out = bert_encode(w, torch.tensor([[1, 2, 3]]))
+    >>> [tuple(t.shape) for t in bert_queries_keys(w, out.hidden_states)[0]]
+    [(1, 2, 3, 4), (1, 2, 3, 4)]
+    """
+    if len(hidden_states) < len(weights.layers):
+        raise ValueError(f"{len(hidden_states)} hidden states for {len(weights.layers)} layers; "
+                         f"expected one input per layer (bert_encode gives L + 1)")
+    out = []
+    for L, x in zip(weights.layers, hidden_states):  # x: (B, T, d_model), the layer's input
+        q = split_heads(x @ L.W_q + L.b_q, weights.num_heads)  # (B, h, T, d_k)
+        k = split_heads(x @ L.W_k + L.b_k, weights.num_heads)  # (B, h, T, d_k)
+        out.append((q, k))
+    return out
 
 
 def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.Tensor, Sequence[int]]]
                           ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Every layer's and head's queries and keys for each sentence, run one at a time (no padding).
 
-    For sentence ``s`` and layer :math:`\ell`, :math:`q = H_\ell W_Q + b_Q` and
-    :math:`k = H_\ell W_K + b_K` split into heads
-    (the hidden states of
-    :func:`~attention_course.models.encoder.bert_encode`, projected per layer), so that
-    ``softmax(q k^T / sqrt(d_k))`` is that head's attention.
+    For sentence ``s``, :func:`bert_queries_keys` of its hidden states in
+    :func:`~attention_course.models.encoder.bert_encode`, stacked over the layers, so that
+    ``softmax(q k^T / sqrt(d_k))`` is each head's attention.
 
     Parameters
     ----------
@@ -60,12 +110,9 @@ def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.
         if t.shape[1] == 0:
             raise ShapeError(f"input_ids[{i}] has shape {shape_str(t)}; expected at least one token")
         hidden = bert_encode(weights, t).hidden_states  # L + 1 tensors (1, T, d_model)
-        # each layer's input H_l, projected and split into heads (lenses.scaling.bert_queries_keys
-        # does the same for a batch; models may not import lenses)
-        q = torch.stack([split_heads(x @ L.W_q + L.b_q, weights.num_heads)[0]
-                         for L, x in zip(weights.layers, hidden)])  # (L, h, T, d_k)
-        k = torch.stack([split_heads(x @ L.W_k + L.b_k, weights.num_heads)[0]
-                         for L, x in zip(weights.layers, hidden)])  # (L, h, T, d_k)
+        pairs = bert_queries_keys(weights, hidden)  # L x (q, k), each (1, h, T, d_k)
+        q = torch.stack([q[0] for q, _ in pairs])  # (L, h, T, d_k)
+        k = torch.stack([k[0] for _, k in pairs])  # (L, h, T, d_k)
         out.append((q.double().numpy(), k.double().numpy()))
     return out
 

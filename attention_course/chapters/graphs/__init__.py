@@ -50,7 +50,6 @@ from .rollout import attention_rollout
 from .topology import shuffled_sentences, jaccard, chance_jaccard, shuffle_overlap
 from .topology_rule import (
     overlap_study,
-    total_variation,
     FixedRule,
     fit_fixed_rule,
     rule_miss,
@@ -139,7 +138,6 @@ __all__ = [
     "chance_jaccard",
     "shuffle_overlap",
     "overlap_study",
-    "total_variation",
     "FixedRule",
     "fit_fixed_rule",
     "rule_miss",

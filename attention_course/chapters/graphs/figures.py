@@ -20,19 +20,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from ...core._backend import Array, ShapeError, to_numpy
-from ...figures.style import book_figure
+from ...figures.style import book_figure, new_axes
 from .propagation import band_width
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
 __all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition"]
-
-
-def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
-        return fig, ax
-    return ax.figure, ax
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -96,11 +89,11 @@ def plot_attention_graph(
     if len(labels) != T:
         raise ShapeError(f"{len(labels)} labels for weights of shape {W.shape}; expected {T}")
     if layout == "arc":
-        fig, ax = _new_axes(ax, (min(PAGE_WIDTH, max(6.0, 0.75 * T)), 0.26 * T + 2.2))
+        fig, ax = new_axes(ax, (min(PAGE_WIDTH, max(6.0, 0.75 * T)), 0.26 * T + 2.2))
         xy = np.stack([np.arange(T, dtype=float), np.zeros(T)], axis=1)  # (T, 2)
         rad = -0.5  # with arc3 this bends left-to-right arrows up, right-to-left down
     else:
-        fig, ax = _new_axes(ax, (5.4, 4.8))
+        fig, ax = new_axes(ax, (5.4, 4.8))
         angle = np.pi / 2 - 2 * np.pi * np.arange(T) / T  # clockwise from the top
         xy = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (T, 2)
         rad = 0.12  # a slight bend separates i -> j from j -> i
@@ -324,7 +317,7 @@ def plot_rank_collapse(
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    fig, ax = _new_axes(ax, (6.4, 4.2))
+    fig, ax = new_axes(ax, (6.4, 4.2))
     markers = "osD^v<>"
     for (name, curve), marker in zip(curves.items(), markers * len(curves)):
         r = to_numpy(curve).astype(float)

@@ -34,13 +34,14 @@ import numpy as np
 import torch
 
 from ...core._backend import Array, ShapeError, to_numpy
+from ..heads.subspaces import total_variation
 from .topology import shuffle_overlap, shuffled_sentences
 
 #: Runs texts through a model: ``encode(texts) -> (token ids per text, maps (L, H, n, n) per text)``,
 #: e.g. ``lambda texts: encoder_maps(weights, tokenizer, texts)`` (:mod:`attention_course.models.perturb`).
 Encode = Callable[[Sequence[str]], tuple[list, list]]
 
-__all__ = ["overlap_study", "total_variation",
+__all__ = ["overlap_study",
            "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap",
            "placed_counts", "rule_flip"]
 
@@ -120,22 +121,6 @@ def held_out_shuffles(
             part[0].append(i)
             part[1].append(m.reshape(-1, *m.shape[-2:]))  # (L * H, n, n)
     return fit, held
-
-
-def total_variation(p: Array, q: Array) -> np.ndarray:
-    r"""Total-variation distance :math:`\tfrac12 \sum_j |p_j - q_j|` over the last axis.
-
-    The weight that ``q`` puts where ``p`` does not: 0 for equal rows, 1 for disjoint ones.
-
-    Examples
-    --------
-    >>> float(total_variation([0.5, 0.5, 0.0], [0.0, 0.5, 0.5]))
-    0.5
-    """
-    P, Q = to_numpy(p).astype(float), to_numpy(q).astype(float)
-    if P.shape != Q.shape:
-        raise ShapeError(f"p has shape {P.shape} but q has shape {Q.shape}; expected equal shapes")
-    return 0.5 * np.abs(P - Q).sum(axis=-1)
 
 
 @dataclass(frozen=True)
@@ -218,7 +203,9 @@ def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge
 
 
 def uniform_miss(maps: Sequence[Array]) -> np.ndarray:
-    """Per head, the mean :func:`total_variation` between the maps' rows and uniform rows: (H,).
+    """Per head, the mean total-variation distance between the maps' rows and uniform rows: (H,).
+
+    Rows are compared by :func:`~attention_course.chapters.heads.subspaces.total_variation`.
 
     Examples
     --------
@@ -230,7 +217,7 @@ def uniform_miss(maps: Sequence[Array]) -> np.ndarray:
 
 
 def rule_miss(rule: FixedRule, maps: Sequence[Array], ids: Sequence[Sequence[int]]) -> np.ndarray:
-    """Per head, the mean :func:`total_variation` between the maps' rows and the rule's: (H,)."""
+    """Per head, the mean total-variation distance between the maps' rows and the rule's: (H,)."""
     return np.mean([total_variation(to_numpy(A), rule.predict(seq)).mean(axis=-1)
                     for A, seq in zip(maps, ids)], axis=0)
 

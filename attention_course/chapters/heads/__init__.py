@@ -19,7 +19,6 @@ from .circuits import (
     random_overlaps,
     shuffled_head_overlaps,
     matched_random_overlaps,
-    stable_rank,
     head_ov_maps,
     reparametrize_ov,
 )
@@ -90,7 +89,6 @@ __all__ = [
     "random_overlaps",
     "shuffled_head_overlaps",
     "matched_random_overlaps",
-    "stable_rank",
     "head_ov_maps",
     "reparametrize_ov",
     "ROLES",

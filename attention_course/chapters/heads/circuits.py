@@ -15,7 +15,9 @@ direction, not how much they overlap. This module summarises **all** of them,
 isotropic, so two baselines keep its geometry: :func:`shuffled_head_overlaps`
 regroups the layer's own directions into random heads, and
 :func:`matched_random_overlaps` draws subspaces with the layer's covariance.
-:func:`stable_rank` says how many directions of a head's map carry its weight. It also reads a head as
+How many directions of a head's map carry its weight is chapter 3's stable rank
+(:func:`~attention_course.chapters.lowrank.spectra.stable_rank_from_singular_values` of
+:func:`~attention_course.chapters.heads.subspaces.form_singular_values`). The module also reads a head as
 Elhage et al. (2021) do, as two circuits: the **QK** form
 :math:`M_i = W_Q^{(i)} W_K^{(i)\top}` (where it looks,
 :func:`~attention_course.chapters.heads.subspaces.head_bilinear_forms`) and the **OV** map
@@ -33,7 +35,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from .subspaces import _orth, head_bilinear_forms, reparametrize_head, split_head_weights
 
 __all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
-           "stable_rank", "head_ov_maps", "reparametrize_ov"]
+           "head_ov_maps", "reparametrize_ov"]
 
 
 def subspace_overlap(A: Array, B: Array) -> np.ndarray:
@@ -161,34 +163,6 @@ def matched_random_overlaps(W: Array, p: int, n_pairs: int = 100, seed: int = 0,
     G = torch.randn(2, n_pairs, V.shape[1], p, generator=g, dtype=torch.float64)  # (2, n_pairs, m, p)
     A, B = V @ G  # (n_pairs, n, p) each: columns with covariance V V^T
     return subspace_overlap(A, B)  # (n_pairs,)
-
-
-def stable_rank(s: Array) -> np.ndarray:
-    r"""Stable rank of matrices given by their singular values, :math:`\sum_j \sigma_j^2 / \sigma_1^2`.
-
-    .. math:: \operatorname{srank}(M) = \frac{\lVert M\rVert_F^2}{\lVert M\rVert_2^2} \in [1, \operatorname{rank} M]
-
-    1 for a rank-1 matrix, the rank for equal singular values; unlike the rank it
-    does not count directions that carry almost nothing. Its inverse is the share
-    of the squared norm ("energy") in the top singular direction.
-
-    Parameters
-    ----------
-    s : shape (..., k), the singular values of each matrix (any order, non-negative)
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-
-    Examples
-    --------
-    >>> stable_rank(np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 1.0, 1.0]])).tolist()
-    [1.0, 3.0, 1.5]
-    """
-    s = np.asarray(to_numpy(s), dtype=np.float64)
-    if s.ndim < 1 or s.shape[-1] == 0:
-        raise ShapeError(f"s has shape {s.shape}; expected (..., k) with k >= 1 singular values")
-    return (s**2).sum(-1) / (s**2).max(-1)  # (...): ||M||_F^2 / ||M||_2^2
 
 
 def head_ov_maps(W_v: Array, W_o: Array, num_heads: int) -> np.ndarray:

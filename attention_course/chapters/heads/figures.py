@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from ...core._backend import Array, to_numpy
 from ..mechanics.figures import plot_heatmap
-from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, role_color
+from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role_color
 
 __all__ = ["plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
            "plot_loss_curves", "plot_seed_curves", "plot_head_ablation"]  # fmt: skip
@@ -206,10 +206,7 @@ def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, bas
     >>> [line.get_label() for line in fig.axes[0].lines]
     ['run', 'chance']
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = new_axes(ax, (6.4, 3.8))
     for name, hist in losses.items():
         hist = np.asarray(hist, dtype=float)
         smooth = np.convolve(hist, np.ones(window) / window, mode="valid")  # (steps - window + 1,)
@@ -232,10 +229,7 @@ def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, b
     >>> fig.axes[0].lines[0].get_xdata().tolist(), fig.axes[0].lines[0].get_ydata().tolist()
     ([10, 20], [3.1, 1.9])
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = new_axes(ax, (6.4, 3.8))
     for name, c in curves.items():
         c = np.asarray(to_numpy(c), dtype=float)  # (seeds, blocks)
         steps = every * np.arange(1, c.shape[1] + 1)  # (blocks,): each block's last step

@@ -21,6 +21,7 @@ from typing import Optional, Union
 import numpy as np
 
 from ...core._backend import Array, ShapeError, to_numpy
+from ..mechanics.properties import row_entropy
 
 __all__ = ["ROLES", "RELATIONS", "PARKING", "head_role_scores", "uniform_role_baselines", "top_heads",
            "clear_job_counts", "clear_job_flips", "last_relation_flip"]
@@ -78,7 +79,7 @@ def head_role_scores(maps: Union[Array, Sequence[Array]], tokens: Sequence) -> d
         i = np.arange(1, n - 1)  # the words' rows
         rows = A[:, :, i]  # (L, H, n-2, n)
         punct = np.array([_is_punct(t) for t in toks])  # (n,)
-        entropy = -(rows * np.log(np.clip(rows, 1e-300, None))).sum(-1)  # (L, H, n-2) nats
+        entropy = row_entropy(rows)  # (L, H, n-2) nats
         per_row = {"previous token": A[:, :, i, i - 1], "next token": A[:, :, i, i + 1],
                    "[CLS]": rows[..., 0], "[SEP]": rows[..., n - 1],
                    "punctuation": rows[..., punct].sum(-1), "broad": entropy / np.log(n)}

@@ -12,7 +12,7 @@ This module looks at those blocks, all as pure functions:
   which :func:`head_subspace_angles`, :func:`smallest_head_angles` and
   :func:`random_subspace_angles` (the random baseline) call;
 * **combining heads**: :func:`head_score_matrices`, :func:`combine_head_patterns`
-  (the softmax does not add up across heads) and :func:`total_variation`;
+  (the softmax does not add up across heads) and :func:`total_variation` (per row);
 * :func:`mha_parameter_count`: heads split the width, they do not add parameters.
 
 The mechanism itself is in :mod:`attention_course.core.multihead`; the low-rank
@@ -305,18 +305,29 @@ def combine_head_patterns(scores: Array) -> dict[str, np.ndarray]:
             "normalised_product": softmax(log_prod)}
 
 
-def total_variation(P: Array, Q: Array) -> float:
-    r"""Mean over rows of the total-variation distance :math:`\frac12\sum_j |P_{ij} - Q_{ij}|` (0 to 1).
+def total_variation(P: Array, Q: Array) -> np.ndarray:
+    r"""Total-variation distance :math:`\tfrac12 \sum_j |P_{ij} - Q_{ij}|` of each row (0 to 1).
+
+    The weight that ``Q`` puts where ``P`` does not: 0 for equal rows, 1 for disjoint ones.
+    Take ``.mean()`` of the result for one number per pair of maps.
+
+    Parameters
+    ----------
+    P, Q : array or tensor, shape (..., S), one distribution per row
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
 
     Examples
     --------
-    >>> total_variation(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]))
-    1.0
+    >>> total_variation(np.array([[1.0, 0.0], [0.5, 0.5]]), np.array([[0.0, 1.0], [0.5, 0.5]]))
+    array([1., 0.])
     """
     P, Q = np.asarray(to_numpy(P), dtype=float), np.asarray(to_numpy(Q), dtype=float)
     if P.shape != Q.shape:
         raise ShapeError(f"P has shape {P.shape} and Q {Q.shape}; expected the same shape (..., S)")
-    return float(0.5 * np.abs(P - Q).sum(-1).mean())
+    return 0.5 * np.abs(P - Q).sum(axis=-1)  # (...): one distance per row
 
 
 def mha_parameter_count(d_model: int, num_heads: int, bias: bool = True) -> int:

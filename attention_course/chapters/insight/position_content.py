@@ -13,11 +13,13 @@ A head that attends by content keeps its weight on the same *words* (the first r
 matches); a head that attends by position keeps it at the same *offsets* (the second
 does). "Matches" is the Pearson correlation of the two rows, so that a head spreading its
 weight evenly, which any shuffle leaves unchanged in both readings, scores 0 in both
-instead of full marks. :func:`follow_scores` computes both, :func:`sink_share` the weight
-on ``[CLS]`` and ``[SEP]``, :func:`best_offset_share` how much one fixed offset explains,
+instead of full marks. :func:`follow_scores` computes both, chapter 3's
+:func:`~attention_course.chapters.lowrank.baselines.sink_share` the weight the words put on ``[CLS]`` and
+``[SEP]``, :func:`best_offset_share` how much one fixed offset explains,
 and :func:`classify_heads` sorts the heads into content, position, sink and mixed.
-:func:`rule_maps` builds the baselines (uniform, a previous-token rule, a fixed-word rule)
-and :func:`shuffle_entries` a weight-shuffled copy of a model.
+:func:`rule_maps` builds the baselines (uniform, a previous-token rule, a fixed-word rule);
+the weight-shuffled model is :func:`attention_course.models.perturb.scrambled_weights` with
+``every_tensor=True``.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from ...core._backend import Array, ShapeError, to_numpy
 from ..graphs.topology import shuffled_sentences
+from ..lowrank.baselines import sink_share
 
-__all__ = ["CATEGORIES", "HeadScores", "head_scores", "word_maps", "sink_share", "follow_scores",
-           "best_offset_share", "classify_heads", "count_categories", "rule_maps", "rule_scores", "shuffle_entries"]
+__all__ = ["CATEGORIES", "ContentPositionScores", "content_position_scores", "word_maps", "follow_scores",
+           "best_offset_share", "classify_heads", "count_categories", "rule_maps", "rule_scores"]
 
 #: The four kinds of head, in the order they are counted.
 CATEGORIES = ("content", "position", "sink", "mixed")
@@ -61,21 +63,6 @@ def word_maps(maps: Array) -> np.ndarray:
     """
     cut = _check(maps)[:, :, 1:-1, 1:-1]  # (L, H, m, m), m = n - 2
     return cut / cut.sum(axis=-1, keepdims=True)
-
-
-def sink_share(maps: Array) -> np.ndarray:
-    r"""Mean weight the words put on ``[CLS]`` and ``[SEP]``: :math:`\frac1m\sum_i (A_{i,0} + A_{i,n-1})`.
-
-    The mean runs over the word rows :math:`i = 1, \dots, n-2`; returns (L, H).
-
-    Examples
-    --------
-    >>> A = np.full((1, 1, 4, 4), 0.25)
-    >>> float(sink_share(A)[0, 0])
-    0.5
-    """
-    A = _check(maps)
-    return (A[:, :, 1:-1, 0] + A[:, :, 1:-1, -1]).mean(axis=-1)  # (L, H)
 
 
 def _row_corr(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -237,7 +224,7 @@ def rule_maps(perms: Sequence[Sequence[int]], rule: str) -> list[np.ndarray]:
 def rule_scores(sentences: Sequence[str], rule: str, n_shuffles: int = 5, seed: int = 0) -> tuple[float, float]:
     """:func:`follow_scores` of a baseline head (:func:`rule_maps`), averaged over the sentences' shuffles.
 
-    The shuffles are those of :func:`head_scores` with the same ``n_shuffles`` and ``seed``.
+    The shuffles are those of :func:`content_position_scores` with the same ``n_shuffles`` and ``seed``.
 
     Examples
     --------
@@ -256,40 +243,9 @@ def rule_scores(sentences: Sequence[str], rule: str, n_shuffles: int = 5, seed: 
     return float(np.mean(words)), float(np.mean(offsets))
 
 
-def shuffle_entries(obj: Any, seed: int = 0) -> Any:
-    """A copy of ``obj`` with the entries of every tensor permuted at random (a weight-shuffled model).
-
-    ``obj`` may be a tensor, a tuple or list of them, or a dataclass whose fields are any of
-    these (e.g. :class:`attention_course.models.encoder.BertWeights`); other values are kept.
-    Each tensor keeps its shape and its multiset of entries, so its scale, but loses every
-    learned arrangement. The input is not changed.
-
-    Examples
-    --------
-    >>> t = torch.arange(6.0).reshape(2, 3)
-    >>> s = shuffle_entries((t, "name"), seed=0)
-    >>> s[0].shape, sorted(s[0].flatten().tolist()) == t.flatten().tolist(), s[1], t[0, 0].item()
-    (torch.Size([2, 3]), True, 'name', 0.0)
-    """
-    gen = torch.Generator().manual_seed(seed)
-
-    def walk(x):
-        if isinstance(x, torch.Tensor):
-            flat = x.detach().reshape(-1)
-            return flat[torch.randperm(flat.numel(), generator=gen)].reshape(x.shape).clone()
-        if isinstance(x, (tuple, list)):
-            return type(x)(walk(v) for v in x)
-        if dataclasses.is_dataclass(x) and not isinstance(x, type):
-            return dataclasses.replace(x, **{f.name: walk(getattr(x, f.name)) for f in dataclasses.fields(x)
-                                             if f.init})
-        return x
-
-    return walk(obj)
-
-
 @dataclasses.dataclass(frozen=True)
-class HeadScores:
-    """Per-sentence scores of every head (see :func:`head_scores`); each array is (S, L, H)."""
+class ContentPositionScores:
+    """Per-sentence scores of every head (see :func:`content_position_scores`); each array is (S, L, H)."""
 
     sink: np.ndarray  # weight on [CLS] and [SEP], original sentence
     by_word: np.ndarray  # correlation of a word's row with its row after a shuffle, matched by word
@@ -309,9 +265,12 @@ class HeadScores:
         return {c: np.array([p[c] for p in per]) for c in CATEGORIES}
 
 
-def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequence[str],
-                n_shuffles: int = 5, seed: int = 0) -> HeadScores:
-    r"""Score every head on each sentence and ``n_shuffles`` shuffles of its words.
+def content_position_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequence[str],
+                            n_shuffles: int = 5, seed: int = 0) -> ContentPositionScores:
+    r"""Score every head, content against position, on each sentence and ``n_shuffles`` shuffles of it.
+
+    Not :func:`attention_course.models.probes.head_scores`, which scores a tiny model's heads on a toy
+    task (previous token, induction).
 
     Parameters
     ----------
@@ -326,7 +285,7 @@ def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequ
 
     Returns
     -------
-    HeadScores
+    ContentPositionScores
 
     Examples
     --------
@@ -335,7 +294,7 @@ def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequ
     ...     return np.broadcast_to(A, (1, 2, k, k))
     >>> def positional(texts):         # two such heads; tokens: [CLS], the words, ".", [SEP]
     ...     return None, [prev_map(len(t.split()) + 3) for t in texts]
-    >>> sc = head_scores(positional, ["one two three four five six."], n_shuffles=2)
+    >>> sc = content_position_scores(positional, ["one two three four five six."], n_shuffles=2)
     >>> sc.by_offset.shape, {c: int(v[0]) for c, v in sc.counts().items()}
     ((1, 1, 2), {'content': 0, 'position': 2, 'sink': 0, 'mixed': 0})
     """
@@ -351,6 +310,9 @@ def head_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequ
         words = [word_maps(A) for A in maps[rows]]  # each (L, H, m, m)
         w, o = follow_scores(words[0], words[1:], perms)
         share, offset = best_offset_share(words)
-        for key, value in zip(fields, (sink_share(maps[rows][0]), w, o, share, offset)):
+        first = _check(maps[rows][0])  # (L, H, n, n), the original sentence
+        # (L, H): the weight the words (rows 1..n-2) put on [CLS] and [SEP] (keys 0 and n-1)
+        sink = sink_share(first[:, :, 1:-1], [0, first.shape[-1] - 1])
+        for key, value in zip(fields, (sink, w, o, share, offset)):
             fields[key].append(value)
-    return HeadScores(**{k: np.stack(v) for k, v in fields.items()}, n_shuffles=n_shuffles)
+    return ContentPositionScores(**{k: np.stack(v) for k, v in fields.items()}, n_shuffles=n_shuffles)

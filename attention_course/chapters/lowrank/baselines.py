@@ -4,7 +4,7 @@ Three things make an attention matrix *look* low-rank without carrying structure
 
 * **the uniform part.** A soft head is close to the uniform matrix :math:`\tfrac1S \mathbf 1\mathbf 1^\top`,
   which has rank 1 and says nothing about the input. :func:`uniform_error` is the error of
-  that trivial approximation, and :func:`centered_rank_k_error` the rank-:math:`k` error of
+  that trivial approximation, and :func:`centred_rank_k_error` the rank-:math:`k` error of
   what is left once the mean row is removed:
 
   .. math::
@@ -30,7 +30,7 @@ import numpy as np
 from ...core._backend import Array, to_numpy
 from .spectra import rank_k_error, topk_sparsify
 
-__all__ = ["SENTENCES", "long_text", "uniform_error", "centered_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope",
+__all__ = ["SENTENCES", "long_text", "uniform_error", "centred_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope",
            "logit_std", "layer_slopes", "slope_split"]
 
 SENTENCES = (
@@ -113,7 +113,7 @@ def uniform_error(A: Array) -> np.ndarray:
     return np.linalg.norm(a - 1.0 / a.shape[-1], axis=(-2, -1)) / np.linalg.norm(a, axis=(-2, -1))
 
 
-def centered_rank_k_error(A: Array, k: int) -> np.ndarray:
+def centred_rank_k_error(A: Array, k: int) -> np.ndarray:
     r"""Rank-``k`` error of :math:`A` with its mean row removed, relative to the centred matrix.
 
     .. math::
@@ -133,7 +133,7 @@ def centered_rank_k_error(A: Array, k: int) -> np.ndarray:
     Examples
     --------
     >>> A = np.array([[0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0]])
-    >>> float(rank_k_error(A, 1).round(3)), abs(float(centered_rank_k_error(A, 1).round(3)))
+    >>> float(rank_k_error(A, 1).round(3)), abs(float(centred_rank_k_error(A, 1).round(3)))
     (0.46, 0.0)
     """
     a = to_numpy(A)

@@ -56,7 +56,7 @@ from ...models.records import machine_info
 from ...models.records import DATA_DIR
 
 __all__ = [
-    "Method", "method_configs", "run_benchmarks", "summarize",
+    "Method", "method_configs", "run_benchmarks", "summarise",
     "crossover_n", "format_table", "load_benchmarks", "main",
 ]
 
@@ -280,7 +280,7 @@ def run_benchmarks(
                    "by_n": mm_by_n},
         "results": rows,
     }
-    result["summary"] = summarize(result)
+    result["summary"] = summarise(result)
     return result
 
 
@@ -345,7 +345,7 @@ def _crossovers(rows: list, ns: list, exact_t: list, dists: Sequence[str], targe
     return out
 
 
-def summarize(result: dict, error_target: float = 0.1, frontier_n: int = 4096, slope_n_min: int = 2048) -> dict:
+def summarise(result: dict, error_target: float = 0.1, frontier_n: int = 4096, slope_n_min: int = 2048) -> dict:
     """Slopes, memory/time ratios, matmul ratios, crossovers at ``error_target`` and the frontier.
 
     Slopes are fitted over ``n >= slope_n_min`` (the large-n regime; lowered so that at

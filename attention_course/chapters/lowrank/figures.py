@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from ...figures.style import METHOD_COLORS, book_figure, method_color
+from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
 __all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier"]
@@ -584,12 +584,6 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
     return fig
 
 
-def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
-    if ax is None:
-        return plt.subplots(figsize=figsize, layout="constrained")
-    return ax.figure, ax
-
-
 def _series(result: Mapping, name: str, key: str) -> list[tuple[int, float]]:
     """(n, value) pairs of one method, sorted by n, where the value is measured (not None, not 0)."""
     return sorted((r["n"], r[key]) for r in result["results"] if r["method"] == name and r[key])
@@ -612,7 +606,7 @@ def plot_scaling(result: Mapping, methods: Optional[Sequence[str]] = None, ax: O
     """
     names = methods or ["naive", "sdpa", "chunked", "linear", "performer-256", "nystrom-128", "linformer-pool-256"]
     s = result["summary"]
-    fig, ax = _new_axes(ax, (7.0, 4.6))
+    fig, ax = new_axes(ax, (7.0, 4.6))
     for name in names:
         pts = _series(result, name, "time_s")
         if not pts:
@@ -639,7 +633,7 @@ def plot_memory(result: Mapping, methods: Sequence[str] = ("naive", "sdpa", "chu
     >>> plot_memory(res).axes[0].get_ylabel()
     'peak memory (MiB)'
     """
-    fig, ax = _new_axes(ax, (6.4, 4.2))
+    fig, ax = new_axes(ax, (6.4, 4.2))
     for name in methods:
         pts = _series(result, name, "peak_bytes")
         if pts:
@@ -672,7 +666,7 @@ def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes]
     'Accuracy vs speed at n=4096'
     """
     s = result["summary"]
-    fig, ax = _new_axes(ax, (7.0, 5.0))
+    fig, ax = new_axes(ax, (7.0, 5.0))
     fams: dict = {}
     for p in s["frontier"]:
         fams.setdefault(p["family"], []).append(p)

@@ -36,7 +36,7 @@ from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import masked_loss, train
 from . import head_swap as sw
 from .approximation_error import structure_sweep
-from .baselines import SENTENCES, centered_rank_k_error, sink_share, uniform_error
+from .baselines import SENTENCES, centred_rank_k_error, sink_share, uniform_error
 from .recall import recall_sweep
 from .spectra import effective_rank, rank_k_error
 
@@ -72,7 +72,7 @@ def length_sweep(ns: Sequence[int], k: int = 8) -> list[dict]:
         A = torch.cat(att).double().numpy().reshape(-1, n, n)  # (6 * 12, n, n)
         rows.append({"n": int(n), "effective_rank": effective_rank(A).tolist(),
                      "rank_error": rank_k_error(A, k).tolist(),
-                     "centered_rank_error": centered_rank_k_error(A, k).tolist(),
+                     "centred_rank_error": centred_rank_k_error(A, k).tolist(),
                      "uniform_error": uniform_error(A).tolist(),
                      "sink_share": sink_share(A, [0, n - 1]).tolist()})
     return rows

@@ -28,10 +28,11 @@ from typing import Optional
 import numpy as np
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ..mechanics.properties import row_entropy
 
 __all__ = [
-    "singular_values", "effective_rank", "stable_rank", "cumulative_energy",
-    "best_rank_k", "rank_k_error", "topk_sparsify", "topk_error",
+    "singular_values", "effective_rank", "stable_rank", "stable_rank_from_singular_values",
+    "cumulative_energy", "best_rank_k", "rank_k_error", "topk_sparsify", "topk_error",
     "synthetic_attention", "temperature_sweep", "crossover_beta", "exp_rank_demo",
 ]
 
@@ -103,20 +104,55 @@ def effective_rank(A: Array) -> np.ndarray:
 
 def _erank(s: np.ndarray) -> np.ndarray:
     p = s / s.sum(axis=-1, keepdims=True)  # (..., r), sums to 1
-    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)  # 0 log 0 = 0
-    return np.exp(-plogp.sum(axis=-1))
+    return np.exp(row_entropy(p))  # (...,), 0 log 0 = 0
 
 
 def stable_rank(A: Array) -> np.ndarray:
     r"""Stable rank :math:`\|A\|_F^2 / \|A\|_2^2 = \sum_i \sigma_i^2 / \sigma_1^2`.
+
+    .. math:: \operatorname{srank}(A) = \frac{\lVert A\rVert_F^2}{\lVert A\rVert_2^2} \in [1, \operatorname{rank} A]
+
+    1 for a rank-1 matrix, the rank for equal singular values; unlike the rank it
+    does not count directions that carry almost nothing. Its inverse is the share
+    of the squared norm ("energy") in the top singular direction. When only the
+    singular values are at hand (e.g. a head's, from its thin factors), use
+    :func:`stable_rank_from_singular_values`.
 
     Examples
     --------
     >>> float(stable_rank(np.diag([2.0, 1.0, 1.0])))
     1.5
     """
-    s = _nonzero_spectrum(A)
-    return (s**2).sum(axis=-1) / s[..., 0] ** 2  # (...,)
+    return stable_rank_from_singular_values(_nonzero_spectrum(A))  # (...,)
+
+
+def stable_rank_from_singular_values(s: Array) -> np.ndarray:
+    r""":func:`stable_rank` from the singular values alone: :math:`\sum_j \sigma_j^2 / \max_j \sigma_j^2`.
+
+    Parameters
+    ----------
+    s : array or tensor, shape (..., k)
+        The singular values of each matrix, non-negative, in any order.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> s = np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 1.0, 1.0]])  # rank 1, equal values, mixed
+    >>> stable_rank_from_singular_values(s).tolist()
+    [1.0, 3.0, 1.5]
+    """
+    s = to_numpy(s)
+    s = s if np.issubdtype(s.dtype, np.floating) else s.astype(np.float64)
+    if s.ndim < 1 or s.shape[-1] == 0:
+        raise ShapeError(f"s has shape {shape_str(s)}; expected (..., k) with k >= 1 singular values")
+    top = (s**2).max(axis=-1)  # (...): sigma_1^2 = ||M||_2^2
+    if np.any(top == 0):
+        raise ValueError(f"s of shape {shape_str(s)} is (or contains) all zeros: the stable rank of a "
+                         f"zero matrix is undefined")
+    return (s**2).sum(axis=-1) / top  # (...): ||M||_F^2 / ||M||_2^2
 
 
 def cumulative_energy(A: Array) -> np.ndarray:
@@ -284,7 +320,7 @@ def temperature_sweep(
     return {
         "beta": betas,
         "effective_rank": _erank(s),
-        "stable_rank": (s**2).sum(axis=-1) / s[:, 0] ** 2,
+        "stable_rank": stable_rank_from_singular_values(s),
         "svd_error": _tail_error(s, k),
         "sparse_error": topk_error(A, k),
     }

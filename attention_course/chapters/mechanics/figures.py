@@ -17,16 +17,9 @@ from matplotlib.figure import Figure
 
 from ...core._backend import Array, to_numpy
 from .hull import convex_hull
-from ...figures.style import MASK_CMAP, MAX_WIDTH, book_figure, mask_legend
+from ...figures.style import MASK_CMAP, MAX_WIDTH, book_figure, mask_legend, new_axes
 
 __all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull"]
-
-
-def _new_axes(ax: Optional[Axes], figsize: tuple) -> tuple[Figure, Axes]:
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
-        return fig, ax
-    return ax.figure, ax
 
 
 def _heatmap_size(rows: int, cols: int) -> tuple:
@@ -64,7 +57,7 @@ def plot_heatmap(
     m = to_numpy(matrix).astype(float)
     if m.ndim != 2:
         raise ValueError(f"matrix has shape {m.shape}; expected 2 dimensions (R, C)")
-    fig, ax = _new_axes(ax, _heatmap_size(*m.shape))
+    fig, ax = new_axes(ax, _heatmap_size(*m.shape))
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     cbar = fig.colorbar(im, ax=ax, shrink=0.9)
     if colorbar_label:
@@ -206,7 +199,7 @@ def plot_convex_hull(
         The attention outputs ``o_i = sum_j a_ij v_j``.
     """
     v, o = to_numpy(values), to_numpy(outputs)
-    fig, ax = _new_axes(ax, (5.2, 4.6))
+    fig, ax = new_axes(ax, (5.2, 4.6))
     hull = convex_hull(v)
     closed = np.vstack([hull, hull[:1]])
     ax.fill(closed[:, 0], closed[:, 1], color="tab:blue", alpha=0.12, label="convex hull of values")

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...core._backend import Array, ShapeError, to_numpy
+from ...core._backend import Array, ShapeError, is_torch, to_numpy
 from ...core.attention import causal_mask, scaled_dot_product_attention
 from .hull import in_convex_hull
 
@@ -319,17 +319,44 @@ def cross_attention_weights(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, T: 
     return np.asarray(scaled_dot_product_attention(q, k, k)[1])  # (T, S), softmax over the S keys (v = k: weights only)
 
 
-def row_entropy(A: np.ndarray) -> np.ndarray:
-    r"""Entropy :math:`-\sum_j a_{ij}\log a_{ij}` of each row (nats); shape ``A.shape[:-1]``.
+def row_entropy(p: Array, axis: int = -1, *, log_p: Optional[Array] = None) -> Array:
+    r"""Entropy of each distribution along ``axis``, in nats, with :math:`0 \log 0 = 0`.
+
+    .. math:: H(p) = -\sum_j p_j \log p_j, \qquad 0 \le H \le \log S
+
+    :math:`\log S` for a uniform row over :math:`S` entries, 0 for a one-hot row. The course's
+    one entropy: :func:`~attention_course.chapters.scaling.measures.softmax_entropy`, the
+    ``broad`` role score and the effective rank call it.
+
+    Parameters
+    ----------
+    p : array or tensor, shape (..., S, ...)
+        Non-negative, the S entries of each distribution on ``axis``. numpy gives numpy
+        (integer input is read as float64); torch gives torch, differentiable (the zero
+        entries get gradient 0, not NaN).
+    axis : int
+    log_p : array or tensor of ``p``'s shape, optional
+        :math:`\log p`, when it is known more accurately than ``log(p)`` (a log-softmax).
+
+    Returns
+    -------
+    array or tensor, ``p.shape`` without ``axis``
 
     Examples
     --------
     >>> row_entropy(np.full((2, 4), 0.25)).round(4).tolist()
     [1.3863, 1.3863]
+    >>> bool(row_entropy(np.array([1.0, 0.0, 0.0])) == 0)     # one-hot: 0, not NaN
+    True
     """
-    A = np.asarray(A, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(A > 0, A * np.log(A), 0.0).sum(axis=-1)
+    if is_torch(p):
+        log_p = torch.log(torch.where(p > 0, p, torch.ones_like(p))) if log_p is None else log_p
+        return -torch.where(p > 0, p * log_p, torch.zeros_like(p)).sum(dim=axis)
+    p = np.asarray(p)
+    p = p if np.issubdtype(p.dtype, np.floating) else p.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # p * log_p may be 0 * -inf where p = 0: masked below
+        log_p = np.log(np.where(p > 0, p, 1.0)) if log_p is None else log_p  # log 1 = 0 where p = 0
+        return -np.where(p > 0, p * log_p, 0.0).sum(axis=axis)  # $-\sum_j p_j \log p_j$
 
 
 def effective_keys(weights: Array, mass: float = 0.8) -> list[frozenset[int]]:

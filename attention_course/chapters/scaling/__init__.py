@@ -51,7 +51,6 @@ from .measures import (
     absorb_scale,
     attention_scores,
     qk_norm_scores,
-    bert_queries_keys,
     pair_logit_variance,
 )
 from .saturated_rows import scale_pair, saturated_share, BACKWARDS, swapped_softmax
@@ -136,7 +135,6 @@ __all__ = [
     "absorb_scale",
     "attention_scores",
     "qk_norm_scores",
-    "bert_queries_keys",
     "pair_logit_variance",
     "scale_pair",
     "saturated_share",

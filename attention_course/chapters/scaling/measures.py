@@ -35,12 +35,12 @@ import torch
 
 from ...core._backend import Array, ShapeError, check_float, is_torch, shape_str, to_numpy
 from ...core.attention import Scale, resolve_scale, softmax
-from ...core.multihead import split_heads
+from ..mechanics.properties import row_entropy
 
 __all__ = [
     "dot_product_variance", "dot_variance_standard_error", "VarianceSweep", "variance_vs_dim",
     "softmax_entropy", "softmax_jacobian", "softmax_jacobian_norm", "SaturationStats",
-    "saturation_stats", "absorb_scale", "attention_scores", "qk_norm_scores", "bert_queries_keys",
+    "saturation_stats", "absorb_scale", "attention_scores", "qk_norm_scores",
     "pair_logit_variance",
 ]
 
@@ -167,7 +167,8 @@ def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> 
         \log p_j = \frac{x_j}{\tau} - \log \sum_{j'} e^{x_{j'}/\tau}
 
     Computed from the log-softmax, so a saturated row (some :math:`p_j = 0`)
-    gives 0, not NaN. :math:`0 \le H \le \log S`; :math:`H` grows with :math:`\tau`
+    gives 0, not NaN: :func:`~attention_course.chapters.mechanics.properties.row_entropy` of
+    :math:`p` with that :math:`\log p`. :math:`0 \le H \le \log S`; :math:`H` grows with :math:`\tau`
     (positive; ``temperature = 1 / scale`` links it to the attention scale).
     ``logits`` has shape (..., S, ...) with the S keys on ``axis``; the result has
     ``logits.shape`` without ``axis``.
@@ -186,10 +187,10 @@ def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> 
     z = logits / temperature
     if is_torch(z):
         logp = torch.log_softmax(z, dim=axis)
-        return -(logp.exp() * logp).sum(dim=axis)
+        return row_entropy(logp.exp(), axis, log_p=logp)
     m = np.max(z, axis=axis, keepdims=True)
     logp = z - m - np.log(np.exp(z - m).sum(axis=axis, keepdims=True))  # log-softmax
-    return -(np.exp(logp) * logp).sum(axis=axis)
+    return row_entropy(np.exp(logp), axis, log_p=logp)
 
 
 def softmax_jacobian(p: Array) -> Array:
@@ -419,45 +420,6 @@ def qk_norm_scores(q: Array, k: Array, norm: str = "l2", temperature: Union[floa
 
 
 # ------------------------------------------------------ a pretrained model
-def bert_queries_keys(weights, hidden_states: Sequence[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    r"""Every layer's per-head queries and keys of a BERT encoder.
-
-    .. math::
-
-        q^{(\ell)} = H_{\ell} W_Q^{(\ell)} + b_Q^{(\ell)}, \qquad
-        k^{(\ell)} = H_{\ell} W_K^{(\ell)} + b_K^{(\ell)},
-
-    split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`
-    (``hidden_states[l]`` from :func:`~attention_course.models.encoder.bert_encode`).
-    ``softmax(q k^T / sqrt(d_k))`` over the real keys gives that layer's attention.
-    ``weights`` is a :class:`~attention_course.models.encoder.BertWeights`;
-    ``hidden_states`` holds at least one (B, T, d_model) tensor per layer (the last,
-    the output of the last layer, is not used). Returns one ``(q, k)`` per layer,
-    each of shape (B, h, T, d_k).
-
-    Examples
-    --------
-    >>> from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
-    >>> g = torch.Generator().manual_seed(0)
-    >>> r = lambda *s: torch.randn(*s, generator=g)
-    >>> layer = BertLayerWeights(*[r(8, 8) for _ in range(4)], *[r(8) for _ in range(6)],
-    ...                          r(8, 16), r(16), r(16, 8), r(8), r(8), r(8))
-    >>> w = BertWeights(r(10, 8), r(16, 8), r(2, 8), r(8), r(8), (layer,), 2, 1e-12)
-    >>> out = bert_encode(w, torch.tensor([[1, 2, 3]]))
-    >>> [tuple(t.shape) for t in bert_queries_keys(w, out.hidden_states)[0]]
-    [(1, 2, 3, 4), (1, 2, 3, 4)]
-    """
-    if len(hidden_states) < len(weights.layers):
-        raise ValueError(f"{len(hidden_states)} hidden states for {len(weights.layers)} layers; "
-                         f"expected one input per layer (bert_encode gives L + 1)")
-    out = []
-    for L, x in zip(weights.layers, hidden_states):  # x: (B, T, d_model), the layer's input
-        q = split_heads(x @ L.W_q + L.b_q, weights.num_heads)  # (B, h, T, d_k)
-        k = split_heads(x @ L.W_k + L.b_k, weights.num_heads)  # (B, h, T, d_k)
-        out.append((q, k))
-    return out
-
-
 def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Measured variance of :math:`q_i \cdot k_j` per head, and the independent-entries prediction.
 
@@ -474,8 +436,10 @@ def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tu
     coordinates (``ddof=0``). The two agree when the entries are independent with
     mean 0; a ratio above 1 means the coordinates are correlated, or :math:`q` and
     :math:`k` share directions. ``q`` and ``k`` are self-attention queries and keys
-    of shape (B, h, T, d_k); ``valid`` (B, T) is ``True`` for a real token (padding is
-    left out; default: all tokens). Returns ``measured`` and ``theory``, each (h,).
+    of shape (B, h, T, d_k), e.g. one layer's from
+    :func:`~attention_course.models.queries_keys.bert_queries_keys`; ``valid`` (B, T) is
+    ``True`` for a real token (padding is left out; default: all tokens). Returns
+    ``measured`` and ``theory``, each (h,).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Tests for attention_course.chapters.graphs.topology_rule and models.perturb: shuffles, scrambled weights, the fixed rule."""
+"""Tests for attention_course.chapters.graphs.topology_rule: shuffles, the overlap study, the fixed rule."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from attention_course.core._backend import ShapeError
 from attention_course.chapters.graphs import topology, topology_rule as tr
 from attention_course.models.encoder import BertLayerWeights, BertWeights
-from attention_course.models.perturb import encoder_maps, scrambled_weights
+from attention_course.models.perturb import encoder_maps
 from attention_course.chapters.graphs.topology import shuffled_sentences
 
 
@@ -30,12 +30,7 @@ def test_shuffled_sentences_perm_maps_positions_to_words():
     assert shuffled_sentences(sentence, 3, seed=4) == (texts, perms)  # seeded
 
 
-def test_total_variation_and_uniform_miss_by_hand():
-    p, q = np.array([0.7, 0.2, 0.1]), np.array([0.1, 0.2, 0.7])
-    assert float(tr.total_variation(p, q)) == pytest.approx(0.6, abs=1e-15)  # 0.5 (0.6 + 0 + 0.6)
-    assert float(tr.total_variation(p, p)) == 0.0
-    with pytest.raises(ShapeError, match=r"\(3,\) but q has shape \(2,\)"):
-        tr.total_variation(p, q[:2])
+def test_uniform_miss_by_hand():
     A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # (H=2, n, n)
     np.testing.assert_allclose(tr.uniform_miss([A]), [0.75, 0.0], atol=1e-15)  # one-hot rows: 1 - 1/4
 
@@ -95,18 +90,6 @@ class _WordTokenizer:
         T = max(map(len, seqs))
         ids = torch.tensor([s + [0] * (T - len(s)) for s in seqs])
         return {"input_ids": ids, "attention_mask": (ids > 0).long()}
-
-
-def test_scrambled_weights_permute_each_matrix_and_keep_the_rest():
-    W = _tiny_weights()
-    S = scrambled_weights(W, seed=1)
-    for a, b in zip(W.layers, S.layers):
-        for name in ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2"):
-            x, y = getattr(a, name), getattr(b, name)
-            assert torch.equal(torch.sort(x.flatten()).values, torch.sort(y.flatten()).values)
-            assert not torch.equal(x, y)
-        assert torch.equal(a.b_q, b.b_q) and torch.equal(a.ln1_weight, b.ln1_weight)
-    assert torch.equal(W.word_embeddings, S.word_embeddings)
 
 
 def test_overlap_study_matches_shuffle_overlap_and_held_out_split():

@@ -79,30 +79,6 @@ def test_reparametrize_ov_keeps_the_map_and_moves_the_weights():
     assert not np.allclose(W_v2, W_v)
 
 
-@pytest.mark.parametrize("shape", [(5, 5), (8, 3), (3, 9)])
-def test_stable_rank_matches_numpy_norms(shape):
-    rng = np.random.default_rng(sum(shape))
-    M = rng.normal(size=shape)
-    ref = np.linalg.norm(M, "fro") ** 2 / np.linalg.norm(M, 2) ** 2  # ||M||_F^2 / ||M||_2^2
-    # float64 SVD of a small Gaussian matrix: singular values to a few eps relative
-    assert float(C.stable_rank(np.linalg.svd(M, compute_uv=False))) == pytest.approx(ref, rel=1e-12)
-
-
-def test_stable_rank_of_head_forms_against_numpy_svd():
-    from attention_course.chapters.heads.subspaces import form_singular_values, head_bilinear_forms
-    rng = np.random.default_rng(6)
-    W_q, W_k = rng.normal(size=(2, 12, 12))  # 3 heads of width 4
-    ref = [np.linalg.norm(m, "fro") ** 2 / np.linalg.norm(m, 2) ** 2 for m in head_bilinear_forms(W_q, W_k, 3)]
-    np.testing.assert_allclose(C.stable_rank(form_singular_values(W_q, W_k, 3)), ref, rtol=1e-10)
-
-
-def test_stable_rank_extremes_and_bad_input():
-    assert float(C.stable_rank(np.linalg.svd(np.outer([1.0, 2, 3], [4.0, 5]), compute_uv=False))) == pytest.approx(1.0)
-    assert float(C.stable_rank(np.ones(7))) == pytest.approx(7.0)  # equal singular values: the rank
-    with pytest.raises(ShapeError, match=r"s has shape \(0,\)"):
-        C.stable_rank(np.zeros(0))
-
-
 def test_shuffled_overlaps_keep_orthonormal_directions_orthogonal():
     # 12 orthonormal directions: any regrouping into 3 heads of 4 gives disjoint, orthogonal subspaces
     W = np.linalg.qr(np.random.default_rng(7).normal(size=(20, 12)))[0]

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course.core import multihead as mh
+from attention_course.core._backend import ShapeError
 from attention_course.chapters.heads import subspaces as H
 
 F64 = dict(dtype=torch.float64)
@@ -258,16 +259,19 @@ def test_summed_scores_give_the_normalised_product(h, T, seed):
 def test_mean_of_softmaxes_differs_from_softmax_of_sum():
     s = np.random.default_rng(4).normal(size=(4, 8, 8)) * 2
     c = H.combine_head_patterns(s)
-    assert H.total_variation(c["softmax_of_sum"], c["mean_of_softmaxes"]) > 0.1
+    assert H.total_variation(c["softmax_of_sum"], c["mean_of_softmaxes"]).mean() > 0.1
     with pytest.raises(ValueError, match=r"scores have shape \(8, 8\)"):
         H.combine_head_patterns(s[0])
 
 
 def test_total_variation_closed_forms():
-    P = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
-    Q = np.array([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]])
-    assert H.total_variation(P, Q) == 0.25  # (0.5 + 0) / 2
-    with pytest.raises(ValueError, match=r"P has shape \(2, 3\) and Q \(3,\)"):
+    P = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.7, 0.2, 0.1]])
+    Q = np.array([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0], [0.1, 0.2, 0.7]])
+    tv = H.total_variation(P, Q)  # one distance per row
+    np.testing.assert_allclose(tv, [0.5, 0.0, 0.6], rtol=0, atol=1e-15)  # 0.5 (0.6 + 0 + 0.6) in row 3
+    assert H.total_variation(P[None], torch.as_tensor(Q)[None]).shape == (1, 3)  # batched, torch too
+    assert float(H.total_variation([0.5, 0.5, 0.0], [0.0, 0.5, 0.5])) == 0.5  # one row, lists
+    with pytest.raises(ShapeError, match=r"P has shape \(3, 3\) and Q \(3,\)"):
         H.total_variation(P, Q[0])
 
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
-import torch
 
 from attention_course import ShapeError
 from attention_course.chapters.insight import position_content as pc
@@ -65,10 +62,9 @@ def test_best_offset_share_matches_a_loop():
         assert (int(offset[0, h]), share[0, h]) == (best, pytest.approx(table[best], rel=1e-12))
 
 
-def test_sink_share_and_word_maps():
+def test_word_maps():
     rng = np.random.default_rng(2)
     A = rng.dirichlet(np.ones(6), size=(1, 1, 6))
-    assert pc.sink_share(A)[0, 0] == pytest.approx(np.mean(A[0, 0, 1:5, 0] + A[0, 0, 1:5, 5]))
     W = pc.word_maps(A)[0, 0]
     np.testing.assert_allclose(W.sum(axis=1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(W * A[0, 0, 1:5, 1:5].sum(axis=1, keepdims=True), A[0, 0, 1:5, 1:5], rtol=1e-12)
@@ -102,9 +98,9 @@ def _fake_model(kind):
 
 
 @pytest.mark.parametrize("kind", ["position", "content"])
-def test_head_scores_sorts_a_known_model(kind):
+def test_content_position_scores_sorts_a_known_model(kind):
     sentences = ["anchor one two three four five six seven.", "alpha beta anchor gamma delta epsilon zeta."]
-    scores = pc.head_scores(_fake_model(kind), sentences, n_shuffles=4, seed=3)
+    scores = pc.content_position_scores(_fake_model(kind), sentences, n_shuffles=4, seed=3)
     assert scores.by_word.shape == (2, 2, 3)
     counts = scores.counts()
     assert counts[kind].tolist() == [6, 6] and sum(v.sum() for v in counts.values()) == 12
@@ -112,12 +108,21 @@ def test_head_scores_sorts_a_known_model(kind):
         assert (scores.best_offset == -1).all() and (scores.offset_share == 1.0).all()
 
 
-def test_head_scores_refuses_words_split_into_several_tokens():
+def test_content_position_scores_sink_is_the_words_weight_on_cls_and_sep():
+    rng = np.random.default_rng(2)
+    n = 4 + 3  # four words, the full stop, [CLS] and [SEP]
+    maps = [rng.dirichlet(np.ones(n), size=(2, 3, n)) for _ in range(3)]  # the sentence and 2 shuffles
+    scores = pc.content_position_scores(lambda texts: (None, maps), ["one two three four."], n_shuffles=2)
+    ref = np.mean([maps[0][:, :, i, 0] + maps[0][:, :, i, -1] for i in range(1, n - 1)], axis=0)  # word rows
+    np.testing.assert_allclose(scores.sink[0], ref, rtol=1e-14)
+
+
+def test_content_position_scores_refuses_words_split_into_several_tokens():
     def split(texts):
         tokens, maps = _fake_model("position")(texts)
         return [t + ["##x"] for t in tokens], maps
     with pytest.raises(ValueError, match="some word is split into several tokens"):
-        pc.head_scores(split, ["one two three."], n_shuffles=1)
+        pc.content_position_scores(split, ["one two three."], n_shuffles=1)
 
 
 def test_shuffled_sentences_keep_the_full_stop_last_and_match_their_perms():
@@ -128,23 +133,6 @@ def test_shuffled_sentences_keep_the_full_stop_last_and_match_their_perms():
         assert text[:-1].split() == [words[i] for i in perm[:-1]]
     with pytest.raises(ValueError, match="must end with a full stop"):
         shuffled_sentences("no stop", 1)
-
-
-def test_shuffle_entries_permutes_every_tensor_and_leaves_the_input_alone():
-    @dataclasses.dataclass(frozen=True)
-    class W:
-        a: torch.Tensor
-        layers: tuple
-        name: str
-
-    w = W(torch.arange(100.0).reshape(10, 10), (torch.arange(50.0),), "x")
-    s = pc.shuffle_entries(w, seed=1)
-    assert s.name == "x" and s.a.shape == (10, 10)
-    for before, after in ((w.a, s.a), (w.layers[0], s.layers[0])):
-        assert torch.equal(torch.sort(after.flatten()).values, before.flatten())  # same entries
-        assert not torch.equal(after, before)  # in another order
-    assert torch.equal(w.a, torch.arange(100.0).reshape(10, 10))
-    assert not torch.equal(pc.shuffle_entries(w, seed=2).a, s.a)
 
 
 @pytest.mark.parametrize("call, match", [

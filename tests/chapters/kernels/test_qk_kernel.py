@@ -1,15 +1,14 @@
 """Tests for attention_course.chapters.kernels.qk_kernel and its figure: locality of a head in its own query-key space.
 
 References: per-row loops over queries and keys in plain Python/numpy, Spearman's
-rank-difference formula, least squares (numpy.linalg.lstsq) for the variance shares,
-and the course's encoder's own attention maps for the extracted queries and keys.
+rank-difference formula and least squares (numpy.linalg.lstsq) for the variance shares.
+The queries and keys themselves are tested in tests/models/test_queries_keys.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +21,6 @@ from attention_course.chapters.kernels.qk_kernel import (
     locality_by_head,
     qk_locality,
 )
-from attention_course.models.queries_keys import minilm_queries_keys, sentence_queries_keys
-from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
 
 
 def _spearman(a, b):
@@ -110,27 +107,6 @@ def test_key_norm_ratio():
     np.testing.assert_allclose(key_norm_ratio(k), [5.0, 2.0])
 
 
-def _tiny_bert(n_layers=2, d=8, heads=2, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
-    layers = tuple(BertLayerWeights(*[r(d, d) / d**0.5 for _ in range(4)], *[r(d) for _ in range(6)],
-                                    r(d, 2 * d), r(2 * d), r(2 * d, d), r(d), r(d), r(d)) for _ in range(n_layers))
-    return BertWeights(r(20, d), r(16, d), r(2, d), r(d), r(d), layers, heads, 1e-12)
-
-
-def test_sentence_queries_keys_reproduce_the_attention_maps():
-    w = _tiny_bert()
-    sentences = [[1, 5, 7, 2], torch.tensor([[3, 4, 9]])]
-    pairs = sentence_queries_keys(w, sentences)
-    for ids, (q, k) in zip(sentences, pairs):
-        maps = bert_encode(w, torch.as_tensor(ids).reshape(1, -1)).attentions  # L x (1, h, T, T)
-        scores = q @ np.swapaxes(k, -2, -1) / np.sqrt(q.shape[-1])  # (L, h, T, T)
-        rebuilt = np.exp(scores - scores.max(-1, keepdims=True))
-        rebuilt /= rebuilt.sum(-1, keepdims=True)
-        expected = torch.stack([a[0] for a in maps]).numpy()  # (L, h, T, T)
-        np.testing.assert_allclose(rebuilt, expected, atol=1e-12)  # float64 both ways
-
-
 def test_locality_by_head_stacks_pairs():
     rng = np.random.default_rng(3)
     pairs = [(rng.normal(size=(2, 3, T, 4)), rng.normal(size=(2, 3, T, 4))) for T in (4, 6, 5)]
@@ -149,8 +125,6 @@ def test_bad_inputs():
         key_norm_ratio(np.zeros(4))
     with pytest.raises(ValueError, match="pairs is empty"):
         locality_by_head([])
-    with pytest.raises(ShapeError, match=r"input_ids\[1\] has shape \(1, 0\)"):
-        sentence_queries_keys(_tiny_bert(), [[1, 2], []])
 
 
 def test_figure_renders_for_the_column():
@@ -169,19 +143,3 @@ def test_figure_renders_for_the_column():
         plot_qk_locality({m: v for m, v in loc.items() if m != "norm_ratio"})
     with pytest.raises(ShapeError, match=r"loc\['chance'\] has shape \(4,\)"):
         plot_qk_locality({**loc, "chance": np.zeros(4)})
-
-
-def test_minilm_queries_keys_match_the_transformers_route():
-    # the fast route (tokenizers + safetensors) must give the ids and weights that load_minilm gives
-    from attention_course.models.pretrained import load_minilm, minilm_weights
-
-    texts = ["The cat sat on the mat.", "Attention is a weighted average of values."]
-    tokenizer, _ = load_minilm()
-    expected = sentence_queries_keys(minilm_weights(), [tokenizer(t)["input_ids"] for t in texts])
-    got = minilm_queries_keys(texts)
-    for (q, k), (q_ref, k_ref) in zip(got, expected):
-        assert q.shape == q_ref.shape == (6, 12, len(q_ref[0, 0]), 32)
-        np.testing.assert_array_equal(q, q_ref)  # same ids, same weights, same float32 arithmetic
-        np.testing.assert_array_equal(k, k_ref)
-    with pytest.raises(ValueError, match="texts must be a non-empty list of strings"):
-        minilm_queries_keys("one string")

@@ -116,8 +116,8 @@ def fabricated():
     return {"config": {"distributions": ["iid", "smooth"]}, "results": rows}
 
 
-def test_summarize_on_a_fabricated_table():
-    s = bm.summarize(fabricated(), error_target=0.1, frontier_n=4096, slope_n_min=1024)
+def test_summarise_on_a_fabricated_table():
+    s = bm.summarise(fabricated(), error_target=0.1, frontier_n=4096, slope_n_min=1024)
     norm = s["slopes_load_normalised"]
     assert norm["naive"] == pytest.approx(2.0) and norm["linear"] == pytest.approx(1.0)
     assert s["slopes"]["naive"] != pytest.approx(2.0, abs=0.05)  # the drift distorts the raw slope

@@ -120,21 +120,24 @@ def test_linear_memory_fails_beyond_its_dimension_softmax_does_not():
     assert acc["softmax"] > 0.9 and acc["linear_identity"] < 0.5 and acc["linear"] < 0.1
 
 
-def test_uniform_and_centered_errors_match_numpy():
+def test_uniform_and_centred_errors_match_numpy():
     A = _stochastic(9, 9, seed=2)
     U = np.full_like(A, 1 / 9)
     assert lb.uniform_error(A) == pytest.approx(np.linalg.norm(A - U) / np.linalg.norm(A), rel=1e-12)
     C = A - A.mean(axis=0)
     s = np.linalg.svd(C, compute_uv=False)
-    assert lb.centered_rank_k_error(A, 3) == pytest.approx(np.sqrt((s[3:] ** 2).sum() / (s**2).sum()), rel=1e-10)
+    assert lb.centred_rank_k_error(A, 3) == pytest.approx(np.sqrt((s[3:] ** 2).sum() / (s**2).sum()), rel=1e-10)
     # removing the mean row can only make the relative error of a near-uniform matrix larger
     soft = 0.9 * np.full((9, 9), 1 / 9) + 0.1 * A
-    assert lb.centered_rank_k_error(soft, 3) > rank_k_error(soft, 3)
+    assert lb.centred_rank_k_error(soft, 3) > rank_k_error(soft, 3)
 
 
 def test_sink_share_and_loglog_slope():
     A = np.array([[0.6, 0.1, 0.3], [0.2, 0.2, 0.6]])
     assert lb.sink_share(A, [0, 2]) == pytest.approx((0.9 + 0.8) / 2)
+    B = np.random.default_rng(5).dirichlet(np.ones(6), size=(2, 3, 4))  # (L, H, T, S): chapter 7's word rows
+    ref = [[np.mean([B[l, h, i, 0] + B[l, h, i, 5] for i in range(4)]) for h in range(3)] for l in range(2)]
+    np.testing.assert_allclose(lb.sink_share(B, [0, 5]), ref, rtol=1e-14)  # (L, H)
     assert lb.loglog_slope([10, 100, 1000], [3.0, 3.0, 3.0]) == pytest.approx(0.0, abs=1e-12)
     assert lb.loglog_slope([2, 4, 8], [1.0, 4.0, 16.0]) == pytest.approx(2.0)
     x = np.array([2.0, 3.0, 10.0, 50.0])
@@ -191,9 +194,9 @@ def test_soft_synthetic_attention_needs_rank_about_d_k_whatever_n():
     from attention_course.chapters.lowrank.spectra import synthetic_attention
 
     for n in (256, 1024):
-        assert lb.centered_rank_k_error(synthetic_attention(n, 32, 0.2, seed=0), 32) < 0.16
-    assert lb.centered_rank_k_error(synthetic_attention(256, 32, 0.2, seed=0), 16) > 0.4  # k < d_k fails
-    assert lb.centered_rank_k_error(synthetic_attention(256, 32, 1.0, seed=0), 32) > 0.4
+        assert lb.centred_rank_k_error(synthetic_attention(n, 32, 0.2, seed=0), 32) < 0.16
+    assert lb.centred_rank_k_error(synthetic_attention(256, 32, 0.2, seed=0), 16) > 0.4  # k < d_k fails
+    assert lb.centred_rank_k_error(synthetic_attention(256, 32, 1.0, seed=0), 32) > 0.4
 
 
 def test_stored_run_is_bimodal_by_layer():

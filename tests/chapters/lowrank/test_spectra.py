@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attention_course.core._backend import ShapeError
 from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.chapters.lowrank.spectra import (
     best_rank_k,
@@ -21,6 +22,7 @@ from attention_course.chapters.lowrank.spectra import (
     rank_k_error,
     singular_values,
     stable_rank,
+    stable_rank_from_singular_values,
     synthetic_attention,
     temperature_sweep,
     topk_error,
@@ -73,10 +75,26 @@ def test_rank_measures_are_bounded_and_scale_invariant(shape, seed, c):
     assert stable_rank(c * A) == pytest.approx(sr, rel=1e-9)
 
 
-def test_stable_rank_matches_norms():
-    A = rand((8, 5), seed=2)
-    expected = np.linalg.norm(A, "fro") ** 2 / np.linalg.norm(A, 2) ** 2
+@pytest.mark.parametrize("shape", [(8, 5), (5, 5), (3, 9)])
+def test_stable_rank_matches_numpy_norms(shape):
+    A = rand(shape, seed=sum(shape))
+    expected = np.linalg.norm(A, "fro") ** 2 / np.linalg.norm(A, 2) ** 2  # ||A||_F^2 / ||A||_2^2
+    # float64 SVD of a small Gaussian matrix: singular values to a few eps relative
     assert stable_rank(A) == pytest.approx(expected, rel=1e-12)
+    s = np.linalg.svd(A, compute_uv=False)
+    assert stable_rank_from_singular_values(s) == pytest.approx(expected, rel=1e-12)
+    assert stable_rank_from_singular_values(s[::-1]) == pytest.approx(expected, rel=1e-12)  # any order
+
+
+def test_stable_rank_from_singular_values_extremes_and_bad_input():
+    s = np.linalg.svd(np.outer([1.0, 2, 3], [4.0, 5]), compute_uv=False)
+    assert float(stable_rank_from_singular_values(s)) == pytest.approx(1.0)  # rank 1
+    assert float(stable_rank_from_singular_values(np.ones(7))) == pytest.approx(7.0)  # equal values: the rank
+    np.testing.assert_array_equal(stable_rank_from_singular_values(torch.ones(2, 3)), [3.0, 3.0])
+    with pytest.raises(ShapeError, match=r"s has shape \(0,\); expected \(\.\.\., k\) with k >= 1"):
+        stable_rank_from_singular_values(np.zeros(0))
+    with pytest.raises(ValueError, match=r"s of shape \(2, 2\) is \(or contains\) all zeros"):
+        stable_rank_from_singular_values(np.array([[1.0, 0.5], [0.0, 0.0]]))
 
 
 # ---------------------------------------------------------- best rank k (Eckart-Young)

@@ -2,18 +2,22 @@
 
 References: float rounding bounds, deliberately broken attention functions (which
 the measurements must catch), an angular test of whether the origin is inside a
-hull, and torch's own scaled_dot_product_attention.
+hull, torch's own scaled_dot_product_attention and torch.distributions.Categorical (entropy).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+import torch
 
 from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.chapters.mechanics.properties import (
     fraction_in_hull,
     random_attention_problem,
+    row_entropy,
     row_sum_errors,
     torch_agreement,
 )
@@ -103,3 +107,28 @@ def test_torch_agreement(seed):
     gaps = torch_agreement(seed=seed)
     assert list(gaps) == ["no mask", "boolean mask", "float mask", "causal, T != S", "scale = 0.3"]
     assert max(gaps.values()) < 1e-12  # float64 on O(1) outputs: about 1e-15 is round-off
+
+
+def test_row_entropy_matches_torch_categorical_with_zeros():
+    p = torch.from_numpy(np.random.default_rng(7).dirichlet(np.full(7, 0.5), size=(4, 3)))  # (4, 3, 7)
+    p[0, 0] = torch.tensor([1.0, 0, 0, 0, 0, 0, 0])  # one-hot: 0
+    p[1, 2, :3] = 0.0
+    p[1, 2] /= p[1, 2].sum()  # zeros inside a row: 0 log 0 = 0
+    ref = torch.distributions.Categorical(probs=p).entropy()  # (4, 3)
+    # float64, 7 terms of size <= 1/e each: the sums agree to a few eps
+    torch.testing.assert_close(row_entropy(p), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(row_entropy(p.numpy()), ref.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(row_entropy(p.numpy().swapaxes(1, 2), axis=1), ref.numpy(),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(row_entropy(p.log().exp().numpy(), log_p=p.log().numpy()), ref.numpy(),
+                               rtol=1e-12, atol=1e-14)  # a given log p is used (here log 0 = -inf, masked)
+    h = row_entropy(np.array([[0, 1, 0]]))  # integers are read as float64
+    assert h.dtype == np.float64 and h.tolist() == [0.0]
+
+
+def test_row_entropy_gradient_is_finite_at_zero_weights():
+    p = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64, requires_grad=True)
+    row_entropy(p).backward()
+    # dH/dp_j = -(log p_j + 1) where p_j > 0; the zero entry is masked: gradient 0, not NaN
+    expected = torch.tensor([math.log(2) - 1, math.log(2) - 1, 0.0], dtype=torch.float64)
+    torch.testing.assert_close(p.grad, expected)

@@ -1,5 +1,6 @@
 """chapters/scaling/measures.py: the variance argument, softmax saturation, the softmax Jacobian, the caveats
-and the queries and keys of a BERT encoder (checked against its own attention maps).
+and the variance of a BERT encoder's query-key products (its queries and keys are tested in
+tests/models/test_queries_keys.py).
 
 References used: torch.autograd (Jacobian), numpy.linalg (norms, eigenvalues), mpmath at 150
 digits (norms of nearly one-hot rows), torch.distributions.Categorical (entropy),
@@ -21,12 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention_course import ShapeError, scaled_dot_product_attention
-from attention_course.models.encoder import BertLayerWeights, BertWeights, bert_encode
 from attention_course.chapters.lowrank.baselines import loglog_slope
 from attention_course.chapters.scaling.measures import (
     absorb_scale,
     attention_scores,
-    bert_queries_keys,
     dot_product_variance,
     dot_variance_standard_error,
     pair_logit_variance,
@@ -350,33 +349,6 @@ def test_qk_norm_bounds_the_scores_and_learns_a_temperature():
 
 
 # ------------------------------------------------------ a pretrained model
-
-
-def random_bert(n_layers=2, d=12, h=3, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64) / math.sqrt(s[0])  # noqa: E731
-    layers = tuple(
-        BertLayerWeights(*[r(d, d) for _ in range(4)], *[r(d) for _ in range(4)], 1 + r(d), r(d),
-                         r(d, 2 * d), r(2 * d), r(2 * d, d), r(d), 1 + r(d), r(d))
-        for _ in range(n_layers)
-    )
-    return BertWeights(r(20, d), r(16, d), r(2, d), 1 + r(d), r(d), layers, h, 1e-12)
-
-
-def test_bert_queries_keys_reproduce_the_encoders_attention():
-    w = random_bert()
-    ids = torch.tensor([[1, 5, 7, 2, 9, 4], [3, 8, 2, 0, 0, 0]])
-    real = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
-    out = bert_encode(w, ids, real)
-    qk = bert_queries_keys(w, out.hidden_states)
-    assert len(qk) == 2
-    keys_ok = real.bool()[:, None, None, :]  # (B, 1, 1, S): the real keys
-    for (q, k), attn in zip(qk, out.attentions):
-        assert q.shape == k.shape == (2, 3, 6, 4)
-        p = torch.softmax((q @ k.transpose(-2, -1) / 2.0).masked_fill(~keys_ok, float("-inf")), -1)
-        torch.testing.assert_close(p, attn, rtol=1e-12, atol=1e-14)
-    with pytest.raises(ValueError, match=r"1 hidden states for 2 layers"):
-        bert_queries_keys(w, out.hidden_states[:1])
 
 
 def test_pair_logit_variance_matches_a_loop_and_ignores_padding():
