@@ -24,20 +24,22 @@ composition-run
     layers, over seeds. See :mod:`attention_course.chapters.graphs.runs`.
 scaling-causes
     Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
-    times smaller. See :mod:`attention_course.chapters.scaling.init_vs_step`.
+    times smaller. See ``CAUSES`` in :mod:`attention_course.chapters.scaling.init_vs_step`.
 scaling-backward
     Chapter 6's backward-swap test: the unscaled forward pass with the scaled softmax's
-    backward, and the reverse. See :mod:`attention_course.chapters.scaling.backward_swap`.
+    backward, and the reverse. See ``BACKWARD`` in :mod:`attention_course.chapters.scaling.backward_swap`.
 scaling-saturation
     Chapter 6's saturation run: the share of saturated softmax rows and the gradient
-    through them, during training, with and without the scale. See
+    through them, during training, with and without the scale. See ``SATURATION`` in
     :mod:`attention_course.chapters.scaling.saturation_training`.
 scaling-run
     Train the tiny transformer with each score scale (chapter 6) and store the
-    curves as JSON. See :mod:`attention_course.chapters.scaling.training`.
+    curves as JSON. See ``SCALE_RUN`` in :mod:`attention_course.chapters.scaling.training`.
 
-Each command's module provides ``add_arguments(parser)`` and
-``cli(args, parser) -> exit code``.
+The four ``scaling-*`` commands are configurations of one runner,
+:class:`~attention_course.chapters.scaling.runs.Experiment`. Each command names a module, or
+an object in one (``"module:NAME"``, e.g. an ``Experiment``), that provides
+``add_arguments(parser)`` and ``cli(args, parser) -> exit code``.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from typing import NamedTuple, Optional, Sequence
 
 
 class Command(NamedTuple):
-    module: str  # relative to this package; provides add_arguments(parser) and cli(args, parser)
+    module: str  # relative to this package, optionally ":NAME" of an object in it; provides
+    #             add_arguments(parser) and cli(args, parser)
     help: str
     description: str
 
@@ -96,21 +99,21 @@ COMMANDS = {
         "(default: attention_course/data/composition.json; minutes).",
     ),
     "scaling-causes": Command(
-        ".chapters.scaling.init_vs_step",
+        ".chapters.scaling.init_vs_step:CAUSES",
         "chapter 6's 2x2 run: W_Q init x W_Q learning rate without the scale",
         "Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q started, "
         "stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
         "(default: attention_course/data/scale_causes.json; about a minute).",
     ),
     "scaling-backward": Command(
-        ".chapters.scaling.backward_swap",
+        ".chapters.scaling.backward_swap:BACKWARD",
         "chapter 6's backward-swap test: unscaled forward, tempered softmax backward",
         "Train the tiny transformer at d_k = 64 keeping each variant's forward pass and swapping only the backward "
         "pass through the softmax (tempered, its size only, its direction only, or the reverse), over seeds; write "
         "held-out losses as JSON (default: attention_course/data/scale_backward.json; minutes).",
     ),
     "scaling-saturation": Command(
-        ".chapters.scaling.saturation_training",
+        ".chapters.scaling.saturation_training:SATURATION",
         "chapter 6's saturation run: saturated rows and their gradient through training",
         "Train the tiny transformer at d_k = 16, 64, 256 with and without the scale (and unscaled with W_Q "
         "started sqrt(d_k) times smaller) over seeds; at checkpoints record the share of saturated softmax rows "
@@ -118,7 +121,7 @@ COMMANDS = {
         "(default: attention_course/data/scale_saturation.json; minutes).",
     ),
     "scaling-run": Command(
-        ".chapters.scaling.training",
+        ".chapters.scaling.training:SCALE_RUN",
         "train the tiny transformer with each score scale (chapter 6)",
         "Train the tiny transformer on the induction task with each score scale, width and seed, "
         "and write the loss and gradient curves as JSON (minutes; shows progress).",
@@ -133,9 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="command")
     for name, cmd in COMMANDS.items():
         sub = commands.add_parser(name, help=cmd.help, description=cmd.description)
-        module = importlib.import_module(cmd.module, __package__)
-        module.add_arguments(sub)
-        sub.set_defaults(run=module.cli, parser=sub)  # its own parser, for usage errors (exit 2)
+        module, _, name = cmd.module.partition(":")
+        target = importlib.import_module(module, __package__)
+        target = getattr(target, name) if name else target
+        target.add_arguments(sub)
+        sub.set_defaults(run=target.cli, parser=sub)  # its own parser, for usage errors (exit 2)
     return parser
 
 

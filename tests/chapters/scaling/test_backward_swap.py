@@ -6,12 +6,16 @@ import torch
 
 from attention_course.core._backend import ShapeError
 from attention_course.chapters.scaling import backward_swap as sb
+from attention_course.chapters.scaling.runs import save_result
 from attention_course.chapters.scaling.saturated_rows import BACKWARDS, swapped_softmax
+from attention_course.chapters.scaling.saturation_training import row_gradients
 from attention_course.models import tiny
+from attention_course.models.training import train
 
 # float64 throughout: the swapped backward and autograd's differ only by round-off of a few
 # operations on numbers of order 1, far below 1e-12.
 TOL = dict(rtol=1e-12, atol=1e-12)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: faster on a shared 2-core machine
 
 
 def scores_and_grad(seed=0, shape=(3, 5, 6), spread=6.0):
@@ -114,11 +118,21 @@ def test_unknown_variant_and_round_trip(tmp_path):
     with pytest.raises(ValueError, match="unknown variants"):
         sb.run_backward([0], d_k=8, steps=1, variants=["sideways"])
     r = sb.run_backward([0, 1], d_k=8, steps=2, variants=["unscaled", "unscaled, tempered backward"])
-    sb.save_backward(r, tmp_path / "b.json", {"note": "test"})
+    save_result(r, tmp_path / "b.json", {"note": "test"})
     back, meta = sb.load_backward(tmp_path / "b.json")
     assert back.variants == r.variants and meta == {"note": "test"}
     np.testing.assert_array_equal(back.eval_loss, r.eval_loss)
     np.testing.assert_array_equal(back.saturated, r.saturated)
+
+
+def test_a_true_backward_trains_as_train_does_and_a_swapped_one_differently():
+    true, swapped = (sb.train_swapped(8, *sb.VARIANTS[v], steps=3, eval_batch=8)
+                     for v in ("unscaled", "unscaled, tempered backward"))
+    model, optimizer = sb.build_variant(8, "none")
+    train(model, sb.make_task(sb.TASK), steps=3, lr=1e-2, optimizer=optimizer)  # reference: no swap at all
+    loss, peak, _ = row_gradients(model, *sb.make_task(sb.TASK)(8, seed=12345))
+    assert true.eval_loss == loss and true.saturated.tolist() == [float((p > 0.99).mean()) for p in peak]
+    assert swapped.eval_loss != true.eval_loss
 
 
 def test_score_motion_rejects_a_bad_interval():

@@ -15,13 +15,13 @@ import pytest
 import torch
 
 from attention_course.core.attention import causal_mask
-from attention_course.chapters.scaling import training as scale_training
+from attention_course.chapters.scaling.runs import progress_bar, save_result
 from attention_course.chapters.scaling.training import (
+    SCALE_RUN,
     STORED_RUN,
     ScaleRun,
     compare_scales,
     load_comparisons,
-    save_comparisons,
     thin_comparison,
     train_one,
 )
@@ -31,14 +31,12 @@ from attention_course.models.tiny import ModelConfig, TinyTransformer, qk_logits
 from attention_course.models.training import evaluate_loss, train_run
 
 SMALL = dict(steps=4, d_model=8, n_heads=1, eval_batch=16, batch_size=8)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: faster on a shared 2-core machine
 
 
 @pytest.fixture(scope="module")
-def comparison():
-    n = torch.get_num_threads()
-    result = compare_scales([4, 16], ["sqrt", "none", "mup"], seed=2, **SMALL)
-    torch.set_num_threads(n)
-    return result
+def comparison(one_torch_thread):
+    return compare_scales([4, 16], ["sqrt", "none", "mup"], seed=2, **SMALL)
 
 
 def test_compare_scales_shapes_and_factors(comparison):
@@ -104,7 +102,7 @@ def test_thin_comparison_block_means(comparison):
 
 def test_save_and_load_round_trip(comparison, tmp_path):
     path = tmp_path / "c.json"
-    save_comparisons([comparison, comparison], str(path), meta={"machine": {"cores": 2}})
+    save_result([comparison, comparison], str(path), meta={"machine": {"cores": 2}})
     results, meta = load_comparisons(str(path))
     assert meta == {"machine": {"cores": 2}} and len(results) == 2
     r = results[1]
@@ -159,8 +157,8 @@ def test_compare_scales_reports_progress_through_the_callback_only(capsys):
             seen.append(pair)
             yield pair
 
-    compare_scales([4, 8], ["sqrt", 0.5], progress=progress, **SMALL)
-    assert seen == [(4, "sqrt"), (4, 0.5), (8, "sqrt"), (8, 0.5)]
+    compare_scales([4, 8], ["sqrt", 0.5], seed=3, progress=progress, **SMALL)
+    assert seen == [(4, "sqrt", 3), (4, 0.5, 3), (8, "sqrt", 3), (8, 0.5, 3)]  # (d_k, scale, seed), d_k-major
     assert capsys.readouterr() == ("", "")  # the library prints nothing
 
 
@@ -176,11 +174,28 @@ def test_the_shipped_run_loads_and_says_what_chapter_6_says():
     assert meta["wall_seconds"] > meta["cpu_seconds"] > 0
 
 
-def test_progress_lines_go_to_stderr(capsys):
-    pairs = list(scale_training._progress_lines([(4, "sqrt"), (4, "none")], seed=3))
+def test_progress_bar_goes_to_stderr(capsys):
+    runs = list(progress_bar("demo")([(4, "sqrt", 3), (4, "none", 3)]))
     out, err = capsys.readouterr()
-    assert pairs == [(4, "sqrt"), (4, "none")] and out == ""
-    assert err.splitlines() == ["seed 3: d_k=4, scale=sqrt", "seed 3: d_k=4, scale=none"]
+    assert runs == [(4, "sqrt", 3), (4, "none", 3)] and out == ""
+    assert "demo" in err and "d_k=4, none, seed 3" in err
+
+
+def test_stored_run_is_reproduced_by_its_first_block():
+    # seed 0 of the shipped run, d_k = 64 without the scale: its first 10 steps are the first block
+    # of the stored curves (4 significant digits: at most 5e-4 relative); the step-0 gradients and
+    # score spreads are stored to 4 digits too
+    results, _ = load_comparisons()
+    r = results[0]
+    i, j = r.index(64, "none")
+    cfg = {k: r.settings[k] for k in ("d_model", "n_heads", "n_layers", "lr", "batch_size", "eval_batch")}
+    run = train_one(64, "none", steps=10, seed=r.settings["seed"], **cfg)
+    np.testing.assert_allclose(run.loss.mean(), r.loss[i, j, 0], rtol=5e-4)
+    np.testing.assert_allclose(run.grad_norm_qk.mean(), r.grad_norm_qk[i, j, 0], rtol=5e-4)
+    np.testing.assert_allclose(run.max_weight.mean(0), r.max_weight[i, j, 0], rtol=5e-4)
+    np.testing.assert_allclose(run.grad_norm_init, r.grad_norm_init[i, j], rtol=5e-4)
+    np.testing.assert_allclose(run.logit_std_init, r.logit_std_init[i, j], rtol=5e-4)
+    assert (SCALE_RUN.steps, SCALE_RUN.every, SCALE_RUN.seeds) == (r.settings["steps"], 10, (0, 1, 2))
 
 
 def test_command_line_help_names_every_argument(capsys):
