@@ -17,9 +17,11 @@ whose cell exceeds the timeout is reported with its ``error``, verdicts printed
 before that are kept, and the other notebooks still run. An exercise is
 ``passed``, ``failed``, ``not attempted`` (the stub) or ``not run`` (no verdict;
 the message says why). An exercise whose ``# EXERCISE:`` cell was deleted is
-still listed, as ``not attempted``: the ids of chapter NN come from
-``attention_course.exercises.chNN_*.EXERCISES``, NN being the notebook name's
-two-digit prefix.
+still listed, as ``not attempted``: the ids of chapter NN come from the
+``EXERCISES`` of ``attention_course.chapters.<topic>.exercises``, the topic being
+chapter NN in the reading order of :mod:`attention_course.chapters` and NN the
+notebook name's two-digit prefix. Each result carries its exercise's difficulty
+(1-3) and minutes, which the table shows beside it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import copy
 import importlib
 import json
 import logging
-import pkgutil
 import re
 import subprocess
 import textwrap
@@ -39,7 +40,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import nbformat
 
-from .. import exercises as _exercises
+from .. import chapters as _chapters
 from ..exercises import _core
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "STATUSES",
     "find_notebooks",
     "exercise_spans",
+    "declared_exercises",
     "setup_cells",
     "exercise_notebook",
     "parse_verdicts",
@@ -55,6 +57,7 @@ __all__ = [
     "run",
     "totals",
     "summary_line",
+    "rating",
     "format_report",
     "to_json",
     "add_arguments",
@@ -80,12 +83,32 @@ _QUIET.propagate = False
 
 @dataclass(frozen=True)
 class ExerciseResult:
-    """One exercise's verdict: ``status`` is one of :data:`STATUSES`."""
+    """One exercise's verdict: ``status`` is one of :data:`STATUSES`; ``difficulty`` (1-3) and
+    ``minutes`` are the exercise's own (0 when it is not a registered exercise)."""
 
     chapter: str
     id: str
     status: str
     message: str = ""
+    difficulty: int = 0
+    minutes: int = 0
+
+
+def _result(chapter: str, eid: str, status: str, message: str = "") -> ExerciseResult:
+    """An :class:`ExerciseResult` with the registered exercise's difficulty and minutes."""
+    ex = _core.REGISTRY.get(eid)
+    return ExerciseResult(chapter, eid, status, message, ex.difficulty if ex else 0, ex.minutes if ex else 0)
+
+
+def rating(result: ExerciseResult) -> str:
+    """``"difficulty 2/3, 20 min"``, or "" for an exercise that is not rated.
+
+    Examples
+    --------
+    >>> rating(ExerciseResult("01_x", "a", "passed", "", 2, 20)), rating(ExerciseResult("01_x", "b", "passed"))
+    ('difficulty 2/3, 20 min', '')
+    """
+    return f"difficulty {result.difficulty}/3, {result.minutes} min" if result.difficulty else ""
 
 
 @dataclass(frozen=True)
@@ -240,15 +263,34 @@ def _error_of(cells: Sequence[Any]) -> Optional[str]:
     return f"{errors[0].get('ename', 'Error')}: {errors[0].get('evalue', '')}".strip() if errors else None
 
 
+def declared_exercises(chapter: str) -> tuple:
+    """The exercise ids chapter ``chapter`` (a notebook's stem, ``"03_low_rank"``) declares, in order.
+
+    Chapter NN is the NN-th folder of :mod:`attention_course.chapters` in reading order; a stem
+    without a two-digit prefix, or a chapter without exercises, declares none.
+
+    Examples
+    --------
+    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes")
+    (('stable-softmax', 'attention'), ())
+    """
+    m = re.match(r"(\d\d)_", chapter)
+    topics = list(getattr(_chapters, "__all__", ()))
+    if not m or not 1 <= int(m[1]) <= len(topics):
+        return ()
+    name = f"{_chapters.__name__}.{topics[int(m[1]) - 1]}.exercises"
+    try:
+        module = importlib.import_module(name)
+    except ImportError:  # a chapter without exercises
+        return ()
+    return tuple(getattr(module, "EXERCISES", ()))
+
+
 def _with_missing(chapter: str, results: list, message: str, status: str = "not attempted") -> tuple:
     """Add the exercises chapter NN declares but the notebook lacks, in the declared order."""
-    declared: tuple = ()
-    for info in pkgutil.iter_modules(_exercises.__path__):
-        if re.match(r"\d\d_", chapter) and info.name.startswith(f"ch{chapter[:2]}_"):
-            module = importlib.import_module(f"{_exercises.__name__}.{info.name}")
-            declared = tuple(getattr(module, "EXERCISES", ()))
+    declared = declared_exercises(chapter)
     found = {r.id: r for r in results}
-    listed = [found.get(eid) or ExerciseResult(chapter, eid, status, message) for eid in declared]
+    listed = [found.get(eid) or _result(chapter, eid, status, message) for eid in declared]
     return tuple(listed + [r for r in results if r.id not in declared])
 
 
@@ -294,7 +336,7 @@ def collect(nb: Any, path: str | Path, mode: str = "exercises", stopped: Optiona
         if (mode == "exercises" and status != "passed" and not setup_error and "NameError" in message
                 and "name 'check' is not defined" not in message):
             message = f"{message} {FULL_HINT}"
-        results.append(ExerciseResult(chapter, eid, status, message))
+        results.append(_result(chapter, eid, status, message))
     exercises = _with_missing(chapter, results, f"no `# EXERCISE:` cell for it in {chapter}")
     return NotebookReport(str(path), chapter, stopped or setup_error or None, exercises)
 
@@ -427,12 +469,12 @@ def format_report(reports: Sequence[NotebookReport], width: int = 88, max_lines:
 
     Examples
     --------
-    >>> rep = NotebookReport("book/01_x.ipynb", "01_x", None, (ExerciseResult("01_x", "a", "passed", "ok"),
-    ...     ExerciseResult("01_x", "b", "failed", "you divided by d_k instead of its square root " * 3)))
+    >>> rep = NotebookReport("book/01_x.ipynb", "01_x", None, (ExerciseResult("01_x", "a", "passed", "ok", 1, 10),
+    ...     ExerciseResult("01_x", "b", "failed", "you divided by d_k instead of its square root " * 3, 2, 20)))
     >>> print(format_report([rep], width=60))
     01_x  (book/01_x.ipynb)
-      ✅ a                        passed
-      ❌ b                        failed
+      ✅ a                        passed          difficulty 1/3, 10 min
+      ❌ b                        failed          difficulty 2/3, 20 min
            you divided by d_k instead of its square root you
            divided by d_k instead of its square root you divided
            by d_k instead of its square root
@@ -450,7 +492,7 @@ def format_report(reports: Sequence[NotebookReport], width: int = 88, max_lines:
         lines += wrap(f"⚠️  {rep.error}", "  ", "      ") if rep.error else []
         lines += [] if rep.exercises or rep.error else ["  (no exercises in this notebook)"]
         for e in rep.exercises:
-            lines.append(f"  {MARKS[e.status]} {e.id:<24} {e.status}")
+            lines.append(f"  {MARKS[e.status]} {e.id:<24} {e.status:<15} {rating(e)}".rstrip())
             if e.status in ("failed", "not run") and e.message not in ("", UNREAD, STOPPED_BEFORE, rep.error):
                 lines += wrap(e.message, " " * 7, " " * 7)
     return "\n".join(lines + ["", summary_line(totals(reports))])
@@ -461,10 +503,10 @@ def to_json(reports: Sequence[NotebookReport], mode: str = "exercises") -> dict:
 
     Examples
     --------
-    >>> rep = NotebookReport("a/01_x.ipynb", "01_x", None, (ExerciseResult("01_x", "e", "passed", "ok"),))
+    >>> rep = NotebookReport("a/01_x.ipynb", "01_x", None, (ExerciseResult("01_x", "e", "passed", "ok", 1, 5),))
     >>> out = to_json([rep])
     >>> out["exercises"], out["summary"]
-    ([{'chapter': '01_x', 'id': 'e', 'status': 'passed', 'message': 'ok'}], '1/1 exercises passed (0 failed, 0 not attempted, 0 not run)')
+    ([{'chapter': '01_x', 'id': 'e', 'status': 'passed', 'message': 'ok', 'difficulty': 1, 'minutes': 5}], '1/1 exercises passed (0 failed, 0 not attempted, 0 not run)')
     """
     counts = totals(reports)
     return {

@@ -109,11 +109,11 @@ def rank_vs_topk(A, k):
     A_bar = A - A.mean(axis=0, keepdims=True)  # (T, S): the mean row is the uniform, uninformative part
     s = np.linalg.svd(A_bar, compute_uv=False)  # (r,) decreasing
     rank_err = np.sqrt((s[k:] ** 2).sum()) / np.linalg.norm(A_bar)  # Eckart-Young tail, Frobenius
-    keep = np.argsort(-A, axis=1, kind="stable")[:, :k]  # (T, k) the k largest weights of each row
+    keep = np.argsort(-A, axis=1, kind="stable")[:, :k]  # (T, k) exactly k per row (none for k = 0), ties by index
     sparse = np.zeros_like(A)
     np.put_along_axis(sparse, keep, np.take_along_axis(A, keep, axis=1), axis=1)  # (T, S)
     topk_err = np.linalg.norm(A - sparse) / np.linalg.norm(A_bar)
-    return float(rank_err), float(topk_err), bool(rank_err < topk_err)
+    return float(rank_err), float(topk_err), bool(rank_err < topk_err)  # strict: equal errors do not win
 
 
 def linear_attention_associative(phi_q, phi_k, v):
@@ -193,7 +193,7 @@ def subspace_overlap(A, B):
     cosines = np.linalg.svd(Q_A.T @ Q_B, compute_uv=False)  # (min(p, q),): cos of the principal angles
     overlap = float(np.mean(cosines**2))  # 1 = one inside the other, 0 = orthogonal
     chance = max(p, q) / n  # the mean overlap of random subspaces: E sum cos^2 = p q / n, over min(p, q) angles
-    return overlap, chance, overlap > chance
+    return overlap, chance, overlap > chance  # strict: an overlap equal to chance is not closer
 
 
 # ------------------------------------------------------------------ chapter 5
@@ -239,9 +239,9 @@ def effective_graph_overlap(A, B, perm, mass):
     where = np.argsort(perm)  # where[i]: the position of original word i in the shuffle
 
     def key_set(row):
-        order = np.argsort(-row, kind="stable")  # heaviest key first
+        order = np.argsort(-row, kind="stable")  # heaviest key first; equal weights, lower index first
         share = np.cumsum(row[order]) / row.sum()  # weight held by the first 1, 2, ... keys
-        k = np.searchsorted(share, mass - 1e-9) + 1  # the fewest keys that reach the mass
+        k = np.searchsorted(share, mass - 1e-9) + 1  # the fewest keys that reach the mass (>=), at least one
         return set(order[:k].tolist())
 
     overlaps = []
@@ -289,7 +289,7 @@ def softmax_gradient(s, g, d_k):
 
     unscaled = float(np.linalg.norm(input_gradient(s)))  # the softmax sees x = s
     scaled = float(np.linalg.norm(input_gradient(s / np.sqrt(d_k))))  # it sees x = s / sqrt(d_k)
-    return unscaled, scaled, unscaled < 0.1 * scaled  # "vanishes": below a tenth of the scaled one
+    return unscaled, scaled, unscaled < 0.1 * scaled  # "vanishes": below a tenth; False when both are 0
 
 
 def saturated_gradient(p, g):
@@ -299,10 +299,11 @@ def saturated_gradient(p, g):
     """
     dx = p * (g - (p * g).sum(axis=-1, keepdims=True))  # dL/dx = p (g - <p, g>), row by row   (N, S)
     norms = np.linalg.norm(dx, axis=-1)  # (N,): one gradient size per row
-    saturated = p.max(axis=-1) > 0.99  # (N,): the largest weight above 0.99
+    saturated = p.max(axis=-1) > 0.99  # (N,): the largest weight above 0.99 (exactly 0.99 is not)
     on_saturated = float(norms[saturated].mean()) if saturated.any() else float("nan")
     on_others = float(norms[~saturated].mean()) if (~saturated).any() else float("nan")
-    return float(saturated.mean()), on_saturated, on_others, bool(on_saturated < 0.1 * on_others)
+    vanishes = on_saturated < 0.1 * on_others  # False when a group is empty (nan < x is False) or both are 0
+    return float(saturated.mean()), on_saturated, on_others, bool(vanishes)
 
 
 SOLUTIONS = {

@@ -22,8 +22,8 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-__all__ = ["as_numpy", "describe", "structure_problem", "leaves", "close", "first_difference",
-           "tolerances"]
+__all__ = ["as_numpy", "describe", "structure_problem", "result_name", "leaves", "close", "leaf_close",
+           "first_difference", "tolerances", "format_pair"]
 
 # float32 results (from float32 inputs) are compared at float32 precision: its epsilon is
 # 1.2e-7, the course's float32 cases have values of order 1 to 100 and a few operations in
@@ -95,6 +95,9 @@ def _kind_problem(g: np.ndarray, e: np.ndarray, got: Any, ref: Any) -> Optional[
                 "matrix), which return real values")
     if gk not in "biuf":
         return f"you returned {describe(got)}; expected {_wanted(e, ref)}"
+    if ek == "b" and gk != "b" and e.ndim == 0:
+        return (f"you returned {describe(got)}, a number, not a boolean: expected True or False (a "
+                "comparison such as a < b gives one)")
     if ek == "b" and gk != "b":
         return (f"your result holds numbers ({g.dtype}), not booleans: return a boolean array (a "
                 "comparison such as j <= i gives one, or use dtype=bool). For a mask this matters: "
@@ -124,10 +127,22 @@ def _shape_problem(g: np.ndarray, e: np.ndarray, ref: Any) -> Optional[str]:
     return f"you returned shape {g.shape}; expected shape {e.shape}"
 
 
-def structure_problem(got: Any, ref: Any, where: str = "") -> Optional[str]:
+def result_name(i: int, n: int, names: tuple = ()) -> str:
+    """How feedback calls result ``i`` (from 0) of a tuple of ``n``: ``result 2 of 3 (topk_error)``.
+
+    Examples
+    --------
+    >>> result_name(1, 3, ("rank_error", "topk_error", "rank_wins")), result_name(0, 2)
+    ('result 2 of 3 (topk_error)', 'result 1 of 2')
+    """
+    return f"result {i + 1} of {n}" + (f" ({names[i]})" if len(names) == n else "")
+
+
+def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = ()) -> Optional[str]:
     """Return a message if ``got`` does not have the type, dtype kind or shape of ``ref``.
 
-    ``where`` prefixes the message (which result of a tuple it is about).
+    ``where`` prefixes the message (which result of a tuple it is about); ``names`` are the
+    exercise's names for the items of a tuple result (``Exercise.returns``).
 
     Examples
     --------
@@ -137,18 +152,23 @@ def structure_problem(got: Any, ref: Any, where: str = "") -> Optional[str]:
     'you returned a list of 1 i'
     >>> structure_problem(np.ones(3), np.ones(3)) is None
     True
+    >>> "e.g. `return mean, std`" in structure_problem([1.0, 2.0], (1.0, 2.0), names=("mean", "std"))
+    True
     """
     if isinstance(ref, tuple):
         n = len(ref)
         if isinstance(got, list) and len(got) == n:
+            example = ", ".join(names) if len(names) == n else ", ".join("abcdefgh"[:n])
             return (f"{where}you returned a list of {n} results; return a tuple instead, "
-                    f"e.g. `return output, weights` (the comma makes the tuple)")
+                    f"e.g. `return {example}` (the comma makes the tuple)")
         if not isinstance(got, tuple):
-            return f"{where}you returned {describe(got)}; expected a tuple of {n} results"
+            expected = f" ({', '.join(names)})" if len(names) == n else ""
+            return f"{where}you returned {describe(got)}; expected a tuple of {n} results{expected}"
         if len(got) != n:
-            return f"{where}you returned {len(got)} results; expected a tuple of {n}"
+            expected = f": {', '.join(names)}" if len(names) == n else ""
+            return f"{where}you returned {len(got)} results; expected a tuple of {n}{expected}"
         for i, (g, e) in enumerate(zip(got, ref)):
-            msg = structure_problem(g, e, f"in result {i + 1} of {n}, ")
+            msg = structure_problem(g, e, f"in {result_name(i, n, names)}, ")
             if msg:
                 return msg
         return None
@@ -179,7 +199,7 @@ def tolerances(e: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
     return rtol, atol
 
 
-def _leaf_close(g: np.ndarray, e: np.ndarray, rtol: float, atol: float) -> bool:
+def leaf_close(g: np.ndarray, e: np.ndarray, rtol: float, atol: float) -> bool:
     if g is None or g.shape != e.shape:
         return False
     if e.dtype.kind == "b" or g.dtype.kind == "b":
@@ -198,7 +218,7 @@ def _leaf_close(g: np.ndarray, e: np.ndarray, rtol: float, atol: float) -> bool:
 def close(got: Any, ref: Any, rtol: float, atol: float) -> bool:
     """True when every leaf of ``got`` matches ``ref`` (booleans exactly, numbers within tolerance)."""
     gs, es = leaves(got), leaves(ref)
-    return len(gs) == len(es) and all(_leaf_close(g, e, rtol, atol) for g, e in zip(gs, es))
+    return len(gs) == len(es) and all(leaf_close(g, e, rtol, atol) for g, e in zip(gs, es))
 
 
 def first_difference(got: Any, ref: Any, rtol: float, atol: float) -> Optional[dict]:
@@ -212,7 +232,7 @@ def first_difference(got: Any, ref: Any, rtol: float, atol: float) -> Optional[d
     """
     gs, es = leaves(got), leaves(ref)
     for n, (g, e) in enumerate(zip(gs, es)):
-        if _leaf_close(g, e, rtol, atol):
+        if leaf_close(g, e, rtol, atol):
             continue
         gf, ef = g.astype(float), e.astype(float)
         with np.errstate(all="ignore"):
@@ -228,3 +248,31 @@ def first_difference(got: Any, ref: Any, rtol: float, atol: float) -> Optional[d
         return {"result": n, "n_results": len(es), "index": index, "max_error": err,
                 "got": g[index].item(), "expected": e[index].item()}
     return None
+
+
+def format_pair(got: Any, expected: Any) -> tuple[str, str, str]:
+    """``got`` and ``expected`` written with the fewest significant digits (at least 6) that tell
+    them apart, and their gap: the absolute and, when it means something, the relative difference.
+
+    Examples
+    --------
+    >>> format_pair(7.14413e-05, 7.14412e-05)
+    ('7.14413e-05', '7.14412e-05', 'off by 1e-10, a relative 1.4e-06')
+    >>> format_pair(0.1 + 0.2, 0.3)
+    ('0.30000000000000004', '0.3', 'off by 5.6e-17, a relative 1.9e-16')
+    >>> format_pair(True, False), format_pair(12, 10)
+    (('True', 'False', ''), ('12', '10', 'off by 2'))
+    """
+    if isinstance(got, bool) or isinstance(expected, bool):
+        return str(got), str(expected), ""
+    if isinstance(got, int) and isinstance(expected, int):
+        return str(got), str(expected), f"off by {abs(got - expected)}"
+    g, e = float(got), float(expected)
+    if not (np.isfinite(g) and np.isfinite(e)):
+        return f"{g:.6g}", f"{e:.6g}", ""
+    digits = next((p for p in range(6, 17) if f"{g:.{p}g}" != f"{e:.{p}g}"), None)
+    a, b = (f"{g:.{digits}g}", f"{e:.{digits}g}") if digits else (repr(g), repr(e))  # repr: every digit
+    gap = f"off by {abs(g - e):.2g}"
+    if e != 0:
+        gap += f", a relative {abs(g - e) / abs(e):.2g}"
+    return a, b, gap

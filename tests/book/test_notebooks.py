@@ -115,6 +115,41 @@ def test_exercise_cells_are_wired(path):
         assert f":pyobject: {SOLUTIONS[eid].__name__}" in text, f"{eid}: dropdown shows the wrong solution"
 
 
+TITLE_RE = re.compile(r"^:::\{exercise\} (?P<title>.+?) \(difficulty (?P<d>\d)/3, (?P<m>\d+) min\)[ \t]*\n"
+                      r":label: ex-(?P<eid>[\w-]+)$", re.M)
+HINT_RE = re.compile(r"^:::\{admonition\} Hint (\d)\n:class: dropdown\n", re.M)
+
+
+def _prose(nb):
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "# EXERCISE: " in p.read_text()], ids=lambda p: p.name)
+def test_exercise_titles_show_the_declared_difficulty_and_minutes(path):
+    """`:::{exercise} A stable softmax (difficulty 1/3, 10 min)`: the numbers are the Exercise's own."""
+    nb = _load(path)
+    ids = [m.group(1) for c in _code_cells(nb) for m in [EXERCISE_RE.search(c.source)] if m]
+    titles = {m["eid"]: m for m in TITLE_RE.finditer(_prose(nb))}
+    for eid in ids:
+        assert eid in titles, f"{eid}: its exercise title should end with (difficulty d/3, m min)"
+        ex = REGISTRY[eid]
+        assert (int(titles[eid]["d"]), int(titles[eid]["m"])) == (ex.difficulty, ex.minutes), eid
+        assert ex.difficulty in (1, 2, 3) and ex.minutes > 0, f"{eid}: rate it in its Exercise declaration"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "# EXERCISE: " in p.read_text()], ids=lambda p: p.name)
+def test_one_or_two_collapsed_hints_come_before_each_solution(path):
+    """Between an exercise's statement and its solution dropdown: Hint 1 (and Hint 2), each a dropdown."""
+    nb = _load(path)
+    prose = _prose(nb)
+    ids = [m.group(1) for c in _code_cells(nb) for m in [EXERCISE_RE.search(c.source)] if m]
+    for eid in ids:
+        start, end = prose.index(f":label: ex-{eid}\n"), prose.index(f"{{solution}} ex-{eid}")
+        numbers = [int(n) for n in HINT_RE.findall(prose[start:end])]
+        assert numbers in ([1], [1, 2]), f"{eid}: expected Hint 1 (and Hint 2) dropdowns before the solution"
+        assert prose[start:end].count("{admonition} Hint") == len(numbers), f"{eid}: every hint is a dropdown"
+
+
 # Solved copies of every notebook are run by tests/course/test_progress.py (through
 # `python -m attention_course progress`), which asserts that every check passes.
 

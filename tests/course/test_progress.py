@@ -217,9 +217,31 @@ def test_table_shows_feedback_under_failures_only(runs):
     _, wrong_id, mutant = runs.wrong
     lines = table.splitlines()
     row = next(i for i, line in enumerate(lines) if f" {wrong_id} " in line)
-    assert lines[row].startswith("  ❌") and lines[row].endswith("failed")
+    ex = REGISTRY[wrong_id]
+    assert lines[row].startswith("  ❌") and " failed " in lines[row]
+    assert lines[row].endswith(f"difficulty {ex.difficulty}/3, {ex.minutes} min")
     assert lines[row + 1].startswith(" " * 7) and mutant.feedback.startswith(lines[row + 1].strip())
     assert table.count("a setup cell raised") == 1  # the notebook's error, not repeated under its exercise
+
+
+def test_every_result_carries_its_exercises_difficulty(runs):
+    """The table shows each exercise's difficulty and minutes beside its result, and --json has them."""
+    for report in runs.committed:
+        table = progress.format_report([report]).splitlines()
+        for e in report.exercises:
+            ex = REGISTRY[e.id]
+            assert (e.difficulty, e.minutes) == (ex.difficulty, ex.minutes) and ex.difficulty in (1, 2, 3)
+            (line,) = [line for line in table if f" {e.id} " in line]
+            assert line.endswith(f"difficulty {ex.difficulty}/3, {ex.minutes} min"), line
+    entry = progress.to_json(runs.committed)["exercises"][0]
+    assert entry["difficulty"] in (1, 2, 3) and entry["minutes"] > 0
+
+
+def test_declared_exercises_follow_the_chapters_reading_order():
+    for path in BOOK:
+        if _exercise_ids(path):
+            assert list(progress.declared_exercises(path.stem)) == _exercise_ids(path), path.stem
+    assert progress.declared_exercises("notes") == () and progress.declared_exercises("99_x") == ()
 
 
 # ------------------------------------------------------------ modes, timeouts

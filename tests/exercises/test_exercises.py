@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course.exercises import REGISTRY, check, evaluate
+from attention_course.exercises._compare import close
+from attention_course.exercises._core import _mutant_outputs, _prepared
 from attention_course.course.solutions import SOLUTIONS
 
 IDS = sorted(REGISTRY)
@@ -70,8 +72,20 @@ def test_mutant_feedback_is_distinct_and_specific(eid):
 def test_each_mutant_differs_from_the_reference_on_some_case(eid):
     """A mutant that agrees with the reference on every case would be a correct answer."""
     ex = REGISTRY[eid]
-    for mutant in ex.mutants:
-        assert not evaluate(eid, mutant.fn).passed, mutant.name
+    _, expected = _prepared(ex)
+    for mutant, out in zip(ex.mutants, _mutant_outputs(ex)):
+        assert out is not None, mutant.name
+        assert not all(close(o, expected[n], ex.rtol, ex.atol) for n, o in out.items()), mutant.name
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_no_two_mutants_agree_on_every_case(eid):
+    """Two mutants with the same results would share one message: the second could never be named."""
+    ex = REGISTRY[eid]
+    outs = [(m.name, o) for m, o in zip(ex.mutants, _mutant_outputs(ex))]
+    for i, (a, oa) in enumerate(outs):
+        for b, ob in outs[i + 1:]:
+            assert not all(close(oa[n], ob[n], ex.rtol, ex.atol) for n in oa), (a, b)
 
 
 # --------------------------------------------------------- generic feedback
@@ -121,6 +135,60 @@ def test_broadcast_error_gets_keepdims_tip():
 
     r = evaluate("stable-softmax", no_keepdims)
     assert r.status == "failed" and "keepdims" in r.message
+
+
+def test_a_generic_mismatch_shows_enough_digits_and_the_gap():
+    """Two numbers that agree to 6 digits are written with as many digits as it takes to differ."""
+    ref = SOLUTIONS["dot-variance"]
+    r = evaluate("dot-variance", lambda q, k: ref(q, k) * (1 + 3e-6))
+    assert "your result is" in r.message and "but should be" in r.message and "entry ()" not in r.message
+    got, want = r.message.split("your result is ")[1].split(" but should be ")
+    assert got != want.split(" ")[0], r.message  # the digits shown differ
+    assert "off by" in r.message and "a relative 3e-06" in r.message, r.message
+
+
+def test_an_array_mismatch_names_the_entry_and_the_largest_error():
+    r = evaluate("metric-kernel", lambda q, k, W: SOLUTIONS["metric-kernel"](q, k, W) + 1e-4 * (q[:, :1] > 0))
+    assert "entry" in r.message and "off by" in r.message and "differs by up to" in r.message, r.message
+
+
+def test_a_wrong_single_bool_is_described_as_a_value_with_its_reason():
+    def late(p, g):  # right numbers, verdict wrong only where a group is empty
+        share, a, b, v = SOLUTIONS["saturated-gradient"](p, g)
+        return share, a, b, True if np.isnan(a) or np.isnan(b) else v
+
+    r = evaluate("saturated-gradient", late)
+    assert "entry ()" not in r.message and "vanishes) is True but should be False" in r.message, r.message
+    assert "one group has no rows" in r.message, r.message
+
+
+def test_a_list_result_is_told_to_be_a_tuple_with_the_exercises_own_names():
+    r = evaluate("rank-vs-topk", lambda A, k: list(SOLUTIONS["rank-vs-topk"](A, k)))
+    assert "`return rank_error, topk_error, rank_wins`" in r.message, r.message
+    assert "output, weights" not in r.message
+    r = evaluate("attention", lambda q, k, v: list(SOLUTIONS["attention"](q, k, v)))
+    assert "`return output, weights`" in r.message, r.message
+
+
+def test_a_number_for_a_bool_is_named():
+    r = evaluate("subspace-overlap", lambda A, B: (*SOLUTIONS["subspace-overlap"](A, B)[:2], 1.0))
+    assert "not a boolean" in r.message and "True or False" in r.message, r.message
+
+
+def test_no_feedback_quotes_another_exercises_names():
+    """A message may name only its own exercise's results (the list hint used to say `output, weights`)."""
+    for eid, ex in REGISTRY.items():
+        others = {n for e in REGISTRY.values() if e.id != eid for n in e.returns} - set(ex.returns)
+        for m in ex.mutants:
+            quoted = {n for n in others if f"return {n}," in m.feedback}
+            assert not quoted, (eid, m.name, quoted)
+
+
+def test_two_mistakes_made_together_get_one_of_their_names():
+    """The spectral norm and a reversed verdict together: the norm's own feedback."""
+    spectral = next(m for m in REGISTRY["rank-vs-topk"].mutants if m.name == "spectral")
+    both = lambda A, k: (lambda r, t, w: (r, t, not w))(*spectral.fn(A, k))  # noqa: E731
+    assert evaluate("rank-vs-topk", both).message == spectral.feedback
 
 
 def test_torch_tensor_results_are_accepted():

@@ -1,7 +1,10 @@
 """Chapter 5 exercises: a message-passing step, a receptive field, attention rollout, a graph's overlap.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; the tests check that every mutant is caught with its own message.
+feedback they get, and the rules its statement draws with the cases that land on
+them; the tests check that every mutant is caught with its own message
+(``tests/exercises/test_exercises.py``) and that every rule is probed
+(``tests/exercises/test_rules.py``).
 
 Signatures the notebook's stubs should use:
 
@@ -16,7 +19,9 @@ Signatures the notebook's stubs should use:
 * ``effective-graph-overlap``: ``fn(A, B, perm, mass) -> float`` with ``A``, ``B`` (n, n) one
   head's attention over a sentence's words and over a shuffle of them, ``perm[p]`` the original
   index of the word at position p of the shuffle; returns the mean over words of the Jaccard
-  overlap of the word's ``mass`` key set in ``A`` and in ``B`` (keys compared as words).
+  overlap of the word's ``mass`` key set in ``A`` and in ``B`` (keys compared as words). A key set
+  is the heaviest keys (equal weights: the lower index first) until their weight reaches at least
+  ``mass`` times the row's sum (rows need not sum to 1; 0 < mass <= 1).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from ...core import attention as att
 from . import propagation as g
 from .rollout import attention_rollout
 from .topology import shuffle_overlap
-from ...exercises._core import Case, Exercise, Mutant, register
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -76,6 +81,11 @@ def _mp_mean(q, k, v, mask):
 def _mp_mask_after_softmax(q, k, v, mask):
     w = att.softmax(q @ k.T / np.sqrt(q.shape[-1]))  # normalised over every node
     return (w * mask) @ v  # masked afterwards: rows no longer sum to 1
+
+
+def _mp_big_negative(q, k, v, mask):
+    s = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -1e9)  # (T, T); a lonely row is all -1e9
+    return att.softmax(s) @ v  # ... so it spreads its weight evenly over every node
 
 
 def _nan_output(got, expected, args):
@@ -144,6 +154,12 @@ register(
                 "you normalised over all nodes and then dropped the non-neighbours, so a node's "
                 "weights no longer sum to 1: apply the mask before the softmax.",
             ),
+            Mutant(
+                "big-negative-fill", _mp_big_negative,
+                "a node with no in-neighbours receives nothing, so its output is a row of zeros; filling "
+                "the masked scores with -1e9 gives it equal weights on every node instead. Set its row to "
+                "0 (or use -inf and turn its 0/0 into 0).",
+            ),
         ),
         hints=(_nan_output, _empty_rows_wrong),
         alternatives=(
@@ -152,6 +168,19 @@ register(
             lambda q, k, v, mask: att.scaled_dot_product_attention(q, k, v, mask)[0],
         ),
         atol=1e-10,
+        rules=(
+            Rule("empty", "a node with no in-neighbours outputs a row of zeros",
+                 ("node 3 has no in-neighbours",), lambda q, k, v, mask: bool((~mask.any(axis=1)).any()),
+                 ("big-negative-fill", "ignore-mask")),
+            Rule("range", "a directed graph: row i of mask (mask[i, j], the edge j -> i) lists i's in-neighbours",
+                 ("random directed graph with self loops, T=7", "causal mask, T=5"),
+                 lambda q, k, v, mask: not np.array_equal(mask, mask.T), ("out-neighbours",)),
+            Rule("range", "a sparse mask: the softmax runs over the in-neighbours only",
+                 ("banded mask, T=6, window 1",), lambda q, k, v, mask: not mask.all(),
+                 ("ignore-mask", "mask-after-softmax")),
+        ),
+        difficulty=2,
+        minutes=20,
     )
 )
 
@@ -213,6 +242,16 @@ register(
                 "off by one: node i still depends on inputs exactly L * window away, and on "
                 "itself (use <=, not <).",
             ),
+            Mutant(
+                "window-plus-layers", lambda T, w, L: np.abs(_offset(T)) <= L + w,
+                "you added the window and the number of layers. Each layer widens the band by a whole "
+                "window, so after L layers the reach is L * window.",
+            ),
+            Mutant(
+                "window-to-the-power", lambda T, w, L: np.abs(_offset(T)) <= w**L,
+                "the reach grows linearly, one window per layer (L * window), not as window ** L: a chain "
+                "of L hops of at most window each.",
+            ),
         ),
         explain=_explain_reach,
         alternatives=(
@@ -220,6 +259,20 @@ register(
             lambda T, w, L: np.abs(_offset(T)) <= L * w,
             lambda T, w, L: np.linalg.matrix_power((np.abs(_offset(T)) <= w).astype(np.int64), L) > 0,
         ),
+        rules=(
+            Rule("edge-size", "0 layers: each output depends on its own input only (the identity)",
+                 ("0 layers",), lambda T, w, L: L == 0, ("one-layer", "strict", "window-to-the-power")),
+            Rule("threshold", "|i - j| = n_layers * window exactly is still reached (<=)",
+                 ("T=8, window 1, 2 layers", "T=10, window 2, 3 layers"), lambda T, w, L: 0 < L * w < T - 1,
+                 ("strict", "window-plus-layers")),
+            Rule("edge-size", "window 0: only itself, at any depth",
+                 ("window 0, 5 layers",), lambda T, w, L: w == 0, ("strict", "window-plus-layers")),
+            Rule("range", "a band wider than the sequence fills the matrix",
+                 ("T=5, window 3, 4 layers (the band fills the matrix)",), lambda T, w, L: L * w >= T - 1,
+                 ("looks-back-only", "one-layer")),
+        ),
+        difficulty=2,
+        minutes=15,
     )
 )
 
@@ -319,9 +372,32 @@ register(
                 "your rows sum to 2 ** L: A + I has rows summing to 2. Use 0.5 * A + 0.5 * I, "
                 "or divide A + I by its row sums.",
             ),
+            Mutant(
+                "averaged-layers",
+                lambda w: np.mean([_aug(A) / _aug(A).sum(axis=-1, keepdims=True) for A in w], axis=0),
+                "you averaged the layers' maps. Rollout follows attention through the stack: it MULTIPLIES "
+                "them, R = Â_L @ ... @ Â_1.",
+            ),
+            Mutant(
+                "last-layer-only", lambda w: _aug(w[-1]) / _aug(w[-1]).sum(axis=-1, keepdims=True),
+                "that is the last layer's Â alone; rollout multiplies every layer's, layer 1 first: "
+                "R = Â_L @ ... @ Â_2 @ Â_1.",
+            ),
         ),
         hints=(_rows_do_not_sum_to_one,),
         alternatives=(_rollout_abnar, _rollout_torch),
+        rules=(
+            Rule("range", "a fully masked query (a row of zeros): 0.5 A + 0.5 I is renormalised to sum to 1",
+                 ("a fully masked query (a row of zeros)",), lambda w: bool((w.sum(axis=-1) == 0).any()),
+                 ("no-renormalise",)),
+            Rule("edge-size", "one layer: the rollout is that layer's Â",
+                 ("one layer",), lambda w: len(w) == 1, ("no-residual", "unhalved")),
+            Rule("edge-size", "several layers: layer 1 acts first, later layers multiply on the left",
+                 ("3 layers, 5 tokens", "4 causal layers"), lambda w: len(w) >= 3,
+                 ("wrong-order", "averaged-layers", "last-layer-only")),
+        ),
+        difficulty=1,
+        minutes=15,
     )
 )
 
@@ -341,6 +417,30 @@ def _overlap_cases() -> list[Case]:
     prev = np.eye(6, k=-1) * 0.9 + 0.1 / 6
     prev[0, 0] += 0.9  # the previous word (the first word reads itself)
     A6 = _peaked(rng, 6)
+    # Dyadic weights (sums of powers of 2) add up exactly in floating point, so a cumulative weight can
+    # land exactly on the mark: then >= and > give different key sets, whatever the order of the sums.
+    on_mark = np.array([[0.5, 0.25, 0.125, 0.125, 0.0],  # 0.5 + 0.25 = 0.75 exactly: two keys
+                        [0.25, 0.5, 0.0625, 0.0625, 0.125],
+                        [0.0625, 0.0625, 0.125, 0.25, 0.5],
+                        [0.125, 0.5, 0.25, 0.0, 0.125],
+                        [0.375, 0.0625, 0.0625, 0.375, 0.125]])  # 0.375 + 0.375 = 0.75
+    on_mark_b = np.array([[0.5, 0.125, 0.3125, 0.0625, 0.0],  # rows of B: no tie at the mark
+                          [0.0625, 0.25, 0.5, 0.1875, 0.0],
+                          [0.125, 0.0625, 0.0, 0.3125, 0.5],
+                          [0.4375, 0.3125, 0.125, 0.0625, 0.0625],
+                          [0.25, 0.0, 0.5, 0.1875, 0.0625]])
+    p5 = np.array([3, 0, 4, 1, 2])
+    row_scale = np.array([[2.0], [0.25], [4.0], [1.0], [0.5]])  # powers of 2: the shares stay exact
+    tied = np.array([[0.5, 0.25, 0.25, 0.0],  # mass 0.6: 0.5, then one 0.25 of two, the lower index
+                     [0.125, 0.375, 0.125, 0.375],  # 0.375 + 0.375 = 0.75 >= 0.6: the two 0.375
+                     [0.25, 0.25, 0.25, 0.25],  # 0.25, 0.25, 0.25: three of four equal weights
+                     [0.0, 0.5, 0.25, 0.25]])
+    tied_b = np.array([[0.5, 0.3125, 0.1875, 0.0],
+                       [0.0625, 0.5625, 0.25, 0.125],
+                       [0.4375, 0.125, 0.0625, 0.375],
+                       [0.25, 0.0, 0.6875, 0.0625]])
+    full = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.25, 0.75, 0.0], [0.125, 0.125, 0.25, 0.5], [0.0, 0.0, 0.0, 1.0]])
+    full_b = np.array([[0.75, 0.25, 0.0, 0.0], [0.0, 0.5, 0.0, 0.5], [0.0, 0.25, 0.25, 0.5], [1.0, 0.0, 0.0, 0.0]])
     return [
         Case("6 words, an unrelated shuffled map, mass 0.8", (A6, _peaked(rng, 6), p6, 0.8)),
         Case("the same map, words not moved (identity perm)", (A6, A6.copy(), np.arange(6), 0.8)),
@@ -349,6 +449,10 @@ def _overlap_cases() -> list[Case]:
         Case("8 words, mass 0.5", (_peaked(rng, 8), _peaked(rng, 8), p8, 0.5)),
         Case("7 words, mass 0.95", (_peaked(rng, 7), _peaked(rng, 7), p7, 0.95)),
         Case("a one-word sentence", (np.ones((1, 1)), np.ones((1, 1)), np.zeros(1, dtype=int), 0.8)),
+        Case("weights that reach the mark exactly, mass 0.75", (on_mark, on_mark_b, p5, 0.75)),
+        Case("rows that do not sum to 1, mass 0.75", (on_mark * row_scale, on_mark_b * row_scale[::-1], p5, 0.75)),
+        Case("equal weights at the mark, mass 0.6", (tied, tied_b, np.array([2, 0, 3, 1]), 0.6)),
+        Case("mass 1: every key with weight, none without", (full, full_b, np.array([1, 3, 0, 2]), 1.0)),
     ]
 
 
@@ -357,28 +461,59 @@ def _overlap_reference(A, B, perm, mass):
     return float(words[0, 0])
 
 
-def _keys(row, mass, strict=False):
-    order = np.argsort(-row, kind="stable")  # heaviest key first
-    share = np.cumsum(row[order]) / row.sum()  # (n,)
-    k = int((share < mass - 1e-9).sum()) + (0 if strict else 1)
+def _keys(row, mass, strict=False, above=False, raw=False, ties_reversed=False, lightest=False):
+    order = np.argsort(row)[::-1] if ties_reversed else np.argsort(-row, kind="stable")  # heaviest key first
+    if lightest:
+        order = np.argsort(row, kind="stable")
+    share = np.cumsum(row[order]) / (1.0 if raw else row.sum())  # (n,)
+    if above:  # stops only once the weight is strictly above the mark
+        k = int((share <= mass + 1e-9).sum()) + 1
+    else:
+        k = int((share < mass - 1e-9).sum()) + (0 if strict else 1)
     return set(order[:max(k, 0)].tolist())
+
+
+def _lands_on_mark(A, B, perm, mass) -> bool:
+    """Some row of A or B has a cumulative share (heaviest first) exactly equal to the mass."""
+    return any(np.any(np.cumsum(-np.sort(-row)) / row.sum() == mass) for row in (*A, *B))
+
+
+def _tied_at_mark(A, B, perm, mass) -> bool:
+    """Some row of A has equal weights on both sides of where its key set ends."""
+    for row in A:
+        w = -np.sort(-row)  # (n,) largest first
+        k = int((np.cumsum(w) / row.sum() < mass - 1e-9).sum()) + 1
+        if k < len(w) and w[k - 1] == w[k]:
+            return True
+    return False
 
 
 def _jaccard(a, b):
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def _overlap_with(follow_query=True, map_keys=True, inverse=False, strict=False, columns=False, total=False):
+def _overlap_coefficient(a, b):
+    return len(a & b) / min(len(a), len(b))
+
+
+def _dice(a, b):
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+def _overlap_with(follow_query=True, map_keys=True, inverse=False, columns=False, total=False,
+                  similarity=None, query_inverse=False, **keys):
+    jaccard = similarity or _jaccard
+
     def f(A, B, perm, mass):
         if columns:
             A, B = A.T, B.T
         perm = np.asarray(perm)
         to_word = np.argsort(perm) if inverse else perm  # position in the shuffle -> original word
-        where = perm if inverse else np.argsort(perm)  # original word -> its position in the shuffle
+        where = perm if inverse or query_inverse else np.argsort(perm)  # original word -> its position
         out = 0.0
         for i in range(len(A)):
-            kb = _keys(B[where[i] if follow_query else i], mass, strict)
-            out += _jaccard(_keys(A[i], mass, strict), {int(to_word[j]) for j in kb} if map_keys else kb)
+            kb = _keys(B[where[i] if follow_query else i], mass, **keys)
+            out += jaccard(_keys(A[i], mass, **keys), {int(to_word[j]) for j in kb} if map_keys else kb)
         return out if total else out / len(A)
 
     return f
@@ -470,10 +605,66 @@ register(
                 "sum-not-mean", _overlap_with(total=True),
                 "you summed the overlaps; return their mean over the n words.",
             ),
+            Mutant(
+                "stops-above-mass", _overlap_with(above=True),
+                "your key sets go one key too far when the weight lands exactly on the mark: 'reaches' "
+                "means at least mass times the row's sum (>=), so the key that brings the weight exactly "
+                "to the mark is the last one in.",
+            ),
+            Mutant(
+                "ignores-row-sum", _overlap_with(raw=True),
+                "the rows need not sum to 1: compare the running weight with mass times the row's own "
+                "sum (or divide the row by its sum first), not with mass itself.",
+            ),
+            Mutant(
+                "lightest-first", _overlap_with(lightest=True),
+                "you added the keys lightest first (an ascending sort). The key set is the FEWEST keys that "
+                "reach the mark, so take the heaviest first: np.argsort(-row, kind='stable').",
+            ),
+            Mutant(
+                "overlap-coefficient", _overlap_with(similarity=_overlap_coefficient),
+                "you divided |K & K'| by the smaller set, min(|K|, |K'|) (the overlap coefficient). The "
+                "Jaccard overlap divides by the union, |K | K'|.",
+            ),
+            Mutant(
+                "dice", _overlap_with(similarity=_dice),
+                "that is the Dice coefficient, 2 |K & K'| / (|K| + |K'|). The Jaccard overlap divides the "
+                "intersection by the union: |K & K'| / |K | K'|.",
+            ),
+            Mutant(
+                "query-row-perm", _overlap_with(query_inverse=True),
+                "you read row perm[i] of B for word i; word i stands at the position p with perm[p] == i, "
+                "np.argsort(perm)[i] (your keys, translated with perm[p], are right).",
+            ),
+            Mutant(
+                "ties-reversed", _overlap_with(ties_reversed=True),
+                "among equal weights you took the higher index first (np.argsort(row)[::-1] reverses "
+                "ties). The statement takes them lowest index first, as np.argsort(-row, kind='stable') "
+                "orders them.",
+            ),
         ),
         hints=(_overlap_nan, _overlap_out_of_range),
         alternatives=(_overlap_sets, _overlap_boolean),
         atol=1e-10,
+        rules=(
+            Rule("threshold", "a cumulative weight exactly at the mark: the key that reaches it is the last one in",
+                 ("weights that reach the mark exactly, mass 0.75", "rows that do not sum to 1, mass 0.75"),
+                 _lands_on_mark, ("stops-above-mass", "stops-below-mass")),
+            Rule("range", "rows that do not sum to 1: the mark is mass times the row's sum",
+                 ("rows that do not sum to 1, mass 0.75",),
+                 lambda A, B, perm, mass: not np.allclose(A.sum(axis=1), 1.0), ("ignores-row-sum",)),
+            Rule("tie", "equal weights in a row of A at the mark: the lower index first",
+                 ("equal weights at the mark, mass 0.6",), _tied_at_mark, ("ties-reversed",)),
+            Rule("range", "mass 1: the set holds every key with weight and no key without",
+                 ("mass 1: every key with weight, none without",), lambda A, B, perm, mass: mass == 1.0,
+                 ("stops-above-mass",)),
+            Rule("edge-size", "a shuffle that is not its own inverse: perm[p] is the word at position p",
+                 ("6 words, an unrelated shuffled map, mass 0.8", "a content head: the shuffled map follows the words"),
+                 lambda A, B, perm, mass: not np.array_equal(np.asarray(perm)[np.asarray(perm)], np.arange(len(perm))),
+                 ("inverse-perm",)),
+        ),
+        difficulty=3,
+        minutes=35,
     )
 )
 

@@ -1,7 +1,10 @@
 """Chapter 4 exercises: split heads, a multi-head forward pass, the parameter count, head ablation, overlap.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; the tests check that every mutant is caught with its own message.
+feedback they get, and the rules its statement draws with the cases that land on
+them; the tests check that every mutant is caught with its own message
+(``tests/exercises/test_exercises.py``) and that every rule is probed
+(``tests/exercises/test_rules.py``).
 
 Signatures the notebook's stubs should use:
 
@@ -18,7 +21,8 @@ Signatures the notebook's stubs should use:
 * ``subspace-overlap``: ``fn(A, B) -> (overlap, chance, closer_than_chance)`` for ``A`` (n, p)
   and ``B`` (n, q) of full column rank: the mean of cos^2 over the min(p, q) principal
   angles between their column spaces (a float), its mean for random subspaces,
-  max(p, q) / n (a float), and whether the overlap is larger (a bool).
+  max(p, q) / n (a float), and whether the overlap is larger (a bool, strict: an overlap equal to
+  chance is not closer).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch
 from ...core import multihead as mh
 from .circuits import subspace_overlap
 from .subspaces import mha_parameter_count
-from ...exercises._core import Case, Exercise, Mutant, register
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -62,6 +66,16 @@ def _split_transpose_first(x, h):
     return x.transpose(0, 2, 1).reshape(B, h, T, D // h)  # (B, D, T) cut in memory order
 
 
+def _split_full_transpose(x, h):
+    B, T, D = x.shape
+    return x.T.reshape(B, h, T, D // h)  # x.T is (D, T, B): every axis reversed, then relabelled
+
+
+def _split_heads_first(x, h):
+    B, T, D = x.shape
+    return np.array(np.split(x, h, axis=-1)).reshape(B, h, T, D // h)  # (h, B, T, d_k) relabelled
+
+
 register(
     Exercise(
         id="split-heads",
@@ -86,7 +100,32 @@ register(
                 "reads the array in memory order, so each head's block mixes features and positions. "
                 "Reshape the last axis into (h, d_k) first, (B, T, h, d_k), then swap axes 1 and 2.",
             ),
+            Mutant(
+                "full-transpose", _split_full_transpose,
+                "x.T reverses ALL the axes of a 3-D array, (h*d_k, T, B), so the reshape mixes the batch, "
+                "the positions and the features. Reshape the last axis into (h, d_k) first, then swap "
+                "axes 1 and 2: x.reshape(B, T, h, d_k).transpose(0, 2, 1, 3).",
+            ),
+            Mutant(
+                "heads-first-reshape", _split_heads_first,
+                "the heads ended up first, (h, B, T, d_k) (as np.split stacks them, or a reshape to "
+                "(B*T, h, d_k) then a transpose), and a reshape to (B, h, T, d_k) only relabels memory: "
+                "heads and sequences mix. Move the axis instead: .transpose(1, 0, 2, 3), or "
+                "np.stack(..., axis=1).",
+            ),
         ),
+        rules=(
+            Rule("edge-size", "a batch of several sequences (B > 1): each keeps its own heads",
+                 ("B=2, T=3, 4 heads of d_k=2", "a single position, T=1"),
+                 lambda x, h: x.shape[0] > 1, ("full-transpose", "heads-first-reshape")),
+            Rule("edge-size", "d_k = 1: one feature per head",
+                 ("d_k=1: one feature per head",), lambda x, h: x.shape[-1] == h, ("no-transpose",)),
+            Rule("edge-size", "several positions (T > 1) and heads (h > 1): head i owns features i*d_k:(i+1)*d_k",
+                 ("B=1, T=5, 3 heads of d_k=2",), lambda x, h: x.shape[1] > 1 and h > 1,
+                 ("no-transpose", "interleaved", "transpose-then-reshape")),
+        ),
+        difficulty=1,
+        minutes=10,
         alternatives=(
             lambda x, h: np.stack(np.split(x, h, axis=-1), axis=1),
             lambda x, h: torch.as_tensor(x).unflatten(-1, (h, -1)).transpose(1, 2).numpy(),
@@ -223,6 +262,19 @@ register(
             _mha_einsum,
             _mha_loop,
         ),
+        returns=("output", "weights"),
+        rules=(
+            Rule("edge-size", "one head: plain attention followed by W_o",
+                 ("one head",), lambda x, *W: W[-1] == 1, ("no-output-projection", "weights-transposed")),
+            Rule("edge-size", "a single position (T = 1): each weight is 1",
+                 ("a single position, 4 heads",), lambda x, *W: x.shape[1] == 1,
+                 ("no-output-projection", "weights-transposed")),
+            Rule("edge-size", "h > 1 heads: each with its own scale 1/sqrt(d_k), d_k = d_model / h",
+                 ("B=2, T=4, d_model=8, 2 heads", "d_model=12, 4 heads of d_k=3"), lambda x, *W: W[-1] > 1,
+                 ("scale-by-d-model", "split-without-transpose", "merge-without-transpose", "interleaved-heads")),
+        ),
+        difficulty=2,
+        minutes=25,
     )
 )
 
@@ -306,6 +358,16 @@ register(
             lambda d, h, b: sum(p.numel() for p in torch.nn.MultiheadAttention(d, h, bias=b).parameters()),
             lambda d, h, b: h * (3 * d * (d // h) + (d // h) * d) + (4 * d if b else 0),
         ),
+        rules=(
+            Rule("edge-size", "bias=False: the four weight matrices only",
+                 ("d_model=64, 4 heads, no biases", "d_model=6, 3 heads, no biases"), lambda d, h, b: not b,
+                 ("ignores-bias-flag",)),
+            Rule("edge-size", "num_heads > 1: the count does not depend on num_heads",
+                 ("MiniLM: d_model=384, 12 heads", "d_model=512, 8 heads"), lambda d, h, b: h > 1,
+                 ("full-matrices-per-head", "bias-per-head", "one-head-only")),
+        ),
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -351,6 +413,11 @@ def _ablate_merge_without_transpose(heads, W_o, head):
     return kept.reshape(B, T, h * d_v) @ W_o  # heads were not moved after the positions
 
 
+def _ablate_rows_of_head_0(heads, W_o, head):
+    d_v = heads.shape[-1]
+    return mh.merge_heads(heads) @ W_o - heads[:, head] @ W_o[:d_v]  # the first block of rows, for any head
+
+
 def _ablate_only_that_head(heads, W_o, head):
     return mh.head_contributions(heads, W_o)[:, head]
 
@@ -387,6 +454,11 @@ register(
                 "output, or leave out its term head_i W_o^(i) from the sum).",
             ),
             Mutant(
+                "rows-of-head-0", _ablate_rows_of_head_0,
+                "you subtracted head `head`'s output through the first rows of W_o, W_o[:d_v], whatever the "
+                "head: head i's rows are W_o[i * d_v:(i + 1) * d_v].",
+            ),
+            Mutant(
                 "merge-without-transpose", _ablate_merge_without_transpose,
                 "you reshaped (B, h, T, d_v) straight to (B, T, h*d_v), which mixes positions and "
                 "heads: move the head axis after the positions first, (B, T, h, d_v), then reshape.",
@@ -400,6 +472,19 @@ register(
                 for i in range(heads.shape[1]) if i != head
             ) + np.zeros((heads.shape[0], heads.shape[2], W_o.shape[1])),
         ),
+        rules=(
+            Rule("empty", "a single head switched off: nothing is left, the output is zeros",
+                 ("a single head: nothing is left",), lambda heads, W_o, head: heads.shape[1] == 1,
+                 ("nothing-removed", "only-that-head")),
+            Rule("edge-size", "the first and the last head",
+                 ("3 heads, remove head 0", "4 heads, remove the last"),
+                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved")),
+            Rule("edge-size", "d_v = 1 and T = 1",
+                 ("2 heads, d_v=1, T=1",), lambda heads, W_o, head: heads.shape[-1] == 1 and heads.shape[2] == 1,
+                 ("rescaled", "zeroed-columns")),
+        ),
+        difficulty=2,
+        minutes=15,
     )
 )
 
@@ -416,6 +501,9 @@ def _overlap_cases() -> list[Case]:
         Case("p = 2, q = 4 in R^10", (rng.normal(size=(10, 2)), rng.normal(size=(10, 4)))),
         Case("orthogonal: span(e1, e2) and span(e3)", (np.eye(5)[:, :2], np.eye(5)[:, 2:3])),
         Case("one subspace inside the other", (np.eye(6)[:, :3] @ rng.normal(size=(3, 3)), np.eye(6)[:, :1] + np.eye(6)[:, 1:2])),
+        Case("a tie: span(e1, e2) and span(e1, e3) in R^4, overlap = chance = 1/2",
+             (2.0 * np.eye(4)[:, [1, 0]], np.eye(4)[:, [2, 0]] * np.array([3.0, 0.5]))),  # cosines exactly 1 and 0
+        Case("p = 3, q = 1 in R^9", (rng.normal(size=(9, 3)), rng.normal(size=(9, 1)))),
     ]
 
 
@@ -433,12 +521,31 @@ def _cosines(A, B):
     return np.linalg.svd(_orthonormal(A).T @ _orthonormal(B), compute_uv=False)  # descending
 
 
-def _overlap_with(overlap_fn=None, chance_fn=None, invert=False):
+def _overlap_with(overlap_fn=None, chance_fn=None, invert=False, compare=lambda o, c: o > c):
     def fn(A, B):
         overlap = float(overlap_fn(A, B)) if overlap_fn else _overlap_reference(A, B)[0]
         chance = float(chance_fn(A, B)) if chance_fn else max(A.shape[1], B.shape[1]) / A.shape[0]
-        return overlap, chance, (overlap <= chance) if invert else (overlap > chance)
+        return overlap, chance, (overlap <= chance) if invert else bool(compare(overlap, chance))
     return fn
+
+
+def _overlap_explain(index, expected, args):
+    overlap, chance, _ = _overlap_reference(*args)
+    if expected:
+        return f"the overlap {overlap:.6g} is above chance {chance:.6g}"
+    if overlap == chance:
+        return f"the overlap equals chance ({overlap:.6g}), and closer_than_chance asks for overlap > chance"
+    return f"the overlap {overlap:.6g} is not above chance {chance:.6g}"
+
+
+def _unit_columns(M):
+    return M / np.linalg.norm(M, axis=0)  # unit length, not orthogonal
+
+
+def _full_bases(A, B):
+    UA, UB = np.linalg.svd(A)[0], np.linalg.svd(B)[0]  # (n, n) each: full_matrices=True
+    c = np.linalg.svd(UA.T @ UB, compute_uv=False)  # n cosines, all 1
+    return (c[:min(A.shape[1], B.shape[1])] ** 2).mean()
 
 
 register(
@@ -487,7 +594,75 @@ register(
                 "your two numbers are right but the conclusion is upside down: closer_than_chance is "
                 "True when the overlap is LARGER than the random baseline.",
             ),
+            Mutant(
+                "ties-count", _overlap_with(compare=lambda o, c: o >= c),
+                "an overlap equal to chance is not closer than chance: closer_than_chance is "
+                "overlap > chance, strictly, not >=.",
+            ),
+            Mutant(
+                "chance-of-B", _overlap_with(chance_fn=lambda A, B: B.shape[1] / A.shape[0]),
+                "you used B's dimension q for the chance level; it is max(p, q) / n, whichever subspace "
+                "is larger (here A's).",
+            ),
+            Mutant(
+                "chance-of-A", _overlap_with(chance_fn=lambda A, B: A.shape[1] / A.shape[0]),
+                "you used A's dimension p for the chance level; it is max(p, q) / n, whichever subspace "
+                "is larger (here B's).",
+            ),
+            Mutant(
+                "full-bases", _overlap_with(overlap_fn=_full_bases),
+                "your bases span the whole space: np.linalg.svd(A)[0] is n x n (full_matrices=True), and so "
+                "is np.linalg.qr(A, mode='complete')[0]. Use np.linalg.svd(A, full_matrices=False)[0] or "
+                "np.linalg.qr(A)[0], an (n, p) basis of A's column space.",
+            ),
+            Mutant(
+                "unit-columns", _overlap_with(overlap_fn=lambda A, B: (np.linalg.svd(
+                    _unit_columns(A).T @ _unit_columns(B), compute_uv=False) ** 2).mean()),
+                "you scaled the columns to unit length but did not make them orthogonal. Principal angles "
+                "need orthonormal bases: np.linalg.qr(A)[0] (or the U of a thin SVD).",
+            ),
+            Mutant(
+                "one-basis", _overlap_with(overlap_fn=lambda A, B: (np.linalg.svd(
+                    _orthonormal(A).T @ B, compute_uv=False) ** 2).mean()),
+                "you orthonormalised only one of the two matrices: both need orthonormal bases, Q_A and Q_B, "
+                "before the singular values of Q_A^T Q_B are cosines.",
+            ),
+            Mutant(
+                "norm-not-squared", _overlap_with(overlap_fn=lambda A, B: np.linalg.norm(
+                    _orthonormal(A).T @ _orthonormal(B)) / min(A.shape[1], B.shape[1])),
+                "you divided the Frobenius norm |Q_A^T Q_B| by min(p, q); the sum of cos^2 is its SQUARE, "
+                "|Q_A^T Q_B|_F^2, and the overlap that square divided by min(p, q).",
+            ),
+            Mutant(
+                "mean-angle", _overlap_with(overlap_fn=lambda A, B: np.arccos(np.clip(_cosines(A, B), -1, 1)).mean()),
+                "you averaged the principal angles themselves (in radians). The overlap averages their "
+                "squared cosines, cos^2(theta_j): the singular values of Q_A^T Q_B, squared.",
+            ),
+            Mutant(
+                "overlap-sum", _overlap_with(overlap_fn=lambda A, B: (_cosines(A, B) ** 2).sum()),
+                "you summed cos^2 over the principal angles; the overlap is their mean, the sum divided "
+                "by min(p, q), so that it lies between 0 and 1.",
+            ),
         ),
+        returns=("overlap", "chance", "closer_than_chance"),
+        explain=_overlap_explain,
+        rules=(
+            Rule("tie", "an overlap equal to chance is not closer than chance (overlap > chance, strictly)",
+                 ("a tie: span(e1, e2) and span(e1, e3) in R^4, overlap = chance = 1/2",),
+                 lambda A, B: _overlap_reference(A, B)[0] == _overlap_reference(A, B)[1], ("ties-count",)),
+            Rule("edge-size", "p != q, either way round: chance is max(p, q) / n over min(p, q) angles",
+                 ("p = 2, q = 4 in R^10", "p = 3, q = 1 in R^9"), lambda A, B: A.shape[1] != B.shape[1],
+                 ("chance-min", "chance-of-A", "chance-of-B", "divided-by-max")),
+            Rule("range", "columns of very different lengths: only the column spaces count",
+                 ("columns of very different lengths",),
+                 lambda A, B: np.ptp(np.log10(np.linalg.norm(A, axis=0))) > 2, ("not-orthonormalised",)),
+            Rule("edge-size", "orthogonal subspaces have overlap 0; one inside the other, overlap 1",
+                 ("orthogonal: span(e1, e2) and span(e3)", "one subspace inside the other"),
+                 lambda A, B: _overlap_reference(A, B)[0] in (0.0, 1.0) or abs(_overlap_reference(A, B)[0] - 1) < 1e-12,
+                 ("full-bases", "divided-by-max")),
+        ),
+        difficulty=2,
+        minutes=20,
         alternatives=(
             lambda A, B: (lambda c, m: (float((c**2).sum() / m), max(A.shape[1], B.shape[1]) / A.shape[0],
                                         bool((c**2).sum() / m > max(A.shape[1], B.shape[1]) / A.shape[0])))(

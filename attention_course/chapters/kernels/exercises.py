@@ -1,8 +1,9 @@
 """Chapter 2 exercises: Nadaraya-Watson, the Gaussian-to-softmax identity, leave-one-out, a learned metric.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; ``tests/exercises/test_exercises.py`` checks that every mutant is
-caught with its own message.
+feedback they get, and the rules its statement draws with the cases that land on
+them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
+its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import torch
 
 from ...core import attention as att
 from . import smoothing as ker
-from ...exercises._core import Case, Exercise, Mutant, register
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -26,6 +27,14 @@ def _has_nan(got, expected, args):
             "(a softmax) before exp."
         )
     return None
+
+
+UNDERFLOW = np.sqrt(2 * 745.0)  # exp(-d^2 / (2 h^2)) is 0 in float64 once d / h exceeds this (38.6)
+
+
+def _far(x_query, x_train, h) -> bool:
+    """True when some query is so far from every training point that all its kernel values underflow."""
+    return bool((np.abs(x_query[:, None] - x_train[None, :]).min(axis=1) / h).max() > UNDERFLOW)
 
 
 def _gauss_weights(x_query, x_train, h):
@@ -99,6 +108,16 @@ register(
                 "close: the Gaussian kernel has a factor 1/2, exp(-(x - x_j)^2 / (2 h^2)).",
             ),
             Mutant(
+                "abs-not-squared", _nw_with(lambda d, h: -np.abs(d) / (2 * h**2)),
+                "you used the distance |x - x_j| itself (a Laplace kernel); the Gaussian kernel squares it: "
+                "exp(-(x - x_j)^2 / (2 h^2)).",
+            ),
+            Mutant(
+                "plain-mean", lambda xq, xt, yt, h: np.full(len(xq), yt.mean()),
+                "that is the plain mean of the targets, the same for every query. Each query weights the "
+                "targets by its kernel values: nearer training points count more.",
+            ),
+            Mutant(
                 "no-max-shift", _nw_naive,
                 "right formula, but a query far from every training point gives 0/0 = NaN: all "
                 "kernel values underflow. Subtract each row's largest log-kernel before exp "
@@ -115,6 +134,21 @@ register(
                 for lk in (-((xi - xt) ** 2) / (2 * h**2) for xi in xq)
             ]),
         ),
+        rules=(
+            Rule("range", "a query far from every training point (every kernel value underflows) still "
+                 "gets a weighted average, that of the nearest points",
+                 ("a query far from the data, h=0.1",), lambda xq, xt, yt, h: _far(xq, xt, h), ("no-max-shift",)),
+            Rule("edge-size", "one training point: every prediction is its target",
+                 ("one training point",), lambda xq, xt, yt, h: len(xt) == 1, ("unnormalised",)),
+            Rule("range", "bandwidths below and above 1: h is a width, exp(-(x - x_j)^2 / (2 h^2))",
+                 ("narrow kernel, h=0.3", "queries at the training points, h=2"), lambda xq, xt, yt, h: h != 1,
+                 ("bandwidth-as-w", "bandwidth-not-squared")),
+            Rule("edge-size", "T != S: each query's weights are normalised over the S training points",
+                 ("5 queries, 8 training points, h=1",), lambda xq, xt, yt, h: len(xq) != len(xt),
+                 ("normalised-over-queries",)),
+        ),
+        difficulty=2,
+        minutes=15,
     )
 )
 
@@ -146,6 +180,15 @@ def _attn_bias(bias_fn, scale_fn=lambda q, s: 1.0 / s**2):
     return f
 
 
+def _attn_bias_unstable(q, k, v, sigma):
+    e = np.exp(q @ k.T / sigma**2 - (k**2).sum(-1)[None, :] / (2 * sigma**2))  # (T, S), overflows far away
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def _scores(q, k, v, sigma):
+    return q @ k.T / sigma**2 - (k**2).sum(-1)[None, :] / (2 * sigma**2)  # (T, S)
+
+
 register(
     Exercise(
         id="gaussian-as-softmax",
@@ -175,6 +218,25 @@ register(
                 "you used the attention scale 1/sqrt(d); for a Gaussian of width sigma, both the "
                 "scores and the bias are divided by sigma^2.",
             ),
+            Mutant(
+                "sigma-not-squared", _attn_bias(lambda k, s: -(k**2).sum(-1) / (2 * s), scale_fn=lambda q, s: 1.0 / s),
+                "close: sigma must be squared, scores q.k / sigma^2 and bias -|k_j|^2 / (2 sigma^2).",
+            ),
+            Mutant(
+                "scores-halved", _attn_bias(lambda k, s: -(k**2).sum(-1) / (2 * s**2), scale_fn=lambda q, s: 0.5 / s**2),
+                "your scores are q.k / (2 sigma^2); the 1/2 belongs to the squared norms only: "
+                "-|q - k|^2 / (2 sigma^2) = q.k / sigma^2 - |k|^2 / (2 sigma^2) - |q|^2 / (2 sigma^2).",
+            ),
+            Mutant(
+                "bias-without-sigma", _attn_bias(lambda k, s: -(k**2).sum(-1) / 2),
+                "your bias -|k_j|^2 / 2 misses the width: it is -|k_j|^2 / (2 sigma^2), scaled like the scores.",
+            ),
+            Mutant(
+                "no-max-shift", _attn_bias_unstable,
+                "right formula, but for queries far from every key exp of the scores overflows (inf / inf = "
+                "NaN) or underflows (0 / 0 = NaN): subtract each row's largest score before exp, as a "
+                "softmax does.",
+            ),
         ),
         hints=(_has_nan,),
         alternatives=(
@@ -189,6 +251,19 @@ register(
                 -((q[:, None, :] - k[None, :, :]) ** 2).sum(-1) / (2 * sigma**2)
             ) @ v,
         ),
+        rules=(
+            Rule("range", "queries far from every key (scores near +-800) must not overflow",
+                 ("queries far from every key, sigma=0.5",),
+                 lambda q, k, v, sigma: np.abs(_scores(q, k, v, sigma)).max() > 709, ("no-max-shift",)),
+            Rule("range", "keys of unequal length: the bias -|k_j|^2 / (2 sigma^2) decides",
+                 ("T=3, S=5, d=2, sigma=1", "long vectors, sigma=0.3"),
+                 lambda q, k, v, sigma: np.ptp(np.linalg.norm(k, axis=-1)) > 0.5, ("no-bias", "bias-sign")),
+            Rule("range", "widths other than 1: scores and bias are both divided by sigma^2",
+                 ("T=4, S=6, d=3, sigma=0.5", "one query, d=8, sigma=2"), lambda q, k, v, sigma: sigma != 1,
+                 ("sigma-not-squared", "bias-without-sigma")),
+        ),
+        difficulty=2,
+        minutes=20,
     )
 )
 
@@ -215,6 +290,25 @@ def _loo_keeps_self(x, y, h):
 def _loo_zero_after(x, y, h):
     w = _gauss_weights(x, x, h)
     return (w * (1 - np.eye(len(x)))) @ y
+
+
+def _loo_with(log_k):
+    def f(x, y, h):
+        lk = log_k(x[:, None] - x[None, :], h)  # (n, n)
+        np.fill_diagonal(lk, -np.inf)  # point i left out
+        return att.softmax(lk) @ y
+
+    return f
+
+
+def _loo_unstable(x, y, h):
+    k = np.exp(-((x[:, None] - x[None, :]) ** 2) / (2 * h**2)) * (1 - np.eye(len(x)))  # (n, n)
+    return k @ y / k.sum(axis=-1)  # 0 / 0 for a point far from the others
+
+
+def _loo_far(x, y, h) -> bool:
+    d = np.abs(x[:, None] - x[None, :]) + np.diag(np.full(len(x), np.inf))  # (n, n), i itself excluded
+    return bool((d.min(axis=1) / h).max() > UNDERFLOW)
 
 
 def _loo_skip_equal(x, y, h):
@@ -245,6 +339,20 @@ register(
                 "(the diagonal j = i). Another point at the same x is a different sample, and its "
                 "target counts.",
             ),
+            Mutant(
+                "no-max-shift", _loo_unstable,
+                "right idea, but a point far from all the others gets 0 / 0 = NaN: its kernel values "
+                "all underflow. Work with log-kernels, set the diagonal to -inf and subtract each row's "
+                "maximum before exp (a softmax).",
+            ),
+            Mutant(
+                "bandwidth-not-squared", _loo_with(lambda d, h: -(d**2) / (2 * h)),
+                "close: the bandwidth must be squared too, exp(-(x_i - x_j)^2 / (2 h^2)).",
+            ),
+            Mutant(
+                "no-half", _loo_with(lambda d, h: -(d**2) / h**2),
+                "close: the Gaussian kernel has a factor 1/2, exp(-(x_i - x_j)^2 / (2 h^2)).",
+            ),
         ),
         hints=(_has_nan,),
         alternatives=(
@@ -257,6 +365,17 @@ register(
                 .fill_diagonal_(float("-inf")), dim=-1,
             ).numpy() @ y,
         ),
+        rules=(
+            Rule("tie", "two points at the same x: only point i itself is left out",
+                 ("repeated x values",), lambda x, y, h: len(set(x.tolist())) < len(x), ("skip-equal-values",)),
+            Rule("edge-size", "two points: each is predicted by the other's target alone",
+                 ("two points",), lambda x, y, h: len(x) == 2, ("keeps-self", "zero-after-normalising")),
+            Rule("range", "a point far from all the others (its kernel values underflow) still gets its "
+                 "nearest neighbours' average",
+                 ("a far-away point, h=0.1",), _loo_far, ("no-max-shift",)),
+        ),
+        difficulty=2,
+        minutes=15,
     )
 )
 
@@ -304,11 +423,35 @@ register(
                 "not-squared", _metric_with(lambda d, W: -np.sqrt(((d @ W.T) ** 2).sum(-1)) / 2),
                 "you used the length |W (q - k)|; the Gaussian uses its square.",
             ),
+            Mutant(
+                "query-only-projected",
+                lambda q, k, W: np.exp(-(((q @ W.T)[:, None, :] - k[None, :, :]) ** 2).sum(-1) / 2),
+                "you projected the queries but not the keys: the metric is |W (q - k)| = |W q - W k|, "
+                "so both go through W.",
+            ),
+            Mutant(
+                "no-minus", _metric_with(lambda d, W: ((d @ W.T) ** 2).sum(-1) / 2),
+                "your kernel grows with the distance: it is exp(-|W (q - k)|^2 / 2), with a minus sign, "
+                "so its values lie in (0, 1].",
+            ),
         ),
         alternatives=(
             lambda q, k, W: np.exp(-0.5 * np.einsum("tsi,tsi->ts", *(2 * [np.einsum("ij,tsj->tsi", W, q[:, None] - k[None])]))),
             lambda q, k, W: np.array([[np.exp(-0.5 * np.sum((W @ (qi - kj)) ** 2)) for kj in k] for qi in q]),
         ),
+        rules=(
+            Rule("range", "a W that is not symmetric: W (q - k) is (q - k) @ W.T",
+                 ("random W, d=4",), lambda q, k, W: not np.allclose(W, W.T), ("W-transposed", "W-as-metric")),
+            Rule("edge-size", "a singular W: a direction W ignores does not count",
+                 ("diagonal W, d=3",), lambda q, k, W: abs(np.linalg.det(W)) < 1e-12,
+                 ("query-only-projected", "W-as-metric")),
+            Rule("edge-size", "W = identity: the plain Gaussian kernel exp(-|q - k|^2 / 2)",
+                 ("W = identity, d=2",), lambda q, k, W: np.array_equal(W, np.eye(len(W))), ("no-half", "not-squared")),
+            Rule("edge-size", "d = 1 and one query",
+                 ("one query, d=1",), lambda q, k, W: q.shape == (1, 1), ("not-squared", "no-minus")),
+        ),
+        difficulty=2,
+        minutes=15,
     )
 )
 

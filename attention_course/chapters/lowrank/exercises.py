@@ -1,8 +1,9 @@
 """Chapter 3 exercises: effective rank, best rank-k, rank-k vs top-k, linear attention, online softmax.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; ``tests/exercises/test_exercises.py`` checks that every mutant is
-caught with its own message.
+feedback they get, and the rules its statement draws with the cases that land on
+them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
+its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 from ...core import efficient as eff
 from . import spectra as lr
 from . import baselines as lb
-from ...exercises._core import Case, Exercise, Mutant, register
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -41,6 +42,12 @@ def _erank_with(p_fn, log=np.log, use_exp=True):
         return float(np.exp(h)) if use_exp else float(h)
 
     return f
+
+
+def _erank_unfiltered(A):
+    s = np.linalg.svd(A, compute_uv=False)
+    p = s / s.sum()
+    return float(np.exp(-(p * np.log(p)).sum()))  # 0 * log(0) = NaN
 
 
 def _erank_nan_hint(got, expected, args):
@@ -79,6 +86,11 @@ register(
                 "that counts the nonzero singular values. The effective rank weighs them by size, "
                 "through the entropy of p_i = sigma_i / sum_j sigma_j, so it is rarely an integer.",
             ),
+            Mutant(
+                "zero-log-zero", _erank_unfiltered,
+                "you got NaN for a matrix with a zero singular value: there p log p is 0 * log(0) = "
+                "0 * (-inf) = NaN. Count 0 log 0 as 0: keep only p > 0 before taking logs.",
+            ),
         ),
         hints=(_erank_nan_hint,),
         alternatives=(
@@ -90,6 +102,18 @@ register(
                                         if p > 0))),
         ),
         rtol=1e-6,
+        rules=(
+            Rule("range", "a zero singular value contributes 0 log 0 = 0",
+                 ("singular: two zero singular values",), lambda A: np.linalg.svd(A, compute_uv=False).min() == 0,
+                 ("zero-log-zero",)),
+            Rule("edge-size", "the identity n x n has effective rank n, a rank-1 matrix 1",
+                 ("identity 5x5", "rank 1"),
+                 lambda A: np.array_equal(A, np.eye(len(A))) or np.linalg.matrix_rank(A) == 1, ("no-exp", "log2")),
+            Rule("edge-size", "a rectangular matrix: min(R, C) singular values",
+                 ("rectangular 4x7",), lambda A: A.shape[0] != A.shape[1], ("squared", "max-normalised")),
+        ),
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -142,6 +166,17 @@ register(
                 "that keeps the k largest entries of each row: a sparse approximation, not a low-rank "
                 "one. Use the SVD and keep the k largest singular values.",
             ),
+            Mutant(
+                "V-transposed",
+                lambda A, k: (lambda U, s, Vh: (U[:, :k] * s[:k]) @ Vh.T[:k])(*np.linalg.svd(A)),
+                "numpy's svd returns Vh = V^T, whose ROWS are the right singular vectors: use Vh[:k], "
+                "not Vh.T[:k].",
+            ),
+            Mutant(
+                "sigma-squared", lambda A, k: (lambda U, s, Vh: (U[:, :k] * s[:k] ** 2) @ Vh[:k])(
+                    *np.linalg.svd(A, full_matrices=False)),
+                "you squared the singular values: A_k = U_k diag(s_k) V_k^T uses them as they are.",
+            ),
         ),
         alternatives=(
             lambda A, k: sum(
@@ -153,6 +188,18 @@ register(
                 *torch.linalg.svd(torch.as_tensor(A), full_matrices=False)),
         ),
         atol=1e-10,
+        hints=(lambda got, exp, args: "k = 0 keeps no singular value: the result is a matrix of zeros"
+               if args[1] == 0 and np.any(np.asarray(got, dtype=float) != 0) else None,),
+        rules=(
+            Rule("edge-size", "k = 0 keeps nothing: a matrix of zeros",
+                 ("k=0",), lambda A, k: k == 0, ("off-by-one",)),
+            Rule("edge-size", "k = the full rank gives A back",
+                 ("k = full rank",), lambda A, k: k >= min(A.shape), ("no-sigma", "V-transposed", "sigma-squared")),
+            Rule("edge-size", "rectangular A, R > C and R < C: the result has A's shape",
+                 ("5x4, k=2", "3x6, k=1"), lambda A, k: A.shape[0] != A.shape[1], ("V-transposed", "smallest")),
+        ),
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -165,16 +212,45 @@ def _rows(a: np.ndarray) -> np.ndarray:
 def _rvt_cases() -> list[Case]:
     rng = np.random.default_rng(33)
     near_perm = _rows(np.eye(12)[rng.permutation(12)] + rng.uniform(0, 0.02, (12, 12)))  # each query: one key
+    tied = np.array([[0.4, 0.2, 0.2, 0.1, 0.1],  # k = 2: one of the two 0.2 is kept
+                     [0.1, 0.5, 0.2, 0.2, 0.0],
+                     [0.3, 0.3, 0.3, 0.1, 0.0],  # three equal weights, two kept
+                     [0.05, 0.05, 0.6, 0.25, 0.05],
+                     [0.2, 0.1, 0.1, 0.1, 0.5]])
+    scores = 1.5 * rng.normal(size=(10, 6))
     return [
         Case("soft synthetic head, beta = 0.2, k = 4", (lr.synthetic_attention(n=32, d=8, beta=0.2, seed=1), 4)),
         Case("synthetic head, beta = 1, k = 4", (lr.synthetic_attention(n=32, d=8, beta=1.0, seed=2), 4)),
         Case("sharp synthetic head, beta = 4, k = 2", (lr.synthetic_attention(n=24, d=8, beta=4.0, seed=3), 2)),
         Case("near-permutation 12x12, k = 1", (near_perm, 1)),
         Case("two-block head 16x16, k = 2", (_rows(np.kron(np.eye(2), np.ones((8, 8))) + rng.uniform(0, 0.05, (16, 16))), 2)),
+        Case("k = 0: nothing kept", (lr.synthetic_attention(n=10, d=4, beta=1.0, seed=4), 0)),
+        Case("T = 10 queries, S = 6 keys, k = 2", (_rows(np.exp(scores)), 2)),
+        Case("tied weights at the k-th place, k = 2", (tied, 2)),
+        Case("k = S = 8: everything kept, both errors 0", (lr.synthetic_attention(n=8, d=4, beta=1.0, seed=5), 8)),
     ]
 
 
-def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred"):
+def _keep_top(A, k, ties="exact"):
+    """A with each row's k largest weights kept; ``ties="all"`` keeps every weight >= the k-th."""
+    if ties == "all":
+        if k == 0:
+            return np.zeros_like(A)
+        kth = -np.sort(-A, axis=1)[:, k - 1:k]  # (T, 1) the k-th largest weight of each row
+        return np.where(A >= kth, A, 0.0)
+    if ties == "minus-k":  # the k largest by A[:, -k:] of an ascending sort: all of them when k = 0
+        idx = np.argsort(A, axis=1, kind="stable")[:, -k:]
+    elif ties == "smallest":
+        idx = np.argsort(A, axis=1, kind="stable")[:, :k]
+    else:
+        idx = np.argsort(-A, axis=1, kind="stable")[:, :k]
+    out = np.zeros_like(A)
+    np.put_along_axis(out, idx, np.take_along_axis(A, idx, axis=1), axis=1)
+    return out
+
+
+def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred", ties="exact", renormalise=False,
+              compare=lambda r, e: r < e, rank_of="centred", top_of="A", power=1, tail=0, kept=False):
     def f(A, k):
         A = np.asarray(A, dtype=float)
         if centre == "mean-row":
@@ -185,20 +261,62 @@ def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred"):
             C = A
         nrm = (lambda M: np.linalg.norm(M, 2)) if norm == "spectral" else np.linalg.norm
         D = nrm(C) if denom == "centred" else nrm(A)
-        U, s, Vh = np.linalg.svd(C, full_matrices=False)
-        rank_err = nrm(C - (U[:, :k] * s[:k]) @ Vh[:k]) / D
-        top_err = nrm(A - lr.topk_sparsify(A, min(top_mult * k, A.shape[1]))) / D
-        return float(rank_err), float(top_err), bool(rank_err < top_err)
+        M = C if rank_of == "centred" else A
+        U, s, Vh = np.linalg.svd(M, full_matrices=False)
+        r = min(k + tail, len(s))  # tail = 1: one singular value too few dropped
+        rank_err = nrm((U[:, :k] * s[:k]) @ Vh[:k] if kept else M - (U[:, :r] * s[:r]) @ Vh[:r]) / D
+        if r >= min(M.shape) and not kept:
+            rank_err = 0.0 * rank_err  # nothing left to drop: exactly 0, as the tail of the spectrum is
+        X = A if top_of == "A" else C
+        top = _keep_top(X, min(top_mult * k, X.shape[1]), ties)
+        if renormalise:
+            top = top / top.sum(axis=1, keepdims=True)
+        top_err = nrm(top if kept else X - top) / D
+        rank_err, top_err = rank_err**power, top_err**power
+        return float(rank_err), float(top_err), bool(compare(rank_err, top_err))
 
     return f
+
+
+def _rvt_explain(index, expected, args):
+    rank_err, topk_err, _ = lb.rank_vs_topk(*args)
+    if expected:
+        return f"rank_error {rank_err:.6g} is below topk_error {topk_err:.6g}"
+    if rank_err == topk_err:
+        return f"the two errors are equal ({rank_err:.6g}), and rank_wins asks for rank_error < topk_error"
+    return f"rank_error {rank_err:.6g} is not below topk_error {topk_err:.6g}"
+
+
+def _rvt_hint(got, expected, args):
+    A, k = args
+    if np.allclose(got[:2], expected[:2], rtol=1e-6, atol=1e-9):
+        return None
+    if k == 0:
+        return ("with k = 0 nothing is kept: rank_error is 1 (the whole of A_bar is lost) and topk_error "
+                "is |A|_F / |A_bar|_F (every weight is dropped)")
+    if k >= A.shape[1]:
+        return ("with k = S everything is kept: both errors are 0 (and rank_wins is False, since 0 is not "
+                "below 0)")
+    if _tied_at_k(A, k) and np.isclose(got[0], expected[0], rtol=1e-6, atol=1e-9):
+        return ("weights tie at the k-th place here: top_k keeps exactly k weights per row (which of the "
+                "tied ones does not change the error), no more, no fewer")
+    return None
+
+
+def _tied_at_k(A, k) -> bool:
+    desc = -np.sort(-A, axis=1)  # (T, S) each row's weights, largest first
+    return 0 < k < A.shape[1] and bool((desc[:, k - 1] == desc[:, k]).any())
 
 
 register(
     Exercise(
         id="rank-vs-topk",
-        title="Rank k against top k, with the uniform part removed",
+        title="Rank k against top k, fairly",
         make_cases=_rvt_cases,
         reference=lambda A, k: lb.rank_vs_topk(A, k),
+        returns=("rank_error", "topk_error", "rank_wins"),
+        explain=_rvt_explain,
+        hints=(_rvt_hint,),
         mutants=(
             Mutant(
                 "no-centre", _rvt_with(centre="none", denom="raw"),
@@ -208,8 +326,9 @@ register(
             ),
             Mutant(
                 "row-mean", _rvt_with(centre="row-mean"),
-                "you removed each row's own mean, 1/S for every row of an attention matrix: that subtracts "
-                "the uniform matrix, not the mean row. Average over the queries: A.mean(axis=0).",
+                "you removed each row's own mean (or the mean of all entries), 1/S for every row of an "
+                "attention matrix: that subtracts the uniform matrix, not the mean row. Average over the "
+                "queries: A.mean(axis=0).",
             ),
             Mutant(
                 "raw-denominator", _rvt_with(denom="raw"),
@@ -227,6 +346,70 @@ register(
                 "you kept 2k entries per row. Top-k stores a value and an index per kept entry, 2kT "
                 "numbers, and rank k stores k(T + S): equal budgets at the same k when T = S.",
             ),
+            Mutant(
+                "renormalised", _rvt_with(renormalise=True),
+                "you renormalised the kept weights so that each row sums to 1 again. top_k(A) keeps each "
+                "row's k largest weights as they are and sets the others to 0 (no renormalisation): the "
+                "error measures the weight that was dropped.",
+            ),
+            Mutant(
+                "minus-k-slice", _rvt_with(ties="minus-k"),
+                "with k = 0 you kept every weight: a slice [:, -k:] is [:, -0:], the whole row. Keep "
+                "nothing when k = 0, for example with np.argsort(-A, axis=1)[:, :k].",
+            ),
+            Mutant(
+                "ties-kept", _rvt_with(ties="all"),
+                "when weights tie at the k-th place you kept all of them (A >= the k-th largest), more "
+                "than k per row. Keep exactly k (which of the tied ones does not change the error), for "
+                "example np.argsort(-A, axis=1, kind='stable')[:, :k].",
+            ),
+            Mutant(
+                "at-most", _rvt_with(compare=lambda r, e: r <= e),
+                "when the two errors are equal (both 0 for k = S) rank does not win: rank_wins is "
+                "rank_error < topk_error, strictly, not <=.",
+            ),
+            Mutant(
+                "reversed", _rvt_with(compare=lambda r, e: r > e),
+                "your two errors are right but rank_wins is reversed: it is True when rank_error is "
+                "BELOW topk_error.",
+            ),
+            Mutant(
+                "top-k-of-centred", _rvt_with(top_of="centred"),
+                "you applied top-k to the centred matrix A_bar. Top-k sparsifies the attention matrix "
+                "itself: keep the k largest weights of each row of A, and measure |A - top_k(A)|.",
+            ),
+            Mutant(
+                "no-sqrt", _rvt_with(power=2),
+                "your errors are squared: sum(s[k:] ** 2) / sum(s ** 2) is the share of ENERGY left out. The "
+                "errors are ratios of Frobenius norms, the square roots of those sums.",
+            ),
+            Mutant(
+                "singular-values-not-squared", lambda A, k: (lambda r, e, w: (lambda s: (
+                    float(s[k:].sum() / s.sum()), e, bool(s[k:].sum() / s.sum() < e)))(
+                    np.linalg.svd(A - A.mean(axis=0), compute_uv=False)))(*lb.rank_vs_topk(A, k)),
+                "your rank-k error sums the singular values themselves (a nuclear-norm ratio). The "
+                "Frobenius norm sums their squares: sqrt(sum(s[k:] ** 2)) / sqrt(sum(s ** 2)).",
+            ),
+            Mutant(
+                "rank-off-by-one", _rvt_with(tail=1),
+                "your rank-k error leaves out one singular value too many: the error of the best rank k "
+                "is the tail sigma_{k+1}, sigma_{k+2}, ..., that is s[k:] (numpy counts from 0), not s[k + 1:].",
+            ),
+            Mutant(
+                "kept-not-dropped", _rvt_with(kept=True),
+                "you measured what each approximation KEEPS (|A_bar_k|, |top_k(A)|); the errors measure what "
+                "it loses: |A_bar - A_bar_k| and |A - top_k(A)|, each divided by |A_bar|.",
+            ),
+            Mutant(
+                "smallest-k", _rvt_with(ties="smallest"),
+                "you kept each row's k SMALLEST weights: an ascending sort puts them first. Keep the k "
+                "largest, np.argsort(-A, axis=1)[:, :k].",
+            ),
+            Mutant(
+                "rank-k-of-A", _rvt_with(rank_of="A"),
+                "you took the best rank k of A itself; centre first and approximate A_bar: the rank-k "
+                "error is |A_bar - (A_bar)_k| / |A_bar|.",
+            ),
         ),
         alternatives=(
             lambda A, k: (lambda C: (
@@ -237,10 +420,22 @@ register(
             lambda A, k: (lambda C, top: (lambda r, e: (r, e, r < e))(
                 float(torch.linalg.svdvals(torch.as_tensor(C))[k:].norm() / np.linalg.norm(C)),
                 float(np.linalg.norm(A - top) / np.linalg.norm(C))))(
-                A - A.mean(axis=0), np.where(A >= np.sort(A, axis=1)[:, -k:][:, :1], A, 0.0)),
+                A - A.mean(axis=0), _keep_top(A, k)),
         ),
         rtol=1e-6,
         atol=1e-9,
+        rules=(
+            Rule("edge-size", "k = 0 keeps nothing: rank_error 1, top-k drops every weight",
+                 ("k = 0: nothing kept",), lambda A, k: k == 0, ("minus-k-slice",)),
+            Rule("edge-size", "T != S: the mean row averages the T queries",
+                 ("T = 10 queries, S = 6 keys, k = 2",), lambda A, k: A.shape[0] != A.shape[1], ("row-mean",)),
+            Rule("tie", "weights tied at the k-th place: keep exactly k of them",
+                 ("tied weights at the k-th place, k = 2",), _tied_at_k, ("ties-kept",)),
+            Rule("tie", "equal errors (k = S: both 0): rank_wins is False, rank_error < topk_error strictly",
+                 ("k = S = 8: everything kept, both errors 0",), lambda A, k: k >= A.shape[1], ("at-most",)),
+        ),
+        difficulty=3,
+        minutes=30,
     )
 )
 
@@ -324,6 +519,17 @@ register(
                 "you divided by one number for all queries; each query t needs its own "
                 "normaliser phi(q_t) . sum_s phi(k_s).",
             ),
+            Mutant(
+                "mean-numerator", lambda pq, pk, v: pq @ (pk.T @ v / len(pk)) / (pq @ pk.sum(axis=0))[:, None],
+                "you averaged phi(k_s) v_s^T over the keys in the numerator but summed phi(k_s) in the "
+                "denominator: use sums in both (or means in both), so each query's weights sum to 1.",
+            ),
+            Mutant(
+                "per-feature-normaliser", lambda pq, pk, v: pq @ ((pk.T @ v) / pk.sum(axis=0)[:, None]),
+                "you divided each feature's row of phi(K)^T V by that feature's sum before multiplying by "
+                "phi(q_t). The normaliser is one number per query, phi(q_t) . sum_s phi(k_s): divide the "
+                "(T, d_v) numerator by the (T,) denominator, [:, None].",
+            ),
         ),
         alternatives=(
             lambda pq, pk, v: (
@@ -334,6 +540,19 @@ register(
             lambda pq, pk, v: np.einsum("tr,rd->td", pq, np.einsum("sr,sd->rd", pk, v))
             / np.einsum("tr,r->t", pq, pk.sum(axis=0))[:, None],
         ),
+        rules=(
+            Rule("range", "T = S = 6 million: no T x S matrix fits in memory, and a Python loop over the "
+                 "keys or the queries does not finish within the check's 10 s",
+                 (_huge_case().label,), lambda pq, pk, v: len(pq) >= 10**6, ()),
+            Rule("edge-size", "T != S: each query's normaliser sums over the S keys",
+                 ("T=3, S=8", "one query"), lambda pq, pk, v: len(pq) != len(pk),
+                 ("global-normaliser", "mean-numerator")),
+            Rule("edge-size", "one feature (r = 1) and more features than keys (r > n)",
+                 ("one feature (r=1)", "r=32 > n"), lambda pq, pk, v: pq.shape[1] == 1 or pq.shape[1] > len(pk),
+                 ("per-feature-normaliser", "no-normaliser")),
+        ),
+        difficulty=2,
+        minutes=20,
     )
 )
 
@@ -424,6 +643,25 @@ register(
             ),
         ),
         hints=(_overflow_hint,),
+        returns=("m", "l", "acc"),
+        rules=(
+            Rule("edge-size", "the first block starts from m = -inf, l = 0, acc = 0",
+                 ("first block (m = -inf, l = 0, acc = 0)",), lambda m, l, acc, s, v: bool(np.isneginf(m).all()),
+                 ("flipped-rescale",)),
+            Rule("range", "a block with a larger max: the old l and acc are rescaled by exp(m_old - m_new)",
+                 ("new block has a larger max",), lambda m, l, acc, s, v: bool((s.max(axis=1) > m).all()),
+                 ("no-rescale", "rescale-l-only", "flipped-rescale")),
+            Rule("range", "a block with a smaller max: the running max stays",
+                 ("new block has a smaller max",), lambda m, l, acc, s, v: bool((s.max(axis=1) < m).all()),
+                 ("block-max",)),
+            Rule("range", "logits near 1000 must not overflow",
+                 ("logits near 1000",), lambda m, l, acc, s, v: s.max() > 709, ("no-max-shift",)),
+            Rule("range", "a masked key (score -inf) adds nothing",
+                 ("a masked key (-inf score)",), lambda m, l, acc, s, v: bool(np.isneginf(s).any()),
+                 ("no-rescale",)),
+        ),
+        difficulty=3,
+        minutes=25,
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
             _step_in_place,

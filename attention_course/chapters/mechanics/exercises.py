@@ -1,8 +1,9 @@
 """Chapter 1 exercises: softmax, attention, causal mask, one query by hand.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; ``tests/exercises/test_exercises.py`` checks that every mutant is
-caught with its own message.
+feedback they get, and the rules its statement draws with the cases that land on
+them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
+its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 import torch
 
 from ...core import attention as att
-from ...exercises._core import Case, Exercise, Mutant, register
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -32,6 +33,9 @@ def _softmax_cases() -> list[Case]:
         Case("one logit per row", (np.array([[3.0], [-2.0]]),)),
         Case(  # shifting by the row minimum instead of the maximum still overflows here
             "rows spanning 1000", (np.array([[1000.0, 0.0, -1.0], [2.0, -1000.0, 0.0]]),),
+        ),
+        Case(  # shifting by the row mean leaves 1500 - 375 = 1125 in the exponent: it overflows
+            "one logit 1500 above the rest", (np.array([[1500.0, 0.0, 0.0, 0.0], [0.0, 1.0, 2.0, 3.0]]),),
         ),
         Case("float32 logits", (rng.normal(size=(3, 4)).astype(np.float32),)),
         Case(  # exp(100) overflows float32 (its largest value is 3.4e38, about exp(88.7))
@@ -62,6 +66,11 @@ def _softmax_unnormalised(x):
 
 def _softmax_min_shift(x):
     e = np.exp(x - x.min(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_mean_shift(x):
+    e = np.exp(x - x.mean(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
@@ -117,6 +126,11 @@ register(
                 "overflows (exp(1000) = inf). Subtract the row maximum: then every exponent is <= 0.",
             ),
             Mutant(
+                "mean-shift", _softmax_mean_shift,
+                "you subtracted each row's mean: a logit far above the others of its row (1500 against "
+                "zeros) still overflows. Subtract the row MAXIMUM, so that every exponent is <= 0.",
+            ),
+            Mutant(
                 "axis-0", _softmax_axis0,
                 "rows do not sum to 1, columns do: did you normalise over axis 0? "
                 "Use axis=-1 (the last axis) for both the max and the sum.",
@@ -144,6 +158,27 @@ register(
             lambda x: torch.softmax(torch.as_tensor(x), dim=-1).numpy(),
             lambda x: np.exp(x - np.logaddexp.reduce(x, axis=-1, keepdims=True)),
         ),
+        rules=(
+            Rule("range", "logits near 1000 must not overflow (exp overflows float64 above 709)",
+                 ("logits near 1000", "rows on very different scales", "rows spanning 1000"),
+                 lambda x: np.abs(x).max() > 709, ("no-max-shift",)),
+            Rule("range", "float32 logits near 100 must not overflow (exp overflows float32 above 88.7)",
+                 ("float32 logits near 100",), lambda x: x.dtype == np.float32 and x.max() > 88.7,
+                 ("no-max-shift",)),
+            Rule("range", "a row spanning 1000: subtract its maximum, not its minimum",
+                 ("rows spanning 1000",), lambda x: np.ptp(x, axis=-1).max() > 709, ("min-shift",)),
+            Rule("range", "a logit 1500 above the rest of its row: subtract the maximum, not the mean",
+                 ("one logit 1500 above the rest",),
+                 lambda x: (x.max(axis=-1) - x.mean(axis=-1)).max() > 709, ("mean-shift", "min-shift")),
+            Rule("range", "rows on scales 1600 apart: each row subtracts its own maximum",
+                 ("rows on very different scales",), lambda x: np.ptp(x.max(axis=-1)) > 745, ("global-max",)),
+            Rule("edge-size", "one logit per row: every weight is 1",
+                 ("one logit per row",), lambda x: x.shape[-1] == 1, ("global-sum", "axis-0", "log-softmax")),
+            Rule("edge-size", "any number of axes: the softmax runs over the last one",
+                 ("a single vector", "batch of shape (2, 3, 4)"), lambda x: x.ndim != 2, ("axis-0", "global-sum")),
+        ),
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -171,13 +206,23 @@ def _swap(x):
     return np.swapaxes(x, -2, -1)
 
 
-def _attn_with(scale_fn, axis=-1):
+def _attn_with(scale_fn, axis=-1, after=False):
     def f(q, k, v):
-        scores = q @ _swap(k) * scale_fn(q.shape[-1])
-        w = att.softmax(scores, axis=axis)
+        scores = q @ _swap(k) * (1.0 if after else scale_fn(q.shape[-1]))  # (..., T, S)
+        w = att.softmax(scores, axis=axis) * (scale_fn(q.shape[-1]) if after else 1.0)
         return w @ v, w
 
     return f
+
+
+def _attn_scale_by_S(q, k, v):
+    w = att.softmax(q @ _swap(k) / np.sqrt(k.shape[-2]))  # (..., T, S), scaled by the number of keys
+    return w @ v, w
+
+
+def _attn_scale_by_d_v(q, k, v):
+    w = att.softmax(q @ _swap(k) / np.sqrt(v.shape[-1]))  # (..., T, S), the wrong size
+    return w @ v, w
 
 
 register(
@@ -201,11 +246,49 @@ register(
                 "your weights' columns sum to 1: the softmax must normalise over the "
                 "keys, which is the last axis of the (T, S) score matrix.",
             ),
+            Mutant(
+                "softmax-axis-1", _attn_with(lambda d: d**-0.5, axis=1),
+                "you normalised over axis 1, which is the key axis only for 2-D scores: with batch "
+                "axes, (B, T, S) or (B, h, T, S), the keys are the LAST axis. Use axis=-1.",
+            ),
+            Mutant(
+                "scale-by-d_v", _attn_scale_by_d_v,
+                "you scaled by 1/sqrt(d_v), the size of the values. The scale is 1/sqrt(d_k), the size "
+                "of the queries and keys whose dot products it tames: q.shape[-1].",
+            ),
+            Mutant(
+                "scale-by-S", _attn_scale_by_S,
+                "you scaled by the number of keys, 1/sqrt(S); the scale is 1/sqrt(d_k), the size of each "
+                "query and key vector: q.shape[-1].",
+            ),
+            Mutant(
+                "times-sqrt-d", _attn_with(lambda d: np.sqrt(d)),
+                "you multiplied the scores by sqrt(d_k); divide them: q k^T / sqrt(d_k).",
+            ),
+            Mutant(
+                "scaled-after-softmax", _attn_with(lambda d: d**-0.5, after=True),
+                "you divided the weights by sqrt(d_k) after the softmax, so they no longer sum to 1. "
+                "The scale goes on the scores, before the softmax: softmax(q k^T / sqrt(d_k)).",
+            ),
         ),
         hints=(
             lambda got, exp, args: _log_probabilities(got[1], exp[1], args),
             lambda got, exp, args: _rows_do_not_sum_to_one(got[1], exp[1], args),
         ),
+        returns=("output", "weights"),
+        rules=(
+            Rule("edge-size", "T != S: the weights are (..., T, S), normalised over the S keys",
+                 ("T=3, S=5, d_k=4, d_v=2", "one query"), lambda q, k, v: q.shape[-2] != k.shape[-2],
+                 ("softmax-over-queries",)),
+            Rule("edge-size", "d_v != d_k: the scale is 1/sqrt(d_k)",
+                 ("T=3, S=5, d_k=4, d_v=2", "d_k=64"), lambda q, k, v: q.shape[-1] != v.shape[-1],
+                 ("scale-by-d_v",)),
+            Rule("edge-size", "batch axes (none, a batch, batch and heads): the keys are the last axis",
+                 ("batch of 2", "batch x heads: q (2, 3, 4, 5), k (2, 3, 6, 5)"), lambda q, k, v: q.ndim >= 3,
+                 ("softmax-axis-1",)),
+        ),
+        difficulty=1,
+        minutes=15,
         alternatives=(
             lambda q, k, v: (
                 lambda w: (np.einsum("...ts,...sd->...td", w, v), w)
@@ -263,12 +346,36 @@ register(
                 "for T != S this course (like torch's is_causal=True) aligns the mask at "
                 "the top-left corner: entry (i, j) is True exactly when j <= i.",
             ),
+            Mutant(
+                "one-too-many", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=1),
+                "your mask lets query i see key i + 1, one step into the future: True exactly when "
+                "j <= i (np.tril with k=0, the default).",
+            ),
+            Mutant(
+                "all-true", lambda T, S: np.ones((T, S), dtype=bool),
+                "every entry is True, so nothing is masked: query i may attend only to keys j <= i.",
+            ),
+            Mutant(
+                "diagonal-only", lambda T, S: np.eye(T, S, dtype=bool),
+                "only the diagonal is True: query i may attend to every earlier key too, all j <= i "
+                "(the lower triangle, np.tril).",
+            ),
         ),
         explain=_explain_mask_entry,
         alternatives=(
             lambda T, S: np.array([[j <= i for j in range(S)] for i in range(T)]),
             lambda T, S: torch.ones(T, S, dtype=torch.bool).tril(),
         ),
+        rules=(
+            Rule("edge-size", "T != S: the mask is aligned at the top-left corner, (i, j) True when j <= i",
+                 ("T=3 queries, S=6 keys", "T=5 queries, S=2 keys"), lambda T, S: T != S, ("bottom-right",)),
+            Rule("threshold", "j <= i: the diagonal j = i is allowed, j = i + 1 is not",
+                 ("T=S=4",), lambda T, S: min(T, S) >= 2, ("strict", "one-too-many", "diagonal-only")),
+            Rule("edge-size", "T = S = 1: one query that sees its own key",
+                 ("T=S=1",), lambda T, S: T == S == 1, ("strict", "inverted")),
+        ),
+        difficulty=1,
+        minutes=5,
     )
 )
 
@@ -296,6 +403,19 @@ def _one_query_mean(q_i, k, v):
     return v.mean(axis=0)
 
 
+def _one_query_with(scale=lambda q_i, v: np.sqrt(q_i.shape[0]), normalise=True):
+    def f(q_i, k, v):
+        scores = k @ q_i / scale(q_i, v)  # (S,)
+        e = np.exp(scores - scores.max())
+        return (e / e.sum() if normalise else np.exp(scores)) @ v  # (d_v,)
+
+    return f
+
+
+def _one_query_argmax(q_i, k, v):
+    return v[np.argmax(k @ q_i)]  # hard attention: only the best key's value
+
+
 register(
     Exercise(
         id="one-query",
@@ -312,6 +432,29 @@ register(
                 "that is the plain average of the values; the weights should depend on how "
                 "well q_i matches each key (softmax of the scaled dot products).",
             ),
+            Mutant(
+                "scale-by-d", _one_query_with(scale=lambda q_i, v: q_i.shape[0]),
+                "you divided the scores by d_k; the scale is 1/sqrt(d_k).",
+            ),
+            Mutant(
+                "scale-by-d_v", _one_query_with(scale=lambda q_i, v: np.sqrt(v.shape[1])),
+                "you scaled by 1/sqrt(d_v), the size of the values; the scale is 1/sqrt(d_k), the size of q_i.",
+            ),
+            Mutant(
+                "unnormalised", _one_query_with(normalise=False),
+                "your weights exp(score) do not sum to 1: divide each by their sum over the keys "
+                "(with one key, its weight must be exactly 1).",
+            ),
+            Mutant(
+                "no-softmax", lambda q_i, k, v: (k @ q_i / np.sqrt(q_i.shape[0])) @ v,
+                "you weighted the values by the raw scores. Turn the scores into weights first: a softmax "
+                "over the keys, so that they are positive and sum to 1.",
+            ),
+            Mutant(
+                "argmax", _one_query_argmax,
+                "you returned the value of the best-matching key only (hard attention). Attention "
+                "averages every value, weighted by the softmax of the scaled scores.",
+            ),
         ),
         alternatives=(
             lambda q_i, k, v: att.softmax(k @ q_i / np.sqrt(q_i.shape[0])) @ v,
@@ -319,6 +462,15 @@ register(
                 torch.as_tensor(q_i)[None], torch.as_tensor(k), torch.as_tensor(v)
             )[0].numpy(),
         ),
+        rules=(
+            Rule("edge-size", "one key: its weight is 1 and the output is its value",
+                 ("one key",), lambda q_i, k, v: k.shape[0] == 1, ("unnormalised",)),
+            Rule("edge-size", "d_k != d_v: the scale uses d_k, the size of q_i",
+                 ("d_k=4, S=5, d_v=2", "d_k=16, S=8, d_v=3"), lambda q_i, k, v: q_i.shape[0] != v.shape[1],
+                 ("scale-by-d_v",)),
+        ),
+        difficulty=1,
+        minutes=10,
     )
 )
 

@@ -5,17 +5,19 @@ the gradient at the softmax with and without the scale, and through saturated ro
   ``s`` (N, S) and the loss gradient ``g`` (N, S) with respect to the attention weights: the
   Frobenius norms of the gradient at the softmax's input, ``p * (g - (p * g).sum(-1))`` with
   ``p = softmax(x)``, for ``x = s`` and ``x = s / sqrt(d_k)`` (floats), and whether the first is
-  below a tenth of the second (a bool).
+  below a tenth of the second (a bool; False when both are 0, as with one key per row).
 * ``saturated-gradient``: ``fn(p, g) -> (share, on_saturated, on_others, vanishes)`` for attention
   rows ``p`` (N, S) of the tiny transformer and the loss gradient ``g`` with respect to them: the
   share of rows whose largest weight exceeds 0.99, the mean row norm of ``p * (g - <p, g>)`` over
   those rows and over the others (NaN for an empty group), and whether the first is below a tenth
-  of the second. The cases are the chapter's experiment: the model at initialisation, with and
-  without the scale.
+  of the second (False when a group is empty or both means are 0). The cases are the chapter's
+  experiment, the model at initialisation with and without the scale, and rows written by hand
+  that land on each rule.
 
 Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get; ``tests/exercises/test_exercises.py`` checks that every mutant is
-caught with its own message.
+feedback they get, and the rules its statement draws with the cases that land on
+them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
+its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from . import measures as sc
 from ...models.tasks import make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import masked_loss
-from ...exercises._core import Case, Exercise, Mutant, register
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -81,6 +83,11 @@ register(
                 "the N samples, like np.var's default (ddof=0).",
             ),
             Mutant(
+                "elementwise", lambda q, k: np.var(q * k),
+                "you took the variance of every product q_nd k_nd; the dot product sums them first: "
+                "s = (q * k).sum(axis=-1), one number per sample, then np.var(s).",
+            ),
+            Mutant(
                 "scaled", lambda q, k: np.var(_paired(q, k) / np.sqrt(q.shape[-1])),
                 "you divided the dot products by sqrt(d_k), which brings the variance to "
                 "about 1. Measure the raw q . k here: its variance is what grows like d_k.",
@@ -94,6 +101,19 @@ register(
                 lambda s: ((s - s.mean()) ** 2).mean()
             )(np.array([qn @ kn for qn, kn in zip(q, k)])),
         ),
+        rules=(
+            Rule("range", "queries with a nonzero mean: subtract the mean of the dot products",
+                 ("queries with mean 1 and keys with variance 4",), lambda q, k: abs(q.mean()) > 0.5,
+                 ("no-mean",)),
+            Rule("edge-size", "a few samples (N = 3): divide by N, not N - 1",
+                 ("only N=3 samples",), lambda q, k: len(q) < 10, ("ddof-1",)),
+            Rule("edge-size", "d_k = 1: the variance of a product of two numbers",
+                 ("d_k=1",), lambda q, k: q.shape[1] == 1, ("std", "all-pairs")),
+            Rule("range", "d_k = 64: the raw dot products, unscaled",
+                 ("N=2000 samples, d_k=64",), lambda q, k: q.shape[1] > 1, ("scaled", "std")),
+        ),
+        difficulty=1,
+        minutes=5,
     )
 )
 
@@ -192,6 +212,21 @@ register(
                 lambda logp: -(np.exp(logp) * logp).sum(axis=-1)
             )(x / t - np.logaddexp.reduce(x / t, axis=-1, keepdims=True)),
         ),
+        rules=(
+            Rule("range", "a saturated row (weights that underflow to 0) has entropy 0, not NaN",
+                 ("a saturated row and a uniform row",), lambda x, t: np.ptp(x / t, axis=-1).max() > 745,
+                 ("zero-log-zero",)),
+            Rule("range", "logits near 1000 must not overflow",
+                 ("logits near 1000, not saturated",), lambda x, t: np.abs(x / t).max() > 709, ("unstable-nansum",)),
+            Rule("range", "temperatures below and above 1: softmax(x / temperature)",
+                 ("the same logits, temperature 0.1 (sharp)", "the same logits, temperature 10 (flat)"),
+                 lambda x, t: t != 1, ("times-temperature", "ignores-temperature")),
+            Rule("edge-size", "a uniform row of S logits has entropy log S (nats)",
+                 ("a saturated row and a uniform row",), lambda x, t: bool((np.ptp(x, axis=-1) == 0).any()),
+                 ("log2", "no-minus")),
+        ),
+        difficulty=2,
+        minutes=15,
     )
 )
 
@@ -243,6 +278,15 @@ register(
                 "entry (i, j) should be p_i (delta_ij - p_j); yours is p_j (delta_ij - p_j), "
                 "because p broadcasts over the last axis. Use p[:, None] for the row factor.",
             ),
+            Mutant(
+                "outer-one-minus", lambda p: np.outer(p, 1 - p),
+                "you used p_i (1 - p_j) for every entry; that is right on the diagonal only. Off the "
+                "diagonal the entry is -p_i p_j: J = diag(p) - p p^T.",
+            ),
+            Mutant(
+                "identity-minus-outer", lambda p: np.eye(len(p)) - np.outer(p, p),
+                "the diagonal part is diag(p), not the identity: J = diag(p) - p p^T, so J_ii = p_i (1 - p_i).",
+            ),
         ),
         hints=(_rows_do_not_sum_to_zero,),
         alternatives=(
@@ -252,6 +296,16 @@ register(
             lambda p: np.einsum("i,ij->ij", p, np.eye(len(p))) - np.einsum("i,j->ij", p, p),
             lambda p: np.array([[p[i] * ((i == j) - p[j]) for j in range(len(p))] for i in range(len(p))]),
         ),
+        rules=(
+            Rule("edge-size", "a single key: J = [[0]]",
+                 ("a single key",), lambda p: len(p) == 1, ("diag-only",)),
+            Rule("range", "a one-hot p: J is all zeros",
+                 ("a one-hot p",), lambda p: p.max() == 1.0, ("diag-only", "identity-minus-outer", "outer-one-minus")),
+            Rule("range", "unequal weights: entry (i, j) has the row factor p_i",
+                 ("p over 4 keys", "a peaked p over 8 keys"), lambda p: np.ptp(p) > 0, ("wrong-broadcast",)),
+        ),
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -262,18 +316,30 @@ def _input_grad(x, g):
     return p * (g - (p * g).sum(axis=-1, keepdims=True))  # dL/dx = p (g - <p, g>)   (N, S)
 
 
+def _unstable_input_grad(x, g):
+    e = np.exp(x)  # overflows to inf for scores above 709
+    p = e / e.sum(axis=-1, keepdims=True)
+    return p * (g - (p * g).sum(axis=-1, keepdims=True))
+
+
 def _softmax_gradient_with(transform=lambda s, d: s / np.sqrt(d), backward=_input_grad, chain=False,
-                           invert=False, swap=False):
+                           invert=False, swap=False, size=np.linalg.norm,
+                           vanish=lambda u, c: u < 0.1 * c):
     def fn(s, g, d_k):
-        unscaled = float(np.linalg.norm(backward(s, g)))
-        scaled = float(np.linalg.norm(backward(transform(s, d_k), g)))
+        unscaled = float(size(backward(s, g)))
+        scaled = float(size(backward(transform(s, d_k), g)))
         if chain:
             scaled /= np.sqrt(d_k)  # dL/ds for s before the scale: the chain-rule factor 1/sqrt(d_k)
-        vanishes = unscaled < 0.1 * scaled
+        vanishes = bool(vanish(unscaled, scaled))
         if swap:
             unscaled, scaled = scaled, unscaled
         return unscaled, scaled, (not vanishes) if invert else vanishes
     return fn
+
+
+def _gradient_ratio(s, g, d_k) -> float:
+    unscaled, scaled, _ = _softmax_gradient_with()(s, g, d_k)
+    return unscaled / scaled
 
 
 def _softmax_gradient_cases() -> list[Case]:
@@ -286,7 +352,27 @@ def _softmax_gradient_cases() -> list[Case]:
     cases.append(Case("every row saturated: one key 40 above the rest, d_k=256",
                       (peaked, rng.normal(size=(6, 6)), 256)))
     cases.append(Case("a single row of 3 equal scores, d_k=16", (np.zeros((1, 3)), np.array([[1.0, -2.0, 0.5]]), 16)))
+    # The verdict's threshold from both sides: the unscaled norm is 0.072 and 0.13 times the scaled one
+    # (so a threshold a decade off, 0.01 or 1, or the squared norms, give another verdict), with the loss
+    # gradient 100 times larger and 1000 times smaller (so an absolute threshold, unscaled < 0.1, does too).
+    rng = np.random.default_rng(65)
+    base, g = rng.normal(size=(8, 6)), rng.normal(size=(8, 6))  # (8, 6) scores and loss gradient
+    cases.append(Case("just below a tenth (ratio 0.072), a large loss gradient, d_k=64", (10.0 * base, 100.0 * g, 64)))
+    cases.append(Case("just above a tenth (ratio 0.13), a small loss gradient, d_k=64", (8.0 * base, 1e-3 * g, 64)))
+    cases.append(Case("one key per row: both gradients are 0, d_k=16", (rng.normal(size=(4, 1)), rng.normal(size=(4, 1)), 16)))
+    cases.append(Case("d_k=1: the scale changes nothing", (3.0 * rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), 1)))
+    cases.append(Case("scores near 1000, d_k=1024",  # exp(1000) overflows; s / 32 is near 31
+                      (1000.0 + 3.0 * rng.normal(size=(4, 5)), rng.normal(size=(4, 5)), 1024)))
     return cases
+
+
+def _gradient_explain(index, expected, args):
+    unscaled, scaled, _ = _softmax_gradient_with()(*args)
+    if expected:
+        return f"unscaled {unscaled:.6g} is below a tenth of scaled {scaled:.6g} (a ratio of {unscaled / scaled:.3g})"
+    if unscaled == scaled == 0:
+        return "both norms are 0, and 0 is not below a tenth of 0"
+    return f"unscaled {unscaled:.6g} is not below a tenth of scaled {scaled:.6g} (a ratio of {unscaled / scaled:.3g})"
 
 
 register(
@@ -326,13 +412,95 @@ register(
                 "your norms are right but the conclusion is upside down: vanishes is True when the unscaled "
                 "gradient is BELOW a tenth of the scaled one.",
             ),
+            Mutant(
+                "no-max-shift", _softmax_gradient_with(backward=_unstable_input_grad),
+                "for scores near 1000 your softmax overflows: exp(1000) is inf and inf / inf is NaN. "
+                "Subtract each row's maximum before exp (softmax(x) = softmax(x - max x)).",
+            ),
+            Mutant(
+                "at-most-a-tenth", _softmax_gradient_with(vanish=lambda u, c: u <= 0.1 * c),
+                "with one key per row both norms are 0, and 0 is not BELOW a tenth of 0: vanishes is "
+                "unscaled < 0.1 * scaled, strictly, not <=.",
+            ),
+            Mutant(
+                "a-hundredth", _softmax_gradient_with(vanish=lambda u, c: u < 0.01 * c),
+                "your threshold is a decade too small: vanishes when the unscaled norm is below a TENTH of "
+                "the scaled one, unscaled < 0.1 * scaled (a ratio of 0.07 vanishes).",
+            ),
+            Mutant(
+                "absolute-threshold", _softmax_gradient_with(vanish=lambda u, c: u < 0.1),
+                "you compared the unscaled norm with 0.1 itself. The test is relative: below a tenth of the "
+                "SCALED norm, unscaled < 0.1 * scaled, whatever the size of the loss gradient g.",
+            ),
+            Mutant(
+                "squared-norms", _softmax_gradient_with(vanish=lambda u, c: u**2 < 0.1 * c**2),
+                "you compared squared norms: unscaled^2 < 0.1 scaled^2 is a ratio of 0.32, not 0.1. "
+                "Compare the norms themselves: unscaled < 0.1 * scaled.",
+            ),
+            Mutant(
+                "below-the-scaled", _softmax_gradient_with(vanish=lambda u, c: u < c),
+                "you asked whether the unscaled norm is below the scaled one; the test is below a TENTH "
+                "of it: unscaled < 0.1 * scaled.",
+            ),
+            Mutant(
+                "diagonal-only", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (1 - p) * g)(
+                    softmax(x, axis=-1))),
+                "you used only the diagonal of the softmax's Jacobian, p_i (1 - p_i) g_i. The off-diagonal "
+                "entries -p_i p_j count too: dL/dx = p * (g - (p * g).sum(-1, keepdims=True)).",
+            ),
+            Mutant(
+                "mean-not-weighted", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (
+                    g - g.mean(axis=-1, keepdims=True)))(softmax(x, axis=-1))),
+                "you subtracted the plain mean of g; the softmax's backward pass subtracts the WEIGHTED "
+                "mean <p, g> = (p * g).sum(-1, keepdims=True): dL/dx = p * (g - <p, g>).",
+            ),
+            Mutant(
+                "times-sqrt-d", _softmax_gradient_with(transform=lambda s, d: s * np.sqrt(d)),
+                "you multiplied the scores by sqrt(d_k); the scaled softmax sees x = s / sqrt(d_k).",
+            ),
+            Mutant(
+                "squared-returned", _softmax_gradient_with(size=lambda dx: np.linalg.norm(dx) ** 2),
+                "you returned squared norms (the sum of squared entries); return the Frobenius norms "
+                "themselves, np.linalg.norm(dx), the square roots.",
+            ),
+            Mutant(
+                "roles-swapped", _softmax_gradient_with(vanish=lambda u, c: c < 0.1 * u),
+                "you asked whether the SCALED norm is below a tenth of the unscaled one. The gradient "
+                "vanishes without the scale: unscaled < 0.1 * scaled.",
+            ),
+            Mutant(
+                "mean-row-norm", _softmax_gradient_with(size=lambda dx: np.linalg.norm(dx, axis=-1).mean()),
+                "you averaged the rows' norms. Return the Frobenius norm of the whole (N, S) gradient, "
+                "np.linalg.norm(dx): the square root of the sum of all its squared entries.",
+            ),
         ),
+        returns=("unscaled", "scaled", "vanishes"),
+        explain=_gradient_explain,
+        rules=(
+            Rule("threshold", "a ratio just below a tenth vanishes, with a loss gradient far above 0.1",
+                 ("just below a tenth (ratio 0.072), a large loss gradient, d_k=64",),
+                 lambda s, g, d: 0.05 < _gradient_ratio(s, g, d) < 0.1 and np.abs(g).max() > 10,
+                 ("a-hundredth", "absolute-threshold")),
+            Rule("threshold", "a ratio just above a tenth does not vanish, with a loss gradient far below 0.1",
+                 ("just above a tenth (ratio 0.13), a small loss gradient, d_k=64",),
+                 lambda s, g, d: 0.1 < _gradient_ratio(s, g, d) < 0.3 and np.abs(g).max() < 0.01,
+                 ("absolute-threshold", "squared-norms", "below-the-scaled")),
+            Rule("tie", "both norms 0 (one key per row): 0 is not below a tenth of 0, vanishes is False",
+                 ("one key per row: both gradients are 0, d_k=16",), lambda s, g, d: s.shape[1] == 1,
+                 ("at-most-a-tenth",)),
+            Rule("edge-size", "d_k = 1: both norms are equal, nothing vanishes",
+                 ("d_k=1: the scale changes nothing",), lambda s, g, d: d == 1, ("conclusion-inverted",)),
+            Rule("range", "scores near 1000 must not overflow",
+                 ("scores near 1000, d_k=1024",), lambda s, g, d: s.max() > 709, ("no-max-shift",)),
+        ),
+        difficulty=2,
+        minutes=20,
         alternatives=(
             lambda s, g, d_k: (lambda u, c: (u, c, u < 0.1 * c))(*(
                 float(torch.linalg.vector_norm(torch.autograd.grad(
                     torch.softmax(x, -1), x, torch.as_tensor(g))[0]))
                 for x in (torch.tensor(s, requires_grad=True), (torch.tensor(s) / d_k**0.5).requires_grad_()))),
-            lambda s, g, d_k: (lambda u, c: (u, c, bool(u / c < 0.1)))(*(
+            lambda s, g, d_k: (lambda u, c: (u, c, bool(u < c / 10)))(*(
                 float(np.sqrt(sum(float(np.sum((sc.softmax_jacobian(softmax(row, axis=-1)).T @ gr) ** 2))
                                   for row, gr in zip(x, g))))
                 for x in (s, s / np.sqrt(d_k)))),
@@ -365,26 +533,68 @@ def _saturated_gradient_cases() -> list[Case]:
                                 (256, "none", "no scale"))]
     p = np.array([[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])  # one one-hot row, one uniform row
     cases.append(Case("two rows by hand: one one-hot, one uniform", (p, np.array([[1.0, -2.0, 0.5]] * 2))))
+    rng = np.random.default_rng(66)
+    g = rng.normal(size=(6, 3))  # (6, 3) a loss gradient for rows written by hand
+
+    def rows(e):  # three saturated rows and three rows with two weights e: their gradient ratio falls with e
+        return np.array([[0.992, 0.005, 0.003]] * 3 + [[1 - 2 * e, e, e]] * 3)
+
+    # The verdict's threshold from both sides: the saturated rows' mean is 0.074 and 0.14 times the others'
+    # (so a threshold a decade off, 0.01 or 1, or squared norms, give another verdict), with the loss
+    # gradient 100 times larger and 1000 times smaller (so an absolute threshold, on_saturated < 0.1, does too).
+    cases.append(Case("just below a tenth (ratio 0.074), a large loss gradient", (rows(0.06), 100.0 * g)))
+    cases.append(Case("just above a tenth (ratio 0.14), a small loss gradient", (rows(0.03), 1e-3 * g)))
+    at_mark = np.array([[0.99, 0.01, 0.0], [0.995, 0.004, 0.001], [0.4, 0.35, 0.25]])  # 0.99 does not exceed 0.99
+    cases.append(Case("a largest weight of exactly 0.99 (not saturated)", (at_mark, g[:3])))
+    cases.append(Case("every row saturated: no other rows", (np.array([[0.995, 0.005, 0.0], [0.001, 0.998, 0.001]]), g[:2])))
+    cases.append(Case("a zero loss gradient: both means are 0", (rows(0.2), np.zeros((6, 3)))))
     return cases
 
 
 def _saturated_gradient_with(backward=lambda p, g: p * (g - (p * g).sum(-1, keepdims=True)),
                              size=lambda dx: np.linalg.norm(dx, axis=-1), group="mean", empty=float("nan"),
-                             swap=False, invert=False):
+                             swap=False, invert=False, saturated=lambda top: top > THRESHOLD,
+                             vanish=lambda a, b: a < 0.1 * b, share=lambda sat: float(sat.mean()),
+                             others_all=False):
     def fn(p, g):
         dx = backward(p, g)  # (N, S): dL/dx at the softmax's input, row by row
-        sat = p.max(axis=-1) > THRESHOLD  # (N,)
+        sat = saturated(p.max(axis=-1))  # (N,)
         if group == "frobenius":
             pool = lambda rows: float(np.linalg.norm(dx[rows])) if rows.any() else empty  # noqa: E731
         else:
             norms = size(dx)  # (N,)
-            pool = lambda rows: float(norms[rows].mean()) if rows.any() else empty  # noqa: E731
-        on_sat, on_other = pool(sat), pool(~sat)
-        vanishes = bool(on_sat < 0.1 * on_other)
+            reduce = np.sum if group == "sum" else np.mean
+            pool = lambda rows: float(reduce(norms[rows])) if rows.any() else empty  # noqa: E731
+        on_sat, on_other = pool(sat), pool(np.ones_like(sat) if others_all else ~sat)
+        vanishes = bool(vanish(on_sat, on_other))
         if swap:
             on_sat, on_other = on_other, on_sat
-        return float(sat.mean()), on_sat, on_other, (not vanishes) if invert else vanishes
+        return share(sat), on_sat, on_other, (not vanishes) if invert else vanishes
     return fn
+
+
+def _saturated_ratio(p, g) -> float:
+    _, on_sat, on_other, _ = _saturated_gradient_with()(p, g)
+    return on_sat / on_other
+
+
+def _empty_group_hint(got, expected, args):
+    for name, g, e in zip(("on_saturated", "on_others"), got[1:3], expected[1:3]):
+        if np.isnan(e) and not np.isnan(float(g)):
+            return (f"here no row falls in {name}'s group, so it has no mean: return float('nan') for it "
+                    f"(and vanishes False), not {float(g):g}")
+    return None
+
+
+def _saturated_explain(index, expected, args):
+    share, on_sat, on_other, _ = _saturated_gradient_with()(*args)
+    if expected:
+        return f"on_saturated {on_sat:.6g} is below a tenth of on_others {on_other:.6g}"
+    if np.isnan(on_sat) or np.isnan(on_other):
+        return "one group has no rows, so there is nothing to compare: vanishes is False"
+    if on_sat == on_other == 0:
+        return "both means are 0, and 0 is not below a tenth of 0"
+    return f"on_saturated {on_sat:.6g} is not below a tenth of on_others {on_other:.6g}"
 
 
 register(
@@ -429,7 +639,91 @@ register(
                 "your numbers are right but the conclusion is upside down: vanishes is True when the saturated "
                 "rows' mean gradient is BELOW a tenth of the other rows'.",
             ),
+            Mutant(
+                "at-least-0.99", _saturated_gradient_with(saturated=lambda top: top >= THRESHOLD),
+                "a row is saturated when its largest weight EXCEEDS 0.99, strictly: p.max(axis=-1) > 0.99, "
+                "so a row whose largest weight is exactly 0.99 is not.",
+            ),
+            Mutant(
+                "absolute-threshold", _saturated_gradient_with(vanish=lambda a, b: a < 0.1),
+                "you compared the saturated rows' mean with 0.1 itself. The test is relative: below a tenth "
+                "of the OTHER rows' mean, on_saturated < 0.1 * on_others, whatever the size of g.",
+            ),
+            Mutant(
+                "a-hundredth", _saturated_gradient_with(vanish=lambda a, b: a < 0.01 * b),
+                "your threshold is a decade too small: vanishes when the saturated rows' mean is below a "
+                "TENTH of the others', on_saturated < 0.1 * on_others.",
+            ),
+            Mutant(
+                "below-the-others", _saturated_gradient_with(vanish=lambda a, b: a < b),
+                "you asked whether the saturated rows' mean is below the others'; the test is below a TENTH "
+                "of it: on_saturated < 0.1 * on_others.",
+            ),
+            Mutant(
+                "at-most-a-tenth", _saturated_gradient_with(vanish=lambda a, b: a <= 0.1 * b),
+                "with a zero loss gradient both means are 0, and 0 is not BELOW a tenth of 0: vanishes is "
+                "on_saturated < 0.1 * on_others, strictly, not <=.",
+            ),
+            Mutant(
+                "roles-swapped", _saturated_gradient_with(vanish=lambda a, b: b < 0.1 * a),
+                "you asked whether the OTHER rows' mean is below a tenth of the saturated rows'. The "
+                "gradient vanishes through the saturated rows: on_saturated < 0.1 * on_others.",
+            ),
+            Mutant(
+                "softmax-of-p", _saturated_gradient_with(backward=lambda p, g: (lambda q: q * (
+                    g - (q * g).sum(-1, keepdims=True)))(softmax(p, axis=-1))),
+                "p already holds the attention weights: use them as they are in p * (g - <p, g>); "
+                "softmax(p) is another, much flatter, distribution.",
+            ),
+            Mutant(
+                "mean-not-weighted", _saturated_gradient_with(backward=lambda p, g: p * (g - g.mean(-1, keepdims=True))),
+                "you subtracted the plain mean of each row of g; the softmax's backward pass subtracts the "
+                "WEIGHTED mean <p, g> = (p * g).sum(-1, keepdims=True): dL/dx = p * (g - <p, g>).",
+            ),
+            Mutant(
+                "squared-norms", _saturated_gradient_with(size=lambda dx: (dx**2).sum(axis=-1)),
+                "you averaged the rows' SQUARED norms; average the norms themselves, "
+                "np.linalg.norm(dx, axis=-1).",
+            ),
+            Mutant(
+                "others-are-all", _saturated_gradient_with(others_all=True),
+                "your second mean runs over every row; on_others is the mean over the rows that are NOT "
+                "saturated (p.max(axis=-1) <= 0.99).",
+            ),
+            Mutant(
+                "count-not-share", _saturated_gradient_with(share=lambda sat: float(sat.sum())),
+                "you returned the NUMBER of saturated rows; share is their fraction of all N rows, "
+                "sat.mean() (a number between 0 and 1).",
+            ),
+            Mutant(
+                "summed-norms", _saturated_gradient_with(group="sum"),
+                "you summed the rows' norms in each group; take their mean, so that a group of many rows "
+                "and a group of few compare row for row.",
+            ),
         ),
+        returns=("share", "on_saturated", "on_others", "vanishes"),
+        explain=_saturated_explain,
+        hints=(_empty_group_hint,),
+        rules=(
+            Rule("threshold", "a largest weight of exactly 0.99 is not saturated (it must exceed 0.99)",
+                 ("a largest weight of exactly 0.99 (not saturated)",),
+                 lambda p, g: bool((p.max(axis=-1) == THRESHOLD).any()), ("at-least-0.99",)),
+            Rule("empty", "a group with no rows: its mean is NaN and vanishes is False",
+                 ("every row saturated: no other rows", "the tiny transformer at initialisation, layer 0, d_k=64, with 1/sqrt(d_k)"),
+                 lambda p, g: len(set((p.max(axis=-1) > THRESHOLD).tolist())) == 1, ("empty-zero",)),
+            Rule("threshold", "a ratio just below a tenth vanishes, with gradients far above 0.1",
+                 ("just below a tenth (ratio 0.074), a large loss gradient",),
+                 lambda p, g: 0.05 < _saturated_ratio(p, g) < 0.1 and np.abs(g).max() > 10,
+                 ("absolute-threshold", "a-hundredth")),
+            Rule("threshold", "a ratio just above a tenth does not vanish, with gradients far below 0.1",
+                 ("just above a tenth (ratio 0.14), a small loss gradient",),
+                 lambda p, g: 0.1 < _saturated_ratio(p, g) < 0.3 and np.abs(g).max() < 0.01,
+                 ("absolute-threshold", "below-the-others")),
+            Rule("tie", "both means 0 (a zero loss gradient): 0 is not below a tenth of 0, vanishes is False",
+                 ("a zero loss gradient: both means are 0",), lambda p, g: not g.any(), ("at-most-a-tenth",)),
+        ),
+        difficulty=2,
+        minutes=25,
         alternatives=(
             lambda p, g: (lambda sat, n: (
                 float(sat.mean()), *(float(n[r].mean()) if r.any() else float("nan") for r in (sat, ~sat)),
