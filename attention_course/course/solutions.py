@@ -335,3 +335,84 @@ SOLUTIONS = {
     "head-ablation": ablate_head,
     "subspace-overlap": subspace_overlap,
 }
+
+
+# ------------------------------------------------------------------ chapter 8
+# Chapter 8 works on torch tensors (MiniLM's weights); the steps build on each other, so a
+# later solution calls the earlier ones by the names the notebook gives them.
+import torch  # noqa: E402
+
+
+def self_attention(x, layer, num_heads, mask):
+    """Multi-head self-attention with biases: (output (B, T, d), weights (B, h, T, T)); mask True = may attend."""
+    B, T, d = x.shape
+    d_k = d // num_heads
+    q = (x @ layer.W_q + layer.b_q).reshape(B, T, num_heads, d_k).transpose(1, 2)  # (B, h, T, d_k)
+    k = (x @ layer.W_k + layer.b_k).reshape(B, T, num_heads, d_k).transpose(1, 2)  # (B, h, T, d_k)
+    v = (x @ layer.W_v + layer.b_v).reshape(B, T, num_heads, d_k).transpose(1, 2)  # (B, h, T, d_k)
+    scores = q @ k.transpose(-2, -1) / d_k**0.5  # (B, h, T, T): each head's own scale
+    scores = scores.masked_fill(~mask, float("-inf"))  # a masked key gets weight exactly 0
+    weights = torch.softmax(scores, dim=-1)  # (B, h, T, T), each row sums to 1 over the keys
+    heads = weights @ v  # (B, h, T, d_k)
+    concat = heads.transpose(1, 2).reshape(B, T, d)  # (B, T, h*d_k): the heads side by side
+    return concat @ layer.W_o + layer.b_o, weights  # (B, T, d), (B, h, T, T)
+
+
+def layer_norm(x, gamma, beta, eps):
+    """LayerNorm over the last axis, gamma (x - mean) / sqrt(var + eps) + beta, with the biased variance."""
+    mu = x.mean(dim=-1, keepdim=True)  # (..., 1): each token's mean over its d features
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)  # (..., 1): divide by d, not d - 1
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta  # eps inside the square root
+
+
+def feed_forward(x, layer):
+    """BERT's feed-forward block, GELU(x W_1 + b_1) W_2 + b_2, with the exact (erf) GELU."""
+    z = x @ layer.W_1 + layer.b_1  # (..., d_ff)
+    hidden = 0.5 * z * (1 + torch.erf(z / 2**0.5))  # GELU(z) = z * Phi(z), Phi the normal CDF
+    return hidden @ layer.W_2 + layer.b_2  # (..., d)
+
+
+def post_ln_block(x, layer, num_heads, mask, eps):
+    """One post-LN encoder layer: a = LN1(x + MHA(x)), then y = LN2(a + FFN(a))."""
+    attended, _ = self_attention(x, layer, num_heads, mask)  # (B, T, d)
+    a = layer_norm(x + attended, layer.ln1_weight, layer.ln1_bias, eps)  # add the residual, then normalise
+    return layer_norm(a + feed_forward(a, layer), layer.ln2_weight, layer.ln2_bias, eps)  # (B, T, d)
+
+
+def embeddings(weights, input_ids, token_type_ids):
+    """BERT's input, LN(word + position + token type): (B, T) ids -> (B, T, d)."""
+    B, T = input_ids.shape
+    positions = torch.arange(T)  # (T,): 0, 1, ..., T-1 in every sequence
+    x = (weights.word_embeddings[input_ids]  # (B, T, d)
+         + weights.position_embeddings[positions]  # (T, d), broadcast over the batch
+         + weights.token_type_embeddings[token_type_ids])  # (B, T, d)
+    return layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
+
+
+def encoder(weights, input_ids, attention_mask):
+    """Every layer's hidden states, the embeddings first: (L+1, B, T, d)."""
+    mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T): the real keys, for every head and query
+    x = embeddings(weights, input_ids, torch.zeros_like(input_ids))  # (B, T, d), one segment
+    hidden = [x]
+    for layer in weights.layers:
+        x = post_ln_block(x, layer, weights.num_heads, mask, weights.layer_norm_eps)  # (B, T, d)
+        hidden.append(x)
+    return torch.stack(hidden)  # (L+1, B, T, d)
+
+
+def sentence_embedding(hidden, attention_mask):
+    """Mean of the real tokens' states, scaled to length 1: (B, T, d) -> (B, d)."""
+    m = attention_mask[..., None].to(hidden.dtype)  # (B, T, 1): 1 for a real token, 0 for padding
+    mean = (hidden * m).sum(dim=1) / m.sum(dim=1)  # (B, d): the average over the real tokens
+    return mean / mean.norm(dim=-1, keepdim=True)  # (B, d), unit length
+
+
+SOLUTIONS.update({
+    "bert-attention": self_attention,
+    "layer-norm": layer_norm,
+    "gelu-feed-forward": feed_forward,
+    "post-ln-block": post_ln_block,
+    "bert-embeddings": embeddings,
+    "bert-encoder": encoder,
+    "sentence-embedding": sentence_embedding,
+})

@@ -1,0 +1,122 @@
+"""Figures for chapter 8: the two GELUs, the residual stream by depth, the layer-by-layer gaps, the search, causality.
+
+Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no
+global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from ...core._backend import ShapeError
+from ...figures.style import book_figure
+from .feed_forward import gelu
+
+__all__ = ["plot_gelus", "plot_stream_size", "plot_layer_gaps", "plot_search", "plot_dependence"]
+
+_EXACT, _TANH, _PRE, _BOUND = "#0072B2", "#D55E00", "#D55E00", "#444444"
+
+
+@book_figure
+def plot_gelus(lo: float = -4.0, hi: float = 4.0) -> Figure:
+    """Left: the exact GELU and its tanh approximation; right: their difference, in units of 1e-4."""
+    z = torch.linspace(lo, hi, 801, dtype=torch.float64)
+    exact, approx = gelu(z).numpy(), gelu(z, "tanh").numpy()
+    zn = z.numpy()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.0, 2.9), layout="constrained")
+    a.plot(zn, exact, color=_EXACT, lw=2.2, label="exact (erf), BERT")
+    a.plot(zn, approx, color=_TANH, lw=1.2, ls="--", label="tanh approximation")
+    a.plot(zn, np.maximum(zn, 0), color="0.7", lw=1, label="ReLU")
+    a.set(xlabel="z", ylabel="GELU(z)", title="Two GELUs, one curve to the eye")
+    a.legend(loc="upper left")
+    diff = (exact - approx) * 1e4
+    b.plot(zn, diff, color=_TANH, lw=1.6)
+    i = int(np.argmax(np.abs(diff)))
+    b.plot([zn[i]], [diff[i]], "o", color=_TANH)
+    b.annotate(f"{abs(diff[i]):.1f}e-4 at |z| = {abs(zn[i]):.1f}", (zn[i], diff[i]), xytext=(0.0, 0.7 * diff[i]),
+               textcoords="data", ha="center", va="center", arrowprops=dict(arrowstyle="->", color=_TANH))
+    b.axhline(0, color="0.6", lw=0.8)
+    b.set(xlabel="z", ylabel="exact - tanh  (x 1e-4)", title="Their difference")
+    return fig
+
+
+@book_figure
+def plot_stream_size(sizes: Mapping[str, Sequence[float]]) -> Figure:
+    """The rms of the hidden states after each layer, one line per block order (``{"post-LN": ..., ...}``)."""
+    fig, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+    colors = {"post": _EXACT, "pre": _PRE}
+    for name, s in sizes.items():
+        s = np.asarray(s, dtype=float)
+        color = next((c for key, c in colors.items() if name.startswith(key)), None)
+        ax.plot(np.arange(len(s)), s, marker="o", ms=4, lw=1.8, color=color, label=name)
+    ax.set(xlabel="layer (0 = the input)", ylabel="rms of the hidden states", ylim=(0, None),
+           title="The residual stream through 12 random layers")
+    ax.legend(loc="upper left")
+    return fig
+
+
+@book_figure
+def plot_layer_gaps(gaps: Mapping[str, Sequence[float]], bound: Sequence[float], tolerance: float) -> Figure:
+    """Largest |ours - reference| per layer (log scale), one line per comparison, with the float32 bound.
+
+    ``bound`` has one value per layer (:func:`~.reproduce.layer_bounds`); ``tolerance`` is the
+    check's single tolerance, drawn as a horizontal line.
+    """
+    fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
+    styles = [dict(color=_EXACT, marker="o"), dict(color="#009E73", marker="s"), dict(color=_TANH, marker="^")]
+    L1 = len(bound)
+    layers = np.arange(L1)
+    for (name, g), style in zip(gaps.items(), styles):
+        ax.semilogy(layers, np.maximum(np.asarray(g, dtype=float), 1e-17), lw=1.6, ms=5, label=name, **style)
+    ax.semilogy(layers, bound, color=_BOUND, lw=1.4, ls="--", label="float32 bound, (l + 1) sqrt(n) u max|h|")
+    ax.axhline(tolerance, color=_BOUND, lw=0.8, ls=":", label=f"the check's tolerance, {tolerance:.1e}")
+    ax.set_xticks(layers, ["emb."] + [str(i) for i in range(1, L1)])
+    ax.set(xlabel="layer", ylabel="largest |difference|", ylim=(1e-17, 1e-1),
+           title="Hidden states against transformers, layer by layer")
+    ax.legend(loc="center left", bbox_to_anchor=(0.0, 0.45), fontsize=9)
+    return fig
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+@book_figure
+def plot_search(sim: np.ndarray, queries: Sequence[str], corpus: Sequence[str], width: int = 34) -> Figure:
+    """Cosine similarities (corpus rows, query columns) with each query's best match outlined."""
+    sim = np.asarray(sim, dtype=float)
+    if sim.shape != (len(queries), len(corpus)):
+        raise ShapeError(f"sim has shape {sim.shape}; expected (queries, corpus) = ({len(queries)}, {len(corpus)})")
+    S = sim.T  # (N, Q): one row per corpus sentence
+    fig, ax = plt.subplots(figsize=(7.0, 4.6), layout="constrained")
+    im = ax.imshow(S, cmap="Blues", vmin=min(0.0, S.min()), vmax=1.0, aspect="auto")
+    fig.colorbar(im, ax=ax, shrink=0.85, label="cosine similarity")
+    ax.set_yticks(range(len(corpus)), [_short(c, width) for c in corpus])
+    ax.set_xticks(range(len(queries)), [_short(q, 18) for q in queries], rotation=20, ha="right")
+    for (i, j), v in np.ndenumerate(S):
+        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9, color="white" if v > 0.45 else "black")
+    for j in range(S.shape[1]):
+        i = int(np.argmax(S[:, j]))
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=2.2, ec="#D55E00"))
+    ax.set_title("Questions against sentences, ranked by the assembled encoder")
+    return fig
+
+
+@book_figure
+def plot_dependence(deps: Mapping[str, np.ndarray]) -> Figure:
+    """Each panel: |d y_i / d x_j| (rows: outputs i, columns: inputs j); exact zeros are white."""
+    fig, axes = plt.subplots(1, len(deps), figsize=(7.0, 3.4), layout="constrained", squeeze=False)
+    positive = np.concatenate([d[d > 0] for d in deps.values()])
+    norm = LogNorm(vmin=positive.min(), vmax=positive.max())
+    for ax, (name, d) in zip(axes[0], deps.items()):
+        im = ax.imshow(np.ma.masked_equal(d, 0.0), cmap="viridis", norm=norm)
+        ax.set(title=name, xlabel="input position j", ylabel="output position i")
+        ax.set_facecolor("white")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.85, label="|dy_i / dx_j|  (white: exactly 0)")
+    return fig

@@ -1,0 +1,416 @@
+"""Chapter 8's exercises: references, solutions and correct alternatives pass; every mutant gets its own
+feedback; a battery of learner answers gets the right verdict; check never raises whatever comes back.
+
+(tests/exercises/test_exercises.py runs the generic checks over every exercise too; its answer battery,
+tests/exercises/test_exercise_battery.py, lists chapters 1-6 only, so chapter 8's battery is here.)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_course.chapters.build import exercises as bx
+from attention_course.chapters.build.assemble import encode
+from attention_course.chapters.build.feed_forward import GELU_GAP
+from attention_course.course.solutions import SOLUTIONS
+from attention_course.exercises import REGISTRY, check, evaluate
+
+pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
+IDS = list(bx.EXERCISES)
+PASS = "passed"
+ANY = ""  # any failure: the engine words the feedback of an unnamed mistake itself
+
+
+def fb(eid, name):
+    (m,) = [m for m in REGISTRY[eid].mutants if m.name == name]
+    return m.feedback
+
+
+def test_seven_exercises_registered_rated_and_solved():
+    assert 3 <= len(IDS) <= 7 and set(IDS) <= set(REGISTRY) and set(IDS) <= set(SOLUTIONS)
+    for eid in IDS:
+        ex = REGISTRY[eid]
+        assert ex.difficulty in (1, 2, 3) and 5 <= ex.minutes <= 30, eid
+        assert len(ex.mutants) >= 5 and len({m.feedback for m in ex.mutants}) == len(ex.mutants), eid
+        assert len(ex.alternatives) >= 2, eid
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_reference_solution_and_alternatives_pass_and_the_stub_is_not_attempted(eid):
+    ex = REGISTRY[eid]
+    for fn in (ex.reference, SOLUTIONS[eid], *ex.alternatives):
+        result = evaluate(eid, fn)
+        assert result.passed, (fn, result.message)
+
+    def stub(*args):
+        raise NotImplementedError
+
+    result = evaluate(eid, stub)
+    assert result.status == "not attempted" and "not implemented yet" in result.message
+
+
+MUTANTS = [(eid, m) for eid in IDS for m in REGISTRY[eid].mutants]
+
+
+@pytest.mark.parametrize("eid,mutant", MUTANTS, ids=[f"{e}:{m.name}" for e, m in MUTANTS])
+def test_every_mutant_is_rejected_with_its_own_feedback(eid, mutant):
+    result = evaluate(eid, mutant.fn)
+    assert (result.status, result.message) == ("failed", mutant.feedback)
+
+
+def test_the_tanh_gelu_feedback_says_which_gelu_and_how_far():
+    message = fb("gelu-feed-forward", "tanh-gelu")
+    assert "tanh approximation" in message and "erf" in message and f"{GELU_GAP:.1e}" in message
+    assert "pre-LN block" in fb("post-ln-block", "pre-ln")
+    assert "batch axis" in fb("layer-norm", "batch-axis") and "d_model" in fb("layer-norm", "batch-axis")
+    assert "outside the square root" in fb("layer-norm", "eps-outside-sqrt")
+    assert "d - 1" in fb("layer-norm", "unbiased-variance")
+
+
+# ------------------------------------------------------------------ a battery of learner answers
+def _t(*s):
+    return torch.randn(*s, dtype=torch.float64)
+
+
+def _attention_loop(x, layer, num_heads, mask):
+    """One head at a time, in a Python loop."""
+    B, T, d = x.shape
+    d_k = d // num_heads
+    q, k, v = x @ layer.W_q + layer.b_q, x @ layer.W_k + layer.b_k, x @ layer.W_v + layer.b_v
+    heads, maps = [], []
+    m = mask.expand(B, num_heads, T, T)
+    for i in range(num_heads):
+        cols = slice(i * d_k, (i + 1) * d_k)
+        s = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(d_k)  # (B, T, T)
+        w = torch.softmax(s.masked_fill(~m[:, i], -math.inf), dim=-1)
+        heads.append(w @ v[..., cols])
+        maps.append(w)
+    return torch.cat(heads, dim=-1) @ layer.W_o + layer.b_o, torch.stack(maps, dim=1)
+
+
+def _attention_additive_mask(x, layer, num_heads, mask):
+    """The mask as an additive float (0 / -inf), as transformers builds it."""
+    out, w = SOLUTIONS["bert-attention"](x, layer, num_heads, torch.ones_like(mask))
+    B, T, d = x.shape
+    d_k = d // num_heads
+    split = lambda t: t.reshape(B, T, num_heads, d_k).transpose(1, 2)  # noqa: E731
+    q, k, v = (split(x @ W + b) for W, b in ((layer.W_q, layer.b_q), (layer.W_k, layer.b_k), (layer.W_v, layer.b_v)))
+    bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(~mask, -math.inf)
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k) + bias, dim=-1)
+    return (w @ v).transpose(1, 2).reshape(B, T, d) @ layer.W_o + layer.b_o, w
+
+
+def _attention_minus_1e9(x, layer, num_heads, mask):
+    B, T, d = x.shape
+    d_k = d // num_heads
+    split = lambda t: t.reshape(B, T, num_heads, d_k).transpose(1, 2)  # noqa: E731
+    q, k, v = (split(x @ W + b) for W, b in ((layer.W_q, layer.b_q), (layer.W_k, layer.b_k), (layer.W_v, layer.b_v)))
+    w = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(d_k)).masked_fill(~mask, -1e9), dim=-1)
+    return (w @ v).transpose(1, 2).reshape(B, T, d) @ layer.W_o + layer.b_o, w
+
+
+def _attention_float32(x, layer, num_heads, mask):
+    out, w = SOLUTIONS["bert-attention"](x, layer, num_heads, mask)
+    return out.float(), w.float()
+
+
+def _attention_weights_only(x, layer, num_heads, mask):
+    return SOLUTIONS["bert-attention"](x, layer, num_heads, mask)[1]
+
+
+def _ln_numpy_style(x, gamma, beta, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * gamma + beta
+
+
+def _ln_module(x, gamma, beta, eps):
+    m = torch.nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+    m.load_state_dict({"weight": gamma, "bias": beta})
+    return m(x).detach()
+
+
+def _ln_one_pass(x, gamma, beta, eps):
+    """E[x^2] - E[x]^2: loses digits when the mean is large (the mean-10^6 case)."""
+    mu = x.mean(-1, keepdim=True)
+    var = (x * x).mean(-1, keepdim=True) - mu * mu
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+
+def _ln_in_place(x, gamma, beta, eps):
+    x -= x.mean(-1, keepdim=True)
+    return gamma * x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) + beta
+
+
+def _ffn_module(x, layer):
+    d, d_ff = layer.W_1.shape
+    net = torch.nn.Sequential(torch.nn.Linear(d, d_ff), torch.nn.GELU(), torch.nn.Linear(d_ff, d)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(layer.W_1.T), net[0].bias.copy_(layer.b_1)
+        net[2].weight.copy_(layer.W_2.T), net[2].bias.copy_(layer.b_2)
+    return net(x).detach()
+
+
+def _ffn_float32(x, layer):
+    return SOLUTIONS["gelu-feed-forward"](x, layer).float()
+
+
+def _block_written_out(x, layer, num_heads, mask, eps):
+    attn, _ = SOLUTIONS["bert-attention"](x, layer, num_heads, mask)
+    ln = SOLUTIONS["layer-norm"]
+    a = ln(attn + x, layer.ln1_weight, layer.ln1_bias, eps)
+    return ln(SOLUTIONS["gelu-feed-forward"](a, layer) + a, layer.ln2_weight, layer.ln2_bias, eps)
+
+
+def _block_torch_eps(x, layer, num_heads, mask, eps):
+    """torch's LayerNorm default eps, 1e-5, instead of the one passed in."""
+    return bx.torch_encoder_layer(x, layer, num_heads, mask, 1e-5)
+
+
+def _embeddings_one_hot(weights, input_ids, token_type_ids):
+    V = weights.word_embeddings.shape[0]
+    T = input_ids.shape[1]
+    x = F.one_hot(input_ids, V).to(weights.word_embeddings.dtype) @ weights.word_embeddings
+    x = x + weights.position_embeddings[:T] + weights.token_type_embeddings[token_type_ids]
+    return F.layer_norm(x, (x.shape[-1],), weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
+
+
+def _embeddings_types_as_positions(weights, input_ids, token_type_ids):
+    T = input_ids.shape[1]
+    x = weights.word_embeddings[input_ids] + weights.position_embeddings[token_type_ids] + weights.token_type_embeddings[0]
+    return F.layer_norm(x, (x.shape[-1],), weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
+
+
+def _encoder_tuple(weights, input_ids, attention_mask):
+    return tuple(SOLUTIONS["bert-encoder"](weights, input_ids, attention_mask))
+
+
+def _encoder_last_only(weights, input_ids, attention_mask):
+    return SOLUTIONS["bert-encoder"](weights, input_ids, attention_mask)[-1]
+
+
+def _encoder_without_embeddings(weights, input_ids, attention_mask):
+    return SOLUTIONS["bert-encoder"](weights, input_ids, attention_mask)[1:]
+
+
+def _encoder_unbiased_ln(weights, input_ids, attention_mask):
+    """A LayerNorm with torch's default (unbiased) x.var(): caught at the embeddings, layer 0."""
+    def ln(x, g, b, eps):
+        return g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b
+
+    mask = attention_mask.bool()[:, None, None, :]
+    T = input_ids.shape[1]
+    x = ln(weights.word_embeddings[input_ids] + weights.position_embeddings[:T] + weights.token_type_embeddings[0],
+           weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
+    hidden = [x]
+    for L in weights.layers:
+        a = ln(x + SOLUTIONS["bert-attention"](x, L, weights.num_heads, mask)[0], L.ln1_weight, L.ln1_bias,
+               weights.layer_norm_eps)
+        x = ln(a + SOLUTIONS["gelu-feed-forward"](a, L), L.ln2_weight, L.ln2_bias, weights.layer_norm_eps)
+        hidden.append(x)
+    return torch.stack(hidden)
+
+
+def _encoder_last_layer_off(weights, input_ids, attention_mask):
+    """Skips the last block's feed-forward: every state agrees until the last layer."""
+    h = SOLUTIONS["bert-encoder"](weights, input_ids, attention_mask).clone()
+    if len(weights.layers) > 1:
+        L = weights.layers[-1]
+        mask = attention_mask.bool()[:, None, None, :]
+        a = SOLUTIONS["layer-norm"](h[-2] + SOLUTIONS["bert-attention"](h[-2], L, weights.num_heads, mask)[0],
+                                    L.ln1_weight, L.ln1_bias, weights.layer_norm_eps)
+        h[-1] = SOLUTIONS["layer-norm"](a, L.ln2_weight, L.ln2_bias, weights.layer_norm_eps)
+    return h
+
+
+def _encoder_float64_inside(weights, input_ids, attention_mask):
+    """Runs MiniLM in float64 and returns float64 states: more precise than the float32 reference."""
+    return SOLUTIONS["bert-encoder"](weights.to(torch.float64), input_ids, attention_mask)
+
+
+def _pool_numpy(hidden, attention_mask):
+    h, m = hidden.numpy(), attention_mask.numpy()[..., None]
+    e = (h * m).sum(1) / m.sum(1)
+    return e / np.linalg.norm(e, axis=-1, keepdims=True)
+
+
+def _pool_sum_without_normalising(hidden, attention_mask):
+    return (hidden * attention_mask[..., None]).sum(1)
+
+
+BATTERY = [
+    ("bert-attention", "a loop over heads", _attention_loop, PASS),
+    ("bert-attention", "an additive -inf mask", _attention_additive_mask, PASS),
+    ("bert-attention", "masked with -1e9", _attention_minus_1e9, PASS),
+    ("bert-attention", "float32 results", _attention_float32, "float32 but the inputs are float64"),
+    ("bert-attention", "the weights only", _attention_weights_only, "expected a tuple of 2 results"),
+    ("bert-attention", "forgot every bias", bx._attention_variant(biases=False), fb("bert-attention", "no-biases")),
+    ("bert-attention", "sqrt(d_model)", bx._attention_variant(scale="d_model"), fb("bert-attention", "scale-by-d-model")),
+    ("bert-attention", "no mask", bx._attention_variant(masking="none"), fb("bert-attention", "mask-ignored")),
+    ("layer-norm", "x.var(unbiased=False)", _ln_numpy_style, PASS),
+    ("layer-norm", "F.layer_norm", lambda x, g, b, eps: F.layer_norm(x, (x.shape[-1],), g, b, eps), PASS),
+    ("layer-norm", "nn.LayerNorm", _ln_module, PASS),
+    ("layer-norm", "one-pass variance", _ln_one_pass, "E[x^2] - E[x]^2 subtracts two numbers near 10^12"),
+    ("layer-norm", "x.var() (unbiased by default)",
+     lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b,
+     fb("layer-norm", "unbiased-variance")),
+    ("layer-norm", "over every axis", lambda x, g, b, eps: g * (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + eps) + b,
+     ANY),
+    ("layer-norm", "eps outside", bx._ln_variant(eps_where="outside"), fb("layer-norm", "eps-outside-sqrt")),
+    ("layer-norm", "in place", _ln_in_place, "changed its input in place"),
+    ("gelu-feed-forward", "nn.Sequential with nn.GELU", _ffn_module, PASS),
+    ("gelu-feed-forward", "F.gelu", lambda x, L: F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2, PASS),
+    ("gelu-feed-forward", "the normal CDF", bx._ffn_normal_cdf, PASS),
+    ("gelu-feed-forward", "F.gelu(approximate='tanh')", lambda x, L: F.gelu(x @ L.W_1 + L.b_1, approximate="tanh") @ L.W_2 + L.b_2,
+     fb("gelu-feed-forward", "tanh-gelu")),
+    ("gelu-feed-forward", "ReLU", lambda x, L: torch.relu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2, fb("gelu-feed-forward", "relu")),
+    ("gelu-feed-forward", "float32", _ffn_float32, "float32 but the inputs are float64"),
+    ("gelu-feed-forward", "forgot b_2", lambda x, L: F.gelu(x @ L.W_1 + L.b_1) @ L.W_2, ANY),
+    ("gelu-feed-forward", "weights transposed", lambda x, L: F.gelu(x @ L.W_2.T + L.b_1) @ L.W_1.T + L.b_2, ANY),
+    ("post-ln-block", "written out", _block_written_out, PASS),
+    ("post-ln-block", "nn.TransformerEncoderLayer", bx.torch_encoder_layer, PASS),
+    ("post-ln-block", "the package's block", lambda x, L, h, m, eps: bx.block(x, L, h, m, eps), PASS),
+    ("post-ln-block", "pre-LN", bx._block_pre_ln, fb("post-ln-block", "pre-ln")),
+    ("post-ln-block", "torch's default eps", _block_torch_eps, ANY),
+    ("post-ln-block", "no residuals at all",
+     lambda x, L, h, m, eps: bx._ln(bx.feed_forward(bx._ln(bx._attend(x, L, h, m), L, 1, eps), L), L, 2, eps), ANY),
+    ("post-ln-block", "swapped LayerNorms", bx._block_ln_swapped, fb("post-ln-block", "layer-norms-swapped")),
+    ("post-ln-block", "the attention tuple added", lambda x, L, h, m, eps: x + bx.self_attention(x, L, h, m)[1].sum(),
+     ANY),
+    ("bert-embeddings", "one-hot matrix product", _embeddings_one_hot, PASS),
+    ("bert-embeddings", "F.embedding", bx._embeddings_torch, PASS),
+    ("bert-embeddings", "a loop", bx._embeddings_loop, PASS),
+    ("bert-embeddings", "types used as positions", _embeddings_types_as_positions, ANY),
+    ("bert-embeddings", "positions from 1", bx._embedding_variant(positions="from-1"), fb("bert-embeddings", "positions-from-1")),
+    ("bert-embeddings", "no segment vector", bx._embedding_variant(types=False), fb("bert-embeddings", "no-token-type")),
+    ("bert-embeddings", "sinusoids", bx._embedding_variant(positions="sinusoidal"), fb("bert-embeddings", "sinusoidal-positions")),
+    ("bert-embeddings", "no LayerNorm", bx._embedding_variant(ln=False), fb("bert-embeddings", "no-layer-norm")),
+    ("bert-encoder", "models/encoder.py's bert_encode", bx._encoder_via_bert_encode, PASS),
+    ("bert-encoder", "float64 inside", _encoder_float64_inside, PASS),
+    ("bert-encoder", "one sequence at a time", bx._encoder_loop_by_sequence, PASS),
+    ("bert-encoder", "a tuple of states", _encoder_tuple, "you returned a tuple of"),
+    ("bert-encoder", "the last layer only", _encoder_last_only, "expected shape"),
+    ("bert-encoder", "no embeddings in the stack", _encoder_without_embeddings, "expected shape"),
+    ("bert-encoder", "unbiased variance", _encoder_unbiased_ln, "first leave the reference at layer 0"),
+    ("bert-encoder", "last block without its feed-forward", _encoder_last_layer_off, "first leave the reference at layer 2"),
+    ("bert-encoder", "pre-LN", bx._encoder_variant(norm="pre"), fb("bert-encoder", "pre-ln")),
+    ("bert-encoder", "tanh GELU", lambda w, i, m: encode(w, i, m, approximate="tanh"), fb("bert-encoder", "tanh-gelu")),
+    ("bert-encoder", "no padding mask", bx._encoder_variant(mask="none"), fb("bert-encoder", "padding-ignored")),
+    ("sentence-embedding", "a loop", bx._pool_loop, PASS),
+    ("sentence-embedding", "sum, then F.normalize", bx._pool_sum_normalize, PASS),
+    ("sentence-embedding", "numpy", _pool_numpy, PASS),
+    ("sentence-embedding", "the sum, not normalised", _pool_sum_without_normalising, ANY),
+    ("sentence-embedding", "mean with padding", bx._pool_variant(kind="mean-with-padding"), fb("sentence-embedding", "padding-averaged")),
+    ("sentence-embedding", "[CLS]", bx._pool_variant(kind="cls"), fb("sentence-embedding", "cls-token")),
+    ("sentence-embedding", "not normalised", bx._pool_variant(normalise="none"), fb("sentence-embedding", "not-normalised")),
+    ("sentence-embedding", "returns (B, 1, d)", lambda h, m: bx.sentence_embeddings(h, m)[:, None], "expected shape"),
+]
+
+
+@pytest.mark.parametrize("eid,label,fn,expect", BATTERY, ids=[f"{b[0]}:{b[1]}" for b in BATTERY])
+def test_learner_answer_gets_the_right_verdict(eid, label, fn, expect):
+    result = evaluate(eid, fn)
+    if expect == PASS:
+        assert result.passed, result.message
+    else:
+        assert result.status == "failed", result.message
+        assert expect in result.message, result.message
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_every_exercise_has_a_battery(eid):
+    answers = [b for b in BATTERY if b[0] == eid]
+    right = [b for b in answers if b[3] == PASS]
+    assert len(answers) >= 8 and len(right) >= 3 and len(answers) - len(right) >= 5, eid
+
+
+def test_the_encoder_check_names_the_first_layer_sequence_and_position():
+    message = evaluate("bert-encoder", _encoder_last_layer_off).message
+    assert "layer 2 (after block 2), sequence 0, position 0" in message and "float32 bound 1.8e-04" in message
+    assert "weights.layers[1]" in message
+
+
+def test_the_encoder_check_names_minilms_word_piece():
+    """On the MiniLM case the position is named by its word piece."""
+    def off_on_minilm(weights, input_ids, attention_mask):
+        h = SOLUTIONS["bert-encoder"](weights, input_ids, attention_mask).clone()
+        if weights.word_embeddings.shape[0] == 30522:
+            h[4, 1, 3] += 0.01  # layer 4, the second sentence, its fourth token
+        return h
+
+    message = evaluate("bert-encoder", off_on_minilm).message
+    assert "layer 4 (after block 4), sequence 1, position 3 (token 'sat')" in message, message
+    assert message.endswith("(case 'MiniLM's own weights (float32), two sentences of different lengths, against transformers')")
+
+
+def test_the_encoder_check_tells_padding_apart():
+    message = evaluate("bert-encoder", bx._encoder_variant(mask="queries-too")).message
+    assert message == fb("bert-encoder", "queries-masked-too")
+
+    def zero_padding(weights, input_ids, attention_mask):
+        return SOLUTIONS["bert-encoder"](weights, input_ids, attention_mask) * attention_mask[None, :, :, None]
+
+    assert "agree at every real token but not at padding" in evaluate("bert-encoder", zero_padding).message
+
+
+# ------------------------------------------------------------------ check never raises
+class _Weird:
+    def __array__(self, *a, **k):
+        raise RuntimeError("no array")
+
+
+RETURNS = st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=4), st.just(_Weird()),
+                    st.just(torch.zeros(0)), st.just(torch.full((2, 3), float("nan"))), st.just(np.ones((2, 2))),
+                    st.just([torch.zeros(2)]), st.just((torch.zeros(1), None)), st.just(object()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(IDS), RETURNS)
+def test_check_never_raises_on_arbitrary_returns(eid, value):
+    check(eid, lambda *args: value)
+    assert evaluate(eid, lambda *args: value).status in {"failed", "passed"}
+
+
+@pytest.mark.parametrize("eid", IDS)
+@pytest.mark.parametrize("exc", [ValueError, RuntimeError, IndexError, SystemExit, KeyboardInterrupt, MemoryError])
+def test_check_never_raises_on_exceptions(eid, exc):
+    def raiser(*args):
+        raise exc("boom")
+
+    check(eid, raiser)
+    assert evaluate(eid, raiser).status == "failed"
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_nan_results_are_reported(eid):
+    def nan_shaped(*args):
+        out = REGISTRY[eid].reference(*args)
+        if isinstance(out, tuple):
+            return tuple(torch.full_like(o, float("nan")) for o in out)
+        return torch.full_like(out, float("nan"))
+
+    result = evaluate(eid, nan_shaped)
+    assert result.status == "failed", result.message
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_changing_a_tensor_input_in_place_is_named(eid):
+    ex = REGISTRY[eid]
+
+    def scribble(*args):
+        out = ex.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                a.mul_(2.0)
+            elif isinstance(a, torch.Tensor):
+                a.zero_()
+        return out
+
+    result = evaluate(eid, scribble)
+    assert result.status == "failed" and "in place" in result.message, result.message
