@@ -432,6 +432,7 @@ def trained():
     return out
 
 
+@pytest.mark.extended  # chapter 4's notebook trains the same model live and asserts the claim
 @pytest.mark.slow
 def test_two_layers_form_induction_heads(trained):
     model, history = trained[2]
@@ -451,6 +452,7 @@ def test_two_layers_form_induction_heads(trained):
     assert evaluate_loss(model, TASK, head_mask=no_layer1) > 2.0
 
 
+@pytest.mark.extended  # chapter 4's notebook trains the same model live and asserts the claim
 @pytest.mark.slow
 def test_one_layer_does_not(trained):
     model, history = trained[1]
