@@ -3,7 +3,7 @@
 Runs each notebook top to bottom in a fresh kernel from its own folder (as nbval
 does), with no timing metadata, so the committed file changes only where an
 output really changed. Then writes what JupyterLab needs to show the prose as the book
-does: each markdown cell's ``user_expressions`` (the glued numbers,
+does: each verdict box, from the ledger (``attention_course.course.verdict_boxes``); each markdown cell's ``user_expressions`` (the glued numbers,
 ``attention_course.course.expressions``) and figure references with their numbers
 (``attention_course.course.figure_refs``).
 
@@ -20,6 +20,7 @@ import nbformat
 
 from attention_course.course.expressions import sync_notebook
 from attention_course.course.figure_refs import sync_figure_refs
+from attention_course.course.verdict_boxes import sync_verdict_boxes
 
 
 def execute(path: Path, timeout: int = 600) -> float:
@@ -33,8 +34,9 @@ def execute(path: Path, timeout: int = 600) -> float:
 
 
 def sync(path: Path) -> str:
-    changed = [what for what, fn in (("figure numbers", sync_figure_refs), ("inline numbers", sync_notebook))
-               if fn(path)]
+    steps = (("verdict boxes", sync_verdict_boxes), ("figure numbers", sync_figure_refs),
+             ("inline numbers", sync_notebook))
+    changed = [what for what, fn in steps if fn(path)]
     return "updated " + " and ".join(changed) if changed else "prose metadata up to date"
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from pathlib import Path
 from typing import Union
 
 from .book import format_glued
 
-__all__ = ["ROLE", "role", "roles", "load_notebook", "save_notebook", "glued_texts", "user_expressions", "sync_notebook",
+__all__ = ["ROLE", "role", "roles", "glue_roles", "load_notebook", "save_notebook", "glued_texts", "user_expressions", "sync_notebook",
            "expression_problems"]
 
 #: One inline number in the prose: ``{eval}`glued("name:fmt")```.
@@ -40,6 +41,22 @@ def role(spec: str) -> str:
     'w_loo:.2f'
     """
     return '{eval}`glued("' + spec + '")`'
+
+
+def glue_roles(fmt: str) -> str:
+    """A format string with each ``{name:fmt}`` written as the inline-number role ``{eval}`glued("name:fmt")```.
+
+    Examples
+    --------
+    >>> glue_roles("in {ok} of {n} seeds; {m:.2f}")
+    'in {eval}`glued("ok")` of {eval}`glued("n")` seeds; {eval}`glued("m:.2f")`'
+    """
+    parts = []
+    for literal, name, spec, _ in string.Formatter().parse(fmt):
+        parts.append(literal)
+        if name:
+            parts.append(role(name + (f":{spec}" if spec else "")))
+    return "".join(parts)
 
 
 def roles(markdown: str) -> list[str]:

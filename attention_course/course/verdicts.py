@@ -22,13 +22,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-import string
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .claims import CLAIMS, EVIDENCE_FILE, VERDICT_CLASS, Claim
-from .expressions import glued_texts, load_notebook, role
+from .expressions import glue_roles, glued_texts, load_notebook
+from .verdict_boxes import stale_boxes
 
 __all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "box_fields_markdown", "constant_glues",
            "chapter_problems", "collect_evidence", "write_evidence"]
@@ -121,16 +121,6 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
     return boxes
 
 
-def _glue_roles(fmt: str) -> str:
-    """A format string with each ``{name:fmt}`` written as the inline-number role ``{eval}`glued("name:fmt")```."""
-    parts = []
-    for literal, name, spec, _ in string.Formatter().parse(fmt):
-        parts.append(literal)
-        if name:
-            parts.append(role(name + (f":{spec}" if spec else "")))
-    return "".join(parts)
-
-
 def box_fields_markdown(c: Claim) -> str:
     """The three lines a claim's verdict box shows right after its ``:name:`` line.
 
@@ -147,7 +137,7 @@ def box_fields_markdown(c: Claim) -> str:
     **Robustness.** in {eval}`glued("n_ok")` of {eval}`glued("n")` seeds; {eval}`glued("m:.2f")` ± {eval}`glued("s:.2f")`
     """
     return (f"**Reading.** {c.reading}\n**Baseline.** {c.baseline}\n"
-            f"**Robustness.** {_glue_roles(c.robustness)}")
+            f"**Robustness.** {glue_roles(c.robustness)}")
 
 
 def _field_problems(c: Claim, box: dict[str, Any]) -> list[str]:
@@ -164,6 +154,14 @@ def _field_problems(c: Claim, box: dict[str, Any]) -> list[str]:
     if not problems and (len(shown) < 4 or shown[3].strip()):
         problems.append(f"{c.id}: the box's Robustness line must be followed by a blank line")
     return problems
+
+
+def _box_problems(c: Claim, path: Path) -> list[str]:
+    """A generated box that differs from what the ledger writes (the sync step was not run)."""
+    if stale_boxes(path, [c]):
+        return [f"{c.id}: the verdict box differs from the one the ledger writes; run "
+                f"`python .ci/execute_notebooks.py --sync-only book/{path.name}`"]
+    return []
 
 
 def _is_number(node: ast.AST) -> bool:
@@ -277,7 +275,7 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
                                 f"{box['verdict']!r} ({box['title']})")
             if box["class"] != VERDICT_CLASS.get(c.verdict):
                 problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
-            problems += _field_problems(c, box)
+            problems += _box_problems(c, path) if c.title.strip() and c.summary.strip() else _field_problems(c, box)
         missing = [n for n in c.glue_names if n not in glued]
         if missing:
             problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")

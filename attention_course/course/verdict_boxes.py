@@ -1,0 +1,209 @@
+"""Verdict boxes written from the ledger: one short box per claim, the same in every chapter.
+
+A chapter does not write its verdict boxes by hand. Each box is generated from the claim's
+entry in ``attention_course/data/claims.toml`` (:class:`~attention_course.course.claims.Claim`)
+by the notebooks' sync step (``python .ci/execute_notebooks.py --sync-only book/NN_x.ipynb``,
+which :func:`sync_verdict_boxes` serves), so a box, chapter 7's ledger and its closing
+paragraph cannot disagree. A box has
+
+* a **title** of at most :data:`TITLE_WORDS` words: the claim and its verdict, with the
+  condition for *holds when* (``<title> — holds when <finding>``);
+* a **body** of at most :data:`SUMMARY_WORDS` words (the claim's ``summary``): the deciding
+  number against its baseline, and what it means for a learner;
+* a collapsed **How this was tested**: the reading, the deciding experiment, its baseline or
+  control, the decision rule stated before the run, over what it holds, the evidence, and any
+  details.
+
+Numbers stay glue names: ``{name:fmt}`` in the ledger becomes the inline-number role
+``{eval}`glued("name:fmt")``` in the box, filled from the chapter's own outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+from .claims import CLAIMS, VERDICT_CLASS, Claim
+from .expressions import glue_roles, load_notebook, save_notebook
+
+__all__ = ["TITLE_WORDS", "SUMMARY_WORDS", "box_title", "box_markdown", "box_problems",
+           "box_span", "sync_verdict_boxes", "stale_boxes"]
+
+#: The most words a box's title may have, and its body (issue 25's budget).
+TITLE_WORDS, SUMMARY_WORDS = 20, 60
+#: The fence of a generated box; its collapsed part uses the three-colon fence inside it.
+BOX_FENCE = "::::"
+_OPEN = re.compile(r"^(?P<fence>:{3,})\{(?P<name>[\w:-]+)\}")
+
+
+def _words(text: str) -> int:
+    """Words a reader reads: an inline number (``{name:fmt}``) or maths (``$...$``) is one word."""
+    text = re.sub(r"\{[^{}]*\}", " 1 ", text)
+    text = re.sub(r"\$[^$]+\$", " x ", text)
+    return sum(1 for word in text.split() if any(ch.isalnum() for ch in word))  # a dash is not a word
+
+
+def box_title(c: Claim) -> str:
+    """The box's title: ``<title> — <verdict>``, with ``<finding>`` after *holds when*.
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "01_mechanics", "t", "holds when", "queries and keys are one sequence.", "{a}",
+    ...           title="A is n × n")
+    >>> box_title(c)
+    'A is n × n — holds when queries and keys are one sequence'
+    >>> box_title(Claim("y", 1, "01_mechanics", "t", "holds", "f", "{a}", title="Rows sum to one"))
+    'Rows sum to one — holds'
+    """
+    condition = f" {c.finding.strip().rstrip('.')}" if c.verdict == "holds when" else ""
+    return f"{c.title.strip()} — {c.verdict}{condition}"
+
+
+def _paragraph(label: str, text: str) -> str:
+    return f"**{label}.** {text.strip()}" if text.strip() else ""
+
+
+def box_markdown(c: Claim) -> str:
+    """The MyST of a claim's verdict box, as the sync step writes it into the chapter.
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "01_mechanics", "t", "holds", "f", "error {e:.0e}", title="Rows sum to one",
+    ...           summary="Every row sums to one within {e:.0e}.", reading="R.", baseline="B.",
+    ...           robustness="{n} seeds", experiment="E.", decision="D.")
+    >>> print(box_markdown(c))
+    ::::{admonition} Rows sum to one — holds
+    :class: tip
+    :name: claim-x
+    Every row sums to one within {eval}`glued("e:.0e")`.
+    <BLANKLINE>
+    :::{admonition} How this was tested
+    :class: dropdown
+    **Reading.** R.
+    <BLANKLINE>
+    **Experiment.** E.
+    <BLANKLINE>
+    **Baseline.** B.
+    <BLANKLINE>
+    **Decision rule, stated before the run.** D.
+    <BLANKLINE>
+    **Robustness.** {eval}`glued("n")` seeds
+    <BLANKLINE>
+    **Evidence.** error {eval}`glued("e:.0e")`
+    :::
+    ::::
+    """
+    tested = [_paragraph("Reading", c.reading), _paragraph("Experiment", c.experiment),
+              _paragraph("Baseline", c.baseline),
+              _paragraph("Control", c.control) if c.control.strip() != c.baseline.strip() else "",
+              _paragraph("Decision rule, stated before the run", c.decision),
+              _paragraph("Robustness", glue_roles(c.robustness)),
+              _paragraph("Evidence", glue_roles(c.evidence)), c.details.strip()]
+    body = "\n\n".join(t for t in tested if t)
+    return (f"{BOX_FENCE}{{admonition}} {box_title(c)}\n:class: {VERDICT_CLASS[c.verdict]}\n:name: {c.label}\n"
+            f"{glue_roles(c.summary.strip())}\n\n:::{{admonition}} How this was tested\n:class: dropdown\n"
+            f"{body}\n:::\n{BOX_FENCE}")
+
+
+def box_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """Claims whose box would be missing a title or a summary, or break the word budgets.
+
+    Examples
+    --------
+    >>> long = Claim("x", 1, "01_mechanics", "t", "holds", "f", "{a}", title="word " * 20, summary="s")
+    >>> box_problems([long, Claim("y", 1, "01_mechanics", "t", "holds", "f", "{a}")])
+    ['x: the box title has 21 words (at most 20)', 'y: no title', 'y: no summary']
+    """
+    problems = []
+    for c in claims:
+        for field in ("title", "summary"):
+            if not getattr(c, field).strip():
+                problems.append(f"{c.id}: no {field}")
+        if c.title.strip() and _words(box_title(c)) > TITLE_WORDS:
+            problems.append(f"{c.id}: the box title has {_words(box_title(c))} words (at most {TITLE_WORDS})")
+        if _words(c.summary) > SUMMARY_WORDS:
+            problems.append(f"{c.id}: the summary has {_words(c.summary)} words (at most {SUMMARY_WORDS})")
+    return problems
+
+
+def box_span(markdown: str, label: str) -> Optional[tuple[int, int]]:
+    """Where the admonition labelled ``label`` starts and ends in ``markdown`` (character offsets).
+
+    The end is just after its closing fence (a line of at least as many colons as it opened
+    with, once every directive opened inside it is closed); ``None`` when there is no such box.
+
+    Examples
+    --------
+    >>> md = "Intro.\\n::::{admonition} T\\n:name: claim-x\\nA\\n:::{note}\\nB\\n:::\\n::::\\nAfter."
+    >>> start, end = box_span(md, "claim-x")
+    >>> md[start:end].splitlines()[0], md[end:]
+    ('::::{admonition} T', '\\nAfter.')
+    >>> box_span(md, "claim-y") is None
+    True
+    """
+    lines = markdown.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    for i, line in enumerate(lines):
+        m = _OPEN.match(line)
+        if not (m and m["name"] == "admonition"):
+            continue
+        j = i + 1
+        named = False
+        while j < len(lines) and re.match(r"^:[\w-]+:", lines[j]):  # the option lines
+            named = named or bool(re.match(rf"^:name:\s*{re.escape(label)}\s*$", lines[j]))
+            j += 1
+        if not named:
+            continue
+        depth = [m["fence"]]
+        for k in range(j, len(lines)):
+            inner, s = _OPEN.match(lines[k]), lines[k].strip()
+            if inner:
+                depth.append(inner["fence"])
+            elif s and set(s) == {":"} and len(s) >= len(depth[-1]):
+                depth.pop()
+                if not depth:
+                    return offsets[i], offsets[k] + len(lines[k].rstrip("\n"))
+        raise ValueError(f"the box {label} opened with {m['fence']} is never closed")
+    return None
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _rewrite(nb: dict, claims: Iterable[Claim]) -> list[str]:
+    """Write every generated box into ``nb`` in place; return the labels whose box changed."""
+    changed = []
+    for c in claims:
+        if not (c.title.strip() and c.summary.strip()):
+            continue
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            source = _source(cell)
+            span = box_span(source, c.label)
+            if span is None:
+                continue
+            new = source[:span[0]] + box_markdown(c) + source[span[1]:]
+            if new != source:
+                cell["source"] = new
+                changed.append(c.label)
+    return changed
+
+
+def stale_boxes(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """The labels of a chapter's boxes that differ from what the ledger writes (empty when in sync)."""
+    claims = [c for c in claims if c.chapter == Path(path).stem]
+    return _rewrite(load_notebook(path), claims)
+
+
+def sync_verdict_boxes(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> bool:
+    """Rewrite a chapter's verdict boxes from the ledger; return whether the file changed."""
+    path = Path(path)
+    nb = load_notebook(path)
+    if not _rewrite(nb, [c for c in claims if c.chapter == path.stem]):
+        return False
+    return save_notebook(path, nb)
