@@ -78,6 +78,7 @@ def test_self_weight_loss_is_the_written_out_estimate():
     assert fit.loss_history[0] == pytest.approx(expected, rel=TIGHT)
 
 
+@pytest.mark.extended  # recomputes the shipped slider data
 def test_stored_sweep_matches_the_fits(lw):
     data = sine_data(n=40, noise=1.0, seed=lw["seed"])
     for i in (0, 4, 10):  # both ends and the flag's neighbourhood; each fit takes about 0.1 s
@@ -197,6 +198,7 @@ def eff():
     return fl.load_structure_sweep()
 
 
+@pytest.mark.extended  # recomputes the shipped slider data
 def test_structure_sweep_ends_are_the_chapters_table(eff):
     c = eff["config"]
     table = approximation_errors(n=c["n"], d=c["d"], budget=c["budget"], seed=c["seed"])
@@ -207,6 +209,7 @@ def test_structure_sweep_ends_are_the_chapters_table(eff):
     assert eff["rank_error"][-1] == pytest.approx(table["structure"]["smooth"]["rank_error"], rel=1e-8)
 
 
+@pytest.mark.extended  # recomputes the shipped slider data
 def test_structure_sweep_middle_matches_a_live_run(eff):
     c, i = eff["config"], eff["t"].index(0.8)
     live = ae.structure_sweep([0.8], n=c["n"], d=c["d"], budget=c["budget"], seed=c["seed"])
