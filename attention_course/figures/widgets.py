@@ -105,8 +105,9 @@ def _check_name(name: str) -> str:
     return name
 
 
-_CONFIG = {"displaylogo": False, "responsive": True,
-           "modeBarButtonsToRemove": ["select2d", "lasso2d", "toImage"]}
+# No toolbar: on a phone plotly's mode bar sits over the legend and the title, and a course
+# figure has nothing to zoom or pan that its control does not already do.
+_CONFIG = {"displayModeBar": False, "responsive": True}
 
 # The shared script: draw frame i, keep the readout in step, fall back to the PNG without plotly.
 # plotly.js (1.4 MB gzipped) is fetched only when a figure comes near the screen: the book's

@@ -57,6 +57,7 @@ COMPRESSED = {".html", ".css", ".js", ".svg", ".json", ".txt"}
 # Legibility: a figure's smallest text (10-pt ticks and legends, attention_course.figures.style)
 # drawn at the PNG's own resolution must come out at 9 CSS px or more at 1280 px.
 SMALLEST_PT, MIN_TEXT_PX = 10, 9.0
+MIN_PHONE_TEXT_PX = 7.0  # on a phone, held closer: the smallest figure text, or the figure opens full size
 # Elements that may be wider than the page because they scroll inside their own box.
 SCROLL_BOXES = "div.highlight, div.math, mjx-container, .pst-scrollable-table-container, div.output"
 # Until the chapters of issue 18 have every caption, figure, tag and image budget in place;
@@ -285,11 +286,15 @@ const images = [...article.querySelectorAll('img')].map(img => {
   const caption = img.closest('figure') && img.closest('figure').querySelector('figcaption');
   return {src: img.getAttribute('src'), alt: img.getAttribute('alt'),
           caption: caption ? caption.innerText.trim() : null,
-          shown: img.getBoundingClientRect().width, natural: img.naturalWidth};
+          shown: img.getBoundingClientRect().width, natural: img.naturalWidth,
+          zoom: img.closest('a.figure-zoom') ? img.closest('a.figure-zoom').getAttribute('href') : null};
 });
 const code = [...article.querySelectorAll('pre')].filter(p => p.checkVisibility()).map(p => p.innerText);
+const clipped = [...article.querySelectorAll('div.cell_input pre, div.cell_output pre')]
+  .filter(p => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
+  .map(p => ({hidden: p.scrollWidth - p.clientWidth, line: p.innerText.split('\n').reduce((a, b) => b.length > a.length ? b : a, '')}));
 return {scroll: document.documentElement.scrollWidth, view: view, inner: window.innerWidth,
-        wide: leaves.slice(0, 6).map(describe), images: images, text: article.innerText, code: code,
+        wide: leaves.slice(0, 6).map(describe), images: images, text: article.innerText, code: code, clipped: clipped,
         height: document.documentElement.scrollHeight};
 """
 
@@ -412,6 +417,30 @@ def test_figures_are_legible(reading, page):
     assert not small, (f"{page.stem}: {len(small)} of {len(images)} figures show {SMALLEST_PT}-pt text "
                        f"below {MIN_TEXT_PX} px: {small}")
 
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=_ids)
+def test_figures_are_legible_on_a_phone(reading, page):
+    """At 390 px, a figure's smallest text is shown at 7 CSS px or more, or the figure opens full size when tapped.
+
+    A tapped figure opens its own image file (book/_static/figure_zoom.js), where the browser shows
+    it at full resolution: ``SMALLEST_PT * dpi / 72`` px, 22 px in the book's style.
+    """
+    small = []
+    for image in (i for i in reading(page, 390)["images"] if i["shown"] > 0 and i["natural"] > 0):
+        px = image["shown"] / image["natural"] * SMALLEST_PT * _png_dpi(image["src"], page) / 72
+        if px < MIN_PHONE_TEXT_PX and image["zoom"] != image["src"]:
+            small.append(f"{Path(image['src']).name}: {px:.1f} px, and tapping it opens {image['zoom']!r}")
+    assert not small, f"{page.stem} at 390 px: {len(small)} figures are too small to read: {small}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", CHAPTERS, ids=_ids)
+def test_no_code_line_or_output_is_clipped(reading, page, width):
+    """Every line of code and of printed output fits its box (they wrap), so a check's feedback is read in full."""
+    clipped = reading(page, width)["clipped"]
+    assert not clipped, (f"{page.stem} at {width} px: {len(clipped)} code or output boxes hide part of a line, "
+                         f"e.g. {clipped[0]['hidden']} px of {clipped[0]['line'][:80]!r}")
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=_ids)
