@@ -98,6 +98,14 @@ class Claim:
         Over how many seeds, inputs or sizes the verdict holds, with the spread: a
         format string over glue names like ``evidence``, or words such as
         ``"deterministic: closed form, float64"`` where nothing is random.
+    experiment, control, decision : str
+        Stated before the deciding run (git shows the order): the one experiment that
+        decides the verdict, its baseline or matched control, and which result gives
+        *holds*, which *holds when* and which *wrong as stated*. Plain text.
+    title, summary, details : str
+        The verdict box: the claim in about ten words; the deciding number against its
+        baseline in at most 60 words (a format string over glue names); optional
+        markdown for the collapsed "How this was tested".
 
     The chapter's verdict box shows the last three, right after its ``:name:``
     line, as :func:`attention_course.course.verdicts.box_fields_markdown` writes them.
@@ -114,6 +122,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    experiment: str = ""
+    control: str = ""
+    decision: str = ""
+    title: str = ""
+    summary: str = ""
+    details: str = ""
 
     @property
     def label(self) -> str:
