@@ -37,6 +37,7 @@ from .metric_comparison import (
     dot_attention_predict,
     coordinate_weights,
     compare_learned_kernels,
+    load_metric_run,
 )
 from .qk_kernel import key_norm_ratio, qk_locality, locality_by_head
 from .smoothing import (
@@ -99,6 +100,7 @@ __all__ = [
     "dot_attention_predict",
     "coordinate_weights",
     "compare_learned_kernels",
+    "load_metric_run",
     "key_norm_ratio",
     "qk_locality",
     "locality_by_head",

@@ -247,7 +247,7 @@ def plot_bandwidth_objectives(
 
 @book_figure
 def plot_learned_metric(
-    W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array
+    W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array, before_label: str = "W = I"
 ) -> Figure:
     r"""What a learned metric :math:`\kappa_W(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` found.
 
@@ -301,7 +301,7 @@ def plot_learned_metric(
     ax = axes["pred"]
     order = np.argsort(x[:, 0])  # (T,)
     ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")
-    ax.scatter(x[:, 0], before, s=4, color="0.6", label="W = I")
+    ax.scatter(x[:, 0], before, s=4, color="0.6", label=before_label)
     ax.scatter(x[:, 0], after, s=4, color=KERNEL_COLORS["gaussian"], label="learned W")
     ax.set(xlabel="$x_0$", ylabel="prediction", title="Test predictions against $x_0$", ylim=(-1.15, 1.5))
     ax.legend(markerscale=3, loc="upper center", ncol=3)

@@ -39,7 +39,7 @@ from .learning import _adam, fit_metric
 from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sparse_sine_data
 
 __all__ = ["SIGMA_GRID", "METRIC_RUN_DATA", "tuned_isotropic_sigma", "DotAttentionFit", "fit_dot_attention",
-           "dot_attention_predict", "coordinate_weights", "compare_learned_kernels"]
+           "dot_attention_predict", "coordinate_weights", "compare_learned_kernels", "load_metric_run"]
 
 #: The control's bandwidths: 61 values of sigma from 0.05 to 5, geometric.
 SIGMA_GRID = np.geomspace(0.05, 5.0, 61)
@@ -213,6 +213,17 @@ def compare_learned_kernels(seeds: Sequence[int] = range(5), n: int = 200, metri
             out[k].append(float(row[k]) if not isinstance(row[k], bool) else row[k])
     out.update(seeds=list(seeds), n=n, metric_steps=metric_steps, dot_steps=dot_steps)
     return out
+
+
+def load_metric_run(path: Path = METRIC_RUN_DATA) -> dict:
+    """The stored :func:`compare_learned_kernels` run (``python -m attention_course metric-run``).
+
+    Examples
+    --------
+    >>> load_metric_run()["seeds"]
+    [0, 1, 2, 3, 4]
+    """
+    return json.loads(Path(path).read_text())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
