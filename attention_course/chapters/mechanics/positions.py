@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from ...models.pretrained import locate_minilm
+from ...models.pretrained import locate_minilm, minilm_weights
 
 __all__ = ["sinusoidal_positions", "minilm_position_embeddings", "cosine_similarity"]
 
@@ -79,8 +79,6 @@ def minilm_position_embeddings(n: int = 512) -> np.ndarray:
     location, source = locate_minilm()
     path = Path(location) / "model.safetensors"
     if source == "hub" or not path.is_file():  # weights from the Hub: read them through transformers
-        from ...models.pretrained import minilm_weights
-
         return minilm_weights().position_embeddings[:n].double().numpy()
     with safe_open(str(path), "np") as f:
         return f.get_tensor("embeddings.position_embeddings.weight")[:n].astype(np.float64)  # (n, 384)
