@@ -46,14 +46,14 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
     w = np.exp(scores - scores.max())
     w /= w.sum()  # (S,) the soft lookup's weights
     out = w @ V  # (2,)
-    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH, 2.9), layout="constrained")
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH - 0.2, 2.9), layout="constrained")
     ax = axes[0]
     lim = 1.25 * max(np.abs(K).max(), np.abs(q).max())
     for kj, name in zip(K, labels):
         ax.annotate("", kj, (0, 0), arrowprops={"arrowstyle": "->", "color": _BLUE, "lw": 1.6})
         ax.text(*(kj * 1.12), name, color=_BLUE, ha="left" if kj[0] > 0 else "right", va="center")
     ax.annotate("", q, (0, 0), arrowprops={"arrowstyle": "->", "color": _VERMILION, "lw": 2.2})
-    ax.text(q[0], q[1] - 0.1 * lim, query_label, color=_VERMILION, ha="center", va="top", fontweight="bold")
+    ax.text(q[0], q[1] + 0.08 * lim, query_label, color=_VERMILION, ha="center", va="bottom", fontweight="bold")
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", title="1. compare with keys",
            xlabel="feature 1", ylabel="feature 2")
     ax = axes[1]
@@ -78,7 +78,7 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
 
 
 @book_figure
-def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 2, 8, 20)) -> Figure:
+def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 16)) -> Figure:
     r"""Sinusoidal position encodings: the matrix as a heat map, and a few of its columns against position.
 
     Parameters
@@ -91,14 +91,15 @@ def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 2, 8, 20)) -> Figure:
     p = np.asarray(to_numpy(P), dtype=float)
     if p.ndim != 2 or max(dims) >= p.shape[1]:
         raise ShapeError(f"P has shape {shape_str(p)}; expected (n, d) with d > {max(dims)}")
-    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.0), layout="constrained", width_ratios=(1.1, 1))
+    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH - 0.6, 3.0), layout="constrained", width_ratios=(1.1, 1))
     im = axes[0].imshow(p, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1)
     fig.colorbar(im, ax=axes[0], shrink=0.9, label="value")
     axes[0].set(title="Sinusoidal encodings $P$", xlabel="dimension", ylabel="position $t$")
     for c in dims:
         axes[1].plot(np.arange(len(p)), p[:, c], lw=1.6, label=f"dim {c}")
     axes[1].set(title="A few columns: fast to slow waves", xlabel="position $t$", ylabel="$P_{t, \\mathrm{dim}}$")
-    axes[1].legend(loc="lower left", fontsize=9, ncols=2)
+    axes[1].set_ylim(-1.1, 1.6)  # room for the legend above the waves
+    axes[1].legend(loc="upper center", fontsize=9, ncols=3)
     return fig
 
 
@@ -112,7 +113,7 @@ def plot_position_similarity(similarities: Mapping[str, Array]) -> Figure:
         E.g. ``{"sinusoidal": cosine_similarity(P), "learned (MiniLM)": ...}``.
     """
     mats = {k: np.asarray(to_numpy(v), dtype=float) for k, v in similarities.items()}
-    fig, axes = plt.subplots(1, len(mats), figsize=(MAX_WIDTH, 3.3), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, len(mats), figsize=(MAX_WIDTH - 0.4, 3.3), layout="constrained", squeeze=False)
     for ax, (title, m) in zip(axes[0], mats.items()):
         im = ax.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1)
         ax.set(title=title, xlabel="position $t$", ylabel="position $s$")
