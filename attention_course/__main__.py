@@ -12,6 +12,10 @@ evidence
 bench
     Time and measure the efficient-attention methods of chapter 3 against exact
     attention. See :mod:`attention_course.chapters.lowrank.benchmarks`.
+metric-run
+    Chapter 2's learned-metric run: a tuned isotropic bandwidth, a learned metric and
+    attention's own dot product on five draws. See
+    :mod:`attention_course.chapters.kernels.metric_comparison`.
 lowrank-run
     Chapter 3's long run: MiniLM's effective rank against n, heads swapped for
     rank-k/top-k/uniform attention, associative recall. See
@@ -76,6 +80,13 @@ COMMANDS = {
         "time efficient attention against exact attention (chapter 3)",
         "Measure error, time and peak memory of each efficient-attention method against exact "
         "attention as the sequence grows; print a table and optionally write JSON.",
+    ),
+    "metric-run": Command(
+        ".chapters.kernels.metric_comparison",
+        "chapter 2's learned-metric run: tuned isotropic bandwidth, learned metric, dot product",
+        "On five draws of the 5-D task, tune an isotropic Gaussian bandwidth by leave-one-out, learn a metric W "
+        "and attention's own W_Q, W_K on the leave-one-out loss, and store test errors and what each found as JSON "
+        "(default: attention_course/data/learned_metric.json; about a minute).",
     ),
     "lowrank-run": Command(
         ".chapters.lowrank.runs",

@@ -1,6 +1,6 @@
 """Chapter 2, Attention as kernel smoothing: everything the chapter computes, draws and checks.
 
-One module per concept (``attention_kernel``, ``learning``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``attention_kernel``, ``input_locality``, ``learning``, ``metric_comparison``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import kernels as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -13,6 +13,12 @@ from .attention_kernel import (
     rank_correlation,
     locality_over_draws,
 )
+from .input_locality import (
+    input_distances,
+    input_locality,
+    minilm_hidden_attention,
+    input_locality_by_head,
+)
 from .learning import (
     BandwidthFit,
     fit_bandwidth,
@@ -21,6 +27,17 @@ from .learning import (
     MetricFit,
     fit_metric,
     metric_over_draws,
+)
+from .metric_comparison import (
+    SIGMA_GRID,
+    METRIC_RUN_DATA,
+    tuned_isotropic_sigma,
+    DotAttentionFit,
+    fit_dot_attention,
+    dot_attention_predict,
+    coordinate_weights,
+    compare_learned_kernels,
+    load_metric_run,
 )
 from .qk_kernel import key_norm_ratio, qk_locality, locality_by_head
 from .smoothing import (
@@ -48,6 +65,7 @@ from .figures import (
     plot_weights_on_keys,
     plot_locality,
     plot_qk_locality,
+    plot_input_locality,
 )
 from .sliders import (
     learned_width_explorer,
@@ -63,6 +81,10 @@ __all__ = [
     "own_key_top_rate",
     "rank_correlation",
     "locality_over_draws",
+    "input_distances",
+    "input_locality",
+    "minilm_hidden_attention",
+    "input_locality_by_head",
     "BandwidthFit",
     "fit_bandwidth",
     "good_range_limit",
@@ -70,6 +92,15 @@ __all__ = [
     "MetricFit",
     "fit_metric",
     "metric_over_draws",
+    "SIGMA_GRID",
+    "METRIC_RUN_DATA",
+    "tuned_isotropic_sigma",
+    "DotAttentionFit",
+    "fit_dot_attention",
+    "dot_attention_predict",
+    "coordinate_weights",
+    "compare_learned_kernels",
+    "load_metric_run",
     "key_norm_ratio",
     "qk_locality",
     "locality_by_head",
@@ -99,6 +130,7 @@ __all__ = [
     "plot_weights_on_keys",
     "plot_locality",
     "plot_qk_locality",
+    "plot_input_locality",
     "learned_width_explorer",
     "load_self_weight_sweep",
     "bandwidth_explorer",

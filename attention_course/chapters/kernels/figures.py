@@ -23,7 +23,7 @@ from .learning import BandwidthFit
 from .qk_kernel import MEASURES
 from .smoothing import RegressionData, kernel_matrix, mse
 
-__all__ = ["KERNEL_COLORS", "plot_kernels_and_fits", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_qk_locality"]
+__all__ = ["KERNEL_COLORS", "plot_kernels_and_fits", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_qk_locality", "plot_input_locality"]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "softmax": "tab:red"}
 
@@ -247,7 +247,7 @@ def plot_bandwidth_objectives(
 
 @book_figure
 def plot_learned_metric(
-    W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array
+    W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array, before_label: str = "W = I"
 ) -> Figure:
     r"""What a learned metric :math:`\kappa_W(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` found.
 
@@ -301,7 +301,7 @@ def plot_learned_metric(
     ax = axes["pred"]
     order = np.argsort(x[:, 0])  # (T,)
     ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")
-    ax.scatter(x[:, 0], before, s=4, color="0.6", label="W = I")
+    ax.scatter(x[:, 0], before, s=4, color="0.6", label=before_label)
     ax.scatter(x[:, 0], after, s=4, color=KERNEL_COLORS["gaussian"], label="learned W")
     ax.set(xlabel="$x_0$", ylabel="prediction", title="Test predictions against $x_0$", ylim=(-1.15, 1.5))
     ax.legend(markerscale=3, loc="upper center", ncol=3)
@@ -494,4 +494,47 @@ def plot_qk_locality(loc: Mapping[str, Array]) -> Figure:
     ax_sent.set(xlabel="sentence", ylabel=f"median over {n_heads} heads", ylim=(0, 1.05),
                 title="The same in every sentence")
     ax_sent.legend(loc="lower center", ncols=2, columnspacing=1.0)
+    return fig
+
+
+@book_figure
+def plot_input_locality(rank_corr: Array, blind_rank_corr: Array, threshold: float = 0.5) -> Figure:
+    r"""Per head: does weight fall with distance between the layer's inputs? A heat map and a scatter.
+
+    Left: each head's rank correlation of weight with :math:`-\lVert h_i - h_j\rVert`, layers and
+    heads counted from 1. Right: attention against the query-blind weight, one dot per head, with
+    the diagonal (attention = query-blind) and the line at ``threshold``.
+
+    Parameters
+    ----------
+    rank_corr, blind_rank_corr : array, shape (layers, heads)
+        From :func:`~attention_course.chapters.kernels.input_locality.input_locality_by_head`,
+        averaged over the texts.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> fig = plot_input_locality(rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (2, 3)))
+    >>> fig.axes[0].get_ylabel(), fig.axes[0].get_yticklabels()[0].get_text()
+    ('layer', '1')
+    >>> plt.close(fig)
+    """
+    rc, bl = (np.asarray(to_numpy(a), dtype=float) for a in (rank_corr, blind_rank_corr))
+    if rc.ndim != 2 or rc.shape != bl.shape:
+        raise ShapeError(f"rank_corr {shape_str(rc)} and blind_rank_corr {shape_str(bl)}; expected the same "
+                         f"(layers, heads) shape")
+    L, H = rc.shape
+    fig, (ax_map, ax_sc) = plt.subplots(1, 2, figsize=(7, 3.3), layout="constrained", width_ratios=(1.5, 1))
+    im = ax_map.imshow(rc, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    fig.colorbar(im, ax=ax_map, shrink=0.9, label="rank correlation")
+    ax_map.set_xticks(range(H), labels=[str(h + 1) for h in range(H)])
+    ax_map.set_yticks(range(L), labels=[str(layer + 1) for layer in range(L)])
+    ax_map.set(xlabel="head", ylabel="layer", title="Weight against nearness in the input")
+    lo = min(-0.5, float(min(rc.min(), bl.min())) - 0.05)
+    ax_sc.plot([lo, 1], [lo, 1], color="k", lw=0.8, ls=":", label="equal")
+    ax_sc.axhline(threshold, color=_ATTENTION, lw=0.8, ls="--", label=f"{threshold:g}")
+    ax_sc.scatter(bl.ravel(), rc.ravel(), s=14, color=_ATTENTION, alpha=0.8)
+    ax_sc.set(xlim=(lo, 1), ylim=(lo, 1), xlabel="query-blind weight", ylabel="attention",
+              title="One dot per head")
+    ax_sc.legend(loc="upper left", fontsize=9)
     return fig

@@ -1,12 +1,14 @@
 """Chapter 1, The mechanics of scaled dot-product attention: everything the chapter computes, draws and checks.
 
-One module per concept (``hull``, ``properties``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``hull``, ``lookup_figures``, ``positions``, ``properties``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import mechanics as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
 from .hull import convex_hull, in_convex_hull
+from .lookup_figures import plot_soft_lookup, plot_sinusoids, plot_position_similarity
+from .positions import sinusoidal_positions, minilm_position_embeddings, cosine_similarity
 from .properties import (
     effective_keys,
     random_attention_problem,
@@ -35,6 +37,12 @@ from .exercises import EXERCISES
 __all__ = [
     "convex_hull",
     "in_convex_hull",
+    "plot_soft_lookup",
+    "plot_sinusoids",
+    "plot_position_similarity",
+    "sinusoidal_positions",
+    "minilm_position_embeddings",
+    "cosine_similarity",
     "effective_keys",
     "random_attention_problem",
     "RowSumErrors",

@@ -1,0 +1,167 @@
+r"""Is a trained head a *local* average? Its weights against distances between the layer's inputs.
+
+A smoothing kernel gives an observation more weight the nearer it lies to the query. In
+self-attention, query :math:`i` and key :math:`j` are two positions of one sequence, and the
+representation attention compares them in is the layer's input :math:`H` (its hidden states):
+:math:`q_i = h_i W_Q + b_Q`, :math:`k_j = h_j W_K + b_K`. So the test of locality is
+
+.. math::
+
+    \rho_i = \operatorname{corr}_{\text{rank}}\bigl(A_{i\cdot},\; -\lVert h_i - h_{\cdot}\rVert\bigr),
+
+the Spearman rank correlation, over the keys, of query :math:`i`'s weights with its nearness to
+each position: 1 for a smoothing kernel on :math:`H` (a Gaussian one, say), about 0 when weight
+and distance are unrelated. The number depends only on the weights and on :math:`H`, so
+rescaling queries against keys (:math:`q \to a q`, :math:`k \to k / a`) or adding one vector to
+every key, which leave every weight unchanged, cannot move it; the distances in the query-key
+space can move under both (:mod:`attention_course.chapters.kernels.qk_kernel`).
+
+The baseline is a *query-blind* weight: each key's mean weight over all queries of the head,
+the same row for every query. It keeps the head's favourite keys (a ``[SEP]`` sink, say) and
+ignores where the query is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...models.encoder import bert_encode, bert_weights_from_safetensors
+from ...models.pretrained import load_minilm, locate_minilm, minilm_weights
+from .attention_kernel import rank_correlation
+
+__all__ = ["input_distances", "input_locality", "minilm_hidden_attention", "input_locality_by_head"]
+
+
+def input_distances(hidden: Array) -> np.ndarray:
+    r"""Pairwise distances :math:`D_{ij} = \lVert h_i - h_j\rVert` between the rows of each hidden-state matrix.
+
+    Parameters
+    ----------
+    hidden : array, shape (..., T, d)
+
+    Returns
+    -------
+    ndarray, shape (..., T, T), float64, zero on the diagonal
+
+    Examples
+    --------
+    >>> input_distances(np.array([[0.0, 0.0], [3.0, 4.0]]))
+    array([[0., 5.],
+           [5., 0.]])
+    """
+    h = np.asarray(to_numpy(hidden), dtype=np.float64)
+    if h.ndim < 2:
+        raise ShapeError(f"hidden has shape {shape_str(h)}; expected (..., T, d)")
+    diff = h[..., :, None, :] - h[..., None, :, :]  # (..., T, T, d)
+    return np.sqrt((diff**2).sum(-1))  # (..., T, T)
+
+
+def input_locality(weights: Array, hidden: Array) -> dict[str, np.ndarray]:
+    r"""Rank correlation of each head's weights with nearness in the layer's input, and its query-blind baseline.
+
+    .. math::
+
+        \rho = \operatorname{median}_i \operatorname{corr}_{\text{rank}}\bigl(A_{i\cdot}, -D_{i\cdot}\bigr),
+        \qquad D_{ij} = \lVert h_i - h_j\rVert,
+
+    over all keys (the query's own position, at distance 0, included).
+
+    Parameters
+    ----------
+    weights : array, shape (..., h, T, T)
+        Attention weights of each head (rows sum to 1), e.g. (layers, heads, T, T).
+    hidden : array, shape (..., T, d)
+        The input of the layer that computed them, with the same leading axes as ``weights``
+        minus the heads axis, e.g. (layers, T, d).
+
+    Returns
+    -------
+    dict of arrays, each of shape (..., h)
+        ``rank_corr`` (attention) and ``blind_rank_corr`` (each key's mean weight over the queries).
+
+    Examples
+    --------
+    A Gaussian kernel on the inputs is local: correlation 1.
+
+    >>> h = np.random.default_rng(0).normal(size=(1, 6, 3))  # (layers, T, d)
+    >>> D = input_distances(h)  # (1, 6, 6)
+    >>> A = np.exp(-D**2); A /= A.sum(-1, keepdims=True)
+    >>> input_locality(A[:, None], h)["rank_corr"].round(3)  # (layers, heads)
+    array([[1.]])
+    """
+    w = np.asarray(to_numpy(weights), dtype=np.float64)
+    h = np.asarray(to_numpy(hidden), dtype=np.float64)
+    if w.ndim < 3 or h.ndim != w.ndim - 1 or w.shape[:-3] != h.shape[:-2] or w.shape[-1] != w.shape[-2] \
+            or w.shape[-1] != h.shape[-2] or w.shape[-1] < 2:
+        raise ShapeError(f"weights has shape {shape_str(w)} and hidden {shape_str(h)}; expected (..., h, T, T) "
+                         f"and (..., T, d) with the same leading axes and T >= 2")
+    near = -input_distances(h)[..., None, :, :]  # (..., 1, T, T) nearness, the same for every head
+    near = np.broadcast_to(near, w.shape)  # (..., h, T, T)
+    blind = np.broadcast_to(w.mean(-2, keepdims=True), w.shape)  # (..., h, T, T) one row for every query
+    return {"rank_corr": np.median(rank_correlation(w, near), axis=-1),
+            "blind_rank_corr": np.median(rank_correlation(blind, near), axis=-1)}
+
+
+def minilm_hidden_attention(texts: Sequence[str], dtype: torch.dtype = torch.float64
+                            ) -> list[tuple[np.ndarray, np.ndarray]]:
+    r"""all-MiniLM-L6-v2's layer inputs and attention weights for each text, from the course's encoder.
+
+    Each text is tokenized with ``[CLS]`` and ``[SEP]`` (no padding) and run alone through
+    :func:`~attention_course.models.encoder.bert_encode`, as
+    :func:`~attention_course.models.queries_keys.minilm_queries_keys` does.
+
+    Returns
+    -------
+    list of (hidden, weights)
+        Per text, float64 arrays: ``hidden`` (6, T, 384), the input of each layer (the
+        embeddings' output for layer 1), and ``weights`` (6, 12, T, T).
+    """
+    if isinstance(texts, str) or len(texts) == 0:
+        raise ValueError(f"texts must be a non-empty list of strings; got {texts!r:.60}")
+    location, source = locate_minilm()
+    folder = Path(location)
+    if source != "hub" and (folder / "tokenizer.json").is_file() and (folder / "model.safetensors").is_file():
+        from tokenizers import Tokenizer  # a dependency of transformers; imports in milliseconds
+
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        ids = [tokenizer.encode(text).ids for text in texts]
+        weights = bert_weights_from_safetensors(folder)
+    else:
+        tokenizer, _ = load_minilm()
+        ids = [tokenizer(text)["input_ids"] for text in texts]
+        weights = minilm_weights()
+    weights = weights.to(dtype)
+    out = []
+    for row in ids:
+        enc = bert_encode(weights, torch.tensor([row], dtype=torch.long))  # hidden: 7 x (1, T, 384)
+        hidden = torch.stack([x[0] for x in enc.hidden_states[:-1]])  # (6, T, 384): each layer's input
+        attn = torch.stack([a[0] for a in enc.attentions])  # (6, 12, T, T)
+        out.append((hidden.double().numpy(), attn.double().numpy()))
+    return out
+
+
+def input_locality_by_head(runs: Sequence[tuple[Array, Array]]) -> dict[str, np.ndarray]:
+    r""":func:`input_locality` for each ``(hidden, weights)`` of :func:`minilm_hidden_attention`, stacked.
+
+    Returns
+    -------
+    dict of arrays, each of shape (n_texts, ...) e.g. (20, 6, 12)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> runs = [(rng.normal(size=(2, T, 4)), rng.dirichlet(np.ones(T), size=(2, 3, T))) for T in (5, 7)]
+    >>> input_locality_by_head(runs)["rank_corr"].shape
+    (2, 2, 3)
+    """
+    if len(runs) == 0:
+        raise ValueError("runs is empty; expected at least one (hidden, weights)")
+    per = [input_locality(w, h) for h, w in runs]
+    return {m: np.stack([p[m] for p in per]) for m in ("rank_corr", "blind_rank_corr")}

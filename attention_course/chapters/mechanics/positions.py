@@ -1,0 +1,111 @@
+r"""Position: why attention alone cannot tell word order, and the two ways to tell it.
+
+Attention compares every query with every key, and nothing in
+:math:`\operatorname{softmax}(QK^\top/\sqrt{d_k})V` refers to where a token sits. Shuffle the
+rows of :math:`X` by a permutation :math:`P` and the outputs are shuffled the same way,
+
+.. math:: \operatorname{Attn}(PX) = P\,\operatorname{Attn}(X),
+
+so the same word gets the same output wherever it is. A Transformer therefore adds a vector
+:math:`p_t` for each position :math:`t` to the token's embedding, :math:`x_t + p_t`, before the
+first layer. Two choices:
+
+- **sinusoidal** (:func:`sinusoidal_positions`, the original Transformer's): fixed sines and
+  cosines of geometrically spaced frequencies;
+- **learned** (:func:`minilm_position_embeddings`): one trained vector per position, as in BERT
+  and all-MiniLM-L6-v2, which learns 512 of them.
+
+:func:`cosine_similarity` compares positions with each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...models.pretrained import locate_minilm, minilm_weights
+
+__all__ = ["sinusoidal_positions", "minilm_position_embeddings", "cosine_similarity"]
+
+
+def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
+    r"""The sinusoidal position encodings of Vaswani et al. (2017), one row per position.
+
+    .. math::
+
+        P_{t, 2i} = \sin\!\bigl(t / \text{base}^{2i/d}\bigr), \qquad
+        P_{t, 2i+1} = \cos\!\bigl(t / \text{base}^{2i/d}\bigr)
+
+    Parameters
+    ----------
+    n : int
+        Number of positions, t = 0 .. n-1.
+    d : int
+        Even model width.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> P = sinusoidal_positions(3, 4)
+    >>> P[0].tolist()  # position 0: sin 0 = 0, cos 0 = 1
+    [0.0, 1.0, 0.0, 1.0]
+    >>> bool(np.isclose(P[1, 0], np.sin(1.0)) and np.isclose(P[1, 2], np.sin(1 / 100)))
+    True
+    """
+    if n < 1 or d < 2 or d % 2:
+        raise ValueError(f"need n >= 1 positions and an even width d >= 2; got n = {n}, d = {d}")
+    t = np.arange(n, dtype=np.float64)[:, None]  # (n, 1)
+    freq = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # (d/2,) from 1 down to about 1/base
+    P = np.empty((n, d))
+    P[:, 0::2] = np.sin(t * freq)  # (n, d/2)
+    P[:, 1::2] = np.cos(t * freq)  # (n, d/2)
+    return P
+
+
+def minilm_position_embeddings(n: int = 512) -> np.ndarray:
+    """all-MiniLM-L6-v2's learned position embeddings for positions 0 .. n-1, shape (n, 384).
+
+    Read from the model's ``model.safetensors`` (one tensor; nothing else is loaded).
+    """
+    if not 1 <= n <= 512:
+        raise ValueError(f"MiniLM has 512 learned positions; asked for n = {n}")
+    from safetensors import safe_open
+
+    location, source = locate_minilm()
+    path = Path(location) / "model.safetensors"
+    if source == "hub" or not path.is_file():  # weights from the Hub: read them through transformers
+        return minilm_weights().position_embeddings[:n].double().numpy()
+    with safe_open(str(path), "np") as f:
+        return f.get_tensor("embeddings.position_embeddings.weight")[:n].astype(np.float64)  # (n, 384)
+
+
+def cosine_similarity(P: Array) -> np.ndarray:
+    r"""Cosine similarity of every pair of rows, :math:`p_s\cdot p_t / \lVert p_s\rVert\lVert p_t\rVert`.
+
+    Parameters
+    ----------
+    P : array, shape (n, d), no zero row
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+
+    Examples
+    --------
+    >>> cosine_similarity(np.array([[1.0, 0.0], [1.0, 1.0]])).round(3)
+    array([[1.   , 0.707],
+           [0.707, 1.   ]])
+    """
+    p = np.asarray(to_numpy(P), dtype=np.float64)
+    if p.ndim != 2:
+        raise ShapeError(f"P has shape {shape_str(p)}; expected (n, d)")
+    norms = np.linalg.norm(p, axis=-1)  # (n,)
+    if np.any(norms == 0):
+        raise ValueError("P has a zero row; its cosine similarity is undefined")
+    u = p / norms[:, None]  # (n, d) unit rows
+    return u @ u.T  # (n, n)
