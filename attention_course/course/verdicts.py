@@ -8,8 +8,6 @@ marked ``# NBVAL_IGNORE_OUTPUT``, which assert their claims themselves):
 * :func:`read_glue`: every value a notebook glued with ``myst_nb.glue``;
 * :func:`chapter_verdicts`: its verdict boxes labelled ``claim-<id>``, with the
   verdict kind that :func:`parse_verdict` reads from each title;
-* :func:`box_fields_markdown`: the reading, baseline and robustness lines that a
-  claim's verdict box must show, as the ledger has them;
 * :func:`constant_glues`: the glue names a chapter sets from a number it chose
   (a threshold or a setting), not from a computation;
 * :func:`chapter_problems`: every place where ledger and chapters disagree;
@@ -27,10 +25,10 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .claims import CLAIMS, EVIDENCE_FILE, VERDICT_CLASS, Claim
-from .expressions import glue_roles, glued_texts, load_notebook
+from .expressions import glued_texts, load_notebook
 from .verdict_boxes import stale_boxes
 
-__all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "box_fields_markdown", "constant_glues",
+__all__ = ["read_glue", "parse_verdict", "chapter_verdicts", "constant_glues",
            "chapter_problems", "collect_evidence", "write_evidence"]
 
 
@@ -119,41 +117,6 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
                                                "name_last": last.startswith(":name:"),
                                                "body": source[m.end():]}
     return boxes
-
-
-def box_fields_markdown(c: Claim) -> str:
-    """The three lines a claim's verdict box shows right after its ``:name:`` line.
-
-    Reading and baseline appear verbatim; in the robustness each ``{name:fmt}``
-    becomes ``{eval}`glued("name:fmt")```, so the book (and JupyterLab) fill in the chapter's number.
-
-    Examples
-    --------
-    >>> c = Claim("x", 1, "01_mechanics", "t", "holds", "f", "{a:.2f}", reading="R.", baseline="B.",
-    ...           robustness="in {n_ok} of {n} seeds; {m:.2f} ± {s:.2f}")
-    >>> print(box_fields_markdown(c))
-    **Reading.** R.
-    **Baseline.** B.
-    **Robustness.** in {eval}`glued("n_ok")` of {eval}`glued("n")` seeds; {eval}`glued("m:.2f")` ± {eval}`glued("s:.2f")`
-    """
-    return (f"**Reading.** {c.reading}\n**Baseline.** {c.baseline}\n"
-            f"**Robustness.** {glue_roles(c.robustness)}")
-
-
-def _field_problems(c: Claim, box: dict[str, Any]) -> list[str]:
-    """Where a verdict box's reading, baseline and robustness lines differ from the ledger's."""
-    if not box["name_last"]:
-        return [f"{c.id}: :name: must be the last option of the box, right before the Reading line"]
-    problems, shown = [], box["body"].split("\n")
-    for i, (want, field) in enumerate(zip(box_fields_markdown(c).split("\n"), ("Reading", "Baseline", "Robustness"))):
-        got = shown[i] if i < len(shown) else ""
-        if got != want:
-            at = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            problems.append(f"{c.id}: the box's {field} line differs from the ledger's at character {at}: "
-                            f"box {got[max(0, at - 20):at + 40]!r}, ledger {want[max(0, at - 20):at + 40]!r}")
-    if not problems and (len(shown) < 4 or shown[3].strip()):
-        problems.append(f"{c.id}: the box's Robustness line must be followed by a blank line")
-    return problems
 
 
 def _box_problems(c: Claim, path: Path) -> list[str]:
@@ -249,9 +212,9 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
 
     Checks, for every claim: its chapter notebook exists; it has a verdict box
     labelled ``claim-<id>``; the box's verdict and class match the ledger; the
-    box shows the claim's reading, baseline and robustness right after its
-    ``:name:`` line, exactly as :func:`box_fields_markdown` writes them; the
-    chapter glues every name the evidence and the robustness use; and no number
+    box is exactly the one the ledger writes
+    (:func:`attention_course.course.verdict_boxes.box_markdown`); the chapter glues
+    every name the evidence, the robustness and the summary use; and no number
     the chapter typed itself (:func:`constant_glues`) is presented as a measured
     error. And, for every chapter: each box titled "Verdict..." carries a
     ``claim-`` label that the ledger knows.
@@ -275,7 +238,7 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
                                 f"{box['verdict']!r} ({box['title']})")
             if box["class"] != VERDICT_CLASS.get(c.verdict):
                 problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
-            problems += _box_problems(c, path) if c.title.strip() and c.summary.strip() else _field_problems(c, box)
+            problems += _box_problems(c, path)
         missing = [n for n in c.glue_names if n not in glued]
         if missing:
             problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")

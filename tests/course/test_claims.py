@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from attention_course.course import claims as cl
+from attention_course.course import verdict_boxes as vb
 from attention_course.course import verdicts as vd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +31,7 @@ BOOK = ROOT / "book"
 
 def test_the_ledger_is_complete():
     assert cl.ledger_problems() == []
+    assert vb.box_problems() == []  # every claim has a box title and summary, within the word budgets
     assert 20 <= len(cl.CLAIMS) <= 30
     assert {c.section for c in cl.CLAIMS} == set(cl.SECTIONS)  # every essay section has claims
     counts = cl.verdict_counts()
@@ -135,59 +137,45 @@ def test_an_unlabelled_verdict_box_is_caught(book_copy):
 
 def test_a_missing_glue_is_caught(book_copy, book_problems):
     broken = _replaced("formula", evidence="{no_such_glue:.2f}")
+    vb.sync_verdict_boxes(book_copy / "01_mechanics.ipynb", broken)  # the box agrees: only the glue is missing
     assert _new_problems(vd.chapter_problems(book_copy, broken), book_problems) == [
         "formula: 01_mechanics glues no no_such_glue"]
     with pytest.raises(KeyError, match="claim 'formula': chapter 01_mechanics glues no no_such_glue"):
         vd.collect_evidence(book_copy, [dataclasses.replace(cl.by_id("formula"), evidence="{no_such_glue:.2f}")])
 
 
-def test_a_missing_robustness_glue_is_caught(book_copy, book_problems):
+@pytest.mark.parametrize("field", ["robustness", "summary"])
+def test_a_missing_robustness_or_summary_glue_is_caught(book_copy, book_problems, field):
     c = cl.by_id("local-average")
-    broken = _replaced(c.id, robustness=c.robustness + " over {no_such_seeds} seeds")
-    _edit_markdown(book_copy / f"{c.chapter}.ipynb", vd.box_fields_markdown(c),
-                   vd.box_fields_markdown(broken[cl.CLAIMS.index(c)]))  # the box agrees: only the glue is missing
+    broken = _replaced(c.id, **{field: getattr(c, field) + " over {no_such_seeds} seeds"})
+    vb.sync_verdict_boxes(book_copy / f"{c.chapter}.ipynb", broken)  # the box agrees: only the glue is missing
     assert _new_problems(vd.chapter_problems(book_copy, broken), book_problems) == [
         "local-average: 02_kernel_smoothing glues no no_such_seeds"]
 
 
-def test_the_boxes_show_the_ledgers_fields():
-    """Each verdict box shows reading, baseline and robustness right after :name:, as the ledger has them."""
-    assert [p for p in vd.chapter_problems(BOOK) if "line" in p or ":name: must be" in p] == []
+def test_every_box_is_the_one_the_ledger_writes():
+    """Each verdict box is generated from the ledger (title, summary, How this was tested): none was edited by hand."""
+    assert [p for p in vd.chapter_problems(BOOK) if "differs from the one the ledger writes" in p] == []
 
 
-@pytest.mark.parametrize("claim_id, old, new, expected", [
-    ("formula", "**Reading.** The formula", "**Reading.** A formula", "the box's Reading line differs"),
-    ("formula", "**Baseline.** PyTorch's", "**Baseline.** Torch's", "the box's Baseline line differs"),
-    ("local-average", '{eval}`glued("u_draws")`', "20", "the box's Robustness line differs"),  # a typed number
-    ("local-average", '{eval}`glued("med_w3:.2f")`', '{eval}`glued("med_w3:.3f")`', "the box's Robustness line differs"),
-    ("saturation", "\n**Robustness.** ", "\n\n", "the box's Robustness line differs"),  # dropped
-    ("message-passing", "seeded problem", "seeded problem\nand more", "followed by a blank line"),
+@pytest.mark.parametrize("claim_id, old, new", [
+    ("formula", "**Reading.** The formula", "**Reading.** A formula"),  # an edited field
+    ("formula", ":class: tip\n:name: claim-formula\n", ":name: claim-formula\n:class: tip\n"),  # reordered
+    ("local-average", '{eval}`glued("u_draws")`', "20"),  # a typed number
+    ("local-average", '{eval}`glued("med_w3:.2f")`', '{eval}`glued("med_w3:.3f")`'),  # another format
+    ("learned-width", ":::{admonition} How this was tested", ":::{admonition} Details"),
 ])
-def test_a_box_that_drops_or_changes_a_field_is_caught(book_copy, book_problems, claim_id, old, new, expected):
+def test_a_box_edited_by_hand_is_caught(book_copy, book_problems, claim_id, old, new):
     c = cl.by_id(claim_id)
-    fields = vd.box_fields_markdown(c)
-    shown = fields.replace(old, new, 1) if old != "\n**Robustness.** " else fields.partition(old)[0] + "\n"
-    assert shown != fields
-    _edit_markdown(book_copy / f"{c.chapter}.ipynb", fields, shown)
-    problems = _new_problems(vd.chapter_problems(book_copy), book_problems)
-    assert len(problems) == 1 and problems[0].startswith(f"{claim_id}: ") and expected in problems[0], problems
-
-
-def test_box_fields_must_follow_the_name_line(book_copy, book_problems):
-    c = cl.by_id("formula")
     path = book_copy / f"{c.chapter}.ipynb"
-    _edit_markdown(path, f":class: tip\n:name: {c.label}\n", f":name: {c.label}\n:class: tip\n")
+    source = next(s for s in ("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
+                  if f":name: {c.label}" in s)
+    start, end = vb.box_span(source, c.label)
+    assert source[start:end].count(old) >= 1
+    box = source[start:end]
+    _edit_markdown(path, box, box.replace(old, new, 1))
     problems = _new_problems(vd.chapter_problems(book_copy), book_problems)
-    assert problems == ["formula: :name: must be the last option of the box, right before the Reading line"]
-
-
-def test_box_fields_markdown_writes_glue_roles():
-    c = dataclasses.replace(cl.by_id("formula"), reading="R", baseline="B",
-                            robustness="{n_ok} of {n} seeds; effect {m:.2f} ± {s:.2f}; {{literal}}")
-    assert vd.box_fields_markdown(c).split("\n") == [
-        "**Reading.** R", "**Baseline.** B",
-        '**Robustness.** {eval}`glued("n_ok")` of {eval}`glued("n")` seeds; effect {eval}`glued("m:.2f")` ± '
-        '{eval}`glued("s:.2f")`; {literal}']
+    assert len(problems) == 1 and problems[0].startswith(f"{claim_id}: the verdict box differs"), problems
 
 
 # ----------------------------------------------------------- thresholds vs measured errors
@@ -317,7 +305,7 @@ def test_ledger_markdown_has_no_table_to_scroll_sideways():
 
 
 def test_ledger_markdown_fills_the_robustness_from_the_glue():
-    c = dataclasses.replace(cl.by_id("formula"), robustness="in {n_ok} of {n} seeds")
+    c = dataclasses.replace(cl.by_id("formula"), robustness="in {n_ok} of {n} seeds", summary="{torch_err:.0e}")
     (_, fields), = _cards(cl.ledger_markdown({"formula": {"torch_err": 1e-15, "n_ok": 4, "n": 5}}, [c]))
     assert fields["Holds over"] == "in 4 of 5 seeds"
 
