@@ -98,6 +98,13 @@ class Claim:
         Over how many seeds, inputs or sizes the verdict holds, with the spread: a
         format string over glue names like ``evidence``, or words such as
         ``"deterministic: closed form, float64"`` where nothing is random.
+    experiment, control, decision : str
+        Stated before the deciding run (git shows the order): the one deciding
+        experiment, its baseline or matched control, and which result gives each
+        verdict kind. Plain text; empty where not yet registered.
+    title, summary, details : str
+        The generated verdict box: the claim in about ten words; at most 60 words
+        over glue names like ``evidence``; optional markdown for "How this was tested".
 
     The chapter's verdict box shows the last three, right after its ``:name:``
     line, as :func:`attention_course.course.verdicts.box_fields_markdown` writes them.
@@ -114,6 +121,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    experiment: str = ""
+    control: str = ""
+    decision: str = ""
+    title: str = ""
+    summary: str = ""
+    details: str = ""
 
     @property
     def label(self) -> str:
