@@ -47,7 +47,7 @@ from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
 
 __all__ = ["VARIANTS", "ROWS_VARIANTS", "STORED_BACKWARD_ROWS", "swapped_backward", "SwapRun", "train_swapped", "score_motion", "BackwardGrid", "BACKWARD",
-           "run_backward", "with_motion", "load_backward"]
+           "run_backward", "with_motion", "load_backward", "combine_backward"]
 
 #: name -> (forward scale, W_Q init factor, W_Q lr factor, backward kind, backward scale).
 #: The backward softmax is that of scores times ``backward scale`` (``"sqrt"``: 1/sqrt(d_k)).
@@ -304,3 +304,28 @@ def load_backward(path: Union[str, Path] = STORED_BACKWARD) -> tuple[BackwardGri
     (('scaled', 'scaled, unscaled backward'), True)
     """
     return load_result(path, BackwardGrid)
+
+
+def combine_backward(*grids: BackwardGrid) -> BackwardGrid:
+    """Several stored runs of the same settings (width, steps, seeds) as one grid, variants in order.
+
+    The ``motion`` is the first grid's.
+
+    Examples
+    --------
+    >>> a = run_backward([0], d_k=8, steps=2, variants=["unscaled"])
+    >>> b = run_backward([0], d_k=8, steps=2, variants=["unscaled, saturated rows tempered"])
+    >>> combine_backward(a, b).variants
+    ('unscaled', 'unscaled, saturated rows tempered')
+    """
+    first = grids[0]
+    same = ("d_k", "steps", "lr")
+    for g in grids[1:]:
+        if list(g.seeds) != list(first.seeds) or any(g.settings[k] != first.settings[k] for k in same):
+            raise ValueError(f"grids differ in seeds or settings {same}: {first.seeds.tolist()} "
+                             f"{[first.settings[k] for k in same]} against {g.seeds.tolist()} {[g.settings[k] for k in same]}")
+    definitions = {k: v for g in grids for k, v in g.settings["definitions"].items()}
+    cat = lambda name: np.concatenate([getattr(g, name) for g in grids])  # noqa: E731  (V, S, ...)
+    return dataclasses.replace(first, variants=tuple(v for g in grids for v in g.variants), eval_loss=cat("eval_loss"),
+                               saturated=cat("saturated"), seconds=cat("seconds"),
+                               settings={**first.settings, "definitions": definitions})
