@@ -111,12 +111,12 @@ def _edit_markdown(path: Path, old: str, new: str) -> None:
 
 
 def test_a_chapter_that_changes_its_verdict_is_caught(book_copy):
-    c = cl.by_id("gradient-vanishes")
+    c = cl.by_id("saturation")
     box = vd.chapter_verdicts(BOOK / f"{c.chapter}.ipynb")[c.label]
     _edit_markdown(book_copy / f"{c.chapter}.ipynb", box["title"],
                    box["title"].replace("— holds", "— wrong as stated"))
     problems = vd.chapter_problems(book_copy)
-    assert any(p.startswith("gradient-vanishes: the ledger says 'holds'") for p in problems), problems
+    assert any(p.startswith("saturation: the ledger says 'holds'") for p in problems), problems
 
 
 def test_a_missing_box_label_and_an_unknown_label_are_caught(book_copy):

@@ -1,12 +1,15 @@
 """Chapter 6, Why 1/sqrt(d_k) matters: everything the chapter computes, draws and checks.
 
-One module per concept (``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``saturated_rows``, ``saturation_training``, ``training``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import scaling as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
+from .anisotropy import PAIR_SETS, variance_ratio_controls, within_row_spread
 from .backward_swap import (
+    ROWS_VARIANTS,
+    STORED_BACKWARD_ROWS,
     swapped_backward,
     SwapRun,
     train_swapped,
@@ -16,6 +19,7 @@ from .backward_swap import (
     run_backward,
     with_motion,
     load_backward,
+    combine_backward,
 )
 from .correlated_scores import (
     CORRELATIONS,
@@ -55,7 +59,7 @@ from .measures import (
     qk_norm_scores,
     pair_logit_variance,
 )
-from .saturated_rows import scale_pair, saturated_share, BACKWARDS, swapped_softmax
+from .saturated_rows import scale_pair, saturated_share, SATURATED, BACKWARDS, swapped_softmax
 from .saturation_training import (
     THRESHOLD,
     STORED_SATURATION,
@@ -72,6 +76,7 @@ from .saturation_training import (
     matched_loss_ratio,
     load_saturation,
 )
+from .sensitive_regime import jacobian_norm_rows, jacobian_floor, jacobian_vs_spread, Band, half_maximum_band
 from .training import (
     ScaleRun,
     train_one,
@@ -109,6 +114,11 @@ from .sliders import correlation_explorer, scale_explorer
 from .exercises import EXERCISES
 
 __all__ = [
+    "PAIR_SETS",
+    "variance_ratio_controls",
+    "within_row_spread",
+    "ROWS_VARIANTS",
+    "STORED_BACKWARD_ROWS",
     "swapped_backward",
     "SwapRun",
     "train_swapped",
@@ -118,6 +128,7 @@ __all__ = [
     "run_backward",
     "with_motion",
     "load_backward",
+    "combine_backward",
     "CORRELATIONS",
     "D_KS",
     "correlated_variance_theory",
@@ -152,6 +163,7 @@ __all__ = [
     "pair_logit_variance",
     "scale_pair",
     "saturated_share",
+    "SATURATED",
     "BACKWARDS",
     "swapped_softmax",
     "THRESHOLD",
@@ -168,6 +180,11 @@ __all__ = [
     "run_saturation",
     "matched_loss_ratio",
     "load_saturation",
+    "jacobian_norm_rows",
+    "jacobian_floor",
+    "jacobian_vs_spread",
+    "Band",
+    "half_maximum_band",
     "ScaleRun",
     "train_one",
     "ScaleComparison",

@@ -4,7 +4,8 @@ The unscaled model's forward pass is kept (its rows still saturate); only the ba
 through each softmax is swapped, with :func:`~attention_course.chapters.scaling.saturated_rows.swapped_softmax`,
 for the gradient a softmax at the scaled model's temperature would pass back
 (:math:`\tau = 1/\sqrt{d_k}` on the scores :math:`q\cdot k`), or for only its row norm
-("size") or only its direction ("direction"). The reverse swap gives the scaled model the
+("size") or only its direction ("direction"), or for the tempered gradient on the saturated
+rows only (largest weight above 0.99, "saturated"; the other rows keep their true gradient). The reverse swap gives the scaled model the
 unscaled softmax's backward (:math:`\tau = \sqrt{d_k}`). If the vanishing gradient is the cause,
 the tempered backward must rescue the unscaled model and the reverse swap must break the
 scaled one. :data:`VARIANTS` lists the runs, :data:`BACKWARD` is their configuration of chapter
@@ -12,7 +13,13 @@ scaled one. :data:`VARIANTS` lists the runs, :data:`BACKWARD` is their configura
 
     python -m attention_course scaling-backward --out attention_course/data/scale_backward.json --jobs 2
 
-and :func:`load_backward` reads it back.
+and the saturated-rows run (:data:`ROWS_VARIANTS`) is
+
+    python -m attention_course scaling-backward --out attention_course/data/scale_backward_rows.json \
+        --variants "unscaled" "unscaled, tempered backward" "unscaled, saturated rows tempered" \
+        "small W_Q init" "small W_Q init, saturated rows tempered" --motion-every 0 --jobs 2
+
+:func:`load_backward` reads either back.
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment
 from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
 
-__all__ = ["VARIANTS", "swapped_backward", "SwapRun", "train_swapped", "score_motion", "BackwardGrid", "BACKWARD",
-           "run_backward", "with_motion", "load_backward"]
+__all__ = ["VARIANTS", "ROWS_VARIANTS", "STORED_BACKWARD_ROWS", "swapped_backward", "SwapRun", "train_swapped", "score_motion", "BackwardGrid", "BACKWARD",
+           "run_backward", "with_motion", "load_backward", "combine_backward"]
 
 #: name -> (forward scale, W_Q init factor, W_Q lr factor, backward kind, backward scale).
 #: The backward softmax is that of scores times ``backward scale`` (``"sqrt"``: 1/sqrt(d_k)).
@@ -57,10 +64,19 @@ VARIANTS = {
     "small W_Q init, direction only": ("none", "sqrt", 1, "direction", "sqrt"),
     "small W_Q lr": ("none", 1, "sqrt", "true", "none"),
     "small W_Q lr, tempered backward": ("none", 1, "sqrt", "tempered", "sqrt"),
+    "unscaled, saturated rows tempered": ("none", 1, 1, "saturated", "sqrt"),
+    "small W_Q init, saturated rows tempered": ("none", "sqrt", 1, "saturated", "sqrt"),
 }
+
+#: The run that decides ``gradient-vanishes``: the tempered backward on the saturated rows only
+#: (largest weight above 0.99), against the true backward and the tempered backward on every row.
+ROWS_VARIANTS = ("unscaled", "unscaled, tempered backward", "unscaled, saturated rows tempered",
+                 "small W_Q init", "small W_Q init, saturated rows tempered")
 
 #: The run of chapter 6, shipped with the package.
 STORED_BACKWARD = DATA_DIR / "scale_backward.json"
+#: The saturated-rows run (:data:`ROWS_VARIANTS`), in the same format.
+STORED_BACKWARD_ROWS = DATA_DIR / "scale_backward_rows.json"
 
 
 @contextlib.contextmanager
@@ -288,3 +304,28 @@ def load_backward(path: Union[str, Path] = STORED_BACKWARD) -> tuple[BackwardGri
     (('scaled', 'scaled, unscaled backward'), True)
     """
     return load_result(path, BackwardGrid)
+
+
+def combine_backward(*grids: BackwardGrid) -> BackwardGrid:
+    """Several stored runs of the same settings (width, steps, seeds) as one grid, variants in order.
+
+    The ``motion`` is the first grid's.
+
+    Examples
+    --------
+    >>> a = run_backward([0], d_k=8, steps=2, variants=["unscaled"])
+    >>> b = run_backward([0], d_k=8, steps=2, variants=["unscaled, saturated rows tempered"])
+    >>> combine_backward(a, b).variants
+    ('unscaled', 'unscaled, saturated rows tempered')
+    """
+    first = grids[0]
+    same = ("d_k", "steps", "lr")
+    for g in grids[1:]:
+        if list(g.seeds) != list(first.seeds) or any(g.settings[k] != first.settings[k] for k in same):
+            raise ValueError(f"grids differ in seeds or settings {same}: {first.seeds.tolist()} "
+                             f"{[first.settings[k] for k in same]} against {g.seeds.tolist()} {[g.settings[k] for k in same]}")
+    definitions = {k: v for g in grids for k, v in g.settings["definitions"].items()}
+    cat = lambda name: np.concatenate([getattr(g, name) for g in grids])  # noqa: E731  (V, S, ...)
+    return dataclasses.replace(first, variants=tuple(v for g in grids for v in g.variants), eval_loss=cat("eval_loss"),
+                               saturated=cat("saturated"), seconds=cat("seconds"),
+                               settings={**first.settings, "definitions": definitions})

@@ -528,7 +528,7 @@ def _model_rows(d_k: int, scale: str, seed: int = 0) -> tuple[np.ndarray, np.nda
 
 
 def _saturated_gradient_cases() -> list[Case]:
-    cases = [Case(f"the tiny transformer at initialisation, layer 0, d_k={d}, {name}", _model_rows(d, s))
+    cases = [Case(f"the tiny transformer at initialisation, layer 1, d_k={d}, {name}", _model_rows(d, s))
              for d, s, name in ((64, "none", "no scale"), (64, "sqrt", "with 1/sqrt(d_k)"), (16, "none", "no scale"),
                                 (256, "none", "no scale"))]
     p = np.array([[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])  # one one-hot row, one uniform row
@@ -709,7 +709,7 @@ register(
                  ("a largest weight of exactly 0.99 (not saturated)",),
                  lambda p, g: bool((p.max(axis=-1) == THRESHOLD).any()), ("at-least-0.99",)),
             Rule("empty", "a group with no rows: its mean is NaN and vanishes is False",
-                 ("every row saturated: no other rows", "the tiny transformer at initialisation, layer 0, d_k=64, with 1/sqrt(d_k)"),
+                 ("every row saturated: no other rows", "the tiny transformer at initialisation, layer 1, d_k=64, with 1/sqrt(d_k)"),
                  lambda p, g: len(set((p.max(axis=-1) > THRESHOLD).tolist())) == 1, ("empty-zero",)),
             Rule("threshold", "a ratio just below a tenth vanishes, with gradients far above 0.1",
                  ("just below a tenth (ratio 0.074), a large loss gradient",),

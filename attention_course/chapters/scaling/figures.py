@@ -11,7 +11,7 @@ and changes no global matplotlib state. One colour per scale across the chapter:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -165,7 +165,8 @@ def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> F
 
 @book_figure
 def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_norm: Array,
-                  d_k: int = 64, unscaled_dims: Sequence[int] = (64, 1024)) -> Figure:
+                  d_k: int = 64, unscaled_dims: Sequence[int] = (64, 1024),
+                  band: Optional[tuple[float, float]] = None, floor: Optional[float] = None) -> Figure:
     r"""Median softmax Jacobian norm against :math:`d_k` (left) and against the score spread :math:`\sigma` (right).
 
     Parameters
@@ -176,6 +177,10 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
         The median norm at ``d_k`` with scores of standard deviation ``sigmas``. Marked
         on it: the scaled scores (:math:`\sigma = 1`, any width) and unscaled ones at each
         of ``unscaled_dims`` (:math:`\sigma = \sqrt{d_k}`; hollow beyond ``d_k``).
+    band, floor : optional
+        A band of :math:`\sigma` to shade (the half-maximum band of
+        :func:`~attention_course.chapters.scaling.sensitive_regime.half_maximum_band`) and the
+        uniform row's norm, drawn dotted.
 
     Examples
     --------
@@ -199,18 +204,22 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
     ax.set_xscale("log", base=2)
     ax.legend()
     ax_s.semilogx(sigmas, jac, color="0.3")
+    if band is not None:
+        ax_s.axvspan(*band, color="0.85", zorder=0, label="half-maximum band")
+    if floor is not None:
+        ax_s.axhline(floor, color="k", ls=":", lw=1, label="uniform row")
     for label, sg, s, filled in marks:
         ax_s.plot(sg, np.interp(np.log(sg), np.log(sigmas), jac), "o", ms=8, color=SCALE_COLOR[s],
                   mfc=SCALE_COLOR[s] if filled else "none", label=label)
     ax_s.set(xlabel=r"std $\sigma$ of the scores", ylabel=r"median $\|J\|_F$",
-             title=f"Against the spread ($d_k$ = {d_k})")
+             title="Against the spread of the scores")
     ax_s.legend()
     return fig
 
 
 @book_figure
 def plot_live_training(result: ScaleComparison, window: int = 10, vocab_size: int = 64) -> Figure:
-    """Loss, :math:`W_Q, W_K` gradient norm (``window``-step means) and layer 0's sharpness per step.
+    """Loss, :math:`W_Q, W_K` gradient norm (``window``-step means) and the first layer's sharpness per step.
 
     ``result`` is an unthinned :class:`~attention_course.chapters.scaling.training.ScaleComparison`
     of one width; chance is :math:`\\ln` ``vocab_size``.
@@ -236,7 +245,7 @@ def plot_live_training(result: ScaleComparison, window: int = 10, vocab_size: in
     axes[0].set(ylabel="training loss (nats)", title=f"Loss, $d_k$ = {d_k} ({window}-step mean)")
     axes[1].set(ylabel=GRAD_LABEL, yscale="log", title=f"Gradient norm of $W_Q$ and $W_K$ ({window}-step mean)")
     axes[2].set(xlabel="step", ylabel="mean largest weight", ylim=(0, 1.02),
-                title="Sharpness of layer 0's attention")
+                title="Sharpness of layer 1's attention")
     axes[0].legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
@@ -368,17 +377,19 @@ def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0
     axes[0].set(ylabel="held-out loss (nats)", title=f"Training at $d_k$ = {d_k}: {len(grid.seeds)} seeds")
     axes[0].legend(loc="lower left")
     thr = grid.settings.get("threshold", 0.99)
-    axes[1].set(ylabel="share saturated", ylim=(-0.02, 1.02), title=f"Rows with largest weight > {thr}, layer {layer}")
+    axes[1].set(ylabel="share saturated", ylim=(-0.02, 1.02), title=f"Rows with largest weight > {thr}, layer {layer + 1}")
     axes[2].set(ylabel=r"mean $\|\partial\mathcal{L}/\partial x_i\|$", yscale="log", xscale="log",
                 xlabel="step (log scale; step 0 drawn at 1)",
-                title=f"Gradient per row at the softmax, layer {layer}: saturated (dashed), others (solid)")
+                title=f"Gradient per row at the softmax, layer {layer + 1}: saturated (dashed), others (solid)")
     return fig
 
 
 #: One colour per backward pass in :func:`plot_backward_swap`.
-BACKWARD_COLOR = {"true": "0.25", "tempered": "tab:green", "size": "tab:purple", "direction": "tab:brown"}
+BACKWARD_COLOR = {"true": "0.25", "tempered": "tab:green", "size": "tab:purple", "direction": "tab:brown",
+                  "saturated": "tab:orange"}
 BACKWARD_LABEL = {"true": "true backward", "tempered": "tempered backward (size and direction)",
-                  "size": "true direction, tempered size", "direction": "tempered direction, true size"}
+                  "size": "true direction, tempered size", "direction": "tempered direction, true size",
+                  "saturated": "tempered on saturated rows only"}
 
 
 @book_figure

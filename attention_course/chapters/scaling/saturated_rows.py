@@ -27,7 +27,7 @@ import torch
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...core.attention import softmax
 
-__all__ = ["scale_pair", "saturated_share", "BACKWARDS", "swapped_softmax"]
+__all__ = ["scale_pair", "saturated_share", "SATURATED", "BACKWARDS", "swapped_softmax"]
 
 
 def scale_pair(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.ndarray, np.ndarray]:
@@ -85,9 +85,11 @@ def saturated_share(weights: Array, threshold: float = 0.99) -> float:
     return float((w.max(axis=-1) > threshold).mean())
 
 
-#: What :func:`swapped_softmax` passes back: the true gradient, the tempered one, or one's
-#: direction with the other's row norm.
-BACKWARDS = ("true", "tempered", "size", "direction")
+#: A row is saturated when its largest weight exceeds this (the ``"saturated"`` backward).
+SATURATED = 0.99
+#: What :func:`swapped_softmax` passes back: the true gradient, the tempered one, one's
+#: direction with the other's row norm, or the tempered one on saturated rows only.
+BACKWARDS = ("true", "tempered", "size", "direction", "saturated")
 
 
 def _masked_softmax(s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -127,6 +129,8 @@ class _SwappedSoftmax(torch.autograd.Function):
             out = true
         elif kind == "tempered":
             out = tempered
+        elif kind == "saturated":  # tempered where the row's largest weight exceeds SATURATED, true elsewhere
+            out = torch.where(p.amax(-1, keepdim=True) > SATURATED, tempered, true)  # (..., T, S)
         else:
             tiny = torch.finfo(g.dtype).tiny  # a zero row stays zero
             n, n_tau = _row_norm(true, tiny), _row_norm(tempered, tiny)  # (..., T, 1)
@@ -152,7 +156,9 @@ def swapped_softmax(s: torch.Tensor, mask: Optional[torch.Tensor] = None, tau: f
         \text{tempered:}\quad \delta_\tau = J(p_\tau)\,g,
         \quad p_\tau = \operatorname{softmax}(\tau s), \\
         \text{size:}\quad & \delta\, \lVert\delta_\tau\rVert / \lVert\delta\rVert, \qquad
-        \text{direction:}\quad \delta_\tau\, \lVert\delta\rVert / \lVert\delta_\tau\rVert ,
+        \text{direction:}\quad \delta_\tau\, \lVert\delta\rVert / \lVert\delta_\tau\rVert , \\
+        \text{saturated:}\quad & \delta_\tau \text{ on rows with } \max_j p_j > 0.99
+        \text{ (:data:`SATURATED`)}, \ \delta \text{ on the others},
         \end{aligned}
 
     norms taken per row. "tempered" is what the softmax at temperature :math:`1/\tau` would
@@ -172,7 +178,7 @@ def swapped_softmax(s: torch.Tensor, mask: Optional[torch.Tensor] = None, tau: f
         masked is not allowed (no weights to normalise). Default: every key.
     tau : float
         Temperature factor of the backward softmax, :math:`p_\tau = \operatorname{softmax}(\tau s)`.
-    backward : {"true", "tempered", "size", "direction"}
+    backward : {"true", "tempered", "size", "direction", "saturated"}
 
     Returns
     -------
@@ -190,6 +196,7 @@ def swapped_softmax(s: torch.Tensor, mask: Optional[torch.Tensor] = None, tau: f
     tempered [-0.1628, 0.1848, -0.022]
     size [-0.1749, 0.1749, 0.0]
     direction [-0.0003, 0.0004, 0.0]
+    saturated [-0.1628, 0.1848, -0.022]
     """
     if backward not in BACKWARDS:
         raise ValueError(f"backward={backward!r}; expected one of {BACKWARDS}")

@@ -165,13 +165,14 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
             f"{rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled (uniform row "
             f"{np.sqrt(n - 1) / n:.2g}).")})
     over = [i for i, s in enumerate(share_un) if s > 0.5]
-    layout = {"height": 560, "barmode": "overlay", "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+    # the legend sits under the lower panel, clear of the plotly toolbar (top right), also at 390 px
+    layout = {"height": 600, "barmode": "overlay", "margin": {"l": 55, "r": 10, "t": 30, "b": 100}, "font": PLOTLY_FONT,
               "xaxis": {"domain": [0, 1], "title": {"text": "score q·k (or q·k/√d_k)"}},
               "yaxis": {"domain": [0.6, 1], "title": {"text": "count"}},
               "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": [0, 1.02],
                          "title": {"text": "largest weight in the row"}},
               "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "rows"}},
-              "legend": {"orientation": "h", "y": 1.12}}
+              "legend": {"orientation": "h", "x": 0, "y": -0.14, "yanchor": "top"}}
 
     def draw(fig, ax):
         ax.plot(d_ks, share_un, "o-", color="#D55E00", label="without the scale")

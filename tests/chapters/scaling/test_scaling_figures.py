@@ -145,3 +145,11 @@ def test_backward_swap_puts_each_run_on_its_row_in_its_backward_colour():
         np.testing.assert_allclose(d.get_offsets()[:, 0], loss)  # x: the held-out loss of each seed
         np.testing.assert_allclose(d.get_offsets()[:, 1], row)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["unscaled", "unscaled, tempered backward"]
+
+
+def test_scale_explorer_legend_sits_below_the_plot_clear_of_the_toolbar():
+    # plotly's toolbar floats over the top right of the plot area: a legend above it was covered at 390 px
+    from attention_course.chapters.scaling.sliders import scale_explorer
+    layout = scale_explorer([4, 64], n=8).layout
+    assert layout["legend"]["y"] < 0 and layout["legend"]["yanchor"] == "top"
+    assert layout["margin"]["b"] >= 90  # room for the wrapped legend under the lower panel's axis title

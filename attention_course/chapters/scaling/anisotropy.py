@@ -1,0 +1,123 @@
+r"""Why a trained model's scores spread more than :math:`d_k\,\sigma_q^2\sigma_k^2`: controls for the excess.
+
+For independent entries, :math:`\operatorname{Var}(q\cdot k) = d_k\,\sigma_q^2\sigma_k^2`. In a trained
+model the measured variance is larger. Two explanations predict different controls:
+
+* *alignment*: training makes a query point at the keys of the tokens it should attend to, so
+  the excess lives in pairs of tokens of the **same** sentence;
+* *anisotropy*: all queries (and all keys) share a few dominant directions whatever the token,
+  so the excess is the same for pairs from **different** sentences and for random token pairs,
+  and it disappears when each coordinate is shuffled across tokens **independently** (which
+  keeps every coordinate's distribution and destroys the dependence between coordinates).
+
+:func:`variance_ratio_controls` measures the ratio measured / predicted for each of these pair
+sets. Keys are centred per head first (subtracting the mean key changes no attention weight,
+since it shifts each query's scores by one constant), so the ratio cannot move under that shift.
+:func:`within_row_spread` measures what the softmax actually sees: for each query, the standard
+deviation of its scaled scores :math:`q_i\cdot k_j/\sqrt{d_k}` over the keys of its sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
+
+__all__ = ["PAIR_SETS", "variance_ratio_controls", "within_row_spread"]
+
+#: The pair sets of :func:`variance_ratio_controls`, in order.
+PAIR_SETS = ("same sentence", "different sentences", "random pairs", "shuffled coordinates")
+
+
+def _check(q: Array, k: Array, valid: Optional[Array]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    q, k = np.asarray(to_numpy(q), dtype=float), np.asarray(to_numpy(k), dtype=float)
+    if q.ndim != 4 or q.shape != k.shape:
+        raise ShapeError(f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
+                         f"equal shapes (B, h, T, d_k) for self-attention")
+    B, _, T, _ = q.shape
+    valid = np.ones((B, T), bool) if valid is None else np.asarray(to_numpy(valid), dtype=bool)
+    if valid.shape != (B, T):
+        raise ShapeError(f"valid has shape {shape_str(valid)} but q has shape {shape_str(q)}; expected (B, T) = ({B}, {T})")
+    return q, k, valid
+
+
+def variance_ratio_controls(q: Array, k: Array, valid: Optional[Array] = None, seed: int = 0,
+                            n_random: int = 20000) -> dict[str, np.ndarray]:
+    r"""Measured over predicted variance of :math:`q_i\cdot k_j` per head, for four sets of pairs.
+
+    With the real tokens of all sequences pooled (:math:`N` of them), keys centred per head, the
+    prediction is :math:`d_k\,\widehat{\operatorname{Var}}(q)\,\widehat{\operatorname{Var}}(k)`,
+    the variances pooled over tokens and coordinates. The measured variance is taken over
+
+    * ``"same sentence"``: every pair :math:`(i, j)` of real tokens of one sequence;
+    * ``"different sentences"``: every pair from two different sequences;
+    * ``"random pairs"``: ``n_random`` pairs of tokens drawn independently from the pool;
+    * ``"shuffled coordinates"``: every pair of the pool after each coordinate of :math:`q` and of
+      :math:`k` is permuted across tokens independently (``seed``).
+
+    Parameters
+    ----------
+    q, k : array, shape (B, h, T, d_k)
+    valid : array of bool, shape (B, T), optional
+        ``True`` = a real token (padding is left out). Default: all tokens.
+
+    Returns
+    -------
+    dict
+        :data:`PAIR_SETS` -> ratio per head, each (h,).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(6, 2, 20, 32)), rng.normal(size=(6, 2, 20, 32))
+    >>> {name: r.round(1).tolist() for name, r in variance_ratio_controls(q, k).items()}
+    {'same sentence': [1.0, 1.0], 'different sentences': [1.0, 1.0], 'random pairs': [1.0, 1.0], 'shuffled coordinates': [1.0, 1.0]}
+    """
+    q, k, valid = _check(q, k, valid)
+    B, h, T, d_k = q.shape
+    rng = np.random.default_rng(seed)
+    sent = np.broadcast_to(np.arange(B)[:, None], (B, T))[valid]  # (N,): the sequence of each real token
+    q_pool = np.moveaxis(q, 1, 0)[:, valid]  # (h, N, d_k)
+    k_pool = np.moveaxis(k, 1, 0)[:, valid]  # (h, N, d_k)
+    k_pool = k_pool - k_pool.mean(axis=1, keepdims=True)  # centred keys: no attention weight changes
+    N = q_pool.shape[1]
+    predicted = d_k * q_pool.reshape(h, -1).var(axis=1) * k_pool.reshape(h, -1).var(axis=1)  # (h,)
+    s = q_pool @ np.swapaxes(k_pool, -1, -2)  # (h, N, N): q_i . k_j for every pooled pair
+    same = sent[:, None] == sent[None, :]  # (N, N)
+    i, j = rng.integers(N, size=int(n_random)), rng.integers(N, size=int(n_random))  # random pairs
+    perm = lambda x: np.stack([x[:, rng.permutation(N), c] for c in range(d_k)], axis=-1)  # noqa: E731  (h, N, d_k)
+    s_shuffled = perm(q_pool) @ np.swapaxes(perm(k_pool), -1, -2)  # (h, N, N)
+    measured = {"same sentence": s[:, same].var(axis=1), "different sentences": s[:, ~same].var(axis=1),
+                "random pairs": s[:, i, j].var(axis=1), "shuffled coordinates": s_shuffled.reshape(h, -1).var(axis=1)}
+    return {name: measured[name] / predicted for name in PAIR_SETS}
+
+
+def within_row_spread(q: Array, k: Array, valid: Optional[Array] = None) -> np.ndarray:
+    r"""For every real query, the standard deviation of :math:`q_i\cdot k_j/\sqrt{d_k}` over the real keys of its sequence.
+
+    This is the spread the softmax of row :math:`i` sees. It is unchanged by :math:`q \to aq` with
+    :math:`k \to k/a`, by adding one vector to every key (one constant per row) and by permuting heads.
+
+    Returns
+    -------
+    np.ndarray, shape (h, N)
+        One value per head and real query (the N real tokens, sequence by sequence).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(4, 1, 50, 64)), rng.normal(size=(4, 1, 50, 64))
+    >>> round(float(np.median(within_row_spread(q, k))), 1)
+    1.0
+    """
+    q, k, valid = _check(q, k, valid)
+    d_k = q.shape[-1]
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)  # (B, h, T, T)
+    keys = valid[:, None, None, :]  # (B, 1, 1, T): real keys
+    n = keys.sum(-1)  # (B, 1, 1)
+    mean = np.where(keys, s, 0.0).sum(-1) / n  # (B, h, T)
+    var = np.where(keys, (s - mean[..., None]) ** 2, 0.0).sum(-1) / n  # (B, h, T), over the real keys
+    return np.moveaxis(np.sqrt(var), 1, 0)[:, valid]  # (h, N): real queries only
