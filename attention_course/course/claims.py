@@ -98,6 +98,16 @@ class Claim:
         Over how many seeds, inputs or sizes the verdict holds, with the spread: a
         format string over glue names like ``evidence``, or words such as
         ``"deterministic: closed form, float64"`` where nothing is random.
+    title : str
+        The claim in at most about ten words, for the verdict box's title.
+    summary : str
+        At most 60 words, a format string over glue names: the deciding number against its
+        baseline, and what it means for a learner.
+    details : str
+        Optional markdown (may use glue roles) for the collapsed "How this was tested".
+    experiment, control, decision : str
+        Stated before the deciding run: the one deciding experiment, its baseline or matched
+        control, and which result gives *holds*, *holds when* or *wrong as stated*.
 
     The chapter's verdict box shows the last three, right after its ``:name:``
     line, as :func:`attention_course.course.verdicts.box_fields_markdown` writes them.
@@ -114,6 +124,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    title: str = ""
+    summary: str = ""
+    details: str = ""
+    experiment: str = ""
+    control: str = ""
+    decision: str = ""
 
     @property
     def label(self) -> str:
