@@ -39,8 +39,8 @@ import torch
 
 from ...core._backend import ShapeError, shape_str
 
-__all__ = ["grid_distances", "content_distances", "mean_attention_distance", "uniform_distance",
-           "shuffled_distances", "locality_pvalue"]
+__all__ = ["grid_distances", "content_distances", "neighbourhood", "content_neighbourhood", "mean_attention_distance",
+           "uniform_distance", "shuffled_distances", "locality_pvalue"]
 
 Array = Union[np.ndarray, torch.Tensor]
 
@@ -63,6 +63,53 @@ def grid_distances(centres: np.ndarray) -> np.ndarray:
     if c.ndim != 2:
         raise ShapeError(f"centres have shape {c.shape}; expected (n, 2)")
     return np.linalg.norm(c[:, None, :] - c[None, :, :], axis=-1)  # (n, n)
+
+
+def neighbourhood(centres: np.ndarray, step: float) -> np.ndarray:
+    r"""The 3 × 3 neighbourhood on the grid: :math:`N_{ij} = 1` when patch :math:`j` is patch :math:`i` or touches it.
+
+    With :math:`N` in place of a distance, :func:`mean_attention_distance` gives a head's
+    **neighbourhood mass**, the share of its attention that lands on the query's own patch and the
+    (up to 8) patches around it; uniform attention puts :math:`|N_i|/n` there.
+
+    Parameters
+    ----------
+    centres : array, shape (n, 2)
+        Patch centres in pixels.
+    step : float
+        The grid spacing (the patch side).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.lowrank.vision import patch_centres
+    >>> N = neighbourhood(patch_centres(2), 2)
+    >>> N.sum(axis=1).reshape(4, 4).astype(int)        # corners 4, edges 6, inside 9
+    array([[4, 6, 6, 4],
+           [6, 9, 9, 6],
+           [6, 9, 9, 6],
+           [4, 6, 6, 4]])
+    """
+    c = np.asarray(centres, dtype=float)
+    cheb = np.abs(c[:, None, :] - c[None, :, :]).max(axis=-1)  # (n, n) Chebyshev distance, pixels
+    return (cheb <= step + 1e-9).astype(float)
+
+
+def content_neighbourhood(patches: Array, sizes: np.ndarray) -> np.ndarray:
+    r"""Per image, the :math:`|N_i|` patches nearest in content to patch :math:`i` (itself included).
+
+    The content counterpart of :func:`neighbourhood`, of the same sizes (``sizes[i]`` patches for
+    query :math:`i`), so that uniform attention puts the same share on both; ties (blank patches
+    are all at distance 0) are broken by patch index.
+
+    Returns
+    -------
+    numpy.ndarray, shape (B, n, n), entries 0 or 1
+    """
+    C = content_distances(patches)  # (B, n, n)
+    B, n, _ = C.shape
+    rank = np.argsort(np.argsort(C + 1e-9 * (np.arange(n) != np.arange(n)[:, None]), axis=-1, kind="stable"),
+                      axis=-1, kind="stable")  # (B, n, n): rank of key j among query i's keys; itself first
+    return (rank < np.asarray(sizes)[None, :, None]).astype(float)
 
 
 def content_distances(patches: Array) -> np.ndarray:
