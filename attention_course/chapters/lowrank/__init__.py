@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``head_swap``, ``recall``, ``spectra``, ``vision``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``head_swap``, ``recall``, ``spectra``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -23,6 +23,8 @@ from .approximation_error import (
 from .attention_distance import (
     grid_distances,
     content_distances,
+    neighbourhood,
+    content_neighbourhood,
     mean_attention_distance,
     uniform_distance,
     shuffled_distances,
@@ -74,9 +76,11 @@ from .vision import (
     train_vit,
     accuracy,
 )
+from .vision_figures import plot_patch_attention, plot_attention_distance, plot_neighbourhood_mass
 from .vision_runs import (
     VISION_DATA,
     ALPHA,
+    MOST,
     SETTINGS,
     measure_heads,
     vision_run,
@@ -148,6 +152,8 @@ __all__ = [
     "lowrank_beats_baselines",
     "grid_distances",
     "content_distances",
+    "neighbourhood",
+    "content_neighbourhood",
     "mean_attention_distance",
     "uniform_distance",
     "shuffled_distances",
@@ -192,8 +198,12 @@ __all__ = [
     "TinyViT",
     "train_vit",
     "accuracy",
+    "plot_patch_attention",
+    "plot_attention_distance",
+    "plot_neighbourhood_mass",
     "VISION_DATA",
     "ALPHA",
+    "MOST",
     "SETTINGS",
     "measure_heads",
     "vision_run",
