@@ -28,7 +28,7 @@ _NEAR, _FAR, _UNTRAINED = "#0072B2", "#E69F00", "#BBBBBB"
 
 @book_figure
 def plot_patch_attention(image: np.ndarray, weights: Sequence[np.ndarray], patch: int = 2, query: int = 5,
-                         titles: Optional[Sequence[str]] = None) -> Figure:
+                         titles: Optional[Sequence[str]] = None, suptitle: Optional[str] = None) -> Figure:
     """The image cut into patches (left), then each given head's weights from patch ``query`` (one panel each).
 
     Parameters
@@ -42,13 +42,15 @@ def plot_patch_attention(image: np.ndarray, weights: Sequence[np.ndarray], patch
         The query patch (row-major over the grid), outlined in every panel.
     titles : sequence of str, optional
         One per map.
+    suptitle : str, optional
+        A title over all panels.
 
     Examples
     --------
     >>> A = np.full((16, 16), 1 / 16)
     >>> fig = plot_patch_attention(np.eye(8), [A], titles=["uniform"])
     >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['16 patch tokens', 'uniform']
+    ['16 patches', 'uniform']
     >>> plt.close(fig)
     """
     image = np.asarray(image, dtype=float)
@@ -67,18 +69,20 @@ def plot_patch_attention(image: np.ndarray, weights: Sequence[np.ndarray], patch
     for k in range(1, g):
         ax.axhline(k * patch - 0.5, color="#D55E00", lw=1)
         ax.axvline(k * patch - 0.5, color="#D55E00", lw=1)
-    ax.set_title(f"{g * g} patch tokens")
+    ax.set_title(f"{g * g} patches")
     im = None
     for ax, w, title in zip(axes[1:], maps, titles):
         im = ax.imshow(w[query].reshape(g, g), cmap="viridis", vmin=0, vmax=max(float(m[query].max()) for m in maps))
         ax.set_title(title)
     for ax, scale in zip(axes, [patch] + [1] * len(maps)):
         off = -0.5
-        ax.add_patch(Rectangle((c * scale + off, r * scale + off), scale, scale, fill=False, ec="white", lw=2.5))
-        ax.add_patch(Rectangle((c * scale + off, r * scale + off), scale, scale, fill=False, ec="black", lw=1))
+        ax.add_patch(Rectangle((c * scale + off, r * scale + off), scale, scale, fill=False, ec="white", lw=3.5, zorder=5))
+        ax.add_patch(Rectangle((c * scale + off, r * scale + off), scale, scale, fill=False, ec="#0072B2", lw=2, zorder=6))
         ax.set_xticks([])
         ax.set_yticks([])
     fig.colorbar(im, ax=axes[1:], shrink=0.85, label="weight")
+    if suptitle:
+        fig.suptitle(suptitle)
     return fig
 
 

@@ -166,7 +166,7 @@ def test_figures_render_and_label_their_axes():
     assert all(ax.get_xlabel() == "layer" for ax in fig.axes) and fig.axes[0].get_ylabel() == "share of the weight"
     fig = vf.plot_patch_attention(np.eye(8), [np.full((16, 16), 1 / 16)] * 2, query=5)
     fig.canvas.draw()
-    assert [a.get_title() for a in fig.axes[:3]] == ["16 patch tokens", "head 1", "head 2"]
+    assert [a.get_title() for a in fig.axes[:3]] == ["16 patches", "head 1", "head 2"]
     with pytest.raises(ShapeError, match=r"weights have shapes \[\(4, 4\)\]"):
         vf.plot_patch_attention(np.eye(8), [np.eye(4)])
 
