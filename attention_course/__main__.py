@@ -20,6 +20,10 @@ lowrank-run
     Chapter 3's long run: MiniLM's effective rank against n, heads swapped for
     rank-k/top-k/uniform attention, associative recall. See
     :mod:`attention_course.chapters.lowrank.runs`.
+vision-run
+    Chapter 3's image run: a tiny vision transformer on scikit-learn's digits, each head's mean
+    attention distance against uniform attention and shuffled patch geometry, over seeds. See
+    :mod:`attention_course.chapters.lowrank.vision_runs`.
 heads-run
     Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
     and heads at fixed width, over seeds. See :mod:`attention_course.chapters.heads.runs`.
@@ -94,6 +98,14 @@ COMMANDS = {
         "Run MiniLM on the shipped long text (n = 16..512) and the induction model (5 seeds) with every head's "
         "attention replaced by rank-k, top-k or uniform weights, plus the associative-recall sweep; store JSON "
         "in attention_course/data/lowrank_function.json (minutes).",
+    ),
+    "vision-run": Command(
+        ".chapters.lowrank.vision_runs",
+        "chapter 3's image run: a tiny ViT's mean attention distance per head, over seeds",
+        "Train a tiny vision transformer (2 layers, 4 heads, 2x2 patches) on scikit-learn's 8x8 digits for each "
+        "seed and measure every head's mean attention distance on held-out images against uniform attention and "
+        "the same maps with the patch geometry shuffled; write JSON "
+        "(default: attention_course/data/vision_attention.json; minutes).",
     ),
     "heads-run": Command(
         ".chapters.heads.runs",

@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``baselines``, ``head_swap``, ``recall``, ``spectra``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``head_swap``, ``recall``, ``spectra``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -19,6 +19,16 @@ from .approximation_error import (
     structure_sweep,
     low_rank_methods,
     lowrank_beats_baselines,
+)
+from .attention_distance import (
+    grid_distances,
+    content_distances,
+    neighbourhood,
+    content_neighbourhood,
+    mean_attention_distance,
+    uniform_distance,
+    shuffled_distances,
+    locality_pvalue,
 )
 from .baselines import (
     SENTENCES,
@@ -56,6 +66,26 @@ from .spectra import (
     temperature_sweep,
     crossover_beta,
     exp_rank_demo,
+)
+from .vision import (
+    load_digit_split,
+    patchify,
+    patch_centres,
+    ViTConfig,
+    TinyViT,
+    train_vit,
+    accuracy,
+)
+from .vision_figures import plot_patch_attention, plot_attention_distance, plot_neighbourhood_mass
+from .vision_runs import (
+    VISION_DATA,
+    ALPHA,
+    MOST,
+    SETTINGS,
+    measure_heads,
+    vision_run,
+    summarise_vision,
+    load_vision,
 )
 from .runs import (
     DEFAULT_PATH,
@@ -120,6 +150,14 @@ __all__ = [
     "structure_sweep",
     "low_rank_methods",
     "lowrank_beats_baselines",
+    "grid_distances",
+    "content_distances",
+    "neighbourhood",
+    "content_neighbourhood",
+    "mean_attention_distance",
+    "uniform_distance",
+    "shuffled_distances",
+    "locality_pvalue",
     "SENTENCES",
     "long_text",
     "uniform_error",
@@ -153,6 +191,24 @@ __all__ = [
     "temperature_sweep",
     "crossover_beta",
     "exp_rank_demo",
+    "load_digit_split",
+    "patchify",
+    "patch_centres",
+    "ViTConfig",
+    "TinyViT",
+    "train_vit",
+    "accuracy",
+    "plot_patch_attention",
+    "plot_attention_distance",
+    "plot_neighbourhood_mass",
+    "VISION_DATA",
+    "ALPHA",
+    "MOST",
+    "SETTINGS",
+    "measure_heads",
+    "vision_run",
+    "summarise_vision",
+    "load_vision",
     "DEFAULT_PATH",
     "minilm_ids",
     "length_sweep",
