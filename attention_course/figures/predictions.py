@@ -47,7 +47,7 @@ PREDICTIONS: dict = {
         "Training applies dropout to the attention weights, so a row no longer sums to one. "
         "What share of the outputs then falls outside the convex hull of the values?",
         (("none", 0, 1e-9), ("under a fifth", 1e-9, 0.2), ("a fifth to a half", 0.2, 0.5), ("over half", 0.5, _INF)),
-        "{value:.1%} of the outputs leave the hull (the largest share over the chapter's seeds)."),
+        "{value:.1%} of the outputs leave the hull, on the chapter's first seed."),
     "ix-predict-kern": Prediction(
         "local-average", "mse_w3",
         "Nadaraya-Watson with a Gaussian kernel of inverse width w = 0.3, 3 or 30: which test error "
