@@ -99,7 +99,14 @@ class Claim:
         format string over glue names like ``evidence``, or words such as
         ``"deterministic: closed form, float64"`` where nothing is random.
 
-    The chapter's verdict box shows the last three, right after its ``:name:``
+    experiment, control, decision : str
+        Stated before the deciding run (issue 26): the one experiment that decides the
+        verdict, its baseline or matched control, and which result gives which verdict.
+    title, summary, details : str
+        The verdict box's short title, its summary (a format string over glue names) and
+        optional collapsed details, for the generated boxes (issue 25).
+
+    The chapter's verdict box shows reading, baseline and robustness, right after its ``:name:``
     line, as :func:`attention_course.course.verdicts.box_fields_markdown` writes them.
     """
 
@@ -114,6 +121,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    experiment: str = ""
+    control: str = ""
+    decision: str = ""
+    title: str = ""
+    summary: str = ""
+    details: str = ""
 
     @property
     def label(self) -> str:
