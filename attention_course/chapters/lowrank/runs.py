@@ -43,7 +43,7 @@ from . import real_methods as rm
 from .head_properties import head_properties
 from .rank_grid import centred_error_grid
 from .recall import recall_sweep
-from .spectra import effective_rank, rank_k_error
+from .spectra import _erank, _nonzero_spectrum, _tail_error, effective_rank, rank_k_error
 
 __all__ = ["DEFAULT_PATH", "minilm_ids", "length_sweep", "minilm_swap", "tiny_swap", "run", "load", "add_arguments", "cli", "main", "STRUCTURE_DATA", "write_structure_sweep",
            "VERDICT_PATH", "GRID_DKS", "GRID_BETAS", "head_study", "efficient_study", "verdict_run", "load_verdicts"]
@@ -215,19 +215,18 @@ def _qk_logit_std(W, ids) -> list[float]:
 
 @torch.no_grad()
 def head_study(n: int = 512, k: int = 32, orders=ORDERS, ns=(16, 32, 64, 128, 256, 512)) -> dict:
-    """Per head at length ``n``, in each sentence order: rank-``k`` error (plain and centred),
-    effective rank, mean row entropy, sink share and logit std; and the effective rank at each of ``ns``."""
+    """Per head at length ``n``, in each sentence order: rank-``k`` error, effective rank, mean row entropy, sink share and logit std; and the effective rank at each of ``ns``."""
     W = minilm_weights()
     rows = []
     for order in tqdm(orders, desc="heads, by sentence order"):
         ids = minilm_ids(n, order)
         A = torch.cat(sw.bert_forward_with(W, ids)[1]).double().numpy().reshape(-1, n, n)  # (72, n, n)
         props = head_properties(A, [0, n - 1])
-        rows.append({"order": int(order), "rank_error": rank_k_error(A, k).tolist(),
-                     "centred_rank_error": centred_rank_k_error(A, k).tolist(),
-                     "effective_rank": effective_rank(A).tolist(), "entropy": props["entropy"].tolist(),
+        sv = _nonzero_spectrum(A)  # (72, n): one SVD per head for both the rank error and the effective rank
+        rows.append({"order": int(order), "rank_error": _tail_error(sv, k).tolist(),
+                     "effective_rank": _erank(sv).tolist(), "entropy": props["entropy"].tolist(),
                      "sink_share": props["sink_share"].tolist(), "logit_std": _qk_logit_std(W, ids)})
-    growth = [{"n": int(m), "effective_rank": effective_rank(
+    growth = [{"n": int(m), "effective_rank": rows[0]["effective_rank"] if m == n and orders[0] == 0 else effective_rank(
         torch.cat(sw.bert_forward_with(W, minilm_ids(m))[1]).double().numpy().reshape(-1, m, m)).tolist()}
         for m in tqdm(ns, desc="effective rank against n")]
     return {"n": n, "k": k, "orders": rows, "growth": growth}
