@@ -24,7 +24,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
-__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier", "plot_rank_grid", "plot_real_methods"]
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier", "plot_rank_grid", "plot_real_methods", "plot_head_properties"]
 
 
 def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
@@ -762,4 +762,39 @@ def plot_real_methods(rows: Sequence[Mapping], methods: Sequence[str], layer_set
         ax.set(title=f"{ls} replaced", xlim=(min(0.0, ax.get_xlim()[0]), 1.02), xlabel="pooled-output cosine")
         ax.set_yticks(range(len(methods)), list(methods))
     axes[0, 0].invert_yaxis()
+    return fig
+
+
+@book_figure
+def plot_head_properties(rank_error: Array, entropy: Array, sink_share: Array, k: int, n: int,
+                         level: float = 0.1) -> Figure:
+    """Each head's rank-``k`` error against its mean row entropy (left) and its sink share (right).
+
+    Parameters
+    ----------
+    rank_error, entropy, sink_share : arrays of one shape (heads,), or (orders, heads) to plot every order
+    k, n : the rank kept and the sequence length (for the labels)
+    level : float, the dotted line below which a head counts as low-rank
+
+    Examples
+    --------
+    >>> fig = plot_head_properties([0.05, 0.6], [0.2, 3.0], [0.95, 0.1], k=32, n=512)
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['mean row entropy (nats)', 'sink share (weight on [CLS] and [SEP])']
+    """
+    e, h, s = (np.ravel(to_numpy(np.asarray(x, dtype=float))) for x in (rank_error, entropy, sink_share))
+    if not e.shape == h.shape == s.shape:
+        raise ShapeError(f"rank_error, entropy and sink_share have {e.shape}, {h.shape}, {s.shape} values; expected one shape")
+    fig, axes = plt.subplots(1, 2, figsize=(6.8, 3.6), layout="constrained", sharey=True)
+    low = e < level
+    for ax, x, label in ((axes[0], h, "mean row entropy (nats)"), (axes[1], s, "sink share (weight on [CLS] and [SEP])")):
+        ax.scatter(x[~low], e[~low], s=14, alpha=0.5, color=method_color("top-k"), label="not low-rank")
+        ax.scatter(x[low], e[low], s=18, alpha=0.8, color=method_color("svd"), label=f"rank-{k} error < {level:g}")
+        ax.axhline(level, color="0.3", ls=":")
+        ax.set_xlabel(label)
+    axes[0].axvline(np.log(n), color="0.5", ls="--", lw=0.8)
+    axes[0].set(ylabel=f"rank-{k} error", yscale="log")
+    axes[1].set_xlim(0, 1)
+    axes[0].legend(loc="lower left", fontsize=9)
+    fig.suptitle(f"all-MiniLM-L6-v2, n = {n}: which heads are low-rank?", fontsize=11.5)
     return fig
