@@ -135,3 +135,31 @@ def test_replace_layers_measures_the_output_change():
     assert cos == pytest.approx(m1 @ m / np.linalg.norm(m1) / np.linalg.norm(m), rel=1e-12)
     with pytest.raises(ValueError, match=r"expected two \(1, T, d\)"):
         rm.output_change(torch.zeros(2, 3), torch.zeros(2, 3))
+
+
+# ------------------------------------------------------------------ the stored deciding runs
+def test_stored_verdict_run_has_the_preregistered_design():
+    from attention_course.chapters.lowrank.runs import GRID_BETAS, GRID_DKS, ORDERS, load_verdicts
+
+    v = load_verdicts()
+    cfg = v["config"]
+    assert cfg["orders"] == list(ORDERS) and cfg["seeds"] == [0, 1, 2, 3, 4] and cfg["n"] == 512 and cfg["budget"] == 32
+    assert cfg["betas"][:-1] == list(GRID_BETAS) and cfg["betas"][-1] == round(cfg["beta_trained"], 3)
+    assert np.array(v["grid"]["error"]).shape == (5, len(GRID_DKS), len(GRID_BETAS) + 1)
+    assert sorted(v["grid_by_n"]) == ["1024", "256", "512"]
+    assert [len(o["rank_error"]) for o in v["heads"]["orders"]] == [72] * 5
+    # beta_trained is the median of the shipped order's per-head logit std, as pre-registered
+    assert cfg["beta_trained"] == pytest.approx(float(np.median(v["heads"]["orders"][0]["logit_std"])))
+    assert len(v["efficient"]) == 5 * 2 * len(rm.replacements())
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_one_order_of_the_efficient_study_recomputes():
+    """Order 1 (a shuffled text), layers 5-6, against the stored run (float32 model: within 1e-3)."""
+    from attention_course.chapters.lowrank.runs import efficient_study, load_verdicts
+
+    stored = {(r["layers"], r["method"]): r for r in load_verdicts()["efficient"] if r["order"] == 1}
+    for r in efficient_study(orders=[1], layer_sets=(("layers 5-6", (4, 5)),)):
+        s = stored[(r["layers"], r["method"])]
+        assert abs(r["cosine"] - s["cosine"]) < 1e-3 and abs(r["change"] - s["change"]) < 1e-3, r
