@@ -118,6 +118,7 @@ from .sliders import (
     load_structure_sweep,
     rank_length_explorer,
     lowrank_explorer,
+    rank_grid_explorer,
 )
 from .exercises import EXERCISES
 
@@ -230,5 +231,6 @@ __all__ = [
     "load_structure_sweep",
     "rank_length_explorer",
     "lowrank_explorer",
+    "rank_grid_explorer",
     "EXERCISES",
 ]

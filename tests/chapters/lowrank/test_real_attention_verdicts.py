@@ -163,3 +163,16 @@ def test_one_order_of_the_efficient_study_recomputes():
     for r in efficient_study(orders=[1], layer_sets=(("layers 5-6", (4, 5)),)):
         s = stored[(r["layers"], r["method"])]
         assert abs(r["cosine"] - s["cosine"]) < 1e-3 and abs(r["change"] - s["change"]) < 1e-3, r
+
+
+def test_grid_slider_flags_the_first_width_that_fails_at_the_trained_sharpness():
+    from attention_course.chapters.lowrank.runs import load_verdicts
+    from attention_course.chapters.lowrank.sliders import rank_grid_explorer
+
+    v = load_verdicts()
+    err = np.array(v["grid"]["error"]).mean(axis=0)[:, -1]  # (d_k,), the beta_trained column
+    first = int(np.flatnonzero(err >= 0.1)[0])
+    fig = rank_grid_explorer(v)
+    assert fig.flip == first and fig.verdict == "structure-implies-low-rank"
+    assert all(f"{e:.3f} at MiniLM's sharpness" in fr["readout"] for e, fr in zip(err, fig.frames))
+    assert 'data-verdict="structure-implies-low-rank"' in fig.to_html()
