@@ -47,7 +47,7 @@ from ...models.records import DATA_DIR
 from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
 from .baselines import layer_slopes, slope_split
 from .figures import method_family
-from .runs import STRUCTURE_DATA
+from .runs import STRUCTURE_DATA, load_verdicts
 from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
 
 __all__ = ["LENGTH_DATA", "efficient_structure_explorer", "load_length_sweep", "load_structure_sweep", "rank_length_explorer", "lowrank_explorer", "rank_grid_explorer"]
@@ -317,8 +317,6 @@ def rank_grid_explorer(verdicts: dict | None = None, level: float = 0.1) -> Slid
     >>> fig.labels[0], fig.verdict, fig.labels[fig.flip]
     ('d_k = 1', 'structure-implies-low-rank', 'd_k = 4')
     """
-    from .runs import load_verdicts
-
     v = load_verdicts() if verdicts is None else verdicts
     cfg = v["config"]
     d_ks, betas, b_tr = cfg["d_ks"], np.asarray(cfg["betas"], dtype=float), float(cfg["beta_trained"])
