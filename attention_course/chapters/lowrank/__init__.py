@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``head_swap``, ``recall``, ``spectra``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``head_properties``, ``head_swap``, ``rank_grid``, ``real_methods``, ``recall``, ``spectra``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -42,8 +42,10 @@ from .baselines import (
     layer_slopes,
     slope_split,
 )
+from .head_properties import mean_row_entropy, head_properties, auc, best_threshold
 from .head_swap import (
     Transform,
+    Attend,
     rank_k_weights,
     centred_rank_k_weights,
     topk_weights,
@@ -51,6 +53,8 @@ from .head_swap import (
     tiny_forward_with,
     bert_forward_with,
 )
+from .rank_grid import centred_error_grid, passing_cells
+from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
 from .recall import recall_accuracy, recall_sweep, breaking_n
 from .spectra import (
     singular_values,
@@ -97,6 +101,13 @@ from .runs import (
     load,
     STRUCTURE_DATA,
     write_structure_sweep,
+    VERDICT_PATH,
+    GRID_DKS,
+    GRID_BETAS,
+    head_study,
+    efficient_study,
+    verdict_run,
+    load_verdicts,
 )
 from .benchmarks import (
     Method,
@@ -126,6 +137,9 @@ from .figures import (
     plot_scaling,
     plot_memory,
     plot_frontier,
+    plot_rank_grid,
+    plot_real_methods,
+    plot_head_properties,
 )
 from .sliders import (
     LENGTH_DATA,
@@ -134,6 +148,7 @@ from .sliders import (
     load_structure_sweep,
     rank_length_explorer,
     lowrank_explorer,
+    rank_grid_explorer,
 )
 from .exercises import EXERCISES
 
@@ -168,13 +183,26 @@ __all__ = [
     "logit_std",
     "layer_slopes",
     "slope_split",
+    "mean_row_entropy",
+    "head_properties",
+    "auc",
+    "best_threshold",
     "Transform",
+    "Attend",
     "rank_k_weights",
     "centred_rank_k_weights",
     "topk_weights",
     "uniform_weights",
     "tiny_forward_with",
     "bert_forward_with",
+    "centred_error_grid",
+    "passing_cells",
+    "LOW_RANK",
+    "SPARSE",
+    "TRIVIAL",
+    "replacements",
+    "output_change",
+    "replace_layers",
     "recall_accuracy",
     "recall_sweep",
     "breaking_n",
@@ -218,6 +246,13 @@ __all__ = [
     "load",
     "STRUCTURE_DATA",
     "write_structure_sweep",
+    "VERDICT_PATH",
+    "GRID_DKS",
+    "GRID_BETAS",
+    "head_study",
+    "efficient_study",
+    "verdict_run",
+    "load_verdicts",
     "Method",
     "method_configs",
     "run_benchmarks",
@@ -243,11 +278,15 @@ __all__ = [
     "plot_scaling",
     "plot_memory",
     "plot_frontier",
+    "plot_rank_grid",
+    "plot_real_methods",
+    "plot_head_properties",
     "LENGTH_DATA",
     "efficient_structure_explorer",
     "load_length_sweep",
     "load_structure_sweep",
     "rank_length_explorer",
     "lowrank_explorer",
+    "rank_grid_explorer",
     "EXERCISES",
 ]

@@ -24,7 +24,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
-__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier"]
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier", "plot_rank_grid", "plot_real_methods", "plot_head_properties"]
 
 
 def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
@@ -689,4 +689,112 @@ def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes]
     ax.set(xlabel=f"relative error vs exact ({distribution} inputs)", ylabel="time per call (s)",
            title=f"Accuracy vs speed at n={s['frontier_n']}")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    return fig
+
+
+@book_figure
+def plot_rank_grid(error: Array, d_ks: Sequence[int], betas: Sequence[float], k: int,
+                   beta_mark: Optional[float] = None, level: float = 0.1) -> Figure:
+    """Heat map of the centred rank-``k`` error of Gaussian attention on a ``(d_k, beta)`` grid.
+
+    Parameters
+    ----------
+    error : array, shape (len(d_ks), len(betas)), the error (e.g. a mean over seeds)
+    d_ks, betas : the grid's head widths (rows) and logit standard deviations (columns)
+    k : int, the rank kept (for the labels)
+    beta_mark : float, optional, a column to outline (the sharpness of trained heads)
+    level : float, cells below it are marked as low-rank
+
+    Examples
+    --------
+    >>> fig = plot_rank_grid(np.array([[0.01, 0.2], [0.05, 0.6]]), [1, 32], [0.1, 1.0], k=32, beta_mark=1.0)
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    ('logit standard deviation β (sharpness)', 'head width d_k')
+    """
+    e = _grid("error", error, 2, "(d_ks, betas)")
+    if e.shape != (len(d_ks), len(betas)):
+        raise ShapeError(f"error has shape {shape_str(e)}; expected ({len(d_ks)}, {len(betas)}) for d_ks x betas")
+    order = np.argsort(betas)
+    b, e = np.asarray(betas, dtype=float)[order], e[:, order]
+    fig, ax = plt.subplots(figsize=(6.8, 4.2), layout="constrained")
+    im = ax.imshow(e, cmap="magma_r", vmin=0, vmax=1, aspect="auto", origin="lower")
+    for (i, j), val in np.ndenumerate(e):
+        ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if val > 0.55 else "black", fontweight="bold" if val < level else "normal")
+    ax.set_xticks(range(len(b)), [f"{x:.2g}" for x in b], rotation=45)
+    ax.set_yticks(range(len(d_ks)), [str(d) for d in d_ks])
+    if beta_mark is not None:
+        j = int(np.argmin(np.abs(b - beta_mark)))
+        ax.add_patch(plt.Rectangle((j - 0.5, -0.5), 1, len(d_ks), fill=False, lw=2, ec=method_color("nystrom")))
+    ax.set(xlabel="logit standard deviation β (sharpness)", ylabel="head width d_k",
+           title=f"Gaussian attention: centred rank-{k} error (bold: below {level:g})")
+    fig.colorbar(im, ax=ax, label=f"centred rank-{k} error")
+    return fig
+
+
+@book_figure
+def plot_real_methods(rows: Sequence[Mapping], methods: Sequence[str], layer_sets: Sequence[str],
+                      level: float = 0.95) -> Figure:
+    """Pooled cosine of MiniLM's output with each method in place of attention, one panel per layer set.
+
+    Parameters
+    ----------
+    rows : list of dict with ``layers``, ``method``, ``cosine`` (one per sentence order)
+    methods : names to draw, top to bottom
+    layer_sets : the ``layers`` values, one panel each
+    level : float, the dotted line (the cosine that counts as keeping the output)
+
+    Examples
+    --------
+    >>> rows = [{"layers": "all", "method": m, "cosine": c} for m, c in (("Nystrom", 0.1), ("zeros", 0.4))]
+    >>> plot_real_methods(rows, ["Nystrom", "zeros"], ["all"]).axes[0].get_xlabel()
+    'pooled-output cosine'
+    """
+    colors = {"Nystrom": "nystrom", "Linformer pool": "linformer-pool", "Performer": "performer", "top-k": "top-k",
+              "rank-k of A": "svd", "uniform": "uniform", "zeros": "uniform"}
+    fig, axes = plt.subplots(1, len(layer_sets), figsize=(6.8, 3.6), layout="constrained", sharey=True, squeeze=False)
+    for ax, ls in zip(axes[0], layer_sets):
+        for i, m in enumerate(methods):
+            vals = [r["cosine"] for r in rows if r["layers"] == ls and r["method"] == m]
+            ax.plot(vals, [i] * len(vals), "o", ms=5, alpha=0.6, color=method_color(colors.get(m, "uniform")))
+            ax.plot([np.mean(vals)], [i], "|", ms=14, mew=2, color="black")
+        ax.axvline(level, color="0.3", ls=":")
+        ax.set(title=f"{ls} replaced", xlim=(min(0.0, ax.get_xlim()[0]), 1.02), xlabel="pooled-output cosine")
+        ax.set_yticks(range(len(methods)), list(methods))
+    axes[0, 0].invert_yaxis()
+    return fig
+
+
+@book_figure
+def plot_head_properties(rank_error: Array, entropy: Array, sink_share: Array, k: int, n: int,
+                         level: float = 0.1) -> Figure:
+    """Each head's rank-``k`` error against its mean row entropy (left) and its sink share (right).
+
+    Parameters
+    ----------
+    rank_error, entropy, sink_share : arrays of one shape (heads,), or (orders, heads) to plot every order
+    k, n : the rank kept and the sequence length (for the labels)
+    level : float, the dotted line below which a head counts as low-rank
+
+    Examples
+    --------
+    >>> fig = plot_head_properties([0.05, 0.6], [0.2, 3.0], [0.95, 0.1], k=32, n=512)
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['mean row entropy (nats)', 'sink share (weight on [CLS] and [SEP])']
+    """
+    e, h, s = (np.ravel(to_numpy(np.asarray(x, dtype=float))) for x in (rank_error, entropy, sink_share))
+    if not e.shape == h.shape == s.shape:
+        raise ShapeError(f"rank_error, entropy and sink_share have {e.shape}, {h.shape}, {s.shape} values; expected one shape")
+    fig, axes = plt.subplots(1, 2, figsize=(6.8, 3.6), layout="constrained", sharey=True)
+    low = e < level
+    for ax, x, label in ((axes[0], h, "mean row entropy (nats)"), (axes[1], s, "sink share (weight on [CLS] and [SEP])")):
+        ax.scatter(x[~low], e[~low], s=14, alpha=0.5, color=method_color("top-k"), label="not low-rank")
+        ax.scatter(x[low], e[low], s=18, alpha=0.8, color=method_color("svd"), label=f"rank-{k} error < {level:g}")
+        ax.axhline(level, color="0.3", ls=":")
+        ax.set_xlabel(label)
+    axes[0].axvline(np.log(n), color="0.5", ls="--", lw=0.8)
+    axes[0].set(ylabel=f"rank-{k} error", yscale="log")
+    axes[1].set_xlim(0, 1)
+    axes[0].legend(loc="lower left", fontsize=9)
+    fig.suptitle(f"all-MiniLM-L6-v2, n = {n}: which heads are low-rank?", fontsize=11.5)
     return fig

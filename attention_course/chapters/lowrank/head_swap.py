@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from ...core.attention import causal_mask, scaled_dot_product_attention
 
-__all__ = ["Transform", "rank_k_weights", "centred_rank_k_weights", "topk_weights", "uniform_weights",
+__all__ = ["Transform", "Attend", "rank_k_weights", "centred_rank_k_weights", "topk_weights", "uniform_weights",
            "tiny_forward_with", "bert_forward_with"]
 
 Transform = Callable[[torch.Tensor, int], torch.Tensor]  # (weights (B, h, T, S), layer) -> (B, h, T, S)
@@ -217,8 +217,11 @@ def tiny_forward_with(model: Any, tokens: torch.Tensor,
     return model.ln[-1](x) @ model.W_U  # (B, T, vocab_size)
 
 
-def bert_forward_with(weights: Any, input_ids: torch.Tensor,
-                      transform: Optional[Transform] = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], Optional[torch.Tensor]]  # (q, k, v, layer) -> z
+
+
+def bert_forward_with(weights: Any, input_ids: torch.Tensor, transform: Optional[Transform] = None,
+                      attend: Optional[Attend] = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     r"""Hidden states of a BERT encoder with each layer's attention weights transformed.
 
     The same computation as :func:`~attention_course.models.encoder.bert_encode` (post-LN,
@@ -229,6 +232,10 @@ def bert_forward_with(weights: Any, input_ids: torch.Tensor,
     weights : :class:`~attention_course.models.encoder.BertWeights`
     input_ids : torch.LongTensor, shape (B, T), no padding
     transform : callable ``(weights (B, h, T, T), layer) -> (B, h, T, T)``, optional
+    attend : callable ``(q, k, v, layer) -> z (B, h, T, d_v)`` or ``None``, optional
+        Replaces a layer's whole attention output, computed from its own queries, keys and
+        values (each ``(B, h, T, d_k)``), e.g. by an efficient approximation; returning
+        ``None`` keeps exact attention (with ``transform``) in that layer.
 
     Returns
     -------
@@ -261,7 +268,8 @@ def bert_forward_with(weights: Any, input_ids: torch.Tensor,
         q, k, v = ((x @ W + b).view(B, T, h, -1).transpose(1, 2)
                    for W, b in ((L.W_q, L.b_q), (L.W_k, L.b_k), (L.W_v, L.b_v)))  # each (B, h, T, d_k)
         _, w = scaled_dot_product_attention(q, k, v)  # (B, h, T, T), rows over the T keys
-        z = (transform(w, layer) @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, h d_v)
+        z = attend(q, k, v, layer) if attend is not None else None  # (B, h, T, d_v) or None
+        z = (transform(w, layer) @ v if z is None else z).transpose(1, 2).reshape(B, T, -1)  # (B, T, h d_v)
         x = F.layer_norm(x + z @ L.W_o + L.b_o, (d,), L.ln1_weight, L.ln1_bias, eps)  # (B, T, d)
         ff = F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # (B, T, d)
         x = F.layer_norm(x + ff, (d,), L.ln2_weight, L.ln2_bias, eps)  # (B, T, d)

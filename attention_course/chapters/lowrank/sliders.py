@@ -1,4 +1,9 @@
-r"""Chapter 3's flagged sliders for the ``low-rank-real`` and ``efficient-attention`` verdicts.
+r"""Chapter 3's flagged sliders for the ``low-rank-real``, ``efficient-attention`` and
+``structure-implies-low-rank`` verdicts.
+
+* :func:`rank_grid_explorer`: pick a head width :math:`d_k` and see the centred rank-32 error of
+  Gaussian attention against the logit standard deviation (the stored grid of
+  ``lowrank-run --verdicts``); the flag sits at the first width that fails at MiniLM's sharpness.
 
 * :func:`rank_length_explorer`: pick a MiniLM layer (1-6) and see each head's effective rank
   against the length :math:`n` (the chapter's stored length sweep), with the layer's median
@@ -42,10 +47,10 @@ from ...models.records import DATA_DIR
 from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
 from .baselines import layer_slopes, slope_split
 from .figures import method_family
-from .runs import STRUCTURE_DATA
+from .runs import STRUCTURE_DATA, load_verdicts
 from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
 
-__all__ = ["LENGTH_DATA", "efficient_structure_explorer", "load_length_sweep", "load_structure_sweep", "rank_length_explorer", "lowrank_explorer"]
+__all__ = ["LENGTH_DATA", "efficient_structure_explorer", "load_length_sweep", "load_structure_sweep", "rank_length_explorer", "lowrank_explorer", "rank_grid_explorer"]
 
 _DATA = DATA_DIR
 #: Chapter 3's stored long run (``python -m attention_course lowrank-run``); its ``length`` entry.
@@ -295,3 +300,64 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
                         start=betas.index(1.0) if 1.0 in betas else 0, control_label="inverse temperature β",
                         flip=flip, flip_note="rank-k and top-k errors cross: soft attention is low-rank, "
                                              "sharp attention sparse", verdict="low-rank")
+
+
+# ------------------------------------------------------------------ structure-implies-low-rank
+def rank_grid_explorer(verdicts: dict | None = None, level: float = 0.1) -> SliderFigure:
+    r"""Chapter 3: pick a head width :math:`d_k`; see the centred rank-32 error of Gaussian attention against :math:`\beta`.
+
+    Each frame is one row of the stored :math:`(d_k, \beta)` grid
+    (:func:`~attention_course.chapters.lowrank.rank_grid.centred_error_grid`, ``lowrank-run --verdicts``):
+    the mean over seeds and the seeds' range, the 0.1 line, and the sharpness of MiniLM's heads.
+    The flag sits at the first width whose error at that sharpness is ``level`` or more.
+
+    Examples
+    --------
+    >>> fig = rank_grid_explorer()
+    >>> fig.labels[0], fig.verdict, fig.labels[fig.flip]
+    ('d_k = 1', 'structure-implies-low-rank', 'd_k = 4')
+    """
+    v = load_verdicts() if verdicts is None else verdicts
+    cfg = v["config"]
+    d_ks, betas, b_tr = cfg["d_ks"], np.asarray(cfg["betas"], dtype=float), float(cfg["beta_trained"])
+    order = np.argsort(betas)
+    err = np.asarray(v["grid"]["error"], dtype=float)[:, :, order]  # (seeds, d_k, beta), beta increasing
+    b = betas[order]
+    mean, lo, hi = err.mean(axis=0), err.min(axis=0), err.max(axis=0)  # (d_k, beta)
+    j_tr = int(np.argmin(np.abs(b - b_tr)))
+    flip = next((i for i in range(len(d_ks)) if mean[i, j_tr] >= level), None)
+    frames = []
+    for i, d in enumerate(d_ks):
+        frames.append({"data": [
+            {"type": "scatter", "mode": "lines", "x": list(b) + list(b[::-1]), "y": list(hi[i]) + list(lo[i, ::-1]),
+             "fill": "toself", "fillcolor": "rgba(136,34,85,0.2)", "line": {"width": 0}, "name": "range over seeds",
+             "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines+markers", "x": list(b), "y": list(mean[i]), "name": "mean over seeds",
+             "line": {"color": method_color("svd"), "width": 3},
+             "hovertemplate": "β = %{x:.2f}: error %{y:.3f}<extra></extra>"},
+            {"type": "scatter", "mode": "lines", "x": [b[0], b[-1]], "y": [level, level], "name": f"error {level:g}",
+             "line": {"color": "#000000", "dash": "dot"}},
+            {"type": "scatter", "mode": "lines", "x": [b_tr, b_tr], "y": [0, 1], "name": "MiniLM's sharpness",
+             "line": {"color": method_color("nystrom"), "dash": "dash"}}],
+            "readout": (f"d_k = {d}: centred rank-{cfg['grid_k']} error {mean[i, j_tr]:.3f} at MiniLM's sharpness "
+                        f"β = {b_tr:.2f}, {mean[i, 0]:.3f} at β = {b[0]:g}; below {level:g} up to β = "
+                        + (f"{b[mean[i] < level].max():.2g}." if (mean[i] < level).any() else "none of the grid."))})
+    layout = {"height": 420, "margin": {"l": 60, "r": 10, "t": 50, "b": 45}, "font": _FONT,
+              "xaxis": {"type": "log", "title": {"text": "logit standard deviation β"}, **PLOTLY_AXIS},
+              "yaxis": {"range": [0, 1], "title": {"text": f"centred rank-{cfg['grid_k']} error"}, **PLOTLY_AXIS},
+              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(d_ks, mean[:, j_tr], "o-", color=method_color("svd"))
+        ax.axhline(level, color="0.3", ls=":")
+        ax.set(xscale="log", xlabel="head width d_k", ylabel=f"centred rank-{cfg['grid_k']} error",
+               title=f"Gaussian attention at MiniLM's sharpness (β = {b_tr:.2f})")
+        ax.set_xticks(d_ks, [str(d) for d in d_ks])
+
+    note = (f"from d_k = {d_ks[flip]} on, rank {cfg['grid_k']} misses {level:g} or more of the centred matrix at "
+            "MiniLM's sharpness") if flip is not None else ""
+    return SliderFigure("ix-lowrank-grid", "Pick a head width: how low-rank is its attention as it sharpens?",
+                        [f"d_k = {d}" for d in d_ks], frames, layout, static_fallback(draw, (6.4, 3.0)),
+                        "Centred rank-32 error of Gaussian attention at MiniLM's sharpness against the head width: "
+                        "near 0 for widths 1 and 2, rising above 0.1 from width 4.", start=len(d_ks) - 2,
+                        control_label="head width d_k", flip=flip, flip_note=note, verdict="structure-implies-low-rank")
