@@ -283,7 +283,9 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
               "yaxis2": {"domain": [0.45, 1], "anchor": "x2", "type": "log", "title": {"text": "σ<sub>i</sub>"}},
               "xaxis3": {"domain": [0, 1], "anchor": "y3", "title": {"text": "inverse temperature β"}},
               "yaxis3": {"domain": [0, 0.32], "anchor": "x3", "title": {"text": "relative error"}},
-              "legend": {"orientation": "h", "y": 0.36, "x": 0.5}}
+              # inside the lower panel's empty top-right corner, clear of the upper panel's axis title
+              "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 0.32, "yanchor": "top",
+                         "bgcolor": "rgba(255,255,255,0.8)"}}
 
     def draw(fig, ax):
         ax.plot(sweep["beta"], sweep["svd_error"], "o-", color="#882255", label=f"best rank-{k}")
