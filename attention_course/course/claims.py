@@ -98,6 +98,12 @@ class Claim:
         Over how many seeds, inputs or sizes the verdict holds, with the spread: a
         format string over glue names like ``evidence``, or words such as
         ``"deterministic: closed form, float64"`` where nothing is random.
+    title, summary, details : str
+        The verdict box's title (the claim in at most about ten words), its body (at most 60
+        words, a format string over glue names) and optional collapsed details (markdown).
+    experiment, control, decision : str
+        Stated before the deciding run: the one deciding experiment, its matched control or
+        baseline, and which result gives each verdict. Plain text.
 
     The chapter's verdict box shows the last three, right after its ``:name:``
     line, as :func:`attention_course.course.verdicts.box_fields_markdown` writes them.
@@ -114,6 +120,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    title: str = ""
+    summary: str = ""
+    details: str = ""
+    experiment: str = ""
+    control: str = ""
+    decision: str = ""
 
     @property
     def label(self) -> str:
