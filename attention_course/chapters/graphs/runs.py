@@ -66,7 +66,7 @@ from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched",
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched",
            "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
 
 #: The full run of chapter 5, shipped with the package.
@@ -513,6 +513,59 @@ def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
     return {"sentences": list(sentences),
             "miss": np.round(topology_rule.rule_miss(rule, held_maps, held_ids), digits).tolist(),
             "uniform": np.round(topology_rule.uniform_miss(held_maps), digits).tolist()}
+
+
+#: Chapter 5's rule comparison (``python -m attention_course topology-rules``).
+RULES_DATA = DATA_DIR / "topology_rules.json"
+
+
+def rules_data(sentences: Sequence[str], digits: int = 4) -> dict:
+    """Every rule of :data:`~attention_course.chapters.graphs.topology_rule.RULES` fitted to each MiniLM head.
+
+    Fitted on each sentence and three shuffles, scored on two held-out shuffles, as
+    :func:`rule_miss_data`. Returns ``{"sentences", "uniform", "rules": {name: miss}}``, each miss a
+    list of 72 (layer-major): the weight the rule misplaces (mean total variation over rows).
+    """
+    tokenizer, _ = load_minilm()
+    weights = minilm_weights()
+    (fit_ids, fit_maps), (held_ids, held_maps) = topology_rule.held_out_shuffles(
+        lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
+    rules = {}
+    for name, parts in topology_rule.RULES.items():
+        rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids, parts=parts)
+        rules[name] = np.round(topology_rule.rule_miss(rule, held_maps, held_ids), digits).tolist()
+    return {"sentences": list(sentences), "uniform": np.round(topology_rule.uniform_miss(held_maps), digits).tolist(),
+            "rules": rules}
+
+
+def load_rules(path: Union[str, Path] = RULES_DATA) -> dict:
+    """Read the stored rule comparison: ``{"sentences", "uniform", "rules": {name: 72 misses}}``.
+
+    Examples
+    --------
+    >>> doc = load_rules()
+    >>> sorted(doc["rules"])[0], len(doc["uniform"])
+    ('key token', 72)
+    """
+    return json.loads(Path(path).read_text())
+
+
+class _RulesCommand:
+    """``python -m attention_course topology-rules``: write :func:`rules_data` to :data:`RULES_DATA`."""
+
+    @staticmethod
+    def add_arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--out", default=str(RULES_DATA), help="JSON file to write (default: the shipped one)")
+
+    @staticmethod
+    def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+        sentences = json.loads(Path(RULE_DATA).read_text())["sentences"]  # chapter 5's four sentences
+        write_json(rules_data(sentences), Path(args.out))
+        return 0
+
+
+#: The ``topology-rules`` command (minutes: five rules x 72 heads, L-BFGS).
+TOPOLOGY_RULES = _RulesCommand()
 
 
 def write_rule_miss(sentences: Optional[Sequence[str]] = None, path: Path = RULE_DATA) -> dict:
