@@ -67,7 +67,7 @@ from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 
 __all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched",
-           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
+           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
 
 #: The full run of chapter 5, shipped with the package.
 STORED_RUN = DATA_DIR / "composition.json"
@@ -489,6 +489,8 @@ RULE_DATA = DATA_DIR / "slider_rule_miss.json"
 
 
 PROBE_DATA = DATA_DIR / "slider_depth_probe.json"
+#: The neighbours chapter 5's word probes read: two and one words before, one and two after.
+PROBE_OFFSETS = (-2, -1, 1, 2)
 
 
 #: Chapter 5's random stacks: keyword arguments of :func:`attention_course.chapters.graphs.collapse.attention_stack`.
@@ -580,8 +582,8 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
 
     Random stacks (:data:`PROBE_STACKS`; 100 sequences, 75 to fit, 25 to score, the last with the
     identity mask) per seed, guessing each sequence's commonest label (seed 0's held-out
-    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit),
-    each (own, previous, next) x 7 layers.
+    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit):
+    the word at each of :data:`PROBE_OFFSETS` read from a word's state, x 7 layers.
     """
     layers = list(range(max_depth + 1))
     acc = depth_probe.stack_probe_curves(PROBE_STACKS, layers, n_seq=100, n_train=75, seeds=seeds,
@@ -595,7 +597,8 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
     for name, weights in (("MiniLM", W), ("scrambled", scrambled_weights(W, seed=0))):
         with torch.no_grad():
             states = [h.numpy() for h in bert_encode(weights, ids).hidden_states]  # 7 x (160, n, 384)
-        mini[name] = np.round(depth_probe.encoder_probe(states, ids.numpy(), n_train=120), digits).tolist()
+        mini[name] = np.round(depth_probe.encoder_probe(states, ids.numpy(), n_train=120, offsets=PROBE_OFFSETS,
+                                                        words=range(1, 11)), digits).tolist()  # (4, 7)
     return {"layers": layers, "stacks": {k: np.round(v, digits).tolist() for k, v in acc.items()},
             "chance": round(commonest, 6), "n_test_tokens": 25 * 16, "minilm": mini}
 
