@@ -30,6 +30,9 @@ heads-run
 composition-run
     Chapter 5's composition run: k-hop pointer chasing learned by models of L
     layers, over seeds. See :mod:`attention_course.chapters.graphs.runs`.
+topology-rules
+    Chapter 5's rule comparison: five rules fitted to every MiniLM head, scored on held-out
+    shuffles. See ``TOPOLOGY_RULES`` in :mod:`attention_course.chapters.graphs.runs`.
 scaling-causes
     Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
     times smaller. See ``CAUSES`` in :mod:`attention_course.chapters.scaling.init_vs_step`.
@@ -120,6 +123,13 @@ COMMANDS = {
         "Train the tiny transformer on k-hop pointer chasing (the edges of a random cycle, then a start node; "
         "answer the node k links on) for every k, depth L and seed, and write held-out accuracies as JSON "
         "(default: attention_course/data/composition.json; minutes).",
+    ),
+    "topology-rules": Command(
+        ".chapters.graphs.runs:TOPOLOGY_RULES",
+        "chapter 5's rule comparison: which rule places each MiniLM head's weight",
+        "Fit five rules (uniform; key token; position + offset; key token + position + offset; query token x key "
+        "token + offset) to every head of all-MiniLM-L6-v2 on four sentences and three shuffles each, and write the "
+        "weight each misplaces on two held-out shuffles as JSON (default: attention_course/data/topology_rules.json; minutes).",
     ),
     "scaling-causes": Command(
         ".chapters.scaling.init_vs_step:CAUSES",

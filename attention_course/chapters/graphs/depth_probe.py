@@ -145,7 +145,8 @@ def template_sentences(n: int, seed: int) -> list[str]:
     return [" ".join(str(rng.choice(words)) for words in slots) + "." for _ in range(n)]
 
 
-def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Sequence[int] = (0, -1, 1)) -> np.ndarray:
+def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Sequence[int] = (0, -1, 1),
+                  words: Optional[Sequence[int]] = None) -> np.ndarray:
     """Probe accuracy for the token ``offset`` places away, read from each layer's states.
 
     Parameters
@@ -158,11 +159,14 @@ def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Se
     n_train : int
         Sequences that fit the probe; the rest score it.
     offsets : the token read from position i's state is i + offset (0: its own token).
+    words : positions of the words, optional
+        With it, an offset reads only from positions ``i`` with ``i`` and ``i + offset`` both in
+        ``words`` (neither ``[CLS]``, ``[SEP]`` nor punctuation is read or read from). Without it,
+        every position 1..n-2 is read from and every target is a real token (even ``[CLS]`` at -1).
 
     Returns
     -------
-    numpy.ndarray, shape (len(offsets), len(hidden)): held-out accuracy over the word positions
-    1..n-2 (every target, even ``[CLS]`` at offset -1, is a real token).
+    numpy.ndarray, shape (len(offsets), len(hidden)): held-out accuracy.
 
     Examples
     --------
@@ -170,15 +174,29 @@ def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Se
     >>> states = np.eye(5)[ids]  # (30, 6, 5): each state is its own one-hot token
     >>> encoder_probe([states], ids, n_train=20).round(1).tolist()  # own: read; neighbours: not
     [[1.0], [0.2], [0.3]]
+    >>> both = np.concatenate([states, np.roll(states, 1, axis=1)], axis=-1)  # own and previous token
+    >>> encoder_probe([both], ids, n_train=20, offsets=(-1, 1), words=range(1, 5)).round(1).tolist()
+    [[1.0], [0.2]]
     """
     y = np.asarray(to_numpy(ids))
     N, n = y.shape
-    words = np.arange(1, n - 1)  # (n - 2,) the positions read
-    targets = np.stack([y[:, words + offset].reshape(-1) for offset in offsets], axis=1)  # (N (n - 2), K)
     acc = np.zeros((len(offsets), len(hidden)))
-    for layer, h in enumerate(hidden):
-        X = to_numpy(h).astype(float)[:, words].reshape(N * len(words), -1)  # (N (n - 2), d)
-        acc[:, layer] = probe_accuracy(X, targets, n_train * len(words))
+    if words is None:
+        read = {o: np.arange(1, n - 1) for o in offsets}  # (n - 2,) the positions read
+    else:
+        kept = set(int(w) for w in words)
+        read = {o: np.array([i for i in sorted(kept) if i + o in kept]) for o in offsets}
+    groups: dict = {}
+    for o in offsets:  # offsets that read from the same positions share one factorisation
+        groups.setdefault(tuple(read[o]), []).append(o)
+    for pos, group in groups.items():
+        pos = np.array(pos)
+        targets = np.stack([y[:, pos + o].reshape(-1) for o in group], axis=1)  # (N len(pos), K)
+        for layer, h in enumerate(hidden):
+            X = to_numpy(h).astype(float)[:, pos].reshape(N * len(pos), -1)  # (N len(pos), d)
+            a = probe_accuracy(X, targets, n_train * len(pos))
+            for o, v in zip(group, a):
+                acc[list(offsets).index(o), layer] = v
     return acc
 
 

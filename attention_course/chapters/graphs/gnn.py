@@ -27,7 +27,7 @@ from ...core._backend import Array, ShapeError, to_numpy
 from .propagation import _square
 
 __all__ = [
-    "gcn_normalise", "gat_scores", "gatv2_scores", "dot_product_scores", "top_neighbour",
+    "shared_top_key", "gcn_normalise", "gat_scores", "gatv2_scores", "dot_product_scores", "top_neighbour",
     "ranking_comparison", "shared_top_fraction",
 ]
 
@@ -183,3 +183,38 @@ def shared_top_fraction(
         for name, e in ranking_comparison(n_nodes, d, seed=seed + t).items():
             counts[name] += len(set(top_neighbour(e).tolist())) == 1
     return {name: c / n_graphs for name, c in counts.items()}
+
+
+def shared_top_key(weights: Array) -> np.ndarray:
+    r"""Per head, the share of queries whose top key is the head's most common top key.
+
+    For a head with weights :math:`\alpha` (rows = queries), let :math:`t_i = \arg\max_j \alpha_{ij}`;
+    the share is :math:`\max_c \frac1T \#\{i : t_i = c\}`. A GAT head scores 1 on every
+    input, since its ranking of the senders is the same for every receiver (static attention);
+    a head that ranks keys query by query scores lower. The argmax, and so the share, does
+    not move under any change that leaves the weights as they are (scaling q by a and k by
+    1/a, adding one vector to every key) and permuting heads permutes the shares.
+
+    Parameters
+    ----------
+    weights : array, shape (..., T, S)
+        Attention rows; the leading axes are heads (for instance (layers, heads)).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...): one share per head, in [1/T, 1].
+
+    Examples
+    --------
+    >>> w = np.array([[[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]])  # (1 head, T = 3, S = 3)
+    >>> shared_top_key(w).round(3).tolist()
+    [0.667]
+    """
+    w = to_numpy(weights)
+    if w.ndim < 2:
+        raise ShapeError(f"weights has shape {w.shape}; expected (..., T, S)")
+    top = w.argmax(axis=-1)  # (..., T)
+    flat = top.reshape(-1, top.shape[-1])  # (heads, T)
+    counts = np.array([np.bincount(row, minlength=w.shape[-1]).max() for row in flat])  # (heads,)
+    return (counts / top.shape[-1]).reshape(top.shape[:-1])
+

@@ -32,6 +32,12 @@ to ``attention_course/data/composition.json``;
 :func:`load_runs` reads them back and :func:`summarise` gives the mean, min and max
 over seeds. :func:`live_run` is the reduced run a notebook can afford.
 
+**Matched heads and parameters** (``composition-run --matched``, :func:`matched_study`): one layer
+with ``H`` heads against two layers with ``H / 2`` heads each, every head of the same width
+``d_k``, so that both have the same parameters; each run stops once its held-out accuracy
+reaches 0.99, and its held-out loss and accuracy every 250 steps are the convergence curve
+(:func:`run_matched`, :func:`converged`). Stored in ``attention_course/data/composition_matched.json``.
+
 The data of two sliders are written here too: the fixed rule's miss per head
 (:func:`rule_miss_data`, :data:`RULE_DATA`) and the linear probes through random stacks
 (:func:`probe_data`, :data:`PROBE_DATA`).
@@ -60,7 +66,8 @@ from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 
-__all__ = ["STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched",
+           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
 
 #: The full run of chapter 5, shipped with the package.
 STORED_RUN = DATA_DIR / "composition.json"
@@ -68,6 +75,12 @@ STORED_RUN = DATA_DIR / "composition.json"
 SETTINGS = {"n_nodes": 8, "d_model": 64, "n_heads": 4, "lr": 3e-3, "batch_size": 64}
 #: Seed of the held-out batch; the maps themselves are held out by :func:`map_split`.
 HELD_OUT_SEED = 12345
+#: The matched run (``composition-run --matched``), shipped with the package.
+MATCHED_RUN = DATA_DIR / "composition_matched.json"
+#: Its grid, as pre-registered in the ledger: (n_nodes, n_layers, heads per layer).
+MATCHED_GRID = [(8, 1, 4), (8, 2, 2)]
+#: Exploratory configurations, run on the first seed only (they do not decide).
+MATCHED_EXTRA = [(8, 1, 16)]
 
 
 def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int = 2000,
@@ -267,6 +280,144 @@ def _baselines(hops: Iterable[int], n_nodes: int, eval_size: int) -> dict:
     return out
 
 
+# ------------------------------------------------------------------ matched heads and parameters
+class _Stop(Exception):
+    """Raised by :func:`run_matched`'s callback to end training early."""
+
+
+def run_matched(n_nodes: int, n_layers: int, n_heads: int, seed: int, max_steps: int = 3000,
+                d_k: int = 16, d_model: int = 64, lr: float = 3e-3, batch_size: int = 64, hops: int = 2,
+                check_every: int = 250, check_size: int = 500, stop_at: float = 0.99,
+                eval_size: int = 2000) -> dict:
+    r"""Train one model of ``n_layers`` x ``n_heads`` heads of width ``d_k`` on ``k = hops``; stop at ``stop_at``.
+
+    Every ``check_every`` steps the held-out accuracy and loss on ``check_size`` sequences (seed
+    ``HELD_OUT_SEED + 1``) are recorded; training stops after the first check that reaches
+    ``stop_at``, or after ``max_steps``. The final scores use ``eval_size`` other held-out
+    sequences (seed ``HELD_OUT_SEED``). Heads of a fixed width make ``1 x 2h`` and ``2 x h``
+    models the same size: attention has :math:`4\, d_{model}\, h\, d_k` weights per layer.
+
+    Returns
+    -------
+    dict with ``n_nodes, n_layers, n_heads, seed, steps`` (the updates made), ``parameters``,
+    ``accuracy``, ``held_out_loss``, ``checks`` (steps), ``check_accuracy`` and ``check_loss``
+    (one per check) and ``seconds``.
+
+    Examples
+    --------
+    >>> r = run_matched(8, 1, 2, seed=0, max_steps=4, d_k=4, d_model=8, check_every=2, check_size=50,
+    ...                 eval_size=50)
+    >>> r["steps"], r["checks"], 0.0 <= r["accuracy"] <= 1.0
+    (4, [0, 2, 4], True)
+    """
+    start = time.perf_counter()
+    task = PointerChasingTask(n_nodes, hops, "train")
+    held_out = PointerChasingTask(n_nodes, hops, "test")
+    config = ModelConfig(vocab_size=task.vocab_size, max_len=task.seq_len, d_model=d_model,
+                         n_heads=n_heads, n_layers=n_layers, d_k=d_k)
+    model = TinyTransformer(config, seed=seed)
+    record = {"checks": [], "check_accuracy": [], "check_loss": []}
+
+    def check(step: int, m: TinyTransformer, weights) -> None:
+        if step % check_every and step < max_steps:
+            return
+        record["checks"].append(step)
+        record["check_accuracy"].append(round(accuracy(m, held_out, check_size, HELD_OUT_SEED + 1), 4))
+        with torch.no_grad():
+            record["check_loss"].append(round(evaluate_loss(m, held_out, check_size, HELD_OUT_SEED + 1), 4))
+        if step and record["check_accuracy"][-1] >= stop_at:
+            raise _Stop
+
+    try:
+        train(model, task, steps=max_steps, seed=seed, lr=lr, batch_size=batch_size, callback=check)
+    except _Stop:
+        pass
+    model.eval()
+    return {"n_nodes": n_nodes, "n_layers": n_layers, "n_heads": n_heads, "seed": seed, "hops": hops,
+            "steps": record["checks"][-1], "parameters": sum(p.numel() for p in model.parameters()),
+            "accuracy": round(accuracy(model, held_out, eval_size), 4),
+            "held_out_loss": round(evaluate_loss(model, held_out, batch_size=eval_size), 4),
+            **record, "seconds": round(time.perf_counter() - start, 2)}
+
+
+def converged(run: Mapping, window: int = 1000, tol: float = 0.05, stop_at: float = 0.99) -> bool:
+    """Whether a matched run ended flat: it reached ``stop_at``, or its held-out loss fell by less
+    than ``tol`` (relative) over its last ``window`` steps (the ledger's pre-registered rule).
+
+    Examples
+    --------
+    >>> converged({"checks": [0, 500, 1000], "check_loss": [2.0, 1.0, 0.98], "check_accuracy": [0, .5, .5]},
+    ...           window=500)
+    True
+    >>> converged({"checks": [0, 500, 1000], "check_loss": [2.0, 1.5, 1.0], "check_accuracy": [0, .3, .6]},
+    ...           window=500)
+    False
+    """
+    if run["check_accuracy"][-1] >= stop_at:
+        return True
+    checks, loss = np.asarray(run["checks"]), np.asarray(run["check_loss"])
+    before = loss[checks <= checks[-1] - window]
+    if not before.size:
+        return False
+    return bool(before[-1] - loss[-1] < tol * before[-1])
+
+
+def fewest_heads(runs: Iterable[Mapping], n_nodes: int, n_layers: int, threshold: float = 0.9) -> Optional[int]:
+    """The fewest heads in total (``n_layers * n_heads``) with which **every** seed reaches ``threshold``.
+
+    Examples
+    --------
+    >>> runs = [{"n_nodes": 8, "n_layers": 1, "n_heads": h, "accuracy": a} for h, a in [(4, .5), (8, .95), (16, 1.)]]
+    >>> fewest_heads(runs, 8, 1), fewest_heads(runs, 16, 1)
+    (8, None)
+    """
+    ok: dict = {}
+    for r in runs:
+        if r["n_nodes"] == n_nodes and r["n_layers"] == n_layers:
+            H = r["n_layers"] * r["n_heads"]
+            ok[H] = ok.get(H, True) and r["accuracy"] >= threshold
+    passing = [H for H, good in sorted(ok.items()) if good]
+    return passing[0] if passing else None
+
+
+def matched_study(grid: Sequence[tuple], seeds: Iterable[int], max_steps: int = 3000, jobs: int = 1,
+                  extra: Sequence[tuple] = (),
+                  progress: bool = True, out: Optional[Path] = None, meta: Optional[dict] = None,
+                  **settings) -> list[dict]:
+    """:func:`run_matched` for every ``(n, L, h)`` of ``grid`` and seed (and of ``extra`` on the first seed); with ``out``, the JSON is
+    rewritten after every finished run (so an interrupted run keeps what it finished)."""
+    seeds = list(seeds)
+    jobs_list = [(n, L, h, s) for (n, L, h) in grid for s in seeds] + [(n, L, h, seeds[0]) for (n, L, h) in extra]
+    done: dict = {}
+
+    def save() -> None:
+        if out is not None:
+            runs = [done[j] for j in jobs_list if j in done]
+            write_json({"schema_version": 1, "meta": meta or {},
+                        "settings": {"max_steps": max_steps, **settings}, "runs": runs}, out)
+
+    if jobs <= 1:
+        for j in _progress(jobs_list, "matched (n, L, h, seed)", progress, len(jobs_list)):
+            done[j] = run_matched(*j, max_steps=max_steps, **settings)
+            save()
+    else:
+        order = sorted(jobs_list, key=lambda j: -(j[0] ** 2) * j[1] * j[2])  # largest first
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(run_matched, *j, max_steps=max_steps, **settings): j for j in order}
+            for future in _progress(as_completed(futures), "matched (n, L, h, seed)", progress, len(jobs_list)):
+                done[futures[future]] = future.result()
+                save()
+    return [done[j] for j in jobs_list]
+
+
+def load_matched(path: Union[str, Path] = MATCHED_RUN) -> dict:
+    """Read the matched run: ``{"schema_version": 1, "meta", "settings", "runs": [...]}``."""
+    doc = json.loads(Path(path).read_text())
+    if doc.get("schema_version") != 1:
+        raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
+    return doc
+
+
 # ------------------------------------------------------------------ command line
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's arguments."""
@@ -280,6 +431,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--every", type=int, default=50, help="average the training curves over this many steps")
     p.add_argument("--eval-size", type=int, default=2000, help="held-out sequences per model")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--matched", action="store_true",
+                   help="the matched run instead: 1 layer x h heads against 2 layers x h/2 (MATCHED_GRID), "
+                        "written to composition_matched.json unless --out is given")
+    p.add_argument("--max-steps", type=int, default=3000, help="--matched: most AdamW steps per run")
     for name, value in SETTINGS.items():
         p.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"default {value}")
 
@@ -292,6 +447,17 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             "arguments": arguments}
     if len(args.steps) not in (1, len(args.hops)):
         parser.error(f"--steps has {len(args.steps)} values; expected 1 or one per k ({len(args.hops)})")
+    if args.matched:
+        out = MATCHED_RUN if args.out == str(STORED_RUN) else Path(args.out)
+        meta["command"] += " --matched"
+        wall = time.perf_counter()
+        runs = matched_study(MATCHED_GRID, args.seeds, max_steps=args.max_steps, jobs=args.jobs, extra=MATCHED_EXTRA,
+                             progress=not args.quiet, out=out, meta=meta, eval_size=args.eval_size)
+        meta.update(wall_seconds=round(time.perf_counter() - wall, 1), run_seconds=round(sum(r["seconds"] for r in runs), 1))
+        write_json({"schema_version": 1, "meta": meta, "settings": {"max_steps": args.max_steps,
+                    "eval_size": args.eval_size, "d_k": 16, "d_model": 64, "lr": 3e-3, "batch_size": 64},
+                    "runs": runs}, out)
+        return 0
     steps = dict(zip(args.hops, args.steps * len(args.hops) if len(args.steps) == 1 else args.steps))
     wall = time.perf_counter()
     runs = composition_study(args.hops, args.layers, args.seeds, steps, progress=not args.quiet,
@@ -323,6 +489,8 @@ RULE_DATA = DATA_DIR / "slider_rule_miss.json"
 
 
 PROBE_DATA = DATA_DIR / "slider_depth_probe.json"
+#: The neighbours chapter 5's word probes read: two and one words before, one and two after.
+PROBE_OFFSETS = (-2, -1, 1, 2)
 
 
 #: Chapter 5's random stacks: keyword arguments of :func:`attention_course.chapters.graphs.collapse.attention_stack`.
@@ -349,6 +517,59 @@ def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
             "uniform": np.round(topology_rule.uniform_miss(held_maps), digits).tolist()}
 
 
+#: Chapter 5's rule comparison (``python -m attention_course topology-rules``).
+RULES_DATA = DATA_DIR / "topology_rules.json"
+
+
+def rules_data(sentences: Sequence[str], digits: int = 4) -> dict:
+    """Every rule of :data:`~attention_course.chapters.graphs.topology_rule.RULES` fitted to each MiniLM head.
+
+    Fitted on each sentence and three shuffles, scored on two held-out shuffles, as
+    :func:`rule_miss_data`. Returns ``{"sentences", "uniform", "rules": {name: miss}}``, each miss a
+    list of 72 (layer-major): the weight the rule misplaces (mean total variation over rows).
+    """
+    tokenizer, _ = load_minilm()
+    weights = minilm_weights()
+    (fit_ids, fit_maps), (held_ids, held_maps) = topology_rule.held_out_shuffles(
+        lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
+    rules = {}
+    for name, parts in topology_rule.RULES.items():
+        rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids, parts=parts)
+        rules[name] = np.round(topology_rule.rule_miss(rule, held_maps, held_ids), digits).tolist()
+    return {"sentences": list(sentences), "uniform": np.round(topology_rule.uniform_miss(held_maps), digits).tolist(),
+            "rules": rules}
+
+
+def load_rules(path: Union[str, Path] = RULES_DATA) -> dict:
+    """Read the stored rule comparison: ``{"sentences", "uniform", "rules": {name: 72 misses}}``.
+
+    Examples
+    --------
+    >>> doc = load_rules()
+    >>> sorted(doc["rules"])[0], len(doc["uniform"])
+    ('key token', 72)
+    """
+    return json.loads(Path(path).read_text())
+
+
+class _RulesCommand:
+    """``python -m attention_course topology-rules``: write :func:`rules_data` to :data:`RULES_DATA`."""
+
+    @staticmethod
+    def add_arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--out", default=str(RULES_DATA), help="JSON file to write (default: the shipped one)")
+
+    @staticmethod
+    def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+        sentences = json.loads(Path(RULE_DATA).read_text())["sentences"]  # chapter 5's four sentences
+        write_json(rules_data(sentences), Path(args.out))
+        return 0
+
+
+#: The ``topology-rules`` command (minutes: five rules x 72 heads, L-BFGS).
+TOPOLOGY_RULES = _RulesCommand()
+
+
 def write_rule_miss(sentences: Optional[Sequence[str]] = None, path: Path = RULE_DATA) -> dict:
     """Store :func:`rule_miss_data` at ``path``; ``sentences`` default to the stored ones (chapter 5's)."""
     sentences = json.loads(Path(path).read_text())["sentences"] if sentences is None else sentences
@@ -361,8 +582,8 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
 
     Random stacks (:data:`PROBE_STACKS`; 100 sequences, 75 to fit, 25 to score, the last with the
     identity mask) per seed, guessing each sequence's commonest label (seed 0's held-out
-    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit),
-    each (own, previous, next) x 7 layers.
+    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit):
+    the word at each of :data:`PROBE_OFFSETS` read from a word's state, x 7 layers.
     """
     layers = list(range(max_depth + 1))
     acc = depth_probe.stack_probe_curves(PROBE_STACKS, layers, n_seq=100, n_train=75, seeds=seeds,
@@ -376,7 +597,8 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
     for name, weights in (("MiniLM", W), ("scrambled", scrambled_weights(W, seed=0))):
         with torch.no_grad():
             states = [h.numpy() for h in bert_encode(weights, ids).hidden_states]  # 7 x (160, n, 384)
-        mini[name] = np.round(depth_probe.encoder_probe(states, ids.numpy(), n_train=120), digits).tolist()
+        mini[name] = np.round(depth_probe.encoder_probe(states, ids.numpy(), n_train=120, offsets=PROBE_OFFSETS,
+                                                        words=range(1, 11)), digits).tolist()  # (4, 7)
     return {"layers": layers, "stacks": {k: np.round(v, digits).tolist() for k, v in acc.items()},
             "chance": round(commonest, 6), "n_test_tokens": 25 * 16, "minilm": mini}
 

@@ -48,8 +48,8 @@ _DATA = DATA_DIR
 #: The probe accuracies of chapter 5 at every depth (regenerate:
 #: :func:`attention_course.chapters.graphs.runs.write_probe_data`).
 _COLORS = {"pure attention": "#D55E00", "+ skip": "#0072B2", "+ skip + MLP + LayerNorm": "#009E73",
-           "+ skip, no exchange": "#777777", "MiniLM, own": "#882255", "MiniLM, previous": "#CC79A7",
-           "MiniLM, next": "#E69F00", "scrambled, previous": "#BBBBBB"}
+           "+ skip, no exchange": "#777777", "MiniLM, previous word": "#CC79A7",
+           "MiniLM, next word": "#E69F00", "scrambled, previous word": "#BBBBBB"}
 
 
 # ------------------------------------------------------------------ learned-topology
@@ -221,11 +221,12 @@ def hops_explorer(summary: Mapping[tuple[int, int], Mapping[str, float]], n_node
 
     return SliderFigure("ix-graph-hops", "Add layers: reach under a band, and chained lookups",
                         [f"L = {L}" for L in layers], frames, layout, static_fallback(draw),
-                        "Held-out accuracy of k-hop pointer chasing against depth: one layer learns one hop, "
-                        "two layers learn two; deeper stacks and more hops were not trained.",
+                        "Held-out accuracy of k-hop pointer chasing against depth, 4 heads per layer: one layer "
+                        "learns one hop, two layers learn two; deeper stacks and more hops were not trained.",
                         start=0, control_label="layers L", flip=flip,
-                        flip_note="two layers chain two lookups on every seed (held-out accuracy at least 0.9); "
-                                  "one layer does not. Beyond two hops: not tested", verdict="l-hops")
+                        flip_note="with 4 heads per layer two layers chain two lookups on every seed (held-out "
+                                  "accuracy at least 0.9); one layer, with half the weights, does not in the same "
+                                  "steps. Beyond two hops: not tested", verdict="l-hops")
 
 
 # ------------------------------------------------------------------ depth-keeps-information
@@ -236,7 +237,7 @@ def load_probe_data(path: Path = PROBE_DATA) -> dict:
     --------
     >>> d = load_probe_data()
     >>> d["stacks"]["+ skip"].shape, d["minilm"]["MiniLM"].shape
-    ((3, 25), (3, 7))
+    ((3, 25), (4, 7))
     """
     with open(path, encoding="utf-8") as f:
         d = json.load(f)
@@ -248,8 +249,8 @@ def load_probe_data(path: Path = PROBE_DATA) -> dict:
 def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
     r"""Chapter 5: depth, and what a linear probe still reads back from each token's state.
 
-    Curves: the median over seeds of the own-label accuracy of each random stack, MiniLM's own,
-    previous and next token (layers 0-6) and its scrambled copy's previous token, against
+    Curves: the median over seeds of the own-label accuracy of each random stack, MiniLM's previous
+    and next word read from a word's state (layers 0-6) and its scrambled copy's previous word, against
     guessing; each frame marks the current depth. Flags: the depth at which each random stack
     falls to guessing (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`); the verdict's at
     the last of them.
@@ -266,7 +267,7 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
     if any(len(v) != len(layers) for v in med.values()):
         raise ValueError(f"stacks have {[len(v) for v in med.values()]} depths; expected {len(layers)}")
     mini = {f"{name}, {what}": np.asarray(d["minilm"][name], dtype=float)[r]
-            for name, rows in (("MiniLM", ((0, "own"), (1, "previous"), (2, "next"))), ("scrambled", ((1, "previous"),)))
+            for name, rows in (("MiniLM", ((1, "previous word"), (2, "next word"))), ("scrambled", ((1, "previous word"),)))
             for r, what in rows}  # (7,) each: embeddings, then layers 1-6
     random = [k for k in med if "no exchange" not in k]
     falls = {k: guess_depth(d["stacks"][k], chance, n_test) for k in random}
@@ -283,10 +284,11 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
                        "y": [v[L] for v in curves.values() if L < len(v)], "showlegend": False,
                        "marker": {"size": 10, "color": [_COLORS[k] for k, v in curves.items() if L < len(v)]}})
         stack = "; ".join(f"{k} {med[k][i]:.2f}" for k in med)
-        trained = (f" MiniLM after layer {L}: own token {mini['MiniLM, own'][L]:.2f}, previous "
-                   f"{mini['MiniLM, previous'][L]:.2f}, next {mini['MiniLM, next'][L]:.2f} (scrambled: previous "
-                   f"{mini['scrambled, previous'][L]:.2f})." if L < len(mini["MiniLM, own"]) else
-                   f" MiniLM has {len(mini['MiniLM, own']) - 1} layers.")
+        n_mini = len(mini["MiniLM, previous word"])
+        trained = (f" MiniLM after layer {L}: previous word {mini['MiniLM, previous word'][L]:.2f}, next word "
+                   f"{mini['MiniLM, next word'][L]:.2f} (scrambled: previous word "
+                   f"{mini['scrambled, previous word'][L]:.2f})." if L < n_mini else
+                   f" MiniLM has {n_mini - 1} layers.")
         frames.append({"data": traces, "readout": (
             f"Depth {L}: own label read back from random stacks (median of {np.asarray(d['stacks'][random[0]]).shape[0]} "
             f"seeds) — {stack}; guessing {chance:.2f} (within two standard errors: up to {line:.2f}).{trained}")})
@@ -310,9 +312,9 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
     return SliderFigure("ix-graph-probedepth", "Go deeper: what a probe still reads back",
                         [f"depth {L}" for L in layers], frames, layout, static_fallback(draw, (6.4, 4.8)),
                         "Linear-probe accuracy against depth: random stacks fall to guessing, without skips by "
-                        "layer 2, with skips by layer 16-17; MiniLM keeps each token through its six layers.",
+                        "layer 2, with skips by layer 16-17; in MiniLM the neighbouring words peak in the first layers and fade.",
                         start=0, control_label="depth", flip=falls[main] if main else None,
                         flip_note=(f"the last random stack ({main}) falls to guessing: depth alone keeps "
-                                   "nothing, only trained weights do") if main else "",
+                                   "nothing") if main else "",
                         more_flips=[(falls[k], f"{k}: the probe falls to guessing") for k in order[:-1]],
                         verdict="depth-keeps-information")

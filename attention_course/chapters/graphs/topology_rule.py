@@ -28,7 +28,7 @@ the first mass at which fewer than half of the heads are placed (chapter 5's ``l
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -41,7 +41,7 @@ from .topology import shuffle_overlap, shuffled_sentences
 #: e.g. ``lambda texts: encoder_maps(weights, tokenizer, texts)`` (:mod:`attention_course.models.perturb`).
 Encode = Callable[[Sequence[str]], tuple[list, list]]
 
-__all__ = ["overlap_study",
+__all__ = ["overlap_study", "RULE_PARTS", "RULES",
            "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap",
            "placed_counts", "rule_flip"]
 
@@ -123,26 +123,60 @@ def held_out_shuffles(
     return fit, held
 
 
+#: The feature parts a rule may use: the key's token, its position, its offset from the query, and the
+#: pair (query token, key token). Only ``"pair"`` lets the rule see the query's content.
+RULE_PARTS = ("token", "position", "offset", "pair")
+#: The rules chapter 5 compares (uniform attention is the floor): name -> parts.
+RULES = {"key token": ("token",), "position + offset": ("position", "offset"),
+         "key token + position + offset": ("token", "position", "offset"),
+         "query token x key token + offset": ("pair", "offset")}
+
+
 @dataclass(frozen=True)
 class FixedRule:
-    """Per-head scores for a key's token, its position and its offset (see the module docstring)."""
+    r"""Per-head scores for each feature part of a (query, key) pair (see the module docstring).
+
+    .. math::
+        \hat\alpha_{ij} = \operatorname{softmax}_j\big(\sum_{p \in \text{parts}} \theta_h[\phi_p(i, j)]\big),
+
+    with :math:`\phi_{token} = \text{token}_j`, :math:`\phi_{position} = j`, :math:`\phi_{offset} = j - i`
+    and :math:`\phi_{pair} = (\text{token}_i, \text{token}_j)`.
+    """
 
     token: dict  # token id -> column of ``theta``
     n_max: int  # the longest sequence seen: positions 0..n_max-1, offsets -(n_max-1)..n_max-1
-    theta: np.ndarray  # (H, V + n_max + 2 n_max - 1)
+    theta: np.ndarray  # (H, P): one column per feature
+    parts: tuple = ("token", "position", "offset")
+    pairs: dict = field(default_factory=dict)  # (query token, key token) -> column of ``theta``
+
+    def _starts(self) -> dict:
+        sizes = {"token": len(self.token), "position": self.n_max, "offset": 2 * self.n_max - 1,
+                 "pair": len(self.pairs)}
+        starts, at = {}, 0
+        for part in RULE_PARTS:
+            if part in self.parts:
+                starts[part], at = at, at + sizes[part]
+        return starts
 
     def features(self, ids: Sequence[int]) -> np.ndarray:
-        """One-hot features (n, n, P) of every (query i, key j) pair; an unseen token gets none."""
-        n, V = len(ids), len(self.token)
+        """One-hot features (n, n, P) of every (query i, key j) pair; an unseen token or pair gets none."""
+        n = len(ids)
         if n > self.n_max:
             raise ShapeError(f"a sequence of {n} tokens; the rule was fitted on at most {self.n_max}")
         F = np.zeros((n, n, self.theta.shape[1]))
         j = np.arange(n)
+        at = self._starts()
         known = [k for k, t in enumerate(ids) if t in self.token]  # keys whose token was seen
         for i in range(n):
-            F[i, known, [self.token[ids[k]] for k in known]] = 1.0  # the key's token
-            F[i, j, V + j] = 1.0  # the key's position
-            F[i, j, V + self.n_max + (j - i) + self.n_max - 1] = 1.0  # its offset from the query
+            if "token" in at:
+                F[i, known, [at["token"] + self.token[ids[k]] for k in known]] = 1.0  # the key's token
+            if "position" in at:
+                F[i, j, at["position"] + j] = 1.0  # the key's position
+            if "offset" in at:
+                F[i, j, at["offset"] + (j - i) + self.n_max - 1] = 1.0  # its offset from the query
+            if "pair" in at:
+                seen = [k for k in range(n) if (ids[i], ids[k]) in self.pairs]
+                F[i, seen, [at["pair"] + self.pairs[ids[i], ids[k]] for k in seen]] = 1.0  # (query, key) tokens
         return F
 
     def predict(self, ids: Sequence[int]) -> np.ndarray:
@@ -152,11 +186,10 @@ class FixedRule:
 
 
 def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge: float = 1e-3,
-                   max_iter: int = 200) -> FixedRule:
-    r"""Fit :class:`FixedRule` to every head at once: minimise the mean cross-entropy of the rows.
+                   max_iter: int = 200, parts: Sequence[str] = ("token", "position", "offset")) -> FixedRule:
+    r"""Fit :class:`FixedRule` with the feature ``parts`` to every head at once: minimise the mean cross-entropy.
 
     .. math::
-
         \min_\theta \; -\frac1N \sum_{\text{maps}} \sum_{i, j} \alpha_{ij} \log \hat\alpha_{ij}(\theta)
         + \lambda \|\theta\|^2,
 
@@ -166,6 +199,7 @@ def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge
     ----------
     maps : sequence of arrays, each (H, n, n), n may differ; rows sum to 1.
     ids : the token ids of each map's sequence, each of length n.
+    parts : a subset of :data:`RULE_PARTS`; the default cannot see the query's content.
 
     Examples
     --------
@@ -173,13 +207,25 @@ def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge
     >>> rule = fit_fixed_rule([prev[None]], [[5, 6, 7, 8]])
     >>> bool(rule_miss(rule, [prev[None]], [[8, 7, 6, 5]])[0] < 0.1)  # any words: same offsets
     True
+    >>> follow = np.eye(4)[[1, 1, 3, 3]]  # each query reads the key of a fixed partner word
+    >>> pair = fit_fixed_rule([follow[None]], [[5, 6, 7, 8]], parts=("pair",))
+    >>> bool(rule_miss(pair, [follow[None]], [[5, 6, 7, 8]])[0] < 0.1)
+    True
     """
     if len(maps) != len(ids) or not maps:
         raise ValueError(f"{len(maps)} maps and {len(ids)} id lists; expected the same, non-zero number")
+    unknown = set(parts) - set(RULE_PARTS)
+    if unknown or not parts:
+        raise ValueError(f"parts={tuple(parts)}; expected a non-empty subset of {RULE_PARTS}")
     vocab = sorted({t for seq in ids for t in seq})
+    pairs = sorted({(a, b) for seq in ids for a in seq for b in seq}) if "pair" in parts else []
     n_max = max(len(seq) for seq in ids)
     H = to_numpy(maps[0]).shape[0]
-    empty = FixedRule({t: c for c, t in enumerate(vocab)}, n_max, np.zeros((H, len(vocab) + 3 * n_max - 1)))
+    empty = FixedRule({t: c for c, t in enumerate(vocab)}, n_max, np.zeros((H, 0)), tuple(parts),
+                      {p: c for c, p in enumerate(pairs)})
+    width = sum({"token": len(vocab), "position": n_max, "offset": 2 * n_max - 1, "pair": len(pairs)}[p]
+                for p in set(parts))
+    empty = replace(empty, theta=np.zeros((H, width)))
     data = []
     for A, seq in zip(maps, ids):
         A = to_numpy(A).astype(float)
