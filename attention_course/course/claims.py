@@ -98,9 +98,21 @@ class Claim:
         Over how many seeds, inputs or sizes the verdict holds, with the spread: a
         format string over glue names like ``evidence``, or words such as
         ``"deterministic: closed form, float64"`` where nothing is random.
+    title : str
+        The claim in a few words; the verdict box's title is ``<title> — <verdict>``
+        (:func:`attention_course.course.verdict_boxes.box_title`), at most 20 words.
+    summary : str
+        The box's body, at most 60 words: the deciding number against its baseline and what
+        it means for a learner; a format string over glue names like ``evidence``.
+    experiment, control, decision : str
+        Stated before the deciding run (git shows the order): the one experiment that decides
+        the verdict, its matched control when it is not the baseline, and which result gives
+        *holds*, which *holds when* and which *wrong as stated*. Plain text.
+    details : str
+        Optional MyST for the collapsed "How this was tested" (inline-number roles allowed).
 
-    The chapter's verdict box shows the last three, right after its ``:name:``
-    line, as :func:`attention_course.course.verdicts.box_fields_markdown` writes them.
+    The chapter's verdict box is written from these fields by
+    :func:`attention_course.course.verdict_boxes.box_markdown`.
     """
 
     id: str
@@ -114,6 +126,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    title: str = ""
+    summary: str = ""
+    experiment: str = ""
+    control: str = ""
+    decision: str = ""
+    details: str = ""
 
     @property
     def label(self) -> str:
@@ -132,8 +150,8 @@ class Claim:
 
     @property
     def glue_names(self) -> tuple[str, ...]:
-        """Every glue name the claim uses: its evidence's, then its robustness's."""
-        return tuple(dict.fromkeys(self.evidence_names + self.robustness_names))
+        """Every glue name the claim uses: its evidence's, its robustness's, then its summary's."""
+        return tuple(dict.fromkeys(self.evidence_names + self.robustness_names + _field_names(self.summary)))
 
 
 def _field_names(fmt: str) -> tuple[str, ...]:
