@@ -26,6 +26,7 @@ from .circuits import (
 from .division import (
     TwoOffsetTask,
     field_losses,
+    keep_one_losses,
     keep_one_gains,
     single_ablation_rises,
     carried_relations,
@@ -109,6 +110,7 @@ __all__ = [
     "model_head_overlaps",
     "TwoOffsetTask",
     "field_losses",
+    "keep_one_losses",
     "keep_one_gains",
     "single_ablation_rises",
     "carried_relations",

@@ -49,4 +49,5 @@ def test_converged_compares_the_last_two_windows():
     flat = np.r_[np.linspace(4.0, 0.1, 700), np.full(600, 0.1)]
     assert HT.converged(flat) and not HT.converged(np.linspace(4.0, 0.1, 1300))
     assert not HT.converged(np.full(599, 0.1))  # shorter than two windows: not judged converged
-    assert HT.converged(np.r_[np.full(300, 0.13), np.full(300, 0.11)])  # 0.02 apart: within the tolerance
+    assert HT.converged(np.r_[np.full(300, 0.125), np.full(300, 0.11)])  # 0.015 apart: within the tolerance
+    assert not HT.converged(np.r_[np.full(300, 0.14), np.full(300, 0.11)])  # 0.03 apart: not yet
