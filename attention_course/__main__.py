@@ -26,7 +26,8 @@ vision-run
     :mod:`attention_course.chapters.lowrank.vision_runs`.
 heads-run
     Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
-    and heads at fixed width, over seeds. See :mod:`attention_course.chapters.heads.runs`.
+    heads at fixed width, the two-offset task (4 heads in one layer against one head), and
+    heads' subspaces before and after training, over seeds. See :mod:`attention_course.chapters.heads.runs`.
 composition-run
     Chapter 5's composition run: k-hop pointer chasing learned by models of L
     layers, over seeds. See :mod:`attention_course.chapters.graphs.runs`.
@@ -112,7 +113,7 @@ COMMANDS = {
     ),
     "heads-run": Command(
         ".chapters.heads.runs",
-        "chapter 4's long run: depth at equal steps, heads at fixed width, over seeds",
+        "chapter 4's long run: depth, heads at fixed width, division of two relations in one layer, over seeds",
         "Train the 2-layer model and its 1-layer control for the same number of steps over several seeds, and "
         "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
         "(default: attention_course/data/head_training.json; minutes).",

@@ -61,11 +61,14 @@ PREDICTIONS: dict = {
         (("1", 1, 2), ("2 to 7", 2, 8), ("8, full rank", 8, 9)),
         "The softmax of rank-1 logits has rank {value:.0f}: the exponential does not keep low rank."),
     "ix-predict-heads": Prediction(
-        "heads-specialise", "dep_loss1_mean",
-        "The induction task needs two heads in two layers. What held-out loss does a one-layer model "
-        "reach (a two-layer model reaches about 0.001; guessing is about 2.8)?",
-        (("below 0.1", 0, 0.1), ("0.1 to 1", 0.1, 1.0), ("above 1", 1.0, _INF)),
-        "The one-layer model stays at {value:.2f}, near guessing: the circuit needs both layers."),
+        "heads-specialise", "div_loss1_mean",
+        "Each output of the two-offset task needs the previous token and the token three back. One layer "
+        "with a single head of width 32 trains as long as one with four heads of width 8. What held-out loss "
+        "does the single head reach (knowing nothing: ln 64 = 4.16 nats; one digit right, the other guessed: "
+        "ln 8 = 2.08)?",
+        (("below 0.1: it solves the task", 0, 0.1), ("0.1 to 1: partly", 0.1, 1.0),
+         ("above 1: it cannot look at both places", 1.0, _INF)),
+        "A single head of width 32 stays at {value:.2f} nats on average over the stored seeds."),
     "ix-predict-graph": Prediction(
         "l-hops", "khop_k2_L1_mean",
         "A one-layer transformer is trained to follow two pointers in a row (k = 2) and tested on "

@@ -1,6 +1,6 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``bottleneck``, ``circuits``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``bottleneck``, ``circuits``, ``division``, ``lookups``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -21,7 +21,18 @@ from .circuits import (
     matched_random_overlaps,
     head_ov_maps,
     reparametrize_ov,
+    model_head_overlaps,
 )
+from .division import (
+    TwoOffsetTask,
+    field_losses,
+    keep_one_losses,
+    keep_one_gains,
+    single_ablation_rises,
+    carried_relations,
+    RELATION_NAMES,
+)
+from .lookups import HandBuiltHeads, hand_built_heads
 from .roles import (
     ROLES,
     RELATIONS,
@@ -52,6 +63,10 @@ from .runs import (
     run_one,
     depth_study,
     heads_study,
+    division_run,
+    division_study,
+    layer_overlaps,
+    converged,
     load_runs,
     ROLES_DATA,
     role_scores_data,
@@ -65,6 +80,7 @@ from .figures import (
     plot_loss_curves,
     plot_seed_curves,
     plot_head_ablation,
+    plot_relation_gains,
 )
 from .sliders import (
     load_role_scores,
@@ -91,6 +107,16 @@ __all__ = [
     "matched_random_overlaps",
     "head_ov_maps",
     "reparametrize_ov",
+    "model_head_overlaps",
+    "TwoOffsetTask",
+    "field_losses",
+    "keep_one_losses",
+    "keep_one_gains",
+    "single_ablation_rises",
+    "carried_relations",
+    "RELATION_NAMES",
+    "HandBuiltHeads",
+    "hand_built_heads",
     "ROLES",
     "RELATIONS",
     "PARKING",
@@ -116,6 +142,10 @@ __all__ = [
     "run_one",
     "depth_study",
     "heads_study",
+    "division_run",
+    "division_study",
+    "layer_overlaps",
+    "converged",
     "load_runs",
     "ROLES_DATA",
     "role_scores_data",
@@ -127,6 +157,7 @@ __all__ = [
     "plot_loss_curves",
     "plot_seed_curves",
     "plot_head_ablation",
+    "plot_relation_gains",
     "load_role_scores",
     "clear_job_explorer",
     "head_explorer",

@@ -35,7 +35,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from .subspaces import _orth, head_bilinear_forms, reparametrize_head, split_head_weights
 
 __all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
-           "head_ov_maps", "reparametrize_ov"]
+           "head_ov_maps", "reparametrize_ov", "model_head_overlaps"]
 
 
 def subspace_overlap(A: Array, B: Array) -> np.ndarray:
@@ -211,3 +211,35 @@ def reparametrize_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: 
     """
     W_v2, W_oT2, _, _ = reparametrize_head(W_v, W_o.T, R, head=head, num_heads=num_heads)
     return W_v2, W_oT2.T  # the rows of W_o become (R^{-T})^T W_O^(i) = R^{-1} W_O^(i)
+
+
+def model_head_overlaps(W_q: Array, W_k: Array, W_v: Array, W_o: Array) -> dict[str, np.ndarray]:
+    r""":func:`head_overlaps` of one layer stored per head, as :class:`~attention_course.models.tiny.TinyTransformer` stores it.
+
+    Parameters
+    ----------
+    W_q, W_k, W_v : shape (h, d_model, d_k);  W_o : shape (h, d_k, d_model)
+
+    Returns
+    -------
+    dict ``{"q", "k", "v", "o"}`` of (h, h) arrays: the read subspaces (columns of each head's
+    :math:`W_Q, W_K, W_V`) and the write subspaces (rows of its :math:`W_O`).
+
+    Examples
+    --------
+    >>> g = torch.Generator().manual_seed(0)
+    >>> Wq, Wk, Wv = torch.randn(3, 4, 32, 8, generator=g)          # 4 heads of width 8 in R^32
+    >>> ovl = model_head_overlaps(Wq, Wk, Wv, torch.randn(4, 8, 32, generator=g))
+    >>> sorted(ovl), ovl["q"].shape, bool(np.allclose(np.diag(ovl["q"]), 1))
+    (['k', 'o', 'q', 'v'], (4, 4), True)
+    """
+    W_q, W_k, W_v, W_o = (torch.as_tensor(to_numpy(W), dtype=torch.float64) for W in (W_q, W_k, W_v, W_o))
+    if W_q.ndim != 3 or W_o.ndim != 3 or W_o.shape[0] != W_q.shape[0]:
+        raise ShapeError(f"W_q has shape {shape_str(W_q)} and W_o {shape_str(W_o)}; expected (h, d_model, d_k) "
+                         f"and (h, d_k, d_model)")
+    h, d, d_k = W_q.shape
+    out = {}
+    for name, W in (("q", W_q), ("k", W_k), ("v", W_v)):
+        out[name] = head_overlaps(W.permute(1, 0, 2).reshape(d, h * d_k), h)  # (d, h*d_k): heads side by side
+    out["o"] = head_overlaps(W_o.reshape(h * d_k, -1), h, axis=0)  # (h*d_k, d): heads' rows stacked
+    return out

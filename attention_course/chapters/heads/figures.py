@@ -23,7 +23,7 @@ from ..mechanics.figures import plot_heatmap
 from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role_color
 
 __all__ = ["plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
-           "plot_loss_curves", "plot_seed_curves", "plot_head_ablation"]  # fmt: skip
+           "plot_loss_curves", "plot_seed_curves", "plot_head_ablation", "plot_relation_gains"]  # fmt: skip
 
 
 @book_figure
@@ -260,6 +260,42 @@ def plot_head_ablation(deltas: Mapping[str, Array], title: str = "") -> Figure:
         plot_heatmap(m, [f"layer {i + 1}" for i in range(m.shape[0])],
                      [f"head {j + 1}" for j in range(m.shape[1])], ax=ax, title=name,
                      cmap="Reds", vmin=0, vmax=vmax, colorbar_label="loss increase (nats)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_relation_gains(gains: Array, relations: Sequence[str], row_labels: Sequence[str], title: str = "",
+                        threshold: Optional[float] = None) -> Figure:
+    """Side-by-side heatmaps of what each head alone supplies to each relation, one row per run.
+
+    ``gains`` has shape (runs, h, R), e.g. :func:`~attention_course.chapters.heads.division.keep_one_gains`
+    stacked over seeds; panel ``r`` shows ``gains[:, :, r]``. Heads are counted from 1. With a
+    ``threshold``, cells at or above it are marked with a dot.
+
+    Examples
+    --------
+    >>> fig = plot_relation_gains(np.ones((2, 4, 2)), ["a", "b"], ["seed 1", "seed 2"], threshold=0.5)
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['a', 'b']
+    """
+    g = np.asarray(to_numpy(gains), dtype=float)
+    if g.ndim != 3 or g.shape[2] != len(relations) or g.shape[0] != len(row_labels):
+        raise ValueError(f"gains have shape {g.shape}; expected ({len(row_labels)}, h, {len(relations)})")
+    runs, h, R = g.shape
+    fig, axes = plt.subplots(1, R, figsize=(min(MAX_WIDTH, 3.2 * R + 0.8), 0.45 * runs + 1.9),
+                             layout="constrained", squeeze=False)
+    vmax = float(max(g.max(), 1e-9))
+    for r, ax in enumerate(axes[0]):
+        plot_heatmap(g[:, :, r], list(row_labels), [f"{j + 1}" for j in range(h)], ax=ax, title=relations[r],
+                     cmap="Blues", vmin=0, vmax=vmax, annotate=True, fmt="{:.1f}", xlabel="head",
+                     colorbar_label="gain (nats)")
+        if threshold is not None:  # frame the cells at or above the threshold
+            for row, col in zip(*np.nonzero(g[:, :, r] >= threshold)):
+                ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, ec="#D55E00", lw=2))
+        if r:
+            ax.set_yticklabels([])
     if title:
         fig.suptitle(title)
     return fig

@@ -35,15 +35,28 @@ from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
+import torch
+from tqdm.auto import tqdm
 
 from ...models.pretrained import attention_maps
 from ...models.records import DATA_DIR, machine_info, write_json
 from ...models.tasks import make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
+from .circuits import model_head_overlaps
+from .division import (TwoOffsetTask, carried_relations, field_losses, keep_one_gains, keep_one_losses,
+                       single_ablation_rises)
 from .roles import PARKING, RELATIONS, head_role_scores, uniform_role_baselines
 
-__all__ = ["STORED_RUN", "run_one", "depth_study", "heads_study", "load_runs", "add_arguments", "cli", "main", "ROLES_DATA", "role_scores_data", "write_role_scores"]
+__all__ = ["STORED_RUN", "run_one", "depth_study", "heads_study", "division_run", "division_study", "layer_overlaps",
+           "converged", "load_runs", "add_arguments", "cli", "main", "ROLES_DATA", "role_scores_data",
+           "write_role_scores"]
+
+#: Convergence rule of the division study: the mean training loss of the last ``window`` steps is
+#: within ``tol`` nats of the ``window`` before.
+CONVERGENCE = {"window": 300, "tol": 0.02}
+#: The studies of :func:`cli`, each a list of runs in the JSON.
+STUDIES = ("depth", "heads", "division", "subspaces")
 
 #: The fuller runs of chapter 4, shipped with the package.
 STORED_RUN = DATA_DIR / "head_training.json"
@@ -76,34 +89,107 @@ def run_one(n_layers: int, steps: int, seed: int, n_heads: int = 4, d_k: Optiona
     config = ModelConfig(n_layers=n_layers, n_heads=n_heads, d_k=d_k, d_model=d_model)
     model = TinyTransformer(config, seed=seed)
     task = make_task(TASK)
+    overlaps_init = layer_overlaps(model) if n_heads > 1 else None
     history = train(model, task, steps=steps, seed=seed)  # (steps,) training loss
     blocks = steps // every
     curve = history[: blocks * every].reshape(blocks, every).mean(1)  # (blocks,)
-    return {"n_layers": n_layers, "n_heads": n_heads, "d_k": config.head_dim, "steps": steps, "seed": seed,
-            "held_out": round(evaluate_loss(model, task), 5), "train_curve": [round(float(v), 4) for v in curve],
-            "parameters": int(sum(p.numel() for p in model.parameters()))}
+    run = {"n_layers": n_layers, "n_heads": n_heads, "d_k": config.head_dim, "steps": steps, "seed": seed,
+           "held_out": round(evaluate_loss(model, task), 5), "train_curve": [round(float(v), 4) for v in curve],
+           "parameters": int(sum(p.numel() for p in model.parameters()))}
+    if overlaps_init is not None:
+        run.update(overlaps_init=overlaps_init, overlaps_trained=layer_overlaps(model))
+    return run
+
+
+def layer_overlaps(model: TinyTransformer, digits: int = 5) -> list[dict]:
+    """Per layer, the pairwise overlaps of the heads' q, k, v (read) and o (write) subspaces.
+
+    A list (one dict per layer) of ``{"q", "k", "v", "o"}`` -> list of the ``h(h-1)/2``
+    overlaps of the pairs ``i < j`` (:func:`~attention_course.chapters.heads.circuits.model_head_overlaps`).
+    """
+    h = model.config.n_heads
+    pairs = np.triu_indices(h, k=1)
+    with torch.no_grad():
+        return [{kind: np.round(m[pairs], digits).tolist()
+                 for kind, m in model_head_overlaps(model.W_q[l], model.W_k[l], model.W_v[l], model.W_o[l]).items()}
+                for l in range(model.config.n_layers)]
+
+
+def converged(history: np.ndarray, window: int = CONVERGENCE["window"], tol: float = CONVERGENCE["tol"]) -> bool:
+    """Whether the mean of the last ``window`` losses is within ``tol`` of the ``window`` before.
+
+    Examples
+    --------
+    >>> converged(np.r_[np.linspace(4, 0.1, 1000), np.full(600, 0.1)]), converged(np.linspace(4, 0.1, 1000))
+    (True, False)
+    """
+    if len(history) < 2 * window:
+        return False
+    last, before = history[-window:].mean(), history[-2 * window:-window].mean()
+    return bool(abs(last - before) <= tol)
+
+
+def division_run(n_heads: int, seed: int, steps: int, d_model: int = 32, every: int = 20,
+                 task: TwoOffsetTask = TwoOffsetTask()) -> dict:
+    r"""Train a one-layer model with ``n_heads`` heads of width ``d_model // n_heads`` on the two-offset task.
+
+    Records the held-out loss and field losses, every head's keep-one gains and single-ablation
+    rises (:mod:`attention_course.chapters.heads.division`, on the held-out batch of
+    :func:`~attention_course.models.training.evaluate_loss`), the training curve, whether it
+    converged (:func:`converged`), and the heads' pairwise overlaps at initialisation and after
+    training (:func:`layer_overlaps`; with more than one head).
+
+    Examples
+    --------
+    >>> r = division_run(2, seed=0, steps=4, every=2)
+    >>> r["d_k"], len(r["gains"]), len(r["overlaps_init"][0]["q"]), r["converged"]
+    (16, 2, 1, False)
+    """
+    config = ModelConfig(n_layers=1, n_heads=n_heads, d_model=d_model, vocab_size=task.vocab_size)
+    model = TinyTransformer(config, seed=seed)
+    overlaps_init = layer_overlaps(model) if n_heads > 1 else None
+    history = train(model, task, steps=steps, seed=seed)  # (steps,)
+    blocks = steps // every
+    curve = history[: blocks * every].reshape(blocks, every).mean(1)  # (blocks,)
+    held = task(256, seed=12345)  # evaluate_loss's held-out batch
+    gains, rises = keep_one_gains(model, held, fields=task.fields), single_ablation_rises(model, held, fields=task.fields)
+    alone = keep_one_losses(model, held, fields=task.fields)
+    threshold = 0.5 * float(np.log(task.fields))
+    run = {"n_layers": 1, "n_heads": n_heads, "d_k": config.head_dim, "steps": steps, "seed": seed,
+           "held_out": round(evaluate_loss(model, task), 5),
+           "field_losses": np.round(field_losses(model, held, task.fields), 5).tolist(),
+           "gains": np.round(gains, 5).tolist(), "rises": np.round(rises, 5).tolist(),
+           "alone": np.round(alone, 5).tolist(),
+           "divided_gains": carried_relations(gains, threshold)["divided"],
+           "divided": carried_relations(alone, threshold, losses=True)["divided"], "converged": converged(history),
+           "train_curve": [round(float(v), 4) for v in curve],
+           "parameters": int(sum(p.numel() for p in model.parameters()))}
+    if overlaps_init is not None:
+        run.update(overlaps_init=overlaps_init, overlaps_trained=layer_overlaps(model))
+    return run
+
+
+def division_study(seeds: Sequence[int], steps: int, heads: Sequence[int] = (4, 1), every: int = 20) -> list[dict]:
+    """:func:`division_run` for every seed and head count (4 heads of width 8, and one head of width 32)."""
+    runs = []
+    jobs = [(seed, h) for seed in seeds for h in heads]
+    for seed, h in tqdm(jobs, desc="division study", file=sys.stderr):
+        runs.append(division_run(h, seed, steps, every=every))
+    return runs
 
 
 def depth_study(seeds: Sequence[int], steps: int, every: int = 20) -> list[dict]:
     """A 2-layer model and its 1-layer control, the same ``steps`` and seed each, for every seed."""
-    runs = []
-    for seed in seeds:
-        for n_layers in (2, 1):
-            print(f"depth: seed {seed}, {n_layers} layer(s)", file=sys.stderr, flush=True)
-            runs.append(run_one(n_layers, steps, seed, every=every))
-    return runs
+    jobs = [(seed, n_layers) for seed in seeds for n_layers in (2, 1)]
+    return [run_one(n_layers, steps, seed, every=every) for seed, n_layers in tqdm(jobs, desc="depth study", file=sys.stderr)]
 
 
 def heads_study(heads: Sequence[int], seeds: Sequence[int], steps: int, d_model: int = 32,
                 every: int = 20) -> list[dict]:
     """2-layer models with ``h`` heads of width ``d_model // h`` (tied) and ``d_model`` (decoupled)."""
-    runs = []
-    for seed in seeds:
-        for h in heads:
-            for d_k in sorted({d_model // h, d_model}):
-                print(f"heads: seed {seed}, h={h}, d_k={d_k}", file=sys.stderr, flush=True)
-                runs.append(run_one(2, steps, seed, n_heads=h, d_k=d_k, d_model=d_model, every=every))
-    return runs
+    jobs = [(seed, h, d_k) for seed in seeds for h in heads for d_k in sorted({d_model // h, d_model})]
+    return [run_one(2, steps, seed, n_heads=h, d_k=d_k, d_model=d_model, every=every)
+            for seed, h, d_k in tqdm(jobs, desc="heads study", file=sys.stderr)]
 
 
 def load_runs(path: Union[str, Path] = STORED_RUN) -> dict:
@@ -113,12 +199,14 @@ def load_runs(path: Union[str, Path] = STORED_RUN) -> dict:
     --------
     >>> doc = load_runs()
     >>> sorted({r["n_layers"] for r in doc["depth"]}), sorted(doc)
-    ([1, 2], ['depth', 'heads', 'meta', 'schema_version'])
+    ([1, 2], ['depth', 'division', 'heads', 'meta', 'schema_version', 'subspaces'])
     """
     with open(path) as fh:
         doc = json.load(fh)
     if doc.get("schema_version") != 1:
         raise ValueError(f"{path}: schema_version={doc.get('schema_version')!r}; expected 1")
+    for study in STUDIES:
+        doc.setdefault(study, [])
     return doc
 
 
@@ -132,7 +220,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--head-seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the heads study")
     p.add_argument("--head-steps", type=int, default=600, help="AdamW steps in the heads study")
     p.add_argument("--every", type=int, default=20, help="average the training curves over this many steps")
-    p.add_argument("--study", choices=("depth", "heads", "all"), default="all", help="which study to run")
+    p.add_argument("--division-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="seeds of the division study")
+    p.add_argument("--division-steps", type=int, default=3000, help="AdamW steps in the division study")
+    p.add_argument("--division-heads", type=int, nargs="+", default=[4, 1],
+                   help="head counts of the division study (width 32 / h each)")
+    p.add_argument("--subspace-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
+                   help="seeds of the subspace study (the 2-layer induction model, --steps steps)")
+    p.add_argument("--study", choices=("depth", "heads", "division", "subspaces", "all"), default="all",
+                   help="which study to run (the others are kept from --out when it exists)")
 
 
 def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
@@ -141,11 +236,28 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
     meta = {"machine": machine_info(threads=1), "command": "python -m attention_course.chapters.heads.runs",
             "arguments": arguments}
     wall, cpu = time.perf_counter(), time.process_time()
-    doc = {"schema_version": 1, "meta": meta, "depth": [], "heads": []}
-    if args.study in ("depth", "all"):
-        doc["depth"] = depth_study(args.seeds, args.steps, args.every)
-    if args.study in ("heads", "all"):
-        doc["heads"] = heads_study(args.heads, args.head_seeds, args.head_steps, every=args.every)
+    doc = {"schema_version": 1, "meta": meta, **{k: [] for k in STUDIES}}
+    if args.study != "all" and Path(args.out).exists():  # keep the studies not rerun, and their metadata
+        old = load_runs(args.out)
+        doc.update({k: old.get(k, []) for k in STUDIES})
+        meta["studies"] = old["meta"].get("studies", {})
+    meta.setdefault("studies", {})
+    for study in STUDIES:
+        if args.study not in (study, "all"):
+            continue
+        t0, c0 = time.perf_counter(), time.process_time()
+        if study == "depth":
+            doc["depth"] = depth_study(args.seeds, args.steps, args.every)
+        elif study == "heads":
+            doc["heads"] = heads_study(args.heads, args.head_seeds, args.head_steps, every=args.every)
+        elif study == "division":
+            doc["division"] = division_study(args.division_seeds, args.division_steps, args.division_heads,
+                                             every=args.every)
+        else:  # the 2-layer induction model's heads at initialisation and after training
+            doc["subspaces"] = [run_one(2, args.steps, seed, every=args.every)
+                                for seed in tqdm(args.subspace_seeds, desc="subspace study", file=sys.stderr)]
+        meta["studies"][study] = {"arguments": arguments, "wall_seconds": round(time.perf_counter() - t0, 1),
+                                  "cpu_seconds": round(time.process_time() - c0, 1)}
     meta.update(wall_seconds=round(time.perf_counter() - wall, 1), cpu_seconds=round(time.process_time() - cpu, 1))
     with open(args.out, "w") as fh:
         json.dump(doc, fh)

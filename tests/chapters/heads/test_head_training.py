@@ -28,10 +28,13 @@ def test_run_one_matches_training_by_hand():
 def test_cli_writes_what_load_runs_reads(tmp_path):
     out = tmp_path / "runs.json"
     assert HT.main(["--out", str(out), "--seeds", "0", "--steps", "4", "--heads", "2", "--head-seeds", "1",
-                    "--head-steps", "4", "--every", "2"]) == 0
+                    "--head-steps", "4", "--division-seeds", "0", "--division-steps", "4", "--subspace-seeds", "0",
+                    "--every", "2"]) == 0
     doc = HT.load_runs(out)
     assert [(r["n_layers"], r["seed"]) for r in doc["depth"]] == [(2, 0), (1, 0)]
     assert [(r["n_heads"], r["d_k"]) for r in doc["heads"]] == [(2, 16), (2, 32)]  # tied d/h, decoupled d
+    assert [r["n_heads"] for r in doc["division"]] == [4, 1] and [r["seed"] for r in doc["subspaces"]] == [0]
+    assert len(doc["subspaces"][0]["overlaps_init"]) == 2  # both layers of the induction model
     assert doc["meta"]["arguments"]["steps"] == 4 and "machine" in doc["meta"]
 
 
@@ -40,3 +43,11 @@ def test_load_runs_rejects_other_schemas(tmp_path):
     bad.write_text(json.dumps({"schema_version": 2}))
     with pytest.raises(ValueError, match="schema_version=2; expected 1"):
         HT.load_runs(bad)
+
+
+def test_converged_compares_the_last_two_windows():
+    flat = np.r_[np.linspace(4.0, 0.1, 700), np.full(600, 0.1)]
+    assert HT.converged(flat) and not HT.converged(np.linspace(4.0, 0.1, 1300))
+    assert not HT.converged(np.full(599, 0.1))  # shorter than two windows: not judged converged
+    assert HT.converged(np.r_[np.full(300, 0.125), np.full(300, 0.11)])  # 0.015 apart: within the tolerance
+    assert not HT.converged(np.r_[np.full(300, 0.14), np.full(300, 0.11)])  # 0.03 apart: not yet
