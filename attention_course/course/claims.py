@@ -114,6 +114,12 @@ class Claim:
     reading: str = ""
     baseline: str = ""
     robustness: str = ""
+    title: str = ""  # the claim in at most ~10 words (the verdict box's title)
+    summary: str = ""  # at most 60 words, a format string over glue names like evidence
+    details: str = ""  # optional markdown for the collapsed "How this was tested"
+    experiment: str = ""  # pre-registered: the one deciding experiment
+    control: str = ""  # pre-registered: its matched control
+    decision: str = ""  # pre-registered: which result gives which verdict
 
     @property
     def label(self) -> str:
