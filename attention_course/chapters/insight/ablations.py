@@ -68,11 +68,11 @@ def accuracy(model: MixerModel, task: RecallTask, batch_size: int = 512, seed: i
     True
     """
     inputs, targets, mask = task(batch_size, seed=seed)
-    logits, _ = model(inputs)  # (B, T, 256)
+    logits, _ = model(inputs)  # (B, T, 64)
     return float((logits.argmax(dim=-1) == targets)[mask].float().mean())
 
 
-def train_variant(variant: Variant, task: RecallTask, steps: int = 400, lr: float = 3e-3, seed: int = 0,
+def train_variant(variant: Variant, task: RecallTask, steps: int = 300, lr: float = 3e-3, seed: int = 0,
                   batch_size: int = 32, d_model: int = 64) -> tuple[MixerModel, float]:
     """Build the variant's model (seeded), train it with :func:`~attention_course.models.training.train`,
     and return it with its final training loss.
@@ -90,7 +90,7 @@ def train_variant(variant: Variant, task: RecallTask, steps: int = 400, lr: floa
 
 
 def tune_and_train(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1, 2),
-                   lrs: Sequence[float] = (3e-3, 1e-2), steps: int = 400, batch_size: int = 32,
+                   lrs: Sequence[float] = (3e-3, 1e-2), steps: int = 300, batch_size: int = 32,
                    d_model: int = 64) -> dict:
     """Pick the learning rate on seed ``seeds[0]`` (validation batch), then train every seed at it.
 
@@ -104,20 +104,17 @@ def tune_and_train(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0
     >>> r = tune_and_train(Variant(mixer="none"), RecallTask("previous_token", {"length": 8}),
     ...                    seeds=(0,), lrs=(1e-2,), steps=3, d_model=16)
     >>> sorted(r)
-    ['accuracy', 'lr', 'seeds', 'sweep']
+    ['accuracy', 'final_loss', 'lr', 'seeds', 'sweep']
     """
     sweep, models = {}, {}
     for lr in lrs:
-        model, _ = train_variant(variant, task, steps, lr, seeds[0], batch_size, d_model)
-        sweep[lr] = accuracy(model, task, seed=VALID_SEED)
-        models[lr] = model
+        models[lr] = train_variant(variant, task, steps, lr, seeds[0], batch_size, d_model)
+        sweep[lr] = accuracy(models[lr][0], task, seed=VALID_SEED)
     best = max(lrs, key=lambda lr: (sweep[lr], -lr))
-    acc = [accuracy(models[best], task)]
-    for seed in seeds[1:]:
-        model, _ = train_variant(variant, task, steps, best, seed, batch_size, d_model)
-        acc.append(accuracy(model, task))
+    trained = [models[best]] + [train_variant(variant, task, steps, best, s, batch_size, d_model) for s in seeds[1:]]
     return {"lr": best, "sweep": {str(k): round(v, 4) for k, v in sweep.items()},
-            "accuracy": [round(a, 4) for a in acc], "seeds": list(seeds)}
+            "accuracy": [round(accuracy(m, task), 4) for m, _ in trained],
+            "final_loss": [round(loss, 4) for _, loss in trained], "seeds": list(seeds)}
 
 
 def variant_named(name: str) -> Variant:

@@ -118,7 +118,7 @@ def retrieval_accuracy(d: int, n_patterns: int, beta: Optional[float], flip: flo
     Examples
     --------
     >>> retrieval_accuracy(32, 4, beta=1.0), retrieval_accuracy(32, 64, beta=None)
-    (1.0, 0.0)
+    (1.0, 0.005)
     """
     X = store_patterns(d, n_patterns, seed=seed)
     which = np.arange(n_queries) % n_patterns
@@ -185,7 +185,7 @@ def exponential_law(d: float, flip: float = 0.1) -> float:
     Examples
     --------
     >>> round(exponential_law(32), 1)
-    361.9
+    361.1
     """
     x = 1.0 - 2.0 * flip
     info = 0.5 * ((1 + x) * math.log(1 + x) + ((1 - x) * math.log(1 - x) if x < 1 else 0.0))

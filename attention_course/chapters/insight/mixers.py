@@ -7,7 +7,7 @@ position, mixes the positions once, adds the result back, and reads out a value:
 
     x_t = E_K[a_t] + E_V[b_t] + p_t, \qquad
     y_t = x_t + \Big(\sum_{s \le t} A_{ts}\, x_s W_V\Big) W_O, \qquad
-    \text{logits}_t = \operatorname{LN}(y_t)\, E_V^\top ,
+    \text{logits}_t = \operatorname{LN}(y_t)\, E_V^\top / \sqrt{d} ,
 
 with :math:`W_V = W_O = I` at the start (so the read-out recognises a value from the first step).
 
@@ -144,11 +144,11 @@ class MixerModel(nn.Module):
     seq_len : int
         The longest sequence (the fixed mixer's and the convolution's length).
     d_model : int, default 64
-    n_keys : int, default 256
+    n_keys : int, default 64
         Key (or token) ids.
     seed : int, default 0
 
-    Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 256), [A (B, T, T)])``, the interface of
+    Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 64), [A (B, T, T)])``, the interface of
     :func:`attention_course.models.training.train`.
 
     Examples
@@ -157,10 +157,10 @@ class MixerModel(nn.Module):
     >>> x, y, m = stacked_mqar(3, n_pairs=4)
     >>> logits, (A,) = MixerModel(Variant(), seq_len=8, seed=0)(x)
     >>> tuple(logits.shape), tuple(A.shape), torch.allclose(A.sum(-1), torch.ones(3, 8))
-    ((3, 8, 256), (3, 8, 8), True)
+    ((3, 8, 64), (3, 8, 8), True)
     """
 
-    def __init__(self, variant: Variant, seq_len: int, d_model: int = 64, n_keys: int = 256,
+    def __init__(self, variant: Variant, seq_len: int, d_model: int = 64, n_keys: int = 64,
                  seed: int = 0) -> None:
         super().__init__()
         self.variant, self.seq_len, self.d_model = variant, seq_len, d_model
@@ -232,7 +232,7 @@ class MixerModel(nn.Module):
         d = self.d_model
         x = self.E_K[inputs[..., 0]] + self.E_V[inputs[..., 1]] + self.P[:T]  # (B, T, d)
         mixed, A = self.mix(x)
-        logits = self.ln(x + mixed) @ self.E_V[:N_VALUES].T / math.sqrt(d)  # (B, T, 256): read out by the value embeddings
+        logits = self.ln(x + mixed) @ self.E_V[:N_VALUES].T / math.sqrt(d)  # (B, T, 64): read out by the value embeddings
         return logits, [] if A is None else [A]
 
     def with_variant(self, **change) -> Variant:

@@ -27,7 +27,7 @@ from ...models.tasks import Batch
 __all__ = ["BLANK", "N_VALUES", "stacked_mqar", "previous_token", "gaps"]
 
 #: Number of value ids; the blank value is id ``N_VALUES``.
-N_VALUES = 256
+N_VALUES = 64
 BLANK = N_VALUES
 
 
@@ -35,7 +35,7 @@ def _gen(seed: int, generator: Optional[torch.Generator]) -> torch.Generator:
     return generator if generator is not None else torch.Generator().manual_seed(int(seed))
 
 
-def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 256, seed: int = 0,
+def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int = 0,
                  generator: Optional[torch.Generator] = None) -> Batch:
     r"""Stacked multi-query associative recall: ``N`` key-value tokens, then the ``N`` keys again.
 
@@ -44,8 +44,8 @@ def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 256, seed: in
         x_j = (k_j, v_j),\ j < N; \qquad x_{N+i} = (k_{\pi(i)}, \varnothing),\quad
         y_{N+i} = v_{\pi(i)} ,
 
-    with distinct keys from ``[0, n_keys)``, values from ``[0, 256)`` and :math:`\pi` a random
-    permutation. Chance is 1/256.
+    with distinct keys from ``[0, n_keys)``, values from ``[0, 64)`` and :math:`\pi` a random
+    permutation. Chance is 1/64.
 
     Returns
     -------
