@@ -65,7 +65,7 @@ from .figures import (
     plot_memory,
     plot_ingredients,
 )
-from .sliders import window_explorer, WINDOW_MARGIN
+from .sliders import window_explorer, task_explorer, TASK_SLIDERS, WINDOW_MARGIN
 from .exercises import EXERCISES
 
 __all__ = [
@@ -132,6 +132,8 @@ __all__ = [
     "plot_memory",
     "plot_ingredients",
     "window_explorer",
+    "task_explorer",
+    "TASK_SLIDERS",
     "WINDOW_MARGIN",
     "EXERCISES",
 ]

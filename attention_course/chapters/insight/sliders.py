@@ -20,7 +20,7 @@ import numpy as np
 from ...figures.widgets import SliderFigure, static_fallback
 from .ingredients import Score, covered_share, first_within, window_curve
 
-__all__ = ["window_explorer", "WINDOW_MARGIN"]
+__all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN"]
 
 #: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
 WINDOW_MARGIN = 0.05
@@ -78,3 +78,61 @@ def window_explorer(table: Mapping[tuple[str, str], Score], task: str = "recall 
                         start=0, control_label="window w", flip=flip,
                         flip_note="recall within 0.05 of full attention: the window covers every key",
                         verdict="all-pairs")
+
+
+#: The task-switch sliders: claim -> (variants shown, the variant compared with softmax, what flips).
+TASK_SLIDERS = {
+    "data-dependent": (("softmax attention", "fixed mixing (learned T x T)", "gated long convolution"),
+                       "fixed mixing (learned T x T)", "fixed mixing matches attention: data dependence is not needed"),
+    "asymmetric": (("softmax attention", "tied", "tied, self masked"),
+                   "tied", "tied W_Q = W_K fails: the relation is directional"),
+}
+
+
+def task_explorer(table: Mapping[tuple[str, str], Score], claim: str) -> SliderFigure:
+    """Switch the task (recall, previous token) and compare softmax with the variants of one claim.
+
+    The flag sits at the first task where the compared variant's mean differs from softmax's by more
+    than :data:`WINDOW_MARGIN` (``asymmetric``) or comes within it (``data-dependent``): where the
+    verdict's condition changes.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(task, v): S(1.0) for task in ("recall (MQAR, 16 pairs)", "previous token")
+    ...      for v in ("softmax attention", "tied", "tied, self masked")}
+    >>> t["previous token", "tied"] = S(0.02)
+    >>> fig = task_explorer(t, "asymmetric")
+    >>> fig.labels, fig.flip, fig.verdict
+    (['recall', 'previous token'], 1, 'asymmetric')
+    """
+    variants, compared, note = TASK_SLIDERS[claim]
+    tasks = (("recall", "recall (MQAR, 16 pairs)"), ("previous token", "previous token"))
+    gaps_ = [table[t, "softmax attention"].mean - table[t, compared].mean for _, t in tasks]
+    close = [abs(g) <= WINDOW_MARGIN for g in gaps_]
+    flip = next((i for i, c in enumerate(close) if c != close[0]), None)
+    frames = []
+    for label, t in tasks:
+        s = [table[t, v] for v in variants]
+        frames.append({
+            "data": [{"type": "bar", "x": list(variants), "y": [x.mean for x in s], "marker": {"color": _ACC},
+                      "error_y": {"type": "data", "symmetric": False, "array": [x.high - x.mean for x in s],
+                                  "arrayminus": [x.mean - x.low for x in s]}}],
+            "readout": f"{label}: " + "; ".join(f"{v} <b>{x.mean:.2f}</b>" for v, x in zip(variants, s)) + ".",
+        })
+    layout = {"height": 340, "margin": {"l": 55, "r": 10, "t": 10, "b": 90}, "font": {"size": 13},
+              "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1.05]}}
+
+    def draw(fig, ax):
+        x = np.arange(len(variants))
+        for k, (label, t) in enumerate(tasks):
+            ax.bar(x + 0.4 * k - 0.2, [table[t, v].mean for v in variants], width=0.4, label=label)
+        ax.set_xticks(x, [v.replace(" (learned T x T)", "") for v in variants], fontsize=8)
+        ax.set(ylabel="held-out accuracy", ylim=(0, 1.05), title=f"Softmax against its ablations ({claim})")
+        ax.legend(fontsize=9)
+
+    return SliderFigure(f"ix-insight-{claim}", "Switch the task: which ingredient does it need?",
+                        [label for label, _ in tasks], frames, layout, static_fallback(draw),
+                        f"Held-out accuracy of softmax attention and its ablations for the claim {claim}, on recall "
+                        "and on the previous-token copy.", start=0, control_label="task", flip=flip,
+                        flip_note=note, verdict=claim)
