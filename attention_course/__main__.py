@@ -48,6 +48,11 @@ scaling-run
     Train the tiny transformer with each score scale (chapter 6) and store the
     curves as JSON. See ``SCALE_RUN`` in :mod:`attention_course.chapters.scaling.training`.
 
+insight-run
+    Chapter 7's long runs: associative-memory capacity against d, and every ablation of
+    attention on recall and a previous-token copy, over seeds. See
+    :mod:`attention_course.chapters.insight.runs`.
+
 The four ``scaling-*`` commands are configurations of one runner,
 :class:`~attention_course.chapters.scaling.runs.Experiment`. Each command names a module, or
 an object in one (``"module:NAME"``, e.g. an ``Experiment``), that provides
@@ -159,6 +164,14 @@ COMMANDS = {
         "train the tiny transformer with each score scale (chapter 6)",
         "Train the tiny transformer on the induction task with each score scale, width and seed, "
         "and write the loss and gradient curves as JSON (minutes; shows progress).",
+    ),
+    "insight-run": Command(
+        ".chapters.insight.runs",
+        "chapter 7's long runs: memory capacity, and attention's ingredients taken away",
+        "Measure retrieval against the number of stored patterns for softmax and outer-product memories "
+        "(d = 16, 32, 64), and train every ablation of attention (fixed mixing, convolution, windows, hard "
+        "selection, tied and identity metrics, linear attention) on recall and a previous-token copy over seeds; "
+        "write attention_course/data/insight_memory.json and insight_ablations.json (minutes).",
     ),
 }
 

@@ -60,6 +60,10 @@ SECTIONS = {
     7: "The insight",
 }
 EVIDENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "evidence.json"
+#: The published book (``_config.yml``'s address, as the plain edition derives it; a test keeps
+#: them equal). Chapter 7's generated Markdown links here, so its links work in the book, in
+#: JupyterLab and in the plain edition on Colab, GitHub and VS Code alike.
+PUBLISHED_BOOK = "https://attention-course.github.io/attention-is-learned-association"
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,11 @@ class Claim:
     def label(self) -> str:
         """The label of the chapter's verdict box, ``claim-<id>``."""
         return f"claim-{self.id}"
+
+    @property
+    def url(self) -> str:
+        """The address of the chapter's verdict box in the published book."""
+        return f"{PUBLISHED_BOOK}/book/{self.chapter}.html#{self.label}"
 
     @property
     def evidence_names(self) -> tuple[str, ...]:
@@ -311,7 +320,7 @@ def _card_fields(c: Claim, evidence: Mapping[str, Mapping[str, Any]]) -> dict[st
         numbers, robustness = evidence_text(c, evidence[c.id]), c.robustness.format(**evidence[c.id]) or "—"
     verdict = f"{_MARK[c.verdict]} {c.verdict}" + (" " if c.verdict == "holds when" else ": ") + c.finding.rstrip(".")
     return {"Verdict": verdict, "Read as": c.reading, "Numbers": numbers, "Against": c.baseline,
-            "Holds over": robustness, "Tested in": f"[chapter {int(c.chapter[:2])}](#{c.label})"}
+            "Holds over": robustness, "Tested in": f"[chapter {int(c.chapter[:2])}]({c.url})"}
 
 
 def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
@@ -319,10 +328,9 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
 
     Each card is a bold line (the essay section and the claim) followed by a list: the
     verdict and finding, the reading tested, the deciding numbers, what they are compared
-    with, over what they hold, and a link to the chapter's verdict box,
-    ``[chapter 1](#claim-formula)``. Rendered as MyST (cell metadata
-    ``mystnb: {markdown_format: myst}``) the link leads to the box, and a missing label is
-    a build warning; in JupyterLab it reads as plain text. Empty fields are left out.
+    with, over what they hold, and a link to the chapter's verdict box in the published
+    book (:attr:`Claim.url`): plain Markdown, which the book, JupyterLab, Colab, GitHub and
+    VS Code all render. Empty fields are left out.
 
     Examples
     --------
@@ -338,7 +346,7 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
     - **Numbers:** a cross example gives 3 × 7
     - **Against:** Self-attention.
     - **Holds over:** deterministic
-    - **Tested in:** [chapter 1](#claim-square)
+    - **Tested in:** [chapter 1](https://attention-course.github.io/attention-is-learned-association/book/01_mechanics.html#claim-square)
     """
     cards = []
     for c in claims:
@@ -352,16 +360,17 @@ _CLAIM_MARK = re.compile(r"\[\[([a-z0-9-]+)\]\]")
 
 
 def with_verdicts(markdown: str, claims: Iterable[Claim] = CLAIMS) -> str:
-    """Replace each ``[[<claim id>]]`` by a MyST link to its verdict box, worded as the ledger's verdict.
+    """Replace each ``[[<claim id>]]`` by a link to its verdict box, worded as the ledger's verdict.
 
     Prose that cites verdicts this way follows the ledger: when a verdict changes, the
-    re-executed chapter says so. Render the result as MyST (``mystnb: {markdown_format: myst}``).
+    re-executed chapter says so. The link is plain Markdown to the published book
+    (:attr:`Claim.url`), so it works wherever the notebook is read.
 
     Examples
     --------
     >>> c = Claim("x", 1, "01_mechanics", "t", "holds when", "f", "{a}")
-    >>> with_verdicts("Soft attention is low-rank ([[x]]).", [c])
-    'Soft attention is low-rank ({ref}`holds when <claim-x>`).'
+    >>> with_verdicts("Soft attention is low-rank ([[x]]).", [c])  # doctest: +ELLIPSIS
+    'Soft attention is low-rank ([holds when](https://.../book/01_mechanics.html#claim-x)).'
     >>> with_verdicts("[[nope]]", [c])
     Traceback (most recent call last):
     ...
@@ -373,6 +382,6 @@ def with_verdicts(markdown: str, claims: Iterable[Claim] = CLAIMS) -> str:
         if match.group(1) not in table:
             raise KeyError(f"no claim {match.group(1)!r} in the ledger; known: {', '.join(table)}")
         c = table[match.group(1)]
-        return f"{{ref}}`{c.verdict} <{c.label}>`"
+        return f"[{c.verdict}]({c.url})"
 
     return _CLAIM_MARK.sub(link, markdown)

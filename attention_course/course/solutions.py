@@ -416,3 +416,21 @@ SOLUTIONS.update({
     "bert-encoder": encoder,
     "sentence-embedding": sentence_embedding,
 })
+
+
+# ------------------------------------------------------------------ chapter 7
+def hopfield_retrieval(X, queries, clean, beta):
+    """Share of queries one memory step retrieves exactly: X (d, M), queries and clean (d, n)."""
+    scores = X.T @ queries  # (M, n): each stored pattern's overlap with each query
+    if beta is None:
+        out = X @ scores  # (d, n): the outer-product memory X X^T queries
+    else:
+        z = beta * scores
+        w = np.exp(z - z.max(axis=0, keepdims=True))
+        w = w / w.sum(axis=0, keepdims=True)  # (M, n): softmax over the stored patterns
+        out = X @ w  # (d, n): one step of softmax attention
+    exact = (np.sign(out) == clean).all(axis=0)  # (n,): every sign right
+    return float(exact.mean())
+
+
+SOLUTIONS.update({"hopfield-retrieval": hopfield_retrieval})

@@ -32,7 +32,7 @@ BOOK = ROOT / "book"
 def test_the_ledger_is_complete():
     assert cl.ledger_problems() == []
     assert vb.box_problems() == []  # every claim has a box title and summary, within the word budgets
-    assert 20 <= len(cl.CLAIMS) <= 30
+    assert 20 <= len(cl.CLAIMS) <= 45  # chapter 7 adds one claim per ingredient of the thesis
     assert {c.section for c in cl.CLAIMS} == set(cl.SECTIONS)  # every essay section has claims
     counts = cl.verdict_counts()
     assert all(counts[v] > 0 for v in cl.VERDICTS), counts  # the essay is neither all right nor all wrong
@@ -287,7 +287,7 @@ def test_ledger_markdown_has_one_card_per_claim_with_a_link():
     for c, (head, fields) in zip(cl.CLAIMS, cards):
         assert head.lstrip("*§").startswith(f"{c.section} · {c.text}")
         assert ("*(implied)*" in head) == c.implied
-        assert fields["Tested in"] == f"[chapter {int(c.chapter[:2])}](#{c.label})"
+        assert fields["Tested in"] == f"[chapter {int(c.chapter[:2])}]({c.url})"
         assert fields["Verdict"].split(" ", 1)[1].startswith(c.verdict + (" " if c.verdict == "holds when" else ":"))
         assert c.finding.rstrip(".") in fields["Verdict"]
         assert fields.get("Read as", "") == c.reading and fields.get("Against", "") == c.baseline
@@ -314,7 +314,19 @@ def test_chapter_7_renders_the_ledger():
     nb = json.loads((BOOK / "07_insight.ipynb").read_text())
     shown = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
     for c in cl.CLAIMS:
-        assert f"(#{c.label})" in shown, f"chapter 7 does not link claim {c.id}"
+        assert f"({c.url})" in shown, f"chapter 7 does not link claim {c.id}"
+    assert "{ref}" not in shown, "chapter 7's Markdown outputs use a MyST role, which Colab cannot render"
+
+
+def test_the_ledger_links_the_published_book():
+    """The address chapter 7 links to is the one the plain edition and the Colab button use."""
+    import yaml
+
+    from attention_course.course.plain_edition import book_url
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert cl.PUBLISHED_BOOK == book_url(config)
+    assert cl.by_id("formula").url == f"{book_url(config)}/book/01_mechanics.html#claim-formula"
     assert "not collected yet" not in shown, "chapter 7 ran before `python -m attention_course evidence`"
 
 

@@ -17,11 +17,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .four_lenses import HeadLenses
+from .memory import capacity, exponential_law, outer_product_law
 from ..graphs.figures import plot_attention_graph
 from ..mechanics.figures import plot_attention
 from ...figures.style import book_figure
 
-__all__ = ["KIND_COLORS", "plot_head_lenses", "plot_head_kinds", "plot_verdicts"]
+__all__ = ["KIND_COLORS", "plot_head_lenses", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients"]
 
 
 @book_figure
@@ -190,4 +191,92 @@ def plot_verdicts(claims: Iterable, sections: Mapping[int, str], verdicts: Seque
     ax.set_xticks(range(int(left.max()) + 1))
     ax.set_title(title)
     fig.legend(*ax.get_legend_handles_labels(), title="verdict", loc="outside lower center", ncol=len(verdicts))
+    return fig
+
+
+_MEMORY_COLORS = {"softmax, beta = 1": "#0072B2", "softmax, beta = 1/sqrt(d)": "#56B4E9",
+                  "outer product (linear)": "#D55E00"}
+
+
+@book_figure
+def plot_memory(doc: Mapping, d_curve: int = 32, level: float = 0.9, title: str = "") -> Figure:
+    r"""Left: exact retrieval against the number of stored patterns at one ``d``; right: capacity against ``d``.
+
+    ``doc`` is :func:`~attention_course.chapters.insight.memory.capacity_sweep`'s result. The right panel
+    draws the worst seed's capacity per memory and ``d`` (an open marker where even the largest size
+    tried was retrieved: a lower bound) beside the laws :math:`d/(4\ln d)` and :math:`e^{\alpha d}`.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.memory import capacity_sweep
+    >>> fig = plot_memory(capacity_sweep(dims=(16, 32), max_log2=(3, 4), n_queries=20), d_curve=16)
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['stored patterns M', 'dimension d']
+    """
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained")
+    dims = [int(d) for d in doc["dims"]]
+    for name, curves in doc["curves"].items():
+        c = curves[str(d_curve)]
+        acc = np.asarray(c["accuracy"])  # (seeds, sizes)
+        ax.plot(c["sizes"], acc.mean(0), "o-", ms=3, color=_MEMORY_COLORS.get(name), label=name)
+        ax.fill_between(c["sizes"], acc.min(0), acc.max(0), color=_MEMORY_COLORS.get(name), alpha=0.2)
+        caps = [min(capacity(a, curves[str(d)]["sizes"], level) for a in curves[str(d)]["accuracy"]) for d in dims]
+        top = [curves[str(d)]["sizes"][-1] for d in dims]
+        full = [cp >= t for cp, t in zip(caps, top)]
+        bx.plot(dims, caps, "-", color=_MEMORY_COLORS.get(name), lw=1)
+        for d, cp, f in zip(dims, caps, full):
+            bx.plot([d], [max(cp, 0.7)], "^" if f else "o", ms=7, color=_MEMORY_COLORS.get(name),
+                    mfc="none" if f else _MEMORY_COLORS.get(name))
+    ax.axhline(level, color="0.5", ls=":", lw=1)
+    ax.set(xscale="log", xlabel="stored patterns M", ylabel="share retrieved exactly",
+           title=f"Retrieval at d = {d_curve}")
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=8, loc="lower left")
+    grid = np.linspace(min(dims), max(dims), 50)
+    bx.plot(grid, [exponential_law(d, doc["flip"]) for d in grid], "--", color="#0072B2", lw=1,
+            label=r"$e^{\alpha d}$ (exponential)")
+    bx.plot(grid, [outer_product_law(d) for d in grid], "--", color="#D55E00", lw=1, label=r"$d/(4 \ln d)$")
+    bx.plot(grid, grid, ":", color="0.5", lw=1, label="M = d")
+    bx.set_yscale("log", base=2)
+    bx.set(xlabel="dimension d", ylabel=f"capacity (>= {level:.0%} exact)", title="Capacity against d",
+           xticks=dims)
+    bx.legend(fontsize=8, loc="upper left")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Sequence[tuple[str, str]],
+                     title: str = "") -> Figure:
+    """Heat map: ingredient taken away (rows) x task (columns), mean accuracy over seeds, spread annotated.
+
+    ``table`` maps ``(task, variant)`` to a :class:`~attention_course.chapters.insight.ingredients.Score`;
+    ``rows`` are ``(label, variant)``, ``tasks`` ``(label, task)``. A cell not run is left grey.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.ingredients import Score
+    >>> t = {("r", "a"): Score(0.9, 0.8, 1.0, 3)}
+    >>> fig = plot_ingredients(t, [("A", "a"), ("B", "b")], [("recall", "r")])
+    >>> fig.axes[0].get_xticklabels()[0].get_text(), len(fig.axes)
+    ('recall', 2)
+    """
+    M = np.full((len(rows), len(tasks)), np.nan)
+    fig, ax = plt.subplots(figsize=(5.6, 0.42 * len(rows) + 1.4), layout="constrained")
+    for i, (_, variant) in enumerate(rows):
+        for j, (_, task) in enumerate(tasks):
+            s = table.get((task, variant))
+            if s is None:
+                continue
+            M[i, j] = s.mean
+            ax.text(j, i, f"{s.mean:.2f}\n{s.low:.2f}-{s.high:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if s.mean < 0.6 else "black")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#DDDDDD")
+    im = ax.imshow(np.ma.masked_invalid(M), cmap=cmap, vmin=0, vmax=1, aspect="auto")
+    fig.colorbar(im, ax=ax, label="held-out accuracy (mean of seeds)")
+    ax.set_xticks(range(len(tasks)), [t for t, _ in tasks])
+    ax.set_yticks(range(len(rows)), [r for r, _ in rows])
+    ax.set_xlabel("task (cell: mean, then worst-best seed)")
+    ax.set_title(title or "Take one ingredient away")
     return fig

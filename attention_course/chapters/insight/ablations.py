@@ -1,0 +1,124 @@
+r"""Train one :class:`~attention_course.chapters.insight.mixers.Variant` on one task, and score it.
+
+Every variant is a configuration of the same model and the package's one training loop,
+:func:`attention_course.models.training.train` (AdamW, fresh seeded batches): the same width
+(``d_model = 64``), the same steps and batch size, and the learning rate picked from a small
+sweep on a validation batch (:func:`tune_and_train`). Accuracy is the share of the positions the
+task scores (the queries of MQAR, every position after the first of the copy task) where the
+most likely output is the right one, on a held-out batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import torch
+
+from ...models.training import train
+from . import recall_tasks
+from .mixers import VARIANTS, MixerModel, Variant
+
+__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant", "tune_and_train", "TEST_SEED", "VALID_SEED"]
+
+TEST_SEED, VALID_SEED = 12345, 999
+
+
+@dataclass(frozen=True)
+class RecallTask:
+    """A task of :mod:`~attention_course.chapters.insight.recall_tasks` with its settings fixed.
+
+    Called as :func:`~attention_course.models.training.train` calls a task:
+    ``task(batch_size, seed=0, generator=None) -> Batch``.
+
+    Examples
+    --------
+    >>> task = RecallTask("stacked_mqar", {"n_pairs": 4})
+    >>> task.seq_len, tuple(task(2).inputs.shape)
+    (8, (2, 8, 2))
+    """
+
+    name: str
+    kwargs: dict = field(default_factory=dict)
+
+    def __call__(self, batch_size: int, seed: int = 0, generator: Optional[torch.Generator] = None):
+        return getattr(recall_tasks, self.name)(batch_size, seed=seed, generator=generator, **self.kwargs)
+
+    @property
+    def seq_len(self) -> int:
+        """The length T of the task's sequences."""
+        return int(self(1).inputs.shape[1])
+
+
+#: The two task families of the ablations.
+TASKS = {
+    "recall (MQAR, 16 pairs)": RecallTask("stacked_mqar", {"n_pairs": 16}),
+    "previous token": RecallTask("previous_token", {"length": 32}),
+}
+
+
+@torch.no_grad()
+def accuracy(model: MixerModel, task: RecallTask, batch_size: int = 512, seed: int = TEST_SEED) -> float:
+    """Share of the scored positions of one seeded batch where the top output is the target.
+
+    Examples
+    --------
+    >>> task = RecallTask("stacked_mqar", {"n_pairs": 4})
+    >>> 0.0 <= accuracy(MixerModel(Variant(), task.seq_len), task, batch_size=8) <= 1.0
+    True
+    """
+    inputs, targets, mask = task(batch_size, seed=seed)
+    logits, _ = model(inputs)  # (B, T, 64)
+    return float((logits.argmax(dim=-1) == targets)[mask].float().mean())
+
+
+def train_variant(variant: Variant, task: RecallTask, steps: int = 300, lr: float = 3e-3, seed: int = 0,
+                  batch_size: int = 32, d_model: int = 64) -> tuple[MixerModel, float]:
+    """Build the variant's model (seeded), train it with :func:`~attention_course.models.training.train`,
+    and return it with its final training loss.
+
+    Examples
+    --------
+    >>> task = RecallTask("previous_token", {"length": 8})
+    >>> model, loss = train_variant(Variant(mixer="fixed"), task, steps=5, d_model=16)
+    >>> loss > 0
+    True
+    """
+    model = MixerModel(variant, task.seq_len, d_model=d_model, seed=seed)
+    history = train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size)
+    return model, float(history[-10:].mean())
+
+
+def tune_and_train(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1, 2),
+                   lrs: Sequence[float] = (3e-3, 1e-2), steps: int = 300, batch_size: int = 32,
+                   d_model: int = 64) -> dict:
+    """Pick the learning rate on seed ``seeds[0]`` (validation batch), then train every seed at it.
+
+    Returns
+    -------
+    dict
+        ``{"lr", "sweep": {lr: validation accuracy}, "accuracy": [test accuracy per seed], "seeds"}``.
+
+    Examples
+    --------
+    >>> r = tune_and_train(Variant(mixer="none"), RecallTask("previous_token", {"length": 8}),
+    ...                    seeds=(0,), lrs=(1e-2,), steps=3, d_model=16)
+    >>> sorted(r)
+    ['accuracy', 'final_loss', 'lr', 'seeds', 'sweep']
+    """
+    sweep, models = {}, {}
+    for lr in lrs:
+        models[lr] = train_variant(variant, task, steps, lr, seeds[0], batch_size, d_model)
+        sweep[lr] = accuracy(models[lr][0], task, seed=VALID_SEED)
+    best = max(lrs, key=lambda lr: (sweep[lr], -lr))
+    trained = [models[best]] + [train_variant(variant, task, steps, best, s, batch_size, d_model) for s in seeds[1:]]
+    return {"lr": best, "sweep": {str(k): round(v, 4) for k, v in sweep.items()},
+            "accuracy": [round(accuracy(m, task), 4) for m, _ in trained],
+            "final_loss": [round(loss, 4) for _, loss in trained], "seeds": list(seeds)}
+
+
+def variant_named(name: str) -> Variant:
+    """The variant :data:`~attention_course.chapters.insight.mixers.VARIANTS` calls ``name``."""
+    if name not in VARIANTS:
+        raise KeyError(f"{name!r} is not a variant; expected one of {sorted(VARIANTS)}")
+    return VARIANTS[name]

@@ -1,0 +1,192 @@
+r"""Attention as an associative memory: store patterns, corrupt one, retrieve it.
+
+Store :math:`M` patterns :math:`x_1, \dots, x_M \in \{-1, +1\}^d` as the columns of
+:math:`X` (shape ``(d, M)``). A query :math:`\xi` is one stored pattern with a fraction
+``flip`` of its signs flipped. Two memories retrieve from it in one step:
+
+- **softmax attention** (the modern Hopfield update, Ramsauer et al. 2021): keys and values
+  are the stored patterns,
+
+  .. math:: \xi \leftarrow X \operatorname{softmax}(\beta X^\top \xi) ;
+
+- **the outer-product (linear) memory** (Hopfield 1982): the patterns are summed into one
+  :math:`d \times d` matrix, which is linear attention with the identity feature map,
+
+  .. math:: \xi \leftarrow X X^\top \xi = \sum_j x_j (x_j^\top \xi) .
+
+Retrieval is exact when ``sign`` of the result is the stored pattern. The *capacity* at a
+given ``d`` is the largest number of stored patterns retrieved exactly in at least a share
+``level`` of the trials. Everything is numpy, float64, seeded.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+__all__ = [
+    "MEMORIES", "store_patterns", "corrupt", "retrieve", "retrieval_accuracy",
+    "capacity", "capacity_sweep", "outer_product_law", "exponential_law",
+]  # fmt: skip
+
+#: The memories :func:`retrieve` knows: name -> inverse temperature rule (``None``: linear).
+MEMORIES = {
+    "softmax, beta = 1": lambda d: 1.0,
+    "softmax, beta = 1/sqrt(d)": lambda d: 1.0 / math.sqrt(d),
+    "outer product (linear)": None,
+}
+
+
+def store_patterns(d: int, n_patterns: int, seed: int = 0) -> np.ndarray:
+    """``n_patterns`` random sign patterns of length ``d``, as the columns of ``X``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (d, n_patterns), entries in {-1.0, +1.0}
+
+    Examples
+    --------
+    >>> X = store_patterns(8, 5, seed=0)
+    >>> X.shape, sorted(set(X.ravel().tolist()))
+    ((8, 5), [-1.0, 1.0])
+    """
+    if d < 1 or n_patterns < 1:
+        raise ValueError(f"d={d}, n_patterns={n_patterns}; expected both >= 1")
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random((d, n_patterns)) < 0.5, -1.0, 1.0)
+
+
+def corrupt(patterns: np.ndarray, flip: float, seed: int = 0) -> np.ndarray:
+    """Flip exactly ``round(flip * d)`` signs of every column of ``patterns`` (shape (d, n)).
+
+    Examples
+    --------
+    >>> X = store_patterns(10, 3, seed=1)
+    >>> (corrupt(X, 0.2, seed=0) != X).sum(axis=0).tolist()
+    [2, 2, 2]
+    """
+    d, n = patterns.shape
+    k = int(round(flip * d))
+    rng = np.random.default_rng(seed)
+    idx = np.argsort(rng.random((d, n)), axis=0)[:k]  # (k, n): the rows to flip in each column
+    out = patterns.copy()
+    cols = np.broadcast_to(np.arange(n), idx.shape)
+    out[idx, cols] *= -1.0
+    return out
+
+
+def retrieve(X: np.ndarray, queries: np.ndarray, beta: Optional[float]) -> np.ndarray:
+    r"""One retrieval step from the memory ``X`` (shape (d, M)) for ``queries`` (shape (d, n)).
+
+    .. math::
+
+        \text{softmax:}\ \xi \leftarrow X \operatorname{softmax}(\beta X^\top \xi), \qquad
+        \text{linear (beta=None):}\ \xi \leftarrow X X^\top \xi
+
+    Returns
+    -------
+    numpy.ndarray, shape (d, n): the retrieved vectors (before ``sign``).
+
+    Examples
+    --------
+    >>> X = store_patterns(16, 4, seed=0)
+    >>> q = corrupt(X, 0.1, seed=0)
+    >>> bool((np.sign(retrieve(X, q, beta=1.0)) == X).all())
+    True
+    """
+    if X.ndim != 2 or queries.ndim != 2 or X.shape[0] != queries.shape[0]:
+        raise ValueError(f"X has shape {X.shape} and queries {queries.shape}; expected (d, M) and (d, n)")
+    scores = X.T @ queries  # (M, n): $X^\top \xi$
+    if beta is None:
+        return X @ scores  # (d, n): the outer-product memory $X X^\top \xi$
+    z = beta * scores
+    z -= z.max(axis=0, keepdims=True)
+    w = np.exp(z)
+    w /= w.sum(axis=0, keepdims=True)  # (M, n): softmax over the stored patterns
+    return X @ w  # (d, n)
+
+
+def retrieval_accuracy(d: int, n_patterns: int, beta: Optional[float], flip: float = 0.1,
+                       n_queries: int = 200, seed: int = 0) -> float:
+    """Share of ``n_queries`` corrupted stored patterns that one step retrieves exactly.
+
+    The queried patterns are the first ``min(n_queries, n_patterns)`` stored ones,
+    repeated (with fresh corruption) when fewer are stored.
+
+    Examples
+    --------
+    >>> retrieval_accuracy(32, 4, beta=1.0), retrieval_accuracy(32, 64, beta=None)
+    (1.0, 0.005)
+    """
+    X = store_patterns(d, n_patterns, seed=seed)
+    which = np.arange(n_queries) % n_patterns
+    clean = X[:, which]  # (d, n_queries)
+    queries = corrupt(clean, flip, seed=seed + 1)
+    out = np.sign(retrieve(X, queries, beta))
+    return float((out == clean).all(axis=0).mean())
+
+
+def capacity(accuracies: Sequence[float], sizes: Sequence[int], level: float = 0.9) -> int:
+    """The largest stored count whose accuracy is at least ``level`` (0 when none is).
+
+    Examples
+    --------
+    >>> capacity([1.0, 0.95, 0.5, 0.92], [1, 2, 4, 8])
+    8
+    """
+    ok = [m for a, m in zip(accuracies, sizes) if a >= level]
+    return int(max(ok)) if ok else 0
+
+
+def capacity_sweep(dims: Sequence[int] = (16, 32, 64), max_log2: Sequence[int] = (10, 14, 17),
+                   flip: float = 0.1, n_queries: int = 200, seeds: Sequence[int] = (0,)) -> dict:
+    """Retrieval accuracy against the number of stored patterns (powers of 2) for every memory and ``d``.
+
+    Returns
+    -------
+    dict
+        ``{"dims", "flip", "n_queries", "seeds", "curves": {memory: {str(d): {"sizes", "accuracy"}}}}``;
+        ``accuracy`` has one row per seed.
+
+    Examples
+    --------
+    >>> r = capacity_sweep(dims=(16,), max_log2=(4,), n_queries=50)
+    >>> r["curves"]["outer product (linear)"]["16"]["sizes"]
+    [1, 2, 4, 8, 16]
+    """
+    curves: dict = {name: {} for name in MEMORIES}
+    for d, top in zip(dims, max_log2):
+        sizes = [2**i for i in range(top + 1)]
+        for name, rule in MEMORIES.items():
+            beta = None if rule is None else rule(d)
+            acc = [[retrieval_accuracy(d, m, beta, flip, n_queries, seed=s) for m in sizes] for s in seeds]
+            curves[name][str(d)] = {"sizes": sizes, "accuracy": acc}
+    return {"dims": list(dims), "flip": flip, "n_queries": n_queries, "seeds": list(seeds), "curves": curves}
+
+
+def outer_product_law(d: float) -> float:
+    r"""The outer-product memory's capacity law, :math:`d / (4 \ln d)` (Amit et al. 1985; McEliece et al. 1987).
+
+    Examples
+    --------
+    >>> round(outer_product_law(64), 2)
+    3.85
+    """
+    return d / (4.0 * math.log(d))
+
+
+def exponential_law(d: float, flip: float = 0.1) -> float:
+    r"""The softmax (exponential-energy) memory's capacity rate, :math:`e^{\alpha d}` with
+    :math:`\alpha = I(1 - 2\rho)/2` and :math:`I(x) = \tfrac12[(1+x)\ln(1+x) + (1-x)\ln(1-x)]`,
+    for a share :math:`\rho` of flipped signs (Demircigil et al. 2017, at :math:`\beta = 1`).
+
+    Examples
+    --------
+    >>> round(exponential_law(32), 1)
+    361.1
+    """
+    x = 1.0 - 2.0 * flip
+    info = 0.5 * ((1 + x) * math.log(1 + x) + ((1 - x) * math.log(1 - x) if x < 1 else 0.0))
+    return math.exp(info / 2.0 * d)

@@ -1,0 +1,124 @@
+r"""The two tasks of the ablations: stacked multi-query associative recall, and a previous-token copy.
+
+Both return a :class:`~attention_course.models.tasks.Batch` whose ``inputs`` hold *two* ids per
+position, shape ``(B, T, 2)``: a key (or token) id and a value id, embedded and summed into one
+vector (:class:`~attention_course.chapters.insight.mixers.MixerModel`). :data:`BLANK` in the
+value slot means "no value here".
+
+- **Stacked MQAR** (Arora et al. 2023, ``zoology/data/stacked_mqar.py``): the first ``N``
+  positions each carry a key and its value, :math:`(k_j, v_j)`; the next ``N`` positions carry
+  the same keys in a random order with a blank value, and each must output the value stored with
+  its key. One layer that matches the query's key against the earlier keys solves it; nothing that
+  mixes positions with weights fixed in advance can, because where the key sits changes with every
+  sequence.
+- **Previous-token copy**: random tokens; position :math:`t \ge 1` must output the token at
+  :math:`t - 1`. The relation is directional (the previous token, not the next, not itself), and
+  the offset never changes, so fixed mixing solves it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...models.tasks import Batch
+
+__all__ = ["BLANK", "N_VALUES", "stacked_mqar", "previous_token", "gaps"]
+
+#: Number of value ids; the blank value is id ``N_VALUES``.
+N_VALUES = 64
+BLANK = N_VALUES
+
+
+def _gen(seed: int, generator: Optional[torch.Generator]) -> torch.Generator:
+    return generator if generator is not None else torch.Generator().manual_seed(int(seed))
+
+
+def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int = 0,
+                 generator: Optional[torch.Generator] = None) -> Batch:
+    r"""Stacked multi-query associative recall: ``N`` key-value tokens, then the ``N`` keys again.
+
+    .. math::
+
+        x_j = (k_j, v_j),\ j < N; \qquad x_{N+i} = (k_{\pi(i)}, \varnothing),\quad
+        y_{N+i} = v_{\pi(i)} ,
+
+    with distinct keys from ``[0, n_keys)``, values from ``[0, 64)`` and :math:`\pi` a random
+    permutation. Chance is 1/64.
+
+    Returns
+    -------
+    Batch
+        ``inputs`` (B, 2N, 2), ``targets`` (B, 2N) (0 where unused), ``mask`` (B, 2N): True at the queries.
+
+    Examples
+    --------
+    >>> x, y, m = stacked_mqar(2, n_pairs=4, seed=0)
+    >>> tuple(x.shape), m[0].tolist()
+    ((2, 8, 2), [False, False, False, False, True, True, True, True])
+    >>> k, v = x[0, :4, 0], x[0, :4, 1]
+    >>> all(int(y[0, t]) == int(v[k == x[0, t, 0]][0]) for t in range(4, 8))
+    True
+    """
+    if n_pairs < 1 or n_keys < n_pairs:
+        raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}; expected 1 <= n_pairs <= n_keys")
+    g = _gen(seed, generator)
+    B, N = batch_size, n_pairs
+    keys = torch.rand(B, n_keys, generator=g).argsort(dim=1)[:, :N]  # (B, N): distinct keys
+    values = torch.randint(0, N_VALUES, (B, N), generator=g)  # (B, N)
+    order = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): the queried pair at each query
+    inputs = torch.empty(B, 2 * N, 2, dtype=torch.long)
+    inputs[:, :N, 0], inputs[:, :N, 1] = keys, values
+    inputs[:, N:, 0], inputs[:, N:, 1] = keys.gather(1, order), BLANK
+    targets = torch.zeros(B, 2 * N, dtype=torch.long)
+    targets[:, N:] = values.gather(1, order)
+    mask = torch.zeros(B, 2 * N, dtype=torch.bool)
+    mask[:, N:] = True
+    return Batch(inputs, targets, mask)
+
+
+def previous_token(batch_size: int, length: int = 32, vocab_size: int = 64, seed: int = 0,
+                   generator: Optional[torch.Generator] = None) -> Batch:
+    r"""Random tokens; every position from the second on outputs the token before it, :math:`y_t = a_{t-1}`.
+
+    Returns
+    -------
+    Batch
+        ``inputs`` (B, T, 2), the token id in both slots, ``targets`` (B, T), ``mask`` True for ``t >= 1``.
+
+    Examples
+    --------
+    >>> x, y, m = previous_token(2, length=6, seed=0)
+    >>> bool((y[:, 1:] == x[:, :-1, 0]).all()), int(m[0].sum())
+    (True, 5)
+    """
+    if length < 2:
+        raise ValueError(f"length={length}; expected at least 2")
+    g = _gen(seed, generator)
+    a = torch.randint(0, vocab_size, (batch_size, length), generator=g)  # (B, T)
+    inputs = torch.stack([a, a], dim=2)  # (B, T, 2): the token is its own key and value
+    targets = torch.zeros_like(a)
+    targets[:, 1:] = a[:, :-1]
+    mask = torch.ones_like(a, dtype=torch.bool)
+    mask[:, 0] = False
+    return Batch(inputs, targets, mask)
+
+
+def gaps(n_pairs: int, batch_size: int = 4096, seed: int = 0) -> torch.Tensor:
+    """How far back each query's key sits in :func:`stacked_mqar` (one entry per query; 1 .. 2N - 1).
+
+    A causal window of ``w`` positions (the query and the ``w - 1`` before it) can see the key
+    only when the gap is below ``w``.
+
+    Examples
+    --------
+    >>> g = gaps(4, batch_size=500)
+    >>> int(g.min()) >= 1, int(g.max()) <= 7
+    (True, True)
+    """
+    x, _, m = stacked_mqar(batch_size, n_pairs=n_pairs, seed=seed)
+    N = n_pairs
+    keys, queried = x[:, :N, 0], x[:, N:, 0]  # (B, N), (B, N)
+    where = (queried[:, :, None] == keys[:, None, :]).float().argmax(dim=2)  # (B, N): key position
+    return (N + torch.arange(N) - where).flatten()

@@ -1,0 +1,138 @@
+r"""Chapter 7's flagged slider: shrink attention to a local window and watch recall follow the window.
+
+The verdict ``all-pairs`` holds *when what a query must fetch can lie anywhere*. On stacked MQAR a
+query's key sits 1 to 2N - 1 positions back; a causal window of :math:`w` positions sees it only when
+the gap is below :math:`w`. The slider moves :math:`w` over the stored runs (softmax attention with
+the window, three seeds each) and shows the trained accuracy beside the share of queries whose key
+the window covers (:func:`~attention_course.chapters.insight.ingredients.covered_share`). The flag sits
+at the first window whose accuracy is within 0.05 of full attention
+(:func:`~attention_course.chapters.insight.ingredients.first_within`): there the verdict's condition,
+"the window covers every dependency", is met. This module only reads and draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Optional
+
+import numpy as np
+
+from ...figures.widgets import SliderFigure, static_fallback
+from .ingredients import Score, covered_share, first_within, window_curve
+
+__all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN"]
+
+#: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
+WINDOW_MARGIN = 0.05
+_ACC, _COVER = "#0072B2", "#999999"
+
+
+def window_explorer(table: Mapping[tuple[str, str], Score], task: str = "recall (MQAR, 16 pairs)",
+                    n_pairs: int = 16) -> SliderFigure:
+    """A slider over the window :math:`w`: trained recall against the covered share of queries.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m - 0.01, m + 0.01, 3)
+    >>> t = {("r", "window 4"): S(0.1), ("r", "window 16"): S(0.5), ("r", "softmax attention"): S(0.99)}
+    >>> fig = window_explorer(t, "r")
+    >>> fig.labels, fig.flip, fig.verdict
+    (['w = 4', 'w = 16', 'w = 32 (all pairs)'], 2, 'all-pairs')
+    """
+    windows, scores = window_curve(table, task, full=2 * n_pairs)
+    acc = np.array([s.mean for s in scores])
+    cover = covered_share(n_pairs, windows)
+    flip = first_within(list(acc), WINDOW_MARGIN)
+    labels = [f"w = {w}" + (" (all pairs)" if w == 2 * n_pairs else "") for w in windows]
+    frames = []
+    for i, (w, s) in enumerate(zip(windows, scores)):
+        colors = [_ACC if j == i else "#9ECAE1" for j in range(len(windows))]
+        frames.append({
+            "data": [{"type": "bar", "x": [str(v) for v in windows], "y": acc, "name": "trained recall",
+                      "marker": {"color": colors},
+                      "error_y": {"type": "data", "symmetric": False,
+                                  "array": [x.high - x.mean for x in scores],
+                                  "arrayminus": [x.mean - x.low for x in scores]}},
+                     {"type": "scatter", "mode": "lines+markers", "x": [str(v) for v in windows], "y": cover,
+                      "name": "keys inside the window", "line": {"color": _COVER, "dash": "dot"}}],
+            "readout": (f"A window of <b>{w}</b> positions: recall {s.mean:.2f} (seeds {s.low:.2f}-{s.high:.2f}); "
+                        f"the key of {cover[i]:.0%} of the queries lies inside it. Full attention: {acc[-1]:.2f}."),
+        })
+    layout = {"height": 380, "margin": {"l": 55, "r": 10, "t": 10, "b": 50}, "font": {"size": 13},
+              "xaxis": {"title": {"text": "window w (positions a query may see)"}, "type": "category"},
+              "yaxis": {"title": {"text": "accuracy / share"}, "range": [0, 1.05]},
+              "legend": {"orientation": "h", "y": 1.12, "x": 0}}
+
+    def draw(fig, ax):
+        x = np.arange(len(windows))
+        ax.bar(x, acc, color=_ACC, label="trained recall (mean of seeds)")
+        ax.plot(x, cover, "o:", color=_COVER, label="keys inside the window")
+        ax.set_xticks(x, [str(w) for w in windows])
+        ax.set(xlabel="window w", ylabel="accuracy / share", ylim=(0, 1.05), title="Recall with a local window")
+        ax.legend(fontsize=9, loc="upper left")
+
+    return SliderFigure("ix-insight-window", "Shrink the window: when does recall come back?", labels, frames,
+                        layout, static_fallback(draw),
+                        "Recall accuracy of softmax attention restricted to a causal window of w positions, "
+                        "against the share of queries whose key lies inside the window.",
+                        start=0, control_label="window w", flip=flip,
+                        flip_note="recall within 0.05 of full attention: the window covers every key",
+                        verdict="all-pairs")
+
+
+#: The task-switch sliders: claim -> (variants shown, the variant compared with softmax, what flips).
+TASK_SLIDERS = {
+    "data-dependent": (("softmax attention", "fixed mixing (learned T x T)", "gated long convolution"),
+                       "fixed mixing (learned T x T)", "fixed mixing matches attention: data dependence is not needed"),
+    "asymmetric": (("softmax attention", "tied", "tied, self masked"),
+                   "tied", "tied W_Q = W_K fails: the relation is directional"),
+}
+
+
+def task_explorer(table: Mapping[tuple[str, str], Score], claim: str) -> SliderFigure:
+    """Switch the task (recall, previous token) and compare softmax with the variants of one claim.
+
+    The flag sits at the first task where the compared variant's mean differs from softmax's by more
+    than :data:`WINDOW_MARGIN` (``asymmetric``) or comes within it (``data-dependent``): where the
+    verdict's condition changes.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(task, v): S(1.0) for task in ("recall (MQAR, 16 pairs)", "previous token")
+    ...      for v in ("softmax attention", "tied", "tied, self masked")}
+    >>> t["previous token", "tied"] = S(0.02)
+    >>> fig = task_explorer(t, "asymmetric")
+    >>> fig.labels, fig.flip, fig.verdict
+    (['recall', 'previous token'], 1, 'asymmetric')
+    """
+    variants, compared, note = TASK_SLIDERS[claim]
+    tasks = (("recall", "recall (MQAR, 16 pairs)"), ("previous token", "previous token"))
+    gaps_ = [table[t, "softmax attention"].mean - table[t, compared].mean for _, t in tasks]
+    close = [abs(g) <= WINDOW_MARGIN for g in gaps_]
+    flip = next((i for i, c in enumerate(close) if c != close[0]), None)
+    frames = []
+    for label, t in tasks:
+        s = [table[t, v] for v in variants]
+        frames.append({
+            "data": [{"type": "bar", "x": list(variants), "y": [x.mean for x in s], "marker": {"color": _ACC},
+                      "error_y": {"type": "data", "symmetric": False, "array": [x.high - x.mean for x in s],
+                                  "arrayminus": [x.mean - x.low for x in s]}}],
+            "readout": f"{label}: " + "; ".join(f"{v} <b>{x.mean:.2f}</b>" for v, x in zip(variants, s)) + ".",
+        })
+    layout = {"height": 340, "margin": {"l": 55, "r": 10, "t": 10, "b": 90}, "font": {"size": 13},
+              "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1.05]}}
+
+    def draw(fig, ax):
+        x = np.arange(len(variants))
+        for k, (label, t) in enumerate(tasks):
+            ax.bar(x + 0.4 * k - 0.2, [table[t, v].mean for v in variants], width=0.4, label=label)
+        ax.set_xticks(x, [v.replace(" (learned T x T)", "") for v in variants], fontsize=8)
+        ax.set(ylabel="held-out accuracy", ylim=(0, 1.05), title=f"Softmax against its ablations ({claim})")
+        ax.legend(fontsize=9)
+
+    return SliderFigure(f"ix-insight-{claim}", "Switch the task: which ingredient does it need?",
+                        [label for label, _ in tasks], frames, layout, static_fallback(draw),
+                        f"Held-out accuracy of softmax attention and its ablations for the claim {claim}, on recall "
+                        "and on the previous-token copy.", start=0, control_label="task", flip=flip,
+                        flip_note=note, verdict=claim)

@@ -1,0 +1,125 @@
+"""The one-layer mixer and its ablations (attention_course/chapters/insight/mixers.py) against references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from attention_course.core.attention import scaled_dot_product_attention
+from attention_course.chapters.insight.mixers import MixerModel, Variant, mixing_mask, sparsemax
+from attention_course.chapters.insight.recall_tasks import previous_token, stacked_mqar
+
+
+def _sparsemax_ref(z):
+    """Martins & Astudillo (2016), Algorithm 1, in numpy."""
+    s = np.sort(z)[::-1]
+    k = np.arange(1, len(z) + 1)
+    cs = np.cumsum(s)
+    k_z = k[1 + k * s > cs].max()
+    tau = (cs[k_z - 1] - 1) / k_z
+    return np.maximum(z - tau, 0)
+
+
+@given(st.lists(st.floats(-5, 5), min_size=1, max_size=9))
+@settings(max_examples=40, deadline=None)
+def test_sparsemax_matches_the_reference_and_is_a_distribution(z):
+    z = np.array(z)
+    p = sparsemax(torch.tensor(z, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(p, _sparsemax_ref(z), atol=1e-12)
+    assert p.min() >= 0 and p.sum() == pytest.approx(1.0)
+
+
+def test_mixing_mask_against_loops():
+    T, w = 6, 3
+    m = mixing_mask(T, window=w, mask_self=True).numpy()
+    ref = np.array([[s <= t and t - s < w and (s != t or t == 0) for s in range(T)] for t in range(T)])
+    np.testing.assert_array_equal(m, ref)
+
+
+def _x():
+    return stacked_mqar(4, n_pairs=4, seed=1).inputs
+
+
+def test_softmax_variant_is_causal_scaled_dot_product_attention():
+    model = MixerModel(Variant(), seq_len=8, d_model=16, seed=0).double()
+    x = model.E_K[_x()[..., 0]] + model.E_V[_x()[..., 1]] + model.P[:8]
+    out, A = model.mix(x)
+    ref, w = scaled_dot_product_attention(x @ model.W_q, x @ model.W_k, x @ model.W_v, mask=mixing_mask(8))
+    torch.testing.assert_close(A, w)
+    torch.testing.assert_close(out, ref @ model.W_o)
+
+
+def test_scaling_queries_up_and_keys_down_changes_nothing():
+    model = MixerModel(Variant(), seq_len=8, d_model=16, seed=0).double()
+    logits, _ = model(_x())
+    with torch.no_grad():
+        model.W_q *= 3.0
+        model.W_k /= 3.0
+    torch.testing.assert_close(model(_x())[0], logits)
+
+
+def test_tied_ignores_W_k_and_identity_ignores_both():
+    for variant in (Variant(tied=True), Variant(identity=True)):
+        model = MixerModel(variant, seq_len=8, d_model=16, seed=0)
+        before = model(_x())[0]
+        with torch.no_grad():
+            model.W_k.normal_()
+            if variant.identity:
+                model.W_q.normal_()
+        torch.testing.assert_close(model(_x())[0], before)
+
+
+def test_fixed_mixing_is_the_same_for_every_input():
+    model = MixerModel(Variant(mixer="fixed"), seq_len=8, d_model=16, seed=0)
+    _, (A,) = model(_x())
+    torch.testing.assert_close(A, A[:1].expand_as(A))
+    assert torch.all(A.triu(1) == 0)
+
+
+def test_convolution_matches_a_loop():
+    model = MixerModel(Variant(mixer="conv"), seq_len=8, d_model=4, seed=0).double()
+    x = torch.randn(2, 8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    out, _ = model.mix(x)
+    v, gate = x @ model.W_v, x @ model.W_g
+    y = torch.zeros_like(v)
+    for t in range(8):
+        for s in range(t + 1):
+            y[:, t] += model.h[:, t - s] * v[:, s]
+    torch.testing.assert_close(out, (y * gate) @ model.W_o)
+
+
+def test_linear_attention_is_a_fixed_size_recurrent_state():
+    # A_t v = phi(q_t)^T S_t / phi(q_t)^T z_t with S_t = sum_{s<=t} phi(k_s) v_s^T: a d x d state.
+    model = MixerModel(Variant(mixer="linear"), seq_len=8, d_model=4, seed=0).double()
+    x = torch.randn(1, 8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    out, _ = model.mix(x)
+    phi = lambda u: torch.nn.functional.elu(u) + 1
+    q, k, v = phi(x @ model.W_q)[0], phi(x @ model.W_k)[0], (x @ model.W_v)[0]
+    S, z = torch.zeros(4, 4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+    for t in range(8):
+        S, z = S + torch.outer(k[t], v[t]), z + k[t]
+        torch.testing.assert_close(out[0, t], (q[t] @ S / (q[t] @ z)) @ model.W_o)
+
+
+def test_hard_selection_is_one_hot_and_only_straight_through_passes_a_gradient():
+    for norm, grad in (("straight-through", True), ("argmax", False)):
+        model = MixerModel(Variant(norm=norm), seq_len=8, d_model=16, seed=0)
+        logits, (A,) = model(_x())
+        hard = torch.nn.functional.one_hot(A.detach().argmax(-1), 8).float()
+        torch.testing.assert_close(A.detach(), hard)  # the forward pass is one-hot
+        logits.sum().backward()
+        assert (model.W_q.grad is not None and model.W_q.grad.abs().sum() > 0) == grad
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match=r"expected \(B, T <= 8, 2\)"):
+        MixerModel(Variant(), seq_len=8)(torch.zeros(2, 9, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="mixer='mlp'"):
+        Variant(mixer="mlp")
+
+
+def test_previous_token_targets():
+    x, y, m = previous_token(3, length=5, seed=2)
+    assert torch.equal(y[:, 1:], x[:, :-1, 0]) and not m[:, 0].any()
