@@ -50,7 +50,8 @@ def chapter_words(path: Path) -> dict[str, int]:
                 stack.pop()
                 continue
             if m and m.group("name"):
-                if m.group("name") in ("code-cell", "code-block", "code", "literalinclude", "math"):
+                plain_code = m.group("fence").startswith("`") and "{" not in line  # ```python: code, not a directive
+                if plain_code or m.group("name") in ("code-cell", "code-block", "code", "literalinclude", "math"):
                     stack.append((m.group("fence"), None))  # code or maths: no words
                 else:
                     options = " ".join(lines[i + 1:i + 4])

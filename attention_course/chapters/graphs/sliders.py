@@ -295,7 +295,7 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
     layout = {"height": 520, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
               "xaxis": {"title": {"text": "depth (layers)"}}, "yaxis": {"title": {"text": "held-out probe accuracy"},
                                                                       "range": [0, 1.05]},
-              "legend": {"orientation": "h", "y": -0.18, "x": 0}}
+              "legend": {"orientation": "h", "y": -0.24, "yanchor": "top", "x": 0}}  # below the axis title
     order = sorted((k for k in random if falls[k] is not None), key=lambda k: falls[k])
     main = order[-1] if order else None
 

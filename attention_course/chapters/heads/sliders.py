@@ -155,7 +155,8 @@ def clear_job_explorer(scores: Optional[Mapping[str, np.ndarray]] = None,
               "xaxis2": {"domain": [0, 1], "anchor": "y2"},
               "yaxis2": {"domain": [0, 0.3], "anchor": "x2", "range": [0, n_heads * 1.15],
                          "title": {"text": "heads above t"}},
-              "legend": {"orientation": "h", "y": 0.52, "yanchor": "top", "x": 0}}
+              # below the role names, which a phone draws rotated down to y = 0.45
+              "legend": {"orientation": "h", "y": 0.42, "yanchor": "top", "x": 0}}
     last_rel, main = last_relation_flip(flips, relations)
     start = int(np.argmin(np.abs(np.asarray(thresholds) - 0.5)))  # the chapter's line: more than half
     marks = [(flips[r], f"no {r} head clears t any more, as under uniform attention") for r in roles
