@@ -24,11 +24,11 @@ import re
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-from .claims import CLAIMS, VERDICT_CLASS, Claim
+from .claims import CLAIMS, SECTIONS, VERDICT_CLASS, Claim
 from .expressions import glue_roles, load_notebook, save_notebook
 
 __all__ = ["TITLE_WORDS", "SUMMARY_WORDS", "box_title", "box_markdown", "box_problems",
-           "box_span", "sync_verdict_boxes", "stale_boxes"]
+           "box_span", "sync_verdict_boxes", "stale_boxes", "closing_summary"]
 
 #: The most words a box's title may have, and its body (issue 25's budget).
 TITLE_WORDS, SUMMARY_WORDS = 20, 60
@@ -104,6 +104,27 @@ def box_markdown(c: Claim) -> str:
     return (f"{BOX_FENCE}{{admonition}} {box_title(c)}\n:class: {VERDICT_CLASS[c.verdict]}\n:name: {c.label}\n"
             f"{glue_roles(c.summary.strip())}\n\n:::{{admonition}} How this was tested\n:class: dropdown\n"
             f"{body}\n:::\n{BOX_FENCE}")
+
+
+def closing_summary(claims: Iterable[Claim] = CLAIMS) -> str:
+    """The course's closing summary: one bullet per essay section, each claim's box title linked to its box.
+
+    Written from the ledger like the boxes themselves, so the summary cannot say what a chapter
+    does not. Plain Markdown (links to the published book, :attr:`Claim.url`).
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "01_mechanics", "t", "holds", "f", "{a}", title="Rows sum to one")
+    >>> print(closing_summary([c]))  # doctest: +ELLIPSIS
+    - **Mechanics.** [Rows sum to one — holds](https://.../book/01_mechanics.html#claim-x).
+    """
+    claims = list(claims)
+    bullets = []
+    for section, name in SECTIONS.items():
+        here = [f"[{box_title(c)}]({c.url})" for c in claims if c.section == section]
+        if here:
+            bullets.append(f"- **{name}.** " + "; ".join(here) + ".")
+    return "\n".join(bullets)
 
 
 def box_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
