@@ -257,7 +257,8 @@ def _unlabelled_verdicts(path: Path) -> list[str]:
     for cell in load_notebook(path)["cells"]:
         if cell["cell_type"] == "markdown":
             for m in _ADMONITION.finditer("".join(cell["source"])):
-                if m.group("title").startswith("Verdict") and ":name: claim-" not in m.group("opts"):
+                title = m.group("title")
+                if (title.startswith("Verdict") or parse_verdict(title)) and ":name: claim-" not in m.group("opts"):
                     titles.append(m.group("title").strip())
     return titles
 

@@ -204,8 +204,9 @@ def test_probe_readouts_give_the_stored_medians(figures):
     for L, frame in zip(raw["layers"], _spec(fig)["frames"]):
         for name, acc in raw["stacks"].items():
             assert f"{name} {np.median(np.array(acc)[:, L]):.2f}" in frame["readout"]
-        if L <= 6:
-            assert f"own token {raw['minilm']['MiniLM'][0][L]:.2f}" in frame["readout"]
+        if L <= 6:  # MiniLM's word probes: row 1 reads the previous word, row 2 the next (embeddings, layers 1-6)
+            assert f"previous word {raw['minilm']['MiniLM'][1][L]:.2f}" in frame["readout"]
+            assert f"next word {raw['minilm']['MiniLM'][2][L]:.2f}" in frame["readout"]
 
 
 def test_probe_flags_are_where_each_random_stack_falls_to_guessing(figures):

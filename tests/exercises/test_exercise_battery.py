@@ -1140,7 +1140,42 @@ NEWEST = [
 # The answers of NEWEST that get only the generic "not quite: ..." message (none, at the time of writing).
 NEWEST_GENERIC: set = set()
 
-BATTERY = CH1 + CH2 + CH3 + CH4 + CH5 + CH6 + NEWEST
+def _hop(X, q, c, beta, over=0, signs="all"):
+    """One retrieval step written from the statement (numpy), with the switches a learner may get wrong."""
+    s = X.T @ q  # (M, n)
+    if beta is None:
+        out = X @ s
+    else:
+        z = beta * s
+        w = np.exp(z - z.max(axis=over, keepdims=True))
+        out = X @ (w / w.sum(axis=over, keepdims=True))
+    hit = np.sign(out) == c
+    return float((hit.all(axis=0) if signs == "all" else hit).mean())
+
+
+# Chapter 7
+CH7 = [
+    ("hopfield-retrieval", "reference solution", SOLUTIONS["hopfield-retrieval"], PASS),
+    ("hopfield-retrieval", "numpy, written out", lambda X, q, c, beta: _hop(X, q, c, beta), PASS),
+    ("hopfield-retrieval", "a loop over the queries", lambda X, q, c, beta: float(np.mean([
+        _hop(X, q[:, [i]], c[:, [i]], beta) for i in range(q.shape[1])])), PASS),
+    ("hopfield-retrieval", "torch softmax over the patterns", lambda X, q, c, beta: float((torch.sign(
+        torch.from_numpy(X) @ (torch.from_numpy(X).T @ torch.from_numpy(q) if beta is None else torch.softmax(
+            beta * (torch.from_numpy(X).T @ torch.from_numpy(q)), dim=0))) == torch.from_numpy(c)).all(dim=0)
+        .double().mean()), PASS),
+    ("hopfield-retrieval", "softmax over the queries", lambda X, q, c, beta: _hop(X, q, c, beta, over=1),
+     "the softmax must run over the M stored patterns"),
+    ("hopfield-retrieval", "share of correct signs", lambda X, q, c, beta: _hop(X, q, c, beta, signs="each"),
+     "that is the share of correct signs"),
+    ("hopfield-retrieval", "beta left out", lambda X, q, c, beta: _hop(X, q, c, None if beta is None else 1.0),
+     "beta is the inverse temperature"),
+    ("hopfield-retrieval", "always the outer product", lambda X, q, c, beta: _hop(X, q, c, None),
+     "with a beta, the memory is softmax attention"),
+    ("hopfield-retrieval", "compared with the queries", lambda X, q, c, beta: _hop(X, q, q, beta),
+     "compare the retrieved signs with `clean`"),
+]
+
+BATTERY = CH1 + CH2 + CH3 + CH4 + CH5 + CH6 + CH7 + NEWEST
 # Answers that run until the time limit: a shorter limit keeps the test fast (the verdict
 # is the same; the default of 10 s is for learners on slow machines).
 TIME_LIMITS = {("linear-attention", "a Python loop over keys"): 2.0}

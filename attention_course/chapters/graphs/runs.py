@@ -144,7 +144,7 @@ def _progress(items: Iterable, desc: str, show: bool, total: int) -> Iterator:
         yield from items
         return
     try:
-        from tqdm.auto import tqdm  # optional: the package does not require it
+        from tqdm import tqdm  # optional: the package does not require it
     except ImportError:
         for i, item in enumerate(items):
             print(f"{desc}: {i + 1}/{total}", file=sys.stderr, flush=True)

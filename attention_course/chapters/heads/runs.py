@@ -36,7 +36,7 @@ from typing import Optional, Union
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ...models.pretrained import attention_maps
 from ...models.records import DATA_DIR, machine_info, write_json

@@ -92,8 +92,7 @@ def _torch(X, queries, clean, beta):
     return float((torch.sign(out) == torch.from_numpy(clean)).all(dim=0).double().mean())
 
 
-EXERCISES = [
-    register(Exercise(
+register(Exercise(
         id="hopfield-retrieval",
         title="Run the memory experiment: the share retrieved exactly",
         make_cases=_cases,
@@ -131,5 +130,6 @@ EXERCISES = [
         ),
         difficulty=1,
         minutes=10,
-    )),
-]
+    ))
+
+EXERCISES = ("hopfield-retrieval",)

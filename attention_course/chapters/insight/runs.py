@@ -85,7 +85,7 @@ def _progress(items: Iterable, total: int, show: bool) -> Iterator:
         yield from items
         return
     try:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
     except ImportError:  # pragma: no cover
         for i, item in enumerate(items):
             print(f"insight-run: {i + 1}/{total}", file=sys.stderr, flush=True)

@@ -190,7 +190,7 @@ def compare_learned_kernels(seeds: Sequence[int] = range(5), n: int = 200, metri
     >>> len(r["mse_dot"]), r["mse_tuned"][0] > 0
     (1, True)
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     keys = ("sigma", "mse_tuned", "mse_identity", "mse_mean", "mse_metric", "mse_dot", "dominance_metric",
             "dominance_dot", "x0_top_metric", "x0_top_dot")

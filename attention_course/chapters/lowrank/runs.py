@@ -29,7 +29,7 @@ from typing import Optional
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ...models.pretrained import load_minilm, minilm_weights
 from ...models.records import DATA_DIR, machine_info, write_json

@@ -50,7 +50,7 @@ SETTINGS = {"patch": 2, "d_model": 32, "n_heads": 4, "n_layers": 2, "epochs": 30
 
 def _progress(items: Sequence, desc: str) -> Iterable:
     try:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is optional
         return items
     return tqdm(items, desc=desc, file=sys.stderr)
