@@ -180,9 +180,9 @@ def test_the_shipped_run_is_complete():
 
 
 @pytest.mark.extended
-def test_the_shipped_run_recomputes_for_seed_0():
+def test_the_shipped_run_recomputes_its_first_seed():
     doc = vr.load_vision()
-    again = vr.vision_run([0], progress=False)
+    again = vr.vision_run([doc["runs"][0]["seed"]], progress=False)  # the deciding run used seeds 8-15
     assert again["runs"][0]["test_accuracy"] == pytest.approx(doc["runs"][0]["test_accuracy"], abs=0.02)
     np.testing.assert_allclose(again["runs"][0]["layers"][0]["distance"], doc["runs"][0]["layers"][0]["distance"],
                                atol=0.05)
