@@ -136,7 +136,7 @@ def test_chapter_reads_in_jupyterlab(lab, path):
                 problems.append(f"markdown cell {i}: the glue key {name!r} is shown instead of its number")
         for entry in cell.get("metadata", {}).get("user_expressions", []):
             value = entry["result"]["data"]["text/plain"]
-            if value not in text:
+            if value not in text and value not in words:  # `words` includes a collapsed dropdown's text
                 problems.append(f"markdown cell {i}: {entry['expression']} = {value} is not shown")
     unresolved = drv.execute_script(
         f"return [...document.querySelectorAll('{VISIBLE} [title=\"Cross Reference Not Found\"]')]"
