@@ -78,8 +78,7 @@ def box_markdown(c: Claim) -> str:
     :name: claim-x
     Every row sums to one within {eval}`glued("e:.0e")`.
     <BLANKLINE>
-    :::{admonition} How this was tested
-    :class: dropdown
+    :::{dropdown} How this was tested
     **Reading.** R.
     <BLANKLINE>
     **Experiment.** E.
@@ -102,7 +101,7 @@ def box_markdown(c: Claim) -> str:
               _paragraph("Evidence", glue_roles(c.evidence)), c.details.strip()]
     body = "\n\n".join(t for t in tested if t)
     return (f"{BOX_FENCE}{{admonition}} {box_title(c)}\n:class: {VERDICT_CLASS[c.verdict]}\n:name: {c.label}\n"
-            f"{glue_roles(c.summary.strip())}\n\n:::{{admonition}} How this was tested\n:class: dropdown\n"
+            f"{glue_roles(c.summary.strip())}\n\n:::{{dropdown}} How this was tested\n"
             f"{body}\n:::\n{BOX_FENCE}")
 
 

@@ -117,7 +117,7 @@ def test_exercise_cells_are_wired(path):
 
 TITLE_RE = re.compile(r"^:::\{exercise\} (?P<title>.+?) \(difficulty (?P<d>\d)/3, (?P<m>\d+) min\)[ \t]*\n"
                       r":label: ex-(?P<eid>[\w-]+)$", re.M)
-HINT_RE = re.compile(r"^:::\{admonition\} Hint (\d)\n:class: dropdown\n", re.M)
+HINT_RE = re.compile(r"^:::\{dropdown\} Hint (\d)\n", re.M)
 
 
 def _prose(nb):
@@ -147,7 +147,7 @@ def test_one_or_two_collapsed_hints_come_before_each_solution(path):
         start, end = prose.index(f":label: ex-{eid}\n"), prose.index(f"{{solution}} ex-{eid}")
         numbers = [int(n) for n in HINT_RE.findall(prose[start:end])]
         assert numbers in ([1], [1, 2]), f"{eid}: expected Hint 1 (and Hint 2) dropdowns before the solution"
-        assert prose[start:end].count("{admonition} Hint") == len(numbers), f"{eid}: every hint is a dropdown"
+        assert len(re.findall(r"\{[\w-]+\} Hint \d", prose[start:end])) == len(numbers), f"{eid}: every hint is a dropdown"
 
 
 # Solved copies of every notebook are run by tests/course/test_progress.py (through

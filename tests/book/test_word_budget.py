@@ -24,7 +24,7 @@ _spec.loader.exec_module(word_count)
 
 def test_the_counter_counts_what_a_reader_reads(tmp_path):
     cells = ["# Title\n\nThree plain words, then {eval}`glued(\"x:.2f\")` and `code`.",
-             ":::{admonition} Details\n:class: dropdown\nfour words hidden here\n:::",
+             ":::{dropdown} Details\nfour words hidden here\n:::",
              "```python\nnot = counted\n```",
              "## Exercises\n\nfive words in an exercise"]
     nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": s} for s in cells],

@@ -163,7 +163,7 @@ def test_every_box_is_the_one_the_ledger_writes():
     ("formula", ":class: tip\n:name: claim-formula\n", ":name: claim-formula\n:class: tip\n"),  # reordered
     ("local-average", '{eval}`glued("u_draws")`', "20"),  # a typed number
     ("local-average", '{eval}`glued("med_w3:.2f")`', '{eval}`glued("med_w3:.3f")`'),  # another format
-    ("learned-width", ":::{admonition} How this was tested", ":::{admonition} Details"),
+    ("learned-width", ":::{dropdown} How this was tested", ":::{dropdown} Details"),
 ])
 def test_a_box_edited_by_hand_is_caught(book_copy, book_problems, claim_id, old, new):
     c = cl.by_id(claim_id)

@@ -67,7 +67,7 @@ def test_one_or_two_hints_come_before_each_solution(nb):
             continue
         after = cells[i + 2]  # the stub, the check, then the hints and the solution
         assert after.cell_type == "markdown", m[1]
-        hints = re.findall(r":::\{admonition\} Hint (\d)\n:class: dropdown\n", after.source)
+        hints = re.findall(r":::\{dropdown\} Hint (\d)\n", after.source)
         assert hints in (["1"], ["1", "2"]), (m[1], hints)
         assert after.source.index("Hint 1") < after.source.index(f"{{solution}} ex-{m[1]}")
 
