@@ -40,3 +40,22 @@ def test_each_chapter_keeps_its_word_budget(path):
     assert counts["main"] <= MAIN_WORDS, f"{path.stem}: {counts['main']} words of main text (at most {MAIN_WORDS})"
     assert counts["collapsed"] < COLLAPSED_WORDS, (
         f"{path.stem}: {counts['collapsed']} words in collapsed details (under {COLLAPSED_WORDS})")
+
+
+def test_the_whitespace_count_leaves_out_only_collapsed_blocks(tmp_path):
+    cells = ["# Title\n\nThree plain words $x^2$.",
+             ":::{dropdown} Details\nfour words hidden here\n:::\nafter",
+             "````{solution} ex-a\n:class: dropdown\nhidden\n````",
+             ":::{admonition} Open box\nsix words shown\n:::"]
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": s} for s in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "01_toy.ipynb"
+    path.write_text(json.dumps(nb))
+    assert word_count.whitespace_words(path) == 6 + 1 + 7
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapter_keeps_its_budget_by_the_coarsest_count(path):
+    """Every word outside a dropdown, maths, exercises and titles included, split on whitespace."""
+    words = word_count.whitespace_words(path)
+    assert words <= MAIN_WORDS, f"{path.stem}: {words} whitespace-separated words outside dropdowns (at most {MAIN_WORDS})"
