@@ -50,23 +50,30 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --
 # module) on one worker, so a notebook's cells still run in order in one kernel.
 JOBS ?= 2
 XDIST := -n $(JOBS) --dist loadscope
+# Each worker (and the notebook kernel it starts) gets its share of the cores. Left alone, torch
+# and OpenBLAS each start a thread per core in every process; two workers then run four busy
+# threads on two cores, and spin-waiting threads made one chapter-5 cell take 33 s instead of 7.
+# The stored outputs do not depend on it: `make test-portable` checks them with one thread.
+CORES   := $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+THREADS ?= $(shell n=$$(( $(CORES) / $(JOBS) )); [ $$n -ge 1 ] && echo $$n || echo 1)
+WORKERS := OMP_NUM_THREADS=$(THREADS)
 
 # pytest's exit code 5 means "no tests collected": a failure here, not a pass.
 NONEMPTY = status=$$?; if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) $(NBVAL); $(NONEMPTY)
+	$(WORKERS) $(BIN)/python -m pytest $(XDIST) $(NBVAL); $(NONEMPTY)
 
 # The unit, property and doctests without the notebooks and the tests marked slow.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) -m "not slow and not site and not extended" tests attention_course; $(NONEMPTY)
+	$(WORKERS) $(BIN)/python -m pytest $(XDIST) -m "not slow and not site and not extended" tests attention_course; $(NONEMPTY)
 
 # The second tier, which .ci/run runs after `make test`: tests that recompute a shipped long run
 # (attention_course/data/*.json) from scratch, or resolve the install (Binder's environment, a
 # fresh process loading MiniLM offline). `make test` checks the same data against its stored
 # values and the chapters' claims; this checks that the code still produces them.
 test-extended: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) -m extended tests; $(NONEMPTY)
+	$(WORKERS) $(BIN)/python -m pytest $(XDIST) -m extended tests; $(NONEMPTY)
 
 # The suite as another machine runs it. torch (ATen) and numpy's OpenBLAS pick their vector
 # kernels by CPU (AVX-512, AVX2, SSE...) and split work by thread: each sums in its own order,

@@ -68,6 +68,14 @@ def test_makefile_adds_the_cpu_index_on_linux_and_the_variable_overrides_it():
     assert f"reachable.py {cu})" in _make("-n", "-B", "venv", f"TORCH_INDEX={cu}").stdout
 
 
+@pytest.mark.parametrize("target", ["test", "test-fast", "test-extended"])
+@pytest.mark.parametrize("cores, jobs, threads", [(2, 2, 1), (8, 2, 4), (1, 2, 1), (6, 4, 1)])
+def test_each_test_worker_gets_its_share_of_the_cores(target, cores, jobs, threads):
+    """Workers x threads never exceed the cores (at least one thread each): no oversubscription."""
+    recipe = _make("-n", "-B", target, f"CORES={cores}", f"JOBS={jobs}").stdout
+    assert f"OMP_NUM_THREADS={threads} " in recipe and f"-n {jobs} " in recipe, recipe
+
+
 @pytest.fixture
 def fake_venv(tmp_path):
     """A venv folder whose ``python`` logs ``-m pip`` calls and runs anything else for real."""
