@@ -23,7 +23,7 @@ from ..core.multihead import split_heads
 from .encoder import BertWeights, bert_encode, bert_weights_from_safetensors
 from .pretrained import load_minilm, locate_minilm, minilm_weights
 
-__all__ = ["bert_queries_keys", "sentence_queries_keys", "minilm_queries_keys"]
+__all__ = ["bert_queries_keys", "sentence_queries_keys", "minilm_ids_and_weights", "minilm_queries_keys"]
 
 
 def bert_queries_keys(weights: BertWeights, hidden_states: Sequence[torch.Tensor]
@@ -117,17 +117,41 @@ def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.
     return out
 
 
+def minilm_ids_and_weights(texts: Sequence[str]) -> tuple[list[list[int]], BertWeights]:
+    """all-MiniLM-L6-v2's token ids for each text (``[CLS]`` ... ``[SEP]``, no padding) and its weights.
+
+    From a local folder (:func:`~attention_course.models.pretrained.locate_minilm`) the tokenizer
+    is read from ``tokenizer.json`` with the ``tokenizers`` library and the weights from
+    ``model.safetensors``, without importing ``transformers`` (several seconds); otherwise
+    :func:`~attention_course.models.pretrained.load_minilm` provides both.
+
+    Raises
+    ------
+    ValueError
+        If ``texts`` is a single string or empty.
+    """
+    if isinstance(texts, str) or len(texts) == 0:
+        raise ValueError(f"texts must be a non-empty list of strings; got {texts!r:.60}")
+    location, source = locate_minilm()
+    folder = Path(location)
+    if source != "hub" and (folder / "tokenizer.json").is_file() and (folder / "model.safetensors").is_file():
+        from tokenizers import Tokenizer  # a dependency of transformers; imports in milliseconds
+
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return [tokenizer.encode(text).ids for text in texts], bert_weights_from_safetensors(folder)
+    tokenizer, _ = load_minilm()  # weights from the Hub: transformers downloads and reads them
+    return [tokenizer(text)["input_ids"] for text in texts], minilm_weights()
+
+
 def minilm_queries_keys(texts: Sequence[str], dtype: torch.dtype = torch.float32
                         ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""all-MiniLM-L6-v2's queries and keys, (6, 12, T, 32) per text, from the course's own encoder.
 
     Each text is tokenized with ``[CLS]`` and ``[SEP]`` (no truncation, no padding) and run
-    alone through :func:`sentence_queries_keys`. When the weights are in a local folder
-    (:func:`~attention_course.models.pretrained.locate_minilm`), the tokenizer is read from
-    its ``tokenizer.json`` with the ``tokenizers`` library and the weights from
-    ``model.safetensors``, which skips importing ``transformers`` (several seconds);
-    otherwise :func:`~attention_course.models.pretrained.load_minilm` provides both.
-    The tests check that the two ways give the same token ids and weights.
+    alone through :func:`sentence_queries_keys`, with the ids and weights of
+    :func:`minilm_ids_and_weights` (which avoids importing ``transformers`` when it can).
 
     Parameters
     ----------
@@ -140,20 +164,5 @@ def minilm_queries_keys(texts: Sequence[str], dtype: torch.dtype = torch.float32
     list of (q, k)
         One pair of float64 arrays of shape (6, 12, T, 32) per text, T its number of tokens.
     """
-    if isinstance(texts, str) or len(texts) == 0:
-        raise ValueError(f"texts must be a non-empty list of strings; got {texts!r:.60}")
-    location, source = locate_minilm()
-    folder = Path(location)
-    if source != "hub" and (folder / "tokenizer.json").is_file() and (folder / "model.safetensors").is_file():
-        from tokenizers import Tokenizer  # a dependency of transformers; imports in milliseconds
-
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        ids = [tokenizer.encode(text).ids for text in texts]
-        weights = bert_weights_from_safetensors(folder)
-    else:  # weights from the Hub: transformers downloads and reads them
-        tokenizer, _ = load_minilm()
-        ids = [tokenizer(text)["input_ids"] for text in texts]
-        weights = minilm_weights()
+    ids, weights = minilm_ids_and_weights(texts)
     return sentence_queries_keys(weights.to(dtype), ids)

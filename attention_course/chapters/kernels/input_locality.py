@@ -24,14 +24,13 @@ ignores where the query is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from ...models.encoder import bert_encode, bert_weights_from_safetensors
-from ...models.pretrained import load_minilm, locate_minilm, minilm_weights
+from ...models.encoder import bert_encode
+from ...models.queries_keys import minilm_ids_and_weights
 from .attention_kernel import rank_correlation
 
 __all__ = ["input_distances", "input_locality", "minilm_hidden_attention", "input_locality_by_head"]
@@ -121,22 +120,7 @@ def minilm_hidden_attention(texts: Sequence[str], dtype: torch.dtype = torch.flo
         Per text, float64 arrays: ``hidden`` (6, T, 384), the input of each layer (the
         embeddings' output for layer 1), and ``weights`` (6, 12, T, T).
     """
-    if isinstance(texts, str) or len(texts) == 0:
-        raise ValueError(f"texts must be a non-empty list of strings; got {texts!r:.60}")
-    location, source = locate_minilm()
-    folder = Path(location)
-    if source != "hub" and (folder / "tokenizer.json").is_file() and (folder / "model.safetensors").is_file():
-        from tokenizers import Tokenizer  # a dependency of transformers; imports in milliseconds
-
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        ids = [tokenizer.encode(text).ids for text in texts]
-        weights = bert_weights_from_safetensors(folder)
-    else:
-        tokenizer, _ = load_minilm()
-        ids = [tokenizer(text)["input_ids"] for text in texts]
-        weights = minilm_weights()
+    ids, weights = minilm_ids_and_weights(texts)
     weights = weights.to(dtype)
     out = []
     for row in ids:
