@@ -28,7 +28,7 @@ import pytest  # noqa: E402
 NUMERICS_MODULES = frozenset({
     "test_approximation_error", "test_approximations", "test_attention", "test_attention_kernel",
     "test_bottleneck", "test_claims", "test_collapse", "test_efficient", "test_exercise_battery",
-    "test_exercises", "test_hull", "test_gnn", "test_propagation", "test_subspaces", "test_four_lenses",
+    "test_exercises", "test_hull", "test_gnn", "test_propagation", "test_subspaces",
     "test_kernel_learning", "test_smoothing", "test_spectra", "test_properties", "test_models",
     "test_multihead", "test_roles", "test_rollout", "test_scale_training", "test_scaling",
     "test_composition", "test_qk_kernel", "test_queries_keys", "test_init_vs_step", "test_backward_swap", "test_saturation_training", "test_topology_rule", "test_depth_probe",

@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablations``, ``four_lenses``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablations``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -15,7 +15,6 @@ from .ablations import (
     TEST_SEED,
     VALID_SEED,
 )
-from .four_lenses import HeadLenses, head_lenses
 from .ingredients import (
     Score,
     accuracy_table,
@@ -59,7 +58,6 @@ from .recall_tasks import BLANK, N_VALUES, stacked_mqar, previous_token, gaps
 from .runs import GRID, MEMORY_FILE, ABLATION_FILE, load_memory, load_ablations, run_job
 from .figures import (
     KIND_COLORS,
-    plot_head_lenses,
     plot_head_kinds,
     plot_verdicts,
     plot_memory,
@@ -76,8 +74,6 @@ __all__ = [
     "tune_and_train",
     "TEST_SEED",
     "VALID_SEED",
-    "HeadLenses",
-    "head_lenses",
     "Score",
     "accuracy_table",
     "window_curve",
@@ -126,7 +122,6 @@ __all__ = [
     "load_ablations",
     "run_job",
     "KIND_COLORS",
-    "plot_head_lenses",
     "plot_head_kinds",
     "plot_verdicts",
     "plot_memory",

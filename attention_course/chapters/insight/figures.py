@@ -1,7 +1,6 @@
-"""Figures for chapter 7: one head through the four lenses, heads by kind, and the ledger by verdict.
+"""Figures for chapter 7: the memory capacities, the ingredient ablations, heads by kind, and the ledger by verdict.
 
-:func:`plot_head_lenses` draws what :func:`attention_course.chapters.insight.four_lenses.head_lenses`
-computed; :func:`plot_head_kinds` the per-head scores of
+:func:`plot_head_kinds` draws the per-head scores of
 :mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
 :data:`attention_course.course.claims.CLAIMS`: figures do not import the course layer).
 Each helper returns the :class:`matplotlib.figure.Figure` and changes no global state.
@@ -16,72 +15,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from .four_lenses import HeadLenses
 from .memory import capacity, exponential_law, outer_product_law
-from ..graphs.figures import plot_attention_graph
-from ..mechanics.figures import plot_attention
 from ...figures.style import book_figure
 
-__all__ = ["KIND_COLORS", "plot_head_lenses", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients"]
-
-
-@book_figure
-def plot_head_lenses(lens: HeadLenses, part: str = "matrix", title: str = "") -> Figure:
-    """Draw the views of :func:`head_lenses` in two column-wide figures.
-
-    ``part="matrix"`` shows the kernel-smoothing view (the matrix as a heat map) beside the
-    low-rank view (its singular values among the other heads of the layer); ``part="heads"``
-    shows the graph view (the heavy edges) above the subspace view (the smallest angle to
-    each head of the layer, against random subspaces). Returns the Figure; nothing global
-    is changed.
-
-    Examples
-    --------
-    >>> from attention_course.chapters.insight.four_lenses import head_lenses
-    >>> rng = np.random.default_rng(0)
-    >>> maps = rng.dirichlet(np.ones(5), size=(1, 4, 5))
-    >>> lens = head_lenses(maps, list("abcde"), rng.normal(size=(8, 8)), 0, 1, k=2)
-    >>> [len(plot_head_lenses(lens, part).axes) >= 2 for part in ("matrix", "heads")]
-    [True, True]
-    """
-    if part not in ("matrix", "heads"):
-        raise ValueError(f"part {part!r} is not one of 'matrix', 'heads'")
-    name = f"layer {lens.layer + 1}, head {lens.head + 1}"
-    tokens = list(lens.tokens)
-    if part == "matrix":
-        fig, (ax_k, ax) = plt.subplots(1, 2, figsize=(7.0, 4.3), width_ratios=[1.3, 1.0], layout="constrained")
-        plot_attention(lens.weights, tokens, tokens, ax=ax_k, annotate=False,
-                       title="Kernel smoothing:\nrow $i$ = query $i$'s weights")
-        idx = np.arange(1, lens.singular_values.shape[1] + 1)
-        for i, s in enumerate(lens.singular_values):
-            if i != lens.head:
-                first = i == (1 if lens.head == 0 else 0)
-                ax.semilogy(idx, s, color="0.75", lw=1, label="other heads" if first else None)
-        erank = lens.effective_rank[lens.head]
-        ax.semilogy(idx, lens.singular_values[lens.head], "o-", color="tab:red", lw=2, ms=4, label=name)
-        ax.axvline(erank, color="tab:red", ls="--", lw=1, label=f"effective rank {erank:.1f}")
-        ax.set(xlabel="index $i$", ylabel=r"$\sigma_i / \sigma_1$", ylim=(1e-4, 3),
-               title="Low rank:\nsingular values of $A$")
-        ax.legend(loc="upper right")
-        ax.grid(alpha=0.3, which="both")
-    else:
-        fig, (ax_g, ax) = plt.subplots(2, 1, figsize=(7.0, 6.4), height_ratios=[1.3, 1.0], layout="constrained")
-        plot_attention_graph(lens.weights, tokens, threshold=lens.threshold, ax=ax_g,
-                             title=f"Message passing: the {lens.n_edges} edges with weight > {lens.threshold}")
-        heads = np.arange(1, len(lens.angles) + 1)
-        colors = ["tab:red" if i == lens.head else "tab:blue" for i in range(len(heads))]
-        ax.bar(heads, lens.angles, color=colors)
-        ax.axhline(lens.random_angle, color="k", ls="--", lw=1,
-                   label=f"random subspaces ({lens.random_angle:.1f}°)")
-        ax.text(lens.head + 1, 1.5, "itself", rotation=90, ha="center", va="bottom", color="tab:red")
-        ax.set_xticks(heads)
-        ax.set(xlabel="head of the same layer", ylabel="smallest angle (°)", ylim=(0, 90),
-               title="Subspaces: angle to each head's query subspace")
-        ax.legend(loc="upper right")
-    if title:
-        fig.suptitle(title)
-    return fig
-
+__all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients"]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
 KIND_COLORS = {"content": "#0072B2", "position": "#D55E00", "sink": "#E69F00", "mixed": "#CC79A7"}

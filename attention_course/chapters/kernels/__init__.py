@@ -39,7 +39,7 @@ from .metric_comparison import (
     compare_learned_kernels,
     load_metric_run,
 )
-from .qk_kernel import key_norm_ratio, qk_locality, locality_by_head
+from .qk_kernel import key_norm_ratio, qk_locality
 from .smoothing import (
     KERNELS,
     RegressionData,
@@ -64,7 +64,6 @@ from .figures import (
     plot_learned_metric,
     plot_weights_on_keys,
     plot_locality,
-    plot_qk_locality,
     plot_input_locality,
 )
 from .sliders import (
@@ -103,7 +102,6 @@ __all__ = [
     "load_metric_run",
     "key_norm_ratio",
     "qk_locality",
-    "locality_by_head",
     "KERNELS",
     "RegressionData",
     "sine_data",
@@ -129,7 +127,6 @@ __all__ = [
     "plot_learned_metric",
     "plot_weights_on_keys",
     "plot_locality",
-    "plot_qk_locality",
     "plot_input_locality",
     "learned_width_explorer",
     "load_self_weight_sweep",

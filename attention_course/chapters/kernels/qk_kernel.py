@@ -42,7 +42,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from .attention_kernel import rank_correlation
 
-__all__ = ["key_norm_ratio", "qk_locality", "locality_by_head"]
+__all__ = ["key_norm_ratio", "qk_locality"]
 
 MEASURES = ("rank_corr", "nearest_wins", "blind_rank_corr", "blind_nearest_wins", "chance",
             "distance_share", "norm_share", "norm_ratio")
@@ -140,26 +140,3 @@ def qk_locality(q: Array, k: Array) -> dict[str, np.ndarray]:
         "norm_share": _row_r2(scores, b),
         "norm_ratio": key_norm_ratio(ka),
     }
-
-
-def locality_by_head(pairs: Sequence[tuple[Array, Array]]) -> dict[str, np.ndarray]:
-    r""":func:`qk_locality` for each ``(q, k)`` pair, stacked: one array (n_pairs, ...) per measure.
-
-    Parameters
-    ----------
-    pairs : non-empty sequence of (q, k), e.g. from
-        :func:`~attention_course.models.queries_keys.sentence_queries_keys`
-        Each of shape (..., T, d) and (..., S, d); the leading axes must agree across pairs.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> pairs = [(rng.normal(size=(2, 3, T, 4)), rng.normal(size=(2, 3, T, 4))) for T in (5, 7)]
-    >>> loc = locality_by_head(pairs)
-    >>> loc["rank_corr"].shape, loc["chance"][:, 0, 0].round(3)
-    ((2, 2, 3), array([0.2  , 0.143]))
-    """
-    if len(pairs) == 0:
-        raise ValueError("pairs is empty; expected at least one (q, k)")
-    per = [qk_locality(q, k) for q, k in pairs]
-    return {m: np.stack([p[m] for p in per]) for m in MEASURES}  # (n_pairs, ...)

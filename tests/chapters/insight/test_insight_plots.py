@@ -1,4 +1,4 @@
-"""chapters/insight/figures.py: the lens figures, the head kinds and the verdict bars render on Agg, fit the column
+"""chapters/insight/figures.py: the head kinds and the verdict bars render on Agg, fit the column
 and draw what they are given."""
 
 from __future__ import annotations
@@ -13,28 +13,9 @@ import pytest
 from attention_course.chapters.insight.figures import (
     KIND_COLORS,
     plot_head_kinds,
-    plot_head_lenses,
     plot_verdicts,
 )
 from attention_course.figures.style import MAX_WIDTH
-from attention_course.chapters.insight.four_lenses import head_lenses
-
-
-def test_plot_head_lenses_has_the_four_lenses_labelled_over_two_column_wide_figures():
-    rng = np.random.default_rng(3)
-    maps = rng.dirichlet(np.full(6, 0.5), size=(2, 3, 6))  # (L=2, h=3, n=6, n=6)
-    lens = head_lenses(maps, list("abcdef"), rng.normal(size=(9, 9)), 0, 0)
-    figs = [plot_head_lenses(lens, part, title="synthetic") for part in ("matrix", "heads")]
-    titles = []
-    for fig in figs:
-        fig.canvas.draw()
-        titles += [ax.get_title() for ax in fig.axes]
-        assert fig.get_suptitle() == "synthetic"
-        assert fig.get_size_inches()[0] <= MAX_WIDTH
-    for word in ("Kernel smoothing", "Low rank", "Subspaces", "Message passing"):
-        assert word in " ".join(titles)
-    with pytest.raises(ValueError, match="part 'notes' is not one of 'matrix', 'heads'"):
-        plot_head_lenses(lens, "notes")
 
 
 def test_plot_head_kinds_places_each_head_at_its_scores_in_its_kind_colour():

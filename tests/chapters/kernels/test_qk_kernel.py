@@ -1,4 +1,4 @@
-"""Tests for attention_course.chapters.kernels.qk_kernel and its figure: locality of a head in its own query-key space.
+"""Tests for attention_course.chapters.kernels.qk_kernel: locality of a head in its own query-key space.
 
 References: per-row loops over queries and keys in plain Python/numpy, Spearman's
 rank-difference formula and least squares (numpy.linalg.lstsq) for the variance shares.
@@ -13,12 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course import ShapeError
-from attention_course.chapters.kernels.figures import plot_qk_locality
-from attention_course.figures.style import DPI, MAX_WIDTH
 from attention_course.chapters.kernels.qk_kernel import (
     MEASURES,
     key_norm_ratio,
-    locality_by_head,
     qk_locality,
 )
 
@@ -107,15 +104,6 @@ def test_key_norm_ratio():
     np.testing.assert_allclose(key_norm_ratio(k), [5.0, 2.0])
 
 
-def test_locality_by_head_stacks_pairs():
-    rng = np.random.default_rng(3)
-    pairs = [(rng.normal(size=(2, 3, T, 4)), rng.normal(size=(2, 3, T, 4))) for T in (4, 6, 5)]
-    loc = locality_by_head(pairs)
-    assert all(loc[m].shape == (3, 2, 3) for m in MEASURES)
-    for s, (q, k) in enumerate(pairs):
-        np.testing.assert_array_equal(loc["nearest_wins"][s], qk_locality(q, k)["nearest_wins"])
-
-
 def test_bad_inputs():
     with pytest.raises(ShapeError, match=r"q has shape \(3, 4\) and k has shape \(5, 3\); expected"):
         qk_locality(np.zeros((3, 4)), np.zeros((5, 3)))
@@ -123,23 +111,3 @@ def test_bad_inputs():
         qk_locality(np.zeros((2, 3, 4)), np.zeros((2, 1, 4)))
     with pytest.raises(ShapeError, match=r"k has shape \(4,\); expected \(\.\.\., S, d\)"):
         key_norm_ratio(np.zeros(4))
-    with pytest.raises(ValueError, match="pairs is empty"):
-        locality_by_head([])
-
-
-def test_figure_renders_for_the_column():
-    rng = np.random.default_rng(4)
-    loc = locality_by_head([(rng.normal(size=(2, 3, 6, 4)), rng.normal(size=(2, 3, 6, 4))) for _ in range(4)])
-    fig = plot_qk_locality(loc)
-    assert fig.get_figwidth() <= MAX_WIDTH and fig.dpi == DPI
-    fig.canvas.draw()
-    assert len(fig.axes) == 4 and all(ax.get_title() and ax.get_xlabel() for ax in fig.axes)
-    # each histogram counts every head once: 2 layers x 3 heads
-    attention_bars = fig.axes[0].containers[1]
-    assert sum(p.get_height() for p in attention_bars) == 6
-    # the per-sentence panel shows one point per sentence, at the median over heads
-    np.testing.assert_allclose(fig.axes[3].lines[0].get_ydata(), np.median(loc["rank_corr"].reshape(4, -1), 1))
-    with pytest.raises(KeyError, match=r"loc lacks \['norm_ratio'\]"):
-        plot_qk_locality({m: v for m, v in loc.items() if m != "norm_ratio"})
-    with pytest.raises(ShapeError, match=r"loc\['chance'\] has shape \(4,\)"):
-        plot_qk_locality({**loc, "chance": np.zeros(4)})
