@@ -22,15 +22,21 @@ word_count = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(word_count)
 
 
+def _toy_chapter(tmp_path, cells):
+    """A chapter notebook of markdown cells, written to ``tmp_path``."""
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": s} for s in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "01_toy.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
 def test_the_counter_counts_what_a_reader_reads(tmp_path):
     cells = ["# Title\n\nThree plain words, then {eval}`glued(\"x:.2f\")` and `code`.",
              ":::{dropdown} Details\nfour words hidden here\n:::",
              "```python\nnot = counted\n```",
              "## Exercises\n\nfive words in an exercise"]
-    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": s} for s in cells],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    path = tmp_path / "01_toy.ipynb"
-    path.write_text(json.dumps(nb))
+    path = _toy_chapter(tmp_path, cells)
     assert word_count.chapter_words(path) == {"main": 8, "collapsed": 4, "exercises": 6}
 
 
@@ -47,10 +53,7 @@ def test_the_whitespace_count_leaves_out_only_collapsed_blocks(tmp_path):
              ":::{dropdown} Details\nfour words hidden here\n:::\nafter",
              "````{solution} ex-a\n:class: dropdown\nhidden\n````",
              ":::{admonition} Open box\nsix words shown\n:::"]
-    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": s} for s in cells],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    path = tmp_path / "01_toy.ipynb"
-    path.write_text(json.dumps(nb))
+    path = _toy_chapter(tmp_path, cells)
     assert word_count.whitespace_words(path) == 6 + 1 + 7
 
 
