@@ -164,16 +164,10 @@ def keep_one_gains(model: TinyTransformer, batch: Batch, layer: int = 0, fields:
     >>> keep_one_gains(TinyTransformer(ModelConfig(n_layers=1), seed=0), TwoOffsetTask()(64, seed=1)).shape
     (4, 2)
     """
-    L, h = model.config.n_layers, model.config.n_heads
-    mask = torch.ones(L, h)
-    mask[layer] = 0.0
-    none = field_losses(model, batch, fields, mask)  # (2,): the layer silenced
-    gains = []
-    for i in range(h):
-        only = mask.clone()
-        only[layer, i] = 1.0
-        gains.append(none - field_losses(model, batch, fields, only))
-    return np.stack(gains)  # (h, 2)
+    silenced = torch.ones(model.config.n_layers, model.config.n_heads)
+    silenced[layer] = 0.0
+    none = field_losses(model, batch, fields, silenced)  # (2,): the layer silenced
+    return none[None, :] - keep_one_losses(model, batch, layer, fields)  # (h, 2)
 
 
 def single_ablation_rises(model: TinyTransformer, batch: Batch, layer: int = 0, fields: int = 8) -> np.ndarray:
