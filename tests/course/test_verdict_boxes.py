@@ -93,7 +93,7 @@ def test_the_plain_edition_turns_a_box_into_a_quote_with_collapsed_details():
     assert len(blocks) == 1 and blocks[0].name == "admonition"
     inner = pe._parse_blocks(blocks[0].body)
     dropdown = next(b for b in inner if not isinstance(b, str))
-    assert pe._is_dropdown(dropdown) and dropdown.arg == "How this was tested"
+    assert dropdown.name == "dropdown" and dropdown.arg == "How this was tested"
 
 
 def test_every_box_title_in_the_ledger_keeps_the_budget():
