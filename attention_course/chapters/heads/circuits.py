@@ -22,7 +22,7 @@ Elhage et al. (2021) do, as two circuits: the **QK** form
 :math:`M_i = W_Q^{(i)} W_K^{(i)\top}` (where it looks,
 :func:`~attention_course.chapters.heads.subspaces.head_bilinear_forms`) and the **OV** map
 :math:`W_V^{(i)} W_O^{(i)}` (what it writes, :func:`head_ov_maps`). Both are
-unchanged by a change of basis inside the head (:func:`reparametrize_ov` for OV),
+unchanged by a change of basis inside the head (:func:`reparametrise_ov` for OV),
 so they, not the factors, are what a head is.
 """
 
@@ -32,10 +32,10 @@ import numpy as np
 import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from .subspaces import _orth, head_bilinear_forms, reparametrize_head, split_head_weights
+from .subspaces import _orth, head_bilinear_forms, reparametrise_head, split_head_weights
 
 __all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
-           "head_ov_maps", "reparametrize_ov", "model_head_overlaps"]
+           "head_ov_maps", "reparametrise_ov", "model_head_overlaps"]
 
 
 def subspace_overlap(A: Array, B: Array) -> np.ndarray:
@@ -191,7 +191,7 @@ def head_ov_maps(W_v: Array, W_o: Array, num_heads: int) -> np.ndarray:
     return head_bilinear_forms(W_v, W_o.T, num_heads)  # W_V^(i) (W_O^(i)T)^T: (h, d, d_out)
 
 
-def reparametrize_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: int) -> tuple:
+def reparametrise_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: int) -> tuple:
     r"""Return copies with head ``head`` changed to :math:`W_V^{(i)} R` and :math:`R^{-1} W_O^{(i)}`.
 
     :math:`(W_V^{(i)} R)(R^{-1} W_O^{(i)}) = W_V^{(i)} W_O^{(i)}`: the OV map, and so the
@@ -205,11 +205,11 @@ def reparametrize_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: 
     --------
     >>> rng = np.random.default_rng(1)
     >>> W_v, W_o, R = rng.normal(size=(6, 4)), rng.normal(size=(4, 5)), rng.normal(size=(2, 2))
-    >>> W_v2, W_o2 = reparametrize_ov(W_v, W_o, R, head=0, num_heads=2)
+    >>> W_v2, W_o2 = reparametrise_ov(W_v, W_o, R, head=0, num_heads=2)
     >>> bool(np.allclose(head_ov_maps(W_v2, W_o2, 2), head_ov_maps(W_v, W_o, 2)))
     True
     """
-    W_v2, W_oT2, _, _ = reparametrize_head(W_v, W_o.T, R, head=head, num_heads=num_heads)
+    W_v2, W_oT2, _, _ = reparametrise_head(W_v, W_o.T, R, head=head, num_heads=num_heads)
     return W_v2, W_oT2.T  # the rows of W_o become (R^{-T})^T W_O^(i) = R^{-1} W_O^(i)
 
 

@@ -6,7 +6,7 @@ bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}` of rank at most :math:`d_k`.
 This module looks at those blocks, all as pure functions:
 
 * **forms**: :func:`head_bilinear_forms`, :func:`form_singular_values` (their
-  spectra, from the thin factors) and :func:`reparametrize_head` (a head's weights
+  spectra, from the thin factors) and :func:`reparametrise_head` (a head's weights
   are not unique: only :math:`M_i` is);
 * **subspaces**: :func:`principal_angles`, the one routine for principal angles,
   which :func:`head_subspace_angles`, :func:`smallest_head_angles` and
@@ -31,7 +31,7 @@ from ...core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
 from ...core.attention import resolve_scale, softmax
 
 __all__ = [
-    "split_head_weights", "head_bilinear_forms", "form_singular_values", "reparametrize_head",
+    "split_head_weights", "head_bilinear_forms", "form_singular_values", "reparametrise_head",
     "principal_angles", "head_subspace_angles", "smallest_head_angles", "random_subspace_angles",
     "head_score_matrices", "combine_head_patterns", "total_variation", "mha_parameter_count",
 ]  # fmt: skip
@@ -103,7 +103,7 @@ def form_singular_values(W_q: Array, W_k: Array, num_heads: int) -> np.ndarray:
     return torch.linalg.svdvals(R_a @ R_b.transpose(1, 2)).numpy()  # (h, d_k)
 
 
-def reparametrize_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads: int,
+def reparametrise_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads: int,
                        b_q: Optional[Array] = None, b_k: Optional[Array] = None) -> tuple:
     r"""Return copies with head ``head`` changed to :math:`W_Q R` and :math:`W_K R^{-\top}`.
 
@@ -118,7 +118,7 @@ def reparametrize_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads
     --------
     >>> rng = np.random.default_rng(0)
     >>> W_q, W_k, R = rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(2, 2))
-    >>> W_q2, W_k2, _, _ = reparametrize_head(W_q, W_k, R, head=1, num_heads=2)
+    >>> W_q2, W_k2, _, _ = reparametrise_head(W_q, W_k, R, head=1, num_heads=2)
     >>> bool(np.allclose(head_bilinear_forms(W_q2, W_k2, 2), head_bilinear_forms(W_q, W_k, 2)))
     True
     """

@@ -67,10 +67,10 @@ def test_ov_maps_bad_shapes():
         C.head_ov_maps(np.ones((6, 8)), np.ones((6, 5)), 4)
 
 
-def test_reparametrize_ov_keeps_the_map_and_moves_the_weights():
+def test_reparametrise_ov_keeps_the_map_and_moves_the_weights():
     rng = np.random.default_rng(5)
     W_v, W_o, R = rng.normal(size=(6, 6)), rng.normal(size=(6, 4)), rng.normal(size=(2, 2))
-    W_v2, W_o2 = C.reparametrize_ov(W_v, W_o, R, head=1, num_heads=3)
+    W_v2, W_o2 = C.reparametrise_ov(W_v, W_o, R, head=1, num_heads=3)
     np.testing.assert_allclose(W_v2[:, 2:4], W_v[:, 2:4] @ R, atol=1e-12)
     np.testing.assert_allclose(W_o2[2:4], np.linalg.solve(R, W_o[2:4]), atol=1e-12)  # R^-1 W_O^(i)
     np.testing.assert_array_equal(W_v2[:, :2], W_v[:, :2])  # other heads untouched

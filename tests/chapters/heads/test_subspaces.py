@@ -37,7 +37,7 @@ def test_head_unchanged_under_W_q_R_and_W_k_R_inverse_transpose(seed):
     d_k = D // h
     R = torch.from_numpy(rng.normal(size=(d_k, d_k)) + 2 * np.eye(d_k))  # a random invertible matrix
     assert abs(torch.linalg.det(R)) > 1e-3
-    W_q2, W_k2, b_q2, b_k2 = H.reparametrize_head(W_q, W_k, R, head=1, num_heads=h, b_q=b_q, b_k=b_k)
+    W_q2, W_k2, b_q2, b_k2 = H.reparametrise_head(W_q, W_k, R, head=1, num_heads=h, b_q=b_q, b_k=b_k)
     assert (W_q2 - W_q).abs().max() > 0.1  # the parameters really changed...
     _, w = mh.head_outputs(x_q, x_kv, W_q, W_k, Wv, b_q, b_k, bv, num_heads=h)
     _, w2 = mh.head_outputs(x_q, x_kv, W_q2, W_k2, Wv, b_q2, b_k2, bv, num_heads=h)
@@ -70,12 +70,12 @@ def test_bilinear_forms_match_a_loop_and_have_rank_d_k():
     assert torch.equal(H.split_head_weights(t.T, 3, axis=0)[2], t.T[8:])
 
 
-def test_reparametrize_head_rejects_a_bad_R_or_head():
+def test_reparametrise_head_rejects_a_bad_R_or_head():
     W = torch.randn(12, 12, **F64)
     with pytest.raises(ValueError, match=r"R has shape \(3, 3\) and head=0; expected \(4, 4\)"):
-        H.reparametrize_head(W, W, torch.eye(3, **F64), head=0, num_heads=3)
+        H.reparametrise_head(W, W, torch.eye(3, **F64), head=0, num_heads=3)
     with pytest.raises(ValueError, match=r"head=3; expected \(4, 4\) and 0 <= head < 3"):
-        H.reparametrize_head(W, W, torch.eye(4, **F64), head=3, num_heads=3)
+        H.reparametrise_head(W, W, torch.eye(4, **F64), head=3, num_heads=3)
 
 
 def test_form_singular_values_match_numpy_svd():

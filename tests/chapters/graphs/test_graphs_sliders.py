@@ -1,9 +1,10 @@
-"""Flip sliders of chapters 4 and 5: each frame's deciding number and each flag against an
-independent computation from the stored JSON, the package or a closed form; the HTML; bad input.
+"""Flip sliders of chapter 5 (learned-topology, l-hops, depth-keeps-information): each frame's
+deciding number and each flag against an independent computation from the stored JSON, the
+package or a closed form; the HTML; bad input.
 
-The counts and flag rules live in the lenses (``roles``, ``topology_rule``, ``graphs``,
+The counts and flag rules live in the lenses (``topology_rule``, ``propagation``,
 ``depth_probe``) and are checked here against the same independent computations; the stored
-data's writers in the chapters' ``runs`` modules."""
+data's writers in the chapter's ``runs`` module."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attention_course.chapters import graphs, heads
+from attention_course.chapters import graphs
 from attention_course.chapters.graphs.runs import STORED_RUN, load_runs, summarise
 from attention_course.chapters.graphs import sliders as fg
 from attention_course.chapters.graphs import depth_probe, topology_rule
-from attention_course.chapters.heads import roles
 from attention_course.chapters.graphs.propagation import (
     band_width,
     banded_mask,
@@ -46,14 +46,13 @@ def _khop() -> tuple[dict, int]:
 
 @pytest.fixture(scope="module")
 def figures():
-    figs = {"roles": heads.clear_job_explorer(), "rule": fg.rule_mass_explorer(), "hops": fg.hops_explorer(*_khop()),
-            "probe": fg.probe_depth_explorer()}
+    figs = {"rule": fg.rule_mass_explorer(), "hops": fg.hops_explorer(*_khop()), "probe": fg.probe_depth_explorer()}
     yield figs
     plt.close("all")
 
 
-@pytest.mark.parametrize("key, verdict", [("roles", "head-relations"), ("rule", "learned-topology"),
-                                          ("hops", "l-hops"), ("probe", "depth-keeps-information")])
+@pytest.mark.parametrize("key, verdict", [("rule", "learned-topology"), ("hops", "l-hops"),
+                                          ("probe", "depth-keeps-information")])
 def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict):
     fig = figures[key]
     html = fig.to_html()
@@ -64,62 +63,6 @@ def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict):
     assert fig.labels[fig.flip] in note and len(note) > 40  # the flag names its value and says what changes
     assert len(_spec(fig)["frames"]) == len(fig.labels)
     assert all(fr["readout"] for fr in _spec(fig)["frames"])
-
-
-# ------------------------------------------------------------------ head-relations
-def test_role_counts_per_frame_match_the_stored_scores(figures):
-    raw = _raw(heads.ROLES_DATA)
-    spec, fig = _spec(figures["roles"]), figures["roles"]
-    names = list(roles.RELATIONS + roles.PARKING)
-    for label, frame in zip(fig.labels, spec["frames"]):
-        t = float(label.split("= ")[1])
-        bars = next(tr for tr in frame["data"] if tr.get("name") == "MiniLM heads")
-        assert bars["y"] == [int((np.array(raw["scores"][r]) > t).sum()) for r in names]
-        uniform = next(tr for tr in frame["data"] if tr.get("name") == "uniform attention")
-        assert uniform["y"] == [72 if raw["chance"][r] > t else 0 for r in names]
-
-
-def test_role_flag_sits_just_above_the_last_relation_head(figures):
-    raw, fig = _raw(heads.ROLES_DATA), figures["roles"]
-    thresholds = np.array([float(l.split("= ")[1]) for l in fig.labels])
-    top = max(max(np.ravel(raw["scores"][r])) for r in roles.RELATIONS)  # the clearest relational head
-    assert fig.flip == int(np.searchsorted(thresholds, top))  # first threshold >= it: no head above
-    scores = {r: np.array(raw["scores"][r]) for r in roles.RELATIONS}
-    flips = roles.clear_job_flips(roles.clear_job_counts(scores, raw["chance"], thresholds), roles.RELATIONS)
-    assert roles.last_relation_flip(flips, roles.RELATIONS)[1] == fig.flip  # the lens's rule, the same flag
-    cls_top = max(np.ravel(raw["scores"]["[CLS]"]))
-    note = "no [CLS] head clears t any more, as under uniform attention"
-    assert (int(np.searchsorted(thresholds, cls_top)), note) in fig.flips
-
-
-def test_stored_role_chance_levels_are_uniform_attention_on_the_texts():
-    from attention_course.chapters.heads.roles import uniform_role_baselines
-    from attention_course.models.pretrained import load_minilm
-    raw = _raw(heads.ROLES_DATA)
-    tokenizer, _ = load_minilm()
-    tokens = [tokenizer.convert_ids_to_tokens(tokenizer(t)["input_ids"]) for t in raw["texts"]]
-    chance = uniform_role_baselines(tokens)
-    for r, v in raw["chance"].items():
-        assert abs(v - chance[r]) < 1e-6  # stored to 6 decimals
-
-
-@pytest.mark.extended
-@pytest.mark.slow
-def test_stored_role_scores_match_minilm():
-    raw = _raw(heads.ROLES_DATA)
-    fresh = heads.role_scores_data(raw["texts"])
-    for r, v in raw["scores"].items():
-        # stored to 4 decimals (5e-5); float32 maps differ across CPUs by ~1e-6
-        np.testing.assert_allclose(fresh["scores"][r], v, atol=1e-4)
-
-
-def test_role_explorer_rejects_bad_input():
-    with pytest.raises(ValueError, match="must increase"):
-        heads.clear_job_explorer(thresholds=[0.5, 0.4])
-    with pytest.raises(ValueError, match="expected at least one of"):
-        heads.clear_job_explorer({"[CLS]": np.zeros((2, 2))}, {"[CLS]": 0.1})
-    with pytest.raises(ValueError, match="non-empty 1-d"):
-        roles.clear_job_counts({"[CLS]": np.zeros((2, 2))}, {"[CLS]": 0.1}, [])
 
 
 # ------------------------------------------------------------------ learned-topology
