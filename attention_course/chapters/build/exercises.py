@@ -861,7 +861,7 @@ def _pool_loop(hidden, attention_mask):
     return torch.stack(out)
 
 
-def _pool_sum_normalize(hidden, attention_mask):
+def _pool_sum_normalise(hidden, attention_mask):
     return F.normalize((hidden * attention_mask[..., None]).sum(1), dim=-1)  # the sum has the mean's direction
 
 
@@ -899,7 +899,7 @@ register(
                  ("three sentences of lengths 6, 2 and 4",), lambda h, am: h.shape[0] > 1,
                  ("batch-axis-normalised", "cls-token", "max-pooling", "tokens-normalised-first")),
         ),
-        alternatives=(_pool_loop, _pool_sum_normalize),
+        alternatives=(_pool_loop, _pool_sum_normalise),
         difficulty=1,
         minutes=10,
     )

@@ -303,7 +303,7 @@ BATTERY = [
     ("bert-encoder", "tanh GELU", lambda w, i, m: encode(w, i, m, approximate="tanh"), fb("bert-encoder", "tanh-gelu")),
     ("bert-encoder", "no padding mask", bx._encoder_variant(mask="none"), fb("bert-encoder", "padding-ignored")),
     ("sentence-embedding", "a loop", bx._pool_loop, PASS),
-    ("sentence-embedding", "sum, then F.normalize", bx._pool_sum_normalize, PASS),
+    ("sentence-embedding", "sum, then F.normalize", bx._pool_sum_normalise, PASS),
     ("sentence-embedding", "numpy", _pool_numpy, PASS),
     ("sentence-embedding", "the sum, not normalised", _pool_sum_without_normalising, ANY),
     ("sentence-embedding", "mean with padding", bx._pool_variant(kind="mean-with-padding"), fb("sentence-embedding", "padding-averaged")),
