@@ -17,6 +17,8 @@ matplotlib.use("Agg")
 
 
 import matplotlib.pyplot as plt  # noqa: E402
+import re  # noqa: E402
+
 import pytest  # noqa: E402
 
 # Test modules whose results are floating-point values checked against a tolerance, another
@@ -74,3 +76,20 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def check_flagged_html():
+    """``check(fig, verdict, note=None, max_bytes=None)`` for a flagged slider's HTML: the same page
+    twice, a link to its verdict box, a flag note at ``fig.flip`` (returned, with the page), and
+    optionally a text the page must contain and a size it must stay under."""
+    def check(fig, verdict: str, note: str | None = None, max_bytes: int | None = None) -> tuple[str, str]:
+        html = fig.to_html()
+        assert html == fig.to_html(), f"{fig.name}: the HTML differs between two calls"
+        assert f'data-verdict="{verdict}"' in html and f'href="#claim-{verdict}"' in html, f"{fig.name}: no link to {verdict}"
+        flag = re.search(rf'data-flip="{fig.flip}" data-verdict="{verdict}">(.*?)<a', html)
+        assert flag, f"{fig.name}: no flag note at frame {fig.flip}"
+        assert note is None or note in html, f"{fig.name}: {note!r} missing"
+        assert max_bytes is None or len(html.encode()) < max_bytes, f"{fig.name}: {len(html.encode())} bytes"
+        return html, flag.group(1)
+    return check
