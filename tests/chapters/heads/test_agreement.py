@@ -74,3 +74,17 @@ def test_held_out_choice_does_not_see_the_scored_half():
     perm = rng.permutation(72)
     r2 = ag.held_out_best(hits[perm], rules, split_seed=0)
     assert perm[r2["head"]] == r["head"] and r2["head_share"] == r["head_share"]
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_stored_agreement_run_recomputes():
+    """The shipped agreement.json from agreement_study (float32 model: at most one verb per head may flip)."""
+    stored = ag.load_agreement()
+    live = ag.agreement_study(n=stored["config"]["n"], seed=stored["config"]["seed"],
+                              split_seeds=stored["config"]["split_seeds"])
+    for key in ("plain", "attractor"):
+        assert live[key]["sentences"] == stored[key]["sentences"]
+        flips = max(sum(a != b for a, b in zip(x, y)) for x, y in zip(live[key]["hits"], stored[key]["hits"]))
+        assert flips <= 1
+        assert [s["head"] for s in live[key]["splits"]] == [s["head"] for s in stored[key]["splits"]]

@@ -108,3 +108,18 @@ def test_stored_run_has_the_preregistered_design():
     # the stored shares follow from the stored counts
     foc, pairs = np.array(run["focus"]["focused"]), np.array(run["focus"]["pairs"])
     assert run["focus"]["by_k"]["3"]["words"] == pytest.approx(foc.sum() / pairs.sum(), abs=1e-12)
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_stored_focus_and_one_order_recompute():
+    """Recompute the focus study and MiniLM's first order of the trailing study (float32 model)."""
+    from attention_course.chapters.lowrank.baselines import SENTENCES
+    run = json.loads(SENTENCES_PATH.read_text())
+    live = fo.focus_study(SENTENCES)
+    assert np.abs(np.subtract(live["focused"], run["focus"]["focused"])).max() <= 0.001 * max(run["focus"]["pairs"])
+    t = tr.trailing_study(seeds=[], orders=[0], draws=[0])
+    stored = run["trailing"]["minilm"][0]
+    for key in ("uniform", "trailing", "leading"):
+        assert t["minilm"][0][key] == pytest.approx(stored[key], abs=1e-3)
+    assert t["minilm"][0]["random"][0] == pytest.approx(stored["random"][0], abs=1e-3)
