@@ -20,6 +20,10 @@ lowrank-run
     Chapter 3's long run: MiniLM's effective rank against n, heads swapped for
     rank-k/top-k/uniform attention, associative recall. See
     :mod:`attention_course.chapters.lowrank.runs`.
+lowrank-sentences
+    Chapter 3's run for two essay sentences: each head's trailing singular values removed against the
+    same energy removed at random, and the weight on a query's heaviest word keys. See
+    :mod:`attention_course.chapters.lowrank.sentence_runs`.
 vision-run
     Chapter 3's image run: a tiny vision transformer on scikit-learn's digits, each head's mean
     attention distance against uniform attention and shuffled patch geometry, over seeds. See
@@ -28,6 +32,9 @@ heads-run
     Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
     heads at fixed width, the two-offset task (4 heads in one layer against one head), and
     heads' subspaces before and after training, over seeds. See :mod:`attention_course.chapters.heads.runs`.
+agreement-run
+    Chapter 4's agreement run: seeded subject-verb sentences, the best MiniLM head picked on half of
+    them and scored on the other half. See :mod:`attention_course.chapters.heads.agreement`.
 composition-run
     Chapter 5's composition run: k-hop pointer chasing learned by models of L
     layers, over seeds. See :mod:`attention_course.chapters.graphs.runs`.
@@ -108,6 +115,14 @@ COMMANDS = {
         "attention replaced by rank-k, top-k or uniform weights, plus the associative-recall sweep; store JSON "
         "in attention_course/data/lowrank_function.json (minutes).",
     ),
+    "lowrank-sentences": Command(
+        ".chapters.lowrank.sentence_runs",
+        "chapter 3's run for two essay sentences: trailing singular values, focused tokens",
+        "Remove each head's trailing singular values (90% of the energy kept) from the induction model (5 seeds) "
+        "and MiniLM (5 orders) against the same energy removed at random or from the leading values; score how "
+        "much of each query's weight MiniLM puts on a few word keys; write JSON "
+        "(default: attention_course/data/lowrank_sentences.json; about 3 minutes).",
+    ),
     "vision-run": Command(
         ".chapters.lowrank.vision_runs",
         "chapter 3's image run: a tiny ViT's mean attention distance per head, over seeds",
@@ -122,6 +137,14 @@ COMMANDS = {
         "Train the 2-layer model and its 1-layer control for the same number of steps over several seeds, and "
         "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
         "(default: attention_course/data/head_training.json; minutes).",
+    ),
+    "agreement-run": Command(
+        ".chapters.heads.agreement",
+        "chapter 4's agreement run: does a MiniLM head look from the verb to its subject?",
+        "Build seeded subject-verb agreement sentences (plain and with an attractor noun), score every MiniLM "
+        "head by how often the verb's heaviest word key is its subject, pick the best head on half of the "
+        "sentences and score it on the other half against fixed-offset and fixed-position rules; write JSON "
+        "(default: attention_course/data/agreement.json; under a minute).",
     ),
     "composition-run": Command(
         ".chapters.graphs.runs",

@@ -1,11 +1,23 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``bottleneck``, ``circuits``, ``division``, ``lookups``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``lookups``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
+from .agreement import (
+    NOUNS,
+    VERBS,
+    agreement_sentences,
+    verb_hits,
+    rule_hits,
+    held_out_best,
+    agreement_study,
+    AGREEMENT_PATH,
+    load_agreement,
+)
+from .agreement_figures import plot_agreement
 from .bottleneck import (
     dirichlet_attention,
     near_permutation,
@@ -95,6 +107,16 @@ from .sliders import (
 from .exercises import EXERCISES
 
 __all__ = [
+    "NOUNS",
+    "VERBS",
+    "agreement_sentences",
+    "verb_hits",
+    "rule_hits",
+    "held_out_best",
+    "agreement_study",
+    "AGREEMENT_PATH",
+    "load_agreement",
+    "plot_agreement",
     "dirichlet_attention",
     "near_permutation",
     "row_kl",

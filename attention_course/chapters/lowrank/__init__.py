@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``head_properties``, ``head_swap``, ``rank_grid``, ``real_methods``, ``recall``, ``spectra``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -42,6 +42,7 @@ from .baselines import (
     layer_slopes,
     slope_split,
 )
+from .focus import top_key_mass, effective_keys, focus_study
 from .head_properties import mean_row_entropy, head_properties, auc, best_threshold
 from .head_swap import (
     Transform,
@@ -56,6 +57,8 @@ from .head_swap import (
 from .rank_grid import centred_error_grid, passing_cells
 from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
 from .recall import recall_accuracy, recall_sweep, breaking_n
+from .sentence_figures import plot_trailing_costs, plot_focus
+from .sentence_runs import SENTENCES_PATH, sentences_run, load_sentences
 from .spectra import (
     singular_values,
     effective_rank,
@@ -71,6 +74,7 @@ from .spectra import (
     crossover_beta,
     exp_rank_demo,
 )
+from .trailing import ORDERS_REMOVED, energy_rank, energy_removal, trailing_study
 from .vision import (
     load_digit_split,
     patchify,
@@ -183,6 +187,9 @@ __all__ = [
     "logit_std",
     "layer_slopes",
     "slope_split",
+    "top_key_mass",
+    "effective_keys",
+    "focus_study",
     "mean_row_entropy",
     "head_properties",
     "auc",
@@ -206,6 +213,11 @@ __all__ = [
     "recall_accuracy",
     "recall_sweep",
     "breaking_n",
+    "plot_trailing_costs",
+    "plot_focus",
+    "SENTENCES_PATH",
+    "sentences_run",
+    "load_sentences",
     "singular_values",
     "effective_rank",
     "stable_rank",
@@ -219,6 +231,10 @@ __all__ = [
     "temperature_sweep",
     "crossover_beta",
     "exp_rank_demo",
+    "ORDERS_REMOVED",
+    "energy_rank",
+    "energy_removal",
+    "trailing_study",
     "load_digit_split",
     "patchify",
     "patch_centres",

@@ -1,0 +1,228 @@
+r"""Does a head track subject-verb agreement? The verb's heaviest key, against position-only rules.
+
+Sentences are built in code from a seed (:func:`agreement_sentences`): a subject, optional words,
+then a verb that must agree with it (*the dogs near the old house* **are** *here*). In the
+*attractor* set a noun of the other number stands between them. For a head, a verb *hits* when
+its largest weight, over the words of the sentence other than itself ([CLS] and [SEP] left out),
+is on the subject:
+
+.. math::
+
+    \text{hit}(s) = \big[\arg\max_{j \notin \{\text{CLS}, \text{SEP}, v\}} a_{v j} = \text{subject}\big].
+
+Two rules that read no content score the same way: a fixed offset (the token :math:`o` before the
+verb) and a fixed position :math:`p`. The best of 72 heads looks better than any one head by
+selection alone, so :func:`held_out_best` picks the head (and the best :math:`o` and :math:`p`) on
+one half of the sentences and scores it on the other half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ...models.pretrained import attention_maps, load_minilm
+from ...models.records import DATA_DIR, machine_info, write_json
+
+__all__ = ["NOUNS", "VERBS", "agreement_sentences", "verb_hits", "rule_hits", "held_out_best", "agreement_study",
+           "AGREEMENT_PATH", "load_agreement", "add_arguments", "cli"]
+
+#: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
+NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),
+         ("teacher", "teachers"), ("student", "students"), ("car", "cars"), ("book", "books"),
+         ("girl", "girls"), ("boy", "boys"), ("doctor", "doctors"), ("key", "keys"), ("house", "houses"),
+         ("friend", "friends"), ("bird", "birds"))
+#: (singular, plural) verbs with the words that may follow them.
+VERBS = ((("is", "are"), ("here", "ready", "happy", "outside", "late")),
+         (("was", "were"), ("here", "ready", "happy", "outside", "late")),
+         (("has", "have"), ("left", "arrived", "gone", "won")),
+         (("seems", "seem"), ("happy", "tired", "ready", "fine")),
+         (("looks", "look"), ("happy", "tired", "ready", "fine")))
+_PREFIXES = ((), ("i", "think"), ("they", "said"), ("we", "know", "that"))
+_ADJECTIVES = ("old", "small", "big", "young", "new")
+_ADVERBS = ("really", "certainly", "clearly", "still")
+_PREPOSITIONS = ("near", "behind", "with", "beside")
+
+
+def agreement_sentences(n: int, attractor: bool, seed: int = 0) -> list[dict]:
+    """``n`` seeded agreement sentences, each ``{"words", "subject", "verb", "attractor"}``.
+
+    Positions count the words from 1, as token positions do once [CLS] is put first (every word
+    is one token). Plain: ``[prefix] the [adjective] subject [0-2 adverbs] verb rest .``;
+    attractor: ``[prefix] the subject preposition the [adjective] noun [0-1 adverb] verb rest .``,
+    the noun of the other number (``"attractor"`` is its position, else ``None``).
+
+    Examples
+    --------
+    >>> s = agreement_sentences(2, attractor=True, seed=0)[0]
+    >>> words = s["words"]
+    >>> words[s["subject"] - 1] in {w for pair in NOUNS for w in pair}, s["subject"] < s["attractor"] < s["verb"]
+    (True, True)
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        number = int(rng.integers(2))  # 0 singular, 1 plural
+        subj = NOUNS[rng.integers(len(NOUNS))][number]
+        (verb_pair, rests) = VERBS[rng.integers(len(VERBS))]
+        words = list(_PREFIXES[rng.integers(len(_PREFIXES))]) + ["the"]
+        att = None
+        if attractor:
+            words += [subj, _PREPOSITIONS[rng.integers(len(_PREPOSITIONS))], "the"]
+            subject = len(words) - 2
+            if rng.random() < 0.5:
+                words.append(_ADJECTIVES[rng.integers(len(_ADJECTIVES))])
+            other = NOUNS[rng.integers(len(NOUNS))]
+            while subj in other:
+                other = NOUNS[rng.integers(len(NOUNS))]
+            words.append(other[1 - number])
+            att = len(words)
+            words += list(rng.choice(_ADVERBS, int(rng.integers(2)), replace=False))
+        else:
+            if rng.random() < 0.5:
+                words.append(_ADJECTIVES[rng.integers(len(_ADJECTIVES))])
+            words.append(subj)
+            subject = len(words)
+            words += list(rng.choice(_ADVERBS, int(rng.integers(3)), replace=False))
+        words.append(verb_pair[number])
+        verb = len(words)
+        words += [str(rng.choice(rests)), "."]
+        out.append({"words": [str(w) for w in words], "subject": subject, "verb": verb, "attractor": att})
+    return out
+
+
+def verb_hits(maps: Sequence[np.ndarray], sentences: Sequence[dict], target: str = "subject") -> np.ndarray:
+    """Per head and sentence, whether the verb's heaviest word key is the ``target`` position.
+
+    Parameters
+    ----------
+    maps : sequence of arrays, each (L, h, n, n) with [CLS] first and [SEP] last
+    sentences : the matching :func:`agreement_sentences` entries
+    target : ``"subject"`` or ``"attractor"``
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (L * h, len(sentences)), layer-major
+
+    Examples
+    --------
+    >>> w = np.zeros((1, 2, 5, 5)); w[0, 0, 3, 1] = 1; w[0, 1, 3, 2] = 1  # head 1 looks at 1, head 2 at 2
+    >>> verb_hits([w], [{"subject": 1, "verb": 3}]).ravel().tolist()
+    [True, False]
+    """
+    if len(maps) != len(sentences):
+        raise ValueError(f"{len(maps)} maps for {len(sentences)} sentences; expected one each")
+    cols = []
+    for w, s in zip(maps, sentences):
+        w = np.asarray(w)
+        L, h, n, _ = w.shape
+        row = w[:, :, s["verb"], :].reshape(L * h, n).copy()  # (L h, n): the verb's weights
+        row[:, [0, n - 1, s["verb"]]] = -1.0  # [CLS], [SEP] and the verb itself do not count
+        cols.append(row.argmax(-1) == s[target])
+    return np.stack(cols, axis=1)
+
+
+def rule_hits(sentences: Sequence[dict], max_value: int = 12) -> dict[str, np.ndarray]:
+    """Hits of the position-only rules: ``offset[o - 1, s]`` (subject ``o`` before the verb) and
+    ``position[p - 1, s]`` (subject at position ``p``), for ``o, p = 1 .. max_value``.
+
+    Examples
+    --------
+    >>> r = rule_hits([{"subject": 2, "verb": 3}], max_value=3)
+    >>> r["offset"].ravel().tolist(), r["position"].ravel().tolist()
+    ([True, False, False], [False, True, False])
+    """
+    v = np.array([s["verb"] for s in sentences])
+    subj = np.array([s["subject"] for s in sentences])
+    vals = np.arange(1, max_value + 1)[:, None]  # (max_value, 1)
+    return {"offset": v[None] - vals == subj[None], "position": vals == subj[None]}
+
+
+def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: int,
+                  other: Optional[np.ndarray] = None) -> dict:
+    """Pick the best head and the best value of each rule on a random half; score them on the other.
+
+    Parameters
+    ----------
+    hits : bool array (heads, sentences), from :func:`verb_hits`
+    rules : from :func:`rule_hits`
+    split_seed : seeds the random half (``numpy.random.default_rng``)
+    other : optional bool array (heads, sentences): the selected head's share of these hits on the
+        held-out half is reported too (e.g. hits on the attractor)
+
+    Examples
+    --------
+    >>> hits = np.array([[1, 1, 1, 1], [1, 0, 1, 0]], bool)
+    >>> r = held_out_best(hits, rule_hits([{"subject": 1, "verb": 2}] * 4, 2), split_seed=0)
+    >>> r["head"], r["head_share"], r["offset_share"]
+    (0, 1.0, 1.0)
+    """
+    n = hits.shape[1]
+    perm = np.random.default_rng(split_seed).permutation(n)
+    pick, score = perm[: n // 2], perm[n // 2:]
+    head = int(hits[:, pick].mean(1).argmax())  # first of ties: the same under any permutation of equals
+    out = {"head": head, "head_share": float(hits[head, score].mean()),
+           "head_share_selection": float(hits[head, pick].mean())}
+    for name, r in rules.items():
+        best = int(r[:, pick].mean(1).argmax())
+        out[f"{name}_value"] = best + 1
+        out[f"{name}_share"] = float(r[best, score].mean())
+    if other is not None:
+        out["other_share"] = float(other[head, score].mean())
+    return out
+
+
+def agreement_study(n: int = 96, seed: int = 0, split_seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> dict:
+    """The deciding run of ``agreement-head``: MiniLM on both sets of :func:`agreement_sentences`.
+
+    Per set: the sentences, each head's hits (a string of 0/1 per head, one character per sentence),
+    the attractor hits, and :func:`held_out_best` for every split seed.
+    """
+    tokenizer, _ = load_minilm()
+    result = {"config": {"n": n, "seed": seed, "split_seeds": list(split_seeds)}}
+    for name, attractor in (("plain", False), ("attractor", True)):
+        sents = agreement_sentences(n, attractor, seed)
+        texts = [" ".join(s["words"]) for s in sents]
+        tokens, maps = attention_maps(texts)
+        for t, s in zip(tokens, sents):
+            if t[1:-1] != s["words"]:
+                raise ValueError(f"{t} is not one token per word of {s['words']}")
+        hits = verb_hits(maps, sents)
+        att = verb_hits(maps, sents, "attractor") if attractor else None
+        rules = rule_hits(sents)
+        result[name] = {
+            "sentences": texts,
+            "subject": [s["subject"] for s in sents], "verb": [s["verb"] for s in sents],
+            "hits": ["".join("1" if x else "0" for x in row) for row in hits],
+            "attractor_hits": None if att is None else ["".join("1" if x else "0" for x in row) for row in att],
+            "splits": [held_out_best(hits, rules, sp, att) for sp in split_seeds],
+        }
+    return result
+
+
+#: Where ``python -m attention_course agreement-run`` stores :func:`agreement_study`.
+AGREEMENT_PATH = DATA_DIR / "agreement.json"
+
+
+def load_agreement(path: Optional[Path] = None) -> dict:
+    """The stored run (default :data:`AGREEMENT_PATH`)."""
+    return json.loads(Path(path or AGREEMENT_PATH).read_text())
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``python -m attention_course agreement-run``."""
+    parser.add_argument("--json", type=Path, default=AGREEMENT_PATH, help="where to store the run")
+
+
+def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+    """Run and store; return the exit code."""
+    torch.set_num_threads(1)
+    write_json({"machine": machine_info(), **agreement_study()}, args.json)
+    print(f"stored {args.json}")
+    return 0

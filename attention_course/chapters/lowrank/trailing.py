@@ -1,0 +1,189 @@
+r"""Are the trailing singular values of attention noise? Remove them, or the same energy elsewhere.
+
+The SVD writes each head's matrix as a sum of rank-one modes, :math:`A = \sum_i \sigma_i u_i v_i^\top`.
+Keeping the leading :math:`k` modes, with :math:`k` the smallest rank whose values hold a share
+``keep`` of the energy :math:`\|A\|_F^2 = \sum_i \sigma_i^2`, removes the *trailing* energy
+:math:`E = \sum_{i > k} \sigma_i^2`. The same energy can be removed from other modes: taken in a
+random order, or from the leading one down, each mode subtracted whole until the next would
+overshoot, and that one scaled by :math:`c` so that exactly :math:`E` goes,
+
+.. math::
+
+    A' = A - \sum_{i \in R} \sigma_i u_i v_i^\top - c\, \sigma_j u_j v_j^\top, \qquad
+    \sum_{i \in R} \sigma_i^2 + c^2 \sigma_j^2 = E .
+
+If the trailing modes are noise, removing them costs the model less than removing the same
+energy at random. :func:`energy_removal` is a transform for
+:func:`~attention_course.chapters.lowrank.head_swap.tiny_forward_with` and
+:func:`~attention_course.chapters.lowrank.head_swap.bert_forward_with`; :func:`trailing_study`
+runs the chapter's comparison on the induction model and on MiniLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from ...models.pretrained import minilm_weights
+from ...models.tasks import make_task
+from ...models.tiny import ModelConfig, TinyTransformer
+from ...models.training import masked_loss, train
+from . import head_swap as sw
+from .runs import minilm_ids
+
+__all__ = ["ORDERS_REMOVED", "energy_rank", "energy_removal", "trailing_study"]
+
+#: How the removed energy is chosen: the trailing modes, modes in a random order, the leading modes.
+ORDERS_REMOVED = ("trailing", "random", "leading")
+
+
+def energy_rank(s: torch.Tensor, keep: float = 0.9) -> torch.Tensor:
+    r"""The smallest :math:`k` with :math:`\sum_{i \le k} \sigma_i^2 \ge` ``keep`` :math:`\sum_i \sigma_i^2`.
+
+    Parameters
+    ----------
+    s : torch.Tensor, shape (..., r)
+        Singular values, in decreasing order.
+    keep : float, 0 < keep <= 1
+
+    Returns
+    -------
+    torch.LongTensor, shape (...)
+
+    Examples
+    --------
+    >>> energy_rank(torch.tensor([3.0, 1.0, 1.0]), keep=0.9).item()  # 9 of 11 is below 0.9
+    2
+    >>> energy_rank(torch.eye(4).diagonal(), keep=0.75).item()
+    3
+    """
+    if not 0 < keep <= 1:
+        raise ValueError(f"keep={keep}; expected 0 < keep <= 1")
+    e = s.double() ** 2  # (..., r)
+    # a relative slack of 1e-12 so that an exact share (3 of 4) counts as reached
+    return ((e.cumsum(-1) < keep * e.sum(-1, keepdim=True) * (1 - 1e-12)).sum(-1) + 1).clamp(max=s.shape[-1])
+
+
+def energy_removal(w: torch.Tensor, order: str = "trailing", keep: float = 0.9, seed: int = 0,
+                   causal: bool = False) -> torch.Tensor:
+    r"""Each matrix of ``w`` with its trailing energy removed, from the trailing, random or leading modes.
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (..., T, S)
+        Attention weights (any batch of matrices).
+    order : {"trailing", "random", "leading"}
+        Which modes lose the energy :math:`E` (see the module's equation); ``"trailing"`` is the
+        truncation :math:`A_k`.
+    keep : float
+        Share of :math:`\|A\|_F^2` the leading :math:`k` modes must hold; this fixes :math:`E`.
+    seed : int
+        Seeds the random order (one permutation of the modes per matrix).
+    causal : bool
+        Zero the entries with key ``j > i`` afterwards (a causal model never saw them).
+
+    Returns
+    -------
+    torch.Tensor, shape (..., T, S), the dtype of ``w``
+
+    Examples
+    --------
+    >>> A = torch.softmax(torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(0)), -1).double()
+    >>> tail = (A - energy_removal(A, "trailing")).square().sum((-2, -1))
+    >>> rand = (A - energy_removal(A, "random", seed=1)).square().sum((-2, -1))
+    >>> bool(torch.allclose(tail, rand))  # the same energy, removed elsewhere
+    True
+    """
+    if order not in ORDERS_REMOVED:
+        raise ValueError(f"order={order!r}; expected one of {ORDERS_REMOVED}")
+    if w.ndim < 2:
+        raise ValueError(f"w has shape {tuple(w.shape)}; expected (..., T, S)")
+    U, s, Vh = torch.linalg.svd(w.double(), full_matrices=False)  # (..., T, r), (..., r), (..., r, S)
+    e = s ** 2  # (..., r)
+    r = e.shape[-1]
+    k = energy_rank(s, keep).unsqueeze(-1)  # (..., 1)
+    idx = torch.arange(r)  # (r,)
+    if order == "trailing":
+        coef = (idx < k).double()  # (..., r): keep the leading k modes whole
+    else:
+        E = (e * (idx >= k)).sum(-1, keepdim=True)  # (..., 1): the trailing energy
+        if order == "leading":
+            perm = idx.expand_as(e)
+        else:
+            g = torch.Generator().manual_seed(int(seed))
+            perm = torch.rand(e.shape, generator=g, dtype=torch.float64).argsort(-1)  # (..., r)
+        e_p = e.gather(-1, perm)  # (..., r): energies in removal order
+        before = e_p.cumsum(-1) - e_p  # energy removed before each mode
+        whole = before + e_p <= E * (1 + 1e-12)
+        part = ~whole & (before < E)
+        c = torch.sqrt(((E - before) / e_p.clamp_min(1e-300)).clamp(0, 1))
+        removed = torch.where(whole, 1.0, torch.where(part, c, 0.0)).double()  # (..., r), in removal order
+        coef = 1 - torch.zeros_like(e).scatter(-1, perm, removed)  # (..., r), back in the SVD's order
+    out = (U * (s * coef).unsqueeze(-2)) @ Vh  # (..., T, S)
+    if causal:
+        out = torch.tril(out)
+    return out.to(w.dtype)
+
+
+def _transform(order: str, keep: float, seed: int, causal: bool):
+    # one seed per layer, so each layer's heads get their own random orders
+    return lambda w, layer: energy_removal(w, order, keep, seed=1000 * seed + layer, causal=causal)
+
+
+def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int] = (0, 1, 2, 3, 4),
+                   draws: Sequence[int] = (0, 1, 2, 3, 4), n: int = 128, keep: float = 0.9,
+                   steps: int = 600) -> dict:
+    """The deciding run of ``trailing-noise``: the cost of each removal, and of uniform attention.
+
+    ``tiny``: one row per training seed of chapter 4's induction model (2 layers, ``steps`` steps):
+    held-out losses ``exact``, ``uniform``, ``trailing``, ``leading``, ``random`` (one per draw).
+    ``minilm``: one row per sentence order of the shipped text cut to ``n`` tokens: the relative
+    change of the last hidden states for the same replacements. Each row also has ``cost``, every
+    replacement's cost divided by uniform attention's, and ``kept``, the mean share of modes kept.
+    """
+    def costs(row: dict, base: float) -> dict:
+        unif = row["uniform"] - base
+        return {"trailing": (row["trailing"] - base) / unif, "leading": (row["leading"] - base) / unif,
+                "random": float(np.mean([(x - base) / unif for x in row["random"]]))}
+
+    task = make_task("repeated_sequences")
+    inputs, targets, mask = task(256, seed=12345)  # the held-out batch of evaluate_loss
+    tiny = []
+    for seed in seeds:
+        model = TinyTransformer(ModelConfig(n_layers=2), seed=seed)
+        train(model, task, steps=steps, seed=seed)
+        with torch.no_grad():
+            def loss(tf=None) -> float:
+                return float(masked_loss(sw.tiny_forward_with(model, inputs, tf), targets, mask))
+
+            kept = []
+            sw.tiny_forward_with(model, inputs, lambda w, layer: kept.append(
+                (energy_rank(torch.linalg.svdvals(w.double()), keep) / w.shape[-1]).mean().item()) or w)
+            row = {"seed": int(seed), "exact": loss(), "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True)),
+                   "trailing": loss(_transform("trailing", keep, 0, True)),
+                   "leading": loss(_transform("leading", keep, 0, True)),
+                   "random": [loss(_transform("random", keep, d, True)) for d in draws], "kept": float(np.mean(kept))}
+        row["cost"] = costs(row, row["exact"])
+        tiny.append(row)
+    W = minilm_weights()
+    minilm = []
+    with torch.no_grad():
+        for order in orders:
+            ids = minilm_ids(n, order)
+            ref, att = sw.bert_forward_with(W, ids)
+            ref = ref[-1]  # (1, n, d)
+
+            def change(tf) -> float:
+                return float((sw.bert_forward_with(W, ids, tf)[0][-1] - ref).norm() / ref.norm())
+
+            kept = [(energy_rank(torch.linalg.svdvals(a.double()), keep) / n).float().mean().item() for a in att]
+            row = {"order": int(order), "uniform": change(lambda w, layer: sw.uniform_weights(w)),
+                   "trailing": change(_transform("trailing", keep, 0, False)),
+                   "leading": change(_transform("leading", keep, 0, False)),
+                   "random": [change(_transform("random", keep, d, False)) for d in draws], "kept": float(np.mean(kept))}
+            row["cost"] = costs(row, 0.0)
+            minilm.append(row)
+    return {"config": {"seeds": list(seeds), "orders": list(orders), "draws": list(draws), "n": n, "keep": keep,
+                       "steps": steps}, "tiny": tiny, "minilm": minilm}
