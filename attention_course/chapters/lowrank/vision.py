@@ -34,6 +34,7 @@ from torch import nn
 
 from ...core._backend import ShapeError, shape_str
 from ...core.attention import scaled_dot_product_attention
+from ...models.adamw import AdamW
 
 __all__ = ["load_digit_split", "patchify", "patch_centres", "ViTConfig", "TinyViT", "train_vit", "accuracy"]
 
@@ -225,7 +226,7 @@ def train_vit(model: TinyViT, x: torch.Tensor, y: torch.Tensor, epochs: int = 30
     if len(x) != len(y):
         raise ShapeError(f"x has shape {shape_str(x)} but y has shape {shape_str(y)}; expected (N, 8, 8) and (N,)")
     g = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    opt = AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     history = np.empty(epochs)
     model.train()
     for epoch in range(epochs):

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from ...core.attention import resolve_scale
+from ...models.adamw import AdamW
 from ...models.probes import head_scores
 from ...models.records import DATA_DIR
 from ...models.tasks import Task, make_task
@@ -132,7 +133,7 @@ def _factor(x: Union[str, float], d_k: int) -> float:
     return resolve_scale(d_k, x) if isinstance(x, str) else float(x)
 
 
-def adamw_q_lr(model: TinyTransformer, lr: float, weight_decay: float, q_lr: float = 1.0) -> torch.optim.AdamW:
+def adamw_q_lr(model: TinyTransformer, lr: float, weight_decay: float, q_lr: float = 1.0) -> AdamW:
     r"""AdamW with learning rate ``q_lr * lr`` on every layer's ``W_q`` and ``lr`` on the rest.
 
     An ``optimizer`` for :func:`~attention_course.models.training.train` once ``q_lr`` is
@@ -148,7 +149,7 @@ def adamw_q_lr(model: TinyTransformer, lr: float, weight_decay: float, q_lr: flo
     q_params = {id(p) for p in model.W_q}
     groups = [{"params": list(model.W_q), "lr": lr * q_lr},
               {"params": [p for p in model.parameters() if id(p) not in q_params], "lr": lr}]
-    return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, foreach=True)
+    return AdamW(groups, lr=lr, weight_decay=weight_decay)
 
 
 def build_variant(d_k: int, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
