@@ -80,7 +80,7 @@ ROWS_VARIANTS = ("unscaled", "unscaled, tempered backward", "unscaled, saturated
 #: sits at the first factor, from 1/8 up, where at most 3 do. Not part of the default run; stored by
 #: ``python -m attention_course scaling-backward --out attention_course/data/scale_backward_start.json
 #: --variants <these names> --motion-every 0``.
-START_FACTORS = (0.25, 0.5)
+START_FACTORS = (0.25, 0.5, 0.707)  # 0.707: about 1/sqrt(2), added after 0.5 (5 of 5) to place the flip finer
 START_VARIANTS = {f"W_Q init x{a:g}, saturated rows tempered": ("none", a, 1, "saturated", "sqrt")
                   for a in START_FACTORS}
 
@@ -262,7 +262,7 @@ class BackwardGrid:
         """The grid of one width, and :func:`with_motion` if the experiment's ``motion_every`` is set."""
         (d_k,) = experiment.d_ks
         settings = {"d_k": d_k, **experiment.settings(threshold=THRESHOLD),
-                    "definitions": {v: list(VARIANTS[v]) for v in experiment.variants}}
+                    "definitions": {v: list(experiment.definitions[v]) for v in experiment.variants}}
         result = cls(variants=tuple(experiment.variants), seeds=np.array(experiment.seeds), settings=settings,
                      **{k: v[0] for k, v in runs.items()})  # (V, S, ...): the width axis dropped
         return with_motion(result, every=experiment.motion_every) if experiment.motion_every else result
