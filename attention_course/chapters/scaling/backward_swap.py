@@ -79,7 +79,8 @@ ROWS_VARIANTS = ("unscaled", "unscaled, tempered backward", "unscaled, saturated
 #: whose held-out loss ends below 1 nat; the scores 'start small' where at least 4 of 5 train, and the flag
 #: sits at the first factor, from 1/8 up, where at most 3 do. Not part of the default run; stored by
 #: ``python -m attention_course scaling-backward --out attention_course/data/scale_backward_start.json
-#: --variants <these names> --motion-every 0``.
+#: --variants <these names> --motion-every 0`` (run in three parts, 0.25 and 0.5, then 0.707, then 0.85,
+#: joined with :func:`combine_backward`; the file's ``meta`` lists the three runs; about 2.5 min per factor).
 START_FACTORS = (0.25, 0.5, 0.707, 0.85)  # 0.707 (about 1/sqrt 2) added after 0.5 trained 5 of 5, 0.85 after 0.707 did
 START_VARIANTS = {f"W_Q init x{a:g}, saturated rows tempered": ("none", a, 1, "saturated", "sqrt")
                   for a in START_FACTORS}
