@@ -1,6 +1,6 @@
 """Chapter 2, Attention as kernel smoothing: everything the chapter computes, draws and checks.
 
-One module per concept (``attention_kernel``, ``input_locality``, ``learning``, ``metric_comparison``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import kernels as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -18,6 +18,17 @@ from .input_locality import (
     input_locality,
     minilm_hidden_attention,
     input_locality_by_head,
+)
+from .kernel_family import (
+    KERNEL_FAMILY_DATA,
+    PENALTIES,
+    family_scores,
+    fit_family,
+    family_predict,
+    passes_rule,
+    family_sweep,
+    write_family_sweep,
+    load_family_sweep,
 )
 from .learning import (
     BandwidthFit,
@@ -71,6 +82,7 @@ from .sliders import (
     load_self_weight_sweep,
     bandwidth_explorer,
     key_norm_explorer,
+    kernel_family_explorer,
 )
 from .exercises import EXERCISES
 
@@ -84,6 +96,15 @@ __all__ = [
     "input_locality",
     "minilm_hidden_attention",
     "input_locality_by_head",
+    "KERNEL_FAMILY_DATA",
+    "PENALTIES",
+    "family_scores",
+    "fit_family",
+    "family_predict",
+    "passes_rule",
+    "family_sweep",
+    "write_family_sweep",
+    "load_family_sweep",
     "BandwidthFit",
     "fit_bandwidth",
     "good_range_limit",
@@ -132,5 +153,6 @@ __all__ = [
     "load_self_weight_sweep",
     "bandwidth_explorer",
     "key_norm_explorer",
+    "kernel_family_explorer",
     "EXERCISES",
 ]

@@ -1,4 +1,6 @@
-r"""Chapter 2's flagged slider for the ``learned-width`` verdict: how much of its own target may a point see?
+r"""Chapter 2's flagged sliders: ``learned-width`` (how much of its own target may a point see?) and
+``learned-metric`` (:func:`kernel_family_explorer`: from the Gaussian kernel to the dot product, with the
+stored sweep of :mod:`~attention_course.chapters.kernels.kernel_family`).
 
 The verdict says a Gaussian kernel's width can be learned by gradient descent *when the
 objective leaves each point out*. The condition is binary (leave-one-out or not); the slider
@@ -28,12 +30,15 @@ from typing import Optional
 import numpy as np
 
 from ...figures.widgets import PLOTLY_FONT, SliderFigure, static_fallback
+from .kernel_family import load_family_sweep, passes_rule
 from .learning import good_range_limit, learned_width_flip
+from .metric_comparison import load_metric_run
 from .qk_kernel import qk_locality
 from .runs import LEARNED_WIDTH_DATA
 from .smoothing import mse, nadaraya_watson, sine_data
 
-__all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "key_norm_explorer"]
+__all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "key_norm_explorer",
+           "kernel_family_explorer"]
 
 #: The stored sweep over the self-weight alpha (chapter 2, seed 0, and the further draws' margin).
 
@@ -231,3 +236,84 @@ def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[
                         "norms spread further apart.", start=0, control_label="key-norm spread",
                         flip=first[0], flip_note=first[1], more_flips=flips[1:],
                         verdict="softmax-kernel")
+
+
+def kernel_family_explorer(sweep: dict | None = None, metric_run: dict | None = None) -> SliderFigure:
+    r"""Chapter 2 (``learned-metric``): slide the key-norm penalty :math:`t` from the Gaussian kernel to the dot product.
+
+    Frame :math:`t` (:mod:`~attention_course.chapters.kernels.kernel_family`, stored): top, draw 0's
+    learned prediction along :math:`x_0` against :math:`\sin 2x_0`; bottom, per draw, the tuned
+    isotropic width's test MSE over the learned kernel's, against :math:`t`, with the rule's factor 3.
+    A last frame is attention's own :math:`W_Q, W_K` (the ledger's second kernel, from
+    ``metric_run``, :func:`~attention_course.chapters.kernels.metric_comparison.load_metric_run`).
+    The flag sits at the first frame where the ``learned-metric`` rule fails.
+
+    Examples
+    --------
+    >>> fig = kernel_family_explorer()
+    >>> fig.labels[0], fig.labels[-1], fig.verdict
+    ('t = 1 (Gaussian)', "attention's W_Q, W_K", 'learned-metric')
+    """
+    s = load_family_sweep() if sweep is None else sweep
+    run = load_metric_run() if metric_run is None else metric_run
+    tuned = np.asarray(s["mse_tuned"])  # (seeds,)
+    imp = [list(tuned / np.asarray(m)) for m in s["mse"]]  # P x (seeds,)
+    doms, passes, curves = list(s["dominance"]), list(s["passes"]), list(s["curve"])
+    ts = list(s["t"]) + [-0.15]  # attention's own kernel, drawn right of t = 0
+    imp.append(list(np.asarray(run["mse_tuned"]) / np.asarray(run["mse_dot"])))
+    doms.append(list(run["dominance_dot"]))
+    passes.append(passes_rule(imp[-1], doms[-1]))
+    curves.append(s["dot_curve"])
+    ends = {1.0: " (Gaussian)", 0.0: " (dot product)"}
+    labels = [f"t = {t:g}{ends.get(t, '')}" for t in s["t"]] + ["attention's W_Q, W_K"]
+    med = [float(np.median(i)) for i in imp]
+    x0 = np.asarray(s["x0"])
+    frames = []
+    for i, (t, lab) in enumerate(zip(ts, labels)):
+        n_ok = int(np.sum((np.asarray(imp[i]) >= 3) & (np.asarray(doms[i]) >= 3)))
+        peak = ("at the query" if t == 1 else "past the query, at Wx = Wq/t" if t > 0 else "nowhere: it grows along Wq")
+        frames.append({"data": [
+            {"type": "scatter", "mode": "lines", "x": x0, "y": np.sin(2 * x0), "name": "sin 2x₀ (the target)",
+             "line": {"color": "#000000", "dash": "dot"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines", "x": x0, "y": curves[i], "name": "learned kernel, draw 0",
+             "line": {"color": "#D55E00", "width": 3}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines+markers", "x": ts, "y": med, "name": "median over draws",
+             "line": {"color": "#0072B2"}, "marker": {"size": 5}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines", "x": [ts[-1], 1], "y": [3, 3], "name": "the rule's factor 3",
+             "line": {"color": "#777777", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "markers", "x": [t] * len(imp[i]), "y": imp[i], "name": "each draw",
+             "marker": {"size": 9, "color": "#D55E00", "symbol": "diamond"}, "xaxis": "x2", "yaxis": "y2"}],
+            "readout": (f"{lab}: the kernel peaks {peak}. Test MSE {min(imp[i]):.2f} to {max(imp[i]):.2f} times below "
+                        f"the tuned width's, x₀'s weight {min(doms[i]):.1f} to {max(doms[i]):.1f} times the next "
+                        f"coordinate's; both at least 3 in {n_ok} of {len(imp[i])} draws: the rule "
+                        f"<b>{'passes' if passes[i] else 'fails'}</b>.")})
+    flip = next((i for i, p in enumerate(passes) if not p), None)
+    ticks = [1.0, 0.8, 0.6, 0.4, 0.2, 0.0, ts[-1]]
+    layout = {"height": 580, "margin": {"l": 60, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"domain": [0, 1], "range": [-2, 2], "title": {"text": "x₀ (other coordinates 0)"}},
+              "yaxis": {"domain": [0.58, 1], "range": [-1.4, 1.4], "title": {"text": "prediction"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": [1.05, ts[-1] - 0.07], "tickvals": ticks,
+                         "ticktext": [f"{v:g}" for v in ticks[:-1]] + ["W_Q, W_K"],
+                         "title": {"text": "key-norm penalty t (1: Gaussian, 0: dot product)"}},
+              "yaxis2": {"domain": [0, 0.4], "anchor": "x2", "type": "log", "title": {"text": "tuned MSE / learned"}},
+              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(ts[:-1], med[:-1], "o-", color="#0072B2", label="learned metric, median over draws")
+        ax.plot([ts[-1]], [med[-1]], "D", color="#D55E00", label="attention's W_Q, W_K")
+        ax.axhline(3, color="0.5", ls=":", label="the rule's factor 3")
+        if flip is not None:
+            ax.axvline(ts[flip], color="0.4", lw=0.8)
+        ax.set_xticks(ticks, [f"{v:g}" for v in ticks[:-1]] + ["W_Q, W_K"])
+        ax.set(yscale="log", xlim=(1.05, ts[-1] - 0.07), xlabel="key-norm penalty t (1: Gaussian, 0: dot product)",
+               ylabel="tuned MSE / learned MSE", title="How much the learned kernel beats the tuned width")
+        ax.legend()
+
+    note = ("the learned kernel no longer beats the tuned width 3 times over, picking out x₀, in 4 of 5 draws: "
+            "without the full key-norm term it cannot peak at the query")
+    return SliderFigure("ix-kern-family", "From the Gaussian kernel to the dot product: does a learned metric help?",
+                        labels, frames, layout, static_fallback(draw),
+                        "Tuned-width test MSE over the learned kernel's, against the key-norm penalty t: about 100 "
+                        "times better for the Gaussian kernel (t = 1), near 1 for the dot product and for attention's "
+                        "own W_Q, W_K.", start=0, control_label="key-norm penalty t", flip=flip, flip_note=note,
+                        verdict="learned-metric")

@@ -9,7 +9,10 @@ re-exported here, flat, so the notebook imports one thing:
 from .anisotropy import PAIR_SETS, variance_ratio_controls, within_row_spread
 from .backward_swap import (
     ROWS_VARIANTS,
+    START_FACTORS,
+    START_VARIANTS,
     STORED_BACKWARD_ROWS,
+    STORED_BACKWARD_START,
     swapped_backward,
     SwapRun,
     train_swapped,
@@ -76,7 +79,15 @@ from .saturation_training import (
     matched_loss_ratio,
     load_saturation,
 )
-from .sensitive_regime import jacobian_norm_rows, jacobian_floor, jacobian_vs_spread, Band, half_maximum_band
+from .sensitive_regime import (
+    jacobian_norm_rows,
+    jacobian_floor,
+    jacobian_vs_spread,
+    Band,
+    half_maximum_band,
+    jacobian_at,
+    sensitive_verdict,
+)
 from .training import (
     ScaleRun,
     train_one,
@@ -110,7 +121,15 @@ from .figures import (
     BACKWARD_COLOR,
     plot_backward_swap,
 )
-from .sliders import correlation_explorer, scale_explorer
+from .sliders import (
+    correlation_explorer,
+    scale_explorer,
+    KEY_COUNTS,
+    SPREADS,
+    keys_explorer,
+    start_scale_runs,
+    start_scale_explorer,
+)
 from .exercises import EXERCISES
 
 __all__ = [
@@ -118,7 +137,10 @@ __all__ = [
     "variance_ratio_controls",
     "within_row_spread",
     "ROWS_VARIANTS",
+    "START_FACTORS",
+    "START_VARIANTS",
     "STORED_BACKWARD_ROWS",
+    "STORED_BACKWARD_START",
     "swapped_backward",
     "SwapRun",
     "train_swapped",
@@ -185,6 +207,8 @@ __all__ = [
     "jacobian_vs_spread",
     "Band",
     "half_maximum_band",
+    "jacobian_at",
+    "sensitive_verdict",
     "ScaleRun",
     "train_one",
     "ScaleComparison",
@@ -214,5 +238,10 @@ __all__ = [
     "plot_backward_swap",
     "correlation_explorer",
     "scale_explorer",
+    "KEY_COUNTS",
+    "SPREADS",
+    "keys_explorer",
+    "start_scale_runs",
+    "start_scale_explorer",
     "EXERCISES",
 ]

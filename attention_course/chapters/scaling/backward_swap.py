@@ -46,7 +46,7 @@ from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment
 from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
 
-__all__ = ["VARIANTS", "ROWS_VARIANTS", "STORED_BACKWARD_ROWS", "swapped_backward", "SwapRun", "train_swapped", "score_motion", "BackwardGrid", "BACKWARD",
+__all__ = ["VARIANTS", "ROWS_VARIANTS", "START_FACTORS", "START_VARIANTS", "STORED_BACKWARD_ROWS", "STORED_BACKWARD_START", "swapped_backward", "SwapRun", "train_swapped", "score_motion", "BackwardGrid", "BACKWARD",
            "run_backward", "with_motion", "load_backward", "combine_backward"]
 
 #: name -> (forward scale, W_Q init factor, W_Q lr factor, backward kind, backward scale).
@@ -73,10 +73,24 @@ VARIANTS = {
 ROWS_VARIANTS = ("unscaled", "unscaled, tempered backward", "unscaled, saturated rows tempered",
                  "small W_Q init", "small W_Q init, saturated rows tempered")
 
+#: The slider over the starting score scale (``gradient-vanishes``): the saturated-rows swap from W_Q
+#: started a times its own size, for the factors between the two starts of :data:`ROWS_VARIANTS`
+#: (1/sqrt(d_k) = 1/8 at d_k = 64, and 1). The slider's rule, the ledger's: at each factor count the seeds
+#: whose held-out loss ends below 1 nat; the scores 'start small' where at least 4 of 5 train, and the flag
+#: sits at the first factor, from 1/8 up, where at most 3 do. Not part of the default run; stored by
+#: ``python -m attention_course scaling-backward --out attention_course/data/scale_backward_start.json
+#: --variants <these names> --motion-every 0`` (run in three parts, 0.25 and 0.5, then 0.707, then 0.85,
+#: joined with :func:`combine_backward`; the file's ``meta`` lists the three runs; about 2.5 min per factor).
+START_FACTORS = (0.25, 0.5, 0.707, 0.85)  # 0.707 (about 1/sqrt 2) added after 0.5 trained 5 of 5, 0.85 after 0.707 did
+START_VARIANTS = {f"W_Q init x{a:g}, saturated rows tempered": ("none", a, 1, "saturated", "sqrt")
+                  for a in START_FACTORS}
+
 #: The run of chapter 6, shipped with the package.
 STORED_BACKWARD = DATA_DIR / "scale_backward.json"
 #: The saturated-rows run (:data:`ROWS_VARIANTS`), in the same format.
 STORED_BACKWARD_ROWS = DATA_DIR / "scale_backward_rows.json"
+#: The start-scale run (:data:`START_VARIANTS`), in the same format.
+STORED_BACKWARD_START = DATA_DIR / "scale_backward_start.json"
 
 
 @contextlib.contextmanager
@@ -249,7 +263,7 @@ class BackwardGrid:
         """The grid of one width, and :func:`with_motion` if the experiment's ``motion_every`` is set."""
         (d_k,) = experiment.d_ks
         settings = {"d_k": d_k, **experiment.settings(threshold=THRESHOLD),
-                    "definitions": {v: list(VARIANTS[v]) for v in experiment.variants}}
+                    "definitions": {v: list(experiment.definitions[v]) for v in experiment.variants}}
         result = cls(variants=tuple(experiment.variants), seeds=np.array(experiment.seeds), settings=settings,
                      **{k: v[0] for k, v in runs.items()})  # (V, S, ...): the width axis dropped
         return with_motion(result, every=experiment.motion_every) if experiment.motion_every else result
@@ -257,7 +271,8 @@ class BackwardGrid:
 
 #: The backward-swap run of chapter 6 (``python -m attention_course scaling-backward``): every
 #: variant, 5 seeds, ``d_k`` = 64, 1,000 steps, and the unscaled model's scores every 100 steps.
-BACKWARD = Experiment(command="scaling-backward", run_one=train_swapped, result=BackwardGrid, definitions=VARIANTS,
+BACKWARD = Experiment(command="scaling-backward", run_one=train_swapped, result=BackwardGrid,
+                      definitions={**VARIANTS, **START_VARIANTS},
                       variants=tuple(VARIANTS), out=STORED_BACKWARD, steps=1000, motion_every=100,
                       flags=("--seeds", "--steps", "--variants", "--jobs", "--motion-every"))
 

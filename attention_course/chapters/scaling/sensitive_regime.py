@@ -25,7 +25,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["jacobian_norm_rows", "jacobian_floor", "jacobian_vs_spread", "Band", "half_maximum_band"]
+__all__ = ["jacobian_norm_rows", "jacobian_floor", "jacobian_vs_spread", "Band", "half_maximum_band",
+           "jacobian_at", "sensitive_verdict"]
 
 
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
@@ -131,3 +132,35 @@ def half_maximum_band(sigmas: Sequence[float], J: Sequence[float], floor: float)
     edge = lambda j, k: float(np.exp(np.interp(half, sorted([y[j], y[k]]),  # noqa: E731
                                                [np.log(s[j]), np.log(s[k])] if y[j] < y[k] else [np.log(s[k]), np.log(s[j])])))
     return Band(lo=edge(a, a + 1), hi=edge(b - 1, b), peak=float(s[i]))
+
+
+def jacobian_at(sigmas: Sequence[float], J: Sequence[float], sigma: float = 1.0) -> float:
+    r"""The curve ``J`` at ``sigma``, interpolated linearly in :math:`(\log\sigma, \log J)` (as chapter 6 reads it).
+
+    Examples
+    --------
+    >>> round(jacobian_at([0.5, 2.0], [0.1, 0.4]), 6)   # the geometric mean at the middle of the logs
+    0.2
+    """
+    s, y = np.asarray(sigmas, dtype=float), np.asarray(J, dtype=float)
+    if s.ndim != 1 or s.shape != y.shape or np.any(y < 0):
+        raise ValueError(f"sigmas has shape {s.shape} and J {y.shape}; expected equal 1-d shapes and J >= 0")
+    with np.errstate(divide="ignore"):  # a fully saturated row has J = 0: log J = -inf, far from sigma
+        return float(np.exp(np.interp(math.log(sigma), np.log(s), np.log(y))))
+
+
+def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0) -> str:
+    r"""The ``sensitive-regime`` decision rule, for one curve: where does ``sigma`` (the scaled spread) lie?
+
+    ``"holds"`` if ``band.lo <= sigma <= band.hi``; ``"holds when"`` if ``sigma`` is below the
+    band while its Jacobian ``j_one`` is above the uniform ``floor`` (and the band's upper edge
+    is above ``sigma``); ``"wrong as stated"`` otherwise (above the band, or not above the floor).
+
+    Examples
+    --------
+    >>> sensitive_verdict(Band(0.9, 4.4, 2.5), 0.30, 0.24), sensitive_verdict(Band(1.4, 7.3, 4.0), 0.18, 0.12)
+    ('holds', 'holds when')
+    """
+    if j_one <= floor or sigma > band.hi:
+        return "wrong as stated"
+    return "holds" if band.lo <= sigma else "holds when"

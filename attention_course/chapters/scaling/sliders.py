@@ -1,4 +1,7 @@
-r"""Chapter 6's flagged slider for ``variance-dk``: how much correlation breaks :math:`\operatorname{Var}(q\cdot k) = d_k`.
+r"""Chapter 6's flagged sliders: ``variance-dk`` (how much correlation breaks :math:`\operatorname{Var}(q\cdot k) = d_k`),
+``sensitive-regime`` (:func:`keys_explorer`, the number of keys) and ``gradient-vanishes``
+(:func:`start_scale_explorer`, the starting size of :math:`W_Q`, from the stored runs of
+:mod:`~attention_course.chapters.scaling.backward_swap`).
 
 Every number comes from :mod:`attention_course.chapters.scaling.correlated_scores` (the measured variance
 with correlated entries, its closed form and the Monte-Carlo line); this module only draws:
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -26,9 +30,16 @@ from .correlated_scores import (
     independence_rejected,
     minilm_correlation,
 )
+from .backward_swap import START_FACTORS, STORED_BACKWARD, STORED_BACKWARD_ROWS, STORED_BACKWARD_START, load_backward
 from .measures import VarianceSweep, softmax_jacobian_norm
+from .sensitive_regime import half_maximum_band, jacobian_at, jacobian_floor, jacobian_vs_spread, sensitive_verdict
 
-__all__ = ["correlation_explorer", "scale_explorer"]
+__all__ = ["correlation_explorer", "scale_explorer", "KEY_COUNTS", "SPREADS", "keys_explorer",
+           "start_scale_runs", "start_scale_explorer"]
+
+#: The slider's numbers of keys (``sensitive-regime``), and the grid of spreads chapter 6 measures on.
+KEY_COUNTS = (8, 12, 16, 20, 24, 32, 64, 256)
+SPREADS = np.geomspace(0.05, 50, 61)
 
 _FONT = {"size": 13}
 
@@ -189,3 +200,193 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
                                   "(chapter 6's verdict on training)",
                         more_flips=[(over[0], "most unscaled rows are saturated from the start")] if over else (),
                         verdict="scale-decides-training")
+
+
+def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = None,
+                  sigmas: Sequence[float] = SPREADS, n_rows: int = 1024, deciding: tuple = (64, 4096),
+                  seed: int = 0) -> SliderFigure:
+    r"""Chapter 6: with how many keys does :math:`\sigma = 1` sit inside the softmax's sensitive band?
+
+    Frame ``S``: the median Jacobian norm of rows of ``S`` independent :math:`N(0, \sigma^2)` logits
+    against :math:`\sigma`
+    (:func:`~attention_course.chapters.scaling.sensitive_regime.jacobian_vs_spread`, ``n_rows`` rows,
+    ``deciding[1]`` rows at ``S = deciding[0]``, as chapter 6 measures), its uniform floor, the
+    half-maximum band (:func:`~attention_course.chapters.scaling.sensitive_regime.half_maximum_band`) and
+    :math:`\sigma = 1`. Each frame applies the ``sensitive-regime`` decision rule
+    (:func:`~attention_course.chapters.scaling.sensitive_regime.sensitive_verdict`); the flag sits at
+    the first ``S`` where it differs from the first frame's. ``curves`` maps ``S`` to a curve
+    already measured on ``sigmas`` (the chapter's), so it is not measured twice.
+
+    Examples
+    --------
+    >>> fig = keys_explorer([8, 64], n_rows=64, deciding=(64, 64))
+    >>> fig.labels, fig.flip
+    (['8 keys', '64 keys'], 1)
+    """
+    curves = dict(curves or {})
+    sig = np.asarray(sigmas, dtype=float)
+    rows = {S: (deciding[1] if S == deciding[0] else n_rows) for S in n_keys}
+    Js = [np.asarray(curves[S]) if S in curves else jacobian_vs_spread(sig, n_keys=S, n_rows=rows[S], seed=seed)
+          for S in n_keys]  # each (len(sigmas),)
+    top = 1.05 * max(float(J.max()) for J in Js)
+    frames, bands, verdicts = [], [], []
+    for S, J in zip(n_keys, Js):
+        floor, band, j1 = jacobian_floor(S), half_maximum_band(sig, J, jacobian_floor(S)), jacobian_at(sig, J)
+        verdict = sensitive_verdict(band, j1, floor)
+        bands.append(band)
+        verdicts.append(verdict)
+        where = "<b>inside</b>" if band.lo <= 1 <= band.hi else ("<b>below</b>" if band.lo > 1 else "<b>above</b>")
+        frames.append({"data": [
+            {"type": "scatter", "mode": "lines", "x": [band.lo, band.lo, band.hi, band.hi], "y": [0, top, top, 0],
+             "fill": "toself", "fillcolor": "rgba(0,114,178,0.15)", "line": {"width": 0}, "name": "sensitive band",
+             "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": sig, "y": J, "name": "median ‖J‖<sub>F</sub>",
+             "line": {"color": "#0072B2", "width": 3}},
+            {"type": "scatter", "mode": "lines", "x": [sig[0], sig[-1]], "y": [floor, floor], "name": "uniform row",
+             "line": {"color": "#777777", "dash": "dot"}},
+            {"type": "scatter", "mode": "lines+markers", "x": [1, 1], "y": [0, j1], "name": "σ = 1 (the scale)",
+             "line": {"color": "#D55E00"}, "marker": {"size": [0, 11], "color": "#D55E00"}}],
+            "readout": (f"{S} keys ({rows[S]:,} rows): the sensitive band runs from σ = {band.lo:.2f} to {band.hi:.2f} "
+                        f"(peak {float(J.max()):.3f} at σ ≈ {band.peak:.1f}); at σ = 1 the median ‖J‖<sub>F</sub> is "
+                        f"{j1:.3f}, uniform row {floor:.3f}. σ = 1 lies {where} the band: <b>{verdict}</b>.")})
+    flip = next((i for i, v in enumerate(verdicts) if v != verdicts[0]), None)
+    layout = {"height": 420, "margin": {"l": 60, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"type": "log", "title": {"text": "spread σ of the logits (log scale)"}},
+              "yaxis": {"range": [0, top], "title": {"text": "median ‖J‖_F"}},
+              "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        ax.fill_between(n_keys, [b.lo for b in bands], [b.hi for b in bands], color="#0072B2", alpha=0.2,
+                        label="sensitive band")
+        ax.axhline(1, color="#D55E00", label="σ = 1 (the scale)")
+        if flip is not None:
+            ax.axvline(n_keys[flip], color="0.4", ls=":", label=f"{n_keys[flip]} keys: σ = 1 below the band")
+        ax.set(xscale="log", yscale="log", xlabel="number of keys S", ylabel="spread σ",
+               title="The sensitive band against the number of keys")
+        ax.set_xticks(list(n_keys), [str(S) for S in n_keys], minor=False)
+        ax.set_xticks([], minor=True)
+        ax.set_yticks([0.5, 1, 2, 4, 8], ["0.5", "1", "2", "4", "8"], minor=False)
+        ax.set_yticks([], minor=True)
+        ax.legend(loc="upper left")
+
+    i_dec = list(n_keys).index(deciding[0]) if deciding[0] in n_keys else None
+    more = [] if i_dec is None or i_dec == flip else [(i_dec, "the chapter's deciding row length")]
+    return SliderFigure("ix-scale-keys", "Add keys: does σ = 1 stay in the sensitive band?",
+                        [f"{S} keys" for S in n_keys], frames, layout, static_fallback(draw),
+                        "The band of logit spreads where the softmax Jacobian is at least half its peak, against the "
+                        "number of keys: it contains σ = 1 for few keys and moves above it as keys are added.",
+                        start=i_dec if i_dec is not None else 0, control_label="number of keys S", flip=flip,
+                        flip_note="σ = 1 now lies below the sensitive band: the scale keeps the softmax unsaturated, "
+                                  "not at its most sensitive spread", more_flips=more, verdict="sensitive-regime")
+
+
+def start_scale_runs(rows: Optional[Path] = None, start: Optional[Path] = None,
+                     true: Optional[Path] = None) -> dict:
+    r"""The stored saturated-rows swap at each starting size of :math:`W_Q`, factor :math:`a` of its own start.
+
+    :math:`a = 1/\sqrt{d_k}` (``"small W_Q init, saturated rows tempered"``) and :math:`a = 1`
+    (``"unscaled, saturated rows tempered"``) from the ledger's run, the factors of
+    :data:`~attention_course.chapters.scaling.backward_swap.START_FACTORS` from the start-scale run;
+    the true backward at the two ends (``"small W_Q init"``, ``"unscaled"``) from chapter 6's run.
+
+    Returns
+    -------
+    dict
+        ``factor`` (F,), increasing; ``eval_loss`` (F, seeds); ``true_factor``, ``true_loss`` (2, seeds);
+        ``seeds``; ``d_k``.
+
+    Examples
+    --------
+    >>> r = start_scale_runs()
+    >>> r["factor"], len(r["seeds"])
+    ([0.125, 0.25, 0.5, 0.707, 0.85, 1.0], 5)
+    """
+    grid_rows, _ = load_backward(STORED_BACKWARD_ROWS if rows is None else rows)
+    grid_start, _ = load_backward(STORED_BACKWARD_START if start is None else start)
+    grid_true, _ = load_backward(STORED_BACKWARD if true is None else true)
+    d_k = int(grid_rows.settings["d_k"])
+    for g in (grid_start, grid_true):
+        if list(g.seeds) != list(grid_rows.seeds) or g.settings["steps"] != grid_rows.settings["steps"]:
+            raise ValueError(f"runs differ in seeds or steps: {list(g.seeds)}, {g.settings['steps']} against "
+                             f"{list(grid_rows.seeds)}, {grid_rows.settings['steps']}")
+    loss = dict(zip(grid_rows.variants, grid_rows.eval_loss))
+    loss.update(zip(grid_start.variants, grid_start.eval_loss))
+    by_factor = {1 / math.sqrt(d_k): loss["small W_Q init, saturated rows tempered"],
+                 1.0: loss["unscaled, saturated rows tempered"]}
+    by_factor.update({a: loss[f"W_Q init x{a:g}, saturated rows tempered"] for a in START_FACTORS})
+    factors = sorted(by_factor)
+    true = dict(zip(grid_true.variants, grid_true.eval_loss))
+    return {"factor": [float(a) for a in factors], "eval_loss": [list(map(float, by_factor[a])) for a in factors],
+            "true_factor": [1 / math.sqrt(d_k), 1.0],
+            "true_loss": [list(map(float, true["small W_Q init"])), list(map(float, true["unscaled"]))],
+            "seeds": [int(s) for s in grid_rows.seeds], "d_k": d_k}
+
+
+def start_scale_explorer(runs: Optional[dict] = None, trains_below: float = 1.0, need: int = 4) -> SliderFigure:
+    r"""Chapter 6 (``gradient-vanishes``): start :math:`W_Q` at :math:`a` times its size; does restoring the saturated rows' gradient train?
+
+    Each frame: every seed's held-out loss after 1,000 steps with the saturated rows' backward
+    tempered, against the starting factor :math:`a` (the starting scores are :math:`a\sqrt{d_k}`
+    times the scaled model's), the true backward's at the two ends, the 1-nat line and chance
+    :math:`\ln 64`. The ledger's rule: a start counts as small where at least ``need`` of the
+    seeds end below ``trains_below`` nats; the flag sits at the first factor where they do not.
+
+    Examples
+    --------
+    >>> fig = start_scale_explorer()
+    >>> fig.labels[0], fig.verdict
+    ('W_Q × 1/8 (√d_k smaller)', 'gradient-vanishes')
+    """
+    r = start_scale_runs() if runs is None else runs
+    a, loss = r["factor"], [np.asarray(x) for x in r["eval_loss"]]
+    n_ok = [int((x < trains_below).sum()) for x in loss]
+    chance = math.log(64)
+    frames = []
+    for i, (f, x) in enumerate(zip(a, loss)):
+        traces = [
+            {"type": "scatter", "mode": "markers", "x": [v for v in a for _ in r["seeds"]],
+             "y": [float(v) for y in loss for v in y], "name": "saturated rows tempered, each seed",
+             "marker": {"size": 8, "color": "#0072B2", "opacity": 0.45}},
+            {"type": "scatter", "mode": "markers", "x": [v for v in r["true_factor"] for _ in r["seeds"]],
+             "y": [float(v) for y in r["true_loss"] for v in y], "name": "true backward, each seed",
+             "marker": {"size": 8, "color": "#777777", "symbol": "x"}},
+            {"type": "scatter", "mode": "lines", "x": [a[0] / 1.2, a[-1] * 1.2], "y": [trains_below] * 2,
+             "name": f"trains: below {trains_below:g} nat", "line": {"color": "#009E73", "dash": "dash"}},
+            {"type": "scatter", "mode": "lines", "x": [a[0] / 1.2, a[-1] * 1.2], "y": [chance] * 2,
+             "name": "chance, ln 64", "line": {"color": "#777777", "dash": "dot"}},
+            {"type": "scatter", "mode": "markers", "x": [f] * len(x), "y": x, "name": "this start",
+             "marker": {"size": 13, "color": "#D55E00", "symbol": "diamond"}}]
+        frames.append({"data": traces, "readout": (
+            f"W_Q started at {f:g} of its own size (scores {f * math.sqrt(r['d_k']):g} times the scaled model's): "
+            f"with the saturated rows' gradient restored, held-out loss {x.min():.2f} to {x.max():.2f} nats; "
+            f"{n_ok[i]} of {len(x)} seeds train (below {trains_below:g}): the scores "
+            f"<b>{'start small' if n_ok[i] >= need else 'do not start small'}</b> by the rule "
+            f"(at least {need} of {len(x)}).")})
+    flip = next((i for i, n in enumerate(n_ok) if n < need), None)
+    names = {1 / math.sqrt(r["d_k"]): "1/8 (√d_k smaller)", 1.0: "1 (its own start)"}
+    labels = [f"W_Q × {names.get(f, f'{f:g}')}" for f in a]
+    layout = {"height": 420, "margin": {"l": 60, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"type": "log", "title": {"text": "W_Q's starting size, a times its own (log scale)"},
+                        "tickvals": a, "ticktext": [f"{f:g}" for f in a]},
+              "yaxis": {"range": [-0.1, 4.6], "title": {"text": "held-out loss after 1,000 steps (nats)"}},
+              "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(a, n_ok, "o-", color="#0072B2", label="saturated rows tempered")
+        ax.axhline(need - 0.5, color="0.5", ls=":", label=f"the rule: at least {need} of {len(r['seeds'])}")
+        if flip is not None:
+            ax.axvline(a[flip], color="0.4", lw=0.8)
+        ax.set(xscale="log", xlabel="W_Q's starting size, a times its own", ylabel="seeds that train",
+               ylim=(-0.3, len(r["seeds"]) + 0.3), title="Restoring the saturated rows' gradient, by starting size")
+        ax.set_xticks(a, [f"{f:.3g}" for f in a], minor=False)
+        ax.set_xticks([], minor=True)
+        ax.legend()
+
+    return SliderFigure("ix-scale-start", "Start the scores larger: does restoring the saturated rows' gradient still train?",
+                        labels, frames, layout, static_fallback(draw),
+                        "Seeds that train when only the saturated rows' gradient is restored, against the starting "
+                        "size of W_Q: all of them from a small start, fewer from the model's own start.",
+                        start=0, control_label="starting size of W_Q", flip=flip,
+                        flip_note=f"fewer than {need} of {len(r['seeds'])} seeds train: the scores no longer start "
+                                  "small enough for the restored gradient alone to rescue training",
+                        verdict="gradient-vanishes")

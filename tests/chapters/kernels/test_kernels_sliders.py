@@ -14,10 +14,12 @@ import statistics
 
 import numpy as np
 import pytest
+import torch
 
 from attention_course.chapters import kernels
 from attention_course.chapters.kernels import sliders as fk
 from attention_course.chapters.kernels import learning as kl
+from attention_course.chapters.kernels import kernel_family as kf
 from attention_course.chapters.kernels.learning import fit_bandwidth
 from attention_course.chapters.kernels.smoothing import sine_data
 
@@ -140,3 +142,63 @@ def test_figures_are_offline_small_and_captioned(build):
     assert len(html.encode()) < 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
     assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html and "<figcaption" in html
+
+
+# ------------------------------------------------------------------ learned-metric: the kernel family
+@pytest.fixture(scope="module")
+def fam():
+    return kf.load_family_sweep()
+
+
+def test_family_at_t1_is_the_gaussian_metric_kernel():
+    """softmax_j((Wq).(Wx_j) - |Wx_j|^2 / 2) is Gaussian Nadaraya-Watson on Wx: the query's own term cancels."""
+    rng = np.random.default_rng(0)
+    q, x, W = rng.normal(size=(7, 5)), rng.normal(size=(30, 5)), rng.normal(size=(5, 5))
+    K = np.exp(-0.5 * (((q[:, None, :] - x[None, :, :]) @ W.T) ** 2).sum(-1))  # (7, 30), the Gaussian kernel
+    y = rng.normal(size=30)
+    np.testing.assert_allclose(kf.family_predict(q, x, y, W, 1.0), K @ y / K.sum(1), rtol=1e-12)
+
+
+def test_family_peaks_at_q_over_t():
+    """For t > 0 the score q k - t k^2 / 2 (one coordinate, W = 1) is largest at k = q / t: at the query only for t = 1."""
+    k = torch.linspace(-4, 4, 8001, dtype=torch.float64)[:, None]  # (8001, 1)
+    for t in (1.0, 0.8, 0.5):
+        s = kf.family_scores(torch.tensor([[1.2]], dtype=torch.float64), k, t)[0]  # (8001,)
+        assert float(k[int(s.argmax()), 0]) == pytest.approx(1.2 / t, abs=1e-3)
+
+
+def test_stored_family_at_t1_is_the_ledgers_learned_metric(fam):
+    run = kernels.load_metric_run()  # learned_metric.json: the claim's data
+    assert fam["t"][0] == 1.0 and fam["seeds"] == run["seeds"] and fam["steps"] == run["metric_steps"]
+    np.testing.assert_allclose(fam["mse"][0], run["mse_metric"], rtol=1e-8)  # the same float64 fit, another code path
+    np.testing.assert_allclose(fam["dominance"][0], run["dominance_metric"], rtol=1e-8)
+    np.testing.assert_allclose(fam["mse_tuned"], run["mse_tuned"], rtol=1e-12)
+
+
+def test_kernel_family_flag_is_where_the_ledgers_rule_fails(fam):
+    run = kernels.load_metric_run()
+    imp = np.array(fam["mse_tuned"])[None] / np.array(fam["mse"])  # (P, 5)
+    ok = ((imp >= 3) & (np.array(fam["dominance"]) >= 3)).sum(1) >= 4  # the rule: 3 times, in 4 of 5 draws
+    dot_ok = ((np.array(run["mse_tuned"]) / np.array(run["mse_dot"]) >= 3) & (np.array(run["dominance_dot"]) >= 3)).sum() >= 4
+    assert ok[0] and not ok[-1] and not dot_ok  # Gaussian passes; the dot product and attention's W_Q, W_K fail
+    assert list(ok) == fam["passes"]
+    fig = fk.kernel_family_explorer()
+    expected = int(np.argmin(ok))
+    assert fig.flip == expected and fig.labels[-1] == "attention's W_Q, W_K" and len(fig.frames) == len(ok) + 1
+    for i, frame in enumerate(fig.frames):
+        assert (("<b>passes</b>" in frame["readout"]) == (list(ok) + [dot_ok])[i])
+
+
+@pytest.mark.extended  # recomputes the flag's two neighbouring frames of the shipped sweep (about 20 s)
+def test_stored_family_sweep_matches_the_fits(fam):
+    i = fam["passes"].index(False)
+    live = kf.family_sweep([fam["t"][i - 1], fam["t"][i]], seeds=fam["seeds"], dot_steps=1)
+    np.testing.assert_allclose(live["mse"], fam["mse"][i - 1:i + 1], rtol=1e-8)
+    assert live["passes"] == [True, False]
+
+
+def test_kernel_family_html(check_flagged_html):
+    check_flagged_html(fk.kernel_family_explorer(), "learned-metric", note="cannot peak at the query",
+                       max_bytes=1_000_000)
+    with pytest.raises(ValueError, match=r"t=1.5; expected a key-norm penalty in \[0, 1\]"):
+        kf.fit_family(np.zeros((3, 2)), np.zeros(3), 1.5)

@@ -4,13 +4,16 @@ The numbers come from :mod:`attention_course.chapters.scaling.correlated_scores`
 against an independent recomputation (the closed-form variance, a Bonferroni line, chapter 6's sweep).
 """
 
+import json
 import math
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
 import pytest
 
 from attention_course.chapters.scaling import sliders as fs
+from attention_course.chapters.scaling.sensitive_regime import half_maximum_band, jacobian_at, sensitive_verdict
 from attention_course.chapters.scaling import correlated_scores as cs
 from attention_course.chapters.scaling.measures import variance_vs_dim
 
@@ -81,3 +84,92 @@ def test_bad_inputs_raise_clear_errors():
         cs.minilm_correlation(0.8)
     with pytest.raises(ValueError, match="n_tests=0"):
         cs.bonferroni_z(0)
+
+
+# ------------------------------------------------------------------ sensitive-regime: the number of keys
+def _median_jacobian_explicit(S: int, sigmas, n_rows: int = 1024, seed: int = 0) -> np.ndarray:
+    """Median ||diag(p) - p p^T||_F over the same draws, with the S x S matrix written out (numpy.linalg)."""
+    z = np.random.default_rng(seed).standard_normal((n_rows, S))  # (rows, S), the draws jacobian_vs_spread makes
+    out = []
+    for s in sigmas:
+        x = s * z
+        p = np.exp(x - x.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)  # (rows, S)
+        J = p[:, :, None] * np.eye(S)[None] - p[:, :, None] * p[:, None, :]  # (rows, S, S)
+        out.append(np.median(np.linalg.norm(J, axis=(1, 2))))
+    return np.array(out)
+
+
+def test_keys_frames_follow_the_jacobian_and_the_flip_is_where_sigma_1_leaves_the_band():
+    sig = np.asarray(fs.SPREADS)
+    fig = fs.keys_explorer(n_keys=(16, 20, 24))
+    assert fig.labels[fig.flip] == "20 keys" and fig.verdict == "sensitive-regime"
+    for S, frame in zip((16, 20, 24), fig.frames):
+        J = _median_jacobian_explicit(S, sig)
+        # closed form = explicit; near one-hot, sum p^2 - 2 sum p^3 + (sum p^2)^2 cancels terms of order 1 down to
+        # ||J||^2, so its square root carries an absolute error of about sqrt(1e-16 * S) < 1e-7
+        np.testing.assert_allclose(frame["data"][1]["y"], J, rtol=1e-9, atol=1e-7)
+        y = J - math.sqrt(S - 1) / S  # above the uniform floor
+        half = y.max() / 2
+        i = int(np.argmax(y))
+        a = np.flatnonzero(y[:i] < half)[-1]  # last spread below half before the peak
+        lo = math.exp(np.interp(half, [y[a], y[a + 1]], np.log(sig[a:a + 2])))  # log-linear, as the chapter
+        assert f"from σ = {lo:.2f}" in frame["readout"]
+        # the ledger's rule: holds if sigma = 1 lies in the band, holds when below it (and above the floor)
+        expected = "holds" if lo <= 1 else "holds when"
+        assert f"<b>{expected}</b>." in frame["readout"]
+    assert [lab for lab in fig.labels if "σ = 1 lies <b>inside" in fig.frames[fig.labels.index(lab)]["readout"]] == ["16 keys"]
+
+
+@pytest.mark.extended  # recomputes the chapter's three curves (about 4 s alone)
+def test_keys_explorer_at_16_64_256_keys_is_the_chapters_bands():
+    """The chapter's glued bands (evidence.json): 64 keys on 4,096 rows, 16 and 256 on 1,024."""
+    ev = json.loads((Path(fs.__file__).parents[2] / "data" / "evidence.json").read_text())["sensitive-regime"]
+    fig = fs.keys_explorer(n_keys=(16, 64, 256))
+    for frame, key in zip(fig.frames, ("band16", "band", "band256")):
+        assert f"from σ = {ev[key + '_lo']:.2f} to {ev[key + '_hi']:.2f}" in frame["readout"]
+    assert fig.labels[fig.flip] == "64 keys" and "4,096 rows" in fig.frames[1]["readout"]
+
+
+# ------------------------------------------------------------------ gradient-vanishes: the starting size of W_Q
+def test_start_scale_frames_are_the_stored_runs():
+    data = Path(fs.__file__).parents[2] / "data"
+    raw = {}
+    for name in ("scale_backward_rows.json", "scale_backward_start.json"):
+        res = json.loads((data / name).read_text())["result"]
+        for v, loss, (_, q_init, _, back, _) in zip(res["variants"], res["eval_loss"],
+                                                     [res["settings"]["definitions"][v] for v in res["variants"]]):
+            if back == "saturated":
+                raw[0.125 if q_init == "sqrt" else float(q_init)] = loss  # "sqrt": 1/sqrt(64)
+    r = fs.start_scale_runs()
+    assert r["factor"] == sorted(raw) == [0.125, 0.25, 0.5, 0.707, 0.85, 1.0] and r["d_k"] == 64
+    for a, loss in zip(r["factor"], r["eval_loss"]):
+        np.testing.assert_array_equal(loss, raw[a])
+
+
+def test_start_scale_flag_is_where_the_ledgers_rule_flips():
+    ev = json.loads((Path(fs.__file__).parents[2] / "data" / "evidence.json").read_text())["gradient-vanishes"]
+    r = fs.start_scale_runs()
+    n_ok = [sum(x < 1.0 for x in loss) for loss in r["eval_loss"]]  # seeds below 1 nat (chance ln 64 = 4.16)
+    assert n_ok[0] == ev["bw_rows_init_n_ok"] and n_ok[-1] == ev["bw_rows_none_n_ok"]  # the verdict's two starts
+    fig = fs.start_scale_explorer(r)
+    expected = next(i for i, n in enumerate(n_ok) if n < 4)  # the rule: small where at least 4 of 5 train
+    assert fig.flip == expected and all(n >= 4 for n in n_ok[:expected])
+    for n, frame in zip(n_ok, fig.frames):
+        assert f"{n} of 5 seeds train" in frame["readout"]
+
+
+@pytest.mark.parametrize("build, verdict, note", [
+    (lambda: fs.keys_explorer(n_keys=(16, 20)), "sensitive-regime", "σ = 1 now lies below the sensitive band"),
+    (fs.start_scale_explorer, "gradient-vanishes", "seeds train: the scores no longer start small"),
+])
+def test_new_sliders_link_their_verdicts(build, verdict, note, check_flagged_html):
+    html, _ = check_flagged_html(build(), verdict, note=note, max_bytes=1_000_000)
+    assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html
+
+
+def test_new_slider_rules_reject_bad_input():
+    with pytest.raises(ValueError, match="expected equal 1-d shapes"):
+        jacobian_at([1.0, 2.0], [0.1])
+    assert sensitive_verdict(half_maximum_band(fs.SPREADS, np.exp(-np.log(fs.SPREADS) ** 2), 0.0), 0.5, 0.6) \
+        == "wrong as stated"  # not above the floor
