@@ -237,10 +237,7 @@ def _html_outputs(path: Path) -> str:
 #: Conditional verdicts decided by the latest retests (issue 26) whose slider is still to be built; each
 #: is listed in the closing note as open work. The list may only shrink.
 NO_SLIDER_YET = {
-    "learned-metric": "a slider over the kernel family (Gaussian to dot product)",
     "unlike-gnns": "a slider over the shared-top-key threshold",
-    "gradient-vanishes": "a slider over the starting score scale",
-    "sensitive-regime": "a slider over the number of keys",
 }
 
 
