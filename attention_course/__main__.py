@@ -59,6 +59,10 @@ insight-run
     Chapter 7's long runs: associative-memory capacity against d, and every ablation of
     attention on recall and a previous-token copy, over seeds. See
     :mod:`attention_course.chapters.insight.runs`.
+insight-metric
+    Chapter 7's converged runs: the learned query-key metric against W_Q = W_K = I (a learnable
+    score scale), and softmax against linear attention as the number of pairs grows past d. See
+    :mod:`attention_course.chapters.insight.metric_runs`.
 
 The four ``scaling-*`` commands are configurations of one runner,
 :class:`~attention_course.chapters.scaling.runs.Experiment`. Each command names a module, or
@@ -195,6 +199,15 @@ COMMANDS = {
         "(d = 16, 32, 64), and train every ablation of attention (fixed mixing, convolution, windows, hard "
         "selection, tied and identity metrics, linear attention) on recall and a previous-token copy over seeds; "
         "write attention_course/data/insight_memory.json and insight_ablations.json (minutes).",
+    ),
+    "insight-metric": Command(
+        ".chapters.insight.metric_runs",
+        "chapter 7's converged runs: the learned metric, and softmax against linear attention as N grows",
+        "Train each variant by a stated convergence rule: --part metric (learned W_Q, W_K against W_Q = W_K = I "
+        "and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
+        "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR with "
+        "N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per width; "
+        "minutes each).",
     ),
 }
 

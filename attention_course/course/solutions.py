@@ -433,4 +433,11 @@ def hopfield_retrieval(X, queries, clean, beta):
     return float(exact.mean())
 
 
-SOLUTIONS.update({"hopfield-retrieval": hopfield_retrieval})
+def window_sweep(run, windows, margin):
+    """The smallest window whose accuracy is at least full attention's minus ``margin`` (0 if none)."""
+    full = run(None)  # full attention: every pair
+    good = [w for w in windows if run(w) >= full - margin]
+    return int(min(good)) if good else 0
+
+
+SOLUTIONS.update({"hopfield-retrieval": hopfield_retrieval, "window-sweep": window_sweep})

@@ -1173,6 +1173,23 @@ CH7 = [
      "with a beta, the memory is softmax attention"),
     ("hopfield-retrieval", "compared with the queries", lambda X, q, c, beta: _hop(X, q, q, beta),
      "compare the retrieved signs with `clean`"),
+    ("window-sweep", "reference solution", SOLUTIONS["window-sweep"], PASS),
+    ("window-sweep", "a sorted loop with break", lambda run, ws, m: next(
+        (int(w) for w in sorted(ws) if run(w) >= run(None) - m), 0), PASS),
+    ("window-sweep", "numpy int returned", lambda run, ws, m: np.int64(min(
+        [w for w in ws if run(w) >= run(None) - m], default=0)), PASS),
+    ("window-sweep", "> instead of >=", lambda run, ws, m: min(
+        [w for w in ws if run(w) > run(None) - m], default=0), "use >=, not >"),
+    ("window-sweep", "compared with 1", lambda run, ws, m: min(
+        [w for w in ws if run(w) >= 1 - m], default=0), "compare each window with full attention"),
+    ("window-sweep", "first in the given order", lambda run, ws, m: next(
+        (w for w in ws if run(w) >= run(None) - m), 0), "the windows may come in any"),
+    ("window-sweep", "largest passing window", lambda run, ws, m: max(
+        [w for w in ws if run(w) >= run(None) - m], default=0), "return the smallest one"),
+    ("window-sweep", "returns the accuracy", lambda run, ws, m: run(min(
+        [w for w in ws if run(w) >= run(None) - m], default=ws[0])), "expected an int"),
+    ("window-sweep", "returns None when nothing passes", lambda run, ws, m: min(
+        [w for w in ws if run(w) >= run(None) - m], default=None), "returned None"),
 ]
 
 BATTERY = CH1 + CH2 + CH3 + CH4 + CH5 + CH6 + CH7 + NEWEST

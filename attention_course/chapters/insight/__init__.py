@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablations``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablations``, ``convergence``, ``ingredients``, ``memory``, ``metric_runs``, ``mixers``, ``position_content``, ``recall_tasks``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -12,9 +12,11 @@ from .ablations import (
     accuracy,
     train_variant,
     tune_and_train,
+    window_copy_accuracy,
     TEST_SEED,
     VALID_SEED,
 )
+from .convergence import ConvergenceRule, stop_reason, train_converged, tune_converged
 from .ingredients import (
     Score,
     accuracy_table,
@@ -26,8 +28,6 @@ from .ingredients import (
     decide_all_pairs,
     decide_differentiable,
     decide_asymmetric,
-    decide_metric,
-    decide_linear,
     decide_memory,
 )
 from .memory import (
@@ -41,7 +41,22 @@ from .memory import (
     outer_product_law,
     exponential_law,
 )
-from .mixers import Variant, MixerModel, sparsemax, mixing_mask
+from .metric_runs import (
+    METRIC_VARIANTS,
+    METRIC_FILE,
+    LINEAR_FILE,
+    PAIRS,
+    WIDTHS,
+    metric_grid,
+    linear_grid,
+    run_metric_job,
+    load_metric,
+    load_linear,
+    linear_table,
+    decide_metric_learned,
+    decide_softmax_linear,
+)
+from .mixers import Variant, MixerModel, sparsemax, mixing_mask, linear_weights
 from .position_content import (
     CATEGORIES,
     ContentPositionScores,
@@ -62,6 +77,7 @@ from .figures import (
     plot_verdicts,
     plot_memory,
     plot_ingredients,
+    plot_linear_capacity,
 )
 from .sliders import window_explorer, task_explorer, TASK_SLIDERS, WINDOW_MARGIN
 from .exercises import EXERCISES
@@ -72,8 +88,13 @@ __all__ = [
     "accuracy",
     "train_variant",
     "tune_and_train",
+    "window_copy_accuracy",
     "TEST_SEED",
     "VALID_SEED",
+    "ConvergenceRule",
+    "stop_reason",
+    "train_converged",
+    "tune_converged",
     "Score",
     "accuracy_table",
     "window_curve",
@@ -84,8 +105,6 @@ __all__ = [
     "decide_all_pairs",
     "decide_differentiable",
     "decide_asymmetric",
-    "decide_metric",
-    "decide_linear",
     "decide_memory",
     "MEMORIES",
     "store_patterns",
@@ -96,10 +115,24 @@ __all__ = [
     "capacity_sweep",
     "outer_product_law",
     "exponential_law",
+    "METRIC_VARIANTS",
+    "METRIC_FILE",
+    "LINEAR_FILE",
+    "PAIRS",
+    "WIDTHS",
+    "metric_grid",
+    "linear_grid",
+    "run_metric_job",
+    "load_metric",
+    "load_linear",
+    "linear_table",
+    "decide_metric_learned",
+    "decide_softmax_linear",
     "Variant",
     "MixerModel",
     "sparsemax",
     "mixing_mask",
+    "linear_weights",
     "CATEGORIES",
     "ContentPositionScores",
     "content_position_scores",
@@ -126,6 +159,7 @@ __all__ = [
     "plot_verdicts",
     "plot_memory",
     "plot_ingredients",
+    "plot_linear_capacity",
     "window_explorer",
     "task_explorer",
     "TASK_SLIDERS",

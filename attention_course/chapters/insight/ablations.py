@@ -19,7 +19,8 @@ from ...models.training import train
 from . import recall_tasks
 from .mixers import VARIANTS, MixerModel, Variant
 
-__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant", "tune_and_train", "TEST_SEED", "VALID_SEED"]
+__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant", "tune_and_train", "window_copy_accuracy", "TEST_SEED",
+           "VALID_SEED"]
 
 TEST_SEED, VALID_SEED = 12345, 999
 
@@ -115,6 +116,23 @@ def tune_and_train(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0
     return {"lr": best, "sweep": {str(k): round(v, 4) for k, v in sweep.items()},
             "accuracy": [round(accuracy(m, task), 4) for m, _ in trained],
             "final_loss": [round(loss, 4) for _, loss in trained], "seeds": list(seeds)}
+
+
+def window_copy_accuracy(window: Optional[int], gap: int = 3, length: int = 16, steps: int = 150,
+                         lr: float = 1e-2, seed: int = 0, d_model: int = 16) -> float:
+    """Held-out accuracy of softmax attention with a causal window of ``window`` positions (None: all) on
+    the copy of the token ``gap`` positions back (:func:`~attention_course.chapters.insight.recall_tasks.previous_token`).
+
+    A window of ``w`` positions sees the answer only when ``w > gap``; a small model, seconds on a laptop.
+
+    Examples
+    --------
+    >>> 0.0 <= window_copy_accuracy(2, gap=1, length=6, steps=2, d_model=8) <= 1.0
+    True
+    """
+    task = RecallTask("previous_token", {"length": length, "lag": gap})
+    model, _ = train_variant(Variant(window=window), task, steps, lr, seed, d_model=d_model)
+    return accuracy(model, task, batch_size=256)
 
 
 def variant_named(name: str) -> Variant:

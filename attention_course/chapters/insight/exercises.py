@@ -1,4 +1,4 @@
-"""Chapter 7 exercise: run the memory experiment yourself, one retrieval step and its exact-retrieval share.
+"""Chapter 7 exercises: run the memory experiment yourself, and find the smallest window that solves a copy.
 
 ``hopfield-retrieval``: ``fn(X, queries, clean, beta) -> float``. ``X`` (d, M) holds the stored +-1
 patterns as columns, ``queries`` (d, n) the corrupted queries, ``clean`` (d, n) the patterns they
@@ -6,6 +6,12 @@ came from. One step of softmax attention, :math:`\\xi \\leftarrow X \\operatorna
 (the softmax over the M stored patterns), then ``sign``; the result is the share of the n queries whose
 every sign comes out right. ``beta=None`` means the outer-product memory, :math:`X X^\\top \\xi`.
 The learner then uses it to find the capacity at d = 16 and checks the chapter's conclusion.
+
+``window-sweep``: ``fn(run, windows, margin) -> int``. ``run(w)`` is the held-out accuracy of softmax
+attention restricted to a causal window of ``w`` positions (``run(None)``: full attention); the result
+is the smallest window in ``windows`` whose accuracy is at least full attention's minus ``margin``, or 0
+when none is. The learner then runs it on the copy at a gap (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`)
+and compares the answer with the gap.
 """
 
 from __future__ import annotations
@@ -132,4 +138,139 @@ register(Exercise(
         minutes=10,
     ))
 
-EXERCISES = ("hopfield-retrieval",)
+
+# ------------------------------------------------------------------ window-sweep
+def _window_reference(run, windows, margin):
+    full = run(None)
+    good = [w for w in windows if run(w) >= full - margin]
+    return int(min(good)) if good else 0
+
+
+def _table_run(table: dict, full: float):
+    """A stand-in for training: the accuracy of each window read from a table (full attention: ``full``)."""
+    def run(w):
+        return full if w is None else float(table[w])
+    return run
+
+
+def _window_cases() -> list[Case]:
+    step = {w: (1.0 if w > 3 else 1 / 64) for w in range(1, 9)}  # the copy at a gap of 3: solved from w = 4
+    ramp = {w: min(1.0, w / 32) for w in (2, 4, 8, 16, 24, 32)}  # recall: accuracy follows the covered share
+    return [
+        Case("the copy at a gap of 3, windows 1-8", (_table_run(step, 1.0), list(range(1, 9)), 0.05)),
+        Case("windows in no order", (_table_run(step, 1.0), [8, 2, 6, 4, 5, 1], 0.05)),
+        Case("recall: only the full length comes close", (_table_run(ramp, 0.99), [2, 4, 8, 16, 24, 32], 0.05)),
+        Case("no window is enough (answer 0)", (_table_run({2: 0.1, 4: 0.3, 8: 0.5}, 0.99), [2, 4, 8], 0.05)),
+        Case("exactly full minus the margin counts", (_table_run({1: 0.5, 2: 0.75, 3: 1.0}, 1.0), [1, 2, 3], 0.25)),
+        Case("full attention unlucky (0.6): compare with it, not with 1",
+             (_table_run({1: 0.02, 2: 0.58, 3: 0.6}, 0.6), [1, 2, 3], 0.05)),
+        Case("a window beats full attention", (_table_run({1: 0.1, 2: 0.9, 3: 0.95}, 0.5), [1, 2, 3], 0.05)),
+    ]
+
+
+def _w_strict(run, windows, margin):
+    full = run(None)
+    good = [w for w in windows if run(w) > full - margin]
+    return int(min(good)) if good else 0
+
+
+def _w_absolute(run, windows, margin):
+    good = [w for w in windows if run(w) >= 1 - margin]
+    return int(min(good)) if good else 0
+
+
+def _w_first_listed(run, windows, margin):
+    full = run(None)
+    return next((int(w) for w in windows if run(w) >= full - margin), 0)
+
+
+def _w_best_window(run, windows, margin):
+    best = max(run(w) for w in windows)
+    good = [w for w in windows if run(w) >= best - margin]
+    return int(min(good)) if good else 0
+
+
+def _w_two_sided(run, windows, margin):
+    full = run(None)
+    good = [w for w in windows if abs(run(w) - full) <= margin]
+    return int(min(good)) if good else 0
+
+
+def _w_last_failing(run, windows, margin):
+    full = run(None)
+    bad = [w for w in windows if run(w) < full - margin]
+    return int(max(bad)) if bad else 0
+
+
+def _w_largest(run, windows, margin):
+    full = run(None)
+    good = [w for w in windows if run(w) >= full - margin]
+    return int(max(good)) if good else 0
+
+
+def _w_loop(run, windows, margin):
+    full, answer = run(None), 0
+    for w in sorted(windows):
+        if run(w) >= full - margin:
+            answer = int(w)
+            break
+    return answer
+
+
+def _w_numpy(run, windows, margin):
+    ws = np.sort(np.asarray(list(windows)))
+    ok = np.array([run(int(w)) for w in ws]) >= run(None) - margin
+    return int(ws[ok][0]) if ok.any() else 0
+
+
+register(Exercise(
+        id="window-sweep",
+        title="Find the smallest window that solves the task",
+        make_cases=_window_cases,
+        reference=_window_reference,
+        mutants=(
+            Mutant("strict", _w_strict,
+                   "a window whose accuracy is exactly full attention's minus the margin counts as solving "
+                   "the task: use >=, not >."),
+            Mutant("absolute", _w_absolute,
+                   "compare each window with full attention, run(None), not with a perfect score of 1: "
+                   "the question is whether the window loses anything against all pairs."),
+            Mutant("first-listed", _w_first_listed,
+                   "you returned the first window that passes in the order given; the windows may come in any "
+                   "order, and the question asks for the smallest one that passes."),
+            Mutant("best-window", _w_best_window,
+                   "you compared with the best window in the list, not with full attention, run(None): if no "
+                   "window is enough, the best of them still passes that test."),
+            Mutant("two-sided", _w_two_sided,
+                   "a window that scores more than full attention also solves the task: keep every window with "
+                   "accuracy >= full - margin, not only those within the margin on both sides."),
+            Mutant("last-failing", _w_last_failing,
+                   "that is the largest window that fails; the answer is the smallest window that passes."),
+            Mutant("largest", _w_largest,
+                   "that is the largest window that passes (every window longer than the answer passes too): "
+                   "return the smallest one."),
+        ),
+        alternatives=(_w_loop, _w_numpy),
+        rules=(
+            Rule("threshold", "accuracy exactly full attention's minus the margin counts",
+                 ("exactly full minus the margin counts",),
+                 lambda run, windows, margin: any(run(w) == run(None) - margin for w in windows), ("strict",)),
+            Rule("threshold", "the margin is measured from full attention, not from 1",
+                 ("full attention unlucky (0.6): compare with it, not with 1",),
+                 lambda run, windows, margin: run(None) < 1 - margin, ("absolute",)),
+            Rule("empty", "no window is enough: the answer is 0",
+                 ("no window is enough (answer 0)",),
+                 lambda run, windows, margin: all(run(w) < run(None) - margin for w in windows),
+                 ("best-window", "last-failing")),
+            Rule("range", "a window may score above full attention",
+                 ("a window beats full attention",),
+                 lambda run, windows, margin: any(run(w) > run(None) + margin for w in windows), ("two-sided",)),
+            Rule("edge-size", "windows in any order",
+                 ("windows in no order",),
+                 lambda run, windows, margin: list(windows) != sorted(windows), ("first-listed",)),
+        ),
+        difficulty=1,
+        minutes=10,
+    ))
+
+EXERCISES = ("hopfield-retrieval", "window-sweep")

@@ -16,9 +16,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .memory import capacity, exponential_law, outer_product_law
-from ...figures.style import book_figure
+from ...figures.style import book_figure, method_color
 
-__all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients"]
+__all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity"]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
 KIND_COLORS = {"content": "#0072B2", "position": "#D55E00", "sink": "#E69F00", "mixed": "#CC79A7"}
@@ -216,4 +216,42 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
     ax.set_yticks(range(len(rows)), [r for r, _ in rows])
     ax.set_xlabel("task (cell: mean, then worst-best seed)")
     ax.set_title(title or "Take one ingredient away")
+    return fig
+
+
+@book_figure
+def plot_linear_capacity(table: Mapping, pairs: Sequence[int], widths: Sequence[int], title: str = "") -> Figure:
+    """Recall against the number of pairs N, one panel per width d: softmax and linear attention.
+
+    ``table`` maps ``(mixer, N, d)`` to a :class:`~attention_course.chapters.insight.ingredients.Score`
+    (:func:`~attention_course.chapters.insight.metric_runs.linear_table`); each point is the mean over
+    seeds, the bar the worst and best seed. The dotted line is N = d, where linear attention's d x d
+    state holds as many pairs as it has dimensions.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.ingredients import Score
+    >>> t = {(m, n, 16): Score(a, a, a, 2) for m, a in (("softmax attention", 1.0), ("linear attention", 0.5))
+    ...      for n in (8, 32)}
+    >>> fig = plot_linear_capacity(t, (8, 32), (16,))
+    >>> fig.axes[0].get_title(), fig.axes[0].get_xlabel()
+    ('d = 16', 'pairs N')
+    """
+    fig, axes = plt.subplots(1, len(widths), figsize=(7.0, 3.0), sharey=True, layout="constrained", squeeze=False)
+    for ax, d in zip(axes[0], widths):
+        for mixer, colour in (("softmax attention", method_color("sdpa")), ("linear attention", method_color("linear"))):
+            ns = [n for n in pairs if (mixer, n, d) in table]
+            s = [table[mixer, n, d] for n in ns]
+            mean = np.array([x.mean for x in s])
+            err = np.array([[x.mean - x.low for x in s], [x.high - x.mean for x in s]])
+            ax.errorbar(ns, mean, yerr=err, fmt="o-", ms=4, capsize=2, color=colour, label=mixer)
+        ax.axvline(d, color="0.5", ls=":", lw=1.2)
+        ax.text(d, 0.08, " N = d", color="0.35", fontsize=9, ha="left", va="center")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(pairs), [str(n) for n in pairs])
+        ax.set(title=f"d = {d}", xlabel="pairs N", ylim=(-0.03, 1.05))
+    axes[0][0].set_ylabel("held-out recall")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
+    if title:
+        fig.suptitle(title)
     return fig

@@ -18,7 +18,7 @@ import numpy as np
 from .recall_tasks import gaps
 
 __all__ = ["Score", "accuracy_table", "window_curve", "covered_share", "first_within", "ROWS", "decide_data_dependent",
-           "decide_all_pairs", "decide_differentiable", "decide_asymmetric", "decide_metric", "decide_linear",
+           "decide_all_pairs", "decide_differentiable", "decide_asymmetric",
            "decide_memory"]
 
 
@@ -47,7 +47,7 @@ ROWS = (
     ("softmax -> sparsemax", "sparsemax"),
     ("asymmetry: tied W_Q = W_K", "tied"),
     ("tied, self masked", "tied, self masked"),
-    ("learned metric: W_Q = W_K = I", "W_Q = W_K = I"),
+    ("learned metric: W_Q = W_K = I (scale learned)", "W_Q = W_K = I, scale learned"),
     ("softmax -> linear attention", "linear attention"),
     ("mixing altogether", "no mixing"),
 )
@@ -193,26 +193,6 @@ def decide_asymmetric(t: Mapping) -> str:
         return "holds when"
     if gap_c <= 0.05 and gap_r <= 0.05:
         return "wrong as stated"
-    return "undecided"
-
-
-def decide_metric(t: Mapping) -> str:
-    """``metric-learned``: W_Q = W_K = I against learned, on both tasks."""
-    gap_c, gap_r = _two_task_gaps(t, "W_Q = W_K = I")
-    losses = (gap_c > 0.05) + (gap_r > 0.05)
-    return {2: "holds", 1: "holds when", 0: "wrong as stated"}[losses]
-
-
-def decide_linear(t: Mapping, ns: Sequence[int] = (4, 8, 16)) -> str:
-    """``softmax-over-linear``: linear attention against softmax at each number of pairs."""
-    gaps_ = {n: _m(t, f"recall (MQAR, {n} pairs)", "softmax attention")
-             - _m(t, f"recall (MQAR, {n} pairs)", "linear attention") for n in ns}
-    if all(g > 0.1 for g in gaps_.values()):
-        return "holds"
-    if all(g <= 0.05 for g in gaps_.values()):
-        return "wrong as stated"
-    if gaps_[min(ns)] <= 0.05 and gaps_[16] > 0.1:
-        return "holds when"
     return "undecided"
 
 

@@ -28,6 +28,9 @@ keys :math:`s \le t`) is made. Attention computes it from the data,
 ``tied``             :math:`W_K = W_Q` (a symmetric score)
 ``mask_self``        a position may not attend to itself (except position 0, which has nothing else)
 ``identity``         :math:`W_Q = W_K = I`: the raw embeddings' dot product, no learned metric
+``learn_scale``      one learnable score scale :math:`s = e^{\tau}` multiplies the scores,
+                     :math:`s\, q_t \cdot k_s / \sqrt{d}`, started at :math:`s = 1/\sqrt{d}` (so tied and
+                     identity scores do not start saturated on the diagonal)
 ===================  ==========================================================================
 """
 
@@ -42,7 +45,7 @@ from torch import nn
 
 from .recall_tasks import N_VALUES
 
-__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax", "mixing_mask"]
+__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax", "mixing_mask", "linear_weights"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Variant:
     tied: bool = False
     mask_self: bool = False
     identity: bool = False
+    learn_scale: bool = False
 
     def __post_init__(self) -> None:
         if self.mixer not in ("attention", "linear", "fixed", "conv", "none"):
@@ -113,6 +117,22 @@ def sparsemax(z: torch.Tensor, dim: int = -1) -> torch.Tensor:
     k_z = support.sum(dim=-1, keepdim=True)  # (..., 1)
     tau = (cums.gather(-1, k_z - 1) - 1) / k_z.to(z.dtype)
     return torch.clamp(finite - tau, min=0.0).transpose(dim, -1)
+
+
+def linear_weights(fq: torch.Tensor, fk: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    r"""Linear attention's weights from positive features: :math:`A_{ts} = \phi(q_t)\cdot\phi(k_s) / \sum_{s'} \phi(q_t)\cdot\phi(k_{s'})`.
+
+    ``fq``, ``fk`` (B, T, d) positive features, ``allowed`` (T, T) boolean, True = may attend. Unchanged
+    when every ``fq`` is multiplied by one number and every ``fk`` by another (the normalisation cancels them).
+
+    Examples
+    --------
+    >>> f = torch.ones(1, 3, 2)
+    >>> linear_weights(f, f, mixing_mask(3))[0].tolist()[2]
+    [0.3333333432674408, 0.3333333432674408, 0.3333333432674408]
+    """
+    s = (fq @ fk.transpose(1, 2)) * allowed  # (B, T, T): $\phi(q_t)\cdot\phi(k_s)$, causal
+    return s / s.sum(dim=-1, keepdim=True)  # rows over keys
 
 
 def mixing_mask(T: int, window: Optional[int] = None, mask_self: bool = False) -> torch.Tensor:
@@ -181,6 +201,8 @@ class MixerModel(nn.Module):
         self.theta = param(seq_len, seq_len, std=0.02)  # the fixed mixer's logits
         self.h = param(d, seq_len, std=seq_len**-0.5)  # the convolution's kernel, per channel
         self.ln = nn.LayerNorm(d)
+        self.log_scale = nn.Parameter(torch.tensor(-0.5 * math.log(d)),  # $\tau$, $s = e^\tau = 1/\sqrt{d}$ at the start
+                                      requires_grad=variant.learn_scale)
         if variant.norm == "argmax" or variant.identity:
             self.W_q.requires_grad_(False)
             self.W_k.requires_grad_(False)
@@ -209,10 +231,11 @@ class MixerModel(nn.Module):
             k = q if v_.tied else x @ self.W_k  # (B, T, d)
         if v_.mixer == "linear":
             fq, fk = nn.functional.elu(q) + 1, nn.functional.elu(k) + 1  # (B, T, d), positive features
-            s = (fq @ fk.transpose(1, 2)) * allowed  # (B, T, T): $\phi(q_t)\cdot\phi(k_s)$, causal
-            A = s / s.sum(dim=-1, keepdim=True)  # rows over keys
+            A = linear_weights(fq, fk, allowed)  # (B, T, T), rows over keys
             return (A @ v) @ self.W_o, A
         scores = (q @ k.transpose(1, 2)) / math.sqrt(d)  # (B, T, T): $q_t \cdot k_s / \sqrt{d}$
+        if v_.learn_scale:
+            scores = self.log_scale.exp() * scores  # $s\, q_t \cdot k_s / \sqrt{d}$
         scores = scores.masked_fill(~allowed, float("-inf"))
         if v_.norm == "sparsemax":
             A = sparsemax(scores, dim=-1)

@@ -79,29 +79,35 @@ def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
 
 
 def previous_token(batch_size: int, length: int = 32, vocab_size: int = 64, seed: int = 0,
-                   generator: Optional[torch.Generator] = None) -> Batch:
-    r"""Random tokens; every position from the second on outputs the token before it, :math:`y_t = a_{t-1}`.
+                   generator: Optional[torch.Generator] = None, lag: int = 1) -> Batch:
+    r"""Random tokens; every position from ``lag`` on outputs the token ``lag`` before it, :math:`y_t = a_{t-\ell}`.
+
+    With the default ``lag = 1`` it is the previous-token copy. A causal window of ``w`` positions (the
+    query and the ``w - 1`` before it) sees the answer exactly when ``w > lag``.
 
     Returns
     -------
     Batch
-        ``inputs`` (B, T, 2), the token id in both slots, ``targets`` (B, T), ``mask`` True for ``t >= 1``.
+        ``inputs`` (B, T, 2), the token id in both slots, ``targets`` (B, T), ``mask`` True for ``t >= lag``.
 
     Examples
     --------
     >>> x, y, m = previous_token(2, length=6, seed=0)
     >>> bool((y[:, 1:] == x[:, :-1, 0]).all()), int(m[0].sum())
     (True, 5)
+    >>> x, y, m = previous_token(2, length=6, seed=0, lag=3)
+    >>> bool((y[:, 3:] == x[:, :-3, 0]).all()), int(m[0].sum())
+    (True, 3)
     """
-    if length < 2:
-        raise ValueError(f"length={length}; expected at least 2")
+    if lag < 1 or length <= lag:
+        raise ValueError(f"length={length}, lag={lag}; expected 1 <= lag < length")
     g = _gen(seed, generator)
     a = torch.randint(0, vocab_size, (batch_size, length), generator=g)  # (B, T)
     inputs = torch.stack([a, a], dim=2)  # (B, T, 2): the token is its own key and value
     targets = torch.zeros_like(a)
-    targets[:, 1:] = a[:, :-1]
+    targets[:, lag:] = a[:, :-lag]
     mask = torch.ones_like(a, dtype=torch.bool)
-    mask[:, 0] = False
+    mask[:, :lag] = False
     return Batch(inputs, targets, mask)
 
 

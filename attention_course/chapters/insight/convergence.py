@@ -1,0 +1,148 @@
+r"""Train a variant until its validation accuracy stops rising: a stated convergence rule.
+
+The ablations of :mod:`~attention_course.chapters.insight.ablations` train every variant for the
+same fixed number of steps. A comparison of two mixers as a task grows harder (linear against
+softmax attention as the number of pairs grows) needs each trained *to convergence*, by a rule
+fixed in advance (:class:`ConvergenceRule`): every ``check_every`` steps measure the accuracy on
+the validation batch, and stop at the first check from ``min_steps`` on where it is at least
+``target``, or where it rose by less than ``min_gain`` over the last ``window`` steps; stop at
+``max_steps`` in any case. The training itself is the package's one loop,
+:func:`attention_course.models.training.train`; the rule is applied from its ``callback``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional, Sequence
+
+import torch
+
+from ...models.training import train
+from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
+from .mixers import MixerModel, Variant
+
+__all__ = ["ConvergenceRule", "stop_reason", "train_converged", "tune_converged"]
+
+
+@dataclass(frozen=True)
+class ConvergenceRule:
+    """When to stop training: at the target, on a plateau, or at ``max_steps``.
+
+    Examples
+    --------
+    >>> rule = ConvergenceRule()
+    >>> rule.check_every, rule.min_steps, rule.max_steps, rule.target, rule.min_gain, rule.window
+    (100, 400, 1200, 0.99, 0.01, 300)
+    """
+
+    check_every: int = 100
+    min_steps: int = 400
+    max_steps: int = 1200
+    target: float = 0.99
+    min_gain: float = 0.01
+    window: int = 300
+    valid_batch: int = 256
+
+    def __post_init__(self) -> None:
+        if self.window % self.check_every or self.max_steps % self.check_every:
+            raise ValueError(f"window={self.window} and max_steps={self.max_steps} must be multiples of "
+                             f"check_every={self.check_every}")
+
+
+def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
+    """Apply ``rule`` to a validation curve (one value per check, the last taken at ``len * check_every`` steps).
+
+    Returns ``"target"``, ``"plateau"``, ``"max steps"`` or ``None`` (go on).
+
+    Examples
+    --------
+    >>> rule = ConvergenceRule()
+    >>> stop_reason([0.2, 0.5, 0.999], rule) is None           # before min_steps
+    True
+    >>> stop_reason([0.2, 0.5, 0.8, 0.995], rule)
+    'target'
+    >>> stop_reason([0.30, 0.305, 0.306, 0.308], rule)         # +0.008 over the last 300 steps
+    'plateau'
+    >>> stop_reason([0.1, 0.3, 0.5, 0.7], rule) is None
+    True
+    >>> stop_reason([0.05 * i for i in range(1, 13)], rule)
+    'max steps'
+    """
+    steps = len(curve) * rule.check_every
+    if steps < rule.min_steps and steps < rule.max_steps:
+        return None
+    if curve[-1] >= rule.target:
+        return "target"
+    back = rule.window // rule.check_every
+    if len(curve) > back and curve[-1] - curve[-1 - back] < rule.min_gain:
+        return "plateau"
+    return "max steps" if steps >= rule.max_steps else None
+
+
+class _Stop(Exception):
+    pass
+
+
+def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0, d_model: int = 64,
+                    rule: ConvergenceRule = ConvergenceRule(), batch_size: int = 32) -> tuple[MixerModel, dict]:
+    """Train the seeded variant with :func:`~attention_course.models.training.train` until ``rule`` stops it.
+
+    Returns
+    -------
+    (MixerModel, dict)
+        The model after the stopping check, and ``{"steps", "stopped", "curve"}``: the number of updates,
+        the rule's reason and the validation accuracy at each check.
+
+    Examples
+    --------
+    >>> task = RecallTask("previous_token", {"length": 8})
+    >>> rule = ConvergenceRule(check_every=5, min_steps=5, max_steps=10, window=5, valid_batch=16)
+    >>> model, r = train_converged(Variant(mixer="fixed"), task, lr=1e-2, d_model=16, rule=rule)
+    >>> r["steps"] in (5, 10), r["stopped"] in ("target", "plateau", "max steps"), len(r["curve"]) == r["steps"] // 5
+    (True, True, True)
+    """
+    model = MixerModel(variant, task.seq_len, d_model=d_model, seed=seed)
+    curve: list[float] = []
+    reason: list[str] = []
+
+    def check(step: int, m: MixerModel, weights) -> None:
+        if step == 0 or step % rule.check_every:
+            return
+        curve.append(round(accuracy(m, task, batch_size=rule.valid_batch, seed=VALID_SEED), 4))
+        why = stop_reason(curve, rule)
+        if why is not None:
+            reason.append(why)
+            raise _Stop
+
+    try:
+        train(model, task, steps=rule.max_steps, seed=seed, lr=lr, batch_size=batch_size, callback=check)
+    except _Stop:
+        pass
+    return model, {"steps": len(curve) * rule.check_every, "stopped": reason[0] if reason else "max steps",
+                   "curve": curve}
+
+
+def tune_converged(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1),
+                   lrs: Sequence[float] = (3e-3, 1e-2), d_model: int = 64,
+                   rule: ConvergenceRule = ConvergenceRule()) -> dict:
+    """As :func:`~attention_course.chapters.insight.ablations.tune_and_train`, each model trained by ``rule``.
+
+    The learning rate is the one whose seed-``seeds[0]`` model scores best on the validation batch
+    (ties: the smaller); every other seed is trained at it.
+
+    Returns
+    -------
+    dict
+        ``{"lr", "sweep", "accuracy" (test, per seed), "steps", "stopped", "curves", "seeds", "rule"}``.
+    """
+    torch.set_num_threads(1)
+    sweep, runs = {}, {}
+    for lr in lrs:
+        runs[lr] = train_converged(variant, task, lr, seeds[0], d_model, rule)
+        sweep[lr] = runs[lr][1]["curve"][-1]
+    best = max(lrs, key=lambda lr: (sweep[lr], -lr))
+    trained = [runs[best]] + [train_converged(variant, task, best, s, d_model, rule) for s in seeds[1:]]
+    return {"lr": best, "sweep": {str(k): v for k, v in sweep.items()},
+            "accuracy": [round(accuracy(m, task, seed=TEST_SEED), 4) for m, _ in trained],
+            "steps": [r["steps"] for _, r in trained], "stopped": [r["stopped"] for _, r in trained],
+            "curves": [r["curve"] for _, r in trained], "seeds": list(seeds), "rule": asdict(rule)}

@@ -1,0 +1,165 @@
+"""Chapter 7's learned-metric and softmax-vs-linear runs (convergence.py, metric_runs.py): the rule, the
+pre-registered decisions, the invariances they rely on, and the shipped JSON against the ledger."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attention_course.chapters.insight import metric_runs as mr
+from attention_course.chapters.insight.ablations import RecallTask
+from attention_course.chapters.insight.convergence import ConvergenceRule, stop_reason
+from attention_course.chapters.insight.ingredients import Score
+from attention_course.chapters.insight.mixers import MixerModel, Variant, linear_weights, mixing_mask
+from attention_course.chapters.insight.recall_tasks import previous_token, stacked_mqar
+from attention_course.course.claims import by_id
+
+RULE = ConvergenceRule()
+
+
+@pytest.mark.parametrize("curve, expected", [
+    ([0.1, 0.2, 0.995], None),  # 300 steps < min_steps, even at the target
+    ([0.1, 0.2, 0.3, 0.99], "target"),  # exactly the target counts
+    ([0.3, 0.305, 0.306, 0.309], "plateau"),  # +0.009 over the last 300 steps
+    ([0.1, 0.2, 0.3, 0.31], None),  # +0.11: still rising
+    ([0.5, 0.5, 0.5, 0.5, 0.5], "plateau"),
+    ([0.02 * i for i in range(1, 13)], "max steps"),  # still rising at 1,200 steps
+])
+def test_stop_reason_follows_the_stated_rule(curve, expected):
+    assert stop_reason(curve, RULE) == expected
+
+
+def test_rule_rejects_a_window_off_the_check_grid():
+    with pytest.raises(ValueError, match="multiples of check_every=100"):
+        ConvergenceRule(window=250)
+
+
+S = lambda m: Score(m, m, m, 3)  # noqa: E731
+R, C = mr.RECALL, mr.COPY
+
+
+def _metric(learned_r, identity_r, learned_c, tied_mask_c, identity_mask_c):
+    return {(R, "learned W_Q, W_K"): S(learned_r), (R, "W_Q = W_K = I"): S(identity_r),
+            (C, "learned W_Q, W_K"): S(learned_c), (C, "tied, self masked"): S(tied_mask_c),
+            (C, "W_Q = W_K = I, self masked"): S(identity_mask_c)}
+
+
+@pytest.mark.parametrize("numbers, verdict", [
+    ((1.0, 0.5, 1.0, 0.95, 0.5), "holds"),
+    ((1.0, 0.99, 1.0, 0.95, 0.5), "holds when"),
+    ((1.0, 0.5, 1.0, 0.95, 0.93), "holds when"),
+    ((1.0, 0.96, 1.0, 0.95, 0.92), "wrong as stated"),  # both gaps at most 0.05 (0.04, 0.03)
+    ((0.85, 0.1, 1.0, 0.95, 0.5), "undecided"),  # the learned control itself failed
+])
+def test_decide_metric_learned_applies_the_registered_thresholds(numbers, verdict):
+    assert mr.decide_metric_learned(_metric(*numbers)) == verdict
+
+
+def _linear(soft, lin, pairs=(8, 16, 32, 64), widths=(16, 32, 64)):
+    t = {}
+    for n in pairs:
+        for d in widths:
+            t["softmax attention", n, d] = S(soft(n, d))
+            t["linear attention", n, d] = S(lin(n, d))
+    return t
+
+
+@pytest.mark.parametrize("soft, lin, verdict", [
+    (lambda n, d: 1.0, lambda n, d: 1.0 if n < d else 0.3, "holds when"),
+    (lambda n, d: 1.0, lambda n, d: 0.5, "holds"),
+    (lambda n, d: 1.0, lambda n, d: 0.97, "wrong as stated"),
+    (lambda n, d: 0.5, lambda n, d: 0.1, "undecided"),  # softmax never reaches 0.9 where N >= d
+    (lambda n, d: 1.0, lambda n, d: 0.92 if n < d else 0.3, "undecided"),  # small-N gap 0.08: between the bands
+])
+def test_decide_softmax_linear_applies_the_registered_thresholds(soft, lin, verdict):
+    assert mr.decide_softmax_linear(_linear(soft, lin)) == verdict
+
+
+def test_learned_scale_starts_at_one_over_sqrt_d_and_unsaturates_the_identity_metric():
+    """Without the scale the identity metric's self-score is about |x|^2 / sqrt(d): the rows start one-hot."""
+    x, _, _ = stacked_mqar(64, n_pairs=16, seed=3)
+    diag = {}
+    for scaled in (False, True):
+        model = MixerModel(Variant(identity=True, learn_scale=scaled), seq_len=32, d_model=64, seed=0)
+        with torch.no_grad():
+            _, (A,) = model(x)  # (B, T, T)
+        diag[scaled] = float(A.diagonal(dim1=1, dim2=2)[:, 1:].mean())
+    assert math.isclose(float(model.log_scale.detach().exp()), 64 ** -0.5, rel_tol=1e-6)
+    assert model.log_scale.requires_grad and not model.W_q.requires_grad
+    assert diag[False] > 0.99 > 0.6 > diag[True]
+
+
+def test_softmax_accuracy_is_unchanged_by_q_times_a_and_k_over_a():
+    task = RecallTask("stacked_mqar", {"n_pairs": 4})
+    model = MixerModel(Variant(learn_scale=True), task.seq_len, d_model=16, seed=1)
+    x, _, _ = task(8, seed=5)
+    with torch.no_grad():
+        before = model(x)[0]  # (B, T, 64)
+        model.W_q.mul_(4.0)
+        model.W_k.div_(4.0)
+        after = model(x)[0]
+    np.testing.assert_allclose(after.numpy(), before.numpy(), rtol=1e-5, atol=1e-5)  # float32 round-off of two rescalings
+    assert torch.equal(after.argmax(-1), before.argmax(-1))  # so the accuracy cannot move
+
+
+def test_linear_weights_are_unchanged_by_scaling_the_features():
+    g = torch.Generator().manual_seed(0)
+    fq, fk = torch.rand(2, 5, 3, generator=g, dtype=torch.float64), torch.rand(2, 5, 3, generator=g, dtype=torch.float64)
+    allowed = mixing_mask(5)
+    ref = torch.einsum("btd,bsd->bts", fq, fk) * allowed
+    np.testing.assert_allclose(linear_weights(fq, fk, allowed).numpy(), (ref / ref.sum(-1, keepdim=True)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(linear_weights(3.0 * fq, fk / 7.0, allowed).numpy(), linear_weights(fq, fk, allowed).numpy(),
+                               rtol=1e-12)
+
+
+def test_lagged_copy_targets_and_window_reach():
+    x, y, m = previous_token(3, length=9, seed=2, lag=3)
+    assert bool((y[:, 3:] == x[:, :-3, 0]).all()) and int(m.sum()) == 3 * 6
+    allowed = mixing_mask(9, window=4)
+    assert all(bool(allowed[t, t - 3]) for t in range(3, 9)) and not mixing_mask(9, window=3)[5, 2]
+    with pytest.raises(ValueError, match="expected 1 <= lag < length"):
+        previous_token(1, length=3, lag=3)
+
+
+def test_grids():
+    assert len(mr.linear_grid()) == 4 * 3 * 2
+    assert {v for _, v, _ in mr.metric_grid()} == set(mr.METRIC_VARIANTS)
+
+
+@pytest.fixture(scope="module")
+def stored():
+    try:
+        return mr.load_metric(), mr.load_linear()
+    except FileNotFoundError:  # pragma: no cover
+        pytest.skip("insight-metric has not been run")
+
+
+def test_stored_runs_decide_the_ledger_verdicts(stored):
+    metric, linear = stored
+    t = {(r["task"], r["variant"]): s for r, s in
+         zip(metric["runs"], [Score(float(np.mean(r["accuracy"])), min(r["accuracy"]), max(r["accuracy"]),
+                                    len(r["accuracy"])) for r in metric["runs"]])}
+    assert mr.decide_metric_learned(t) == by_id("metric-learned").verdict
+    widths = sorted({r["d_model"] for r in linear["runs"]})
+    assert mr.decide_softmax_linear(mr.linear_table(linear["runs"]), widths=widths) == by_id("softmax-over-linear").verdict
+
+
+def test_stored_runs_follow_their_rule(stored):
+    for r in stored[0]["runs"] + stored[1]["runs"]:
+        rule = ConvergenceRule(**r["rule"])
+        for steps, why, curve in zip(r["steps"], r["stopped"], r["curves"]):
+            assert steps == len(curve) * rule.check_every
+            assert stop_reason(curve, rule) == why
+            assert all(stop_reason(curve[:i], rule) is None for i in range(1, len(curve)))
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_one_stored_metric_record_is_reproduced(stored):
+    r = next(x for x in stored[0]["runs"] if x["task"] == mr.COPY and x["variant"] == "W_Q = W_K = I, self masked")
+    again = mr.run_metric_job(r["task"], r["variant"], r["d_model"], seeds=tuple(r["seeds"][:1]))
+    assert again["lr"] == r["lr"] and again["steps"][0] == r["steps"][0]
+    assert abs(again["accuracy"][0] - r["accuracy"][0]) < 0.02
