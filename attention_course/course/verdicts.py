@@ -18,6 +18,7 @@ marked ``# NBVAL_IGNORE_OUTPUT``, which assert their claims themselves):
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import sys
@@ -119,9 +120,9 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
     return boxes
 
 
-def _box_problems(c: Claim, path: Path) -> list[str]:
+def _box_problems(c: Claim, path: Path, stale: set[str]) -> list[str]:
     """A generated box that differs from what the ledger writes (the sync step was not run)."""
-    if stale_boxes(path, [c]):
+    if c.label in stale:
         return [f"{c.id}: the verdict box differs from the one the ledger writes; run "
                 f"`python .ci/execute_notebooks.py --sync-only book/{path.name}`"]
     return []
@@ -136,12 +137,26 @@ def _is_number(node: ast.AST) -> bool:
 def constant_glues(path: Union[str, Path]) -> set[str]:
     """The glue names a notebook sets from a number typed in its cell, not from a computation.
 
+    Parsing every code cell takes a while, so the answer is kept per file (path, size and
+    modification time): a changed notebook is read again.
+
     A glue counts as constant when its value is a number literal,
     ``glue("torch_tol", 1e-12)``, or a name that the notebook assigns a number
     literal anywhere, ``tol = 1e-12`` in one cell and ``glue("torch_tol", tol)`` in
     a hidden cell below it. Such a value is a threshold or a setting the chapter
     chose; it can never be a measured error.
     """
+    stat = Path(path).stat() if Path(path).is_file() else None
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns) if stat else None
+    return set(_constant_glues(path) if key is None else _constant_glues_cached(*key))
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_glues_cached(path: str, size: int, mtime_ns: int) -> frozenset[str]:
+    return frozenset(_constant_glues(path))
+
+
+def _constant_glues(path: Union[str, Path]) -> set[str]:
     trees = []
     for cell in load_notebook(path)["cells"]:
         if cell["cell_type"] != "code":
@@ -227,8 +242,9 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
             problems.append(f"{c.id}: chapter notebook {path.name} not found")
             continue
         if c.chapter not in boxes:
-            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path), constant_glues(path))
-        labelled, glued, constants = boxes[c.chapter]
+            stale = set(stale_boxes(path, [k for k in claims if k.chapter == c.chapter]))
+            boxes[c.chapter] = (chapter_verdicts(path), read_glue(path), constant_glues(path), stale)
+        labelled, glued, constants, stale = boxes[c.chapter]
         box = labelled.get(c.label)
         if box is None:
             problems.append(f"{c.id}: {c.chapter} has no verdict box labelled {c.label}")
@@ -238,12 +254,12 @@ def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
                                 f"{box['verdict']!r} ({box['title']})")
             if box["class"] != VERDICT_CLASS.get(c.verdict):
                 problems.append(f"{c.id}: box class {box['class']!r} should be {VERDICT_CLASS.get(c.verdict)!r}")
-            problems += _box_problems(c, path)
+            problems += _box_problems(c, path, stale)
         missing = [n for n in c.glue_names if n not in glued]
         if missing:
             problems.append(f"{c.id}: {c.chapter} glues no {', '.join(missing)}")
         problems += _threshold_problems(c, constants)
-    for chapter, (labelled, _, _) in boxes.items():
+    for chapter, (labelled, _, _, _) in boxes.items():
         for label, box in labelled.items():
             if label.startswith("claim-") and label not in known:
                 problems.append(f"{chapter}: box {label} is not in the ledger")
