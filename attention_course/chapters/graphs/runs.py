@@ -67,7 +67,8 @@ from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 
 __all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "grid_order", "grid_search", "load_grid", "grid_table",
-           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
+           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
+           "TOP_KEY_DATA", "top_key_data", "write_top_key_data"]
 
 #: The full run of chapter 5, shipped with the package.
 STORED_RUN = DATA_DIR / "composition.json"
@@ -733,3 +734,31 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
 def write_probe_data(path: Path = PROBE_DATA) -> dict:
     """Store :func:`probe_data` with its defaults at ``path`` (minutes)."""
     return write_json(probe_data(), path)
+
+
+# ------------------------------------------------------------------ chapter 5: unlike-gnns
+#: Per MiniLM head and sentence, the share of queries whose top key is the head's commonest one.
+TOP_KEY_DATA = DATA_DIR / "slider_top_key.json"
+
+
+def top_key_data(sentences: Sequence[str], digits: int = 6) -> dict:
+    """:func:`~attention_course.chapters.graphs.gnn.shared_top_key` of every MiniLM head on each sentence.
+
+    Returns ``{"sentences", "shares", "shares_words"}``: two lists of (sentences, 72) shares
+    (layer-major), with [CLS] and [SEP] as queries and keys, and on the words alone; rounded to
+    ``digits`` decimals (each share is a count over the sentence's tokens). What :data:`TOP_KEY_DATA` stores.
+    """
+    from ...models.pretrained import attention_maps
+    from .gnn import shared_top_key
+
+    _, maps = attention_maps(list(sentences))  # one (6, 12, n, n) per sentence
+    shares = [shared_top_key(m).ravel() for m in maps]  # (72,) each
+    words = [shared_top_key(m[:, :, 1:-1, 1:-1]).ravel() for m in maps]  # without [CLS], [SEP]
+    return {"sentences": list(sentences), "shares": np.round(shares, digits).tolist(),
+            "shares_words": np.round(words, digits).tolist()}
+
+
+def write_top_key_data(sentences: Optional[Sequence[str]] = None, path: Path = TOP_KEY_DATA) -> dict:
+    """Store :func:`top_key_data` at ``path``; ``sentences`` default to chapter 5's four (:data:`RULE_DATA`'s)."""
+    sentences = json.loads(Path(RULE_DATA).read_text())["sentences"] if sentences is None else sentences
+    return write_json(top_key_data(sentences), path)
