@@ -84,6 +84,7 @@ from .runs import (
     grid_search,
     load_grid,
     grid_table,
+    map_counts,
     STORED_RUN,
     SETTINGS,
     HELD_OUT_SEED,
@@ -117,6 +118,7 @@ from .figures import (
     plot_head_grid,
     plot_probe_curves,
     plot_composition,
+    plot_head_budget,
 )
 from .sliders import (
     load_rule_miss,
@@ -200,6 +202,7 @@ __all__ = [
     "grid_search",
     "load_grid",
     "grid_table",
+    "map_counts",
     "STORED_RUN",
     "SETTINGS",
     "HELD_OUT_SEED",
@@ -231,6 +234,7 @@ __all__ = [
     "plot_head_grid",
     "plot_probe_curves",
     "plot_composition",
+    "plot_head_budget",
     "load_rule_miss",
     "rule_mass_explorer",
     "hops_explorer",

@@ -38,6 +38,12 @@ with ``H`` heads against two layers with ``H / 2`` heads each, every head of the
 reaches 0.99, and its held-out loss and accuracy every 250 steps are the convergence curve
 (:func:`run_matched`, :func:`converged`). Stored in ``attention_course/data/composition_matched.json``.
 
+**The head grid** (``composition-run --matched --grid --nodes N``, :func:`grid_search`): at
+``n`` = 6, 8 and 16 nodes, 4, 8 and 16 heads in total as one layer of ``H`` or two of ``H / 2``,
+searched in the order fixed in the ledger (:func:`grid_order`); one ``n`` per call, each part
+under 15 minutes on one thread, added to ``attention_course/data/composition_grid.json``
+(:func:`load_grid`, :func:`grid_table`, :func:`fewest_heads`).
+
 The data of two sliders are written here too: the fixed rule's miss per head
 (:func:`rule_miss_data`, :data:`RULE_DATA`) and the linear probes through random stacks
 (:func:`probe_data`, :data:`PROBE_DATA`).
@@ -66,7 +72,7 @@ from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "grid_order", "grid_search", "load_grid", "grid_table",
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
            "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
            "TOP_KEY_DATA", "top_key_data", "write_top_key_data"]
 
@@ -521,6 +527,32 @@ def grid_table(runs: Iterable[Mapping], threshold: float = 0.9) -> dict:
     return table
 
 
+def map_counts(n_nodes: int) -> dict:
+    """How many single cycles on ``n_nodes`` nodes exist, and how many fall in the training and held-out parts.
+
+    Every cycle is enumerated ((n - 1)! of them), so keep ``n_nodes`` small.
+
+    Examples
+    --------
+    >>> map_counts(6)
+    {'cycles': 120, 'train': 88, 'test': 32}
+    """
+    import itertools
+
+    from ...models.pointer_chasing import map_split
+
+    if not 3 <= n_nodes <= 9:
+        raise ValueError(f"n_nodes={n_nodes}: enumerating (n - 1)! cycles is meant for 3 <= n <= 9")
+    cycles = []
+    for rest in itertools.permutations(range(1, n_nodes)):
+        order, f = (0, *rest), [0] * n_nodes
+        for i, a in enumerate(order):
+            f[a] = order[(i + 1) % n_nodes]  # f(pi_i) = pi_{i+1}
+        cycles.append(f)
+    part = map_split(torch.tensor(cycles))  # (cycles,)
+    return {"cycles": len(cycles), "train": int((part > 0).sum()), "test": int((part == 0).sum())}
+
+
 def load_grid(path: Union[str, Path] = GRID_RUN) -> dict:
     """Read the head grid: ``{"schema_version": 1, "meta", "settings", "runs": [...]}`` (as :func:`load_matched`)."""
     return load_matched(path)
@@ -548,6 +580,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "composition_grid.json unless --out is given; runs already there are kept")
     p.add_argument("--nodes", type=int, nargs="+", default=list(GRID_NODES),
                    help="--grid: numbers of nodes n to search (run in parts: one n per call)")
+    p.add_argument("--grid-layers", type=int, nargs="+", default=[1, 2],
+                   help="--grid: depths to search (1, 2 or both; a part can take one depth)")
     for name, value in SETTINGS.items():
         p.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"default {value}")
 
@@ -572,7 +606,7 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             write_json({"schema_version": 1, "meta": {"command": meta["command"], "parts": parts},
                         "settings": doc_settings, "runs": runs}, out)
 
-        grid_search(args.nodes, args.seeds, runs=old["runs"], progress=not args.quiet, save=save,
+        grid_search(args.nodes, args.seeds, layers=args.grid_layers, runs=old["runs"], progress=not args.quiet, save=save,
                     max_steps=args.max_steps, eval_size=args.eval_size)
         return 0
     if args.matched:
