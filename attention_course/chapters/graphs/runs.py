@@ -52,6 +52,7 @@ The data of two sliders are written here too: the fixed rule's miss per head
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -65,12 +66,13 @@ import torch
 
 from ...models.encoder import bert_encode
 from ...models.perturb import encoder_maps, scrambled_weights
-from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies
-from ...models.pretrained import load_minilm, minilm_weights
+from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies, map_split
+from ...models.pretrained import attention_maps, load_minilm, minilm_weights
 from ...models.records import DATA_DIR, machine_info, write_json
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
+from .gnn import shared_top_key
 
 __all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
            "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
@@ -537,10 +539,6 @@ def map_counts(n_nodes: int) -> dict:
     >>> map_counts(6)
     {'cycles': 120, 'train': 88, 'test': 32}
     """
-    import itertools
-
-    from ...models.pointer_chasing import map_split
-
     if not 3 <= n_nodes <= 9:
         raise ValueError(f"n_nodes={n_nodes}: enumerating (n - 1)! cycles is meant for 3 <= n <= 9")
     cycles = []
@@ -782,9 +780,6 @@ def top_key_data(sentences: Sequence[str], digits: int = 6) -> dict:
     (layer-major), with [CLS] and [SEP] as queries and keys, and on the words alone; rounded to
     ``digits`` decimals (each share is a count over the sentence's tokens). What :data:`TOP_KEY_DATA` stores.
     """
-    from ...models.pretrained import attention_maps
-    from .gnn import shared_top_key
-
     _, maps = attention_maps(list(sentences))  # one (6, 12, n, n) per sentence
     shares = [shared_top_key(m).ravel() for m in maps]  # (72,) each
     words = [shared_top_key(m[:, :, 1:-1, 1:-1]).ravel() for m in maps]  # without [CLS], [SEP]
