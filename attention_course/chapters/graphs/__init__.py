@@ -34,6 +34,8 @@ from .gnn import (
     top_neighbour,
     ranking_comparison,
     shared_top_fraction,
+    static_counts,
+    static_flip,
 )
 from .propagation import (
     topology_mask,
@@ -75,6 +77,14 @@ from .runs import (
     converged,
     fewest_heads,
     load_matched,
+    GRID_RUN,
+    GRID_NODES,
+    GRID_HEADS,
+    grid_order,
+    grid_search,
+    load_grid,
+    grid_table,
+    map_counts,
     STORED_RUN,
     SETTINGS,
     HELD_OUT_SEED,
@@ -94,6 +104,9 @@ from .runs import (
     probe_data,
     write_rule_miss,
     write_probe_data,
+    TOP_KEY_DATA,
+    top_key_data,
+    write_top_key_data,
 )
 from .figures import (
     plot_attention_graph,
@@ -105,6 +118,7 @@ from .figures import (
     plot_head_grid,
     plot_probe_curves,
     plot_composition,
+    plot_head_budget,
 )
 from .sliders import (
     load_rule_miss,
@@ -112,6 +126,8 @@ from .sliders import (
     hops_explorer,
     load_probe_data,
     probe_depth_explorer,
+    load_top_key_data,
+    top_key_explorer,
 )
 from .exercises import EXERCISES
 
@@ -139,6 +155,8 @@ __all__ = [
     "top_neighbour",
     "ranking_comparison",
     "shared_top_fraction",
+    "static_counts",
+    "static_flip",
     "topology_mask",
     "banded_mask",
     "example_topologies",
@@ -177,6 +195,14 @@ __all__ = [
     "converged",
     "fewest_heads",
     "load_matched",
+    "GRID_RUN",
+    "GRID_NODES",
+    "GRID_HEADS",
+    "grid_order",
+    "grid_search",
+    "load_grid",
+    "grid_table",
+    "map_counts",
     "STORED_RUN",
     "SETTINGS",
     "HELD_OUT_SEED",
@@ -196,6 +222,9 @@ __all__ = [
     "probe_data",
     "write_rule_miss",
     "write_probe_data",
+    "TOP_KEY_DATA",
+    "top_key_data",
+    "write_top_key_data",
     "plot_attention_graph",
     "plot_attention_graphs",
     "plot_maps_log",
@@ -205,10 +234,13 @@ __all__ = [
     "plot_head_grid",
     "plot_probe_curves",
     "plot_composition",
+    "plot_head_budget",
     "load_rule_miss",
     "rule_mass_explorer",
     "hops_explorer",
     "load_probe_data",
     "probe_depth_explorer",
+    "load_top_key_data",
+    "top_key_explorer",
     "EXERCISES",
 ]

@@ -25,7 +25,7 @@ from .propagation import band_width
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -515,6 +515,69 @@ def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optio
     ax.grid(alpha=0.3)
     if own:
         fig.legend(handles=handles, loc="outside lower center", ncols=2)  # below the axes, inside the width
+    else:
+        ax.legend(handles=handles, loc="best")
+    ax.set_title(title)
+    return fig
+
+
+@book_figure
+def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, title: str = "",
+                     ax: Optional[Axes] = None) -> Figure:
+    """Held-out accuracy against the total number of heads: one colour per ``n``, one layer solid, two dashed.
+
+    Markers are the mean over the seeds run, bars span the lowest to the highest; a hollow marker
+    is a run whose held-out loss was still falling (a lower bound). Configurations the search did
+    not run are left out. ``threshold`` draws the success line.
+
+    Parameters
+    ----------
+    table : mapping of (n, L, H) to dict
+        Each value with ``accuracy`` (one per seed) and ``converged``, as
+        :func:`attention_course.chapters.graphs.runs.grid_table` returns them.
+
+    Examples
+    --------
+    >>> t = {(8, 1, 4): {"accuracy": [0.4, 0.5], "converged": False}, (8, 2, 4): {"accuracy": [0.99], "converged": True}}
+    >>> fig = plot_head_budget(t, title="t")
+    >>> fig.axes[0].get_xlabel(), [x.get_text() for x in fig.legends[0].get_texts()][:2]
+    ('heads in total (one layer of H, or two of H / 2)', ['n = 8, one layer', 'n = 8, two layers'])
+    """
+    if not table:
+        raise ValueError("table is empty; expected {(n, L, H): {'accuracy': [...], 'converged': bool}}")
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
+    else:
+        fig = ax.figure
+    nodes = sorted({n for n, _, _ in table})
+    heads = sorted({H for _, _, H in table})
+    colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
+    handles = []
+    for n in nodes:
+        for L, ls, dx in ((1, "-", -0.04), (2, "--", 0.04)):
+            Hs = [H for H in heads if (n, L, H) in table]
+            if not Hs:
+                continue
+            acc = [np.asarray(table[n, L, H]["accuracy"], dtype=float) for H in Hs]
+            mean = np.array([a.mean() for a in acc])
+            err = np.array([[m - a.min() for m, a in zip(mean, acc)], [a.max() - m for m, a in zip(mean, acc)]])
+            x = np.log2(Hs) + dx
+            line = ax.errorbar(x, mean, yerr=err, color=colours[n], ls=ls, marker="o" if L == 1 else "s",
+                               capsize=3, lw=1.6, mfc=colours[n],
+                               label=f"n = {n}, {'one layer' if L == 1 else 'two layers'}")
+            handles.append(line)
+            falling = [i for i, H in enumerate(Hs) if not table[n, L, H]["converged"]]
+            ax.plot(x[falling], mean[falling], "o" if L == 1 else "s", ms=9, mfc="white", mec=colours[n], zorder=3)
+    handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g} on every seed"))
+    handles.append(ax.plot([], [], "o", mfc="white", mec="0.3", label="loss still falling")[0])
+    ax.set_xticks(np.log2(heads), [str(H) for H in heads])
+    ax.set_xlabel("heads in total (one layer of H, or two of H / 2)")
+    ax.set_ylabel("held-out accuracy, two hops")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    if own:
+        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9)
     else:
         ax.legend(handles=handles, loc="best")
     ax.set_title(title)

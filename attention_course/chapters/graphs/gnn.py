@@ -18,6 +18,7 @@ rankings they induce, so this module computes scores and weights, not full layer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
@@ -28,7 +29,7 @@ from .propagation import _square
 
 __all__ = [
     "shared_top_key", "gcn_normalise", "gat_scores", "gatv2_scores", "dot_product_scores", "top_neighbour",
-    "ranking_comparison", "shared_top_fraction",
+    "ranking_comparison", "shared_top_fraction", "static_counts", "static_flip",
 ]
 
 
@@ -218,3 +219,34 @@ def shared_top_key(weights: Array) -> np.ndarray:
     counts = np.array([np.bincount(row, minlength=w.shape[-1]).max() for row in flat])  # (heads,)
     return (counts / top.shape[-1]).reshape(top.shape[:-1])
 
+
+
+def static_counts(shares: Array, lines: Sequence[float]) -> np.ndarray:
+    r"""For each line :math:`t`, the heads whose shared-top-key share is at least :math:`t`; ``(len(lines),)`` int.
+
+    A head with share :math:`\ge t` gives most of its queries one top key, as a GAT head gives all of
+    them: it counts as *static-like* at that line.
+
+    Examples
+    --------
+    >>> static_counts(np.array([0.4, 0.75, 0.8, 1.0]), [0.5, 0.75, 0.9]).tolist()
+    [3, 3, 1]
+    """
+    s = np.asarray(to_numpy(shares), dtype=float).ravel()  # (heads,)
+    return np.array([(s >= round(t, 12) - 1e-12).sum() for t in lines])  # a share k/T on the line counts
+
+
+def static_flip(shares: Array, lines: Sequence[float]) -> Optional[int]:
+    r"""The first line at which fewer than half of the heads are static-like (share :math:`\ge t`).
+
+    ``unlike-gnns``'s decision rule: *holds when* (against fixed-weight networks) while at least half
+    the heads are static-like, *holds* below half. ``None`` if half stay static-like at every line.
+
+    Examples
+    --------
+    >>> static_flip(np.array([0.4, 0.75, 0.8, 1.0]), [0.5, 0.75, 0.8, 0.9])   # at 0.9 one of four
+    3
+    """
+    s = np.asarray(to_numpy(shares), dtype=float).ravel()  # (heads,)
+    low = [i for i, c in enumerate(static_counts(s, lines)) if 2 * c < s.size]
+    return low[0] if low else None

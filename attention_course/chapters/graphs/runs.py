@@ -38,6 +38,12 @@ with ``H`` heads against two layers with ``H / 2`` heads each, every head of the
 reaches 0.99, and its held-out loss and accuracy every 250 steps are the convergence curve
 (:func:`run_matched`, :func:`converged`). Stored in ``attention_course/data/composition_matched.json``.
 
+**The head grid** (``composition-run --matched --grid --nodes N``, :func:`grid_search`): at
+``n`` = 6, 8 and 16 nodes, 4, 8 and 16 heads in total as one layer of ``H`` or two of ``H / 2``,
+searched in the order fixed in the ledger (:func:`grid_order`); one ``n`` per call, each part
+under 15 minutes on one thread, added to ``attention_course/data/composition_grid.json``
+(:func:`load_grid`, :func:`grid_table`, :func:`fewest_heads`).
+
 The data of two sliders are written here too: the fixed rule's miss per head
 (:func:`rule_miss_data`, :data:`RULE_DATA`) and the linear probes through random stacks
 (:func:`probe_data`, :data:`PROBE_DATA`).
@@ -46,6 +52,7 @@ The data of two sliders are written here too: the fixed rule's miss per head
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -59,15 +66,17 @@ import torch
 
 from ...models.encoder import bert_encode
 from ...models.perturb import encoder_maps, scrambled_weights
-from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies
-from ...models.pretrained import load_minilm, minilm_weights
+from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies, map_split
+from ...models.pretrained import attention_maps, load_minilm, minilm_weights
 from ...models.records import DATA_DIR, machine_info, write_json
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
+from .gnn import shared_top_key
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched",
-           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data"]
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
+           "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
+           "TOP_KEY_DATA", "top_key_data", "write_top_key_data"]
 
 #: The full run of chapter 5, shipped with the package.
 STORED_RUN = DATA_DIR / "composition.json"
@@ -81,6 +90,10 @@ MATCHED_RUN = DATA_DIR / "composition_matched.json"
 MATCHED_GRID = [(8, 1, 4), (8, 2, 2)]
 #: Exploratory configurations, run on the first seed only (they do not decide).
 MATCHED_EXTRA = [(8, 1, 16)]
+#: The head grid (``composition-run --grid``), shipped with the package.
+GRID_RUN = DATA_DIR / "composition_grid.json"
+#: Its nodes and total heads, as pre-registered in the ledger (one layer of ``H``, two of ``H / 2``).
+GRID_NODES, GRID_HEADS = (6, 8, 16), (4, 8, 16)
 
 
 def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int = 2000,
@@ -418,6 +431,131 @@ def load_matched(path: Union[str, Path] = MATCHED_RUN) -> dict:
     return doc
 
 
+# ------------------------------------------------------------------ the head grid
+def grid_order(n_layers: int, heads: Sequence[int] = GRID_HEADS) -> list[int]:
+    """The order in which :func:`grid_search` tries total head counts: one layer from the most heads
+    down (stopping at its first failure), two layers from the fewest up (stopping at the first success).
+
+    Examples
+    --------
+    >>> grid_order(1), grid_order(2)
+    ([16, 8, 4], [4, 8, 16])
+    """
+    return sorted(heads, reverse=n_layers == 1)
+
+
+def _same(r: Mapping, n: int, L: int, H: int, seed: int) -> bool:
+    return (r["n_nodes"], r["n_layers"], r["n_layers"] * r["n_heads"], r["seed"]) == (n, L, H, seed)
+
+
+def grid_search(nodes: Sequence[int], seeds: Sequence[int] = (0,), layers: Sequence[int] = (1, 2),
+                heads: Sequence[int] = GRID_HEADS, runs: Sequence[Mapping] = (), threshold: float = 0.9,
+                run=None, progress: bool = True, save=None, **settings) -> list[dict]:
+    """The pre-registered search for the fewest heads, at each ``n`` and depth, over :func:`run_matched`.
+
+    The first seed walks :func:`grid_order` (one layer: ``16, 8, 4`` heads, stopping after the first
+    configuration below ``threshold``; two layers: ``2 x 2, 2 x 4, 2 x 8``, stopping after the first
+    at or above it). Every later seed repeats only the configurations the first seed passed (a
+    failure on one seed already fails "every seed"). Runs already in ``runs`` (same ``n``, depth,
+    heads and seed) are reused, not repeated. ``run`` defaults to :func:`run_matched`; ``save``,
+    if given, is called with the list of runs after each new one.
+
+    Examples
+    --------
+    >>> fake = lambda n, L, h, seed, **kw: {"n_nodes": n, "n_layers": L, "n_heads": h, "seed": seed,
+    ...                                     "accuracy": 1.0 if L * h >= (8 if L == 1 else 4) else 0.5}
+    >>> out = grid_search([6], seeds=(0, 1), run=fake, progress=False)
+    >>> [(r["n_layers"], r["n_layers"] * r["n_heads"], r["seed"]) for r in out]
+    [(1, 16, 0), (1, 8, 0), (1, 4, 0), (2, 4, 0), (1, 16, 1), (1, 8, 1), (2, 4, 1)]
+    """
+    run = run_matched if run is None else run
+    out = [dict(r) for r in runs]
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm  # optional: the package does not require it
+            bar = tqdm(desc="grid runs (n, L, H, seed)", file=sys.stderr)
+        except ImportError:
+            pass
+
+    def get(n: int, L: int, H: int, seed: int) -> dict:
+        for r in out:
+            if _same(r, n, L, H, seed):
+                return r
+        if bar is not None:
+            bar.set_postfix_str(f"n={n} L={L} H={H} seed={seed}")
+        r = run(n, L, H // L, seed, **settings)
+        out.append(r)
+        if bar is not None:
+            bar.update(1)
+        if save is not None:
+            save(out)
+        return r
+
+    first, rest = seeds[0], list(seeds[1:])
+    passed = []
+    for n in nodes:
+        for L in layers:
+            for H in grid_order(L, heads):
+                ok = get(n, L, H, first)["accuracy"] >= threshold
+                if ok:
+                    passed.append((n, L, H))
+                if ok != (L == 1):
+                    break
+    for seed in rest:
+        for n, L, H in passed:
+            get(n, L, H, seed)
+    return out
+
+
+def grid_table(runs: Iterable[Mapping], threshold: float = 0.9) -> dict:
+    """Per ``(n, L, H)``: accuracies over seeds, whether every seed passes ``threshold``, and convergence.
+
+    Examples
+    --------
+    >>> runs = [{"n_nodes": 6, "n_layers": 2, "n_heads": 2, "seed": s, "accuracy": a, "checks": [0, 1000],
+    ...          "check_loss": [2.0, 0.01], "check_accuracy": [0.1, 0.995]} for s, a in [(0, 0.99), (1, 0.97)]]
+    >>> grid_table(runs)[6, 2, 4]
+    {'accuracy': [0.99, 0.97], 'seeds': [0, 1], 'passes': True, 'converged': True}
+    """
+    table: dict = {}
+    for r in sorted(runs, key=lambda r: (r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"])):
+        key = (r["n_nodes"], r["n_layers"], r["n_layers"] * r["n_heads"])
+        row = table.setdefault(key, {"accuracy": [], "seeds": [], "passes": True, "converged": True})
+        row["accuracy"].append(r["accuracy"])
+        row["seeds"].append(r["seed"])
+        row["passes"] = row["passes"] and r["accuracy"] >= threshold
+        row["converged"] = row["converged"] and converged(r)
+    return table
+
+
+def map_counts(n_nodes: int) -> dict:
+    """How many single cycles on ``n_nodes`` nodes exist, and how many fall in the training and held-out parts.
+
+    Every cycle is enumerated ((n - 1)! of them), so keep ``n_nodes`` small.
+
+    Examples
+    --------
+    >>> map_counts(6)
+    {'cycles': 120, 'train': 88, 'test': 32}
+    """
+    if not 3 <= n_nodes <= 9:
+        raise ValueError(f"n_nodes={n_nodes}: enumerating (n - 1)! cycles is meant for 3 <= n <= 9")
+    cycles = []
+    for rest in itertools.permutations(range(1, n_nodes)):
+        order, f = (0, *rest), [0] * n_nodes
+        for i, a in enumerate(order):
+            f[a] = order[(i + 1) % n_nodes]  # f(pi_i) = pi_{i+1}
+        cycles.append(f)
+    part = map_split(torch.tensor(cycles))  # (cycles,)
+    return {"cycles": len(cycles), "train": int((part > 0).sum()), "test": int((part == 0).sum())}
+
+
+def load_grid(path: Union[str, Path] = GRID_RUN) -> dict:
+    """Read the head grid: ``{"schema_version": 1, "meta", "settings", "runs": [...]}`` (as :func:`load_matched`)."""
+    return load_matched(path)
+
+
 # ------------------------------------------------------------------ command line
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's arguments."""
@@ -435,6 +573,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the matched run instead: 1 layer x h heads against 2 layers x h/2 (MATCHED_GRID), "
                         "written to composition_matched.json unless --out is given")
     p.add_argument("--max-steps", type=int, default=3000, help="--matched: most AdamW steps per run")
+    p.add_argument("--grid", action="store_true",
+                   help="with --matched: the head grid (GRID_NODES x GRID_HEADS, grid_search), added to "
+                        "composition_grid.json unless --out is given; runs already there are kept")
+    p.add_argument("--nodes", type=int, nargs="+", default=list(GRID_NODES),
+                   help="--grid: numbers of nodes n to search (run in parts: one n per call)")
+    p.add_argument("--grid-layers", type=int, nargs="+", default=[1, 2],
+                   help="--grid: depths to search (1, 2 or both; a part can take one depth)")
     for name, value in SETTINGS.items():
         p.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"default {value}")
 
@@ -447,6 +592,21 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             "arguments": arguments}
     if len(args.steps) not in (1, len(args.hops)):
         parser.error(f"--steps has {len(args.steps)} values; expected 1 or one per k ({len(args.hops)})")
+    if args.matched and args.grid:
+        out = GRID_RUN if args.out == str(STORED_RUN) else Path(args.out)
+        meta["command"] += " --matched --grid"
+        old = load_grid(out) if out.exists() else {"runs": [], "meta": {}}
+        parts = old["meta"].get("parts", []) + [{k: meta[k] for k in ("machine", "arguments")}]
+        doc_settings = {"max_steps": args.max_steps, "eval_size": args.eval_size, "d_k": 16, "d_model": 64,
+                        "lr": 3e-3, "batch_size": 64, "threshold": 0.9, "heads": list(GRID_HEADS)}
+
+        def save(runs: list) -> None:
+            write_json({"schema_version": 1, "meta": {"command": meta["command"], "parts": parts},
+                        "settings": doc_settings, "runs": runs}, out)
+
+        grid_search(args.nodes, args.seeds, layers=args.grid_layers, runs=old["runs"], progress=not args.quiet, save=save,
+                    max_steps=args.max_steps, eval_size=args.eval_size)
+        return 0
     if args.matched:
         out = MATCHED_RUN if args.out == str(STORED_RUN) else Path(args.out)
         meta["command"] += " --matched"
@@ -606,3 +766,28 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
 def write_probe_data(path: Path = PROBE_DATA) -> dict:
     """Store :func:`probe_data` with its defaults at ``path`` (minutes)."""
     return write_json(probe_data(), path)
+
+
+# ------------------------------------------------------------------ chapter 5: unlike-gnns
+#: Per MiniLM head and sentence, the share of queries whose top key is the head's commonest one.
+TOP_KEY_DATA = DATA_DIR / "slider_top_key.json"
+
+
+def top_key_data(sentences: Sequence[str], digits: int = 6) -> dict:
+    """:func:`~attention_course.chapters.graphs.gnn.shared_top_key` of every MiniLM head on each sentence.
+
+    Returns ``{"sentences", "shares", "shares_words"}``: two lists of (sentences, 72) shares
+    (layer-major), with [CLS] and [SEP] as queries and keys, and on the words alone; rounded to
+    ``digits`` decimals (each share is a count over the sentence's tokens). What :data:`TOP_KEY_DATA` stores.
+    """
+    _, maps = attention_maps(list(sentences))  # one (6, 12, n, n) per sentence
+    shares = [shared_top_key(m).ravel() for m in maps]  # (72,) each
+    words = [shared_top_key(m[:, :, 1:-1, 1:-1]).ravel() for m in maps]  # without [CLS], [SEP]
+    return {"sentences": list(sentences), "shares": np.round(shares, digits).tolist(),
+            "shares_words": np.round(words, digits).tolist()}
+
+
+def write_top_key_data(sentences: Optional[Sequence[str]] = None, path: Path = TOP_KEY_DATA) -> dict:
+    """Store :func:`top_key_data` at ``path``; ``sentences`` default to chapter 5's four (:data:`RULE_DATA`'s)."""
+    sentences = json.loads(Path(RULE_DATA).read_text())["sentences"] if sentences is None else sentences
+    return write_json(top_key_data(sentences), path)

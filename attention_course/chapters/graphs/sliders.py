@@ -11,6 +11,10 @@ r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs ch
   caller); the flag sits at the fewest layers that learn two hops on every seed
   (:func:`~attention_course.chapters.graphs.propagation.hops_flip`). Depths above two and more than two
   hops were not trained: the figure says so and shows no number there.
+* :func:`top_key_explorer` (``unlike-gnns``): the line :math:`t` on the share of a head's queries that
+  take one top key. A head is *static-like*, as every GAT head is, when its share (median over the
+  chapter's four sentences) is at least :math:`t`; the flag sits at the first line where fewer than
+  half of MiniLM's 72 heads are (:func:`~attention_course.chapters.graphs.gnn.static_flip`).
 * :func:`probe_depth_explorer` (``depth-keeps-information``): the depth. Held-out linear-probe
   accuracy of each token's own label in random stacks, and of MiniLM's own and neighbouring
   tokens; the flags sit where each random stack falls to guessing
@@ -18,9 +22,10 @@ r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs ch
 
 Every number and flag comes from the lenses; this module only reads stored data and draws.
 MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
-(:data:`RULE_DATA`, :data:`PROBE_DATA`, written by
-:func:`attention_course.chapters.graphs.runs.rule_miss_data` and
-:func:`~attention_course.chapters.graphs.runs.probe_data`); the figures' HTML is then the same
+(:data:`RULE_DATA`, :data:`PROBE_DATA`, :data:`TOP_KEY_DATA`, written by
+:func:`attention_course.chapters.graphs.runs.rule_miss_data`,
+:func:`~attention_course.chapters.graphs.runs.probe_data` and
+:func:`~attention_course.chapters.graphs.runs.top_key_data`); the figures' HTML is then the same
 on every CPU.
 """
 
@@ -37,11 +42,12 @@ from ...figures.widgets import PLOTLY_FONT, SliderFigure, static_fallback
 from ...models.records import DATA_DIR
 from .depth_probe import guess_depth, guessing_line
 from .propagation import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
-from .runs import PROBE_DATA, RULE_DATA
+from .gnn import static_counts, static_flip
+from .runs import PROBE_DATA, RULE_DATA, TOP_KEY_DATA
 from .topology_rule import placed_counts, rule_flip
 
 __all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
-           "probe_depth_explorer"]
+           "probe_depth_explorer", "load_top_key_data", "top_key_explorer"]
 
 _DATA = DATA_DIR
 #: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.runs.write_rule_miss`).
@@ -318,3 +324,91 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
                                    "nothing") if main else "",
                         more_flips=[(falls[k], f"{k}: the probe falls to guessing") for k in order[:-1]],
                         verdict="depth-keeps-information")
+
+
+# ------------------------------------------------------------------ unlike-gnns
+def load_top_key_data(path: Path = TOP_KEY_DATA) -> tuple[np.ndarray, np.ndarray]:
+    """The stored shares, median over the sentences: ``(shares, shares_words)``, each (72,) layer-major.
+
+    Examples
+    --------
+    >>> shares, words = load_top_key_data()
+    >>> shares.shape, bool((words <= shares + 0.5).all())
+    ((72,), True)
+    """
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    return (np.median(np.asarray(d["shares"], dtype=float), axis=0),
+            np.median(np.asarray(d["shares_words"], dtype=float), axis=0))
+
+
+def top_key_explorer(shares: Optional[np.ndarray] = None, words: Optional[np.ndarray] = None,
+                     lines: Optional[Sequence[float]] = None) -> SliderFigure:
+    r"""Chapter 5: the line :math:`t` that makes a head static-like, and how many of MiniLM's heads are.
+
+    Each frame sorts the heads by their shared-top-key share (the share of queries whose top key
+    is the head's commonest, median over the sentences) and colours those at or above :math:`t`;
+    the lower panel counts them at every line, with and without [CLS] and [SEP]. The flag sits at the
+    first line where fewer than half are static-like (:func:`~attention_course.chapters.graphs.gnn.static_flip`).
+
+    Examples
+    --------
+    >>> fig = top_key_explorer()
+    >>> fig.labels[fig.flip], fig.verdict
+    ('line 0.9', 'unlike-gnns')
+    """
+    if shares is None or words is None:
+        shares, words = load_top_key_data()
+    shares, words = np.asarray(shares, dtype=float).ravel(), np.asarray(words, dtype=float).ravel()
+    if shares.shape != words.shape or not shares.size:
+        raise ValueError(f"shares has shape {shares.shape} and words {words.shape}; expected the same (heads,)")
+    lines = [round(0.5 + 0.05 * i, 2) for i in range(10)] if lines is None else list(lines)
+    if any(not 0 < t <= 1 for t in lines):
+        raise ValueError(f"lines {lines} must lie in (0, 1]")
+    n, order = shares.size, np.argsort(-shares, kind="stable")  # (heads,) most static first
+    counts, counts_words = static_counts(shares, lines), static_counts(words, lines)  # (len(lines),) each
+    flip = static_flip(shares, lines)
+    frames = []
+    for i, t in enumerate(lines):
+        ok = shares[order] >= t - 1e-12
+        frames.append({"data": [
+            {"type": "bar", "x": list(range(1, n + 1)), "y": shares[order], "showlegend": False,
+             "marker": {"color": ["#E69F00" if o else "#0072B2" for o in ok]},
+             "hovertemplate": "head %{x}: share %{y:.2f}<extra></extra>", "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [t, t], "name": "line t",
+             "line": {"color": "#000000", "dash": "dash"}, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines+markers", "x": lines, "y": counts, "name": "static-like heads",
+             "line": {"color": "#E69F00"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines+markers", "x": lines, "y": counts_words,
+             "name": "on the words alone", "line": {"color": "#777777", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines", "x": [lines[0], lines[-1]], "y": [n / 2, n / 2],
+             "name": "half of the heads", "line": {"color": "#000000", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "markers", "x": [t], "y": [int(counts[i])], "showlegend": False,
+             "marker": {"size": 12, "color": "#E69F00"}, "xaxis": "x2", "yaxis": "y2"}],
+            "readout": (f"Line {t:g}: a head is static-like, as every GAT head is, when at least {t:.0%} of its "
+                        f"queries share one top key. {int(counts[i])} of {n} heads are (orange); "
+                        f"{int(counts_words[i])} on the words alone, without [CLS] and [SEP].")})
+    layout = {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+              "xaxis": {"domain": [0, 1], "title": {"text": "heads, sorted by share"}},
+              "yaxis": {"domain": [0.58, 1], "range": [0, 1.05], "title": {"text": "share, one top key"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "line t"}},
+              "yaxis2": {"domain": [0, 0.27], "anchor": "x2", "range": [0, n * 1.05], "title": {"text": "heads"}},
+              "legend": {"orientation": "h", "y": 0.47, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        ax.plot(lines, counts, "o-", color="#E69F00", label="static-like heads")
+        ax.plot(lines, counts_words, "o:", color="#777777", label="on the words alone")
+        ax.axhline(n / 2, color="0.3", ls=":", label="half of the heads")
+        ax.set(xlabel="line t on the shared-top-key share", ylabel=f"heads (of {n}) with share ≥ t",
+               title="How many MiniLM heads rank keys as GAT does?")
+        ax.legend()
+
+    return SliderFigure("ix-graph-topkey", "Where does a head count as static, like GAT?",
+                        [f"line {t:g}" for t in lines], frames, layout, static_fallback(draw),
+                        "Number of MiniLM heads in which at least a share t of the queries take one top key, against "
+                        "t: most heads up to 0.85, fewer than half from 0.9; few on the words alone.",
+                        start=lines.index(0.75) if 0.75 in lines else 0, control_label="line t",
+                        flip=flip, flip_note=("from this line on, fewer than half of the heads are static-like: "
+                                              "most heads rank their keys query by query, and attention differs "
+                                              "from GAT as well as from GCN; below it most rank as GAT does"),
+                        verdict="unlike-gnns")

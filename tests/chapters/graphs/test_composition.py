@@ -278,3 +278,74 @@ def test_figure_draws_into_a_given_axes_and_rejects_nothing():
     assert ax.get_legend() is not None  # drawn inside the given axes
     with pytest.raises(ValueError, match="summary is empty"):
         plot_composition({})
+
+
+# ------------------------------------------------------------ the head grid (l-hops)
+@pytest.fixture(scope="module")
+def grid():
+    return comp.load_grid()
+
+
+def test_stored_grid_holds_exactly_the_preregistered_search(grid):
+    """Replaying the ledger's search on the stored results asks for every new stored run; the only
+    others are the reused n = 8 runs of the earlier matched study."""
+    stored = {(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]): r for r in grid["runs"]}
+    asked = []
+
+    def lookup(n, L, h, seed, **kw):
+        asked.append((n, L, h, seed))
+        return stored[n, L, h, seed]  # KeyError: the search needed a run that is not stored
+
+    comp.grid_search(comp.GRID_NODES, seeds=(0, 1), run=lookup, progress=False)
+    extra = {key for key in stored if key not in asked}
+    assert all(stored[key].get("reused_from") == "composition_matched.json" for key in extra)
+    assert all("reused_from" in r or key in asked for key, r in stored.items())
+
+
+def test_grid_runs_are_matched_and_follow_the_settings(grid):
+    params = {(r["n_nodes"], r["n_layers"] * r["n_heads"]): [] for r in grid["runs"]}
+    for r in grid["runs"]:
+        params[r["n_nodes"], r["n_layers"] * r["n_heads"]].append(r["parameters"])
+        assert r["hops"] == 2 and r["steps"] <= 3000 and r["checks"][-1] == r["steps"]
+        assert r["steps"] == 3000 or r["check_accuracy"][-1] >= 0.99  # stopped early only at 0.99
+        n, L, h = r["n_nodes"], r["n_layers"], r["n_heads"]
+        d, V = 64, n + n * n
+        # embeddings (V + positions n + 1), 4 d h d_k per layer, a LayerNorm per block and at the end
+        assert r["parameters"] == V * d + (n + 1) * d + L * 4 * d * h * 16 + (L + 1) * 2 * d + d * V
+    assert all(max(p) - min(p) <= 128 for p in params.values())  # one layer of H = two of H/2, up to a LayerNorm
+
+
+def test_grid_table_and_fewest_heads_against_the_raw_runs(grid):
+    table = comp.grid_table(grid["runs"])
+    for (n, L, H), row in table.items():
+        acc = [r["accuracy"] for r in grid["runs"] if (r["n_nodes"], r["n_layers"], r["n_layers"] * r["n_heads"]) == (n, L, H)]
+        assert sorted(row["accuracy"]) == sorted(acc) and row["passes"] == (min(acc) >= 0.9)
+    assert comp.fewest_heads(grid["runs"], 8, 2) == 8 and comp.fewest_heads(grid["runs"], 6, 2) is None
+    assert all(comp.fewest_heads(grid["runs"], n, 1) is None for n in comp.GRID_NODES)
+
+
+def test_map_counts_enumerates_every_cycle():
+    for n in (5, 6, 7):
+        c = comp.map_counts(n)
+        assert c["cycles"] == math.factorial(n - 1) and c["train"] + c["test"] == c["cycles"]
+
+
+def test_head_budget_figure_draws_each_configuration(grid):
+    from attention_course.chapters.graphs.figures import plot_head_budget
+
+    table = comp.grid_table(grid["runs"])
+    fig = plot_head_budget(table, title="t")
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert sum("layer" in x for x in labels) == len({(n, L) for n, L, _ in table})
+    assert fig.get_size_inches()[0] <= MAX_WIDTH
+    with pytest.raises(ValueError, match="empty"):
+        plot_head_budget({})
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_one_stored_grid_run_is_reproducible(grid):
+    stored = next(r for r in grid["runs"] if (r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) == (8, 2, 4, 1))
+    fresh = comp.run_matched(8, 2, 4, seed=1)
+    assert fresh["steps"] == stored["steps"]
+    assert abs(fresh["accuracy"] - stored["accuracy"]) < 0.02

@@ -1,4 +1,4 @@
-"""Flip sliders of chapter 5 (learned-topology, l-hops, depth-keeps-information): each frame's
+"""Flip sliders of chapter 5 (learned-topology, l-hops, depth-keeps-information, unlike-gnns): each frame's
 deciding number and each flag against an independent computation from the stored JSON, the
 package or a closed form; the HTML; bad input.
 
@@ -46,13 +46,14 @@ def _khop() -> tuple[dict, int]:
 
 @pytest.fixture(scope="module")
 def figures():
-    figs = {"rule": fg.rule_mass_explorer(), "hops": fg.hops_explorer(*_khop()), "probe": fg.probe_depth_explorer()}
+    figs = {"rule": fg.rule_mass_explorer(), "hops": fg.hops_explorer(*_khop()), "probe": fg.probe_depth_explorer(),
+            "topkey": fg.top_key_explorer()}
     yield figs
     plt.close("all")
 
 
 @pytest.mark.parametrize("key, verdict", [("rule", "learned-topology"), ("hops", "l-hops"),
-                                          ("probe", "depth-keeps-information")])
+                                          ("probe", "depth-keeps-information"), ("topkey", "unlike-gnns")])
 def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict, check_flagged_html):
     fig = figures[key]
     _, note = check_flagged_html(fig, verdict, max_bytes=400_000)  # two such figures and the head explorer: < 1 MB
@@ -180,3 +181,60 @@ def test_probe_explorer_rejects_bad_input():
     d["layers"] = d["layers"][:3]
     with pytest.raises(ValueError, match="depths; expected 3"):
         fg.probe_depth_explorer(d)
+
+
+# ------------------------------------------------------------------ unlike-gnns
+def _top_key_medians() -> tuple[np.ndarray, np.ndarray]:
+    raw = _raw(fg.TOP_KEY_DATA)
+    return np.median(np.array(raw["shares"]), axis=0), np.median(np.array(raw["shares_words"]), axis=0)
+
+
+def test_top_key_frames_count_the_heads_at_or_above_the_line(figures):
+    shares, words = _top_key_medians()
+    fig = figures["topkey"]
+    assert shares.shape == (72,) and len(_raw(fg.TOP_KEY_DATA)["shares"]) == 4  # 72 heads, four sentences
+    for label, frame in zip(fig.labels, _spec(fig)["frames"]):
+        t = float(label.split()[1])
+        assert f"{int((shares >= t - 1e-9).sum())} of 72 heads are" in frame["readout"]
+        assert f"{int((words >= t - 1e-9).sum())} on the words alone" in frame["readout"]
+        assert frame["data"][0]["y"] == [float(f"{v:.4g}") for v in np.sort(shares)[::-1]]
+
+
+def test_top_key_flag_is_where_fewer_than_half_the_heads_are_static(figures):
+    shares, _ = _top_key_medians()
+    fig = figures["topkey"]
+    lines = np.array([float(l.split()[1]) for l in fig.labels])
+    assert lines[0] == 0.5 and lines[-1] == 0.95 and fig.labels[fig.start] == "line 0.75"  # the ledger's line
+    # fewer than half of 72 pass exactly when the 36th largest share is below the line
+    assert fig.flip == int(np.flatnonzero(np.sort(shares)[::-1][35] < lines - 1e-9)[0])
+    assert graphs.static_flip(shares, lines) == fig.flip
+    assert (shares >= 0.75).sum() >= 36  # the ledger's decision at its line: holds when (47 of 72 measured)
+    assert "fewer than half" in fig.flips[0][1]
+
+
+def test_static_count_moves_with_no_reparametrisation_of_attention():
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 3, 7, 4))  # (heads, T, d_k)
+    w = lambda q, k: np.exp(q @ k.swapaxes(-1, -2)) / np.exp(q @ k.swapaxes(-1, -2)).sum(-1, keepdims=True)
+    base = graphs.shared_top_key(w(q, k))  # (3,)
+    for moved in (w(2.5 * q, k / 2.5), w(q, k + rng.normal(size=4)), w(q[::-1], k[::-1])):
+        shares = graphs.shared_top_key(moved)
+        assert sorted(shares) == pytest.approx(sorted(base))  # same weights (or heads permuted): same shares
+        assert graphs.static_counts(shares, [0.3, 0.5]).tolist() == graphs.static_counts(base, [0.3, 0.5]).tolist()
+
+
+def test_top_key_explorer_rejects_bad_input():
+    with pytest.raises(ValueError, match="expected the same"):
+        fg.top_key_explorer(np.zeros(4), np.zeros(3))
+    with pytest.raises(ValueError, match=r"in \(0, 1\]"):
+        fg.top_key_explorer(np.zeros(4), np.zeros(4), lines=[0.0, 0.5])
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_stored_top_key_shares_match_minilm():
+    raw = _raw(fg.TOP_KEY_DATA)
+    fresh = graphs.top_key_data(raw["sentences"])
+    # float32 inference: an argmax could flip only on a near-tie, moving one share by 1/T (T >= 12)
+    assert np.abs(np.array(fresh["shares"]) - np.array(raw["shares"])).max() < 0.09
+    assert np.abs(np.array(fresh["shares"]) - np.array(raw["shares"])).mean() < 0.01
