@@ -39,8 +39,6 @@ from .baselines import (
     sink_share,
     loglog_slope,
     logit_std,
-    layer_slopes,
-    slope_split,
 )
 from .focus import top_key_mass, effective_keys, focus_study
 from .head_properties import mean_row_entropy, head_properties, auc, best_threshold
@@ -146,11 +144,8 @@ from .figures import (
     plot_head_properties,
 )
 from .sliders import (
-    LENGTH_DATA,
     efficient_structure_explorer,
-    load_length_sweep,
     load_structure_sweep,
-    rank_length_explorer,
     lowrank_explorer,
     rank_grid_explorer,
 )
@@ -185,8 +180,6 @@ __all__ = [
     "sink_share",
     "loglog_slope",
     "logit_std",
-    "layer_slopes",
-    "slope_split",
     "top_key_mass",
     "effective_keys",
     "focus_study",
@@ -297,11 +290,8 @@ __all__ = [
     "plot_rank_grid",
     "plot_real_methods",
     "plot_head_properties",
-    "LENGTH_DATA",
     "efficient_structure_explorer",
-    "load_length_sweep",
     "load_structure_sweep",
-    "rank_length_explorer",
     "lowrank_explorer",
     "rank_grid_explorer",
     "EXERCISES",

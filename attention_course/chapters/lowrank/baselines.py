@@ -14,9 +14,7 @@ Three things make an attention matrix *look* low-rank without carrying structure
 
 * **short inputs.** A rank of 8 is small only if :math:`n \gg 8`. :func:`loglog_slope` fits the
   growth of the effective rank with :math:`n`, on inputs made by :func:`long_text` (sentences
-  shipped in this module, joined up to MiniLM's 512 positions); :func:`layer_slopes` does it
-  per head and layer, and :func:`slope_split` finds the layer from which every later layer's
-  rank grows more slowly than every earlier one's (chapter 3's ``low-rank-real`` flag);
+  shipped in this module, joined up to MiniLM's 512 positions);
 * **sink heads.** A head whose rows all put their weight on ``[CLS]`` or ``[SEP]`` has
   nearly rank 1 because it is a no-op (Clark et al. 2019); :func:`sink_share` measures it.
 """
@@ -31,7 +29,7 @@ from ...core._backend import Array, to_numpy
 from .spectra import rank_k_error, topk_sparsify
 
 __all__ = ["SENTENCES", "long_text", "uniform_error", "centred_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope",
-           "logit_std", "layer_slopes", "slope_split"]
+           "logit_std"]
 
 SENTENCES = (
     "The committee postponed its final decision on the new library because several members wanted "
@@ -246,51 +244,3 @@ def logit_std(A: Array, floor: float = 1e-300) -> np.ndarray:
     """
     a = to_numpy(A)
     return np.log(np.maximum(a, floor)).std(axis=-1).mean(axis=-1)
-
-
-def layer_slopes(length: Sequence[dict], layers: int = 6) -> tuple[np.ndarray, np.ndarray]:
-    r"""Each head's log-log slope of effective rank against :math:`n`, and each layer's median.
-
-    Head :math:`h` of layer :math:`l` (entry ``l * heads + h`` of ``effective_rank``) gets the
-    least-squares slope :math:`b` of :math:`\log r = a + b\log n`
-    (:func:`loglog_slope`): 1 when its rank grows in
-    proportion to :math:`n`, 0 when it does not grow.
-
-    Returns
-    -------
-    per_head : array, shape (layers, heads)
-    per_layer : array, shape (layers,), the median over the layer's heads
-
-    Examples
-    --------
-    >>> rows = [{"n": n, "effective_rank": [n / 4, n / 4, 2.0, 2.0]} for n in (16, 32, 64)]
-    >>> [round(float(s), 6) + 0.0 for s in layer_slopes(rows, layers=2)[1]]  # + 0.0: no "-0.0"
-    [1.0, 0.0]
-    """
-    ns = [r["n"] for r in length]
-    erank = np.array([r["effective_rank"] for r in length], dtype=float)  # (lengths, layers * heads)
-    if erank.ndim != 2 or erank.shape[1] % layers:
-        raise ValueError(f"effective ranks have shape {erank.shape}; expected (lengths, layers * heads) "
-                         f"with layers = {layers}")
-    erank = erank.reshape(len(ns), layers, -1)  # (lengths, layers, heads)
-    per_head = np.array([[loglog_slope(ns, erank[:, l, h]) for h in range(erank.shape[2])] for l in range(layers)])
-    return per_head, np.median(per_head, axis=1)
-
-
-def slope_split(slopes: Sequence[float]) -> int | None:
-    """First index ``l >= 1`` with every later slope below every earlier one: ``max(s[l:]) < min(s[:l])``.
-
-    The layers from ``l`` on form a separate, slower-growing population; ``None`` when no index splits.
-
-    Examples
-    --------
-    >>> slope_split([0.84, 1.05, 1.06, 0.99, 0.70, 0.63])
-    4
-    >>> slope_split([0.5, 0.9, 1.0]) is None
-    True
-    """
-    s = np.asarray(slopes, dtype=float)
-    for l in range(1, len(s)):
-        if s[l:].max() < s[:l].min():
-            return l
-    return None

@@ -1,14 +1,10 @@
-r"""Chapter 3's flagged sliders for the ``low-rank-real``, ``efficient-attention`` and
-``structure-implies-low-rank`` verdicts.
+r"""Chapter 3's flagged sliders for the ``efficient-attention`` and ``structure-implies-low-rank``
+verdicts.
 
 * :func:`rank_grid_explorer`: pick a head width :math:`d_k` and see the centred rank-32 error of
   Gaussian attention against the logit standard deviation (the stored grid of
   ``lowrank-run --verdicts``); the flag sits at the first width that fails at MiniLM's sharpness.
 
-* :func:`rank_length_explorer`: pick a MiniLM layer (1-6) and see each head's effective rank
-  against the length :math:`n` (the chapter's stored length sweep), with the layer's median
-  log-log slope. The flag (:func:`~attention_course.chapters.lowrank.baselines.slope_split`) sits at the first layer from which every later
-  layer's rank grows more slowly than every earlier layer's: where the low-rank layers begin.
 * :func:`efficient_structure_explorer`: move the inputs from iid Gaussian (:math:`t = 0`) to
   the chapter's ``smooth`` inputs (:math:`t = 1`, low-rank attention),
 
@@ -45,94 +41,15 @@ from ...figures.style import method_color
 from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, SliderFigure, static_fallback
 from ...models.records import DATA_DIR
 from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
-from .baselines import layer_slopes, slope_split
 from .figures import method_family
 from .runs import STRUCTURE_DATA, load_verdicts
 from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
 
-__all__ = ["LENGTH_DATA", "efficient_structure_explorer", "load_length_sweep", "load_structure_sweep", "rank_length_explorer", "lowrank_explorer", "rank_grid_explorer"]
+__all__ = ["efficient_structure_explorer", "load_structure_sweep", "lowrank_explorer", "rank_grid_explorer"]
 
 _DATA = DATA_DIR
-#: Chapter 3's stored long run (``python -m attention_course lowrank-run``); its ``length`` entry.
-LENGTH_DATA = _DATA / "lowrank_function.json"
 #: The stored :func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep` of the efficient-attention slider.
 _FONT = {"size": 13}
-
-
-# ------------------------------------------------------------------ low-rank-real
-def load_length_sweep(path: Path = LENGTH_DATA) -> list[dict]:
-    """The stored length sweep: one ``{"n", "effective_rank" (72,), ...}`` per length.
-
-    Examples
-    --------
-    >>> [r["n"] for r in load_length_sweep()]
-    [16, 32, 64, 128, 256, 512]
-    """
-    return json.loads(Path(path).read_text())["length"]
-
-
-def rank_length_explorer(length: Sequence[dict] | None = None, layers: int = 6) -> SliderFigure:
-    r"""Chapter 3: one MiniLM layer at a time, each head's effective rank against the length :math:`n`.
-
-    Top: the layer's heads (thin), their median (thick) and rank :math:`\propto n` through the
-    median's first point (dotted), on log-log axes. Bottom: each layer's median slope, the
-    chosen layer marked. The flag is
-    :func:`~attention_course.chapters.lowrank.baselines.slope_split` of the median slopes.
-
-    Examples
-    --------
-    >>> fig = rank_length_explorer()
-    >>> fig.labels[0], fig.flip, fig.verdict
-    ('layer 1', 4, 'low-rank-real')
-    """
-    length = load_length_sweep() if length is None else list(length)
-    ns = [r["n"] for r in length]
-    erank = np.array([r["effective_rank"] for r in length], dtype=float).reshape(len(ns), layers, -1)  # (N, L, H)
-    per_head, slopes = layer_slopes(length, layers)
-    split = slope_split(slopes)
-    med = np.median(erank, axis=2)  # (N, L) median head of each layer
-    frames = []
-    for l in range(layers):
-        heads = [{"type": "scatter", "mode": "lines", "x": ns, "y": erank[:, l, h], "showlegend": h == 0,
-                  "name": "a head", "line": {"color": "#BBBBBB", "width": 1}, "legendgroup": "heads",
-                  "hovertemplate": f"head {h + 1}: " + "n = %{x}, rank %{y:.1f}<extra></extra>"}
-                 for h in range(erank.shape[2])]
-        q1, q3 = np.quantile(per_head[l], [0.25, 0.75])
-        frames.append({"data": heads + [
-            {"type": "scatter", "mode": "lines+markers", "x": ns, "y": med[:, l], "name": "median head",
-             "line": {"color": "#882255", "width": 3}},
-            {"type": "scatter", "mode": "lines", "x": ns, "y": med[0, l] * np.asarray(ns) / ns[0],
-             "name": "rank ∝ n", "line": {"color": "#000000", "dash": "dot"}},
-            {"type": "scatter", "mode": "lines+markers", "x": list(range(1, layers + 1)), "y": slopes,
-             "showlegend": False, "line": {"color": "#882255"}, "xaxis": "x2", "yaxis": "y2"},
-            {"type": "scatter", "mode": "markers", "x": [l + 1], "y": [slopes[l]], "showlegend": False,
-             "marker": {"size": 14, "color": "#882255", "symbol": "diamond"}, "xaxis": "x2", "yaxis": "y2"}],
-            "readout": (f"Layer {l + 1}: median log-log slope of a head's effective rank against n "
-                        f"{slopes[l]:.2f} (middle half of its heads {q1:.2f} to {q3:.2f}; 1 = in proportion "
-                        f"to n); median effective rank at n = {ns[-1]}: {med[-1, l]:.1f}, "
-                        f"{med[-1, l] / ns[-1]:.3f} n.")})
-    layout = {"height": 600, "margin": {"l": 60, "r": 10, "t": 50, "b": 45}, "font": _FONT,
-              "xaxis": {"type": "log", "domain": [0, 1], "tickvals": ns, "title": {"text": "length n (tokens)"}},
-              "yaxis": {"type": "log", "domain": [0.45, 1], "range": [0, np.log10(ns[-1])], "dtick": 1,
-                        "title": {"text": "effective rank"}},
-              "xaxis2": {"domain": [0, 1], "anchor": "y2", "dtick": 1, "title": {"text": "layer"}},
-              "yaxis2": {"domain": [0, 0.28], "anchor": "x2", "title": {"text": "median slope"}},
-              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
-
-    def draw(fig, ax):
-        ax.plot(range(1, layers + 1), slopes, "o-", color="#882255")
-        if split is not None:
-            ax.axvline(split + 0.5, color="0.5", ls=":")
-        ax.set(xlabel="MiniLM layer", ylabel="median log-log slope",
-               title="Effective rank against n: slope by layer")
-
-    note = (f"from layer {split + 1} on, every layer's rank grows more slowly with n than any earlier layer's "
-            "(the low-rank layers)") if split is not None else ""
-    return SliderFigure("ix-lowrank-layers", "Pick a layer: does its heads' rank grow with n?",
-                        [f"layer {l + 1}" for l in range(layers)], frames, layout, static_fallback(draw, (6.4, 3.0)),
-                        "Median log-log slope of effective rank against length for MiniLM's six layers: about 1 in "
-                        "layers 1 to 4, lower in layers 5 and 6.", start=0, control_label="MiniLM layer",
-                        flip=split, flip_note=note, verdict="low-rank-real")
 
 
 # ------------------------------------------------------------------ efficient-attention

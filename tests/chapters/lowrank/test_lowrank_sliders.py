@@ -17,7 +17,6 @@ import torch
 
 from attention_course.chapters.lowrank import sliders as fl
 from attention_course.chapters.lowrank import approximation_error as ae
-from attention_course.chapters.lowrank import baselines as lb
 from attention_course.chapters.lowrank.approximation_error import approximation_errors, benchmark_inputs
 
 # float64 throughout: round-off is ~1e-16 per operation; these bounds leave room for a few hundred
@@ -37,48 +36,6 @@ def _first_for_good(ok) -> int | None:
         if all(ok[i:]):
             return i
     return None
-
-
-# ------------------------------------------------------------------ low-rank-real
-def test_layer_slopes_match_polyfit():
-    length = fl.load_length_sweep()
-    ns = np.log([r["n"] for r in length])
-    erank = np.array([r["effective_rank"] for r in length]).reshape(len(length), 6, 12)
-    expected = np.array([[np.polyfit(ns, np.log(erank[:, l, h]), 1)[0] for h in range(12)] for l in range(6)])
-    per_head, per_layer = lb.layer_slopes(length)
-    np.testing.assert_allclose(per_head, expected, rtol=TIGHT)
-    np.testing.assert_allclose(per_layer, np.median(expected, axis=1), rtol=TIGHT)
-    # the chapter's printed slopes (cell "by layer, from the stored run"), to their 2 decimals
-    np.testing.assert_allclose(per_layer, [0.84, 1.05, 1.06, 0.99, 0.70, 0.63], atol=0.005)
-
-
-def test_rank_flag_splits_layers_5_and_6_from_1_to_4():
-    _, slopes = lb.layer_slopes(fl.load_length_sweep())
-    fig = fl.rank_length_explorer()
-    # the verdict's line: layers 5 and 6 grow more slowly than every one of layers 1 to 4
-    assert max(slopes[4:]) < min(slopes[:4]) and not max(slopes[3:]) < min(slopes[:3])
-    assert fig.flip == 4 and fig.labels[fig.flip] == "layer 5"
-    spec = _spec(fig)
-    erank = np.array([r["effective_rank"] for r in fl.load_length_sweep()]).reshape(-1, 6, 12)
-    for l, frame in enumerate(spec["frames"]):
-        median = next(t for t in frame["data"] if t.get("name") == "median head")
-        np.testing.assert_allclose(median["y"], np.median(erank[:, l], axis=1), rtol=5e-4)  # 4 digits
-        assert f"{slopes[l]:.2f}" in frame["readout"]
-
-
-@pytest.mark.parametrize("slopes, split", [([1.0, 0.5], 1), ([0.5, 1.0], None), ([0.9, 1.0, 0.95, 0.2], 3), ([1.0, 0.9, 0.95, 0.2], 1),
-                                           ([2.0, 1.0, 3.0], None)])
-def test_slope_split_table(slopes, split):
-    brute = next((l for l in range(1, len(slopes)) if all(a > b for a in slopes[:l] for b in slopes[l:])), None)
-    assert lb.slope_split(slopes) == split == brute
-
-
-def test_rank_html_and_bad_input():
-    a = fl.rank_length_explorer().to_html()
-    assert a == fl.rank_length_explorer().to_html()
-    assert 'data-verdict="low-rank-real"' in a and "grows more slowly with n" in a
-    with pytest.raises(ValueError, match=r"shape \(2, 5\); expected \(lengths, layers \* heads\)"):
-        lb.layer_slopes([{"n": 16, "effective_rank": [1.0] * 5}, {"n": 32, "effective_rank": [2.0] * 5}])
 
 
 # ------------------------------------------------------------------ efficient-attention
@@ -146,7 +103,7 @@ def test_efficient_html_and_bad_input():
         ae.lowrank_beats_baselines({"errors": {"zeros": [1.0], "top-4 per query": [0.5]}})
 
 
-@pytest.mark.parametrize("build", [fl.rank_length_explorer, fl.efficient_structure_explorer])
+@pytest.mark.parametrize("build", [fl.efficient_structure_explorer])
 def test_figures_are_offline_small_and_captioned(build):
     html = build().to_html()
     assert len(html.encode()) < 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
