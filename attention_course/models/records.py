@@ -6,13 +6,15 @@ import datetime
 import json
 import os
 import platform
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
-__all__ = ["machine_info"]
+__all__ = ["machine_info", "progress_bar"]
 
 
 def machine_info(threads: Optional[int] = None) -> dict:
@@ -38,3 +40,26 @@ def write_json(doc: dict, path: Path) -> dict:
     """Store ``doc`` as the data files are stored (``indent=1``, a final newline) and return it."""
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
+
+
+def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: bool = True) -> Iterator:
+    """Iterate ``items`` with a tqdm bar on stderr (a long command's progress), or silently.
+
+    tqdm comes with transformers; without it, one line per item goes to stderr instead.
+
+    Examples
+    --------
+    >>> list(progress_bar(range(3), "demo", show=False))
+    [0, 1, 2]
+    """
+    if not show:
+        yield from items
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        for i, item in enumerate(items):
+            print(f"{desc}: {i + 1}/{total if total is not None else '?'}", file=sys.stderr, flush=True)
+            yield item
+        return
+    yield from tqdm(items, desc=desc, total=total, file=sys.stderr)

@@ -56,7 +56,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Optional, Union
@@ -68,7 +68,7 @@ from ...models.encoder import bert_encode
 from ...models.perturb import encoder_maps, scrambled_weights
 from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies, map_split
 from ...models.pretrained import attention_maps, load_minilm, minilm_weights
-from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
@@ -151,21 +151,6 @@ def run_one(hops: int, n_layers: int, seed: int, steps: int, n_nodes: int = 8, d
             "seconds": round(time.perf_counter() - start, 2)}
 
 
-def _progress(items: Iterable, desc: str, show: bool, total: int) -> Iterator:
-    """Iterate ``items`` with a tqdm bar on stderr if tqdm is installed, else one line per item."""
-    if not show:
-        yield from items
-        return
-    try:
-        from tqdm import tqdm  # optional: the package does not require it
-    except ImportError:
-        for i, item in enumerate(items):
-            print(f"{desc}: {i + 1}/{total}", file=sys.stderr, flush=True)
-            yield item
-        return
-    yield from tqdm(items, desc=desc, total=total, file=sys.stderr)
-
-
 def composition_study(hops: Iterable[int], layers: Iterable[int], seeds: Iterable[int],
                       steps: Union[int, Mapping[int, int]], progress: bool = True, every: int = 50,
                       eval_size: int = 2000, jobs: int = 1, **settings) -> list[dict]:
@@ -187,12 +172,12 @@ def composition_study(hops: Iterable[int], layers: Iterable[int], seeds: Iterabl
     args = {g: (g[0], g[1], g[2], per_k[g[0]]) for g in grid}
     if jobs <= 1:
         return [run_one(*args[g], every=every, eval_size=eval_size, **kw)
-                for g in _progress(grid, "composition (k, L, seed)", progress, len(grid))]
+                for g in progress_bar(grid, "composition (k, L, seed)", len(grid), progress)]
     order = sorted(grid, key=lambda g: -per_k[g[0]] * (1 + g[1]))  # longest first: cost ~ steps (1 + L)
     done = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_one, *args[g], every=every, eval_size=eval_size, **kw): g for g in order}
-        for future in _progress(as_completed(futures), "composition (k, L, seed)", progress, len(grid)):
+        for future in progress_bar(as_completed(futures), "composition (k, L, seed)", len(grid), progress):
             done[futures[future]] = future.result()
     return [done[g] for g in grid]
 
@@ -410,14 +395,14 @@ def matched_study(grid: Sequence[tuple], seeds: Iterable[int], max_steps: int = 
                         "settings": {"max_steps": max_steps, **settings}, "runs": runs}, out)
 
     if jobs <= 1:
-        for j in _progress(jobs_list, "matched (n, L, h, seed)", progress, len(jobs_list)):
+        for j in progress_bar(jobs_list, "matched (n, L, h, seed)", len(jobs_list), progress):
             done[j] = run_matched(*j, max_steps=max_steps, **settings)
             save()
     else:
         order = sorted(jobs_list, key=lambda j: -(j[0] ** 2) * j[1] * j[2])  # largest first
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(run_matched, *j, max_steps=max_steps, **settings): j for j in order}
-            for future in _progress(as_completed(futures), "matched (n, L, h, seed)", progress, len(jobs_list)):
+            for future in progress_bar(as_completed(futures), "matched (n, L, h, seed)", len(jobs_list), progress):
                 done[futures[future]] = future.result()
                 save()
     return [done[j] for j in jobs_list]

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Iterable, Iterator, Optional
+from typing import Optional
 
 import torch
 
-from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
 from .ablations import RecallTask
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
@@ -176,20 +175,6 @@ def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequen
 
 
 # ------------------------------------------------------------------ the command
-def _progress(items: Iterable, total: int, show: bool) -> Iterator:
-    if not show:
-        yield from items
-        return
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        for i, item in enumerate(items):
-            print(f"insight-metric: {i + 1}/{total}", file=sys.stderr, flush=True)
-            yield item
-        return
-    yield from tqdm(items, total=total, desc="insight-metric", file=sys.stderr)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's arguments."""
     p.add_argument("--part", choices=("metric", "linear"), required=True)
@@ -212,7 +197,7 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             "arguments": {k: (str(v) if k == "out" else v) for k, v in vars(args).items()
                           if k not in ("command", "run", "parser")}, "seeds": list(seeds)}
     start, runs = time.perf_counter(), []
-    for t, v, d in _progress(iter(grid), len(grid), not args.quiet):
+    for t, v, d in progress_bar(iter(grid), "insight-metric", len(grid), not args.quiet):
         runs.append(run_metric_job(t, v, d, seeds))
     meta["wall_seconds"] = round(time.perf_counter() - start, 1)
     if metric:

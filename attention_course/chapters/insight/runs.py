@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Iterable, Iterator, Optional
+from typing import Optional
 
 import torch
 
-from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
 from .ablations import TASKS, RecallTask, tune_and_train
 from .memory import capacity_sweep
 from .mixers import VARIANTS, Variant
@@ -80,20 +79,6 @@ def run_job(task_label: str, variant_name: str, steps: int = 300, seeds=(0, 1, 2
             "seconds": round(time.perf_counter() - start, 1)}
 
 
-def _progress(items: Iterable, total: int, show: bool) -> Iterator:
-    if not show:
-        yield from items
-        return
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        for i, item in enumerate(items):
-            print(f"insight-run: {i + 1}/{total}", file=sys.stderr, flush=True)
-            yield item
-        return
-    yield from tqdm(items, total=total, desc="insight-run", file=sys.stderr)
-
-
 def load_memory(path=MEMORY_FILE) -> dict:
     """The stored :func:`~attention_course.chapters.insight.memory.capacity_sweep` (three seeds)."""
     with open(path) as fh:
@@ -131,7 +116,7 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
         start, runs = time.perf_counter(), []
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             futures = [pool.submit(run_job, t, v, args.steps, tuple(args.seeds)) for t, v in grid]
-            for f in _progress(as_completed(futures), len(futures), not args.quiet):
+            for f in progress_bar(as_completed(futures), "insight-run", len(futures), not args.quiet):
                 runs.append(f.result())
         order = {g: i for i, g in enumerate(grid)}
         runs.sort(key=lambda r: order[(r["task"], r["variant"])])

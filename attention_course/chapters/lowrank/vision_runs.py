@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
-from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
 from . import attention_distance as ad
 from .vision import TinyViT, ViTConfig, accuracy, load_digit_split, patch_centres, patchify, train_vit
 
@@ -46,14 +45,6 @@ MOST = 0.5
 #: The deciding run's settings (the notebook's live run shrinks seeds and epochs).
 SETTINGS = {"patch": 2, "d_model": 32, "n_heads": 4, "n_layers": 2, "epochs": 30, "lr": 3e-3,
             "batch_size": 64, "n_perm": 2000, "split_seed": 0, "test_fraction": 0.25}
-
-
-def _progress(items: Sequence, desc: str) -> Iterable:
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is optional
-        return items
-    return tqdm(items, desc=desc, file=sys.stderr)
 
 
 @torch.no_grad()
@@ -106,7 +97,7 @@ def vision_run(seeds: Sequence[int] = tuple(range(8, 16)), epochs: Optional[int]
     torch.set_num_threads(1)
     runs = []
     try:
-        for seed in (_progress(list(seeds), "vision-run seeds") if progress else seeds):
+        for seed in progress_bar(list(seeds), "vision-run seeds", len(seeds), progress):
             model = TinyViT(config, seed=seed)
             untrained = measure_heads(model, x_te, s["n_perm"], seed)
             losses = train_vit(model, x_tr, y_tr, s["epochs"], s["lr"], s["batch_size"], seed=seed)
