@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -109,23 +109,35 @@ def minilm_swap(ns: Sequence[int], ks: Sequence[int]) -> list[dict]:
     return rows
 
 
-def tiny_swap(seeds: Sequence[int], ks: Sequence[int], steps: int = 600) -> list[dict]:
-    """Held-out loss of chapter 4's induction model per replacement, one row per training seed."""
+def trained_induction_models(seeds: Sequence[int], steps: int = 600) -> Iterator[tuple[int, TinyTransformer, torch.Tensor, Callable]]:
+    """Chapter 4's induction model (2 layers) trained for ``steps`` steps once per seed.
+
+    Yields ``(seed, model, inputs, loss)``: ``inputs`` is the held-out batch of
+    :func:`~attention_course.models.training.evaluate_loss` (256 sequences) and ``loss(tf)`` its
+    held-out loss with each layer's attention weights replaced by ``tf(weights, layer)``
+    (``None``: unchanged).
+    """
     task = make_task("repeated_sequences")
     inputs, targets, mask = task(256, seed=12345)  # the held-out batch of evaluate_loss
-    rows = []
     for seed in seeds:
         model = TinyTransformer(ModelConfig(n_layers=2), seed=seed)
         train(model, task, steps=steps, seed=seed)
-        with torch.no_grad():
-            def loss(tf=None) -> float:
+
+        def loss(tf=None, model=model) -> float:
+            with torch.no_grad():
                 return float(masked_loss(sw.tiny_forward_with(model, inputs, tf), targets, mask))
 
-            row = {"seed": int(seed), "exact": loss(),
-                   "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True))}
-            for k in ks:
-                for name, tf in _transforms(k, causal=True).items():
-                    row[f"{name}_{k}"] = loss(tf)
+        yield int(seed), model, inputs, loss
+
+
+def tiny_swap(seeds: Sequence[int], ks: Sequence[int], steps: int = 600) -> list[dict]:
+    """Held-out loss of chapter 4's induction model per replacement, one row per training seed."""
+    rows = []
+    for seed, _, _, loss in trained_induction_models(seeds, steps):
+        row = {"seed": seed, "exact": loss(), "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True))}
+        for k in ks:
+            for name, tf in _transforms(k, causal=True).items():
+                row[f"{name}_{k}"] = loss(tf)
         rows.append(row)
     return rows
 

@@ -27,11 +27,8 @@ import numpy as np
 import torch
 
 from ...models.pretrained import minilm_weights
-from ...models.tasks import make_task
-from ...models.tiny import ModelConfig, TinyTransformer
-from ...models.training import masked_loss, train
 from . import head_swap as sw
-from .runs import minilm_ids
+from .runs import minilm_ids, trained_induction_models
 
 __all__ = ["ORDERS_REMOVED", "energy_rank", "energy_removal", "trailing_study"]
 
@@ -148,23 +145,16 @@ def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int]
         return {"trailing": (row["trailing"] - base) / unif, "leading": (row["leading"] - base) / unif,
                 "random": float(np.mean([(x - base) / unif for x in row["random"]]))}
 
-    task = make_task("repeated_sequences")
-    inputs, targets, mask = task(256, seed=12345)  # the held-out batch of evaluate_loss
     tiny = []
-    for seed in seeds:
-        model = TinyTransformer(ModelConfig(n_layers=2), seed=seed)
-        train(model, task, steps=steps, seed=seed)
+    for seed, model, inputs, loss in trained_induction_models(seeds, steps):
+        kept = []
         with torch.no_grad():
-            def loss(tf=None) -> float:
-                return float(masked_loss(sw.tiny_forward_with(model, inputs, tf), targets, mask))
-
-            kept = []
             sw.tiny_forward_with(model, inputs, lambda w, layer: kept.append(
                 (energy_rank(torch.linalg.svdvals(w.double()), keep) / w.shape[-1]).mean().item()) or w)
-            row = {"seed": int(seed), "exact": loss(), "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True)),
-                   "trailing": loss(_transform("trailing", keep, 0, True)),
-                   "leading": loss(_transform("leading", keep, 0, True)),
-                   "random": [loss(_transform("random", keep, d, True)) for d in draws], "kept": float(np.mean(kept))}
+        row = {"seed": seed, "exact": loss(), "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True)),
+               "trailing": loss(_transform("trailing", keep, 0, True)),
+               "leading": loss(_transform("leading", keep, 0, True)),
+               "random": [loss(_transform("random", keep, d, True)) for d in draws], "kept": float(np.mean(kept))}
         row["cost"] = costs(row, row["exact"])
         tiny.append(row)
     W = minilm_weights()
