@@ -18,6 +18,9 @@ TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s 2>/dev/null)),https://downlo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Python may cache bytecode (a shell with PYTHONDONTWRITEBYTECODE=1 would make every pytest worker,
+# notebook kernel and subprocess compile the package and re-rewrite the tests' asserts again).
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: venv book plain test test-fast test-extended test-portable test-site linkcheck lab clean execute
 
