@@ -264,8 +264,9 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
         if flip is not None:
             ax.axvline(flip, color="0.7", lw=1)
         ax.set_xticks(x, [lab for _, lab, _ in sets])
-        ax.set(ylim=(-0.05, 1.05), ylabel="held-out share of verbs", title="From the verb, is the heaviest word the subject?")
-        ax.legend(fontsize=8, ncols=2)
+        ax.set(ylim=(-0.05, 1.05), xlim=(-0.45, len(sets) - 0.4), ylabel="held-out share of verbs",
+               title="From the verb, is the heaviest word the subject?")
+        ax.legend(fontsize=8, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
 
     note = ""
     if flip is not None:
@@ -273,7 +274,7 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
                 f"{decisions[flip]['position']:.3f}); before, it did, where the nearest-noun rule also finds "
                 "the subject")
     return SliderFigure("ix-heads-agreement", "Nouns between subject and verb", [lab for _, lab, _ in sets], frames,
-                        layout, static_fallback(draw), "Held-out share of verbs whose heaviest word is the subject, "
+                        layout, static_fallback(draw, (6.4, 3.8)), "Held-out share of verbs whose heaviest word is the subject, "
                         "for the selected MiniLM head and four fixed rules, across three sentence sets.",
                         start=0, control_label="nouns between subject and verb", flip=flip, flip_note=note,
                         verdict="agreement-head")
