@@ -145,9 +145,10 @@ COMMANDS = {
     "agreement-run": Command(
         ".chapters.heads.agreement",
         "chapter 4's agreement run: does a MiniLM head look from the verb to its subject?",
-        "Build seeded subject-verb agreement sentences (plain and with an attractor noun), score every MiniLM "
-        "head by how often the verb's heaviest word key is its subject, pick the best head on half of the "
-        "sentences and score it on the other half against fixed-offset and fixed-position rules; write JSON "
+        "Build seeded subject-verb agreement sentences (plain, with an attractor noun, and crossed: the subject "
+        "neither the first nor the nearest noun), score every MiniLM head by how often the verb's heaviest word "
+        "key is its subject, pick the best head on half of the sentences and score it on the other half against "
+        "fixed-offset, fixed-position, nearest-noun and first-noun rules; write JSON "
         "(default: attention_course/data/agreement.json; under a minute).",
     ),
     "composition-run": Command(

@@ -2,7 +2,9 @@ r"""Does a head track subject-verb agreement? The verb's heaviest key, against p
 
 Sentences are built in code from a seed (:func:`agreement_sentences`): a subject, optional words,
 then a verb that must agree with it (*the dogs near the old house* **are** *here*). In the
-*attractor* set a noun of the other number stands between them. For a head, a verb *hits* when
+*attractor* set a noun of the other number stands between them; in the *crossed* set
+(:func:`crossed_sentences`) the subject is neither the first noun nor the nearest noun before the
+verb (*near the houses , the dog that the cats chase* **is** *here*). For a head, a verb *hits* when
 its largest weight, over the words of the sentence other than itself ([CLS] and [SEP] left out),
 is on the subject:
 
@@ -11,7 +13,8 @@ is on the subject:
     \text{hit}(s) = \big[\arg\max_{j \notin \{\text{CLS}, \text{SEP}, v\}} a_{v j} = \text{subject}\big].
 
 Two rules that read no content score the same way: a fixed offset (the token :math:`o` before the
-verb) and a fixed position :math:`p`. The best of 72 heads looks better than any one head by
+verb) and a fixed position :math:`p`; two rules read content, not syntax: the nearest noun before
+the verb and the first noun of the sentence. The best of 72 heads looks better than any one head by
 selection alone, so :func:`held_out_best` picks the head (and the best :math:`o` and :math:`p`) on
 one half of the sentences and scores it on the other half.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -30,7 +33,7 @@ import torch
 from ...models.pretrained import attention_maps, load_minilm
 from ...models.records import DATA_DIR, machine_info, write_json
 
-__all__ = ["NOUNS", "VERBS", "agreement_sentences", "verb_hits", "rule_hits", "held_out_best", "agreement_study",
+__all__ = ["NOUNS", "VERBS", "TRANSITIVE", "agreement_sentences", "crossed_sentences", "verb_hits", "rule_hits", "held_out_best", "set_decision", "agreement_study",
            "AGREEMENT_PATH", "load_agreement", "add_arguments", "cli"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
@@ -44,6 +47,8 @@ VERBS = ((("is", "are"), ("here", "ready", "happy", "outside", "late")),
          (("has", "have"), ("left", "arrived", "gone", "won")),
          (("seems", "seem"), ("happy", "tired", "ready", "fine")),
          (("looks", "look"), ("happy", "tired", "ready", "fine")))
+#: (singular, plural) verbs of the crossed set's relative clause.
+TRANSITIVE = (("sees", "see"), ("likes", "like"), ("helps", "help"), ("follows", "follow"), ("watches", "watch"))
 _PREFIXES = ((), ("i", "think"), ("they", "said"), ("we", "know", "that"))
 _ADJECTIVES = ("old", "small", "big", "young", "new")
 _ADVERBS = ("really", "certainly", "clearly", "still")
@@ -93,7 +98,48 @@ def agreement_sentences(n: int, attractor: bool, seed: int = 0) -> list[dict]:
         words.append(verb_pair[number])
         verb = len(words)
         words += [str(rng.choice(rests)), "."]
-        out.append({"words": [str(w) for w in words], "subject": subject, "verb": verb, "attractor": att})
+        nouns = [subject] if att is None else [subject, att]
+        out.append({"words": [str(w) for w in words], "subject": subject, "verb": verb, "attractor": att,
+                    "nouns": nouns, "number": number})
+    return out
+
+
+def crossed_sentences(n: int, seed: int = 0) -> list[dict]:
+    """``n`` seeded sentences whose subject is neither the first noun nor the nearest before the verb.
+
+    ``preposition the [adjective] noun1 , the [adjective] subject that the [adjective] noun2 verb2
+    [0-2 adverbs] verb rest .``: noun2 (``"attractor"``, the nearest noun before the verb) has the
+    other number than the subject; the subject's number alternates (half singular, half plural) and
+    noun1's (``"first"``) goes through both numbers for each; the three nouns differ.
+    Entries as :func:`agreement_sentences`, plus ``"first"``.
+
+    Examples
+    --------
+    >>> s = crossed_sentences(4, seed=0)
+    >>> [x["first"] < x["subject"] < x["attractor"] < x["verb"] for x in s], [x["number"] for x in s]
+    ([True, True, True, True], [0, 1, 0, 1])
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        number, first_number = i % 2, (i // 2) % 2  # counterbalanced
+        picks = rng.choice(len(NOUNS), 3, replace=False)  # three different nouns
+        subj, n1, n2 = NOUNS[picks[0]][number], NOUNS[picks[1]][first_number], NOUNS[picks[2]][1 - number]
+        (verb_pair, rests) = VERBS[rng.integers(len(VERBS))]
+        adj = lambda: [str(_ADJECTIVES[rng.integers(len(_ADJECTIVES))])] if rng.random() < 0.5 else []  # noqa: E731
+        words = [str(_PREPOSITIONS[rng.integers(len(_PREPOSITIONS))]), "the"] + adj() + [n1]
+        first = len(words)
+        words += [",", "the"] + adj() + [subj]
+        subject = len(words)
+        words += ["that", "the"] + adj() + [n2]
+        att = len(words)
+        words.append(TRANSITIVE[rng.integers(len(TRANSITIVE))][1 - number])  # agrees with noun2
+        words += list(rng.choice(_ADVERBS, int(rng.integers(3)), replace=False))
+        words.append(verb_pair[number])
+        verb = len(words)
+        words += [str(rng.choice(rests)), "."]
+        out.append({"words": [str(w) for w in words], "subject": subject, "verb": verb, "attractor": att,
+                    "first": first, "nouns": [first, subject, att], "number": number})
     return out
 
 
@@ -104,7 +150,7 @@ def verb_hits(maps: Sequence[np.ndarray], sentences: Sequence[dict], target: str
     ----------
     maps : sequence of arrays, each (L, h, n, n) with [CLS] first and [SEP] last
     sentences : the matching :func:`agreement_sentences` entries
-    target : ``"subject"`` or ``"attractor"``
+    target : ``"subject"``, ``"attractor"`` or ``"first"`` (a key of the sentences)
 
     Returns
     -------
@@ -130,22 +176,32 @@ def verb_hits(maps: Sequence[np.ndarray], sentences: Sequence[dict], target: str
 
 def rule_hits(sentences: Sequence[dict], max_value: int = 12) -> dict[str, np.ndarray]:
     """Hits of the position-only rules: ``offset[o - 1, s]`` (subject ``o`` before the verb) and
-    ``position[p - 1, s]`` (subject at position ``p``), for ``o, p = 1 .. max_value``.
+    ``position[p - 1, s]`` (subject at position ``p``), for ``o, p = 1 .. max_value``; and, when the
+    sentences list their ``"nouns"``, of the content rules ``nearest[0, s]`` (the nearest noun
+    before the verb is the subject) and ``first[0, s]`` (the first noun is).
 
     Examples
     --------
     >>> r = rule_hits([{"subject": 2, "verb": 3}], max_value=3)
     >>> r["offset"].ravel().tolist(), r["position"].ravel().tolist()
     ([True, False, False], [False, True, False])
+    >>> r = rule_hits([{"subject": 2, "verb": 5, "nouns": [1, 2, 4]}], max_value=3)
+    >>> r["nearest"].ravel().tolist(), r["first"].ravel().tolist()
+    ([False], [False])
     """
     v = np.array([s["verb"] for s in sentences])
     subj = np.array([s["subject"] for s in sentences])
     vals = np.arange(1, max_value + 1)[:, None]  # (max_value, 1)
-    return {"offset": v[None] - vals == subj[None], "position": vals == subj[None]}
+    out = {"offset": v[None] - vals == subj[None], "position": vals == subj[None]}
+    if all("nouns" in s for s in sentences):
+        out["nearest"] = np.array([[max(p for p in s["nouns"] if p < s["verb"]) == s["subject"] for s in sentences]])
+        out["first"] = np.array([[min(s["nouns"]) == s["subject"] for s in sentences]])
+    return out
 
 
 def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: int,
-                  other: Optional[np.ndarray] = None) -> dict:
+                  other: Optional[np.ndarray] = None, first: Optional[np.ndarray] = None,
+                  groups: Optional[dict[str, np.ndarray]] = None) -> dict:
     """Pick the best head and the best value of each rule on a random half; score them on the other.
 
     Parameters
@@ -154,7 +210,10 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
     rules : from :func:`rule_hits`
     split_seed : seeds the random half (``numpy.random.default_rng``)
     other : optional bool array (heads, sentences): the selected head's share of these hits on the
-        held-out half is reported too (e.g. hits on the attractor)
+        held-out half is reported too (e.g. hits on the attractor); ``first`` likewise (hits on the
+        first noun, as ``first_other_share``)
+    groups : optional name -> bool mask over sentences: every share is reported again on the
+        held-out sentences of each group (``"<share>_<name>"``), with the same selection
 
     Examples
     --------
@@ -175,19 +234,66 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
         out[f"{name}_share"] = float(r[best, score].mean())
     if other is not None:
         out["other_share"] = float(other[head, score].mean())
+    if first is not None:
+        out["first_other_share"] = float(first[head, score].mean())
+    for g, mask in (groups or {}).items():
+        sub = score[np.asarray(mask)[score]]
+        out[f"head_share_{g}"] = float(hits[head, sub].mean())
+        for name, r in rules.items():
+            out[f"{name}_share_{g}"] = float(r[out[f"{name}_value"] - 1, sub].mean())
+        if other is not None:
+            out[f"other_share_{g}"] = float(other[head, sub].mean())
+        if first is not None:
+            out[f"first_other_share_{g}"] = float(first[head, sub].mean())
     return out
 
 
+POSITION_RULES, CONTENT_RULES = ("offset", "position"), ("nearest", "first")
+
+
+def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5, margin: float = 0.2) -> dict:
+    """The pre-registered rule on one set: split means of :func:`held_out_best` against ``level``,
+    the rules plus ``margin``, and the head's shares on other nouns.
+
+    Returns the means ``head``, ``position`` (better position rule), ``content`` (better content rule,
+    ``nan`` without one), ``other`` (largest share on another noun, 0 without one) and booleans
+    ``beats_position`` (share >= level and >= position + margin), ``passes`` (that, and >= content
+    + margin, and above ``other``). ``suffix`` picks a group (``"_plural"``).
+
+    Examples
+    --------
+    >>> sp = {"head_share": 0.9, "offset_share": 0.3, "position_share": 0.2, "nearest_share": 1.0}
+    >>> d = set_decision([sp])
+    >>> d["beats_position"], d["passes"]
+    (True, False)
+    """
+    mean = lambda key: float(np.mean([s[key + suffix] for s in splits]))  # noqa: E731
+    have = splits[0]
+    head = mean("head_share")
+    position = max(mean(f"{r}_share") for r in POSITION_RULES)
+    content = [mean(f"{r}_share") for r in CONTENT_RULES if f"{r}_share" in have]
+    others = [mean(k) for k in ("other_share", "first_other_share") if k in have]
+    content_best = max(content) if content else float("nan")
+    other = max(others) if others else 0.0
+    beats = head >= level and head >= position + margin - 1e-12
+    passes = beats and (not content or head >= content_best + margin - 1e-12) and head > other
+    return {"head": head, "position": position, "content": content_best, "other": other,
+            "beats_position": bool(beats), "passes": bool(passes)}
+
+
 def agreement_study(n: int = 96, seed: int = 0, split_seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> dict:
-    """The deciding run of ``agreement-head``: MiniLM on both sets of :func:`agreement_sentences`.
+    """The deciding run of ``agreement-head``: MiniLM on both sets of :func:`agreement_sentences`
+    and on :func:`crossed_sentences`.
 
     Per set: the sentences, each head's hits (a string of 0/1 per head, one character per sentence),
-    the attractor hits, and :func:`held_out_best` for every split seed.
+    the hits on the attractor (the nearest other noun) and, crossed, on the first noun, and
+    :func:`held_out_best` for every split seed (crossed: also per subject number).
     """
     tokenizer, _ = load_minilm()
     result = {"config": {"n": n, "seed": seed, "split_seeds": list(split_seeds)}}
-    for name, attractor in (("plain", False), ("attractor", True)):
-        sents = agreement_sentences(n, attractor, seed)
+    for name in ("plain", "attractor", "crossed"):
+        sents = crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)
+        attractor = name != "plain"
         texts = [" ".join(s["words"]) for s in sents]
         tokens, maps = attention_maps(texts)
         for t, s in zip(tokens, sents):
@@ -195,13 +301,19 @@ def agreement_study(n: int = 96, seed: int = 0, split_seeds: Sequence[int] = (0,
                 raise ValueError(f"{t} is not one token per word of {s['words']}")
         hits = verb_hits(maps, sents)
         att = verb_hits(maps, sents, "attractor") if attractor else None
+        first = verb_hits(maps, sents, "first") if name == "crossed" else None
+        groups = None
+        if name == "crossed":
+            num = np.array([s["number"] for s in sents])
+            groups = {"singular": num == 0, "plural": num == 1}
         rules = rule_hits(sents)
+        bits = lambda h: None if h is None else ["".join("1" if x else "0" for x in row) for row in h]  # noqa: E731
         result[name] = {
             "sentences": texts,
             "subject": [s["subject"] for s in sents], "verb": [s["verb"] for s in sents],
             "hits": ["".join("1" if x else "0" for x in row) for row in hits],
-            "attractor_hits": None if att is None else ["".join("1" if x else "0" for x in row) for row in att],
-            "splits": [held_out_best(hits, rules, sp, att) for sp in split_seeds],
+            "attractor_hits": bits(att), "first_hits": bits(first),
+            "splits": [held_out_best(hits, rules, sp, att, first, groups) for sp in split_seeds],
         }
     return result
 

@@ -53,10 +53,11 @@ from .roles import (
     head_role_scores,
     last_relation_flip,
 )
+from .agreement import load_agreement, set_decision
 from .runs import ROLES_DATA
 from .subspaces import smallest_head_angles
 
-__all__ = ["load_role_scores", "clear_job_explorer", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
+__all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
 
 #: The five sentences' role scores of chapter 4 (regenerate:
 #: ``python -c "from attention_course.chapters.heads.runs import write_role_scores; write_role_scores()"``;
@@ -182,6 +183,101 @@ def clear_job_explorer(scores: Optional[Mapping[str, np.ndarray]] = None,
                                               "drops out): as under uniform attention, and the verdict's "
                                               "'as some do' fails") if main is not None else "",
                         more_flips=marks, verdict="head-relations")
+
+
+#: The agreement run's sentence sets in slider order: (key, label, what stands between subject and verb).
+AGREEMENT_SETS = (("plain", "0 nouns between", "no noun between subject and verb; the subject is the only noun"),
+                  ("attractor", "1 noun between", "one noun of the other number between; the subject is the first noun"),
+                  ("crossed", "1 between, 1 before", "one noun between and one before the subject; it is neither "
+                                                     "the first nor the nearest noun"))
+
+_AG_BARS = (("head_share", "best head → subject", "previous token"), ("offset_share", "fixed offset", "other"),
+            ("position_share", "fixed position", "punctuation"), ("nearest_share", "nearest noun", "next token"),
+            ("first_share", "first noun", "[CLS]"), ("other_share", "head → nearest other noun", "[SEP]"),
+            ("first_other_share", "head → first noun", "[SEP]"))
+
+
+def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin: float = 0.2) -> SliderFigure:
+    r"""Chapter 4: move across the agreement sets, from no noun between subject and verb to a subject
+    that is neither the first nor the nearest noun (:data:`AGREEMENT_SETS`).
+
+    Each frame shows the held-out shares of :mod:`~attention_course.chapters.heads.agreement` (bars
+    the mean over the random splits): the selected head on the subject, the position rules, the
+    content rules (nearest noun before the verb, first noun) and the head on the other nouns, with
+    the level and the best position rule plus the margin. The readout says which way
+    :func:`~attention_course.chapters.heads.agreement.set_decision` goes. The flag sits at the first set where the
+    head no longer beats the position rules.
+
+    Examples
+    --------
+    >>> fig = agreement_explorer()
+    >>> fig.labels, fig.verdict, fig.labels[fig.flip]
+    (['0 nouns between', '1 noun between', '1 between, 1 before'], 'agreement-head', '1 noun between')
+    """
+    run = load_agreement() if run is None else run
+    sets = [s for s in AGREEMENT_SETS if s[0] in run]
+    if not sets:
+        raise ValueError(f"run has keys {sorted(run)}; expected at least one of {[s[0] for s in AGREEMENT_SETS]}")
+    frames, decisions = [], []
+    for key, label, what in sets:
+        splits = run[key]["splits"]
+        d = set_decision(splits, level=level, margin=margin)
+        decisions.append(d)
+        shown = [b for b in _AG_BARS if b[0] in splits[0]]
+        means = [float(np.mean([sp[f] for sp in splits])) for f, _, _ in shown]
+        names = [n for _, n, _ in shown]
+        traces = [{"type": "bar", "orientation": "h", "x": means, "y": names, "name": "mean over splits",
+                   "marker": {"color": [role_color(c) for _, _, c in shown]}, "showlegend": False,
+                   "text": [f"{m:.3f}" for m in means], "textposition": "outside",
+                   "hovertemplate": "%{y}: %{x:.3f}<extra></extra>"},
+                  {"type": "scatter", "mode": "markers", "name": "single splits",
+                   "x": [sp[f] for f, _, _ in shown for sp in splits],
+                   "y": [n for _, n, _ in shown for _ in splits], "marker": {"size": 6, "color": "#000000"}},
+                  {"type": "scatter", "mode": "lines", "name": f"level {level:g}", "x": [level, level],
+                   "y": [names[0], names[-1]], "line": {"color": "#555555", "dash": "dot"}},
+                  {"type": "scatter", "mode": "lines", "name": f"best position rule + {margin:g}",
+                   "x": [d["position"] + margin] * 2, "y": [names[0], names[-1]],
+                   "line": {"color": "#000000", "dash": "dash"}}]
+        content = "" if np.isnan(d["content"]) else f", the better content rule {d['content']:.3f}"
+        frames.append({"data": traces, "readout": (
+            f"{html.escape(label)} ({html.escape(what)}): the head picked on half the sentences puts the verb's top "
+            f"weight on the subject in {d['head']:.3f} of the other half; the better position rule {d['position']:.3f}"
+            f"{content}; the head lands on another noun in {d['other']:.3f}. It "
+            + ("beats" if d["beats_position"] else "does not beat")
+            + f" the position rules (at least {level:g} and {margin:g} above them)"
+            + ("" if np.isnan(d["content"]) else
+               (", and passes the rule against all four" if d["passes"] else
+                ", but does not pass the rule against all four rules and the other nouns")) + ".")})
+    flip = next((i for i, d in enumerate(decisions) if i and decisions[i - 1]["beats_position"] != d["beats_position"]),
+                None)
+    layout = {"height": 430, "margin": {"l": 170, "r": 20, "t": 10, "b": 40}, "font": PLOTLY_FONT,
+              "xaxis": {**PLOTLY_AXIS, "range": [0, 1.15], "title": {"text": "held-out share of verbs"}},
+              "yaxis": {**PLOTLY_AXIS, "autorange": "reversed"},
+              "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        x = np.arange(len(sets))
+        for field, name, c in _AG_BARS[:5]:
+            ax.plot(x, [np.mean([sp[field] for sp in run[k]["splits"]]) if field in run[k]["splits"][0] else np.nan
+                        for k, _, _ in sets], "o-", color=role_color(c), label=name)
+        ax.axhline(level, color="0.3", ls=":")
+        if flip is not None:
+            ax.axvline(flip, color="0.7", lw=1)
+        ax.set_xticks(x, [lab for _, lab, _ in sets])
+        ax.set(ylim=(-0.05, 1.05), xlim=(-0.45, len(sets) - 0.4), ylabel="held-out share of verbs",
+               title="From the verb, is the heaviest word the subject?")
+        ax.legend(fontsize=8, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+
+    note = ""
+    if flip is not None:
+        note = (f"the head no longer beats the position rules ({decisions[flip]['head']:.3f} against "
+                f"{decisions[flip]['position']:.3f}); before, it did, where the nearest-noun rule also finds "
+                "the subject")
+    return SliderFigure("ix-heads-agreement", "Nouns between subject and verb", [lab for _, lab, _ in sets], frames,
+                        layout, static_fallback(draw, (6.4, 3.8)), "Held-out share of verbs whose heaviest word is the subject, "
+                        "for the selected MiniLM head and four fixed rules, across three sentence sets.",
+                        start=0, control_label="nouns between subject and verb", flip=flip, flip_note=note,
+                        verdict="agreement-head")
 
 
 # The book's interactive figures, one per chapter 1-6 and a head explorer for chapters 4, 5 and 7.

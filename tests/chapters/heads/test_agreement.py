@@ -28,6 +28,26 @@ def test_sentences_are_seeded_and_agree(attractor):
             assert nouns_between == [] and s["attractor"] is None
 
 
+def test_crossed_sentences_hide_the_subject_from_the_noun_rules():
+    a = ag.crossed_sentences(96, seed=0)
+    assert a == ag.crossed_sentences(96, seed=0) and a != ag.crossed_sentences(96, seed=1)
+    singular = {s for s, _ in ag.NOUNS} | {s for (s, _), _ in ag.VERBS} | {s for s, _ in ag.TRANSITIVE}
+    for s in a:
+        w = s["words"]
+        nouns = [i + 1 for i, x in enumerate(w) if x in NOUN_WORDS]
+        assert nouns == s["nouns"] and len(nouns) == 3  # found in the words, not only in the labels
+        subj, verb = w[s["subject"] - 1], w[s["verb"] - 1]
+        before = [p for p in nouns if p < s["verb"]]
+        assert s["subject"] != min(nouns) and s["subject"] != max(before)  # neither first nor nearest
+        assert (subj in singular) == (verb in singular)  # the verb agrees with the subject
+        assert (w[s["attractor"] - 1] in singular) != (subj in singular)  # the nearest noun does not
+    numbers = [(s["number"], w in singular) for s in a for w in [s["words"][s["first"] - 1]]]
+    assert {k: numbers.count(k) for k in set(numbers)} == {(0, True): 24, (0, False): 24, (1, True): 24, (1, False): 24}
+    r = ag.rule_hits(a)
+    assert not r["nearest"].any() and not r["first"].any()
+    assert r["position"].mean(1).max() < 0.7 and r["offset"].mean(1).max() < 0.5  # places and distances vary
+
+
 def test_sentences_vary_place_and_distance():
     s = ag.agreement_sentences(96, False, seed=0)
     assert len({x["subject"] for x in s}) >= 3 and len({x["verb"] - x["subject"] for x in s}) == 3
@@ -44,7 +64,7 @@ def test_every_word_is_one_minilm_token():
         pytest.skip("MiniLM's vocab.txt is not a local file here")
     vocab = set(vocab_file.read_text(encoding="utf-8").split("\n"))
     words = set(NOUN_WORDS)
-    for s in ag.agreement_sentences(96, True, 0) + ag.agreement_sentences(96, False, 0):
+    for s in ag.agreement_sentences(96, True, 0) + ag.agreement_sentences(96, False, 0) + ag.crossed_sentences(96, 0):
         words |= set(s["words"])
     assert words <= vocab, sorted(words - vocab)
 
@@ -83,7 +103,7 @@ def test_stored_agreement_run_recomputes():
     stored = ag.load_agreement()
     live = ag.agreement_study(n=stored["config"]["n"], seed=stored["config"]["seed"],
                               split_seeds=stored["config"]["split_seeds"])
-    for key in ("plain", "attractor"):
+    for key in ("plain", "attractor", "crossed"):
         assert live[key]["sentences"] == stored[key]["sentences"]
         flips = max(sum(a != b for a, b in zip(x, y)) for x, y in zip(live[key]["hits"], stored[key]["hits"]))
         assert flips <= 1

@@ -29,12 +29,12 @@ def _raw(path) -> dict:
 
 @pytest.fixture(scope="module")
 def figures():
-    figs = {"roles": heads.clear_job_explorer()}
+    figs = {"roles": heads.clear_job_explorer(), "agreement": heads.agreement_explorer()}
     yield figs
     plt.close("all")
 
 
-@pytest.mark.parametrize("key, verdict", [("roles", "head-relations")])
+@pytest.mark.parametrize("key, verdict", [("roles", "head-relations"), ("agreement", "agreement-head")])
 def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict, check_flagged_html):
     fig = figures[key]
     _, note = check_flagged_html(fig, verdict, max_bytes=400_000)  # two such figures and the head explorer: < 1 MB
@@ -97,3 +97,54 @@ def test_role_explorer_rejects_bad_input():
         heads.clear_job_explorer({"[CLS]": np.zeros((2, 2))}, {"[CLS]": 0.1})
     with pytest.raises(ValueError, match="non-empty 1-d"):
         roles.clear_job_counts({"[CLS]": np.zeros((2, 2))}, {"[CLS]": 0.1}, [])
+
+
+# ------------------------------------------------------------------ agreement-head
+def test_agreement_frames_match_the_stored_run(figures):
+    raw = _raw(heads.AGREEMENT_PATH)
+    spec, fig = _spec(figures["agreement"]), figures["agreement"]
+    keys = [k for k, _, _ in heads.AGREEMENT_SETS]
+    assert fig.labels == [lab for _, lab, _ in heads.AGREEMENT_SETS] and all(k in raw for k in keys)  # a frame per set
+    for key, frame in zip(keys, spec["frames"]):
+        sp = raw[key]["splits"]
+        bars = frame["data"][0]
+        by_name = dict(zip(bars["y"], bars["x"]))
+        # recomputed from the raw hit strings: the held-out half of each split seed
+        n = len(raw[key]["sentences"])
+        verbs, subj = np.array(raw[key]["verb"]), np.array(raw[key]["subject"])
+        shares, positions = [], []
+        for seed, s in zip(raw["config"]["split_seeds"], sp):
+            perm = np.random.default_rng(seed).permutation(n)
+            pick, score = perm[: n // 2], perm[n // 2:]
+            shares.append(np.mean([raw[key]["hits"][s["head"]][i] == "1" for i in score]))
+            best = np.argmax([np.mean(subj[pick] == p) for p in range(1, 13)]) + 1  # the fixed position, picked
+            positions.append(np.mean(subj[score] == best))
+        assert abs(by_name["best head → subject"] - np.mean(shares)) < 5e-5  # the page keeps 4 decimals
+        assert abs(by_name["fixed position"] - np.mean(positions)) < 5e-5
+        assert f"{np.mean(shares):.3f}" in frame["readout"]
+        if key == "plain":  # the subject is the only noun: both noun rules find it every time
+            assert by_name["nearest noun"] == by_name["first noun"] == 1.0
+        if key == "crossed":  # neither noun rule can find it
+            assert by_name["nearest noun"] == by_name["first noun"] == 0.0
+            assert (subj < verbs).all()
+
+
+def test_agreement_flag_sits_where_the_head_stops_beating_position(figures):
+    raw, fig = _raw(heads.AGREEMENT_PATH), figures["agreement"]
+    keys = [k for k, _, _ in heads.AGREEMENT_SETS]
+    beats = []
+    for key in keys:
+        sp = raw[key]["splits"]
+        head = np.mean([s["head_share"] for s in sp])
+        pos = max(np.mean([s["offset_share"] for s in sp]), np.mean([s["position_share"] for s in sp]))
+        beats.append(head >= 0.5 and head >= pos + 0.2)
+    assert beats[0] and not any(beats[1:])  # the plain set only
+    assert fig.flip == 1 and fig.labels[fig.flip] == "1 noun between"
+    readouts = [fr["readout"] for fr in _spec(fig)["frames"]]
+    assert "beats the position rules" in readouts[0] and all("does not beat" in r for r in readouts[1:])
+    assert all("does not pass" in r for r in readouts)  # no set passes against the noun rules too
+
+
+def test_agreement_explorer_rejects_a_run_without_sets():
+    with pytest.raises(ValueError, match="expected at least one of"):
+        heads.agreement_explorer({"config": {}})
