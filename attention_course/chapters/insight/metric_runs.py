@@ -43,7 +43,7 @@ from .ingredients import Score, accuracy_table
 from .mixers import Variant
 
 __all__ = ["METRIC_VARIANTS", "METRIC_FILE", "LINEAR_FILE", "PARTNER_FILE", "LONG_FILE", "LONG_RULE", "PARTNER",
-           "partner_grid", "long_grid", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
+           "partner_grid", "long_grid", "accuracy_table_of", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
            "run_metric_job", "load_metric", "load_linear", "linear_table", "decide_metric_learned",
            "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "add_arguments", "cli"]
 
@@ -180,6 +180,17 @@ def merged_linear(runs: Sequence[Mapping], long_runs: Sequence[Mapping]) -> list
     key = lambda r: (r["variant"], r["n_pairs"], r["d_model"])  # noqa: E731
     new = {key(r): dict(r, budget="long") for r in long_runs}
     return [new.get(key(r), dict(r, budget="short")) for r in runs]
+
+
+def accuracy_table_of(runs: Sequence[Mapping]) -> dict[tuple[str, str], Score]:
+    """``(task, variant) -> Score`` over each record's seeds (the table the decisions read).
+
+    Examples
+    --------
+    >>> accuracy_table_of([{"task": PARTNER, "variant": "W_Q = W_K = I", "accuracy": [0.5, 0.7]}])[PARTNER, "W_Q = W_K = I"].n
+    2
+    """
+    return accuracy_table(list(runs))
 
 
 def linear_table(runs: Sequence[Mapping]) -> dict[tuple[str, int, int], Score]:
