@@ -45,6 +45,16 @@ from .metric_runs import (
     METRIC_VARIANTS,
     METRIC_FILE,
     LINEAR_FILE,
+    PARTNER_FILE,
+    LONG_FILE,
+    LONG_RULE,
+    PARTNER,
+    partner_grid,
+    long_grid,
+    accuracy_table_of,
+    load_partner,
+    load_long,
+    merged_linear,
     PAIRS,
     WIDTHS,
     metric_grid,
@@ -55,6 +65,8 @@ from .metric_runs import (
     linear_table,
     decide_metric_learned,
     decide_softmax_linear,
+    partner_needs_untied,
+    ratio_threshold,
 )
 from .mixers import Variant, MixerModel, sparsemax, mixing_mask, linear_weights
 from .position_content import (
@@ -69,7 +81,7 @@ from .position_content import (
     rule_maps,
     rule_scores,
 )
-from .recall_tasks import BLANK, N_VALUES, stacked_mqar, previous_token, gaps
+from .recall_tasks import BLANK, N_VALUES, stacked_mqar, partner_mqar, previous_token, gaps
 from .runs import GRID, MEMORY_FILE, ABLATION_FILE, load_memory, load_ablations, run_job
 from .figures import (
     KIND_COLORS,
@@ -118,6 +130,16 @@ __all__ = [
     "METRIC_VARIANTS",
     "METRIC_FILE",
     "LINEAR_FILE",
+    "PARTNER_FILE",
+    "LONG_FILE",
+    "LONG_RULE",
+    "PARTNER",
+    "partner_grid",
+    "long_grid",
+    "accuracy_table_of",
+    "load_partner",
+    "load_long",
+    "merged_linear",
     "PAIRS",
     "WIDTHS",
     "metric_grid",
@@ -128,6 +150,8 @@ __all__ = [
     "linear_table",
     "decide_metric_learned",
     "decide_softmax_linear",
+    "partner_needs_untied",
+    "ratio_threshold",
     "Variant",
     "MixerModel",
     "sparsemax",
@@ -146,6 +170,7 @@ __all__ = [
     "BLANK",
     "N_VALUES",
     "stacked_mqar",
+    "partner_mqar",
     "previous_token",
     "gaps",
     "GRID",

@@ -5,8 +5,8 @@ same fixed number of steps. A comparison of two mixers as a task grows harder (l
 softmax attention as the number of pairs grows) needs each trained *to convergence*, by a rule
 fixed in advance (:class:`ConvergenceRule`): every ``check_every`` steps measure the accuracy on
 the validation batch, and stop at the first check from ``min_steps`` on where it is at least
-``target``, or where it rose by less than ``min_gain`` over the last ``window`` steps; stop at
-``max_steps`` in any case. The training itself is the package's one loop,
+``target``, or (from ``plateau_from`` on) where it rose by less than ``min_gain`` over the last
+``window`` steps; stop at ``max_steps`` in any case. The training itself is the package's one loop,
 :func:`attention_course.models.training.train`; the rule is applied from its ``callback``.
 """
 
@@ -42,6 +42,7 @@ class ConvergenceRule:
     min_gain: float = 0.01
     window: int = 300
     valid_batch: int = 256
+    plateau_from: int = 0
 
     def __post_init__(self) -> None:
         if self.window % self.check_every or self.max_steps % self.check_every:
@@ -67,6 +68,8 @@ def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
     True
     >>> stop_reason([0.05 * i for i in range(1, 13)], rule)
     'max steps'
+    >>> stop_reason([0.30, 0.305, 0.306, 0.308], ConvergenceRule(max_steps=4000, plateau_from=2000)) is None
+    True
     """
     steps = len(curve) * rule.check_every
     if steps < rule.min_steps and steps < rule.max_steps:
@@ -74,7 +77,7 @@ def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
     if curve[-1] >= rule.target:
         return "target"
     back = rule.window // rule.check_every
-    if len(curve) > back and curve[-1] - curve[-1 - back] < rule.min_gain:
+    if steps >= rule.plateau_from and len(curve) > back and curve[-1] - curve[-1 - back] < rule.min_gain:
         return "plateau"
     return "max steps" if steps >= rule.max_steps else None
 

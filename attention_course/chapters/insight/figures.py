@@ -200,7 +200,7 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
     ('recall', 2)
     """
     M = np.full((len(rows), len(tasks)), np.nan)
-    fig, ax = plt.subplots(figsize=(5.6, 0.42 * len(rows) + 1.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.8 + 0.7 * len(tasks), 0.42 * len(rows) + 1.4), layout="constrained")
     for i, (_, variant) in enumerate(rows):
         for j, (_, task) in enumerate(tasks):
             s = table.get((task, variant))

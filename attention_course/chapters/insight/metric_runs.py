@@ -14,6 +14,14 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
     attention, seeds 0 and 1. Run one width at a time (``--widths 16``; each under 15 minutes on one
     thread); the file keeps the other widths' records.
 
+``partner`` (``attention_course/data/insight_partner.json``)
+    Partner recall (:func:`~attention_course.chapters.insight.recall_tasks.partner_mqar`, 16 pairs),
+    d_model = 64: learned :math:`W_Q, W_K`, :math:`W_Q = W_K = I`, tied :math:`W_Q = W_K`, seeds 0-2.
+``linear --long`` (``attention_course/data/insight_linear_long.json``)
+    The N > d points and every point where a mixer stopped on the plateau, rerun by :data:`LONG_RULE`
+    (at most 4,000 steps, no plateau stop before 2,000) in :func:`long_grid`'s order; the file is
+    written after each point, so a run cut short keeps what it finished.
+
 The two pre-registered decisions (``metric-learned``, ``softmax-over-linear`` in
 ``attention_course/data/claims.toml``) are :func:`decide_metric_learned` and :func:`decide_softmax_linear`.
 """
@@ -34,13 +42,18 @@ from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
 
-__all__ = ["METRIC_VARIANTS", "METRIC_FILE", "LINEAR_FILE", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
+__all__ = ["METRIC_VARIANTS", "METRIC_FILE", "LINEAR_FILE", "PARTNER_FILE", "LONG_FILE", "LONG_RULE", "PARTNER",
+           "partner_grid", "long_grid", "accuracy_table_of", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
            "run_metric_job", "load_metric", "load_linear", "linear_table", "decide_metric_learned",
-           "decide_softmax_linear", "add_arguments", "cli"]
+           "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "add_arguments", "cli"]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"
-RECALL, COPY = "recall (MQAR, 16 pairs)", "previous token"
+PARTNER_FILE = DATA_DIR / "insight_partner.json"
+LONG_FILE = DATA_DIR / "insight_linear_long.json"
+RECALL, COPY, PARTNER = "recall (MQAR, 16 pairs)", "previous token", "partner recall (16 pairs)"
+#: The longer budget of the softmax-over-linear rerun: at most 4,000 steps, no plateau stop before 2,000.
+LONG_RULE = ConvergenceRule(max_steps=4000, plateau_from=2000)
 PAIRS, WIDTHS = (8, 16, 32, 64), (16, 32, 64)
 
 #: The metric variants, all with the learnable score scale.
@@ -51,7 +64,8 @@ METRIC_VARIANTS: dict[str, Variant] = {
     "W_Q = W_K = I, self masked": Variant(identity=True, mask_self=True, learn_scale=True),
     "tied, self masked": Variant(tied=True, mask_self=True, learn_scale=True),
 }
-_TASKS = {RECALL: RecallTask("stacked_mqar", {"n_pairs": 16}), COPY: RecallTask("previous_token", {"length": 32})}
+_TASKS = {RECALL: RecallTask("stacked_mqar", {"n_pairs": 16}), COPY: RecallTask("previous_token", {"length": 32}),
+          PARTNER: RecallTask("partner_mqar", {"n_pairs": 16})}
 _MIXERS = {"softmax attention": Variant(), "linear attention": Variant(mixer="linear")}
 
 
@@ -65,6 +79,40 @@ def metric_grid() -> list[tuple[str, str, int]]:
     """
     names = list(METRIC_VARIANTS)
     return [(RECALL, v, 64) for v in names[:3]] + [(COPY, v, 64) for v in names]
+
+
+def partner_grid() -> list[tuple[str, str, int]]:
+    """(task, variant, d_model) of the ``partner`` part: learned, identity and tied on partner recall.
+
+    Examples
+    --------
+    >>> [v for _, v, _ in partner_grid()]
+    ['learned W_Q, W_K', 'W_Q = W_K = I', 'tied W_Q = W_K']
+    """
+    return [(PARTNER, v, 64) for v in list(METRIC_VARIANTS)[:3]]
+
+
+def long_grid(runs: Sequence[Mapping]) -> list[tuple[str, str, int]]:
+    """The points the longer budget reruns, in the registered order, from the 1,200-step ``runs``.
+
+    Softmax at N > d, linear at N > d, then every other (mixer, N, d) of a point where either mixer
+    stopped on the plateau.
+
+    Examples
+    --------
+    >>> r = [{"variant": m, "n_pairs": n, "d_model": 16, "stopped": [s]} for m, n, s in
+    ...      [("softmax attention", 8, "target"), ("linear attention", 8, "plateau"),
+    ...       ("softmax attention", 32, "target"), ("linear attention", 32, "target")]]
+    >>> [(v[0], n.split("(MQAR, ")[1][:2], d) for n, v, d in long_grid(r)]
+    [('s', '32', 16), ('l', '32', 16), ('s', '8 ', 16), ('l', '8 ', 16)]
+    """
+    points = sorted({(r["n_pairs"], r["d_model"]) for r in runs}, key=lambda p: (p[1], p[0]))
+    plateau = {(r["n_pairs"], r["d_model"]) for r in runs if "plateau" in r["stopped"]}
+    over = [p for p in points if p[0] > p[1]]
+    rest = [p for p in points if p in plateau and p not in over]
+    label = "recall (MQAR, {} pairs)".format
+    return ([(label(n), "softmax attention", d) for n, d in over] + [(label(n), "linear attention", d) for n, d in over]
+            + [(label(n), m, d) for n, d in rest for m in _MIXERS])
 
 
 def linear_grid(widths: Sequence[int] = WIDTHS, pairs: Sequence[int] = PAIRS) -> list[tuple[str, str, int]]:
@@ -108,6 +156,43 @@ def load_linear(path=LINEAR_FILE) -> dict:
         return json.load(fh)
 
 
+def load_partner(path=PARTNER_FILE) -> dict:
+    """The stored ``partner`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def load_long(path=LONG_FILE) -> dict:
+    """The stored longer-budget reruns: ``{"meta", "runs": [...]}`` (records as in :func:`load_linear`)."""
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def merged_linear(runs: Sequence[Mapping], long_runs: Sequence[Mapping]) -> list[dict]:
+    """The 1,200-step records with every rerun (mixer, N, d) replaced by its longer-budget record.
+
+    Examples
+    --------
+    >>> a = [{"variant": "linear attention", "n_pairs": 8, "d_model": 16, "accuracy": [0.5]}]
+    >>> merged_linear(a, [{**a[0], "accuracy": [0.9]}])[0]["accuracy"]
+    [0.9]
+    """
+    key = lambda r: (r["variant"], r["n_pairs"], r["d_model"])  # noqa: E731
+    new = {key(r): dict(r, budget="long") for r in long_runs}
+    return [new.get(key(r), dict(r, budget="short")) for r in runs]
+
+
+def accuracy_table_of(runs: Sequence[Mapping]) -> dict[tuple[str, str], Score]:
+    """``(task, variant) -> Score`` over each record's seeds (the table the decisions read).
+
+    Examples
+    --------
+    >>> accuracy_table_of([{"task": PARTNER, "variant": "W_Q = W_K = I", "accuracy": [0.5, 0.7]}])[PARTNER, "W_Q = W_K = I"].n
+    2
+    """
+    return accuracy_table(list(runs))
+
+
 def linear_table(runs: Sequence[Mapping]) -> dict[tuple[str, int, int], Score]:
     """``(mixer, N, d) -> Score`` over each record's seeds.
 
@@ -123,7 +208,11 @@ def linear_table(runs: Sequence[Mapping]) -> dict[tuple[str, int, int], Score]:
 
 # ------------------------------------------------------------------ the pre-registered decisions
 def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
-    """``metric-learned``: gap_r = learned - identity on recall, gap_c = tied-masked - identity-masked on the copy.
+    """``metric-learned``: gap_r = learned - identity on recall, gap_c = tied-masked - identity-masked on the copy,
+    and, when ``t`` has partner recall, gap_p = learned - identity and gap_t = learned - tied there.
+
+    Returns ``"holds when"`` with the condition "the match is not the embeddings' own similarity"
+    when only gap_p exceeds 0.05; :func:`partner_needs_untied` says whether tied fails too.
 
     Examples
     --------
@@ -133,16 +222,43 @@ def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
     ...      (COPY, "W_Q = W_K = I, self masked"): S(0.5)}
     >>> decide_metric_learned(t)
     'holds when'
+    >>> t[RECALL, "W_Q = W_K = I"] = S(1.0); t[COPY, "tied, self masked"] = S(0.5)
+    >>> decide_metric_learned(t)
+    'wrong as stated'
+    >>> t.update({(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "W_Q = W_K = I"): S(0.5)})
+    >>> decide_metric_learned(t)
+    'holds when'
     """
-    if min(t[RECALL, "learned W_Q, W_K"].mean, t[COPY, "learned W_Q, W_K"].mean) < 0.9:
+    partner = (PARTNER, "learned W_Q, W_K") in t
+    tasks = (RECALL, COPY, PARTNER) if partner else (RECALL, COPY)
+    if min(t[k, "learned W_Q, W_K"].mean for k in tasks) < 0.9:
         return "undecided"
     gap_r = t[RECALL, "learned W_Q, W_K"].mean - t[RECALL, "W_Q = W_K = I"].mean
     gap_c = t[COPY, "tied, self masked"].mean - t[COPY, "W_Q = W_K = I, self masked"].mean
-    if gap_r > 0.05 and gap_c > 0.05:
+    if not partner:
+        if gap_r > 0.05 and gap_c > 0.05:
+            return "holds"
+        if gap_r <= 0.05 and gap_c <= 0.05:
+            return "wrong as stated"
+        return "holds when"
+    gap_p = t[PARTNER, "learned W_Q, W_K"].mean - t[PARTNER, "W_Q = W_K = I"].mean
+    if gap_r > 0.05 and gap_c > 0.05 and gap_p > 0.05:
         return "holds"
     if gap_r <= 0.05 and gap_c <= 0.05:
-        return "wrong as stated"
-    return "holds when"
+        return "holds when" if gap_p > 0.05 else "wrong as stated"
+    return "undecided"
+
+
+def partner_needs_untied(t: Mapping[tuple[str, str], Score]) -> bool:
+    """Whether tied W_Q = W_K also fails partner recall: gap_t = learned - tied above 0.05.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> partner_needs_untied({(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "tied W_Q = W_K"): S(0.5)})
+    True
+    """
+    return t[PARTNER, "learned W_Q, W_K"].mean - t[PARTNER, "tied W_Q = W_K"].mean > 0.05
 
 
 def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int] = PAIRS,
@@ -174,10 +290,36 @@ def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequen
     return "undecided"
 
 
+def ratio_threshold(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int] = PAIRS,
+                    widths: Sequence[int] = WIDTHS) -> Optional[float]:
+    """The smallest tested N/d from which the gap is above 0.1 at every point (with softmax >= 0.9) of that ratio or more.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 2)
+    >>> t = {("softmax attention", n, 16): S(0.99) for n in (4, 8, 16, 32)}
+    >>> t.update({("linear attention", n, 16): S(a) for n, a in [(4, 0.98), (8, 0.95), (16, 0.6), (32, 0.3)]})
+    >>> ratio_threshold(t, pairs=(4, 8, 16, 32), widths=(16,))
+    1.0
+    """
+    ratios = sorted({n / d for n in pairs for d in widths})
+    gap = {(n, d): t["softmax attention", n, d].mean - t["linear attention", n, d].mean
+           for n in pairs for d in widths if t["softmax attention", n, d].mean >= 0.9}
+    best = None
+    for r in reversed(ratios):
+        if all(g > 0.1 for (n, d), g in gap.items() if n / d >= r):
+            best = r
+        else:
+            break
+    return best
+
+
 # ------------------------------------------------------------------ the command
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's arguments."""
-    p.add_argument("--part", choices=("metric", "linear"), required=True)
+    p.add_argument("--part", choices=("metric", "linear", "partner"), required=True)
+    p.add_argument("--long", action="store_true",
+                   help="linear: rerun the N > d and plateau-stopped points by LONG_RULE into insight_linear_long.json")
     p.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS), help="d_model of the linear part")
     p.add_argument("--pairs", type=int, nargs="+", default=list(PAIRS), help="N of the linear part")
     p.add_argument("--seeds", type=int, nargs="+", default=None,
@@ -189,19 +331,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
     """Run the chosen part and write (or, for ``linear``, update) its JSON."""
     torch.set_num_threads(1)
-    metric = args.part == "metric"
+    metric = args.part in ("metric", "partner")
     seeds = tuple(args.seeds or ((0, 1, 2) if metric else (0, 1)))
-    out = args.out or (METRIC_FILE if metric else LINEAR_FILE)
-    grid = metric_grid() if metric else linear_grid(args.widths, args.pairs)
+    long = args.part == "linear" and getattr(args, "long", False)
+    files = {"metric": METRIC_FILE, "partner": PARTNER_FILE, "linear": LONG_FILE if long else LINEAR_FILE}
+    out = args.out or files[args.part]
+    rule = LONG_RULE if long else ConvergenceRule()
+    if args.part == "metric":
+        grid = metric_grid()
+    elif args.part == "partner":
+        grid = partner_grid()
+    elif long:
+        grid = [g for g in long_grid(load_linear()["runs"]) if g[2] in args.widths and _task(g[0]).kwargs["n_pairs"]
+                in args.pairs]
+    else:
+        grid = linear_grid(args.widths, args.pairs)
     meta = {"machine": machine_info(threads=1), "command": "python -m attention_course insight-metric",
             "arguments": {k: (str(v) if k == "out" else v) for k, v in vars(args).items()
                           if k not in ("command", "run", "parser")}, "seeds": list(seeds)}
     start, runs = time.perf_counter(), []
     for t, v, d in progress_bar(iter(grid), "insight-metric", len(grid), not args.quiet):
-        runs.append(run_metric_job(t, v, d, seeds))
+        runs.append(run_metric_job(t, v, d, seeds, rule=rule))
+        if long:  # written after each point: a run cut short keeps what it finished
+            meta["wall_seconds"] = round(time.perf_counter() - start, 1)
+            write_json({"meta": meta, "runs": runs, "planned": [list(g) for g in grid]}, out)
     meta["wall_seconds"] = round(time.perf_counter() - start, 1)
-    if metric:
-        write_json({"meta": meta, "runs": runs}, out)
+    if metric or long:
+        write_json({"meta": meta, "runs": runs, **({"planned": [list(g) for g in grid]} if long else {})}, out)
         return 0
     try:
         old = load_linear(out)

@@ -11,6 +11,9 @@ value slot means "no value here".
   its key. One layer that matches the query's key against the earlier keys solves it; nothing that
   mixes positions with weights fixed in advance can, because where the key sits changes with every
   sequence.
+- **Partner recall**: stacked MQAR whose keys come in partner pairs :math:`f(2i) = 2i + 1`,
+  :math:`f(2i + 1) = 2i`, both members stored; the query key :math:`a` must output the value stored
+  under :math:`f(a)`. The right match is a *different* key, not the embeddings' own similarity.
 - **Previous-token copy**: random tokens; position :math:`t \ge 1` must output the token at
   :math:`t - 1`. The relation is directional (the previous token, not the next, not itself), and
   the offset never changes, so fixed mixing solves it.
@@ -24,7 +27,7 @@ import torch
 
 from ...models.tasks import Batch
 
-__all__ = ["BLANK", "N_VALUES", "stacked_mqar", "previous_token", "gaps"]
+__all__ = ["BLANK", "N_VALUES", "stacked_mqar", "partner_mqar", "previous_token", "gaps"]
 
 #: Number of value ids; the blank value is id ``N_VALUES``.
 N_VALUES = 64
@@ -73,6 +76,56 @@ def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     inputs[:, N:, 0], inputs[:, N:, 1] = keys.gather(1, order), BLANK
     targets = torch.zeros(B, 2 * N, dtype=torch.long)
     targets[:, N:] = values.gather(1, order)
+    mask = torch.zeros(B, 2 * N, dtype=torch.bool)
+    mask[:, N:] = True
+    return Batch(inputs, targets, mask)
+
+
+def partner_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int = 0,
+                 generator: Optional[torch.Generator] = None) -> Batch:
+    r"""Partner recall: :func:`stacked_mqar` whose query key :math:`a` must fetch the value stored under :math:`f(a)`.
+
+    .. math::
+
+        f(2i) = 2i + 1,\quad f(2i + 1) = 2i; \qquad x_{N+i} = (a_i, \varnothing),\quad
+        y_{N+i} = v_j \text{ where } k_j = f(a_i) ,
+
+    with the ``N`` stored keys made of ``N / 2`` partner pairs drawn from the ``n_keys / 2``, so both
+    :math:`a` and :math:`f(a)` are stored. A symmetric positive semi-definite score
+    :math:`x^\top W^\top W y` cannot rank the partner above the key itself for both members of a
+    pair (Cauchy-Schwarz: :math:`\langle Wa, Wb\rangle \le \max(|Wa|^2, |Wb|^2)`). Chance is 1/64.
+
+    Returns
+    -------
+    Batch
+        ``inputs`` (B, 2N, 2), ``targets`` (B, 2N) (0 where unused), ``mask`` (B, 2N): True at the queries.
+
+    Examples
+    --------
+    >>> x, y, m = partner_mqar(2, n_pairs=4, seed=0)
+    >>> tuple(x.shape), m[0].tolist()
+    ((2, 8, 2), [False, False, False, False, True, True, True, True])
+    >>> k, v = x[0, :4, 0], x[0, :4, 1]
+    >>> all(int(y[0, t]) == int(v[k == (x[0, t, 0] ^ 1)][0]) for t in range(4, 8))
+    True
+    """
+    if n_pairs < 2 or n_pairs % 2 or n_keys < n_pairs or n_keys % 2:
+        raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}; expected even 2 <= n_pairs <= n_keys, n_keys even")
+    g = _gen(seed, generator)
+    B, N = batch_size, n_pairs
+    couples = torch.rand(B, n_keys // 2, generator=g).argsort(dim=1)[:, :N // 2]  # (B, N/2): partner pairs
+    both = torch.stack([2 * couples, 2 * couples + 1], dim=2).reshape(B, N)  # (B, N): a and f(a)
+    shuffle = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): storage order
+    keys = both.gather(1, shuffle)  # (B, N)
+    values = torch.randint(0, N_VALUES, (B, N), generator=g)  # (B, N)
+    order = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): the queried key at each query
+    queried = keys.gather(1, order)  # (B, N)
+    where = (keys[:, None, :] == (queried ^ 1)[:, :, None]).float().argmax(dim=2)  # (B, N): partner's slot
+    inputs = torch.empty(B, 2 * N, 2, dtype=torch.long)
+    inputs[:, :N, 0], inputs[:, :N, 1] = keys, values
+    inputs[:, N:, 0], inputs[:, N:, 1] = queried, BLANK
+    targets = torch.zeros(B, 2 * N, dtype=torch.long)
+    targets[:, N:] = values.gather(1, where)
     mask = torch.zeros(B, 2 * N, dtype=torch.bool)
     mask[:, N:] = True
     return Batch(inputs, targets, mask)

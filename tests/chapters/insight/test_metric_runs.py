@@ -137,14 +137,13 @@ def stored():
         pytest.skip("insight-metric has not been run")
 
 
-def test_stored_runs_decide_the_ledger_verdicts(stored):
-    metric, linear = stored
+def test_stored_runs_without_partner_recall_find_no_gap(stored):
+    """On MQAR and the copy alone, where a key finds itself, the registered rule finds no gap (both at most 0.05)."""
+    metric, _ = stored
     t = {(r["task"], r["variant"]): s for r, s in
          zip(metric["runs"], [Score(float(np.mean(r["accuracy"])), min(r["accuracy"]), max(r["accuracy"]),
                                     len(r["accuracy"])) for r in metric["runs"]])}
-    assert mr.decide_metric_learned(t) == by_id("metric-learned").verdict
-    widths = sorted({r["d_model"] for r in linear["runs"]})
-    assert mr.decide_softmax_linear(mr.linear_table(linear["runs"]), widths=widths) == by_id("softmax-over-linear").verdict
+    assert mr.decide_metric_learned(t) == "wrong as stated"
 
 
 def test_stored_runs_follow_their_rule(stored):
@@ -163,3 +162,77 @@ def test_one_stored_metric_record_is_reproduced(stored):
     again = mr.run_metric_job(r["task"], r["variant"], r["d_model"], seeds=tuple(r["seeds"][:1]))
     assert again["lr"] == r["lr"] and again["steps"][0] == r["steps"][0]
     assert abs(again["accuracy"][0] - r["accuracy"][0]) < 0.02
+
+
+# ------------------------------------------------------------------ partner recall and the longer budget
+def test_partner_targets_are_the_value_stored_under_the_partner_key():
+    from attention_course.chapters.insight.recall_tasks import partner_mqar
+    x, y, m = partner_mqar(16, n_pairs=8, seed=4)
+    for b in range(16):
+        stored = {int(k): int(v) for k, v in x[b, :8].tolist()}
+        assert set(stored) == {k ^ 1 for k in stored}  # both members of every partner pair are stored
+        for t in range(8, 16):
+            a = int(x[b, t, 0])
+            partner = a + 1 if a % 2 == 0 else a - 1  # f(2i) = 2i + 1, f(2i + 1) = 2i
+            assert int(y[b, t]) == stored[partner] and bool(m[b, t])
+    with pytest.raises(ValueError, match="expected even"):
+        partner_mqar(1, n_pairs=3)
+
+
+def test_a_psd_score_cannot_prefer_the_partner_for_both_members():
+    """Cauchy-Schwarz: <Wa, Wb> <= max(|Wa|^2, |Wb|^2), so tied W_Q = W_K ranks a partner first for at most one member."""
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        W = torch.randn(8, 8, generator=g, dtype=torch.float64)
+        a, b = torch.randn(2, 8, generator=g, dtype=torch.float64) @ W.T  # W x_a, W x_b
+        assert not (a @ b > a @ a and a @ b > b @ b)
+
+
+def test_long_rule_waits_for_step_2000_before_a_plateau_stop():
+    flat = [0.06] * 19
+    assert all(stop_reason(flat[:i], mr.LONG_RULE) is None for i in range(1, 20))
+    assert stop_reason(flat + [0.06], mr.LONG_RULE) == "plateau"
+    assert stop_reason([0.06] * 12 + [0.995], mr.LONG_RULE) == "target"
+    assert stop_reason([0.01 * i for i in range(1, 41)], mr.LONG_RULE) == "max steps"
+
+
+def test_decide_metric_learned_with_partner_recall():
+    t = _metric(1.0, 0.99, 1.0, 0.95, 0.93)  # both old gaps at most 0.05
+    P = mr.PARTNER
+    assert mr.decide_metric_learned({**t, (P, "learned W_Q, W_K"): S(1.0), (P, "W_Q = W_K = I"): S(0.5)}) == "holds when"
+    assert mr.decide_metric_learned({**t, (P, "learned W_Q, W_K"): S(1.0), (P, "W_Q = W_K = I"): S(0.97)}) \
+        == "wrong as stated"
+    assert mr.decide_metric_learned({**t, (P, "learned W_Q, W_K"): S(0.8), (P, "W_Q = W_K = I"): S(0.1)}) == "undecided"
+
+
+def test_ratio_threshold_reads_the_gap_over_n_over_d():
+    t = _linear(lambda n, d: 1.0, lambda n, d: 1.0 if n < d else 0.3)
+    assert mr.ratio_threshold(t) == 1.0
+    t = _linear(lambda n, d: 1.0, lambda n, d: 1.0 if 2 * n < d else 0.3)
+    assert mr.ratio_threshold(t) == 0.5
+
+
+@pytest.fixture(scope="module")
+def stored_new():
+    try:
+        return mr.load_partner(), mr.load_long()
+    except FileNotFoundError:  # pragma: no cover
+        pytest.skip("insight-metric --part partner / --long has not been run")
+
+
+def test_stored_partner_and_long_runs_decide_the_ledger(stored, stored_new):
+    metric, linear = stored
+    partner, long = stored_new
+    t = mr.accuracy_table_of(metric["runs"] + partner["runs"])
+    assert mr.decide_metric_learned(t) == by_id("metric-learned").verdict
+    merged = mr.merged_linear(linear["runs"], long["runs"])
+    assert mr.decide_softmax_linear(mr.linear_table(merged)) == by_id("softmax-over-linear").verdict
+    planned = [tuple(g) for g in long["planned"]]
+    assert planned[:len(long["runs"])] == [(r["task"], r["variant"], r["d_model"]) for r in long["runs"]]
+    assert planned == [tuple(g) for g in mr.long_grid(linear["runs"])]
+    for r in partner["runs"] + long["runs"]:
+        rule = ConvergenceRule(**r["rule"])
+        for steps, why, curve in zip(r["steps"], r["stopped"], r["curves"]):
+            assert steps == len(curve) * rule.check_every and stop_reason(curve, rule) == why
+            assert all(stop_reason(curve[:i], rule) is None for i in range(1, len(curve)))
+    assert all(r["rule"]["max_steps"] == 4000 and r["rule"]["plateau_from"] == 2000 for r in long["runs"])
