@@ -208,7 +208,9 @@ COMMANDS = {
         "and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
         "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR with "
         "N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per width; "
-        "minutes each).",
+        "minutes each); --part partner (partner recall, where a key fetches its partner's value; "
+        "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points again, "
+        "up to 4,000 steps; insight_linear_long.json, written per point, about 25 minutes).",
     ),
 }
 

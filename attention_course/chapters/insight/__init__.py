@@ -91,7 +91,16 @@ from .figures import (
     plot_ingredients,
     plot_linear_capacity,
 )
-from .sliders import window_explorer, task_explorer, TASK_SLIDERS, WINDOW_MARGIN
+from .sliders import (
+    window_explorer,
+    task_explorer,
+    TASK_SLIDERS,
+    WINDOW_MARGIN,
+    metric_explorer,
+    METRIC_TASKS,
+    METRIC_MARGIN,
+    pairs_explorer,
+)
 from .exercises import EXERCISES
 
 __all__ = [
@@ -189,5 +198,9 @@ __all__ = [
     "task_explorer",
     "TASK_SLIDERS",
     "WINDOW_MARGIN",
+    "metric_explorer",
+    "METRIC_TASKS",
+    "METRIC_MARGIN",
+    "pairs_explorer",
     "EXERCISES",
 ]

@@ -13,14 +13,17 @@ at the first window whose accuracy is within 0.05 of full attention
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Optional
 
 import numpy as np
 
 from ...figures.widgets import SliderFigure, static_fallback
 from .ingredients import Score, covered_share, first_within, window_curve
+from .metric_runs import ratio_threshold
 
-__all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN"]
+__all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN", "metric_explorer", "METRIC_TASKS",
+           "METRIC_MARGIN", "pairs_explorer"]
 
 #: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
 WINDOW_MARGIN = 0.05
@@ -136,3 +139,122 @@ def task_explorer(table: Mapping[tuple[str, str], Score], claim: str) -> SliderF
                         f"Held-out accuracy of softmax attention and its ablations for the claim {claim}, on recall "
                         "and on the previous-token copy.", start=0, control_label="task", flip=flip,
                         flip_note=note, verdict=claim)
+
+
+# ------------------------------------------------------------------ metric-learned and softmax-over-linear
+#: The tasks of the metric slider: (label, task, the two variants the pre-registered gap compares).
+METRIC_TASKS = (
+    ("recall", "recall (MQAR, 16 pairs)", ("learned W_Q, W_K", "W_Q = W_K = I")),
+    ("previous token", "previous token", ("tied, self masked", "W_Q = W_K = I, self masked")),
+    ("partner recall", "partner recall (16 pairs)", ("learned W_Q, W_K", "W_Q = W_K = I")),
+)
+#: The gap above which a learned metric counts as needed (the pre-registered 0.05).
+METRIC_MARGIN = 0.05
+
+
+def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
+    """Switch the task and compare a learned query-key metric with the fixed one (``metric-learned``).
+
+    Each frame shows the two variants whose gap the pre-registered rule reads on that task; the flag
+    sits at the first task where the gap exceeds :data:`METRIC_MARGIN`: where a fixed metric stops
+    being enough.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(task, v): S(1.0) for _, task, pair in METRIC_TASKS for v in pair}
+    >>> t["partner recall (16 pairs)", "W_Q = W_K = I"] = S(0.5)
+    >>> fig = metric_explorer(t)
+    >>> fig.labels, fig.flip, fig.verdict
+    (['recall', 'previous token', 'partner recall'], 2, 'metric-learned')
+    """
+    gaps_ = [table[t, a].mean - table[t, b].mean for _, t, (a, b) in METRIC_TASKS]
+    flip = next((i for i, g in enumerate(gaps_) if g > METRIC_MARGIN), None)
+    frames = []
+    for (label, t, pair), g in zip(METRIC_TASKS, gaps_):
+        s = [table[t, v] for v in pair]
+        frames.append({
+            "data": [{"type": "bar", "x": list(pair), "y": [x.mean for x in s], "marker": {"color": _ACC},
+                      "error_y": {"type": "data", "symmetric": False, "array": [x.high - x.mean for x in s],
+                                  "arrayminus": [x.mean - x.low for x in s]}}],
+            "readout": f"{label}: " + "; ".join(f"{v} <b>{x.mean:.2f}</b>" for v, x in zip(pair, s))
+                       + f". Gap {g:+.2f}.",
+        })
+    layout = {"height": 340, "margin": {"l": 55, "r": 10, "t": 10, "b": 70}, "font": {"size": 13},
+              "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1.05]}}
+
+    def draw(fig, ax):
+        x = np.arange(len(METRIC_TASKS))
+        for k, name in enumerate(("learned", "fixed")):
+            ax.bar(x + 0.4 * k - 0.2, [table[t, pair[k]].mean for _, t, pair in METRIC_TASKS], width=0.4,
+                   label=f"{name} metric")
+        ax.set_xticks(x, [label for label, _, _ in METRIC_TASKS])
+        ax.set(ylabel="held-out accuracy", ylim=(0, 1.05), title="A learned metric against a fixed one")
+        ax.legend(fontsize=9)
+
+    return SliderFigure("ix-insight-metric", "Switch the task: when must the metric be learned?",
+                        [label for label, _, _ in METRIC_TASKS], frames, layout, static_fallback(draw),
+                        "Held-out accuracy with a learned query-key metric and with a fixed one (W_Q = W_K = I; "
+                        "on the copy, tied against identity, both with the self-score masked), on three tasks.",
+                        start=0, control_label="task", flip=flip,
+                        flip_note="the fixed metric falls behind: the match is another key", verdict="metric-learned")
+
+
+def pairs_explorer(table: Mapping[tuple[str, int, int], Score], pairs=(8, 16, 32, 64),
+                   widths=(16, 32, 64)) -> SliderFigure:
+    """A slider over the load N/d: softmax against linear attention at every width with that ratio.
+
+    The flag sits at :func:`~attention_course.chapters.insight.metric_runs.ratio_threshold`, the
+    smallest ratio from which linear attention is more than 0.1 behind at every informative point
+    (``softmax-over-linear``'s condition).
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 2)
+    >>> t = {("softmax attention", n, 16): S(0.99) for n in (4, 8, 16, 32)}
+    >>> t.update({("linear attention", n, 16): S(a) for n, a in [(4, 0.98), (8, 0.95), (16, 0.6), (32, 0.3)]})
+    >>> fig = pairs_explorer(t, pairs=(4, 8, 16, 32), widths=(16,))
+    >>> fig.labels, fig.flip, fig.verdict
+    (['N/d = 1/4', 'N/d = 1/2', 'N/d = 1', 'N/d = 2'], 2, 'softmax-over-linear')
+    """
+    ratios = sorted({Fraction(n, d) for n in pairs for d in widths})
+    cut = ratio_threshold(table, pairs=pairs, widths=widths)
+    flip = next((i for i, r in enumerate(ratios) if cut is not None and float(r) == cut), None)
+    labels, frames = [], []
+    for r in ratios:
+        points = [(n, d) for d in widths for n in pairs if Fraction(n, d) == r]
+        soft = [table["softmax attention", n, d] for n, d in points]
+        lin = [table["linear attention", n, d] for n, d in points]
+        names = [f"N = {n}, d = {d}" for n, d in points]
+        labels.append(f"N/d = {r}")
+        frames.append({
+            "data": [{"type": "bar", "x": names, "y": [s.mean for s in soft], "name": "softmax attention",
+                      "marker": {"color": _ACC}},
+                     {"type": "bar", "x": names, "y": [s.mean for s in lin], "name": "linear attention",
+                      "marker": {"color": "#E69F00"}}],
+            "readout": f"N/d = {r}: " + "; ".join(f"{nm}: softmax <b>{s.mean:.2f}</b>, linear <b>{x.mean:.2f}</b>"
+                                                    for nm, s, x in zip(names, soft, lin)) + ".",
+        })
+    layout = {"height": 360, "margin": {"l": 55, "r": 10, "t": 10, "b": 60}, "font": {"size": 13},
+              "barmode": "group", "yaxis": {"title": {"text": "recall accuracy"}, "range": [0, 1.05]},
+              "legend": {"orientation": "h", "y": 1.12, "x": 0}}
+
+    def draw(fig, ax):
+        x = np.arange(len(ratios))
+        for k, (mixer, color) in enumerate((("softmax attention", _ACC), ("linear attention", "#E69F00"))):
+            means = [np.mean([table[mixer, n, d].mean for d in widths for n in pairs if Fraction(n, d) == r])
+                     for r in ratios]
+            ax.plot(x, means, "o-", color=color, label=mixer)
+        if cut is not None:
+            ax.axvline(flip, color="0.5", ls=":")
+        ax.set_xticks(x, [str(r) for r in ratios])
+        ax.set(xlabel="pairs per dimension N/d", ylabel="recall (mean over widths)", ylim=(0, 1.05),
+               title="Softmax against linear attention as N/d grows")
+        ax.legend(fontsize=9)
+
+    return SliderFigure("ix-insight-pairs", "Store more pairs per dimension: when does linear attention fall behind?",
+                        labels, frames, layout, static_fallback(draw),
+                        "Recall accuracy of softmax and linear attention on MQAR, at every width d whose number "
+                        "of pairs N gives the chosen ratio N/d.", start=0, control_label="N/d", flip=flip,
+                        flip_note="linear attention more than 0.1 behind at every width: its d x d state is full",
+                        verdict="softmax-over-linear")
