@@ -38,6 +38,20 @@ def _gen(seed: int, generator: Optional[torch.Generator]) -> torch.Generator:
     return generator if generator is not None else torch.Generator().manual_seed(int(seed))
 
 
+def _recall_batch(keys: torch.Tensor, values: torch.Tensor, queried: torch.Tensor, answers: torch.Tensor) -> Batch:
+    """The stacked layout: ``N`` (key, value) tokens, then ``N`` (queried key, blank) tokens whose
+    targets are ``answers``; each argument (B, N). Returns inputs (B, 2N, 2), targets and mask (B, 2N)."""
+    B, N = keys.shape
+    inputs = torch.empty(B, 2 * N, 2, dtype=torch.long)
+    inputs[:, :N, 0], inputs[:, :N, 1] = keys, values
+    inputs[:, N:, 0], inputs[:, N:, 1] = queried, BLANK
+    targets = torch.zeros(B, 2 * N, dtype=torch.long)
+    targets[:, N:] = answers
+    mask = torch.zeros(B, 2 * N, dtype=torch.bool)
+    mask[:, N:] = True
+    return Batch(inputs, targets, mask)
+
+
 def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int = 0,
                  generator: Optional[torch.Generator] = None) -> Batch:
     r"""Stacked multi-query associative recall: ``N`` key-value tokens, then the ``N`` keys again.
@@ -71,14 +85,7 @@ def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     keys = torch.rand(B, n_keys, generator=g).argsort(dim=1)[:, :N]  # (B, N): distinct keys
     values = torch.randint(0, N_VALUES, (B, N), generator=g)  # (B, N)
     order = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): the queried pair at each query
-    inputs = torch.empty(B, 2 * N, 2, dtype=torch.long)
-    inputs[:, :N, 0], inputs[:, :N, 1] = keys, values
-    inputs[:, N:, 0], inputs[:, N:, 1] = keys.gather(1, order), BLANK
-    targets = torch.zeros(B, 2 * N, dtype=torch.long)
-    targets[:, N:] = values.gather(1, order)
-    mask = torch.zeros(B, 2 * N, dtype=torch.bool)
-    mask[:, N:] = True
-    return Batch(inputs, targets, mask)
+    return _recall_batch(keys, values, keys.gather(1, order), values.gather(1, order))
 
 
 def partner_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int = 0,
@@ -121,14 +128,7 @@ def partner_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     order = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): the queried key at each query
     queried = keys.gather(1, order)  # (B, N)
     where = (keys[:, None, :] == (queried ^ 1)[:, :, None]).float().argmax(dim=2)  # (B, N): partner's slot
-    inputs = torch.empty(B, 2 * N, 2, dtype=torch.long)
-    inputs[:, :N, 0], inputs[:, :N, 1] = keys, values
-    inputs[:, N:, 0], inputs[:, N:, 1] = queried, BLANK
-    targets = torch.zeros(B, 2 * N, dtype=torch.long)
-    targets[:, N:] = values.gather(1, where)
-    mask = torch.zeros(B, 2 * N, dtype=torch.bool)
-    mask[:, N:] = True
-    return Batch(inputs, targets, mask)
+    return _recall_batch(keys, values, queried, values.gather(1, where))
 
 
 def previous_token(batch_size: int, length: int = 32, vocab_size: int = 64, seed: int = 0,
