@@ -210,7 +210,8 @@ COMMANDS = {
         "N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per width; "
         "minutes each); --part partner (partner recall, where a key fetches its partner's value; "
         "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points again, "
-        "up to 4,000 steps; insight_linear_long.json, written per point, about 25 minutes).",
+        "up to 4,000 steps; insight_linear_long.json, written per point; run it per width, --widths 16, then 32, then 64, "
+        "each part keeping the others' records and taking about 10 minutes).",
     ),
 }
 

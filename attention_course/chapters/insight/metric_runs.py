@@ -32,6 +32,7 @@ import argparse
 import json
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Optional
 
 import torch
@@ -350,14 +351,25 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             "arguments": {k: (str(v) if k == "out" else v) for k, v in vars(args).items()
                           if k not in ("command", "run", "parser")}, "seeds": list(seeds)}
     start, runs = time.perf_counter(), []
+    # --long --widths 16 (then 32, 64): each call keeps the other widths' records, so each part stays
+    # under 15 minutes (the stored d = 16 and d = 32 parts took 8 and 10 minutes on one thread)
+    kept, planned = ([], [])
+    if long and Path(out).is_file():
+        old = load_long(out)
+        ours = lambda d, n: d in args.widths and n in args.pairs  # noqa: E731
+        kept = [r for r in old["runs"] if not ours(r["d_model"], r["n_pairs"])]
+        planned = [g for g in old.get("planned", []) if not ours(g[2], _task(g[0]).kwargs["n_pairs"])]
     for t, v, d in progress_bar(iter(grid), "insight-metric", len(grid), not args.quiet):
         runs.append(run_metric_job(t, v, d, seeds, rule=rule))
         if long:  # written after each point: a run cut short keeps what it finished
             meta["wall_seconds"] = round(time.perf_counter() - start, 1)
-            write_json({"meta": meta, "runs": runs, "planned": [list(g) for g in grid]}, out)
+            write_json({"meta": meta, "runs": kept + runs, "planned": planned + [list(g) for g in grid]}, out)
     meta["wall_seconds"] = round(time.perf_counter() - start, 1)
-    if metric or long:
-        write_json({"meta": meta, "runs": runs, **({"planned": [list(g) for g in grid]} if long else {})}, out)
+    if long:
+        write_json({"meta": meta, "runs": kept + runs, "planned": planned + [list(g) for g in grid]}, out)
+        return 0
+    if metric:
+        write_json({"meta": meta, "runs": runs}, out)
         return 0
     try:
         old = load_linear(out)

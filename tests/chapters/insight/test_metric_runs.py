@@ -236,3 +236,25 @@ def test_stored_partner_and_long_runs_decide_the_ledger(stored, stored_new):
             assert steps == len(curve) * rule.check_every and stop_reason(curve, rule) == why
             assert all(stop_reason(curve[:i], rule) is None for i in range(1, len(curve)))
     assert all(r["rule"]["max_steps"] == 4000 and r["rule"]["plateau_from"] == 2000 for r in long["runs"])
+
+
+def test_long_part_by_width_keeps_the_other_widths_records(tmp_path, monkeypatch):
+    """`--part linear --long --widths 16`, then `--widths 32`: the second call keeps the first's records."""
+    import argparse
+
+    from attention_course.chapters.insight import metric_runs as mr
+
+    runs = [{"variant": m, "n_pairs": n, "d_model": d, "stopped": ["target"], "accuracy": [0.5]}
+            for d in (16, 32) for n in (32, 64) for m in ("softmax attention", "linear attention")]
+    monkeypatch.setattr(mr, "load_linear", lambda path=None: {"meta": {}, "runs": runs})
+    monkeypatch.setattr(mr, "run_metric_job", lambda t, v, d, seeds, rule=None: {
+        "task": t, "variant": v, "d_model": d, "n_pairs": mr._task(t).kwargs["n_pairs"], "accuracy": [1.0]})
+    out = tmp_path / "long.json"
+    for widths in ([16], [32]):
+        args = argparse.Namespace(part="linear", long=True, widths=widths, pairs=[32, 64], seeds=None, out=str(out),
+                                  quiet=True)
+        assert mr.cli(args) == 0
+    stored, expected = mr.load_long(out), mr.long_grid(runs)  # N > d at both widths
+    assert {d for _, _, d in expected} == {16, 32}
+    assert sorted((r["task"], r["variant"], r["d_model"]) for r in stored["runs"]) == sorted(expected)
+    assert sorted(map(tuple, stored["planned"])) == sorted(expected)
