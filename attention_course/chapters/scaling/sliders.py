@@ -250,10 +250,10 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
                         f"(peak {float(J.max()):.3f} at σ ≈ {band.peak:.1f}); at σ = 1 the median ‖J‖<sub>F</sub> is "
                         f"{j1:.3f}, uniform row {floor:.3f}. σ = 1 lies {where} the band: <b>{verdict}</b>.")})
     flip = next((i for i, v in enumerate(verdicts) if v != verdicts[0]), None)
-    layout = {"height": 420, "margin": {"l": 60, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+    layout = {"height": 460, "margin": {"l": 60, "r": 10, "t": 80, "b": 45}, "font": PLOTLY_FONT,
               "xaxis": {"type": "log", "title": {"text": "spread σ of the logits (log scale)"}},
               "yaxis": {"range": [0, top], "title": {"text": "median ‖J‖_F"}},
-              "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}}
+              "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0}}  # above: a phone wraps it
 
     def draw(fig, ax):
         ax.fill_between(n_keys, [b.lo for b in bands], [b.hi for b in bands], color="#0072B2", alpha=0.2,
