@@ -100,7 +100,7 @@ def lab():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _open(drv, base: str, name: str, n_markdown: int, timeout: float = 90) -> int:
+def _open(drv, base: str, name: str, n_markdown: int, timeout: float = 240) -> int:
     drv.get(f"{base}/lab/tree/{name}?reset")
     deadline, rendered = time.monotonic() + timeout, 0
     while time.monotonic() < deadline:
