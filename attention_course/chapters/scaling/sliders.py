@@ -365,11 +365,12 @@ def start_scale_explorer(runs: Optional[dict] = None, trains_below: float = 1.0,
     flip = next((i for i, n in enumerate(n_ok) if n < need), None)
     names = {1 / math.sqrt(r["d_k"]): "1/8 (√d_k smaller)", 1.0: "1 (its own start)"}
     labels = [f"W_Q × {names.get(f, f'{f:g}')}" for f in a]
-    layout = {"height": 420, "margin": {"l": 60, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+    ticks = [f for f in a if not any(f < g < 1.25 * f for g in a)]  # drop a tick crowded by the next one
+    layout = {"height": 480, "margin": {"l": 60, "r": 10, "t": 100, "b": 45}, "font": PLOTLY_FONT,
               "xaxis": {"type": "log", "title": {"text": "W_Q's starting size, a times its own (log scale)"},
-                        "tickvals": a, "ticktext": [f"{f:g}" for f in a]},
+                        "tickvals": ticks, "ticktext": [f"{f:.3g}" for f in ticks]},
               "yaxis": {"range": [-0.1, 4.6], "title": {"text": "held-out loss after 1,000 steps (nats)"}},
-              "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}}
+              "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0}}  # above: a phone wraps it
 
     def draw(fig, ax):
         ax.plot(a, n_ok, "o-", color="#0072B2", label="saturated rows tempered")
