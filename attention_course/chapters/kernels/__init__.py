@@ -33,6 +33,7 @@ from .kernel_family import (
 from .learning import (
     BandwidthFit,
     fit_bandwidth,
+    fit_bandwidths,
     good_range_limit,
     learned_width_flip,
     MetricFit,
@@ -107,6 +108,7 @@ __all__ = [
     "load_family_sweep",
     "BandwidthFit",
     "fit_bandwidth",
+    "fit_bandwidths",
     "good_range_limit",
     "learned_width_flip",
     "MetricFit",

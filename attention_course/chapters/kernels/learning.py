@@ -29,16 +29,17 @@ the stored sweep over :math:`\alpha`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from ...core._backend import Array, to_numpy
+from ...core._backend import Array, ShapeError, to_numpy
 from ...core.attention import softmax
 from .smoothing import _as_points, log_kernel, mse, nadaraya_watson, sparse_sine_data
 
-__all__ = ["BandwidthFit", "fit_bandwidth", "good_range_limit", "learned_width_flip", "MetricFit", "fit_metric",
+__all__ = ["BandwidthFit", "fit_bandwidth", "fit_bandwidths", "good_range_limit", "learned_width_flip", "MetricFit", "fit_metric",
            "metric_over_draws"]
 
 
@@ -53,21 +54,23 @@ def _adam(
     :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`,
     :math:`p \leftarrow p - \eta\, \hat m / (\sqrt{\hat v} + \epsilon)` with bias-corrected
     :math:`\hat m, \hat v`. ``params[0]`` is ``init``; ``losses[t]`` is the loss at ``params[t]``.
+    ``loss_fn`` may return one loss per independent problem (a vector): Adam is elementwise, so
+    stepping on their sum updates each problem's entries as its own run would.
     """
     p = init.detach().clone().requires_grad_(True)
     m, v = torch.zeros_like(p), torch.zeros_like(p)
     params, losses = [p.detach().clone()], []
     for t in range(1, steps + 1):
-        loss = loss_fn(p)
-        (g,) = torch.autograd.grad(loss, p)
+        loss = loss_fn(p)  # a scalar, or one loss per independent problem (each depends on its own entries)
+        (g,) = torch.autograd.grad(loss.sum(), p)
         m = betas[0] * m + (1 - betas[0]) * g
         v = betas[1] * v + (1 - betas[1]) * g**2
         m_hat, v_hat = m / (1 - betas[0] ** t), v / (1 - betas[1] ** t)
         with torch.no_grad():
             p -= lr * m_hat / (v_hat.sqrt() + eps)
         params.append(p.detach().clone())
-        losses.append(loss.item())
-    return params, np.array(losses)
+        losses.append(loss.detach().numpy().copy())
+    return params, np.array(losses)  # (steps,) or (steps, problems)
 
 
 @dataclass(frozen=True)
@@ -119,19 +122,71 @@ def fit_bandwidth(
     >>> fit_bandwidth(data.x_train, data.y_train, steps=5, self_weight=0.5).loss_history.shape
     (5,)
     """
-    x_t = torch.as_tensor(to_numpy(x), dtype=torch.float64)  # (n,) or (n, d)
-    y_t = torch.as_tensor(to_numpy(y), dtype=torch.float64)  # (n,)
     if self_weight is None:
-        def loss_fn(w: torch.Tensor) -> torch.Tensor:
-            pred, _ = nadaraya_watson(x_t * w, x_t * w, y_t, leave_one_out=leave_one_out)  # (n,)
-            return ((pred - y_t) ** 2).mean()
-    else:
-        loss_fn = _self_weight_loss(x_t, y_t, self_weight)
-
+        return fit_bandwidths([x], [y], leave_one_out, steps, lr, w_init)[0]
+    x_t = torch.as_tensor(to_numpy(x), dtype=torch.float64)  # (n,)
+    y_t = torch.as_tensor(to_numpy(y), dtype=torch.float64)  # (n,)
+    loss_fn = _self_weight_loss(x_t, y_t, self_weight)
     w_init_t = torch.tensor(float(w_init), dtype=torch.float64)
     params, losses = _adam(loss_fn, w_init_t, steps, lr)
     ws = np.abs(np.array([p.item() for p in params]))  # the kernel depends on w only through w^2
     return BandwidthFit(float(ws[-1]), ws, losses)
+
+
+def fit_bandwidths(
+    xs: Sequence[Array], ys: Sequence[Array], leave_one_out: bool = True, steps: int = 200, lr: float = 0.05,
+    w_init: float = 1.0,
+) -> list[BandwidthFit]:
+    r""":func:`fit_bandwidth` on several data sets at once: one width :math:`w_b` per set, fitted together.
+
+    Set :math:`b` has its own loss :math:`L_b(w_b)`, the training MSE of
+    :math:`\hat y_i = \sum_j \operatorname{softmax}_j(-((x_i - x_j) w_b)^2/2)\, y_j` (:math:`j \ne i`
+    under leave-one-out). Adam steps on :math:`\sum_b L_b`, whose gradient in :math:`w_b` is
+    :math:`L_b`'s alone, so each fit is the one :func:`fit_bandwidth` makes; fitting them together
+    only saves the per-step overhead (22 fits of 300 steps: about 1 s instead of 13).
+
+    Parameters
+    ----------
+    xs : sequence of B arrays, each shape (n,) or (n, d), all the same shape
+    ys : sequence of B arrays, each shape (n,)
+    leave_one_out, steps, lr, w_init
+        As in :func:`fit_bandwidth`.
+
+    Returns
+    -------
+    list of B :class:`BandwidthFit`, in the order of ``xs``.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.smoothing import sine_data
+    >>> sets = [sine_data(seed=s) for s in (0, 1, 2)]
+    >>> fits = fit_bandwidths([d.x_train for d in sets], [d.y_train for d in sets], steps=5)
+    >>> len(fits), fits[2].w_history.shape
+    (3, (6,))
+    """
+    if len(xs) == 0 or len(xs) != len(ys):
+        raise ValueError(f"got {len(xs)} inputs xs and {len(ys)} targets ys; expected the same number, at least one")
+    x_t = torch.stack([torch.as_tensor(to_numpy(_as_points(f"xs[{b}]", x)), dtype=torch.float64)
+                       for b, x in enumerate(xs)]) if len({np.shape(x) for x in xs}) == 1 else None
+    y_t = torch.stack([torch.as_tensor(to_numpy(y), dtype=torch.float64) for y in ys]) \
+        if len({np.shape(y) for y in ys}) == 1 else None
+    if x_t is None or y_t is None or y_t.ndim != 2 or y_t.shape[1] != x_t.shape[1]:
+        raise ShapeError(f"xs have shapes {sorted({np.shape(x) for x in xs})} and ys {sorted({np.shape(y) for y in ys})}; "
+                         f"expected every x of one shape (n,) or (n, d) and every y of shape (n,)")
+    n = x_t.shape[1]  # x_t: (B, n, d), y_t: (B, n)
+    mask = ~torch.eye(n, dtype=torch.bool) if leave_one_out else None  # (n, n), True = may use
+
+    def loss_fn(w: torch.Tensor) -> torch.Tensor:  # w: (B,)
+        z = x_t * w[:, None, None]  # (B, n, d): the points scaled by each set's w
+        sq = ((z[:, :, None, :] - z[:, None, :, :]) ** 2).sum(-1)  # $\lVert (x_i - x_j) w \rVert^2$   (B, n, n)
+        weights = softmax(-sq / 2, axis=-1, mask=mask)  # (B, n, n), normalised over j (j != i under leave-one-out)
+        pred = (weights * y_t[:, None, :]).sum(-1)  # (B, n)
+        return ((pred - y_t) ** 2).mean(-1)  # (B,): one training MSE per set
+
+    w0 = torch.full((len(xs),), float(w_init), dtype=torch.float64)  # (B,)
+    params, losses = _adam(loss_fn, w0, steps, lr)  # losses: (steps, B)
+    ws = np.abs(torch.stack(params).numpy())  # (steps + 1, B); the kernel depends on w only through w^2
+    return [BandwidthFit(float(ws[-1, b]), ws[:, b].copy(), losses[:, b].copy()) for b in range(len(xs))]
 
 
 def _self_weight_loss(x_t: torch.Tensor, y_t: torch.Tensor, self_weight: float) -> Any:
