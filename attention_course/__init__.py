@@ -107,7 +107,7 @@ from .chapters.mechanics.figures import plot_attention, plot_convex_hull, plot_h
 from .figures.diagrams import plot_induction_circuit, plot_qkv_diagram
 from .figures.style import setup_notebook
 from .course.notebook import setup_chapter
-from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_weights
+from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_tokenizer, minilm_weights
 from .models.perturb import encoder_maps, scrambled_weights
 from .models.queries_keys import bert_queries_keys, minilm_queries_keys
 from .chapters.graphs.rollout import attention_rollout
@@ -159,7 +159,7 @@ __all__ = [
     "absorb_scale", "compare_scales", "scale_pair", "saturated_share", "swapped_softmax",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
-    "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights", "bert_queries_keys", "minilm_queries_keys", "ModelConfig", "TinyTransformer", "train",
+    "minilm_tokenizer", "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights", "bert_queries_keys", "minilm_queries_keys", "ModelConfig", "TinyTransformer", "train",
     "train_run", "TrainingRun", "qk_logits",
     "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",

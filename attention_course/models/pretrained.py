@@ -14,9 +14,15 @@ Where the weights come from, first match wins:
 3. the Hugging Face Hub id ``sentence-transformers/all-MiniLM-L6-v2``, only when
    neither ``HF_HUB_OFFLINE`` nor ``TRANSFORMERS_OFFLINE`` is set.
 
+Two ways in. :func:`load_minilm` gives ``transformers``' own ``BertModel`` and tokenizer, the
+reference the course checks its code against; importing ``transformers`` takes about 6 seconds.
+:func:`minilm_tokenizer`, :func:`minilm_weights` and :func:`attention_maps` read the same files
+with the small ``tokenizers`` and ``safetensors`` libraries and run the course's own encoder, in
+well under a second, so the chapters that only read MiniLM never import ``transformers``
+(from the Hub they fall back on :func:`load_minilm`).
+
 Loading from a folder sets ``HF_HUB_OFFLINE=1`` in this process and passes
-``local_files_only=True``, so nothing touches the network. ``transformers`` is
-imported only on the first load (it takes several seconds). Its logging,
+``local_files_only=True``, so nothing touches the network. ``transformers``' logging,
 warnings and progress bars are silenced while this module calls it, so nothing
 reaches stdout or stderr.
 """
@@ -34,10 +40,10 @@ from typing import Any, Union
 
 import torch
 
-from .encoder import BertWeights, bert_weights_from_state_dict
+from .encoder import BertWeights, bert_encode, bert_weights_from_safetensors, bert_weights_from_state_dict
 
-__all__ = ["MiniLMNotFoundError", "ENV_VAR", "HUB_ID", "locate_minilm", "load_minilm",
-           "minilm_weights", "attention_maps"]  # fmt: skip
+__all__ = ["MiniLMNotFoundError", "ENV_VAR", "HUB_ID", "locate_minilm", "load_minilm", "WordPieceTokenizer",
+           "minilm_tokenizer", "minilm_weights", "attention_maps"]  # fmt: skip
 
 ENV_VAR = "ATTENTION_COURSE_MINILM_DIR"
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -162,11 +168,95 @@ def load_minilm() -> tuple[Any, Any]:
     return _load(location, source != "hub")
 
 
+class WordPieceTokenizer:
+    """MiniLM's WordPiece tokenizer read from ``tokenizer.json`` by the ``tokenizers`` library.
+
+    It offers the part of ``transformers``' tokenizer API that the course uses, with the same
+    results (a test compares them), and imports in milliseconds. ``tokenizer(texts)`` adds
+    ``[CLS]`` and ``[SEP]``; it never truncates (a text longer than the model is an error
+    where the model runs, not a silent cut).
+
+    Examples
+    --------
+    ``tok = minilm_tokenizer()``; ``tok("The cat sat.")["input_ids"]`` is
+    ``[101, 1996, 4937, 2938, 1012, 102]`` and ``tok.convert_ids_to_tokens([101, 4937])``
+    is ``['[CLS]', 'cat']``. ``tok(["a", "b c"], padding=True, return_tensors="pt")`` gives
+    tensors of shape (2, 4) with ``attention_mask`` 0 on the padding.
+    """
+
+    def __init__(self, path: Union[str, Path]):
+        from tokenizers import Tokenizer  # a dependency of transformers, without its import time
+
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_truncation()  # tokenizer.json asks for 128; transformers ignores it unless told
+        self._tokenizer.no_padding()
+        self.cls_token_id, self.sep_token_id, self.pad_token_id = (
+            self._tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]"))
+
+    def __call__(self, text: Union[str, Sequence[str]], padding: bool = False, return_tensors: str | None = None,
+                 add_special_tokens: bool = True) -> dict[str, Any]:
+        """``{"input_ids", "token_type_ids", "attention_mask"}``: lists (one text), lists of lists, or (B, T) tensors."""
+        single = isinstance(text, str)
+        batch = [text] if single else list(text)
+        if return_tensors not in (None, "pt"):
+            raise ValueError(f"return_tensors={return_tensors!r}; expected None or 'pt'")
+        encodings = self._tokenizer.encode_batch(batch, add_special_tokens=add_special_tokens)
+        rows = {"input_ids": [e.ids for e in encodings], "token_type_ids": [e.type_ids for e in encodings],
+                "attention_mask": [e.attention_mask for e in encodings]}
+        width = max(len(r) for r in rows["input_ids"])
+        if padding:  # on the right, to the longest text: [PAD], type 0, mask 0
+            fill = {"input_ids": self.pad_token_id, "token_type_ids": 0, "attention_mask": 0}
+            rows = {k: [r + [fill[k]] * (width - len(r)) for r in v] for k, v in rows.items()}
+        if return_tensors == "pt":
+            if any(len(r) != width for r in rows["input_ids"]):
+                raise ValueError(f"texts of {sorted({len(r) for r in rows['input_ids']})} tokens cannot form one "
+                                 f"tensor; pass padding=True")
+            return {k: torch.tensor(v, dtype=torch.long) for k, v in rows.items()}  # (B, T) each
+        return {k: v[0] for k, v in rows.items()} if single else rows
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """The token ids of one text."""
+        return self(text, add_special_tokens=add_special_tokens)["input_ids"]
+
+    def convert_ids_to_tokens(self, ids: Union[int, Sequence[int]]) -> Union[str, list[str]]:
+        """The WordPiece token of each id (one id gives one string)."""
+        if isinstance(ids, int):
+            return self._tokenizer.id_to_token(ids)
+        return [self._tokenizer.id_to_token(int(i)) for i in ids]
+
+
+def _local_files() -> Path | None:
+    """The model folder when its tokenizer.json and model.safetensors can be read directly, else None."""
+    location, source = locate_minilm()
+    folder = Path(location)
+    ok = source != "hub" and (folder / "tokenizer.json").is_file() and (folder / "model.safetensors").is_file()
+    return folder if ok else None
+
+
+@functools.lru_cache(maxsize=None)
+def _tokenizer_from(folder: str) -> WordPieceTokenizer:
+    return WordPieceTokenizer(Path(folder) / "tokenizer.json")
+
+
+def minilm_tokenizer() -> Any:
+    """MiniLM's tokenizer, cached: a :class:`WordPieceTokenizer` from the local files, else ``transformers``'."""
+    folder = _local_files()
+    return _tokenizer_from(str(folder)) if folder is not None else load_minilm()[0]
+
+
 def minilm_weights() -> BertWeights:
-    """MiniLM's weights for the course's own encoder (:func:`~attention_course.models.encoder.bert_encode`)."""
-    _, model = load_minilm()
-    cfg = model.config
-    return bert_weights_from_state_dict(model.state_dict(), cfg.num_attention_heads, cfg.layer_norm_eps)
+    """MiniLM's weights for the course's own encoder (:func:`~attention_course.models.encoder.bert_encode`).
+
+    Read from ``model.safetensors`` without ``transformers`` when the files are local (the same
+    float32 values as ``load_minilm()[1].state_dict()``: a test compares them); each call returns
+    fresh weight tensors, so changing them changes nothing else.
+    """
+    folder = _local_files()
+    if folder is None:
+        _, model = load_minilm()
+        cfg = model.config
+        return bert_weights_from_state_dict(model.state_dict(), cfg.num_attention_heads, cfg.layer_norm_eps)
+    return bert_weights_from_safetensors(folder)
 
 
 def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
@@ -177,6 +267,9 @@ def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
     texts : str or non-empty list of str
         Each text is tokenized with ``[CLS]`` and ``[SEP]`` added and must fit in
         the model's 512 positions: longer texts raise an error (they are **not** truncated).
+        The maps come from the course's own encoder
+        (:func:`~attention_course.models.encoder.bert_encode`) in float32, which agrees with
+        ``transformers``' BertModel to about 1e-6 (chapter 8 measures it).
 
     Returns
     -------
@@ -185,7 +278,7 @@ def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
     tokens : list of str, length n (WordPiece tokens, ``[CLS]`` first, ``[SEP]`` last)
     weights : numpy.ndarray of float64, shape (6, 12, n, n)
         ``weights[layer, head, i, j]`` is how much token ``i`` attends to token ``j``;
-        each row sums to 1. Computed in float32 by the model, then converted.
+        each row sums to 1. Computed in float32, then converted.
 
     For a list of strings, ``(list of tokens lists, list of weights arrays)``,
     one pair per text, each cut to its own length n (texts are run together with
@@ -219,16 +312,16 @@ def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
     for i, t in enumerate(batch):
         if not isinstance(t, str):
             raise TypeError(f"texts[{i}] is a {type(t).__name__} ({t!r:.40}); expected str")
-    tokenizer, model = load_minilm()
-    limit = model.config.max_position_embeddings
-    with _quiet(), torch.no_grad():
-        enc = tokenizer(batch, padding=True, return_tensors="pt")  # (B, T), no truncation
-        lengths = enc["attention_mask"].sum(dim=1).tolist()  # real tokens per text
-        for i, n in enumerate(lengths):
-            if n > limit:
-                raise ValueError(f"texts[{i}] has {n} tokens (with [CLS] and [SEP]) but "
-                                 f"all-MiniLM-L6-v2 has {limit} positions; shorten or split the text")
-        out = model(**enc, output_attentions=True)
+    tokenizer, weights = minilm_tokenizer(), minilm_weights()
+    limit = weights.position_embeddings.shape[0]  # 512 learned positions
+    enc = tokenizer(batch, padding=True, return_tensors="pt")  # (B, T), no truncation
+    lengths = enc["attention_mask"].sum(dim=1).tolist()  # real tokens per text
+    for i, n in enumerate(lengths):
+        if n > limit:
+            raise ValueError(f"texts[{i}] has {n} tokens (with [CLS] and [SEP]) but "
+                             f"all-MiniLM-L6-v2 has {limit} positions; shorten or split the text")
+    with torch.no_grad():
+        out = bert_encode(weights, enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
     stacked = torch.stack(out.attentions, dim=1).double().numpy()  # (B, L=6, H=12, T, T)
     ids = enc["input_ids"]  # (B, T)
     tokens = [tokenizer.convert_ids_to_tokens(ids[b, :n].tolist()) for b, n in enumerate(lengths)]

@@ -12,7 +12,6 @@ dot products (:func:`~attention_course.chapters.scaling.measures.pair_logit_vari
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Union
 
 import numpy as np
@@ -20,8 +19,8 @@ import torch
 
 from ..core._backend import ShapeError, shape_str
 from ..core.multihead import split_heads
-from .encoder import BertWeights, bert_encode, bert_weights_from_safetensors
-from .pretrained import load_minilm, locate_minilm, minilm_weights
+from .encoder import BertWeights, bert_encode
+from .pretrained import minilm_tokenizer, minilm_weights
 
 __all__ = ["bert_queries_keys", "sentence_queries_keys", "minilm_ids_and_weights", "minilm_queries_keys"]
 
@@ -120,10 +119,9 @@ def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.
 def minilm_ids_and_weights(texts: Sequence[str]) -> tuple[list[list[int]], BertWeights]:
     """all-MiniLM-L6-v2's token ids for each text (``[CLS]`` ... ``[SEP]``, no padding) and its weights.
 
-    From a local folder (:func:`~attention_course.models.pretrained.locate_minilm`) the tokenizer
-    is read from ``tokenizer.json`` with the ``tokenizers`` library and the weights from
-    ``model.safetensors``, without importing ``transformers`` (several seconds); otherwise
-    :func:`~attention_course.models.pretrained.load_minilm` provides both.
+    Both come from :func:`~attention_course.models.pretrained.minilm_tokenizer` and
+    :func:`~attention_course.models.pretrained.minilm_weights`, which avoid importing
+    ``transformers`` when the files are local.
 
     Raises
     ------
@@ -132,16 +130,7 @@ def minilm_ids_and_weights(texts: Sequence[str]) -> tuple[list[list[int]], BertW
     """
     if isinstance(texts, str) or len(texts) == 0:
         raise ValueError(f"texts must be a non-empty list of strings; got {texts!r:.60}")
-    location, source = locate_minilm()
-    folder = Path(location)
-    if source != "hub" and (folder / "tokenizer.json").is_file() and (folder / "model.safetensors").is_file():
-        from tokenizers import Tokenizer  # a dependency of transformers; imports in milliseconds
-
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        return [tokenizer.encode(text).ids for text in texts], bert_weights_from_safetensors(folder)
-    tokenizer, _ = load_minilm()  # weights from the Hub: transformers downloads and reads them
+    tokenizer = minilm_tokenizer()
     return [tokenizer(text)["input_ids"] for text in texts], minilm_weights()
 
 

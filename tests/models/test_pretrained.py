@@ -19,7 +19,6 @@ from torch.testing import assert_close
 import attention_course.models.pretrained as P
 from attention_course.models.encoder import (
     bert_encode,
-    bert_weights_from_safetensors,
     bert_weights_from_state_dict,
 )
 
@@ -132,17 +131,6 @@ def test_encoder_reproduces_transformers_float64(batch, batch64):
         assert_close(h_ours, h_ref, atol=1e-10, rtol=1e-10)
     for a_ours, a_ref in zip(ours.attentions, batch64.attentions):
         assert_close(a_ours, a_ref, atol=1e-10, rtol=1e-10)
-
-
-@pytest.mark.slow
-def test_weights_from_safetensors_equal_weights_from_state_dict(minilm):
-    folder, _ = P.locate_minilm()
-    from_file, from_model = bert_weights_from_safetensors(folder), P.minilm_weights()
-    assert from_file.num_heads == 12 and len(from_file.layers) == 6 and from_file.layer_norm_eps == 1e-12
-    assert torch.equal(from_file.word_embeddings, from_model.word_embeddings)
-    for a, b in zip(from_file.layers, from_model.layers):
-        assert all(torch.equal(getattr(a, k), getattr(b, k)) for k in vars(a))
-    assert from_model.layers[0].W_q.shape == (384, 384) and from_model.layers[0].W_1.shape == (384, 1536)
 
 
 def test_state_dict_errors_and_prefix():

@@ -67,7 +67,7 @@ import torch
 from ...models.encoder import bert_encode
 from ...models.perturb import encoder_maps, scrambled_weights
 from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies, map_split
-from ...models.pretrained import attention_maps, load_minilm, minilm_weights
+from ...models.pretrained import attention_maps, minilm_tokenizer, minilm_weights
 from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
@@ -652,7 +652,7 @@ def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
     shuffles and scores it on two held-out shuffles. Returns ``{"sentences", "miss", "uniform"}``,
     each miss a list of 72 (layer-major), rounded to ``digits`` decimals: what :data:`RULE_DATA` stores.
     """
-    tokenizer, _ = load_minilm()
+    tokenizer = minilm_tokenizer()
     weights = minilm_weights()
     (fit_ids, fit_maps), (held_ids, held_maps) = topology_rule.held_out_shuffles(
         lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
@@ -673,7 +673,7 @@ def rules_data(sentences: Sequence[str], digits: int = 4) -> dict:
     :func:`rule_miss_data`. Returns ``{"sentences", "uniform", "rules": {name: miss}}``, each miss a
     list of 72 (layer-major): the weight the rule misplaces (mean total variation over rows).
     """
-    tokenizer, _ = load_minilm()
+    tokenizer = minilm_tokenizer()
     weights = minilm_weights()
     (fit_ids, fit_maps), (held_ids, held_maps) = topology_rule.held_out_shuffles(
         lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
@@ -735,7 +735,7 @@ def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int
                                          mask={"+ skip, no exchange": np.eye(16, dtype=bool)})
     labels, _ = depth_probe.labelled_sequences(100, 16, 64, 16, seed=0)
     commonest = float(np.mean([np.bincount(l).max() / len(l) for l in labels[75:]]))
-    tokenizer, _ = load_minilm()
+    tokenizer = minilm_tokenizer()
     ids = tokenizer(depth_probe.template_sentences(160, seed=0), return_tensors="pt")["input_ids"]
     W = minilm_weights()
     mini = {}

@@ -30,7 +30,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ...models.pretrained import attention_maps, load_minilm
+from ...models.pretrained import attention_maps, minilm_tokenizer
 from ...models.records import DATA_DIR, machine_info, write_json
 
 __all__ = ["NOUNS", "VERBS", "TRANSITIVE", "agreement_sentences", "crossed_sentences", "verb_hits", "rule_hits", "held_out_best", "set_decision", "agreement_study",
@@ -289,7 +289,7 @@ def agreement_study(n: int = 96, seed: int = 0, split_seeds: Sequence[int] = (0,
     the hits on the attractor (the nearest other noun) and, crossed, on the first noun, and
     :func:`held_out_best` for every split seed (crossed: also per subject number).
     """
-    tokenizer, _ = load_minilm()
+    tokenizer = minilm_tokenizer()
     result = {"config": {"n": n, "seed": seed, "split_seeds": list(split_seeds)}}
     for name in ("plain", "attractor", "crossed"):
         sents = crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)

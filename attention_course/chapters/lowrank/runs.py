@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ...models.pretrained import load_minilm, minilm_weights
+from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.records import DATA_DIR, machine_info, write_json
 from ...models.tasks import make_task
 from ...models.tiny import ModelConfig, TinyTransformer
@@ -58,7 +58,7 @@ def minilm_ids(n: int, order: int = 0) -> torch.Tensor:
     ``order`` 0 keeps the shipped order of the sentences; another value shuffles them with
     ``numpy.random.default_rng(order)`` (the same sentences, another text).
     """
-    tokenizer, _ = load_minilm()
+    tokenizer = minilm_tokenizer()
     sentences = list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
     # sentence by sentence (each well under 512 tokens, so the tokenizer does not warn); WordPiece
     # splits on whitespace first, so this equals tokenizing long_text() in one piece
