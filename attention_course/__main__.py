@@ -210,8 +210,9 @@ COMMANDS = {
         "N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per width; "
         "minutes each); --part partner (partner recall, where a key fetches its partner's value; "
         "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points again, "
-        "up to 4,000 steps; insight_linear_long.json, written per point; run it per width, --widths 16, then 32, then 64, "
-        "each part keeping the others' records and taking about 10 minutes).",
+        "up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each keeping the others' records: --widths 16, then --widths 32 "
+        "(8 and 10 minutes on one thread), then --widths 64 --pairs 8 32 (4 minutes) and --widths 64 --pairs 64 "
+        "(14 minutes, measured with other work on the machine)).",
     ),
 }
 

@@ -351,8 +351,9 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             "arguments": {k: (str(v) if k == "out" else v) for k, v in vars(args).items()
                           if k not in ("command", "run", "parser")}, "seeds": list(seeds)}
     start, runs = time.perf_counter(), []
-    # --long --widths 16 (then 32, 64): each call keeps the other widths' records, so each part stays
-    # under 15 minutes (the stored d = 16 and d = 32 parts took 8 and 10 minutes on one thread)
+    # --long in parts: each call keeps the records of the (width, pairs) it does not run, so each part stays
+    # under 15 minutes on one thread (stored: d = 16 8 minutes, d = 32 10, d = 64 with N = 8 and 32 4 minutes,
+    # d = 64 with N = 64 14 minutes, the last two measured with other work on the machine)
     kept, planned = ([], [])
     if long and Path(out).is_file():
         old = load_long(out)
