@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from ...core._backend import Array, ShapeError, to_numpy
+from ...models.lbfgs import lbfgs
 from ..heads.subspaces import total_variation
 from .topology import shuffle_overlap, shuffled_sentences
 
@@ -233,18 +234,14 @@ def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge
             raise ShapeError(f"a map has shape {A.shape}; expected ({H}, {len(seq)}, {len(seq)}) for its ids")
         data.append((torch.as_tensor(empty.features(seq)), torch.as_tensor(A)))
     theta = torch.zeros(empty.theta.shape, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([theta], max_iter=max_iter, line_search_fn="strong_wolfe", tolerance_grad=1e-9)
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
+    def objective() -> torch.Tensor:
         loss = ridge * (theta**2).sum()
         for F, A in data:
             logits = torch.einsum("ijp,hp->hij", F, theta)  # (H, n, n), softmax over keys j
             loss = loss - (A * torch.log_softmax(logits, dim=-1)).sum() / len(data)
-        loss.backward()
         return loss
 
-    opt.step(closure)
+    lbfgs(objective, [theta], max_iter=max_iter, tolerance_grad=1e-9)  # torch.optim.LBFGS's steps, strong Wolfe
     return replace(empty, theta=theta.detach().numpy())
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...models.lbfgs import lbfgs
 
 __all__ = ["dirichlet_attention", "near_permutation", "row_kl", "LowRankFit", "fit_low_rank_attention"]
 
@@ -124,16 +125,8 @@ def fit_low_rank_attention(P: Array, r: int, restarts: int = 2, seed: int = 0,
     best = None
     for q0, k0 in starts:
         q, k = q0.contiguous().requires_grad_(), k0.contiguous().requires_grad_()
-        opt = torch.optim.LBFGS([q, k], lr=1.0, max_iter=max_iter, history_size=50,
-                                tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
-
-        def closure():
-            opt.zero_grad()
-            loss = row_kl(P_t, q @ k.T)  # q k^T: (T, S) logits of rank <= r
-            loss.backward()
-            return loss
-
-        opt.step(closure)
+        lbfgs(lambda: row_kl(P_t, q @ k.T), [q, k], max_iter=max_iter, history_size=50,  # q k^T: (T, S), rank <= r
+              tolerance_grad=1e-10, tolerance_change=1e-14)  # torch.optim.LBFGS's steps, without its import
         with torch.no_grad():
             kl = row_kl(P_t, q @ k.T).item()
         if best is None or kl < best[0]:
