@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
@@ -239,6 +240,7 @@ def test_key_norm_explorer_loses_locality_as_norms_spread():
     assert [fig.labels[i] for i, _ in fig.flips] == ["max/min key norm = 2", "max/min key norm = 6.5"]
 
 
+@functools.lru_cache(maxsize=None)  # a chapter's stored outputs, read once for the tests below (which only read)
 def _html_outputs(path: Path) -> str:
     nb = json.loads(path.read_text(encoding="utf-8"))
     return "\n".join("".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"]
