@@ -10,6 +10,7 @@ tests/course/test_progress.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -33,7 +34,10 @@ def _code_cells(nb):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+@functools.lru_cache(maxsize=None)
 def _load(path):
+    # read (and schema-validated) once per notebook, not once per test: about 0.1 s a chapter.
+    # The tests only read the notebook; none changes it.
     return nbformat.read(path, as_version=4)
 
 

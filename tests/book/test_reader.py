@@ -7,6 +7,7 @@ rendered pages). Run one chapter with ``pytest tests/book/test_reader.py -k 03_l
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import re
 from pathlib import Path
@@ -27,7 +28,10 @@ FIG_NAME = re.compile(r"^fig-[a-z0-9-]+$")
 ids = [p.stem for p in NOTEBOOKS]
 
 
+@functools.lru_cache(maxsize=None)
 def _cells(path):
+    # read (and schema-validated) once per notebook, not once per test: about 0.1 s a chapter.
+    # The tests only read the cells; none changes them.
     return nbformat.read(path, as_version=4).cells
 
 

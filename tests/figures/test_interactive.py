@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
@@ -26,10 +27,18 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES = 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
 
 
-def _spec(fig) -> dict:
-    html = fig.to_html()
+_SPECS: dict = {}  # id(fig) -> (fig, spec): the module's shared figures are parsed once, not per test
+
+
+def _spec(fig, html: str | None = None) -> dict:
+    """The frames a figure's page carries, parsed from its HTML (``html``, or ``fig.to_html()``)."""
+    if html is None and id(fig) in _SPECS and _SPECS[id(fig)][0] is fig:
+        return _SPECS[id(fig)][1]
+    html = fig.to_html() if html is None else html
     m = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', html, re.S)
-    return json.loads(m.group(1).replace("<\\/", "</"))
+    spec = json.loads(m.group(1).replace("<\\/", "</"))
+    _SPECS[id(fig)] = (fig, spec)
+    return spec
 
 
 @settings(max_examples=200, deadline=None)
@@ -63,7 +72,7 @@ def test_html_is_deterministic_light_and_self_contained(figures, key):
     assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html
     assert html.startswith('<figure class="ac-interactive"') and "<figcaption" in html  # a captioned figure
-    spec = _spec(fig)
+    spec = _spec(fig, html)
     assert len(spec["frames"]) == len(spec["labels"]) == len(fig.labels)
 
 
@@ -195,10 +204,13 @@ def test_extension_adds_plotly_only_where_a_figure_is(tmp_path):
 
 def test_stored_query_angles_match_an_independent_svd():
     """Each head's smallest principal angle to another head's query subspace, by numpy SVD."""
-    from attention_course.models.pretrained import minilm_weights
+    from attention_course.models.queries_keys import minilm_ids_and_weights
 
     stored = np.asarray(json.loads(heads.EXPLORER_DATA.read_text())["query_angle"])  # (6, 12) degrees
-    w = minilm_weights().to(torch.float64)
+    # MiniLM's weights from its safetensors file when installed, without importing transformers (several
+    # seconds): the same tensors as minilm_weights() (tests/models/test_pretrained.py checks them equal)
+    _, w = minilm_ids_and_weights([heads.EXPLORER_SENTENCE])
+    w = w.to(torch.float64)
     W = w.layers[0].W_q.numpy()  # (384, 384), used as x @ W: a head reads through its 32 columns
     bases = [np.linalg.qr(W[:, 32 * h:32 * (h + 1)])[0] for h in range(12)]  # 12 x (384, 32)
     for h in range(12):
@@ -228,6 +240,7 @@ def test_key_norm_explorer_loses_locality_as_norms_spread():
     assert [fig.labels[i] for i, _ in fig.flips] == ["max/min key norm = 2", "max/min key norm = 6.5"]
 
 
+@functools.lru_cache(maxsize=None)  # a chapter's stored outputs, read once for the tests below (which only read)
 def _html_outputs(path: Path) -> str:
     nb = json.loads(path.read_text(encoding="utf-8"))
     return "\n".join("".join(o.get("data", {}).get("text/html", "")) for c in nb["cells"]

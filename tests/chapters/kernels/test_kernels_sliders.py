@@ -45,6 +45,12 @@ def lw():
     return fk.load_self_weight_sweep()
 
 
+@pytest.fixture(scope="module")
+def lw_fig():
+    """One built slider for the tests that read it (its HTML is a pure function of the object)."""
+    return fk.learned_width_explorer()
+
+
 def test_self_weight_ends_are_the_chapters_two_objectives():
     data = sine_data(seed=3)
     for alpha, loo in ((0.0, True), (1.0, False)):
@@ -102,8 +108,8 @@ def test_experiment_reproduces_the_stored_sweep(lw):
     np.testing.assert_allclose(live["w_grid"], lw["w_grid"], rtol=8 * np.finfo(float).eps, atol=0)
 
 
-def test_learned_width_flag_is_where_the_good_range_ends(lw):
-    fig = fk.learned_width_explorer()
+def test_learned_width_flag_is_where_the_good_range_ends(lw, lw_fig):
+    fig = lw_fig
     limit = lw["mse_best"] * statistics.median(lw["draw_ratio"])  # the good range: the draws' median ratio
     inside = [m <= limit for m in lw["test_mse"]]
     assert inside[0] and not inside[-1]  # leave-one-out is a good width, self-included is not
@@ -119,8 +125,8 @@ def test_learned_width_flag_is_where_the_good_range_ends(lw):
         assert ("<b>outside</b>" in frame["readout"]) == (not inside[i])
 
 
-def test_learned_width_html():
-    a, b = fk.learned_width_explorer().to_html(), fk.learned_width_explorer().to_html()
+def test_learned_width_html(lw_fig):
+    a, b = lw_fig.to_html(), fk.learned_width_explorer().to_html()  # two independent builds
     assert a == b
     assert 'data-verdict="learned-width"' in a and 'href="#claim-learned-width"' in a
     assert "leaves the good range" in a and 'id="ix-kern-learned-width"' in a
@@ -136,9 +142,9 @@ def test_learned_width_bad_input():
         kl.good_range_limit({"mse_best": 0.2, "draw_ratio": []})
 
 
-@pytest.mark.parametrize("build", [fk.learned_width_explorer])
-def test_figures_are_offline_small_and_captioned(build):
-    html = build().to_html()
+@pytest.mark.parametrize("build", ["lw_fig"])
+def test_figures_are_offline_small_and_captioned(request, build):
+    html = request.getfixturevalue(build).to_html()
     assert len(html.encode()) < 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
     assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html and "<figcaption" in html
@@ -148,6 +154,11 @@ def test_figures_are_offline_small_and_captioned(build):
 @pytest.fixture(scope="module")
 def fam():
     return kf.load_family_sweep()
+
+
+@pytest.fixture(scope="module")
+def fam_fig():
+    return fk.kernel_family_explorer()
 
 
 def test_family_at_t1_is_the_gaussian_metric_kernel():
@@ -175,14 +186,14 @@ def test_stored_family_at_t1_is_the_ledgers_learned_metric(fam):
     np.testing.assert_allclose(fam["mse_tuned"], run["mse_tuned"], rtol=1e-12)
 
 
-def test_kernel_family_flag_is_where_the_ledgers_rule_fails(fam):
+def test_kernel_family_flag_is_where_the_ledgers_rule_fails(fam, fam_fig):
     run = kernels.load_metric_run()
     imp = np.array(fam["mse_tuned"])[None] / np.array(fam["mse"])  # (P, 5)
     ok = ((imp >= 3) & (np.array(fam["dominance"]) >= 3)).sum(1) >= 4  # the rule: 3 times, in 4 of 5 draws
     dot_ok = ((np.array(run["mse_tuned"]) / np.array(run["mse_dot"]) >= 3) & (np.array(run["dominance_dot"]) >= 3)).sum() >= 4
     assert ok[0] and not ok[-1] and not dot_ok  # Gaussian passes; the dot product and attention's W_Q, W_K fail
     assert list(ok) == fam["passes"]
-    fig = fk.kernel_family_explorer()
+    fig = fam_fig
     expected = int(np.argmin(ok))
     assert fig.flip == expected and fig.labels[-1] == "attention's W_Q, W_K" and len(fig.frames) == len(ok) + 1
     for i, frame in enumerate(fig.frames):
@@ -197,8 +208,8 @@ def test_stored_family_sweep_matches_the_fits(fam):
     assert live["passes"] == [True, False]
 
 
-def test_kernel_family_html(check_flagged_html):
-    check_flagged_html(fk.kernel_family_explorer(), "learned-metric", note="cannot peak at the query",
+def test_kernel_family_html(check_flagged_html, fam_fig):
+    check_flagged_html(fam_fig, "learned-metric", note="cannot peak at the query",
                        max_bytes=1_000_000)
     with pytest.raises(ValueError, match=r"t=1.5; expected a key-norm penalty in \[0, 1\]"):
         kf.fit_family(np.zeros((3, 2)), np.zeros(3), 1.5)

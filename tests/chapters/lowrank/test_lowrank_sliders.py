@@ -44,6 +44,12 @@ def eff():
     return fl.load_structure_sweep()
 
 
+@pytest.fixture(scope="module")
+def eff_fig():
+    """One built slider for the tests that read it (its HTML is a pure function of the object)."""
+    return fl.efficient_structure_explorer()
+
+
 @pytest.mark.extended  # recomputes the shipped slider data
 def test_structure_sweep_ends_are_the_chapters_table(eff):
     c = eff["config"]
@@ -73,7 +79,7 @@ def test_mixed_inputs_keep_unit_variance():
     assert abs(float(v.var()) - 1) < 0.06
 
 
-def test_efficient_flags_against_the_trivial_answers(eff):
+def test_efficient_flags_against_the_trivial_answers(eff, eff_fig):
     errs = eff["errors"]
     nys, pool = errs["Nystrom, 32 landmarks"], errs["Linformer, mean-pool, k=32"]
     floor = [min(u, z) for u, z in zip(errs["uniform (mean of values)"], errs["zeros"])]
@@ -81,7 +87,7 @@ def test_efficient_flags_against_the_trivial_answers(eff):
     assert nys[0] > floor[0] and nys[-1] < floor[-1] and pool[-1] < floor[-1]
     flip = _first_for_good(max(a, b) < f for a, b, f in zip(nys, pool, floor))
     accurate = _first_for_good(max(a, b) < 0.1 for a, b in zip(nys, pool))
-    fig = fl.efficient_structure_explorer()
+    fig = eff_fig
     assert fig.flip == flip and fig.flips[1][0] == accurate and 0 < flip < accurate
     assert ae.lowrank_beats_baselines(eff) == flip and ae.lowrank_beats_baselines(eff, target=0.1) == accurate
     assert ae.low_rank_methods(eff) == ["Linformer, mean-pool, k=32", "Nystrom, 32 landmarks"]
@@ -93,9 +99,9 @@ def test_efficient_flags_against_the_trivial_answers(eff):
         assert f"effective rank {eff['effective_rank'][i]:.1f}" in frame["readout"]
 
 
-def test_efficient_html_and_bad_input():
-    a = fl.efficient_structure_explorer().to_html()
-    assert a == fl.efficient_structure_explorer().to_html()
+def test_efficient_html_and_bad_input(eff_fig):
+    a = eff_fig.to_html()
+    assert a == fl.efficient_structure_explorer().to_html()  # a second, independent build gives the same page
     assert a.count('data-verdict="efficient-attention"') == 2 and "beat both uniform attention and zeros" in a
     with pytest.raises(ValueError, match=r"t=1.5; expected a mixing weight in \[0, 1\]"):
         ae.mixed_inputs(8, 4, 1.5)
@@ -103,9 +109,9 @@ def test_efficient_html_and_bad_input():
         ae.lowrank_beats_baselines({"errors": {"zeros": [1.0], "top-4 per query": [0.5]}})
 
 
-@pytest.mark.parametrize("build", [fl.efficient_structure_explorer])
-def test_figures_are_offline_small_and_captioned(build):
-    html = build().to_html()
+@pytest.mark.parametrize("build", ["eff_fig"])
+def test_figures_are_offline_small_and_captioned(request, build):
+    html = request.getfixturevalue(build).to_html()
     assert len(html.encode()) < 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
     assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html and "<figcaption" in html

@@ -25,16 +25,35 @@ def corr():
     return fs.correlation_explorer(minilm_ratio=1.93)  # chapter 6's glued median ratio of MiniLM's heads
 
 
+@pytest.fixture(scope="module")
+def sweeps(corr):
+    """``{c: sweep}`` at chapter 6's N for every correlation the tests below check, in one call.
+
+    correlated_dot_variance draws its samples per d_k only (never per c) and derives each c's sweep
+    from the same draws, so a c's sweep is the same whichever other c's share the call; one call
+    saves drawing the 2 x 10,000 x 2,047 normals three more times.
+    """
+    cs_all = sorted({0.0, *cs.CORRELATIONS, *(float(lab.split("= ")[1]) for lab in corr.labels)})
+    return dict(zip(cs_all, cs.correlated_dot_variance(cs_all, n_samples=N)))
+
+
 # ------------------------------------------------------------------ variance-dk
-def test_independent_frame_is_chapter_6s_variance_sweep():
+def test_a_sweep_does_not_depend_on_the_other_correlations_in_its_call():
+    """What the shared ``sweeps`` fixture relies on (exactly, on small draws)."""
+    alone, = cs.correlated_dot_variance([0.3], d_ks=[4, 64], n_samples=2000)
+    together = cs.correlated_dot_variance([0.0, 0.3, 0.01], d_ks=[4, 64], n_samples=2000)[1]
+    np.testing.assert_array_equal(alone.empirical, together.empirical)
+
+
+def test_independent_frame_is_chapter_6s_variance_sweep(sweeps):
     dims = 2 ** np.arange(11)
-    s0, = cs.correlated_dot_variance([0.0], n_samples=N)
+    s0 = sweeps[0.0]
     np.testing.assert_array_equal(s0.empirical, variance_vs_dim(dims, n_samples=N, scale="none", seed=0).empirical)
 
 
-def test_measured_variance_follows_the_closed_form():
+def test_measured_variance_follows_the_closed_form(sweeps):
     dims = 2 ** np.arange(11)
-    for c, s in zip(cs.CORRELATIONS, cs.correlated_dot_variance(cs.CORRELATIONS, n_samples=N)):
+    for c, s in ((c, sweeps[c]) for c in cs.CORRELATIONS):
         # q.k given q is N(0, q'Sigma q), and E[(q'Sigma q)^2] <= 3 E[q'Sigma q]^2 (rank one is the worst),
         # so the kurtosis of q.k is <= 9 and the relative s.e. of a variance estimate <= sqrt(8 / N) = 0.028;
         # 5 s.e. over 99 estimates
@@ -42,12 +61,12 @@ def test_measured_variance_follows_the_closed_form():
         assert np.abs(rel - 1).max() < 5 * math.sqrt(8 / N), c
 
 
-def test_correlation_flag_is_where_independence_is_rejected(corr):
+def test_correlation_flag_is_where_independence_is_rejected(corr, sweeps):
     dims = 2 ** np.arange(11)
     z_star = NormalDist().inv_cdf(1 - 0.01 / (2 * len(dims)))  # Bonferroni, 1% over 11 widths
     se = dims * np.sqrt((2 + 6 / dims) / N)  # chapter 6's standard error under independence
     corrs = [float(lab.split("= ")[1]) for lab in corr.labels]
-    sweeps = cs.correlated_dot_variance(corrs, n_samples=N)
+    sweeps = [sweeps[c] for c in corrs]
     max_z = [np.abs((s.empirical - dims) / se).max() for s in sweeps]
     expected = next(i for i, z in enumerate(max_z) if z > z_star)
     assert corr.flip == expected and corr.labels[corr.flip] == "c = 0.01"
@@ -100,9 +119,14 @@ def _median_jacobian_explicit(S: int, sigmas, n_rows: int = 1024, seed: int = 0)
     return np.array(out)
 
 
-def test_keys_frames_follow_the_jacobian_and_the_flip_is_where_sigma_1_leaves_the_band():
+@pytest.fixture(scope="module")
+def keys():
+    return fs.keys_explorer(n_keys=(16, 20, 24))
+
+
+def test_keys_frames_follow_the_jacobian_and_the_flip_is_where_sigma_1_leaves_the_band(keys):
     sig = np.asarray(fs.SPREADS)
-    fig = fs.keys_explorer(n_keys=(16, 20, 24))
+    fig = keys
     assert fig.labels[fig.flip] == "20 keys" and fig.verdict == "sensitive-regime"
     for S, frame in zip((16, 20, 24), fig.frames):
         J = _median_jacobian_explicit(S, sig)
@@ -159,12 +183,15 @@ def test_start_scale_flag_is_where_the_ledgers_rule_flips():
         assert f"{n} of 5 seeds train" in frame["readout"]
 
 
+# The keys slider is checked on the 16, 20, 24 keys figure the test above checks frame by frame: it has
+# the 16 and 20 keys frames a (16, 20) figure would have, and its flag at the same frame (20 keys).
 @pytest.mark.parametrize("build, verdict, note", [
-    (lambda: fs.keys_explorer(n_keys=(16, 20)), "sensitive-regime", "σ = 1 now lies below the sensitive band"),
+    ("keys", "sensitive-regime", "σ = 1 now lies below the sensitive band"),
     (fs.start_scale_explorer, "gradient-vanishes", "seeds train: the scores no longer start small"),
 ])
-def test_new_sliders_link_their_verdicts(build, verdict, note, check_flagged_html):
-    html, _ = check_flagged_html(build(), verdict, note=note, max_bytes=1_000_000)
+def test_new_sliders_link_their_verdicts(request, build, verdict, note, check_flagged_html):
+    fig = request.getfixturevalue(build) if isinstance(build, str) else build()
+    html, _ = check_flagged_html(fig, verdict, note=note, max_bytes=1_000_000)
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html
 
 
