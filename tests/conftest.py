@@ -93,3 +93,16 @@ def check_flagged_html():
         assert max_bytes is None or len(html.encode()) < max_bytes, f"{fig.name}: {len(html.encode())} bytes"
         return html, flag.group(1)
     return check
+
+
+def pytest_collection_finish(session):
+    """Set the objects alive after collection (torch, the test modules, their parameters) aside from
+    the garbage collector: its full collections during the run then walk only what tests create.
+    Only the collector's work changes; every object a test makes is collected as before.
+    Hypothesis is imported first: its plugins (trio's) check a PRNG's referrers with gc, which
+    cannot see frozen objects, and would warn that the PRNG has none."""
+    import gc
+
+    import hypothesis  # noqa: F401
+
+    gc.freeze()

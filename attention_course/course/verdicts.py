@@ -137,8 +137,8 @@ def _is_number(node: ast.AST) -> bool:
 def constant_glues(path: Union[str, Path]) -> set[str]:
     """The glue names a notebook sets from a number typed in its cell, not from a computation.
 
-    Parsing every code cell takes a while, so the answer is kept per file (path, size and
-    modification time): a changed notebook is read again.
+    Parsing every code cell takes a while, so the answer is kept per content of the code
+    cells: a changed notebook is parsed again, and a copy of an unchanged one is not.
 
     A glue counts as constant when its value is a number literal,
     ``glue("torch_tol", 1e-12)``, or a name that the notebook assigns a number
@@ -146,22 +146,16 @@ def constant_glues(path: Union[str, Path]) -> set[str]:
     a hidden cell below it. Such a value is a threshold or a setting the chapter
     chose; it can never be a measured error.
     """
-    stat = Path(path).stat() if Path(path).is_file() else None
-    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns) if stat else None
-    return set(_constant_glues(path) if key is None else _constant_glues_cached(*key))
+    sources = tuple("".join(c["source"]) for c in load_notebook(path)["cells"] if c["cell_type"] == "code")
+    return set(_constant_glues(sources))
 
 
 @functools.lru_cache(maxsize=64)
-def _constant_glues_cached(path: str, size: int, mtime_ns: int) -> frozenset[str]:
-    return frozenset(_constant_glues(path))
-
-
-def _constant_glues(path: Union[str, Path]) -> set[str]:
+def _constant_glues(sources: tuple[str, ...]) -> frozenset[str]:
+    """:func:`constant_glues` of a notebook whose code cells have these ``sources``."""
     trees = []
-    for cell in load_notebook(path)["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        lines = "".join(cell["source"]).splitlines()
+    for source in sources:
+        lines = source.splitlines()
         try:  # IPython magics (%matplotlib, !pip) are not Python
             trees.append(ast.parse("\n".join(x for x in lines if not x.lstrip().startswith(("%", "!")))))
         except SyntaxError:
@@ -181,7 +175,7 @@ def _constant_glues(path: Union[str, Path]) -> set[str]:
                 value = node.args[1]
                 if _is_number(value) or (isinstance(value, ast.Name) and value.id in literal):
                     names.add(node.args[0].value)
-    return names
+    return frozenset(names)
 
 
 #: Words after which a glued number is presented as the size of an error.

@@ -29,7 +29,6 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from PIL import Image
-from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402  (selenium: requirements.txt)
 
 from attention_course.course import expressions as ex
 from attention_course.figures.style import DPI
@@ -129,6 +128,8 @@ _LOAD_ALL_IMAGES = (
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(HTML)))
 def test_page_in_browser(driver, page):
+    from selenium.webdriver.support.wait import WebDriverWait  # here: selenium (requirements.txt) is 0.6 s of every collection
+
     _open(driver, page)
     rel = page.relative_to(HTML)
 

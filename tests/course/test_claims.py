@@ -198,6 +198,20 @@ def test_the_chapters_glue_their_tolerances_as_constants_and_their_errors_as_res
     assert "torch_err" not in vd.constant_glues(BOOK / "01_mechanics.ipynb")
 
 
+def test_constant_glues_is_kept_per_content_not_per_file(book_copy):
+    """The cache is a pure speed-up: a copy gives the parse's own answer, an edited copy is parsed again."""
+    path = book_copy / "01_mechanics.ipynb"
+    sources = tuple("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    uncached = vd._constant_glues.__wrapped__(sources)
+    assert vd.constant_glues(path) == vd.constant_glues(BOOK / path.name) == set(uncached) and "torch_tol" in uncached
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["source"] = "".join(cell["source"]).replace('glue("torch_tol", ', 'glue("torch_tol", 0 * torch_err + ')
+    path.write_text(json.dumps(nb))
+    assert "torch_tol" not in vd.constant_glues(path) and "torch_tol" in vd.constant_glues(BOOK / path.name)
+
+
 def test_a_threshold_presented_as_a_measured_error_is_caught(book_copy, book_problems):
     """A chapter that glues its threshold under a measured error's name is caught, whatever the name."""
     c = cl.by_id("formula")

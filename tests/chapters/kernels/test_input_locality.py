@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 
 from attention_course.chapters.kernels.input_locality import input_distances, input_locality
 from attention_course.chapters.kernels.qk_kernel import qk_locality
@@ -43,6 +42,8 @@ def test_distances_against_numpy():
 
 
 def test_rank_correlation_matches_scipy_per_query():
+    from scipy.stats import spearmanr  # here, not at the top: scipy.stats takes 2 s to import at collection
+
     h, q, k = _layer()
     w = _weights(q, k)  # (1, 3, 12, 12)
     got = input_locality(w, h)["rank_corr"]  # (1, 3)

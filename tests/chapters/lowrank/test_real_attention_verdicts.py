@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.stats
 import torch
-from sklearn.metrics import roc_auc_score
 
 from attention_course.chapters.lowrank import baselines as lb
 from attention_course.chapters.lowrank import rank_grid as rg
@@ -32,6 +30,8 @@ def _attention(q, k):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_auc_matches_scikit_learn(seed):
+    from sklearn.metrics import roc_auc_score  # here, not at the top: with scipy.stats, 3 s of every worker's collection
+
     rng = np.random.default_rng(seed)
     score = rng.integers(0, 5, size=40).astype(float)  # ties on purpose
     positive = rng.random(40) < 0.3
@@ -55,6 +55,8 @@ def test_best_threshold_is_the_best_cut():
 
 
 def test_entropy_matches_scipy():
+    import scipy.stats  # here, not at the top: 2 s of every worker's collection
+
     A = _attention(*_qkv()[:2])[0].numpy()  # (h, T, T)
     expected = np.array([[scipy.stats.entropy(row) for row in head] for head in A]).mean(axis=1)
     np.testing.assert_allclose(mean_row_entropy(A), expected, rtol=1e-12)
