@@ -13,13 +13,19 @@ def test_all_names_exist_and_are_unique():
 
 
 def test_import_and_training_load_neither_transformers_nor_the_compiler():
-    """Importing the package loads no transformers; training loads no torch._dynamo, which
-    torch.optim's optimisers import (3 s of CPU in every notebook that trains)."""
+    """Importing the package loads no transformers; training and the L-BFGS fits load no torch._dynamo,
+    which torch.optim's optimisers import (3 s of CPU in every notebook that trains); reading MiniLM
+    (tokenizer, weights, attention maps) loads no transformers (6 s)."""
     code = ("import sys, attention_course as ac; print('transformers' in sys.modules); "
             "model = ac.TinyTransformer(ac.ModelConfig(d_model=16, n_heads=2), seed=0); "
-            "ac.train(model, ac.make_task('repeated_sequences'), steps=2); print('torch._dynamo' in sys.modules)")
+            "ac.train(model, ac.make_task('repeated_sequences'), steps=2); "
+            "from attention_course.chapters.heads.bottleneck import dirichlet_attention, fit_low_rank_attention; "
+            "fit_low_rank_attention(dirichlet_attention(4, seed=0), 1, restarts=1, max_iter=3); "
+            "print('torch._dynamo' in sys.modules); "
+            "ac.minilm_tokenizer()('a b'); ac.minilm_weights(); ac.attention_maps('The cat sat.'); "
+            "print('transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "False"]
     assert out.stderr == ""
 
 
