@@ -204,13 +204,10 @@ def test_extension_adds_plotly_only_where_a_figure_is(tmp_path):
 
 def test_stored_query_angles_match_an_independent_svd():
     """Each head's smallest principal angle to another head's query subspace, by numpy SVD."""
-    from attention_course.models.queries_keys import minilm_ids_and_weights
+    from attention_course.models.pretrained import minilm_weights
 
     stored = np.asarray(json.loads(heads.EXPLORER_DATA.read_text())["query_angle"])  # (6, 12) degrees
-    # MiniLM's weights from its safetensors file when installed, without importing transformers (several
-    # seconds): the same tensors as minilm_weights() (tests/models/test_pretrained.py checks them equal)
-    _, w = minilm_ids_and_weights([heads.EXPLORER_SENTENCE])
-    w = w.to(torch.float64)
+    w = minilm_weights().to(torch.float64)  # read from model.safetensors, without importing transformers
     W = w.layers[0].W_q.numpy()  # (384, 384), used as x @ W: a head reads through its 32 columns
     bases = [np.linalg.qr(W[:, 32 * h:32 * (h + 1)])[0] for h in range(12)]  # 12 x (384, 32)
     for h in range(12):

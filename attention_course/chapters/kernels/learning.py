@@ -28,8 +28,8 @@ the stored sweep over :math:`\alpha`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -166,14 +166,14 @@ def fit_bandwidths(
     """
     if len(xs) == 0 or len(xs) != len(ys):
         raise ValueError(f"got {len(xs)} inputs xs and {len(ys)} targets ys; expected the same number, at least one")
-    x_t = torch.stack([torch.as_tensor(to_numpy(_as_points(f"xs[{b}]", x)), dtype=torch.float64)
-                       for b, x in enumerate(xs)]) if len({np.shape(x) for x in xs}) == 1 else None
-    y_t = torch.stack([torch.as_tensor(to_numpy(y), dtype=torch.float64) for y in ys]) \
-        if len({np.shape(y) for y in ys}) == 1 else None
-    if x_t is None or y_t is None or y_t.ndim != 2 or y_t.shape[1] != x_t.shape[1]:
-        raise ShapeError(f"xs have shapes {sorted({np.shape(x) for x in xs})} and ys {sorted({np.shape(y) for y in ys})}; "
+    x_shapes, y_shapes = {np.shape(x) for x in xs}, {np.shape(y) for y in ys}
+    if len(x_shapes) != 1 or y_shapes != {(np.shape(xs[0])[0],)}:
+        raise ShapeError(f"xs have shapes {sorted(x_shapes)} and ys {sorted(y_shapes)}; "
                          f"expected every x of one shape (n,) or (n, d) and every y of shape (n,)")
-    n = x_t.shape[1]  # x_t: (B, n, d), y_t: (B, n)
+    x_t = torch.stack([torch.as_tensor(to_numpy(_as_points(f"xs[{b}]", x)), dtype=torch.float64)
+                       for b, x in enumerate(xs)])  # (B, n, d)
+    y_t = torch.stack([torch.as_tensor(to_numpy(y), dtype=torch.float64) for y in ys])  # (B, n)
+    n = x_t.shape[1]
     mask = ~torch.eye(n, dtype=torch.bool) if leave_one_out else None  # (n, n), True = may use
 
     def loss_fn(w: torch.Tensor) -> torch.Tensor:  # w: (B,)
