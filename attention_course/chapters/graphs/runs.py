@@ -44,6 +44,11 @@ searched in the order fixed in the ledger (:func:`grid_order`); one ``n`` per ca
 under 15 minutes on one thread, added to ``attention_course/data/composition_grid.json``
 (:func:`load_grid`, :func:`grid_table`, :func:`fewest_heads`).
 
+**The long grid** (``composition-run --matched --grid --long --nodes N``): the same search at
+``n`` = 8, 12 and 16, with 4 to 32 heads and up to 10,000 steps (:data:`LONG_GRID`); parts may run
+at the same time, since every save merges with the file (:func:`merge_grid_file`). Stored in
+``attention_course/data/composition_grid_long.json``.
+
 The data of two sliders are written here too: the fixed rule's miss per head
 (:func:`rule_miss_data`, :data:`RULE_DATA`) and the linear probes through random stacks
 (:func:`probe_data`, :data:`PROBE_DATA`).
@@ -74,7 +79,7 @@ from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 from .gnn import shared_top_key
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN", "LONG_GRID", "merge_grid_file", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
            "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
            "TOP_KEY_DATA", "top_key_data", "write_top_key_data"]
 
@@ -94,6 +99,11 @@ MATCHED_EXTRA = [(8, 1, 16)]
 GRID_RUN = DATA_DIR / "composition_grid.json"
 #: Its nodes and total heads, as pre-registered in the ledger (one layer of ``H``, two of ``H / 2``).
 GRID_NODES, GRID_HEADS = (6, 8, 16), (4, 8, 16)
+#: The long head grid (``composition-run --matched --grid --long``), shipped with the package.
+LONG_GRID_RUN = DATA_DIR / "composition_grid_long.json"
+#: Its design, as pre-registered in the ledger: nodes, total heads, most steps, and the window
+#: (steps) over which a failure must be flat to count as unable (:func:`converged`).
+LONG_GRID = {"nodes": (8, 12, 16), "heads": (4, 8, 16, 32), "max_steps": 10_000, "flat_window": 2_000}
 
 
 def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int = 2000,
@@ -493,8 +503,9 @@ def grid_search(nodes: Sequence[int], seeds: Sequence[int] = (0,), layers: Seque
     return out
 
 
-def grid_table(runs: Iterable[Mapping], threshold: float = 0.9) -> dict:
-    """Per ``(n, L, H)``: accuracies over seeds, whether every seed passes ``threshold``, and convergence.
+def grid_table(runs: Iterable[Mapping], threshold: float = 0.9, window: int = 1000) -> dict:
+    """Per ``(n, L, H)``: accuracies over seeds, whether every seed passes ``threshold``, and convergence
+    (:func:`converged` over the last ``window`` steps).
 
     Examples
     --------
@@ -510,7 +521,7 @@ def grid_table(runs: Iterable[Mapping], threshold: float = 0.9) -> dict:
         row["accuracy"].append(r["accuracy"])
         row["seeds"].append(r["seed"])
         row["passes"] = row["passes"] and r["accuracy"] >= threshold
-        row["converged"] = row["converged"] and converged(r)
+        row["converged"] = row["converged"] and converged(r, window=window)
     return table
 
 
@@ -541,6 +552,44 @@ def load_grid(path: Union[str, Path] = GRID_RUN) -> dict:
     return load_matched(path)
 
 
+def merge_grid_file(path: Path, runs: Sequence[Mapping], part: Mapping, meta: Mapping, settings: Mapping) -> dict:
+    """Add ``runs`` to the grid file at ``path`` under a lock, keeping the runs other parts wrote there.
+
+    A run already in the file (same ``n``, depth, heads and seed) is kept as it is; ``part`` (the
+    machine and arguments of this call) is recorded once in ``meta["parts"]``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "grid.json"
+    >>> r = lambda n, s: {"n_nodes": n, "n_layers": 1, "n_heads": 4, "seed": s}
+    >>> _ = merge_grid_file(f, [r(8, 0)], {"arguments": "a"}, {}, {})
+    >>> doc = merge_grid_file(f, [r(8, 0), r(12, 0)], {"arguments": "b"}, {}, {})
+    >>> [x["n_nodes"] for x in doc["runs"]], len(doc["meta"]["parts"])
+    ([8, 12], 2)
+    """
+    try:
+        import fcntl  # POSIX; elsewhere the parts must run one after another
+    except ImportError:
+        fcntl = None
+    path = Path(path)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        doc = load_grid(path) if path.exists() else {"runs": [], "meta": {}}
+        have = [dict(r) for r in doc["runs"]]
+        for r in runs:
+            key = (r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"])
+            if not any((h["n_nodes"], h["n_layers"], h["n_heads"], h["seed"]) == key for h in have):
+                have.append(dict(r))
+        parts = list(doc["meta"].get("parts", []))
+        if dict(part) not in parts:
+            parts.append(dict(part))
+        new = {"schema_version": 1, "meta": {**meta, "parts": parts}, "settings": dict(settings), "runs": have}
+        write_json(new, path)
+    return new
+
+
 # ------------------------------------------------------------------ command line
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's arguments."""
@@ -561,8 +610,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", action="store_true",
                    help="with --matched: the head grid (GRID_NODES x GRID_HEADS, grid_search), added to "
                         "composition_grid.json unless --out is given; runs already there are kept")
-    p.add_argument("--nodes", type=int, nargs="+", default=list(GRID_NODES),
-                   help="--grid: numbers of nodes n to search (run in parts: one n per call)")
+    p.add_argument("--long", action="store_true",
+                   help="with --matched --grid: the long grid instead (LONG_GRID: n = 8, 12, 16; 4-32 heads; "
+                        "up to 10,000 steps), added to composition_grid_long.json unless --out is given; "
+                        "parts may run at the same time (one n each): every save merges with the file")
+    p.add_argument("--nodes", type=int, nargs="+", default=None,
+                   help="--grid: numbers of nodes n to search (default: all of the grid's; run in parts: one n per call)")
     p.add_argument("--grid-layers", type=int, nargs="+", default=[1, 2],
                    help="--grid: depths to search (1, 2 or both; a part can take one depth)")
     for name, value in SETTINGS.items():
@@ -578,19 +631,23 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
     if len(args.steps) not in (1, len(args.hops)):
         parser.error(f"--steps has {len(args.steps)} values; expected 1 or one per k ({len(args.hops)})")
     if args.matched and args.grid:
-        out = GRID_RUN if args.out == str(STORED_RUN) else Path(args.out)
-        meta["command"] += " --matched --grid"
-        old = load_grid(out) if out.exists() else {"runs": [], "meta": {}}
-        parts = old["meta"].get("parts", []) + [{k: meta[k] for k in ("machine", "arguments")}]
-        doc_settings = {"max_steps": args.max_steps, "eval_size": args.eval_size, "d_k": 16, "d_model": 64,
-                        "lr": 3e-3, "batch_size": 64, "threshold": 0.9, "heads": list(GRID_HEADS)}
+        design = LONG_GRID if args.long else {"nodes": GRID_NODES, "heads": GRID_HEADS,
+                                              "max_steps": args.max_steps, "flat_window": 1000}
+        default_out = LONG_GRID_RUN if args.long else GRID_RUN
+        out = default_out if args.out == str(STORED_RUN) else Path(args.out)
+        meta["command"] += " --matched --grid" + (" --long" if args.long else "")
+        part = {k: meta[k] for k in ("machine", "arguments")}
+        doc_settings = {"max_steps": design["max_steps"], "eval_size": args.eval_size, "d_k": 16, "d_model": 64,
+                        "lr": 3e-3, "batch_size": 64, "threshold": 0.9, "heads": list(design["heads"]),
+                        "flat_window": design["flat_window"]}
+        old = load_grid(out) if out.exists() else {"runs": []}
 
         def save(runs: list) -> None:
-            write_json({"schema_version": 1, "meta": {"command": meta["command"], "parts": parts},
-                        "settings": doc_settings, "runs": runs}, out)
+            merge_grid_file(out, runs, part, {"command": meta["command"]}, doc_settings)
 
-        grid_search(args.nodes, args.seeds, layers=args.grid_layers, runs=old["runs"], progress=not args.quiet, save=save,
-                    max_steps=args.max_steps, eval_size=args.eval_size)
+        grid_search(args.nodes or list(design["nodes"]), args.seeds, layers=args.grid_layers,
+                    heads=design["heads"], runs=old["runs"], progress=not args.quiet, save=save,
+                    max_steps=design["max_steps"], eval_size=args.eval_size)
         return 0
     if args.matched:
         out = MATCHED_RUN if args.out == str(STORED_RUN) else Path(args.out)
