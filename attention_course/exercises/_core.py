@@ -183,7 +183,9 @@ class Exercise:
     progress``; 0 means not rated yet. ``hints`` are the checker's symptom detectors, not
     the learner's hints (those are dropdowns in the notebook, before the solution).
     ``explain`` is given a wrong boolean entry's index (``()`` for a single bool), its
-    expected value and the case's arguments, and says why.
+    expected value and the case's arguments, and says why. ``passed_note``, given the cases
+    and their expected results, says what a learner who passed has found (an experiment's
+    conclusion); it is added to the pass message.
     """
 
     id: str
@@ -201,6 +203,7 @@ class Exercise:
     minutes: int = 0
     rules: tuple = ()
     returns: tuple = ()
+    passed_note: Optional[Callable[[list, list], str]] = None
 
 
 @dataclass(frozen=True)
@@ -535,7 +538,8 @@ def _evaluate(exercise: Exercise, fn: Any, limit: float) -> CheckResult:
         case, why = over_budget[0]
         return _failed(eid, (case.slow or case.budget) if why == "timeout" else case.budget, over=why)
     if all(right.values()):
-        return CheckResult(eid, "passed", f"passed all {len(cases)} checks. Well done!", n_cases=len(cases))
+        note = f" {exercise.passed_note(cases, expected)}" if exercise.passed_note else ""
+        return CheckResult(eid, "passed", f"passed all {len(cases)} checks. Well done!{note}", n_cases=len(cases))
     mutant = _matching_mutant(exercise, cases, expected, outputs)
     if mutant is not None:
         return CheckResult(eid, "failed", mutant.feedback, n_cases=len(cases), details={"mutant": mutant.name})

@@ -11,15 +11,20 @@ The learner then uses it to find the capacity at d = 16 and checks the chapter's
 attention restricted to a causal window of ``w`` positions (``run(None)``: full attention); the result
 is the smallest window in ``windows`` whose accuracy is at least full attention's minus ``margin``, or 0
 when none is. The learner then runs it on the copy at a gap (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`)
-and compares the answer with the gap.
+and compares the answer with the gap. Beside the tables, the check runs that experiment itself (the
+copy at gaps 2 and 3, trained once per process, about 2 s), so the learner's rule is also tested on
+the trained accuracies and the feedback states the conclusion: the smallest window is the gap plus one.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import torch
 
 from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from .ablations import window_copy_accuracy
 from .memory import corrupt, retrieve, store_patterns
 
 __all__ = ["EXERCISES"]
@@ -153,6 +158,24 @@ def _table_run(table: dict, full: float):
     return run
 
 
+@functools.lru_cache(maxsize=None)
+def _trained_copy(window, gap: int) -> float:
+    """The experiment the exercise asks for, each model trained once per process (about 0.2 s)."""
+    return window_copy_accuracy(window, gap=gap)
+
+
+#: The trained cases: (gap, windows in the order given). The check's reference runs first and
+#: trains the models; the learner's calls then read the cache and cost nothing of its time limit.
+TRAINED_GAPS = ((3, tuple(range(1, 7))), (2, (4, 1, 3, 2)))
+
+
+def _window_conclusion(cases: list, expected: list) -> str:
+    """What the trained cases show: the smallest window that copies is one more than the gap."""
+    found = [f"{w} at a gap of {gap}" for (gap, _), w in zip(TRAINED_GAPS, expected[-len(TRAINED_GAPS):])]
+    return (f"On the trained copies your rule finds {' and '.join(found)}: a causal window of w positions "
+            f"holds the query and the w - 1 before it, so it can copy the token `gap` back only when w > gap.")
+
+
 def _window_cases() -> list[Case]:
     step = {w: (1.0 if w > 3 else 1 / 64) for w in range(1, 9)}  # the copy at a gap of 3: solved from w = 4
     ramp = {w: min(1.0, w / 32) for w in (2, 4, 8, 16, 24, 32)}  # recall: accuracy follows the covered share
@@ -165,7 +188,8 @@ def _window_cases() -> list[Case]:
         Case("full attention unlucky (0.6): compare with it, not with 1",
              (_table_run({1: 0.02, 2: 0.58, 3: 0.6}, 0.6), [1, 2, 3], 0.05)),
         Case("a window beats full attention", (_table_run({1: 0.1, 2: 0.9, 3: 0.95}, 0.5), [1, 2, 3], 0.05)),
-    ]
+    ] + [Case(f"the trained copy at a gap of {gap}, windows {list(ws)}",
+              (functools.partial(_trained_copy, gap=gap), list(ws), 0.05)) for gap, ws in TRAINED_GAPS]
 
 
 def _w_strict(run, windows, margin):
@@ -271,6 +295,7 @@ register(Exercise(
         ),
         difficulty=1,
         minutes=10,
+        passed_note=_window_conclusion,
     ))
 
 EXERCISES = ("hopfield-retrieval", "window-sweep")

@@ -123,3 +123,18 @@ def test_bad_inputs_are_named():
 def test_previous_token_targets():
     x, y, m = previous_token(3, length=5, seed=2)
     assert torch.equal(y[:, 1:], x[:, :-1, 0]) and not m[:, 0].any()
+
+
+def test_window_sweep_check_trains_the_copy_and_finds_the_gap_plus_one():
+    """The window-sweep check's trained cases: a causal window of w positions sees the token
+    `gap` back only when w > gap, so the smallest window within 0.05 of full attention is gap + 1
+    (a closed-form prediction; the models are trained here, not read from a table)."""
+    from attention_course.chapters.insight import exercises as ex
+    from attention_course.exercises._core import REGISTRY, _prepared
+
+    cases, expected = _prepared(REGISTRY["window-sweep"])
+    trained = {c.label: e for c, e in zip(cases, expected) if c.label.startswith("the trained copy")}
+    assert len(trained) == len(ex.TRAINED_GAPS) == 2
+    for (gap, windows), (label, found) in zip(ex.TRAINED_GAPS, trained.items()):
+        assert f"gap of {gap}" in label and found == gap + 1, (label, found)
+        assert ex._trained_copy(gap, gap) < 0.2 < 0.95 < ex._trained_copy(gap + 1, gap)  # chance is 1/64
