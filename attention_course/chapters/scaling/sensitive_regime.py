@@ -25,6 +25,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from .measures import softmax_jacobian_norm
+
 __all__ = ["jacobian_norm_rows", "jacobian_floor", "jacobian_vs_spread", "Band", "half_maximum_band",
            "jacobian_at", "sensitive_verdict"]
 
@@ -40,7 +42,11 @@ def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
     Returns
     -------
     np.ndarray, shape (...)
-        :math:`\sqrt{\sum p^2 - 2\sum p^3 + (\sum p^2)^2}` per row (closed form, no S x S matrix).
+        :math:`\lVert J\rVert_F` per row, by :func:`~attention_course.chapters.scaling.measures.softmax_jacobian_norm`
+        (closed form, no S x S matrix). Its terms are summed so that a nearly one-hot row keeps
+        full relative accuracy: the shorter :math:`\sqrt{\sum p^2 - 2\sum p^3 + (\sum p^2)^2}`
+        cancels to about :math:`10^{-16}` there, and a norm of :math:`10^{-7}` would then change
+        in its third digit with the order of the sums (by CPU).
 
     Examples
     --------
@@ -55,9 +61,7 @@ def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
     z = x - x.max(axis=-1, keepdims=True)  # stable: the largest logit is 0
     p = np.exp(z)
     p /= p.sum(axis=-1, keepdims=True)  # (..., S), over the last axis
-    p2 = (p ** 2).sum(-1)  # (...,)
-    sq = p2 - 2 * (p ** 3).sum(-1) + p2 ** 2  # ||J||_F^2
-    return np.sqrt(np.clip(sq, 0.0, None))
+    return softmax_jacobian_norm(p)
 
 
 def jacobian_floor(n_keys: int) -> float:

@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attention_course.chapters.scaling.measures import softmax_jacobian_norm
 from attention_course.chapters.scaling.sensitive_regime import (
@@ -51,3 +53,23 @@ def test_spread_curve_starts_at_the_floor_and_ends_at_zero():
     assert math.isclose(J[0], jacobian_floor(32), rel_tol=1e-3) and J[1] < 1e-6
     J_qk = jacobian_vs_spread([1e-4, 1.0], n_keys=32, n_rows=256, d_k=16)
     assert math.isclose(J_qk[0], jacobian_floor(32), rel_tol=1e-3) and J_qk[1] > J_qk[0]
+
+
+@given(st.integers(2, 64), st.floats(5.0, 40.0), st.integers(0, 2**31 - 1))
+@settings(max_examples=60, deadline=None)
+def test_nearly_one_hot_rows_keep_their_relative_accuracy(S, gap, seed):
+    """One logit `gap` above the rest: ||J||_F is about sqrt(2) * (1 - p_max), as small as 1e-17.
+    Against the explicit matrix diag(p) - p p^T in extended precision (np.longdouble, its diagonal
+    p_i (1 - p_i) with 1 - p_i summed from the others), the closed form holds to 1e-12 relative; the
+    shorter p2 - 2 p3 + p2^2 loses every digit there."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=S)
+    x[0] = x.max() + gap
+    z = (x - x.max()).astype(np.longdouble)
+    p = np.exp(z) / np.exp(z).sum()  # (S,)
+    others = np.array([p[np.arange(S) != i].sum() for i in range(S)])  # (S,) 1 - p_i without cancelling
+    J = -np.outer(p, p)  # (S, S)
+    J[np.diag_indices(S)] = p * others  # diag(p) - p p^T, each entry accurate to its own size
+    want = float(np.sqrt((J * J).sum()))
+    got = float(jacobian_norm_rows(x[None])[0])
+    assert math.isclose(got, want, rel_tol=1e-12), (got, want)
