@@ -554,8 +554,9 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     heads = sorted({H for _, _, H in table})
     colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
     handles = []
-    for n in nodes:
-        for L, ls, dx in ((1, "-", -0.04), (2, "--", 0.04)):
+    for i, n in enumerate(nodes):
+        shift = 0.07 * (i - (len(nodes) - 1) / 2)  # each n a little apart, so equal points stay visible
+        for L, ls, dx in ((1, "-", shift - 0.03), (2, "--", shift + 0.03)):
             Hs = [H for H in heads if (n, L, H) in table]
             if not Hs:
                 continue

@@ -47,7 +47,9 @@ under 15 minutes on one thread, added to ``attention_course/data/composition_gri
 **The long grid** (``composition-run --matched --grid --long --nodes N``): the same search at
 ``n`` = 8, 12 and 16, with 4 to 32 heads and up to 10,000 steps (:data:`LONG_GRID`); parts may run
 at the same time, since every save merges with the file (:func:`merge_grid_file`). Stored in
-``attention_course/data/composition_grid_long.json``.
+``attention_course/data/composition_grid_long.json`` (17 runs, with ``--seeds 0 1``). On one thread
+each part stays under 15 minutes: ``--nodes 8`` (9 minutes), ``--nodes 12`` (10), ``--nodes 16
+--grid-layers 1`` (12), ``--nodes 16 --grid-layers 2`` (11); two parts can run side by side. :func:`grid_decision` applies the ledger's rule to the runs.
 
 The data of two sliders are written here too: the fixed rule's miss per head
 (:func:`rule_miss_data`, :data:`RULE_DATA`) and the linear probes through random stacks
@@ -79,7 +81,7 @@ from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 from .gnn import shared_top_key
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN", "LONG_GRID", "merge_grid_file", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN", "LONG_GRID", "merge_grid_file", "grid_decision", "FOLLOW_UP_RUN", "FOLLOW_UP", "follow_up_study", "follow_up_decision", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
            "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
            "TOP_KEY_DATA", "top_key_data", "write_top_key_data"]
 
@@ -104,6 +106,16 @@ LONG_GRID_RUN = DATA_DIR / "composition_grid_long.json"
 #: Its design, as pre-registered in the ledger: nodes, total heads, most steps, and the window
 #: (steps) over which a failure must be flat to count as unable (:func:`converged`).
 LONG_GRID = {"nodes": (8, 12, 16), "heads": (4, 8, 16, 32), "max_steps": 10_000, "flat_window": 2_000}
+
+
+#: The follow-up of the long grid (``composition-run --matched --follow-up``), shipped with the package.
+FOLLOW_UP_RUN = DATA_DIR / "composition_follow_up.json"
+#: Its runs, as pre-registered in the ledger: (n_nodes, n_layers, heads per layer, seed, most steps).
+#: Two layers of 2 + 2 heads on 16 nodes, given the steps the plateau may need, against one layer
+#: of the same 4 heads trained as long; and one layer of 4 heads on 8 and 12 nodes, three times
+#: longer than the two layers needed there.
+FOLLOW_UP = ((16, 2, 2, 0, 150_000), (16, 2, 2, 1, 150_000), (16, 1, 4, 0, 150_000),
+             (12, 1, 4, 0, 30_000), (8, 1, 4, 0, 30_000))
 
 
 def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int = 2000,
@@ -525,6 +537,104 @@ def grid_table(runs: Iterable[Mapping], threshold: float = 0.9, window: int = 10
     return table
 
 
+def grid_decision(runs: Sequence[Mapping], nodes: Sequence[int], threshold: float = 0.9, window: int = 1000) -> dict:
+    """The ledger's pre-registered decision on the head grid, read off its runs.
+
+    ``h1[n]``, ``h2[n]`` are :func:`fewest_heads` for one and two layers (``None``: no configuration
+    tried passes, "more than" the most heads). The one-layer failures the verdict rests on are, at
+    each ``n``, the one-layer runs with ``h2[n]`` heads or fewer (they show ``h1 > h2``); the
+    two-layer failures are those with more heads than ``h2`` at the smallest ``n``. A failure counts
+    only when flat (:func:`converged` over ``window`` steps). ``composition`` is ``"holds"`` (``h2``
+    constant and ``h1 > h2`` at every ``n``, the failures flat), ``"reach only"`` (one layer does as
+    well as two at some ``n``, or ``h2`` grows with ``n``, on flat failures) or ``"undecided"``.
+
+    Examples
+    --------
+    >>> def run(n, L, H, acc, loss):
+    ...     return {"n_nodes": n, "n_layers": L, "n_heads": H // L, "seed": 0, "accuracy": acc,
+    ...             "checks": [0, 1000, 2000], "check_loss": [2.0, loss, loss], "check_accuracy": [0.1, acc, acc]}
+    >>> runs = [run(n, 2, 4, 1.0, 0.0) for n in (8, 12)] + [run(8, 1, 8, 1.0, 0.0), run(8, 1, 4, 0.5, 1.0),
+    ...                                                    run(12, 1, 8, 0.5, 1.0)]
+    >>> d = grid_decision(runs, (8, 12))
+    >>> d["h1"], d["h2"], d["composition"]
+    ({8: 8, 12: None}, {8: 4, 12: 4}, 'holds')
+    """
+    h1 = {n: fewest_heads(runs, n, 1, threshold) for n in nodes}
+    h2 = {n: fewest_heads(runs, n, 2, threshold) for n in nodes}
+    inf = float("inf")
+    big = lambda h: inf if h is None else h  # noqa: E731 - "more than any number tried"
+
+    def failures(n: int, L: int, keep) -> list:
+        return [r for r in runs if (r["n_nodes"], r["n_layers"]) == (n, L) and r["accuracy"] < threshold
+                and keep(r["n_layers"] * r["n_heads"])]
+
+    base = big(h2[nodes[0]])
+    one_fail = [r for n in nodes for r in failures(n, 1, lambda H, n=n: H <= big(h2[n]))]
+    two_fail = [r for n in nodes for r in failures(n, 2, lambda H: H >= base)]
+    flat = lambda rs: all(converged(r, window=window) for r in rs)  # noqa: E731
+    same_h2 = all(big(h2[n]) == base < inf for n in nodes)
+    if any(big(h1[n]) <= big(h2[n]) < inf for n in nodes):
+        composition = "reach only"
+    elif same_h2 and all(big(h1[n]) > big(h2[n]) for n in nodes):
+        composition = "holds" if flat(one_fail) else "undecided"
+    elif not same_h2 and flat(two_fail):
+        composition = "reach only"
+    else:
+        composition = "undecided"
+    return {"h1": h1, "h2": h2, "composition": composition,
+            "one_layer_failures_flat": flat(one_fail), "two_layer_failures_flat": flat(two_fail)}
+
+
+def follow_up_study(configs: Sequence[tuple] = FOLLOW_UP, jobs: int = 2, out: Optional[Path] = None,
+                    progress: bool = True, meta: Optional[dict] = None, **settings) -> list[dict]:
+    """:func:`run_matched` for each ``(n, L, h, seed, max_steps)`` of ``configs`` on ``jobs`` processes,
+    the longest first; with ``out``, the JSON is rewritten after every finished run."""
+    done: dict = {}
+    order = sorted(configs, key=lambda c: -c[4] * c[0] ** 2 * c[1] * c[2])  # longest first
+
+    def save() -> None:
+        if out is not None:
+            write_json({"schema_version": 1, "meta": meta or {}, "settings": {"configs": [list(c) for c in configs]},
+                        "runs": [done[c] for c in configs if c in done]}, out)
+
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(run_matched, n, L, h, seed, max_steps=T, **settings): (n, L, h, seed, T)
+                   for (n, L, h, seed, T) in order}
+        for future in progress_bar(as_completed(futures), "follow-up (n, L, h, seed)", len(order), progress):
+            done[futures[future]] = future.result()
+            save()
+    return [done[c] for c in configs]
+
+
+def follow_up_decision(runs: Sequence[Mapping], threshold: float = 0.9) -> dict:
+    """The ledger's rule for the follow-up: two layers of 2 + 2 heads on 16 nodes against one layer of 4.
+
+    A failure counts only when flat over its last third (:func:`converged` with ``window`` a third of
+    its steps). ``composition`` is ``"holds"`` when the two-layer runs pass on every seed and every
+    one-layer run fails flat; ``"reach only"`` when a one-layer run passes; otherwise ``"undecided"``.
+
+    Examples
+    --------
+    >>> r = lambda L, acc, loss: {"n_layers": L, "accuracy": acc, "steps": 3000, "checks": [0, 1000, 2000, 3000],
+    ...                           "check_loss": [2.0, 2.0, loss, loss], "check_accuracy": [0.1, 0.1, acc, acc]}
+    >>> follow_up_decision([r(2, 1.0, 0.0), r(1, 0.1, 2.0)])["composition"]
+    'holds'
+    >>> follow_up_decision([r(2, 1.0, 0.0), r(1, 0.95, 0.1)])["composition"]
+    'reach only'
+    """
+    two = [r for r in runs if r["n_layers"] == 2]
+    one = [r for r in runs if r["n_layers"] == 1]
+    flat = [converged(r, window=r["steps"] // 3) for r in one]
+    if any(r["accuracy"] >= threshold for r in one):
+        composition = "reach only"
+    elif two and all(r["accuracy"] >= threshold for r in two) and all(flat):
+        composition = "holds"
+    else:
+        composition = "undecided"
+    return {"composition": composition, "two_layers_pass": all(r["accuracy"] >= threshold for r in two),
+            "one_layer_failures_flat": all(flat)}
+
+
 def map_counts(n_nodes: int) -> dict:
     """How many single cycles on ``n_nodes`` nodes exist, and how many fall in the training and held-out parts.
 
@@ -614,6 +724,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --matched --grid: the long grid instead (LONG_GRID: n = 8, 12, 16; 4-32 heads; "
                         "up to 10,000 steps), added to composition_grid_long.json unless --out is given; "
                         "parts may run at the same time (one n each): every save merges with the file")
+    p.add_argument("--follow-up", action="store_true",
+                   help="with --matched: the long grid's follow-up instead (FOLLOW_UP: 2 x 2 heads on 16 nodes up to "
+                        "150,000 steps against 1 x 4, and 1 x 4 on 8 and 12 nodes up to 30,000), written to "
+                        "composition_follow_up.json unless --out is given (about 30 minutes on two workers)")
     p.add_argument("--nodes", type=int, nargs="+", default=None,
                    help="--grid: numbers of nodes n to search (default: all of the grid's; run in parts: one n per call)")
     p.add_argument("--grid-layers", type=int, nargs="+", default=[1, 2],
@@ -630,6 +744,16 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
             "arguments": arguments}
     if len(args.steps) not in (1, len(args.hops)):
         parser.error(f"--steps has {len(args.steps)} values; expected 1 or one per k ({len(args.hops)})")
+    if args.matched and args.follow_up:
+        out = FOLLOW_UP_RUN if args.out == str(STORED_RUN) else Path(args.out)
+        meta["command"] += " --matched --follow-up"
+        wall = time.perf_counter()
+        runs = follow_up_study(FOLLOW_UP, jobs=args.jobs, out=out, progress=not args.quiet, meta=meta,
+                               eval_size=args.eval_size)
+        meta.update(wall_seconds=round(time.perf_counter() - wall, 1))
+        write_json({"schema_version": 1, "meta": meta, "settings": {"configs": [list(c) for c in FOLLOW_UP]},
+                    "runs": runs}, out)
+        return 0
     if args.matched and args.grid:
         design = LONG_GRID if args.long else {"nodes": GRID_NODES, "heads": GRID_HEADS,
                                               "max_steps": args.max_steps, "flat_window": 1000}
