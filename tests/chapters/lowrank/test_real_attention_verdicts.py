@@ -158,13 +158,15 @@ def test_stored_verdict_run_has_the_preregistered_design():
 @pytest.mark.extended
 @pytest.mark.numerics
 def test_one_order_of_the_efficient_study_recomputes():
-    """Order 1 (a shuffled text), layers 5-6, against the stored run (float32 model: within 1e-3)."""
+    """Order 1 (a shuffled text), layers 5-6, against the stored run: within 3e-3. The float32 model and
+    Nystrom's pseudo-inverse move with the CPU's kernels (AVX-512 against the stored AVX2 run: 1.2e-3);
+    the chapter prints two decimals."""
     from attention_course.chapters.lowrank.runs import efficient_study, load_verdicts
 
     stored = {(r["layers"], r["method"]): r for r in load_verdicts()["efficient"] if r["order"] == 1}
     for r in efficient_study(orders=[1], layer_sets=(("layers 5-6", (4, 5)),)):
         s = stored[(r["layers"], r["method"])]
-        assert abs(r["cosine"] - s["cosine"]) < 1e-3 and abs(r["change"] - s["change"]) < 1e-3, r
+        assert abs(r["cosine"] - s["cosine"]) < 3e-3 and abs(r["change"] - s["change"]) < 3e-3, r
 
 
 def test_grid_slider_flags_the_first_width_that_fails_at_the_trained_sharpness():

