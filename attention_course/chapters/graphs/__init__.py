@@ -127,6 +127,7 @@ from .figures import (
     plot_probe_curves,
     plot_composition,
     plot_head_budget,
+    plot_training_curves,
 )
 from .sliders import (
     load_rule_miss,
@@ -251,6 +252,7 @@ __all__ = [
     "plot_probe_curves",
     "plot_composition",
     "plot_head_budget",
+    "plot_training_curves",
     "load_rule_miss",
     "rule_mass_explorer",
     "hops_explorer",

@@ -25,7 +25,7 @@ from .propagation import band_width
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -487,10 +487,7 @@ def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optio
     if not summary:
         raise ValueError("summary is empty; expected {(k, L): {'mean': ..., 'min': ..., 'max': ...}}")
     own = ax is None
-    if own:
-        fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = new_axes(ax, (6.4, 4.4))
     hops = sorted({k for k, _ in summary})
     layers = sorted({L for _, L in summary})
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(hops)))
@@ -546,10 +543,7 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     if not table:
         raise ValueError("table is empty; expected {(n, L, H): {'accuracy': [...], 'converged': bool}}")
     own = ax is None
-    if own:
-        fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = new_axes(ax, (6.4, 4.6))
     nodes = sorted({n for n, _, _ in table})
     heads = sorted({H for _, _, H in table})
     colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
@@ -573,13 +567,62 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g} on every seed"))
     handles.append(ax.plot([], [], "o", mfc="white", mec="0.3", label="loss still falling")[0])
     ax.set_xticks(np.log2(heads), [str(H) for H in heads])
-    ax.set_xlabel("heads in total (one layer of H, or two of H / 2)")
+    return _finish_two_hop_axes(ax, handles, "heads in total (one layer of H, or two of H / 2)", title, own)
+
+
+def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, float]] = None,
+                         threshold: float = 0.9, title: str = "", ax: Optional[Axes] = None) -> Figure:
+    """Held-out accuracy against training steps, one line per run (log-scaled steps).
+
+    Colour is the number of nodes ``n``, the line style the depth (one layer solid, two dashed);
+    a dotted line of the same colour marks guessing, ``chance[n]``.
+
+    Parameters
+    ----------
+    runs : sequence of dict
+        Each with ``n_nodes``, ``n_layers``, ``n_heads``, ``seed``, ``checks`` (steps) and
+        ``check_accuracy``, as :func:`attention_course.chapters.graphs.runs.run_matched` returns them.
+    chance : mapping of n to float, optional
+        The guessing line for each ``n`` (for example ``1 / n``).
+
+    Examples
+    --------
+    >>> r = {"n_nodes": 8, "n_layers": 2, "n_heads": 2, "seed": 0, "checks": [0, 250, 500],
+    ...      "check_accuracy": [0.1, 0.5, 0.99]}
+    >>> fig = plot_training_curves([r], chance={8: 1 / 8}, title="t")
+    >>> fig.axes[0].get_xscale(), [x.get_text() for x in fig.legends[0].get_texts()][0]
+    ('log', 'n = 8, 2 x 2 heads, seed 0')
+    """
+    if not runs:
+        raise ValueError("runs is empty; expected records with 'checks' and 'check_accuracy'")
+    own = ax is None
+    fig, ax = new_axes(ax, (6.4, 4.6))
+    nodes = sorted({r["n_nodes"] for r in runs})
+    colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
+    handles = []
+    for r in runs:
+        steps = np.asarray(r["checks"], dtype=float)
+        keep = steps > 0  # step 0 has no place on a log axis
+        line, = ax.plot(steps[keep], np.asarray(r["check_accuracy"], dtype=float)[keep], color=colours[r["n_nodes"]],
+                        ls="-" if r["n_layers"] == 1 else "--", lw=1.4, alpha=0.9 if r["seed"] == 0 else 0.6,
+                        label=f"n = {r['n_nodes']}, {r['n_layers']} x {r['n_heads']} heads, seed {r['seed']}")
+        handles.append(line)
+    for n, p in sorted((chance or {}).items()):
+        ax.axhline(p, color=colours.get(n, "0.5"), ls=":", lw=1)
+    handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g}"))
+    ax.set_xscale("log")
+    return _finish_two_hop_axes(ax, handles, "training steps (log scale)", title, own)
+
+
+def _finish_two_hop_axes(ax: Axes, handles: list, xlabel: str, title: str, own: bool) -> Figure:
+    """Labels, limits and legend shared by the two-hop accuracy figures (below the axes when the figure is ours)."""
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("held-out accuracy, two hops")
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3)
     if own:
-        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9)
+        ax.figure.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9)
     else:
         ax.legend(handles=handles, loc="best")
     ax.set_title(title)
-    return fig
+    return ax.figure

@@ -727,7 +727,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow-up", action="store_true",
                    help="with --matched: the long grid's follow-up instead (FOLLOW_UP: 2 x 2 heads on 16 nodes up to "
                         "150,000 steps against 1 x 4, and 1 x 4 on 8 and 12 nodes up to 30,000), written to "
-                        "composition_follow_up.json unless --out is given (about 30 minutes on two workers)")
+                        "composition_follow_up.json unless --out is given (about 40 minutes on two workers)")
     p.add_argument("--nodes", type=int, nargs="+", default=None,
                    help="--grid: numbers of nodes n to search (default: all of the grid's; run in parts: one n per call)")
     p.add_argument("--grid-layers", type=int, nargs="+", default=[1, 2],

@@ -436,3 +436,73 @@ def test_one_stored_grid_run_is_reproducible(long_grid):
     fresh = comp.run_matched(8, 2, 2, seed=1, max_steps=comp.LONG_GRID["max_steps"])
     assert stored["steps"] < comp.LONG_GRID["max_steps"] and abs(fresh["steps"] - stored["steps"]) <= 500
     assert abs(fresh["accuracy"] - stored["accuracy"]) < 0.02
+
+
+# ------------------------------------------------------------ the follow-up (l-hops, a longer horizon)
+@pytest.fixture(scope="module")
+def follow_up():
+    return comp.load_grid(comp.FOLLOW_UP_RUN)
+
+
+def _loss_fell(run, window):
+    """Relative fall of the held-out loss over the last ``window`` steps of ``run``, by hand."""
+    before = [l for c, l in zip(run["checks"], run["check_loss"]) if c <= run["checks"][-1] - window][-1]
+    return (before - run["check_loss"][-1]) / before
+
+
+def test_follow_up_holds_exactly_the_registered_runs(follow_up):
+    """The stored follow-up is the ledger's five runs, in its order, each stopped only at 0.99 or
+    its step limit, one layer of 4 heads with the weights of two layers of 2 + 2."""
+    assert [tuple(c) for c in follow_up["settings"]["configs"]] == list(comp.FOLLOW_UP)
+    assert [(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) for r in follow_up["runs"]] == [
+        c[:4] for c in comp.FOLLOW_UP]
+    for r, (n, L, h, seed, most) in zip(follow_up["runs"], comp.FOLLOW_UP):
+        assert r["hops"] == 2 and r["checks"][-1] == r["steps"] <= most
+        assert r["steps"] == most or r["check_accuracy"][-1] >= 0.99
+        d, V = 64, n + n * n
+        assert r["parameters"] == V * d + (n + 1) * d + L * 4 * d * h * 16 + (L + 1) * 2 * d + d * V
+    one, two = follow_up["runs"][2], follow_up["runs"][0]
+    assert 0 < two["parameters"] - one["parameters"] <= 2 * 64  # the same weights, up to one LayerNorm
+
+
+def test_follow_up_decision_by_hand(follow_up):
+    """The registered rule by hand: two layers of 2 + 2 must pass on 16 nodes on both seeds, and
+    every one-layer failure be flat over its last third, for composition to hold."""
+    runs = follow_up["runs"]
+    two = [r for r in runs if r["n_layers"] == 2]
+    one = [r for r in runs if r["n_layers"] == 1]
+    two_pass = all(r["accuracy"] >= 0.9 for r in two)
+    one_passes = any(r["accuracy"] >= 0.9 for r in one)
+    one_flat = all(r["check_accuracy"][-1] >= 0.99 or _loss_fell(r, r["steps"] // 3) < 0.05 for r in one)
+    by_hand = "reach only" if one_passes else "holds" if two_pass and one_flat else "undecided"
+    d = comp.follow_up_decision(runs)
+    assert d["composition"] == by_hand
+    assert d["two_layers_pass"] == two_pass and d["one_layer_failures_flat"] == one_flat
+
+
+def test_follow_up_decision_each_branch():
+    def run(L, acc, falling=False):
+        return {"n_layers": L, "accuracy": acc, "steps": 3000, "checks": [0, 1000, 2000, 3000],
+                "check_loss": [2.0, 2.0, 1.5 if falling else 1.0, 1.0], "check_accuracy": [0.1, 0.1, acc, acc]}
+
+    assert comp.follow_up_decision([run(2, 1.0), run(1, 0.1)])["composition"] == "holds"
+    assert comp.follow_up_decision([run(2, 1.0), run(1, 0.95)])["composition"] == "reach only"
+    assert comp.follow_up_decision([run(2, 1.0), run(2, 0.1), run(1, 0.1)])["composition"] == "undecided"
+    assert comp.follow_up_decision([run(2, 1.0), run(1, 0.5, falling=True)])["composition"] == "undecided"
+
+
+def test_training_curves_figure_draws_each_stored_run(follow_up):
+    from attention_course.chapters.graphs.figures import plot_training_curves
+
+    runs = follow_up["runs"]
+    fig = plot_training_curves(runs, chance={n: 1 / n for n in (8, 12, 16)}, title="t")
+    ax = fig.axes[0]
+    lines = [l for l in ax.get_lines() if not l.get_label().startswith(("_", "success"))]
+    assert len(lines) == len(runs)
+    for line, r in zip(lines, runs):
+        assert list(line.get_xdata()) == r["checks"][1:]  # step 0 dropped from the log axis
+        assert list(line.get_ydata()) == r["check_accuracy"][1:]
+        assert line.get_linestyle() == ("-" if r["n_layers"] == 1 else "--")
+    assert fig.get_size_inches()[0] <= MAX_WIDTH
+    with pytest.raises(ValueError, match="empty"):
+        plot_training_curves([])
