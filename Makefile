@@ -64,8 +64,9 @@ WORKERS := OMP_NUM_THREADS=$(THREADS)
 # pytest's exit code 5 means "no tests collected": a failure here, not a pass.
 NONEMPTY = status=$$?; if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
+# `make test` ends with its 15 slowest tests, so that a new slow test shows where the budget went.
 test: $(STAMP)
-	$(WORKERS) $(BIN)/python -m pytest $(XDIST) $(NBVAL); $(NONEMPTY)
+	$(WORKERS) $(BIN)/python -m pytest $(XDIST) $(NBVAL) --durations=15; $(NONEMPTY)
 
 # The unit, property and doctests without the notebooks and the tests marked slow.
 test-fast: $(STAMP)

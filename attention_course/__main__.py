@@ -199,7 +199,7 @@ COMMANDS = {
         "Measure retrieval against the number of stored patterns for softmax and outer-product memories "
         "(d = 16, 32, 64), and train every ablation of attention (fixed mixing, convolution, windows, hard "
         "selection, tied and identity metrics, linear attention) on recall and a previous-token copy over seeds; "
-        "write attention_course/data/insight_memory.json and insight_ablations.json (minutes).",
+        "write attention_course/data/insight_memory.json and insight_ablations.json (about a minute on two cores).",
     ),
     "insight-metric": Command(
         ".chapters.insight.metric_runs",
@@ -211,8 +211,8 @@ COMMANDS = {
         "minutes each); --part partner (partner recall, where a key fetches its partner's value; "
         "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points again, "
         "up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each keeping the others' records: --widths 16, then --widths 32 "
-        "(8 and 10 minutes on one thread), then --widths 64 --pairs 8 32 (4 minutes) and --widths 64 --pairs 64 "
-        "(14 minutes, measured with other work on the machine)).",
+        "(8 and 10 minutes on one thread), then --widths 64 (4 minutes on a quiet machine; "
+        "or in two parts, --pairs 8 32 and --pairs 64, on a busy one)).",
     ),
 }
 

@@ -352,8 +352,8 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
                           if k not in ("command", "run", "parser")}, "seeds": list(seeds)}
     start, runs = time.perf_counter(), []
     # --long in parts: each call keeps the records of the (width, pairs) it does not run, so each part stays
-    # under 15 minutes on one thread (stored: d = 16 8 minutes, d = 32 10, d = 64 with N = 8 and 32 4 minutes,
-    # d = 64 with N = 64 14 minutes, the last two measured with other work on the machine)
+    # under 15 minutes on one thread (stored: d = 16 8 minutes, d = 32 10, d = 64 18, all with other work on
+    # the machine; d = 64 in one call on a quiet machine: 4 minutes)
     kept, planned = ([], [])
     if long and Path(out).is_file():
         old = load_long(out)
