@@ -81,7 +81,7 @@ from ...models.training import evaluate_loss, train
 from . import depth_probe, topology_rule
 from .gnn import shared_top_key
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN", "LONG_GRID", "merge_grid_file", "grid_decision", "FOLLOW_UP_RUN", "FOLLOW_UP", "follow_up_study", "follow_up_decision", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
+__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "RULES_DATA", "rules_data", "load_rules", "TOPOLOGY_RULES", "run_matched", "matched_study", "converged", "fewest_heads", "load_matched", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN", "LONG_GRID", "merge_grid_file", "grid_decision", "FOLLOW_UP_RUN", "FOLLOW_UP", "SECOND_FOLLOW_UP_RUN", "SECOND_FOLLOW_UP", "follow_up_study", "follow_up_decision", "grid_order", "grid_search", "load_grid", "grid_table", "map_counts",
            "STORED_RUN", "SETTINGS", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study", "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs", "add_arguments", "cli", "main", "RULE_DATA", "PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "rule_miss_data", "probe_data", "write_rule_miss", "write_probe_data",
            "TOP_KEY_DATA", "top_key_data", "write_top_key_data"]
 
@@ -116,6 +116,12 @@ FOLLOW_UP_RUN = DATA_DIR / "composition_follow_up.json"
 #: longer than the two layers needed there.
 FOLLOW_UP = ((16, 2, 2, 0, 150_000), (16, 2, 2, 1, 150_000), (16, 1, 4, 0, 150_000),
              (12, 1, 4, 0, 30_000), (8, 1, 4, 0, 30_000))
+#: The second follow-up (``composition-run --matched --follow-up --second``), shipped with the package:
+#: one layer of 4 heads on 12 and on 8 nodes again, up to 100,000 steps, since after 30,000 the
+#: 12-node run was still rising and the 8-node run's accuracy still creeping up. Decided by
+#: :func:`follow_up_decision`: a pass on either gives "reach only"; otherwise composition stays undecided.
+SECOND_FOLLOW_UP_RUN = DATA_DIR / "composition_follow_up_2.json"
+SECOND_FOLLOW_UP = ((12, 1, 4, 0, 100_000), (8, 1, 4, 0, 100_000))
 
 
 def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int = 2000,
@@ -728,6 +734,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --matched: the long grid's follow-up instead (FOLLOW_UP: 2 x 2 heads on 16 nodes up to "
                         "150,000 steps against 1 x 4, and 1 x 4 on 8 and 12 nodes up to 30,000), written to "
                         "composition_follow_up.json unless --out is given (about 40 minutes on two workers)")
+    p.add_argument("--second", action="store_true",
+                   help="with --matched --follow-up: the second follow-up (SECOND_FOLLOW_UP: one layer of 4 heads on "
+                        "12 and 8 nodes up to 100,000 steps), written to composition_follow_up_2.json unless --out "
+                        "is given (about 10 minutes on two workers)")
     p.add_argument("--nodes", type=int, nargs="+", default=None,
                    help="--grid: numbers of nodes n to search (default: all of the grid's; run in parts: one n per call)")
     p.add_argument("--grid-layers", type=int, nargs="+", default=[1, 2],
@@ -745,13 +755,14 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
     if len(args.steps) not in (1, len(args.hops)):
         parser.error(f"--steps has {len(args.steps)} values; expected 1 or one per k ({len(args.hops)})")
     if args.matched and args.follow_up:
-        out = FOLLOW_UP_RUN if args.out == str(STORED_RUN) else Path(args.out)
-        meta["command"] += " --matched --follow-up"
+        configs, stored = (SECOND_FOLLOW_UP, SECOND_FOLLOW_UP_RUN) if args.second else (FOLLOW_UP, FOLLOW_UP_RUN)
+        out = stored if args.out == str(STORED_RUN) else Path(args.out)
+        meta["command"] += " --matched --follow-up" + (" --second" if args.second else "")
         wall = time.perf_counter()
-        runs = follow_up_study(FOLLOW_UP, jobs=args.jobs, out=out, progress=not args.quiet, meta=meta,
+        runs = follow_up_study(configs, jobs=args.jobs, out=out, progress=not args.quiet, meta=meta,
                                eval_size=args.eval_size)
         meta.update(wall_seconds=round(time.perf_counter() - wall, 1))
-        write_json({"schema_version": 1, "meta": meta, "settings": {"configs": [list(c) for c in FOLLOW_UP]},
+        write_json({"schema_version": 1, "meta": meta, "settings": {"configs": [list(c) for c in configs]},
                     "runs": runs}, out)
         return 0
     if args.matched and args.grid:
