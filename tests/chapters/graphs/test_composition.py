@@ -506,3 +506,22 @@ def test_training_curves_figure_draws_each_stored_run(follow_up):
     assert fig.get_size_inches()[0] <= MAX_WIDTH
     with pytest.raises(ValueError, match="empty"):
         plot_training_curves([])
+
+
+def test_second_follow_up_holds_the_registered_runs_and_decides(long_grid):
+    """The second follow-up is the ledger's two runs; by the registered rule (a pass of one layer of
+    4 heads gives reach only) it decides, and by hand: both pass, each later than two layers did."""
+    doc = comp.load_grid(comp.SECOND_FOLLOW_UP_RUN)
+    assert [tuple(c) for c in doc["settings"]["configs"]] == list(comp.SECOND_FOLLOW_UP)
+    runs = doc["runs"]
+    assert [(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) for r in runs] == [
+        c[:4] for c in comp.SECOND_FOLLOW_UP]
+    for r, (*_, most) in zip(runs, comp.SECOND_FOLLOW_UP):
+        assert r["checks"][-1] == r["steps"] <= most
+        assert r["steps"] == most or r["check_accuracy"][-1] >= 0.99
+    passes = [r["accuracy"] >= 0.9 for r in runs]
+    assert comp.follow_up_decision(runs)["composition"] == ("reach only" if any(passes) else "undecided")
+    two_layer_steps = {r["n_nodes"]: r["steps"] for r in long_grid["runs"]
+                       if (r["n_layers"], r["n_heads"], r["seed"]) == (2, 2, 0)}
+    for r in runs:  # the same 4 heads in one layer need more steps than in two
+        assert r["steps"] > two_layer_steps[r["n_nodes"]]
