@@ -5,8 +5,8 @@ d = 16, 32, 64 and three seeds, written to ``attention_course/data/insight_memor
 (12 s measured on a quiet 2-core machine). ``ablations``: every variant of :data:`GRID` trained by
 :func:`~attention_course.chapters.insight.ablations.tune_and_train` (learning rate picked on
 seed 0 from 3e-3 and 1e-2, then seeds 0-2 at it, 300 AdamW steps, batch 32, d_model 64), written to
-``attention_course/data/insight_ablations.json`` (58 s measured with two workers of one thread on a quiet 2-core machine; 38 minutes on one
-shared with other work).
+``attention_course/data/insight_ablations.json`` (58 s with two workers of one thread on a quiet
+2-core machine; 38 minutes on one shared with other work).
 """
 
 from __future__ import annotations

@@ -345,6 +345,12 @@ def test_head_budget_figure_draws_each_configuration(grid):
 
 
 
+def _loss_fell(run, window):
+    """Relative fall of the held-out loss over the last ``window`` steps of ``run``, by hand."""
+    before = [l for c, l in zip(run["checks"], run["check_loss"]) if c <= run["checks"][-1] - window][-1]
+    return (before - run["check_loss"][-1]) / before
+
+
 # ------------------------------------------------------------ the long grid (l-hops, deciding run)
 @pytest.fixture(scope="module")
 def long_grid():
@@ -386,16 +392,12 @@ def test_long_grid_decision_by_hand(long_grid):
     def acc(n, L, H):
         return [r["accuracy"] for r in runs if (r["n_nodes"], r["n_layers"], r["n_layers"] * r["n_heads"]) == (n, L, H)]
 
-    def loss_fell(r):  # relative fall of the held-out loss over the last `window` steps
-        before = [l for c, l in zip(r["checks"], r["check_loss"]) if c <= r["checks"][-1] - window][-1]
-        return (before - r["check_loss"][-1]) / before
-
     assert min(acc(8, 2, 4)) >= 0.9 and min(acc(12, 2, 4)) >= 0.9  # two layers of 2 + 2 heads pass at 8 and 12
     assert min(acc(8, 1, 16)) >= 0.9 and min(acc(8, 1, 8)) < 0.9  # one layer needs 16 heads at n = 8 ...
     assert max(acc(12, 1, 32)) < 0.2  # ... and 32 are not enough at n = 12 (guess 1/12)
     sixteen = [r for r in runs if r["n_nodes"] == 16]
     assert {r["n_layers"] * r["n_heads"] for r in sixteen if r["n_layers"] == 2} == {4, 8, 16, 32}
-    assert all(r["accuracy"] < 0.1 and loss_fell(r) < 0.05 for r in sixteen)  # n = 16: flat at the guess, 1/16
+    assert all(r["accuracy"] < 0.1 and _loss_fell(r, window) < 0.05 for r in sixteen)  # n = 16: flat at the guess, 1/16
     d = comp.grid_decision(runs, comp.LONG_GRID["nodes"], window=window)
     assert d["h1"] == {8: 16, 12: None, 16: None} and d["h2"] == {8: 4, 12: 4, 16: None}
     assert d["two_layer_failures_flat"] and d["composition"] == "reach only"
@@ -442,12 +444,6 @@ def test_one_stored_grid_run_is_reproducible(long_grid):
 @pytest.fixture(scope="module")
 def follow_up():
     return comp.load_grid(comp.FOLLOW_UP_RUN)
-
-
-def _loss_fell(run, window):
-    """Relative fall of the held-out loss over the last ``window`` steps of ``run``, by hand."""
-    before = [l for c, l in zip(run["checks"], run["check_loss"]) if c <= run["checks"][-1] - window][-1]
-    return (before - run["check_loss"][-1]) / before
 
 
 def test_follow_up_holds_exactly_the_registered_runs(follow_up):
