@@ -1,21 +1,22 @@
 """attention_course: the companion package of "Attention Is Learned Association".
 
 The names below are the public API, flat: ``import attention_course as ac;
-ac.softmax(...)``. Behind them the package is laid out in layers, and imports
-point one way only, downwards::
+ac.softmax(...)``. Behind them the package is laid out the way the book is read, and
+imports point one way only::
 
-    core  <-  models, lenses  <-  experiments, course, figures  <-  this module
+    core, figures, exercises  <-  models  <-  chapters (in reading order)  <-  course  <-  this module
 
 * ``core``: softmax, scaled dot-product attention, masks, multi-head attention,
   efficient attention (imports nothing else of the package);
-* ``models``: the tiny transformer and its training, toy tasks, our BERT encoder,
-  the pretrained MiniLM;
-* ``lenses``: one module per way of looking at attention, by chapter (kernels,
-  low rank, heads, graphs, depth, scaling, ...);
-* ``figures``: every plotting function, one module per chapter;
-* ``experiments``: runs that take minutes and store JSON (``python -m attention_course bench``,
-  ``scaling-run``);
-* ``course``: the exercise checker, solutions, the claims ledger, progress.
+* ``figures``: what every chapter's figures share (the style, the slider engine);
+* ``exercises``: the checker engine (``check`` never raises);
+* ``models``: the tiny transformer and its one training loop, toy tasks, our BERT
+  encoder, the pretrained MiniLM;
+* ``chapters/<topic>/``: one folder per chapter (mechanics, kernels, lowrank, heads,
+  graphs, scaling, insight, build), each with its measures, ``runs.py`` (long runs
+  that store JSON), ``figures.py``, ``sliders.py`` and ``exercises.py``; a chapter
+  imports from earlier chapters only;
+* ``course``: the claims ledger, solutions, glue and inline values, progress.
 
 ``attention_course/README.md`` has the full map (layer, module, chapter).
 Importing the package does not import ``transformers`` (only :func:`load_minilm` does).

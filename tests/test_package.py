@@ -197,3 +197,17 @@ def test_both_readmes_name_every_command():
         text = readme.read_text()
         missing = [name for name in COMMANDS if f"`{name}`" not in text]
         assert not missing, f"{readme.name} does not name the commands {missing}"
+
+
+def test_the_package_docstring_names_every_folder_and_no_missing_one():
+    import re
+
+    import attention_course
+
+    doc = attention_course.__doc__
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    named = set(re.findall(r"^\* ``(\w+)", doc, flags=re.M))
+    assert named == folders, f"the docstring lists {sorted(named)}; the package's folders are {sorted(folders)}"
+    chapters = {p.name for p in (PACKAGE / "chapters").iterdir() if (p / "__init__.py").exists()}
+    missing = [c for c in chapters if c not in doc]
+    assert not missing, f"the docstring does not name the chapter folders {missing}"

@@ -1,4 +1,4 @@
-r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs change.
+r"""Chapter 5's sliders: where the three "holds when" verdicts on graphs change.
 
 * :func:`rule_mass_explorer` (``learned-topology``): the share of mass :math:`m` that defines the
   effective graph. A head's graph is *placed by a fixed rule* when the rule's miss (total variation
@@ -20,7 +20,7 @@ r"""Chapter 5's flip sliders: where the three "holds when" verdicts on graphs ch
   tokens; the flags sit where each random stack falls to guessing
   (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`).
 
-Every number and flag comes from the lenses; this module only reads stored data and draws.
+Every number and flag comes from the chapter's measure modules; this module only reads stored data and draws.
 MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
 (:data:`RULE_DATA`, :data:`PROBE_DATA`, :data:`TOP_KEY_DATA`, written by
 :func:`attention_course.chapters.graphs.runs.rule_miss_data`,

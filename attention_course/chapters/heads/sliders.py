@@ -1,4 +1,4 @@
-r"""Chapter 4's flip slider: how strict must "one clear job" be before no head has one?
+r"""Chapter 4's slider: how strict must "one clear job" be before no head has one?
 
 The verdict ``head-relations`` holds *when a head has one clear job*. A head's score for a role
 (:func:`attention_course.chapters.heads.roles.head_role_scores`) is the mean share of a word's weight on

@@ -19,7 +19,7 @@ verdicts.
   sits where the low-rank methods (Nyström and mean-pooled Linformer) start beating both trivial
   answers for good; a second flag where both come within the chapter's error target.
 
-The numbers come from the lenses (:mod:`attention_course.chapters.lowrank.baselines`,
+The numbers come from the measure modules (:mod:`attention_course.chapters.lowrank.baselines`,
 :mod:`attention_course.chapters.lowrank.approximation_error`); this module only reads the stored runs
 and draws. The length sweep is the chapter's stored run (``data/lowrank_function.json``); the
 structure sweep (:func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep`, float64,

@@ -1,8 +1,8 @@
-"""Flip sliders of chapter 5 (learned-topology, l-hops, depth-keeps-information, unlike-gnns): each frame's
+"""Sliders of chapter 5 (learned-topology, l-hops, depth-keeps-information, unlike-gnns): each frame's
 deciding number and each flag against an independent computation from the stored JSON, the
 package or a closed form; the HTML; bad input.
 
-The counts and flag rules live in the lenses (``topology_rule``, ``propagation``,
+The counts and flag rules live in the chapter's measure modules (``topology_rule``, ``propagation``,
 ``depth_probe``) and are checked here against the same independent computations; the stored
 data's writers in the chapter's ``runs`` module."""
 

@@ -1,4 +1,4 @@
-"""Flip slider of chapter 4 (head-relations): each frame's head counts and the flag against an
+"""Slider of chapter 4 (head-relations): each frame's head counts and the flag against an
 independent computation from the stored JSON and MiniLM; the HTML; bad input.
 
 The counts and the flag rule live in the lens ``roles`` and are checked here against the same

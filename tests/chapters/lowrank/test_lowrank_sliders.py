@@ -1,6 +1,6 @@
 """Flagged sliders of chapter 3 (low-rank-real, efficient-attention; issue 19).
 
-The numbers and flags come from the lenses (``lowrank.baselines``, ``approximation_error``) and
+The numbers and flags come from the measure modules (``lowrank.baselines``, ``approximation_error``) and
 the stored data from the chapter's ``runs`` module. Each figure's deciding numbers are checked
 against an independent computation (the package's accuracy table, numpy's polyfit on the stored
 length sweep), the flag against the line the verdict draws, and the HTML.
