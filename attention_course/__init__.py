@@ -108,6 +108,7 @@ from .chapters.mechanics.figures import plot_attention, plot_convex_hull, plot_h
 from .figures.diagrams import plot_induction_circuit, plot_qkv_diagram
 from .figures.style import setup_notebook
 from .course.notebook import setup_chapter
+from .course.verdict_boxes import closing_summary
 from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_tokenizer, minilm_weights
 from .models.perturb import encoder_maps, scrambled_weights
 from .models.queries_keys import bert_queries_keys, minilm_queries_keys
@@ -160,12 +161,14 @@ __all__ = [
     "absorb_scale", "compare_scales", "scale_pair", "saturated_share", "swapped_softmax",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
-    "minilm_tokenizer", "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights", "bert_queries_keys", "minilm_queries_keys", "ModelConfig", "TinyTransformer", "train",
+    "minilm_tokenizer", "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights",
+    "bert_queries_keys", "minilm_queries_keys", "ModelConfig", "TinyTransformer", "train",
     "train_run", "TrainingRun", "qk_logits",
     "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",
     # exercises and figures
-    "check", "evaluate", "setup_notebook", "setup_chapter", "plot_attention", "plot_heatmap", "plot_masks", "plot_convex_hull",
+    "check", "evaluate", "setup_notebook", "setup_chapter", "closing_summary",
+    "plot_attention", "plot_heatmap", "plot_masks", "plot_convex_hull",
     "plot_qkv_diagram", "plot_induction_circuit",
     "convex_hull", "in_convex_hull",
     "row_sum_errors", "fraction_in_hull", "torch_agreement",

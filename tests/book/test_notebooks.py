@@ -95,6 +95,9 @@ def test_setup_cell_is_three_lines_one_chapter_and_one_call(path):
     assert lines[2].startswith("ac.setup_chapter(globals())"), lines[2]
     assert "remove-input" in cell.metadata.get("tags", [])
     assert chapter_names()["glue"] is book.glue and chapter_names()["glued"] is book.glued
+    later = [i for i, c in enumerate(_code_cells(_load(path))[2:], start=2)
+             if re.search(r"^\s*(from|import) attention_course", c.source, flags=re.M)]
+    assert not later, f"{path.name}: code cells {later} import from the package again (use ac. or ch.)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
