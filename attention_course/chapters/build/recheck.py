@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ...core._backend import ShapeError, shape_str
+from ..mechanics.properties import row_entropy
 
 __all__ = ["effective_ranks"]
 
@@ -31,5 +32,4 @@ def effective_ranks(maps: torch.Tensor) -> np.ndarray:
         raise ShapeError(f"maps has shape {shape_str(maps)}; expected (..., n, n)")
     s = torch.linalg.svdvals(maps.detach().double())  # (..., n), decreasing
     p = s / s.sum(dim=-1, keepdim=True)  # (..., n): a distribution over the singular directions
-    entropy = -torch.where(p > 0, p * torch.log(p), torch.zeros_like(p)).sum(dim=-1)  # 0 log 0 = 0
-    return torch.exp(entropy).numpy()  # (...,)
+    return torch.exp(row_entropy(p)).numpy()  # (...,): 0 log 0 = 0

@@ -40,7 +40,7 @@ from .baselines import (
     loglog_slope,
     logit_std,
 )
-from .focus import top_key_mass, effective_keys, focus_study
+from .focus import top_key_mass, row_perplexity, focus_study
 from .head_properties import mean_row_entropy, head_properties, auc, best_threshold
 from .head_swap import (
     Transform,
@@ -181,7 +181,7 @@ __all__ = [
     "loglog_slope",
     "logit_std",
     "top_key_mass",
-    "effective_keys",
+    "row_perplexity",
     "focus_study",
     "mean_row_entropy",
     "head_properties",

@@ -22,8 +22,9 @@ import numpy as np
 
 from ...core._backend import to_numpy
 from ...models.pretrained import attention_maps
+from ..mechanics.properties import row_entropy
 
-__all__ = ["top_key_mass", "effective_keys", "focus_study"]
+__all__ = ["top_key_mass", "row_perplexity", "focus_study"]
 
 
 def top_key_mass(A, k: int = 3, exclude: Sequence[int] = ()) -> np.ndarray:
@@ -59,18 +60,20 @@ def top_key_mass(A, k: int = 3, exclude: Sequence[int] = ()) -> np.ndarray:
     return a[..., ::-1][..., :k].sum(-1)  # (..., T)
 
 
-def effective_keys(A) -> np.ndarray:
-    r"""The effective number of keys :math:`\exp\big(-\sum_j a_{ij} \ln a_{ij}\big)` of each row.
+def row_perplexity(A) -> np.ndarray:
+    r"""Each row's perplexity :math:`\exp\big(-\sum_j a_{ij} \ln a_{ij}\big)`: how many keys it spreads over.
+
+    A row spread evenly over :math:`k` keys gives :math:`k`. Not
+    :func:`~attention_course.chapters.mechanics.properties.effective_keys`, the set of keys
+    that carry a share of a row's weight.
 
     Examples
     --------
-    >>> effective_keys(np.array([[1.0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25]])).round(6).tolist()
+    >>> row_perplexity(np.array([[1.0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25]])).round(6).tolist()
     [1.0, 4.0]
     """
     a = np.asarray(to_numpy(A), dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        h = -np.where(a > 0, a * np.log(a), 0.0).sum(-1)  # (..., T)
-    return np.exp(h)
+    return np.exp(row_entropy(a))  # (..., T)
 
 
 def focus_study(sentences: Sequence[str], ks: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8), k: int = 3,
@@ -103,7 +106,7 @@ def focus_study(sentences: Sequence[str], ks: Sequence[int] = (1, 2, 3, 4, 5, 6,
         for kk in by_k:
             by_k[kk][0] += float((top_key_mass(A, kk, sinks) >= threshold).sum())
             by_k[kk][1] += float((top_key_mass(A, kk) >= threshold).sum())
-        erank.append(effective_keys(A).ravel())
+        erank.append(row_perplexity(A).ravel())
         unif += int(n - 2) * int(min(k, n - 2) / n >= threshold)  # uniform over the n tokens
         prev += int(n - 2)  # all weight on the previous token: a word for every query but the first
         prev -= 1

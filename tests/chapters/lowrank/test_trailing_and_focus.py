@@ -80,7 +80,7 @@ def test_top_key_mass_matches_a_loop(seed):
         for i in range(a.shape[1]):
             words = [a[h, i, j] for j in range(1, 11)]
             assert got[h, i] == pytest.approx(sum(sorted(words)[-3:]), abs=1e-14)
-    np.testing.assert_allclose(fo.effective_keys(a), np.exp(-(a * np.log(a)).sum(-1)), rtol=1e-12)
+    np.testing.assert_allclose(fo.row_perplexity(a), np.exp(-(a * np.log(a)).sum(-1)), rtol=1e-12)
 
 
 def test_focus_is_a_function_of_attention_alone():
