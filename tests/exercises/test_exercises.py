@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -221,6 +222,8 @@ RETURNS = st.one_of(
     st.lists(st.floats(allow_nan=True), max_size=4), st.just(_Weird()),
     st.tuples(st.none(), st.integers()), st.just(np.array(["a", "b"])),
     st.just(np.zeros((0,))), st.just(np.full((3, 5), np.inf)), st.just(object()),
+    st.just(torch.zeros(0)), st.just(torch.full((2, 3), float("nan"))), st.just([torch.zeros(2)]),
+    st.just((torch.zeros(1), None)),
 )
 EXCEPTIONS = st.sampled_from([ValueError, TypeError, ZeroDivisionError, IndexError, RuntimeError,
                               AttributeError, MemoryError, RecursionError, SystemExit, StopIteration])
