@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ...core._backend import ShapeError, shape_str
-from ..mechanics.properties import row_entropy
+from ..lowrank.spectra import effective_rank_from_singular_values
 
 __all__ = ["effective_ranks"]
 
@@ -31,5 +31,4 @@ def effective_ranks(maps: torch.Tensor) -> np.ndarray:
     if maps.ndim < 2:
         raise ShapeError(f"maps has shape {shape_str(maps)}; expected (..., n, n)")
     s = torch.linalg.svdvals(maps.detach().double())  # (..., n), decreasing
-    p = s / s.sum(dim=-1, keepdim=True)  # (..., n): a distribution over the singular directions
-    return torch.exp(row_entropy(p)).numpy()  # (...,): 0 log 0 = 0
+    return effective_rank_from_singular_values(s)  # (...,)

@@ -60,6 +60,7 @@ from .sentence_runs import SENTENCES_PATH, sentences_run, load_sentences
 from .spectra import (
     singular_values,
     effective_rank,
+    effective_rank_from_singular_values,
     stable_rank,
     stable_rank_from_singular_values,
     cumulative_energy,
@@ -213,6 +214,7 @@ __all__ = [
     "load_sentences",
     "singular_values",
     "effective_rank",
+    "effective_rank_from_singular_values",
     "stable_rank",
     "stable_rank_from_singular_values",
     "cumulative_energy",

@@ -43,7 +43,8 @@ from . import real_methods as rm
 from .head_properties import head_properties
 from .rank_grid import centred_error_grid
 from .recall import recall_sweep
-from .spectra import _erank, _nonzero_spectrum, _tail_error, effective_rank, rank_k_error
+from .spectra import (_nonzero_spectrum, _tail_error, effective_rank, effective_rank_from_singular_values,
+                      rank_k_error)
 
 __all__ = ["DEFAULT_PATH", "minilm_ids", "length_sweep", "minilm_swap", "tiny_swap", "run", "load", "add_arguments", "cli", "main", "STRUCTURE_DATA", "write_structure_sweep",
            "VERDICT_PATH", "GRID_DKS", "GRID_BETAS", "head_study", "efficient_study", "verdict_run", "load_verdicts"]
@@ -236,7 +237,8 @@ def head_study(n: int = 512, k: int = 32, orders=ORDERS, ns=(16, 32, 64, 128, 25
         props = head_properties(A, [0, n - 1])
         sv = _nonzero_spectrum(A)  # (72, n): one SVD per head for both the rank error and the effective rank
         rows.append({"order": int(order), "rank_error": _tail_error(sv, k).tolist(),
-                     "effective_rank": _erank(sv).tolist(), "entropy": props["entropy"].tolist(),
+                     "effective_rank": effective_rank_from_singular_values(sv).tolist(),
+                     "entropy": props["entropy"].tolist(),
                      "sink_share": props["sink_share"].tolist(), "logit_std": _qk_logit_std(W, ids)})
     growth = [{"n": int(m), "effective_rank": rows[0]["effective_rank"] if m == n and orders[0] == 0 else effective_rank(
         torch.cat(sw.bert_forward_with(W, minilm_ids(m))[1]).double().numpy().reshape(-1, m, m)).tolist()}

@@ -31,7 +31,8 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ..mechanics.properties import row_entropy
 
 __all__ = [
-    "singular_values", "effective_rank", "stable_rank", "stable_rank_from_singular_values",
+    "singular_values", "effective_rank", "effective_rank_from_singular_values", "stable_rank",
+    "stable_rank_from_singular_values",
     "cumulative_energy", "best_rank_k", "rank_k_error", "topk_sparsify", "topk_error",
     "synthetic_attention", "temperature_sweep", "crossover_beta", "exp_rank_demo",
 ]
@@ -99,11 +100,34 @@ def effective_rank(A: Array) -> np.ndarray:
     >>> float(effective_rank(np.eye(5)).round(6)), float(effective_rank(np.ones((4, 4))).round(6))
     (5.0, 1.0)
     """
-    return _erank(_nonzero_spectrum(A))
+    return effective_rank_from_singular_values(_nonzero_spectrum(A))
 
 
-def _erank(s: np.ndarray) -> np.ndarray:
-    p = s / s.sum(axis=-1, keepdims=True)  # (..., r), sums to 1
+def effective_rank_from_singular_values(s: Array) -> np.ndarray:
+    r""":func:`effective_rank` from the singular values alone: :math:`\exp H(\sigma / \textstyle\sum_j \sigma_j)`.
+
+    Parameters
+    ----------
+    s : array or tensor, shape (..., k)
+        The singular values of each matrix, non-negative, not all zero, in any order.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> effective_rank_from_singular_values(np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0]])).round(6).tolist()
+    [1.0, 3.0]
+    """
+    s = np.asarray(to_numpy(s), dtype=np.float64)
+    if s.ndim < 1 or s.shape[-1] == 0:
+        raise ShapeError(f"s has shape {shape_str(s)}; expected (..., k) with k >= 1 singular values")
+    total = s.sum(axis=-1, keepdims=True)  # (..., 1)
+    if np.any(total == 0):
+        raise ValueError(f"s of shape {shape_str(s)} is (or contains) all zeros: the effective rank of a "
+                         f"zero matrix is undefined")
+    p = s / total  # (..., k), sums to 1
     return np.exp(row_entropy(p))  # (...,), 0 log 0 = 0
 
 
@@ -319,7 +343,7 @@ def temperature_sweep(
     s = _nonzero_spectrum(A)  # (len(betas), n): one SVD per matrix serves all three ranks
     return {
         "beta": betas,
-        "effective_rank": _erank(s),
+        "effective_rank": effective_rank_from_singular_values(s),
         "stable_rank": stable_rank_from_singular_values(s),
         "svd_error": _tail_error(s, k),
         "sparse_error": topk_error(A, k),

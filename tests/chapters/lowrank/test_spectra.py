@@ -18,6 +18,7 @@ from attention_course.chapters.lowrank.spectra import (
     crossover_beta,
     cumulative_energy,
     effective_rank,
+    effective_rank_from_singular_values,
     exp_rank_demo,
     rank_k_error,
     singular_values,
@@ -95,6 +96,19 @@ def test_stable_rank_from_singular_values_extremes_and_bad_input():
         stable_rank_from_singular_values(np.zeros(0))
     with pytest.raises(ValueError, match=r"s of shape \(2, 2\) is \(or contains\) all zeros"):
         stable_rank_from_singular_values(np.array([[1.0, 0.5], [0.0, 0.0]]))
+
+
+def test_effective_rank_from_singular_values_is_the_entropy_of_the_normalised_spectrum():
+    A = np.random.default_rng(0).normal(size=(3, 6, 5))
+    s = np.linalg.svd(A, compute_uv=False)  # (3, 5)
+    p = s / s.sum(-1, keepdims=True)
+    np.testing.assert_allclose(effective_rank_from_singular_values(s), np.exp(-(p * np.log(p)).sum(-1)), rtol=1e-12)
+    np.testing.assert_allclose(effective_rank_from_singular_values(s[:, ::-1]), effective_rank(A), rtol=1e-12)
+    assert float(effective_rank_from_singular_values(np.array([2.0, 0.0, 0.0]))) == 1.0  # 0 log 0 = 0
+    with pytest.raises(ShapeError, match=r"s has shape \(0,\); expected \(\.\.\., k\) with k >= 1"):
+        effective_rank_from_singular_values(np.zeros(0))
+    with pytest.raises(ValueError, match=r"s of shape \(2, 2\) is \(or contains\) all zeros"):
+        effective_rank_from_singular_values(np.array([[1.0, 0.5], [0.0, 0.0]]))
 
 
 # ---------------------------------------------------------- best rank k (Eckart-Young)
