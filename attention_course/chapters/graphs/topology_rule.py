@@ -36,6 +36,7 @@ import torch
 from ...core._backend import Array, ShapeError, to_numpy
 from ...models.lbfgs import lbfgs
 from ..heads.subspaces import total_variation
+from ..lowrank.baselines import sink_share
 from .topology import shuffle_overlap, shuffled_sentences
 
 #: Runs texts through a model: ``encode(texts) -> (token ids per text, maps (L, H, n, n) per text)``,
@@ -70,7 +71,7 @@ def overlap_study(
         n_words = len(perms[0])
         if any(len(i) != n_words + 2 for i in ids):
             raise ValueError(f"sentence {sentence!r} does not give one token per word")
-        cls.append(np.mean([m[..., 0].mean(axis=-1) for m in maps], axis=0))  # (L, H), over queries and texts
+        cls.append(np.mean([sink_share(m, [0]) for m in maps], axis=0))  # (L, H): [CLS]'s share, over texts
         if specials:
             perms = [[0] + [1 + p for p in perm] + [n_words + 1] for perm in perms]
         else:

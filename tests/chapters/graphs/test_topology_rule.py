@@ -103,6 +103,8 @@ def test_overlap_study_matches_shuffle_overlap_and_held_out_split():
     cut = [m[:, :, 1:-1, 1:-1] for m in maps]
     words, _, _ = topology.shuffle_overlap(cut[0], cut[1:], perms, mass=0.8)
     np.testing.assert_array_equal(r["words"][1, 1], words)
+    cls_by_hand = np.mean([[[m[l, h, :, 0].mean() for h in range(2)] for l in range(2)] for m in maps], axis=0)
+    np.testing.assert_allclose(r["cls"][1], cls_by_hand, rtol=1e-12)  # [CLS]'s share, over queries and texts
     s = tr.summarise_overlap(r)
     np.testing.assert_array_equal(s["below"], (r["words"] < 0.5).reshape(2, 2, -1).sum(axis=-1))
     (fit_ids, fit_maps), (held_ids, held_maps) = tr.held_out_shuffles(encode, sentences, n_shuffles=3, n_fit=2)
