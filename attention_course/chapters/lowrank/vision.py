@@ -208,7 +208,9 @@ def train_vit(model: TinyViT, x: torch.Tensor, y: torch.Tensor, epochs: int = 30
     r"""Train ``model`` in place with AdamW on cross-entropy; return the mean loss of each epoch.
 
     Each epoch visits the training images once in a seeded random order. Deterministic for a
-    fixed seed and thread count; the global random state is left as it was.
+    fixed seed and thread count; the global random state is left as it was. Not
+    :func:`attention_course.models.training.train`, the loop of every run on a token task: that
+    one draws a fresh batch each step, where a classifier visits a fixed image set in epochs.
 
     Parameters
     ----------
