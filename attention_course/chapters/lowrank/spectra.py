@@ -103,6 +103,18 @@ def effective_rank(A: Array) -> np.ndarray:
     return effective_rank_from_singular_values(_nonzero_spectrum(A))
 
 
+def _checked_singular_values(s: Array, measure: str) -> np.ndarray:
+    """``s`` as a float array of shape (..., k), k >= 1, with no all-zero spectrum (``measure`` names the error)."""
+    s = to_numpy(s)
+    s = s if np.issubdtype(s.dtype, np.floating) else s.astype(np.float64)
+    if s.ndim < 1 or s.shape[-1] == 0:
+        raise ShapeError(f"s has shape {shape_str(s)}; expected (..., k) with k >= 1 singular values")
+    if np.any(np.abs(s).max(axis=-1) == 0):
+        raise ValueError(f"s of shape {shape_str(s)} is (or contains) all zeros: the {measure} of a "
+                         f"zero matrix is undefined")
+    return s
+
+
 def effective_rank_from_singular_values(s: Array) -> np.ndarray:
     r""":func:`effective_rank` from the singular values alone: :math:`\exp H(\sigma / \textstyle\sum_j \sigma_j)`.
 
@@ -120,14 +132,8 @@ def effective_rank_from_singular_values(s: Array) -> np.ndarray:
     >>> effective_rank_from_singular_values(np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0]])).round(6).tolist()
     [1.0, 3.0]
     """
-    s = np.asarray(to_numpy(s), dtype=np.float64)
-    if s.ndim < 1 or s.shape[-1] == 0:
-        raise ShapeError(f"s has shape {shape_str(s)}; expected (..., k) with k >= 1 singular values")
-    total = s.sum(axis=-1, keepdims=True)  # (..., 1)
-    if np.any(total == 0):
-        raise ValueError(f"s of shape {shape_str(s)} is (or contains) all zeros: the effective rank of a "
-                         f"zero matrix is undefined")
-    p = s / total  # (..., k), sums to 1
+    s = _checked_singular_values(s, "effective rank").astype(np.float64)
+    p = s / s.sum(axis=-1, keepdims=True)  # (..., k), sums to 1
     return np.exp(row_entropy(p))  # (...,), 0 log 0 = 0
 
 
@@ -168,15 +174,8 @@ def stable_rank_from_singular_values(s: Array) -> np.ndarray:
     >>> stable_rank_from_singular_values(s).tolist()
     [1.0, 3.0, 1.5]
     """
-    s = to_numpy(s)
-    s = s if np.issubdtype(s.dtype, np.floating) else s.astype(np.float64)
-    if s.ndim < 1 or s.shape[-1] == 0:
-        raise ShapeError(f"s has shape {shape_str(s)}; expected (..., k) with k >= 1 singular values")
-    top = (s**2).max(axis=-1)  # (...): sigma_1^2 = ||M||_2^2
-    if np.any(top == 0):
-        raise ValueError(f"s of shape {shape_str(s)} is (or contains) all zeros: the stable rank of a "
-                         f"zero matrix is undefined")
-    return (s**2).sum(axis=-1) / top  # (...): ||M||_F^2 / ||M||_2^2
+    s = _checked_singular_values(s, "stable rank")
+    return (s**2).sum(axis=-1) / (s**2).max(axis=-1)  # (...): ||M||_F^2 / ||M||_2^2
 
 
 def cumulative_energy(A: Array) -> np.ndarray:
