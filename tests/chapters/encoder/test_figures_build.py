@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from attention_course.core._backend import ShapeError
 from attention_course.figures.style import DPI, MAX_WIDTH
-from attention_course.chapters.build import figures as bf
+from attention_course.chapters.encoder import figures as bf
 
 
 def _fits(fig):

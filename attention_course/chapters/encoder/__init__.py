@@ -2,7 +2,7 @@
 
 One module per concept (``assemble``, ``block``, ``causal``, ``embeddings``, ``fallback``, ``feed_forward``, ``layer_norm``, ``pooling``, ``random_weights``, ``recheck``, ``reproduce``, ``search``, ``self_attention``, ``figures``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
-``from attention_course.chapters import build as ch``. Generated: after changing a module's
+``from attention_course.chapters import encoder as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import attention_course.chapters.build.fallback as fb
-from attention_course.chapters.build.layer_norm import layer_norm
+import attention_course.chapters.encoder.fallback as fb
+from attention_course.chapters.encoder.layer_norm import layer_norm
 from attention_course.course.solutions import SOLUTIONS
 from attention_course.exercises import REGISTRY
 

@@ -12,11 +12,11 @@ import torch
 
 import attention_course as ac
 from attention_course.core._backend import ShapeError
-from attention_course.chapters.build.assemble import encode
-from attention_course.chapters.build.causal import (
+from attention_course.chapters.encoder.assemble import encode
+from attention_course.chapters.encoder.causal import (
     CausalConfig, CausalLM, causal_leaks, dependence, describe_leaks,
 )
-from attention_course.chapters.build.search import (
+from attention_course.chapters.encoder.search import (
     SENTENCES_FILE, embed, rank, reference_embeddings, search_sentences, similarities,
 )
 

@@ -13,16 +13,16 @@ import pytest
 import torch
 
 import attention_course as ac
-from attention_course.chapters.build import exercises as bx
-from attention_course.chapters.build.assemble import encode
-from attention_course.chapters.build.block import block
-from attention_course.chapters.build.embeddings import embeddings
-from attention_course.chapters.build.feed_forward import feed_forward
-from attention_course.chapters.build.reproduce import (
+from attention_course.chapters.encoder import exercises as bx
+from attention_course.chapters.encoder.assemble import encode
+from attention_course.chapters.encoder.block import block
+from attention_course.chapters.encoder.embeddings import embeddings
+from attention_course.chapters.encoder.feed_forward import feed_forward
+from attention_course.chapters.encoder.reproduce import (
     float32_bound, first_departure, layer_bounds, layer_gaps, transformers_hidden_states,
 )
-from attention_course.chapters.build.search import search_sentences
-from attention_course.chapters.build.self_attention import key_mask, self_attention
+from attention_course.chapters.encoder.search import search_sentences
+from attention_course.chapters.encoder.self_attention import key_mask, self_attention
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 TEXTS = ["The cat sat on the mat.", "Attention is learned association.", "A"]  # three lengths: padding

@@ -45,7 +45,7 @@ def yours_or_ours(exercise_id: str, yours: Any, ours: Callable) -> Callable:
 
     Examples
     --------
-    >>> from attention_course.chapters.build.layer_norm import layer_norm
+    >>> from attention_course.chapters.encoder.layer_norm import layer_norm
     >>> def my_layer_norm(x, gamma, beta, eps):
     ...     raise NotImplementedError
     >>> yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm
@@ -59,7 +59,7 @@ def describe_parts(parts: dict[str, Callable]) -> str:
 
     Examples
     --------
-    >>> from attention_course.chapters.build.layer_norm import layer_norm
+    >>> from attention_course.chapters.encoder.layer_norm import layer_norm
     >>> print(describe_parts({"layer_norm": layer_norm}))
     layer_norm: the package's (ch.layer_norm)
     """

@@ -14,7 +14,7 @@ import nbclient
 import nbformat
 import pytest
 
-from attention_course.chapters.build import EXERCISES
+from attention_course.chapters.encoder import EXERCISES
 from attention_course.course import progress
 from attention_course.course.solutions import SOLUTIONS
 from attention_course.exercises import REGISTRY

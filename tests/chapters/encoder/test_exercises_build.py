@@ -15,9 +15,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course.chapters.build import exercises as bx
-from attention_course.chapters.build.assemble import encode
-from attention_course.chapters.build.feed_forward import GELU_GAP
+from attention_course.chapters.encoder import exercises as bx
+from attention_course.chapters.encoder.assemble import encode
+from attention_course.chapters.encoder.feed_forward import GELU_GAP
 from attention_course.course.solutions import SOLUTIONS
 from attention_course.exercises import REGISTRY, check, evaluate
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attention_course.core._backend import ShapeError
-from attention_course.chapters.build.reproduce import (
+from attention_course.chapters.encoder.reproduce import (
     UNIT_ROUNDOFF_FLOAT32, Departure, first_departure, float32_bound, layer_bounds, layer_gaps,
 )
 

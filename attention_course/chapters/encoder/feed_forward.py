@@ -64,7 +64,7 @@ def gelu_gap(lo: float = -10.0, hi: float = 10.0, n: int = 200_001) -> tuple[flo
 
 
 #: :func:`gelu_gap` on its default grid, measured once and written down, so that importing the
-#: chapter computes nothing (tests/chapters/build/test_steps.py checks that it still holds).
+#: chapter computes nothing (tests/chapters/encoder/test_steps.py checks that it still holds).
 GELU_GAP, GELU_GAP_AT = 4.73235519323335e-04, 2.6989
 
 

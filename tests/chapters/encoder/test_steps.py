@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 
 from attention_course.core._backend import ShapeError
 from attention_course.models import encoder as model_encoder
-from attention_course.chapters.build.assemble import encode
-from attention_course.chapters.build.block import block, stream_size
-from attention_course.chapters.build.embeddings import embeddings
-from attention_course.chapters.build.exercises import torch_encoder_layer
-from attention_course.chapters.build.feed_forward import GELU_GAP, GELU_GAP_AT, feed_forward, gelu, gelu_gap
-from attention_course.chapters.build.layer_norm import layer_norm
-from attention_course.chapters.build.pooling import sentence_embeddings
-from attention_course.chapters.build.random_weights import random_bert, random_layer
-from attention_course.chapters.build.self_attention import key_mask, self_attention
+from attention_course.chapters.encoder.assemble import encode
+from attention_course.chapters.encoder.block import block, stream_size
+from attention_course.chapters.encoder.embeddings import embeddings
+from attention_course.chapters.encoder.exercises import torch_encoder_layer
+from attention_course.chapters.encoder.feed_forward import GELU_GAP, GELU_GAP_AT, feed_forward, gelu, gelu_gap
+from attention_course.chapters.encoder.layer_norm import layer_norm
+from attention_course.chapters.encoder.pooling import sentence_embeddings
+from attention_course.chapters.encoder.random_weights import random_bert, random_layer
+from attention_course.chapters.encoder.self_attention import key_mask, self_attention
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 F64 = torch.float64
@@ -258,7 +258,7 @@ def test_sentence_embeddings_name_the_shapes():
 # ------------------------------------------------------------------ the re-check
 def test_effective_ranks_are_chapter_3s():
     from attention_course import effective_rank
-    from attention_course.chapters.build.recheck import effective_ranks
+    from attention_course.chapters.encoder.recheck import effective_ranks
 
     maps = torch.softmax(torch.randn(2, 3, 7, 7, generator=_g(11), dtype=F64) * 3, dim=-1)  # (2, 3, 7, 7)
     np.testing.assert_allclose(effective_ranks(maps), effective_rank(maps.numpy()), rtol=1e-12)
