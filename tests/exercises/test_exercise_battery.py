@@ -1218,7 +1218,7 @@ def test_the_newest_battery_names_most_mistakes():
 
 
 # Chapter 8's exercises keep their battery beside the chapter's other tests
-# (tests/chapters/encoder/test_exercises_build.py, which requires the same counts of each of them).
+# (tests/chapters/encoder/test_exercises_encoder.py, which requires the same counts of each of them).
 from attention_course.chapters.encoder import exercises as _build_exercises  # noqa: E402
 
 BATTERY_HERE = sorted(set(REGISTRY) - set(_build_exercises.EXERCISES))

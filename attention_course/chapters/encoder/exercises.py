@@ -1,7 +1,7 @@
 """Chapter 8 exercises: a BERT encoder from its parts, checked against the package and against MiniLM.
 
 Each exercise lists the mistakes learners typically make (mutants) with the feedback they
-get; ``tests/chapters/encoder/test_exercises_build.py`` checks that every mutant is caught with
+get; ``tests/chapters/encoder/test_exercises_encoder.py`` checks that every mutant is caught with
 its own message. Inputs are torch tensors in float64 (small random weights) and, for the
 whole encoder, MiniLM's own float32 weights compared with ``transformers``.
 

@@ -1,4 +1,4 @@
-"""book/08_build.ipynb as a learner meets it: the teach-first opening, rated exercises with hints before
+"""book/08_encoder.ipynb as a learner meets it: the teach-first opening, rated exercises with hints before
 the solution, and a solved copy (course/solutions.py pasted into the stubs) that passes every check
 and, run in full, builds the whole model from the learner's functions."""
 
@@ -20,7 +20,7 @@ from attention_course.course.solutions import SOLUTIONS
 from attention_course.exercises import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[3]
-NOTEBOOK = ROOT / "book" / "08_build.ipynb"
+NOTEBOOK = ROOT / "book" / "08_encoder.ipynb"
 TITLE_RE = re.compile(r":::\{exercise\} (?P<title>.+) \(difficulty (?P<d>\d)/3, (?P<m>\d+) min\)\n:label: ex-(?P<id>[\w-]+)")
 
 
@@ -101,7 +101,7 @@ def _solved(nb):
 
 
 def test_the_committed_stubs_are_not_attempted_and_the_solved_copy_passes(nb, tmp_path):
-    solved = tmp_path / "08_build.ipynb"
+    solved = tmp_path / "08_encoder.ipynb"
     nbformat.write(_solved(nb), solved)
     committed, learner = progress.run([NOTEBOOK, solved])
     assert committed.error is None and learner.error is None
