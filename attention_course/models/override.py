@@ -1,0 +1,67 @@
+r"""The hook point of the course's models: replace what a layer's heads compute.
+
+Each model has one forward pass (:class:`~attention_course.models.tiny.TinyTransformer`,
+:func:`~attention_course.models.encoder.bert_encode`), and every layer's attention runs through
+:func:`~attention_course.core.multihead.multi_head_attention`. An experiment that changes a
+head, such as chapter 3's head swap (each map :math:`A_h` replaced by a rank-:math:`k`, top-:math:`k`
+or uniform one), passes an ``attention_override`` to that forward pass instead of writing a
+second one:
+
+.. math::
+
+    z_h = \operatorname{override}(q, k, v, A, \ell)_h \quad\text{instead of}\quad z_h = A_h v_h .
+
+The override is called once per layer ``ℓ`` with that layer's queries and keys ``(B, h, T, d_k)``
+and ``(B, h, S, d_k)``, its values ``(B, h, S, d_v)`` and its attention weights ``A``
+``(B, h, T, S)``, and returns every head's output ``(B, h, T, d_v)``, or ``None`` to keep
+``A v``. To swap a head's map for ``A'``, return ``A' @ v``; to read the queries and keys, record
+them and return ``None``. The weights the model returns stay its own (what the softmax computed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Optional
+
+import torch
+
+from ..core._backend import ShapeError, shape_str
+from ..core.multihead import Attend
+
+__all__ = ["AttentionOverride", "attend_with_override"]
+
+#: ``override(q, k, v, weights, layer) -> heads (B, h, T, d_v) or None`` (``None``: keep ``weights @ v``).
+AttentionOverride = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int], Optional[torch.Tensor]]
+
+
+def attend_with_override(attend: Attend, override: Optional[AttentionOverride], layer: int) -> Attend:
+    """The attention step ``attend`` of layer ``layer``, with ``override`` applied to its output.
+
+    Returns ``attend`` itself when ``override`` is None. The returned step computes
+    ``attend(q, k, v, mask=..., scale=...)`` as usual, then replaces the heads' output by
+    ``override(q, k, v, weights, layer)`` unless that is None; the weights are left as they were.
+
+    Examples
+    --------
+    >>> from attention_course.core.attention import scaled_dot_product_attention as sdpa
+    >>> q = k = v = torch.eye(2).reshape(1, 1, 2, 2)               # (B, h, T, d_k)
+    >>> uniform = lambda q, k, v, w, layer: torch.full_like(w, 0.5) @ v
+    >>> heads, w = attend_with_override(sdpa, uniform, layer=0)(q, k, v)
+    >>> heads[0, 0].tolist(), bool(torch.equal(w, sdpa(q, k, v)[1]))
+    ([[0.5, 0.5], [0.5, 0.5]], True)
+    """
+    if override is None:
+        return attend
+
+    def step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
+             scale: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        heads, weights = attend(q, k, v, mask=mask, scale=scale)  # (B, h, T, d_v), (B, h, T, S)
+        replaced = override(q, k, v, weights, layer)  # (B, h, T, d_v) or None
+        if replaced is None:
+            return heads, weights
+        if tuple(replaced.shape) != tuple(heads.shape):
+            raise ShapeError(f"the attention override of layer {layer} returned shape {shape_str(replaced)}; "
+                             f"expected the heads' output {shape_str(heads)} (B, h, T, d_v)")
+        return replaced, weights
+
+    return step
