@@ -145,7 +145,7 @@ def bert_weights_from_safetensors(folder: str | Path) -> BertWeights:
                                         config.get("layer_norm_eps", 1e-12))
 
 
-def _layer(x: torch.Tensor, L: BertLayerWeights, num_heads: int, mask: torch.Tensor, eps: float, attend):
+def _layer(x: torch.Tensor, L: BertLayerWeights, num_heads: int, mask: torch.Tensor, eps: float, attend=None):
     d = x.shape[-1]
     attn, weights = multi_head_attention(x, x, L.W_q, L.W_k, L.W_v, L.W_o, L.b_q, L.b_k, L.b_v, L.b_o,
                                          num_heads=num_heads, mask=mask, attend=attend)  # (B, T, d), (B, h, T, T)
