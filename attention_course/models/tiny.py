@@ -109,8 +109,8 @@ def attention_block(
             c\, q_h k_h^\top + M_{\text{causal}}\right) v_h W_O^h,
         \qquad q_h = x W_Q^h,\; k_h = x W_K^h,\; v_h = x W_V^h
 
-    The per-head blocks are laid side by side (head ``h`` owns the columns
-    ``h*d_k:(h+1)*d_k`` of :math:`W_Q, W_K, W_V` and the same rows of :math:`W_O`) and
+    The per-head blocks are laid side by side (head ``i`` owns the columns
+    ``i*d_k:(i+1)*d_k`` of :math:`W_Q, W_K, W_V` and the same rows of :math:`W_O`) and
     passed to :func:`~attention_course.core.multihead.multi_head_attention`.
 
     Parameters
@@ -150,7 +150,7 @@ def attention_block(
     mask = torch.from_numpy(causal_mask(x.shape[1]))  # (T, T), True = may attend (j <= i)
     attend = scaled_dot_product_attention if attend is None else attend
     return multi_head_attention(
-        x, x, *side_by_side, W_o.reshape(h * d_k, d_model),  # W_o: (h d_k, d_model), head h's rows
+        x, x, *side_by_side, W_o.reshape(h * d_k, d_model),  # W_o: (h d_k, d_model), head i's rows i d_k:(i+1) d_k
         num_heads=h, mask=mask, scale=scale, head_mask=head_mask, attend=attend,
     )  # (B, T, d_model), (B, h, T, T) normalised over the keys
 
