@@ -1,21 +1,14 @@
-r"""The hook point of the course's models: replace what a layer's heads compute.
+r"""The hook point of the course's models: replace what a layer's heads output.
 
 Each model has one forward pass (:class:`~attention_course.models.tiny.TinyTransformer`,
-:func:`~attention_course.models.encoder.bert_encode`), and every layer's attention runs through
-:func:`~attention_course.core.multihead.multi_head_attention`. An experiment that changes a
-head, such as chapter 3's head swap (each map :math:`A_h` replaced by a rank-:math:`k`, top-:math:`k`
-or uniform one), passes an ``attention_override`` to that forward pass instead of writing a
-second one:
-
-.. math::
-
-    z_h = \operatorname{override}(q, k, v, A, \ell)_h \quad\text{instead of}\quad z_h = A_h v_h .
-
-The override is called once per layer ``ℓ`` with that layer's queries and keys ``(B, h, T, d_k)``
-and ``(B, h, S, d_k)``, its values ``(B, h, S, d_v)`` and its attention weights ``A``
-``(B, h, T, S)``, and returns every head's output ``(B, h, T, d_v)``, or ``None`` to keep
-``A v``. To swap a head's map for ``A'``, return ``A' @ v``; to read the queries and keys, record
-them and return ``None``. The weights the model returns stay its own (what the softmax computed).
+:func:`~attention_course.models.encoder.bert_encode`), whose layers all run
+:func:`~attention_course.core.multihead.multi_head_attention`. An experiment that changes a head
+(chapter 3 swaps each map :math:`A_h` for a rank-:math:`k`, top-:math:`k` or uniform one) passes an
+``attention_override`` to that forward pass instead of writing a second one. It is called once per
+layer as ``override(q, k, v, weights, layer)``, with q, k, v ``(B, h, T or S, d)`` and the layer's
+weights ``(B, h, T, S)``, and returns the heads' output ``(B, h, T, d_v)`` in place of
+``weights @ v`` (to swap a map for ``A'``: ``A' @ v``), or ``None`` to keep it (to read the
+queries and keys). The model still returns its own weights.
 """
 
 from __future__ import annotations
