@@ -50,7 +50,7 @@ __all__ = [
 
 #: The attention step: ``attend(q, k, v, mask=mask, scale=scale) -> (heads, weights)`` with q, k
 #: (B, h, T or S, d_k), v (B, h, S, d_v), heads (B, h, T, d_v) and weights (B, h, T, S).
-Attend = Callable[..., tuple[Array, Array]]
+AttentionStep = Callable[..., tuple[Array, Array]]
 
 
 def _swap(x: Array, a: int, b: int) -> Array:
@@ -140,7 +140,7 @@ def _linear(x: Array, W: Array, b: Optional[Array]) -> Array:
 def head_outputs(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: Array,
                  b_q: Optional[Array] = None, b_k: Optional[Array] = None, b_v: Optional[Array] = None,
                  *, num_heads: int, mask: Optional[Array] = None, scale: Optional[float] = None,
-                 attend: Optional[Attend] = None) -> tuple[Array, Array]:
+                 attend: Optional[AttentionStep] = None) -> tuple[Array, Array]:
     r"""Every head's attention output, before concatenation and ``W_o``.
 
     .. math:: \operatorname{head}_i = \operatorname{softmax}\!\left(
@@ -184,7 +184,7 @@ def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: A
                          b_q: Optional[Array] = None, b_k: Optional[Array] = None,
                          b_v: Optional[Array] = None, b_o: Optional[Array] = None,
                          *, num_heads: int, mask: Optional[Array] = None, scale: Optional[float] = None,
-                         head_mask: Optional[Array] = None, attend: Optional[Attend] = None
+                         head_mask: Optional[Array] = None, attend: Optional[AttentionStep] = None
                          ) -> tuple[Array, Array]:
     r"""Multi-head attention; returns the output and **every head's** weights.
 

@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 
 from ..core._backend import ShapeError, shape_str
-from ..core.multihead import Attend
+from ..core.multihead import AttentionStep
 
 __all__ = ["AttentionOverride", "attend_with_override"]
 
@@ -27,7 +27,8 @@ __all__ = ["AttentionOverride", "attend_with_override"]
 AttentionOverride = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int], Optional[torch.Tensor]]
 
 
-def attend_with_override(attend: Attend, override: Optional[AttentionOverride], layer: int) -> Attend:
+def attend_with_override(attend: AttentionStep, override: Optional[AttentionOverride],
+                         layer: int) -> AttentionStep:
     """The attention step ``attend`` of layer ``layer``, with ``override`` applied to its output.
 
     Returns ``attend`` itself when ``override`` is None. The returned step computes

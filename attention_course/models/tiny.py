@@ -40,7 +40,7 @@ from torch import nn
 
 from ..core._backend import ShapeError, shape_str
 from ..core.attention import causal_mask, resolve_scale, scaled_dot_product_attention
-from ..core.multihead import Attend, merge_heads, multi_head_attention
+from ..core.multihead import AttentionStep, merge_heads, multi_head_attention
 from .override import AttentionOverride, attend_with_override
 
 __all__ = ["ModelConfig", "TinyTransformer", "attention_block", "qk_logits"]
@@ -99,7 +99,7 @@ def attention_block(
     W_o: torch.Tensor,
     head_mask: Optional[torch.Tensor] = None,
     scale: Optional[float] = None,
-    attend: Optional[Attend] = None,
+    attend: Optional[AttentionStep] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Causal multi-head self-attention with per-head weight tensors.
 
