@@ -267,16 +267,17 @@ def declared_exercises(chapter: str) -> tuple:
     """The exercise ids chapter ``chapter`` (a notebook's stem, ``"03_low_rank"``) declares, in order.
 
     Chapter NN is the NN-th folder of :mod:`attention_course.chapters` in reading order; a stem
-    without a two-digit prefix, or a chapter without exercises, declares none.
+    without a two-digit prefix, a chapter without exercises, or a chapter's evidence page
+    (``NN_x_evidence``: every exercise lives in its lesson) declares none.
 
     Examples
     --------
-    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes")
-    (('stable-softmax', 'attention'), ())
+    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes"), declared_exercises("01_mechanics_evidence")
+    (('stable-softmax', 'attention'), (), ())
     """
     m = re.match(r"(\d\d)_", chapter)
     topics = list(getattr(_chapters, "__all__", ()))
-    if not m or not 1 <= int(m[1]) <= len(topics):
+    if not m or chapter.endswith("_evidence") or not 1 <= int(m[1]) <= len(topics):
         return ()
     name = f"{_chapters.__name__}.{topics[int(m[1]) - 1]}.exercises"
     try:
