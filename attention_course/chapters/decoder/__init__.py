@@ -1,0 +1,75 @@
+"""Chapter 9, Build a GPT: everything the chapter computes, draws and checks.
+
+One module per concept (``block``, ``fallback``, ``grouped_attention``, ``loss``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``sampling``, ``swiglu``, ``tokenizer``, ``exercises``); their public names are
+re-exported here, flat, so the notebook imports one thing:
+``from attention_course.chapters import decoder as ch``. Generated: after changing a module's
+``__all__``, regenerate it (see attention_course/README.md).
+"""
+
+from .block import attention, decoder_block, block_with_cache
+from .fallback import solved, yours_or_ours, describe_parts
+from .grouped_attention import repeat_kv, decoder_mask, grouped_query_attention
+from .loss import next_token_loss
+from .model import empty_cache, forward, hidden_states, output_logits
+from .random_weights import TINY_DECODER, random_layer, random_decoder
+from .reproduce import (
+    UNIT_ROUNDOFF_FLOAT32,
+    REFERENCE_FILE,
+    PROMPTS,
+    decoder_estimates,
+    logit_estimate,
+    transformers_reference,
+    stored_reference,
+    reference_document,
+    top_two_gaps,
+)
+from .rms_norm import rms_norm
+from .rope import rope_frequencies, rope_angles, rotate_half, apply_rope, apply_rope_interleaved
+from .sampling import next_token_probs, sample
+from .swiglu import silu, swiglu
+from .tokenizer import encode, decode
+from .exercises import EXERCISES, CHECK_PROMPT, FORWARD_ATOL
+
+__all__ = [
+    "attention",
+    "decoder_block",
+    "block_with_cache",
+    "solved",
+    "yours_or_ours",
+    "describe_parts",
+    "repeat_kv",
+    "decoder_mask",
+    "grouped_query_attention",
+    "next_token_loss",
+    "empty_cache",
+    "forward",
+    "hidden_states",
+    "output_logits",
+    "TINY_DECODER",
+    "random_layer",
+    "random_decoder",
+    "UNIT_ROUNDOFF_FLOAT32",
+    "REFERENCE_FILE",
+    "PROMPTS",
+    "decoder_estimates",
+    "logit_estimate",
+    "transformers_reference",
+    "stored_reference",
+    "reference_document",
+    "top_two_gaps",
+    "rms_norm",
+    "rope_frequencies",
+    "rope_angles",
+    "rotate_half",
+    "apply_rope",
+    "apply_rope_interleaved",
+    "next_token_probs",
+    "sample",
+    "silu",
+    "swiglu",
+    "encode",
+    "decode",
+    "EXERCISES",
+    "CHECK_PROMPT",
+    "FORWARD_ATOL",
+]
