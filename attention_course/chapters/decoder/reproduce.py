@@ -22,8 +22,8 @@ The logits: see :func:`logit_estimate`.
 
 from __future__ import annotations
 
+import argparse
 import functools
-import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -35,7 +35,8 @@ from ...models.smollm2 import DecoderWeights, load_smollm2, locate_smollm2
 from .model import forward, hidden_states, output_logits
 
 __all__ = ["UNIT_ROUNDOFF_FLOAT32", "REFERENCE_FILE", "PROMPTS", "decoder_estimates", "logit_estimate",
-           "transformers_reference", "stored_reference", "reference_document", "top_two_gaps"]
+           "transformers_reference", "stored_reference", "reference_document", "top_two_gaps", "greedy_with_gaps",
+           "add_arguments", "cli"]
 
 #: float32's unit roundoff, 2^-24.
 UNIT_ROUNDOFF_FLOAT32 = 2.0**-24
@@ -122,7 +123,9 @@ def transformers_reference(ids: torch.Tensor, model=None) -> tuple[torch.Tensor,
     return torch.stack([embeddings, *states]), out.logits  # (L+1, B, T, d), (B, T, V)
 
 
-def _greedy(weights: DecoderWeights, ids: torch.Tensor, n_new: int) -> tuple[list, list]:
+@torch.no_grad()
+def greedy_with_gaps(weights: DecoderWeights, ids: torch.Tensor, n_new: int) -> tuple[list, list]:
+    """Greedy decoding with the package's cached decoder: the new tokens, and the top-two logit gap at each step."""
     tokens, gaps = [], []
     logits, cache = forward(weights, ids)
     for _ in range(n_new):
@@ -146,7 +149,7 @@ def reference_document(n_new: int = 8) -> dict:
         states, logits = transformers_reference(ids, model)
         hf_tokens = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n_new,
                                    do_sample=False, pad_token_id=2)[0, ids.shape[1]:].tolist()
-        ours, gaps = _greedy(weights, ids, n_new)
+        ours, gaps = greedy_with_gaps(weights, ids, n_new)
         doc[f"ids_{i}"] = ids[0].numpy()
         doc[f"states_{i}"] = states[:, 0].numpy() if i == 0 else np.zeros(0, np.float32)  # (L+1, T, d): one prompt
         doc[f"logits_{i}"] = logits[0, -1].numpy()  # (V,) the last position
@@ -161,3 +164,16 @@ def stored_reference() -> dict:
     """The stored reference (see :func:`reference_document`): numpy arrays by name."""
     with np.load(REFERENCE_FILE) as f:
         return {k: f[k] for k in f.files}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``python -m attention_course decoder-reference``."""
+    parser.add_argument("--out", type=Path, default=REFERENCE_FILE, help="where to store the arrays (.npz)")
+
+
+def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
+    """Compute and store the reference; return the exit code."""
+    torch.set_num_threads(1)
+    np.savez_compressed(args.out, **reference_document())
+    print(f"stored {args.out}")
+    return 0
