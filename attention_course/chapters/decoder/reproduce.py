@@ -151,8 +151,9 @@ def reference_document(n_new: int = 8) -> dict:
                                    do_sample=False, pad_token_id=2)[0, ids.shape[1]:].tolist()
         ours, gaps = greedy_with_gaps(weights, ids, n_new)
         doc[f"ids_{i}"] = ids[0].numpy()
-        doc[f"states_{i}"] = states[:, 0].numpy() if i == 0 else np.zeros(0, np.float32)  # (L+1, T, d): one prompt
-        doc[f"logits_{i}"] = logits[0, -1].numpy()  # (V,) the last position
+        if i == 0:  # the first prompt's states and last logits; the others' greedy tokens only (the file stays small)
+            doc["states"] = states[:, 0].numpy()  # (L+1, T, d)
+            doc["logits"] = logits[0, -1].numpy()  # (V,)
         doc[f"hf_greedy_{i}"] = np.array(hf_tokens)
         doc[f"greedy_{i}"] = np.array(ours)
         doc[f"gaps_{i}"] = np.array(gaps)

@@ -43,17 +43,17 @@ class ShakespeareConfig:
     n_heads: int = 4
     n_kv_heads: int = 2
     d_ff: int = 344
-    context: int = 128
+    context: int = 96
     batch_size: int = 32
-    steps: int = 1200
+    steps: int = 1000
     lr: float = 3e-3
     seed: int = 0
     eval_every: int = 100
     eval_windows: int = 64
-    sample_at: tuple = (0, 100, 400, 1200)
+    sample_at: tuple = (0, 100, 300, 1000)
     sample_chars: int = 300
     prompt: str = "ROMEO:\n"
-    threads: int = 2
+    threads: int = 1
 
     def model_config(self, vocab_size: int) -> DecoderConfig:
         return DecoderConfig(vocab_size=vocab_size, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
