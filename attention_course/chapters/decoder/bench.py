@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import torch
 
+from ...models.records import DATA_DIR, machine_info, write_json
 from ...models.smollm2 import load_smollm2
 from .model import forward
 from .reproduce import _transformers_model
 from .tokenizer import encode
 
-__all__ = ["BenchConfig", "decode_cached", "decode_recomputing", "decoder_bench", "add_arguments", "cli"]
+__all__ = ["BENCH_FILE", "BenchConfig", "decode_cached", "decode_recomputing", "decoder_bench", "stored_bench",
+           "add_arguments", "cli"]
+
+#: Where ``decoder-bench`` stores its ratios.
+BENCH_FILE = DATA_DIR / "decoder_bench.json"
 
 _TEXT = ("Attention is a way for each word in a sentence to look at the other words and decide which of them "
          "matter for its meaning. A transformer stacks many layers of it, and each layer")
@@ -107,18 +114,25 @@ def decoder_bench(config: BenchConfig = BenchConfig()) -> dict:
         torch.set_num_threads(threads)
 
 
+def stored_bench() -> dict:
+    """The stored ratios (:data:`BENCH_FILE`)."""
+    return json.loads(BENCH_FILE.read_text())
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m attention_course decoder-bench``."""
     parser.add_argument("--repeats", type=int, default=1, help="runs of each decoder; the best time counts")
+    parser.add_argument("--json", type=Path, default=BENCH_FILE, help="where to store the ratios")
 
 
 def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
     """Run and print the ratios; return the exit code."""
-    r = decoder_bench(BenchConfig(repeats=args.repeats))
+    r = write_json({"machine": machine_info(1), **decoder_bench(BenchConfig(repeats=args.repeats))}, args.json)
     c = r["config"]
     print(f"SmolLM2-135M, greedy, one thread, {c['prompt_tokens']}-token prompt, {c['new_tokens']} new tokens:")
     print(f"  recomputing the prefix / cached decoder: {r['recomputing_over_cached']:.1f}x slower")
     print(f"  cached decoder / transformers' generate: {r['cached_over_transformers']:.2f}x the time")
     print(f"  cached and recomputed tokens equal: {r['cached_equals_recomputing']}; "
           f"{r['tokens_equal_to_transformers']}/{r['new_tokens']} equal to transformers'")
+    print(f"stored {args.json}")
     return 0

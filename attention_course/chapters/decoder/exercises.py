@@ -131,6 +131,7 @@ register(
                  lambda x, w, eps: x.shape[-1] == 576, ("sum-not-mean", "no-square-root")),
         ),
         alternatives=(_rms_torch, _rms_norm_of_vector),
+        array_type="torch",
         difficulty=1,
         minutes=5,
     )
@@ -239,6 +240,7 @@ register(
                   "wrong-direction")),
         ),
         alternatives=(_rope_complex, _rope_loop),
+        array_type="torch",
         difficulty=2,
         minutes=10,
     )
@@ -347,6 +349,7 @@ register(
                  lambda q, k, v: q.shape[2] > 1, ("no-causal-mask", "mask-after-softmax", "softmax-over-queries")),
         ),
         alternatives=(_gqa_sdpa, _gqa_grouped_view),
+        array_type="torch",
         difficulty=2,
         minutes=10,
     )
@@ -464,6 +467,7 @@ register(
                  ("no-rope-on-keys", "rope-on-values")),
         ),
         alternatives=(_block_written_out, _block_linear),
+        array_type="torch",
         difficulty=2,
         minutes=15,
     )
@@ -616,6 +620,7 @@ register(
         alternatives=(_forward_loop, _forward_recompute),
         rtol=0.0,
         atol=FORWARD_ATOL,
+        array_type="torch",
         difficulty=3,
         minutes=25,
     )
@@ -763,6 +768,7 @@ register(
                  ("temperature-multiplied",)),
         ),
         alternatives=(_probs_sorted_loop, _probs_hf_style),
+        array_type="torch",
         difficulty=2,
         minutes=10,
     )
@@ -851,6 +857,7 @@ register(
                  ("mean-of-sequence-sums", "no-log-softmax", "sum-not-mean")),
         ),
         alternatives=(_loss_log_softmax, _loss_loop),
+        array_type="torch",
         difficulty=1,
         minutes=5,
     )

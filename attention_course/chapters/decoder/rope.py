@@ -23,8 +23,10 @@ from __future__ import annotations
 import torch
 
 from ...core._backend import ShapeError, shape_str
+from ...models.smollm2 import permute_for_llama_cpp, unpermute_from_llama_cpp
 
-__all__ = ["rope_frequencies", "rope_angles", "rotate_half", "apply_rope", "apply_rope_interleaved"]
+__all__ = ["rope_frequencies", "rope_angles", "rotate_half", "apply_rope", "apply_rope_interleaved",
+           "permute_for_llama_cpp", "unpermute_from_llama_cpp"]
 
 
 def rope_frequencies(d_head: int, base: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -97,7 +99,6 @@ def apply_rope_interleaved(x: torch.Tensor, positions: torch.Tensor, base: float
     Examples
     --------
     >>> x = torch.randn(2, 5, 8, dtype=torch.float64)
-    >>> from attention_course.models.smollm2 import permute_for_llama_cpp
     >>> ours = apply_rope(x, torch.arange(5), 1e4)
     >>> theirs = apply_rope_interleaved(permute_for_llama_cpp(x.transpose(0, -1), 1).transpose(0, -1), torch.arange(5), 1e4)
     >>> torch.allclose(permute_for_llama_cpp(ours.transpose(0, -1), 1).transpose(0, -1), theirs)
