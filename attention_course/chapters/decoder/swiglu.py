@@ -35,7 +35,7 @@ def swiglu(x: torch.Tensor, layer) -> torch.Tensor:
     >>> from attention_course.chapters.decoder.random_weights import random_decoder
     >>> w = random_decoder(0)
     >>> tuple(swiglu(torch.ones(2, 3, w.config.d_model, dtype=torch.float64), w.layers[0]).shape)
-    (2, 3, 8)
+    (2, 3, 16)
     """
     gate = silu(x @ layer.W_gate)  # (..., d_ff)
     return (gate * (x @ layer.W_up)) @ layer.W_down  # (..., d)
