@@ -461,7 +461,7 @@ register(
             Rule("edge-size", "one token: attention returns its own value, so the norms, residuals and SwiGLU decide",
                  ("T=1, one token",), lambda x, layer, cfg, p: x.shape[1] == 1,
                  ("post-norm", "norms-swapped", "gate-and-up-swapped", "gelu-gate", "relu-gate", "layer-norm-not-rms",
-                  "no-attention-residual", "rope-on-values")),
+                  "no-attention-residual")),
             Rule("range", "several positions: queries and keys turn, values do not",
                  ("B=2, T=5, positions 0 to 4", "positions 3 to 6"), lambda x, layer, cfg, p: x.shape[1] > 1,
                  ("no-rope-on-keys", "rope-on-values")),

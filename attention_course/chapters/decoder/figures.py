@@ -64,11 +64,14 @@ def plot_causal_graph(T: int = 6) -> Figure:
     for i in range(T):
         b.add_patch(plt.Circle((i, 0), 0.22, color=_OURS, zorder=3))
         b.text(i, 0, str(i), ha="center", va="center", color="white", fontsize=10, zorder=4)
-        for j in range(i):
+        for j in range(i):  # an arc from the earlier token j to the reader i, arrowhead at i
             h = 0.35 * (i - j)
             x = np.linspace(j, i, 40)
-            b.plot(x, h * np.sin(np.pi * (x - j) / (i - j)), color="0.55", lw=0.9)
-    b.set(xlim=(-0.5, T - 0.5), ylim=(-0.4, 0.4 * T), aspect="equal", title="Edges from every earlier token")
+            y = h * np.sin(np.pi * (x - j) / (i - j))
+            b.plot(x[:-4], y[:-4], color="0.55", lw=0.9)
+            b.annotate("", xy=(x[-2], y[-2] + 0.12), xytext=(x[-5], y[-5]),
+                       arrowprops=dict(arrowstyle="-|>", color="0.55", lw=0.9, mutation_scale=8))
+    b.set(xlim=(-0.5, T - 0.5), ylim=(-0.4, 0.4 * T), aspect="equal", title="Each token reads every earlier one")
     b.axis("off")
     return fig
 
