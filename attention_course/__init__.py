@@ -13,7 +13,7 @@ imports point one way only::
 * ``models``: the tiny transformer and its one training loop, toy tasks, our BERT
   encoder, the pretrained MiniLM, SmolLM2's weights read from a GGUF file;
 * ``chapters/<topic>/``: one folder per chapter (mechanics, kernels, lowrank, heads,
-  graphs, scaling, insight, encoder, decoder), each with its measures, ``runs.py`` (long runs
+  graphs, scaling, insight, encoder, decoder, gpt), each with its measures, ``runs.py`` (long runs
   that store JSON), ``figures.py``, ``sliders.py`` and ``exercises.py``; a chapter
   imports from earlier chapters only;
 * ``course``: the claims ledger, solutions, glue and inline values, progress.

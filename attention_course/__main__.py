@@ -68,11 +68,11 @@ decoder-reference
     layer states, logits and greedy tokens for the chapter's prompts. See
     :mod:`attention_course.chapters.decoder.reproduce`.
 decoder-bench
-    Chapter 9's benchmark: the cached decoder against recomputing the prefix and against
-    transformers' ``generate``, side by side, as ratios. See :mod:`attention_course.chapters.decoder.bench`.
+    Chapter 10's benchmark: the cached decoder against recomputing the prefix and against
+    transformers' ``generate``, side by side, as ratios. See :mod:`attention_course.chapters.gpt.bench`.
 shakespeare-run
-    Chapter 9's stored run: a small GPT trained from scratch on Shakespeare's plays, held-out loss
-    against unigram and bigram baselines, samples. See :mod:`attention_course.chapters.decoder.shakespeare_run`.
+    Chapter 10's stored run: a small GPT trained from scratch on Shakespeare's plays, held-out loss
+    against unigram and bigram baselines, samples. See :mod:`attention_course.chapters.gpt.shakespeare_run`.
 
 The four ``scaling-*`` commands are configurations of one runner,
 :class:`~attention_course.chapters.scaling.runs.Experiment`. Each command names a module, or
@@ -232,15 +232,15 @@ COMMANDS = {
         "about a minute).",
     ),
     "decoder-bench": Command(
-        ".chapters.decoder.bench",
-        "chapter 9's benchmark: cached decoding against recomputation and transformers' generate",
+        ".chapters.gpt.bench",
+        "chapter 10's benchmark: cached decoding against recomputation and transformers' generate",
         "Greedy decoding of SmolLM2-135M on one thread, measured side by side: the package's cached decoder, "
         "the same model recomputing the whole prefix at every step, and transformers' generate; prints the "
         "ratios (prompt length and token count fixed; a few minutes).",
     ),
     "shakespeare-run": Command(
-        ".chapters.decoder.shakespeare_run",
-        "chapter 9's stored run: a small GPT trained on Shakespeare, against unigram and bigram",
+        ".chapters.gpt.shakespeare_run",
+        "chapter 10's stored run: a small GPT trained on Shakespeare, against unigram and bigram",
         "Train a small GPT from scratch on 35 plays with the course's training loop, score it on 3 held-out "
         "plays against unigram and bigram baselines, sample along the way, and store JSON "
         "(attention_course/data/shakespeare_run.json; at most 10 minutes on 2 cores).",

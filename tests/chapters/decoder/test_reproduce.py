@@ -91,11 +91,11 @@ def test_the_cached_decoder_gives_the_logits_of_recomputation_on_smollm2():
 @pytest.mark.extended
 def test_the_stored_reference_is_transformers_gguf_model_today():
     """The notebook's stored states and logits: recomputed live from transformers' own GGUF load."""
-    from attention_course.chapters.decoder.reproduce import _transformers_model
+    from attention_course.chapters.decoder.reproduce import transformers_model
 
     ref = stored_reference()
     ids = torch.from_numpy(ref["ids_0"])[None]
-    states, logits = transformers_reference(ids, _transformers_model())
+    states, logits = transformers_reference(ids, transformers_model())
     est = decoder_estimates(states, n=1536)[:, 0]  # (L+1, T)
     gap = np.abs(states[:, 0].double().numpy() - ref["states"].astype(np.float64)).max(axis=-1)
     assert (gap <= est).all()
@@ -103,6 +103,6 @@ def test_the_stored_reference_is_transformers_gguf_model_today():
     for i, prompt in enumerate(PROMPTS):
         p = torch.tensor([encode(prompt)])
         assert p[0].tolist() == ref[f"ids_{i}"].tolist()
-        out = _transformers_model().generate(p, attention_mask=torch.ones_like(p), max_new_tokens=8, do_sample=False,
+        out = transformers_model().generate(p, attention_mask=torch.ones_like(p), max_new_tokens=8, do_sample=False,
                                              pad_token_id=2)[0, p.shape[1]:].tolist()
         assert out == ref[f"hf_greedy_{i}"].tolist()

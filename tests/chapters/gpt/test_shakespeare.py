@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from attention_course.chapters.decoder import (
+from attention_course.chapters.gpt import (
     HELD_OUT, LIVE, CharTask, CharTokenizer, SmallGPT, bigram_loss, corpus, held_out_loss, plain_text, play_files,
     shakespeare_run, stored_shakespeare, unigram_loss,
 )

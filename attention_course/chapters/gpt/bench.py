@@ -26,9 +26,9 @@ import torch
 
 from ...models.records import DATA_DIR, machine_info, write_json
 from ...models.smollm2 import load_smollm2
-from .model import forward
-from .reproduce import _transformers_model
-from .tokenizer import encode
+from ..decoder.model import forward
+from ..decoder.reproduce import transformers_model
+from ..decoder.tokenizer import encode
 
 __all__ = ["BENCH_FILE", "BenchConfig", "decode_cached", "decode_recomputing", "decoder_bench", "stored_bench",
            "add_arguments", "cli"]
@@ -85,7 +85,7 @@ def decoder_bench(config: BenchConfig = BenchConfig()) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
     try:
-        weights, model = load_smollm2(), _transformers_model()
+        weights, model = load_smollm2(), transformers_model()
         ids = torch.tensor([encode(_TEXT)[: config.prompt_tokens]])  # (1, prompt_tokens)
         n = config.new_tokens
 

@@ -1,8 +1,9 @@
-"""A small GPT built from the decoder's blocks, randomly initialised, trainable with the course's one loop.
+"""A small GPT built from chapter 9's decoder, randomly initialised, trainable with the course's one loop.
 
 :class:`SmallGPT` holds a :class:`~attention_course.models.smollm2.DecoderWeights` whose tensors
 are ``torch.nn.Parameter`` objects and runs the model with a block function you choose (the
-package's :func:`~attention_course.chapters.decoder.block.decoder_block`, or yours), so
+package's :func:`~attention_course.chapters.decoder.block.decoder_block`, or yours), or a whole
+forward pass (yours, with its cache), so
 :func:`~attention_course.models.training.train` (AdamW on fresh seeded batches) trains it like
 the course's other models: ``model(inputs)`` returns ``(logits, [])`` (no attention maps).
 """
@@ -14,9 +15,9 @@ from typing import Callable, Optional
 import torch
 
 from ...models.smollm2 import DecoderConfig, DecoderWeights
-from .block import decoder_block
-from .model import output_logits
-from .random_weights import random_decoder
+from ..decoder.block import decoder_block
+from ..decoder.model import empty_cache, output_logits
+from ..decoder.random_weights import random_decoder
 from .sampling import next_token_probs, sample
 
 __all__ = ["SmallGPT", "generate_text"]
@@ -35,10 +36,11 @@ class SmallGPT(torch.nn.Module):
     ((3, 5, 10), [], 4848)
     """
 
-    def __init__(self, config: DecoderConfig, seed: int = 0, block: Callable = decoder_block):
+    def __init__(self, config: DecoderConfig, seed: int = 0, block: Callable = decoder_block,
+                 forward_fn: Optional[Callable] = None):
         super().__init__()
         w = random_decoder(seed, config, torch.float32, gain_std=0.0, embed_std=0.02)
-        self.config, self.block = config, block
+        self.config, self.block, self.forward_fn = config, block, forward_fn
         self.embed = torch.nn.Parameter(w.embed)
         self.final_norm = torch.nn.Parameter(w.final_norm)
         self.layer_params = torch.nn.ParameterList([torch.nn.Parameter(t) for l in w.layers for t in l.tensors()])
@@ -51,8 +53,14 @@ class SmallGPT(torch.nn.Module):
         return DecoderWeights(self.config, self.embed, layers, self.final_norm)
 
     def forward(self, inputs: torch.Tensor, head_mask: Optional[torch.Tensor] = None):
-        """``inputs`` (B, T) -> ``(logits (B, T, V), [])``; ``head_mask`` is accepted and ignored."""
+        """``inputs`` (B, T) -> ``(logits (B, T, V), [])``; ``head_mask`` is accepted and ignored.
+
+        With ``forward_fn`` (a whole decoder, ``forward_fn(weights, ids, cache) -> (logits, cache)``) the
+        logits are its own, from an empty cache; otherwise the blocks run one after the other.
+        """
         w = self.weights()
+        if self.forward_fn is not None:
+            return self.forward_fn(w, inputs, empty_cache(self.config, inputs.shape[0], w.embed.dtype))[0], []
         x = w.embed[inputs]  # (B, T, d)
         positions = torch.arange(inputs.shape[1])  # (T,)
         for layer in w.layers:
