@@ -25,14 +25,17 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import warnings
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
+from ...models.pretrained import _quiet
 from ...models.smollm2 import DecoderWeights, load_smollm2, locate_smollm2
 from .model import forward, hidden_states, output_logits
+from .tokenizer import encode
 
 __all__ = ["UNIT_ROUNDOFF_FLOAT32", "REFERENCE_FILE", "PROMPTS", "decoder_estimates", "logit_estimate",
            "transformers_model", "transformers_reference", "stored_reference", "reference_document", "top_two_gaps", "greedy_with_gaps",
@@ -90,10 +93,6 @@ def top_two_gaps(logits: torch.Tensor) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def transformers_model():
     """``transformers``' LlamaForCausalLM from the GGUF file, float32, eager attention (about 30 s)."""
-    import warnings
-
-    from ...models.pretrained import _quiet
-
     path = locate_smollm2()
     with _quiet(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -140,8 +139,6 @@ def greedy_with_gaps(weights: DecoderWeights, ids: torch.Tensor, n_new: int) -> 
 def reference_document(n_new: int = 8) -> dict:
     """What ``decoder-reference`` stores: for each prompt, the ids, ``transformers``' layer states
     and last logits, its greedy tokens, and the package's greedy tokens with their top-two gaps."""
-    from .tokenizer import encode
-
     weights, model = load_smollm2(), transformers_model()
     doc = {}
     for i, prompt in enumerate(PROMPTS):
