@@ -56,6 +56,7 @@ def test_the_file_is_smollm2_135m():
     assert locate_smollm2().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+@pytest.mark.extended
 def test_the_qk_rows_are_the_files_rows_unpermuted():
     meta, tensors = read_gguf()
     raw = torch.from_numpy(tensors["blk.4.attn_q.weight"])  # (out, in), llama.cpp's row order

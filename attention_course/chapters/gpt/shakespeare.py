@@ -86,7 +86,8 @@ class CharTokenizer:
         return [self.index[c] for c in text]
 
     def decode(self, ids) -> str:
-        return "".join(self.chars[int(i)] for i in ids)
+        ids = ids.tolist() if hasattr(ids, "tolist") else ids  # a tensor's ints in one C call
+        return "".join([self.chars[i] for i in ids])
 
     def encode_tensor(self, text: str) -> torch.Tensor:
         """:meth:`encode` as a 1-d int64 tensor, through a byte lookup table (fast on megabytes of ASCII)."""
