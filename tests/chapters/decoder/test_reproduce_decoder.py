@@ -19,7 +19,7 @@ from attention_course.chapters.decoder import (
     PROMPTS, decoder_estimates, encode, forward, greedy_with_gaps, hidden_states, logit_estimate, stored_reference,
     transformers_reference,
 )
-from attention_course.models.smollm2 import hf_state_dict, load_smollm2, read_gguf, weights_from_gguf
+from attention_course.models.smollm2 import hf_state_dict, load_smollm2, permute_for_llama_cpp
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -61,7 +61,11 @@ def test_every_layer_and_the_logits_agree_within_the_float32_estimate(hf_from_st
 
 
 def test_a_model_with_the_rows_left_permuted_fails_the_comparison(hf_from_state_dict):
-    wrong = weights_from_gguf(*read_gguf(), unpermute=False)
+    """W_Q and W_K in llama.cpp's row order (as the file stores them), used with rotate-half RoPE."""
+    w = load_smollm2()
+    layers = [dataclasses.replace(l, W_q=permute_for_llama_cpp(l.W_q.T, 9).T, W_k=permute_for_llama_cpp(l.W_k.T, 3).T)
+              for l in w.layers]
+    wrong = dataclasses.replace(w, layers=layers)
     gap, est, logit_gap, limit = _compare(wrong, hf_from_state_dict, PROMPTS[0])
     assert (gap[1:] > est[1:]).any() and logit_gap > 100 * limit
 
