@@ -9,9 +9,10 @@ across the chapter: :data:`SCALE_COLOR`.
 
 The lesson's figures (:func:`plot_score_histograms`, :func:`plot_sharpening`,
 :func:`plot_gradient_vs_spread`, :func:`plot_training_watch`) are drawn for a phone as well as
-the column: :data:`LESSON_WIDTH` inches wide, with :data:`PHONE_RC`'s larger type, so that their
-smallest text (11 pt at 5.6 in) is shown at about 10 CSS px on a 390-px screen, where a 7-in
-figure with 10-pt ticks shows 7.
+the column: :data:`LESSON_WIDTH` inches wide, with :data:`LESSON_RC`'s larger type, so that their
+smallest text (11.5 pt at 5 in) is shown at about 11 CSS px on a 390-px screen, where a 7-in
+figure with 10-pt ticks shows 7. The evidence page's figures use :data:`PHONE_RC` (11-pt ticks),
+and those stacked in a column are :data:`STACKED_WIDTH` wide.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not
     from .training import ScaleComparison
 
 __all__ = [
-    "SCALE_LABEL", "SCALE_COLOR", "LESSON_WIDTH", "PHONE_RC", "plot_score_histograms", "plot_sharpening",
+    "SCALE_LABEL", "SCALE_COLOR", "LESSON_WIDTH", "STACKED_WIDTH", "PHONE_RC", "LESSON_RC",
+    "plot_score_histograms", "plot_sharpening",
     "plot_gradient_vs_spread", "plot_training_watch", "plot_score_variance", "plot_minilm_scores", "plot_saturation",
     "plot_jacobian", "plot_full_comparison", "plot_scale_pair", "plot_saturation_training",
     "BACKWARD_COLOR", "plot_backward_swap",
@@ -61,10 +63,14 @@ def chapter_figure(func):
 
 
 #: The lesson's figures: narrower than the 7-in column, so a phone shrinks them less.
-LESSON_WIDTH = 5.6
-#: Type for the lesson's figures (on top of the book's style): 12-pt labels, 11-pt ticks and legends.
+LESSON_WIDTH = 5.0
+#: The evidence page's stacked figures (several panels in a column).
+STACKED_WIDTH = 5.6
+#: Type for every figure of the chapter (on top of the book's style): 12-pt labels, 11-pt ticks and legends.
 PHONE_RC = {"font.size": 12, "axes.titlesize": 12.5, "axes.labelsize": 12, "xtick.labelsize": 11,
             "ytick.labelsize": 11, "legend.fontsize": 11}
+#: The lesson's type: a little larger again, so that a legend's subscripts stay readable on a phone.
+LESSON_RC = {**PHONE_RC, "xtick.labelsize": 11.5, "ytick.labelsize": 11.5, "legend.fontsize": 12}
 WIDTH_COLOR = {4: "tab:orange", 64: "tab:purple", 1024: "tab:red"}
 
 
@@ -93,8 +99,8 @@ def plot_score_histograms(scores: Mapping[int, Array]) -> Figure:
     if not scores:
         raise ValueError("scores is empty; expected {d_k: dot products} for at least one width")
     arrays = {int(d): np.asarray(to_numpy(s), float).ravel() for d, s in scores.items()}
-    with plt.rc_context(PHONE_RC):
-        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 6.2), layout="constrained")
+    with plt.rc_context(LESSON_RC):
+        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.8), layout="constrained")
         reach = max(4 * np.sqrt(d) for d in arrays)
         raw_bins, unit_bins = np.linspace(-reach, reach, 121), np.linspace(-4.5, 4.5, 61)
         for i, (d, s) in enumerate(arrays.items()):
@@ -136,8 +142,8 @@ def plot_sharpening(d_ks: Sequence[int], largest: Mapping[str, Sequence[Array]],
         if len(rows) != len(dims):
             raise ValueError(f"largest[{name!r}] has {len(rows)} widths; expected one per d_k ({len(dims)})")
     key = {"unscaled": "none", "scaled": "sqrt"}
-    with plt.rc_context(PHONE_RC):
-        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.6), layout="constrained", sharex=True)
+    with plt.rc_context(LESSON_RC):
+        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.2), layout="constrained", sharex=True)
         for name, rows in largest.items():
             kw = dict(color=SCALE_COLOR.get(key.get(name, name)), ms=5, lw=1.8)
             ax.plot(dims, [np.mean(r) for r in rows], "o-", label=name, **kw)
@@ -173,7 +179,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     if sigmas.ndim != 1 or sigmas.shape != through.shape:
         raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and through {shape_str(through)}; "
                          f"expected equal shapes (M,)")
-    with plt.rc_context(PHONE_RC):
+    with plt.rc_context(LESSON_RC):
         fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * len(marks)), layout="constrained")
         ax.semilogx(sigmas, through, color="0.3", lw=2)
         for label, sg in marks.items():
@@ -181,7 +187,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
             ax.plot(sg, np.exp(np.interp(np.log(sg), np.log(sigmas), np.log(through))), "o", ms=10,
                     color=color, label=label)
         ax.set(xlabel=r"spread $\sigma$ of the scores in a row", ylabel="gradient reaching\nthe scores",
-               ylim=(0, None), title="How much gradient a softmax row lets through")
+               ylim=(0, None), title="The gradient a row lets through")
         if marks:  # under the axes: the curve fills the panel's top
             fig.legend(loc="outside lower center", ncols=1)
     return fig
@@ -206,8 +212,8 @@ def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: i
     d_k = int(result.d_k[0])
     steps = np.arange(result.loss.shape[-1])
     label = {"sqrt": r"with $1/\sqrt{d_k}$", "none": "without the scale"}
-    with plt.rc_context(PHONE_RC):
-        fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.4), layout="constrained", sharex=True)
+    with plt.rc_context(LESSON_RC):
+        fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.0), layout="constrained", sharex=True)
         for j, s in enumerate(result.scales):
             kw = dict(color=SCALE_COLOR.get(s), label=label.get(s, SCALE_LABEL.get(s, s)), lw=1.8)
             ax.plot(steps[window - 1:], _running_mean(result.loss[0, j], window), **kw)
@@ -241,7 +247,7 @@ def plot_score_variance(sweep: VarianceSweep) -> Figure:
     scaled = sweep.empirical / dims  # Var(q.k / sqrt(d_k)) from the same draws
     slope_raw, slope_scaled = loglog_slope(dims, sweep.empirical), loglog_slope(dims, scaled)
     with plt.rc_context(PHONE_RC):
-        fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 4.2), layout="constrained")
+        fig, ax = plt.subplots(figsize=(STACKED_WIDTH, 4.2), layout="constrained")
         ax.loglog(dims, sweep.theory, "k--", lw=1.2, label=r"closed form $d_k\,\sigma_q^2\sigma_k^2$")
         ax.errorbar(dims, sweep.empirical, yerr=2 * sweep.std_error, fmt="o", color=SCALE_COLOR["none"], ms=5,
                     label=f"$q\\cdot k$ (slope {slope_raw:.2f})")
@@ -277,7 +283,7 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
                          f"expected equal shapes (L, h)")
     n_layers, n_heads = theory.shape
     scores = np.asarray(to_numpy(scores), float).ravel()
-    fig, (ax, ax_h) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 7.0), layout="constrained")
+    fig, (ax, ax_h) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.0), layout="constrained")
     sc = ax.scatter(theory.ravel(), measured.ravel(), c=np.repeat(np.arange(1, n_layers + 1), n_heads),
                     cmap="viridis", s=18)
     lim = np.array([theory.min() * 0.7, measured.max() * 1.4])
@@ -320,7 +326,7 @@ def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> F
     fields = (("entropy", "mean entropy (nats)", "Entropy of a row"),
               ("max_weight", "mean largest weight", "Largest weight in a row"),
               ("frac_saturated", "share of rows > 0.99", "Rows with largest weight > 0.99"))
-    fig, axes = plt.subplots(3, 1, figsize=(LESSON_WIDTH, 7.4), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(STACKED_WIDTH, 7.4), layout="constrained", sharex=True)
     for ax, (name, ylabel, title) in zip(axes, fields):
         for s, r in stats.items():
             ax.plot(r.d_k, getattr(r, name), "o-", ms=4, color=SCALE_COLOR.get(s), label=SCALE_LABEL.get(s, s))
@@ -366,7 +372,7 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
                          f"expected equal shapes (M,)")
     marks = [("scaled, any $d_k$", 1.0, "sqrt", True)]
     marks += [(f"unscaled, $d_k$ = {d}", float(np.sqrt(d)), "none", d <= d_k) for d in unscaled_dims]
-    fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 7.2), layout="constrained")
+    fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.2), layout="constrained")
     for s, r in stats.items():
         ax.plot(r.d_k, r.jacobian_norm, "o-", ms=4, color=SCALE_COLOR.get(s), label=SCALE_LABEL.get(s, s))
     ax.set(xlabel="$d_k$", ylabel=r"median $\|J\|_F$", yscale="log", ylim=(1e-4, 1),
@@ -502,7 +508,7 @@ def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0
     """
     step = grid.step.astype(float)
     x = np.maximum(step, 1.0)  # step 0 drawn at 1 on the log axis
-    fig, axes = plt.subplots(3, 1, figsize=(LESSON_WIDTH, 7.4), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(STACKED_WIDTH, 7.4), layout="constrained", sharex=True)
     for v in grid.variants:
         loss, rows = grid.select(d_k, v)  # (S, K), (S, K, L, 4)
         kw = VARIANT_STYLE.get(v, dict(label=v))
