@@ -1,73 +1,14 @@
 """``python -m attention_course <command>``: the course's command line.
 
-Commands
---------
-progress
-    Run your chapter notebooks and list every exercise: passed, failed (with
-    the feedback) or not attempted. See :mod:`attention_course.course.progress`.
-evidence
-    Check the claims ledger against the chapters and rewrite the evidence the
-    package ships (``attention_course/data/evidence.json``) from the numbers
-    the chapters glued. See :mod:`attention_course.course.verdicts`.
-bench
-    Time and measure the efficient-attention methods of chapter 3 against exact
-    attention. See :mod:`attention_course.chapters.lowrank.benchmarks`.
-metric-run
-    Chapter 2's learned-metric run: a tuned isotropic bandwidth, a learned metric and
-    attention's own dot product on five draws. See
-    :mod:`attention_course.chapters.kernels.metric_comparison`.
-lowrank-run
-    Chapter 3's long run: MiniLM's effective rank against n, heads swapped for
-    rank-k/top-k/uniform attention, associative recall. See
-    :mod:`attention_course.chapters.lowrank.runs`.
-lowrank-sentences
-    Chapter 3's run for two essay sentences: each head's trailing singular values removed against the
-    same energy removed at random, and the weight on a query's heaviest word keys. See
-    :mod:`attention_course.chapters.lowrank.sentence_runs`.
-vision-run
-    Chapter 3's image run: a tiny vision transformer on scikit-learn's digits, each head's mean
-    attention distance against uniform attention and shuffled patch geometry, over seeds. See
-    :mod:`attention_course.chapters.lowrank.vision_runs`.
-heads-run
-    Chapter 4's long run: the 2-layer model and its 1-layer control at equal steps,
-    heads at fixed width, the two-offset task (4 heads in one layer against one head), and
-    heads' subspaces before and after training, over seeds. See :mod:`attention_course.chapters.heads.runs`.
-agreement-run
-    Chapter 4's agreement run: seeded subject-verb sentences, the best MiniLM head picked on half of
-    them and scored on the other half. See :mod:`attention_course.chapters.heads.agreement`.
-composition-run
-    Chapter 5's composition run: k-hop pointer chasing learned by models of L
-    layers, over seeds. See :mod:`attention_course.chapters.graphs.runs`.
-topology-rules
-    Chapter 5's rule comparison: five rules fitted to every MiniLM head, scored on held-out
-    shuffles. See ``TOPOLOGY_RULES`` in :mod:`attention_course.chapters.graphs.runs`.
-scaling-causes
-    Chapter 6's 2x2 run: without the scale, W_Q started and/or stepped sqrt(d_k)
-    times smaller. See ``CAUSES`` in :mod:`attention_course.chapters.scaling.init_vs_step`.
-scaling-backward
-    Chapter 6's backward-swap test: the unscaled forward pass with the scaled softmax's
-    backward, and the reverse. See ``BACKWARD`` in :mod:`attention_course.chapters.scaling.backward_swap`.
-scaling-saturation
-    Chapter 6's saturation run: the share of saturated softmax rows and the gradient
-    through them, during training, with and without the scale. See ``SATURATION`` in
-    :mod:`attention_course.chapters.scaling.saturation_training`.
-scaling-run
-    Train the tiny transformer with each score scale (chapter 6) and store the
-    curves as JSON. See ``SCALE_RUN`` in :mod:`attention_course.chapters.scaling.training`.
-
-insight-run
-    Chapter 7's long runs: associative-memory capacity against d, and every ablation of
-    attention on recall and a previous-token copy, over seeds. See
-    :mod:`attention_course.chapters.insight.runs`.
-insight-metric
-    Chapter 7's converged runs: the learned query-key metric against W_Q = W_K = I (a learnable
-    score scale), and softmax against linear attention as the number of pairs grows past d. See
-    :mod:`attention_course.chapters.insight.metric_runs`.
-
-The four ``scaling-*`` commands are configurations of one runner,
-:class:`~attention_course.chapters.scaling.runs.Experiment`. Each command names a module, or
-an object in one (``"module:NAME"``, e.g. an ``Experiment``), that provides
-``add_arguments(parser)`` and ``cli(args, parser) -> exit code``.
+Two commands are the course's own: ``progress`` (run your chapter notebooks and list every
+exercise: passed, failed with its feedback, or not attempted; see
+:mod:`attention_course.course.progress`) and ``evidence`` (check the claims ledger against the
+chapters and rewrite ``attention_course/data/evidence.json`` from the numbers the chapters
+glued; see :mod:`attention_course.course.verdicts`). Every other command is a long run: an
+:class:`~attention_course.models.experiments.Experiment` that a chapter registered in
+:data:`~attention_course.models.experiments.EXPERIMENTS` (importing the package imports every
+chapter), a configuration of the one runner that stores its JSON in ``attention_course/data/``.
+``python -m attention_course <command> --help`` says what each computes and how long it takes.
 """
 
 from __future__ import annotations
@@ -77,14 +18,20 @@ import importlib
 import sys
 from typing import NamedTuple, Optional, Sequence
 
+from . import chapters  # noqa: F401  (importing every chapter registers its experiments)
+from .models.experiments import EXPERIMENTS
+
 
 class Command(NamedTuple):
-    module: str  # relative to this package, optionally ":NAME" of an object in it; provides
-    #             add_arguments(parser) and cli(args, parser)
+    """A command that is not a long run: ``module`` (relative to this package, optionally
+    ``":NAME"`` of an object in it) provides ``add_arguments(parser)`` and ``cli(args, parser) -> exit code``."""
+
+    module: str
     help: str
     description: str
 
 
+#: The commands that are not experiments.
 COMMANDS = {
     "progress": Command(
         ".course.progress",
@@ -165,34 +112,6 @@ COMMANDS = {
         "token + offset) to every head of all-MiniLM-L6-v2 on four sentences and three shuffles each, and write the "
         "weight each misplaces on two held-out shuffles as JSON (default: attention_course/data/topology_rules.json; minutes).",
     ),
-    "scaling-causes": Command(
-        ".chapters.scaling.init_vs_step:CAUSES",
-        "chapter 6's 2x2 run: W_Q init x W_Q learning rate without the scale",
-        "Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q started, "
-        "stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
-        "(default: attention_course/data/scale_causes.json; about a minute).",
-    ),
-    "scaling-backward": Command(
-        ".chapters.scaling.backward_swap:BACKWARD",
-        "chapter 6's backward-swap test: unscaled forward, tempered softmax backward",
-        "Train the tiny transformer at d_k = 64 keeping each variant's forward pass and swapping only the backward "
-        "pass through the softmax (tempered, its size only, its direction only, or the reverse), over seeds; write "
-        "held-out losses as JSON (default: attention_course/data/scale_backward.json; minutes).",
-    ),
-    "scaling-saturation": Command(
-        ".chapters.scaling.saturation_training:SATURATION",
-        "chapter 6's saturation run: saturated rows and their gradient through training",
-        "Train the tiny transformer at d_k = 16, 64, 256 with and without the scale (and unscaled with W_Q "
-        "started sqrt(d_k) times smaller) over seeds; at checkpoints record the share of saturated softmax rows "
-        "and the gradient at the softmax's input on saturated and other rows; write JSON "
-        "(default: attention_course/data/scale_saturation.json; minutes).",
-    ),
-    "scaling-run": Command(
-        ".chapters.scaling.training:SCALE_RUN",
-        "train the tiny transformer with each score scale (chapter 6)",
-        "Train the tiny transformer on the induction task with each score scale, width and seed, "
-        "and write the loss and gradient curves as JSON (minutes; shows progress).",
-    ),
     "insight-run": Command(
         ".chapters.insight.runs",
         "chapter 7's long runs: memory capacity, and attention's ingredients taken away",
@@ -217,16 +136,23 @@ COMMANDS = {
 }
 
 
+def commands() -> dict:
+    """Every command: the course's own (:data:`COMMANDS`), then the registered experiments."""
+    return {**COMMANDS, **EXPERIMENTS}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser, one subparser per command in :data:`COMMANDS`."""
+    """The top-level parser, one subparser per command."""
     parser = argparse.ArgumentParser(prog="python -m attention_course",
                                      description="Command line of the course 'Attention Is Learned Association'.")
-    commands = parser.add_subparsers(dest="command", metavar="command")
-    for name, cmd in COMMANDS.items():
-        sub = commands.add_parser(name, help=cmd.help, description=cmd.description)
-        module, _, name = cmd.module.partition(":")
-        target = importlib.import_module(module, __package__)
-        target = getattr(target, name) if name else target
+    subparsers = parser.add_subparsers(dest="command", metavar="command")
+    for name, cmd in commands().items():
+        sub = subparsers.add_parser(name, help=cmd.help, description=cmd.description)
+        target = cmd
+        if isinstance(cmd, Command):
+            module, _, obj = cmd.module.partition(":")
+            target = importlib.import_module(module, __package__)
+            target = getattr(target, obj) if obj else target
         target.add_arguments(sub)
         sub.set_defaults(run=target.cli, parser=sub)  # its own parser, for usage errors (exit 2)
     return parser
