@@ -98,20 +98,6 @@ COMMANDS = {
         "fixed-offset, fixed-position, nearest-noun and first-noun rules; write JSON "
         "(default: attention_course/data/agreement.json; under a minute).",
     ),
-    "composition-run": Command(
-        ".chapters.graphs.runs",
-        "chapter 5's composition run: k-hop pointer chasing against depth L, over seeds",
-        "Train the tiny transformer on k-hop pointer chasing (the edges of a random cycle, then a start node; "
-        "answer the node k links on) for every k, depth L and seed, and write held-out accuracies as JSON "
-        "(default: attention_course/data/composition.json; minutes).",
-    ),
-    "topology-rules": Command(
-        ".chapters.graphs.runs:TOPOLOGY_RULES",
-        "chapter 5's rule comparison: which rule places each MiniLM head's weight",
-        "Fit five rules (uniform; key token; position + offset; key token + position + offset; query token x key "
-        "token + offset) to every head of all-MiniLM-L6-v2 on four sentences and three shuffles each, and write the "
-        "weight each misplaces on two held-out shuffles as JSON (default: attention_course/data/topology_rules.json; minutes).",
-    ),
     "insight-run": Command(
         ".chapters.insight.runs",
         "chapter 7's long runs: memory capacity, and attention's ingredients taken away",

@@ -249,6 +249,8 @@ class Experiment:
 
     def configure(self, args: argparse.Namespace) -> Any:
         """The configuration with the command line's values."""
+        if not self.flags:
+            return self.config
         values = {}
         for flag, spec in self.flags.items():
             value = getattr(args, spec.get("dest", flag[2:].replace("-", "_")))

@@ -43,7 +43,8 @@ from ...models.records import DATA_DIR
 from .depth_probe import guess_depth, guessing_line
 from .propagation import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
 from .gnn import static_counts, static_flip
-from .runs import PROBE_DATA, RULE_DATA, TOP_KEY_DATA
+from .slider_data import PROBE_DATA, TOP_KEY_DATA
+from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
 __all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
