@@ -82,22 +82,6 @@ COMMANDS = {
         "the same maps with the patch geometry shuffled; write JSON "
         "(default: attention_course/data/vision_attention.json; minutes).",
     ),
-    "heads-run": Command(
-        ".chapters.heads.runs",
-        "chapter 4's long run: depth, heads at fixed width, division of two relations in one layer, over seeds",
-        "Train the 2-layer model and its 1-layer control for the same number of steps over several seeds, and "
-        "2-layer models with h heads of width d/h or d; write held-out losses and training curves as JSON "
-        "(default: attention_course/data/head_training.json; minutes).",
-    ),
-    "agreement-run": Command(
-        ".chapters.heads.agreement",
-        "chapter 4's agreement run: does a MiniLM head look from the verb to its subject?",
-        "Build seeded subject-verb agreement sentences (plain, with an attractor noun, and crossed: the subject "
-        "neither the first nor the nearest noun), score every MiniLM head by how often the verb's heaviest word "
-        "key is its subject, pick the best head on half of the sentences and score it on the other half against "
-        "fixed-offset, fixed-position, nearest-noun and first-noun rules; write JSON "
-        "(default: attention_course/data/agreement.json; under a minute).",
-    ),
     "insight-run": Command(
         ".chapters.insight.runs",
         "chapter 7's long runs: memory capacity, and attention's ingredients taken away",

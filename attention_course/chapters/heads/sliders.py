@@ -54,7 +54,7 @@ from .roles import (
     last_relation_flip,
 )
 from .agreement import load_agreement, set_decision
-from .runs import ROLES_DATA
+from .roles import ROLES_DATA
 from .subspaces import smallest_head_angles
 
 __all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
