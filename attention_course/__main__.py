@@ -46,41 +46,12 @@ COMMANDS = {
         "Check every claim of attention_course/course/claims.py against its chapter's verdict box, "
         "then write the numbers the chapters glued to the evidence file.",
     ),
-    "bench": Command(
-        ".chapters.lowrank.benchmarks",
-        "time efficient attention against exact attention (chapter 3)",
-        "Measure error, time and peak memory of each efficient-attention method against exact "
-        "attention as the sequence grows; print a table and optionally write JSON.",
-    ),
     "metric-run": Command(
         ".chapters.kernels.metric_comparison",
         "chapter 2's learned-metric run: tuned isotropic bandwidth, learned metric, dot product",
         "On five draws of the 5-D task, tune an isotropic Gaussian bandwidth by leave-one-out, learn a metric W "
         "and attention's own W_Q, W_K on the leave-one-out loss, and store test errors and what each found as JSON "
         "(default: attention_course/data/learned_metric.json; about a minute).",
-    ),
-    "lowrank-run": Command(
-        ".chapters.lowrank.runs",
-        "chapter 3's long run: effective rank against n, rank-k/top-k swaps, recall",
-        "Run MiniLM on the shipped long text (n = 16..512) and the induction model (5 seeds) with every head's "
-        "attention replaced by rank-k, top-k or uniform weights, plus the associative-recall sweep; store JSON "
-        "in attention_course/data/lowrank_function.json (minutes).",
-    ),
-    "lowrank-sentences": Command(
-        ".chapters.lowrank.sentence_runs",
-        "chapter 3's run for two essay sentences: trailing singular values, focused tokens",
-        "Remove each head's trailing singular values (90% of the energy kept) from the induction model (5 seeds) "
-        "and MiniLM (5 orders) against the same energy removed at random or from the leading values; score how "
-        "much of each query's weight MiniLM puts on a few word keys; write JSON "
-        "(default: attention_course/data/lowrank_sentences.json; about 3 minutes).",
-    ),
-    "vision-run": Command(
-        ".chapters.lowrank.vision_runs",
-        "chapter 3's image run: a tiny ViT's mean attention distance per head, over seeds",
-        "Train a tiny vision transformer (2 layers, 4 heads, 2x2 patches) on scikit-learn's 8x8 digits for each "
-        "seed and measure every head's mean attention distance on held-out images against uniform attention and "
-        "the same maps with the patch geometry shuffled; write JSON "
-        "(default: attention_course/data/vision_attention.json; minutes).",
     ),
     "insight-run": Command(
         ".chapters.insight.runs",

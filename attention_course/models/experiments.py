@@ -351,7 +351,8 @@ def _timed(run_one: Callable[..., Any], config: Any, job: Job, threads: Optional
 
 
 def _label(job: Job) -> str:
-    return ", ".join(str(x) for x in job)
+    """A job as the progress bar shows it (a tuple inside it by its length)."""
+    return ", ".join(f"{len(x)} values" if isinstance(x, (tuple, list)) else str(x) for x in job)
 
 
 def run(experiment: Experiment, config: Any = None, show: bool = False,
@@ -510,6 +511,7 @@ def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: 
 def write_json(doc: Any, path: Union[str, Path], indent: Optional[int] = 1) -> Any:
     """Store ``doc`` as the data files are stored (``indent`` 1, or one line with None; a final newline); return it."""
     text = json.dumps(doc, indent=indent) if indent is not None else json.dumps(doc)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(text + "\n")
     return doc
 

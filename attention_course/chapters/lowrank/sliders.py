@@ -42,7 +42,8 @@ from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, SliderFigure, static_fa
 from ...models.records import DATA_DIR
 from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
 from .figures import method_family
-from .runs import STRUCTURE_DATA, load_verdicts
+from .approximation_error import STRUCTURE_DATA
+from .verdict_measures import load_verdicts
 from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
 
 __all__ = ["efficient_structure_explorer", "load_structure_sweep", "lowrank_explorer", "rank_grid_explorer"]
