@@ -46,13 +46,6 @@ COMMANDS = {
         "Check every claim of attention_course/course/claims.py against its chapter's verdict box, "
         "then write the numbers the chapters glued to the evidence file.",
     ),
-    "metric-run": Command(
-        ".chapters.kernels.metric_comparison",
-        "chapter 2's learned-metric run: tuned isotropic bandwidth, learned metric, dot product",
-        "On five draws of the 5-D task, tune an isotropic Gaussian bandwidth by leave-one-out, learn a metric W "
-        "and attention's own W_Q, W_K on the leave-one-out loss, and store test errors and what each found as JSON "
-        "(default: attention_course/data/learned_metric.json; about a minute).",
-    ),
     "insight-run": Command(
         ".chapters.insight.runs",
         "chapter 7's long runs: memory capacity, and attention's ingredients taken away",

@@ -34,7 +34,7 @@ from .kernel_family import load_family_sweep, passes_rule
 from .learning import good_range_limit, learned_width_flip
 from .metric_comparison import load_metric_run
 from .qk_kernel import qk_locality
-from .runs import LEARNED_WIDTH_DATA
+from .self_weight import LEARNED_WIDTH_DATA
 from .smoothing import mse, nadaraya_watson, sine_data
 
 __all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "key_norm_explorer",
