@@ -46,27 +46,6 @@ COMMANDS = {
         "Check every claim of attention_course/course/claims.py against its chapter's verdict box, "
         "then write the numbers the chapters glued to the evidence file.",
     ),
-    "insight-run": Command(
-        ".chapters.insight.runs",
-        "chapter 7's long runs: memory capacity, and attention's ingredients taken away",
-        "Measure retrieval against the number of stored patterns for softmax and outer-product memories "
-        "(d = 16, 32, 64), and train every ablation of attention (fixed mixing, convolution, windows, hard "
-        "selection, tied and identity metrics, linear attention) on recall and a previous-token copy over seeds; "
-        "write attention_course/data/insight_memory.json and insight_ablations.json (about a minute on two cores).",
-    ),
-    "insight-metric": Command(
-        ".chapters.insight.metric_runs",
-        "chapter 7's converged runs: the learned metric, and softmax against linear attention as N grows",
-        "Train each variant by a stated convergence rule: --part metric (learned W_Q, W_K against W_Q = W_K = I "
-        "and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
-        "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR with "
-        "N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per width; "
-        "minutes each); --part partner (partner recall, where a key fetches its partner's value; "
-        "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points again, "
-        "up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each keeping the others' records: --widths 16, then --widths 32 "
-        "(8 and 10 minutes on one thread), then --widths 64 (4 minutes on a quiet machine; "
-        "or in two parts, --pairs 8 32 and --pairs 64, on a busy one)).",
-    ),
 }
 
 

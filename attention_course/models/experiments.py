@@ -390,7 +390,7 @@ def run(experiment: Experiment, config: Any = None, show: bool = False,
                 save(runs)
         return runs
     jobs = list(e.grid(config))
-    workers = int(getattr(config, "jobs", 1) or 1)
+    workers = min(int(getattr(config, "jobs", 1) or 1), len(jobs))
     if workers <= 1:
         for job in progress_bar(jobs, e.name, total=len(jobs), show=show, label=_label):
             runs.add(job, *_timed(e.run_one, config, job, e.threads))

@@ -20,7 +20,7 @@ import numpy as np
 
 from ...figures.widgets import SliderFigure, static_fallback
 from .ingredients import Score, covered_share, first_within, window_curve
-from .metric_runs import ratio_threshold
+from .converged_comparisons import ratio_threshold
 
 __all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN", "metric_explorer", "METRIC_TASKS",
            "METRIC_MARGIN", "pairs_explorer"]
