@@ -25,7 +25,7 @@ and draws. The length sweep is the chapter's stored run (``data/lowrank_function
 structure sweep (:func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep`, float64,
 about a second) is stored in :data:`STRUCTURE_DATA` to keep the chapter fast; regenerate it with::
 
-    python -c "from attention_course.chapters.lowrank.runs import write_structure_sweep; write_structure_sweep()"
+    python -c "from attention_course.chapters.lowrank.approximation_error import write_structure_sweep; write_structure_sweep()"
 """
 
 from __future__ import annotations
