@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     tqdm = None
 
 __all__ = ["Training", "Experiment", "Runs", "EXPERIMENTS", "register", "run", "execute", "progress_bar",
-           "write_json", "read_json", "significant", "result_document", "load_result", "common_flags"]
+           "write_json", "read_json", "significant", "result_document", "load_result"]
 
 Job = tuple  # the arguments of ``run_one`` after the configuration: one variant of the grid
 
@@ -279,41 +279,6 @@ class Experiment:
 
 def _field(flag: str, spec: Mapping[str, Any]) -> str:
     return spec.get("field", flag[2:].replace("-", "_"))
-
-
-#: Flags that many experiments share (``--seeds``, the training keywords, ``--jobs``), by name.
-COMMON_FLAGS = {
-    "--seeds": dict(type=int, nargs="+", help="seeds: each variant is trained once per seed"),
-    "--steps": dict(type=int, help="AdamW steps per model"),
-    "--lr": dict(type=float, help="learning rate"),
-    "--d-model": dict(type=int, help="model width d_model"),
-    "--n-heads": dict(type=int, help="heads per layer"),
-    "--batch-size": dict(type=int, help="training batch"),
-    "--jobs": dict(type=int, help="worker processes (one thread each)"),
-    "--every": dict(type=int, help="average the training curves over blocks of this many steps"),
-    "--quick": dict(action="store_true", help="a small smoke run"),
-}
-
-
-def common_flags(*names: str, **help_texts: str) -> dict:
-    """The :data:`COMMON_FLAGS` named, each with its help text replaced where ``help_texts`` gives one
-    (keyed by the flag without dashes, ``-`` as ``_``).
-
-    Examples
-    --------
-    >>> sorted(common_flags("--seeds", "--steps", steps="AdamW steps of every model"))
-    ['--seeds', '--steps']
-    >>> common_flags("--steps", steps="AdamW steps of every model")["--steps"]["help"]
-    'AdamW steps of every model'
-    """
-    out = {}
-    for name in names:
-        spec = dict(COMMON_FLAGS[name])
-        key = name[2:].replace("-", "_")
-        if key in help_texts:
-            spec["help"] = help_texts[key]
-        out[name] = spec
-    return out
 
 
 #: Every registered experiment, by command, in the order the chapters register them.

@@ -47,8 +47,7 @@ from .composition import HELD_OUT_SEED, K_HOPS, CompositionConfig, accuracy
 __all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN",
            "LONG_GRID", "FOLLOW_UP_RUN", "FOLLOW_UP", "SECOND_FOLLOW_UP_RUN", "SECOND_FOLLOW_UP", "run_matched",
            "converged", "fewest_heads", "load_matched", "grid_order", "grid_search", "grid_table", "grid_decision",
-           "merge_grid", "follow_up_decision", "map_counts", "load_grid", "MATCHED", "HEAD_GRID", "LONG_HEAD_GRID",
-           "FOLLOW_UP_RUNS", "SECOND_FOLLOW_UP_RUNS", "COMPOSITION_RUN"]
+           "merge_grid", "follow_up_decision", "map_counts", "load_grid", "COMPOSITION_RUN"]
 
 #: The matched run (``composition-run --matched``), shipped with the package.
 MATCHED_RUN = DATA_DIR / "composition_matched.json"

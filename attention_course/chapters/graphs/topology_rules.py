@@ -25,7 +25,7 @@ from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.records import DATA_DIR
 from . import topology_rule
 
-__all__ = ["RULE_DATA", "RULES_DATA", "held_out_maps", "rule_miss_data", "write_rule_miss", "rules_data", "load_rules",
+__all__ = ["RULE_DATA", "RULES_DATA", "rule_miss_data", "write_rule_miss", "rules_data", "load_rules",
            "TOPOLOGY_RULES"]
 
 #: The ``rule-mass`` slider's data: the default rule's and uniform attention's miss per head (:func:`rule_miss_data`).
@@ -34,7 +34,7 @@ RULE_DATA = DATA_DIR / "slider_rule_miss.json"
 RULES_DATA = DATA_DIR / "topology_rules.json"
 
 
-def held_out_maps(sentences: Sequence[str]) -> tuple:
+def _held_out_maps(sentences: Sequence[str]) -> tuple:
     """MiniLM's maps of each sentence and three shuffles (to fit), and of two other shuffles (to score).
 
     Returns ``((fit_ids, fit_maps), (held_ids, held_maps))`` of
@@ -51,7 +51,7 @@ def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
     shuffles and scores it on two held-out shuffles. Returns ``{"sentences", "miss", "uniform"}``,
     each miss a list of 72 (layer-major), rounded to ``digits`` decimals: what :data:`RULE_DATA` stores.
     """
-    (fit_ids, fit_maps), (held_ids, held_maps) = held_out_maps(sentences)
+    (fit_ids, fit_maps), (held_ids, held_maps) = _held_out_maps(sentences)
     rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids)
     return {"sentences": list(sentences),
             "miss": np.round(topology_rule.rule_miss(rule, held_maps, held_ids), digits).tolist(),
@@ -71,7 +71,7 @@ def rules_data(sentences: Sequence[str], digits: int = 4) -> dict:
     ``{"sentences", "uniform", "rules": {name: miss}}``, each miss a list of 72 (layer-major): the
     weight the rule misplaces (mean total variation over rows).
     """
-    (fit_ids, fit_maps), (held_ids, held_maps) = held_out_maps(sentences)
+    (fit_ids, fit_maps), (held_ids, held_maps) = _held_out_maps(sentences)
     rules = {}
     for name, parts in topology_rule.RULES.items():
         rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids, parts=parts)

@@ -55,7 +55,6 @@ from .head_training import (
     layer_overlaps,
     converged,
     load_runs,
-    HeadStudies,
     HEADS_RUN,
 )
 from .lookups import HandBuiltHeads, hand_built_heads
@@ -152,7 +151,6 @@ __all__ = [
     "layer_overlaps",
     "converged",
     "load_runs",
-    "HeadStudies",
     "HEADS_RUN",
     "HandBuiltHeads",
     "hand_built_heads",

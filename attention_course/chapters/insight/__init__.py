@@ -6,16 +6,7 @@ re-exported here, flat, so the notebook imports one thing:
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .ablation_grid import (
-    GRID,
-    ABLATION_FILE,
-    load_ablations,
-    run_job,
-    InsightConfig,
-    MEMORY,
-    ABLATIONS,
-    INSIGHT_RUN,
-)
+from .ablation_grid import GRID, ABLATION_FILE, load_ablations, run_job, INSIGHT_RUN
 from .ablations import (
     RecallTask,
     TASKS,
@@ -52,7 +43,6 @@ from .converged_comparisons import (
     decide_softmax_linear,
     partner_needs_untied,
     ratio_threshold,
-    ComparisonConfig,
     INSIGHT_METRIC,
 )
 from .convergence import ConvergenceRule, stop_reason, train_converged, tune_converged
@@ -121,9 +111,6 @@ __all__ = [
     "ABLATION_FILE",
     "load_ablations",
     "run_job",
-    "InsightConfig",
-    "MEMORY",
-    "ABLATIONS",
     "INSIGHT_RUN",
     "RecallTask",
     "TASKS",
@@ -158,7 +145,6 @@ __all__ = [
     "decide_softmax_linear",
     "partner_needs_untied",
     "ratio_threshold",
-    "ComparisonConfig",
     "INSIGHT_METRIC",
     "ConvergenceRule",
     "stop_reason",

@@ -47,7 +47,7 @@ from .mixers import Variant
 __all__ = ["METRIC_VARIANTS", "METRIC_FILE", "LINEAR_FILE", "PARTNER_FILE", "LONG_FILE", "LONG_RULE", "PARTNER",
            "partner_grid", "long_grid", "accuracy_table_of", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
            "run_metric_job", "load_metric", "load_linear", "linear_table", "decide_metric_learned",
-           "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "ComparisonConfig", "INSIGHT_METRIC"]
+           "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "INSIGHT_METRIC"]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"

@@ -38,7 +38,7 @@ from .learning import _adam, fit_metric
 from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sparse_sine_data
 
 __all__ = ["SIGMA_GRID", "METRIC_RUN_DATA", "tuned_isotropic_sigma", "DotAttentionFit", "fit_dot_attention",
-           "dot_attention_predict", "coordinate_weights", "MetricRunConfig", "METRIC_RUN", "compare_learned_kernels",
+           "dot_attention_predict", "coordinate_weights", "METRIC_RUN", "compare_learned_kernels",
            "load_metric_run"]
 
 #: The control's bandwidths: 61 values of sigma from 0.05 to 5, geometric.

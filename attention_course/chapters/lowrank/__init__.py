@@ -57,14 +57,12 @@ from .head_swap import (
 )
 from .in_function import (
     DEFAULT_PATH,
-    LowRankConfig,
     minilm_ids,
     length_sweep,
     minilm_swap,
     trained_induction_models,
     tiny_swap,
     load,
-    IN_FUNCTION,
 )
 from .rank_grid import centred_error_grid, passing_cells
 from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
@@ -91,11 +89,9 @@ from .verdict_measures import (
     VERDICT_PATH,
     GRID_DKS,
     GRID_BETAS,
-    ORDERS,
     head_study,
     efficient_study,
     load_verdicts,
-    VERDICTS,
     LOWRANK_RUN,
 )
 from .vision import (
@@ -117,7 +113,6 @@ from .vision_locality import (
     vision_run,
     summarise_vision,
     load_vision,
-    VisionConfig,
     VISION_RUN,
 )
 from .benchmarks import (
@@ -128,7 +123,6 @@ from .benchmarks import (
     crossover_n,
     format_table,
     load_benchmarks,
-    BenchConfig,
     BENCH,
 )
 from .figures import (
@@ -212,14 +206,12 @@ __all__ = [
     "tiny_forward_with",
     "bert_forward_with",
     "DEFAULT_PATH",
-    "LowRankConfig",
     "minilm_ids",
     "length_sweep",
     "minilm_swap",
     "trained_induction_models",
     "tiny_swap",
     "load",
-    "IN_FUNCTION",
     "centred_error_grid",
     "passing_cells",
     "LOW_RANK",
@@ -254,11 +246,9 @@ __all__ = [
     "VERDICT_PATH",
     "GRID_DKS",
     "GRID_BETAS",
-    "ORDERS",
     "head_study",
     "efficient_study",
     "load_verdicts",
-    "VERDICTS",
     "LOWRANK_RUN",
     "load_digit_split",
     "patchify",
@@ -278,7 +268,6 @@ __all__ = [
     "vision_run",
     "summarise_vision",
     "load_vision",
-    "VisionConfig",
     "VISION_RUN",
     "Method",
     "method_configs",
@@ -287,7 +276,6 @@ __all__ = [
     "crossover_n",
     "format_table",
     "load_benchmarks",
-    "BenchConfig",
     "BENCH",
     "plot_temperature_sweep",
     "plot_attention_matrices",

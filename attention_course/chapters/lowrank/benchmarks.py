@@ -57,7 +57,7 @@ from ...models.records import DATA_DIR, machine_info
 
 __all__ = [
     "Method", "method_configs", "run_benchmarks", "summarise",
-    "crossover_n", "format_table", "load_benchmarks", "BenchConfig", "BENCH",
+    "crossover_n", "format_table", "load_benchmarks", "BENCH",
 ]
 
 SCHEMA_VERSION = 1

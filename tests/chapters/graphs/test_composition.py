@@ -430,12 +430,12 @@ def test_long_grid_parts_merge_into_the_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(comp.head_budget, "run_matched", fake)
     out = tmp_path / "grid.json"
-    config = comp.HEAD_GRID.config
+    config = comp.head_budget.HEAD_GRID.config
     from dataclasses import replace
 
-    execute(comp.HEAD_GRID, replace(config, nodes=(6,), seeds=(0,)), out, {"nodes": [6]}, show=False)
+    execute(comp.head_budget.HEAD_GRID, replace(config, nodes=(6,), seeds=(0,)), out, {"nodes": [6]}, show=False)
     first = list(ran)
-    execute(comp.HEAD_GRID, replace(config, nodes=(6, 8), seeds=(0,)), out, {"nodes": [6, 8]}, show=False)
+    execute(comp.head_budget.HEAD_GRID, replace(config, nodes=(6, 8), seeds=(0,)), out, {"nodes": [6, 8]}, show=False)
     doc = comp.load_grid(out)
     assert first == [(6, 1, 16, 0), (6, 2, 2, 0)]  # the registered order: one layer fails at 16, two pass at 2 + 2
     assert ran[len(first):] == [(8, 1, 16, 0), (8, 2, 2, 0)]  # n = 6 reused from the file
