@@ -548,13 +548,15 @@ _LINK = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))"
 
 
 def target_lines(markdown: str) -> str:
-    """Drop MyST's ``(label)=`` target lines (links go to the book, which keeps the anchors).
+    """Drop MyST's ``(label)=`` target lines (links go to the book, which keeps the anchors) and
+    its ``% comment`` lines (the book does not show them either).
 
     Examples
     --------
-    >>> target_lines("(mechanics-formula)=\\n## The formula\\n")
-    '## The formula\\n'
+    >>> target_lines("(mechanics-formula)=\\n## The formula\\n% claim-line: x\\nText\\n")
+    '## The formula\\nText\\n'
     """
+    markdown = re.sub(r"^% [^\n]*(\n|$)", "", markdown, flags=re.M)  # not %magic lines in code
     return re.sub(r"^[ \t]*\([^()\s]+\)=[ \t]*(\n|$)", "", markdown, flags=re.M)
 
 
@@ -1002,8 +1004,14 @@ def plain_notebook(nb: dict, path: PathLike, targets: BookTargets, root: PathLik
 
 
 def _figure_numbers(nb: dict, path: Path) -> dict[str, str]:
+    """The numbers of the figures in ``nb`` (the notebook at ``path``), as the book gives them: an
+    evidence page continues its lesson's (:func:`~attention_course.course.figure_refs.book_figure_numbers`)."""
     number = _chapter_number(path)
-    return figure_numbers(nb, int(number)) if number else {}
+    if not number:
+        return figure_numbers(nb, None)
+    lesson = path.with_name(path.name.replace("_evidence.ipynb", ".ipynb"))
+    start = len(figure_numbers(load_notebook(lesson), 0)) + 1 if lesson != path and lesson.exists() else 1
+    return figure_numbers(nb, int(number), start)
 
 
 def sphinx_include_reader(file: Path, options: Mapping[str, str]) -> str:
@@ -1274,10 +1282,10 @@ def write_plain_edition(notebooks: Sequence[PathLike], out: PathLike, base: Opti
         save_notebook(out / path.name, nb)
         written.append(out / path.name)
     if prune:
-        for stale in set(out.glob("[0-9][0-9]_*.ipynb")) - set(written):
+        for stale in set(out.glob("*.ipynb")) - set(written):
             stale.unlink()
     readme = out / "README.md"
-    text = _readme(targets, repo_url, sorted(p.name for p in out.glob("[0-9][0-9]_*.ipynb")))
+    text = _readme(targets, repo_url, sorted(p.name for p in out.glob("*.ipynb")))
     if not readme.is_file() or readme.read_text(encoding="utf-8") != text:
         readme.write_text(text, encoding="utf-8")
     return written
@@ -1294,7 +1302,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="the published book's address (default: from _config.yml)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    notebooks = args.notebooks or sorted(Path.cwd().glob("book/[0-9][0-9]_*.ipynb"))
+    notebooks = args.notebooks or sorted(Path.cwd().glob("book/*.ipynb"))
     try:
         written = write_plain_edition(notebooks, args.out, args.book_url, prune=not args.notebooks)
     except (PlainEditionError, FileNotFoundError) as err:
