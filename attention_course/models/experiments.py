@@ -130,6 +130,9 @@ class Runs:
         self.seconds.append(seconds)
         self.cpu_seconds.append(cpu_seconds)
 
+    def copy(self) -> "Runs":
+        return Runs(list(self.jobs), list(self.records), list(self.seconds), list(self.cpu_seconds))
+
 
 def _one_job(config: Any) -> list[Job]:
     return [()]
@@ -339,25 +342,17 @@ def run(experiment: Experiment, config: Any = None, show: bool = False,
     """
     e = experiment
     config = e.config if config is None else config
-    runs = Runs() if done is None else Runs(*(list(x) for x in (done.jobs, done.records, done.seconds,
-                                                               done.cpu_seconds)))
-    if e.next_jobs is not None:  # a search: each next run depends on what the runs so far found
-        def searched() -> Iterator[Job]:
-            while True:
-                todo = [j for j in e.next_jobs(config, runs) if j not in runs.jobs]
-                if not todo:
-                    return
-                yield todo[0]
+    runs = Runs() if done is None else done.copy()
 
-        for job in progress_bar(searched(), e.name, show=show, label=_label):
-            runs.add(job, *_timed(e.run_one, config, job, e.threads))
-            if save is not None:
-                save(runs)
-        return runs
-    jobs = list(e.grid(config))
-    workers = min(int(getattr(config, "jobs", 1) or 1), len(jobs))
+    def searched() -> Iterator[Job]:  # a search: each next run depends on what the runs so far found
+        while todo := [j for j in e.next_jobs(config, runs) if j not in runs.jobs]:
+            yield todo[0]
+
+    jobs = None if e.next_jobs is not None else list(e.grid(config))
+    workers = 1 if jobs is None else min(int(getattr(config, "jobs", 1) or 1), len(jobs))
     if workers <= 1:
-        for job in progress_bar(jobs, e.name, total=len(jobs), show=show, label=_label):
+        todo, total = (searched(), None) if jobs is None else (jobs, len(jobs))
+        for job in progress_bar(todo, e.name, total=total, show=show, label=_label):
             runs.add(job, *_timed(e.run_one, config, job, e.threads))
             if save is not None:
                 save(runs)
@@ -366,7 +361,7 @@ def run(experiment: Experiment, config: Any = None, show: bool = False,
     finished: dict[int, tuple] = {}
 
     def in_order() -> Runs:
-        out = Runs(*(list(x) for x in (runs.jobs, runs.records, runs.seconds, runs.cpu_seconds)))
+        out = runs.copy()
         for i in sorted(finished):
             out.add(jobs[i], *finished[i])
         return out
