@@ -11,7 +11,6 @@ import argparse
 import inspect
 import json
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import pytest
 

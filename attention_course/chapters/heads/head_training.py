@@ -28,7 +28,7 @@ which :func:`load_runs` reads back (``--study`` reruns one study and keeps the o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
@@ -36,7 +36,7 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
-from ...models.experiments import Experiment, Runs, Training, read_json, register, run
+from ...models.experiments import Experiment, Runs, Training, read_json, register
 from ...models.records import DATA_DIR
 from ...models.tasks import make_task
 from ...models.tiny import ModelConfig, TinyTransformer
