@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -76,6 +76,7 @@ from .head_budget import (
     load_grid,
     COMPOSITION_RUN,
 )
+from .pages import EVIDENCE_EXERCISES
 from .propagation import (
     topology_mask,
     banded_mask,
@@ -207,6 +208,7 @@ __all__ = [
     "map_counts",
     "load_grid",
     "COMPOSITION_RUN",
+    "EVIDENCE_EXERCISES",
     "topology_mask",
     "banded_mask",
     "example_topologies",
