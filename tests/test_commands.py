@@ -70,7 +70,7 @@ def test_every_command_has_help_that_says_how_long_it_takes(capsys):
 
 def test_every_stored_file_belongs_to_an_experiment_or_says_what_writes_it():
     owners = _stored_files()
-    stored = {p.name for p in DATA_DIR.glob("*.json")}
+    stored = {p.name for pattern in ("*.json", "*.npz") for p in DATA_DIR.glob(pattern)}
     assert not set(owners) & set(NOT_EXPERIMENTS)
     assert stored == set(owners) | set(NOT_EXPERIMENTS), (
         f"not written by any experiment: {sorted(stored - set(owners) - set(NOT_EXPERIMENTS))}; "
@@ -294,6 +294,7 @@ SMALL = {
     "insight_ablations.json": (["insight-run", "--part", "ablations", "--only", "window 4", "--steps", "3",
                                 "--seeds", "0", "--jobs", "1"], None),
     "agreement.json": (["agreement-run"], None),  # the full run (under a minute); its values: test_agreement
+    "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
 }
 
 
@@ -316,7 +317,7 @@ def test_every_stored_run_has_a_small_run_or_a_reason():
     """A new experiment needs a small configuration here (or in one of the runs below)."""
     special = {"composition_grid_long.json", "composition_follow_up.json", "composition_follow_up_2.json",
                "topology_rules.json", "insight_metric.json", "insight_partner.json", "insight_linear.json",
-               "insight_linear_long.json"}
+               "insight_linear_long.json", "decoder_bench.json", "decoder_reference.npz"}
     assert set(_stored_files()) == set(SMALL) | special
 
 
@@ -368,3 +369,17 @@ def test_the_converged_comparisons_write_the_stored_structure(tmp_path, monkeypa
         out = tmp_path / name
         assert main(["insight-metric", *argv, "--out", str(out), "--quiet"]) == 0
         assert differences(schema(read_json(DATA_DIR / name)), schema(read_json(out))) == [], name
+
+
+@pytest.mark.extended
+def test_the_decoder_runs_write_the_stored_structure(tmp_path):
+    """decoder-bench with 4 new tokens; decoder-reference in full (about a minute): the same arrays, same dtypes."""
+    from attention_course.models.experiments import execute
+
+    bench = EXPERIMENTS["decoder-bench"]
+    fresh = execute(bench, replace(bench.config, new_tokens=4), tmp_path / "bench.json", show=False)
+    assert differences(schema(read_json(DATA_DIR / "decoder_bench.json")), schema(fresh)) == []
+    assert main(["decoder-reference", "--out", str(tmp_path / "reference.npz"), "--quiet"]) == 0
+    with np.load(DATA_DIR / "decoder_reference.npz") as old, np.load(tmp_path / "reference.npz") as new:
+        assert sorted(old.files) == sorted(new.files)
+        assert all(old[k].dtype.kind == new[k].dtype.kind and old[k].shape == new[k].shape for k in old.files)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import json
 import multiprocessing
 import os
@@ -299,6 +300,10 @@ def register(experiment: Experiment) -> Experiment:
 
 
 # ------------------------------------------------------------------ running
+#: Whether the experiment running now shows its progress (a bar inside a run, ``show=None``, follows it).
+_SHOWING = contextvars.ContextVar("showing", default=False)
+
+
 @contextlib.contextmanager
 def _torch_threads(n: Optional[int]) -> Iterator[None]:
     before = torch.get_num_threads()
@@ -343,7 +348,14 @@ def run(experiment: Experiment, config: Any = None, show: bool = False,
     e = experiment
     config = e.config if config is None else config
     runs = Runs() if done is None else done.copy()
+    showing = _SHOWING.set(show)
+    try:
+        return _run(e, config, show, save, runs)
+    finally:
+        _SHOWING.reset(showing)
 
+
+def _run(e: Experiment, config: Any, show: bool, save: Optional[Callable[[Runs], None]], runs: Runs) -> Runs:
     def searched() -> Iterator[Job]:  # a search: each next run depends on what the runs so far found
         while todo := [j for j in e.next_jobs(config, runs) if j not in runs.jobs]:
             yield todo[0]
@@ -418,6 +430,9 @@ def execute(experiment: Experiment, config: Any = None, out: Optional[Union[str,
 
 
 def _store(e: Experiment, doc: dict, out: Path) -> None:
+    if out.suffix == ".npz":  # arrays (a reference model's states), not JSON
+        np.savez_compressed(out, **doc)
+        return
     if e.merge is None:
         write_json(doc, out, indent=e.indent)
         return
@@ -439,18 +454,21 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 # ------------------------------------------------------------------ progress
-def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: bool = True,
+def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: Optional[bool] = True,
                  label: Optional[Callable[[Any], str]] = None) -> Iterator:
     """Iterate ``items`` with a progress bar on stderr: tqdm's if it is installed, else one line per item.
 
     ``show=False`` iterates silently (what the library's own calls do: a notebook's output never
-    shows progress); ``label(item)`` describes the item being run.
+    shows progress); ``show=None`` shows it when the experiment running it does (a bar inside a
+    long run, e.g. over its training steps); ``label(item)`` describes the item being run.
 
     Examples
     --------
     >>> list(progress_bar(range(3), "demo", show=False))
     [0, 1, 2]
     """
+    if show is None:
+        show = _SHOWING.get()
     if not show:
         yield from items
         return

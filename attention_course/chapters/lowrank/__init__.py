@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``essay_sentences``, ``focus``, ``head_properties``, ``head_swap``, ``in_function``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``spectra``, ``trailing``, ``verdict_measures``, ``vision``, ``vision_figures``, ``vision_locality``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``essay_sentences``, ``focus``, ``head_properties``, ``head_swap``, ``in_function``, ``lesson_prediction``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``spectra``, ``trailing``, ``verdict_measures``, ``vision``, ``vision_figures``, ``vision_locality``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -64,6 +64,8 @@ from .in_function import (
     tiny_swap,
     load,
 )
+from .lesson_prediction import EVIDENCE_PAGE, lesson_prediction
+from .pages import EVIDENCE_EXERCISES
 from .rank_grid import centred_error_grid, passing_cells
 from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
 from .recall import recall_accuracy, recall_sweep, breaking_n
@@ -128,6 +130,7 @@ from .benchmarks import (
 from .figures import (
     plot_temperature_sweep,
     plot_attention_matrices,
+    plot_spectra,
     plot_exp_rank,
     plot_cumulative_spectra,
     plot_head_ranks,
@@ -152,6 +155,7 @@ from .sliders import (
     efficient_structure_explorer,
     load_structure_sweep,
     lowrank_explorer,
+    soft_logits_explorer,
     rank_grid_explorer,
 )
 from .exercises import EXERCISES
@@ -212,6 +216,9 @@ __all__ = [
     "trained_induction_models",
     "tiny_swap",
     "load",
+    "EVIDENCE_PAGE",
+    "lesson_prediction",
+    "EVIDENCE_EXERCISES",
     "centred_error_grid",
     "passing_cells",
     "LOW_RANK",
@@ -279,6 +286,7 @@ __all__ = [
     "BENCH",
     "plot_temperature_sweep",
     "plot_attention_matrices",
+    "plot_spectra",
     "plot_exp_rank",
     "plot_cumulative_spectra",
     "plot_head_ranks",
@@ -301,6 +309,7 @@ __all__ = [
     "efficient_structure_explorer",
     "load_structure_sweep",
     "lowrank_explorer",
+    "soft_logits_explorer",
     "rank_grid_explorer",
     "EXERCISES",
 ]
