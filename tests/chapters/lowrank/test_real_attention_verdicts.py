@@ -194,7 +194,8 @@ def test_the_last_layer_of_the_head_study_and_one_length_recompute():
 
     from attention_course import minilm_weights
     from attention_course.chapters.lowrank import head_swap as sw
-    from attention_course.chapters.lowrank.runs import load_verdicts, minilm_ids
+    from attention_course.chapters.lowrank.in_function import minilm_ids
+    from attention_course.chapters.lowrank.verdict_measures import load_verdicts
     from attention_course.chapters.lowrank.spectra import effective_rank, rank_k_error
 
     heads = load_verdicts()["heads"]
