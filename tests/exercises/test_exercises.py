@@ -121,7 +121,7 @@ def test_in_place_modification_is_caught():
         return x
 
     r = evaluate("stable-softmax", in_place)
-    assert "changed its input in place" in r.message
+    assert "in place on case" in r.message
 
 
 def test_nan_output_gets_overflow_hint():
@@ -189,7 +189,9 @@ def test_two_mistakes_made_together_get_one_of_their_names():
     """The spectral norm and a reversed verdict together: the norm's own feedback."""
     spectral = next(m for m in REGISTRY["rank-vs-topk"].mutants if m.name == "spectral")
     both = lambda A, k: (lambda r, t, w: (r, t, not w))(*spectral.fn(A, k))  # noqa: E731
-    assert evaluate("rank-vs-topk", both).message == spectral.feedback
+    message = evaluate("rank-vs-topk", both).message
+    assert message.startswith(spectral.feedback), message
+    assert "something else differs as well" in message  # the reversed verdict where both errors are 0
 
 
 def test_torch_tensor_results_are_accepted():

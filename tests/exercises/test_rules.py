@@ -102,5 +102,5 @@ def test_every_exercise_is_rated(eid):
 
 
 def test_rule_kinds_are_documented():
-    assert set(RULE_KINDS) == {"threshold", "tie", "empty", "edge-size", "range"}
+    assert set(RULE_KINDS) == {"threshold", "tie", "empty", "edge-size", "range", "output", "forbidden"}
     assert all(len(text) > 20 for text in RULE_KINDS.values())

@@ -35,7 +35,7 @@ from ...core import attention as att
 from . import propagation as g
 from .rollout import attention_rollout
 from .topology import shuffle_overlap
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import SCORE_TIPS, Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -125,6 +125,7 @@ def _mp_torch(q, k, v, mask):
 register(
     Exercise(
         id="message-passing-step",
+        error_tips=SCORE_TIPS,
         title="One round of message passing",
         make_cases=_mp_cases,
         reference=_mp_reference,

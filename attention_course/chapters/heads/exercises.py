@@ -33,7 +33,7 @@ import torch
 from ...core import multihead as mh
 from .circuits import subspace_overlap
 from .subspaces import mha_parameter_count
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import SCORE_TIPS, Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -210,6 +210,7 @@ def _mha_loop(x, W_q, W_k, W_v, W_o, h):
 register(
     Exercise(
         id="multi-head-forward",
+        error_tips=SCORE_TIPS,
         title="A multi-head attention forward pass",
         make_cases=_mha_cases,
         reference=_mha_reference,

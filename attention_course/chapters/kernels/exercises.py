@@ -13,7 +13,7 @@ import torch
 
 from ...core import attention as att
 from . import smoothing as ker
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import SCORE_TIPS, Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -192,6 +192,7 @@ def _scores(q, k, v, sigma):
 register(
     Exercise(
         id="gaussian-as-softmax",
+        error_tips=SCORE_TIPS,
         title="Gaussian Nadaraya-Watson as softmax attention",
         make_cases=_identity_cases,
         reference=lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0],

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ...core import attention as att
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import SCORE_TIPS, Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -228,6 +228,7 @@ def _attn_scale_by_d_v(q, k, v):
 register(
     Exercise(
         id="attention",
+        error_tips=SCORE_TIPS,
         title="Scaled dot-product attention",
         make_cases=_attention_cases,
         reference=lambda q, k, v: att.scaled_dot_product_attention(q, k, v),

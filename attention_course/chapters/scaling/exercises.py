@@ -30,7 +30,7 @@ from . import measures as sc
 from ...models.tasks import make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import masked_loss
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import RATIO_TIPS, Case, Exercise, Mutant, Rule, register
 
 __all__ = ["EXERCISES"]
 
@@ -378,6 +378,7 @@ def _gradient_explain(index, expected, args):
 register(
     Exercise(
         id="softmax-gradient",
+        error_tips=RATIO_TIPS,
         title="Does the gradient vanish at the softmax?",
         make_cases=_softmax_gradient_cases,
         reference=_softmax_gradient_with(),
@@ -600,6 +601,7 @@ def _saturated_explain(index, expected, args):
 register(
     Exercise(
         id="saturated-gradient",
+        error_tips=RATIO_TIPS,
         title="The gradient through saturated rows",
         make_cases=_saturated_gradient_cases,
         reference=_saturated_gradient_with(),
