@@ -142,6 +142,7 @@ class Case:
     expected: Any = None  # the known answer, for a case too large for the reference to run
     rtol: Optional[float] = None  # this case's tolerances, when they differ from the exercise's
     atol: Optional[float] = None  # (a float32 model among float64 cases, say)
+    mutants: bool = True  # False: the mutants are not run on it (too costly); mistakes are named on the others
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,9 @@ class Exercise:
     or shape (an accuracy returned where a window is asked for); ``error_tips`` are
     (words of an exception, tip) pairs for errors this exercise's learners meet; ``framing``
     quotes the statement's sentences that draw no rule (the setup, an invitation to run it),
-    so that the tests can require every other sentence to be a declared rule.
+    so that the tests can require every other sentence to be a declared rule. ``usage(args)`` looks
+    at a case's arguments after the learner's function ran on them (a ``run`` that counts its calls)
+    and says how the function broke a rule of use; it is reported when the results are right.
     """
 
     id: str
@@ -303,6 +306,7 @@ class Exercise:
     structure_hint: Optional[Callable[[Any, Any, tuple], Optional[str]]] = None
     error_tips: tuple = ()
     framing: tuple = ()
+    usage: Optional[Callable[[tuple], Optional[str]]] = None
 
 
 @dataclass(frozen=True)
@@ -380,7 +384,7 @@ def _mutants(exercise: Exercise) -> tuple[list, list]:
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
-                    out = {n: mutant.fn(*_fresh(c.args)) for n, c in enumerate(cases) if not c.budget}
+                    out = {n: mutant.fn(*_fresh(c.args)) for n, c in enumerate(cases) if _for_mutants(c)}
             except Exception:  # a mutant may not run on every case: it cannot match then
                 out = None
             if out is not None and any(structure_problem(o, expected[n], array_type=exercise.array_type)
@@ -390,6 +394,11 @@ def _mutants(exercise: Exercise) -> tuple[list, list]:
             tables.append(None if out is None else _leaf_table(exercise, cases, out, expected))
         _PREPARED[id(exercise)] = entry = (*entry[:3], (outputs, tables))
     return entry[3]
+
+
+def _for_mutants(case: Case) -> bool:
+    """Whether the mutants run on ``case`` (not on a case with a budget, nor on one marked too costly)."""
+    return not case.budget and case.mutants
 
 
 def _tolerances(exercise: Exercise, case: Case) -> tuple[float, float]:
@@ -471,7 +480,7 @@ def _argument_name(fn: Any, index: int) -> str:
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         return f"`{params[index]}`"
     except Exception:  # noqa: BLE001 - a builtin or *args: no names to give
-        return f"argument {index + 1}"
+        return f"{index + 1}"
 
 
 def _in_place_message(case: Case, fn: Any = None, index: Optional[int] = None) -> str:
@@ -520,7 +529,8 @@ def _forbidden_in_code(exercise: Exercise, fn: Any) -> Optional[Forbidden]:
 def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, limit: float):
     """Run ``fn`` on every case; return (early CheckResult or None, outputs, budget failures, called).
 
-    ``called`` holds the prohibitions whose functions ``fn`` called while it ran.
+    ``called`` holds the prohibitions whose functions ``fn`` called while it ran, and the messages of
+    the rules of use it broke (:attr:`Exercise.usage`).
     """
     eid = exercise.id
     outputs: dict[int, Any] = {}
@@ -530,7 +540,7 @@ def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, 
     called: list[Forbidden] = []
     for n, (case, exp) in enumerate(zip(cases, expected)):
         args = _fresh(case.args)
-        with spy([t for _, targets in watched for t in targets if callable(t) and not isinstance(t, type)]) as hit:
+        with spy([t for _, targets in watched for t in targets]) as hit:
             out = call_with_time_limit(fn, args, limit - spent)
         called += [rule for rule, targets in watched if any(t in hit for t in targets) and rule not in called]
         spent += out.seconds
@@ -556,8 +566,15 @@ def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, 
         if out.kind == "raised" and "read-only" in str(out.value):
             return _failed(eid, _in_place_message(case)), outputs, over_budget, called
         if out.kind == "raised":
-            if called:  # the forbidden call is the first thing to fix
-                return _failed(eid, called[0].feedback), outputs, over_budget, called
+            rules = [c for c in called if not isinstance(c, str)]
+            if rules:  # the forbidden call is the first thing to fix
+                return _failed(eid, rules[0].feedback), outputs, over_budget, called
+            changed = [i for i, (b, a) in enumerate(zip(case.args, args))
+                       if i not in exercise.in_place_ok and not _unchanged(b, a)]
+            if changed:  # it raised after changing an input (a frozen dataclass refusing the assignment, say)
+                return (_failed(eid, _in_place_message(case, fn, changed[0]) + " (Then it raised "
+                                + _shorten("".join(traceback.format_exception_only(type(out.value), out.value)).strip())
+                                + ".)"), outputs, over_budget, called)
             return _failed(eid, _raised_message(exercise, out.value, case)), outputs, over_budget, called
         changed = [i for i, (b, a) in enumerate(zip(case.args, args))
                    if i not in exercise.in_place_ok and not _unchanged(b, a)]
@@ -566,7 +583,16 @@ def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, 
         problem = structure_problem(out.value, exp, names=exercise.returns, array_type=exercise.array_type)
         if problem:
             advice = _structure_advice(exercise, out.value, exp, case.args)
+            if out.value is None and advice:  # the exercise knows why None came back (no window passes, say)
+                return _failed(eid, f"your function returned None on case '{case.label}'.{advice}"), outputs, over_budget, called
             return _failed(eid, f"{problem} (case '{case.label}').{advice}"), outputs, over_budget, called
+        if exercise.usage is not None:
+            try:
+                misuse = exercise.usage(args)
+            except Exception:  # noqa: BLE001 - a rule of use is a nicety of the check, never a crash
+                misuse = None
+            if misuse and not any(isinstance(c, str) for c in called):
+                called.append(f"{misuse} (case '{case.label}')")
         outputs[n] = out.value
     return None, outputs, over_budget, called
 
@@ -619,7 +645,7 @@ def _matching_mutant(exercise: Exercise, cases: list, expected: list, outputs: d
       equally well: neither is named). Two candidates that explain different results are two mistakes
       made together: the first is named, and the note says that something else differs too.
     """
-    checked = {n: o for n, o in outputs.items() if not cases[n].budget}
+    checked = {n: o for n, o in outputs.items() if _for_mutants(cases[n])}
     right = _leaf_table(exercise, cases, checked, expected)
     wrong = {key for key, ok in right.items() if not ok}
     mine = {n: leaves(o) for n, o in checked.items()}
@@ -747,10 +773,14 @@ def _evaluate(exercise: Exercise, fn: Any, limit: float) -> CheckResult:
     early, outputs, over_budget, called = _run_learner(exercise, fn, cases, expected, limit)
     if early is not None:
         return early
-    rule = called[0] if called else _forbidden_in_code(exercise, fn)
+    misuse = next((c for c in called if isinstance(c, str)), None)
+    called = [c for c in called if not isinstance(c, str)]
+    rule = _forbidden_in_code(exercise, fn) or (called[0] if called else None)
     if rule is not None:  # the statement forbids it: that is the first thing to fix, right numbers or not
         return _failed(eid, rule.feedback, forbidden=rule.says)
     right = {n: close(o, expected[n], *_tolerances(exercise, cases[n])) for n, o in outputs.items()}
+    if misuse and all(right.values()):  # right results, but a rule of use broken (too many calls, say)
+        return _failed(eid, misuse, usage=True)
     if all(right.values()) and over_budget:
         case, why = over_budget[0]
         return _failed(eid, (case.slow or case.budget) if why == "timeout" else case.budget, over=why)

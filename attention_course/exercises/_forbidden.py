@@ -133,9 +133,20 @@ def _exposures(target: Any) -> list[tuple[Any, str]]:
     return places
 
 
+def _recording(method: Callable, owner: Any, called: list) -> Callable:
+    def forward(self, *args, **kwargs):
+        if owner not in called:
+            called.append(owner)
+        return method(self, *args, **kwargs)
+    return forward
+
+
 @contextlib.contextmanager
 def spy(targets: Iterable[Callable]) -> Iterator[list]:
     """Record calls to ``targets`` made while the block runs; yields the list of targets called.
+
+    A function is replaced wherever a spied module exposes it; a class (an ``nn.Module``) has its
+    ``forward`` replaced on the class itself.
 
     Examples
     --------
@@ -157,6 +168,12 @@ def spy(targets: Iterable[Callable]) -> Iterator[list]:
 
     try:
         for target in targets:
+            if isinstance(target, type):  # a class (nn.GELU, nn.TransformerEncoderLayer): spy on its forward
+                forward = vars(target).get("forward")
+                if callable(forward):
+                    patched.append((target, "forward", forward))
+                    setattr(target, "forward", _recording(forward, target, called))
+                continue
             wrapper = wrapper_for(target)
             for module, attr in _exposures(target):
                 patched.append((module, attr, target))

@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course.exercises import REGISTRY, check, evaluate
-from attention_course.exercises._compare import close
-from attention_course.exercises._core import _mutant_outputs, _prepared
+from attention_course.exercises._core import _mutant_outputs, _prepared, case_close
 from attention_course.course.solutions import SOLUTIONS
 
 IDS = sorted(REGISTRY)
@@ -73,20 +72,21 @@ def test_mutant_feedback_is_distinct_and_specific(eid):
 def test_each_mutant_differs_from_the_reference_on_some_case(eid):
     """A mutant that agrees with the reference on every case would be a correct answer."""
     ex = REGISTRY[eid]
-    _, expected = _prepared(ex)
+    cases, expected = _prepared(ex)
     for mutant, out in zip(ex.mutants, _mutant_outputs(ex)):
         assert out is not None, mutant.name
-        assert not all(close(o, expected[n], ex.rtol, ex.atol) for n, o in out.items()), mutant.name
+        assert not all(case_close(ex, cases[n], o, expected[n]) for n, o in out.items()), mutant.name
 
 
 @pytest.mark.parametrize("eid", IDS)
 def test_no_two_mutants_agree_on_every_case(eid):
     """Two mutants with the same results would share one message: the second could never be named."""
     ex = REGISTRY[eid]
+    cases, _ = _prepared(ex)
     outs = [(m.name, o) for m, o in zip(ex.mutants, _mutant_outputs(ex))]
     for i, (a, oa) in enumerate(outs):
         for b, ob in outs[i + 1:]:
-            assert not all(close(oa[n], ob[n], ex.rtol, ex.atol) for n in oa), (a, b)
+            assert not all(case_close(ex, cases[n], oa[n], ob[n]) for n in oa), (a, b)
 
 
 # --------------------------------------------------------- generic feedback
