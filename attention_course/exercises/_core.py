@@ -97,7 +97,7 @@ from ._forbidden import spy, uses_any
 from ._runner import DEFAULT_TIME_LIMIT, call_with_time_limit
 
 __all__ = ["Case", "Mutant", "Rule", "Breach", "Forbidden", "RULE_KINDS", "Exercise", "CheckResult", "evaluate",
-           "check", "register", "REGISTRY", "case_close", "in_place_breach", "retyped_breach", "SCORE_TIPS",
+           "check", "register", "REGISTRY", "case_close", "in_place_breach", "retyped_breach", "output_breaches", "SCORE_TIPS",
            "RATIO_TIPS"]
 
 PASS_MARK = "✅"
@@ -182,7 +182,7 @@ class Rule:
     cases: tuple
     lands: Callable[..., bool]
     catches: tuple = ()
-    quote: str = ""
+    quote: str | tuple = ""  # the statement's words for it (a tuple: a rule stated in several sentences)
     breaches: tuple = ()
 
 
@@ -233,6 +233,36 @@ def in_place_breach(reference: Callable, index: int = 0, name: str = "changes-an
         return out
 
     return Breach(name, changes_its_input, "in place")
+
+
+def output_breaches(reference: Callable, *kinds: str) -> tuple:
+    """The standard wrong answers of an output contract, each the reference's result retyped:
+    ``"float32"`` (float64 numbers as float32), ``"list"`` (an array as a list, a tuple as a list),
+    ``"float-for-bool"``, ``"float-for-int"`` and ``"array-for-number"`` (a number as a 1-element array)."""
+    def each(transform):
+        def f(*args):
+            out = reference(*args)
+            return tuple(transform(o) for o in out) if isinstance(out, tuple) else transform(out)
+        return f
+
+    def as_float32(o):
+        a = np.asarray(o)
+        return a.astype(np.float32) if a.dtype == np.float64 else o
+
+    def as_float(o):
+        a = np.asarray(o)
+        return a.astype(float) if a.dtype.kind in "biu" else o
+
+    table = {
+        "float32": (each(as_float32), "float32 but the inputs are float64"),
+        "list": (each(lambda o: np.asarray(o).tolist() if np.ndim(o) else o), "a list"),
+        "tuple-as-list": (lambda *a: list(reference(*a)), "return a tuple instead"),
+        "float-for-bool": (each(as_float), "not"),
+        "float-for-int": (each(lambda o: float(o) if np.ndim(o) == 0 and np.asarray(o).dtype.kind in "iu" else o),
+                          "expected an int"),
+        "array-for-number": (each(lambda o: np.asarray([o]) if np.ndim(o) == 0 else o), "expected a single number"),
+    }
+    return tuple(Breach(kind, *table[kind]) for kind in kinds)
 
 
 def retyped_breach(reference: Callable, transform: Callable, feedback: str, name: str) -> Breach:
