@@ -32,25 +32,39 @@ def _source(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def figure_numbers(nb: dict, chapter: int) -> dict[str, str]:
-    """Figure name -> its number in the book (``"6.2"``), in order of appearance.
+def figure_numbers(nb: dict, chapter: int, start: int = 0) -> dict[str, str]:
+    """Figure name -> its number in the book (``"6.2"``), in order of appearance, after ``start`` figures
+    of the same chapter on earlier pages (a chapter's evidence page continues its lesson's count).
 
     Examples
     --------
     >>> fig = lambda n: {"cell_type": "code", "metadata": {"mystnb": {"figure": {"name": n}}}}
     >>> figure_numbers({"cells": [fig("fig-a"), {"cell_type": "markdown", "metadata": {}}, fig("fig-b")]}, 6)
     {'fig-a': '6.1', 'fig-b': '6.2'}
+    >>> figure_numbers({"cells": [fig("fig-c")]}, 6, start=2)
+    {'fig-c': '6.3'}
     """
     names = [c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name") for c in nb["cells"]
              if c["cell_type"] == "code"]
-    return {n: f"{chapter}.{k}" for k, n in enumerate([n for n in names if n], 1)}
+    return {n: f"{chapter}.{k}" for k, n in enumerate([n for n in names if n], start + 1)}
+
+
+def _page_order(path: Path) -> tuple:
+    """A chapter's pages in reading order: the lesson (``08_encoder``) before its sub-pages
+    (``08_encoder_evidence``), as ``_toc.yml`` lists them and Sphinx numbers their figures."""
+    return _chapter(path), len(path.stem), path.stem
 
 
 def book_figure_numbers(book_dir: Union[str, Path]) -> dict[str, str]:
-    """Figure name -> number for every chapter notebook (``NN_*.ipynb``) in ``book_dir``."""
+    """Figure name -> number for every chapter notebook (``NN_*.ipynb``) in ``book_dir``; the figures of a
+    chapter's sub-pages continue its count (Sphinx numbers figures per chapter across its pages)."""
     numbers: dict[str, str] = {}
-    for path in sorted(Path(book_dir).glob("[0-9][0-9]_*.ipynb")):
-        numbers.update(figure_numbers(load_notebook(path), _chapter(path)))
+    count: dict[int, int] = {}
+    for path in sorted(Path(book_dir).glob("[0-9][0-9]_*.ipynb"), key=_page_order):
+        chapter = _chapter(path)
+        found = figure_numbers(load_notebook(path), chapter, count.get(chapter, 0))
+        count[chapter] = count.get(chapter, 0) + len(found)
+        numbers.update(found)
     return numbers
 
 

@@ -267,14 +267,17 @@ def declared_exercises(chapter: str) -> tuple:
     """The exercise ids chapter ``chapter`` (a notebook's stem, ``"03_low_rank"``) declares, in order.
 
     Chapter NN is the NN-th folder of :mod:`attention_course.chapters` in reading order; a stem
-    without a two-digit prefix, or a chapter without exercises, declares none.
+    without a two-digit prefix, a chapter without exercises, and a chapter's evidence page
+    (``08_encoder_evidence``: every exercise lives in its lesson) declare none.
 
     Examples
     --------
-    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes")
-    (('stable-softmax', 'attention'), ())
+    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes"), declared_exercises("08_encoder_evidence")
+    (('stable-softmax', 'attention'), (), ())
     """
     m = re.match(r"(\d\d)_", chapter)
+    if chapter.endswith("_evidence"):
+        return ()
     topics = list(getattr(_chapters, "__all__", ()))
     if not m or not 1 <= int(m[1]) <= len(topics):
         return ()
