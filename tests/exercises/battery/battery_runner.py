@@ -6,7 +6,7 @@ the exercises whose cell picks earlier parts (``post-ln-block``, ``bert-embeddin
 ``bert-encoder``) use those names as the notebook does; the runner gives them the package's parts,
 as the notebook's cell does while the earlier exercises are unsolved.
 
-``python tests/exercises/battery/runner.py [out.json]`` prints one line per answer and writes the
+``python tests/exercises/battery/battery_runner.py [out.json]`` prints one line per answer and writes the
 verdicts; the same code runs under ``make test-extended`` (``test_battery.py``).
 """
 
