@@ -52,28 +52,41 @@ How feedback is chosen, in order
 1. the function is missing, not callable, or raises ``NotImplementedError``
    ("not implemented yet");
 2. it raises, calls ``sys.exit()``, runs out of time (see :mod:`._runner`),
-   changes an input it may not change, or returns None, the wrong type, dtype
+   changes an input it may not change (named by the learner's own argument
+   name, also when it raised afterwards), or returns None, the wrong type, dtype
    kind or shape (see :mod:`._compare`: the reference's result defines what is
-   expected);
-3. a case marked with a ``budget`` (too large for a T x S matrix, say) fails by
+   expected; ``array_type="torch"`` asks for a torch tensor of exactly its
+   dtype), with the exercise's ``structure_hint`` when it recognises why;
+3. it uses a shortcut the statement forbids (``Exercise.forbidden``): seen in
+   its code or by a call spy while it ran (see :mod:`._forbidden`), right
+   numbers or not;
+4. a case marked with a ``budget`` (too large for a T x S matrix, say) fails by
    memory or time while the other cases are right: that case's own feedback;
-4. its results match the reference on every case: passed;
-5. its results match a known mutant on every case: that mutant's feedback;
-6. its results show a mutant's mistake: on at least half of the cases (and
-   items of a tuple) where the mutant is wrong, they equal its wrong result;
-   when the mutant's mistake shows in numbers, one of those must be a finite
-   number, and when it shows only in a bool (a verdict), they must make up at
-   least half of the learner's wrong results (see :func:`_matching_mutant`):
-   that mutant's feedback. This names one of two mistakes made together (a
-   wrong norm and a wrong threshold), and a mistake made on every case but one
-   that the learner handled differently;
-7. an exercise-specific *hint* recognises the symptom (rows that do not sum to
+5. its results match the reference on every case: passed, unless it broke a
+   rule of use (``Exercise.usage``: a ``run`` called twice for one window);
+6. its results match a known mutant on every case: that mutant's feedback;
+7. its results show a mutant's mistake unambiguously (see
+   :func:`_matching_mutant`): the mutant explains at least half of the learner's
+   wrong results; where it shows in real numbers, the learner shares at least
+   half of its wrong results, one of them a finite number; where it shows only
+   in integers (a window, a count), all of them; in booleans, at least half; and
+   no other mutant fits the same results as well. That mutant's feedback, with
+   a note naming a case it does not explain. This names one of two mistakes made
+   together (a wrong norm and a wrong threshold), and a mistake made on every
+   case but one that the learner handled differently, without naming a mistake
+   that merely coincides on one case;
+8. an exercise-specific *hint* recognises the symptom (rows that do not sum to
    1, NaN from overflow, ...);
-8. one of its results is the right one times a constant, squared, its square
+9. one of its results is the right one times a constant, squared, its square
    root or negated, on every case (:func:`_pattern_message`): said so;
-9. otherwise: the first wrong entry or value, with both numbers written to as
-   many digits as it takes to see them differ and the size of the gap, and the
-   exercise's explanation of it when it has one (``explain``).
+10. otherwise: the case, the first wrong entry or value, with both numbers
+    written to as many digits as it takes to see them differ, and the size of
+    the gap, and the exercise's explanation of it when it has one (``explain``).
+
+No message quotes another exercise's advice: the engine's own words are
+generic, and an exercise adds its own through its mutants, hints,
+``structure_hint`` and ``error_tips`` (the score tips ``SCORE_TIPS`` only where
+an exercise computes q k^T).
 
 The cases, the reference's results and the mutants' results are computed once
 per exercise and kept (:func:`_prepared`): they are seeded, and the learner
