@@ -156,6 +156,7 @@ class Case:
     rtol: Optional[float] = None  # this case's tolerances, when they differ from the exercise's
     atol: Optional[float] = None  # (a float32 model among float64 cases, say)
     mutants: bool = True  # False: the mutants are not run on it (too costly); mistakes are named on the others
+    shared: tuple = ()  # positions of large arguments (a model's weights) passed without a copy; see _run_learner
 
 
 @dataclass(frozen=True)
@@ -455,11 +456,67 @@ def case_close(exercise: Exercise, case: Case, got: Any, expected: Any) -> bool:
 
 
 # ---------------------------------------------------------------- running
-def _fresh(args: tuple) -> tuple:
-    """A private copy of a case's arguments; read-only arrays (huge cases) are shared."""
+def _fresh(args: tuple, shared: tuple = ()) -> tuple:
+    """A private copy of a case's arguments; read-only arrays (huge cases) and the ``shared`` positions
+    (a model's weights, checked by their fingerprint instead) are passed as they are."""
     return tuple(
-        a if isinstance(a, np.ndarray) and not a.flags.writeable else copy.deepcopy(a) for a in args
+        a if i in shared or (isinstance(a, np.ndarray) and not a.flags.writeable) else copy.deepcopy(a)
+        for i, a in enumerate(args)
     )
+
+
+def _fingerprint(x: Any) -> tuple:
+    """Two integer sums over the bit patterns of every array in ``x`` (a dataclass of tensors, say): a change
+    in place moves them (one that keeps both exactly is not a change a learner makes), for a fraction of
+    the cost of copying and comparing a model's weights."""
+    import torch
+
+    fields = getattr(x, "__dataclass_fields__", None)
+    if fields is not None:
+        return tuple(_fingerprint(getattr(x, f)) for f in fields)
+    if isinstance(x, (list, tuple)):
+        return tuple(_fingerprint(item) for item in x)
+    if isinstance(x, torch.Tensor) and x.dtype in (torch.float32, torch.float64):
+        # sums of the bit patterns as integers: exact and the same in any order of summation (float sums
+        # depend on how many threads add them up), wrapping around modulo 2^64
+        bits = x.detach().contiguous().view(torch.int32 if x.dtype == torch.float32 else torch.int64).to(torch.int64)
+        return (int(bits.sum()), int((bits * bits).sum()))
+    if isinstance(x, (torch.Tensor, np.ndarray)):
+        return (as_numpy(x).tobytes(),)
+    return ()
+
+
+_FINGERPRINTS: dict = {}  # (id(exercise), case label, position) -> (fingerprint, a pristine copy)
+
+
+def _shared_before(exercise: Exercise, case: Case) -> None:
+    for i in case.shared:
+        key = (id(exercise), case.label, i)
+        if key not in _FINGERPRINTS:
+            _FINGERPRINTS[key] = (_fingerprint(case.args[i]), copy.deepcopy(case.args[i]))
+
+
+def _shared_changed(exercise: Exercise, case: Case) -> Optional[int]:
+    """The first shared argument the learner changed in place (then restored from its pristine copy), or None."""
+    import torch
+
+    for i in case.shared:
+        fingerprint, pristine = _FINGERPRINTS[(id(exercise), case.label, i)]
+        if _fingerprint(case.args[i]) != fingerprint:
+            def restore(now: Any, then: Any) -> None:
+                fields = getattr(now, "__dataclass_fields__", None)
+                if fields is not None:
+                    for f in fields:
+                        restore(getattr(now, f), getattr(then, f))
+                elif isinstance(now, (list, tuple)):
+                    for a, b in zip(now, then):
+                        restore(a, b)
+                elif isinstance(now, torch.Tensor):
+                    with torch.no_grad():
+                        now.copy_(then)
+            restore(case.args[i], pristine)
+            return i
+    return None
 
 
 def _unchanged(before: Any, after: Any) -> bool:
@@ -582,7 +639,8 @@ def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, 
     watched = [] if fn is exercise.reference else _forbidden_targets(exercise)
     called: list[Forbidden] = []
     for n, (case, exp) in enumerate(zip(cases, expected)):
-        args = _fresh(case.args)
+        _shared_before(exercise, case)
+        args = _fresh(case.args, case.shared)
         with spy([t for _, targets in watched for t in targets]) as hit:
             out = call_with_time_limit(fn, args, limit - spent)
         called += [rule for rule, targets in watched if any(t in hit for t in targets) and rule not in called]
@@ -613,14 +671,20 @@ def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, 
             if rules:  # the forbidden call is the first thing to fix
                 return _failed(eid, rules[0].feedback), outputs, over_budget, called
             changed = [i for i, (b, a) in enumerate(zip(case.args, args))
-                       if i not in exercise.in_place_ok and not _unchanged(b, a)]
+                       if i not in exercise.in_place_ok and i not in case.shared and not _unchanged(b, a)]
+            shared = _shared_changed(exercise, case)
+            if shared is not None:
+                changed.insert(0, shared)
             if changed:  # it raised after changing an input (a frozen dataclass refusing the assignment, say)
                 return (_failed(eid, _in_place_message(case, fn, changed[0]) + " (Then it raised "
                                 + _shorten("".join(traceback.format_exception_only(type(out.value), out.value)).strip())
                                 + ".)"), outputs, over_budget, called)
             return _failed(eid, _raised_message(exercise, out.value, case)), outputs, over_budget, called
         changed = [i for i, (b, a) in enumerate(zip(case.args, args))
-                   if i not in exercise.in_place_ok and not _unchanged(b, a)]
+                   if i not in exercise.in_place_ok and i not in case.shared and not _unchanged(b, a)]
+        shared = _shared_changed(exercise, case)
+        if shared is not None:
+            changed.insert(0, shared)
         if changed:
             return _failed(eid, _in_place_message(case, fn, changed[0])), outputs, over_budget, called
         problem = structure_problem(out.value, exp, names=exercise.returns, array_type=exercise.array_type)

@@ -255,3 +255,30 @@ def test_solutions_are_readable_plain_functions():
     for eid, fn in SOLUTIONS.items():
         assert getattr(mod, fn.__name__) is fn, eid
         assert inspect.getdoc(fn), f"solution for {eid} needs a docstring"
+
+
+def test_the_engines_own_words_quote_no_exercise():
+    """Generic messages (a change in place, a float for an int, an exception) name no exercise's variables:
+    the in-place advice once said x.max(...) (stable-softmax's) and the float-for-int advice d_model // num_heads."""
+    from attention_course.exercises import Case, Exercise, Mutant, register
+
+    def cases():
+        return [Case("three numbers", (np.arange(3.0),))]
+
+    register(Exercise("toy-count", "toy", cases, lambda x: int(x.size), mutants=(Mutant("twice", lambda x: 2 * int(x.size), "twice"),)))
+    try:
+        def in_place(x):
+            x += 1
+            return int(x.size)
+
+        def raises(x):
+            return np.ones((2, 3)) @ np.ones((2, 3))
+
+        messages = [evaluate("toy-count", f).message for f in (in_place, lambda x: float(x.size), raises)]
+    finally:
+        del REGISTRY["toy-count"]
+    assert "in place" in messages[0] and "`x`" in messages[0]
+    assert "expected an int" in messages[1]
+    for message in messages:
+        for word in ("d_model", "num_heads", "x.max", "k^T", "0.1 *", "swapaxes(k"):
+            assert word not in message, (word, message)

@@ -1176,7 +1176,7 @@ def _minilm_case() -> Case:
     # The mistakes are named on the tiny float64 BERTs; this case decides pass or fail (and says where the
     # states first leave transformers'), so the mutants are not run on it: each would cost a MiniLM forward.
     return Case(_MINILM_LABEL, (minilm_weights(), enc["input_ids"], enc["attention_mask"]), expected=expected,
-                rtol=0.0, atol=ENCODER_ATOL, mutants=False)
+                rtol=0.0, atol=ENCODER_ATOL, mutants=False, shared=(0,))
 
 
 def _encoder_cases() -> list[Case]:
