@@ -45,9 +45,11 @@ __all__ = [
     "is_threshold", "error_ceiling",
 ]  # fmt: skip
 
-VERDICTS = ("holds", "holds when", "wrong as stated")
+#: "undecided" is a verdict too: the experiment that would decide the claim cannot run here (the
+#: claim's finding says what would decide it).
+VERDICTS = ("holds", "holds when", "wrong as stated", "undecided")
 #: The admonition class that goes with each verdict.
-VERDICT_CLASS = {"holds": "tip", "holds when": "warning", "wrong as stated": "danger"}
+VERDICT_CLASS = {"holds": "tip", "holds when": "warning", "wrong as stated": "danger", "undecided": "note"}
 #: The essay's sections, in order; chapter N tests section N (the closing section's
 #: own claims are tested in chapters 3 and 7).
 SECTIONS = {
@@ -77,7 +79,8 @@ class Claim:
     section : int
         The essay section (1-6, or 7 for its closing "insight") that makes the claim.
     chapter : str
-        Stem of the notebook that tests it, e.g. ``"01_mechanics"``.
+        Stem of the page whose verdict box decides it (the chapter's evidence page), e.g.
+        ``"01_mechanics_evidence"``.
     text : str
         The claim, paraphrased.
     verdict : str
@@ -114,6 +117,9 @@ class Claim:
         *holds*, which *holds when* and which *wrong as stated*. Plain text.
     details : str
         Optional MyST for the collapsed "How this was tested" (inline-number roles allowed).
+    lesson : str
+        Stem of the lesson that states the claim in one line with its verdict and a link to the
+        box (:mod:`attention_course.course.claim_lines`), e.g. ``"01_mechanics"``.
 
     The chapter's verdict box is written from these fields by
     :func:`attention_course.course.verdict_boxes.box_markdown`.
@@ -136,6 +142,7 @@ class Claim:
     control: str = ""
     decision: str = ""
     details: str = ""
+    lesson: str = ""
 
     @property
     def label(self) -> str:
@@ -232,7 +239,8 @@ def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
     ...     print(p)
     x: section 9 is not one of 1-7
     x: no chapter
-    x: verdict 'maybe' is not one of holds / holds when / wrong as stated
+    x: no lesson (the lesson page that states it)
+    x: verdict 'maybe' is not one of holds / holds when / wrong as stated / undecided
     x: no finding
     x: no reading
     x: no baseline
@@ -248,6 +256,8 @@ def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
             problems.append(f"{c.id}: section {c.section} is not one of {min(SECTIONS)}-{max(SECTIONS)}")
         if not c.chapter:
             problems.append(f"{c.id}: no chapter")
+        if not c.lesson or c.lesson.endswith("_evidence"):
+            problems.append(f"{c.id}: no lesson (the lesson page that states it)")
         if not c.text.strip():
             problems.append(f"{c.id}: no claim text")
         if c.verdict not in VERDICTS:
@@ -310,7 +320,7 @@ def by_id(claim_id: str) -> Claim:
 # ------------------------------------------------------------------ display
 # Plain symbols that common text fonts have (emoji need an emoji font).
 MISSING_EVIDENCE = "(not collected yet: run `python -m attention_course evidence`)"
-_MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗"}
+_MARK = {"holds": "✓", "holds when": "⚠", "wrong as stated": "✗", "undecided": "?"}
 
 
 def _card_fields(c: Claim, evidence: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

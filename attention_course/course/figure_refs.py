@@ -32,39 +32,41 @@ def _source(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def figure_numbers(nb: dict, chapter: int, start: int = 0) -> dict[str, str]:
-    """Figure name -> its number in the book (``"6.2"``), in order of appearance, after ``start`` figures
-    of the same chapter on earlier pages (a chapter's evidence page continues its lesson's count).
+def figure_numbers(nb: dict, chapter: int | None, start: int = 1) -> dict[str, str]:
+    """Figure name -> its number in the book (``"6.2"``), in order of appearance, from ``start``.
+
+    A chapter's evidence page continues its lesson's numbers (Sphinx numbers the sub-page's
+    figures within the chapter); a page outside the numbered chapters (``chapter=None``)
+    numbers its figures ``1, 2, ...``.
 
     Examples
     --------
     >>> fig = lambda n: {"cell_type": "code", "metadata": {"mystnb": {"figure": {"name": n}}}}
     >>> figure_numbers({"cells": [fig("fig-a"), {"cell_type": "markdown", "metadata": {}}, fig("fig-b")]}, 6)
     {'fig-a': '6.1', 'fig-b': '6.2'}
-    >>> figure_numbers({"cells": [fig("fig-c")]}, 6, start=2)
-    {'fig-c': '6.3'}
+    >>> figure_numbers({"cells": [fig("fig-c")]}, 6, start=3), figure_numbers({"cells": [fig("fig-d")]}, None)
+    ({'fig-c': '6.3'}, {'fig-d': '1'})
     """
     names = [c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name") for c in nb["cells"]
              if c["cell_type"] == "code"]
-    return {n: f"{chapter}.{k}" for k, n in enumerate([n for n in names if n], start + 1)}
-
-
-def _page_order(path: Path) -> tuple:
-    """A chapter's pages in reading order: the lesson (``08_encoder``) before its sub-pages
-    (``08_encoder_evidence``), as ``_toc.yml`` lists them and Sphinx numbers their figures."""
-    return _chapter(path), len(path.stem), path.stem
+    prefix = f"{chapter}." if chapter is not None else ""
+    return {n: f"{prefix}{k}" for k, n in enumerate([n for n in names if n], start)}
 
 
 def book_figure_numbers(book_dir: Union[str, Path]) -> dict[str, str]:
-    """Figure name -> number for every chapter notebook (``NN_*.ipynb``) in ``book_dir``; the figures of a
-    chapter's sub-pages continue its count (Sphinx numbers figures per chapter across its pages)."""
+    """Figure name -> number for every notebook in ``book_dir``: a chapter's lesson (``NN_x``) from
+    ``N.1``, its evidence page (``NN_x_evidence``) after the lesson's last, other pages from 1."""
     numbers: dict[str, str] = {}
-    count: dict[int, int] = {}
-    for path in sorted(Path(book_dir).glob("[0-9][0-9]_*.ipynb"), key=_page_order):
-        chapter = _chapter(path)
-        found = figure_numbers(load_notebook(path), chapter, count.get(chapter, 0))
-        count[chapter] = count.get(chapter, 0) + len(found)
-        numbers.update(found)
+    paths = sorted(Path(book_dir).glob("*.ipynb"))
+    for path in paths:
+        if path.stem.endswith("_evidence"):
+            continue
+        nb = load_notebook(path)
+        chapter = _chapter(path) if re.match(r"\d\d_", path.name) else None
+        numbers.update(figure_numbers(nb, chapter))
+        evidence = path.with_name(f"{path.stem}_evidence.ipynb")
+        if chapter is not None and evidence.exists():
+            numbers.update(figure_numbers(load_notebook(evidence), chapter, start=len(figure_numbers(nb, chapter)) + 1))
     return numbers
 
 

@@ -548,13 +548,15 @@ _LINK = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))"
 
 
 def target_lines(markdown: str) -> str:
-    """Drop MyST's ``(label)=`` target lines (links go to the book, which keeps the anchors).
+    """Drop MyST's ``(label)=`` target lines (links go to the book, which keeps the anchors) and
+    its ``% comment`` lines (the book does not show them either).
 
     Examples
     --------
-    >>> target_lines("(mechanics-formula)=\\n## The formula\\n")
-    '## The formula\\n'
+    >>> target_lines("(mechanics-formula)=\\n## The formula\\n% claim-line: x\\nText\\n")
+    '## The formula\\nText\\n'
     """
+    markdown = re.sub(r"^% [^\n]*(\n|$)", "", markdown, flags=re.M)  # not %magic lines in code
     return re.sub(r"^[ \t]*\([^()\s]+\)=[ \t]*(\n|$)", "", markdown, flags=re.M)
 
 
@@ -911,16 +913,19 @@ def _chapter_number(path: Path) -> str:
     return str(int(m[1])) if m else ""
 
 
-def exercise_numbers(markdown_cells: Sequence[str], chapter_number: str) -> dict[str, tuple[str, str]]:
-    """Exercise label -> (its number in the book, ``"1.3"``, its subtitle), in order of appearance.
+def exercise_numbers(markdown_cells: Sequence[str], chapter_number: str, start: int = 1) -> dict[str, tuple[str, str]]:
+    """Exercise label -> (its number in the book, ``"1.3"``, its subtitle), in order of appearance,
+    from ``start`` (an evidence page continues its lesson's numbers, as its figures do).
 
     Examples
     --------
     >>> exercise_numbers([":::{exercise} A\\n:label: ex-a\\nx\\n:::", ":::{exercise}\\n:label: ex-b\\ny\\n:::"], "4")
     {'ex-a': ('4.1', 'A'), 'ex-b': ('4.2', '')}
+    >>> exercise_numbers([":::{exercise} A\\n:label: ex-a\\nx\\n:::"], "4", start=5)
+    {'ex-a': ('4.5', 'A')}
     """
     out: dict[str, tuple[str, str]] = {}
-    k = 0
+    k = start - 1
 
     def walk(text: str) -> None:
         nonlocal k
@@ -961,7 +966,12 @@ def plain_notebook(nb: dict, path: PathLike, targets: BookTargets, root: PathLik
     doc = path.relative_to(root).with_suffix("").as_posix()
     texts = glued_texts(nb)
     markdown = [_source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
-    exercises = exercise_numbers(markdown, _chapter_number(path))
+    lesson = path.with_name(path.name.replace("_evidence.ipynb", ".ipynb"))
+    before = 0
+    if lesson != path and lesson.exists():  # an evidence page: its exercises follow the lesson's
+        lesson_md = [_source(c) for c in load_notebook(lesson)["cells"] if c["cell_type"] == "markdown"]
+        before = sum(1 for number, _ in exercise_numbers(lesson_md, "").values() if number)
+    exercises = exercise_numbers(markdown, _chapter_number(path), start=before + 1)
     figure_numbers = _figure_numbers(nb, path)
     reader = read_include or sphinx_include_reader
 
@@ -1002,8 +1012,14 @@ def plain_notebook(nb: dict, path: PathLike, targets: BookTargets, root: PathLik
 
 
 def _figure_numbers(nb: dict, path: Path) -> dict[str, str]:
+    """The numbers of the figures in ``nb`` (the notebook at ``path``), as the book gives them: an
+    evidence page continues its lesson's (:func:`~attention_course.course.figure_refs.book_figure_numbers`)."""
     number = _chapter_number(path)
-    return figure_numbers(nb, int(number)) if number else {}
+    if not number:
+        return figure_numbers(nb, None)
+    lesson = path.with_name(path.name.replace("_evidence.ipynb", ".ipynb"))
+    start = len(figure_numbers(load_notebook(lesson), 0)) + 1 if lesson != path and lesson.exists() else 1
+    return figure_numbers(nb, int(number), start)
 
 
 def sphinx_include_reader(file: Path, options: Mapping[str, str]) -> str:
@@ -1274,10 +1290,10 @@ def write_plain_edition(notebooks: Sequence[PathLike], out: PathLike, base: Opti
         save_notebook(out / path.name, nb)
         written.append(out / path.name)
     if prune:
-        for stale in set(out.glob("[0-9][0-9]_*.ipynb")) - set(written):
+        for stale in set(out.glob("*.ipynb")) - set(written):
             stale.unlink()
     readme = out / "README.md"
-    text = _readme(targets, repo_url, sorted(p.name for p in out.glob("[0-9][0-9]_*.ipynb")))
+    text = _readme(targets, repo_url, sorted(p.name for p in out.glob("*.ipynb")))
     if not readme.is_file() or readme.read_text(encoding="utf-8") != text:
         readme.write_text(text, encoding="utf-8")
     return written
@@ -1294,7 +1310,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="the published book's address (default: from _config.yml)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    notebooks = args.notebooks or sorted(Path.cwd().glob("book/[0-9][0-9]_*.ipynb"))
+    notebooks = args.notebooks or sorted(Path.cwd().glob("book/*.ipynb"))
     try:
         written = write_plain_edition(notebooks, args.out, args.book_url, prune=not args.notebooks)
     except (PlainEditionError, FileNotFoundError) as err:

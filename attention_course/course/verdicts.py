@@ -80,13 +80,15 @@ def parse_verdict(title: str) -> Optional[str]:
     'holds when'
     >>> parse_verdict("Verdict: the gradient vanishes — wrong as stated; it is larger")
     'wrong as stated'
+    >>> parse_verdict("Verdict: two lookups need two layers — undecided")
+    'undecided'
     >>> parse_verdict("What the table shows") is None
     True
     """
     _, dash, rest = title.rpartition(" — ")
     if not dash:
         return None
-    for kind in ("wrong as stated", "holds when", "holds"):  # longest first
+    for kind in ("wrong as stated", "holds when", "holds", "undecided"):  # longest first
         if re.match(re.escape(kind) + r"\b", rest.strip()):
             return kind
     return None

@@ -188,7 +188,7 @@ def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = (), ar
     g = as_numpy(got)
     if g is None and isinstance(got, (list, tuple)):
         if array_type == "torch" and isinstance(ref, torch.Tensor):
-            return f"{where}you returned {describe(got)}; expected {_wanted(e, ref, array_type)}"
+            return f"{where}you returned {describe(got)}; expected {_wanted(e, ref, array_type)}, one tensor"
         return (f"{where}you returned {describe(got)}; expected {_wanted(e, ref)}. "
                 "Turn it into an array with np.array(...) (or compute with arrays throughout)")
     if g is None or (_is_array(ref) and e.ndim > 0 and not _is_array(got)):

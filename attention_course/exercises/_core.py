@@ -382,6 +382,8 @@ def register(exercise: Exercise) -> Exercise:
     if exercise.difficulty not in (0, 1, 2, 3) or exercise.minutes < 0:
         raise ValueError(f"exercise {exercise.id!r} has difficulty {exercise.difficulty} and minutes "
                          f"{exercise.minutes}; expected difficulty 1-3 (0 = not rated) and minutes >= 0")
+    if exercise.array_type not in ("any", "torch"):
+        raise ValueError(f"exercise {exercise.id!r} has array_type {exercise.array_type!r}; expected 'any' or 'torch'")
     names = {m.name for m in exercise.mutants}
     if exercise.array_type not in ("any", "torch"):
         raise ValueError(f"exercise {exercise.id!r} has array_type {exercise.array_type!r}; expected 'any' or 'torch'")

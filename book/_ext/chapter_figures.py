@@ -221,11 +221,18 @@ def render_chapter_map(chapters: list[Chapter], folder: str = GENERATED) -> str:
 
 
 def chapter_stems(docnames: list[str], root_dir: str) -> list[str]:
-    """Chapters among the toc's docnames: pages next to the root page named ``NN_name``."""
+    """Chapters among the toc's docnames: pages next to the root page named ``NN_name`` (a chapter's
+    lesson; its evidence page, ``NN_name_evidence``, shares its card).
+
+    Examples
+    --------
+    >>> chapter_stems(["book/intro", "book/01_a", "book/01_a_evidence", "book/ledger"], "book")
+    ['01_a']
+    """
     stems = []
     for docname in docnames:
         folder, _, stem = docname.rpartition("/")
-        if folder == root_dir and _CHAPTER.match(stem):
+        if folder == root_dir and _CHAPTER.match(stem) and not stem.endswith("_evidence"):
             stems.append(stem)
     return stems
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import chapter_figures as cf  # noqa: E402  (a local Sphinx extension, not a package)
 
-NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted(p for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb") if not p.stem.endswith("_evidence"))  # lessons
 
 
 def _png(width: int = 3, height: int = 2) -> bytes:

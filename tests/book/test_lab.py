@@ -32,7 +32,7 @@ from test_site import CHROMEDRIVER, CHROMIUM, FLAGS, ROOT, SHOTS
 
 pytestmark = pytest.mark.site
 
-NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 BIB_KEYS = set(re.findall(r"@\w+\{([^,]+),", (ROOT / "book" / "references.bib").read_text(encoding="utf-8")))
 # What must not survive rendering: a MyST role or directive fence, or an inline-number expression.
 RAW = re.compile(r"\{[a-z][a-z:-]*\}`|^:::|^```\{|glued\(")

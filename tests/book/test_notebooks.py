@@ -24,7 +24,7 @@ from attention_course.exercises import REGISTRY
 from attention_course.course.solutions import SOLUTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 EXERCISE_RE = re.compile(r"^# EXERCISE: ([\w-]+)\s*$", re.M)
 CHECK_RE = re.compile(r"""check\(\s*["']([\w-]+)["']\s*,\s*(\w+)\s*\)""")
 DEF_RE = re.compile(r"^def (\w+)\(", re.M)

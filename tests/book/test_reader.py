@@ -20,7 +20,7 @@ from attention_course.figures.style import DPI, MAX_WIDTH
 from attention_course.course.figure_refs import NUMREF, figure_ref_problems
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 HIDDEN = {"remove-cell", "remove-input"}
 # Test code: glue() calls and asserts feed the book and the tests, not the reader.
 TEST_CODE = re.compile(r"^\s*(glue\(|assert\b)", re.M)

@@ -35,7 +35,7 @@ def test_the_ledger_is_complete():
     assert 20 <= len(cl.CLAIMS) <= 45  # chapter 7 adds one claim per ingredient of the thesis
     assert {c.section for c in cl.CLAIMS} == set(cl.SECTIONS)  # every essay section has claims
     counts = cl.verdict_counts()
-    assert all(counts[v] > 0 for v in cl.VERDICTS), counts  # the essay is neither all right nor all wrong
+    assert all(counts[v] > 0 for v in cl.VERDICTS[:3]), counts  # the essay is neither all right nor all wrong
     assert sum(counts.values()) == len(cl.CLAIMS)
 
 
@@ -93,7 +93,7 @@ def test_chapters_agree_with_the_ledger():
 
 @pytest.fixture
 def book_copy(tmp_path):
-    for path in BOOK.glob("[0-9][0-9]_*.ipynb"):
+    for path in BOOK.glob("*.ipynb"):
         shutil.copy(path, tmp_path / path.name)
     return tmp_path
 
@@ -187,7 +187,7 @@ def test_error_ceiling_is_a_power_of_ten_at_or_above_the_error():
 
 def test_the_chapters_glue_their_tolerances_as_constants_and_their_errors_as_results():
     """The naming rule matches what the cells do: `_tol` names are typed thresholds, `_err` names are computed."""
-    for path in sorted(BOOK.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(BOOK.glob("*.ipynb")):
         constants, glued = vd.constant_glues(path), vd.read_glue(path)
         for name in glued:
             if cl.is_threshold(name):
@@ -324,17 +324,18 @@ def test_ledger_markdown_fills_the_robustness_from_the_glue():
     assert fields["Holds over"] == "in 4 of 5 seeds"
 
 
-def test_chapter_7_renders_the_ledger():
-    nb = json.loads((BOOK / "07_insight.ipynb").read_text())
+def test_the_ledger_page_links_every_claim():
+    """The closing ledger page is the hub: every claim's card and summary line link to its box."""
+    nb = json.loads((BOOK / "ledger.ipynb").read_text())
     shown = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
     for c in cl.CLAIMS:
-        assert f"({c.url})" in shown, f"chapter 7 does not link claim {c.id}"
-    assert "{ref}" not in shown, "chapter 7's Markdown outputs use a MyST role, which Colab cannot render"
-    assert "not collected yet" not in shown, "chapter 7 ran before `python -m attention_course evidence`"
+        assert shown.count(f"({c.url})") >= 2, f"the ledger page does not link claim {c.id} twice (card and summary)"
+    assert "{ref}" not in shown, "the ledger's Markdown outputs use a MyST role, which Colab cannot render"
+    assert "not collected yet" not in shown, "the ledger ran before `python -m attention_course evidence`"
 
 
 def test_the_ledger_links_the_published_book():
-    """The address chapter 7 links to is the one the plain edition and the Colab button use."""
+    """The address the ledger links to is the one the plain edition and the Colab button use."""
     import yaml
 
     from attention_course.course.plain_edition import book_url

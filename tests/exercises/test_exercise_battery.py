@@ -1219,11 +1219,15 @@ def test_the_newest_battery_names_most_mistakes():
     assert 3 * (len(wrong) - len(generic)) >= 2 * len(wrong)
 
 
-# Chapter 8's exercises keep their battery beside the chapter's other tests
-# (tests/chapters/encoder/test_exercises_encoder.py, which requires the same counts of each of them).
+# Chapters 8, 9 and 10 keep their exercises' batteries beside the chapter's other tests
+# (tests/chapters/encoder/test_exercises_encoder.py, tests/chapters/decoder/test_exercises_decoder.py,
+# tests/chapters/gpt/test_exercises_gpt.py, which require the same counts of each of them).
+from attention_course.chapters.decoder import exercises as _decoder_exercises  # noqa: E402
 from attention_course.chapters.encoder import exercises as _build_exercises  # noqa: E402
+from attention_course.chapters.gpt import exercises as _gpt_exercises  # noqa: E402
 
-BATTERY_HERE = sorted(set(REGISTRY) - set(_build_exercises.EXERCISES))
+BATTERY_HERE = sorted(set(REGISTRY) - set(_build_exercises.EXERCISES) - set(_decoder_exercises.EXERCISES)
+                      - set(_gpt_exercises.EXERCISES))
 
 
 @pytest.mark.parametrize("eid", BATTERY_HERE)

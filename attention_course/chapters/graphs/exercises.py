@@ -411,7 +411,7 @@ register(
         ),
         framing=('Write `my_rollout(weights)`',),
         difficulty=1,
-        minutes=15,
+        minutes=10,
     )
 )
 

@@ -91,7 +91,7 @@ def plot_head_kinds(by_word: np.ndarray, by_offset: np.ndarray, labels: np.ndarr
 
 @book_figure
 def plot_verdicts(claims: Iterable, sections: Mapping[int, str], verdicts: Sequence[str],
-                  colours: Sequence[str] = ("tab:green", "tab:orange", "tab:red"),
+                  colours: Sequence[str] = ("tab:green", "tab:orange", "tab:red", "tab:gray"),
                   title: str = "The essay's claims, by section and verdict") -> Figure:
     """Stacked bars: how many claims of each essay section got each verdict.
 

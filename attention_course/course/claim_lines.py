@@ -1,0 +1,136 @@
+"""One line per claim in its lesson: what the essay says, its verdict, and a link to the evidence.
+
+A lesson teaches; the essay's claims are tested on the evidence page beside it. Where a lesson
+meets a claim, it says so in one line, written from the ledger (``attention_course/data/claims.toml``)
+like the verdict boxes, so that lesson, evidence page and ledger cannot disagree. The author marks
+the place with a MyST comment (the book, JupyterLab and the plain edition do not show it) and the
+sync step (``python .ci/execute_notebooks.py --sync-only book/NN_x.ipynb``) writes the line after it::
+
+    % claim-line: rows-sum-to-one
+    **The essay:** Every row of A is ... **Verdict: holds.** ({ref}`the evidence <claim-rows-sum-to-one>`)
+
+The claim's ``lesson`` field names the lesson that carries its line; its ``chapter`` field names the
+page with its verdict box (the evidence page).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Union
+
+from .claims import CLAIMS, Claim
+from .expressions import load_notebook, save_notebook
+
+__all__ = ["MARK", "claim_line", "sync_claim_lines", "stale_claim_lines", "claim_line_problems"]
+
+#: The comment that marks where a claim's line goes; the line itself follows it.
+MARK = re.compile(r"^% claim-line: (?P<id>[a-z0-9-]+)[ \t]*$", re.M)
+
+
+def claim_line(c: Claim) -> str:
+    """The one line a lesson shows for claim ``c``: the claim, its verdict, a link to its box.
+
+    Examples
+    --------
+    >>> c = Claim("x", 1, "01_x_evidence", "A is n × n.", "holds when", "queries and keys are one sequence.",
+    ...           "{a}", lesson="01_x")
+    >>> claim_line(c)
+    '**The essay:** A is n × n. **Verdict: holds when** queries and keys are one sequence. ({ref}`the evidence <claim-x>`)'
+    >>> claim_line(Claim("y", 1, "01_x_evidence", "Rows sum to one.", "holds", "f", "{a}", lesson="01_x"))
+    '**The essay:** Rows sum to one. **Verdict: holds.** ({ref}`the evidence <claim-y>`)'
+    """
+    if c.verdict == "holds when":
+        verdict = f"**Verdict: holds when** {c.finding.strip().rstrip('.')}."
+    else:
+        verdict = f"**Verdict: {c.verdict}.**"
+    return f"**The essay:** {c.text.strip()} {verdict} ({{ref}}`the evidence <{c.label}>`)"
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _rewrite(nb: dict, claims: Iterable[Claim]) -> list[str]:
+    """Write the line after every mark in ``nb``'s markdown cells, in place; return the ids whose line changed."""
+    table = {c.id: c for c in claims}
+    changed = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = _source(cell).split("\n")
+        out, i = [], 0
+        while i < len(lines):
+            out.append(lines[i])
+            m = MARK.match(lines[i])
+            if m and m["id"] in table:
+                want = claim_line(table[m["id"]])
+                has_line = i + 1 < len(lines) and lines[i + 1].startswith("**The essay:**")
+                if not (has_line and lines[i + 1] == want):
+                    changed.append(m["id"])
+                out.append(want)
+                i += 2 if has_line else 1
+                continue
+            i += 1
+        new = "\n".join(out)
+        if new != _source(cell):
+            cell["source"] = new
+    return changed
+
+
+def stale_claim_lines(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """The ids of a lesson's claim lines that differ from what the ledger writes (empty when in sync)."""
+    return _rewrite(load_notebook(path), claims)
+
+
+def sync_claim_lines(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> bool:
+    """Rewrite a lesson's claim lines from the ledger; return whether the file changed."""
+    nb = load_notebook(path)
+    if not _rewrite(nb, claims):
+        return False
+    return save_notebook(Path(path), nb)
+
+
+def claim_line_problems(book: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
+    """What is wrong with the claim lines of the notebooks in ``book`` (empty when all is well).
+
+    Every claim whose box sits on another page than its lesson has exactly one line, in its lesson;
+    a mark names a claim of the ledger, sits in that claim's lesson, and its line is current.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> c = Claim("x", 1, "01_x_evidence", "T.", "holds", "f", "{a}", lesson="01_x")
+    >>> d = Path(tempfile.mkdtemp())
+    >>> cell = {"cell_type": "markdown", "metadata": {}, "source": "% claim-line: x\\nold"}
+    >>> _ = (d / "01_x.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+    ...                                                "nbformat_minor": 5}))
+    >>> claim_line_problems(d, [c])
+    ['01_x: the line of x is not what the ledger writes (run the sync step)']
+    """
+    claims = list(claims)
+    table = {c.id: c for c in claims}
+    found: dict[str, list[str]] = {c.id: [] for c in claims}
+    problems = []
+    for path in sorted(Path(book).glob("*.ipynb")):
+        nb = load_notebook(path)
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for m in MARK.finditer(_source(cell)):
+                if m["id"] not in table:
+                    problems.append(f"{path.stem}: a claim line names {m['id']!r}, which the ledger does not have")
+                    continue
+                found[m["id"]].append(path.stem)
+                if path.stem != table[m["id"]].lesson:
+                    problems.append(f"{path.stem}: the line of {m['id']} belongs in its lesson, "
+                                    f"{table[m['id']].lesson}")
+        stale = _rewrite(nb, [table[i] for i, pages in found.items() if path.stem in pages])
+        problems += [f"{path.stem}: the line of {i} is not what the ledger writes (run the sync step)"
+                     for i in dict.fromkeys(stale)]
+    for c in claims:
+        if c.chapter != c.lesson and not found[c.id]:
+            problems.append(f"{c.lesson}: no line for {c.id} (mark it with '% claim-line: {c.id}')")
+        if len(found[c.id]) > 1:
+            problems.append(f"{c.id}: {len(found[c.id])} lines ({', '.join(found[c.id])}); one is enough")
+    return problems
