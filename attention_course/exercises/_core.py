@@ -260,6 +260,10 @@ def output_breaches(reference: Callable, *kinds: str) -> tuple:
         return f
 
     def as_float32(o):
+        import torch
+
+        if isinstance(o, torch.Tensor):  # a tensor stays a tensor: only its precision is wrong
+            return o.float() if o.dtype == torch.float64 else o
         a = np.asarray(o)
         return a.astype(np.float32) if a.dtype == np.float64 else o
 
