@@ -1397,7 +1397,8 @@ def _kinds(eid):
 
 def _same_type(o, a):
     """``a`` (a numpy array) as the type of ``o``: a torch tensor stays a tensor (chapter 8's contract)."""
-    return torch.from_numpy(np.ascontiguousarray(a)) if isinstance(o, torch.Tensor) else a
+    # np.array, not np.ascontiguousarray: that one turns a 0-d result (a loss) into shape (1,).
+    return torch.from_numpy(np.array(a)) if isinstance(o, torch.Tensor) else a
 
 
 @pytest.mark.parametrize("eid", IDS)
