@@ -36,6 +36,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from ...figures.predictions import verdict_href
 from ...figures.style import role_color
 from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, PickerFigure, SliderFigure, static_fallback
 from ...models.pretrained import attention_maps, minilm_weights
@@ -337,11 +338,12 @@ def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.n
     return d["tokens"], np.asarray(d["maps"], dtype=float)
 
 
-_CLAIM_LINKS = (("04_multi_head.html#claim-heads-specialise", "heads specialise (ch. 4)"),
-                ("04_multi_head.html#claim-different-subspaces", "different subspaces (ch. 4)"),
-                ("03_low_rank.html#claim-low-rank-real", "low rank in a trained model (ch. 3)"),
-                ("05_message_passing.html#claim-learned-topology", "a learned graph (ch. 5)"),
-                ("07_insight.html#claim-content-not-position", "content, not position (ch. 7)"))
+#: The verdicts the explorer's numbers bear on, each linked to its box (wherever the ledger puts it).
+_CLAIM_LINKS = (("heads-specialise", "heads specialise (ch. 4)"),
+                ("different-subspaces", "different subspaces (ch. 4)"),
+                ("low-rank-real", "low rank in a trained model (ch. 3)"),
+                ("learned-topology", "a learned graph (ch. 5)"),
+                ("content-not-position", "content, not position (ch. 7)"))
 
 
 def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0),
@@ -376,7 +378,7 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
     L, H, n, _ = maps.shape
     scores = head_role_scores(maps, tokens)  # role -> (L, H)
     toks = [f"{i}:{t}" for i, t in enumerate(tokens)]
-    links = " · ".join(f'<a href="{href}">{html.escape(text)}</a>' for href, text in _CLAIM_LINKS)
+    links = " · ".join(f'<a href="{verdict_href(claim)}">{html.escape(text)}</a>' for claim, text in _CLAIM_LINKS)
     frames, labels = [], []
     for l in range(L):
         for h in range(H):

@@ -1,6 +1,6 @@
 """Chapter 2, Attention as kernel smoothing: everything the chapter computes, draws and checks.
 
-One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``pages``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import kernels as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -51,6 +51,7 @@ from .metric_comparison import (
     compare_learned_kernels,
     load_metric_run,
 )
+from .pages import EVIDENCE_EXERCISES
 from .qk_kernel import key_norm_ratio, qk_locality
 from .smoothing import (
     KERNELS,
@@ -69,7 +70,9 @@ from .smoothing import (
 from .runs import LEARNED_WIDTH_DATA, ALPHAS, W_GRID, self_weight_sweep, write_self_weight_sweep
 from .figures import (
     KERNEL_COLORS,
+    plot_local_average,
     plot_kernels_and_fits,
+    plot_bandwidth_over_draws,
     plot_bandwidth_fits,
     plot_attention_row_as_kernel,
     plot_bandwidth_objectives,
@@ -123,6 +126,7 @@ __all__ = [
     "coordinate_weights",
     "compare_learned_kernels",
     "load_metric_run",
+    "EVIDENCE_EXERCISES",
     "key_norm_ratio",
     "qk_locality",
     "KERNELS",
@@ -143,7 +147,9 @@ __all__ = [
     "self_weight_sweep",
     "write_self_weight_sweep",
     "KERNEL_COLORS",
+    "plot_local_average",
     "plot_kernels_and_fits",
+    "plot_bandwidth_over_draws",
     "plot_bandwidth_fits",
     "plot_attention_row_as_kernel",
     "plot_bandwidth_objectives",
