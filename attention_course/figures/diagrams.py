@@ -38,7 +38,7 @@ def _matrix(ax: Axes, x: float, y: float, rows: int, cols: int, key: str, name: 
     for j in range(1, cols):
         ax.plot([x + j, x + j], [y, y + rows], color="white", lw=0.7)
     ax.text(x + cols / 2, y + rows + 0.6, name, ha="center", va="bottom")
-    ax.text(x + cols / 2, y - 0.6, shape, ha="center", va="top", fontsize="small", color="0.25")
+    ax.text(x + cols / 2, y - 0.6, shape, ha="center", va="top", fontsize=_SMALLEST_PT, color="0.25")
 
 
 def _arrow(ax: Axes, start: tuple, end: tuple, label: str = "", color: str = "0.2",
@@ -48,7 +48,13 @@ def _arrow(ax: Axes, start: tuple, end: tuple, label: str = "", color: str = "0.
                                  connectionstyle=connection, shrinkA=2, shrinkB=2))
     if label:
         at = label_at or ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + 0.5)
-        ax.text(*at, label, ha="center", va="bottom", color=color, **text)
+        ax.text(*at, label, ha=text.pop("ha", "center"), va=text.pop("va", "bottom"), color=color, **text)
+
+
+#: The smallest type (pt) in a diagram: about 10 CSS px on a 390-px phone at the diagram's width.
+_SMALLEST_PT = 10
+#: The Q/K/V diagram's width (in): three columns of boxes, narrow enough to read on a phone.
+_QKV_WIDTH = 5.2
 
 
 @book_figure
@@ -60,7 +66,9 @@ def plot_qkv_diagram(n: int = 6, d: int = 8, d_k: int = 4, d_v: int = 2, title: 
 
     One unit of length is one matrix entry, so ``X`` is a box ``d`` wide and ``n`` tall,
     ``Q`` and ``K`` are ``n x d_k``, ``V`` is ``n x d_v``, ``S`` and ``A`` are ``n x n`` and
-    the output ``O`` is ``n x d_v``. Each box is labelled with its formula and shape.
+    the output ``O`` is ``n x d_v``. Each box is labelled with its formula and shape. Three
+    columns (``X``; ``Q``, ``K``, ``V``; ``S``, ``A``, ``O``), at most 5.2 in wide with no text
+    under 10 pt, so that it reads on a phone.
 
     Parameters
     ----------
@@ -70,43 +78,43 @@ def plot_qkv_diagram(n: int = 6, d: int = 8, d_k: int = 4, d_v: int = 2, title: 
     Examples
     --------
     >>> fig = plot_qkv_diagram(n=6, d=8, d_k=4, d_v=2)
-    >>> float(fig.get_size_inches()[0]) <= 7.0
+    >>> float(fig.get_size_inches()[0]) <= 5.2
     True
     >>> sorted(float(r.get_width()) for r in fig.axes[0].patches if isinstance(r, Rectangle))  # d_v, d_k, n, d
     [2.0, 2.0, 4.0, 4.0, 6.0, 6.0, 8.0]
     """
     if min(n, d, d_k, d_v) < 1:
         raise ValueError(f"sizes must be positive; got n={n}, d={d}, d_k={d_k}, d_v={d_v}")
-    gap, arrow = 4.5, 4.0  # vertical space between stacked boxes, horizontal space for an arrow
-    y_v, y_k = 0.0, n + gap  # V at the bottom, then K, then Q
+    gap, arrow = 5.0, 5.0  # vertical space between stacked boxes (a name above, a shape below), room for an arrow
+    y_v, y_k = 0.0, n + gap  # column 2, bottom up: V, K, Q; column 3 beside them: O, A, S
     y_q = y_k + n + gap
     top = y_q + n
     x_qkv = d + arrow
-    x_s = x_qkv + max(d_k, d_v) + arrow
-    x_a = x_s + n + arrow
-    x_o = x_a + n + arrow
-    y_s = (y_q + y_k) / 2  # S, A and O sit between Q and K
-    width = x_o + d_v + 1.0
-    unit = min(0.16, (MAX_WIDTH - 0.3) / (width + 1.0))  # inches per matrix entry
-    fig, ax = plt.subplots(figsize=(unit * (width + 1.0) + 0.3, unit * (top + 5.0) + 0.3), layout="constrained")
+    x_out = x_qkv + max(d_k, d_v) + arrow + 1.5
+    width = x_out + max(n, d_v) + 0.5  # the last column; the softmax label takes 4.5 more
+    unit = min(0.2, (_QKV_WIDTH - 0.2) / (width + 5.0))  # inches per matrix entry
+    fig, ax = plt.subplots(figsize=(unit * (width + 5.0) + 0.2, unit * (top + 4.5) + 0.2), layout="constrained")
     _matrix(ax, 0, y_k, n, d, "X", "$X$", rf"$n \times d$ = {n} × {d}")
     for key, y, cols in (("Q", y_q, d_k), ("K", y_k, d_k), ("V", y_v, d_v)):
         _matrix(ax, x_qkv, y, n, cols, key, rf"${key} = XW_{key}$",
                 rf"$n \times d_{{{'v' if key == 'V' else 'k'}}}$ = {n} × {cols}")
+        mid = (d + arrow / 2, (y_k + y) / 2 + n / 2)  # the arrow's middle
         _arrow(ax, (d, y_k + n / 2), (x_qkv, y + n / 2), rf"$W_{key}$",
-               label_at=(d + arrow / 2 + (0.9 if key == "Q" else -0.9 if key == "V" else 0), y + n / 2 + 0.4))
-    _matrix(ax, x_s, y_s, n, n, "S", r"$S = QK^\top/\sqrt{d_k}$", rf"$n \times n$ = {n} × {n}")
-    _matrix(ax, x_a, y_s, n, n, "A", r"$A = \mathrm{softmax}(S)$", "$n \\times n$, rows sum to 1")
-    _matrix(ax, x_o, y_s, n, d_v, "O", "$O = AV$", rf"$n \times d_v$ = {n} × {d_v}")
-    for y in (y_q, y_k):
-        _arrow(ax, (x_qkv + d_k, y + n / 2), (x_s, y_s + n / 2))
-    _arrow(ax, (x_s + n, y_s + n / 2), (x_a, y_s + n / 2), "row\nsoftmax", fontsize="small")
-    _arrow(ax, (x_a + n, y_s + n / 2), (x_o, y_s + n / 2))
-    _arrow(ax, (x_qkv + d_v, y_v + n / 2), (x_o + d_v / 2, y_s - 2.5), "values, weighted by $A$",
-           connection="angle,angleA=0,angleB=90,rad=0", label_at=((x_a + x_s + n) / 2, y_v + n / 2 + 0.3),
-           fontsize="small")
-    ax.set_xlim(-0.5, width + 0.5)
-    ax.set_ylim(-3.0, top + 2.5)
+               label_at=(mid[0] - 0.4, mid[1]) if key != "K" else (mid[0], mid[1] + 0.4),
+               ha="right" if key != "K" else "center", va="center" if key != "K" else "bottom")
+    _matrix(ax, x_out, y_q, n, n, "S", r"$S = QK^\top/\sqrt{d_k}$", rf"$n \times n$ = {n} × {n}")
+    _matrix(ax, x_out, y_k, n, n, "A", r"$A = \mathrm{softmax}(S)$", "$n \\times n$,\nrows sum to 1")
+    x_o = x_out + (n - d_v) / 2
+    _matrix(ax, x_o, y_v, n, d_v, "O", "$O = AV$", rf"$n \times d_v$ = {n} × {d_v}")
+    _arrow(ax, (x_qkv + d_k, y_q + n / 2), (x_out, y_q + n / 2))  # Q -> S
+    _arrow(ax, (x_qkv + d_k, y_k + n / 2), (x_out, y_q + 1.0))  # K -> S
+    _arrow(ax, (x_out + n, y_q), (x_out + n, y_k + n), "softmax\nof each\nrow", connection="arc3,rad=-0.6",
+           label_at=(x_out + n + 1.6, y_k + n + gap / 2), ha="left", va="center", fontsize=_SMALLEST_PT)
+    _arrow(ax, (x_out + n, y_k + 1.0), (x_o + d_v, y_v + n / 2), connection="arc3,rad=-0.45")  # A -> O
+    _arrow(ax, (x_qkv + d_v, y_v + n / 2), (x_o, y_v + n / 2), "values", label_at=((x_qkv + d_v + x_o) / 2, y_v + n / 2 + 0.4),
+           fontsize=_SMALLEST_PT)
+    ax.set_xlim(-0.5, width + 4.5)
+    ax.set_ylim(-2.5, top + 2.5)
     ax.set_aspect("equal")
     ax.axis("off")
     if title:

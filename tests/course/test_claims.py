@@ -137,10 +137,10 @@ def test_an_unlabelled_verdict_box_is_caught(book_copy):
 
 def test_a_missing_glue_is_caught(book_copy, book_problems):
     broken = _replaced("formula", evidence="{no_such_glue:.2f}")
-    vb.sync_verdict_boxes(book_copy / "01_mechanics.ipynb", broken)  # the box agrees: only the glue is missing
+    vb.sync_verdict_boxes(book_copy / "01_mechanics_evidence.ipynb", broken)  # the box agrees: only the glue is missing
     assert _new_problems(vd.chapter_problems(book_copy, broken), book_problems) == [
-        "formula: 01_mechanics glues no no_such_glue"]
-    with pytest.raises(KeyError, match="claim 'formula': chapter 01_mechanics glues no no_such_glue"):
+        "formula: 01_mechanics_evidence glues no no_such_glue"]
+    with pytest.raises(KeyError, match="claim 'formula': chapter 01_mechanics_evidence glues no no_such_glue"):
         vd.collect_evidence(book_copy, [dataclasses.replace(cl.by_id("formula"), evidence="{no_such_glue:.2f}")])
 
 
@@ -194,13 +194,13 @@ def test_the_chapters_glue_their_tolerances_as_constants_and_their_errors_as_res
                 assert name in constants, f"{path.name}: {name} is named a threshold but computed"
             if name.endswith(("_err", "_err32", "_err64")):
                 assert name not in constants, f"{path.name}: {name} is named a measured error but typed"
-    assert {"torch_tol", "row_sum_tol64", "hull_n"} <= vd.constant_glues(BOOK / "01_mechanics.ipynb")
-    assert "torch_err" not in vd.constant_glues(BOOK / "01_mechanics.ipynb")
+    assert {"torch_tol", "row_sum_tol64", "hull_n"} <= vd.constant_glues(BOOK / "01_mechanics_evidence.ipynb")
+    assert "torch_err" not in vd.constant_glues(BOOK / "01_mechanics_evidence.ipynb")
 
 
 def test_constant_glues_is_kept_per_content_not_per_file(book_copy):
     """The cache is a pure speed-up: a copy gives the parse's own answer, an edited copy is parsed again."""
-    path = book_copy / "01_mechanics.ipynb"
+    path = book_copy / "01_mechanics_evidence.ipynb"
     sources = tuple("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
     uncached = vd._constant_glues.__wrapped__(sources)
     assert vd.constant_glues(path) == vd.constant_glues(BOOK / path.name) == set(uncached) and "torch_tol" in uncached
@@ -226,10 +226,10 @@ def test_a_threshold_presented_as_a_measured_error_is_caught(book_copy, book_pro
     assert hits == 1
     nb_path.write_text(json.dumps(nb))
     problems = _new_problems(vd.chapter_problems(book_copy), book_problems)
-    assert problems == ["formula: torch_err is presented as a measured error, but 01_mechanics glues it "
+    assert problems == ["formula: torch_err is presented as a measured error, but 01_mechanics_evidence glues it "
                         "from a number it chose (a threshold)"]
     renamed = _replaced("formula", evidence="differs by less than {hull_n}")  # a typed number, any name
-    assert "formula: hull_n is presented as a measured error, but 01_mechanics glues it from a number it " \
+    assert "formula: hull_n is presented as a measured error, but 01_mechanics_evidence glues it from a number it " \
            "chose (a threshold)" in vd.chapter_problems(BOOK, renamed)
     named = _replaced("formula", evidence="largest difference {torch_gap:.0e}")
     nb = json.loads(nb_path.read_text())
@@ -237,7 +237,7 @@ def test_a_threshold_presented_as_a_measured_error_is_caught(book_copy, book_pro
         src = "".join(cell["source"])
         cell["source"] = src.replace('glue("torch_err", tol', 'glue("torch_gap", tol')
     nb_path.write_text(json.dumps(nb))
-    assert "formula: torch_gap is named as a measured error, but 01_mechanics glues it from a number it " \
+    assert "formula: torch_gap is named as a measured error, but 01_mechanics_evidence glues it from a number it " \
            "chose (a threshold)" in vd.chapter_problems(book_copy, named)
 
 
@@ -342,7 +342,7 @@ def test_the_ledger_links_the_published_book():
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert cl.PUBLISHED_BOOK == book_url(config)
-    assert cl.by_id("formula").url == f"{book_url(config)}/book/01_mechanics.html#claim-formula"
+    assert cl.by_id("formula").url == f"{book_url(config)}/book/01_mechanics_evidence.html#claim-formula"
 
 
 def test_evidence_command_writes_what_the_chapters_glue(tmp_path, capsys):

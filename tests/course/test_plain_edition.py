@@ -414,7 +414,7 @@ def test_anchors_are_made_as_docutils_and_sphinx_make_them(targets):
 def test_the_targets_cover_the_chapters(targets):
     assert len(targets.terms) > 50 and len(targets.citations) >= 20
     assert targets.labels["mechanics-formula"] == pe.Target("book/01_mechanics.html", "mechanics-formula", "The formula")
-    assert targets.labels["claim-formula"].page == "book/01_mechanics.html"
+    assert targets.labels["claim-formula"].page == "book/01_mechanics_evidence.html"
     assert targets.terms["svd"].page == "book/glossary.html"
     assert targets.citations["vaswani2017"].target.page == "book/bibliography.html"
     assert targets.citations["vaswani2017"].p.startswith("[Vaswani *et al.*, 2017](")

@@ -14,6 +14,8 @@ from .properties import (
     random_attention_problem,
     RowSumErrors,
     row_sum_errors,
+    naive_attention,
+    MISTAKES,
     fraction_in_hull,
     torch_agreement,
     DROPOUT_RATES,
@@ -24,7 +26,14 @@ from .properties import (
     cross_attention_weights,
     row_entropy,
 )
-from .figures import plot_heatmap, plot_attention, plot_masks, plot_convex_hull
+from .figures import (
+    plot_heatmap,
+    plot_attention,
+    plot_scores,
+    plot_masks,
+    plot_convex_hull,
+    plot_gaps,
+)
 from .sliders import (
     dropout_explorer,
     plot_dropout_outputs,
@@ -47,6 +56,8 @@ __all__ = [
     "random_attention_problem",
     "RowSumErrors",
     "row_sum_errors",
+    "naive_attention",
+    "MISTAKES",
     "fraction_in_hull",
     "torch_agreement",
     "DROPOUT_RATES",
@@ -58,8 +69,10 @@ __all__ = [
     "row_entropy",
     "plot_heatmap",
     "plot_attention",
+    "plot_scores",
     "plot_masks",
     "plot_convex_hull",
+    "plot_gaps",
     "dropout_explorer",
     "plot_dropout_outputs",
     "cross_attention_explorer",

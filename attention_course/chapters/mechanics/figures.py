@@ -19,13 +19,25 @@ from ...core._backend import Array, to_numpy
 from .hull import convex_hull
 from ...figures.style import MASK_CMAP, MAX_WIDTH, book_figure, mask_legend, new_axes
 
-__all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull"]
+__all__ = ["plot_heatmap", "plot_attention", "plot_scores", "plot_masks", "plot_convex_hull", "plot_gaps"]
+
+#: The smallest type (pt) of a figure that must read on a phone; cell annotations use it where they fit.
+SMALLEST_PT = 10
+#: Width (in) of chapter 1's one-panel figures that are not heatmaps: 10 pt reads at about 10 CSS px on a phone.
+PHONE_WIDTH = 5.2
+#: Inches per heatmap column at most: a 6 x 6 map is then 5.2 in wide, about 10 CSS px per 10 pt on a phone.
+_CELL = 0.5
 
 
 def _heatmap_size(rows: int, cols: int) -> tuple:
     """A figure size (in) for a labelled R x C heatmap with a colour bar, at most MAX_WIDTH wide."""
-    cell = min(0.55, (MAX_WIDTH - 2.2) / cols)  # inches per column; 2.2 in for labels and colour bar
+    cell = min(_CELL, (MAX_WIDTH - 2.2) / cols)  # inches per column; 2.2 in for labels and colour bar
     return (cell * cols + 2.2, min(0.82 * cell * rows + 1.4, 6.0))
+
+
+def _annotation_size(cols: int, new_figure: bool):
+    """SMALLEST_PT when a cell of a new figure is wide enough for "-0.00" at that size (0.45 in), else "small"."""
+    return SMALLEST_PT if new_figure and _heatmap_size(1, cols)[0] - 2.2 >= 0.45 * cols else "small"
 
 
 @book_figure
@@ -57,6 +69,7 @@ def plot_heatmap(
     m = to_numpy(matrix).astype(float)
     if m.ndim != 2:
         raise ValueError(f"matrix has shape {m.shape}; expected 2 dimensions (R, C)")
+    size = _annotation_size(m.shape[1], ax is None)
     fig, ax = new_axes(ax, _heatmap_size(*m.shape))
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     cbar = fig.colorbar(im, ax=ax, shrink=0.9)
@@ -70,7 +83,7 @@ def plot_heatmap(
         for (i, j), val in np.ndenumerate(m):
             r, g, b, _ = im.cmap(im.norm(val))  # colour of this cell
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
-            ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize="small",
+            ax.text(j, i, fmt.format(val), ha="center", va="center", fontsize=size,
                     color="white" if dark else "black")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
@@ -129,6 +142,32 @@ def plot_attention(
 
 
 @book_figure
+def plot_scores(scores: Array, labels: Optional[Sequence[str]] = None, ax: Optional[Axes] = None,
+                title: str = r"Scaled scores $QK^\top/\sqrt{d_k}$") -> Figure:
+    r"""Heatmap of attention scores on a red-blue scale centred on 0: rows are queries, columns keys.
+
+    Parameters
+    ----------
+    scores : array or tensor, shape (T, S)
+        Entry ``(i, j)`` is :math:`q_i \cdot k_j / \sqrt{d_k}`, before the softmax.
+    labels : sequence of str, optional
+        Token labels, for the rows and, when the matrix is square, the columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = plot_scores(np.array([[1.0, -2.0], [0.5, 0.0]]), ["a", "b"])
+    >>> fig.axes[0].images[0].get_clim(), fig.axes[1].get_ylabel()
+    ((-2.0, 2.0), 'score')
+    """
+    s = to_numpy(scores).astype(float)
+    m = float(np.abs(s).max()) or 1.0  # symmetric scale: white is a score of 0
+    cols = labels if labels is not None and s.ndim == 2 and s.shape[0] == s.shape[1] else None
+    return plot_heatmap(s, labels, cols, ax=ax, title=title, xlabel="key (attended to)",
+                        ylabel="query (attending)", cmap="RdBu_r", vmin=-m, vmax=m, colorbar_label="score")
+
+
+@book_figure
 def plot_masks(
     masks: Mapping[str, Array], labels: Optional[Sequence[str]] = None, ncols: int = 3,
     legend: Sequence[str] = ("blocked", "may attend"),
@@ -158,7 +197,7 @@ def plot_masks(
     n = len(masks)
     ncols = max(1, min(ncols, n))
     nrows = -(-n // ncols)
-    panel = min(2.9, (MAX_WIDTH - 1.4) / ncols)  # inches; 1.4 in for the legend column
+    panel = min(2.0, (MAX_WIDTH - 1.4) / ncols)  # inches; 1.4 in for the legend column (two panels: 5.4 in)
     fig, axes = plt.subplots(nrows, ncols + 1, figsize=(panel * ncols + 1.4, (panel + 0.5) * nrows),
                              layout="constrained", squeeze=False, width_ratios=[panel] * ncols + [1.2])
     for ax, (name, mask) in zip(axes[:, :ncols].flat, masks.items()):
@@ -199,7 +238,7 @@ def plot_convex_hull(
         The attention outputs ``o_i = sum_j a_ij v_j``.
     """
     v, o = to_numpy(values), to_numpy(outputs)
-    fig, ax = new_axes(ax, (5.2, 4.6))
+    fig, ax = new_axes(ax, (4.8, 4.3))
     hull = convex_hull(v)
     closed = np.vstack([hull, hull[:1]])
     ax.fill(closed[:, 0], closed[:, 1], color="tab:blue", alpha=0.12, label="convex hull of values")
@@ -211,10 +250,56 @@ def plot_convex_hull(
         if labels is not None:
             for lab, (x, y) in zip(labels, pts):
                 ax.annotate(lab, (x, y), textcoords="offset points", xytext=(4, dy),
-                            fontsize="small", color=color)
+                            fontsize=SMALLEST_PT, color=color)
     ax.set_xlabel("value dimension 1")
     ax.set_ylabel("value dimension 2")
     ax.set_title(title)
     ax.legend(loc="best")
     ax.set_aspect("equal", adjustable="datalim")
+    return fig
+
+
+@book_figure
+def plot_gaps(gaps: Mapping[str, Mapping[str, float]], tolerance: float, ax: Optional[Axes] = None,
+              title: str = "Largest difference from PyTorch, per case") -> Figure:
+    r"""Differences from a reference, one row per case and one marker per implementation, on a log scale.
+
+    Parameters
+    ----------
+    gaps : mapping of implementation name to {case: max |difference|}
+        E.g. ``{"the package": torch_agreement(), "scale 1/d_k": torch_agreement(attention=...)}``;
+        every implementation has the same cases. An exact 0 is drawn at the left edge, labelled.
+    tolerance : float
+        The agreement threshold, drawn as a dashed line.
+
+    Examples
+    --------
+    >>> fig = plot_gaps({"a": {"x": 0.0, "y": 1e-16}, "b": {"x": 0.5, "y": 1e-16}}, tolerance=1e-12)
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()], fig.axes[0].get_xscale()
+    (['x', 'y'], 'log')
+    """
+    names = list(gaps)
+    cases = list(gaps[names[0]])
+    if any(list(g) != cases for g in gaps.values()):
+        raise ValueError(f"every implementation needs the cases {cases}; got {[list(g) for g in gaps.values()]}")
+    values = np.array([[gaps[n][c] for c in cases] for n in names], dtype=float)  # (implementations, cases)
+    positive = values[values > 0]
+    floor = 10.0 ** np.floor(np.log10(min(positive.min(), tolerance) / 10)) if positive.size else tolerance / 1e4
+    fig, ax = new_axes(ax, (PHONE_WIDTH, 0.45 * len(cases) + 1.6))
+    y = np.arange(len(cases))
+    markers, colors = "os^Dv", ("#000000", "#D55E00", "#0072B2", "#009E73", "#CC79A7")
+    for i, (name, row) in enumerate(zip(names, values)):
+        offset = (i - (len(names) - 1) / 2) * 0.18
+        ax.scatter(np.where(row > 0, row, floor), y + offset, marker=markers[i % 5], color=colors[i % 5],
+                   s=45, label=name, zorder=3)
+    ax.axvline(tolerance, color="0.4", ls="--", lw=1.2, label=f"threshold {tolerance:.0e}")
+    ax.set_xscale("log")
+    top = max(values.max(), tolerance) * 30
+    ax.set_xlim(floor / 3, top)
+    decades = np.arange(np.ceil(np.log10(floor)), np.log10(top))
+    ax.set_xticks(10.0 ** decades[decades % 4 == 0])  # every fourth power of ten: 1e-16, 1e-12, ..., 1
+    ax.set_yticks(y, labels=cases)
+    ax.invert_yaxis()
+    ax.set(xlabel="largest |difference|" + (" (0: at the left edge)" if (values == 0).any() else ""), title=title)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=SMALLEST_PT)
     return fig

@@ -20,14 +20,22 @@ __all__ = ["plot_soft_lookup", "plot_sinusoids", "plot_position_similarity"]
 _BLUE, _ORANGE, _GREY, _VERMILION = "#0072B2", "#E69F00", "#777777", "#D55E00"
 
 
+#: Width (in) of chapter 1's figures: at the book's DPI a 10-pt label is about 10 CSS px on a 390-px phone.
+PHONE_WIDTH = 5.2
+#: The smallest type size (pt) any chapter-1 figure uses.
+SMALLEST_PT = 10
+
+
 @book_figure
 def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[str], query_label: str = "query"
                      ) -> Figure:
-    r"""A soft dictionary lookup in three panels: compare the query with each key, weigh, blend the values.
+    r"""A soft dictionary lookup in four panels: compare the query with each key, weigh, blend, and the sum written out.
 
-    Panel 1 draws the 2-D query and keys as arrows; panel 2 the scores :math:`q\cdot k_j` and the
-    weights :math:`\operatorname{softmax}_j(q\cdot k_j)`; panel 3 the 2-D values, each marker's
-    area proportional to its weight, and the output :math:`\sum_j w_j v_j` as a star.
+    Top left draws the 2-D query and keys as arrows; top right the scores :math:`q\cdot k_j` and the
+    weights :math:`\operatorname{softmax}_j(q\cdot k_j)`; bottom left the 2-D values, each marker's
+    area proportional to its weight, and the output :math:`\sum_j w_j v_j` as a star; bottom right
+    that weighted sum, one term per entry. Two panels per row, :data:`PHONE_WIDTH` wide, no text
+    under :data:`SMALLEST_PT`, so that it reads on a phone.
 
     Parameters
     ----------
@@ -36,6 +44,15 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
     values : array, shape (S, 2)
     labels : sequence of S str
         The entries' names.
+
+    Examples
+    --------
+    >>> keys = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> fig = plot_soft_lookup(np.array([2.0, 0.0]), keys, 2 * keys, ["a", "b"])
+    >>> [ax.get_title() for ax in fig.axes]
+    ['1. compare with keys', '2. weigh: softmax', '3. blend the values', '4. the blend, written out']
+    >>> fig.axes[3].texts[-1].get_text()
+    '= (1.76, 0.24)'
     """
     q, K, V = (np.asarray(to_numpy(a), dtype=float) for a in (query, keys, values))
     S = len(labels)
@@ -46,40 +63,52 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
     w = np.exp(scores - scores.max())
     w /= w.sum()  # (S,) the soft lookup's weights
     out = w @ V  # (2,)
-    fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH - 0.2, 2.9), layout="constrained")
-    ax = axes[0]
-    lim = 1.25 * max(np.abs(K).max(), np.abs(q).max())
+    fig, axes = plt.subplots(2, 2, figsize=(PHONE_WIDTH, 5.0), layout="constrained")
+    (ax_keys, ax_bars), (ax_vals, ax_sum) = axes
+    ax = ax_keys
+    lim = 1.3 * max(np.abs(K).max(), np.abs(q).max())
     for kj, name in zip(K, labels):
         ax.annotate("", kj, (0, 0), arrowprops={"arrowstyle": "->", "color": _BLUE, "lw": 1.6})
-        ax.text(*(kj * 1.12), name, color=_BLUE, ha="left" if kj[0] > 0 else "right", va="center")
+        ax.text(*(kj * 1.1), name, color=_BLUE, ha="left" if kj[0] > 0 else "right", va="center")
     ax.annotate("", q, (0, 0), arrowprops={"arrowstyle": "->", "color": _VERMILION, "lw": 2.2})
-    ax.text(q[0], q[1] + 0.08 * lim, query_label, color=_VERMILION, ha="center", va="bottom", fontweight="bold")
+    ax.text(q[0], q[1] - 0.1 * lim, query_label, color=_VERMILION, ha="center", va="top", fontweight="bold")
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", title="1. compare with keys",
            xlabel="feature 1", ylabel="feature 2")
-    ax = axes[1]
+    ax = ax_bars
     y = np.arange(S)
     ax.barh(y + 0.2, scores, height=0.38, color=_GREY, label=r"score $q\cdot k$")
     ax.barh(y - 0.2, w, height=0.38, color=_ORANGE, label="weight")
     ax.set_yticks(y, labels=list(labels))
     ax.invert_yaxis()
     ax.axvline(0, color="black", lw=0.6)
-    ax.set(title="2. weigh: softmax", xlabel="score / weight")
-    ax.legend(loc="lower right", fontsize=9)
-    ax = axes[2]
-    ax.scatter(V[:, 0], V[:, 1], s=40 + 900 * w, color=_ORANGE, alpha=0.75, edgecolor="black", lw=0.5)
+    ax.set(title="2. weigh: softmax", xlabel="score, weight")
+    ax.legend(loc="lower right", fontsize=SMALLEST_PT, handlelength=1.0)
+    ax = ax_vals
+    ax.scatter(V[:, 0], V[:, 1], s=40 + 700 * w, color=_ORANGE, alpha=0.75, edgecolor="black", lw=0.5)
+    pad = 0.2 * max(np.ptp(V[:, 0]), np.ptp(V[:, 1]), 1e-9)
     for vj, name in zip(V, labels):
-        ax.text(vj[0], vj[1] + 0.22, name, ha="center", va="bottom", fontsize=9)
+        ax.text(vj[0], vj[1] + 0.5 * pad, name, ha="center", va="bottom", fontsize=SMALLEST_PT)
     ax.scatter(*out, marker="*", s=220, color=_VERMILION, edgecolor="black", lw=0.6, zorder=3)
-    ax.text(out[0] - 0.25, out[1], "output", color=_VERMILION, ha="right", va="center", fontweight="bold")
-    pad = 0.6
-    ax.set(xlim=(V[:, 0].min() - pad, V[:, 0].max() + pad), ylim=(V[:, 1].min() - pad, V[:, 1].max() + pad),
+    ax.text(out[0] - 0.4 * pad, out[1], "output", color=_VERMILION, ha="right", va="center", fontweight="bold")
+    ax.set(xlim=(V[:, 0].min() - pad, V[:, 0].max() + pad), ylim=(V[:, 1].min() - pad, V[:, 1].max() + 1.5 * pad),
            title="3. blend the values", xlabel="value 1", ylabel="value 2")
+    ax = ax_sum
+    ax.axis("off")
+    ax.set_title("4. the blend, written out")
+    lines = [f"{wj:.2f} × {name} ({vj[0]:.3g}, {vj[1]:.3g})" for wj, name, vj in zip(w, labels, V)]
+    for i, line in enumerate(lines):
+        ax.text(0.0, 1 - (i + 0.5) / (S + 1.5), ("  " if i == 0 else "+ ") + line, transform=ax.transAxes,
+                va="center", fontsize=SMALLEST_PT + 0.5, family="monospace")
+    ax.text(0.0, 1 - (S + 0.7) / (S + 1.5), f"= ({out[0]:.2f}, {out[1]:.2f})", transform=ax.transAxes,
+            va="center", fontsize=SMALLEST_PT + 0.5, family="monospace", color=_VERMILION, fontweight="bold")
     return fig
 
 
 @book_figure
 def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 16)) -> Figure:
-    r"""Sinusoidal position encodings: the matrix as a heat map, and a few of its columns against position.
+    r"""Sinusoidal position encodings: the matrix as a heat map (top), a few of its columns against position (below).
+
+    The two panels are stacked, :data:`PHONE_WIDTH` wide, so that the labels read on a phone.
 
     Parameters
     ----------
@@ -87,35 +116,57 @@ def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 16)) -> Figure:
         From :func:`~attention_course.chapters.mechanics.positions.sinusoidal_positions`.
     dims : sequence of int
         Columns to draw as curves (even ones are sines of falling frequency).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.mechanics.positions import sinusoidal_positions
+    >>> fig = plot_sinusoids(sinusoidal_positions(32, 32))
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['Sinusoidal encodings $P$', 'Three columns: fast to slow waves']
     """
     p = np.asarray(to_numpy(P), dtype=float)
     if p.ndim != 2 or max(dims) >= p.shape[1]:
         raise ShapeError(f"P has shape {shape_str(p)}; expected (n, d) with d > {max(dims)}")
-    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH - 0.6, 3.0), layout="constrained", width_ratios=(1.1, 1))
-    im = axes[0].imshow(p, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1)
-    fig.colorbar(im, ax=axes[0], shrink=0.9, label="value")
-    axes[0].set(title="Sinusoidal encodings $P$", xlabel="dimension", ylabel="position $t$")
+    fig, axes = plt.subplots(2, 1, figsize=(PHONE_WIDTH, 5.4), layout="constrained", height_ratios=(1.2, 1))
+    im = axes[0].imshow(p.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, origin="lower")
+    axes[0].set(title="Sinusoidal encodings $P$", xlabel="position $t$", ylabel="dimension")
+    fig.colorbar(im, ax=axes[0], shrink=0.9, label="value", location="right", ticks=[-1, 0, 1])
     for c in dims:
         axes[1].plot(np.arange(len(p)), p[:, c], lw=1.6, label=f"dim {c}")
-    axes[1].set(title="A few columns: fast to slow waves", xlabel="position $t$", ylabel="$P_{t, \\mathrm{dim}}$")
-    axes[1].set_ylim(-1.1, 1.6)  # room for the legend above the waves
-    axes[1].legend(loc="upper center", fontsize=9, ncols=3)
+    axes[1].set(title=f"{_COUNT.get(len(dims), len(dims))} columns: fast to slow waves", xlabel="position $t$",
+                ylabel="value", ylim=(-1.1, 1.95), yticks=[-1, 0, 1])
+    axes[1].legend(loc="upper center", ncols=len(dims), fontsize=SMALLEST_PT, handlelength=1.2, columnspacing=1.2)
     return fig
+
+
+_COUNT = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five"}
 
 
 @book_figure
 def plot_position_similarity(similarities: Mapping[str, Array]) -> Figure:
     """Cosine similarity between positions, one heat map per encoding, on one colour scale.
 
+    Side by side, :data:`PHONE_WIDTH` wide, the colour bar below, so that the labels read on a phone.
+
     Parameters
     ----------
     similarities : mapping of title to array, shape (n, n)
         E.g. ``{"sinusoidal": cosine_similarity(P), "learned (MiniLM)": ...}``.
+
+    Examples
+    --------
+    >>> fig = plot_position_similarity({"a": np.eye(3), "b": np.ones((3, 3))})
+    >>> [ax.get_title() for ax in fig.axes[:2]], fig.axes[2].get_xlabel()
+    (['a', 'b'], 'cosine similarity')
     """
     mats = {k: np.asarray(to_numpy(v), dtype=float) for k, v in similarities.items()}
-    fig, axes = plt.subplots(1, len(mats), figsize=(MAX_WIDTH - 0.4, 3.3), layout="constrained", squeeze=False)
+    n = len(mats)
+    fig, axes = plt.subplots(1, n, figsize=(PHONE_WIDTH if n > 1 else 3.2, 3.6), layout="constrained",
+                             squeeze=False)
     for ax, (title, m) in zip(axes[0], mats.items()):
         im = ax.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1)
-        ax.set(title=title, xlabel="position $t$", ylabel="position $s$")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.9, label="cosine similarity")
+        ax.set(title=title, xlabel="position $t$")
+    axes[0, 0].set_ylabel("position $s$")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="cosine similarity", orientation="horizontal",
+                 aspect=30, ticks=[-1, -0.5, 0, 0.5, 1])
     return fig

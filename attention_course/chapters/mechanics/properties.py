@@ -10,6 +10,8 @@ package's attention with PyTorch's:
 ``row_sum_errors``       :math:`\max_i |\sum_j A_{ij} - 1|` per dtype, and :math:`\min_{ij} A_{ij}`
 ``fraction_in_hull``     share of outputs inside :math:`\operatorname{conv}\{v_j\}` (with dropout, masks)
 ``torch_agreement``      :math:`\max|o - o_{\text{torch}}|` for each kind of mask and scale
+``MISTAKES``             two plausible wrong attentions, the baselines that show it can fail
+``naive_attention``      the formula without the max subtracted: the row sums' baseline
 ``hull_dropout_sweep``   share of outputs outside the hull at each dropout rate (the slider's curve)
 ``dropout_outputs``      one random problem's outputs under fixed dropout masks, at each rate
 ``cross_attention_weights``  :math:`A` of ``T`` queries over ``S`` keys of one sentence
@@ -35,7 +37,7 @@ from ...core._backend import Array, ShapeError, is_torch, to_numpy
 from ...core.attention import causal_mask, scaled_dot_product_attention
 from .hull import in_convex_hull
 
-__all__ = ["effective_keys", "random_attention_problem", "RowSumErrors", "row_sum_errors", "fraction_in_hull", "torch_agreement", "DROPOUT_RATES", "first_crossing", "hull_dropout_sweep", "dropout_outputs", "square_index", "cross_attention_weights", "row_entropy"]
+__all__ = ["effective_keys", "random_attention_problem", "RowSumErrors", "row_sum_errors", "naive_attention", "MISTAKES", "fraction_in_hull", "torch_agreement", "DROPOUT_RATES", "first_crossing", "hull_dropout_sweep", "dropout_outputs", "square_index", "cross_attention_weights", "row_entropy"]
 
 #: The dropout slider's rates; 0.1 is the rate the chapter measures, as used in training.
 DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
@@ -169,12 +171,14 @@ def fraction_in_hull(
     return float(np.mean(np.concatenate(inside)))
 
 
-def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 7, d: int = 8) -> dict[str, float]:
+def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 7, d: int = 8,
+                    attention=scaled_dot_product_attention) -> dict[str, float]:
     r"""Largest difference from ``torch.nn.functional.scaled_dot_product_attention``, per case.
 
     :math:`\max |o - o_{\text{torch}}|` in float64 on ``q`` (B, h, T, d), ``k, v`` (B, h, S, d),
     drawn from ``torch.Generator().manual_seed(seed)``, for five cases and how each is
-    spelled in the two APIs:
+    spelled in the two APIs. ``attention(q, k, v, mask=None, scale=None) -> (output, weights)``
+    is the package's by default; pass a deliberately wrong one to see the comparison fail.
 
     ==================  =====================================  =========================
     case                package                                torch
@@ -191,6 +195,8 @@ def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 
     >>> gaps = torch_agreement(seed=0)
     >>> list(gaps), max(gaps.values()) < 1e-12
     (['no mask', 'boolean mask', 'float mask', 'causal, T != S', 'scale = 0.3'], True)
+    >>> {case: gap > 1e-3 for case, gap in torch_agreement(attention=MISTAKES["scale 1/d_k"]).items()}
+    {'no mask': True, 'boolean mask': True, 'float mask': True, 'causal, T != S': True, 'scale = 0.3': False}
     """
     gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(B, h, n, d, generator=gen, dtype=torch.float64) for n in (T, S, S))
@@ -205,10 +211,48 @@ def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 
     }
     gaps = {}
     for name, (ours_kw, torch_kw) in cases.items():
-        ours, _ = scaled_dot_product_attention(q, k, v, **ours_kw)  # (B, h, T, d)
+        ours, _ = attention(q, k, v, **ours_kw)  # (B, h, T, d)
         ref = F.scaled_dot_product_attention(q, k, v, **torch_kw)  # (B, h, T, d)
         gaps[name] = float((ours - ref).abs().max())
     return gaps
+
+
+def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Attention with the softmax typed as written, :math:`e^{s_{ij}}/\sum_j e^{s_{ij}}`, without subtracting
+    the row's largest score: the baseline that :func:`row_sum_errors` must be able to fail.
+
+    For scores above about 709 (float64) or 88 (float32) ``np.exp`` overflows to ``inf`` and the
+    row becomes NaN. Numpy's overflow warnings are silenced: the NaN is the result.
+
+    Examples
+    --------
+    >>> q, k, v = np.array([[10.0]]), np.array([[10.0], [0.0]]), np.eye(2)  # scores 100 and 0
+    >>> naive_attention(q, k, v)[1].round(3), naive_attention(*(a.astype("float32") for a in (q, k, v)))[1]
+    (array([[1., 0.]]), array([[nan,  0.]], dtype=float32))
+    """
+    scale = np.asarray(1.0 / np.sqrt(q.shape[-1]), dtype=q.dtype)  # in q's precision: float32 stays float32
+    scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(scores)  # (..., T, S), inf where a score is too large
+        weights = e / e.sum(axis=-1, keepdims=True)  # (..., T, S), softmax over the S keys; NaN after inf
+    return weights @ v, weights  # (..., T, d_v), (..., T, S)
+
+
+def _scale_over_d_k(q, k, v, mask=None, scale=None):
+    """Attention scaled by 1/d_k instead of 1/sqrt(d_k) (an explicit ``scale`` is kept)."""
+    return scaled_dot_product_attention(q, k, v, mask=mask, scale=1.0 / q.shape[-1] if scale is None else scale)
+
+
+def _mask_read_as_blocked(q, k, v, mask=None, scale=None):
+    """Attention that reads a boolean mask as True = blocked (``nn.MultiheadAttention``'s convention)."""
+    if mask is not None and (getattr(mask, "dtype", None) in (torch.bool, np.bool_)):
+        mask = ~mask if is_torch(mask) else ~np.asarray(mask)
+    return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+
+
+#: Two plausible wrong attentions, ``attention(q, k, v, mask=None, scale=None) -> (output, weights)``:
+#: :func:`torch_agreement` must tell each from PyTorch wherever it differs.
+MISTAKES: dict = {"scale 1/d_k": _scale_over_d_k, "mask True = blocked": _mask_read_as_blocked}
 
 
 def first_crossing(values: Sequence[float], line: float) -> Optional[int]:

@@ -119,11 +119,11 @@ def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 5
         if flip is not None:
             ax.axvline(rates[flip], color="0.5", ls=":", label=f"first outputs outside, p = {rates[flip]:g}")
             ax.legend()
-        ax.set(xlabel="attention-dropout rate p", ylabel="share of outputs outside the hull",
-               title=f"Outputs outside the values' hull ({n_problems} random problems)")
+        ax.set(xlabel="attention-dropout rate p", ylabel="share outside the hull",
+               title=f"Outputs outside the hull ({n_problems} problems)")
 
     return SliderFigure("ix-mech-dropout", "Turn on attention dropout: do the outputs stay in the hull?",
-                        [f"p = {p:g}" for p in rates], frames, layout, static_fallback(draw),
+                        [f"p = {p:g}" for p in rates], frames, layout, static_fallback(draw, (5.2, 3.6)),
                         "Share of attention outputs outside the convex hull of their values against the dropout "
                         "rate: zero without dropout, rising with p.", start=0, control_label="attention-dropout rate p",
                         flip=flip, flip_note="outputs start to leave the hull: no longer a convex combination",
@@ -204,7 +204,7 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
         fig.colorbar(im, ax=ax, label="weight")
 
     return SliderFigure("ix-mech-shape", "Change the number of keys: when is A square?",
-                        [f"S = {S}" for S in S_values], frames, layout, static_fallback(draw, (6.4, 3.4)),
+                        [f"S = {S}" for S in S_values], frames, layout, static_fallback(draw, (5.2, 3.6)),
                         f"Heat map of {T} queries attending to {S_max} keys: a wide, not square, matrix of weights.",
                         start=i0, control_label="number of keys S",
                         flip=flip, flip_note="S = T: queries and keys from one sequence, A is square (n × n)",

@@ -15,7 +15,9 @@ import torch
 
 from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.chapters.mechanics.properties import (
+    MISTAKES,
     fraction_in_hull,
+    naive_attention,
     random_attention_problem,
     row_entropy,
     row_sum_errors,
@@ -56,15 +58,43 @@ def test_row_sum_errors_catch_a_broken_softmax():
     errors = row_sum_errors(np.random.default_rng(1), n_problems=20, dtypes=("float64",), attention=too_big)
     assert errors.worst["float64"] == pytest.approx(1e-3, rel=1e-9)
 
-    def naive(q, k, v):  # exp without subtracting the row maximum: overflows for large logits
-        with np.errstate(over="ignore", invalid="ignore"):
-            e = np.exp(q @ k.T / np.sqrt(q.shape[-1]))
-            w = e / e.sum(-1, keepdims=True)
-        return w @ v, w
-
     errors = row_sum_errors(np.random.default_rng(2), n_problems=20, dtypes=("float32",),
-                            log10_scale=(1.5, 2.0), attention=naive)
+                            log10_scale=(1.5, 2.0), attention=naive_attention)
     assert errors.worst["float32"] == np.inf
+
+
+def test_naive_attention_is_attention_until_exp_overflows():
+    """Against the package (float64, small logits, a batch), then where exp overflows: NaN, in q's precision."""
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 5, 3)), rng.normal(size=(2, 5, 2))  # (B, T, d)...
+    for got, want in zip(naive_attention(q, k, v), scaled_dot_product_attention(q, k, v)):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    big = [a.astype(np.float32) * 10 for a in (q, k, v)]  # logits up to about 100 * |q.k|: past float32's e^88
+    out, w = naive_attention(*big)
+    assert w.dtype == np.float32 and np.isnan(w).any()
+    assert not np.isnan(scaled_dot_product_attention(*big)[1]).any()  # the max-subtracted softmax copes
+
+
+def test_each_mistake_is_its_torch_spelling():
+    """The two wrong attentions are torch's SDPA with the scale 1/d_k, and with the boolean mask inverted."""
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 5, n, 4, generator=g, dtype=torch.float64) for n in (3, 6, 6))  # (B, h, T or S, 4)
+    torch.testing.assert_close(MISTAKES["scale 1/d_k"](q, k, v)[0],
+                               torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1 / 4))
+    allowed = torch.rand(3, 6, generator=g) > 0.5  # (T, S): what torch is told may attend
+    allowed[:, 0] = True  # every query keeps a key
+    for blocked in (~allowed, (~allowed).numpy()):  # the mistake reads True as blocked, for torch and numpy masks
+        out = MISTAKES["mask True = blocked"](q, k, v, mask=blocked)[0]
+        torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed))
+
+
+def test_torch_agreement_catches_each_mistake_where_it_changes_the_computation():
+    failing = {name: {case for case, gap in torch_agreement(seed=0, attention=wrong).items() if gap > 1e-3}
+               for name, wrong in MISTAKES.items()}
+    assert failing == {"scale 1/d_k": {"no mask", "boolean mask", "float mask", "causal, T != S"},
+                       "mask True = blocked": {"boolean mask", "causal, T != S"}}
+    passing = torch_agreement(seed=0, attention=MISTAKES["scale 1/d_k"])["scale = 0.3"]
+    assert passing < 1e-12  # an explicit scale is kept: there the mistake changes nothing
 
 
 def _origin_in_hull(points):
