@@ -198,7 +198,7 @@ register(
             Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
                  breaches=output_breaches(forward, 'tuple-as-list')),
         ),
-        framing=('Write `my_forward(weights, ids, cache)`', '`weights` has `config`', "Use the package's parts"),
+        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`", "Use your own parts from chapter 9"),
         returns=("logits", "cache"),
         alternatives=(_forward_loop, _forward_recompute),
         rtol=0.0,

@@ -158,7 +158,7 @@ BATTERY = [
     ("rms-norm", "rsqrt", lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, PASS),
     ("rms-norm", "vector norm", dx._rms_norm_of_vector, PASS),
     ("rms-norm", "numpy array", _rms_numpy, "expected a torch tensor"),
-    ("rms-norm", "in place", _rms_in_place, "changed its input in place"),
+    ("rms-norm", "in place", _rms_in_place, "changed its argument `x` in place"),
     ("rms-norm", "float32", _rms_float32, "float32 but the inputs are float64"),
     ("rms-norm", "LayerNorm", lambda x, w, eps: F.layer_norm(x, (x.shape[-1],), w, None, eps), fb("rms-norm", "subtracts-mean")),
     ("rms-norm", "x.norm without 1/d", lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
