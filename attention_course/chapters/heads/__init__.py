@@ -88,6 +88,8 @@ from .runs import (
     write_role_scores,
 )
 from .figures import (
+    plot_multihead_path,
+    HEAD_COLORS,
     plot_bottleneck,
     plot_form_spectra,
     plot_head_gallery,
@@ -180,6 +182,8 @@ __all__ = [
     "ROLES_DATA",
     "role_scores_data",
     "write_role_scores",
+    "plot_multihead_path",
+    "HEAD_COLORS",
     "plot_bottleneck",
     "plot_form_spectra",
     "plot_head_gallery",
