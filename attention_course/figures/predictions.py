@@ -23,13 +23,18 @@ EVIDENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "evidence.json"
 
 @dataclass(frozen=True)
 class Prediction:
-    """A question about one glued number, with ranges ``(label, low, high)`` (low <= x < high)."""
+    """A question about one glued number, with ranges ``(label, low, high)`` (low <= x < high).
+
+    ``page`` names the page that holds the claim's verdict box when it is not the page that asks
+    (a lesson asks, its evidence page decides): the reveal then links there.
+    """
 
     claim: str
     glue: str
     question: str
     ranges: tuple
     answer: str  # format string over ``value``
+    page: str = ""
 
     def correct(self, value: float) -> str:
         hits = [label for label, lo, hi in self.ranges if lo <= value < hi]
@@ -68,7 +73,8 @@ PREDICTIONS: dict = {
         "ln 8 = 2.08)?",
         (("below 0.1: it solves the task", 0, 0.1), ("0.1 to 1: partly", 0.1, 1.0),
          ("above 1: it cannot look at both places", 1.0, _INF)),
-        "A single head of width 32 stays at {value:.2f} nats on average over the stored seeds."),
+        "A single head of width 32 stays at {value:.2f} nats on average over five seeds trained to convergence.",
+        page="04_multi_head_evidence"),
     "ix-predict-graph": Prediction(
         "l-hops", "khop_k2_L1_mean",
         "A one-layer transformer is trained to follow two pointers in a row (k = 2) and tested on "
@@ -110,5 +116,6 @@ def prediction(name: str, path: Path = EVIDENCE_FILE) -> PredictReveal:
     if p.claim not in ev or p.glue not in ev[p.claim]:
         raise KeyError(f"{name}: evidence.json has no {p.claim}/{p.glue}; run `python -m attention_course evidence`")
     value = float(ev[p.claim][p.glue])
+    href = f"{p.page}.html#claim-{p.claim}" if p.page else f"#claim-{p.claim}"
     return PredictReveal(name, p.question, [label for label, _, _ in p.ranges], p.correct(value),
-                         p.answer.format(value=value) + f' <a href="#claim-{p.claim}">See the verdict.</a>')
+                         p.answer.format(value=value) + f' <a href="{href}">See the verdict.</a>')

@@ -168,7 +168,12 @@ def test_each_prediction_is_answered_by_its_glued_number(name):
     assert sum(lo <= value < hi for _, lo, hi in p.ranges) == 1
     assert box.correct in [label for label, _, _ in p.ranges]
     assert p.answer.format(value=value) in box.answer_html
-    assert f'href="#claim-{p.claim}"' in box.to_html()
+    page = f"{p.page}.html" if p.page else ""  # a lesson's prediction links its evidence page
+    if p.page:  # ... the page whose box decides the claim, as the ledger says
+        from attention_course.course.claims import CLAIMS
+
+        assert p.page == next(c.chapter for c in CLAIMS if c.id == p.claim)
+    assert f'href="{page}#claim-{p.claim}"' in box.to_html()
 
 
 def test_a_prediction_outside_every_range_is_an_error():
