@@ -267,23 +267,29 @@ def declared_exercises(chapter: str) -> tuple:
     """The exercise ids chapter ``chapter`` (a notebook's stem, ``"03_low_rank"``) declares, in order.
 
     Chapter NN is the NN-th folder of :mod:`attention_course.chapters` in reading order; a stem
-    without a two-digit prefix, or a chapter without exercises, declares none.
+    without a two-digit prefix, or a chapter without exercises, declares none. A chapter's
+    evidence page (``NN_x_evidence``) declares the exercises its folder lists in
+    ``EVIDENCE_EXERCISES`` (none if it lists none); its lesson declares the others.
 
     Examples
     --------
-    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes"), declared_exercises("04_multi_head_evidence")
+    >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes"), declared_exercises("01_mechanics_evidence")
     (('stable-softmax', 'attention'), (), ())
+    >>> declared_exercises("05_message_passing_evidence")
+    ('effective-graph-overlap',)
     """
     m = re.match(r"(\d\d)_", chapter)
     topics = list(getattr(_chapters, "__all__", ()))
-    if not m or not 1 <= int(m[1]) <= len(topics) or chapter.endswith("_evidence"):
-        return ()  # an evidence page (04_multi_head_evidence) tests claims; its lesson holds the exercises
+    if not m or not 1 <= int(m[1]) <= len(topics):
+        return ()
     name = f"{_chapters.__name__}.{topics[int(m[1]) - 1]}.exercises"
     try:
         module = importlib.import_module(name)
     except ImportError:  # a chapter without exercises
         return ()
-    return tuple(getattr(module, "EXERCISES", ()))
+    exercises = tuple(getattr(module, "EXERCISES", ()))
+    on_evidence = set(getattr(importlib.import_module(name.rpartition(".")[0]), "EVIDENCE_EXERCISES", ()))
+    return tuple(e for e in exercises if (e in on_evidence) == chapter.endswith("_evidence"))
 
 
 def _with_missing(chapter: str, results: list, message: str, status: str = "not attempted") -> tuple:

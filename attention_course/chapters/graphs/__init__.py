@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``depth_probe``, ``gnn``, ``propagation``, ``rollout``, ``topology``, ``topology_rule``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``depth_probe``, ``gnn``, ``pages``, ``propagation``, ``rollout``, ``topology``, ``topology_rule``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -37,6 +37,7 @@ from .gnn import (
     static_counts,
     static_flip,
 )
+from .pages import EVIDENCE_EXERCISES
 from .propagation import (
     topology_mask,
     banded_mask,
@@ -168,6 +169,7 @@ __all__ = [
     "shared_top_fraction",
     "static_counts",
     "static_flip",
+    "EVIDENCE_EXERCISES",
     "topology_mask",
     "banded_mask",
     "example_topologies",

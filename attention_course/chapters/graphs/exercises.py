@@ -397,7 +397,7 @@ register(
                  ("wrong-order", "averaged-layers", "last-layer-only")),
         ),
         difficulty=1,
-        minutes=15,
+        minutes=10,
     )
 )
 

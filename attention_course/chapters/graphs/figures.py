@@ -89,7 +89,7 @@ def plot_attention_graph(
     if len(labels) != T:
         raise ShapeError(f"{len(labels)} labels for weights of shape {W.shape}; expected {T}")
     if layout == "arc":
-        fig, ax = new_axes(ax, (min(PAGE_WIDTH, max(6.0, 0.75 * T)), 0.26 * T + 2.2))
+        fig, ax = new_axes(ax, (min(PAGE_WIDTH, max(6.0, 0.75 * T)), 0.26 * T + 2.8))
         xy = np.stack([np.arange(T, dtype=float), np.zeros(T)], axis=1)  # (T, 2)
         rad = -0.5  # with arc3 this bends left-to-right arrows up, right-to-left down
     else:
@@ -112,9 +112,9 @@ def plot_attention_graph(
     for (x, y), lab, w_self, own in zip(xy, labels, np.diag(W), self_kept):
         r, g, b, _ = colours(norm(w_self))
         dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # perceived luminance
-        ax.text(x, y, lab, ha="center", va="center", fontsize=9, zorder=3,  # 9 pt: a word fits its node
+        ax.text(x, y, lab, ha="center", va="center", fontsize=10, zorder=3,  # 10 pt: legible on a phone
                 color="white" if dark else "black",
-                bbox=dict(boxstyle="round,pad=0.3", fc=(r, g, b),
+                bbox=dict(boxstyle="round,pad=0.25", fc=(r, g, b),
                           ec="tab:red" if own else "0.3", lw=2.2 if own else 0.8))
     if layout == "arc":
         reach = 0.25 * (T - 1)  # height of the longest arc (a quarter of its span)
@@ -127,14 +127,19 @@ def plot_attention_graph(
     ax.axis("off")
     ax.set_title(title)
     if colorbar:
-        _weight_colorbar(fig, ax, cmap)
+        _weight_colorbar(fig, ax, cmap, horizontal=layout == "arc")
     return fig
 
 
-def _weight_colorbar(fig: Figure, ax: object, cmap: str) -> None:
+def _weight_colorbar(fig: Figure, ax: object, cmap: str, horizontal: bool = False) -> None:
+    """One colour bar for the weights; below the axes when ``horizontal`` (a line of tokens needs the width)."""
     sm = plt.cm.ScalarMappable(norm=Normalize(0.0, 1.0), cmap=plt.get_cmap(cmap))
-    fig.colorbar(sm, ax=ax, shrink=0.7, pad=0.01,
-                 label=r"weight $\alpha_{ij}$ (arrows; node fill = self weight)")
+    label = r"weight $\alpha_{ij}$ (arrows; node fill = self weight)"
+    if horizontal:
+        fig.colorbar(sm, ax=ax, orientation="horizontal", location="bottom", shrink=0.6, aspect=35, pad=0.02,
+                     label=label)
+    else:
+        fig.colorbar(sm, ax=ax, shrink=0.7, pad=0.01, label=label)
 
 
 @book_figure
@@ -160,14 +165,14 @@ def plot_attention_graphs(
     """
     if not maps:
         raise ValueError("maps is empty; expected at least one (T, T) weight matrix")
-    panel = min(3.6 if layout == "circle" else 6.0, (PAGE_WIDTH - 1.0) / len(maps))  # inches per panel
+    panel = min(3.6 if layout == "circle" else 6.0, PAGE_WIDTH / len(maps))  # inches per panel
     height = panel if layout == "circle" else panel / 2
-    fig, axes = plt.subplots(1, len(maps), figsize=(panel * len(maps) + 1.0, height + 0.6),
+    fig, axes = plt.subplots(1, len(maps), figsize=(panel * len(maps), height + 1.4),
                              layout="constrained", squeeze=False)
     for ax, (name, W) in zip(axes[0], maps.items()):
         plot_attention_graph(W, labels, layout=layout, ax=ax, title=name, cmap=cmap,
                              colorbar=False, **graph_kw)
-    _weight_colorbar(fig, list(axes[0]), cmap)
+    _weight_colorbar(fig, list(axes[0]), cmap, horizontal=True)  # below the panels: they keep the width
     if title:
         fig.suptitle(title)
     return fig
@@ -395,7 +400,7 @@ def plot_head_grid(values: Array, *, label: str, title: str = "", vmax: Optional
                            layout="constrained")
     im = ax.imshow(V, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
     for (l, h), v in np.ndenumerate(V):
-        ax.text(h, l, f"{v:.2f}".lstrip("0"), ha="center", va="center", fontsize=9,  # 9 pt fits a cell
+        ax.text(h, l, f"{v:.2f}".lstrip("0"), ha="center", va="center", fontsize=10,  # 10 pt: legible on a phone
                 color="white" if v < 0.55 * top else "black")
     ax.set_xticks(range(n_heads), labels=[str(h + 1) for h in range(n_heads)])
     ax.set_yticks(range(n_layers), labels=[str(l + 1) for l in range(n_layers)])
@@ -621,7 +626,7 @@ def _finish_two_hop_axes(ax: Axes, handles: list, xlabel: str, title: str, own: 
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3)
     if own:
-        ax.figure.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9)
+        ax.figure.legend(handles=handles, loc="outside lower center", ncols=2)
     else:
         ax.legend(handles=handles, loc="best")
     ax.set_title(title)

@@ -313,7 +313,7 @@ def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
             ax.axvline(falls[k], color=_COLORS[k], ls=":", lw=1)  # the flags: at guessing from here
         ax.set(xlabel="depth (layers)", ylabel="held-out probe accuracy", ylim=(0, 1.05),
                title="What a linear probe reads back, by depth")
-        fig.legend(loc="outside lower center", ncols=3, fontsize=9)
+        fig.legend(loc="outside lower center", ncols=3)
 
     return SliderFigure("ix-graph-probedepth", "Go deeper: what a probe still reads back",
                         [f"depth {L}" for L in layers], frames, layout, static_fallback(draw, (6.4, 4.8)),
