@@ -1,6 +1,6 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``lookups``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -48,6 +48,7 @@ from .division import (
     RELATION_NAMES,
 )
 from .lookups import HandBuiltHeads, hand_built_heads
+from .pages import EVIDENCE_EXERCISES
 from .roles import (
     ROLES,
     RELATIONS,
@@ -149,6 +150,7 @@ __all__ = [
     "RELATION_NAMES",
     "HandBuiltHeads",
     "hand_built_heads",
+    "EVIDENCE_EXERCISES",
     "ROLES",
     "RELATIONS",
     "PARKING",
