@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 
 
 import matplotlib.pyplot as plt  # noqa: E402
+import json  # noqa: E402
 import re  # noqa: E402
 
 import pytest  # noqa: E402
@@ -80,10 +81,12 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def check_flagged_html():
-    """``check(fig, verdict, note=None, max_bytes=None)`` for a flagged slider's HTML: the same page
-    twice, a link to its verdict box, a flag note at ``fig.flip`` (returned, with the page), and
-    optionally a text the page must contain and a size it must stay under."""
-    def check(fig, verdict: str, note: str | None = None, max_bytes: int | None = None) -> tuple[str, str]:
+    """``check(fig, verdict, note=None, max_bytes=None, every_frame=False)`` for a flagged slider's HTML:
+    the same page twice, a link to its verdict box, a flag note at ``fig.flip`` (returned, with the
+    page), and optionally a text the page must contain, a size it must stay under and (``every_frame``)
+    a flag note that names its frame's label and a readout in every frame."""
+    def check(fig, verdict: str, note: str | None = None, max_bytes: int | None = None,
+              every_frame: bool = False) -> tuple[str, str]:
         html = fig.to_html()
         assert html == fig.to_html(), f"{fig.name}: the HTML differs between two calls"
         assert f'data-verdict="{verdict}"' in html and f'href="#claim-{verdict}"' in html, f"{fig.name}: no link to {verdict}"
@@ -91,6 +94,11 @@ def check_flagged_html():
         assert flag, f"{fig.name}: no flag note at frame {fig.flip}"
         assert note is None or note in html, f"{fig.name}: {note!r} missing"
         assert max_bytes is None or len(html.encode()) < max_bytes, f"{fig.name}: {len(html.encode())} bytes"
+        if every_frame:  # the flag names the value it sits at and says what changes; every frame reads out
+            assert fig.labels[fig.flip] in flag.group(1) and len(flag.group(1)) > 40, f"{fig.name}: {flag.group(1)!r}"
+            data = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', html, re.S)
+            frames = json.loads(data.group(1).replace("<\\/", "</"))["frames"]
+            assert len(frames) == len(fig.labels) and all(fr["readout"] for fr in frames), f"{fig.name}: a frame without a readout"
         return html, flag.group(1)
     return check
 

@@ -17,6 +17,12 @@ Shape legend::
     weights  (B, h, T, S)         one map per head W_o       (h*d_v, d_out)
     output   (B, T, d_out)
 
+The attention step itself is a parameter: ``attend(q, k, v, mask=..., scale=...)`` returns
+``(heads, weights)``, :func:`~attention_course.core.attention.scaled_dot_product_attention` by
+default. The course's models (:mod:`attention_course.models.tiny`,
+:mod:`attention_course.models.encoder`) run through this one implementation and use
+``attend`` as their hook point (e.g. to swap a head's attention map).
+
 Mask convention: the package's own (as in ``F.scaled_dot_product_attention``),
 boolean ``True`` = *may attend*; float masks are added to the scores; a query
 with no allowed key gets weights 0 (torch's ``nn.MultiheadAttention`` gives NaN).
@@ -27,6 +33,7 @@ with no allowed key gets weights 0 (torch's ``nn.MultiheadAttention`` gives NaN)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Optional
 
 import numpy as np
@@ -40,6 +47,10 @@ __all__ = [
     "split_heads", "merge_heads", "head_outputs", "multi_head_attention", "head_contributions",
     "MultiHeadAttention", "from_torch", "mask_from_torch",
 ]  # fmt: skip
+
+#: The attention step: ``attend(q, k, v, mask=mask, scale=scale) -> (heads, weights)`` with q, k
+#: (B, h, T or S, d_k), v (B, h, S, d_v), heads (B, h, T, d_v) and weights (B, h, T, S).
+AttentionStep = Callable[..., tuple[Array, Array]]
 
 
 def _swap(x: Array, a: int, b: int) -> Array:
@@ -128,14 +139,15 @@ def _linear(x: Array, W: Array, b: Optional[Array]) -> Array:
 
 def head_outputs(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: Array,
                  b_q: Optional[Array] = None, b_k: Optional[Array] = None, b_v: Optional[Array] = None,
-                 *, num_heads: int, mask: Optional[Array] = None) -> tuple[Array, Array]:
+                 *, num_heads: int, mask: Optional[Array] = None, scale: Optional[float] = None,
+                 attend: Optional[AttentionStep] = None) -> tuple[Array, Array]:
     r"""Every head's attention output, before concatenation and ``W_o``.
 
     .. math:: \operatorname{head}_i = \operatorname{softmax}\!\left(
               \frac{(X_q W_Q^{(i)} + b_Q^{(i)})(X_{kv} W_K^{(i)} + b_K^{(i)})^\top}{\sqrt{d_k}}\right)
               (X_{kv} W_V^{(i)} + b_V^{(i)})
 
-    Parameters are as in :func:`multi_head_attention` (without ``W_o``, ``b_o``).
+    Parameters are as in :func:`multi_head_attention` (without ``W_o``, ``b_o`` and ``head_mask``).
 
     Returns
     -------
@@ -151,6 +163,11 @@ def head_outputs(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: Array,
     ((2, 4, 5, 2), (2, 4, 5, 5))
     """
     _check_mha(x_q, x_kv, W_q, W_k, W_v, None, (b_q, b_k, b_v, None), num_heads)
+    return _head_outputs(x_q, x_kv, W_q, W_k, W_v, b_q, b_k, b_v, num_heads, mask, scale, attend)
+
+
+def _head_outputs(x_q, x_kv, W_q, W_k, W_v, b_q, b_k, b_v, num_heads, mask, scale, attend):
+    """:func:`head_outputs` after its checks."""
     q = split_heads(_linear(x_q, W_q, b_q), num_heads)  # (B, h, T, d_k)
     k = split_heads(_linear(x_kv, W_k, b_k), num_heads)  # (B, h, S, d_k)
     v = split_heads(_linear(x_kv, W_v, b_v), num_heads)  # (B, h, S, d_v)
@@ -159,13 +176,16 @@ def head_outputs(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: Array,
     elif mask is not None and mask.ndim not in (2, 4):
         raise ShapeError(f"mask has shape {shape_str(mask)}; expected (T, S), (B, T, S) or (B, h, T, S) "
                          f"with 1 allowed for broadcasting")
-    return scaled_dot_product_attention(q, k, v, mask=mask)  # (B, h, T, d_v), (B, h, T, S) over S
+    attend = scaled_dot_product_attention if attend is None else attend
+    return attend(q, k, v, mask=mask, scale=scale)  # (B, h, T, d_v), (B, h, T, S) over S
 
 
 def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: Array, W_o: Array,
                          b_q: Optional[Array] = None, b_k: Optional[Array] = None,
                          b_v: Optional[Array] = None, b_o: Optional[Array] = None,
-                         *, num_heads: int, mask: Optional[Array] = None) -> tuple[Array, Array]:
+                         *, num_heads: int, mask: Optional[Array] = None, scale: Optional[float] = None,
+                         head_mask: Optional[Array] = None, attend: Optional[AttentionStep] = None
+                         ) -> tuple[Array, Array]:
     r"""Multi-head attention; returns the output and **every head's** weights.
 
     .. math::
@@ -189,6 +209,15 @@ def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: A
         Shape (T, S), (B, T, S) (e.g. :func:`~attention_course.padding_mask`; the same
         for every head) or (B, h, T, S), with 1 where it broadcasts. A query with
         no allowed key gets weights 0, so its output is ``b_o``.
+    scale : float, optional
+        Multiplies the scores; default :math:`1/\sqrt{d_k}`.
+    head_mask : shape (h,), optional
+        Multiplies each head's output before ``W_o``; 0 removes the head (an ablation).
+    attend : callable, optional
+        The attention step, ``attend(q, k, v, mask=mask, scale=scale) -> (heads, weights)``
+        with q (B, h, T, d_k), k (B, h, S, d_k), v (B, h, S, d_v); default
+        :func:`~attention_course.core.attention.scaled_dot_product_attention`. What it returns
+        as ``weights`` is what this function returns.
 
     Returns
     -------
@@ -211,8 +240,14 @@ def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: A
     ((2, 5, 8), (2, 2, 5, 5))
     """
     _check_mha(x_q, x_kv, W_q, W_k, W_v, W_o, (b_q, b_k, b_v, b_o), num_heads)
-    heads, weights = head_outputs(x_q, x_kv, W_q, W_k, W_v, b_q, b_k, b_v,
-                                  num_heads=num_heads, mask=mask)  # (B, h, T, d_v), (B, h, T, S)
+    if head_mask is not None and tuple(head_mask.shape) != (num_heads,):
+        raise ShapeError(f"head_mask has shape {shape_str(head_mask)}; expected ({num_heads},), one "
+                         f"factor per head")
+    heads, weights = _head_outputs(x_q, x_kv, W_q, W_k, W_v, b_q, b_k, b_v, num_heads, mask, scale,
+                                   attend)  # (B, h, T, d_v), (B, h, T, S)
+    if head_mask is not None:
+        m = head_mask.to(heads.dtype) if is_torch(head_mask) else np.asarray(head_mask, dtype=heads.dtype)
+        heads = heads * m[None, :, None, None]  # (B, h, T, d_v): a removed head's output is 0
     concat = merge_heads(heads)  # (B, T, h*d_v)
     return _linear(concat, W_o, b_o), weights  # (B, T, d_out), (B, h, T, S)
 

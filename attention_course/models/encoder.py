@@ -14,7 +14,9 @@ Weights are stored as ``x @ W`` matrices (``nn.Linear.weight`` transposed). Only
 torch tensors are used here. Padding: ``attention_mask`` (1 = real token) becomes
 the package's boolean mask (``True`` = may attend) over *keys*, so no query
 attends to padding; padded query positions still get (meaningless but finite)
-outputs, exactly as in ``transformers``.
+outputs, exactly as in ``transformers``. An ``attention_override``
+(:mod:`attention_course.models.override`) may replace what any head outputs, e.g.
+to swap a head's map (chapter 3) or to read every layer's queries and keys.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import torch
 import torch.nn.functional as F
 
 from ..core._backend import ShapeError, shape_str
+from ..core.attention import scaled_dot_product_attention
 from ..core.multihead import multi_head_attention
+from .override import AttentionOverride, attend_with_override
 
 __all__ = ["BertLayerWeights", "BertWeights", "EncoderOutput", "bert_weights_from_state_dict",
            "bert_weights_from_safetensors", "bert_encode"]  # fmt: skip
@@ -141,10 +145,10 @@ def bert_weights_from_safetensors(folder: str | Path) -> BertWeights:
                                         config.get("layer_norm_eps", 1e-12))
 
 
-def _layer(x: torch.Tensor, L: BertLayerWeights, num_heads: int, mask: torch.Tensor, eps: float):
+def _layer(x: torch.Tensor, L: BertLayerWeights, num_heads: int, mask: torch.Tensor, eps: float, attend=None):
     d = x.shape[-1]
     attn, weights = multi_head_attention(x, x, L.W_q, L.W_k, L.W_v, L.W_o, L.b_q, L.b_k, L.b_v, L.b_o,
-                                         num_heads=num_heads, mask=mask)  # (B, T, d), (B, h, T, T)
+                                         num_heads=num_heads, mask=mask, attend=attend)  # (B, T, d), (B, h, T, T)
     x = F.layer_norm(x + attn, (d,), L.ln1_weight, L.ln1_bias, eps)  # residual, then LN   (B, T, d)
     ff = F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # exact (erf) GELU MLP   (B, T, d_ff) -> (B, T, d)
     return F.layer_norm(x + ff, (d,), L.ln2_weight, L.ln2_bias, eps), weights  # (B, T, d)
@@ -152,7 +156,8 @@ def _layer(x: torch.Tensor, L: BertLayerWeights, num_heads: int, mask: torch.Ten
 
 def bert_encode(weights: BertWeights, input_ids: torch.Tensor,
                 attention_mask: Optional[torch.Tensor] = None,
-                token_type_ids: Optional[torch.Tensor] = None) -> EncoderOutput:
+                token_type_ids: Optional[torch.Tensor] = None, *,
+                attention_override: Optional[AttentionOverride] = None) -> EncoderOutput:
     """Run the encoder; return every layer's hidden states and every head's attention.
 
     Parameters
@@ -166,11 +171,15 @@ def bert_encode(weights: BertWeights, input_ids: torch.Tensor,
         uniform weights there).
     token_type_ids : LongTensor, shape (B, T), optional
         Segment ids; default 0.
+    attention_override : callable, optional
+        ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None``, called in every
+        layer; what it returns replaces ``weights @ v``. See :mod:`attention_course.models.override`.
 
     Returns
     -------
     EncoderOutput
-        ``hidden_states``: L+1 tensors (B, T, d); ``attentions``: L tensors (B, h, T, T).
+        ``hidden_states``: L+1 tensors (B, T, d); ``attentions``: L tensors (B, h, T, T), the
+        model's own weights (also where an override replaced a head's output).
 
     Examples
     --------
@@ -207,8 +216,9 @@ def bert_encode(weights: BertWeights, input_ids: torch.Tensor,
     # attention_mask (B, T) -> (B, 1, 1, T): True = this key may be attended to, by every head and query
     mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
     hidden, attentions = [x], []
-    for layer in weights.layers:
-        x, w = _layer(x, layer, weights.num_heads, mask, eps)  # (B, T, d), (B, h, T, T)
+    for i, layer in enumerate(weights.layers):
+        attend = attend_with_override(scaled_dot_product_attention, attention_override, i)
+        x, w = _layer(x, layer, weights.num_heads, mask, eps, attend)  # (B, T, d), (B, h, T, T)
         hidden.append(x)
         attentions.append(w)
     return EncoderOutput(tuple(hidden), tuple(attentions))

@@ -17,11 +17,14 @@ mask and :math:`m_{\ell h} \in \{0, 1\}` is a head mask used for ablations
 :math:`W_Q^h, W_K^h, W_V^h \in \mathbb{R}^{d_{model} \times d_k}` and
 :math:`W_O^h \in \mathbb{R}^{d_k \times d_{model}}`, stored as tensors of shape
 ``(h, d_model, d_k)`` and ``(h, d_k, d_model)``, so heads can be read,
-compared and switched off one at a time. The attention itself is the
-package's :func:`~attention_course.core.attention.scaled_dot_product_attention`.
+compared and switched off one at a time. Each block is the package's one
+multi-head attention, :func:`~attention_course.core.multihead.multi_head_attention`,
+with these blocks laid side by side.
 
 The forward pass returns the logits *and* every layer's attention weights; the
-module stores nothing for plotting. :func:`qk_logits` reads the scores each
+module stores nothing for plotting. Its ``attention_override``
+(:mod:`attention_course.models.override`) may replace what any head outputs, which
+is how chapter 3 swaps a head's map and :func:`qk_logits` reads the scores each
 softmax sees. Training is in :mod:`attention_course.models.training`; probes of
 trained heads (ablation, previous-token and induction scores) in
 :mod:`attention_course.models.probes`.
@@ -37,6 +40,8 @@ from torch import nn
 
 from ..core._backend import ShapeError, shape_str
 from ..core.attention import causal_mask, resolve_scale, scaled_dot_product_attention
+from ..core.multihead import AttentionStep, merge_heads, multi_head_attention
+from .override import AttentionOverride, attend_with_override
 
 __all__ = ["ModelConfig", "TinyTransformer", "attention_block", "qk_logits"]
 
@@ -94,6 +99,7 @@ def attention_block(
     W_o: torch.Tensor,
     head_mask: Optional[torch.Tensor] = None,
     scale: Optional[float] = None,
+    attend: Optional[AttentionStep] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Causal multi-head self-attention with per-head weight tensors.
 
@@ -102,6 +108,10 @@ def attention_block(
         \operatorname{out} = \sum_h m_h\, \operatorname{softmax}\!\left(
             c\, q_h k_h^\top + M_{\text{causal}}\right) v_h W_O^h,
         \qquad q_h = x W_Q^h,\; k_h = x W_K^h,\; v_h = x W_V^h
+
+    The per-head blocks are laid side by side (head ``i`` owns the columns
+    ``i*d_k:(i+1)*d_k`` of :math:`W_Q, W_K, W_V` and the same rows of :math:`W_O`) and
+    passed to :func:`~attention_course.core.multihead.multi_head_attention`.
 
     Parameters
     ----------
@@ -112,6 +122,11 @@ def attention_block(
         Multiplies each head's output before ``W_o``; 0 removes the head.
     scale : float, optional
         The factor :math:`c` on the scores; default :math:`1/\sqrt{d_k}`.
+    attend : callable, optional
+        The attention step (see :func:`~attention_course.core.multihead.multi_head_attention`);
+        default this module's ``scaled_dot_product_attention``, read when the block runs, so
+        that chapter 6's :func:`~attention_course.chapters.scaling.backward_swap.swapped_backward`
+        can replace it for a whole training run.
 
     Returns
     -------
@@ -130,21 +145,14 @@ def attention_block(
     >>> tuple(out.shape), tuple(w.shape), float(w[0, 0, 0, 1])
     ((2, 5, 8), (2, 2, 5, 5), 0.0)
     """
-    B, T, d_model = x.shape
-    h, _, d_k = W_q.shape
-    # one matmul for all heads' q, k, v (the same numbers as x @ W_q[h] for each h)
-    W_qkv = torch.cat([W_q, W_k, W_v], dim=2)  # (h, d_model, 3 d_k)
-    W_qkv = W_qkv.permute(1, 0, 2).reshape(d_model, 3 * h * d_k)  # (d_model, h * 3 d_k)
-    qkv = (x @ W_qkv).view(B, T, h, 3 * d_k).transpose(1, 2)  # (B, h, T, 3 d_k)
-    q, k, v = qkv.split(d_k, dim=-1)  # each (B, h, T, d_k): q_h = x W_Q^h, ...
-    mask = torch.from_numpy(causal_mask(T))  # (T, T), True = may attend (j <= i)
-    z, weights = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
-    # z: (B, h, T, d_k); weights: (B, h, T, T), each row normalised over the T keys
-    if head_mask is not None:
-        z = z * head_mask.to(z.dtype)[None, :, None, None]  # (B, h, T, d_k), ablated heads = 0
-    z = z.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, h d_k): heads side by side
-    out = z @ W_o.reshape(h * d_k, d_model)  # $\sum_h z_h W_O^h$   (B, T, d_model)
-    return out, weights
+    h, d_model, d_k = W_q.shape
+    side_by_side = [merge_heads(W[None])[0] for W in (W_q, W_k, W_v)]  # each (d_model, h d_k)
+    mask = torch.from_numpy(causal_mask(x.shape[1]))  # (T, T), True = may attend (j <= i)
+    attend = scaled_dot_product_attention if attend is None else attend
+    return multi_head_attention(
+        x, x, *side_by_side, W_o.reshape(h * d_k, d_model),  # W_o: (h d_k, d_model), head i's rows i d_k:(i+1) d_k
+        num_heads=h, mask=mask, scale=scale, head_mask=head_mask, attend=attend,
+    )  # (B, T, d_model), (B, h, T, T) normalised over the keys
 
 
 class TinyTransformer(nn.Module):
@@ -198,7 +206,10 @@ class TinyTransformer(nn.Module):
         self.W_U = param(d, c.vocab_size, std=0.1 * d**-0.5)  # unembedding: start near ln V
 
     def forward(
-        self, tokens: torch.Tensor, head_mask: Optional[torch.Tensor] = None
+        self,
+        tokens: torch.Tensor,
+        head_mask: Optional[torch.Tensor] = None,
+        attention_override: Optional[AttentionOverride] = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits for the next token at every position, and all attention weights.
 
@@ -207,11 +218,16 @@ class TinyTransformer(nn.Module):
         tokens : torch.LongTensor, shape (B, T), T <= max_len, values in [0, vocab_size)
         head_mask : torch.Tensor, optional, shape (n_layers, n_heads)
             1 keeps a head, 0 zeroes its output (ablation). Default: all ones.
+        attention_override : callable, optional
+            ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None``, called in
+            every layer; what it returns replaces ``weights @ v`` (the head mask still
+            applies). See :mod:`attention_course.models.override`.
 
         Returns
         -------
         logits : torch.Tensor, shape (B, T, vocab_size)
         weights : list of torch.Tensor, one per layer, each (B, n_heads, T, T)
+            The model's own weights, also where an override replaced a head's output.
         """
         c = self.config
         if tokens.ndim != 2 or tokens.dtype not in (torch.int64, torch.int32):
@@ -236,10 +252,11 @@ class TinyTransformer(nn.Module):
         weights = []
         for layer in range(c.n_layers):
             m = None if head_mask is None else head_mask[layer]
+            attend = attend_with_override(scaled_dot_product_attention, attention_override, layer)
             out, w = attention_block(
                 self.ln[layer](x),
                 self.W_q[layer], self.W_k[layer], self.W_v[layer], self.W_o[layer], m,
-                scale=c.score_scale,
+                scale=c.score_scale, attend=attend,
             )  # (B, T, d_model), (B, h, T, T)
             x = x + out  # residual stream
             if c.mlp:
@@ -253,10 +270,10 @@ class TinyTransformer(nn.Module):
 def qk_logits(model: TinyTransformer, tokens: torch.Tensor) -> list[torch.Tensor]:
     r"""The scaled scores :math:`c\,(x W_Q^h)(x W_K^h)^\top` that each layer's softmax sees.
 
-    Runs the model once and reads each block's input :math:`x` (after the
-    pre-LayerNorm) through forward hooks, so the forward pass itself is
-    untouched. The causal mask is *not* applied: entries with key ``j > i``
-    are scores the model never uses; select ``j <= i`` (e.g. with
+    Runs the model once with an ``attention_override`` that reads each layer's queries
+    and keys and changes nothing, so the scores come from the forward pass itself. The
+    causal mask is *not* applied: entries with key ``j > i`` are scores the model never
+    uses; select ``j <= i`` (e.g. with
     :func:`~attention_course.core.attention.causal_mask`) before taking statistics.
 
     Parameters
@@ -277,19 +294,10 @@ def qk_logits(model: TinyTransformer, tokens: torch.Tensor) -> list[torch.Tensor
     (2, (2, 4, 6, 6))
     """
     c = model.config
-    block_inputs: list[torch.Tensor] = []
-    hooks = [
-        model.ln[layer].register_forward_hook(lambda mod, args, out: block_inputs.append(out))
-        for layer in range(c.n_layers)
-    ]  # ln[layer] feeds block `layer`; ln[-1] (before the unembedding) is not hooked
-    try:
-        model(tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    logits = []
-    for layer, x in enumerate(block_inputs):  # x: (B, T, d_model)
-        q = torch.einsum("btd,hdk->bhtk", x, model.W_q[layer])  # (B, h, T, d_k)
-        k = torch.einsum("btd,hdk->bhtk", x, model.W_k[layer])  # (B, h, T, d_k)
-        logits.append(c.score_scale * (q @ k.transpose(-2, -1)))  # $c\,QK^T$   (B, h, T, T)
+    logits: list[torch.Tensor] = []
+
+    def read_scores(q, k, v, weights, layer):  # q, k: (B, h, T, d_k)
+        logits.append((q @ k.transpose(-2, -1)) * c.score_scale)  # $c\,QK^T$   (B, h, T, T)
+
+    model(tokens, attention_override=read_scores)
     return logits

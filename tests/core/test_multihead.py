@@ -263,3 +263,39 @@ def test_property_matches_torch_over_shapes(B, T, S, h, d_k, bias, seed, use_mas
     assert_close(w, w_ref, **TOL)
     assert torch.all(w >= 0)
     assert_close(w.sum(-1), torch.ones(B, h, T, **F64), **TOL)
+
+
+# ------------------------------------------------------------------ scale, head mask, attention step
+def test_scale_head_mask_and_attend_match_closed_forms():
+    ours = from_torch(_torch_mha(D, H))
+    x_q, x_kv = _inputs(B, T, S, D)
+    W = (ours.W_q, ours.W_k, ours.W_v, ours.W_o, ours.b_q, ours.b_k, ours.b_v, ours.b_o)
+    # scale: torch's SDPA per head with the same factor on the scores
+    q, k, v = (split_heads(x @ M + b, H) for x, M, b in ((x_q, ours.W_q, ours.b_q), (x_kv, ours.W_k, ours.b_k),
+                                                        (x_kv, ours.W_v, ours.b_v)))  # (B, h, T or S, d_k)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.7)  # (B, h, T, d_v)
+    out, _ = multi_head_attention(x_q, x_kv, *W, num_heads=H, scale=0.7)
+    assert_close(out, merge_heads(ref) @ ours.W_o + ours.b_o, **TOL)
+    # head mask: the output is b_o plus the kept heads' contributions only
+    heads, _ = head_outputs(x_q, x_kv, *W[:3], *W[4:7], num_heads=H)
+    keep = torch.tensor([1.0, 0.0, 1.0])
+    out, _ = multi_head_attention(x_q, x_kv, *W, num_heads=H, head_mask=keep)
+    assert_close(out, head_contributions(heads, ours.W_o)[:, [0, 2]].sum(1) + ours.b_o, **TOL)
+    # attend: the step that is passed is the one that runs, and its weights are returned
+    seen = []
+
+    def attend(q, k, v, mask=None, scale=None):
+        seen.append((tuple(q.shape), tuple(k.shape), mask, scale))
+        return torch.zeros_like(q[..., :1].expand(*q.shape[:-1], v.shape[-1])), torch.ones(1)
+
+    out, w = multi_head_attention(x_q, x_kv, *W, num_heads=H, scale=0.5, attend=attend)
+    assert seen == [((B, H, T, D // H), (B, H, S, D // H), None, 0.5)]
+    assert_close(out, ours.b_o.expand(B, T, D), **TOL)
+    assert torch.equal(w, torch.ones(1))
+
+
+def test_error_bad_head_mask():
+    x = torch.randn(2, 4, 12, **F64)
+    W = torch.randn(12, 12, **F64)
+    with pytest.raises(ValueError, match=r"head_mask has shape \(2,\); expected \(3,\)"):
+        multi_head_attention(x, x, W, W, W, W, num_heads=3, head_mask=torch.ones(2))

@@ -73,6 +73,37 @@ def load_rule_miss(path: Path = RULE_DATA) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(d["miss"], dtype=float), np.asarray(d["uniform"], dtype=float)
 
 
+def _heads_and_counts_layout(heads_title: str, score_title: str, score_range: list, line_title: str,
+                             n: int) -> dict:
+    """The layout of a two-panel head slider: every head's score, sorted (top), and how many heads pass
+    the line at each of its values (bottom)."""
+    return {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
+            "xaxis": {"domain": [0, 1], "title": {"text": heads_title}},
+            "yaxis": {"domain": [0.58, 1], "range": score_range, "title": {"text": score_title}},
+            "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": line_title}},
+            "yaxis2": {"domain": [0, 0.27], "anchor": "x2", "range": [0, n * 1.05], "title": {"text": "heads"}},
+            "legend": {"orientation": "h", "y": 0.47, "yanchor": "top", "x": 0}}
+
+
+def _sorted_heads(scores: np.ndarray, ok: np.ndarray, colors: tuple[str, str], hover: str, line: float,
+                  line_name: str) -> list[dict]:
+    """The top panel's traces: the heads' sorted scores, ``colors[0]`` where ``ok`` else ``colors[1]``, and the line."""
+    n = len(scores)
+    return [{"type": "bar", "x": list(range(1, n + 1)), "y": scores, "showlegend": False,
+             "marker": {"color": [colors[0] if o else colors[1] for o in ok]},
+             "hovertemplate": hover, "xaxis": "x", "yaxis": "y"},
+            {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [line, line], "name": line_name,
+             "line": {"color": "#000000", "dash": "dash"}, "xaxis": "x", "yaxis": "y"}]
+
+
+def _half_and_here(values: Sequence[float], n: int, value: float, count: int, color: str) -> list[dict]:
+    """The bottom panel's line at half of the ``n`` heads, and the marker of this frame's count."""
+    return [{"type": "scatter", "mode": "lines", "x": [values[0], values[-1]], "y": [n / 2, n / 2],
+             "name": "half of the heads", "line": {"color": "#000000", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "markers", "x": [value], "y": [count], "showlegend": False,
+             "marker": {"size": 12, "color": color}, "xaxis": "x2", "yaxis": "y2"}]
+
+
 def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.ndarray] = None,
                        masses: Optional[Sequence[float]] = None) -> SliderFigure:
     r"""Chapter 5: the effective graph's mass, and the heads whose graph a fixed rule places.
@@ -101,29 +132,19 @@ def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.n
     for i, m in enumerate(masses):
         ok = miss[order] < round(1 - m, 12)
         frames.append({"data": [
-            {"type": "bar", "x": list(range(1, n + 1)), "y": miss[order], "showlegend": False,
-             "marker": {"color": ["#0072B2" if o else "#E69F00" for o in ok]},
-             "hovertemplate": "head %{x}: miss %{y:.3f}<extra></extra>", "xaxis": "x", "yaxis": "y"},
-            {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [1 - m, 1 - m], "name": "1 − mass",
-             "line": {"color": "#000000", "dash": "dash"}, "xaxis": "x", "yaxis": "y"},
+            *_sorted_heads(miss[order], ok, ("#0072B2", "#E69F00"), "head %{x}: miss %{y:.3f}<extra></extra>",
+                           1 - m, "1 − mass"),
             {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [np.median(uniform)] * 2,
              "name": "uniform attention (median)", "line": {"color": "#777777", "dash": "dot"}, "xaxis": "x", "yaxis": "y"},
             {"type": "scatter", "mode": "lines+markers", "x": masses, "y": passed, "name": "heads placed by the rule",
              "line": {"color": "#0072B2"}, "xaxis": "x2", "yaxis": "y2"},
-            {"type": "scatter", "mode": "lines", "x": [masses[0], masses[-1]], "y": [n / 2, n / 2],
-             "name": "half of the heads", "line": {"color": "#000000", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
-            {"type": "scatter", "mode": "markers", "x": [m], "y": [int(passed[i])], "showlegend": False,
-             "marker": {"size": 12, "color": "#0072B2"}, "xaxis": "x2", "yaxis": "y2"}],
+            *_half_and_here(masses, n, m, int(passed[i]), "#0072B2")],
             "readout": (f"Mass {m:g}: the effective graph keeps the keys holding {m:.0%} of each row and leaves out "
                         f"{1 - m:.2f}. The fixed rule, blind to the query's content, misses less than that on "
                         f"{int(passed[i])} of {n} heads (blue); the median head's miss is {np.median(miss):.2f}, "
                         f"uniform attention's {np.median(uniform):.2f}.")})
-    layout = {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
-              "xaxis": {"domain": [0, 1], "title": {"text": "heads, sorted by the rule's miss"}},
-              "yaxis": {"domain": [0.58, 1], "range": [0, 0.65], "title": {"text": "weight missed (TV)"}},
-              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "mass m of the effective graph"}},
-              "yaxis2": {"domain": [0, 0.27], "anchor": "x2", "range": [0, n * 1.05], "title": {"text": "heads"}},
-              "legend": {"orientation": "h", "y": 0.47, "yanchor": "top", "x": 0}}
+    layout = _heads_and_counts_layout("heads, sorted by the rule's miss", "weight missed (TV)", [0, 0.65],
+                                      "mass m of the effective graph", n)
 
     def draw(fig, ax):
         ax.plot(masses, passed, "o-", color="#0072B2", label="heads the rule places")
@@ -372,28 +393,17 @@ def top_key_explorer(shares: Optional[np.ndarray] = None, words: Optional[np.nda
     for i, t in enumerate(lines):
         ok = shares[order] >= t - 1e-12
         frames.append({"data": [
-            {"type": "bar", "x": list(range(1, n + 1)), "y": shares[order], "showlegend": False,
-             "marker": {"color": ["#E69F00" if o else "#0072B2" for o in ok]},
-             "hovertemplate": "head %{x}: share %{y:.2f}<extra></extra>", "xaxis": "x", "yaxis": "y"},
-            {"type": "scatter", "mode": "lines", "x": [0.5, n + 0.5], "y": [t, t], "name": "line t",
-             "line": {"color": "#000000", "dash": "dash"}, "xaxis": "x", "yaxis": "y"},
+            *_sorted_heads(shares[order], ok, ("#E69F00", "#0072B2"), "head %{x}: share %{y:.2f}<extra></extra>",
+                           t, "line t"),
             {"type": "scatter", "mode": "lines+markers", "x": lines, "y": counts, "name": "static-like heads",
              "line": {"color": "#E69F00"}, "xaxis": "x2", "yaxis": "y2"},
             {"type": "scatter", "mode": "lines+markers", "x": lines, "y": counts_words,
              "name": "on the words alone", "line": {"color": "#777777", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
-            {"type": "scatter", "mode": "lines", "x": [lines[0], lines[-1]], "y": [n / 2, n / 2],
-             "name": "half of the heads", "line": {"color": "#000000", "dash": "dot"}, "xaxis": "x2", "yaxis": "y2"},
-            {"type": "scatter", "mode": "markers", "x": [t], "y": [int(counts[i])], "showlegend": False,
-             "marker": {"size": 12, "color": "#E69F00"}, "xaxis": "x2", "yaxis": "y2"}],
+            *_half_and_here(lines, n, t, int(counts[i]), "#E69F00")],
             "readout": (f"Line {t:g}: a head is static-like, as every GAT head is, when at least {t:.0%} of its "
                         f"queries share one top key. {int(counts[i])} of {n} heads are (orange); "
                         f"{int(counts_words[i])} on the words alone, without [CLS] and [SEP].")})
-    layout = {"height": 620, "margin": {"l": 55, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
-              "xaxis": {"domain": [0, 1], "title": {"text": "heads, sorted by share"}},
-              "yaxis": {"domain": [0.58, 1], "range": [0, 1.05], "title": {"text": "share, one top key"}},
-              "xaxis2": {"domain": [0, 1], "anchor": "y2", "title": {"text": "line t"}},
-              "yaxis2": {"domain": [0, 0.27], "anchor": "x2", "range": [0, n * 1.05], "title": {"text": "heads"}},
-              "legend": {"orientation": "h", "y": 0.47, "yanchor": "top", "x": 0}}
+    layout = _heads_and_counts_layout("heads, sorted by share", "share, one top key", [0, 1.05], "line t", n)
 
     def draw(fig, ax):
         ax.plot(lines, counts, "o-", color="#E69F00", label="static-like heads")

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from .subspaces import _orth, head_bilinear_forms, reparametrise_head, split_head_weights
+from .subspaces import _head_bases, _orth, head_bilinear_forms, reparametrise_head
 
 __all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
            "head_ov_maps", "reparametrise_ov", "model_head_overlaps"]
@@ -85,9 +85,7 @@ def head_overlaps(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     >>> head_overlaps(W, 3).round(2).tolist()
     [[1.0, 0.0, 0.5], [0.0, 1.0, 0.0], [0.5, 0.0, 1.0]]
     """
-    blocks = torch.as_tensor(to_numpy(split_head_weights(W, num_heads, axis)), dtype=torch.float64)
-    blocks = blocks if axis == 1 else blocks.transpose(1, 2)  # (h, n, d_head): subspaces as columns
-    Q = _orth(blocks, 1e-12)  # (h, n, r): one orthonormal basis per head, computed once
+    Q = _orth(_head_bases(W, num_heads, axis), 1e-12)  # (h, n, r): one orthonormal basis per head, computed once
     C = torch.einsum("inp,jnq->ijpq", Q, Q)  # (h, h, r, r): Q_i^T Q_j for every pair
     return ((C**2).sum((-2, -1)) / Q.shape[-1]).numpy()  # (h, h)
 

@@ -29,6 +29,7 @@ import torch
 
 from ...core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
 from ...core.attention import resolve_scale, softmax
+from ...core.multihead import split_heads
 
 __all__ = [
     "split_head_weights", "head_bilinear_forms", "form_singular_values", "reparametrise_head",
@@ -56,8 +57,13 @@ def split_head_weights(W: Array, num_heads: int, axis: int = 1) -> Array:
                          f"a multiple of num_heads={num_heads}")
     if axis == 0:
         return W.reshape(num_heads, W.shape[0] // num_heads, W.shape[1])  # (h, d_v, d_out)
-    blocks = W.reshape(W.shape[0], num_heads, W.shape[1] // num_heads)  # (d_model, h, d_k)
-    return blocks.transpose(0, 1) if is_torch(W) else blocks.transpose(1, 0, 2)  # (h, d_model, d_k)
+    return split_heads(W[None], num_heads)[0]  # the d_model rows as a length: (1, h, d_model, d_k) -> (h, d_model, d_k)
+
+
+def _head_bases(W: Array, num_heads: int, axis: int) -> torch.Tensor:
+    """Each head's block of ``W`` in float64 with its subspace as columns: (h, n, d_head)."""
+    blocks = torch.as_tensor(to_numpy(split_head_weights(W, num_heads, axis)), dtype=torch.float64)
+    return blocks if axis == 1 else blocks.transpose(1, 2)  # (h, n, d_head): a W_o block's rows as columns
 
 
 def head_bilinear_forms(W_q: Array, W_k: Array, num_heads: int) -> Array:
@@ -216,8 +222,7 @@ def head_subspace_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     >>> ang.shape, float(abs(ang[0, 0]).max()) < 1e-7
     ((4, 4, 2), True)
     """
-    blocks = torch.as_tensor(to_numpy(split_head_weights(W, num_heads, axis)), dtype=torch.float64)
-    blocks = blocks if axis == 1 else blocks.transpose(1, 2)  # (h, n, d_head): subspaces as columns
+    blocks = _head_bases(W, num_heads, axis)  # (h, n, d_head)
     return principal_angles(blocks[:, None], blocks[None, :])  # (h, 1, ...) against (1, h, ...): all pairs
 
 
@@ -284,10 +289,8 @@ def head_score_matrices(x: Array, W_q: Array, W_k: Array, num_heads: int,
                          f"and two (d_model, h*d_k) with h={num_heads} dividing h*d_k")
     q = x @ W_q + (0.0 if b_q is None else to_numpy(b_q))  # (T, h*d_k)
     k = x @ W_k + (0.0 if b_k is None else to_numpy(b_k))  # (T, h*d_k)
-    T, d_k = x.shape[0], W_q.shape[1] // num_heads
-    q = q.reshape(T, num_heads, d_k).transpose(1, 0, 2)  # (h, T, d_k)
-    k = k.reshape(T, num_heads, d_k).transpose(1, 0, 2)  # (h, T, d_k)
-    return q @ k.transpose(0, 2, 1) * resolve_scale(d_k)  # (h, T, T)
+    q, k = (split_heads(a[None], num_heads)[0] for a in (q, k))  # each (h, T, d_k)
+    return q @ k.transpose(0, 2, 1) * resolve_scale(q.shape[-1])  # (h, T, T)
 
 
 def combine_head_patterns(scores: Array) -> dict[str, np.ndarray]:

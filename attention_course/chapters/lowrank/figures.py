@@ -24,7 +24,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
-__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier", "plot_rank_grid", "plot_real_methods", "plot_head_properties"]
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_spectra", "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse", "plot_method_errors", "method_family", "plot_rank_vs_length", "plot_swap", "plot_recall", "METHOD_COLORS", "method_color", "method_patterns", "plot_method_schematic", "plot_scaling", "plot_memory", "plot_frontier", "plot_rank_grid", "plot_real_methods", "plot_head_properties"]
 
 
 def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
@@ -124,6 +124,56 @@ def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Op
         ax.set_xlabel(f"key j (first {size})" if crop else "key j")
     fig.colorbar(im, ax=axes, extend="min", shrink=0.9,
                  label=f"weight (log; top = largest shown, {vmax:.2g})")
+    return fig
+
+
+@book_figure
+def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
+    r"""Two panels per set of attention matrices: their singular values, and how many of them the
+    informative part needs.
+
+    Left: :math:`\sigma_i` against :math:`i` (log scale). Right: the share of
+    :math:`\|\bar A\|_F^2` held by the top :math:`k` singular values of the centred matrix
+    :math:`\bar A = A - \mathbf 1 \mu^\top` (:math:`\mu` the mean row), with the ``share`` line and
+    the :math:`k` at which each matrix reaches it.
+
+    Parameters
+    ----------
+    matrices : dict
+        Label -> attention matrix of shape (n, n), e.g. ``{"soft": A_soft, "sharp": A_sharp}``.
+    share : float
+        The energy share marked on the right (default 0.9).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.lowrank.spectra import synthetic_attention
+    >>> fig = plot_spectra({"soft": synthetic_attention(32, 4, 0.2), "sharp": synthetic_attention(32, 4, 4.0)})
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['index i', 'number of singular values k']
+    """
+    mats = {name: _grid(f"matrices[{name!r}]", a, 2, "(n, n)") for name, a in matrices.items()}
+    if not mats:
+        raise ValueError("matrices is empty; expected {label: (n, n) attention matrix}")
+    if not 0 < share < 1:
+        raise ValueError(f"share={share!r}; expected a number strictly between 0 and 1")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained")
+    colors = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
+    for (name, A), color in zip(mats.items(), colors):
+        s = np.linalg.svd(A, compute_uv=False)  # (n,), largest first
+        idx = np.arange(1, s.size + 1)
+        ax1.semilogy(idx, np.maximum(s, 1e-18), "-", color=color, lw=1.8, label=name)
+        centred = A - A.mean(axis=0, keepdims=True)  # (n, n): the mean row removed
+        sc = np.linalg.svd(centred, compute_uv=False)  # (n,)
+        energy = np.cumsum(sc**2) / np.sum(sc**2)  # (n,), rising to 1
+        k_share = int(np.searchsorted(energy, share) + 1)
+        ax2.plot(idx, energy, "-", color=color, lw=1.8, label=f"{name}: {k_share} values")
+        ax2.plot([k_share], [energy[k_share - 1]], "o", color=color, ms=6)
+    ax1.set(xlabel="index i", ylabel=r"singular value $\sigma_i$", title="Singular values of A")
+    ax1.legend()
+    ax2.axhline(share, color="0.4", lw=0.8, ls=":")
+    ax2.set(xlabel="number of singular values k", ylabel=r"share of $\|\bar A\|_F^2$ in the top $k$",
+            title="After removing the mean row", ylim=(0, 1.02), xlim=(0, None))
+    ax2.legend(loc="lower right", title=f"{share:.0%} of the energy in")
     return fig
 
 

@@ -1,17 +1,17 @@
 r"""Run a model with every head's attention replaced: rank-:math:`k`, top-:math:`k` or uniform.
 
 A matrix norm says how far an approximation :math:`\tilde A` is from :math:`A`; the model
-says whether the difference matters. This module re-runs the forward pass of the course's
-two models with the package's own pieces and applies a *transform* to each layer's weights
-before they multiply the values:
+says whether the difference matters. This module runs the course's two models, the tiny
+causal transformer (:mod:`attention_course.models.tiny`) and the BERT encoder
+(:mod:`attention_course.models.encoder`, e.g. all-MiniLM-L6-v2), through their own forward
+passes with an ``attention_override`` (:mod:`attention_course.models.override`) that applies a
+*transform* to each layer's weights before they multiply the values:
 
 .. math::
 
-    z_h = \mathcal T_\ell(A_h)\, v_h \quad\text{instead of}\quad z_h = A_h v_h ,
+    z_h = \mathcal T_\ell(A_h)\, v_h \quad\text{instead of}\quad z_h = A_h v_h .
 
-for the tiny causal transformer (:mod:`attention_course.models.tiny`) and for the BERT
-encoder (:mod:`attention_course.models.encoder`, e.g. all-MiniLM-L6-v2). The identity
-transform reproduces each model's own output (tested). Transforms take and return a
+The identity transform gives each model's own output. Transforms take and return a
 tensor of shape ``(B, h, T, S)``:
 
 * :func:`rank_k_weights`: the best rank-:math:`k` approximation of each head's matrix
@@ -29,9 +29,10 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 import torch
-import torch.nn.functional as F
 
-from ...core.attention import causal_mask, scaled_dot_product_attention
+from ...core.attention import causal_mask
+from ...models.encoder import bert_encode
+from ...models.override import AttentionOverride
 
 __all__ = ["Transform", "Attend", "rank_k_weights", "centred_rank_k_weights", "topk_weights", "uniform_weights",
            "tiny_forward_with", "bert_forward_with"]
@@ -168,8 +169,11 @@ def uniform_weights(w: torch.Tensor, causal: bool = False) -> torch.Tensor:
     return (m / m.sum(dim=-1, keepdim=True)).expand_as(w).clone()
 
 
-def _identity(w: torch.Tensor, layer: int) -> torch.Tensor:
-    return w
+def _swapping(transform: Optional[Transform]) -> Optional[AttentionOverride]:
+    """The model's attention override that multiplies the values by ``transform(weights, layer)``."""
+    if transform is None:
+        return None
+    return lambda q, k, v, weights, layer: transform(weights, layer) @ v  # (B, h, T, d_v)
 
 
 def tiny_forward_with(model: Any, tokens: torch.Tensor,
@@ -181,12 +185,14 @@ def tiny_forward_with(model: Any, tokens: torch.Tensor,
         x \leftarrow x + \sum_h \mathcal T_\ell\big(\operatorname{softmax}(c\, q_h k_h^\top + M)\big)\,
         v_h W_O^h
 
+    The model's own forward pass, with an ``attention_override``.
+
     Parameters
     ----------
     model : :class:`~attention_course.models.tiny.TinyTransformer` (``mlp`` allowed; read, not changed)
     tokens : torch.LongTensor, shape (B, T)
     transform : callable ``(weights (B, h, T, T), layer) -> (B, h, T, T)``, optional
-        Default: the identity, which gives ``model(tokens)[0]``.
+        Default: none, which gives ``model(tokens)[0]``.
 
     Returns
     -------
@@ -197,24 +203,11 @@ def tiny_forward_with(model: Any, tokens: torch.Tensor,
     >>> from attention_course.models.tiny import ModelConfig, TinyTransformer
     >>> model = TinyTransformer(ModelConfig(), seed=0)
     >>> tokens = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(0))
-    >>> bool(torch.allclose(tiny_forward_with(model, tokens), model(tokens)[0], atol=1e-5))
+    >>> own_map = lambda w, layer: w
+    >>> bool(torch.equal(tiny_forward_with(model, tokens, own_map), model(tokens)[0]))
     True
     """
-    transform = transform or _identity
-    c = model.config
-    B, T = tokens.shape
-    mask = torch.from_numpy(causal_mask(T))  # (T, T), True = may attend (j <= i)
-    x = model.W_E[tokens] + model.W_pos[:T]  # (B, T, d_model)
-    for layer in range(c.n_layers):
-        xn = model.ln[layer](x)  # (B, T, d_model)
-        q, k, v = (torch.einsum("btd,hdk->bhtk", xn, W[layer])
-                   for W in (model.W_q, model.W_k, model.W_v))  # each (B, h, T, d_k)
-        _, w = scaled_dot_product_attention(q, k, v, mask=mask, scale=c.score_scale)  # (B, h, T, T)
-        z = transform(w, layer) @ v  # (B, h, T, d_k)
-        x = x + torch.einsum("bhtk,hkd->btd", z, model.W_o[layer])  # $\sum_h z_h W_O^h$   (B, T, d_model)
-        if c.mlp:
-            x = x + model.mlps[layer](x)
-    return model.ln[-1](x) @ model.W_U  # (B, T, vocab_size)
+    return model(tokens, attention_override=_swapping(transform))[0]  # (B, T, vocab_size)
 
 
 Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], Optional[torch.Tensor]]  # (q, k, v, layer) -> z
@@ -224,8 +217,8 @@ def bert_forward_with(weights: Any, input_ids: torch.Tensor, transform: Optional
                       attend: Optional[Attend] = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     r"""Hidden states of a BERT encoder with each layer's attention weights transformed.
 
-    The same computation as :func:`~attention_course.models.encoder.bert_encode` (post-LN,
-    GELU MLP), for unpadded inputs, with :math:`A_h` replaced by :math:`\mathcal T_\ell(A_h)`.
+    :func:`~attention_course.models.encoder.bert_encode` (post-LN, GELU MLP) with an
+    ``attention_override``, for unpadded inputs: :math:`A_h` is replaced by :math:`\mathcal T_\ell(A_h)`.
 
     Parameters
     ----------
@@ -252,27 +245,15 @@ def bert_forward_with(weights: Any, input_ids: torch.Tensor, transform: Optional
     ...                          r(4, 8), r(8), r(8, 4), r(4), r(4), r(4))
     >>> w = BertWeights(r(10, 4), r(16, 4), r(2, 4), r(4), r(4), (layer,), num_heads=2, layer_norm_eps=1e-12)
     >>> ids = torch.tensor([[1, 2, 3]])
-    >>> hidden, _ = bert_forward_with(w, ids)
-    >>> bool(torch.allclose(hidden[-1], bert_encode(w, ids).hidden_states[-1]))
+    >>> hidden, _ = bert_forward_with(w, ids, lambda a, layer: a)
+    >>> bool(torch.equal(hidden[-1], bert_encode(w, ids).hidden_states[-1]))
     True
     """
-    transform = transform or _identity
-    B, T = input_ids.shape
-    h = weights.num_heads
-    d, eps = weights.word_embeddings.shape[1], weights.layer_norm_eps
-    x = (weights.word_embeddings[input_ids] + weights.token_type_embeddings[torch.zeros_like(input_ids)]
-         + weights.position_embeddings[torch.arange(T)])  # (B, T, d)
-    x = F.layer_norm(x, (d,), weights.ln_weight, weights.ln_bias, eps)  # (B, T, d)
-    hidden, attentions = [x], []
-    for layer, L in enumerate(weights.layers):
-        q, k, v = ((x @ W + b).view(B, T, h, -1).transpose(1, 2)
-                   for W, b in ((L.W_q, L.b_q), (L.W_k, L.b_k), (L.W_v, L.b_v)))  # each (B, h, T, d_k)
-        _, w = scaled_dot_product_attention(q, k, v)  # (B, h, T, T), rows over the T keys
+    swap = _swapping(transform)
+
+    def override(q, k, v, w, layer):  # each (B, h, T, d_k); w (B, h, T, T)
         z = attend(q, k, v, layer) if attend is not None else None  # (B, h, T, d_v) or None
-        z = (transform(w, layer) @ v if z is None else z).transpose(1, 2).reshape(B, T, -1)  # (B, T, h d_v)
-        x = F.layer_norm(x + z @ L.W_o + L.b_o, (d,), L.ln1_weight, L.ln1_bias, eps)  # (B, T, d)
-        ff = F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # (B, T, d)
-        x = F.layer_norm(x + ff, (d,), L.ln2_weight, L.ln2_bias, eps)  # (B, T, d)
-        hidden.append(x)
-        attentions.append(w)
-    return hidden, attentions
+        return swap(q, k, v, w, layer) if z is None and swap is not None else z
+
+    out = bert_encode(weights, input_ids, attention_override=override)
+    return list(out.hidden_states), list(out.attentions)

@@ -1,11 +1,19 @@
-r"""Chapter 3's flagged sliders for the ``efficient-attention`` and ``structure-implies-low-rank``
-verdicts.
+r"""Chapter 3's sliders: one that teaches (the lesson) and three that push on a verdict (the evidence page).
 
-* :func:`rank_grid_explorer`: pick a head width :math:`d_k` and see the centred rank-32 error of
-  Gaussian attention against the logit standard deviation (the stored grid of
-  ``lowrank-run --verdicts``); the flag sits at the first width that fails at MiniLM's sharpness.
+* :func:`lowrank_explorer` (the lesson): sharpen a synthetic attention matrix and watch its
+  singular values, and its best rank-``k`` against its top-``k`` error; the mark sits where the
+  two errors cross. It decides no verdict, so its flag links to none.
 
-* :func:`efficient_structure_explorer`: move the inputs from iid Gaussian (:math:`t = 0`) to
+* :func:`soft_logits_explorer` (``low-rank``): pick a logit standard deviation :math:`\beta` and
+  see the centred rank-32 error of Gaussian attention (:math:`d_k = 32`) at each length :math:`n`
+  (the stored grid of ``lowrank-run --verdicts``); the flag sits at the first :math:`\beta` that
+  fails at some length.
+
+* :func:`rank_grid_explorer` (``structure-implies-low-rank``): pick a head width :math:`d_k` and see
+  the centred rank-32 error of Gaussian attention against the logit standard deviation (the same
+  stored grid); the flag sits at the first width that fails at MiniLM's sharpness.
+
+* :func:`efficient_structure_explorer` (``efficient-attention``): move the inputs from iid Gaussian (:math:`t = 0`) to
   the chapter's ``smooth`` inputs (:math:`t = 1`, low-rank attention),
 
   .. math::
@@ -45,7 +53,8 @@ from .figures import method_family
 from .runs import STRUCTURE_DATA, load_verdicts
 from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
 
-__all__ = ["efficient_structure_explorer", "load_structure_sweep", "lowrank_explorer", "rank_grid_explorer"]
+__all__ = ["efficient_structure_explorer", "load_structure_sweep", "lowrank_explorer", "soft_logits_explorer",
+           "rank_grid_explorer"]
 
 _DATA = DATA_DIR
 #: The stored :func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep` of the efficient-attention slider.
@@ -154,18 +163,20 @@ def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1)
 
 # ------------------------------------------------------------------ chapter 3
 def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: int = 16, k: int = 8,
-                     seed: int = 0) -> SliderFigure:
+                     seed: int = 0, verdict: str = "") -> SliderFigure:
     r"""Chapter 3: a synthetic attention matrix at inverse temperature :math:`\beta`, its singular
     values, and its best rank-``k`` against its top-``k``-per-row error.
 
     The flip marker sits at the grid point nearest the crossover (:func:`crossover_beta`): below
-    it the rank-``k`` approximation is the better one, above it the sparse one.
+    it the rank-``k`` approximation is the better one, above it the sparse one. It teaches, so by
+    default its mark links to no verdict box; ``verdict`` (a claim id) would make it link to one
+    on the same page.
 
     Examples
     --------
     >>> fig = lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4)
-    >>> len(fig.frames), fig.labels[0]
-    (3, 'β = 0.2')
+    >>> len(fig.frames), fig.labels[0], fig.verdict, "data-verdict" in fig.to_html()
+    (3, 'β = 0.2', '', False)
     """
     betas = [0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0] if betas is None else list(betas)
     sweep = temperature_sweep(betas, n=n, d=d, k=k, seed=seed)
@@ -218,7 +229,79 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
                         "inverse temperature; the rank-k error grows and the sparse error falls.",
                         start=betas.index(1.0) if 1.0 in betas else 0, control_label="inverse temperature β",
                         flip=flip, flip_note="rank-k and top-k errors cross: soft attention is low-rank, "
-                                             "sharp attention sparse", verdict="low-rank")
+                                             "sharp attention sparse", verdict=verdict)
+
+
+# ------------------------------------------------------------------ low-rank
+def soft_logits_explorer(verdicts: dict | None = None, level: float = 0.1) -> SliderFigure:
+    r"""Chapter 3: pick a logit standard deviation :math:`\beta`; see the centred rank-32 error of
+    Gaussian attention of width :math:`d_k = 32` at every length :math:`n` of the stored run.
+
+    Each frame is one column of the stored grid at :math:`d_k = 32`
+    (:func:`~attention_course.chapters.lowrank.rank_grid.centred_error_grid` at each
+    :math:`n`, ``lowrank-run --verdicts``): the mean over seeds and the seeds' range against
+    :math:`n`, and the ``level`` line. The ``low-rank`` verdict reads the grid this way: soft
+    attention is close to low rank at :math:`\beta` when the error stays below ``level`` at every
+    :math:`n`. The flag sits at the first :math:`\beta` (in increasing order, MiniLM's sharpness
+    included) where it does not.
+
+    Examples
+    --------
+    >>> fig = soft_logits_explorer()
+    >>> fig.labels[0], fig.verdict, fig.labels[fig.flip]
+    ('β = 0.05', 'low-rank', 'β = 0.15')
+    """
+    v = load_verdicts() if verdicts is None else verdicts
+    cfg = v["config"]
+    betas = np.asarray(cfg["betas"], dtype=float)
+    order = np.argsort(betas)
+    ns = sorted(int(n) for n in v["grid_by_n"])
+    err = np.stack([np.asarray(v["grid_by_n"][str(n)]["error"], dtype=float)[:, order] for n in ns],
+                   axis=1)  # (seeds, n, beta), beta increasing
+    b, b_tr = betas[order], float(cfg["beta_trained"])
+    mean, lo, hi = err.mean(axis=0), err.min(axis=0), err.max(axis=0)  # (n, beta)
+    passes = (mean < level).all(axis=0)  # (beta,): below the level at every length
+    flip = next((j for j in range(len(b)) if not passes[j]), None)
+    labels = [f"β = {x:.2f} (MiniLM)" if abs(x - b_tr) < 1e-3 else f"β = {x:g}" for x in b]
+    frames = []
+    for j, x in enumerate(b):
+        frames.append({"data": [
+            {"type": "scatter", "mode": "lines", "x": ns + ns[::-1], "y": list(hi[:, j]) + list(lo[::-1, j]),
+             "fill": "toself", "fillcolor": "rgba(136,34,85,0.2)", "line": {"width": 0}, "name": "range over seeds",
+             "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines+markers", "x": ns, "y": list(mean[:, j]), "name": "mean over seeds",
+             "line": {"color": method_color("svd"), "width": 3},
+             "hovertemplate": "n = %{x}: error %{y:.3f}<extra></extra>"},
+            {"type": "scatter", "mode": "lines", "x": [ns[0], ns[-1]], "y": [level, level], "name": f"error {level:g}",
+             "line": {"color": "#000000", "dash": "dot"}}],
+            "readout": (f"{labels[j]}: centred rank-{cfg['grid_k']} error "
+                        + ", ".join(f"{mean[i, j]:.3f} at n = {n}" for i, n in enumerate(ns))
+                        + (f"; below {level:g} at every length." if passes[j] else
+                           f"; {level:g} or more at some length."))})
+    layout = {"height": 400, "margin": {"l": 60, "r": 10, "t": 50, "b": 45}, "font": _FONT,
+              "xaxis": {"type": "log", "tickvals": ns, "ticktext": [str(n) for n in ns],
+                        "title": {"text": "sequence length n"}, **PLOTLY_AXIS},
+              "yaxis": {"range": [0, 1], "title": {"text": f"centred rank-{cfg['grid_k']} error"}, **PLOTLY_AXIS},
+              "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0}}
+
+    def draw(fig, ax):
+        for i, n in enumerate(ns):
+            ax.plot(b, mean[i], "o-", ms=4, color=method_color("svd"), alpha=0.4 + 0.6 * i / max(1, len(ns) - 1),
+                    label=f"n = {n}")
+        ax.axhline(level, color="0.3", ls=":")
+        ax.axvline(b_tr, color=method_color("nystrom"), ls="--", label="MiniLM's sharpness")
+        ax.set(xscale="log", xlabel="logit standard deviation β", ylabel=f"centred rank-{cfg['grid_k']} error",
+               title="Gaussian attention of width 32, by length", ylim=(0, 1))
+        ax.legend()
+
+    note = (f"from here on, rank {cfg['grid_k']} misses {level:g} or more of the centred matrix at some length"
+            if flip is not None else "")
+    return SliderFigure("ix-lowrank-soft", "Soften the logits: when is attention close to rank 32 at every length?",
+                        labels, frames, layout, static_fallback(draw, (6.4, 3.2)),
+                        "Centred rank-32 error of Gaussian attention of width 32 against the logit standard "
+                        "deviation, one line per length: below 0.1 only for the softest logits, close to 1 at "
+                        "MiniLM's sharpness.", start=0, control_label="logit standard deviation β", flip=flip,
+                        flip_note=note, verdict="low-rank")
 
 
 # ------------------------------------------------------------------ structure-implies-low-rank

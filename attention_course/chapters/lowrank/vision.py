@@ -34,6 +34,7 @@ from torch import nn
 
 from ...core._backend import ShapeError, shape_str
 from ...core.attention import scaled_dot_product_attention
+from ...core.multihead import merge_heads, split_heads
 from ...models.adamw import AdamW
 
 __all__ = ["load_digit_split", "patchify", "patch_centres", "ViTConfig", "TinyViT", "train_vit", "accuracy"]
@@ -154,11 +155,10 @@ class _Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        B, n, d = x.shape
-        qkv = self.W_qkv(self.ln1(x)).view(B, n, 3, self.h, d // self.h)  # (B, n, 3, h, d_k)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, n, d_k)
+        qkv = self.W_qkv(self.ln1(x))  # (B, n, 3d): queries, keys and values side by side
+        q, k, v = (split_heads(t, self.h) for t in qkv.chunk(3, dim=-1))  # each (B, h, n, d_k)
         z, w = scaled_dot_product_attention(q, k, v)  # z (B, h, n, d_k); w (B, h, n, n), softmax over keys
-        x = x + self.W_o(z.transpose(1, 2).reshape(B, n, d))  # (B, n, d)
+        x = x + self.W_o(merge_heads(z))  # (B, n, h d_k) -> (B, n, d)
         return x + self.mlp(self.ln2(x)), w
 
 

@@ -26,6 +26,17 @@ __all__ = ["plot_patch_attention", "plot_attention_distance", "plot_neighbourhoo
 _NEAR, _FAR, _UNTRAINED = "#0072B2", "#E69F00", "#BBBBBB"
 
 
+def _head_dots(ax, x: float, values: np.ndarray, near: np.ndarray, untrained: bool, rng: np.random.Generator,
+               jitter: float, size: float) -> None:
+    """One layer's heads as dots jittered around ``x``: untrained grey, trained blue where near, orange otherwise."""
+    xs = x + rng.uniform(-jitter, jitter, size=values.size)
+    if untrained:
+        ax.scatter(xs, values, s=size - 2, color=_UNTRAINED, zorder=2)
+    else:
+        ax.scatter(xs[~near], values[~near], s=size, color=_FAR, zorder=3)
+        ax.scatter(xs[near], values[near], s=size, color=_NEAR, zorder=3)
+
+
 @book_figure
 def plot_patch_attention(image: np.ndarray, weights: Sequence[np.ndarray], patch: int = 2, query: int = 5,
                          titles: Optional[Sequence[str]] = None, suptitle: Optional[str] = None) -> Figure:
@@ -116,12 +127,7 @@ def plot_attention_distance(doc: dict, alpha: Optional[float] = None) -> Figure:
             d = np.array([x for r in runs for x in r[which][l]["distance"]])
             near = np.array([ps < alpha or pc < alpha for r in runs
                              for ps, pc in zip(r[which][l]["p_space"], r[which][l]["p_content"])])
-            x = l + 1 + dx + rng.uniform(-0.09, 0.09, size=d.size)
-            if which == "untrained":
-                ax.scatter(x, d, s=16, color=_UNTRAINED, zorder=2)
-            else:
-                ax.scatter(x[~near], d[~near], s=18, color=_FAR, zorder=3)
-                ax.scatter(x[near], d[near], s=18, color=_NEAR, zorder=3)
+            _head_dots(ax, l + 1 + dx, d, near, which == "untrained", rng, jitter=0.09, size=18)
     ax.axhline(doc["uniform"], color="0.3", ls="--", lw=1)
     ax.set(xlabel="layer", ylabel="mean attention distance (px)", xticks=range(1, L + 1),
            xlim=(0.4, L + 0.6), title=f"Every head of {len(runs)} trained models, and their untrained twins")
@@ -164,13 +170,8 @@ def plot_neighbourhood_mass(doc: dict, alpha: Optional[float] = None, most: floa
             for which, dx in (("untrained", -0.2), ("layers", 0.15)):
                 v = np.array([x for r in runs for x in r[which][l][key]])
                 p = np.array([x for r in runs for x in r[which][l][pkey]])
-                near = (v > most) & (p < alpha)
-                x = l + 1 + dx + rng.uniform(-0.08, 0.08, size=v.size)
-                if which == "untrained":
-                    ax.scatter(x, v, s=14, color=_UNTRAINED, zorder=2)
-                else:
-                    ax.scatter(x[~near], v[~near], s=16, color=_FAR, zorder=3)
-                    ax.scatter(x[near], v[near], s=16, color=_NEAR, zorder=3)
+                _head_dots(ax, l + 1 + dx, v, (v > most) & (p < alpha), which == "untrained", rng,
+                           jitter=0.08, size=16)
         ax.axhline(uniform, color="0.3", ls="--", lw=1)
         ax.axhline(most, color="0.3", ls=":", lw=1.2)
         ax.set(xlabel="layer", xticks=range(1, L + 1), xlim=(0.5, L + 0.5), title=title)

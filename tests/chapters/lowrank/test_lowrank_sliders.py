@@ -115,3 +115,43 @@ def test_figures_are_offline_small_and_captioned(request, build):
     assert len(html.encode()) < 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
     assert "<script src" not in html and "http://" not in html and "https://" not in html  # nothing fetched
     assert 'class="ac-ix-fallback" src="data:image/png;base64,' in html and "<figcaption" in html
+
+
+# ------------------------------------------------------------------ low-rank
+def test_soft_logits_slider_flags_the_first_beta_that_fails_at_some_length():
+    from attention_course.chapters.lowrank.runs import load_verdicts
+
+    v = load_verdicts()
+    betas = np.array(v["config"]["betas"])
+    order = np.argsort(betas)
+    # independent of the slider: the mean over seeds at every length, d_k = 32, in increasing beta
+    means = np.array([np.mean(v["grid_by_n"][n]["error"], axis=0)[order] for n in ("256", "512", "1024")])
+    first_fail = int(np.flatnonzero((means >= 0.1).any(axis=0))[0])
+    fig = fl.soft_logits_explorer(v)
+    assert fig.flip == first_fail and fig.verdict == "low-rank"
+    assert sorted(betas)[first_fail - 1] == 0.1  # the box's beta* (grid_beta_star): the last beta that passes
+    html = fig.to_html()
+    assert html.count('data-verdict="low-rank"') == 1 and 'href="#claim-low-rank"' in html
+    spec = _spec(fig)
+    for j, frame in enumerate(spec["frames"]):
+        np.testing.assert_allclose(frame["data"][1]["y"], means[:, j], rtol=5e-4)  # 4 significant digits
+    assert fig.labels[int(np.argmin(np.abs(np.sort(betas) - v["config"]["beta_trained"])))].endswith("(MiniLM)")
+
+
+def test_the_lessons_temperature_slider_links_to_no_verdict():
+    """It teaches: its mark is the crossover of two errors, which decides no claim on the lesson."""
+    fig = fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4)
+    assert fig.verdict == "" and "data-verdict" not in fig.to_html() and "#claim-" not in fig.to_html()
+    assert 'data-verdict="low-rank"' in fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4, verdict="low-rank").to_html()
+
+
+def test_the_lessons_prediction_links_to_the_evidence_page():
+    from attention_course.chapters.lowrank.lesson_prediction import lesson_prediction
+    from attention_course.figures.predictions import prediction
+
+    shared, lesson = prediction("ix-predict-lowrank"), lesson_prediction("ix-predict-lowrank")
+    assert (lesson.question, lesson.choices, lesson.correct) == (shared.question, shared.choices, shared.correct)
+    assert 'href="03_low_rank_evidence.html#claim-structure-implies-low-rank"' in lesson.to_html()
+    assert 'href="#claim-' not in lesson.to_html()
+    with pytest.raises(KeyError, match="no prediction 'ix-nothing'"):
+        lesson_prediction("ix-nothing")

@@ -180,3 +180,42 @@ def test_grid_slider_flags_the_first_width_that_fails_at_the_trained_sharpness()
     assert fig.flip == first and fig.verdict == "structure-implies-low-rank"
     assert all(f"{e:.3f} at MiniLM's sharpness" in fr["readout"] for e, fr in zip(err, fig.frames))
     assert 'data-verdict="structure-implies-low-rank"' in fig.to_html()
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_the_last_layer_of_the_head_study_and_one_length_recompute():
+    """The evidence page reads MiniLM's per-head numbers from the stored run; recompute layer 6 of the
+    shipped order at n = 512 (rank-32 error, sink share) and every head's effective rank at n = 64.
+    The float32 model moves the stored float64 measures by well under 1e-3 (an attention weight carries
+    ~1e-7 relative round-off; a rank error is a ratio of norms of those weights); a scrambled-embedding
+    baseline shows the comparison can fail."""
+    import dataclasses
+
+    from attention_course import minilm_weights
+    from attention_course.chapters.lowrank import head_swap as sw
+    from attention_course.chapters.lowrank.runs import load_verdicts, minilm_ids
+    from attention_course.chapters.lowrank.spectra import effective_rank, rank_k_error
+
+    heads = load_verdicts()["heads"]
+    n, k = heads["n"], heads["k"]
+    stored = np.c_[heads["orders"][0]["rank_error"][60:], heads["orders"][0]["sink_share"][60:]]  # (12, 2)
+    growth = {r["n"]: np.array(r["effective_rank"]) for r in heads["growth"]}
+
+    def layer6(weights):
+        A = sw.bert_forward_with(weights, minilm_ids(n))[1][-1][0].double().numpy()  # (12, n, n)
+        return np.c_[rank_k_error(A, k), head_properties(A, [0, n - 1])["sink_share"]]  # (12, 2)
+
+    def erank64(weights):
+        att = sw.bert_forward_with(weights, minilm_ids(64))[1]
+        return effective_rank(torch.cat(att).double().numpy()).ravel()  # (72,)
+
+    W = minilm_weights()
+    with torch.no_grad():
+        assert np.abs(layer6(W) - stored).max() < 1e-3
+        assert np.abs(erank64(W) - growth[64]).max() < 0.01
+        g = torch.Generator().manual_seed(0)
+        perm = torch.randperm(W.word_embeddings.shape[0], generator=g)
+        scrambled = dataclasses.replace(W, word_embeddings=W.word_embeddings[perm])  # same weights, wrong words
+        assert np.abs(layer6(scrambled) - stored).max() > 1e-2
+        assert np.abs(erank64(scrambled) - growth[64]).max() > 0.1
