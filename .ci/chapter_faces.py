@@ -6,10 +6,12 @@ import ast, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 P = ROOT / "attention_course"
-CHAPTERS = {1: "mechanics", 2: "kernels", 3: "lowrank", 4: "heads", 5: "graphs", 6: "scaling", 7: "insight", 8: "encoder"}
+CHAPTERS = {1: "mechanics", 2: "kernels", 3: "lowrank", 4: "heads", 5: "graphs", 6: "scaling", 7: "insight", 8: "encoder", 9: "decoder", 10: "gpt"}
 TITLES = {1: "The mechanics of scaled dot-product attention", 2: "Attention as kernel smoothing",
           3: "Low rank, and why efficient attention works", 4: "Multi-head attention as subspaces",
-          5: "Self-attention as message passing", 6: "Why 1/sqrt(d_k) matters", 7: "The insight", 8: "Build it"}
+          5: "Self-attention as message passing", 6: "Why 1/sqrt(d_k) matters", 7: "The insight", 8: "Build it",
+          9: "Build a GPT",
+          10: "A GPT at work"}
 ORDER_LAST = ["runs", "benchmarks", "figures", "sliders", "exercises"]
 SKIP = ("main", "cli", "add_arguments", "VARIANTS")
 for num, topic in CHAPTERS.items():

@@ -11,9 +11,9 @@ imports point one way only::
 * ``figures``: what every chapter's figures share (the style, the slider engine);
 * ``exercises``: the checker engine (``check`` never raises);
 * ``models``: the tiny transformer and its one training loop, toy tasks, our BERT
-  encoder, the pretrained MiniLM;
+  encoder, the pretrained MiniLM, SmolLM2's weights read from a GGUF file;
 * ``chapters/<topic>/``: one folder per chapter (mechanics, kernels, lowrank, heads,
-  graphs, scaling, insight, encoder), each with its measures, ``runs.py`` (long runs
+  graphs, scaling, insight, encoder, decoder, gpt), each with its measures, ``runs.py`` (long runs
   that store JSON), ``figures.py``, ``sliders.py`` and ``exercises.py``; a chapter
   imports from earlier chapters only;
 * ``course``: the claims ledger, solutions, glue and inline values, progress.
@@ -112,6 +112,7 @@ from .course.verdict_boxes import closing_summary
 from .models.pretrained import MiniLMNotFoundError, attention_maps, load_minilm, minilm_tokenizer, minilm_weights
 from .models.perturb import encoder_maps, scrambled_weights
 from .models.queries_keys import bert_queries_keys, minilm_queries_keys
+from .models.smollm2 import DecoderConfig, DecoderWeights, load_smollm2, smollm2_tokenizer
 from .chapters.graphs.rollout import attention_rollout
 from .chapters.scaling.training import compare_scales
 from .chapters.scaling.measures import (
@@ -162,7 +163,8 @@ __all__ = [
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
     "minilm_tokenizer", "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights",
-    "bert_queries_keys", "minilm_queries_keys", "ModelConfig", "TinyTransformer", "train",
+    "bert_queries_keys", "minilm_queries_keys", "DecoderConfig", "DecoderWeights", "load_smollm2",
+    "smollm2_tokenizer", "ModelConfig", "TinyTransformer", "train",
     "train_run", "TrainingRun", "qk_logits",
     "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",

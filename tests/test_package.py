@@ -38,7 +38,7 @@ import pytest  # noqa: E402
 
 PACKAGE = Path(ac.__file__).parent
 #: The chapters in reading order: a chapter may import from earlier chapters, never later ones.
-READING_ORDER = ("mechanics", "kernels", "lowrank", "heads", "graphs", "scaling", "insight", "encoder")
+READING_ORDER = ("mechanics", "kernels", "lowrank", "heads", "graphs", "scaling", "insight", "encoder", "decoder", "gpt")
 #: What each layer may import from the package (see attention_course/README.md). ``core``, the
 #: exercise engine and the shared figure helpers are foundations; ``course`` may import anything.
 ALLOWED = {

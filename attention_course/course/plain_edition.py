@@ -913,16 +913,19 @@ def _chapter_number(path: Path) -> str:
     return str(int(m[1])) if m else ""
 
 
-def exercise_numbers(markdown_cells: Sequence[str], chapter_number: str) -> dict[str, tuple[str, str]]:
-    """Exercise label -> (its number in the book, ``"1.3"``, its subtitle), in order of appearance.
+def exercise_numbers(markdown_cells: Sequence[str], chapter_number: str, start: int = 1) -> dict[str, tuple[str, str]]:
+    """Exercise label -> (its number in the book, ``"1.3"``, its subtitle), in order of appearance,
+    from ``start`` (an evidence page continues its lesson's numbers, as its figures do).
 
     Examples
     --------
     >>> exercise_numbers([":::{exercise} A\\n:label: ex-a\\nx\\n:::", ":::{exercise}\\n:label: ex-b\\ny\\n:::"], "4")
     {'ex-a': ('4.1', 'A'), 'ex-b': ('4.2', '')}
+    >>> exercise_numbers([":::{exercise} A\\n:label: ex-a\\nx\\n:::"], "4", start=5)
+    {'ex-a': ('4.5', 'A')}
     """
     out: dict[str, tuple[str, str]] = {}
-    k = 0
+    k = start - 1
 
     def walk(text: str) -> None:
         nonlocal k
@@ -963,7 +966,12 @@ def plain_notebook(nb: dict, path: PathLike, targets: BookTargets, root: PathLik
     doc = path.relative_to(root).with_suffix("").as_posix()
     texts = glued_texts(nb)
     markdown = [_source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
-    exercises = exercise_numbers(markdown, _chapter_number(path))
+    lesson = path.with_name(path.name.replace("_evidence.ipynb", ".ipynb"))
+    before = 0
+    if lesson != path and lesson.exists():  # an evidence page: its exercises follow the lesson's
+        lesson_md = [_source(c) for c in load_notebook(lesson)["cells"] if c["cell_type"] == "markdown"]
+        before = sum(1 for number, _ in exercise_numbers(lesson_md, "").values() if number)
+    exercises = exercise_numbers(markdown, _chapter_number(path), start=before + 1)
     figure_numbers = _figure_numbers(nb, path)
     reader = read_include or sphinx_include_reader
 

@@ -441,3 +441,113 @@ def window_sweep(run, windows, margin):
 
 
 SOLUTIONS.update({"hopfield-retrieval": hopfield_retrieval, "window-sweep": window_sweep})
+
+
+# ------------------------------------------------------------------ chapter 9
+def rms_norm(x, weight, eps):
+    """RMSNorm over the last axis: x / sqrt(mean(x^2) + eps) * weight, (..., d) -> (..., d)."""
+    mean_square = (x * x).mean(dim=-1, keepdim=True)  # (..., 1): each token's own d features
+    return x / torch.sqrt(mean_square + eps) * weight  # no mean subtracted, no shift
+
+
+def rope(x, positions, base):
+    """Rotate-half RoPE: feature i pairs with i + d/2 and turns by positions * base^(-2i/d)."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)  # (d/2,): one frequency per pair
+    angles = positions.to(x.dtype)[:, None] * theta[None, :]  # (T, d/2)
+    angles = torch.cat([angles, angles], dim=-1)  # (T, d): features i and i + d/2 share an angle
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    rotated = torch.cat([-x2, x1], dim=-1)  # (..., T, d): each pair turned by 90 degrees
+    return x * angles.cos() + rotated * angles.sin()
+
+
+def grouped_attention(q, k, v):
+    """Causal attention, h query heads over h_kv key/value heads; queries are the last T of S positions."""
+    B, h, T, d = q.shape
+    h_kv, S = k.shape[1], k.shape[2]
+    k = k.repeat_interleave(h // h_kv, dim=1)  # (B, h, S, d): head i reads key/value head i // (h / h_kv)
+    v = v.repeat_interleave(h // h_kv, dim=1)
+    scores = q @ k.transpose(-2, -1) / d**0.5  # (B, h, T, S)
+    allowed = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)  # query t sits at S - T + t
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v  # (B, h, T, d), softmax over the keys
+
+
+def decoder_block(x, layer, config, positions):
+    """One pre-norm layer: a = x + Attn(RMSNorm(x)), y = a + SwiGLU(RMSNorm(a)); (B, T, d) -> (B, T, d)."""
+    B, T, d = x.shape
+    h, h_kv, dh = config.n_heads, config.n_kv_heads, config.d_head
+    xn = rms_norm(x, layer.attn_norm, config.eps)
+    q = (xn @ layer.W_q).reshape(B, T, h, dh).transpose(1, 2)  # (B, h, T, d_head)
+    k = (xn @ layer.W_k).reshape(B, T, h_kv, dh).transpose(1, 2)  # (B, h_kv, T, d_head)
+    v = (xn @ layer.W_v).reshape(B, T, h_kv, dh).transpose(1, 2)
+    q, k = rope(q, positions, config.rope_base), rope(k, positions, config.rope_base)  # not v
+    heads = grouped_attention(q, k, v)  # (B, h, T, d_head)
+    a = x + heads.transpose(1, 2).reshape(B, T, h * dh) @ layer.W_o  # (B, T, d)
+    an = rms_norm(a, layer.mlp_norm, config.eps)
+    gate = an @ layer.W_gate
+    return a + (gate * torch.sigmoid(gate) * (an @ layer.W_up)) @ layer.W_down  # SiLU(gate) * up, then down
+
+
+# ------------------------------------------------------------------ chapter 10 (chapter 9's parts, with a cache)
+def decoder_forward(weights, ids, cache):
+    """Logits of the new tokens and the extended cache (L, 2, B, h_kv, S + T, d_head)."""
+    cfg = weights.config
+    B, T = ids.shape
+    S = cache.shape[4]  # positions already in the cache
+    positions = torch.arange(S, S + T)  # the new tokens continue after them
+    x = weights.embed[ids]  # (B, T, d)
+    new_cache = []
+    for layer, (past_k, past_v) in zip(weights.layers, cache):
+        xn = rms_norm(x, layer.attn_norm, cfg.eps)
+        q = (xn @ layer.W_q).reshape(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2)  # (B, h, T, d_head)
+        k = (xn @ layer.W_k).reshape(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)  # (B, h_kv, T, d_head)
+        v = (xn @ layer.W_v).reshape(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+        q, k = rope(q, positions, cfg.rope_base), rope(k, positions, cfg.rope_base)
+        k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)  # (B, h_kv, S + T, d_head)
+        new_cache.append(torch.stack([k, v]))  # (2, B, h_kv, S + T, d_head)
+        heads = grouped_attention(q, k, v)  # (B, h, T, d_head)
+        x = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o
+        xn = rms_norm(x, layer.mlp_norm, cfg.eps)
+        gate = xn @ layer.W_gate
+        x = x + (gate * torch.sigmoid(gate) * (xn @ layer.W_up)) @ layer.W_down
+    logits = rms_norm(x, weights.final_norm, cfg.eps) @ weights.embed.T  # (B, T, V): the tied head
+    return logits, torch.stack(new_cache)  # (L, 2, B, h_kv, S + T, d_head)
+
+
+def next_token_probs(logits, temperature, top_k, top_p):
+    """Temperature, then top-k (ties kept), then the top-p nucleus (crossing token kept); (B, V) -> (B, V)."""
+    if temperature == 0:  # greedy: everything on the largest logit
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
+    z = logits / temperature
+    if top_k > 0:
+        kth = torch.topk(z, top_k, dim=-1).values[..., -1:]  # (B, 1): the k-th largest logit
+        z = z.masked_fill(z < kth, float("-inf"))
+    p = torch.softmax(z, dim=-1)  # (B, V)
+    if top_p < 1:
+        sorted_p = p.sort(dim=-1, descending=True).values
+        mass_above = sorted_p.cumsum(dim=-1) - sorted_p  # what the tokens ranked higher already hold
+        kept = mass_above < top_p  # the shortest prefix that reaches top_p, crossing token included
+        smallest = sorted_p.masked_fill(~kept, float("inf")).amin(dim=-1, keepdim=True)  # (B, 1)
+        p = p.masked_fill(p < smallest, 0.0)
+        p = p / p.sum(dim=-1, keepdim=True)  # renormalise
+    return p
+
+
+def next_token_loss(logits, ids):
+    """Mean cross-entropy of predicting ids[:, t + 1] from logits[:, t]: a 0-d tensor, in nats."""
+    V = logits.shape[-1]
+    predictions = logits[:, :-1].reshape(-1, V)  # (B (T-1), V): every position but the last
+    targets = ids[:, 1:].reshape(-1)  # (B (T-1),): the token that follows each one
+    return torch.nn.functional.cross_entropy(predictions, targets)
+
+
+SOLUTIONS.update({
+    "rms-norm": rms_norm,
+    "rope": rope,
+    "grouped-attention": grouped_attention,
+    "decoder-block": decoder_block,
+    "decoder-forward": decoder_forward,
+    "next-token-probs": next_token_probs,
+    "next-token-loss": next_token_loss,
+})

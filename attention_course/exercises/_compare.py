@@ -78,15 +78,17 @@ def _short(x: Any) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
-def _wanted(e: np.ndarray, ref: Any) -> str:
+def _wanted(e: np.ndarray, ref: Any, array_type: str = "any") -> str:
     """What the reference's result is, in words."""
     kind = {"b": "boolean", "i": "integer", "u": "integer"}.get(e.dtype.kind, "float")
     if not _is_array(ref) and e.ndim == 0:
         return "an int" if kind == "integer" else f"a single {kind} number"
+    if array_type == "torch" and isinstance(ref, torch.Tensor):
+        return f"a torch tensor of dtype {str(ref.dtype).replace('torch.', '')} and shape {tuple(ref.shape)}"
     return f"a {kind} numpy array (or torch tensor) of shape {e.shape}"
 
 
-def _kind_problem(g: np.ndarray, e: np.ndarray, got: Any, ref: Any) -> Optional[str]:
+def _kind_problem(g: np.ndarray, e: np.ndarray, got: Any, ref: Any, exact: bool = False) -> Optional[str]:
     gk, ek = g.dtype.kind, e.dtype.kind
     if gk == "c" and ek != "c":
         return (f"your result is complex ({g.dtype}); expected real numbers. Complex values "
@@ -113,6 +115,10 @@ def _kind_problem(g: np.ndarray, e: np.ndarray, got: Any, ref: Any) -> Optional[
         return (f"your result is {g.dtype} but the inputs are {e.dtype}, so you lost precision. "
                 "Keep the input's dtype: torch.as_tensor(x) keeps float64, torch.tensor(x, "
                 "dtype=torch.float32) and .float() do not")
+    if exact and ek == "f" and gk == "f" and g.dtype != e.dtype:
+        return (f"your result is {g.dtype} but the inputs are {e.dtype}: return the inputs' dtype (the "
+                f"next steps multiply your result with {e.dtype} weights); a .double() or a float64 "
+                "constant tensor changes it")
     return None
 
 
@@ -138,11 +144,14 @@ def result_name(i: int, n: int, names: tuple = ()) -> str:
     return f"result {i + 1} of {n}" + (f" ({names[i]})" if len(names) == n else "")
 
 
-def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = ()) -> Optional[str]:
+def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = (), array_type: str = "any") -> Optional[str]:
     """Return a message if ``got`` does not have the type, dtype kind or shape of ``ref``.
 
     ``where`` prefixes the message (which result of a tuple it is about); ``names`` are the
-    exercise's names for the items of a tuple result (``Exercise.returns``).
+    exercise's names for the items of a tuple result (``Exercise.returns``). ``array_type`` is
+    ``"any"`` (a numpy array or a torch tensor, at least the reference's precision) or
+    ``"torch"`` (a torch tensor of exactly the reference's dtype: the chapters whose parts feed
+    each other's tensors).
 
     Examples
     --------
@@ -154,6 +163,8 @@ def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = ()) ->
     True
     >>> "e.g. `return mean, std`" in structure_problem([1.0, 2.0], (1.0, 2.0), names=("mean", "std"))
     True
+    >>> structure_problem(np.ones(3), torch.ones(3), array_type="torch")[:34]
+    'you returned a numpy array; expect'
     """
     if isinstance(ref, tuple):
         n = len(ref)
@@ -168,7 +179,7 @@ def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = ()) ->
             expected = f": {', '.join(names)}" if len(names) == n else ""
             return f"{where}you returned {len(got)} results; expected a tuple of {n}{expected}"
         for i, (g, e) in enumerate(zip(got, ref)):
-            msg = structure_problem(g, e, f"in {result_name(i, n, names)}, ")
+            msg = structure_problem(g, e, f"in {result_name(i, n, names)}, ", array_type=array_type)
             if msg:
                 return msg
         return None
@@ -177,11 +188,19 @@ def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = ()) ->
     e = as_numpy(ref)
     g = as_numpy(got)
     if g is None and isinstance(got, (list, tuple)):
+        if array_type == "torch" and isinstance(ref, torch.Tensor):
+            return f"{where}you returned {describe(got)}; expected {_wanted(e, ref, array_type)}, one tensor"
         return (f"{where}you returned {describe(got)}; expected {_wanted(e, ref)}. "
                 "Turn it into an array with np.array(...) (or compute with arrays throughout)")
     if g is None or (_is_array(ref) and e.ndim > 0 and not _is_array(got)):
-        return f"{where}you returned {describe(got)}; expected {_wanted(e, ref)}"
-    msg = _kind_problem(g, e, got, ref) or _shape_problem(g, e, ref)
+        return f"{where}you returned {describe(got)}; expected {_wanted(e, ref, array_type)}"
+    torch_wanted = array_type == "torch" and isinstance(ref, torch.Tensor)
+    if torch_wanted and not isinstance(got, torch.Tensor):
+        return (f"{where}you returned {'a numpy array' if isinstance(got, np.ndarray) else describe(got)}; "
+                f"expected a torch tensor (dtype {str(ref.dtype).replace('torch.', '')}, shape "
+                f"{tuple(ref.shape)}): the next steps multiply it with torch tensors. Stay in torch "
+                "throughout (torch.from_numpy(a) converts a numpy array)")
+    msg = _kind_problem(g, e, got, ref, exact=torch_wanted) or _shape_problem(g, e, ref)
     return f"{where}{msg}" if msg else None
 
 

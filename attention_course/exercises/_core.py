@@ -204,6 +204,7 @@ class Exercise:
     rules: tuple = ()
     returns: tuple = ()
     passed_note: Optional[Callable[[list, list], str]] = None
+    array_type: str = "any"  # "torch": a torch tensor of exactly the reference's dtype (chained parts)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,8 @@ def register(exercise: Exercise) -> Exercise:
     if exercise.difficulty not in (0, 1, 2, 3) or exercise.minutes < 0:
         raise ValueError(f"exercise {exercise.id!r} has difficulty {exercise.difficulty} and minutes "
                          f"{exercise.minutes}; expected difficulty 1-3 (0 = not rated) and minutes >= 0")
+    if exercise.array_type not in ("any", "torch"):
+        raise ValueError(f"exercise {exercise.id!r} has array_type {exercise.array_type!r}; expected 'any' or 'torch'")
     names = {m.name for m in exercise.mutants}
     for rule in exercise.rules:
         if rule.kind not in RULE_KINDS:
@@ -282,7 +285,8 @@ def _mutants(exercise: Exercise) -> tuple[list, list]:
                     out = {n: mutant.fn(*_fresh(c.args)) for n, c in enumerate(cases) if not c.budget}
             except Exception:  # a mutant may not run on every case: it cannot match then
                 out = None
-            if out is not None and any(structure_problem(o, expected[n]) for n, o in out.items()):
+            if out is not None and any(structure_problem(o, expected[n], array_type=exercise.array_type)
+                                       for n, o in out.items()):
                 out = None  # a mutant of another shape or type is never matched on values
             outputs.append(out)
             tables.append(None if out is None else _leaf_table(exercise, out, expected))
@@ -391,7 +395,7 @@ def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, 
         if not all(_unchanged(b, a) for i, (b, a) in enumerate(zip(case.args, args))
                    if i not in exercise.in_place_ok):
             return _failed(eid, _in_place_message(case)), outputs, over_budget
-        problem = structure_problem(out.value, exp, names=exercise.returns)
+        problem = structure_problem(out.value, exp, names=exercise.returns, array_type=exercise.array_type)
         if problem:
             return _failed(eid, f"{problem} (case '{case.label}')."), outputs, over_budget
         outputs[n] = out.value

@@ -12,7 +12,7 @@ sphinx-book-theme builds every launch link from the same ``repository.url``, ``b
 another branch without moving Binder too. This extension runs after the theme's
 ``html-page-context`` handler (priority 501) and rewrites only the Colab button of each chapter
 page. ``colab_plain_branch`` (default ``notebooks``) and ``colab_plain_pages`` (a regular
-expression for the page names that have a plain edition, default ``NN_name``) can be set in
+expression for the page names that have a plain edition, default ``NN_name`` and ``ledger``) can be set in
 ``_config.yml`` under ``sphinx.config``.
 """
 
@@ -56,7 +56,7 @@ def point_colab_to_plain(app: Any, pagename: str, templatename: str, context: di
 
 def setup(app):
     app.add_config_value("colab_plain_branch", "notebooks", "html")
-    app.add_config_value("colab_plain_pages", r"\d\d_\w+", "html")
+    app.add_config_value("colab_plain_pages", r"\d\d_\w+|ledger", "html")
     # after sphinx-book-theme's add_launch_buttons (priority 501), before the page is rendered
     app.connect("html-page-context", point_colab_to_plain, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

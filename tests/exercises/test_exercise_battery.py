@@ -1217,11 +1217,15 @@ def test_the_newest_battery_names_most_mistakes():
     assert 3 * (len(wrong) - len(generic)) >= 2 * len(wrong)
 
 
-# Chapter 8's exercises keep their battery beside the chapter's other tests
-# (tests/chapters/encoder/test_exercises_encoder.py, which requires the same counts of each of them).
+# Chapters 8, 9 and 10 keep their exercises' batteries beside the chapter's other tests
+# (tests/chapters/encoder/test_exercises_encoder.py, tests/chapters/decoder/test_exercises_decoder.py,
+# tests/chapters/gpt/test_exercises_gpt.py, which require the same counts of each of them).
+from attention_course.chapters.decoder import exercises as _decoder_exercises  # noqa: E402
 from attention_course.chapters.encoder import exercises as _build_exercises  # noqa: E402
+from attention_course.chapters.gpt import exercises as _gpt_exercises  # noqa: E402
 
-BATTERY_HERE = sorted(set(REGISTRY) - set(_build_exercises.EXERCISES))
+BATTERY_HERE = sorted(set(REGISTRY) - set(_build_exercises.EXERCISES) - set(_decoder_exercises.EXERCISES)
+                      - set(_gpt_exercises.EXERCISES))
 
 
 @pytest.mark.parametrize("eid", BATTERY_HERE)
@@ -1391,7 +1395,12 @@ def _kinds(eid):
 
 @pytest.mark.parametrize("eid", IDS)
 def test_the_references_kind_defines_what_is_expected(eid):
-    """Complex, list, float-for-bool, float-for-int and float32-for-float64 results are each named."""
+    """Complex, list, float-for-bool, float-for-int and float32-for-float64 results are each named.
+    An exercise whose parts feed each other's tensors (array_type "torch") names a numpy result instead."""
+    if getattr(REGISTRY[eid], "array_type", "any") == "torch":
+        message = evaluate(eid, _solution_as(eid, lambda o: np.asarray(o, dtype=float))).message
+        assert "expected a torch tensor" in message, message
+        return
     assert "complex" in evaluate(eid, _solution_as(eid, lambda o: np.asarray(o) + 0j)).message
     first = SOLUTIONS[eid](*_first_case(eid))
     if np.ndim(first[0] if isinstance(first, tuple) else first) > 0:  # a single number stays a number

@@ -1,0 +1,87 @@
+"""Chapter 9, Build a GPT: everything the chapter computes, draws and checks.
+
+One module per concept (``block``, ``fallback``, ``grouped_attention``, ``model``, ``random_weights``, ``reproduce``, ``rms_norm``, ``rope``, ``swiglu``, ``tokenizer``, ``figures``, ``exercises``); their public names are
+re-exported here, flat, so the notebook imports one thing:
+``from attention_course.chapters import decoder as ch``. Generated: after changing a module's
+``__all__``, regenerate it (see attention_course/README.md).
+"""
+
+from .block import attention, decoder_block, block_with_cache
+from .fallback import solved, yours_or_ours, describe_parts
+from .grouped_attention import repeat_kv, decoder_mask, grouped_query_attention
+from .model import empty_cache, forward, hidden_states, output_logits
+from .random_weights import TINY_DECODER, random_layer, random_decoder
+from .reproduce import (
+    UNIT_ROUNDOFF_FLOAT32,
+    REFERENCE_FILE,
+    PROMPTS,
+    decoder_estimates,
+    logit_estimate,
+    transformers_model,
+    transformers_reference,
+    stored_reference,
+    reference_document,
+    top_two_gaps,
+    greedy_with_gaps,
+)
+from .rms_norm import rms_norm
+from .rope import (
+    rope_frequencies,
+    rope_angles,
+    rotate_half,
+    apply_rope,
+    apply_rope_interleaved,
+    permute_for_llama_cpp,
+    unpermute_from_llama_cpp,
+)
+from .swiglu import silu, swiglu
+from .tokenizer import encode, decode
+from .figures import plot_rope, plot_causal_graph, plot_decoder_gaps
+from .exercises import EXERCISES, TWO_GROUPS
+
+__all__ = [
+    "attention",
+    "decoder_block",
+    "block_with_cache",
+    "solved",
+    "yours_or_ours",
+    "describe_parts",
+    "repeat_kv",
+    "decoder_mask",
+    "grouped_query_attention",
+    "empty_cache",
+    "forward",
+    "hidden_states",
+    "output_logits",
+    "TINY_DECODER",
+    "random_layer",
+    "random_decoder",
+    "UNIT_ROUNDOFF_FLOAT32",
+    "REFERENCE_FILE",
+    "PROMPTS",
+    "decoder_estimates",
+    "logit_estimate",
+    "transformers_model",
+    "transformers_reference",
+    "stored_reference",
+    "reference_document",
+    "top_two_gaps",
+    "greedy_with_gaps",
+    "rms_norm",
+    "rope_frequencies",
+    "rope_angles",
+    "rotate_half",
+    "apply_rope",
+    "apply_rope_interleaved",
+    "permute_for_llama_cpp",
+    "unpermute_from_llama_cpp",
+    "silu",
+    "swiglu",
+    "encode",
+    "decode",
+    "plot_rope",
+    "plot_causal_graph",
+    "plot_decoder_gaps",
+    "EXERCISES",
+    "TWO_GROUPS",
+]

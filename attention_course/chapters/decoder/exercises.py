@@ -1,0 +1,469 @@
+"""Chapter 9 exercises: the parts of a Llama-style decoder, checked against the package's.
+
+Each exercise lists the mistakes learners typically make (mutants) with the feedback they get;
+``tests/chapters/decoder/test_exercises_decoder.py`` checks that every mutant is caught with its
+own message and that a battery of learner answers gets the right verdict. Inputs are torch
+tensors in float64 (small random decoders).
+
+Signatures the notebook's stubs use (weights are
+:class:`~attention_course.models.smollm2.DecoderLayer` / ``DecoderWeights``, used as ``x @ W``):
+
+* ``rms-norm``: ``fn(x, weight, eps) -> (..., d)`` over the last axis.
+* ``rope``: ``fn(x, positions, base) -> (..., T, d_head)``, rotate-half pairs ``(i, i + d_head/2)``.
+* ``grouped-attention``: ``fn(q, k, v) -> (B, h, T, d_head)``: causal, the queries the last ``T`` of the
+  ``S`` positions, key/value head ``i // (h / h_kv)`` for query head ``i``.
+* ``decoder-block``: ``fn(x, layer, config, positions) -> (B, T, d)``: one pre-norm layer.
+
+Chapter 10 (:mod:`attention_course.chapters.gpt.exercises`) adds the whole decoder with a cache,
+sampling and the next-token loss.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...models.smollm2 import DecoderConfig
+from .block import decoder_block
+from .grouped_attention import decoder_mask, grouped_query_attention
+from .random_weights import TINY_DECODER, random_decoder
+from .rms_norm import rms_norm
+from .rope import apply_rope, apply_rope_interleaved, rotate_half
+from .swiglu import swiglu
+
+__all__ = ["EXERCISES", "TWO_GROUPS"]
+
+
+def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=g, dtype=torch.float64) * std
+
+
+# ============================================================ 1. RMSNorm
+def _rms_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(91)
+    zero = _randn(g, 1, 2, 6)
+    zero[0, 1] = 0.0  # a token of zeros: mean square 0
+    return [
+        Case("B=2, T=3, d=8, eps=1e-5", (_randn(g, 2, 3, 8, std=2.0) + 1.0, 1 + _randn(g, 8, std=0.3), 1e-5)),
+        Case("T=1, one token", (_randn(g, 1, 1, 6) + 0.5, 1 + _randn(g, 6, std=0.3), 1e-5)),
+        Case("a token of zeros (mean square 0), eps=1e-6", (zero, 1 + _randn(g, 6, std=0.3), 1e-6)),
+        Case("tiny values (rms about 1e-3), eps=1e-5", (_randn(g, 2, 2, 8, std=1e-3), 1 + _randn(g, 8, std=0.3), 1e-5)),
+        Case("d=576, SmolLM2's width", (_randn(g, 1, 4, 576) + 0.3, 1 + _randn(g, 576, std=0.3), 1e-5)),
+    ]
+
+
+def _rms_variant(*, centre: bool = False, eps_where: str = "inside", gain: str = "g", dim: int = -1,
+                 root: bool = True, reduce: str = "mean"):
+    def f(x, weight, eps):
+        y = x - x.mean(dim=dim, keepdim=True) if centre else x
+        ms = (y**2).mean(dim=dim, keepdim=True) if reduce == "mean" else (y**2).sum(dim=dim, keepdim=True)
+        if eps_where == "inside":
+            denom = (ms + eps) ** 0.5 if root else ms + eps
+        elif eps_where == "outside":
+            denom = ms**0.5 + eps
+        else:
+            denom = ms**0.5
+        out = y / denom
+        return {"g": out * weight, "none": out, "one-plus": out * (1 + weight)}[gain]
+
+    return f
+
+
+def _rms_torch(x, weight, eps):
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+def _rms_norm_of_vector(x, weight, eps):
+    d = x.shape[-1]
+    return x / torch.sqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / d + eps) * weight
+
+
+register(
+    Exercise(
+        id="rms-norm",
+        title="RMSNorm",
+        make_cases=_rms_cases,
+        reference=rms_norm,
+        mutants=(
+            Mutant("subtracts-mean", _rms_variant(centre=True),
+                   "you subtracted the mean first: that is LayerNorm's centring. RMSNorm divides x itself by "
+                   "its root mean square, x / sqrt(mean(x^2) + eps), with no mean taken away."),
+            Mutant("eps-outside-sqrt", _rms_variant(eps_where="outside"),
+                   "you added eps outside the square root, x / (sqrt(mean(x^2)) + eps); RMSNorm adds it to the "
+                   "mean square, x / sqrt(mean(x^2) + eps). The two part on tokens whose mean square is close "
+                   "to eps (the case with rms 1e-3)."),
+            Mutant("no-eps", _rms_variant(eps_where="none"),
+                   "you left out eps: a token of zeros gives 0/0 = NaN. Divide by sqrt(mean(x^2) + eps)."),
+            Mutant("no-gain", _rms_variant(gain="none"),
+                   "you normalised but did not multiply by the learned gain: multiply by weight."),
+            Mutant("one-plus-gain", _rms_variant(gain="one-plus"),
+                   "you multiplied by (1 + weight), Gemma's convention; Llama's RMSNorm (SmolLM2's) multiplies "
+                   "by weight itself."),
+            Mutant("wrong-axis", _rms_variant(dim=-2),
+                   "you averaged over the positions (dim=-2), mixing tokens; each token is normalised over its "
+                   "own d features, the last axis (dim=-1, keepdim=True)."),
+            Mutant("no-square-root", _rms_variant(root=False),
+                   "you divided by the mean square; divide by its square root, the root mean square."),
+            Mutant("sum-not-mean", _rms_variant(reduce="sum"),
+                   "you took the sum of squares over the d features; RMSNorm takes their mean, so divide the sum "
+                   "by d (x.pow(2).mean(dim=-1, keepdim=True))."),
+        ),
+        rules=(
+            Rule("range", "a token of zeros gives zeros, not 0/0", ("a token of zeros (mean square 0), eps=1e-6",),
+                 lambda x, w, eps: bool((x.abs().amax(-1) == 0).any()), ("no-eps",)),
+            Rule("threshold", "eps is added to the mean square inside the root: it decides near mean square = eps",
+                 ("tiny values (rms about 1e-3), eps=1e-5",),
+                 lambda x, w, eps: float(x.pow(2).mean(-1).max()) < 10 * eps, ("eps-outside-sqrt",)),
+            Rule("edge-size", "one token: its statistics are its own", ("T=1, one token",),
+                 lambda x, w, eps: x.shape[-2] == 1, ("wrong-axis", "subtracts-mean", "no-gain", "one-plus-gain")),
+            Rule("edge-size", "d = 576 features: the mean, not the sum", ("d=576, SmolLM2's width",),
+                 lambda x, w, eps: x.shape[-1] == 576, ("sum-not-mean", "no-square-root")),
+        ),
+        alternatives=(_rms_torch, _rms_norm_of_vector),
+        array_type="torch",
+        difficulty=1,
+        minutes=5,
+    )
+)
+
+
+# ============================================================ 2. RoPE
+def _rope_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(92)
+    return [
+        Case("B=1, 2 heads, T=5, d_head=8, positions 0 to 4, base 10000",
+             (_randn(g, 1, 2, 5, 8), torch.arange(5), 10000.0)),
+        Case("positions 7, 8, 9 (after 7 cached tokens), base 100", (_randn(g, 2, 1, 3, 4), torch.arange(7, 10), 100.0)),
+        Case("T=1 at position 0: nothing turns", (_randn(g, 1, 3, 1, 8), torch.arange(1), 10000.0)),
+        Case("d_head=16, base 100000 (SmolLM2's), positions 0 to 3", (_randn(g, 1, 2, 4, 16), torch.arange(4), 1e5)),
+    ]
+
+
+def _angles(positions, d, base, dtype, exponent="2i/d"):
+    i = torch.arange(d // 2, dtype=dtype)
+    if exponent == "2i/d":
+        freq = base ** (-2 * i / d)
+    elif exponent == "i/d":
+        freq = base ** (-i / d)
+    else:  # not inverted
+        freq = base ** (2 * i / d)
+    return positions.to(dtype)[:, None] * freq[None, :]  # (T, d/2)
+
+
+def _rope_variant(*, exponent: str = "2i/d", direction: int = 1, positions_mode: str = "given",
+                  per_feature: bool = False):
+    def f(x, positions, base):
+        T, d = x.shape[-2], x.shape[-1]
+        pos = {"given": positions, "arange": torch.arange(T), "from-1": positions + 1}[positions_mode]
+        if per_feature:
+            angles = pos.to(x.dtype)[:, None] * base ** (-torch.arange(d, dtype=x.dtype) / d)[None, :]  # (T, d)
+        else:
+            a = _angles(pos, d, base, x.dtype, exponent)
+            angles = torch.cat([a, a], dim=-1)  # (T, d)
+        return x * angles.cos() + direction * rotate_half(x) * angles.sin()
+
+    return f
+
+
+def _rope_complex(x, positions, base):
+    d = x.shape[-1]
+    half = d // 2
+    z = torch.complex(x[..., :half], x[..., half:])  # feature i + 1j * feature i + d/2
+    theta = positions.to(x.dtype)[:, None] * base ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)[None, :]
+    z = z * torch.polar(torch.ones_like(theta), theta)
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+def _rope_loop(x, positions, base):
+    out = x.clone()
+    d = x.shape[-1]
+    for t, m in enumerate(positions.tolist()):
+        for i in range(d // 2):
+            a = m * base ** (-2 * i / d)
+            c, s = math.cos(a), math.sin(a)
+            x1, x2 = x[..., t, i], x[..., t, i + d // 2]
+            out[..., t, i], out[..., t, i + d // 2] = x1 * c - x2 * s, x1 * s + x2 * c
+    return out
+
+
+register(
+    Exercise(
+        id="rope",
+        title="Rotary position embeddings",
+        make_cases=_rope_cases,
+        reference=apply_rope,
+        mutants=(
+            Mutant("interleaved-pairs", apply_rope_interleaved,
+                   "you rotated adjacent pairs (2i, 2i+1), the interleaved layout of the RoFormer paper and "
+                   "llama.cpp; these weights use rotate-half, which pairs feature i with feature i + d_head/2: "
+                   "x * cos + rotate_half(x) * sin, with rotate_half(x) = cat(-x2, x1)."),
+            Mutant("wrong-direction", _rope_variant(direction=-1),
+                   "you turned every pair the wrong way (the sign of the sin term): x * cos + rotate_half(x) * sin, "
+                   "with rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2])."),
+            Mutant("frequency-i-over-d", _rope_variant(exponent="i/d"),
+                   "your frequencies are base^(-i/d); pair i turns at theta_i = base^(-2i/d), i = 0 .. d/2 - 1 "
+                   "(torch.arange(0, d, 2) / d)."),
+            Mutant("frequency-not-inverted", _rope_variant(exponent="up"),
+                   "your frequencies grow with i (base^(2i/d)); they shrink: theta_i = base^(-2i/d) = 1 / base^(2i/d), "
+                   "so the first pairs turn fastest."),
+            Mutant("positions-ignored", _rope_variant(positions_mode="arange"),
+                   "you rotated by 0, 1, ..., T-1 whatever the positions: use the positions you are given (after "
+                   "a cache of 7 tokens, the new tokens are at 7, 8, 9)."),
+            Mutant("positions-from-1", _rope_variant(positions_mode="from-1"),
+                   "you counted positions from 1; the angle of position m is m * theta_i, so position 0 is not "
+                   "rotated at all."),
+            Mutant("one-angle-per-feature", _rope_variant(per_feature=True),
+                   "you gave every feature its own frequency; RoPE turns pairs, so features i and i + d/2 share "
+                   "the angle m * theta_i (concatenate the d/2 angles with themselves)."),
+        ),
+        rules=(
+            Rule("range", "the angles use the positions given, which need not start at 0",
+                 ("positions 7, 8, 9 (after 7 cached tokens), base 100",), lambda x, p, b: int(p[0]) > 0,
+                 ("positions-ignored", "positions-from-1")),
+            Rule("edge-size", "position 0 is not rotated", ("T=1 at position 0: nothing turns",),
+                 lambda x, p, b: p.tolist() == [0], ("positions-from-1",)),
+            Rule("edge-size", "several pairs: feature i pairs with i + d_head/2 and turns at base^(-2i/d)",
+                 ("B=1, 2 heads, T=5, d_head=8, positions 0 to 4, base 10000",
+                  "d_head=16, base 100000 (SmolLM2's), positions 0 to 3"), lambda x, p, b: x.shape[-1] >= 8,
+                 ("interleaved-pairs", "frequency-i-over-d", "frequency-not-inverted", "one-angle-per-feature",
+                  "wrong-direction")),
+        ),
+        alternatives=(_rope_complex, _rope_loop),
+        array_type="torch",
+        difficulty=2,
+        minutes=10,
+    )
+)
+
+
+# ============================================================ 3. grouped-query attention
+def _gqa_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(93)
+
+    def qkv(B, h, h_kv, T, S, d):
+        return _randn(g, B, h, T, d), _randn(g, B, h_kv, S, d), _randn(g, B, h_kv, S, d)
+
+    return [
+        Case("4 query heads over 2 key/value heads, T=S=5", qkv(2, 4, 2, 5, 5, 4)),
+        Case("9 query heads over 3 (SmolLM2's grouping), T=S=4", qkv(1, 9, 3, 4, 4, 8)),
+        Case("2 new queries after 3 cached positions (T=2, S=5)", qkv(1, 4, 2, 2, 5, 4)),
+        Case("one new query after 5 cached positions (T=1, S=6)", qkv(2, 2, 1, 1, 6, 4)),
+        Case("T=S=1, one token", qkv(1, 4, 2, 1, 1, 4)),
+    ]
+
+
+def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scale: str = "sqrt", softmax_dim: int = -1):
+    def f(q, k, v):
+        B, h, T, d = q.shape
+        h_kv, S = k.shape[1], k.shape[2]
+        group = h // h_kv
+        if repeat == "interleave":
+            k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        else:
+            k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+        s = q @ k.transpose(-2, -1)  # (B, h, T, S)
+        s = s / {"sqrt": math.sqrt(d), "none": 1.0, "d": float(d)}[scale]
+        allowed = {"bottom-right": decoder_mask(T, S), "top-left": torch.ones(T, S, dtype=torch.bool).tril(),
+                   "strict": torch.ones(T, S, dtype=torch.bool).tril(S - T - 1),
+                   "none": torch.ones(T, S, dtype=torch.bool), "after": torch.ones(T, S, dtype=torch.bool)}[mask]
+        s = s.masked_fill(~allowed, float("-inf"))
+        w = torch.softmax(s, dim=softmax_dim)
+        if mask == "after":
+            w = w * decoder_mask(T, S)
+        return torch.nan_to_num(w) @ v
+
+    return f
+
+
+def _gqa_sdpa(q, k, v):
+    T, S = q.shape[2], k.shape[2]
+    g = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                          attn_mask=torch.ones(T, S, dtype=torch.bool).tril(S - T))
+
+
+def _gqa_grouped_view(q, k, v):
+    """No repeat at all: the query heads reshaped into (h_kv, group) so each group meets its own key/value head."""
+    B, h, T, d = q.shape
+    h_kv, S = k.shape[1], k.shape[2]
+    qg = q.reshape(B, h_kv, h // h_kv, T, d)  # (B, h_kv, group, T, d)
+    s = qg @ k[:, :, None].transpose(-2, -1) / math.sqrt(d)  # (B, h_kv, group, T, S)
+    pos = torch.arange(T)[:, None] + S - T
+    s = s.masked_fill(torch.arange(S)[None, :] > pos, float("-inf"))
+    return (torch.softmax(s, -1) @ v[:, :, None]).reshape(B, h, T, d)
+
+
+register(
+    Exercise(
+        id="grouped-attention",
+        title="Causal grouped-query attention",
+        make_cases=_gqa_cases,
+        reference=grouped_query_attention,
+        mutants=(
+            Mutant("repeat-not-interleave", _gqa_variant(repeat="repeat"),
+                   "your query heads read the wrong key/value heads: .repeat tiles the heads (0, 1, 0, 1, ...), but "
+                   "each key/value head serves a block of consecutive query heads (0, 0, 1, 1, ...): use "
+                   "k.repeat_interleave(h // h_kv, dim=1)."),
+            Mutant("no-causal-mask", _gqa_variant(mask="none"),
+                   "your queries read later positions: fill the scores of keys j > the query's position with "
+                   "-inf before the softmax."),
+            Mutant("mask-top-left", _gqa_variant(mask="top-left"),
+                   "with a cache (S > T), your mask is aligned at the top-left, so the new queries act as if they "
+                   "were at positions 0..T-1. They are the last T of S positions: query t sits at S - T + t and "
+                   "reads keys j <= S - T + t (torch.ones(T, S).tril(S - T))."),
+            Mutant("mask-excludes-self", _gqa_variant(mask="strict"),
+                   "your mask is off by one: a query also reads its own position, so keep j <= position, not "
+                   "j < position."),
+            Mutant("no-scale", _gqa_variant(scale="none"),
+                   "you did not scale the scores: divide q @ k^T by sqrt(d_head)."),
+            Mutant("scale-by-d", _gqa_variant(scale="d"),
+                   "you divided the scores by d_head; divide by its square root, sqrt(d_head)."),
+            Mutant("softmax-over-queries", _gqa_variant(softmax_dim=-2),
+                   "your softmax normalised over the queries; it runs over the keys, the last axis of the "
+                   "(B, h, T, S) scores (dim=-1)."),
+            Mutant("mask-after-softmax", _gqa_variant(mask="after"),
+                   "you zeroed the later keys after the softmax, so the weights no longer sum to 1: fill the "
+                   "scores with -inf before the softmax."),
+        ),
+        rules=(
+            Rule("range", "each key/value head serves consecutive query heads",
+                 ("4 query heads over 2 key/value heads, T=S=5", "9 query heads over 3 (SmolLM2's grouping), T=S=4"),
+                 lambda q, k, v: 1 < k.shape[1] < q.shape[1], ("repeat-not-interleave",)),
+            Rule("edge-size", "with a cache (S > T) the queries are the last T positions",
+                 ("2 new queries after 3 cached positions (T=2, S=5)", "one new query after 5 cached positions (T=1, S=6)"),
+                 lambda q, k, v: k.shape[2] > q.shape[2], ("mask-top-left", "mask-excludes-self")),
+            Rule("edge-size", "one token reads itself only", ("T=S=1, one token",),
+                 lambda q, k, v: q.shape[2] == k.shape[2] == 1, ("mask-excludes-self", "repeat-not-interleave")),
+            Rule("range", "later keys get weight exactly 0", ("4 query heads over 2 key/value heads, T=S=5",),
+                 lambda q, k, v: q.shape[2] > 1, ("no-causal-mask", "mask-after-softmax", "softmax-over-queries")),
+        ),
+        alternatives=(_gqa_sdpa, _gqa_grouped_view),
+        array_type="torch",
+        difficulty=2,
+        minutes=10,
+    )
+)
+
+
+# ============================================================ 4. the decoder block
+#: A second tiny shape: 6 query heads over 3 key/value heads, d_head = 4.
+TWO_GROUPS = DecoderConfig(vocab_size=20, d_model=24, n_layers=1, n_heads=6, n_kv_heads=3, d_ff=40, rope_base=100.0, eps=1e-6)
+
+
+def _block_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(94)
+    w, w6 = random_decoder(941), random_decoder(942, TWO_GROUPS)
+    return [
+        Case("B=2, T=5, positions 0 to 4", (_randn(g, 2, 5, 16), w.layers[0], w.config, torch.arange(5))),
+        Case("T=1, one token", (_randn(g, 1, 1, 16), w.layers[1], w.config, torch.arange(1))),
+        Case("positions 3 to 6", (_randn(g, 1, 4, 16), w.layers[0], w.config, torch.arange(3, 7))),
+        Case("6 query heads over 3 key/value heads, eps=1e-6", (_randn(g, 2, 4, 24), w6.layers[0], w6.config, torch.arange(4))),
+    ]
+
+
+def _ln(x, weight, eps):
+    return F.layer_norm(x, (x.shape[-1],), weight, None, eps)
+
+
+def _block_variant(*, order: str = "pre", norms: str = "right", act: str = "silu", gate: str = "gate",
+                   rope_k: bool = True, rope_v: bool = False, norm_fn=rms_norm, attn_residual: bool = True):
+    def attend(x, layer, cfg, positions):
+        B, T, _ = x.shape
+        h, h_kv, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+        q = (x @ layer.W_q).view(B, T, h, dh).transpose(1, 2)
+        k = (x @ layer.W_k).view(B, T, h_kv, dh).transpose(1, 2)
+        v = (x @ layer.W_v).view(B, T, h_kv, dh).transpose(1, 2)
+        q = apply_rope(q, positions, cfg.rope_base)
+        k = apply_rope(k, positions, cfg.rope_base) if rope_k else k
+        v = apply_rope(v, positions, cfg.rope_base) if rope_v else v
+        return grouped_query_attention(q, k, v).transpose(1, 2).reshape(B, T, h * dh) @ layer.W_o
+
+    def mlp(x, layer):
+        a, b = (x @ layer.W_gate, x @ layer.W_up) if gate == "gate" else (x @ layer.W_up, x @ layer.W_gate)
+        fn = {"silu": F.silu, "gelu": F.gelu, "relu": torch.relu}[act]
+        return (fn(a) * b) @ layer.W_down
+
+    def f(x, layer, cfg, positions):
+        n1, n2 = (layer.attn_norm, layer.mlp_norm) if norms == "right" else (layer.mlp_norm, layer.attn_norm)
+        if order == "pre":
+            a = (x if attn_residual else 0) + attend(norm_fn(x, n1, cfg.eps), layer, cfg, positions)
+            return a + mlp(norm_fn(a, n2, cfg.eps), layer)
+        a = norm_fn(x + attend(x, layer, cfg, positions), n1, cfg.eps)  # post-norm
+        return norm_fn(a + mlp(a, layer), n2, cfg.eps)
+
+    return f
+
+
+def _block_written_out(x, layer, cfg, positions):
+    B, T, d = x.shape
+    xn = rms_norm(x, layer.attn_norm, cfg.eps)
+    q = apply_rope((xn @ layer.W_q).view(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2), positions, cfg.rope_base)
+    k = apply_rope((xn @ layer.W_k).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2), positions, cfg.rope_base)
+    v = (xn @ layer.W_v).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+    a = x + _gqa_sdpa(q, k, v).transpose(1, 2).reshape(B, T, d) @ layer.W_o
+    return a + swiglu(rms_norm(a, layer.mlp_norm, cfg.eps), layer)
+
+
+def _block_linear(x, layer, cfg, positions):
+    """With torch's functional layers: F.linear takes (out, in) weights, so W.T."""
+    B, T, d = x.shape
+    xn = F.rms_norm(x, (d,), layer.attn_norm, cfg.eps)
+    q = F.linear(xn, layer.W_q.T).view(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2)
+    k = F.linear(xn, layer.W_k.T).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+    v = F.linear(xn, layer.W_v.T).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+    q, k = _rope_complex(q, positions, cfg.rope_base), _rope_complex(k, positions, cfg.rope_base)
+    a = x + F.linear(_gqa_grouped_view(q, k, v).transpose(1, 2).reshape(B, T, d), layer.W_o.T)
+    m = F.rms_norm(a, (d,), layer.mlp_norm, cfg.eps)
+    return a + F.linear(F.silu(F.linear(m, layer.W_gate.T)) * F.linear(m, layer.W_up.T), layer.W_down.T)
+
+
+register(
+    Exercise(
+        id="decoder-block",
+        title="The pre-norm decoder block",
+        make_cases=_block_cases,
+        reference=decoder_block,
+        mutants=(
+            Mutant("post-norm", _block_variant(order="post"),
+                   "that is a post-norm block (BERT's order, normalising the sum); Llama-style decoders normalise "
+                   "each branch's input and add the branch's output to the stream: a = x + Attn(RMSNorm1(x)), "
+                   "y = a + FFN(RMSNorm2(a))."),
+            Mutant("norms-swapped", _block_variant(norms="swapped"),
+                   "the two norms are swapped: attn_norm goes before attention, mlp_norm before the feed-forward."),
+            Mutant("gate-and-up-swapped", _block_variant(gate="swapped"),
+                   "SiLU goes on the gate, not on the up projection: (silu(x @ W_gate) * (x @ W_up)) @ W_down."),
+            Mutant("gelu-gate", _block_variant(act="gelu"),
+                   "the gate's activation is SiLU, z * sigmoid(z), not GELU: that is what makes it SwiGLU."),
+            Mutant("relu-gate", _block_variant(act="relu"),
+                   "the gate's activation is SiLU, z * sigmoid(z), not ReLU."),
+            Mutant("no-rope-on-keys", _block_variant(rope_k=False),
+                   "you rotated the queries but not the keys: RoPE turns both, so that their score depends on "
+                   "how far apart they are."),
+            Mutant("rope-on-values", _block_variant(rope_v=True),
+                   "you rotated the values too; RoPE turns the queries and the keys only, the values stay as they are."),
+            Mutant("layer-norm-not-rms", _block_variant(norm_fn=_ln),
+                   "your norm subtracts the mean (LayerNorm); these blocks use RMSNorm, x / sqrt(mean(x^2) + eps) * g."),
+            Mutant("no-attention-residual", _block_variant(attn_residual=False),
+                   "the attention output is added to the stream: a = x + Attn(RMSNorm1(x)), not Attn(RMSNorm1(x))."),
+        ),
+        rules=(
+            Rule("edge-size", "one token: attention returns its own value, so the norms, residuals and SwiGLU decide",
+                 ("T=1, one token",), lambda x, layer, cfg, p: x.shape[1] == 1,
+                 ("post-norm", "norms-swapped", "gate-and-up-swapped", "gelu-gate", "relu-gate", "layer-norm-not-rms",
+                  "no-attention-residual")),
+            Rule("range", "several positions: queries and keys turn, values do not",
+                 ("B=2, T=5, positions 0 to 4", "positions 3 to 6"), lambda x, layer, cfg, p: x.shape[1] > 1,
+                 ("no-rope-on-keys", "rope-on-values")),
+        ),
+        alternatives=(_block_written_out, _block_linear),
+        array_type="torch",
+        difficulty=2,
+        minutes=15,
+    )
+)
+
+
+EXERCISES = ("rms-norm", "rope", "grouped-attention", "decoder-block")

@@ -1,0 +1,446 @@
+"""Chapter 10 exercises: the whole decoder with a key/value cache, sampling, and the next-token loss.
+
+Each exercise lists the mistakes learners typically make (mutants) with the feedback they get;
+``tests/chapters/gpt/test_exercises_gpt.py`` checks that every mutant is caught with its own
+message and that a battery of learner answers gets the right verdict. Inputs are torch tensors in
+float64 (small random decoders, logits) and, for the whole decoder, SmolLM2's own float32 weights.
+
+Signatures the notebook's stubs use:
+
+* ``decoder-forward``: ``fn(weights, ids, cache) -> (logits, cache)``: the whole model with a
+  key/value cache of shape ``(L, 2, B, h_kv, S, d_head)``.
+* ``next-token-probs``: ``fn(logits, temperature, top_k, top_p) -> (B, V)``.
+* ``next-token-loss``: ``fn(logits, ids) -> 0-d tensor``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...models.smollm2 import load_smollm2
+from ..decoder.exercises import TWO_GROUPS
+from ..decoder.grouped_attention import decoder_mask
+from ..decoder.grouped_attention import grouped_query_attention
+from ..decoder.model import empty_cache, forward
+from ..decoder.random_weights import random_decoder
+from ..decoder.reproduce import logit_estimate
+from ..decoder.rms_norm import rms_norm
+from ..decoder.rope import apply_rope
+from ..decoder.swiglu import swiglu
+from ..decoder.tokenizer import encode
+from .loss import next_token_loss
+from .sampling import next_token_probs
+
+__all__ = ["EXERCISES", "CHECK_PROMPT", "FORWARD_ATOL"]
+
+
+def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=g, dtype=torch.float64) * std
+
+
+def _gqa_sdpa(q, k, v):
+    T, S = q.shape[2], k.shape[2]
+    g = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                          attn_mask=decoder_mask(T, S))
+
+
+# ============================================================ 1. the whole decoder, with a cache
+#: The prompt of the check's SmolLM2 case.
+CHECK_PROMPT = "The capital of France is"
+#: The float32 estimate for SmolLM2's logits (reproduce.logit_estimate with logits up to 32): the check's tolerance.
+FORWARD_ATOL = logit_estimate(32.0, n_layers=30, n=1536, d=576)
+
+
+@functools.lru_cache(maxsize=1)
+def _smollm2_case() -> Case:
+    w = load_smollm2()
+    return Case("SmolLM2-135M's own weights (float32), empty cache, 'The capital of France is'",
+                (w, torch.tensor([encode(CHECK_PROMPT)]), empty_cache(w.config, 1, torch.float32)))
+
+
+def _forward_cases() -> list[Case]:
+    w, w2 = random_decoder(951), random_decoder(952, TWO_GROUPS)
+    g = torch.Generator().manual_seed(95)
+    ids = torch.randint(0, 20, (2, 7), generator=g)
+    _, cache3 = forward(w, ids[:1, :3])
+    _, cache2 = forward(w, ids[:, :2])
+    return [
+        Case("tiny decoder, empty cache, B=2, T=5", (w, ids[:, :5], empty_cache(w.config, 2, torch.float64))),
+        Case("tiny decoder, 3 cached positions, 1 new token", (w, ids[:1, 3:4], cache3)),
+        Case("tiny decoder, 2 cached positions, 3 new tokens", (w, ids[:, 2:5], cache2)),
+        Case("6 query heads over 3, one layer, empty cache", (w2, ids[:1, :4], empty_cache(w2.config, 1, torch.float64))),
+        _smollm2_case(),
+    ]
+
+
+def _forward_variant(*, positions: str = "offset", use_cache: bool = True, mask_fn=None, final_norm: bool = True,
+                     cache_rotated: bool = True, order: str = "old-new", first_layer_only: bool = False):
+    def f(weights, ids, cache):
+        cfg = weights.config
+        B, T = ids.shape
+        S0 = cache.shape[4]
+        pos = torch.arange(S0, S0 + T) if positions == "offset" else torch.arange(T)
+        x = weights.embed[ids]
+        keys, values = [], []
+        for n, (layer, past) in enumerate(zip(weights.layers, cache)):
+            layer = weights.layers[0] if first_layer_only else layer
+            xn = rms_norm(x, layer.attn_norm, cfg.eps)
+            q = apply_rope((xn @ layer.W_q).view(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2), pos, cfg.rope_base)
+            k_raw = (xn @ layer.W_k).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+            v = (xn @ layer.W_v).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+            k = apply_rope(k_raw, pos, cfg.rope_base)
+            if cache_rotated:
+                k_all = torch.cat([past[0], k] if order == "old-new" else [k, past[0]], dim=2)
+                stored_k = k_all
+            else:  # the cache holds keys before RoPE; all keys rotated again at positions 0..S-1
+                stored_k = torch.cat([past[0], k_raw], dim=2)
+                k_all = apply_rope(stored_k, torch.arange(S0 + T), cfg.rope_base)
+            v_all = torch.cat([past[1], v] if order == "old-new" else [v, past[1]], dim=2)
+            if use_cache:
+                attn_k, attn_v = k_all, v_all
+            else:
+                attn_k, attn_v = k, v
+            if mask_fn is None:
+                heads = grouped_query_attention(q, attn_k, attn_v)
+            else:
+                heads = mask_fn(q, attn_k, attn_v)
+            x = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o
+            x = x + swiglu(rms_norm(x, layer.mlp_norm, cfg.eps), layer)
+            keys.append(stored_k), values.append(v_all)
+        h = rms_norm(x, weights.final_norm, cfg.eps) if final_norm else x
+        return h @ weights.embed.T, torch.stack([torch.stack(keys), torch.stack(values)], dim=1)
+
+    return f
+
+
+def _forward_loop(weights, ids, cache):
+    """One new token at a time, each through the package's forward with the growing cache."""
+    out = []
+    for t in range(ids.shape[1]):
+        logits, cache = forward(weights, ids[:, t:t + 1], cache)
+        out.append(logits)
+    return torch.cat(out, dim=1), cache
+
+
+def _forward_recompute(weights, ids, cache):
+    """A cache rebuilt from scratch would need the earlier tokens; here each layer's attention reads the cache
+    as given, with a preallocated buffer written in place."""
+    cfg = weights.config
+    L, _, B, h_kv, S0, dh = cache.shape
+    T = ids.shape[1]
+    buf = torch.zeros(L, 2, B, h_kv, S0 + T, dh, dtype=cache.dtype)
+    buf[..., :S0, :] = cache
+    pos = torch.arange(S0, S0 + T)
+    x = weights.embed[ids]
+    for n, layer in enumerate(weights.layers):
+        xn = rms_norm(x, layer.attn_norm, cfg.eps)
+        q = apply_rope((xn @ layer.W_q).view(B, T, cfg.n_heads, dh).transpose(1, 2), pos, cfg.rope_base)
+        buf[n, 0, ..., S0:, :] = apply_rope((xn @ layer.W_k).view(B, T, h_kv, dh).transpose(1, 2), pos, cfg.rope_base)
+        buf[n, 1, ..., S0:, :] = (xn @ layer.W_v).view(B, T, h_kv, dh).transpose(1, 2)
+        x = x + _gqa_sdpa(q, buf[n, 0], buf[n, 1]).transpose(1, 2).reshape(B, T, -1) @ layer.W_o
+        x = x + swiglu(rms_norm(x, layer.mlp_norm, cfg.eps), layer)
+    return rms_norm(x, weights.final_norm, cfg.eps) @ weights.embed.T, buf
+
+
+def _top_left(q, k, v):
+    """Causal attention with the mask aligned at the top-left: the new queries act as positions 0..T-1."""
+    T, S = q.shape[2], k.shape[2]
+    g = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                          attn_mask=torch.ones(T, S, dtype=torch.bool).tril())
+
+
+register(
+    Exercise(
+        id="decoder-forward",
+        title="The whole decoder, with a key/value cache",
+        make_cases=_forward_cases,
+        reference=forward,
+        mutants=(
+            Mutant("positions-restart", _forward_variant(positions="restart"),
+                   "your new tokens are rotated as if they stood at positions 0..T-1; after S cached positions they "
+                   "are at S..S+T-1 (S = cache.shape[4]): positions = torch.arange(S, S + T)."),
+            Mutant("cache-not-read", _forward_variant(use_cache=False),
+                   "your new tokens attend only to each other: concatenate the cached keys and values before the "
+                   "new ones (along the positions, dim=2) and attend over all S + T."),
+            Mutant("mask-top-left", _forward_variant(mask_fn=_top_left),
+                   "with a cache, your causal mask is aligned at the top-left: the new queries are the last T of "
+                   "the S + T positions and read keys up to their own position (tril(diagonal=S))."),
+            Mutant("no-final-norm", _forward_variant(final_norm=False),
+                   "you forgot the final RMSNorm: the last state goes through rms_norm(h, weights.final_norm, eps) "
+                   "before the tied head, h @ weights.embed.T."),
+            Mutant("keys-cached-before-rope", _forward_variant(cache_rotated=False),
+                   "your cache holds the keys before RoPE; store them rotated, as they are used, so a cached key "
+                   "is never rotated again."),
+            Mutant("new-before-old", _forward_variant(order="new-old"),
+                   "you put the new keys and values before the cached ones; positions run in order, so append "
+                   "the new ones after: torch.cat([cached, new], dim=2)."),
+            Mutant("first-layer-repeated", _forward_variant(first_layer_only=True),
+                   "every block uses the first layer's weights: loop over weights.layers and use each in turn."),
+        ),
+        rules=(
+            Rule("edge-size", "with cached positions, the new tokens continue their positions and read the cache",
+                 ("tiny decoder, 3 cached positions, 1 new token", "tiny decoder, 2 cached positions, 3 new tokens"),
+                 lambda w, ids, cache: cache.shape[4] > 0,
+                 ("positions-restart", "cache-not-read", "keys-cached-before-rope", "new-before-old", "mask-top-left")),
+            Rule("edge-size", "several new tokens after a cache: the causal mask is aligned at the bottom-right",
+                 ("tiny decoder, 2 cached positions, 3 new tokens",),
+                 lambda w, ids, cache: cache.shape[4] > 0 and ids.shape[1] > 1, ("mask-top-left",)),
+            Rule("threshold", "SmolLM2 in float32 agrees to the logits' float32 estimate",
+                 ("SmolLM2-135M's own weights (float32), empty cache, 'The capital of France is'",),
+                 lambda w, ids, cache: w.embed.dtype == torch.float32, ("no-final-norm", "first-layer-repeated")),
+        ),
+        returns=("logits", "cache"),
+        alternatives=(_forward_loop, _forward_recompute),
+        rtol=0.0,
+        atol=FORWARD_ATOL,
+        array_type="torch",
+        difficulty=3,
+        minutes=25,
+    )
+)
+
+
+# ============================================================ 2. sampling
+def _logits(g, B, V, std=2.0):
+    return _randn(g, B, V, std=std)
+
+
+def _sampling_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(96)
+    tie = torch.tensor([[3.0, 2.0, 1.0, 1.0, 0.0, -1.0]], dtype=torch.float64)  # the third and fourth tie
+    half = torch.log(torch.tensor([[0.5, 0.2, 0.15, 0.1, 0.05]], dtype=torch.float64))
+    return [
+        Case("temperature 1, no top-k (0), no top-p (1.0)", (_logits(g, 2, 8), 1.0, 0, 1.0)),
+        Case("temperature 0.5, top_k=3", (_logits(g, 2, 8), 0.5, 3, 1.0)),
+        Case("temperature 2, top_p=0.9", (_logits(g, 2, 8), 2.0, 0, 0.9)),
+        Case("top_k=3 with the third and fourth logits tied", (tie, 1.0, 3, 1.0)),
+        Case("top_k=3 and top_p=0.8 together", (_logits(g, 3, 10), 1.0, 3, 0.8)),
+        Case("temperature 0: greedy", (_logits(g, 2, 8), 0.0, 0, 1.0)),
+        Case("top_p=0.6 where the first token alone has 0.5", (half, 1.0, 0, 0.6)),
+    ]
+
+
+def _probs_variant(*, temperature: str = "divide", ties: bool = True, crossing: bool = True, order: str = "k-then-p",
+                   renormalise: bool = True, greedy: bool = True):
+    def top_k(z, k):
+        if k <= 0:
+            return z
+        if ties:
+            kth = torch.topk(z, k, dim=-1).values[..., -1:]
+            return z.masked_fill(z < kth, float("-inf"))
+        idx = torch.topk(z, k, dim=-1).indices
+        keep = torch.zeros_like(z, dtype=torch.bool).scatter_(-1, idx, True)
+        return z.masked_fill(~keep, float("-inf"))
+
+    def top_p(p, pp):
+        if pp >= 1:
+            return p
+        sp, idx = p.sort(dim=-1, descending=True)
+        cum = sp.cumsum(-1)
+        drop_sorted = (cum - sp >= pp) if crossing else (cum > pp)
+        drop = torch.zeros_like(drop_sorted).scatter_(-1, idx, drop_sorted)
+        p = p.masked_fill(drop, 0.0)
+        return p / p.sum(-1, keepdim=True) if renormalise else p
+
+    def f(logits, temperature_, k, pp):
+        if temperature_ == 0 and greedy:
+            return torch.zeros_like(logits).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
+        z = logits / temperature_ if temperature == "divide" else logits * temperature_
+        if order == "k-then-p":
+            return top_p(torch.softmax(top_k(z, k), -1), pp)
+        p = top_p(torch.softmax(z, -1), pp)  # top-p on the full distribution, then top-k
+        p = p.masked_fill(top_k(z, k) == float("-inf"), 0.0)
+        return p / p.sum(-1, keepdim=True)
+
+    return f
+
+
+def _probs_sorted_loop(logits, temperature, top_k, top_p):
+    out = []
+    for row in logits:
+        if temperature == 0:
+            p = torch.zeros_like(row)
+            p[int(row.argmax())] = 1.0
+            out.append(p)
+            continue
+        z = row / temperature
+        if top_k:
+            kth = z.sort(descending=True).values[min(top_k, len(z)) - 1]
+            z = torch.where(z >= kth, z, torch.tensor(-math.inf, dtype=z.dtype))
+        p = torch.softmax(z, 0)
+        if top_p < 1:
+            total, crossing = 0.0, None
+            for s in sorted(p.tolist(), reverse=True):  # largest first, until the total reaches top_p
+                total += s
+                if total >= top_p:
+                    crossing = s
+                    break
+            if crossing is not None:
+                p = torch.where(p >= crossing, p, torch.zeros_like(p))
+                p = p / p.sum()
+        out.append(p)
+    return torch.stack(out)
+
+
+def _probs_hf_style(logits, temperature, top_k, top_p):
+    """transformers' warpers, written out: remove what falls below the k-th logit, then the low tail
+    whose total is at most 1 - top_p (sorted ascending)."""
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    z = logits / temperature
+    if top_k > 0:
+        z = z.masked_fill(z < torch.topk(z, top_k).values[..., -1, None], -math.inf)
+    if top_p < 1:
+        p = torch.softmax(z, -1)
+        sp, idx = torch.sort(p, descending=True)
+        keep_sorted = (sp.cumsum(-1) - sp) < top_p
+        threshold = torch.where(keep_sorted, sp, torch.full_like(sp, math.inf)).amin(-1, keepdim=True)
+        z = z.masked_fill(p < threshold, -math.inf)
+    return torch.softmax(z, -1)
+
+
+register(
+    Exercise(
+        id="next-token-probs",
+        title="Temperature, top-k and top-p",
+        make_cases=_sampling_cases,
+        reference=next_token_probs,
+        mutants=(
+            Mutant("temperature-multiplied", _probs_variant(temperature="multiply"),
+                   "you multiplied the logits by the temperature; divide by it, so a temperature above 1 flattens "
+                   "the distribution and one below 1 sharpens it."),
+            Mutant("top-k-drops-ties", _probs_variant(ties=False),
+                   "your top-k keeps exactly k tokens and drops one of two tied logits; the statement keeps every "
+                   "token whose logit is at least the k-th largest (z >= kth)."),
+            Mutant("top-p-drops-crossing-token", _probs_variant(crossing=False),
+                   "your nucleus stops before the token that crosses top_p; keep the shortest prefix whose total "
+                   "reaches top_p, crossing token included (drop a token only when the mass ranked above it is "
+                   "already >= top_p)."),
+            Mutant("top-p-before-top-k", _probs_variant(order="p-then-k"),
+                   "you took the nucleus of the full distribution; apply top-k first, renormalise, and take the "
+                   "nucleus of what is left."),
+            Mutant("not-renormalised", _probs_variant(renormalise=False),
+                   "after zeroing the tail, divide by what is left so the probabilities sum to 1 again."),
+            Mutant("greedy-divides-by-zero", _probs_variant(greedy=False),
+                   "temperature 0 divides by zero; the statement makes it greedy: all the probability on the "
+                   "largest logit (logits.argmax(-1))."),
+        ),
+        rules=(
+            Rule("tie", "top-k keeps every token tied with the k-th largest logit",
+                 ("top_k=3 with the third and fourth logits tied",), lambda z, t, k, p: bool((z[0, 2] == z[0, 3])),
+                 ("top-k-drops-ties",)),
+            Rule("threshold", "the token whose mass crosses top_p is kept",
+                 ("top_p=0.6 where the first token alone has 0.5", "temperature 2, top_p=0.9"),
+                 lambda z, t, k, p: p < 1, ("top-p-drops-crossing-token", "not-renormalised")),
+            Rule("range", "temperature 0 is greedy", ("temperature 0: greedy",), lambda z, t, k, p: t == 0,
+                 ("greedy-divides-by-zero",)),
+            Rule("range", "top-k, then the nucleus of the renormalised rest", ("top_k=3 and top_p=0.8 together",),
+                 lambda z, t, k, p: k > 0 and p < 1, ("top-p-before-top-k",)),
+            Rule("range", "a temperature away from 1 divides the logits",
+                 ("temperature 0.5, top_k=3", "temperature 2, top_p=0.9"), lambda z, t, k, p: t not in (0, 1),
+                 ("temperature-multiplied",)),
+        ),
+        alternatives=(_probs_sorted_loop, _probs_hf_style),
+        array_type="torch",
+        difficulty=2,
+        minutes=10,
+    )
+)
+
+
+# ============================================================ 3. the next-token loss
+def _loss_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(97)
+    return [
+        Case("B=2, T=5, V=7", (_randn(g, 2, 5, 7), torch.randint(0, 7, (2, 5), generator=g))),
+        Case("T=2: one prediction per sequence", (_randn(g, 3, 2, 6), torch.randint(0, 6, (3, 2), generator=g))),
+        Case("B=1, T=6, V=50, confident logits", (_randn(g, 1, 6, 50, std=4.0), torch.randint(0, 50, (1, 6), generator=g))),
+    ]
+
+
+def _loss_variant(kind: str):
+    def f(logits, ids):
+        B, T, V = logits.shape
+        if kind == "no-shift":
+            return F.cross_entropy(logits.reshape(-1, V), ids.reshape(-1))
+        if kind == "backwards":
+            return F.cross_entropy(logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1))
+        if kind == "roll":
+            return F.cross_entropy(logits.reshape(-1, V), ids.roll(-1, dims=1).reshape(-1))
+        nll = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1), reduction="none")  # (B (T-1),)
+        if kind == "sum":
+            return nll.sum()
+        if kind == "bits":
+            return nll.mean() / math.log(2)
+        if kind == "raw-logits":
+            return F.nll_loss(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+        return nll.reshape(B, T - 1).sum(1).mean()  # per-sequence sums, averaged over the batch
+
+    return f
+
+
+def _loss_log_softmax(logits, ids):
+    logp = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1, V)
+    return -logp.gather(-1, ids[:, 1:, None]).mean()
+
+
+def _loss_loop(logits, ids):
+    total, count = 0.0, 0
+    for b in range(ids.shape[0]):
+        for t in range(ids.shape[1] - 1):
+            total = total - torch.log_softmax(logits[b, t], 0)[ids[b, t + 1]]
+            count += 1
+    return total / count
+
+
+register(
+    Exercise(
+        id="next-token-loss",
+        title="The next-token loss",
+        make_cases=_loss_cases,
+        reference=next_token_loss,
+        mutants=(
+            Mutant("no-shift", _loss_variant("no-shift"),
+                   "you scored each position on its own token; position t has read tokens 0..t and predicts "
+                   "token t + 1: compare logits[:, :-1] with ids[:, 1:]."),
+            Mutant("shifted-backwards", _loss_variant("backwards"),
+                   "you shifted the wrong way (logits[:, 1:] against ids[:, :-1]), predicting the previous token; "
+                   "use logits[:, :-1] against ids[:, 1:]."),
+            Mutant("wraps-around", _loss_variant("roll"),
+                   "you rolled the ids, so the last position is scored on the first token; the last position has "
+                   "nothing to predict: drop it (logits[:, :-1], ids[:, 1:])."),
+            Mutant("sum-not-mean", _loss_variant("sum"),
+                   "you summed the losses; the statement asks for the mean over the B (T - 1) predictions."),
+            Mutant("bits", _loss_variant("bits"),
+                   "your loss is in bits (log base 2); the statement asks for nats, the natural log that "
+                   "F.cross_entropy uses."),
+            Mutant("no-log-softmax", _loss_variant("raw-logits"),
+                   "F.nll_loss expects log-probabilities; apply torch.log_softmax to the logits first, or use "
+                   "F.cross_entropy, which does both."),
+            Mutant("mean-of-sequence-sums", _loss_variant("per-sequence"),
+                   "you summed over the positions and averaged over the batch; average over every prediction, "
+                   "B (T - 1) of them."),
+        ),
+        rules=(
+            Rule("edge-size", "T = 2: one prediction per sequence, the second token from the first",
+                 ("T=2: one prediction per sequence",), lambda z, ids: ids.shape[1] == 2,
+                 ("no-shift", "shifted-backwards", "wraps-around", "sum-not-mean", "bits")),
+            Rule("edge-size", "several positions: the mean over B (T - 1) predictions",
+                 ("B=2, T=5, V=7", "B=1, T=6, V=50, confident logits"), lambda z, ids: ids.shape[1] > 2,
+                 ("mean-of-sequence-sums", "no-log-softmax", "sum-not-mean")),
+        ),
+        alternatives=(_loss_log_softmax, _loss_loop),
+        array_type="torch",
+        difficulty=1,
+        minutes=5,
+    )
+)
+
+EXERCISES = ("decoder-forward", "next-token-probs", "next-token-loss")

@@ -1,0 +1,63 @@
+"""Figures for chapter 10: the key/value cache's memory, and the Shakespeare run.
+
+Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no
+global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ...figures.style import book_figure
+from ...models.smollm2 import DecoderConfig
+
+__all__ = ["cache_bytes", "plot_cache_memory", "plot_shakespeare"]
+
+_OURS, _EST, _MHA = "#0072B2", "#444444", "#CC79A7"
+
+
+def cache_bytes(config: DecoderConfig, tokens: int, bytes_per_value: int = 4, kv_heads=None) -> int:
+    """Bytes of a key/value cache: ``2 x layers x kv_heads x d_head x tokens x bytes_per_value``.
+
+    Examples
+    --------
+    >>> cache_bytes(DecoderConfig(), 2048) / 1e6                     # SmolLM2, float32
+    94.37184
+    >>> cache_bytes(DecoderConfig(), 2048, kv_heads=9) / 1e6         # one key/value head per query head
+    283.11552
+    """
+    heads = config.n_kv_heads if kv_heads is None else kv_heads
+    return 2 * config.n_layers * heads * config.d_head * tokens * bytes_per_value
+
+
+@book_figure
+def plot_cache_memory(config: DecoderConfig, max_tokens: int = 2048) -> Figure:
+    """The cache's size against the number of tokens, with SmolLM2's grouped key/value heads and with one per query head."""
+    t = np.arange(0, max_tokens + 1, 64)
+    fig, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+    for heads, color, name in ((config.n_heads, _MHA, f"{config.n_heads} key/value heads (one per query head)"),
+                               (config.n_kv_heads, _OURS, f"{config.n_kv_heads} key/value heads (SmolLM2)")):
+        mb = np.array([cache_bytes(config, int(n), kv_heads=heads) for n in t]) / 1e6
+        ax.plot(t, mb, color=color, lw=2, label=name)
+        ax.annotate(f"{mb[-1]:.0f} MB", (t[-1], mb[-1]), xytext=(-4, 6), textcoords="offset points", ha="right",
+                    color=color)
+    ax.set(xlabel="tokens in the cache", ylabel="cache size (MB, float32)", ylim=(0, None),
+           title="The key/value cache grows with every token")
+    ax.legend(loc="upper left", fontsize=9.5)
+    return fig
+
+
+@book_figure
+def plot_shakespeare(run: dict) -> Figure:
+    """Held-out loss (nats per character) against training steps, with the unigram and bigram baselines."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.2), layout="constrained")
+    ax.plot(run["steps"], run["held_out"], "o-", color=_OURS, ms=4, lw=1.8, label="small GPT, held-out plays")
+    for key, style, name in (("unigram", ":", "unigram (character frequencies)"),
+                             ("bigram", "--", "bigram (previous character)")):
+        ax.axhline(run[key], color=_EST, ls=style, lw=1.3, label=f"{name}: {run[key]:.2f}")
+    ax.set(xlabel="training step", ylabel="held-out loss (nats / char)", ylim=(1.0, max(run["held_out"]) + 0.2),
+           title="A small GPT learns Shakespeare")
+    ax.legend(loc="upper right", fontsize=9.5)
+    return fig

@@ -1,0 +1,208 @@
+"""Chapter 9's exercises (the decoder's parts): references, solutions and correct alternatives pass; every mutant gets its own
+feedback; a battery of learner answers gets the right verdict; check never raises whatever comes back.
+
+(tests/exercises/test_exercises.py runs the generic checks over every exercise too; chapter 9's battery is here.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention_course.chapters.decoder import exercises as dx
+from attention_course.chapters.decoder.rope import apply_rope
+from attention_course.course.solutions import SOLUTIONS
+from attention_course.exercises import REGISTRY, evaluate
+
+pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
+IDS = list(dx.EXERCISES)
+PASS = "passed"
+ANY = ""  # any failure: the engine words the feedback of an unnamed mistake itself
+
+
+def fb(eid, name):
+    (m,) = [m for m in REGISTRY[eid].mutants if m.name == name]
+    return m.feedback
+
+
+def test_four_exercises_registered_rated_and_solved():
+    assert len(IDS) == 4 and set(IDS) <= set(REGISTRY) and set(IDS) <= set(SOLUTIONS)
+    for eid in IDS:
+        ex = REGISTRY[eid]
+        assert ex.difficulty in (1, 2, 3) and 5 <= ex.minutes <= 30, eid
+        assert len(ex.mutants) >= 6 and len({m.feedback for m in ex.mutants}) == len(ex.mutants), eid
+        assert len(ex.alternatives) >= 2, eid
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_reference_solution_and_alternatives_pass_and_the_stub_is_not_attempted(eid):
+    ex = REGISTRY[eid]
+    for fn in (ex.reference, SOLUTIONS[eid], *ex.alternatives):
+        result = evaluate(eid, fn)
+        assert result.passed, (fn, result.message)
+
+    def stub(*args):
+        raise NotImplementedError
+
+    result = evaluate(eid, stub)
+    assert result.status == "not attempted" and "not implemented yet" in result.message
+
+
+MUTANTS = [(eid, m) for eid in IDS for m in REGISTRY[eid].mutants]
+
+
+@pytest.mark.parametrize("eid,mutant", MUTANTS, ids=[f"{e}:{m.name}" for e, m in MUTANTS])
+def test_every_mutant_is_rejected_with_its_own_feedback(eid, mutant):
+    result = evaluate(eid, mutant.fn)
+    assert (result.status, result.message) == ("failed", mutant.feedback)
+
+
+# ------------------------------------------------------------------ a battery of learner answers
+def _rms_numpy(x, weight, eps):
+    a = x.numpy()
+    return a / np.sqrt((a**2).mean(-1, keepdims=True) + eps) * weight.numpy()
+
+
+def _rms_in_place(x, weight, eps):
+    x /= torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return x * weight
+
+
+def _rms_float32(x, weight, eps):
+    return SOLUTIONS["rms-norm"](x, weight, eps).float()
+
+
+def _rope_sin_cos_swapped(x, positions, base):
+    d = x.shape[-1]
+    a = positions.to(x.dtype)[:, None] * base ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)
+    a = torch.cat([a, a], -1)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return x * a.sin() + torch.cat([-x2, x1], -1) * a.cos()
+
+
+def _rope_half_angle_halves(x, positions, base):
+    """Each half with its own frequencies: pair i uses base^(-i/d) for i in 0..d-1 split in two (a plausible misreading)."""
+    d = x.shape[-1]
+    a = positions.to(x.dtype)[:, None] * base ** (-torch.arange(d, dtype=x.dtype) / d)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return x * a.cos() + torch.cat([-x2, x1], -1) * a.sin()
+
+
+def _rope_numpy(x, positions, base):
+    return apply_rope(x, positions, base).numpy()
+
+
+def _gqa_expand(q, k, v):
+    B, h, T, d = q.shape
+    h_kv, S = k.shape[1], k.shape[2]
+    g = h // h_kv
+    k = k[:, :, None].expand(B, h_kv, g, S, d).reshape(B, h, S, d)  # (B, h, S, d): 0,0,1,1
+    v = v[:, :, None].expand(B, h_kv, g, S, d).reshape(B, h, S, d)
+    s = (q @ k.transpose(-2, -1) / math.sqrt(d)).masked_fill(torch.ones(T, S, dtype=torch.bool).tril(S - T) == 0, -math.inf)
+    return torch.softmax(s, -1) @ v
+
+
+def _gqa_minus_1e9(q, k, v):
+    B, h, T, d = q.shape
+    S = k.shape[2]
+    g = h // k.shape[1]
+    s = q @ k.repeat_interleave(g, 1).transpose(-2, -1) / math.sqrt(d)
+    s = s.masked_fill(~torch.ones(T, S, dtype=torch.bool).tril(S - T), -1e9)
+    return torch.softmax(s, -1) @ v.repeat_interleave(g, 1)
+
+
+def _gqa_is_causal_sdpa(q, k, v):
+    """SDPA's is_causal aligns at the top-left: wrong once S > T."""
+    g = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=True)
+
+
+def _gqa_weights_too(q, k, v):
+    return SOLUTIONS["grouped-attention"](q, k, v), None
+
+
+def _block_sdpa(x, layer, cfg, positions):
+    return dx._block_written_out(x, layer, cfg, positions)
+
+
+def _block_no_gate(x, layer, cfg, positions):
+    """The feed-forward without its gate: a + silu(RMSNorm(a) W_up) W_down."""
+    d = x.shape[-1]
+    xn = F.rms_norm(x, (d,), layer.attn_norm, cfg.eps)
+    B, T, _ = x.shape
+    q = apply_rope((xn @ layer.W_q).view(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2), positions, cfg.rope_base)
+    k = apply_rope((xn @ layer.W_k).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2), positions, cfg.rope_base)
+    v = (xn @ layer.W_v).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+    a = x + dx._gqa_sdpa(q, k, v).transpose(1, 2).reshape(B, T, d) @ layer.W_o
+    an = F.rms_norm(a, (d,), layer.mlp_norm, cfg.eps)
+    return a + F.silu(an @ layer.W_up) @ layer.W_down
+
+
+def _block_eps_fixed(x, layer, cfg, positions):
+    """A hard-coded eps of 1e-5 (the default of many libraries) instead of config.eps."""
+    from dataclasses import replace
+
+    return SOLUTIONS["decoder-block"](x, layer, replace(cfg, eps=1e-5), positions)
+
+
+def _block_float32(x, layer, cfg, positions):
+    return SOLUTIONS["decoder-block"](x, layer, cfg, positions).float()
+
+
+BATTERY = [
+    ("rms-norm", "F.rms_norm", lambda x, w, eps: F.rms_norm(x, (x.shape[-1],), w, eps), PASS),
+    ("rms-norm", "rsqrt", lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, PASS),
+    ("rms-norm", "vector norm", dx._rms_norm_of_vector, PASS),
+    ("rms-norm", "numpy array", _rms_numpy, "expected a torch tensor"),
+    ("rms-norm", "in place", _rms_in_place, "changed its input in place"),
+    ("rms-norm", "float32", _rms_float32, "float32 but the inputs are float64"),
+    ("rms-norm", "LayerNorm", lambda x, w, eps: F.layer_norm(x, (x.shape[-1],), w, None, eps), fb("rms-norm", "subtracts-mean")),
+    ("rms-norm", "x.norm without 1/d", lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
+     fb("rms-norm", "sum-not-mean")),
+    ("rms-norm", "over every axis", lambda x, w, eps: x / torch.sqrt(x.pow(2).mean() + eps) * w, ANY),
+    ("rope", "complex numbers", dx._rope_complex, PASS),
+    ("rope", "a loop", dx._rope_loop, PASS),
+    ("rope", "the package's", apply_rope, PASS),
+    ("rope", "numpy result", _rope_numpy, "expected a torch tensor"),
+    ("rope", "interleaved pairs", dx.apply_rope_interleaved, fb("rope", "interleaved-pairs")),
+    ("rope", "sin and cos swapped", _rope_sin_cos_swapped, ANY),
+    ("rope", "d frequencies", _rope_half_angle_halves, ANY),
+    ("rope", "positions ignored", dx._rope_variant(positions_mode="arange"), fb("rope", "positions-ignored")),
+    ("grouped-attention", "expand and reshape", _gqa_expand, PASS),
+    ("grouped-attention", "-1e9 mask", _gqa_minus_1e9, PASS),
+    ("grouped-attention", "SDPA with a bottom-right mask", dx._gqa_sdpa, PASS),
+    ("grouped-attention", "SDPA is_causal", _gqa_is_causal_sdpa, fb("grouped-attention", "mask-top-left")),
+    ("grouped-attention", "a tuple", _gqa_weights_too, "expected a torch tensor"),
+    ("grouped-attention", "repeat", dx._gqa_variant(repeat="repeat"), fb("grouped-attention", "repeat-not-interleave")),
+    ("grouped-attention", "no mask", dx._gqa_variant(mask="none"), fb("grouped-attention", "no-causal-mask")),
+    ("grouped-attention", "no scale", dx._gqa_variant(scale="none"), fb("grouped-attention", "no-scale")),
+    ("decoder-block", "written out with SDPA", _block_sdpa, PASS),
+    ("decoder-block", "F.linear", dx._block_linear, PASS),
+    ("decoder-block", "the package's", dx.decoder_block, PASS),
+    ("decoder-block", "no gate", _block_no_gate, ANY),
+    ("decoder-block", "eps hard-coded to 1e-5", _block_eps_fixed, ANY),
+    ("decoder-block", "float32", _block_float32, "float32 but the inputs are float64"),
+    ("decoder-block", "post-norm", dx._block_variant(order="post"), fb("decoder-block", "post-norm")),
+    ("decoder-block", "GELU gate", dx._block_variant(act="gelu"), fb("decoder-block", "gelu-gate")),
+]
+
+
+@pytest.mark.parametrize("eid,label,fn,expect", BATTERY, ids=[f"{b[0]}:{b[1]}" for b in BATTERY])
+def test_learner_answer_gets_the_right_verdict(eid, label, fn, expect):
+    result = evaluate(eid, fn)
+    if expect == PASS:
+        assert result.passed, result.message
+    else:
+        assert result.status == "failed", result.message
+        assert expect in result.message, result.message
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_every_exercise_has_a_battery(eid):
+    answers = [b for b in BATTERY if b[0] == eid]
+    right = [b for b in answers if b[3] == PASS]
+    assert len(answers) >= 8 and len(right) >= 3 and len(answers) - len(right) >= 5, eid
