@@ -266,7 +266,7 @@ def test_read_glue_reads_numbers_strings_and_numpy_reprs(tmp_path):
 
 
 def test_read_glue_on_a_real_chapter_gives_its_number():
-    glued = vd.read_glue(BOOK / "06_scaling.ipynb")
+    glued = vd.read_glue(BOOK / "06_scaling_evidence.ipynb")
     assert glued["var_64"] == pytest.approx(64, rel=0.1)  # Var(q.k) = d_k at initialisation
 
 

@@ -1,6 +1,6 @@
 """Chapter 6, Why 1/sqrt(d_k) matters: everything the chapter computes, draws and checks.
 
-One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``pages``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import scaling as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -62,6 +62,7 @@ from .measures import (
     qk_norm_scores,
     pair_logit_variance,
 )
+from .pages import EVIDENCE_EXERCISES
 from .saturated_rows import scale_pair, saturated_share, SATURATED, BACKWARDS, swapped_softmax
 from .saturation_training import (
     THRESHOLD,
@@ -110,11 +111,18 @@ from .runs import (
 from .figures import (
     SCALE_LABEL,
     SCALE_COLOR,
+    LESSON_WIDTH,
+    STACKED_WIDTH,
+    PHONE_RC,
+    LESSON_RC,
+    plot_score_histograms,
+    plot_sharpening,
+    plot_gradient_vs_spread,
+    plot_training_watch,
     plot_score_variance,
     plot_minilm_scores,
     plot_saturation,
     plot_jacobian,
-    plot_live_training,
     plot_full_comparison,
     plot_scale_pair,
     plot_saturation_training,
@@ -183,6 +191,7 @@ __all__ = [
     "attention_scores",
     "qk_norm_scores",
     "pair_logit_variance",
+    "EVIDENCE_EXERCISES",
     "scale_pair",
     "saturated_share",
     "SATURATED",
@@ -226,11 +235,18 @@ __all__ = [
     "progress_bar",
     "SCALE_LABEL",
     "SCALE_COLOR",
+    "LESSON_WIDTH",
+    "STACKED_WIDTH",
+    "PHONE_RC",
+    "LESSON_RC",
+    "plot_score_histograms",
+    "plot_sharpening",
+    "plot_gradient_vs_spread",
+    "plot_training_watch",
     "plot_score_variance",
     "plot_minilm_scores",
     "plot_saturation",
     "plot_jacobian",
-    "plot_live_training",
     "plot_full_comparison",
     "plot_scale_pair",
     "plot_saturation_training",

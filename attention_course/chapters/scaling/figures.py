@@ -2,20 +2,29 @@ r"""Figures for chapter 6: why attention divides the scores by :math:`\sqrt{d_k}
 
 Every helper takes what the chapter has already measured (with
 :mod:`attention_course.chapters.scaling.measures` or
-:mod:`attention_course.chapters.scaling.training`), draws it at the book's column
-width (7 in, 11 pt), labels its axes, returns the :class:`matplotlib.figure.Figure`
-and changes no global matplotlib state. One colour per scale across the chapter:
-:data:`SCALE_COLOR`.
+:mod:`attention_course.chapters.scaling.training`, or a few lines of numpy on the lesson's
+page), draws it for the book's column, labels its axes, returns the
+:class:`matplotlib.figure.Figure` and changes no global matplotlib state. One colour per scale
+across the chapter: :data:`SCALE_COLOR`.
+
+The lesson's figures (:func:`plot_score_histograms`, :func:`plot_sharpening`,
+:func:`plot_gradient_vs_spread`, :func:`plot_training_watch`) are drawn for a phone as well as
+the column: :data:`LESSON_WIDTH` inches wide, with :data:`LESSON_RC`'s larger type, so that their
+smallest text (11.5 pt at 5 in) is shown at about 11 CSS px on a 390-px screen, where a 7-in
+figure with 10-pt ticks shows 7. The evidence page's figures use :data:`PHONE_RC` (11-pt ticks),
+and those stacked in a column are :data:`STACKED_WIDTH` wide.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ..lowrank.baselines import loglog_slope
@@ -28,8 +37,10 @@ if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not
     from .training import ScaleComparison
 
 __all__ = [
-    "SCALE_LABEL", "SCALE_COLOR", "plot_score_variance", "plot_minilm_scores", "plot_saturation",
-    "plot_jacobian", "plot_live_training", "plot_full_comparison", "plot_scale_pair", "plot_saturation_training",
+    "SCALE_LABEL", "SCALE_COLOR", "LESSON_WIDTH", "STACKED_WIDTH", "PHONE_RC", "LESSON_RC",
+    "plot_score_histograms", "plot_sharpening",
+    "plot_gradient_vs_spread", "plot_training_watch", "plot_score_variance", "plot_minilm_scores", "plot_saturation",
+    "plot_jacobian", "plot_full_comparison", "plot_scale_pair", "plot_saturation_training",
     "BACKWARD_COLOR", "plot_backward_swap",
 ]
 
@@ -42,13 +53,181 @@ def _running_mean(x: np.ndarray, n: int) -> np.ndarray:
     return np.convolve(x, np.ones(n) / n, mode="valid")  # (len(x) - n + 1,): mean of n steps
 
 
-@book_figure
-def plot_score_variance(sweep: VarianceSweep, rng: Union[np.random.Generator, int] = 0,
-                        hist_dims: Sequence[int] = (4, 64, 1024), n_hist: int = 5000) -> Figure:
-    r"""Left: the variance of :math:`q\cdot k` and of :math:`q\cdot k/\sqrt{d_k}` against :math:`d_k`.
+def chapter_figure(func):
+    """:func:`~attention_course.figures.style.book_figure` with :data:`PHONE_RC`'s type: every figure of the chapter."""
+    @functools.wraps(func)
+    def draw(*args, **kwargs):
+        with plt.rc_context(PHONE_RC):
+            return func(*args, **kwargs)
+    return book_figure(draw)
 
-    Right: histograms of ``n_hist`` fresh unscaled scores :math:`q \cdot k` at each of
-    ``hist_dims``, drawn from ``rng`` (a seed or a Generator, which is advanced).
+
+#: The lesson's figures: narrower than the 7-in column, so a phone shrinks them less.
+LESSON_WIDTH = 5.0
+#: The evidence page's stacked figures (several panels in a column).
+STACKED_WIDTH = 5.6
+#: Type for every figure of the chapter (on top of the book's style): 12-pt labels, 11-pt ticks and legends.
+PHONE_RC = {"font.size": 12, "axes.titlesize": 12.5, "axes.labelsize": 12, "xtick.labelsize": 11,
+            "ytick.labelsize": 11, "legend.fontsize": 11}
+#: The lesson's type: a little larger again, so that a legend's subscripts stay readable on a phone.
+LESSON_RC = {**PHONE_RC, "xtick.labelsize": 11.5, "ytick.labelsize": 11.5, "legend.fontsize": 12}
+WIDTH_COLOR = {4: "tab:orange", 64: "tab:purple", 1024: "tab:red"}
+
+
+def _width_color(d: int, i: int) -> str:
+    return WIDTH_COLOR.get(int(d), ("tab:orange", "tab:purple", "tab:red", "tab:brown")[i % 4])
+
+
+@chapter_figure
+def plot_score_histograms(scores: Mapping[int, Array]) -> Figure:
+    r"""The lesson's first picture: dot products of random vectors, raw (top) and divided by :math:`\sqrt{d_k}` (bottom).
+
+    Parameters
+    ----------
+    scores : dict of d_k -> array, shape (N,)
+        Dot products :math:`q \cdot k` of random vectors of width ``d_k`` with unit-variance
+        entries. The bottom panel draws each divided by :math:`\sqrt{d_k}`, with the standard
+        normal density (dashed) that the scaled scores follow.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> fig = plot_score_histograms({d: rng.normal(0, d**0.5, 500) for d in (4, 64)})
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['score $q\\cdot k$', 'scaled score $q\\cdot k\\,/\\sqrt{d_k}$']
+    """
+    if not scores:
+        raise ValueError("scores is empty; expected {d_k: dot products} for at least one width")
+    arrays = {int(d): np.asarray(to_numpy(s), float).ravel() for d, s in scores.items()}
+    with plt.rc_context(LESSON_RC):
+        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.8), layout="constrained")
+        reach = max(4 * np.sqrt(d) for d in arrays)
+        raw_bins, unit_bins = np.linspace(-reach, reach, 121), np.linspace(-4.5, 4.5, 61)
+        for i, (d, s) in enumerate(arrays.items()):
+            kw = dict(histtype="step", lw=1.8, color=_width_color(d, i), density=True)
+            ax.hist(s, bins=raw_bins, label=f"$d_k$ = {d}", **kw)
+            ax_s.hist(s / np.sqrt(d), bins=unit_bins, **kw)
+        x = np.linspace(-4.5, 4.5, 200)
+        ax_s.plot(x, np.exp(-x**2 / 2) / np.sqrt(2 * np.pi), "k--", lw=1.2, label="variance 1")
+        ax.set(xlabel=r"score $q\cdot k$", ylabel="density", title="Raw scores: wider vectors, wider spread")
+        ax_s.set(xlabel=r"scaled score $q\cdot k\,/\sqrt{d_k}$", ylabel="density",
+                 title=r"Divided by $\sqrt{d_k}$: one spread at every width")
+        ax.legend(loc="upper right")
+        ax_s.legend(loc="upper right")
+    return fig
+
+
+@chapter_figure
+def plot_sharpening(d_ks: Sequence[int], largest: Mapping[str, Sequence[Array]], threshold: float = 0.99) -> Figure:
+    r"""How sharp softmax rows get as :math:`d_k` grows, with and without the scale.
+
+    Top: the mean largest weight of a row. Bottom: the share of rows whose largest weight exceeds
+    ``threshold`` (saturated rows). One line per entry of ``largest``.
+
+    Parameters
+    ----------
+    d_ks : sequence of int, length D
+    largest : dict of name -> sequence of D arrays
+        For each name (``"unscaled"``, ``"scaled"``), the largest weight of every row at each width;
+        coloured as :data:`SCALE_COLOR` (``"none"``, ``"sqrt"``).
+
+    Examples
+    --------
+    >>> fig = plot_sharpening([1, 4], {"unscaled": [np.array([0.1, 0.2]), np.array([0.5, 0.995])]})
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['mean largest weight', 'share of rows > 0.99']
+    """
+    dims = np.asarray(d_ks)
+    for name, rows in largest.items():
+        if len(rows) != len(dims):
+            raise ValueError(f"largest[{name!r}] has {len(rows)} widths; expected one per d_k ({len(dims)})")
+    key = {"unscaled": "none", "scaled": "sqrt"}
+    with plt.rc_context(LESSON_RC):
+        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.2), layout="constrained", sharex=True)
+        for name, rows in largest.items():
+            kw = dict(color=SCALE_COLOR.get(key.get(name, name)), ms=5, lw=1.8)
+            ax.plot(dims, [np.mean(r) for r in rows], "o-", label=name, **kw)
+            ax_s.plot(dims, [np.mean(np.asarray(r) > threshold) for r in rows], "o-", **kw)
+        ax.set(ylabel="mean largest weight", ylim=(0, 1.02), title="The top key's weight in a row")
+        ax_s.set(ylabel=f"share of rows > {threshold}", ylim=(-0.02, 1.02), xlabel=r"key width $d_k$",
+                 title="Saturated rows")
+        ax_s.set_xscale("log", base=2)
+        ax.legend(loc="upper left")
+    return fig
+
+
+@chapter_figure
+def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, float] = {}) -> Figure:
+    r"""How much gradient a softmax row passes back, against the spread :math:`\sigma` of its scores.
+
+    Parameters
+    ----------
+    sigmas, through : array, shape (M,)
+        The spreads and the (median) size of the gradient that reaches the scores at each.
+    marks : dict of label -> sigma
+        Points to mark on the curve; a label starting with ``"scaled"`` is drawn in the scaled
+        colour, the others in the unscaled one.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.1, 50, 9)
+    >>> fig = plot_gradient_vs_spread(s, np.exp(-np.log(s / 4) ** 2), {"scaled": 1.0, "unscaled, $d_k$ = 64": 8.0})
+    >>> fig.axes[0].get_xscale(), len(fig.legends[0].get_texts())
+    ('log', 2)
+    """
+    sigmas, through = np.asarray(to_numpy(sigmas), float), np.asarray(to_numpy(through), float)
+    if sigmas.ndim != 1 or sigmas.shape != through.shape:
+        raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and through {shape_str(through)}; "
+                         f"expected equal shapes (M,)")
+    with plt.rc_context(LESSON_RC):
+        fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * len(marks)), layout="constrained")
+        ax.semilogx(sigmas, through, color="0.3", lw=2)
+        for label, sg in marks.items():
+            color = SCALE_COLOR["sqrt" if label.startswith("scaled") else "none"]
+            ax.plot(sg, np.exp(np.interp(np.log(sg), np.log(sigmas), np.log(through))), "o", ms=10,
+                    color=color, label=label)
+        ax.set(xlabel=r"spread $\sigma$ of the scores in a row", ylabel="gradient reaching\nthe scores",
+               ylim=(0, None), title="The gradient a row lets through")
+        if marks:  # under the axes: the curve fills the panel's top
+            fig.legend(loc="outside lower center", ncols=1)
+    return fig
+
+
+@chapter_figure
+def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: int = 64) -> Figure:
+    """The lesson's training run: loss (``window``-step mean, top) and the sharpness of layer 1 (bottom).
+
+    ``result`` is an unthinned :class:`~attention_course.chapters.scaling.training.ScaleComparison`
+    of one width; chance is :math:`\\ln` ``vocab_size``.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.scaling.training import compare_scales
+    >>> fig = plot_training_watch(compare_scales([8], ["sqrt", "none"], steps=4, d_model=8, eval_batch=8), window=2)
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['training loss (nats)', "layer 1's mean\\nlargest weight"]
+    """
+    if result.d_k.shape != (1,):
+        raise ValueError(f"result has d_k={result.d_k.tolist()}; expected one width")
+    d_k = int(result.d_k[0])
+    steps = np.arange(result.loss.shape[-1])
+    label = {"sqrt": r"with $1/\sqrt{d_k}$", "none": "without the scale"}
+    with plt.rc_context(LESSON_RC):
+        fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.0), layout="constrained", sharex=True)
+        for j, s in enumerate(result.scales):
+            kw = dict(color=SCALE_COLOR.get(s), label=label.get(s, SCALE_LABEL.get(s, s)), lw=1.8)
+            ax.plot(steps[window - 1:], _running_mean(result.loss[0, j], window), **kw)
+            ax_w.plot(steps, result.max_weight[0, j, :, 0], **kw)
+        ax.axhline(np.log(vocab_size), color="k", ls=":", lw=1.2, label=f"chance, ln {vocab_size}")
+        ax.set(ylabel="training loss (nats)", ylim=(0, None), title=f"Training at $d_k$ = {d_k}")
+        ax_w.set(xlabel="training step", ylabel="layer 1's mean\nlargest weight", ylim=(0, 1.02))
+        ax.legend(loc="center right")
+    return fig
+
+
+@chapter_figure
+def plot_score_variance(sweep: VarianceSweep) -> Figure:
+    r"""The variance of :math:`q\cdot k` and of :math:`q\cdot k/\sqrt{d_k}` against :math:`d_k`, with the closed form.
 
     Parameters
     ----------
@@ -60,33 +239,26 @@ def plot_score_variance(sweep: VarianceSweep, rng: Union[np.random.Generator, in
     Examples
     --------
     >>> from attention_course.chapters.scaling.measures import variance_vs_dim
-    >>> fig = plot_score_variance(variance_vs_dim([1, 4, 16], n_samples=200), hist_dims=(4,), n_hist=50)
-    >>> [ax.get_yscale() for ax in fig.axes]
-    ['log', 'log']
+    >>> fig = plot_score_variance(variance_vs_dim([1, 4, 16], n_samples=200))
+    >>> [ax.get_yscale() for ax in fig.axes], fig.axes[0].get_xlabel()
+    (['log'], 'key width $d_k$')
     """
-    rng = np.random.default_rng(rng)
     dims = sweep.d_k
     scaled = sweep.empirical / dims  # Var(q.k / sqrt(d_k)) from the same draws
     slope_raw, slope_scaled = loglog_slope(dims, sweep.empirical), loglog_slope(dims, scaled)
-    fig, (ax, ax_h) = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained")
-    ax.loglog(dims, sweep.theory, "k--", lw=1, label=r"theory $d_k\,\sigma_q^2\sigma_k^2$")
-    ax.errorbar(dims, sweep.empirical, yerr=2 * sweep.std_error, fmt="o", color=SCALE_COLOR["none"], ms=4,
-                label=f"$q\\cdot k$ (slope {slope_raw:.2f})")
-    ax.errorbar(dims, scaled, yerr=2 * sweep.std_error / dims, fmt="s", color=SCALE_COLOR["sqrt"], ms=4,
-                label=f"$q\\cdot k/\\sqrt{{d_k}}$ (slope {round(slope_scaled, 2) + 0.0:.2f})")
-    ax.set(xlabel="$d_k$", ylabel="variance of the score", title="Score variance (±2 s.e.)")
-    ax.legend()
-    bins = np.linspace(-128, 128, 129)
-    for d, color in zip(hist_dims, ("tab:orange", "tab:purple", "tab:red", "tab:brown")):
-        s = (rng.normal(size=(n_hist, d)) * rng.normal(size=(n_hist, d))).sum(-1)  # (n_hist,) q.k
-        ax_h.hist(s, bins=bins, histtype="step", lw=1.5, color=color, density=True, label=f"$d_k$ = {d}")
-    ax_h.set(xlabel=r"unscaled score $q\cdot k$", ylabel="density", yscale="log", ylim=(1e-5, 0.5),
-             title=r"Scores spread like $\sqrt{d_k}$")
-    ax_h.legend()
+    with plt.rc_context(PHONE_RC):
+        fig, ax = plt.subplots(figsize=(STACKED_WIDTH, 4.2), layout="constrained")
+        ax.loglog(dims, sweep.theory, "k--", lw=1.2, label=r"closed form $d_k\,\sigma_q^2\sigma_k^2$")
+        ax.errorbar(dims, sweep.empirical, yerr=2 * sweep.std_error, fmt="o", color=SCALE_COLOR["none"], ms=5,
+                    label=f"$q\\cdot k$ (slope {slope_raw:.2f})")
+        ax.errorbar(dims, scaled, yerr=2 * sweep.std_error / dims, fmt="s", color=SCALE_COLOR["sqrt"], ms=5,
+                    label=f"$q\\cdot k/\\sqrt{{d_k}}$ (slope {round(slope_scaled, 2) + 0.0:.2f})")
+        ax.set(xlabel=r"key width $d_k$", ylabel="variance of the score", title="Score variance (±2 s.e.)")
+        ax.legend(loc="upper left")
     return fig
 
 
-@book_figure
+@chapter_figure
 def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) -> Figure:
     r"""A pretrained model's score variance per head against the prediction, and its scores.
 
@@ -111,13 +283,15 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
                          f"expected equal shapes (L, h)")
     n_layers, n_heads = theory.shape
     scores = np.asarray(to_numpy(scores), float).ravel()
-    fig, (ax, ax_h) = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained")
+    fig, (ax, ax_h) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.0), layout="constrained")
     sc = ax.scatter(theory.ravel(), measured.ravel(), c=np.repeat(np.arange(1, n_layers + 1), n_heads),
                     cmap="viridis", s=18)
     lim = np.array([theory.min() * 0.7, measured.max() * 1.4])
     ax.plot(lim, lim, "k--", lw=1, label="measured = predicted")
     ax.set(xscale="log", yscale="log", xlabel=r"predicted $d_k\,\hat\sigma_q^2\hat\sigma_k^2$",
            ylabel=r"measured Var$(q_i\cdot k_j)$", title=f"{theory.size} heads, $d_k$ = {d_k}")
+    for axis in (ax.xaxis, ax.yaxis):  # label the decades only: minor labels collide at this width
+        axis.set_minor_formatter(NullFormatter())
     fig.colorbar(sc, ax=ax, label="layer")
     ax.legend(loc="upper left")
     bins = np.linspace(-60, 60, 241)
@@ -130,7 +304,7 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
     return fig
 
 
-@book_figure
+@chapter_figure
 def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> Figure:
     """Entropy, largest weight and share of saturated rows against :math:`d_k`, one line per scale.
 
@@ -146,11 +320,13 @@ def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> F
     >>> fig = plot_saturation({s: saturation_stats([4, 64], scale=s, n_batches=1) for s in ("none", "sqrt")})
     >>> [ax.get_ylabel() for ax in fig.axes]
     ['mean entropy (nats)', 'mean largest weight', 'share of rows > 0.99']
+    >>> len(fig.legends[0].get_texts())  # two scales and the uniform row
+    3
     """
     fields = (("entropy", "mean entropy (nats)", "Entropy of a row"),
               ("max_weight", "mean largest weight", "Largest weight in a row"),
               ("frac_saturated", "share of rows > 0.99", "Rows with largest weight > 0.99"))
-    fig, axes = plt.subplots(3, 1, figsize=(7, 6.6), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(STACKED_WIDTH, 7.4), layout="constrained", sharex=True)
     for ax, (name, ylabel, title) in zip(axes, fields):
         for s, r in stats.items():
             ax.plot(r.d_k, getattr(r, name), "o-", ms=4, color=SCALE_COLOR.get(s), label=SCALE_LABEL.get(s, s))
@@ -159,11 +335,11 @@ def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> F
     axes[0].axhline(np.log(n_keys), color="k", ls=":", lw=1, label=f"uniform, ln {n_keys}")
     axes[1].axhline(1 / n_keys, color="k", ls=":", lw=1, label=f"uniform, 1/{n_keys}")
     axes[-1].set_xlabel("$d_k$")
-    axes[0].legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
 
-@book_figure
+@chapter_figure
 def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_norm: Array,
                   d_k: int = 64, unscaled_dims: Sequence[int] = (64, 1024),
                   band: Optional[tuple[float, float]] = None, floor: Optional[float] = None) -> Figure:
@@ -196,7 +372,7 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
                          f"expected equal shapes (M,)")
     marks = [("scaled, any $d_k$", 1.0, "sqrt", True)]
     marks += [(f"unscaled, $d_k$ = {d}", float(np.sqrt(d)), "none", d <= d_k) for d in unscaled_dims]
-    fig, (ax, ax_s) = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained")
+    fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.2), layout="constrained")
     for s, r in stats.items():
         ax.plot(r.d_k, r.jacobian_norm, "o-", ms=4, color=SCALE_COLOR.get(s), label=SCALE_LABEL.get(s, s))
     ax.set(xlabel="$d_k$", ylabel=r"median $\|J\|_F$", yscale="log", ylim=(1e-4, 1),
@@ -217,40 +393,7 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
     return fig
 
 
-@book_figure
-def plot_live_training(result: ScaleComparison, window: int = 10, vocab_size: int = 64) -> Figure:
-    """Loss, :math:`W_Q, W_K` gradient norm (``window``-step means) and the first layer's sharpness per step.
-
-    ``result`` is an unthinned :class:`~attention_course.chapters.scaling.training.ScaleComparison`
-    of one width; chance is :math:`\\ln` ``vocab_size``.
-
-    Examples
-    --------
-    >>> from attention_course.chapters.scaling.training import compare_scales
-    >>> fig = plot_live_training(compare_scales([8], ["sqrt", "none"], steps=4, d_model=8, eval_batch=8), window=2)
-    >>> [ax.get_ylabel() for ax in fig.axes][::2]
-    ['training loss (nats)', 'mean largest weight']
-    """
-    if result.d_k.shape != (1,):
-        raise ValueError(f"result has d_k={result.d_k.tolist()}; expected one width")
-    d_k = int(result.d_k[0])
-    steps = np.arange(result.loss.shape[-1])
-    fig, axes = plt.subplots(3, 1, figsize=(7, 7), layout="constrained", sharex=True)
-    for j, s in enumerate(result.scales):
-        kw = dict(color=SCALE_COLOR.get(s), label=SCALE_LABEL.get(s, s))
-        axes[0].plot(steps[window - 1:], _running_mean(result.loss[0, j], window), **kw)
-        axes[1].plot(steps[window - 1:], _running_mean(result.grad_norm_qk[0, j], window), **kw)
-        axes[2].plot(steps, result.max_weight[0, j, :, 0], **kw)
-    axes[0].axhline(np.log(vocab_size), color="k", ls=":", lw=1, label=f"chance, ln {vocab_size}")
-    axes[0].set(ylabel="training loss (nats)", title=f"Loss, $d_k$ = {d_k} ({window}-step mean)")
-    axes[1].set(ylabel=GRAD_LABEL, yscale="log", title=f"Gradient norm of $W_Q$ and $W_K$ ({window}-step mean)")
-    axes[2].set(xlabel="step", ylabel="mean largest weight", ylim=(0, 1.02),
-                title="Sharpness of layer 1's attention")
-    axes[0].legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return fig
-
-
-@book_figure
+@chapter_figure
 def plot_full_comparison(results: Sequence[ScaleComparison], vocab_size: int = 64) -> Figure:
     """Loss (top) and :math:`W_Q, W_K` gradient norm (bottom) per width: mean and range over runs (seeds).
 
@@ -282,7 +425,7 @@ def plot_full_comparison(results: Sequence[ScaleComparison], vocab_size: int = 6
     return fig
 
 
-@book_figure
+@chapter_figure
 def plot_scale_pair(scaled: Array, unscaled: Array, tokens: Sequence[str], d_k: int, title: str = "") -> Figure:
     r"""One head's attention matrix with the :math:`1/\sqrt{d_k}` (left) and without it (right).
 
@@ -340,7 +483,7 @@ VARIANT_STYLE = {"scaled": dict(color=SCALE_COLOR["sqrt"], label=r"$1/\sqrt{d_k}
                  "unscaled, small W_Q init": dict(color="tab:orange", label=r"no scale, $W_Q$ starts $\sqrt{d_k}\times$ smaller")}
 
 
-@book_figure
+@chapter_figure
 def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0, vocab_size: int = 64) -> Figure:
     r"""Held-out loss, share of saturated rows and the gradient through them, over training.
 
@@ -365,7 +508,7 @@ def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0
     """
     step = grid.step.astype(float)
     x = np.maximum(step, 1.0)  # step 0 drawn at 1 on the log axis
-    fig, axes = plt.subplots(3, 1, figsize=(7, 7.2), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(STACKED_WIDTH, 7.4), layout="constrained", sharex=True)
     for v in grid.variants:
         loss, rows = grid.select(d_k, v)  # (S, K), (S, K, L, 4)
         kw = VARIANT_STYLE.get(v, dict(label=v))
@@ -377,10 +520,10 @@ def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0
     axes[0].set(ylabel="held-out loss (nats)", title=f"Training at $d_k$ = {d_k}: {len(grid.seeds)} seeds")
     axes[0].legend(loc="lower left")
     thr = grid.settings.get("threshold", 0.99)
-    axes[1].set(ylabel="share saturated", ylim=(-0.02, 1.02), title=f"Rows with largest weight > {thr}, layer {layer + 1}")
+    axes[1].set(ylabel="share saturated", ylim=(-0.02, 1.02), title=f"Layer {layer + 1}: rows with top weight > {thr}")
     axes[2].set(ylabel=r"mean $\|\partial\mathcal{L}/\partial x_i\|$", yscale="log", xscale="log",
                 xlabel="step (log scale; step 0 drawn at 1)",
-                title=f"Gradient per row at the softmax, layer {layer + 1}: saturated (dashed), others (solid)")
+                title=f"Layer {layer + 1}: gradient per row at the softmax\nsaturated rows dashed, the others solid")
     return fig
 
 
@@ -392,7 +535,7 @@ BACKWARD_LABEL = {"true": "true backward", "tempered": "tempered backward (size 
                   "saturated": "tempered on saturated rows only"}
 
 
-@book_figure
+@chapter_figure
 def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
     r"""Held-out loss of every backward-swap run: one row per variant, one dot per seed.
 
@@ -429,7 +572,7 @@ def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
     ax.set_yticks(y, [v.replace("W_Q", "$W_Q$") for v in grid.variants])
     ax.set_ylim(-0.7, n + 0.2)
     ax.set(xlabel="held-out loss after training (nats)", ylabel="variant",
-           title=f"Backward swap: $d_k$ = {grid.settings['d_k']}, {len(grid.seeds)} seeds, "
+           title=f"Backward swap\n$d_k$ = {grid.settings['d_k']}, {len(grid.seeds)} seeds, "
                  f"{grid.settings['steps']} steps")
     ax.grid(axis="x", alpha=0.3)
     fig.legend(loc="outside lower center", ncol=2, frameon=False)

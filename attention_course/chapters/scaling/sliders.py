@@ -133,21 +133,25 @@ def correlation_explorer(corrs: Sequence[float] = CORRELATIONS, minilm_ratio: Op
 
 # ------------------------------------------------------------------ chapter 6
 def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
-                   threshold: float = 0.99) -> SliderFigure:
+                   threshold: float = 0.99, flags: bool = True) -> SliderFigure:
     r"""Chapter 6: at each :math:`d_k`, the spread of the scores, the share of saturated rows and
     the size of the softmax's Jacobian (the gradient it lets through), with and without the
     :math:`1/\sqrt{d_k}` scale (queries and keys with unit-variance entries).
 
-    A row is *saturated* when its largest weight exceeds ``threshold``. One flag sits at
-    :math:`d_k = 64`, from which the unscaled model failed to train in every run of chapter 6
-    (the ``scale-decides-training`` verdict), another at the first :math:`d_k` where most
-    unscaled rows are saturated at initialisation.
+    A row is *saturated* when its largest weight exceeds ``threshold``. With ``flags`` (the
+    evidence page) one flag sits at :math:`d_k = 64`, from which the unscaled model failed to
+    train in every run of chapter 6 (the ``scale-decides-training`` verdict), another at the
+    first :math:`d_k` where most unscaled rows are saturated at initialisation. Without them
+    (the lesson, where the slider teaches) the figure only shows the frames.
 
     Examples
     --------
     >>> fig = scale_explorer([4, 64, 1024], n=16)
-    >>> fig.labels
-    ['d_k = 4', 'd_k = 64', 'd_k = 1024']
+    >>> fig.labels, fig.flip, fig.verdict
+    (['d_k = 4', 'd_k = 64', 'd_k = 1024'], 1, 'scale-decides-training')
+    >>> plain = scale_explorer([4, 64, 1024], n=16, flags=False)
+    >>> plain.flip, plain.flips, plain.verdict
+    (None, [], '')
     """
     d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
     rng = np.random.default_rng(seed)
@@ -185,6 +189,12 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
               "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "rows"}},
               "legend": {"orientation": "h", "x": 0, "y": -0.14, "yanchor": "top"}}
 
+    flagged = dict(flip=d_ks.index(64) if 64 in d_ks else None,
+                   flip_note="from here on the unscaled model failed to train in every run "
+                             "(chapter 6's verdict on training)",
+                   more_flips=[(over[0], "most unscaled rows are saturated from the start")] if over else (),
+                   verdict="scale-decides-training")
+
     def draw(fig, ax):
         ax.plot(d_ks, share_un, "o-", color="#D55E00", label="without the scale")
         ax.set(xscale="log", xlabel="$d_k$", ylabel=f"share of rows with max weight > {threshold}",
@@ -195,11 +205,7 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
                         [f"d_k = {d}" for d in d_ks], frames, layout, static_fallback(draw),
                         "Share of saturated softmax rows against d_k without the scale: it climbs towards one as "
                         "d_k grows.", start=d_ks.index(64) if 64 in d_ks else 0, control_label="key width d_k",
-                        flip=d_ks.index(64) if 64 in d_ks else None,
-                        flip_note="from here on the unscaled model failed to train in every run "
-                                  "(chapter 6's verdict on training)",
-                        more_flips=[(over[0], "most unscaled rows are saturated from the start")] if over else (),
-                        verdict="scale-decides-training")
+                        **(flagged if flags else {}))
 
 
 def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = None,

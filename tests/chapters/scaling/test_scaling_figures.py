@@ -18,16 +18,21 @@ from attention_course.chapters.scaling.backward_swap import run_backward
 from attention_course.chapters.scaling.saturation_training import run_saturation
 from attention_course.chapters.scaling.figures import (
     BACKWARD_COLOR,
+    LESSON_WIDTH,
+    PHONE_RC,
     SCALE_COLOR,
     plot_backward_swap,
     plot_full_comparison,
+    plot_gradient_vs_spread,
     plot_jacobian,
-    plot_live_training,
     plot_minilm_scores,
     plot_saturation,
     plot_saturation_training,
     plot_scale_pair,
+    plot_score_histograms,
     plot_score_variance,
+    plot_sharpening,
+    plot_training_watch,
 )
 from attention_course.chapters.scaling.saturated_rows import scale_pair
 from attention_course.chapters.scaling.measures import saturation_stats, variance_vs_dim
@@ -58,12 +63,75 @@ def live():
     return compare_scales([8], ["sqrt", "none", "mup"], steps=12, d_model=8, eval_batch=8)
 
 
-def test_score_variance_uses_the_callers_generator():
+def test_score_variance_draws_the_law_and_the_scaled_scores():
     sweep = variance_vs_dim([1, 4, 16, 64], n_samples=300)
-    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
-    rendered(plot_score_variance(sweep, rng=rng_a, hist_dims=(4, 64), n_hist=100))
-    rng_b.normal(size=(100 * (4 + 4 + 64 + 64)))  # the figure drew 2 x 100 x d_k normals per width
-    assert rng_a.normal() == rng_b.normal()  # so the chapter's generator continues where it would have
+    fig = rendered(plot_score_variance(sweep))
+    (ax,) = fig.axes
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    theory, raw, scaled = ax.get_lines()[0], *ax.containers  # the closed form, then the two error bars
+    np.testing.assert_array_equal(theory.get_ydata(), sweep.theory)
+    np.testing.assert_allclose(raw.lines[0].get_ydata(), sweep.empirical)
+    np.testing.assert_allclose(scaled.lines[0].get_ydata(), sweep.empirical / sweep.d_k)
+
+
+def lesson_figure(fig):
+    """A lesson figure reads on a phone: LESSON_WIDTH wide, no text under PHONE_RC's tick size."""
+    fig.canvas.draw()
+    assert fig.get_size_inches()[0] == LESSON_WIDTH
+    texts = [t for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label,
+                                              ax.yaxis.label, ax.title)]
+    texts += [t for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if legend
+              for t in legend.get_texts()]
+    small = {t.get_text() for t in texts if t.get_text() and t.get_fontsize() < PHONE_RC["xtick.labelsize"]}
+    assert not small, small
+    return rendered(fig)
+
+
+def test_score_histograms_draw_the_raw_and_the_scaled_scores():
+    rng = np.random.default_rng(0)
+    scores = {4: rng.normal(0, 2, 400), 64: rng.normal(0, 8, 400)}
+    fig = lesson_figure(plot_score_histograms(scores))
+    top, bottom = fig.axes
+    assert [t.get_text() for t in top.get_legend().get_texts()] == ["$d_k$ = 4", "$d_k$ = 64"]
+    heights = [p.get_path().vertices[:, 1].max() for p in bottom.patches]  # density peaks, about 0.4 each
+    assert all(0.2 < h < 0.7 for h in heights), heights  # divided by sqrt(d_k): one spread
+    with pytest.raises(ValueError, match="scores is empty"):
+        plot_score_histograms({})
+
+
+def test_sharpening_draws_the_mean_and_the_saturated_share():
+    rows = {"unscaled": [np.array([0.2, 0.4]), np.array([0.995, 0.5])], "scaled": [np.array([0.1]), np.array([0.2])]}
+    fig = lesson_figure(plot_sharpening([1, 64], rows))
+    top, bottom = fig.axes
+    np.testing.assert_allclose(top.get_lines()[0].get_ydata(), [0.3, 0.7475])
+    np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), [0.0, 0.5])
+    assert line_colors(top) == [to_rgba(SCALE_COLOR["none"]), to_rgba(SCALE_COLOR["sqrt"])]
+    with pytest.raises(ValueError, match=r"largest\['scaled'\] has 1 widths; expected one per d_k \(2\)"):
+        plot_sharpening([1, 64], {"scaled": [np.array([0.1])]})
+
+
+def test_gradient_vs_spread_marks_each_spread_on_the_curve():
+    sigmas = np.geomspace(0.1, 40, 9)
+    through = np.linspace(0.1, 0.3, 9)
+    fig = lesson_figure(plot_gradient_vs_spread(sigmas, through, {"scaled": 1.0, "unscaled, $d_k$ = 64": 8.0}))
+    curve, *marks = fig.axes[0].get_lines()
+    assert [m.get_xdata()[0] for m in marks] == [1.0, 8.0]
+    expected = np.exp(np.interp(np.log(8.0), np.log(sigmas), np.log(through)))
+    assert marks[1].get_ydata()[0] == pytest.approx(expected)
+    assert [to_rgba(m.get_color()) for m in marks] == [to_rgba(SCALE_COLOR["sqrt"]), to_rgba(SCALE_COLOR["none"])]
+    with pytest.raises(ShapeError, match=r"sigmas has shape \(9,\) and through \(8,\)"):
+        plot_gradient_vs_spread(sigmas, through[:8])
+
+
+def test_training_watch_smooths_the_loss_and_shows_layer_one(live):
+    fig = lesson_figure(plot_training_watch(live, window=4))
+    loss, weight = fig.axes
+    expected = np.convolve(live.loss[0, 1], np.ones(4) / 4, mode="valid")  # the unscaled model's
+    np.testing.assert_allclose(loss.get_lines()[1].get_ydata(), expected, rtol=1e-12)
+    np.testing.assert_array_equal(loss.get_lines()[1].get_xdata(), np.arange(3, 12))
+    np.testing.assert_array_equal(weight.get_lines()[0].get_ydata(), live.max_weight[0, 0, :, 0])
+    with pytest.raises(ValueError, match=r"d_k=\[4, 8\]; expected one width"):
+        plot_training_watch(compare_scales([4, 8], ["sqrt"], steps=2, d_model=8, eval_batch=8))
 
 
 def test_minilm_scores_has_a_colour_bar_per_layer():
@@ -91,16 +159,6 @@ def test_jacobian_marks_the_scaled_and_unscaled_spreads(sat):
     assert [m.get_markerfacecolor() for m in marks][2] == "none"  # d_k = 1024 is beyond the panel's 64
     with pytest.raises(ShapeError, match=r"sigmas has shape \(9,\) and jacobian_norm \(8,\)"):
         plot_jacobian(sat, sigmas, np.ones(8))
-
-
-def test_live_training_smooths_the_gradient(live):
-    fig = rendered(plot_live_training(live, window=4))
-    grad = fig.axes[1].get_lines()[1]  # the unscaled model's
-    expected = np.convolve(live.grad_norm_qk[0, 1], np.ones(4) / 4, mode="valid")
-    np.testing.assert_allclose(grad.get_ydata(), expected, rtol=1e-12)
-    np.testing.assert_array_equal(grad.get_xdata(), np.arange(3, 12))
-    with pytest.raises(ValueError, match=r"d_k=\[4, 8\]; expected one width"):
-        plot_live_training(compare_scales([4, 8], ["sqrt"], steps=2, d_model=8, eval_batch=8))
 
 
 def test_full_comparison_shows_mean_and_range_over_seeds():
