@@ -90,6 +90,10 @@ from .figures import (
     plot_memory,
     plot_ingredients,
     plot_linear_capacity,
+    plot_lookup,
+    plot_retrieval,
+    plot_shuffled_heads,
+    plot_margin_sweep,
 )
 from .sliders import (
     window_explorer,
@@ -100,6 +104,7 @@ from .sliders import (
     METRIC_TASKS,
     METRIC_MARGIN,
     pairs_explorer,
+    temperature_explorer,
 )
 from .exercises import EXERCISES
 
@@ -194,6 +199,10 @@ __all__ = [
     "plot_memory",
     "plot_ingredients",
     "plot_linear_capacity",
+    "plot_lookup",
+    "plot_retrieval",
+    "plot_shuffled_heads",
+    "plot_margin_sweep",
     "window_explorer",
     "task_explorer",
     "TASK_SLIDERS",
@@ -202,5 +211,6 @@ __all__ = [
     "METRIC_TASKS",
     "METRIC_MARGIN",
     "pairs_explorer",
+    "temperature_explorer",
     "EXERCISES",
 ]

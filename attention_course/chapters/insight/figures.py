@@ -13,12 +13,14 @@ from typing import Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from .memory import capacity, exponential_law, outer_product_law
 from ...figures.style import book_figure, method_color
 
-__all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity"]
+__all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
+           "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep"]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
 KIND_COLORS = {"content": "#0072B2", "position": "#D55E00", "sink": "#E69F00", "mixed": "#CC79A7"}
@@ -185,11 +187,12 @@ def plot_memory(doc: Mapping, d_curve: int = 32, level: float = 0.9, title: str 
 
 @book_figure
 def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Sequence[tuple[str, str]],
-                     title: str = "") -> Figure:
+                     title: str = "", spread: bool = True) -> Figure:
     """Heat map: ingredient taken away (rows) x task (columns), mean accuracy over seeds, spread annotated.
 
     ``table`` maps ``(task, variant)`` to a :class:`~attention_course.chapters.insight.ingredients.Score`;
-    ``rows`` are ``(label, variant)``, ``tasks`` ``(label, task)``. A cell not run is left grey.
+    ``rows`` are ``(label, variant)``, ``tasks`` ``(label, task)``. A cell not run is left grey. With
+    ``spread=False`` a cell shows the mean only (the lesson's version); text is 10 pt either way.
 
     Examples
     --------
@@ -200,21 +203,23 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
     ('recall', 2)
     """
     M = np.full((len(rows), len(tasks)), np.nan)
-    fig, ax = plt.subplots(figsize=(4.8 + 0.7 * len(tasks), 0.42 * len(rows) + 1.4), layout="constrained")
+    height = (0.56 if spread else 0.4) * len(rows) + 1.4
+    fig, ax = plt.subplots(figsize=(4.8 + 0.7 * len(tasks), height), layout="constrained")
     for i, (_, variant) in enumerate(rows):
         for j, (_, task) in enumerate(tasks):
             s = table.get((task, variant))
             if s is None:
                 continue
             M[i, j] = s.mean
-            ax.text(j, i, f"{s.mean:.2f}\n{s.low:.2f}-{s.high:.2f}", ha="center", va="center", fontsize=8,
+            text = f"{s.mean:.2f}\n{s.low:.2f}-{s.high:.2f}" if spread else f"{s.mean:.2f}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=10, linespacing=1.0,
                     color="white" if s.mean < 0.6 else "black")
     cmap = plt.get_cmap("viridis").with_extremes(bad="#DDDDDD")
     im = ax.imshow(np.ma.masked_invalid(M), cmap=cmap, vmin=0, vmax=1, aspect="auto")
     fig.colorbar(im, ax=ax, label="held-out accuracy (mean of seeds)")
     ax.set_xticks(range(len(tasks)), [t for t, _ in tasks])
     ax.set_yticks(range(len(rows)), [r for r, _ in rows])
-    ax.set_xlabel("task (cell: mean, then worst-best seed)")
+    ax.set_xlabel("task (cell: mean, then worst-best seed)" if spread else "task (cell: mean over seeds)")
     ax.set_title(title or "Take one ingredient away")
     return fig
 
@@ -254,4 +259,143 @@ def plot_linear_capacity(table: Mapping, pairs: Sequence[int], widths: Sequence[
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+_SIGNS = ListedColormap(["#D55E00", "#56B4E9"], name="signs")  # -1, +1
+
+
+@book_figure
+def plot_lookup(keys: np.ndarray, query: np.ndarray, target: int, title: str = "") -> Figure:
+    """The memory picture: stored sign keys (rows), a damaged query below them, and how well each key matches it.
+
+    Parameters
+    ----------
+    keys : array (M, d) of +-1
+        The stored keys, one per row.
+    query : array (d,) of +-1
+        The cue: key ``target`` with some signs flipped (the flipped squares are outlined).
+    target : int
+        The row the query was made from.
+
+    Examples
+    --------
+    >>> K = np.array([[1.0, -1, 1, 1], [-1, -1, 1, -1]])
+    >>> fig = plot_lookup(K, np.array([1.0, -1, 1, -1]), target=0)
+    >>> [int(p.get_width()) for p in fig.axes[1].patches]    # signs that agree with the query
+    [3, 3]
+    """
+    keys, query = np.asarray(keys, dtype=float), np.asarray(query, dtype=float)
+    M, d = keys.shape
+    if query.shape != (d,) or not 0 <= target < M:
+        raise ValueError(f"keys {keys.shape}, query {query.shape}, target {target}; expected (M, d), (d,), 0 <= target < M")
+    agree = (keys == query).sum(axis=1)  # (M,): signs each key shares with the query
+    grid = np.vstack([keys, np.full((1, d), np.nan), query[None]])  # (M + 2, d): keys, a gap, the query
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(6.8, 0.3 * (M + 2) + 1.3), width_ratios=[2.2, 1.0],
+                                 sharey=True, layout="constrained")
+    ax.imshow(np.ma.masked_invalid(grid), cmap=_SIGNS, vmin=-1, vmax=1, aspect="auto")
+    for j in np.flatnonzero(query != keys[target]):  # the damaged signs
+        ax.add_patch(plt.Rectangle((j - 0.5, M + 0.5), 1, 1, fill=False, ec="black", lw=1.6))
+    labels = [f"key {i}" for i in range(M)] + ["", "query"]
+    ax.set_yticks(range(M + 2), labels)
+    ax.set_xticks([0, d - 1], ["1", str(d)])
+    ax.set_xlabel(f"sign 1 ... {d} (orange -1, blue +1)")
+    ax.spines[["left", "bottom"]].set_visible(False)
+    ax.tick_params(length=0)
+    colours = ["#0072B2" if i == target else "#BBBBBB" for i in range(M)]
+    bx.barh(range(M), agree, color=colours)
+    for i, a in enumerate(agree):
+        bx.text(a + 0.3, i, str(int(a)), va="center", fontsize=10)
+    bx.axvline(d / 2, color="0.5", ls=":", lw=1)
+    bx.tick_params(left=False)
+    bx.set(xlim=(0, d * 1.15), xlabel=f"signs shared (of {d})")
+    bx.set_title(title or "Match with the query", fontsize=11)
+    ax.set_title("Stored keys, and a damaged query")
+    return fig
+
+
+@book_figure
+def plot_retrieval(doc: Mapping, d: int, level: float = 0.9, title: str = "") -> Figure:
+    """Share of damaged queries retrieved exactly against the number of stored patterns, at one ``d``.
+
+    ``doc`` is :func:`~attention_course.chapters.insight.memory.capacity_sweep`'s result; each memory is
+    one line (the mean over the seeds run). The dotted lines mark the 90% level and M = d.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.memory import capacity_sweep
+    >>> fig = plot_retrieval(capacity_sweep(dims=(8,), max_log2=(3,), n_queries=20), d=8)
+    >>> fig.axes[0].get_xlabel(), len(fig.axes[0].get_legend().get_texts())
+    ('stored patterns M', 3)
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.3), layout="constrained")
+    for name, curves in doc["curves"].items():
+        c = curves[str(d)]
+        ax.plot(c["sizes"], np.asarray(c["accuracy"]).mean(0), "o-", ms=4, color=_MEMORY_COLORS.get(name), label=name)
+    ax.axhline(level, color="0.5", ls=":", lw=1)
+    ax.axvline(d, color="0.5", ls=":", lw=1)
+    ax.text(d, 0.5, " M = d", color="0.35", fontsize=10, ha="left")
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="stored patterns M", ylabel="share retrieved exactly", ylim=(-0.03, 1.05),
+           title=title or f"Retrieval from one memory step at d = {d}")
+    ax.legend(loc="lower left")
+    return fig
+
+
+@book_figure
+def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarray],
+                        heads: Mapping[str, tuple[int, int]], title: str = "") -> Figure:
+    """Two heads on a sentence and on a shuffle of its words: rows are queries, columns keys, both labelled.
+
+    Parameters
+    ----------
+    words : two word lists, the sentence and its shuffle
+    maps : two arrays (L, H, m, m), each word's weights over the words (e.g. ``word_maps``)
+    heads : mapping name -> (layer, head), 0-based; one row of panels per head
+
+    Examples
+    --------
+    >>> A = np.eye(3, k=-1)[None, None] + 0.0; A[..., 0, 0] = 1.0
+    >>> fig = plot_shuffled_heads([["a", "b", "c"], ["c", "a", "b"]], [A, A], {"previous word": (0, 0)})
+    >>> [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    ['c', 'a', 'b']
+    """
+    if len(words) != 2 or len(maps) != 2:
+        raise ValueError(f"got {len(words)} word lists and {len(maps)} maps; expected the sentence and one shuffle")
+    fig, axes = plt.subplots(len(heads), 2, figsize=(7.0, 3.35 * len(heads) + 0.4), layout="constrained",
+                             squeeze=False)
+    for r, (name, (layer, head)) in enumerate(heads.items()):
+        for c, (w, A) in enumerate(zip(words, maps)):
+            ax = axes[r][c]
+            ax.imshow(np.asarray(A)[layer, head], cmap="Blues", vmin=0, vmax=1)
+            ax.set_xticks(range(len(w)), w, rotation=90)
+            ax.set_yticks(range(len(w)), w)
+            ax.tick_params(length=0)
+            ax.set_title(f"{name}: {'the sentence' if c == 0 else 'its words shuffled'}", fontsize=11)
+    fig.supxlabel("key (the word read)", fontsize=11)
+    fig.supylabel("query (the word reading)", fontsize=11)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_margin_sweep(margins: Sequence[float], lines: Mapping[str, Sequence[float]], chosen: float,
+                      title: str = "") -> Figure:
+    """Counts of heads against the classification margin, one line per count; the chosen margin dotted.
+
+    Examples
+    --------
+    >>> fig = plot_margin_sweep([0.1, 0.2], {"position heads": [9, 8]}, chosen=0.2)
+    >>> fig.axes[0].get_xlabel()
+    'margin between the two correlations'
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
+    styles = (("#D55E00", "o", 3), ("#0072B2", "s", 2), ("#E69F00", "^", 1), ("#CC79A7", "v", 0))
+    for (name, ys), (colour, marker, z) in zip(lines.items(), styles):
+        ax.plot(margins, ys, marker=marker, ms=5, ls="-", color=colour, label=name, zorder=z + 2)
+    ax.axvline(chosen, color="0.5", ls=":", lw=1)
+    ax.set(xlabel="margin between the two correlations", ylabel="heads", ylim=(0, None),
+           title=title or "Heads of each kind as the margin moves")
+    ax.legend()
     return fig

@@ -1,4 +1,9 @@
-r"""Chapter 7's flagged slider: shrink attention to a local window and watch recall follow the window.
+r"""Chapter 7's sliders: the lesson's inverse-temperature slider, and the evidence page's flagged sliders.
+
+:func:`temperature_explorer` teaches: it sharpens one lookup in an associative memory and shows where
+the weight goes. The others push on a verdict and carry its flag.
+
+The window slider: shrink attention to a local window and watch recall follow the window.
 
 The verdict ``all-pairs`` holds *when what a query must fetch can lie anywhere*. On stacked MQAR a
 query's key sits 1 to 2N - 1 positions back; a causal window of :math:`w` positions sees it only when
@@ -23,7 +28,7 @@ from .ingredients import Score, covered_share, first_within, window_curve
 from .metric_runs import ratio_threshold
 
 __all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN", "metric_explorer", "METRIC_TASKS",
-           "METRIC_MARGIN", "pairs_explorer"]
+           "METRIC_MARGIN", "pairs_explorer", "temperature_explorer"]
 
 #: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
 WINDOW_MARGIN = 0.05
@@ -258,3 +263,72 @@ def pairs_explorer(table: Mapping[tuple[str, int, int], Score], pairs=(8, 16, 32
                         "of pairs N gives the chosen ratio N/d.", start=0, control_label="N/d", flip=flip,
                         flip_note="linear attention more than 0.1 behind at every width: its d x d state is full",
                         verdict="softmax-over-linear")
+
+
+def temperature_explorer(keys: np.ndarray, values: np.ndarray, query: np.ndarray, target: int,
+                         betas: Optional[Sequence[float]] = None, start: Optional[int] = None) -> SliderFigure:
+    r"""The lesson's slider: one lookup in a memory of sign keys, as the inverse temperature :math:`\beta` grows.
+
+    Each frame shows the weights :math:`\operatorname{softmax}(\beta K \xi)` the query gives each
+    stored key (the key it was made from in blue) and, in the readout, the value read out,
+    :math:`\sum_j w_j v_j`, beside the stored value it should return. Nothing here decides a verdict.
+
+    Parameters
+    ----------
+    keys : array (M, d); values : array (M, d_v); query : array (d,); target : int
+    betas : the inverse temperatures, one frame each (default: 0 to 2, with :math:`1/\sqrt d` among them)
+    start : the frame shown first (default: the one closest to :math:`1/\sqrt d`)
+
+    Examples
+    --------
+    >>> K = np.array([[1.0, 1, 1, 1], [1.0, -1, -1, 1]]); V = np.array([[1.0], [-1.0]])
+    >>> fig = temperature_explorer(K, V, np.array([1.0, 1, 1, -1]), target=0, betas=[0.0, 1.0])
+    >>> fig.labels, fig.flip is None, fig.verdict
+    (['β = 0', 'β = 1'], True, '')
+    """
+    keys, values, query = (np.asarray(a, dtype=float) for a in (keys, values, query))
+    M, d = keys.shape
+    if values.shape[0] != M or query.shape != (d,):
+        raise ValueError(f"keys {keys.shape}, values {values.shape}, query {query.shape}; "
+                         "expected (M, d), (M, d_v), (d,)")
+    if betas is None:
+        betas = sorted({0.0, 0.02, 0.05, 0.1, round(1 / np.sqrt(d), 3), 0.3, 0.5, 1.0, 2.0})
+    betas = [float(b) for b in betas]
+    if start is None:
+        start = int(np.argmin([abs(b - 1 / np.sqrt(d)) for b in betas]))
+    scores = keys @ query  # (M,): agreements minus disagreements
+    names = [f"key {j}" for j in range(M)]
+    colours = ["#0072B2" if j == target else "#BBBBBB" for j in range(M)]
+    frames, weights = [], []
+    for b in betas:
+        z = b * (scores - scores.max())
+        w = np.exp(z) / np.exp(z).sum()  # (M,): softmax over the stored keys
+        read = w @ values  # (d_v,)
+        weights.append(w)
+        ok = bool((np.sign(read) == values[target]).all())
+        frames.append({
+            "data": [{"type": "bar", "x": names, "y": w, "marker": {"color": colours}}],
+            "readout": (f"β = {b:g}: key {target} gets <b>{w[target]:.2f}</b> of the weight. Read out: "
+                        f"({', '.join(f'{x:+.2f}' for x in read)}); stored value {target}: "
+                        f"({', '.join(f'{x:+.0f}' for x in values[target])}); signs "
+                        + ("all match." if ok else "do not all match.")),
+        })
+    layout = {"height": 320, "margin": {"l": 55, "r": 10, "t": 10, "b": 50}, "font": {"size": 13},
+              "yaxis": {"title": {"text": "weight"}, "range": [0, 1.05]}}
+    shown = sorted({0, start, len(betas) - 1})
+
+    def draw(fig, ax):
+        x = np.arange(M)
+        width = 0.8 / len(shown)
+        for k, i in enumerate(shown):
+            ax.bar(x + (k - (len(shown) - 1) / 2) * width, weights[i], width=width, label=f"β = {betas[i]:g}")
+        ax.set_xticks(x, [str(j) for j in range(M)])
+        ax.set(xlabel=f"stored key (the query was made from key {target})", ylabel="weight", ylim=(0, 1.05),
+               title="Where the weight goes as β grows")
+        ax.legend(fontsize=10)
+
+    return SliderFigure("ix-insight-temperature", "Sharpen the lookup: the inverse temperature β",
+                        [f"β = {b:g}" for b in betas], frames, layout, static_fallback(draw),
+                        "The weight each stored key receives from one damaged query, for three inverse temperatures: "
+                        "spread evenly at β = 0, concentrated on the matching key as β grows.",
+                        start=start, control_label="inverse temperature β")

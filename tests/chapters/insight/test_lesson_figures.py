@@ -1,0 +1,93 @@
+"""The lesson's memory picture, retrieval curves, shuffled heads, margin sweep and temperature slider
+(chapters/insight/figures.py, sliders.py): each draws the numbers it is given, computed here again."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from attention_course.chapters import insight as ch
+from attention_course.figures.style import MAX_WIDTH
+
+
+def _spec(fig) -> dict:
+    return json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', fig.to_html(), re.S).group(1))
+
+
+@pytest.fixture(scope="module")
+def memory():
+    rng = np.random.default_rng(3)
+    keys = np.where(rng.random((6, 16)) < 0.5, -1.0, 1.0)  # (M, d)
+    values = np.where(rng.random((6, 3)) < 0.5, -1.0, 1.0)  # (M, d_v)
+    query = keys[2].copy()
+    query[[0, 5]] *= -1
+    return keys, values, query
+
+
+def test_lookup_bars_count_the_signs_each_key_shares_with_the_query(memory):
+    keys, _, query = memory
+    fig = ch.plot_lookup(keys, query, target=2)
+    bars = [p.get_width() for p in fig.axes[1].patches]
+    assert bars == [sum(int(a == b) for a, b in zip(k, query)) for k in keys]  # a loop, not the vectorised sum
+    outlined = [p for p in fig.axes[0].patches]  # the flipped signs of the query
+    assert sorted(round(p.get_x() + 0.5) for p in outlined) == [0, 5]
+    assert fig.get_size_inches()[0] <= MAX_WIDTH
+
+
+def test_lookup_names_a_query_of_the_wrong_length(memory):
+    keys, _, query = memory
+    with pytest.raises(ValueError, match=r"query \(15,\)"):
+        ch.plot_lookup(keys, query[:15], target=2)
+
+
+def test_temperature_slider_shows_the_softmax_weights_at_each_beta(memory):
+    keys, values, query = memory
+    betas = [0.0, 0.25, 1.0]
+    fig = ch.temperature_explorer(keys, values, query, target=2, betas=betas)
+    assert fig.labels == ["β = 0", "β = 0.25", "β = 1"] and fig.start == 1  # 1/sqrt(16) = 0.25
+    assert fig.verdict == "" and fig.flip is None  # a slider that teaches carries no verdict flag
+    scores = keys @ query
+    for b, frame in zip(betas, _spec(fig)["frames"]):
+        w = np.exp(b * scores) / np.exp(b * scores).sum()  # no shift: small scores, float64
+        assert frame["data"][0]["y"] == pytest.approx(w, abs=5e-5)  # the page keeps 4 digits
+        assert f"{w[2]:.2f}" in frame["readout"]
+    assert "do not all match" in _spec(fig)["frames"][0]["readout"]  # beta = 0: the mean of all values
+    assert "all match." in _spec(fig)["frames"][2]["readout"]
+
+
+def test_retrieval_curves_are_the_mean_over_seeds():
+    doc = ch.capacity_sweep(dims=(8,), max_log2=(3,), n_queries=20, seeds=(0, 1))
+    fig = ch.plot_retrieval(doc, d=8)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")}
+    for name, curves in doc["curves"].items():
+        np.testing.assert_allclose(lines[name].get_ydata(), np.mean(curves["8"]["accuracy"], axis=0))
+        np.testing.assert_array_equal(lines[name].get_xdata(), curves["8"]["sizes"])
+
+
+def test_shuffled_heads_label_each_panel_with_its_own_words_and_draw_its_map():
+    A = np.random.default_rng(0).random((1, 2, 3, 3))  # (L, H, m, m)
+    B = A[:, :, ::-1, ::-1]
+    fig = ch.plot_shuffled_heads([["a", "b", "c"], ["c", "b", "a"]], [A, B], {"first": (0, 0), "second": (0, 1)})
+    assert len(fig.axes) == 4
+    np.testing.assert_array_equal(fig.axes[3].images[0].get_array(), B[0, 1])
+    assert [t.get_text() for t in fig.axes[3].get_yticklabels()] == ["c", "b", "a"]
+    with pytest.raises(ValueError, match="the sentence and one shuffle"):
+        ch.plot_shuffled_heads([["a"]], [A], {"first": (0, 0)})
+
+
+def test_ingredients_without_spread_print_the_mean_only():
+    t = {("r", "a"): ch.Score(0.9, 0.8, 1.0, 3)}
+    texts = [x.get_text() for x in ch.plot_ingredients(t, [("A", "a")], [("recall", "r")], spread=False).axes[0].texts]
+    assert texts == ["0.90"]
+    texts = [x.get_text() for x in ch.plot_ingredients(t, [("A", "a")], [("recall", "r")]).axes[0].texts]
+    assert texts == ["0.90\n0.80-1.00"]
+
+
+def test_margin_sweep_draws_each_count_at_its_margin():
+    fig = ch.plot_margin_sweep([0.1, 0.2, 0.4], {"every sentence": [8, 8, 4], "fewest": [9, 8, 6]}, chosen=0.2)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")}
+    assert list(lines["every sentence"].get_ydata()) == [8, 8, 4]
+    assert list(lines["fewest"].get_xdata()) == [0.1, 0.2, 0.4]
