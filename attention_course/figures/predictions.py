@@ -4,37 +4,58 @@ Before a chapter's deciding experiment the reader is asked what it will show. Th
 the number the chapter glues into its verdict, read from the ledger's evidence file
 (``attention_course/data/evidence.json``, rebuilt from the chapters' stored outputs by
 ``python -m attention_course evidence``), so the reveal and the verdict box cannot disagree.
-Each question offers ranges; the correct one is the range the number falls in.
+Each question offers ranges; the correct one is the range the number falls in. The answer links
+the verdict box it bears on, on whichever page holds it (:func:`verdict_href`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .widgets import PredictReveal
 
-__all__ = ["Prediction", "PREDICTIONS", "prediction", "EVIDENCE_FILE"]
+__all__ = ["Prediction", "PREDICTIONS", "prediction", "verdict_href", "EVIDENCE_FILE", "CLAIMS_FILE"]
 
 EVIDENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "evidence.json"
+#: The ledger: each claim names the page whose verdict box decides it (its ``chapter``).
+CLAIMS_FILE = Path(__file__).resolve().parents[1] / "data" / "claims.toml"
+
+
+def verdict_href(claim: str, path: Path = CLAIMS_FILE) -> str:
+    """The link to ``claim``'s verdict box from any page of the book: ``<page>.html#claim-<claim>``.
+
+    The page is the claim's ``chapter`` in the ledger (its evidence page), so a lesson's link
+    reaches the box on the page beside it, and stays right when a box moves.
+
+    Examples
+    --------
+    >>> verdict_href("l-hops")
+    '05_message_passing_evidence.html#claim-l-hops'
+    >>> verdict_href("no-such-claim")
+    Traceback (most recent call last):
+    ...
+    KeyError: "no claim 'no-such-claim' in claims.toml"
+    """
+    with open(path, "rb") as f:
+        pages = {c["id"]: c["chapter"] for c in tomllib.load(f)["claim"]}
+    if claim not in pages:
+        raise KeyError(f"no claim {claim!r} in {path.name}")
+    return f"{pages[claim]}.html#claim-{claim}"
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """A question about one glued number, with ranges ``(label, low, high)`` (low <= x < high).
-
-    ``page`` names the page that holds the claim's verdict box when it is not the page that asks
-    (a lesson asks, its evidence page decides): the reveal then links there.
-    """
+    """A question about one glued number, with ranges ``(label, low, high)`` (low <= x < high)."""
 
     claim: str
     glue: str
     question: str
     ranges: tuple
     answer: str  # format string over ``value``
-    page: str = ""
 
     def correct(self, value: float) -> str:
         hits = [label for label, lo, hi in self.ranges if lo <= value < hi]
@@ -73,8 +94,7 @@ PREDICTIONS: dict = {
         "ln 8 = 2.08)?",
         (("below 0.1: it solves the task", 0, 0.1), ("0.1 to 1: partly", 0.1, 1.0),
          ("above 1: it cannot look at both places", 1.0, _INF)),
-        "A single head of width 32 stays at {value:.2f} nats on average over five seeds trained to convergence.",
-        page="04_multi_head_evidence"),
+        "A single head of width 32 stays at {value:.2f} nats on average over five seeds trained to convergence."),
     "ix-predict-graph": Prediction(
         "l-hops", "khop_k2_L1_mean",
         "A one-layer transformer is trained to follow two pointers in a row (k = 2) and tested on "
@@ -116,6 +136,5 @@ def prediction(name: str, path: Path = EVIDENCE_FILE) -> PredictReveal:
     if p.claim not in ev or p.glue not in ev[p.claim]:
         raise KeyError(f"{name}: evidence.json has no {p.claim}/{p.glue}; run `python -m attention_course evidence`")
     value = float(ev[p.claim][p.glue])
-    href = f"{p.page}.html#claim-{p.claim}" if p.page else f"#claim-{p.claim}"
     return PredictReveal(name, p.question, [label for label, _, _ in p.ranges], p.correct(value),
-                         p.answer.format(value=value) + f' <a href="{href}">See the verdict.</a>')
+                         p.answer.format(value=value) + f' <a href="{verdict_href(p.claim)}">See the verdict.</a>')

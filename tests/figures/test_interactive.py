@@ -168,12 +168,27 @@ def test_each_prediction_is_answered_by_its_glued_number(name):
     assert sum(lo <= value < hi for _, lo, hi in p.ranges) == 1
     assert box.correct in [label for label, _, _ in p.ranges]
     assert p.answer.format(value=value) in box.answer_html
-    page = f"{p.page}.html" if p.page else ""  # a lesson's prediction links its evidence page
-    if p.page:  # ... the page whose box decides the claim, as the ledger says
-        from attention_course.course.claims import CLAIMS
+    _assert_links_reach_their_boxes(box.to_html(), [p.claim])
 
-        assert p.page == next(c.chapter for c in CLAIMS if c.id == p.claim)
-    assert f'href="{page}#claim-{p.claim}"' in box.to_html()
+
+def _assert_links_reach_their_boxes(html: str, claims) -> None:
+    """Each claim's link in ``html`` names a book page whose source holds that claim's verdict box."""
+    for claim in claims:
+        pages = re.findall(rf'href="([\w.-]+)\.html#claim-{re.escape(claim)}"', html)
+        assert pages, f"no link to a page's box claim-{claim} in the html"
+        for page in pages:
+            source = ROOT / "book" / f"{page}.ipynb"
+            assert source.exists(), f"claim-{claim} links to {page}.html, which the book has no notebook for"
+            assert f":name: claim-{claim}\\n" in source.read_text(encoding="utf-8"), \
+                f"claim-{claim} links to {page}.html, which holds no box with that label"
+
+
+def test_the_head_explorer_links_each_verdict_on_the_page_that_holds_it():
+    rng = np.random.default_rng(0)
+    fig = heads.head_explorer(rng.dirichlet(np.ones(4), size=(1, 2, 4)), ["[CLS]", "a", "b", "[SEP]"])
+    claims = re.findall(r'#claim-([\w-]+)"', fig.to_html())
+    assert len(set(claims)) == 5
+    _assert_links_reach_their_boxes(fig.to_html(), set(claims))
 
 
 def test_a_prediction_outside_every_range_is_an_error():

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import html
 import json
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
@@ -37,6 +36,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from ...figures.predictions import verdict_href
 from ...figures.style import role_color
 from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, PickerFigure, SliderFigure, static_fallback
 from ...models.pretrained import attention_maps, minilm_weights
@@ -338,29 +338,12 @@ def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.n
     return d["tokens"], np.asarray(d["maps"], dtype=float)
 
 
-#: The verdicts the explorer's readout links to: (claim id, link text).
+#: The verdicts the explorer's numbers bear on, each linked to its box (wherever the ledger puts it).
 _CLAIM_LINKS = (("heads-specialise", "heads specialise (ch. 4)"),
                 ("different-subspaces", "different subspaces (ch. 4)"),
                 ("low-rank-real", "low rank in a trained model (ch. 3)"),
                 ("learned-topology", "a learned graph (ch. 5)"),
                 ("content-not-position", "content, not position (ch. 7)"))
-
-
-def _claim_href(claim: str, ledger: Path = DATA_DIR / "claims.toml") -> str:
-    """The link to a claim's verdict box, on the page the ledger names for it (its ``chapter``).
-
-    Read from the ledger rather than typed, so the link follows a box that moves to another page.
-
-    Examples
-    --------
-    >>> _claim_href("heads-specialise")
-    '04_multi_head_evidence.html#claim-heads-specialise'
-    """
-    with open(ledger, "rb") as f:
-        pages = {c["id"]: c["chapter"] for c in tomllib.load(f)["claim"]}
-    if claim not in pages:
-        raise KeyError(f"the ledger {ledger} has no claim {claim!r}")
-    return f"{pages[claim]}.html#claim-{claim}"
 
 
 def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0),
@@ -395,7 +378,7 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
     L, H, n, _ = maps.shape
     scores = head_role_scores(maps, tokens)  # role -> (L, H)
     toks = [f"{i}:{t}" for i, t in enumerate(tokens)]
-    links = " · ".join(f'<a href="{_claim_href(claim)}">{html.escape(text)}</a>' for claim, text in _CLAIM_LINKS)
+    links = " · ".join(f'<a href="{verdict_href(claim)}">{html.escape(text)}</a>' for claim, text in _CLAIM_LINKS)
     frames, labels = [], []
     for l in range(L):
         for h in range(H):

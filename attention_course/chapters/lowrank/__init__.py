@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``lesson_prediction``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -52,7 +52,6 @@ from .head_swap import (
     tiny_forward_with,
     bert_forward_with,
 )
-from .lesson_prediction import EVIDENCE_PAGE, lesson_prediction
 from .pages import EVIDENCE_EXERCISES
 from .rank_grid import centred_error_grid, passing_cells
 from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
@@ -200,8 +199,6 @@ __all__ = [
     "uniform_weights",
     "tiny_forward_with",
     "bert_forward_with",
-    "EVIDENCE_PAGE",
-    "lesson_prediction",
     "EVIDENCE_EXERCISES",
     "centred_error_grid",
     "passing_cells",

@@ -144,14 +144,3 @@ def test_agreement_flag_sits_where_the_head_stops_beating_position(figures):
 def test_agreement_explorer_rejects_a_run_without_sets():
     with pytest.raises(ValueError, match="expected at least one of"):
         heads.agreement_explorer({"config": {}})
-
-
-def test_explorer_links_each_verdict_on_the_page_the_ledger_names():
-    from attention_course.chapters.heads import sliders
-    from attention_course.course.claims import CLAIMS
-
-    pages = {c.id: c.chapter for c in CLAIMS}
-    for claim, _ in sliders._CLAIM_LINKS:
-        assert sliders._claim_href(claim) == f"{pages[claim]}.html#claim-{claim}"
-    with pytest.raises(KeyError, match="no claim 'no-such-claim'"):
-        sliders._claim_href("no-such-claim")

@@ -143,15 +143,3 @@ def test_the_lessons_temperature_slider_links_to_no_verdict():
     fig = fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4)
     assert fig.verdict == "" and "data-verdict" not in fig.to_html() and "#claim-" not in fig.to_html()
     assert 'data-verdict="low-rank"' in fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4, verdict="low-rank").to_html()
-
-
-def test_the_lessons_prediction_links_to_the_evidence_page():
-    from attention_course.chapters.lowrank.lesson_prediction import lesson_prediction
-    from attention_course.figures.predictions import prediction
-
-    shared, lesson = prediction("ix-predict-lowrank"), lesson_prediction("ix-predict-lowrank")
-    assert (lesson.question, lesson.choices, lesson.correct) == (shared.question, shared.choices, shared.correct)
-    assert 'href="03_low_rank_evidence.html#claim-structure-implies-low-rank"' in lesson.to_html()
-    assert 'href="#claim-' not in lesson.to_html()
-    with pytest.raises(KeyError, match="no prediction 'ix-nothing'"):
-        lesson_prediction("ix-nothing")
