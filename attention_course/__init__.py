@@ -11,11 +11,14 @@ imports point one way only::
 * ``figures``: what every chapter's figures share (the style, the slider engine);
 * ``exercises``: the checker engine (``check`` never raises);
 * ``models``: the tiny transformer and its one training loop, toy tasks, our BERT
-  encoder, the pretrained MiniLM, SmolLM2's weights read from a GGUF file;
+  encoder, the pretrained MiniLM, SmolLM2's weights read from a GGUF file, and the one runner
+  of the long experiments (``models/experiments.py``: every ``python -m attention_course``
+  command but ``progress`` and ``evidence`` is an ``Experiment`` a chapter registers);
 * ``chapters/<topic>/``: one folder per chapter (mechanics, kernels, lowrank, heads,
-  graphs, scaling, insight, encoder, decoder, gpt), each with its measures, ``runs.py`` (long runs
-  that store JSON), ``figures.py``, ``sliders.py`` and ``exercises.py``; a chapter
-  imports from earlier chapters only;
+  graphs, scaling, insight, encoder, decoder, gpt), each with its measures and long runs
+  (modules named by what they compute, their runs stored as JSON in ``data/``),
+  ``figures.py``, ``sliders.py`` and ``exercises.py``; a chapter imports from earlier
+  chapters only;
 * ``course``: the claims ledger, solutions, glue and inline values, progress.
 
 ``attention_course/README.md`` has the full map (layer, module, chapter).

@@ -1,20 +1,20 @@
-"""Where an experiment ran: stored beside its results, so a reader can judge the numbers."""
+"""Where an experiment ran, stored beside its results so a reader can judge the numbers; where the data lives."""
 
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
-import sys
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
-__all__ = ["machine_info", "progress_bar"]
+__all__ = ["machine_info", "DATA_DIR"]
+
+#: The package's stored runs, slider data and the claims ledger.
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 def machine_info(threads: Optional[int] = None) -> dict:
@@ -31,35 +31,3 @@ def machine_info(threads: Optional[int] = None) -> dict:
         "platform": platform.platform(), "load_average": [round(v, 2) for v in os.getloadavg()],
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-
-
-def write_json(doc: dict, path: Path) -> dict:
-    """Store ``doc`` as the data files are stored (``indent=1``, a final newline) and return it."""
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
-    return doc
-
-
-def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: bool = True) -> Iterator:
-    """Iterate ``items`` with a tqdm bar on stderr (a long command's progress), or silently.
-
-    tqdm comes with transformers; without it, one line per item goes to stderr instead.
-
-    Examples
-    --------
-    >>> list(progress_bar(range(3), "demo", show=False))
-    [0, 1, 2]
-    """
-    if not show:
-        yield from items
-        return
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        for i, item in enumerate(items):
-            print(f"{desc}: {i + 1}/{total if total is not None else '?'}", file=sys.stderr, flush=True)
-            yield item
-        return
-    yield from tqdm(items, desc=desc, total=total, file=sys.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -210,16 +210,7 @@ class TrainingRun:
     max_weight: np.ndarray
 
 
-def train_run(
-    model: TinyTransformer,
-    task: Task,
-    steps: int = 1000,
-    seed: int = 0,
-    lr: float = 3e-3,
-    batch_size: int = 32,
-    weight_decay: float = 0.0,
-    num_threads: Optional[int] = 1,
-) -> TrainingRun:
+def train_run(model: TinyTransformer, task: Task, **kwargs: Any) -> TrainingRun:
     r""":func:`train`, also recording gradient norms and how peaked the attention is.
 
     The parameters and the updates are exactly those of :func:`train` (same
@@ -235,7 +226,9 @@ def train_run(
 
     Parameters
     ----------
-    See :func:`train`.
+    model, task, **kwargs
+        As :func:`train` takes them (``steps``, ``seed``, ``lr``, ``batch_size``, ``weight_decay``,
+        ``num_threads``); ``callback`` is this function's own.
 
     Returns
     -------
@@ -250,25 +243,24 @@ def train_run(
     >>> run.loss.shape, run.grad_norm_q.shape, run.max_weight.shape
     ((3,), (3, 2), (3, 2))
     """
-    steps, L = _positive(steps), model.config.n_layers
-    gq, gk, peak, gall = np.empty((steps, L)), np.empty((steps, L)), np.empty((steps, L)), np.empty(steps)
+    L = model.config.n_layers
+    gq, gk, peak, gall = [], [], [], []  # one row per step
 
     @torch.no_grad()
     def record(step: int, model: TinyTransformer, weights: Optional[list]) -> None:
         if weights is None:  # after the last update: no batch, no gradient
             return
-        for layer in range(L):
-            gq[step, layer] = torch.linalg.vector_norm(model.W_q[layer].grad)
-            gk[step, layer] = torch.linalg.vector_norm(model.W_k[layer].grad)
-            w = weights[layer][:, :, 1:]  # (B, h, T - 1, T): queries t >= 1
-            peak[step, layer] = w.amax(dim=-1).mean()  # largest weight per row
+        gq.append([float(torch.linalg.vector_norm(model.W_q[layer].grad)) for layer in range(L)])
+        gk.append([float(torch.linalg.vector_norm(model.W_k[layer].grad)) for layer in range(L)])
+        # largest weight per row of queries t >= 1: (B, h, T - 1, T) -> a mean per layer
+        peak.append([float(weights[layer][:, :, 1:].amax(dim=-1).mean()) for layer in range(L)])
         grads = [p.grad for p in model.parameters() if p.grad is not None]
-        gall[step] = torch.linalg.vector_norm(
+        gall.append(float(torch.linalg.vector_norm(
             torch.stack([torch.linalg.vector_norm(gr) for gr in grads])
-        )  # $\lVert \nabla_\theta \mathcal{L} \rVert_2$ over all parameters
+        )))  # $\lVert \nabla_\theta \mathcal{L} \rVert_2$ over all parameters
 
-    loss = train(model, task, steps, seed, lr, batch_size, weight_decay, num_threads, callback=record)
-    return TrainingRun(loss, gq, gk, gall, peak)
+    loss = train(model, task, callback=record, **kwargs)
+    return TrainingRun(loss, np.array(gq), np.array(gk), np.array(gall), np.array(peak))
 
 
 @torch.no_grad()

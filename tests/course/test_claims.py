@@ -150,7 +150,7 @@ def test_a_missing_robustness_or_summary_glue_is_caught(book_copy, book_problems
     broken = _replaced(c.id, **{field: getattr(c, field) + " over {no_such_seeds} seeds"})
     vb.sync_verdict_boxes(book_copy / f"{c.chapter}.ipynb", broken)  # the box agrees: only the glue is missing
     assert _new_problems(vd.chapter_problems(book_copy, broken), book_problems) == [
-        "local-average: 02_kernel_smoothing glues no no_such_seeds"]
+        f"local-average: {c.chapter} glues no no_such_seeds"]
 
 
 def test_every_box_is_the_one_the_ledger_writes():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from attention_course.exercises import REGISTRY
-from attention_course.exercises._compare import close
-from attention_course.exercises._core import RULE_KINDS, _fresh, _mutant_outputs, _prepared
+from attention_course.exercises import evaluate
+from attention_course.exercises._core import CONTRACT_KINDS, RULE_KINDS, _fresh, _mutant_outputs, _prepared, case_close
 
 IDS = sorted(REGISTRY)
 MIN_MUTANTS = 5
@@ -59,16 +59,38 @@ def test_each_wrong_rule_is_told_apart_by_the_rules_own_cases(eid, rule):
         assert not rule.catches  # a budget case's catch is its own budget and slow messages
         assert all(by_label[label][1].budget and by_label[label][1].slow for label in rule.cases)
         return
-    assert rule.catches, f"{eid}: rule {rule.says!r} names no mutant that breaks it"
+    if rule.kind in CONTRACT_KINDS or not rule.catches:  # told apart by its breaches (next test)
+        assert rule.breaches, f"{eid}: rule {rule.says!r} names no mutant and no breach that breaks it"
+        return
     outputs = dict(zip([m.name for m in ex.mutants], _mutant_outputs(ex)))
     for name in rule.catches:
         assert name in outputs, f"{eid}: rule {rule.says!r} catches an unknown mutant {name!r}"
         out = outputs[name]
         assert out is not None, f"{eid}: mutant {name!r} raised or returned the wrong structure on some case"
-        differs = [label for label in rule.cases
-                   if not close(out[by_label[label][0]], expected[by_label[label][0]], ex.rtol, ex.atol)]
+        probed = [label for label in rule.cases if by_label[label][0] in out]
+        assert probed, f"{eid}: rule {rule.says!r}: the mutants run on none of its cases; give it breaches"
+        differs = [label for label in probed
+                   if not case_close(ex, by_label[label][1], out[by_label[label][0]], expected[by_label[label][0]])]
         assert differs, (f"{eid}: mutant {name!r} agrees with the reference on every case of rule "
                          f"{rule.says!r}: those cases do not probe it")
+
+
+BREACHES = [(eid, rule, b) for eid, rule in RULES for b in rule.breaches]
+
+
+@pytest.mark.parametrize("eid,rule,breach", BREACHES, ids=[f"{e}:{r.kind}:{b.name}" for e, r, b in BREACHES])
+def test_each_breach_of_a_contract_gets_its_feedback(eid, rule, breach):
+    """An answer that breaks the contract (a numpy result, float32, a forbidden call, a change in place) fails
+    with the words its rule promises."""
+    result = evaluate(eid, breach.fn)
+    assert result.status == "failed" and breach.feedback in result.message, (rule.says, result.message)
+
+
+@pytest.mark.parametrize("eid", IDS)
+def test_every_exercise_states_what_it_returns(eid):
+    """Each exercise declares an output rule (type, shape, dtype), with at least one breach that the check names."""
+    rules = [r for r in REGISTRY[eid].rules if r.kind == "output"]
+    assert rules and all(r.breaches for r in rules), f"{eid}: declare Rule('output', ...) with breaches"
 
 
 @pytest.mark.parametrize("eid", IDS)
@@ -102,5 +124,5 @@ def test_every_exercise_is_rated(eid):
 
 
 def test_rule_kinds_are_documented():
-    assert set(RULE_KINDS) == {"threshold", "tie", "empty", "edge-size", "range"}
+    assert set(RULE_KINDS) == {"threshold", "tie", "empty", "edge-size", "range", "output", "forbidden"}
     assert all(len(text) > 20 for text in RULE_KINDS.values())

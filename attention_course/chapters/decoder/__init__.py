@@ -23,6 +23,7 @@ from .reproduce import (
     reference_document,
     top_two_gaps,
     greedy_with_gaps,
+    DECODER_REFERENCE,
 )
 from .rms_norm import rms_norm
 from .rope import (
@@ -67,6 +68,7 @@ __all__ = [
     "reference_document",
     "top_two_gaps",
     "greedy_with_gaps",
+    "DECODER_REFERENCE",
     "rms_norm",
     "rope_frequencies",
     "rope_angles",

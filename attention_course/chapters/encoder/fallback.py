@@ -4,17 +4,39 @@ Each step of the chapter uses the steps before it. A later cell asks the checker
 reader's function passes its exercise and uses it if so; otherwise it uses the package's
 version of the same step. So "Run All" works on the untouched notebook and on a finished one,
 and a reader who solves the exercises runs the whole model on their own code.
+
+A reader's part never surfaces as an error in a later exercise:
+
+* a part that does not pass its check is replaced by the package's, and the cell says which part
+  and why (the check's verdict), unless it is still the untouched stub;
+* a part that passes is wrapped (:class:`Guarded`): the first time it meets inputs of a new kind
+  (other dtypes or shapes than the check's, MiniLM's float32 weights, say) its result is compared
+  with the package's on the same inputs for type, dtype and shape, and if it returns something
+  else, or raises, the package's part takes over for good, with a line that says why.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
+
+import torch
 
 from ...exercises import evaluate
 
-__all__ = ["solved", "yours_or_ours", "describe_parts"]
+__all__ = ["solved", "yours_or_ours", "describe_parts", "Guarded"]
 
-_VERDICTS: dict = {}  # (exercise id, function) -> passed?; a function is checked once
+_RESULTS: dict = {}  # (exercise id, function) -> CheckResult; a function is checked once
+
+
+def _result(exercise_id: str, fn: Any):
+    try:
+        key = (exercise_id, fn)
+        hash(key)
+    except TypeError:  # an unhashable callable: check it every time
+        return evaluate(exercise_id, fn)
+    if key not in _RESULTS:
+        _RESULTS[key] = evaluate(exercise_id, fn)
+    return _RESULTS[key]
 
 
 def solved(exercise_id: str, fn: Any) -> bool:
@@ -30,18 +52,94 @@ def solved(exercise_id: str, fn: Any) -> bool:
     >>> solved("layer-norm", my_layer_norm)
     False
     """
-    try:
-        key = (exercise_id, fn)
-        hash(key)
-    except TypeError:  # an unhashable callable: check it every time
-        return evaluate(exercise_id, fn).passed
-    if key not in _VERDICTS:
-        _VERDICTS[key] = evaluate(exercise_id, fn).passed
-    return _VERDICTS[key]
+    return _result(exercise_id, fn).passed
 
 
-def yours_or_ours(exercise_id: str, yours: Any, ours: Callable) -> Callable:
-    """``yours`` if it passes exercise ``exercise_id``, else the package's ``ours``.
+def _structure(x: Any) -> Any:
+    """What a result is, for comparison: a tensor's (dtype, shape), a tuple of those, or its type."""
+    if isinstance(x, torch.Tensor):
+        return ("tensor", x.dtype, tuple(x.shape))
+    if isinstance(x, tuple):
+        return tuple(_structure(item) for item in x)
+    return type(x).__name__
+
+
+def _signature(args: tuple) -> tuple:
+    """The kind of inputs a call gets: each tensor's dtype and shape (a dataclass of weights: its first tensor's)."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append((a.dtype, tuple(a.shape)))
+        elif hasattr(a, "__dataclass_fields__"):
+            first = next((getattr(a, f) for f in a.__dataclass_fields__
+                          if isinstance(getattr(a, f), torch.Tensor)), None)
+            out.append(None if first is None else (type(a).__name__, first.dtype, tuple(first.shape)))
+        else:
+            out.append(a if isinstance(a, (int, float, str, type(None))) else type(a).__name__)
+    return tuple(out)
+
+
+class Guarded:
+    """A reader's part that passed its check, used with a guard: on the first call with inputs of a new
+    kind its result is compared with the package's (type, dtype, shape); a mismatch or an exception
+    hands the part to the package's ``ours`` from then on, and prints why once.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.encoder.layer_norm import layer_norm
+    >>> mine = Guarded("layer_norm", lambda x, g, b, eps: layer_norm(x, g, b, eps).numpy(), layer_norm)
+    >>> x = torch.ones(1, 2, 4)
+    >>> y = mine(x, torch.ones(4), torch.zeros(4), 1e-12)  # doctest: +ELLIPSIS
+    layer_norm: the package's from here on (ch.layer_norm): yours returned ndarray where the package's returns a tensor...
+    >>> isinstance(y, torch.Tensor), mine.replaced
+    (True, True)
+    """
+
+    def __init__(self, name: str, yours: Callable, ours: Callable):
+        self.name, self.yours, self.ours = name, yours, ours
+        self.replaced: bool = False
+        self.why: str = ""
+        self._checked: set = set()
+        self.__name__ = getattr(yours, "__name__", name)
+        self.__wrapped__ = yours
+
+    def _replace(self, why: str) -> None:
+        self.replaced, self.why = True, why
+        print(f"{self.name}: the package's from here on (ch.{getattr(self.ours, '__name__', self.name)}): {why}")
+
+    def __call__(self, *args, **kwargs):
+        if self.replaced:
+            return self.ours(*args, **kwargs)
+        key = _signature(args)
+        try:
+            mine = self.yours(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - a reader's part must not stop a later cell
+            self._replace(f"yours raised {type(exc).__name__}: {str(exc)[:120]} on inputs it had not met in its check")
+            return self.ours(*args, **kwargs)
+        if key not in self._checked:
+            theirs = self.ours(*args, **kwargs)
+            got, want = _structure(mine), _structure(theirs)
+            if got != want:
+                self._replace(f"yours returned {_said(got)} where the package's returns {_said(want)}, on inputs "
+                              f"it had not met in its check")
+                return theirs
+            self._checked.add(key)
+        return mine
+
+
+def _said(structure: Any) -> str:
+    if isinstance(structure, tuple) and structure and structure[0] == "tensor":
+        return f"a tensor ({str(structure[1]).replace('torch.', '')}, shape {structure[2]})"
+    if isinstance(structure, tuple):
+        return "a tuple of " + ", ".join(_said(s) for s in structure)
+    return str(structure)
+
+
+def yours_or_ours(exercise_id: str, yours: Any, ours: Callable, name: Optional[str] = None) -> Callable:
+    """``yours`` (guarded, see :class:`Guarded`) if it passes exercise ``exercise_id``, else the package's ``ours``.
+
+    When ``yours`` was attempted but does not pass, a line says which part is replaced and why (the
+    check's verdict); the untouched stub is replaced silently.
 
     Examples
     --------
@@ -50,8 +148,20 @@ def yours_or_ours(exercise_id: str, yours: Any, ours: Callable) -> Callable:
     ...     raise NotImplementedError
     >>> yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm
     True
+    >>> def my_layer_norm(x, gamma, beta, eps):
+    ...     return (x - x.mean(-1, keepdim=True)).numpy()   # a numpy array: the next exercises need tensors
+    >>> yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm  # doctest: +ELLIPSIS
+    layer_norm: the package's (ch.layer_norm), because my_layer_norm does not pass its check yet: you returned a numpy array...
+    True
     """
-    return yours if solved(exercise_id, yours) else ours
+    part = name or getattr(ours, "__name__", exercise_id)
+    result = _result(exercise_id, yours)
+    if result.passed:
+        return Guarded(part, yours, ours)
+    if result.status == "failed":
+        print(f"{part}: the package's (ch.{getattr(ours, '__name__', part)}), because "
+              f"{getattr(yours, '__name__', 'yours')} does not pass its check yet: {result.message}")
+    return ours
 
 
 def describe_parts(parts: dict[str, Callable]) -> str:
@@ -65,6 +175,12 @@ def describe_parts(parts: dict[str, Callable]) -> str:
     """
     lines = []
     for name, fn in parts.items():
+        if isinstance(fn, Guarded):
+            if fn.replaced:
+                lines.append(f"{name}: the package's (ch.{getattr(fn.ours, '__name__', name)}), in place of yours: {fn.why}")
+            else:
+                lines.append(f"{name}: yours ({fn.__name__})")
+            continue
         module = getattr(fn, "__module__", "") or ""
         if module.startswith("attention_course.chapters."):
             lines.append(f"{name}: the package's (ch.{getattr(fn, '__name__', name)})")

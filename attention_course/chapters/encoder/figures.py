@@ -18,7 +18,7 @@ from ...core._backend import ShapeError
 from ...figures.style import book_figure
 from .feed_forward import gelu
 
-__all__ = ["plot_gelus", "plot_stream_size", "plot_layer_gaps", "plot_search", "plot_dependence"]
+__all__ = ["plot_gelus", "plot_stream_size", "plot_layer_gaps", "plot_search", "plot_dependence", "plot_rank_shares"]
 
 _EXACT, _TANH, _PRE, _BOUND = "#0072B2", "#D55E00", "#D55E00", "#444444"
 
@@ -63,7 +63,7 @@ def plot_stream_size(sizes: Mapping[str, Sequence[float]]) -> Figure:
 
 @book_figure
 def plot_layer_gaps(gaps: Mapping[str, Sequence[float]], bound: Sequence[float], tolerance: float) -> Figure:
-    """Largest |ours - reference| per layer (log scale), one line per comparison, with the float32 bound.
+    """Largest |ours - reference| per layer (log scale), one line per comparison, with the float32 estimate.
 
     ``bound`` has one value per layer (:func:`~.reproduce.layer_bounds`); ``tolerance`` is the
     check's single tolerance, drawn as a horizontal line.
@@ -74,12 +74,27 @@ def plot_layer_gaps(gaps: Mapping[str, Sequence[float]], bound: Sequence[float],
     layers = np.arange(L1)
     for (name, g), style in zip(gaps.items(), styles):
         ax.semilogy(layers, np.maximum(np.asarray(g, dtype=float), 1e-17), lw=1.6, ms=5, label=name, **style)
-    ax.semilogy(layers, bound, color=_BOUND, lw=1.4, ls="--", label="float32 bound, (l + 1) sqrt(n) u max|h|")
+    ax.semilogy(layers, bound, color=_BOUND, lw=1.4, ls="--", label="float32 estimate, (l + 1) sqrt(n) u max|h|")
     ax.axhline(tolerance, color=_BOUND, lw=0.8, ls=":", label=f"the check's tolerance, {tolerance:.1e}")
     ax.set_xticks(layers, ["emb."] + [str(i) for i in range(1, L1)])
     ax.set(xlabel="layer", ylabel="largest |difference|", ylim=(1e-17, 1e-1),
            title="Hidden states against transformers, layer by layer")
     ax.legend(loc="center left", bbox_to_anchor=(0.0, 0.45), fontsize=9)
+    return fig
+
+
+@book_figure
+def plot_rank_shares(trained: Sequence[float], scrambled: Sequence[Sequence[float]], n: int) -> Figure:
+    """Median effective rank / n per layer: MiniLM's heads against the same heads with scrambled weights."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.4), layout="constrained")
+    layers = np.arange(1, len(trained) + 1)
+    for i, s in enumerate(scrambled):
+        ax.plot(layers, s, color="#999999", lw=1.2, marker="o", ms=4,
+                label="scrambled layer matrices (3 seeds)" if i == 0 else None)
+    ax.plot(layers, trained, color=_EXACT, lw=2.0, marker="o", ms=6, label="MiniLM, trained")
+    ax.set(xlabel="layer", ylabel="median effective rank / n", ylim=(0, None), xticks=layers,
+           title=f"How low-rank are the heads? One text of n = {n} tokens")
+    ax.legend(loc="upper right", fontsize=10)
     return fig
 
 

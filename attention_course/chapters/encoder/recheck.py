@@ -1,5 +1,9 @@
 r"""Re-checking an earlier chapter on the assembled model: chapter 3's effective rank of each head.
 
+:func:`rank_shares` is the measurement the chapter's evidence page runs, on MiniLM and on MiniLM with
+its layer matrices scrambled (:func:`~attention_course.models.perturb.scrambled_weights`), the
+baseline without learned structure that such a re-check needs.
+
 .. math::
 
     \operatorname{erank}(A) = \exp\Big(-\sum_i p_i \log p_i\Big), \qquad p_i = \frac{\sigma_i}{\sum_j \sigma_j}
@@ -15,9 +19,12 @@ import numpy as np
 import torch
 
 from ...core._backend import ShapeError, shape_str
+from ...models.encoder import BertWeights
 from ..lowrank.spectra import effective_rank_from_singular_values
+from .assemble import encode
+from .self_attention import self_attention
 
-__all__ = ["effective_ranks"]
+__all__ = ["effective_ranks", "rank_shares"]
 
 
 def effective_ranks(maps: torch.Tensor) -> np.ndarray:
@@ -32,3 +39,30 @@ def effective_ranks(maps: torch.Tensor) -> np.ndarray:
         raise ShapeError(f"maps has shape {shape_str(maps)}; expected (..., n, n)")
     s = torch.linalg.svdvals(maps.detach().double())  # (..., n), decreasing
     return effective_rank_from_singular_values(s)  # (...,)
+
+
+def rank_shares(weights: BertWeights, input_ids: torch.Tensor) -> np.ndarray:
+    """Each layer's median effective rank of its heads' attention maps, as a share of ``n``: (L,).
+
+    One text without padding, ``input_ids`` of shape (1, n), run through :func:`~.assemble.encode` in
+    float64 (so that round-off plays no part); layer ``l``'s maps are those of its input, the states
+    after layer ``l - 1``.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.encoder.random_weights import random_bert
+    >>> shares = rank_shares(random_bert(0, n_layers=3), torch.tensor([[1, 5, 7, 2, 9, 4]]))
+    >>> shares.shape, bool(((shares > 0) & (shares <= 1)).all())
+    ((3,), True)
+    """
+    if input_ids.ndim != 2 or input_ids.shape[0] != 1:
+        raise ShapeError(f"input_ids has shape {shape_str(input_ids)}; expected (1, n): one text, no padding")
+    w64 = weights.to(torch.float64)
+    n = input_ids.shape[1]
+    hidden = encode(w64, input_ids)  # (L+1, 1, n, d)
+    everything = torch.ones(1, 1, 1, n, dtype=torch.bool)  # (1, 1, 1, n): no padding
+    shares = []
+    for l, layer in enumerate(w64.layers):
+        _, maps = self_attention(hidden[l], layer, w64.num_heads, everything)  # (1, h, n, n)
+        shares.append(float(np.median(effective_ranks(maps[0]))) / n)
+    return np.array(shares)

@@ -1,8 +1,9 @@
-r"""Does an encoder reproduce a reference, layer by layer? Gaps, a float32 bound, and where they part.
+r"""Does an encoder reproduce a reference, layer by layer? Gaps, a float32 estimate, and where they part.
 
 Two correct float32 implementations of the same network do not agree bit for bit: they add
-the same numbers in different orders. How far apart may they be? A bound from three
-numbers, written as :func:`float32_bound` computes it:
+the same numbers in different orders. How far apart may they be? An estimate from three
+numbers, written as :func:`float32_bound` computes it (the name is historical: it is an estimate,
+not a proven bound):
 
 * **float32's rounding**: each operation is exact up to a relative error of at most the unit
   roundoff :math:`u = 2^{-24} \approx 6.0 \times 10^{-8}` (half of float32's epsilon
@@ -18,11 +19,11 @@ numbers, written as :func:`float32_bound` computes it:
 
 .. math::
 
-    |h^{\text{ours}}_\ell - h^{\text{ref}}_\ell| \;\le\; (\ell + 1)\, \sqrt{n}\; u \; m .
+    |h^{\text{ours}}_\ell - h^{\text{ref}}_\ell| \;\lesssim\; (\ell + 1)\, \sqrt{n}\; u \; m .
 
-This is an estimate with the worst-case sign structure left out, not a theorem; the tests and
-the chapter measure the real gaps against it (for MiniLM they are 20 to 60 times smaller). Anything above it is
-a different computation, not round-off.
+This is an estimate with the worst-case sign structure left out, not a theorem, and it is loose: the
+tests and the chapter measure the real gaps against it (for MiniLM they are 20 to 60 times smaller).
+Anything above it is a different computation, not round-off.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ UNIT_ROUNDOFF_FLOAT32 = 2.0**-24
 
 
 def float32_bound(max_abs: float, depth: int, n: int) -> float:
-    r"""The float32 round-off bound :math:`\text{depth} \cdot \sqrt{n} \cdot 2^{-24} \cdot \text{max\_abs}`.
+    r"""The float32 round-off estimate :math:`\text{depth} \cdot \sqrt{n} \cdot 2^{-24} \cdot \text{max\_abs}`.
+
+    An estimate, not a proven bound (errors of random sign, about 60 times above MiniLM's measured gaps).
 
     Parameters
     ----------
@@ -69,7 +72,8 @@ def float32_bound(max_abs: float, depth: int, n: int) -> float:
 
 
 def layer_bounds(reference: torch.Tensor, n: int, attention_mask: Optional[torch.Tensor] = None) -> np.ndarray:
-    """:func:`float32_bound` for every layer of ``reference`` (L+1, B, T, d): depth l + 1, its own max |h|.
+    """The float32 estimate (:func:`float32_bound`) for every layer of ``reference`` (L+1, B, T, d): depth
+    l + 1, its own max |h|.
 
     Examples
     --------

@@ -13,6 +13,7 @@ from .bench import (
     decode_recomputing,
     decoder_bench,
     stored_bench,
+    DECODER_BENCH,
 )
 from .fallback import solved, yours_or_ours, describe_parts
 from .generation import (
@@ -48,6 +49,7 @@ from .shakespeare_run import (
     held_out_loss,
     shakespeare_run,
     stored_shakespeare,
+    SHAKESPEARE_RUN,
 )
 from .small_gpt import SmallGPT, generate_text
 from .figures import cache_bytes, plot_cache_memory, plot_shakespeare
@@ -60,6 +62,7 @@ __all__ = [
     "decode_recomputing",
     "decoder_bench",
     "stored_bench",
+    "DECODER_BENCH",
     "solved",
     "yours_or_ours",
     "describe_parts",
@@ -92,6 +95,7 @@ __all__ = [
     "held_out_loss",
     "shakespeare_run",
     "stored_shakespeare",
+    "SHAKESPEARE_RUN",
     "SmallGPT",
     "generate_text",
     "cache_bytes",

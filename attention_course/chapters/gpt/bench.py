@@ -14,24 +14,21 @@ ratios, which survive a change of machine far better than seconds do.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Optional
 
 import torch
 
-from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.experiments import Experiment, read_json, register
+from ...models.records import DATA_DIR
 from ...models.smollm2 import load_smollm2
 from ..decoder.model import forward
 from ..decoder.reproduce import transformers_model
 from ..decoder.tokenizer import encode
 
 __all__ = ["BENCH_FILE", "BenchConfig", "decode_cached", "decode_recomputing", "decoder_bench", "stored_bench",
-           "add_arguments", "cli"]
+           "DECODER_BENCH"]
 
 #: Where ``decoder-bench`` stores its ratios.
 BENCH_FILE = DATA_DIR / "decoder_bench.json"
@@ -116,23 +113,24 @@ def decoder_bench(config: BenchConfig = BenchConfig()) -> dict:
 
 def stored_bench() -> dict:
     """The stored ratios (:data:`BENCH_FILE`)."""
-    return json.loads(BENCH_FILE.read_text())
+    return read_json(BENCH_FILE)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m attention_course decoder-bench``."""
-    parser.add_argument("--repeats", type=int, default=1, help="runs of each decoder; the best time counts")
-    parser.add_argument("--json", type=Path, default=BENCH_FILE, help="where to store the ratios")
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Run and print the ratios; return the exit code."""
-    r = write_json({"machine": machine_info(1), **decoder_bench(BenchConfig(repeats=args.repeats))}, args.json)
+def _report(r: dict) -> str:
     c = r["config"]
-    print(f"SmolLM2-135M, greedy, one thread, {c['prompt_tokens']}-token prompt, {c['new_tokens']} new tokens:")
-    print(f"  recomputing the prefix / cached decoder: {r['recomputing_over_cached']:.1f}x slower")
-    print(f"  cached decoder / transformers' generate: {r['cached_over_transformers']:.2f}x the time")
-    print(f"  cached and recomputed tokens equal: {r['cached_equals_recomputing']}; "
-          f"{r['tokens_equal_to_transformers']}/{r['new_tokens']} equal to transformers'")
-    print(f"stored {args.json}")
-    return 0
+    return (f"SmolLM2-135M, greedy, one thread, {c['prompt_tokens']}-token prompt, {c['new_tokens']} new tokens:\n"
+            f"  recomputing the prefix / cached decoder: {r['recomputing_over_cached']:.1f}x slower\n"
+            f"  cached decoder / transformers' generate: {r['cached_over_transformers']:.2f}x the time\n"
+            f"  cached and recomputed tokens equal: {r['cached_equals_recomputing']}; "
+            f"{r['tokens_equal_to_transformers']}/{r['new_tokens']} equal to transformers'")
+
+
+#: ``python -m attention_course decoder-bench``: :func:`decoder_bench`, its ratios printed and stored.
+DECODER_BENCH = register(Experiment(
+    "decoder-bench", BenchConfig(), lambda config: decoder_bench(config), BENCH_FILE, out_flag="--json",
+    document=lambda config, runs, meta: {"machine": meta["machine"], **runs.records[0]}, report=_report,
+    flags={"--repeats": dict(type=int, help="runs of each decoder; the best time counts")},
+    help="chapter 10's benchmark: cached decoding against recomputation and transformers' generate",
+    description="Greedy decoding of SmolLM2-135M on one thread, measured side by side: the package's cached "
+                "decoder, the same model recomputing the whole prefix at every step, and transformers' generate; "
+                "prints the ratios (prompt length and token count fixed; a few minutes)."))

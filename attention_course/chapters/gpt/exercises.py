@@ -21,7 +21,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
 from ...models.smollm2 import load_smollm2
 from ..decoder.exercises import TWO_GROUPS
 from ..decoder.grouped_attention import decoder_mask
@@ -188,14 +188,17 @@ register(
             Rule("edge-size", "with cached positions, the new tokens continue their positions and read the cache",
                  ("tiny decoder, 3 cached positions, 1 new token", "tiny decoder, 2 cached positions, 3 new tokens"),
                  lambda w, ids, cache: cache.shape[4] > 0,
-                 ("positions-restart", "cache-not-read", "keys-cached-before-rope", "new-before-old", "mask-top-left")),
+                 ("positions-restart", "cache-not-read", "keys-cached-before-rope", "new-before-old", "mask-top-left"), quote='The new tokens sit at positions'),
             Rule("edge-size", "several new tokens after a cache: the causal mask is aligned at the bottom-right",
                  ("tiny decoder, 2 cached positions, 3 new tokens",),
-                 lambda w, ids, cache: cache.shape[4] > 0 and ids.shape[1] > 1, ("mask-top-left",)),
+                 lambda w, ids, cache: cache.shape[4] > 0 and ids.shape[1] > 1, ("mask-top-left",), quote='The checks include a cache with one and with three new tokens'),
             Rule("threshold", "SmolLM2 in float32 agrees to the logits' float32 estimate",
                  ("SmolLM2-135M's own weights (float32), empty cache, 'The capital of France is'",),
-                 lambda w, ids, cache: w.embed.dtype == torch.float32, ("no-final-norm", "first-layer-repeated")),
+                 lambda w, ids, cache: w.embed.dtype == torch.float32, ("no-final-norm", "first-layer-repeated"), quote='and SmolLM2 itself'),
+            Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
+                 breaches=output_breaches(forward, 'tuple-as-list')),
         ),
+        framing=('Write `my_forward(weights, ids, cache)`', '`weights` has `config`', "Use the package's parts"),
         returns=("logits", "cache"),
         alternatives=(_forward_loop, _forward_recompute),
         rtol=0.0,
@@ -335,18 +338,21 @@ register(
         rules=(
             Rule("tie", "top-k keeps every token tied with the k-th largest logit",
                  ("top_k=3 with the third and fourth logits tied",), lambda z, t, k, p: bool((z[0, 2] == z[0, 3])),
-                 ("top-k-drops-ties",)),
+                 ("top-k-drops-ties",), quote='keep the logits at least as large as the `top_k`-th largest'),
             Rule("threshold", "the token whose mass crosses top_p is kept",
                  ("top_p=0.6 where the first token alone has 0.5", "temperature 2, top_p=0.9"),
-                 lambda z, t, k, p: p < 1, ("top-p-drops-crossing-token", "not-renormalised")),
+                 lambda z, t, k, p: p < 1, ("top-p-drops-crossing-token", "not-renormalised"), quote='the crossing token and any tied with it included'),
             Rule("range", "temperature 0 is greedy", ("temperature 0: greedy",), lambda z, t, k, p: t == 0,
-                 ("greedy-divides-by-zero",)),
+                 ("greedy-divides-by-zero",), quote='0 means greedy'),
             Rule("range", "top-k, then the nucleus of the renormalised rest", ("top_k=3 and top_p=0.8 together",),
-                 lambda z, t, k, p: k > 0 and p < 1, ("top-p-before-top-k",)),
+                 lambda z, t, k, p: k > 0 and p < 1, ("top-p-before-top-k",), quote='keep the shortest prefix of the sorted probabilities'),
             Rule("range", "a temperature away from 1 divides the logits",
                  ("temperature 0.5, top_k=3", "temperature 2, top_p=0.9"), lambda z, t, k, p: t not in (0, 1),
-                 ("temperature-multiplied",)),
+                 ("temperature-multiplied",), quote='divide by `temperature`'),
+            Rule("output", "a torch tensor (B, V) in the logits' dtype", ('temperature 1, no top-k (0), no top-p (1.0)',), lambda *a: True, quote="a torch tensor `(B, V)` in the logits' dtype",
+                 breaches=output_breaches(next_token_probs, 'float32')),
         ),
+        framing=('Write `my_next_token_probs(logits, temperature, top_k, top_p)`',),
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
         difficulty=2,
@@ -431,11 +437,14 @@ register(
         rules=(
             Rule("edge-size", "T = 2: one prediction per sequence, the second token from the first",
                  ("T=2: one prediction per sequence",), lambda z, ids: ids.shape[1] == 2,
-                 ("no-shift", "shifted-backwards", "wraps-around", "sum-not-mean", "bits")),
+                 ("no-shift", "shifted-backwards", "wraps-around", "sum-not-mean", "bits"), quote='`T >= 2`'),
             Rule("edge-size", "several positions: the mean over B (T - 1) predictions",
                  ("B=2, T=5, V=7", "B=1, T=6, V=50, confident logits"), lambda z, ids: ids.shape[1] > 2,
-                 ("mean-of-sequence-sums", "no-log-softmax", "sum-not-mean")),
+                 ("mean-of-sequence-sums", "no-log-softmax", "sum-not-mean"), quote='over all\n`B (T - 1)` predictions'),
+            Rule("output", 'a 0-d torch tensor', ('B=2, T=5, V=7',), lambda *a: True, quote='as a 0-d tensor',
+                 breaches=output_breaches(next_token_loss, 'float32')),
         ),
+        framing=('Write `my_next_token_loss(logits, ids)`',),
         alternatives=(_loss_log_softmax, _loss_loop),
         array_type="torch",
         difficulty=1,

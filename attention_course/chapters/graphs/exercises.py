@@ -35,7 +35,7 @@ from ...core import attention as att
 from . import propagation as g
 from .rollout import attention_rollout
 from .topology import shuffle_overlap
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -125,6 +125,7 @@ def _mp_torch(q, k, v, mask):
 register(
     Exercise(
         id="message-passing-step",
+        error_tips=SCORE_TIPS,
         title="One round of message passing",
         make_cases=_mp_cases,
         reference=_mp_reference,
@@ -171,14 +172,19 @@ register(
         rules=(
             Rule("empty", "a node with no in-neighbours outputs a row of zeros",
                  ("node 3 has no in-neighbours",), lambda q, k, v, mask: bool((~mask.any(axis=1)).any()),
-                 ("big-negative-fill", "ignore-mask")),
+                 ("big-negative-fill", "ignore-mask"), quote='A node with no in-neighbours outputs a row of zeros'),
             Rule("range", "a directed graph: row i of mask (mask[i, j], the edge j -> i) lists i's in-neighbours",
                  ("random directed graph with self loops, T=7", "causal mask, T=5"),
-                 lambda q, k, v, mask: not np.array_equal(mask, mask.T), ("out-neighbours",)),
+                 lambda q, k, v, mask: not np.array_equal(mask, mask.T), ("out-neighbours",), quote='the graph may be directed'),
             Rule("range", "a sparse mask: the softmax runs over the in-neighbours only",
                  ("banded mask, T=6, window 1",), lambda q, k, v, mask: not mask.all(),
-                 ("ignore-mask", "mask-after-softmax")),
+                 ("ignore-mask", "mask-after-softmax"), quote="over node $i$'s in-neighbours only"),
+            Rule("output", 'a float64 array (T, d_v)', ('banded mask, T=6, window 1',), lambda *a: True, quote='Return a float64 array of shape `(T, d_v)`',
+                 breaches=output_breaches(_mp_reference, 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('banded mask, T=6, window 1',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_mp_reference, index=0),)),
         ),
+        framing=('Write `my_message_passing(q, k, v, mask)`', "Node $i$'s output is"),
         difficulty=2,
         minutes=20,
     )
@@ -261,16 +267,19 @@ register(
         ),
         rules=(
             Rule("edge-size", "0 layers: each output depends on its own input only (the identity)",
-                 ("0 layers",), lambda T, w, L: L == 0, ("one-layer", "strict", "window-to-the-power")),
+                 ("0 layers",), lambda T, w, L: L == 0, ("one-layer", "strict", "window-to-the-power"), quote='After zero layers each output is its own input'),
             Rule("threshold", "|i - j| = n_layers * window exactly is still reached (<=)",
                  ("T=8, window 1, 2 layers", "T=10, window 2, 3 layers"), lambda T, w, L: 0 < L * w < T - 1,
-                 ("strict", "window-plus-layers")),
+                 ("strict", "window-plus-layers"), quote='an input exactly `n_layers * window` away is reached'),
             Rule("edge-size", "window 0: only itself, at any depth",
-                 ("window 0, 5 layers",), lambda T, w, L: w == 0, ("strict", "window-plus-layers")),
+                 ("window 0, 5 layers",), lambda T, w, L: w == 0, ("strict", "window-plus-layers"), quote='`window` may be 0'),
             Rule("range", "a band wider than the sequence fills the matrix",
                  ("T=5, window 3, 4 layers (the band fills the matrix)",), lambda T, w, L: L * w >= T - 1,
-                 ("looks-back-only", "one-layer")),
+                 ("looks-back-only", "one-layer"), quote='under the banded mask'),
+            Rule("output", 'a boolean array (T, T)', ('T=8, window 1, 2 layers',), lambda *a: True, quote='returning a boolean array `R` of shape `(T, T)`',
+                 breaches=output_breaches(lambda T, window, n_layers: g.receptive_field(g.banded_mask(T, window), n_layers), 'float-for-bool', 'list')),
         ),
+        framing=('Write `my_receptive_field`',),
         difficulty=2,
         minutes=15,
     )
@@ -389,13 +398,18 @@ register(
         rules=(
             Rule("range", "a fully masked query (a row of zeros): 0.5 A + 0.5 I is renormalised to sum to 1",
                  ("a fully masked query (a row of zeros)",), lambda w: bool((w.sum(axis=-1) == 0).any()),
-                 ("no-renormalise",)),
+                 ("no-renormalise",), quote='a fully masked query has a row of zeros in $A$; after this its row sums to 1 again'),
             Rule("edge-size", "one layer: the rollout is that layer's Â",
-                 ("one layer",), lambda w: len(w) == 1, ("no-residual", "unhalved")),
+                 ("one layer",), lambda w: len(w) == 1, ("no-residual", "unhalved"), quote='($L$ may be 1)'),
             Rule("edge-size", "several layers: layer 1 acts first, later layers multiply on the left",
                  ("3 layers, 5 tokens", "4 causal layers"), lambda w: len(w) >= 3,
-                 ("wrong-order", "averaged-layers", "last-layer-only")),
+                 ("wrong-order", "averaged-layers", "last-layer-only"), quote='multiply the layers so that layer 1 acts first'),
+            Rule("output", 'a float64 array (T, T)', ('2 layers, 4 tokens',), lambda *a: True, quote='Return the rollout, a float64 array of shape `(T, T)`',
+                 breaches=output_breaches(attention_rollout, 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('2 layers, 4 tokens',), lambda *a: True,
+                 quote='Do not change `weights` in place', breaches=(in_place_breach(attention_rollout, index=0),)),
         ),
+        framing=('Write `my_rollout(weights)`',),
         difficulty=1,
         minutes=10,
     )
@@ -461,7 +475,7 @@ def _overlap_reference(A, B, perm, mass):
     return float(words[0, 0])
 
 
-def _keys(row, mass, strict=False, above=False, raw=False, ties_reversed=False, lightest=False):
+def _keys(row, mass, strict=False, above=False, raw=False, ties_reversed=False, lightest=False, ties_all=False):
     order = np.argsort(row)[::-1] if ties_reversed else np.argsort(-row, kind="stable")  # heaviest key first
     if lightest:
         order = np.argsort(row, kind="stable")
@@ -470,7 +484,10 @@ def _keys(row, mass, strict=False, above=False, raw=False, ties_reversed=False, 
         k = int((share <= mass + 1e-9).sum()) + 1
     else:
         k = int((share < mass - 1e-9).sum()) + (0 if strict else 1)
-    return set(order[:max(k, 0)].tolist())
+    keys = set(order[:max(k, 0)].tolist())
+    if ties_all and keys:  # every key as heavy as the last one in, ties included
+        keys |= set(np.flatnonzero(row >= row[order[k - 1]]).tolist())
+    return keys
 
 
 def _lands_on_mark(A, B, perm, mass) -> bool:
@@ -637,6 +654,11 @@ register(
                 "np.argsort(perm)[i] (your keys, translated with perm[p], are right).",
             ),
             Mutant(
+                "ties-all-kept", _overlap_with(ties_all=True),
+                "where equal weights straddle the end of a set you kept all of them; the set stops at the key that "
+                "reaches the mark, taking equal weights lowest index first, so only the lower of two tied keys is in.",
+            ),
+            Mutant(
                 "ties-reversed", _overlap_with(ties_reversed=True),
                 "among equal weights you took the higher index first (np.argsort(row)[::-1] reverses "
                 "ties). The statement takes them lowest index first, as np.argsort(-row, kind='stable') "
@@ -649,20 +671,26 @@ register(
         rules=(
             Rule("threshold", "a cumulative weight exactly at the mark: the key that reaches it is the last one in",
                  ("weights that reach the mark exactly, mass 0.75", "rows that do not sum to 1, mass 0.75"),
-                 _lands_on_mark, ("stops-above-mass", "stops-below-mass")),
+                 _lands_on_mark, ("stops-above-mass", "stops-below-mass"), quote='the key that reaches or crosses the mark is included'),
             Rule("range", "rows that do not sum to 1: the mark is mass times the row's sum",
                  ("rows that do not sum to 1, mass 0.75",),
-                 lambda A, B, perm, mass: not np.allclose(A.sum(axis=1), 1.0), ("ignores-row-sum",)),
+                 lambda A, B, perm, mass: not np.allclose(A.sum(axis=1), 1.0), ("ignores-row-sum",), quote='Rows need not sum to 1'),
             Rule("tie", "equal weights in a row of A at the mark: the lower index first",
-                 ("equal weights at the mark, mass 0.6",), _tied_at_mark, ("ties-reversed",)),
+                 ("equal weights at the mark, mass 0.6",), _tied_at_mark, ("ties-reversed", "ties-all-kept"),
+                 quote=("equal weights lowest index first", "of two keys tied where the set ends only the lower index is in it")),
             Rule("range", "mass 1: the set holds every key with weight and no key without",
                  ("mass 1: every key with weight, none without",), lambda A, B, perm, mass: mass == 1.0,
-                 ("stops-above-mass",)),
+                 ("stops-above-mass",), quote='$0 <$ `mass` $\\le 1$'),
             Rule("edge-size", "a shuffle that is not its own inverse: perm[p] is the word at position p",
                  ("6 words, an unrelated shuffled map, mass 0.8", "a content head: the shuffled map follows the words"),
                  lambda A, B, perm, mass: not np.array_equal(np.asarray(perm)[np.asarray(perm)], np.arange(len(perm))),
-                 ("inverse-perm",)),
+                 ("inverse-perm",), quote='`perm[p]` is the original index of the word at position `p` of the shuffle'),
+            Rule("output", 'a float', ('6 words, an unrelated shuffled map, mass 0.8',), lambda *a: True, quote='Return the mean overlap over the `n` words, a float',
+                 breaches=output_breaches(_overlap_reference, 'array-for-number')),
+            Rule("forbidden", "the inputs are not changed in place", ('6 words, an unrelated shuffled map, mass 0.8',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_overlap_reference, index=0),)),
         ),
+        framing=("How much of a head's graph survives", 'A head that reads content', 'Write `my_graph_overlap(A, B, perm, mass)`', 'For each word `i`', 'its key set in `B`', 'the Jaccard overlap', 'Where a sum lands exactly on the mark'),
         difficulty=3,
         minutes=35,
     )

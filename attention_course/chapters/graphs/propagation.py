@@ -374,7 +374,7 @@ def hops_flip(summary: dict, layers: list[int], hops: int = 2, threshold: float 
     """Index in ``layers`` of the fewest layers at which every seed reaches ``threshold`` on ``hops``.
 
     ``summary`` maps ``(k, L)`` to ``{"mean", "min", "max"}`` over seeds (what
-    :func:`attention_course.chapters.graphs.runs.summarise` returns); pairs not in it were not
+    :func:`attention_course.chapters.graphs.composition.summarise` returns); pairs not in it were not
     trained and never count.
 
     Examples

@@ -23,9 +23,9 @@ r"""Chapter 5's sliders: where the three "holds when" verdicts on graphs change.
 Every number and flag comes from the chapter's measure modules; this module only reads stored data and draws.
 MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
 (:data:`RULE_DATA`, :data:`PROBE_DATA`, :data:`TOP_KEY_DATA`, written by
-:func:`attention_course.chapters.graphs.runs.rule_miss_data`,
-:func:`~attention_course.chapters.graphs.runs.probe_data` and
-:func:`~attention_course.chapters.graphs.runs.top_key_data`); the figures' HTML is then the same
+:func:`attention_course.chapters.graphs.topology_rules.rule_miss_data`,
+:func:`~attention_course.chapters.graphs.slider_data.probe_data` and
+:func:`~attention_course.chapters.graphs.slider_data.top_key_data`); the figures' HTML is then the same
 on every CPU.
 """
 
@@ -43,16 +43,17 @@ from ...models.records import DATA_DIR
 from .depth_probe import guess_depth, guessing_line
 from .propagation import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
 from .gnn import static_counts, static_flip
-from .runs import PROBE_DATA, RULE_DATA, TOP_KEY_DATA
+from .slider_data import PROBE_DATA, TOP_KEY_DATA
+from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
 __all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
            "probe_depth_explorer", "load_top_key_data", "top_key_explorer"]
 
 _DATA = DATA_DIR
-#: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.runs.write_rule_miss`).
+#: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.topology_rules.write_rule_miss`).
 #: The probe accuracies of chapter 5 at every depth (regenerate:
-#: :func:`attention_course.chapters.graphs.runs.write_probe_data`).
+#: :func:`attention_course.chapters.graphs.slider_data.write_probe_data`).
 _COLORS = {"pure attention": "#D55E00", "+ skip": "#0072B2", "+ skip + MLP + LayerNorm": "#009E73",
            "+ skip, no exchange": "#777777", "MiniLM, previous word": "#CC79A7",
            "MiniLM, next word": "#E69F00", "scrambled, previous word": "#BBBBBB"}
@@ -178,7 +179,7 @@ def hops_explorer(summary: Mapping[tuple[int, int], Mapping[str, float]], n_node
     Parameters
     ----------
     summary : ``(k, L) -> {"mean", "min", "max"}``, the stored runs summarised over seeds
-        (:func:`attention_course.chapters.graphs.runs.summarise` of ``composition.json``).
+        (:func:`attention_course.chapters.graphs.composition.summarise` of ``composition.json``).
     n_nodes : the runs' number of nodes :math:`n`.
 
     Examples

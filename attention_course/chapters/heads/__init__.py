@@ -1,6 +1,6 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -19,6 +19,7 @@ from .agreement import (
     agreement_study,
     AGREEMENT_PATH,
     load_agreement,
+    AGREEMENT_RUN,
 )
 from .agreement_figures import plot_agreement
 from .bottleneck import (
@@ -47,6 +48,15 @@ from .division import (
     carried_relations,
     RELATION_NAMES,
 )
+from .head_training import (
+    STORED_RUN,
+    run_one,
+    division_run,
+    layer_overlaps,
+    converged,
+    load_runs,
+    HEADS_RUN,
+)
 from .lookups import HandBuiltHeads, hand_built_heads
 from .pages import EVIDENCE_EXERCISES
 from .roles import (
@@ -59,6 +69,9 @@ from .roles import (
     clear_job_counts,
     clear_job_flips,
     last_relation_flip,
+    ROLES_DATA,
+    role_scores_data,
+    write_role_scores,
 )
 from .subspaces import (
     split_head_weights,
@@ -73,20 +86,6 @@ from .subspaces import (
     combine_head_patterns,
     total_variation,
     mha_parameter_count,
-)
-from .runs import (
-    STORED_RUN,
-    run_one,
-    depth_study,
-    heads_study,
-    division_run,
-    division_study,
-    layer_overlaps,
-    converged,
-    load_runs,
-    ROLES_DATA,
-    role_scores_data,
-    write_role_scores,
 )
 from .figures import (
     plot_multihead_path,
@@ -127,6 +126,7 @@ __all__ = [
     "agreement_study",
     "AGREEMENT_PATH",
     "load_agreement",
+    "AGREEMENT_RUN",
     "plot_agreement",
     "dirichlet_attention",
     "near_permutation",
@@ -148,6 +148,13 @@ __all__ = [
     "single_ablation_rises",
     "carried_relations",
     "RELATION_NAMES",
+    "STORED_RUN",
+    "run_one",
+    "division_run",
+    "layer_overlaps",
+    "converged",
+    "load_runs",
+    "HEADS_RUN",
     "HandBuiltHeads",
     "hand_built_heads",
     "EVIDENCE_EXERCISES",
@@ -160,6 +167,9 @@ __all__ = [
     "clear_job_counts",
     "clear_job_flips",
     "last_relation_flip",
+    "ROLES_DATA",
+    "role_scores_data",
+    "write_role_scores",
     "split_head_weights",
     "head_bilinear_forms",
     "form_singular_values",
@@ -172,18 +182,6 @@ __all__ = [
     "combine_head_patterns",
     "total_variation",
     "mha_parameter_count",
-    "STORED_RUN",
-    "run_one",
-    "depth_study",
-    "heads_study",
-    "division_run",
-    "division_study",
-    "layer_overlaps",
-    "converged",
-    "load_runs",
-    "ROLES_DATA",
-    "role_scores_data",
-    "write_role_scores",
     "plot_multihead_path",
     "HEAD_COLORS",
     "plot_bottleneck",

@@ -21,20 +21,18 @@ one half of the sentences and scores it on the other half.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import torch
 
 from ...models.pretrained import attention_maps, minilm_tokenizer
-from ...models.records import DATA_DIR, machine_info, write_json
+from ...models.experiments import Experiment, read_json, register
+from ...models.records import DATA_DIR
 
 __all__ = ["NOUNS", "VERBS", "TRANSITIVE", "agreement_sentences", "crossed_sentences", "verb_hits", "rule_hits", "held_out_best", "set_decision", "agreement_study",
-           "AGREEMENT_PATH", "load_agreement", "add_arguments", "cli"]
+           "AGREEMENT_PATH", "load_agreement", "AGREEMENT_RUN"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
 NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),
@@ -324,17 +322,16 @@ AGREEMENT_PATH = DATA_DIR / "agreement.json"
 
 def load_agreement(path: Optional[Path] = None) -> dict:
     """The stored run (default :data:`AGREEMENT_PATH`)."""
-    return json.loads(Path(path or AGREEMENT_PATH).read_text())
+    return read_json(path or AGREEMENT_PATH)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m attention_course agreement-run``."""
-    parser.add_argument("--json", type=Path, default=AGREEMENT_PATH, help="where to store the run")
-
-
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Run and store; return the exit code."""
-    torch.set_num_threads(1)
-    write_json({"machine": machine_info(), **agreement_study()}, args.json)
-    print(f"stored {args.json}")
-    return 0
+#: ``python -m attention_course agreement-run``: :func:`agreement_study` with its defaults.
+AGREEMENT_RUN = register(Experiment(
+    "agreement-run", None, lambda config: agreement_study(), AGREEMENT_PATH, out_flag="--json",
+    document=lambda config, runs, meta: {"machine": meta["machine"], **runs.records[0]},
+    help="chapter 4's agreement run: does a MiniLM head look from the verb to its subject?",
+    description="Build seeded subject-verb agreement sentences (plain, with an attractor noun, and crossed: the "
+                "subject neither the first nor the nearest noun), score every MiniLM head by how often the verb's "
+                "heaviest word key is its subject, pick the best head on half of the sentences and score it on the "
+                "other half against fixed-offset, fixed-position, nearest-noun and first-noun rules; write JSON "
+                "(default: attention_course/data/agreement.json; under a minute)."))

@@ -33,7 +33,7 @@ import torch
 from ...core import multihead as mh
 from .circuits import subspace_overlap
 from .subspaces import mha_parameter_count
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -117,13 +117,18 @@ register(
         rules=(
             Rule("edge-size", "a batch of several sequences (B > 1): each keeps its own heads",
                  ("B=2, T=3, 4 heads of d_k=2", "a single position, T=1"),
-                 lambda x, h: x.shape[0] > 1, ("full-transpose", "heads-first-reshape")),
+                 lambda x, h: x.shape[0] > 1, ("full-transpose", "heads-first-reshape"), quote='Any of `B`, `T`, `h` and `d_k` may be 1'),
             Rule("edge-size", "d_k = 1: one feature per head",
-                 ("d_k=1: one feature per head",), lambda x, h: x.shape[-1] == h, ("no-transpose",)),
+                 ("d_k=1: one feature per head",), lambda x, h: x.shape[-1] == h, ("no-transpose",), quote='Any of `B`, `T`, `h` and `d_k` may be 1'),
             Rule("edge-size", "several positions (T > 1) and heads (h > 1): head i owns features i*d_k:(i+1)*d_k",
                  ("B=1, T=5, 3 heads of d_k=2",), lambda x, h: x.shape[1] > 1 and h > 1,
-                 ("no-transpose", "interleaved", "transpose-then-reshape")),
+                 ("no-transpose", "interleaved", "transpose-then-reshape"), quote='head `i` holds the features `i * d_k` to `(i + 1) * d_k` of every'),
+            Rule("output", "an array (B, h, T, d_k) in x's dtype", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True, quote="in `x`'s dtype",
+                 breaches=output_breaches(lambda x, h: mh.split_heads(x, h), 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda x, h: mh.split_heads(x, h), index=0),)),
         ),
+        framing=('Write `my_split_heads(x, h)`', '(Merging the heads back is the reverse'),
         difficulty=1,
         minutes=10,
         alternatives=(
@@ -210,6 +215,7 @@ def _mha_loop(x, W_q, W_k, W_v, W_o, h):
 register(
     Exercise(
         id="multi-head-forward",
+        error_tips=SCORE_TIPS,
         title="A multi-head attention forward pass",
         make_cases=_mha_cases,
         reference=_mha_reference,
@@ -265,14 +271,19 @@ register(
         returns=("output", "weights"),
         rules=(
             Rule("edge-size", "one head: plain attention followed by W_o",
-                 ("one head",), lambda x, *W: W[-1] == 1, ("no-output-projection", "weights-transposed")),
+                 ("one head",), lambda x, *W: W[-1] == 1, ("no-output-projection", "weights-transposed"), quote='`h` and `T` may be 1'),
             Rule("edge-size", "a single position (T = 1): each weight is 1",
                  ("a single position, 4 heads",), lambda x, *W: x.shape[1] == 1,
-                 ("no-output-projection", "weights-transposed")),
+                 ("no-output-projection", "weights-transposed"), quote='`h` and `T` may be 1'),
             Rule("edge-size", "h > 1 heads: each with its own scale 1/sqrt(d_k), d_k = d_model / h",
                  ("B=2, T=4, d_model=8, 2 heads", "d_model=12, 4 heads of d_k=3"), lambda x, *W: W[-1] > 1,
-                 ("scale-by-d-model", "split-without-transpose", "merge-without-transpose", "interleaved-heads")),
+                 ("scale-by-d-model", "split-without-transpose", "merge-without-transpose", "interleaved-heads"), quote='attend in each head with its own scale $1/\\sqrt{d_k}$'),
+            Rule("output", 'a tuple of float64 arrays (B, T, d_model), (B, h, T, T)', ('B=2, T=4, d_model=8, 2 heads',), lambda *a: True, quote='Return the tuple `(output, weights)`, float64 arrays of shapes',
+                 breaches=output_breaches(_mha_reference, 'float32', 'tuple-as-list')),
+            Rule("forbidden", "the inputs are not changed in place", ('B=2, T=4, d_model=8, 2 heads',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_mha_reference, index=0),)),
         ),
+        framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads'),
         difficulty=2,
         minutes=25,
     )
@@ -361,11 +372,14 @@ register(
         rules=(
             Rule("edge-size", "bias=False: the four weight matrices only",
                  ("d_model=64, 4 heads, no biases", "d_model=6, 3 heads, no biases"), lambda d, h, b: not b,
-                 ("ignores-bias-flag",)),
+                 ("ignores-bias-flag",), quote='and their biases when `bias` is `True`'),
             Rule("edge-size", "num_heads > 1: the count does not depend on num_heads",
                  ("MiniLM: d_model=384, 12 heads", "d_model=512, 8 heads"), lambda d, h, b: h > 1,
-                 ("full-matrices-per-head", "bias-per-head", "one-head-only")),
+                 ("full-matrices-per-head", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
+            Rule("output", 'an int', ('MiniLM: d_model=384, 12 heads',), lambda *a: True, quote='(an `int`)',
+                 breaches=output_breaches(mha_parameter_count, 'float-for-int')),
         ),
+        framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?'),
         difficulty=1,
         minutes=10,
     )
@@ -475,14 +489,19 @@ register(
         rules=(
             Rule("empty", "a single head switched off: nothing is left, the output is zeros",
                  ("a single head: nothing is left",), lambda heads, W_o, head: heads.shape[1] == 1,
-                 ("nothing-removed", "only-that-head")),
+                 ("nothing-removed", "only-that-head"), quote='With a single head nothing is left: the output is zeros'),
             Rule("edge-size", "the first and the last head",
                  ("3 heads, remove head 0", "4 heads, remove the last"),
-                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved")),
+                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved"), quote='when head number `head` is switched off'),
             Rule("edge-size", "d_v = 1 and T = 1",
                  ("2 heads, d_v=1, T=1",), lambda heads, W_o, head: heads.shape[-1] == 1 and heads.shape[2] == 1,
-                 ("rescaled", "zeroed-columns")),
+                 ("rescaled", "zeroed-columns"), quote="given the heads' outputs `heads` of shape"),
+            Rule("output", 'a float64 array (B, T, d_out)', ('3 heads, remove head 0',), lambda *a: True, quote='a float64 array of shape',
+                 breaches=output_breaches(_ablation_reference, 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('3 heads, remove head 0',), lambda *a: True,
+                 quote='Do not change `heads` or\n`W_o` in place', breaches=(in_place_breach(_ablation_reference, index=0),)),
         ),
+        framing=('Write `my_ablate(heads, W_o, head)`',),
         difficulty=2,
         minutes=15,
     )
@@ -649,18 +668,23 @@ register(
         rules=(
             Rule("tie", "an overlap equal to chance is not closer than chance (overlap > chance, strictly)",
                  ("a tie: span(e1, e2) and span(e1, e3) in R^4, overlap = chance = 1/2",),
-                 lambda A, B: _overlap_reference(A, B)[0] == _overlap_reference(A, B)[1], ("ties-count",)),
+                 lambda A, B: _overlap_reference(A, B)[0] == _overlap_reference(A, B)[1], ("ties-count",), quote='is `overlap > chance`, strictly'),
             Rule("edge-size", "p != q, either way round: chance is max(p, q) / n over min(p, q) angles",
                  ("p = 2, q = 4 in R^10", "p = 3, q = 1 in R^9"), lambda A, B: A.shape[1] != B.shape[1],
-                 ("chance-min", "chance-of-A", "chance-of-B", "divided-by-max")),
+                 ("chance-min", "chance-of-A", "chance-of-B", "divided-by-max"), quote='$p$ and $q$ may differ either way'),
             Rule("range", "columns of very different lengths: only the column spaces count",
                  ("columns of very different lengths",),
-                 lambda A, B: np.ptp(np.log10(np.linalg.norm(A, axis=0))) > 2, ("not-orthonormalised",)),
+                 lambda A, B: np.ptp(np.log10(np.linalg.norm(A, axis=0))) > 2, ("not-orthonormalised",), quote='both of full column rank'),
             Rule("edge-size", "orthogonal subspaces have overlap 0; one inside the other, overlap 1",
                  ("orthogonal: span(e1, e2) and span(e3)", "one subspace inside the other"),
                  lambda A, B: _overlap_reference(A, B)[0] in (0.0, 1.0) or abs(_overlap_reference(A, B)[0] - 1) < 1e-12,
-                 ("full-bases", "divided-by-max")),
+                 ("full-bases", "divided-by-max"), quote='is the mean of'),
+            Rule("output", 'a tuple (float, float, bool)', ('two random 3-dim subspaces of R^24',), lambda *a: True, quote='Return a tuple `(overlap, chance, closer_than_chance)`',
+                 breaches=output_breaches(_overlap_reference, 'tuple-as-list', 'float-for-bool')),
+            Rule("forbidden", "the inputs are not changed in place", ('two random 3-dim subspaces of R^24',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_overlap_reference, index=0),)),
         ),
+        framing=('Write `my_overlap(A, B)`', 'Then run it on two heads of MiniLM'),
         difficulty=2,
         minutes=20,
         alternatives=(

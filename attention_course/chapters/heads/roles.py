@@ -16,15 +16,20 @@ beside uniform attention's count (all heads while :math:`t < c_r`, none after);
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
 
 from ...core._backend import Array, ShapeError, to_numpy
+from ...models.experiments import read_json, write_json
+from ...models.pretrained import attention_maps
+from ...models.records import DATA_DIR
 from ..mechanics.properties import row_entropy
 
 __all__ = ["ROLES", "RELATIONS", "PARKING", "head_role_scores", "uniform_role_baselines", "top_heads",
-           "clear_job_counts", "clear_job_flips", "last_relation_flip"]
+           "clear_job_counts", "clear_job_flips", "last_relation_flip", "ROLES_DATA", "role_scores_data",
+           "write_role_scores"]
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation", "broad")
 #: Roles that are a relation between words, and roles that park the weight on a special token.
@@ -183,3 +188,26 @@ def last_relation_flip(flips: Mapping[str, Optional[int]], relations: Sequence[s
         raise ValueError("no relations given; expected at least one of " + ", ".join(RELATIONS))
     last = max(relations, key=lambda r: -1 if flips[r] is None else flips[r])
     return last, flips[last]
+
+
+#: MiniLM's role scores behind the ``head-relations`` slider (:func:`role_scores_data`).
+ROLES_DATA = DATA_DIR / "slider_role_scores.json"
+
+
+def role_scores_data(texts: Sequence[str], digits: int = 4) -> dict:
+    """MiniLM's role scores on ``texts`` and uniform attention's, rounded to ``digits`` decimals.
+
+    Returns ``{"texts", "scores": {role: (6, 12) nested list}, "chance": {role: float}}`` for the
+    roles in :data:`RELATIONS` and :data:`PARKING`: what :data:`ROLES_DATA` stores.
+    """
+    tokens, maps = attention_maps(list(texts))  # lists: tokens, (6, 12, n, n) each
+    scores, chance = head_role_scores(maps, tokens), uniform_role_baselines(tokens)
+    roles = RELATIONS + PARKING
+    return {"texts": list(texts), "scores": {r: np.round(scores[r], digits).tolist() for r in roles},
+            "chance": {r: round(float(chance[r]), 6) for r in roles}}
+
+
+def write_role_scores(texts: Optional[Sequence[str]] = None, path: Path = ROLES_DATA) -> dict:
+    """Store :func:`role_scores_data` at ``path``; ``texts`` default to the stored ones (chapter 4's)."""
+    texts = read_json(path)["texts"] if texts is None else texts
+    return write_json(role_scores_data(texts), path)

@@ -21,7 +21,7 @@ The role ``broad`` (row entropy over :math:`\log n`) is left out: uniform attent
 it, so a "clear" broad head is one with no particular job.
 
 MiniLM's maps are float32 and differ in their last bits across CPUs, so the scores are stored
-(:data:`ROLES_DATA`, written by :func:`attention_course.chapters.heads.runs.role_scores_data`)
+(:data:`ROLES_DATA`, written by :func:`attention_course.chapters.heads.roles.role_scores_data`)
 and the figure's HTML is the same on every machine.
 """
 
@@ -55,13 +55,13 @@ from .roles import (
     last_relation_flip,
 )
 from .agreement import load_agreement, set_decision
-from .runs import ROLES_DATA
+from .roles import ROLES_DATA
 from .subspaces import smallest_head_angles
 
 __all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
 
 #: The five sentences' role scores of chapter 4 (regenerate:
-#: ``python -c "from attention_course.chapters.heads.runs import write_role_scores; write_role_scores()"``;
+#: ``python -c "from attention_course.chapters.heads.roles import write_role_scores; write_role_scores()"``;
 #: the texts are those of the chapter's role-score cell).
 _SHORT = {"previous token": "previous", "next token": "next", "punctuation": "punctuation",
           "[CLS]": "[CLS]", "[SEP]": "[SEP]"}

@@ -1,11 +1,12 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablations``, ``convergence``, ``ingredients``, ``memory``, ``metric_runs``, ``mixers``, ``position_content``, ``recall_tasks``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
+from .ablation_grid import GRID, ABLATION_FILE, load_ablations, run_job, INSIGHT_RUN
 from .ablations import (
     RecallTask,
     TASKS,
@@ -16,32 +17,7 @@ from .ablations import (
     TEST_SEED,
     VALID_SEED,
 )
-from .convergence import ConvergenceRule, stop_reason, train_converged, tune_converged
-from .ingredients import (
-    Score,
-    accuracy_table,
-    window_curve,
-    covered_share,
-    first_within,
-    ROWS,
-    decide_data_dependent,
-    decide_all_pairs,
-    decide_differentiable,
-    decide_asymmetric,
-    decide_memory,
-)
-from .memory import (
-    MEMORIES,
-    store_patterns,
-    corrupt,
-    retrieve,
-    retrieval_accuracy,
-    capacity,
-    capacity_sweep,
-    outer_product_law,
-    exponential_law,
-)
-from .metric_runs import (
+from .converged_comparisons import (
     METRIC_VARIANTS,
     METRIC_FILE,
     LINEAR_FILE,
@@ -67,6 +43,34 @@ from .metric_runs import (
     decide_softmax_linear,
     partner_needs_untied,
     ratio_threshold,
+    INSIGHT_METRIC,
+)
+from .convergence import ConvergenceRule, stop_reason, train_converged, tune_converged
+from .ingredients import (
+    Score,
+    accuracy_table,
+    window_curve,
+    covered_share,
+    first_within,
+    ROWS,
+    decide_data_dependent,
+    decide_all_pairs,
+    decide_differentiable,
+    decide_asymmetric,
+    decide_memory,
+)
+from .memory import (
+    MEMORIES,
+    store_patterns,
+    corrupt,
+    retrieve,
+    retrieval_accuracy,
+    capacity,
+    capacity_sweep,
+    outer_product_law,
+    exponential_law,
+    MEMORY_FILE,
+    load_memory,
 )
 from .mixers import Variant, MixerModel, sparsemax, mixing_mask, linear_weights
 from .position_content import (
@@ -82,7 +86,6 @@ from .position_content import (
     rule_scores,
 )
 from .recall_tasks import BLANK, N_VALUES, stacked_mqar, partner_mqar, previous_token, gaps
-from .runs import GRID, MEMORY_FILE, ABLATION_FILE, load_memory, load_ablations, run_job
 from .figures import (
     KIND_COLORS,
     plot_head_kinds,
@@ -109,6 +112,11 @@ from .sliders import (
 from .exercises import EXERCISES
 
 __all__ = [
+    "GRID",
+    "ABLATION_FILE",
+    "load_ablations",
+    "run_job",
+    "INSIGHT_RUN",
     "RecallTask",
     "TASKS",
     "accuracy",
@@ -117,30 +125,6 @@ __all__ = [
     "window_copy_accuracy",
     "TEST_SEED",
     "VALID_SEED",
-    "ConvergenceRule",
-    "stop_reason",
-    "train_converged",
-    "tune_converged",
-    "Score",
-    "accuracy_table",
-    "window_curve",
-    "covered_share",
-    "first_within",
-    "ROWS",
-    "decide_data_dependent",
-    "decide_all_pairs",
-    "decide_differentiable",
-    "decide_asymmetric",
-    "decide_memory",
-    "MEMORIES",
-    "store_patterns",
-    "corrupt",
-    "retrieve",
-    "retrieval_accuracy",
-    "capacity",
-    "capacity_sweep",
-    "outer_product_law",
-    "exponential_law",
     "METRIC_VARIANTS",
     "METRIC_FILE",
     "LINEAR_FILE",
@@ -166,6 +150,33 @@ __all__ = [
     "decide_softmax_linear",
     "partner_needs_untied",
     "ratio_threshold",
+    "INSIGHT_METRIC",
+    "ConvergenceRule",
+    "stop_reason",
+    "train_converged",
+    "tune_converged",
+    "Score",
+    "accuracy_table",
+    "window_curve",
+    "covered_share",
+    "first_within",
+    "ROWS",
+    "decide_data_dependent",
+    "decide_all_pairs",
+    "decide_differentiable",
+    "decide_asymmetric",
+    "decide_memory",
+    "MEMORIES",
+    "store_patterns",
+    "corrupt",
+    "retrieve",
+    "retrieval_accuracy",
+    "capacity",
+    "capacity_sweep",
+    "outer_product_law",
+    "exponential_law",
+    "MEMORY_FILE",
+    "load_memory",
     "Variant",
     "MixerModel",
     "sparsemax",
@@ -187,12 +198,6 @@ __all__ = [
     "partner_mqar",
     "previous_token",
     "gaps",
-    "GRID",
-    "MEMORY_FILE",
-    "ABLATION_FILE",
-    "load_memory",
-    "load_ablations",
-    "run_job",
     "KIND_COLORS",
     "plot_head_kinds",
     "plot_verdicts",

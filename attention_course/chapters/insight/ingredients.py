@@ -1,6 +1,6 @@
 r"""Read the ablation runs: each ingredient, each task, mean accuracy over seeds and its spread.
 
-The runs are records of :func:`~attention_course.chapters.insight.runs.run_job` (stored by
+The runs are records of :func:`~attention_course.chapters.insight.ablation_grid.run_job` (stored by
 ``python -m attention_course insight-run``, or produced live on a smaller grid). This module only
 summarises them: :func:`accuracy_table` (mean, worst and best seed per task and variant),
 :func:`window_curve` (recall against the window, beside the share of queries whose key the window

@@ -26,10 +26,12 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ...models.experiments import read_json
+from ...models.records import DATA_DIR
+
 __all__ = [
     "MEMORIES", "store_patterns", "corrupt", "retrieve", "retrieval_accuracy",
-    "capacity", "capacity_sweep", "outer_product_law", "exponential_law",
-]  # fmt: skip
+    "capacity", "capacity_sweep", "outer_product_law", "exponential_law", "MEMORY_FILE", "load_memory"]  # fmt: skip
 
 #: The memories :func:`retrieve` knows: name -> inverse temperature rule (``None``: linear).
 MEMORIES = {
@@ -190,3 +192,12 @@ def exponential_law(d: float, flip: float = 0.1) -> float:
     x = 1.0 - 2.0 * flip
     info = 0.5 * ((1 + x) * math.log(1 + x) + ((1 - x) * math.log(1 - x) if x < 1 else 0.0))
     return math.exp(info / 2.0 * d)
+
+
+#: The stored capacity sweep (``python -m attention_course insight-run --part memory``).
+MEMORY_FILE = DATA_DIR / "insight_memory.json"
+
+
+def load_memory(path=MEMORY_FILE) -> dict:
+    """The stored :func:`capacity_sweep` (three seeds)."""
+    return read_json(path)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...figures.widgets import SliderFigure, static_fallback
 from .ingredients import Score, covered_share, first_within, window_curve
-from .metric_runs import ratio_threshold
+from .converged_comparisons import ratio_threshold
 
 __all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN", "metric_explorer", "METRIC_TASKS",
            "METRIC_MARGIN", "pairs_explorer", "temperature_explorer"]
@@ -209,7 +209,7 @@ def pairs_explorer(table: Mapping[tuple[str, int, int], Score], pairs=(8, 16, 32
                    widths=(16, 32, 64)) -> SliderFigure:
     """A slider over the load N/d: softmax against linear attention at every width with that ratio.
 
-    The flag sits at :func:`~attention_course.chapters.insight.metric_runs.ratio_threshold`, the
+    The flag sits at :func:`~attention_course.chapters.insight.converged_comparisons.ratio_threshold`, the
     smallest ratio from which linear attention is more than 0.1 behind at every informative point
     (``softmax-over-linear``'s condition).
 

@@ -1,6 +1,6 @@
 """Chapter 2, Attention as kernel smoothing: everything the chapter computes, draws and checks.
 
-One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``qk_kernel``, ``smoothing``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``pages``, ``qk_kernel``, ``self_weight``, ``smoothing``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import kernels as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -48,10 +48,13 @@ from .metric_comparison import (
     fit_dot_attention,
     dot_attention_predict,
     coordinate_weights,
+    METRIC_RUN,
     compare_learned_kernels,
     load_metric_run,
 )
+from .pages import EVIDENCE_EXERCISES
 from .qk_kernel import key_norm_ratio, qk_locality
+from .self_weight import LEARNED_WIDTH_DATA, ALPHAS, W_GRID, self_weight_sweep, write_self_weight_sweep
 from .smoothing import (
     KERNELS,
     RegressionData,
@@ -66,10 +69,11 @@ from .smoothing import (
     mse_by_bandwidth,
     mse_by_bandwidth_over_seeds,
 )
-from .runs import LEARNED_WIDTH_DATA, ALPHAS, W_GRID, self_weight_sweep, write_self_weight_sweep
 from .figures import (
     KERNEL_COLORS,
+    plot_local_average,
     plot_kernels_and_fits,
+    plot_bandwidth_over_draws,
     plot_bandwidth_fits,
     plot_attention_row_as_kernel,
     plot_bandwidth_objectives,
@@ -121,10 +125,17 @@ __all__ = [
     "fit_dot_attention",
     "dot_attention_predict",
     "coordinate_weights",
+    "METRIC_RUN",
     "compare_learned_kernels",
     "load_metric_run",
+    "EVIDENCE_EXERCISES",
     "key_norm_ratio",
     "qk_locality",
+    "LEARNED_WIDTH_DATA",
+    "ALPHAS",
+    "W_GRID",
+    "self_weight_sweep",
+    "write_self_weight_sweep",
     "KERNELS",
     "RegressionData",
     "sine_data",
@@ -137,13 +148,10 @@ __all__ = [
     "mse",
     "mse_by_bandwidth",
     "mse_by_bandwidth_over_seeds",
-    "LEARNED_WIDTH_DATA",
-    "ALPHAS",
-    "W_GRID",
-    "self_weight_sweep",
-    "write_self_weight_sweep",
     "KERNEL_COLORS",
+    "plot_local_average",
     "plot_kernels_and_fits",
+    "plot_bandwidth_over_draws",
     "plot_bandwidth_fits",
     "plot_attention_row_as_kernel",
     "plot_bandwidth_objectives",

@@ -13,7 +13,7 @@ import torch
 
 from ...core import attention as att
 from . import smoothing as ker
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -137,16 +137,21 @@ register(
         rules=(
             Rule("range", "a query far from every training point (every kernel value underflows) still "
                  "gets a weighted average, that of the nearest points",
-                 ("a query far from the data, h=0.1",), lambda xq, xt, yt, h: _far(xq, xt, h), ("no-max-shift",)),
+                 ("a query far from the data, h=0.1",), lambda xq, xt, yt, h: _far(xq, xt, h), ("no-max-shift",), quote='must still get the weighted average of the nearest points, not NaN'),
             Rule("edge-size", "one training point: every prediction is its target",
-                 ("one training point",), lambda xq, xt, yt, h: len(xt) == 1, ("unnormalised",)),
+                 ("one training point",), lambda xq, xt, yt, h: len(xt) == 1, ("unnormalised",), quote='with a single training point every prediction is its target'),
             Rule("range", "bandwidths below and above 1: h is a width, exp(-(x - x_j)^2 / (2 h^2))",
                  ("narrow kernel, h=0.3", "queries at the training points, h=2"), lambda xq, xt, yt, h: h != 1,
-                 ("bandwidth-as-w", "bandwidth-not-squared")),
+                 ("bandwidth-as-w", "bandwidth-not-squared"), quote='Use the Gaussian kernel'),
             Rule("edge-size", "T != S: each query's weights are normalised over the S training points",
                  ("5 queries, 8 training points, h=1",), lambda xq, xt, yt, h: len(xq) != len(xt),
-                 ("normalised-over-queries",)),
+                 ("normalised-over-queries",), quote='$T$ may differ from $S$'),
+            Rule("output", 'a float64 array (T,)', ('5 queries, 8 training points, h=1',), lambda *a: True, quote='the predictions, a float64 array of shape `(T,)`',
+                 breaches=output_breaches(_nw_reference, 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('5 queries, 8 training points, h=1',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_nw_reference, index=1),)),
         ),
+        framing=('Write `my_nadaraya_watson`',),
         difficulty=2,
         minutes=15,
     )
@@ -192,6 +197,7 @@ def _scores(q, k, v, sigma):
 register(
     Exercise(
         id="gaussian-as-softmax",
+        error_tips=SCORE_TIPS,
         title="Gaussian Nadaraya-Watson as softmax attention",
         make_cases=_identity_cases,
         reference=lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0],
@@ -254,14 +260,19 @@ register(
         rules=(
             Rule("range", "queries far from every key (scores near +-800) must not overflow",
                  ("queries far from every key, sigma=0.5",),
-                 lambda q, k, v, sigma: np.abs(_scores(q, k, v, sigma)).max() > 709, ("no-max-shift",)),
+                 lambda q, k, v, sigma: np.abs(_scores(q, k, v, sigma)).max() > 709, ("no-max-shift",), quote='where the scores reach $\\pm 800$'),
             Rule("range", "keys of unequal length: the bias -|k_j|^2 / (2 sigma^2) decides",
                  ("T=3, S=5, d=2, sigma=1", "long vectors, sigma=0.3"),
-                 lambda q, k, v, sigma: np.ptp(np.linalg.norm(k, axis=-1)) > 0.5, ("no-bias", "bias-sign")),
+                 lambda q, k, v, sigma: np.ptp(np.linalg.norm(k, axis=-1)) > 0.5, ("no-bias", "bias-sign"), quote='The keys have different lengths, so the bias matters'),
             Rule("range", "widths other than 1: scores and bias are both divided by sigma^2",
                  ("T=4, S=6, d=3, sigma=0.5", "one query, d=8, sigma=2"), lambda q, k, v, sigma: sigma != 1,
-                 ("sigma-not-squared", "bias-without-sigma")),
+                 ("sigma-not-squared", "bias-without-sigma"), quote='$\\sigma$ need not be 1'),
+            Rule("output", 'a float64 array (T, d_v)', ('T=3, S=5, d=2, sigma=1',), lambda *a: True, quote='Return the output, a float64 array of shape `(T, d_v)`',
+                 breaches=output_breaches(lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0], 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('T=3, S=5, d=2, sigma=1',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0], index=1),)),
         ),
+        framing=('Write `my_gaussian_attention`', 'Compute Gaussian Nadaraya-Watson **as attention**'),
         difficulty=2,
         minutes=20,
     )
@@ -367,13 +378,18 @@ register(
         ),
         rules=(
             Rule("tie", "two points at the same x: only point i itself is left out",
-                 ("repeated x values",), lambda x, y, h: len(set(x.tolist())) < len(x), ("skip-equal-values",)),
+                 ("repeated x values",), lambda x, y, h: len(set(x.tolist())) < len(x), ("skip-equal-values",), quote='Two points may share an x value; only point `i` itself is left out'),
             Rule("edge-size", "two points: each is predicted by the other's target alone",
-                 ("two points",), lambda x, y, h: len(x) == 2, ("keeps-self", "zero-after-normalising")),
+                 ("two points",), lambda x, y, h: len(x) == 2, ("keeps-self", "zero-after-normalising"), quote="With two points each is predicted by the other's target"),
             Rule("range", "a point far from all the others (its kernel values underflow) still gets its "
                  "nearest neighbours' average",
-                 ("a far-away point, h=0.1",), _loo_far, ("no-max-shift",)),
+                 ("a far-away point, h=0.1",), _loo_far, ("no-max-shift",), quote="a point far from all the others, whose kernel values underflow, gets its nearest neighbours' average, not NaN"),
+            Rule("output", 'a float64 array (n,)', ('n=10, h=0.5',), lambda *a: True, quote='the predictions, a float64 array of shape `(n,)`',
+                 breaches=output_breaches(lambda x, y, h: ker.nadaraya_watson(x, x, y, "gaussian", h, leave_one_out=True)[0], 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('n=10, h=0.5',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda x, y, h: ker.nadaraya_watson(x, x, y, "gaussian", h, leave_one_out=True)[0], index=1),)),
         ),
+        framing=('Write `my_leave_one_out(x, y, bandwidth)`',),
         difficulty=2,
         minutes=15,
     )
@@ -441,15 +457,20 @@ register(
         ),
         rules=(
             Rule("range", "a W that is not symmetric: W (q - k) is (q - k) @ W.T",
-                 ("random W, d=4",), lambda q, k, W: not np.allclose(W, W.T), ("W-transposed", "W-as-metric")),
+                 ("random W, d=4",), lambda q, k, W: not np.allclose(W, W.T), ("W-transposed", "W-as-metric"), quote='`W` need not be symmetric or invertible'),
             Rule("edge-size", "a singular W: a direction W ignores does not count",
                  ("diagonal W, d=3",), lambda q, k, W: abs(np.linalg.det(W)) < 1e-12,
-                 ("query-only-projected", "W-as-metric")),
+                 ("query-only-projected", "W-as-metric"), quote='`W` need not be symmetric or invertible'),
             Rule("edge-size", "W = identity: the plain Gaussian kernel exp(-|q - k|^2 / 2)",
-                 ("W = identity, d=2",), lambda q, k, W: np.array_equal(W, np.eye(len(W))), ("no-half", "not-squared")),
+                 ("W = identity, d=2",), lambda q, k, W: np.array_equal(W, np.eye(len(W))), ("no-half", "not-squared"), quote='Return the float64 `(T, S)` matrix with entries'),
             Rule("edge-size", "d = 1 and one query",
-                 ("one query, d=1",), lambda q, k, W: q.shape == (1, 1), ("not-squared", "no-minus")),
+                 ("one query, d=1",), lambda q, k, W: q.shape == (1, 1), ("not-squared", "no-minus"), quote='for `q` of shape `(T, d)`'),
+            Rule("output", 'a float64 array (T, S)', ('W = identity, d=2',), lambda *a: True, quote='Return the float64 `(T, S)` matrix with entries',
+                 breaches=output_breaches(lambda q, k, W: ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0), 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('W = identity, d=2',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, W: ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0), index=2),)),
         ),
+        framing=('Write `my_metric_kernel(q, k, W)`',),
         difficulty=2,
         minutes=15,
     )

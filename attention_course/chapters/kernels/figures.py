@@ -22,7 +22,7 @@ from ...figures.style import book_figure
 from .learning import BandwidthFit
 from .smoothing import RegressionData, kernel_matrix, mse
 
-__all__ = ["KERNEL_COLORS", "plot_kernels_and_fits", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_input_locality"]
+__all__ = ["KERNEL_COLORS", "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_input_locality"]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "softmax": "tab:red"}
 
@@ -32,6 +32,96 @@ def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
     if a.ndim != 1 or (n is not None and a.shape[0] != n):
         raise ShapeError(f"{name} has shape {shape_str(a)}; expected ({n if n is not None else 'n'},)")
     return a
+
+
+@book_figure
+def plot_local_average(data: RegressionData, query: float, bandwidth: float) -> Figure:
+    r"""The idea of kernel smoothing in one picture: a query, its nearby points weighted, their average.
+
+    Top: the noisy training points, each drawn as large and as dark as its Gaussian weight
+    :math:`\alpha_j(q) \propto e^{-(q - x_j)^2/2h^2}` for the query, the true curve, and the weighted
+    average of the targets (a star at the query). Bottom: the weights themselves, as stems
+    under the kernel bump, so that the reader sees which points count.
+
+    Parameters
+    ----------
+    data : RegressionData
+        1-D training pairs and the noiseless curve (:func:`~attention_course.chapters.kernels.smoothing.sine_data`).
+    query : float
+        The point :math:`q` at which the curve is estimated.
+    bandwidth : float
+        The Gaussian's width :math:`h > 0`.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.kernels.smoothing import sine_data
+    >>> fig = plot_local_average(sine_data(seed=0), query=2.5, bandwidth=0.4)
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['y', 'weight $\\alpha_j(q)$']
+    >>> plt.close(fig)
+    """
+    if not bandwidth > 0:
+        raise ValueError(f"bandwidth must be positive; got {bandwidth}")
+    xs, ys = _vector("data.x_train", data.x_train), _vector("data.y_train", data.y_train)
+    logits = -((query - xs) ** 2) / (2 * bandwidth**2)  # (S,)
+    weights = np.exp(logits - logits.max())  # (S,)
+    weights /= weights.sum()  # (S,) sum to 1
+    estimate = float(weights @ ys)
+    order = np.argsort(weights)  # draw the heaviest points last, on top
+    fig, axes = plt.subplots(2, 1, figsize=(7, 5.2), layout="constrained", height_ratios=[2.2, 1], sharex=True)
+    ax = axes[0]
+    ax.plot(data.x_test, data.y_test, "k--", lw=1, label=r"true curve $2\sin x + x$")
+    ax.scatter(xs[order], ys[order], s=12 + 260 * weights[order] / weights.max(), c=weights[order],
+               cmap="Blues", vmin=-0.15 * weights.max(), edgecolors="0.35", linewidths=0.5,
+               label="observations (size, colour: weight)")
+    ax.axvline(query, color="tab:red", ls=":", lw=1.2)
+    ax.plot([query], [estimate], marker="*", ms=17, color="tab:red", mec="k", ls="none",
+            label=f"weighted average at q = {query:g}")
+    ax.set(ylabel="y", title="Estimate the curve at q: average the nearby observations", ylim=(-2, 8.2))
+    ax.legend(loc="upper left")
+    curve = np.linspace(xs.min(), xs.max(), 400)  # (400,)
+    bump = np.exp(-((query - curve) ** 2) / (2 * bandwidth**2))  # (400,) the kernel, peak 1
+    axes[1].plot(curve, bump * weights.max(), color=KERNEL_COLORS["gaussian"], lw=1, label="kernel, scaled")
+    axes[1].vlines(xs, 0, weights, color=KERNEL_COLORS["gaussian"], lw=2)
+    axes[1].axvline(query, color="tab:red", ls=":", lw=1.2)
+    axes[1].set(xlabel="x", ylabel=r"weight $\alpha_j(q)$", ylim=(0, 1.25 * weights.max()))
+    axes[1].legend(loc="upper right")
+    return fig
+
+
+@book_figure
+def plot_bandwidth_over_draws(w_values: Array, seed_mse: Array) -> Figure:
+    r"""Test error at three inverse widths on many draws of the data: one line per draw, and the median.
+
+    Parameters
+    ----------
+    w_values : array, shape (3,)
+        The inverse widths :math:`w = 1/h`, wide to narrow.
+    seed_mse : array, shape (draws, 3)
+        Test MSE of each draw at each width
+        (:func:`~attention_course.chapters.kernels.smoothing.mse_by_bandwidth_over_seeds`).
+
+    Examples
+    --------
+    >>> fig = plot_bandwidth_over_draws([0.3, 3, 30], np.array([[0.8, 0.2, 0.9], [0.9, 0.1, 0.7]]))
+    >>> fig.axes[0].get_xscale()
+    'log'
+    >>> plt.close(fig)
+    """
+    w = _vector("w_values", w_values)
+    errors = np.asarray(to_numpy(seed_mse), dtype=float)
+    if errors.ndim != 2 or errors.shape[1] != len(w):
+        raise ShapeError(f"seed_mse has shape {shape_str(errors)}; expected (draws, {len(w)}), one column per width")
+    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
+    for row in errors:
+        ax.semilogx(w, row, color="0.7", lw=0.8)
+    ax.semilogx(w, np.median(errors, axis=0), "o-", color=KERNEL_COLORS["gaussian"], lw=2,
+                label=f"median of {len(errors)} draws")
+    ax.plot([], [], color="0.7", lw=0.8, label="one draw of the data")
+    ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", xticks=w, xticklabels=[f"{v:g}" for v in w],
+           title="Too wide, about right, too narrow: on every draw", ylim=(0, 1.15 * errors.max()))
+    ax.legend(loc="upper center")
+    return fig
 
 
 @book_figure

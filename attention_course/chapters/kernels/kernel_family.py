@@ -34,7 +34,8 @@ import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...core.attention import softmax
-from ...models.records import DATA_DIR, write_json
+from ...models.experiments import write_json
+from ...models.records import DATA_DIR
 from .learning import _adam
 from .metric_comparison import coordinate_weights, dot_attention_predict, fit_dot_attention, tuned_isotropic_sigma
 from .smoothing import mse, nadaraya_watson, sparse_sine_data

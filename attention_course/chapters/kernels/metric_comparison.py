@@ -22,10 +22,8 @@ metric-run`` stores it as :data:`METRIC_RUN_DATA`.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -34,12 +32,14 @@ import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...core.attention import softmax
+from ...models.experiments import Experiment, Runs, read_json, register, run
 from ...models.records import DATA_DIR
 from .learning import _adam, fit_metric
 from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sparse_sine_data
 
 __all__ = ["SIGMA_GRID", "METRIC_RUN_DATA", "tuned_isotropic_sigma", "DotAttentionFit", "fit_dot_attention",
-           "dot_attention_predict", "coordinate_weights", "compare_learned_kernels", "load_metric_run"]
+           "dot_attention_predict", "coordinate_weights", "METRIC_RUN", "compare_learned_kernels",
+           "load_metric_run"]
 
 #: The control's bandwidths: 61 values of sigma from 0.05 to 5, geometric.
 SIGMA_GRID = np.geomspace(0.05, 5.0, 61)
@@ -172,6 +172,65 @@ def _dominance(weights: np.ndarray) -> float:
     return float(weights[0] / weights[1:].max())  # x0 over the largest other coordinate
 
 
+#: What :func:`compare_learned_kernels` records per draw.
+KEYS = ("sigma", "mse_tuned", "mse_identity", "mse_mean", "mse_metric", "mse_dot", "dominance_metric",
+        "dominance_dot", "x0_top_metric", "x0_top_dot")
+
+
+@dataclass(frozen=True)
+class MetricRunConfig:
+    """The configuration of ``metric-run``: the draws (seeds), the training points and the fits' steps;
+    ``quick``: one draw, 5 steps each."""
+
+    seeds: tuple = (0, 1, 2, 3, 4)
+    n: int = 200
+    metric_steps: int = 300
+    dot_steps: int = 1000
+    quick: bool = False
+
+    def sizes(self) -> "MetricRunConfig":
+        """This configuration, shrunk if ``quick``."""
+        return replace(self, seeds=(0,), metric_steps=5, dot_steps=5, quick=False) if self.quick else self
+
+
+def _draw(config: MetricRunConfig, seed: int) -> dict:
+    """One draw: the tuned isotropic control, the learned metric and attention's learned dot product."""
+    c = config.sizes()
+    data = sparse_sine_data(n=c.n, d=5, n_test=1000, noise=0.1, seed=seed)
+    x, y, xt, yt = data.x_train, data.y_train, data.x_test, data.y_test
+    sigma = tuned_isotropic_sigma(x, y)
+    W = fit_metric(x, y, steps=c.metric_steps, lr=0.1).W  # (5, 5)
+    dot = fit_dot_attention(x, y, steps=c.dot_steps, lr=0.05, seed=seed)
+    w_metric = coordinate_weights(W, "metric")
+    w_dot = coordinate_weights(dot.W_q @ dot.W_k.T, "bilinear")
+    row = {"sigma": sigma, "mse_tuned": mse(nadaraya_watson(xt, x, y, bandwidth=sigma)[0], yt),
+           "mse_identity": mse(nadaraya_watson(xt, x, y)[0], yt), "mse_mean": float(np.var(yt)),
+           "mse_metric": mse(nadaraya_watson(xt @ W.T, x @ W.T, y)[0], yt),
+           "mse_dot": mse(dot_attention_predict(xt, x, y, dot), yt),
+           "dominance_metric": _dominance(w_metric), "dominance_dot": _dominance(w_dot),
+           "x0_top_metric": bool(np.argmax(w_metric) == 0), "x0_top_dot": bool(np.argmax(w_dot) == 0)}
+    return {k: (row[k] if isinstance(row[k], bool) else float(row[k])) for k in KEYS}
+
+
+def _columns(config: MetricRunConfig, runs: Runs, meta: Optional[dict] = None) -> dict:
+    """The draws' records as one list per key, and the settings."""
+    c = config.sizes()
+    out = {k: [r[k] for r in runs.records] for k in KEYS}
+    out.update(seeds=list(c.seeds), n=c.n, metric_steps=c.metric_steps, dot_steps=c.dot_steps)
+    return out
+
+
+#: ``python -m attention_course metric-run``: five draws of the 5-D task.
+METRIC_RUN = register(Experiment(
+    "metric-run", MetricRunConfig(), _draw, METRIC_RUN_DATA, grid=lambda c: [(s,) for s in c.sizes().seeds],
+    document=_columns, out_flag="--json",
+    flags={"--quick": dict(action="store_true", help="a small smoke run (one draw, few steps)")},
+    help="chapter 2's learned-metric run: tuned isotropic bandwidth, learned metric, dot product",
+    description="On five draws of the 5-D task, tune an isotropic Gaussian bandwidth by leave-one-out, learn a "
+                "metric W and attention's own W_Q, W_K on the leave-one-out loss, and store test errors and what "
+                "each found as JSON (default: attention_course/data/learned_metric.json; about a minute)."))
+
+
 def compare_learned_kernels(seeds: Sequence[int] = range(5), n: int = 200, metric_steps: int = 300,
                             dot_steps: int = 1000, progress: bool = False) -> dict:
     r"""On each draw: the tuned isotropic control, the learned metric and attention's learned dot product.
@@ -182,7 +241,8 @@ def compare_learned_kernels(seeds: Sequence[int] = range(5), n: int = 200, metri
         Per seed (lists, one entry per seed): ``sigma`` (the control's bandwidth), ``mse_tuned``,
         ``mse_identity`` (W = I, sigma = 1), ``mse_mean`` (predicting the mean), ``mse_metric``,
         ``mse_dot``, ``dominance_metric``, ``dominance_dot`` (x0's weight over the largest
-        other's), ``x0_top_metric``, ``x0_top_dot``; and the settings.
+        other's), ``x0_top_metric``, ``x0_top_dot``; and the settings. ``progress`` shows a
+        progress bar on stderr.
 
     Examples
     --------
@@ -190,29 +250,8 @@ def compare_learned_kernels(seeds: Sequence[int] = range(5), n: int = 200, metri
     >>> len(r["mse_dot"]), r["mse_tuned"][0] > 0
     (1, True)
     """
-    from tqdm import tqdm
-
-    keys = ("sigma", "mse_tuned", "mse_identity", "mse_mean", "mse_metric", "mse_dot", "dominance_metric",
-            "dominance_dot", "x0_top_metric", "x0_top_dot")
-    out: dict = {k: [] for k in keys}
-    for seed in tqdm(list(seeds), desc="draws", disable=not progress):
-        data = sparse_sine_data(n=n, d=5, n_test=1000, noise=0.1, seed=seed)
-        x, y, xt, yt = data.x_train, data.y_train, data.x_test, data.y_test
-        sigma = tuned_isotropic_sigma(x, y)
-        W = fit_metric(x, y, steps=metric_steps, lr=0.1).W  # (5, 5)
-        dot = fit_dot_attention(x, y, steps=dot_steps, lr=0.05, seed=seed)
-        w_metric = coordinate_weights(W, "metric")
-        w_dot = coordinate_weights(dot.W_q @ dot.W_k.T, "bilinear")
-        row = {"sigma": sigma, "mse_tuned": mse(nadaraya_watson(xt, x, y, bandwidth=sigma)[0], yt),
-               "mse_identity": mse(nadaraya_watson(xt, x, y)[0], yt), "mse_mean": float(np.var(yt)),
-               "mse_metric": mse(nadaraya_watson(xt @ W.T, x @ W.T, y)[0], yt),
-               "mse_dot": mse(dot_attention_predict(xt, x, y, dot), yt),
-               "dominance_metric": _dominance(w_metric), "dominance_dot": _dominance(w_dot),
-               "x0_top_metric": bool(np.argmax(w_metric) == 0), "x0_top_dot": bool(np.argmax(w_dot) == 0)}
-        for k in keys:
-            out[k].append(float(row[k]) if not isinstance(row[k], bool) else row[k])
-    out.update(seeds=list(seeds), n=n, metric_steps=metric_steps, dot_steps=dot_steps)
-    return out
+    config = MetricRunConfig(seeds=tuple(int(s) for s in seeds), n=n, metric_steps=metric_steps, dot_steps=dot_steps)
+    return _columns(config, run(METRIC_RUN, config, show=progress))
 
 
 def load_metric_run(path: Path = METRIC_RUN_DATA) -> dict:
@@ -223,20 +262,4 @@ def load_metric_run(path: Path = METRIC_RUN_DATA) -> dict:
     >>> load_metric_run()["seeds"]
     [0, 1, 2, 3, 4]
     """
-    return json.loads(Path(path).read_text())
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m attention_course metric-run``."""
-    parser.add_argument("--json", type=Path, default=METRIC_RUN_DATA, help="where to store the run")
-    parser.add_argument("--quick", action="store_true", help="a small smoke run (one draw, few steps)")
-
-
-def cli(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Run :func:`compare_learned_kernels` (5 draws, about a minute) and store it; return the exit code."""
-    torch.set_num_threads(1)
-    run = compare_learned_kernels([0], metric_steps=5, dot_steps=5, progress=True) if args.quick \
-        else compare_learned_kernels(progress=True)
-    args.json.write_text(json.dumps(run, indent=1) + "\n")
-    print(f"stored {args.json}")
-    return 0
+    return read_json(path)

@@ -14,10 +14,10 @@ the learned width is compared with the grid-best width's. The flag sits at the f
 :func:`~attention_course.chapters.kernels.learning.good_range_limit`).
 
 The fits (Adam over 300 steps, a width still rising at the self-included end) are precomputed
-by :func:`attention_course.chapters.kernels.runs.self_weight_sweep` and stored in
+by :func:`attention_course.chapters.kernels.self_weight.self_weight_sweep` and stored in
 :data:`LEARNED_WIDTH_DATA`; this module only reads and draws them. Regenerate with::
 
-    python -c "from attention_course.chapters.kernels.runs import write_self_weight_sweep; write_self_weight_sweep()"
+    python -c "from attention_course.chapters.kernels.self_weight import write_self_weight_sweep; write_self_weight_sweep()"
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from .kernel_family import load_family_sweep, passes_rule
 from .learning import good_range_limit, learned_width_flip
 from .metric_comparison import load_metric_run
 from .qk_kernel import qk_locality
-from .runs import LEARNED_WIDTH_DATA
+from .self_weight import LEARNED_WIDTH_DATA
 from .smoothing import mse, nadaraya_watson, sine_data
 
 __all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "key_norm_explorer",
@@ -44,7 +44,7 @@ __all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explor
 
 
 def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
-    """The stored :func:`~attention_course.chapters.kernels.runs.self_weight_sweep`.
+    """The stored :func:`~attention_course.chapters.kernels.self_weight.self_weight_sweep`.
 
     Examples
     --------

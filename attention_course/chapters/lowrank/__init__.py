@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``essay_sentences``, ``focus``, ``head_properties``, ``head_swap``, ``in_function``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``spectra``, ``trailing``, ``verdict_measures``, ``vision``, ``vision_figures``, ``vision_locality``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -19,6 +19,8 @@ from .approximation_error import (
     structure_sweep,
     low_rank_methods,
     lowrank_beats_baselines,
+    STRUCTURE_DATA,
+    write_structure_sweep,
 )
 from .attention_distance import (
     grid_distances,
@@ -40,6 +42,7 @@ from .baselines import (
     loglog_slope,
     logit_std,
 )
+from .essay_sentences import SENTENCES_PATH, load_sentences, LOWRANK_SENTENCES
 from .focus import top_key_mass, row_perplexity, focus_study
 from .head_properties import mean_row_entropy, head_properties, auc, best_threshold
 from .head_swap import (
@@ -52,12 +55,20 @@ from .head_swap import (
     tiny_forward_with,
     bert_forward_with,
 )
+from .in_function import (
+    DEFAULT_PATH,
+    minilm_ids,
+    length_sweep,
+    minilm_swap,
+    trained_induction_models,
+    tiny_swap,
+    load,
+)
 from .pages import EVIDENCE_EXERCISES
 from .rank_grid import centred_error_grid, passing_cells
 from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
 from .recall import recall_accuracy, recall_sweep, breaking_n
 from .sentence_figures import plot_trailing_costs, plot_focus
-from .sentence_runs import SENTENCES_PATH, sentences_run, load_sentences
 from .spectra import (
     singular_values,
     effective_rank,
@@ -75,6 +86,15 @@ from .spectra import (
     exp_rank_demo,
 )
 from .trailing import ORDERS_REMOVED, energy_rank, energy_removal, trailing_study
+from .verdict_measures import (
+    VERDICT_PATH,
+    GRID_DKS,
+    GRID_BETAS,
+    head_study,
+    efficient_study,
+    load_verdicts,
+    LOWRANK_RUN,
+)
 from .vision import (
     load_digit_split,
     patchify,
@@ -85,7 +105,7 @@ from .vision import (
     accuracy,
 )
 from .vision_figures import plot_patch_attention, plot_attention_distance, plot_neighbourhood_mass
-from .vision_runs import (
+from .vision_locality import (
     VISION_DATA,
     ALPHA,
     MOST,
@@ -94,24 +114,7 @@ from .vision_runs import (
     vision_run,
     summarise_vision,
     load_vision,
-)
-from .runs import (
-    DEFAULT_PATH,
-    minilm_ids,
-    length_sweep,
-    minilm_swap,
-    tiny_swap,
-    run,
-    load,
-    STRUCTURE_DATA,
-    write_structure_sweep,
-    VERDICT_PATH,
-    GRID_DKS,
-    GRID_BETAS,
-    head_study,
-    efficient_study,
-    verdict_run,
-    load_verdicts,
+    VISION_RUN,
 )
 from .benchmarks import (
     Method,
@@ -121,6 +124,7 @@ from .benchmarks import (
     crossover_n,
     format_table,
     load_benchmarks,
+    BENCH,
 )
 from .figures import (
     plot_temperature_sweep,
@@ -168,6 +172,8 @@ __all__ = [
     "structure_sweep",
     "low_rank_methods",
     "lowrank_beats_baselines",
+    "STRUCTURE_DATA",
+    "write_structure_sweep",
     "grid_distances",
     "content_distances",
     "neighbourhood",
@@ -184,6 +190,9 @@ __all__ = [
     "sink_share",
     "loglog_slope",
     "logit_std",
+    "SENTENCES_PATH",
+    "load_sentences",
+    "LOWRANK_SENTENCES",
     "top_key_mass",
     "row_perplexity",
     "focus_study",
@@ -199,6 +208,13 @@ __all__ = [
     "uniform_weights",
     "tiny_forward_with",
     "bert_forward_with",
+    "DEFAULT_PATH",
+    "minilm_ids",
+    "length_sweep",
+    "minilm_swap",
+    "trained_induction_models",
+    "tiny_swap",
+    "load",
     "EVIDENCE_EXERCISES",
     "centred_error_grid",
     "passing_cells",
@@ -213,9 +229,6 @@ __all__ = [
     "breaking_n",
     "plot_trailing_costs",
     "plot_focus",
-    "SENTENCES_PATH",
-    "sentences_run",
-    "load_sentences",
     "singular_values",
     "effective_rank",
     "effective_rank_from_singular_values",
@@ -234,6 +247,13 @@ __all__ = [
     "energy_rank",
     "energy_removal",
     "trailing_study",
+    "VERDICT_PATH",
+    "GRID_DKS",
+    "GRID_BETAS",
+    "head_study",
+    "efficient_study",
+    "load_verdicts",
+    "LOWRANK_RUN",
     "load_digit_split",
     "patchify",
     "patch_centres",
@@ -252,22 +272,7 @@ __all__ = [
     "vision_run",
     "summarise_vision",
     "load_vision",
-    "DEFAULT_PATH",
-    "minilm_ids",
-    "length_sweep",
-    "minilm_swap",
-    "tiny_swap",
-    "run",
-    "load",
-    "STRUCTURE_DATA",
-    "write_structure_sweep",
-    "VERDICT_PATH",
-    "GRID_DKS",
-    "GRID_BETAS",
-    "head_study",
-    "efficient_study",
-    "verdict_run",
-    "load_verdicts",
+    "VISION_RUN",
     "Method",
     "method_configs",
     "run_benchmarks",
@@ -275,6 +280,7 @@ __all__ = [
     "crossover_n",
     "format_table",
     "load_benchmarks",
+    "BENCH",
     "plot_temperature_sweep",
     "plot_attention_matrices",
     "plot_spectra",

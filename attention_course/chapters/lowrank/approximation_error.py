@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,11 +36,13 @@ import torch
 from ...core import approximations as approx
 from ...core import efficient as eff
 from ...core.attention import causal_mask, scaled_dot_product_attention
+from ...models.experiments import write_json
+from ...models.records import DATA_DIR
 from .spectra import effective_rank, rank_k_error, topk_error
 
 __all__ = ["DISTRIBUTIONS", "benchmark_inputs", "approximation_methods", "mean_of_values", "approximation_errors",
            "chunked_gaps", "MIX", "BASELINES", "mixed_inputs", "structure_sweep", "low_rank_methods",
-           "lowrank_beats_baselines"]
+           "lowrank_beats_baselines", "STRUCTURE_DATA", "write_structure_sweep"]
 
 DISTRIBUTIONS = ("iid", "iid-soft", "smooth")
 
@@ -277,3 +280,12 @@ def lowrank_beats_baselines(sweep: dict, target: float | None = None) -> int | N
         if good[i:].all():
             return i
     return None
+
+
+#: The ``efficient-attention`` slider's data: :func:`structure_sweep` with its defaults.
+STRUCTURE_DATA = DATA_DIR / "slider_efficient_inputs.json"
+
+
+def write_structure_sweep(path: Path = STRUCTURE_DATA) -> dict:
+    """Run :func:`structure_sweep` with its defaults and store it at ``path`` (about a second)."""
+    return write_json(structure_sweep(), path)

@@ -1,6 +1,6 @@
 r"""Time, memory, throughput and accuracy of exact and efficient attention as n grows.
 
-Run ``python -m attention_course bench`` (``--quick`` for a run of a few seconds,
+Run ``python -m attention_course bench`` (:data:`BENCH`; ``--quick`` for a run of a few seconds,
 ``--max-n``, ``--json PATH``, ``--threads``); the figures are in
 :mod:`attention_course.chapters.lowrank.figures`. For every method and length
 ``n`` (head dimension ``d = 64``, float32, batch = heads = 1) it records
@@ -31,7 +31,6 @@ tests can check them on fabricated numbers.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import math
@@ -41,6 +40,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Optional
 
@@ -52,12 +52,12 @@ from ...core import efficient as eff
 from ...core.attention import scaled_dot_product_attention
 from .approximation_error import DISTRIBUTIONS, benchmark_inputs
 from .baselines import loglog_slope
-from ...models.records import machine_info
-from ...models.records import DATA_DIR
+from ...models.experiments import Experiment, read_json, register
+from ...models.records import DATA_DIR, machine_info
 
 __all__ = [
     "Method", "method_configs", "run_benchmarks", "summarise",
-    "crossover_n", "format_table", "load_benchmarks", "main",
+    "crossover_n", "format_table", "load_benchmarks", "BENCH",
 ]
 
 SCHEMA_VERSION = 1
@@ -414,37 +414,37 @@ def load_benchmarks(path: Optional[os.PathLike] = None) -> dict:
     path = Path(path) if path is not None else DEFAULT_JSON
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; run `python -m attention_course bench --json {path}`")
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
-# ----------------------------------------------------------------------- CLI
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``bench`` command's arguments, added to an argparse parser."""
-    p.add_argument("--quick", action="store_true", help="a small run (n <= 2048, analytic memory)")
-    p.add_argument("--max-n", type=int, default=None, help="largest sequence length")
-    p.add_argument("--json", type=Path, default=None, help="write the results to this JSON file")
-    p.add_argument("--repeats", type=int, default=None, help="timed rounds per length (default 3)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    p.add_argument("--memory", choices=("rss", "analytic"), default=None)
+# ----------------------------------------------------------------------- the command
+@dataclass(frozen=True)
+class BenchConfig:
+    """The arguments of :func:`run_benchmarks` the ``bench`` command takes."""
+
+    quick: bool = False
+    max_n: Optional[int] = None
+    repeats: Optional[int] = None
+    threads: Optional[int] = 1
+    memory: Optional[str] = None
 
 
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Run the benchmark for parsed ``args``, print the table, optionally write JSON."""
-    result = run_benchmarks(quick=args.quick, max_n=args.max_n, repeats=args.repeats,
-                            memory=args.memory, threads=args.threads)
-    print(format_table(result))  # the CLI prints; the library functions never do
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
-    return 0
+def _bench(config: BenchConfig) -> dict:
+    return run_benchmarks(quick=config.quick, max_n=config.max_n, repeats=config.repeats, memory=config.memory,
+                          threads=config.threads)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m attention_course.chapters.lowrank.benchmarks``, the same as ``python -m attention_course bench``."""
-    p = argparse.ArgumentParser(prog="python -m attention_course bench", description=__doc__.split("\n")[0])
-    add_arguments(p)
-    return cli(p.parse_args(argv), p)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+#: ``python -m attention_course bench``: prints a table, and writes JSON with ``--json``
+#: (the shipped run: ``--json attention_course/data/benchmarks_full.json``).
+BENCH = register(Experiment(
+    "bench", BenchConfig(), _bench, None, document=lambda config, runs, meta: runs.records[0], report=format_table,
+    out_flag="--json", also=(DEFAULT_JSON,), threads=None,
+    flags={"--quick": dict(action="store_true", help="a small run (n <= 2048, analytic memory)"),
+           "--max-n": dict(type=int, help="largest sequence length"),
+           "--repeats": dict(type=int, help="timed rounds per length (3 when not given)"),
+           "--threads": dict(type=int, help="torch threads"),
+           "--memory": dict(choices=("rss", "analytic"), help="how the peak memory is measured")},
+    help="time efficient attention against exact attention (chapter 3)",
+    description="Measure error, time and peak memory of each efficient-attention method against exact attention as "
+                "the sequence grows; print a table and, with --json, write JSON (--quick: a few seconds; the full "
+                "run to n = 16384: minutes)."))

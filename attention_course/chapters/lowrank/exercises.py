@@ -14,7 +14,7 @@ import torch
 from ...core import efficient as eff
 from . import spectra as lr
 from . import baselines as lb
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
 
 __all__ = ["EXERCISES"]
 
@@ -105,13 +105,18 @@ register(
         rules=(
             Rule("range", "a zero singular value contributes 0 log 0 = 0",
                  ("singular: two zero singular values",), lambda A: np.linalg.svd(A, compute_uv=False).min() == 0,
-                 ("zero-log-zero",)),
+                 ("zero-log-zero",), quote='A zero singular value contributes $0 \\log 0 = 0$'),
             Rule("edge-size", "the identity n x n has effective rank n, a rank-1 matrix 1",
                  ("identity 5x5", "rank 1"),
-                 lambda A: np.array_equal(A, np.eye(len(A))) or np.linalg.matrix_rank(A) == 1, ("no-exp", "log2")),
+                 lambda A: np.array_equal(A, np.eye(len(A))) or np.linalg.matrix_rank(A) == 1, ("no-exp", "log2"), quote='the $n \\times n$ identity has effective rank $n$ and a rank-1 matrix has 1'),
             Rule("edge-size", "a rectangular matrix: min(R, C) singular values",
-                 ("rectangular 4x7",), lambda A: A.shape[0] != A.shape[1], ("squared", "max-normalised")),
+                 ("rectangular 4x7",), lambda A: A.shape[0] != A.shape[1], ("squared", "max-normalised"), quote='for a matrix `A` of shape `(R, C)`'),
+            Rule("output", 'a real float', ('random 6x6',), lambda *a: True, quote='as a (real) float',
+                 breaches=output_breaches(lambda A: lr.effective_rank(A), 'array-for-number')),
+            Rule("forbidden", "the inputs are not changed in place", ('random 6x6',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A: lr.effective_rank(A), index=0),)),
         ),
+        framing=('Write `my_effective_rank(A)`', 'Compute its singular values'),
         difficulty=1,
         minutes=10,
     )
@@ -192,12 +197,17 @@ register(
                if args[1] == 0 and np.any(np.asarray(got, dtype=float) != 0) else None,),
         rules=(
             Rule("edge-size", "k = 0 keeps nothing: a matrix of zeros",
-                 ("k=0",), lambda A, k: k == 0, ("off-by-one",)),
+                 ("k=0",), lambda A, k: k == 0, ("off-by-one",), quote='`k` runs from 0, which gives zeros'),
             Rule("edge-size", "k = the full rank gives A back",
-                 ("k = full rank",), lambda A, k: k >= min(A.shape), ("no-sigma", "V-transposed", "sigma-squared")),
+                 ("k = full rank",), lambda A, k: k >= min(A.shape), ("no-sigma", "V-transposed", "sigma-squared"), quote='to $\\min(R, C)$, which gives `A` back'),
             Rule("edge-size", "rectangular A, R > C and R < C: the result has A's shape",
-                 ("5x4, k=2", "3x6, k=1"), lambda A, k: A.shape[0] != A.shape[1], ("V-transposed", "smallest")),
+                 ("5x4, k=2", "3x6, k=1"), lambda A, k: A.shape[0] != A.shape[1], ("V-transposed", "smallest"), quote='(shape `(R, C)`)'),
+            Rule("output", 'a float64 array (R, C)', ('5x4, k=2',), lambda *a: True, quote='float64 array of shape `(R, C)`',
+                 breaches=output_breaches(lambda A, k: lr.best_rank_k(A, k), 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('5x4, k=2',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A, k: lr.best_rank_k(A, k), index=0),)),
         ),
+        framing=('Write `my_best_rank_k(A, k)`',),
         difficulty=1,
         minutes=10,
     )
@@ -226,6 +236,8 @@ def _rvt_cases() -> list[Case]:
         Case("two-block head 16x16, k = 2", (_rows(np.kron(np.eye(2), np.ones((8, 8))) + rng.uniform(0, 0.05, (16, 16))), 2)),
         Case("k = 0: nothing kept", (lr.synthetic_attention(n=10, d=4, beta=1.0, seed=4), 0)),
         Case("T = 10 queries, S = 6 keys, k = 2", (_rows(np.exp(scores)), 2)),
+        Case("T = 4 queries, S = 12 keys, k = 2", (_rows(np.exp(1.5 * rng.normal(size=(4, 12)))), 2)),
+        Case("T = 12 queries, S = 4 keys, k = 2", (_rows(np.exp(1.5 * rng.normal(size=(12, 4)))), 2)),
         Case("tied weights at the k-th place, k = 2", (tied, 2)),
         Case("k = S = 8: everything kept, both errors 0", (lr.synthetic_attention(n=8, d=4, beta=1.0, seed=5), 8)),
     ]
@@ -250,7 +262,8 @@ def _keep_top(A, k, ties="exact"):
 
 
 def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred", ties="exact", renormalise=False,
-              compare=lambda r, e: r < e, rank_of="centred", top_of="A", power=1, tail=0, kept=False):
+              compare=lambda r, e: r < e, rank_of="centred", top_of="A", power=1, tail=0, kept=False,
+              budget="same-k"):
     def f(A, k):
         A = np.asarray(A, dtype=float)
         if centre == "mean-row":
@@ -268,7 +281,9 @@ def _rvt_with(centre="mean-row", norm="fro", top_mult=1, denom="centred", ties="
         if r >= min(M.shape) and not kept:
             rank_err = 0.0 * rank_err  # nothing left to drop: exactly 0, as the tail of the spectrum is
         X = A if top_of == "A" else C
-        top = _keep_top(X, min(top_mult * k, X.shape[1]), ties)
+        T, S = A.shape
+        k_top = top_mult * k if budget == "same-k" else int(round(k * (T + S) / (2 * T)))  # 2 k_top T = k (T + S)
+        top = _keep_top(X, min(k_top, X.shape[1]), ties)
         if renormalise:
             top = top / top.sum(axis=1, keepdims=True)
         top_err = nrm(top if kept else X - top) / D
@@ -345,6 +360,11 @@ register(
                 "unequal-budget", _rvt_with(top_mult=2),
                 "you kept 2k entries per row. Top-k stores a value and an index per kept entry, 2kT "
                 "numbers, and rank k stores k(T + S): equal budgets at the same k when T = S.",
+            ),
+            Mutant(
+                "budget-converted", _rvt_with(budget="converted"),
+                "you gave top-k its own k, k (T + S) / (2T), to match rank k's storage when T != S; the exercise "
+                "compares the two at the same k (the same budget when T = S): keep each row's k largest weights.",
             ),
             Mutant(
                 "renormalised", _rvt_with(renormalise=True),
@@ -426,14 +446,23 @@ register(
         atol=1e-9,
         rules=(
             Rule("edge-size", "k = 0 keeps nothing: rank_error 1, top-k drops every weight",
-                 ("k = 0: nothing kept",), lambda A, k: k == 0, ("minus-k-slice",)),
+                 ("k = 0: nothing kept",), lambda A, k: k == 0, ("minus-k-slice",), quote='`k` runs from 0 (rank error 1'),
+            Rule("edge-size", "T != S: the same k for both, not a converted budget",
+                 ("T = 4 queries, S = 12 keys, k = 2", "T = 12 queries, S = 4 keys, k = 2"),
+                 lambda A, k: A.shape[0] != A.shape[1] and round(k * sum(A.shape) / (2 * A.shape[0])) != k,
+                 ("budget-converted",), quote="Use the same `k` for both approximations, also when $T \\ne S$"),
             Rule("edge-size", "T != S: the mean row averages the T queries",
-                 ("T = 10 queries, S = 6 keys, k = 2",), lambda A, k: A.shape[0] != A.shape[1], ("row-mean",)),
+                 ("T = 10 queries, S = 6 keys, k = 2",), lambda A, k: A.shape[0] != A.shape[1], ("row-mean",), quote='$\\mu_j = \\frac1T\\sum_i A_{ij}$'),
             Rule("tie", "weights tied at the k-th place: keep exactly k of them",
-                 ("tied weights at the k-th place, k = 2",), _tied_at_k, ("ties-kept",)),
+                 ("tied weights at the k-th place, k = 2",), _tied_at_k, ("ties-kept",), quote='on a tie at the $k$-th place keep exactly $k$, any'),
             Rule("tie", "equal errors (k = S: both 0): rank_wins is False, rank_error < topk_error strictly",
-                 ("k = S = 8: everything kept, both errors 0",), lambda A, k: k >= A.shape[1], ("at-most",)),
+                 ("k = S = 8: everything kept, both errors 0",), lambda A, k: k >= A.shape[1], ("at-most",), quote='`rank_wins = rank_error < topk_error` (strictly)'),
+            Rule("output", 'a tuple (float, float, bool)', ('soft synthetic head, beta = 0.2, k = 4',), lambda *a: True, quote='two floats and a bool',
+                 breaches=output_breaches(lambda A, k: lb.rank_vs_topk(A, k), 'tuple-as-list', 'float-for-bool')),
+            Rule("forbidden", "the inputs are not changed in place", ('soft synthetic head, beta = 0.2, k = 4',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A, k: lb.rank_vs_topk(A, k), index=0),)),
         ),
+        framing=('Write `my_rank_vs_topk(A, k)`', 'Remove the mean row'),
         difficulty=3,
         minutes=30,
     )
@@ -543,14 +572,19 @@ register(
         rules=(
             Rule("range", "T = S = 6 million: no T x S matrix fits in memory, and a Python loop over the "
                  "keys or the queries does not finish within the check's 10 s",
-                 (_huge_case().label,), lambda pq, pk, v: len(pq) >= 10**6, ()),
+                 (_huge_case().label,), lambda pq, pk, v: len(pq) >= 10**6, (), quote='one check has $T = S$ = 6 million'),
             Rule("edge-size", "T != S: each query's normaliser sums over the S keys",
                  ("T=3, S=8", "one query"), lambda pq, pk, v: len(pq) != len(pk),
-                 ("global-normaliser", "mean-numerator")),
+                 ("global-normaliser", "mean-numerator"), quote='$T$ may differ from $S$'),
             Rule("edge-size", "one feature (r = 1) and more features than keys (r > n)",
                  ("one feature (r=1)", "r=32 > n"), lambda pq, pk, v: pq.shape[1] == 1 or pq.shape[1] > len(pk),
-                 ("per-feature-normaliser", "no-normaliser")),
+                 ("per-feature-normaliser", "no-normaliser"), quote='positive features `phi_q` of shape'),
+            Rule("output", 'a float64 array (T, d_v)', ('T=S=6, r=4, d_v=3',), lambda *a: True, quote='a float64 array of shape `(T, d_v)`',
+                 breaches=output_breaches(_linear_reference, 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('T=S=6, r=4, d_v=3',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_linear_reference, index=2),)),
         ),
+        framing=('Write `my_linear_attention`', 'Compute $\\phi(K)^\\top V$ first'),
         difficulty=2,
         minutes=20,
     )
@@ -647,19 +681,24 @@ register(
         rules=(
             Rule("edge-size", "the first block starts from m = -inf, l = 0, acc = 0",
                  ("first block (m = -inf, l = 0, acc = 0)",), lambda m, l, acc, s, v: bool(np.isneginf(m).all()),
-                 ("flipped-rescale",)),
+                 ("flipped-rescale",), quote='The first block starts from'),
             Rule("range", "a block with a larger max: the old l and acc are rescaled by exp(m_old - m_new)",
                  ("new block has a larger max",), lambda m, l, acc, s, v: bool((s.max(axis=1) > m).all()),
-                 ("no-rescale", "rescale-l-only", "flipped-rescale")),
+                 ("no-rescale", "rescale-l-only", "flipped-rescale"), quote="A block's maximum may be above or below the running one"),
             Rule("range", "a block with a smaller max: the running max stays",
                  ("new block has a smaller max",), lambda m, l, acc, s, v: bool((s.max(axis=1) < m).all()),
-                 ("block-max",)),
+                 ("block-max",), quote="A block's maximum may be above or below the running one"),
             Rule("range", "logits near 1000 must not overflow",
-                 ("logits near 1000",), lambda m, l, acc, s, v: s.max() > 709, ("no-max-shift",)),
+                 ("logits near 1000",), lambda m, l, acc, s, v: s.max() > 709, ("no-max-shift",), quote='scores may be near 1000'),
             Rule("range", "a masked key (score -inf) adds nothing",
                  ("a masked key (-inf score)",), lambda m, l, acc, s, v: bool(np.isneginf(s).any()),
-                 ("no-rescale",)),
+                 ("no-rescale",), quote='a masked key scores `-inf`'),
+            Rule("output", 'a tuple (m, l, acc) of float64 arrays', ('first block (m = -inf, l = 0, acc = 0)',), lambda *a: True, quote='a tuple of float64 arrays of the same shapes',
+                 breaches=output_breaches(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), 'float32', 'tuple-as-list')),
+            Rule("forbidden", "the inputs are not changed in place", ('first block (m = -inf, l = 0, acc = 0)',), lambda *a: True,
+                 quote='do not change `scores` or `v_blk`', breaches=(in_place_breach(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3),)),
         ),
+        framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
         difficulty=3,
         minutes=25,
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place

@@ -33,7 +33,7 @@ and draws. The length sweep is the chapter's stored run (``data/lowrank_function
 structure sweep (:func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep`, float64,
 about a second) is stored in :data:`STRUCTURE_DATA` to keep the chapter fast; regenerate it with::
 
-    python -c "from attention_course.chapters.lowrank.runs import write_structure_sweep; write_structure_sweep()"
+    python -c "from attention_course.chapters.lowrank.approximation_error import write_structure_sweep; write_structure_sweep()"
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, SliderFigure, static_fa
 from ...models.records import DATA_DIR
 from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
 from .figures import method_family
-from .runs import STRUCTURE_DATA, load_verdicts
+from .approximation_error import STRUCTURE_DATA
+from .verdict_measures import load_verdicts
 from .spectra import crossover_beta, singular_values, synthetic_attention, temperature_sweep
 
 __all__ = ["efficient_structure_explorer", "load_structure_sweep", "lowrank_explorer", "soft_logits_explorer",

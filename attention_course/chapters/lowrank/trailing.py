@@ -28,7 +28,7 @@ import torch
 
 from ...models.pretrained import minilm_weights
 from . import head_swap as sw
-from .runs import minilm_ids, trained_induction_models
+from .in_function import minilm_ids, trained_induction_models
 
 __all__ = ["ORDERS_REMOVED", "energy_rank", "energy_removal", "trailing_study"]
 

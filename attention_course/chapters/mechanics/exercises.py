@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ...core import attention as att
-from ...exercises._core import Case, Exercise, Mutant, Rule, register
+from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -161,22 +161,27 @@ register(
         rules=(
             Rule("range", "logits near 1000 must not overflow (exp overflows float64 above 709)",
                  ("logits near 1000", "rows on very different scales", "rows spanning 1000"),
-                 lambda x: np.abs(x).max() > 709, ("no-max-shift",)),
+                 lambda x: np.abs(x).max() > 709, ("no-max-shift",), quote='logits near 1000 in float64'),
             Rule("range", "float32 logits near 100 must not overflow (exp overflows float32 above 88.7)",
                  ("float32 logits near 100",), lambda x: x.dtype == np.float32 and x.max() > 88.7,
-                 ("no-max-shift",)),
+                 ("no-max-shift",), quote='near 100 in float32'),
             Rule("range", "a row spanning 1000: subtract its maximum, not its minimum",
-                 ("rows spanning 1000",), lambda x: np.ptp(x, axis=-1).max() > 709, ("min-shift",)),
+                 ("rows spanning 1000",), lambda x: np.ptp(x, axis=-1).max() > 709, ("min-shift",), quote='where `np.exp` overflows'),
             Rule("range", "a logit 1500 above the rest of its row: subtract the maximum, not the mean",
                  ("one logit 1500 above the rest",),
-                 lambda x: (x.max(axis=-1) - x.mean(axis=-1)).max() > 709, ("mean-shift", "min-shift")),
+                 lambda x: (x.max(axis=-1) - x.mean(axis=-1)).max() > 709, ("mean-shift", "min-shift"), quote='where `np.exp` overflows'),
             Rule("range", "rows on scales 1600 apart: each row subtracts its own maximum",
-                 ("rows on very different scales",), lambda x: np.ptp(x.max(axis=-1)) > 745, ("global-max",)),
+                 ("rows on very different scales",), lambda x: np.ptp(x.max(axis=-1)) > 745, ("global-max",), quote='rows on very different scales'),
             Rule("edge-size", "one logit per row: every weight is 1",
-                 ("one logit per row",), lambda x: x.shape[-1] == 1, ("global-sum", "axis-0", "log-softmax")),
+                 ("one logit per row",), lambda x: x.shape[-1] == 1, ("global-sum", "axis-0", "log-softmax"), quote='a row with a single logit gives 1'),
             Rule("edge-size", "any number of axes: the softmax runs over the last one",
-                 ("a single vector", "batch of shape (2, 3, 4)"), lambda x: x.ndim != 2, ("axis-0", "global-sum")),
+                 ("a single vector", "batch of shape (2, 3, 4)"), lambda x: x.ndim != 2, ("axis-0", "global-sum"), quote='of any shape (a vector, a matrix, a batch)'),
+            Rule("output", "an array of x's shape, at x's precision or higher", ('random 3x5 logits',), lambda *a: True, quote="returns an array of the same shape in `x`'s dtype",
+                 breaches=output_breaches(lambda x: att.softmax(x, axis=-1), 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('random 3x5 logits',), lambda *a: True,
+                 quote='Do not change `x` in place', breaches=(in_place_breach(lambda x: att.softmax(x, axis=-1), index=0),)),
         ),
+        framing=('Write `my_softmax(x)`',),
         difficulty=1,
         minutes=10,
     )
@@ -228,6 +233,7 @@ def _attn_scale_by_d_v(q, k, v):
 register(
     Exercise(
         id="attention",
+        error_tips=SCORE_TIPS,
         title="Scaled dot-product attention",
         make_cases=_attention_cases,
         reference=lambda q, k, v: att.scaled_dot_product_attention(q, k, v),
@@ -279,14 +285,19 @@ register(
         rules=(
             Rule("edge-size", "T != S: the weights are (..., T, S), normalised over the S keys",
                  ("T=3, S=5, d_k=4, d_v=2", "one query"), lambda q, k, v: q.shape[-2] != k.shape[-2],
-                 ("softmax-over-queries",)),
+                 ("softmax-over-queries",), quote='$T$ may differ from $S$'),
             Rule("edge-size", "d_v != d_k: the scale is 1/sqrt(d_k)",
                  ("T=3, S=5, d_k=4, d_v=2", "d_k=64"), lambda q, k, v: q.shape[-1] != v.shape[-1],
-                 ("scale-by-d_v",)),
+                 ("scale-by-d_v",), quote='the scale uses $d_k$'),
             Rule("edge-size", "batch axes (none, a batch, batch and heads): the keys are the last axis",
                  ("batch of 2", "batch x heads: q (2, 3, 4, 5), k (2, 3, 6, 5)"), lambda q, k, v: q.ndim >= 3,
-                 ("softmax-axis-1",)),
+                 ("softmax-axis-1",), quote='where `...` is any number of batch axes'),
+            Rule("output", 'a tuple of two arrays, (..., T, d_v) and (..., T, S)', ('T=4 queries, S=4 keys',), lambda *a: True, quote="Return the tuple `(output, weights)` of arrays in the inputs' precision",
+                 breaches=output_breaches(lambda q, k, v: att.scaled_dot_product_attention(q, k, v), 'float32', 'tuple-as-list')),
+            Rule("forbidden", "the inputs are not changed in place", ('T=4 queries, S=4 keys',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, v: att.scaled_dot_product_attention(q, k, v), index=0),)),
         ),
+        framing=('Write `my_attention(q, k, v)`',),
         difficulty=1,
         minutes=15,
         alternatives=(
@@ -368,12 +379,15 @@ register(
         ),
         rules=(
             Rule("edge-size", "T != S: the mask is aligned at the top-left corner, (i, j) True when j <= i",
-                 ("T=3 queries, S=6 keys", "T=5 queries, S=2 keys"), lambda T, S: T != S, ("bottom-right",)),
+                 ("T=3 queries, S=6 keys", "T=5 queries, S=2 keys"), lambda T, S: T != S, ("bottom-right",), quote='For $T \\ne S$ the mask is aligned at the top-left corner'),
             Rule("threshold", "j <= i: the diagonal j = i is allowed, j = i + 1 is not",
-                 ("T=S=4",), lambda T, S: min(T, S) >= 2, ("strict", "one-too-many", "diagonal-only")),
+                 ("T=S=4",), lambda T, S: min(T, S) >= 2, ("strict", "one-too-many", "diagonal-only"), quote='that is when `j <= i` (the diagonal included)'),
             Rule("edge-size", "T = S = 1: one query that sees its own key",
-                 ("T=S=1",), lambda T, S: T == S == 1, ("strict", "inverted")),
+                 ("T=S=1",), lambda T, S: T == S == 1, ("strict", "inverted"), quote='$T = S = 1$ gives `[[True]]`'),
+            Rule("output", 'a boolean array (T, S), not 0/1 floats', ('T=S=4',), lambda *a: True, quote=('returning a boolean array (dtype `bool`) of shape `(T, S)`', 'A 0/1 float array is not a boolean mask'),
+                 breaches=output_breaches(lambda T, S: att.causal_mask(T, S), 'float-for-bool', 'list')),
         ),
+        framing=('Write `my_causal_mask(T, S)`',),
         difficulty=1,
         minutes=5,
     )
@@ -464,11 +478,16 @@ register(
         ),
         rules=(
             Rule("edge-size", "one key: its weight is 1 and the output is its value",
-                 ("one key",), lambda q_i, k, v: k.shape[0] == 1, ("unnormalised",)),
+                 ("one key",), lambda q_i, k, v: k.shape[0] == 1, ("unnormalised",), quote='with a single key its weight is 1'),
             Rule("edge-size", "d_k != d_v: the scale uses d_k, the size of q_i",
                  ("d_k=4, S=5, d_v=2", "d_k=16, S=8, d_v=3"), lambda q_i, k, v: q_i.shape[0] != v.shape[1],
-                 ("scale-by-d_v",)),
+                 ("scale-by-d_v",), quote='($d_k$ is the size of `q_i`, which may differ from $d_v$)'),
+            Rule("output", 'a float64 array (d_v,)', ('d_k=4, S=5, d_v=2',), lambda *a: True, quote='a float64 array of shape `(d_v,)`',
+                 breaches=output_breaches(_one_query_reference, 'float32', 'list')),
+            Rule("forbidden", "the inputs are not changed in place", ('d_k=4, S=5, d_v=2',), lambda *a: True,
+                 quote='Do not change the inputs in place', breaches=(in_place_breach(_one_query_reference, index=1),)),
         ),
+        framing=('Write `my_one_query(q_i, k, v)`', 'Use a loop or a sum'),
         difficulty=1,
         minutes=10,
     )

@@ -1,6 +1,6 @@
 """Chapter 6, Why 1/sqrt(d_k) matters: everything the chapter computes, draws and checks.
 
-One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``pages``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``runs``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``pages``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``training_grid``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import scaling as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -98,16 +98,7 @@ from .training import (
     compare_scales,
     load_comparisons,
 )
-from .runs import (
-    TASK,
-    HELD_OUT_SEED,
-    Experiment,
-    run_experiment,
-    significant,
-    save_result,
-    load_result,
-    progress_bar,
-)
+from .training_grid import TASK, HELD_OUT_SEED, CHAPTER_6, ScalingGrid, run_grid, grid_experiment
 from .figures import (
     SCALE_LABEL,
     SCALE_COLOR,
@@ -227,12 +218,10 @@ __all__ = [
     "load_comparisons",
     "TASK",
     "HELD_OUT_SEED",
-    "Experiment",
-    "run_experiment",
-    "significant",
-    "save_result",
-    "load_result",
-    "progress_bar",
+    "CHAPTER_6",
+    "ScalingGrid",
+    "run_grid",
+    "grid_experiment",
     "SCALE_LABEL",
     "SCALE_COLOR",
     "LESSON_WIDTH",

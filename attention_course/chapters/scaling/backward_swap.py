@@ -9,7 +9,7 @@ rows only (largest weight above 0.99, "saturated"; the other rows keep their tru
 unscaled softmax's backward (:math:`\tau = \sqrt{d_k}`). If the vanishing gradient is the cause,
 the tempered backward must rescue the unscaled model and the reverse swap must break the
 scaled one. :data:`VARIANTS` lists the runs, :data:`BACKWARD` is their configuration of chapter
-6's runner (:mod:`~attention_course.chapters.scaling.runs`); the stored run is
+6's grid (:mod:`~attention_course.chapters.scaling.training_grid`); the stored run is
 
     python -m attention_course scaling-backward --out attention_course/data/scale_backward.json --jobs 2
 
@@ -30,19 +30,20 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
 from ...core.attention import resolve_scale
 from ...models import tiny
+from ...models.experiments import load_result
 from ...models.records import DATA_DIR
 from ...models.tasks import make_task
 from ...models.tiny import qk_logits
 from ...models.training import train
 from .init_vs_step import build_variant
-from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
 
@@ -153,8 +154,7 @@ def _swapped(tau: float, backward: str) -> contextlib.AbstractContextManager:
 
 def train_swapped(d_k: int, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
                   q_lr: Union[str, float] = 1, backward: str = "true", back_scale: Union[str, float] = "none",
-                  steps: int = 1000, seed: int = 0, lr: float = 1e-2, d_model: int = 32, n_heads: int = 1,
-                  n_layers: int = 2, batch_size: int = 32, eval_batch: int = 256) -> SwapRun:
+                  seed: int = 0, **training: Any) -> SwapRun:
     r"""Train one variant (a row of :data:`VARIANTS`) with its backward swapped; measure it unswapped.
 
     The model and optimiser are :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s
@@ -162,6 +162,8 @@ def train_swapped(d_k: int, scale: Union[str, float] = "none", q_init: Union[str
     inside :func:`swapped_backward`, whose backward softmax has
     :math:`\tau = c_{\text{backward}}/c_{\text{forward}}` (``back_scale`` over ``scale``).
     A ``"true"`` backward runs the package's attention unpatched. One run of :data:`BACKWARD`.
+    ``training`` holds the training keywords (:func:`~attention_course.chapters.scaling.training.train_one`;
+    chapter 6's defaults, 200 steps: :data:`BACKWARD` trains 1,000).
 
     Returns
     -------
@@ -173,14 +175,15 @@ def train_swapped(d_k: int, scale: Union[str, float] = "none", q_init: Union[str
     >>> run.saturated.shape, bool(run.eval_loss > 0)
     ((2,), True)
     """
+    t = dataclasses.replace(CHAPTER_6, **training)
     tau = resolve_scale(d_k, back_scale) / resolve_scale(d_k, scale)
     start = time.perf_counter()
     task = make_task(TASK)
-    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=d_model, n_heads=n_heads,
-                                     n_layers=n_layers)
+    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=t.d_model, n_heads=t.n_heads,
+                                     n_layers=t.n_layers)
     with _swapped(tau, backward):
-        train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size, optimizer=optimizer)
-    loss, peak, _ = row_gradients(model, *task(eval_batch, seed=HELD_OUT_SEED))
+        train(model, task, steps=t.steps, seed=seed, lr=t.lr, batch_size=t.batch_size, optimizer=optimizer)
+    loss, peak, _ = row_gradients(model, *task(t.eval_batch, seed=HELD_OUT_SEED))
     return SwapRun(eval_loss=loss, saturated=np.array([float((p > THRESHOLD).mean()) for p in peak]),
                    seconds=time.perf_counter() - start)
 
@@ -255,26 +258,33 @@ class BackwardGrid:
     settings: dict = field(default_factory=dict)
     motion: dict[str, np.ndarray] = field(default_factory=dict)
 
-    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields.
+    #: How the stored JSON rounds the fields.
     ROUNDING: ClassVar[dict] = {"seconds": lambda x: np.round(x, 1)}
 
     @classmethod
-    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> BackwardGrid:
-        """The grid of one width, and :func:`with_motion` if the experiment's ``motion_every`` is set."""
-        (d_k,) = experiment.d_ks
-        settings = {"d_k": d_k, **experiment.settings(threshold=THRESHOLD),
-                    "definitions": {v: list(experiment.definitions[v]) for v in experiment.variants}}
-        result = cls(variants=tuple(experiment.variants), seeds=np.array(experiment.seeds), settings=settings,
+    def from_runs(cls, config: ScalingGrid, runs: dict[str, np.ndarray]) -> BackwardGrid:
+        """The grid of one width, and :func:`with_motion` if the configuration's ``motion_every`` is set."""
+        (d_k,) = config.d_ks
+        settings = {"d_k": d_k, **config.settings(threshold=THRESHOLD),
+                    "definitions": {v: list(config.definitions[v]) for v in config.variants}}
+        result = cls(variants=tuple(config.variants), seeds=np.array(config.seeds), settings=settings,
                      **{k: v[0] for k, v in runs.items()})  # (V, S, ...): the width axis dropped
-        return with_motion(result, every=experiment.motion_every) if experiment.motion_every else result
+        return with_motion(result, every=config.motion_every) if config.motion_every else result
 
 
 #: The backward-swap run of chapter 6 (``python -m attention_course scaling-backward``): every
 #: variant, 5 seeds, ``d_k`` = 64, 1,000 steps, and the unscaled model's scores every 100 steps.
-BACKWARD = Experiment(command="scaling-backward", run_one=train_swapped, result=BackwardGrid,
-                      definitions={**VARIANTS, **START_VARIANTS},
-                      variants=tuple(VARIANTS), out=STORED_BACKWARD, steps=1000, motion_every=100,
-                      flags=("--seeds", "--steps", "--variants", "--jobs", "--motion-every"))
+BACKWARD = grid_experiment(
+    "scaling-backward",
+    ScalingGrid(train=train_swapped, result=BackwardGrid, definitions={**VARIANTS, **START_VARIANTS},
+                variants=tuple(VARIANTS), steps=1000, motion_every=100),
+    STORED_BACKWARD, also=(STORED_BACKWARD_ROWS, STORED_BACKWARD_START),
+    help="chapter 6's backward-swap test: unscaled forward, tempered softmax backward",
+    description="Train the tiny transformer at d_k = 64 keeping each variant's forward pass and swapping only the "
+                "backward pass through the softmax (tempered, its size only, its direction only, or the reverse), "
+                "over seeds; write held-out losses as JSON (default: attention_course/data/scale_backward.json; "
+                "about 10 minutes with --jobs 2).",
+    flags=("--seeds", "--steps", "--variants", "--jobs", "--motion-every"))
 
 
 def run_backward(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int = 1000, lr: float = 1e-2,
@@ -290,8 +300,8 @@ def run_backward(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: i
     >>> r.eval_loss.shape, r.saturated.shape
     ((2, 1), (2, 1, 2))
     """
-    return run_experiment(dataclasses.replace(BACKWARD, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
-                                              variants=tuple(variants), jobs=int(jobs), motion_every=int(motion_every)))
+    return run_grid(dataclasses.replace(BACKWARD.config, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
+                                        variants=tuple(variants), jobs=int(jobs), motion_every=int(motion_every)))
 
 
 def with_motion(result: BackwardGrid, every: int = 100) -> BackwardGrid:

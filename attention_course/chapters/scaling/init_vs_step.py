@@ -18,8 +18,8 @@ softmax's input, does not.
 and :math:`W_Q` initialised :math:`\sqrt{d_k}` times smaller (the scores start as the scaled
 model's do); with :math:`c = 1` and a :math:`\sqrt{d_k}` times smaller learning rate on
 :math:`W_Q` (Adam's steps move the scores as slowly as the scaled model's); and with both.
-It is the configuration :data:`CAUSES` of chapter 6's runner
-(:mod:`~attention_course.chapters.scaling.runs`); the stored run is
+It is the configuration :data:`CAUSES` of chapter 6's grid
+(:mod:`~attention_course.chapters.scaling.training_grid`); the stored run is
 
     python -m attention_course scaling-causes --out attention_course/data/scale_causes.json
 
@@ -32,19 +32,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
 from ...core.attention import resolve_scale
 from ...models.adamw import AdamW
+from ...models.experiments import load_result, significant
 from ...models.probes import head_scores
 from ...models.records import DATA_DIR
 from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import OptimizerFactory, evaluate_loss, masked_loss, train
-from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment, significant
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 
 __all__ = ["VARIANTS", "score_gradients", "score_gradient_norms", "adamw_q_lr", "build_variant", "VariantRun",
            "train_variant", "CauseGrid", "STORED_CAUSES", "CAUSES", "run_causes", "load_causes"]
@@ -204,9 +205,8 @@ class VariantRun:
 
 
 def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
-                  q_lr: Union[str, float] = 1, steps: int = 200, seed: int = 0, lr: float = 1e-2,
-                  batch_size: int = 32, d_model: int = 32, n_heads: int = 1, n_layers: int = 2,
-                  eval_batch: int = 256, task: Optional[Task] = None) -> VariantRun:
+                  q_lr: Union[str, float] = 1, seed: int = 0, task: Optional[Task] = None,
+                  **training: Any) -> VariantRun:
     r"""Train the tiny transformer with :math:`W_Q` initialised and stepped by given factors.
 
     The model and optimiser are :func:`build_variant`'s, trained by
@@ -222,10 +222,11 @@ def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Unio
     q_init, q_lr : float or "sqrt"
         Factors on ``W_q``'s initial value and on its learning rate; ``"sqrt"`` is
         :math:`1/\sqrt{d_k}`.
-    steps, seed, lr, batch_size, d_model, n_heads, n_layers, eval_batch
-        As in :func:`~attention_course.chapters.scaling.training.train_one`.
+    seed : int, default 0
     task : Task, optional
         Default: ``make_task("repeated_sequences")``.
+    **training
+        As in :func:`~attention_course.chapters.scaling.training.train_one` (chapter 6's defaults).
 
     Returns
     -------
@@ -237,13 +238,14 @@ def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Unio
     >>> run.loss.shape, run.score_grad0.shape
     ((3,), (2,))
     """
+    t = replace(CHAPTER_6, **training)
     task = make_task(TASK) if task is None else task
-    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=d_model, n_heads=n_heads,
-                                     n_layers=n_layers)
-    grads = score_gradient_norms(model, *task(eval_batch, seed=HELD_OUT_SEED))
-    loss = train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size, optimizer=optimizer)
-    scores = head_scores(model, task, batch_size=eval_batch)  # each (L, h)
-    return VariantRun(loss=loss, eval_loss=evaluate_loss(model, task, batch_size=eval_batch),
+    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=t.d_model, n_heads=t.n_heads,
+                                     n_layers=t.n_layers)
+    grads = score_gradient_norms(model, *task(t.eval_batch, seed=HELD_OUT_SEED))
+    loss = train(model, task, steps=t.steps, seed=seed, lr=t.lr, batch_size=t.batch_size, optimizer=optimizer)
+    scores = head_scores(model, task, batch_size=t.eval_batch)  # each (L, h)
+    return VariantRun(loss=loss, eval_loss=evaluate_loss(model, task, batch_size=t.eval_batch),
                       score_grad0=grads["score"], wq_grad0=grads["W_q"],
                       previous_token=scores["previous_token"].max(axis=1),
                       induction=scores["induction"].max(axis=1))
@@ -267,21 +269,26 @@ class CauseGrid:
     induction: np.ndarray
     settings: dict = field(default_factory=dict)
 
-    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields.
+    #: How the stored JSON rounds the fields.
     ROUNDING: ClassVar[dict] = {"loss": significant(4)}
 
     @classmethod
-    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> CauseGrid:
+    def from_runs(cls, config: ScalingGrid, runs: dict[str, np.ndarray]) -> CauseGrid:
         """The grid of one width: each field of ``runs`` (1, V, S, ...) without its width axis."""
-        (d_k,) = experiment.d_ks
-        return cls(variants=tuple(experiment.variants), seeds=np.array(experiment.seeds),
-                   settings={"d_k": d_k, **experiment.settings()}, **{k: v[0] for k, v in runs.items()})
+        (d_k,) = config.d_ks
+        return cls(variants=tuple(config.variants), seeds=np.array(config.seeds),
+                   settings={"d_k": d_k, **config.settings()}, **{k: v[0] for k, v in runs.items()})
 
 
 #: The 2x2 run of chapter 6 (``python -m attention_course scaling-causes``): every variant, 5 seeds,
-#: ``d_k`` = 64, 200 steps, the runner's other defaults.
-CAUSES = Experiment(command="scaling-causes", run_one=train_variant, result=CauseGrid, definitions=VARIANTS,
-                    variants=tuple(VARIANTS), out=STORED_CAUSES, flags=("--seeds", "--steps"))
+#: ``d_k`` = 64, 200 steps, the chapter's other defaults.
+CAUSES = grid_experiment(
+    "scaling-causes", ScalingGrid(train=train_variant, result=CauseGrid, definitions=VARIANTS, variants=tuple(VARIANTS)),
+    STORED_CAUSES, help="chapter 6's 2x2 run: W_Q init x W_Q learning rate without the scale",
+    description="Train the tiny transformer at d_k = 64 with and without the scale, and without it with W_Q "
+                "started, stepped or both sqrt(d_k) times smaller, over seeds; write held-out losses as JSON "
+                "(default: attention_course/data/scale_causes.json; about a minute).",
+    flags=("--seeds", "--steps"))
 
 
 def run_causes(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int = 200,
@@ -294,8 +301,8 @@ def run_causes(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int
     >>> r.eval_loss.shape, r.loss.shape
     ((2, 1), (2, 1, 2))
     """
-    return run_experiment(replace(CAUSES, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
-                                  n_heads=n_heads, variants=tuple(variants)))
+    return run_grid(replace(CAUSES.config, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
+                            n_heads=n_heads, variants=tuple(variants)))
 
 
 def load_causes(path: Union[str, Path] = STORED_CAUSES) -> tuple[CauseGrid, dict]:

@@ -15,7 +15,7 @@ during training, on a held-out batch, :func:`track_saturation` records the share
 rows and the mean of :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` over the saturated
 and over the other rows. :func:`run_saturation` trains every ``(d_k, variant, seed)``
 (variants of :data:`~attention_course.chapters.scaling.init_vs_step.VARIANTS`; the configuration
-:data:`SATURATION` of chapter 6's runner, :mod:`~attention_course.chapters.scaling.runs`) and
+:data:`SATURATION` of chapter 6's grid, :mod:`~attention_course.chapters.scaling.training_grid`) and
 :func:`matched_loss_ratio` compares the unscaled model's gradient with the scaled model's *at
 the same held-out loss*. The stored run is
 
@@ -34,17 +34,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
+from ...models.experiments import load_result, significant
 from ...models.records import DATA_DIR
 from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import masked_loss, train
 from .init_vs_step import VARIANTS, build_variant, score_gradients
-from .runs import HELD_OUT_SEED, TASK, Experiment, load_result, run_experiment, significant
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 
 __all__ = ["THRESHOLD", "STORED_SATURATION", "STORED_SWEEP", "checkpoints", "row_gradients", "summarise_rows",
            "init_row_ratio", "SaturationRun", "track_saturation", "SaturationGrid", "SATURATION", "run_saturation",
@@ -177,9 +178,8 @@ class SaturationRun:
 
 
 def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
-                     q_lr: Union[str, float] = 1, steps: int = 2000, seed: int = 0, lr: float = 1e-2,
-                     d_model: int = 32, n_heads: int = 1, n_layers: int = 2, batch_size: int = 32,
-                     eval_batch: int = 256, task: Optional[Task] = None) -> SaturationRun:
+                     q_lr: Union[str, float] = 1, seed: int = 0, task: Optional[Task] = None,
+                     **training: Any) -> SaturationRun:
     """Train one variant and measure its rows at :func:`checkpoints`; one run of :data:`SATURATION`.
 
     The model and optimiser are
@@ -187,7 +187,9 @@ def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: U
     ``q_init``, ``q_lr`` as there), trained by :func:`~attention_course.models.training.train`.
     At every step of :func:`checkpoints` a callback of ``train`` passes the held-out batch
     (seed 12345) through :func:`row_gradients`, which leaves the parameters and their gradients
-    alone: the training itself is unchanged by the measurements.
+    alone: the training itself is unchanged by the measurements. ``training`` holds the training
+    keywords (:func:`~attention_course.chapters.scaling.training.train_one`; chapter 6's defaults,
+    200 steps: :data:`SATURATION` trains 2,000).
 
     Examples
     --------
@@ -195,11 +197,12 @@ def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: U
     >>> run.step.tolist(), run.rows.shape
     ([0, 2, 4], (3, 2, 4))
     """
+    t = replace(CHAPTER_6, **training)
     task = make_task(TASK) if task is None else task
-    held_out = task(eval_batch, seed=HELD_OUT_SEED)
-    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=d_model, n_heads=n_heads,
-                                     n_layers=n_layers)
-    when, losses, rows = set(checkpoints(steps).tolist()), [], []
+    held_out = task(t.eval_batch, seed=HELD_OUT_SEED)
+    model, optimizer = build_variant(d_k, scale, q_init, q_lr, seed=seed, d_model=t.d_model, n_heads=t.n_heads,
+                                     n_layers=t.n_layers)
+    when, losses, rows = set(checkpoints(t.steps).tolist()), [], []
 
     def measure(step: int, m: TinyTransformer, weights: Optional[list]) -> None:
         if step in when:
@@ -207,8 +210,9 @@ def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: U
             losses.append(loss)
             rows.append([summarise_rows(p, g) for p, g in zip(peak, norm)])  # (L, 4)
 
-    train(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size, optimizer=optimizer, callback=measure)
-    return SaturationRun(step=checkpoints(steps), eval_loss=np.array(losses), rows=np.array(rows))
+    train(model, task, steps=t.steps, seed=seed, lr=t.lr, batch_size=t.batch_size, optimizer=optimizer,
+          callback=measure)
+    return SaturationRun(step=checkpoints(t.steps), eval_loss=np.array(losses), rows=np.array(rows))
 
 
 @dataclass(frozen=True)
@@ -226,15 +230,15 @@ class SaturationGrid:
     rows: np.ndarray
     settings: dict = field(default_factory=dict)
 
-    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields (NaN: null).
+    #: How the stored JSON rounds the fields (NaN: null).
     ROUNDING: ClassVar[dict] = {"eval_loss": significant(4), "rows": significant(4)}
 
     @classmethod
-    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> SaturationGrid:
-        """The records of :func:`~attention_course.chapters.scaling.runs.run_experiment` as they are stacked."""
-        return cls(d_k=np.array(experiment.d_ks), variants=tuple(experiment.variants),
-                   seeds=np.array(experiment.seeds), step=runs["step"][0, 0, 0], eval_loss=runs["eval_loss"],
-                   rows=runs["rows"], settings=experiment.settings(threshold=THRESHOLD))
+    def from_runs(cls, config: ScalingGrid, runs: dict[str, np.ndarray]) -> SaturationGrid:
+        """The records of :func:`~attention_course.chapters.scaling.training_grid.run_grid` as they are stacked."""
+        return cls(d_k=np.array(config.d_ks), variants=tuple(config.variants),
+                   seeds=np.array(config.seeds), step=runs["step"][0, 0, 0], eval_loss=runs["eval_loss"],
+                   rows=runs["rows"], settings=config.settings(threshold=THRESHOLD))
 
     def select(self, d_k: int, variant: str) -> tuple[np.ndarray, np.ndarray]:
         """``(eval_loss (S, K), rows (S, K, L, 4))`` of one width and variant."""
@@ -249,10 +253,18 @@ class SaturationGrid:
 #: variants, three widths, 5 seeds, 2,000 steps. The stored files are this with ``d_ks=(64,)``
 #: (:data:`STORED_SATURATION`), and with ``d_ks=(16, 256)``, two variants and 1,000 steps
 #: (:data:`STORED_SWEEP`).
-SATURATION = Experiment(command="scaling-saturation", run_one=track_saturation, result=SaturationGrid,
-                        definitions=VARIANTS, variants=("scaled", "unscaled", "unscaled, small W_Q init"),
-                        d_ks=(16, 64, 256), steps=2000, out=STORED_SATURATION,
-                        flags=("--seeds", "--d-k", "--variants", "--steps", "--jobs"))
+SATURATION = grid_experiment(
+    "scaling-saturation",
+    ScalingGrid(train=track_saturation, result=SaturationGrid, definitions=VARIANTS,
+                variants=("scaled", "unscaled", "unscaled, small W_Q init"), d_ks=(16, 64, 256), steps=2000),
+    STORED_SATURATION, also=(STORED_SWEEP,),
+    help="chapter 6's saturation run: saturated rows and their gradient through training",
+    description="Train the tiny transformer at d_k = 16, 64, 256 with and without the scale (and unscaled with "
+                "W_Q started sqrt(d_k) times smaller) over seeds; at checkpoints record the share of saturated "
+                "softmax rows and the gradient at the softmax's input on saturated and other rows; write JSON "
+                "(default: attention_course/data/scale_saturation.json; minutes: the stored d_k = 64 run took "
+                "about 20 on one thread).",
+    flags=("--seeds", "--d-k", "--variants", "--steps", "--jobs"))
 
 
 def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] = (16, 64, 256),
@@ -268,8 +280,8 @@ def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] =
     >>> r.eval_loss.shape, r.rows.shape
     ((1, 2, 1, 2), (1, 2, 1, 2, 2, 4))
     """
-    return run_experiment(replace(SATURATION, seeds=tuple(seeds), d_ks=tuple(int(d) for d in d_ks),
-                                  variants=tuple(variants), steps=int(steps), lr=lr, n_heads=n_heads, jobs=int(jobs)))
+    return run_grid(replace(SATURATION.config, seeds=tuple(seeds), d_ks=tuple(int(d) for d in d_ks),
+                            variants=tuple(variants), steps=int(steps), lr=lr, n_heads=n_heads, jobs=int(jobs)))
 
 
 def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndarray, grad: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ the induction task ``"repeated_sequences"`` and record its loss, the gradient of
 before and after training, and its best previous-token and induction heads.
 :func:`compare_scales` runs it over a grid of widths and scales and stacks the
 records into a :class:`ScaleComparison`; :data:`SCALE_RUN` is the fuller comparison of chapter 6,
-a configuration of its runner (:mod:`~attention_course.chapters.scaling.runs`):
+a configuration of its grid (:mod:`~attention_course.chapters.scaling.training_grid`):
 
     python -m attention_course scaling-run --out attention_course/data/scaling_training.json
 
@@ -27,18 +27,19 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 import torch
 
 from ...core.attention import SCALES, Scale, causal_mask, resolve_scale
 from ...models.probes import head_scores
+from ...models.experiments import load_result, significant
 from ...models.records import DATA_DIR
 from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer, qk_logits
 from ...models.training import evaluate_loss, train_run
-from .runs import HELD_OUT_SEED, TASK, Experiment, Progress, load_result, run_experiment, significant
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 
 __all__ = [
     "ScaleRun",
@@ -100,19 +101,7 @@ def _logit_std(model: TinyTransformer, tokens: torch.Tensor) -> np.ndarray:
     return np.array([float(s[..., allowed].std()) for s in qk_logits(model, tokens)])  # (L,)
 
 
-def train_one(
-    d_k: int,
-    scale: Scale,
-    steps: int = 200,
-    seed: int = 0,
-    d_model: int = 32,
-    n_heads: int = 1,
-    n_layers: int = 2,
-    lr: float = 1e-2,
-    batch_size: int = 32,
-    eval_batch: int = 256,
-    task: Optional[Task] = None,
-) -> ScaleRun:
+def train_one(d_k: int, scale: Scale, seed: int = 0, task: Optional[Task] = None, **training: Any) -> ScaleRun:
     r"""Train one tiny transformer with width ``d_k`` and score factor :math:`c(d_k)`.
 
     The model is built with ``seed`` and trained with
@@ -127,15 +116,16 @@ def train_one(
         Per-head width of queries and keys.
     scale : {"sqrt", "none", "mup"} or float
         See :func:`~attention_course.core.attention.resolve_scale`.
-    steps, seed, lr, batch_size
-        Passed to :func:`~attention_course.models.training.train_run`; ``seed`` also seeds
-        the initialisation.
-    d_model, n_heads, n_layers : int
-        Model sizes (:class:`~attention_course.models.tiny.ModelConfig`).
-    eval_batch : int, default 256
-        Size of the held-out batch for ``eval_loss``, the score spread and the head scores.
+    seed : int, default 0
+        Seeds the initialisation and the batches.
     task : Task, optional
         Default: ``make_task("repeated_sequences")``.
+    **training
+        The training keywords of :class:`~attention_course.models.experiments.Training`
+        (``steps``, ``lr``, ``n_heads``, ``d_model``, ``n_layers``, ``batch_size``, and
+        ``eval_batch``, the held-out batch of ``eval_loss``, the score spread and the head
+        scores); chapter 6's :data:`~attention_course.chapters.scaling.training_grid.CHAPTER_6`
+        for those not given (200 steps, learning rate 1e-2, one head of :math:`d_{model} = 32`).
 
     Returns
     -------
@@ -147,14 +137,15 @@ def train_one(
     >>> run.loss.shape, run.max_weight.shape, round(run.factor, 3)
     ((3,), (3, 2), 0.354)
     """
+    t = replace(CHAPTER_6, **training)
     task = make_task(TASK) if task is None else task
-    held_out = task(eval_batch, seed=HELD_OUT_SEED).inputs  # (eval_batch, T)
-    cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_k=d_k, scale=scale)
+    held_out = task(t.eval_batch, seed=HELD_OUT_SEED).inputs  # (eval_batch, T)
+    cfg = ModelConfig(d_model=t.d_model, n_heads=t.n_heads, n_layers=t.n_layers, d_k=d_k, scale=scale)
     model = TinyTransformer(cfg, seed=seed)
     std_init = _logit_std(model, held_out)  # (L,)
-    run = train_run(model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size)
+    run = train_run(model, task, steps=t.steps, seed=seed, lr=t.lr, batch_size=t.batch_size)
     grad_qk = np.sqrt((run.grad_norm_q**2 + run.grad_norm_k**2).sum(axis=1))  # (steps,), sum over layers
-    scores = head_scores(model, task, batch_size=eval_batch)  # each (L, h)
+    scores = head_scores(model, task, batch_size=t.eval_batch)  # each (L, h)
     return ScaleRun(
         factor=cfg.score_scale,
         loss=run.loss,
@@ -162,7 +153,7 @@ def train_one(
         grad_norm_init=run.grad_norm[0],
         grad_norm_qk_init=grad_qk[0],
         max_weight=run.max_weight,
-        eval_loss=evaluate_loss(model, task, batch_size=eval_batch),
+        eval_loss=evaluate_loss(model, task, batch_size=t.eval_batch),
         logit_std_init=std_init,
         logit_std_final=_logit_std(model, held_out),
         previous_token=scores["previous_token"].max(axis=1),  # (L,), best head per layer
@@ -198,19 +189,19 @@ class ScaleComparison:
     induction: np.ndarray
     settings: dict = field(default_factory=dict)
 
-    #: How :func:`~attention_course.chapters.scaling.runs.save_result` rounds the fields: 4 digits.
+    #: How the stored JSON rounds the fields (:func:`~attention_course.models.experiments.result_document`): 4 digits.
     ROUNDING: ClassVar[dict] = {name: significant(4) for name in (
         "d_k", "step", "factor", "loss", "grad_norm_qk", "grad_norm_init", "grad_norm_qk_init", "max_weight",
         "eval_loss", "logit_std_init", "logit_std_final", "previous_token", "induction")}
 
     @classmethod
-    def from_runs(cls, experiment: Experiment, runs: dict[str, np.ndarray]) -> list[ScaleComparison]:
-        """One comparison per seed (each field of ``runs`` is (D, C, S, ...)), thinned if ``experiment.every``."""
+    def from_runs(cls, config: ScalingGrid, runs: dict[str, np.ndarray]) -> list[ScaleComparison]:
+        """One comparison per seed (each field of ``runs`` is (D, C, S, ...)), thinned if ``config.every``."""
         out = []
-        for k, seed in enumerate(experiment.seeds):
-            r = cls(d_k=np.array(experiment.d_ks), scales=tuple(experiment.variants), step=np.arange(experiment.steps),
-                    settings=experiment.settings(seed=seed), **{name: v[:, :, k] for name, v in runs.items()})
-            out.append(thin_comparison(r, experiment.every) if experiment.every else r)
+        for k, seed in enumerate(config.seeds):
+            r = cls(d_k=np.array(config.d_ks), scales=tuple(config.variants), step=np.arange(config.steps),
+                    settings=config.settings(seed=seed), **{name: v[:, :, k] for name, v in runs.items()})
+            out.append(thin_comparison(r, config.every) if config.every else r)
         return out
 
     def index(self, d_k: int, scale: Scale) -> tuple[int, int]:
@@ -254,39 +245,30 @@ def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
 #: The fuller comparison of chapter 6 (``python -m attention_course scaling-run``): 3 seeds,
 #: ``d_k`` = 16, 64, 256, every scale, 4 heads, 600 steps at learning rate 3e-3, curves
 #: averaged over blocks of 10 steps.
-SCALE_RUN = Experiment(command="scaling-run", run_one=train_one, result=ScaleComparison,
-                       definitions={s: (s,) for s in SCALES}, variants=SCALES, out=STORED_RUN,
-                       d_ks=(16, 64, 256), seeds=(0, 1, 2), steps=600, n_heads=4, lr=3e-3, every=10,
-                       flags=("--d-k", "--scales", "--seeds", "--steps", "--n-heads", "--lr", "--every"))
+SCALE_RUN = grid_experiment(
+    "scaling-run",
+    ScalingGrid(train=train_one, result=ScaleComparison, definitions={s: (s,) for s in SCALES}, variants=SCALES,
+                d_ks=(16, 64, 256), seeds=(0, 1, 2), steps=600, n_heads=4, lr=3e-3, every=10),
+    STORED_RUN, help="train the tiny transformer with each score scale (chapter 6)",
+    description="Train the tiny transformer on the induction task with each score scale, width and seed, "
+                "and write the loss and gradient curves as JSON (about half an hour on one thread).",
+    flags=("--d-k", "--scales", "--seeds", "--steps", "--n-heads", "--lr", "--every"))
 
 
-def compare_scales(
-    d_ks: Sequence[int] = (16, 64, 256),
-    scales: Sequence[Scale] = SCALES,
-    steps: int = 200,
-    seed: int = 0,
-    d_model: int = 32,
-    n_heads: int = 1,
-    n_layers: int = 2,
-    lr: float = 1e-2,
-    batch_size: int = 32,
-    eval_batch: int = 256,
-    progress: Optional[Progress] = None,
-) -> ScaleComparison:
+def compare_scales(d_ks: Sequence[int] = (16, 64, 256), scales: Sequence[Scale] = SCALES, seed: int = 0,
+                   **training: Any) -> ScaleComparison:
     """Run :func:`train_one` for every ``(d_k, scale)`` and stack the records: :data:`SCALE_RUN`, one seed.
 
     Every run uses the same ``seed``, so the models start from the same weights
-    (up to their width) and see the same batches.
+    (up to their width) and see the same batches. Nothing is printed.
 
     Parameters
     ----------
     d_ks : sequence of int, default (16, 64, 256)
     scales : sequence of scale names or numbers, default ("sqrt", "none", "mup")
-    steps, seed, d_model, n_heads, n_layers, lr, batch_size, eval_batch
-        Passed to :func:`train_one`.
-    progress : callable, optional
-        Wraps the list of runs ``(d_k, scale, seed)`` and yields each as it starts, e.g.
-        :func:`~attention_course.chapters.scaling.runs.progress_bar`; nothing is printed without it.
+    seed : int, default 0
+    **training
+        Passed to :func:`train_one` (chapter 6's defaults for those not given).
 
     Returns
     -------
@@ -303,11 +285,9 @@ def compare_scales(
         raise ValueError(f"d_ks={dims} and scales={list(scales)}; expected at least one of each")
     for d, c in itertools.product(dims, scales):
         resolve_scale(d, c)  # fail before any training, on a bad d_k (0, 2.5) or scale
-    experiment = replace(SCALE_RUN, definitions={c: (c,) for c in scales}, variants=scales,
-                         d_ks=tuple(int(d) for d in dims), seeds=(int(seed),), steps=int(steps), d_model=d_model,
-                         n_heads=n_heads, n_layers=n_layers, lr=lr, batch_size=batch_size, eval_batch=eval_batch,
-                         every=None)
-    return run_experiment(experiment, progress)[0]
+    config = ScalingGrid(train=train_one, result=ScaleComparison, definitions={c: (c,) for c in scales},
+                         variants=scales, d_ks=tuple(int(d) for d in dims), seeds=(int(seed),), **training)
+    return run_grid(config)[0]
 
 
 def load_comparisons(path: Union[str, Path] = STORED_RUN) -> tuple[list[ScaleComparison], dict]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import attention_course.chapters.encoder.fallback as fb
 from attention_course.chapters.encoder.layer_norm import layer_norm
 from attention_course.course.solutions import SOLUTIONS
+import torch
+
 from attention_course.exercises import REGISTRY
 
 
@@ -48,13 +50,50 @@ def test_an_unhashable_callable_is_checked_every_time():
     assert fb.solved("layer-norm", Unhashable())
 
 
-def test_yours_or_ours_and_describe_parts():
+def test_yours_or_ours_and_describe_parts(capsys):
     mine = SOLUTIONS["layer-norm"]
-    assert fb.yours_or_ours("layer-norm", mine, layer_norm) is mine
+    picked = fb.yours_or_ours("layer-norm", mine, layer_norm)
+    assert isinstance(picked, fb.Guarded) and picked.yours is mine
     assert fb.yours_or_ours("layer-norm", _stub, layer_norm) is layer_norm
+    assert capsys.readouterr().out == ""  # a passing part and the untouched stub: nothing to say
 
     def my_layer_norm(x, gamma, beta, eps):
         return mine(x, gamma, beta, eps)
 
     assert fb.describe_parts({"layer_norm": layer_norm, "mine": my_layer_norm}) == (
         "layer_norm: the package's (ch.layer_norm)\nmine: yours (my_layer_norm)")
+
+
+def test_a_failing_part_is_replaced_and_the_cell_says_why(capsys):
+    def my_layer_norm(x, gamma, beta, eps):
+        return SOLUTIONS["layer-norm"](x, gamma, beta, eps).numpy()  # numpy: the next parts need tensors
+
+    assert fb.yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm
+    out = capsys.readouterr().out
+    assert out.startswith("layer_norm: the package's (ch.layer_norm), because my_layer_norm does not pass")
+    assert "expected a torch tensor" in out
+
+
+def test_a_passing_part_that_breaks_on_new_inputs_is_replaced_not_raised(capsys):
+    """Yours passes its float64 check but returns float64 for float32 inputs (MiniLM's): the guard sees the
+    dtype differ from the package's on the first float32 call, uses the package's, and says so once."""
+    def my_layer_norm(x, gamma, beta, eps):
+        return SOLUTIONS["layer-norm"](x.double(), gamma.double(), beta.double(), eps)  # always float64
+
+    picked = fb.yours_or_ours("layer-norm", my_layer_norm, layer_norm)
+    assert isinstance(picked, fb.Guarded)
+    x32 = torch.randn(1, 3, 8)
+    y = picked(x32, torch.ones(8), torch.zeros(8), 1e-12)
+    assert y.dtype == torch.float32 and picked.replaced
+    assert "the package's from here on" in capsys.readouterr().out
+    picked(x32, torch.ones(8), torch.zeros(8), 1e-12)
+    assert capsys.readouterr().out == ""  # said once
+    assert "in place of yours" in fb.describe_parts({"layer_norm": picked})
+
+    def raising(x, gamma, beta, eps):
+        if x.dtype == torch.float32:
+            raise RuntimeError("expected scalar type Double")
+        return SOLUTIONS["layer-norm"](x, gamma, beta, eps)
+
+    guarded = fb.Guarded("layer_norm", raising, layer_norm)
+    assert guarded(x32, torch.ones(8), torch.zeros(8), 1e-12).dtype == torch.float32 and guarded.replaced

@@ -46,3 +46,11 @@ def test_dependence_leaves_exact_zeros_white():
     fig = _fits(bf.plot_dependence({"causal": dep, "full": dep + 1}))
     image = fig.axes[0].get_images()[0].get_array()
     assert bool(image.mask[0, 1]) and not bool(image.mask[1, 0])
+
+
+def test_rank_shares_draws_the_trained_line_over_the_scrambled_ones():
+    fig = _fits(bf.plot_rank_shares([0.3, 0.4, 0.1], [[0.4, 0.3, 0.05], [0.41, 0.29, 0.04]], n=12))
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["scrambled layer matrices (3 seeds)", "MiniLM, trained"]
+    assert len(ax.get_lines()) == 3 and "n = 12" in ax.get_title()

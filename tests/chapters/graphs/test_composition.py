@@ -16,8 +16,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_course.__main__ import COMMANDS, main
-from attention_course.chapters.graphs import runs as comp
+from attention_course.__main__ import main
+from attention_course.chapters import graphs as comp  # the chapter's face: composition and head_budget
+from attention_course.models.experiments import EXPERIMENTS, execute
 from attention_course.chapters.graphs.figures import plot_composition
 from attention_course.figures.style import MAX_WIDTH
 from attention_course.models.pointer_chasing import (
@@ -190,7 +191,7 @@ def test_stored_run_is_reproducible_for_one_cell(doc):
     """Re-run the cheapest cell (k = 1, L = 1, seed 0) and compare with the stored accuracy."""
     s = doc["settings"]
     r = comp.run_one(1, 1, 0, s["steps"]["1"], n_nodes=s["n_nodes"], d_model=s["d_model"], n_heads=s["n_heads"],
-                     lr=s["lr"], batch_size=s["batch_size"], eval_size=s["eval_size"])
+                     lr=s["lr"], batch_size=s["batch_size"], eval_batch=s["eval_size"])
     stored = next(x for x in doc["runs"] if (x["hops"], x["n_layers"], x["seed"]) == (1, 1, 0))
     # a trained model's argmax can flip on a few sequences across CPUs (float32 kernels): 1% of them
     assert abs(r["accuracy"] - stored["accuracy"]) <= 0.01
@@ -233,7 +234,7 @@ def test_summarise_and_layers_needed_against_a_table():
 
 
 def test_command_is_registered_and_writes_json(tmp_path):
-    assert COMMANDS["composition-run"].module == ".chapters.graphs.runs"
+    assert EXPERIMENTS["composition-run"] is comp.COMPOSITION_RUN
     out = tmp_path / "c.json"
     code = main(["composition-run", "--hops", "1", "2", "--layers", "1", "--seeds", "0", "--steps", "2", "3",
                  "--d-model", "16", "--eval-size", "40", "--every", "1", "--jobs", "1", "--quiet", "--out", str(out)])
@@ -296,7 +297,7 @@ def test_stored_grid_holds_exactly_the_preregistered_search(grid):
         asked.append((n, L, h, seed))
         return stored[n, L, h, seed]  # KeyError: the search needed a run that is not stored
 
-    comp.grid_search(comp.GRID_NODES, seeds=(0, 1), run=lookup, progress=False)
+    comp.grid_search(comp.GRID_NODES, seeds=(0, 1), run=lookup)
     extra = {key for key in stored if key not in asked}
     assert all(stored[key].get("reused_from") == "composition_matched.json" for key in extra)
     assert all("reused_from" in r or key in asked for key, r in stored.items())
@@ -368,7 +369,7 @@ def test_long_grid_holds_exactly_the_preregistered_search(long_grid):
         return stored[n, L, h, seed]  # KeyError: the search needed a run that is not stored
 
     design = comp.LONG_GRID
-    comp.grid_search(design["nodes"], seeds=(0, 1), heads=design["heads"], run=lookup, progress=False)
+    comp.grid_search(design["nodes"], seeds=(0, 1), heads=design["heads"], run=lookup)
     assert sorted(asked) == sorted(stored)
     settings = long_grid["settings"]
     assert (settings["max_steps"], settings["flat_window"], settings["heads"]) == (
@@ -418,14 +419,32 @@ def test_grid_decision_each_branch():
     assert comp.grid_decision(grows, (8, 12))["composition"] == "undecided"
 
 
-def test_long_grid_parts_merge_under_the_lock(tmp_path):
-    r = lambda n, s: {"n_nodes": n, "n_layers": 2, "n_heads": 2, "seed": s, "accuracy": 0.5}  # noqa: E731
+def test_long_grid_parts_merge_into_the_file(tmp_path, monkeypatch):
+    """Two parts of the search (one n each) write the same file: the second keeps the first's runs and
+    records both parts; a run already in the file is reused, not run again."""
+    ran = []
+
+    def fake(n, L, h, seed, **kw):
+        ran.append((n, L, h, seed))
+        return {"n_nodes": n, "n_layers": L, "n_heads": h, "seed": seed, "accuracy": 1.0 if L == 2 else 0.5}
+
+    monkeypatch.setattr(comp.head_budget, "run_matched", fake)
     out = tmp_path / "grid.json"
-    comp.merge_grid_file(out, [r(8, 0)], {"arguments": {"nodes": [8]}}, {"command": "c"}, {"max_steps": 1})
-    doc = comp.merge_grid_file(out, [r(16, 0), r(8, 0) | {"accuracy": 0.9}], {"arguments": {"nodes": [16]}},
-                               {"command": "c"}, {"max_steps": 1})
-    assert [(x["n_nodes"], x["accuracy"]) for x in doc["runs"]] == [(8, 0.5), (16, 0.5)]  # the first write is kept
-    assert comp.load_grid(out)["meta"]["parts"] == [{"arguments": {"nodes": [8]}}, {"arguments": {"nodes": [16]}}]
+    config = comp.head_budget.HEAD_GRID.config
+    from dataclasses import replace
+
+    execute(comp.head_budget.HEAD_GRID, replace(config, nodes=(6,), seeds=(0,)), out, {"nodes": [6]}, show=False)
+    first = list(ran)
+    execute(comp.head_budget.HEAD_GRID, replace(config, nodes=(6, 8), seeds=(0,)), out, {"nodes": [6, 8]}, show=False)
+    doc = comp.load_grid(out)
+    assert first == [(6, 1, 16, 0), (6, 2, 2, 0)]  # the registered order: one layer fails at 16, two pass at 2 + 2
+    assert ran[len(first):] == [(8, 1, 16, 0), (8, 2, 2, 0)]  # n = 6 reused from the file
+    assert sorted({r["n_nodes"] for r in doc["runs"]}) == [6, 8] and len(doc["runs"]) == 4
+    assert [p["arguments"] for p in doc["meta"]["parts"]] == [{"nodes": [6]}, {"nodes": [6, 8]}]
+    r = lambda n, s: {"n_nodes": n, "n_layers": 2, "n_heads": 2, "seed": s, "accuracy": 0.5}  # noqa: E731
+    merged = comp.merge_grid({"meta": {"parts": [{"arguments": 2}]}, "settings": {}, "runs": [r(8, 0) | {"accuracy": 0.9}]},
+                             {"meta": {"parts": [{"arguments": 1}]}, "runs": [r(8, 0)]})
+    assert [x["accuracy"] for x in merged["runs"]] == [0.5]  # the first write of a run is kept
 
 
 @pytest.mark.extended

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attention_course.chapters import graphs
-from attention_course.chapters.graphs.runs import STORED_RUN, load_runs, summarise
+from attention_course.chapters.graphs.composition import STORED_RUN, load_runs, summarise
 from attention_course.chapters.graphs import sliders as fg
 from attention_course.chapters.graphs import depth_probe, topology_rule
 from attention_course.chapters.graphs.propagation import (

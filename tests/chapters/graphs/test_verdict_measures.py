@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.chapters.graphs import depth_probe, gnn, runs, topology_rule as tr
+from attention_course.chapters.graphs import depth_probe, gnn, head_budget, topology_rule as tr, topology_rules
 from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.core._backend import ShapeError
 
@@ -119,15 +119,15 @@ def test_one_layer_of_2h_heads_and_two_of_h_have_the_same_attention_weights():
 
 def test_converged_follows_the_preregistered_rule():
     run = {"checks": [0, 1000, 2000, 3000], "check_accuracy": [0.1, 0.3, 0.4, 0.45]}
-    assert not runs.converged({**run, "check_loss": [2.0, 1.6, 1.45, 1.27]})  # fell 12% in 1,000 steps
-    assert runs.converged({**run, "check_loss": [2.0, 1.6, 1.30, 1.27]})  # fell 2%
-    assert runs.converged({**run, "check_accuracy": [0, 0, 0, 0.99], "check_loss": [2, 1, 0.1, 0.01]})
+    assert not head_budget.converged({**run, "check_loss": [2.0, 1.6, 1.45, 1.27]})  # fell 12% in 1,000 steps
+    assert head_budget.converged({**run, "check_loss": [2.0, 1.6, 1.30, 1.27]})  # fell 2%
+    assert head_budget.converged({**run, "check_accuracy": [0, 0, 0, 0.99], "check_loss": [2, 1, 0.1, 0.01]})
 
 
 def test_stored_matched_run_is_the_preregistered_grid():
-    doc = runs.load_matched()
+    doc = head_budget.load_matched()
     cells = {(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) for r in doc["runs"]}
-    want = {(n, L, h, s) for n, L, h in runs.MATCHED_GRID for s in (0, 1)} | {(n, L, h, 0) for n, L, h in runs.MATCHED_EXTRA}
+    want = {(n, L, h, s) for n, L, h in head_budget.MATCHED_GRID for s in (0, 1)} | {(n, L, h, 0) for n, L, h in head_budget.MATCHED_EXTRA}
     assert cells == want
     for r in doc["runs"]:
         assert r["steps"] <= doc["settings"]["max_steps"] and len(r["checks"]) == len(r["check_loss"])
@@ -135,16 +135,16 @@ def test_stored_matched_run_is_the_preregistered_grid():
 
 @pytest.mark.extended
 def test_matched_run_recomputes_one_cell():
-    doc = runs.load_matched()
+    doc = head_budget.load_matched()
     stored = next(r for r in doc["runs"] if (r["n_layers"], r["n_heads"], r["seed"]) == (2, 2, 0))
-    again = runs.run_matched(8, 2, 2, seed=0, max_steps=doc["settings"]["max_steps"])
+    again = head_budget.run_matched(8, 2, 2, seed=0, max_steps=doc["settings"]["max_steps"])
     assert again["steps"] == stored["steps"]
     assert abs(again["accuracy"] - stored["accuracy"]) < 0.02  # a trained result: CPU kernels may differ
 
 
 @pytest.mark.extended
 def test_topology_rules_recompute():
-    doc = runs.load_rules()
-    again = runs.rules_data(doc["sentences"])
+    doc = topology_rules.load_rules()
+    again = topology_rules.rules_data(doc["sentences"])
     for name, miss in doc["rules"].items():
         np.testing.assert_allclose(again["rules"][name], miss, atol=2e-3)  # L-BFGS in float64, stopped at max_iter

@@ -1,4 +1,4 @@
-"""chapters/heads/runs.py: one run against train/evaluate_loss called directly; the CLI's JSON."""
+"""chapters/heads/head_training.py: one run against train/evaluate_loss called directly; the command's JSON."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from attention_course.chapters.heads import runs as HT
+from attention_course.__main__ import main
+from attention_course.chapters.heads import head_training as HT
 from attention_course.models.tasks import make_task
 from attention_course.models.tiny import ModelConfig, TinyTransformer
 from attention_course.models.training import evaluate_loss, train
@@ -27,15 +28,29 @@ def test_run_one_matches_training_by_hand():
 @pytest.mark.extended
 def test_cli_writes_what_load_runs_reads(tmp_path):
     out = tmp_path / "runs.json"
-    assert HT.main(["--out", str(out), "--seeds", "0", "--steps", "4", "--heads", "2", "--head-seeds", "1",
-                    "--head-steps", "4", "--division-seeds", "0", "--division-steps", "4", "--subspace-seeds", "0",
-                    "--every", "2"]) == 0
+    assert main(["heads-run", "--out", str(out), "--seeds", "0", "--steps", "4", "--heads", "2", "--head-seeds", "1",
+                 "--head-steps", "4", "--division-seeds", "0", "--division-steps", "4", "--subspace-seeds", "0",
+                 "--every", "2", "--quiet"]) == 0
     doc = HT.load_runs(out)
     assert [(r["n_layers"], r["seed"]) for r in doc["depth"]] == [(2, 0), (1, 0)]
     assert [(r["n_heads"], r["d_k"]) for r in doc["heads"]] == [(2, 16), (2, 32)]  # tied d/h, decoupled d
     assert [r["n_heads"] for r in doc["division"]] == [4, 1] and [r["seed"] for r in doc["subspaces"]] == [0]
     assert len(doc["subspaces"][0]["overlaps_init"]) == 2  # both layers of the induction model
     assert doc["meta"]["arguments"]["steps"] == 4 and "machine" in doc["meta"]
+
+
+def test_one_study_is_rerun_and_the_others_kept(tmp_path):
+    out = tmp_path / "runs.json"
+    stored = HT.load_runs()
+    (tmp_path / "runs.json").write_text(HT.STORED_RUN.read_text())
+    assert main(["heads-run", "--out", str(out), "--study", "subspaces", "--subspace-seeds", "0", "--steps", "3",
+                 "--every", "3", "--quiet"]) == 0
+    doc = HT.load_runs(out)
+    assert [(r["seed"], r["steps"]) for r in doc["subspaces"]] == [(0, 3)]
+    for study in ("depth", "heads", "division"):
+        assert doc[study] == stored[study]
+        assert doc["meta"]["studies"].get(study) == stored["meta"].get("studies", {}).get(study)
+    assert doc["meta"]["studies"]["subspaces"]["arguments"]["study"] == "subspaces"
 
 
 def test_load_runs_rejects_other_schemas(tmp_path):

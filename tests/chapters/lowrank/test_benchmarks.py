@@ -59,7 +59,9 @@ def test_exact_methods_agree_and_threads_are_restored(tiny):
 
 def test_cli_writes_json_and_prints_a_table(tmp_path, capsys):
     out = tmp_path / "b.json"
-    bm.main(["--quick", "--max-n", "256", "--repeats", "1", "--json", str(out)])
+    from attention_course.__main__ import main
+
+    assert main(["bench", "--quick", "--max-n", "256", "--repeats", "1", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["config"]["ns"] == [256]
     printed = capsys.readouterr().out

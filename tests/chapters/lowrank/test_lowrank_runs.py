@@ -152,9 +152,9 @@ def test_long_text_rejects_bad_counts():
 
 
 def test_stored_run_supports_the_chapter_verdicts():
-    """The shipped JSON (python -m attention_course.chapters.lowrank.runs) backs the prose:
+    """The shipped JSON (python -m attention_course lowrank-run) backs the prose:
     effective rank proportional to n, and top-2 beating rank 8 in every seed of the induction model."""
-    from attention_course.chapters.lowrank import runs as lfx
+    from attention_course.chapters.lowrank import in_function as lfx
 
     run = lfx.load()
     assert {"machine", "config", "length", "minilm_swap", "tiny_swap", "recall"} <= set(run)
@@ -200,7 +200,7 @@ def test_soft_synthetic_attention_needs_rank_about_d_k_whatever_n():
 def test_stored_run_is_bimodal_by_layer():
     """The stored effective ranks grow about like n in layers 1-4 and clearly slower in layers 5-6
     (chapter 3 shows median slopes 0.84-1.06 and 0.70, 0.63)."""
-    from attention_course.chapters.lowrank import runs as lfx
+    from attention_course.chapters.lowrank import in_function as lfx
 
     rows = lfx.load()["length"]
     ns = [r["n"] for r in rows]

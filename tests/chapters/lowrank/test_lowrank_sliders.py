@@ -119,7 +119,7 @@ def test_figures_are_offline_small_and_captioned(request, build):
 
 # ------------------------------------------------------------------ low-rank
 def test_soft_logits_slider_flags_the_first_beta_that_fails_at_some_length():
-    from attention_course.chapters.lowrank.runs import load_verdicts
+    from attention_course.chapters.lowrank.verdict_measures import load_verdicts
 
     v = load_verdicts()
     betas = np.array(v["config"]["betas"])

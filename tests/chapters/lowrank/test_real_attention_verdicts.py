@@ -141,7 +141,7 @@ def test_replace_layers_measures_the_output_change():
 
 # ------------------------------------------------------------------ the stored deciding runs
 def test_stored_verdict_run_has_the_preregistered_design():
-    from attention_course.chapters.lowrank.runs import GRID_BETAS, GRID_DKS, ORDERS, load_verdicts
+    from attention_course.chapters.lowrank.verdict_measures import GRID_BETAS, GRID_DKS, ORDERS, load_verdicts
 
     v = load_verdicts()
     cfg = v["config"]
@@ -161,7 +161,7 @@ def test_one_order_of_the_efficient_study_recomputes():
     """Order 1 (a shuffled text), layers 5-6, against the stored run: within 3e-3. The float32 model and
     Nystrom's pseudo-inverse move with the CPU's kernels (AVX-512 against the stored AVX2 run: 1.2e-3);
     the chapter prints two decimals."""
-    from attention_course.chapters.lowrank.runs import efficient_study, load_verdicts
+    from attention_course.chapters.lowrank.verdict_measures import efficient_study, load_verdicts
 
     stored = {(r["layers"], r["method"]): r for r in load_verdicts()["efficient"] if r["order"] == 1}
     for r in efficient_study(orders=[1], layer_sets=(("layers 5-6", (4, 5)),)):
@@ -170,7 +170,7 @@ def test_one_order_of_the_efficient_study_recomputes():
 
 
 def test_grid_slider_flags_the_first_width_that_fails_at_the_trained_sharpness():
-    from attention_course.chapters.lowrank.runs import load_verdicts
+    from attention_course.chapters.lowrank.verdict_measures import load_verdicts
     from attention_course.chapters.lowrank.sliders import rank_grid_explorer
 
     v = load_verdicts()
@@ -194,7 +194,8 @@ def test_the_last_layer_of_the_head_study_and_one_length_recompute():
 
     from attention_course import minilm_weights
     from attention_course.chapters.lowrank import head_swap as sw
-    from attention_course.chapters.lowrank.runs import load_verdicts, minilm_ids
+    from attention_course.chapters.lowrank.in_function import minilm_ids
+    from attention_course.chapters.lowrank.verdict_measures import load_verdicts
     from attention_course.chapters.lowrank.spectra import effective_rank, rank_k_error
 
     heads = load_verdicts()["heads"]

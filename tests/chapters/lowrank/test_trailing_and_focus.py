@@ -16,7 +16,7 @@ import torch
 
 from attention_course.chapters.lowrank import focus as fo
 from attention_course.chapters.lowrank import trailing as tr
-from attention_course.chapters.lowrank.sentence_runs import SENTENCES_PATH
+from attention_course.chapters.lowrank.essay_sentences import SENTENCES_PATH
 from attention_course.core.attention import scaled_dot_product_attention
 
 

@@ -1,6 +1,6 @@
 """vision: patches against explicit slicing, the ViT's attention against nn.MultiheadAttention-free references,
 and the invariances the deciding number must have (q -> a q with k -> k / a, a shift of every key,
-a permutation of heads); vision_runs and vision_figures: summary and figures on a small document."""
+a permutation of heads); vision_locality and vision_figures: summary and figures on a small document."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from attention_course.chapters.lowrank import attention_distance as ad
 from attention_course.chapters.lowrank import vision as vi
 from attention_course.chapters.lowrank import vision_figures as vf
-from attention_course.chapters.lowrank import vision_runs as vr
+from attention_course.chapters.lowrank import vision_locality as vr
 from attention_course.core._backend import ShapeError
 
 

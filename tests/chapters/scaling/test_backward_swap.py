@@ -6,7 +6,7 @@ import torch
 
 from attention_course.core._backend import ShapeError
 from attention_course.chapters.scaling import backward_swap as sb
-from attention_course.chapters.scaling.runs import save_result
+from attention_course.models.experiments import result_document, write_json
 from attention_course.chapters.scaling.saturated_rows import BACKWARDS, swapped_softmax
 from attention_course.chapters.scaling.saturation_training import row_gradients
 from attention_course.models import tiny
@@ -129,7 +129,7 @@ def test_unknown_variant_and_round_trip(tmp_path):
     with pytest.raises(ValueError, match="unknown variants"):
         sb.run_backward([0], d_k=8, steps=1, variants=["sideways"])
     r = sb.run_backward([0, 1], d_k=8, steps=2, variants=["unscaled", "unscaled, tempered backward"])
-    save_result(r, tmp_path / "b.json", {"note": "test"})
+    write_json(result_document(r, {"note": "test"}), tmp_path / "b.json")
     back, meta = sb.load_backward(tmp_path / "b.json")
     assert back.variants == r.variants and meta == {"note": "test"}
     np.testing.assert_array_equal(back.eval_loss, r.eval_loss)

@@ -9,7 +9,7 @@ import torch
 from attention_course import ShapeError
 from attention_course.__main__ import main
 from attention_course.chapters.scaling.init_vs_step import VARIANTS, build_variant
-from attention_course.chapters.scaling.runs import save_result
+from attention_course.models.experiments import result_document, write_json
 from attention_course.chapters.scaling.saturation_training import (
     STORED_SATURATION,
     STORED_SWEEP,
@@ -152,7 +152,7 @@ def test_matched_loss_ratio_interpolates_along_the_reference():
 
 def test_save_and_load_round_trip(tmp_path):
     g = run_saturation([0], d_ks=[8], variants=["scaled", "unscaled"], steps=2)
-    save_result(g, tmp_path / "s.json", {"note": "test"})
+    write_json(result_document(g, {"note": "test"}), tmp_path / "s.json")
     back, meta = load_saturation(tmp_path / "s.json")
     assert meta == {"note": "test"} and back.variants == g.variants
     np.testing.assert_allclose(back.eval_loss, g.eval_loss, rtol=5e-4)  # stored to 4 significant digits

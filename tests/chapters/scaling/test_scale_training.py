@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attention_course.core.attention import causal_mask
-from attention_course.chapters.scaling.runs import progress_bar, save_result
+from attention_course.models.experiments import result_document, write_json
 from attention_course.chapters.scaling.training import (
     SCALE_RUN,
     STORED_RUN,
@@ -102,7 +102,7 @@ def test_thin_comparison_block_means(comparison):
 
 def test_save_and_load_round_trip(comparison, tmp_path):
     path = tmp_path / "c.json"
-    save_result([comparison, comparison], str(path), meta={"machine": {"cores": 2}})
+    write_json(result_document([comparison, comparison], {"machine": {"cores": 2}}), str(path))
     results, meta = load_comparisons(str(path))
     assert meta == {"machine": {"cores": 2}} and len(results) == 2
     r = results[1]
@@ -149,17 +149,10 @@ def test_train_one_matches_the_models_own_measurements():
     np.testing.assert_array_equal(run.induction, scores["induction"].max(axis=1))
 
 
-def test_compare_scales_reports_progress_through_the_callback_only(capsys):
-    seen = []
-
-    def progress(grid):
-        for pair in grid:
-            seen.append(pair)
-            yield pair
-
-    compare_scales([4, 8], ["sqrt", 0.5], seed=3, progress=progress, **SMALL)
-    assert seen == [(4, "sqrt", 3), (4, 0.5, 3), (8, "sqrt", 3), (8, 0.5, 3)]  # (d_k, scale, seed), d_k-major
-    assert capsys.readouterr() == ("", "")  # the library prints nothing
+def test_compare_scales_prints_nothing(capsys):
+    r = compare_scales([4, 8], ["sqrt", 0.5], seed=3, **SMALL)
+    assert r.scales == ("sqrt", 0.5) and r.d_k.tolist() == [4, 8] and r.settings["seed"] == 3
+    assert capsys.readouterr() == ("", "")  # the library prints nothing: no progress in a notebook's output
 
 
 def test_the_shipped_run_loads_and_says_what_chapter_6_says():
@@ -172,13 +165,6 @@ def test_the_shipped_run_loads_and_says_what_chapter_6_says():
         np.testing.assert_allclose(r.step, np.arange(4.5, 600, 10))
         np.testing.assert_allclose(r.factor[:, 0], 1 / np.sqrt([16, 64, 256]), rtol=1e-3)  # 4 digits stored
     assert meta["wall_seconds"] > meta["cpu_seconds"] > 0
-
-
-def test_progress_bar_goes_to_stderr(capsys):
-    runs = list(progress_bar("demo")([(4, "sqrt", 3), (4, "none", 3)]))
-    out, err = capsys.readouterr()
-    assert runs == [(4, "sqrt", 3), (4, "none", 3)] and out == ""
-    assert "demo" in err and "d_k=4, none, seed 3" in err
 
 
 def test_stored_run_is_reproduced_by_its_first_block():
@@ -195,7 +181,7 @@ def test_stored_run_is_reproduced_by_its_first_block():
     np.testing.assert_allclose(run.max_weight.mean(0), r.max_weight[i, j, 0], rtol=5e-4)
     np.testing.assert_allclose(run.grad_norm_init, r.grad_norm_init[i, j], rtol=5e-4)
     np.testing.assert_allclose(run.logit_std_init, r.logit_std_init[i, j], rtol=5e-4)
-    assert (SCALE_RUN.steps, SCALE_RUN.every, SCALE_RUN.seeds) == (r.settings["steps"], 10, (0, 1, 2))
+    assert (SCALE_RUN.config.steps, SCALE_RUN.config.every, SCALE_RUN.config.seeds) == (r.settings["steps"], 10, (0, 1, 2))
 
 
 def test_command_line_help_names_every_argument(capsys):

@@ -1,4 +1,4 @@
-"""Chapter 7's learned-metric and softmax-vs-linear runs (convergence.py, metric_runs.py): the rule, the
+"""Chapter 7's learned-metric and softmax-vs-linear runs (convergence.py, converged_comparisons.py): the rule, the
 pre-registered decisions, the invariances they rely on, and the shipped JSON against the ledger."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.chapters.insight import metric_runs as mr
+from attention_course.chapters.insight import converged_comparisons as mr
 from attention_course.chapters.insight.ablations import RecallTask
 from attention_course.chapters.insight.convergence import ConvergenceRule, stop_reason
 from attention_course.chapters.insight.ingredients import Score
@@ -240,9 +240,7 @@ def test_stored_partner_and_long_runs_decide_the_ledger(stored, stored_new):
 
 def test_long_part_by_width_keeps_the_other_widths_records(tmp_path, monkeypatch):
     """`--part linear --long --widths 16`, then `--widths 32`: the second call keeps the first's records."""
-    import argparse
-
-    from attention_course.chapters.insight import metric_runs as mr
+    from attention_course.__main__ import main
 
     runs = [{"variant": m, "n_pairs": n, "d_model": d, "stopped": ["target"], "accuracy": [0.5]}
             for d in (16, 32) for n in (32, 64) for m in ("softmax attention", "linear attention")]
@@ -250,10 +248,9 @@ def test_long_part_by_width_keeps_the_other_widths_records(tmp_path, monkeypatch
     monkeypatch.setattr(mr, "run_metric_job", lambda t, v, d, seeds, rule=None: {
         "task": t, "variant": v, "d_model": d, "n_pairs": mr._task(t).kwargs["n_pairs"], "accuracy": [1.0]})
     out = tmp_path / "long.json"
-    for widths in ([16], [32]):
-        args = argparse.Namespace(part="linear", long=True, widths=widths, pairs=[32, 64], seeds=None, out=str(out),
-                                  quiet=True)
-        assert mr.cli(args) == 0
+    for widths in ("16", "32"):
+        assert main(["insight-metric", "--part", "linear", "--long", "--widths", widths, "--pairs", "32", "64",
+                     "--out", str(out), "--quiet"]) == 0
     stored, expected = mr.load_long(out), mr.long_grid(runs)  # N > d at both widths
     assert {d for _, _, d in expected} == {16, 32}
     assert sorted((r["task"], r["variant"], r["d_model"]) for r in stored["runs"]) == sorted(expected)

@@ -1,10 +1,10 @@
-"""Chapter 2's stored run: the ``learned-width`` slider's data (how much of its own target may a point see?).
+"""How much of its own target may a point see? The learned width at each self-weight (chapter 2).
 
 :func:`self_weight_sweep` learns the kernel width at each self-weight and measures the margin of
 "a good width" over further draws; :func:`write_self_weight_sweep` stores it as
-:data:`LEARNED_WIDTH_DATA`, which the slider (``sliders.learned_width_explorer``) reads::
+:data:`LEARNED_WIDTH_DATA`, which the ``learned-width`` slider (``sliders.learned_width_explorer``) reads::
 
-    python -c "from attention_course.chapters.kernels.runs import write_self_weight_sweep; write_self_weight_sweep()"
+    python -c "from attention_course.chapters.kernels.self_weight import write_self_weight_sweep; write_self_weight_sweep()"
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...models.records import DATA_DIR, write_json
+from ...models.experiments import write_json
+from ...models.records import DATA_DIR
 from .learning import fit_bandwidth
 from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sine_data
 

@@ -1,4 +1,6 @@
-r"""``python -m attention_course insight-metric``: the learned metric, and softmax against linear attention as N grows.
+r"""Chapter 7's comparisons trained to convergence: the learned metric, and softmax against linear attention as N grows.
+
+``python -m attention_course insight-metric --part PART`` (:data:`INSIGHT_METRIC`) runs one of them.
 
 Two parts, each trained by the :class:`~attention_course.chapters.insight.convergence.ConvergenceRule`
 (learning rate picked from 3e-3 and 1e-2 on seed 0's validation batch, as ``insight-run`` does):
@@ -28,16 +30,15 @@ The two pre-registered decisions (``metric-learned``, ``softmax-over-linear`` in
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
 
-from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
+from ...models.experiments import Experiment, Runs, read_json, register
+from ...models.records import DATA_DIR
 from .ablations import RecallTask
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
@@ -46,7 +47,7 @@ from .mixers import Variant
 __all__ = ["METRIC_VARIANTS", "METRIC_FILE", "LINEAR_FILE", "PARTNER_FILE", "LONG_FILE", "LONG_RULE", "PARTNER",
            "partner_grid", "long_grid", "accuracy_table_of", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
            "run_metric_job", "load_metric", "load_linear", "linear_table", "decide_metric_learned",
-           "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "add_arguments", "cli"]
+           "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "INSIGHT_METRIC"]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"
@@ -147,26 +148,22 @@ def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=
 
 def load_metric(path=METRIC_FILE) -> dict:
     """The stored ``metric`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
-    with open(path) as fh:
-        return json.load(fh)
+    return read_json(path)
 
 
 def load_linear(path=LINEAR_FILE) -> dict:
     """The stored ``linear`` part: ``{"meta": {width: meta}, "runs": [...]}``."""
-    with open(path) as fh:
-        return json.load(fh)
+    return read_json(path)
 
 
 def load_partner(path=PARTNER_FILE) -> dict:
     """The stored ``partner`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
-    with open(path) as fh:
-        return json.load(fh)
+    return read_json(path)
 
 
 def load_long(path=LONG_FILE) -> dict:
     """The stored longer-budget reruns: ``{"meta", "runs": [...]}`` (records as in :func:`load_linear`)."""
-    with open(path) as fh:
-        return json.load(fh)
+    return read_json(path)
 
 
 def merged_linear(runs: Sequence[Mapping], long_runs: Sequence[Mapping]) -> list[dict]:
@@ -316,69 +313,109 @@ def ratio_threshold(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int
 
 
 # ------------------------------------------------------------------ the command
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The command's arguments."""
-    p.add_argument("--part", choices=("metric", "linear", "partner"), required=True)
-    p.add_argument("--long", action="store_true",
-                   help="linear: rerun the N > d and plateau-stopped points by LONG_RULE into insight_linear_long.json")
-    p.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS), help="d_model of the linear part")
-    p.add_argument("--pairs", type=int, nargs="+", default=list(PAIRS), help="N of the linear part")
-    p.add_argument("--seeds", type=int, nargs="+", default=None,
-                   help="default: 0 1 2 (metric), 0 1 (linear)")
-    p.add_argument("--out", default=None, help="default: attention_course/data/insight_<part>.json")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+@dataclass(frozen=True)
+class ComparisonConfig:
+    """The configuration of ``insight-metric``: which part; the linear part's widths and pairs and
+    ``long`` (the longer budget); the seeds (default: 0 1 2 for metric and partner, 0 1 for linear)."""
+
+    part: Optional[str] = None
+    long: bool = False
+    widths: tuple = WIDTHS
+    pairs: tuple = PAIRS
+    seeds: Optional[tuple] = None
+
+    def seed_list(self) -> tuple:
+        return tuple(self.seeds or ((0, 1) if self.part == "linear" else (0, 1, 2)))
 
 
-def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = None) -> int:
-    """Run the chosen part and write (or, for ``linear``, update) its JSON."""
-    torch.set_num_threads(1)
-    metric = args.part in ("metric", "partner")
-    seeds = tuple(args.seeds or ((0, 1, 2) if metric else (0, 1)))
-    long = args.part == "linear" and getattr(args, "long", False)
-    files = {"metric": METRIC_FILE, "partner": PARTNER_FILE, "linear": LONG_FILE if long else LINEAR_FILE}
-    out = args.out or files[args.part]
-    rule = LONG_RULE if long else ConvergenceRule()
-    if args.part == "metric":
-        grid = metric_grid()
-    elif args.part == "partner":
-        grid = partner_grid()
-    elif long:
-        grid = [g for g in long_grid(load_linear()["runs"]) if g[2] in args.widths and _task(g[0]).kwargs["n_pairs"]
-                in args.pairs]
-    else:
-        grid = linear_grid(args.widths, args.pairs)
-    meta = {"machine": machine_info(threads=1), "command": "python -m attention_course insight-metric",
-            "arguments": {k: (str(v) if k == "out" else v) for k, v in vars(args).items()
-                          if k not in ("command", "run", "parser")}, "seeds": list(seeds)}
-    start, runs = time.perf_counter(), []
-    # --long in parts: each call keeps the records of the (width, pairs) it does not run, so each part stays
-    # under 15 minutes on one thread (stored: d = 16 8 minutes, d = 32 10, d = 64 18, all with other work on
-    # the machine; d = 64 in one call on a quiet machine: 4 minutes)
-    kept, planned = ([], [])
-    if long and Path(out).is_file():
-        old = load_long(out)
-        ours = lambda d, n: d in args.widths and n in args.pairs  # noqa: E731
-        kept = [r for r in old["runs"] if not ours(r["d_model"], r["n_pairs"])]
-        planned = [g for g in old.get("planned", []) if not ours(g[2], _task(g[0]).kwargs["n_pairs"])]
-    for t, v, d in progress_bar(iter(grid), "insight-metric", len(grid), not args.quiet):
-        runs.append(run_metric_job(t, v, d, seeds, rule=rule))
-        if long:  # written after each point: a run cut short keeps what it finished
-            meta["wall_seconds"] = round(time.perf_counter() - start, 1)
-            write_json({"meta": meta, "runs": kept + runs, "planned": planned + [list(g) for g in grid]}, out)
-    meta["wall_seconds"] = round(time.perf_counter() - start, 1)
-    if long:
-        write_json({"meta": meta, "runs": kept + runs, "planned": planned + [list(g) for g in grid]}, out)
-        return 0
-    if metric:
-        write_json({"meta": meta, "runs": runs}, out)
-        return 0
-    try:
-        old = load_linear(out)
-    except FileNotFoundError:
-        old = {"meta": {}, "runs": []}
-    kept = [r for r in old["runs"] if r["d_model"] not in args.widths or r["n_pairs"] not in args.pairs]
-    metas = {**old["meta"], **{str(d): meta for d in args.widths}}
+def _job(config: ComparisonConfig, task_label: str, variant_name: str, d_model: int) -> dict:
+    rule = LONG_RULE if config.part == "linear" and config.long else ConvergenceRule()
+    return run_metric_job(task_label, variant_name, d_model, config.seed_list(), rule=rule)
+
+
+def _meta(config: ComparisonConfig, meta: dict) -> dict:
+    return {**{k: meta[k] for k in ("machine", "command", "arguments")}, "seeds": list(config.seed_list()),
+            "wall_seconds": meta["wall_seconds"]}
+
+
+def _ours(config: ComparisonConfig, d: int, n: Optional[int]) -> bool:
+    return d in config.widths and n in config.pairs
+
+
+def _runs_document(config: ComparisonConfig, runs: Runs, meta: dict) -> dict:
+    return {"meta": _meta(config, meta), "runs": runs.records}
+
+
+def _linear_document(config: ComparisonConfig, runs: Runs, meta: dict) -> dict:
+    return {"meta": {str(d): _meta(config, meta) for d in config.widths}, "runs": runs.records}
+
+
+def _keep_other_widths(doc: Mapping, previous: Mapping) -> dict:
+    """The linear part of some widths merged into the stored file: its other widths' records and metas kept."""
+    ran = {(r["d_model"], r["n_pairs"]) for r in doc["runs"]}
+    widths, pairs = {d for d, _ in ran}, {n for _, n in ran}
+    kept = [r for r in previous["runs"] if r["d_model"] not in widths or r["n_pairs"] not in pairs]
     order = {(v, d, n): i for i, (v, d, n) in enumerate((m, d, n) for d in WIDTHS for n in PAIRS for m in _MIXERS)}
-    merged = sorted(kept + runs, key=lambda r: order.get((r["variant"], r["d_model"], r["n_pairs"]), 1_000))
-    write_json({"meta": metas, "runs": merged}, out)
-    return 0
+    merged = sorted(kept + list(doc["runs"]), key=lambda r: order.get((r["variant"], r["d_model"], r["n_pairs"]), 1_000))
+    return {"meta": {**previous["meta"], **doc["meta"]}, "runs": merged}
+
+
+def _long_jobs(config: ComparisonConfig) -> list[tuple]:
+    return [g for g in long_grid(load_linear()["runs"]) if _ours(config, g[2], _task(g[0]).kwargs["n_pairs"])]
+
+
+def _long_document(config: ComparisonConfig, runs: Runs, meta: dict) -> dict:
+    return {"meta": _meta(config, meta), "runs": runs.records, "planned": [list(g) for g in _long_jobs(config)]}
+
+
+def _keep_other_points(doc: Mapping, previous: Mapping) -> dict:
+    """A part of the long rerun merged into the stored file: the records and plan of the points it did not run kept."""
+    mine = {(g[2], _task(g[0]).kwargs["n_pairs"]) for g in doc["planned"]}
+    kept = [r for r in previous["runs"] if (r["d_model"], r["n_pairs"]) not in mine]
+    planned = [g for g in previous.get("planned", []) if (g[2], _task(g[0]).kwargs["n_pairs"]) not in mine]
+    return {"meta": doc["meta"], "runs": kept + list(doc["runs"]), "planned": planned + list(doc["planned"])}
+
+
+_PART = dict(description="", out_flag="--out")
+#: ``insight-metric --part metric``: the learned metric on recall and the copy (minutes).
+METRIC = Experiment("insight-metric", ComparisonConfig(part="metric"), _job, METRIC_FILE,
+                    grid=lambda c: metric_grid(), document=_runs_document, **_PART)
+#: ``insight-metric --part partner``: partner recall (about 2 minutes).
+PARTNER_RECALL = replace(METRIC, out=PARTNER_FILE, grid=lambda c: partner_grid())
+#: ``insight-metric --part linear``: softmax against linear attention at the widths given (minutes each),
+#: merged into the file (the other widths kept).
+LINEAR = Experiment("insight-metric", ComparisonConfig(part="linear"), _job, LINEAR_FILE,
+                    grid=lambda c: linear_grid(c.widths, c.pairs), document=_linear_document, merge=_keep_other_widths,
+                    **_PART)
+#: ``insight-metric --part linear --long``: the N > d and plateau-stopped points by :data:`LONG_RULE`,
+#: written after each point (a run cut short keeps what it finished) and merged with the other parts' points.
+LONG = Experiment("insight-metric", ComparisonConfig(part="linear", long=True), _job, LONG_FILE, grid=_long_jobs,
+                  document=_long_document, merge=_keep_other_points, save_each=True, **_PART)
+
+
+def _select(config: ComparisonConfig) -> list[Experiment]:
+    if config.part == "linear":
+        return [LONG if config.long else LINEAR]
+    return [METRIC if config.part == "metric" else PARTNER_RECALL]
+
+
+#: ``python -m attention_course insight-metric``: one part a call.
+INSIGHT_METRIC = register(replace(
+    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, LINEAR, LONG),
+    flags={"--part": dict(choices=("metric", "linear", "partner"), required=True, help="which comparison"),
+           "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
+                                                    "into insight_linear_long.json"),
+           "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
+           "--pairs": dict(type=int, nargs="+", help="N of the linear part"),
+           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner) or 0 1 (linear) when not given")},
+    help="chapter 7's converged runs: the learned metric, and softmax against linear attention as N grows",
+    description="Train each variant by a stated convergence rule: --part metric (learned W_Q, W_K against W_Q = W_K "
+                "= I and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
+                "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR "
+                "with N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per "
+                "width; minutes each); --part partner (partner recall, where a key fetches its partner's value; "
+                "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points "
+                "again, up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each "
+                "keeping the others' records: --widths 16, then --widths 32 (8 and 10 minutes on one thread), then "
+                "--widths 64 (4 minutes on a quiet machine; or in two parts, --pairs 8 32 and --pairs 64, on a busy "
+                "one))."))

@@ -15,27 +15,26 @@ when either holds. The p-value alone ("tilt") is stored too: in images, content 
 correlated, so maps that follow content (even an untrained model's) lean measurably towards
 nearby patches without putting most of their weight there.
 
-Run ``python -m attention_course vision-run`` (minutes; writes
-``attention_course/data/vision_attention.json``).
+``python -m attention_course vision-run`` (:data:`VISION_RUN`; minutes) writes
+``attention_course/data/vision_attention.json``; :func:`load_vision` reads it back.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
-from ...models.records import DATA_DIR, machine_info, progress_bar, write_json
+from ...models.experiments import Experiment, Runs, read_json, register, run
+from ...models.records import DATA_DIR, machine_info
 from . import attention_distance as ad
 from .vision import TinyViT, ViTConfig, accuracy, load_digit_split, patch_centres, patchify, train_vit
 
-__all__ = ["VISION_DATA", "ALPHA", "MOST", "SETTINGS", "measure_heads", "vision_run", "summarise_vision", "load_vision",
-           "add_arguments", "cli"]
+__all__ = ["VISION_DATA", "ALPHA", "MOST", "SETTINGS", "measure_heads", "vision_run", "summarise_vision", "load_vision", "VISION_RUN"]
 
 VISION_DATA = DATA_DIR / "vision_attention.json"
 #: Per-test significance level, stated in advance: two tests per head (space, content), 0.005 each.
@@ -87,28 +86,86 @@ def measure_heads(model: TinyViT, images: torch.Tensor, n_perm: int = 2000, seed
     return out
 
 
+@dataclass(frozen=True)
+class VisionConfig:
+    """The configuration of ``vision-run``: ``seeds`` seeds from ``first_seed``; ``epochs`` and ``n_perm``
+    default to :data:`SETTINGS`'s; ``quick``: 2 seeds, 3 epochs, 200 permutations."""
+
+    seeds: int = 8
+    first_seed: int = 8
+    quick: bool = False
+    epochs: Optional[int] = None
+    n_perm: Optional[int] = None
+
+    def settings(self) -> dict:
+        """:data:`SETTINGS` with this configuration's epochs and permutations."""
+        return dict(SETTINGS, epochs=self.epochs or (3 if self.quick else SETTINGS["epochs"]),
+                    n_perm=self.n_perm or (200 if self.quick else SETTINGS["n_perm"]))
+
+    def seed_list(self) -> list[int]:
+        return list(range(self.first_seed, self.first_seed + (2 if self.quick else self.seeds)))
+
+
+def _seed_run(config: VisionConfig, seed: int) -> dict:
+    """One seed: the trained model's heads and its untrained twin's."""
+    s = config.settings()
+    vit = ViTConfig(patch=s["patch"], d_model=s["d_model"], n_heads=s["n_heads"], n_layers=s["n_layers"])
+    x_tr, y_tr, x_te, y_te = load_digit_split(s["test_fraction"], s["split_seed"])
+    model = TinyViT(vit, seed=seed)
+    untrained = measure_heads(model, x_te, s["n_perm"], seed)
+    losses = train_vit(model, x_tr, y_tr, s["epochs"], s["lr"], s["batch_size"], seed=seed)
+    return {"seed": int(seed), "test_accuracy": accuracy(model, x_te, y_te), "final_loss": float(losses[-1]),
+            "layers": measure_heads(model, x_te, s["n_perm"], seed), "untrained": untrained}
+
+
+def _document(config: VisionConfig, runs: Runs, meta: dict) -> dict:
+    s = config.settings()
+    n_test = len(load_digit_split(s["test_fraction"], s["split_seed"])[3])
+    return {"machine": meta["machine"], "settings": s, "alpha": ALPHA,
+            "uniform": ad.uniform_distance(ad.grid_distances(patch_centres(s["patch"]))), "n_test": int(n_test),
+            "runs": runs.records}
+
+
+def _problem(config: VisionConfig) -> Optional[str]:
+    return f"--seeds {config.seeds}; expected a positive number" if config.seeds < 1 else None
+
+
+def _report(doc: dict) -> str:
+    s = summarise_vision(doc)
+    lines = [f"layer {l + 1}: local {s['local_share'][l]:.2f}, content-near {s['content_share'][l]:.2f}, "
+             f"near {s['near_share'][l]:.2f} (untrained {s['untrained_near_share'][l]:.2f}); "
+             f"neighbourhood mass median {s['median_mass'][l]:.3f}, max {s['max_mass'][l]:.3f} "
+             f"(uniform {s['mass_uniform']:.3f}); content mass median {s['median_content_mass'][l]:.3f}, "
+             f"max {s['max_content_mass'][l]:.3f}; p-value alone {s['tilt_share'][l]:.2f} "
+             f"(untrained {s['untrained_tilt_share'][l]:.2f}); median distance / uniform {s['median_ratio'][l]:.2f}"
+             for l in range(len(s["near_share"]))]
+    return "\n".join(lines + [f"test accuracy {s['accuracy_mean']:.3f} ± {s['accuracy_std']:.3f}"])
+
+
+#: ``python -m attention_course vision-run``: 8 seeds from 8 (the deciding run), one model each.
+VISION_RUN = register(Experiment(
+    "vision-run", VisionConfig(), _seed_run, VISION_DATA, grid=lambda c: [(s,) for s in c.seed_list()],
+    document=_document, check=_problem, report=_report, out_flag="--json",
+    also=(DATA_DIR / "vision_attention_seeds0-7.json",),
+    flags={"--seeds": dict(type=int, help="number of seeds"),
+           "--first-seed": dict(type=int, help="the first seed (seeds 0-7 were the run whose untrained control "
+                                               "showed the p-value test alone to be invalid)"),
+           "--quick": dict(action="store_true", help="a small smoke run (2 seeds, 3 epochs)")},
+    help="chapter 3's image run: a tiny ViT's mean attention distance per head, over seeds",
+    description="Train a tiny vision transformer (2 layers, 4 heads, 2x2 patches) on scikit-learn's 8x8 digits for "
+                "each seed and measure every head's mean attention distance on held-out images against uniform "
+                "attention and the same maps with the patch geometry shuffled; write JSON "
+                "(default: attention_course/data/vision_attention.json; about 10 minutes on one thread)."))
+
+
 def vision_run(seeds: Sequence[int] = tuple(range(8, 16)), epochs: Optional[int] = None,
                n_perm: Optional[int] = None, progress: bool = True) -> dict:
     """Train one model per seed, measure its heads and its untrained twin's; return the JSON document."""
-    s = dict(SETTINGS, epochs=epochs or SETTINGS["epochs"], n_perm=n_perm or SETTINGS["n_perm"])
-    config = ViTConfig(patch=s["patch"], d_model=s["d_model"], n_heads=s["n_heads"], n_layers=s["n_layers"])
-    x_tr, y_tr, x_te, y_te = load_digit_split(s["test_fraction"], s["split_seed"])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    runs = []
-    try:
-        for seed in progress_bar(list(seeds), "vision-run seeds", len(seeds), progress):
-            model = TinyViT(config, seed=seed)
-            untrained = measure_heads(model, x_te, s["n_perm"], seed)
-            losses = train_vit(model, x_tr, y_tr, s["epochs"], s["lr"], s["batch_size"], seed=seed)
-            runs.append({"seed": int(seed), "test_accuracy": accuracy(model, x_te, y_te),
-                         "final_loss": float(losses[-1]), "layers": measure_heads(model, x_te, s["n_perm"], seed),
-                         "untrained": untrained})
-    finally:
-        torch.set_num_threads(threads)
-    D = ad.grid_distances(patch_centres(s["patch"]))
-    return {"machine": machine_info(1), "settings": s, "alpha": ALPHA, "uniform": ad.uniform_distance(D),
-            "n_test": int(len(y_te)), "runs": runs}
+    seeds = list(seeds)
+    config = VisionConfig(seeds=len(seeds), first_seed=seeds[0] if seeds else 0, epochs=epochs, n_perm=n_perm)
+    e = Experiment(VISION_RUN.name, config, _seed_run, None, description="", grid=lambda c: [(s,) for s in seeds],
+                   document=_document)
+    return _document(config, run(e, config, show=progress), {"machine": machine_info(1)})
 
 
 def summarise_vision(doc: dict, alpha: Optional[float] = None) -> dict:
@@ -162,32 +219,4 @@ def summarise_vision(doc: dict, alpha: Optional[float] = None) -> dict:
 
 def load_vision(path: Optional[Path] = None) -> dict:
     """The stored run (default :data:`VISION_DATA`)."""
-    return json.loads(Path(path or VISION_DATA).read_text())
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m attention_course vision-run``."""
-    parser.add_argument("--json", type=Path, default=VISION_DATA, help="where to store the run")
-    parser.add_argument("--seeds", type=int, default=8, help="number of seeds (default 8)")
-    parser.add_argument("--first-seed", type=int, default=8, help="the first seed (default 8; seeds 0-7 were the "
-                        "run whose untrained control showed the p-value test alone to be invalid)")
-    parser.add_argument("--quick", action="store_true", help="a small smoke run (2 seeds, 3 epochs)")
-
-
-def cli(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Run, store, print the per-layer shares; return the exit code."""
-    if args.seeds < 1:
-        parser.error(f"--seeds {args.seeds}; expected a positive number")
-    doc = vision_run(range(args.first_seed, args.first_seed + (2 if args.quick else args.seeds)), epochs=3 if args.quick else None,
-                     n_perm=200 if args.quick else None)
-    write_json(doc, args.json)
-    s = summarise_vision(doc)
-    for l in range(len(s["near_share"])):
-        print(f"layer {l + 1}: local {s['local_share'][l]:.2f}, content-near {s['content_share'][l]:.2f}, "
-              f"near {s['near_share'][l]:.2f} (untrained {s['untrained_near_share'][l]:.2f}); "
-              f"neighbourhood mass median {s['median_mass'][l]:.3f}, max {s['max_mass'][l]:.3f} "
-              f"(uniform {s['mass_uniform']:.3f}); content mass median {s['median_content_mass'][l]:.3f}, "
-              f"max {s['max_content_mass'][l]:.3f}; p-value alone {s['tilt_share'][l]:.2f} "
-              f"(untrained {s['untrained_tilt_share'][l]:.2f}); median distance / uniform {s['median_ratio'][l]:.2f}")
-    print(f"test accuracy {s['accuracy_mean']:.3f} ± {s['accuracy_std']:.3f}; stored {args.json}")
-    return 0
+    return read_json(path or VISION_DATA)

@@ -1,7 +1,7 @@
-"""chapters/scaling/runs.py: the runner of chapter 6's experiments (grid, progress, JSON, command line).
+"""chapters/scaling/training_grid.py: chapter 6's grid of runs on the one runner (grid, stacking, JSON, command line).
 
-A fake experiment whose runs return their own coordinates checks the grid and the stacking
-without training anything; the real configurations are checked in the tests of their modules.
+A fake run function whose records spell out their own coordinates checks the grid and the
+stacking without training anything; the real configurations are checked in the tests of their modules.
 """
 
 from __future__ import annotations
@@ -16,14 +16,8 @@ import numpy as np
 import pytest
 
 from attention_course.chapters.scaling.init_vs_step import CAUSES
-from attention_course.chapters.scaling.runs import (
-    Experiment,
-    load_result,
-    progress_bar,
-    run_experiment,
-    save_result,
-    significant,
-)
+from attention_course.chapters.scaling.training_grid import ScalingGrid, grid_experiment, run_grid
+from attention_course.models.experiments import EXPERIMENTS, load_result, result_document, significant, write_json
 
 
 @dataclass(frozen=True)
@@ -49,18 +43,17 @@ class Grid:
     ROUNDING: ClassVar[dict] = {"curve": significant(2)}
 
     @classmethod
-    def from_runs(cls, experiment, runs):
-        return cls(d_k=np.array(experiment.d_ks), variants=tuple(experiment.variants),
-                   settings=experiment.settings(seed_count=len(experiment.seeds)), **runs)
+    def from_runs(cls, config, runs):
+        return cls(d_k=np.array(config.d_ks), variants=tuple(config.variants),
+                   settings=config.settings(seed_count=len(config.seeds)), **runs)
 
 
-FAKE = Experiment(command="fake-run", run_one=coordinates, result=Grid, definitions={"one": (1,), "two": (2, 5)},
-                  variants=("one", "two"), out=Path("fake.json"), d_ks=(4, 8), seeds=(0, 1, 2), steps=3,
-                  flags=("--seeds", "--d-k", "--variants", "--steps"))
+FAKE = ScalingGrid(train=coordinates, result=Grid, definitions={"one": (1,), "two": (2, 5)}, variants=("one", "two"),
+                   d_ks=(4, 8), seeds=(0, 1, 2), steps=3)
 
 
 def test_records_are_stacked_d_k_variant_seed():
-    r = run_experiment(FAKE)
+    r = run_grid(FAKE)
     assert r.code.shape == (2, 2, 3) and r.curve.shape == (2, 2, 3, 3)
     expected = [[[1000 * d + 100 * a + 10 * b + s for s in (0, 1, 2)] for a, b in ((1, 0), (2, 5))] for d in (4, 8)]
     np.testing.assert_array_equal(r.code, expected)  # each run got d_k, its definition and its seed
@@ -69,33 +62,16 @@ def test_records_are_stacked_d_k_variant_seed():
                               seed_count=3, task="repeated_sequences", optimizer="AdamW")
 
 
-def test_progress_sees_every_run_in_grid_order():
-    seen = []
-
-    def progress(grid):
-        for job in grid:
-            seen.append(job)
-            yield job
-
-    run_experiment(replace(FAKE, seeds=(7,)), progress=progress)
-    assert seen == [(4, "one", 7), (4, "two", 7), (8, "one", 7), (8, "two", 7)]
-
-
 def test_bad_grids_fail_before_any_run():
     with pytest.raises(ValueError, match=r"unknown variants \['three'\]; expected some of \['one', 'two'\]"):
-        run_experiment(replace(FAKE, variants=("one", "three")))
+        run_grid(replace(FAKE, variants=("one", "three")))
     with pytest.raises(ValueError, match=r"d_ks=\[\], variants=\['one', 'two'\] and seeds=\[0, 1, 2\]"):
-        run_experiment(replace(FAKE, d_ks=()))
-
-
-def test_significant_keeps_integers_and_writes_nan_as_null():
-    assert significant(3)(np.array([2.71828, np.nan])).tolist() == [2.72, None]
-    assert significant(3)(np.array([123456])).tolist() == [123456]
+        run_grid(replace(FAKE, d_ks=()))
 
 
 def test_save_and_load_round_trip(tmp_path):
-    r = replace(run_experiment(FAKE), motion={"step": np.array([0, 2]), "share": np.array([np.nan, 0.5])})
-    save_result(r, tmp_path / "one.json", {"note": "test"})
+    r = replace(run_grid(FAKE), motion={"step": np.array([0, 2]), "share": np.array([np.nan, 0.5])})
+    write_json(result_document(r, {"note": "test"}), tmp_path / "one.json", indent=None)
     doc = json.loads((tmp_path / "one.json").read_text())
     assert list(doc) == ["schema_version", "meta", "result"] and doc["result"]["curve"][0][0][1] == [1.0, 1.3, 1.7]
     back, meta = load_result(tmp_path / "one.json", Grid)
@@ -103,7 +79,7 @@ def test_save_and_load_round_trip(tmp_path):
     np.testing.assert_array_equal(back.code, r.code)
     np.testing.assert_allclose(back.curve, r.curve, rtol=5e-2)  # 2 significant digits: half a unit of the 2nd
     assert back.motion["share"].dtype == float and np.isnan(back.motion["share"][0])
-    save_result([r, r], tmp_path / "two.json")
+    write_json(result_document([r, r]), tmp_path / "two.json")
     (first, second), _ = load_result(tmp_path / "two.json", Grid)
     np.testing.assert_array_equal(second.code, r.code)
     (tmp_path / "two.json").write_text('{"schema_version": 2}')
@@ -112,26 +88,27 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def test_command_line_overrides_the_configuration(tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    FAKE.add_arguments(parser)
-    out = tmp_path / "fake.json"
-    args = parser.parse_args(["--out", str(out), "--seeds", "5", "--d-k", "2", "--variants", "two"])
-    assert FAKE.cli(args, parser) == 0
+    fake = grid_experiment("fake-run", FAKE, Path("fake.json"), "a fake run (instant)", "fake",
+                           flags=("--seeds", "--d-k", "--variants", "--steps"))
+    try:
+        parser = argparse.ArgumentParser()
+        fake.add_arguments(parser)
+        out = tmp_path / "fake.json"
+        args = parser.parse_args(["--out", str(out), "--seeds", "5", "--d-k", "2", "--variants", "two"])
+        assert fake.cli(args, parser) == 0
+    finally:
+        EXPERIMENTS.pop("fake-run")
     r, meta = load_result(out, Grid)
     assert r.code.tolist() == [[[2255]]] and r.curve.shape == (1, 1, 1, 3)  # steps: the configuration's
     assert meta["command"] == "python -m attention_course fake-run" and meta["machine"]["cores"] >= 1
-    assert meta["arguments"] == {"out": str(out), "seeds": [5], "d_k": [2], "variants": ["two"], "steps": 3}
+    assert meta["arguments"] == {"out": str(out), "seeds": [5], "d_k": [2], "variants": ["two"], "steps": 3,
+                                 "quiet": False}
     assert meta["wall_seconds"] >= 0 and meta["cpu_seconds"] >= 0
     out_text, err = capsys.readouterr()
-    assert out_text == "" and "fake-run" in err  # the progress bar is on stderr
+    assert out_text == f"stored {out}\n" and "fake-run" in err  # the progress bar is on stderr
     with pytest.raises(SystemExit):
         parser.parse_args(["--variants", "three"])
     assert "--lr" not in parser.format_help()  # only the flags the configuration offers
-
-
-def test_progress_bar_passes_the_runs_through(capsys):
-    assert list(progress_bar("demo")([(4, "one", 0), (8, "two", 1)])) == [(4, "one", 0), (8, "two", 1)]
-    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.extended
@@ -139,7 +116,7 @@ def test_parallel_runs_give_the_same_numbers_and_finish():
     # Regression: with jobs > 1 the pool forked the parent, whose torch had started its OpenMP
     # threads (a module computed with torch at import time), and the first parallel op of a
     # worker hung for ever. Workers are now spawned fresh. Tens of seconds: each worker imports the package.
-    experiment = replace(CAUSES, variants=("scaled", "unscaled"), seeds=(0, 1), d_ks=(8,), steps=2, eval_batch=8)
-    one, two = run_experiment(experiment), run_experiment(replace(experiment, jobs=2))
+    config = replace(CAUSES.config, variants=("scaled", "unscaled"), seeds=(0, 1), d_ks=(8,), steps=2, eval_batch=8)
+    one, two = run_grid(config), run_grid(replace(config, jobs=2))
     for name in ("loss", "eval_loss", "score_grad0", "wq_grad0"):
         np.testing.assert_array_equal(getattr(two, name), getattr(one, name))

@@ -1,0 +1,58 @@
+"""Chapter 3's run for two of the essay's sentences: trailing singular values, and focused tokens.
+
+``python -m attention_course lowrank-sentences`` (:data:`LOWRANK_SENTENCES`) stores, in
+``attention_course/data/lowrank_sentences.json``: ``trailing``,
+:func:`~attention_course.chapters.lowrank.trailing.trailing_study` (the induction model over seeds
+0-4 and MiniLM at n = 128 over five sentence orders; about 3 minutes on one thread), and
+``focus``, :func:`~attention_course.chapters.lowrank.focus.focus_study` on the 20 shipped sentences.
+:func:`load_sentences` reads it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ...models.experiments import Experiment, Runs, read_json, register
+from ...models.records import DATA_DIR
+from .baselines import SENTENCES
+from .focus import focus_study
+from .trailing import trailing_study
+
+__all__ = ["SENTENCES_PATH", "load_sentences", "LOWRANK_SENTENCES"]
+
+SENTENCES_PATH = DATA_DIR / "lowrank_sentences.json"
+
+
+@dataclass(frozen=True)
+class SentencesConfig:
+    """``quick`` shrinks the trailing study to one seed and order, 20 steps (a smoke test)."""
+
+    quick: bool = False
+
+
+def _study(config: SentencesConfig, name: str) -> dict:
+    if name == "trailing":
+        return trailing_study(**(dict(seeds=[0], orders=[0], draws=[0], steps=20) if config.quick else {}))
+    return focus_study(SENTENCES)
+
+
+def _document(config: SentencesConfig, runs: Runs, meta: dict) -> dict:
+    return {"machine": meta["machine"], **{job[0]: r for job, r in zip(runs.jobs, runs.records)}}
+
+
+#: ``python -m attention_course lowrank-sentences``: both studies.
+LOWRANK_SENTENCES = register(Experiment(
+    "lowrank-sentences", SentencesConfig(), _study, SENTENCES_PATH, grid=lambda c: [("trailing",), ("focus",)],
+    document=_document, out_flag="--json", flags={"--quick": dict(action="store_true", help="a small smoke run")},
+    help="chapter 3's run for two essay sentences: trailing singular values, focused tokens",
+    description="Remove each head's trailing singular values (90% of the energy kept) from the induction model "
+                "(5 seeds) and MiniLM (5 orders) against the same energy removed at random or from the leading "
+                "values; score how much of each query's weight MiniLM puts on a few word keys; write JSON "
+                "(default: attention_course/data/lowrank_sentences.json; about 3 minutes)."))
+
+
+def load_sentences(path: Optional[Path] = None) -> dict:
+    """The stored run (default :data:`SENTENCES_PATH`)."""
+    return read_json(path or SENTENCES_PATH)
