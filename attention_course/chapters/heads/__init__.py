@@ -1,6 +1,6 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -58,6 +58,7 @@ from .head_training import (
     HEADS_RUN,
 )
 from .lookups import HandBuiltHeads, hand_built_heads
+from .pages import EVIDENCE_EXERCISES
 from .roles import (
     ROLES,
     RELATIONS,
@@ -87,6 +88,8 @@ from .subspaces import (
     mha_parameter_count,
 )
 from .figures import (
+    plot_multihead_path,
+    HEAD_COLORS,
     plot_bottleneck,
     plot_form_spectra,
     plot_head_gallery,
@@ -154,6 +157,7 @@ __all__ = [
     "HEADS_RUN",
     "HandBuiltHeads",
     "hand_built_heads",
+    "EVIDENCE_EXERCISES",
     "ROLES",
     "RELATIONS",
     "PARKING",
@@ -178,6 +182,8 @@ __all__ = [
     "combine_head_patterns",
     "total_variation",
     "mha_parameter_count",
+    "plot_multihead_path",
+    "HEAD_COLORS",
     "plot_bottleneck",
     "plot_form_spectra",
     "plot_head_gallery",

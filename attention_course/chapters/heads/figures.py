@@ -17,13 +17,145 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ...core._backend import Array, to_numpy
 from ..mechanics.figures import plot_heatmap
 from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role_color
 
-__all__ = ["plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
-           "plot_loss_curves", "plot_seed_curves", "plot_head_ablation", "plot_relation_gains"]  # fmt: skip
+__all__ = ["plot_multihead_path", "HEAD_COLORS", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery",
+           "plot_role_scores", "plot_loss_curves", "plot_seed_curves", "plot_head_ablation",
+           "plot_relation_gains"]  # fmt: skip
+
+
+#: One colour per head in the diagrams (Okabe & Ito: blue, orange, green, purple, vermilion, sky).
+HEAD_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
+
+
+def _blocks(ax: Axes, x: float, y: float, rows: int, widths: Sequence[int], colors: Sequence[str],
+            z: float = 1.0) -> None:
+    """A ``rows``-tall box at (x, y) made of side-by-side blocks ``widths`` wide, one colour each.
+
+    Everything of the box is drawn between ``z`` and ``z + 0.3``, so a box with a higher ``z``
+    hides the one behind it, grid lines included.
+    """
+    left, right = x, x + sum(widths)
+    ax.add_patch(Rectangle((left, y), right - left, rows, facecolor="white", edgecolor="none", zorder=z))
+    for w, c in zip(widths, colors):
+        ax.add_patch(Rectangle((x, y), w, rows, facecolor=c, alpha=0.55, edgecolor="none", zorder=z + 0.1))
+        x += w
+    for j in range(1, int(sum(widths))):  # faint lines between entries
+        ax.plot([left + j, left + j], [y, y + rows], color="white", lw=0.6, zorder=z + 0.2)
+    for i in range(1, rows):
+        ax.plot([left, right], [y + i, y + i], color="white", lw=0.6, zorder=z + 0.2)
+    ax.add_patch(Rectangle((left, y), right - left, rows, fill=False, edgecolor="0.25", lw=1.1, zorder=z + 0.3))
+
+
+def _deck(ax: Axes, x: float, y: float, rows: int, cols: int, colors: Sequence[str], step: float) -> None:
+    """One box per head, drawn as a deck of cards: head 1 in front, the others behind it, up and right."""
+    for i, c in enumerate(colors):
+        _blocks(ax, x + i * step, y + i * step, rows, [cols], [c], z=10.0 - i)
+
+
+def _step(ax: Axes, start: tuple, end: tuple, above: str = "", below: str = "") -> None:
+    """An arrow from ``start`` to ``end`` with a label above it and one below it."""
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=13, color="0.2", lw=1.3,
+                                 shrinkA=1, shrinkB=1))
+    mid = (start[0] + end[0]) / 2
+    if above:
+        ax.text(mid, start[1] + 0.5, above, ha="center", va="bottom", fontsize=10.5, color="0.1")
+    if below:
+        ax.text(mid, start[1] - 0.5, below, ha="center", va="top", fontsize=10, color="0.3")
+
+
+def _label(ax: Axes, x: float, y: float, text: str, va: str = "bottom", size: float = 10.0, **kw) -> None:
+    ax.text(x, y, text, ha=kw.pop("ha", "center"), va=va, fontsize=size, **kw)
+
+
+@book_figure
+def plot_multihead_path(T: int = 4, d: int = 6, h: int = 3, title: str = "") -> Figure:
+    r"""Multi-head attention's path, drawn to scale: project, split, attend per head, concatenate, ``W_O``.
+
+    .. math:: X \to Q = XW_Q \to (q_i)_{i \le h} \to A_i = \operatorname{softmax}(q_i k_i^\top/\sqrt{d_k})
+              \to \operatorname{head}_i = A_i v_i \to \operatorname{Concat}_i(\operatorname{head}_i)\, W_O
+
+    One unit of length is one entry (a ``T x d`` box is ``d`` wide and ``T`` tall). Head ``i`` has
+    one colour throughout: its ``d_k = d / h`` columns of ``Q``, its own ``q_i``, ``A_i`` and
+    ``head_i``, and its block of the concatenation. Each box carries its shape, with the batch
+    axis ``B``. The top row projects and splits (``K`` and ``V`` go the same way as ``Q``); the
+    bottom row attends in every head at once, concatenates and projects.
+
+    Examples
+    --------
+    >>> fig = plot_multihead_path(T=4, d=6, h=3)
+    >>> float(fig.get_size_inches()[0]) <= 7.0
+    True
+    >>> texts = [t.get_text() for t in fig.axes[0].texts]
+    >>> [s for s in ("(B, T, d)", "(B, h, T, d_k)", "(B, h, T, T)") if s not in texts]
+    []
+    >>> plot_multihead_path(d=6, h=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: d = 6 is not a multiple of h = 4; each head takes d / h features
+    """
+    if min(T, d, h) < 1:
+        raise ValueError(f"sizes must be positive; got T={T}, d={d}, h={h}")
+    if d % h:
+        raise ValueError(f"d = {d} is not a multiple of h = {h}; each head takes d / h features")
+    if h > len(HEAD_COLORS):
+        raise ValueError(f"h = {h}: the diagram has colours for at most {len(HEAD_COLORS)} heads")
+    d_k, colors, step = d // h, HEAD_COLORS[:h], 0.9
+    deck = (h - 1) * step  # how far a deck of h cards reaches up and right
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH, 4.2), layout="constrained")
+    # top row: X -> Q, coloured by head -> the deck of q_i
+    y1 = T + deck + 6.5
+    x_q = d + 6.5
+    x_split = x_q + d + 9.0
+    _blocks(ax, 0, y1, T, [d], ["#BBBBBB"])
+    _label(ax, d / 2, y1 + T + 0.4, "$X$", size=11)
+    _label(ax, d / 2, y1 - 0.4, "(B, T, d)", va="top")
+    _step(ax, (d + 0.4, y1 + T / 2), (x_q - 0.4, y1 + T / 2), "$\\times W_Q$")
+    _blocks(ax, x_q, y1, T, [d_k] * h, colors)
+    _label(ax, x_q + d / 2, y1 + T + 0.4, "$Q = XW_Q$", size=11)
+    _label(ax, x_q + d / 2, y1 - 0.4, "(B, T, d)", va="top")
+    _step(ax, (x_q + d + 0.4, y1 + T / 2), (x_split - 0.4, y1 + T / 2), "split", "view, transpose")
+    _deck(ax, x_split, y1, T, d_k, colors, step)
+    _label(ax, x_split + (d_k + deck) / 2, y1 + T + deck + 0.4, "$q_1, \\dots, q_h$", size=11)
+    _label(ax, x_split + (d_k + deck) / 2, y1 - 0.4, "(B, h, T, d_k)", va="top")
+    x_key = x_split + d_k + deck + 3.0
+    _label(ax, x_key, y1 + T + deck, "$K$ and $V$ are split\nthe same way", va="top", ha="left", color="0.3")
+    for i, c in enumerate(colors):  # the colour key
+        yk = y1 + T + deck - 3.4 - 1.25 * i
+        ax.add_patch(Rectangle((x_key, yk - 0.45), 0.9, 0.9, facecolor=c, alpha=0.55, edgecolor="0.25", lw=0.8))
+        _label(ax, x_key + 1.4, yk, f"head {i + 1}", va="center", ha="left")
+    # bottom row: A_i -> head_i -> concatenation -> x W_O -> output
+    y0 = 0.0
+    x_head = T + deck + 6.5
+    x_cat = x_head + d_k + deck + 9.0
+    x_out = x_cat + d + 8.0
+    _deck(ax, 0, y0, T, T, colors, step)
+    _label(ax, 0, y0 + T + deck + 1.9, "$A_i = \\mathrm{softmax}(q_i k_i^\\top/\\sqrt{d_k})$", ha="left", size=11)
+    _label(ax, (T + deck) / 2, y0 - 0.4, "(B, h, T, T)", va="top")
+    _step(ax, (T + deck + 0.4, y0 + T / 2), (x_head - 0.4, y0 + T / 2), "$\\times\\, v_i$")
+    _deck(ax, x_head, y0, T, d_k, colors, step)
+    _label(ax, x_head + (d_k + deck) / 2, y0 + T + deck + 0.4, "$\\mathrm{head}_i = A_i v_i$", size=11)
+    _label(ax, x_head + (d_k + deck) / 2, y0 - 0.4, "(B, h, T, d_k)", va="top")
+    _step(ax, (x_head + d_k + deck + 0.4, y0 + T / 2), (x_cat - 0.4, y0 + T / 2), "concatenate",
+          "transpose,\nreshape")
+    _blocks(ax, x_cat, y0, T, [d_k] * h, colors)
+    _label(ax, x_cat + d / 2, y0 + T + 0.4, "Concat", size=11)
+    _label(ax, x_cat + d / 2, y0 - 0.4, "(B, T, d)", va="top")
+    _step(ax, (x_cat + d + 0.4, y0 + T / 2), (x_out - 0.4, y0 + T / 2), "$\\times W_O$")
+    _blocks(ax, x_out, y0, T, [d], ["#BBBBBB"])
+    _label(ax, x_out + d / 2, y0 + T + 0.4, "output", size=11)
+    _label(ax, x_out + d / 2, y0 - 0.4, "(B, T, d)", va="top")
+    ax.set_xlim(-0.5, max(x_out + d, x_key + 9.0) + 0.5)
+    ax.set_ylim(-2.3, y1 + T + deck + 1.8)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title:
+        ax.set_title(title)
+    return fig
 
 
 @book_figure

@@ -100,3 +100,32 @@ def test_long_panel_titles_wrap_inside_their_panel():
     fig = FH.plot_head_gallery({name: (np.eye(3), None), "b": (np.eye(3), None)}, ncols=2)
     title = fig.axes[0].get_title()
     assert "\n" in title and title.replace("\n", " ") == name
+
+
+def test_multihead_path_draws_every_box_to_scale_in_its_heads_colours():
+    import matplotlib.colors as mcolors
+    from matplotlib.patches import Rectangle
+
+    T, d, h = 4, 6, 3
+    fig = FH.plot_multihead_path(T=T, d=d, h=h)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert fig.get_size_inches()[0] <= 7.0
+    filled = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_fill() and p.get_alpha() == 0.55
+              and p.get_height() == T]  # the coloured blocks of the boxes (not the colour key)
+    widths = sorted({(p.get_width(), mcolors.to_hex(p.get_facecolor())) for p in filled})
+    heads = {mcolors.to_hex(c) for c in FH.HEAD_COLORS[:h]}
+    # a head's block is d_k = 2 wide in Q and in the concatenation, its cards d_k or T wide; X and the output d
+    assert {w for w, c in widths if c in heads} == {d // h, T}
+    assert {c for w, c in widths if w == d} == {"#bbbbbb"}
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("(B, T, d)") == 4 and "(B, h, T, d_k)" in texts and "(B, h, T, T)" in texts
+    assert [f"head {i + 1}" for i in range(h)] == [t for t in texts if t.startswith("head ")]
+
+
+@pytest.mark.parametrize("kwargs, message", [({"d": 6, "h": 4}, "not a multiple of h = 4"),
+                                             ({"d": 14, "h": 7}, "at most 6 heads"),
+                                             ({"T": 0}, "sizes must be positive")])
+def test_multihead_path_rejects_what_it_cannot_draw(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        FH.plot_multihead_path(**kwargs)
