@@ -7,7 +7,9 @@ the place with a MyST comment (the book, JupyterLab and the plain edition do not
 sync step (``python .ci/execute_notebooks.py --sync-only book/NN_x.ipynb``) writes the line after it::
 
     % claim-line: rows-sum-to-one
-    **The essay:** Every row of A is ... **Verdict: holds.** ({ref}`the evidence <claim-rows-sum-to-one>`)
+    **{term}`The essay <essay>`:** Every row of A is ... **Verdict: holds.** ({ref}`the evidence <claim-rows-sum-to-one>`)
+
+"The essay" links its glossary entry, so a reader who starts at any lesson learns what it is.
 
 The claim's ``lesson`` field names the lesson that carries its line; its ``chapter`` field names the
 page with its verdict box (the evidence page).
@@ -22,10 +24,14 @@ from typing import Iterable, Union
 from .claims import CLAIMS, Claim
 from .expressions import load_notebook, save_notebook
 
-__all__ = ["MARK", "claim_line", "sync_claim_lines", "stale_claim_lines", "claim_line_problems"]
+__all__ = ["MARK", "PREFIX", "claim_line", "sync_claim_lines", "stale_claim_lines", "claim_line_problems"]
 
 #: The comment that marks where a claim's line goes; the line itself follows it.
 MARK = re.compile(r"^% claim-line: (?P<id>[a-z0-9-]+)[ \t]*$", re.M)
+#: How a claim line starts; "The essay" links the glossary's entry for it.
+PREFIX = "**{term}`The essay <essay>`:**"
+#: Starts of the lines the sync step replaces (the current one and the earlier one without the link).
+_LINE_STARTS = (PREFIX, "**The essay:**")
 
 
 def claim_line(c: Claim) -> str:
@@ -36,15 +42,15 @@ def claim_line(c: Claim) -> str:
     >>> c = Claim("x", 1, "01_x_evidence", "A is n × n.", "holds when", "queries and keys are one sequence.",
     ...           "{a}", lesson="01_x")
     >>> claim_line(c)
-    '**The essay:** A is n × n. **Verdict: holds when** queries and keys are one sequence. ({ref}`the evidence <claim-x>`)'
+    '**{term}`The essay <essay>`:** A is n × n. **Verdict: holds when** queries and keys are one sequence. ({ref}`the evidence <claim-x>`)'
     >>> claim_line(Claim("y", 1, "01_x_evidence", "Rows sum to one.", "holds", "f", "{a}", lesson="01_x"))
-    '**The essay:** Rows sum to one. **Verdict: holds.** ({ref}`the evidence <claim-y>`)'
+    '**{term}`The essay <essay>`:** Rows sum to one. **Verdict: holds.** ({ref}`the evidence <claim-y>`)'
     """
     if c.verdict == "holds when":
         verdict = f"**Verdict: holds when** {c.finding.strip().rstrip('.')}."
     else:
         verdict = f"**Verdict: {c.verdict}.**"
-    return f"**The essay:** {c.text.strip()} {verdict} ({{ref}}`the evidence <{c.label}>`)"
+    return f"{PREFIX} {c.text.strip()} {verdict} ({{ref}}`the evidence <{c.label}>`)"
 
 
 def _source(cell: dict) -> str:
@@ -65,7 +71,7 @@ def _rewrite(nb: dict, claims: Iterable[Claim]) -> list[str]:
             m = MARK.match(lines[i])
             if m and m["id"] in table:
                 want = claim_line(table[m["id"]])
-                has_line = i + 1 < len(lines) and lines[i + 1].startswith("**The essay:**")
+                has_line = i + 1 < len(lines) and lines[i + 1].startswith(_LINE_STARTS)
                 if not (has_line and lines[i + 1] == want):
                     changed.append(m["id"])
                 out.append(want)
@@ -73,8 +79,8 @@ def _rewrite(nb: dict, claims: Iterable[Claim]) -> list[str]:
                 continue
             i += 1
         new = "\n".join(out)
-        if new != _source(cell):
-            cell["source"] = new
+        if new != _source(cell):  # kept as the notebook stores it: a list of lines, or one string
+            cell["source"] = new.splitlines(keepends=True) if isinstance(cell["source"], list) else new
     return changed
 
 
