@@ -93,7 +93,8 @@ def test_setup_cell_is_three_lines_one_chapter_and_one_call(path):
     assert len(lines) <= 3 and lines[0] == "import attention_course as ac", lines
     assert re.fullmatch(r"from attention_course\.chapters import \w+ as ch", lines[1]), lines[1]
     assert lines[2].startswith("ac.setup_chapter(globals())"), lines[2]
-    assert "remove-input" in cell.metadata.get("tags", [])
+    # Collapsed, not removed: a reader can open it to see where np, ch, rng and check come from.
+    assert "hide-input" in cell.metadata.get("tags", []) and "remove-input" not in cell.metadata.get("tags", [])
     assert chapter_names()["glue"] is book.glue and chapter_names()["glued"] is book.glued
     later = [i for i, c in enumerate(_code_cells(_load(path))[2:], start=2)
              if re.search(r"^\s*(from|import) attention_course", c.source, flags=re.M)]
