@@ -635,7 +635,7 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
 
 
 def _baseline_label(name: str) -> str:
-    """A baseline's legend label: "uniform (mean of values)" -> "baseline: uniform, the mean of values"."""
+    """A baseline's legend label: "uniform (mean of values)" -> "baseline: uniform, mean of values"."""
     head, _, rest = name.partition(" (")
     return f"baseline: {head}, {rest.rstrip(')')}" if rest else f"baseline: {name}"
 
