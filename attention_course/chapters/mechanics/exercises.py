@@ -350,6 +350,15 @@ def _explain_mask_entry(index, expected, args):
     return f"key {j} is in query {i}'s future ({j} > {i}), so it must be masked out"
 
 
+def _numbers_for_a_mask(got, expected, args):
+    """Why a 0/1 number mask is wrong for attention (the engine has already said it wants booleans)."""
+    kind = np.asarray(got.detach() if isinstance(got, torch.Tensor) else got).dtype.kind
+    if kind in "iuf":
+        return ("For a mask this matters: torch *adds* a 0/1 float attn_mask to the scores instead of "
+                "blocking them.")
+    return None
+
+
 register(
     Exercise(
         id="causal-mask",
@@ -392,6 +401,7 @@ register(
             ),
         ),
         explain=_explain_mask_entry,
+        structure_hint=_numbers_for_a_mask,
         alternatives=(
             lambda T, S: np.array([[j <= i for j in range(S)] for i in range(T)]),
             lambda T, S: torch.ones(T, S, dtype=torch.bool).tril(),

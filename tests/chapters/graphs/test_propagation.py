@@ -276,3 +276,4 @@ def test_receptive_field_exercise_turns_path_counts_into_booleans():
 
     result = evaluate("banded-receptive-field", counts)
     assert result.status == "failed" and "counts the paths" in result.message and "`> 0`" in result.message
+    assert "attn_mask" not in result.message  # chapter 1's advice on torch's masks is not this exercise's
