@@ -183,7 +183,7 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
             f"d_k = {d}: score std {raw.std():.2f} unscaled, {raw.std() / np.sqrt(d):.2f} scaled; "
             f"over all {n_batches * n:,} rows, saturated (largest weight > {threshold}): "
             f"{rows['unscaled'][2]:.0%} unscaled, {rows['scaled'][2]:.0%} scaled; gradient let through, "
-            f"median ‖J‖<sub>F</sub>: {rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled "
+            f"median ‖J‖<sub>F</sub> over rows: {rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled "
             f"(uniform row {np.sqrt(n - 1) / n:.2g}).")})
     over = [i for i, s in enumerate(share_un) if s > 0.5]
     # the legend sits under the lower panel, clear of the plotly toolbar (top right), also at 390 px
