@@ -363,6 +363,9 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
                         heads: Mapping[str, tuple[int, int]], title: str = "") -> Figure:
     """Two heads on a sentence and on a shuffle of its words: rows are queries, columns keys, both labelled.
 
+    Each head gets its own colour scale, from 0 to its largest weight rounded up to a tenth (at most 1),
+    shared by its two panels, so that a head that spreads its weight is not drawn almost white.
+
     Parameters
     ----------
     words : two word lists, the sentence and its shuffle
@@ -381,14 +384,16 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
     fig, axes = plt.subplots(len(heads), 2, figsize=(7.0, 3.35 * len(heads) + 0.4), layout="constrained",
                              squeeze=False)
     for r, (name, (layer, head)) in enumerate(heads.items()):
+        top = max(float(np.asarray(A)[layer, head].max()) for A in maps)
+        vmax = min(1.0, np.ceil(top * 10) / 10) if top > 0 else 1.0  # each head on its own scale, 0 to vmax
         for c, (w, A) in enumerate(zip(words, maps)):
             ax = axes[r][c]
-            im = ax.imshow(np.asarray(A)[layer, head], cmap="Blues", vmin=0, vmax=1)
+            im = ax.imshow(np.asarray(A)[layer, head], cmap="Blues", vmin=0, vmax=vmax)
             ax.set_xticks(range(len(w)), w, rotation=90)
             ax.set_yticks(range(len(w)), w)
             ax.tick_params(length=0)
             ax.set_title(f"{name}: {'the sentence' if c == 0 else 'its words shuffled'}", fontsize=11)
-        fig.colorbar(im, ax=axes[r], label="weight", shrink=0.9)  # one scale, 0 to 1, for every panel
+        fig.colorbar(im, ax=axes[r], label="weight", shrink=0.9)  # the head's scale, shared by its two panels
     fig.supxlabel("key (the word read)", fontsize=11)
     fig.supylabel("query (the word reading)", fontsize=11)
     if title:
