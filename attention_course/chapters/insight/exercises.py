@@ -205,7 +205,7 @@ register(Exercise(
             Rule("range", "a large beta: the softmax must not overflow",
                  ("a large beta = 60: scores up to 960",), lambda X, q, c, beta: beta is not None and
                  float(np.abs(beta * (X.T @ q)).max()) > 709, ("softmax-not-shifted",),
-                 quote="at `beta = 60` the scores reach 960"),
+                 quote="at `beta = 60`, $\\beta X^\\top \\xi$ reaches 960"),
             Rule("threshold", "retrieved means every sign right, not most",
                  ("d=16, 64 patterns, beta=1 (some fail)",),
                  lambda X, q, c, beta: 0 < _reference(X, q, c, beta) < 1,
