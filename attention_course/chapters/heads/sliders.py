@@ -58,7 +58,7 @@ from .agreement import load_agreement, set_decision
 from .roles import ROLES_DATA
 from .subspaces import smallest_head_angles
 
-__all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
+__all__ = ["clear_job_explorer", "agreement_explorer", "load_head_explorer_data", "stored_head_explorer"]
 
 #: The five sentences' role scores of chapter 4 (regenerate:
 #: ``python -c "from attention_course.chapters.heads.roles import write_role_scores; write_role_scores()"``;
