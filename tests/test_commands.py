@@ -30,7 +30,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "attention_course"
 #: Stored files that are not a long run's, and what writes each.
 NOT_EXPERIMENTS = {
     "evidence.json": "python -m attention_course evidence",
-    "head_explorer.json": "chapters/heads/sliders.py (the head explorer's maps)",
+    "head_explorer.json": "heads.sliders.head_explorer_data (the head explorer's maps)",
     "search_sentences.json": "chapters/encoder/search.py (the search example's sentences)",
     "slider_depth_probe.json": "graphs.slider_data.write_probe_data",
     "slider_top_key.json": "graphs.slider_data.write_top_key_data",

@@ -24,7 +24,7 @@ from typing import Iterable, Union
 from .claims import CLAIMS, Claim
 from .expressions import load_notebook, save_notebook
 
-__all__ = ["MARK", "PREFIX", "claim_line", "sync_claim_lines", "stale_claim_lines", "claim_line_problems"]
+__all__ = ["MARK", "PREFIX", "claim_line", "sync_claim_lines", "claim_line_problems"]
 
 #: The comment that marks where a claim's line goes; the line itself follows it.
 MARK = re.compile(r"^% claim-line: (?P<id>[a-z0-9-]+)[ \t]*$", re.M)
@@ -82,11 +82,6 @@ def _rewrite(nb: dict, claims: Iterable[Claim]) -> list[str]:
         if new != _source(cell):  # kept as the notebook stores it: a list of lines, or one string
             cell["source"] = new.splitlines(keepends=True) if isinstance(cell["source"], list) else new
     return changed
-
-
-def stale_claim_lines(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
-    """The ids of a lesson's claim lines that differ from what the ledger writes (empty when in sync)."""
-    return _rewrite(load_notebook(path), claims)
 
 
 def sync_claim_lines(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> bool:

@@ -110,7 +110,7 @@ from ._forbidden import spy, uses_any
 from ._runner import DEFAULT_TIME_LIMIT, call_with_time_limit
 
 __all__ = ["Case", "Mutant", "Rule", "Breach", "Forbidden", "RULE_KINDS", "Exercise", "CheckResult", "evaluate",
-           "check", "register", "REGISTRY", "case_close", "in_place_breach", "retyped_breach", "output_breaches", "SCORE_TIPS",
+           "check", "register", "REGISTRY", "in_place_breach", "retyped_breach", "output_breaches", "SCORE_TIPS",
            "RATIO_TIPS"]
 
 PASS_MARK = "✅"
@@ -454,11 +454,6 @@ def _for_mutants(case: Case) -> bool:
 def _tolerances(exercise: Exercise, case: Case) -> tuple[float, float]:
     """A case's (rtol, atol): its own where it sets them, else the exercise's."""
     return (exercise.rtol if case.rtol is None else case.rtol, exercise.atol if case.atol is None else case.atol)
-
-
-def case_close(exercise: Exercise, case: Case, got: Any, expected: Any) -> bool:
-    """True when ``got`` matches ``expected`` on ``case`` within that case's tolerances (for the tests)."""
-    return close(got, expected, *_tolerances(exercise, case))
 
 
 # ---------------------------------------------------------------- running

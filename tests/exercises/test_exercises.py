@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course.exercises import REGISTRY, check, evaluate
-from attention_course.exercises._core import _mutant_outputs, _prepared, case_close
+from attention_course.exercises._core import _mutant_outputs, _prepared
+from engine_cases import case_close
 from attention_course.course.solutions import SOLUTIONS
 
 IDS = sorted(REGISTRY)

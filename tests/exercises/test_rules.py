@@ -14,7 +14,8 @@ import pytest
 
 from attention_course.exercises import REGISTRY
 from attention_course.exercises import evaluate
-from attention_course.exercises._core import CONTRACT_KINDS, RULE_KINDS, _fresh, _mutant_outputs, _prepared, case_close
+from attention_course.exercises._core import CONTRACT_KINDS, RULE_KINDS, _fresh, _mutant_outputs, _prepared
+from engine_cases import case_close
 
 IDS = sorted(REGISTRY)
 MIN_MUTANTS = 5

@@ -22,6 +22,8 @@ from attention_course.figures.predictions import EVIDENCE_FILE, PREDICTIONS, pre
 from attention_course.figures.widgets import PLOTLY_MARKER, PickerFigure, PredictReveal, SliderFigure, rounded
 from attention_course.chapters.kernels.smoothing import mse_by_bandwidth, sine_data
 from attention_course.models.tasks import toy_sentence
+from attention_course.chapters.heads import sliders as heads_sliders
+from attention_course.chapters.heads import sliders as heads_sliders
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES = 1_000_000  # issue 19: a page's interactive data is at most about 1 MB
@@ -54,10 +56,10 @@ def test_rounding_maps_non_finite_to_null():
 
 @pytest.fixture(scope="module")
 def figures():
-    tokens, maps = heads.load_head_explorer_data()
+    tokens, maps = heads_sliders.load_head_explorer_data()
     figs = {"temperature": mechanics.temperature_explorer(), "bandwidth": kernels.bandwidth_explorer(),
             "lowrank": lowrank.lowrank_explorer(), "scale": scaling.scale_explorer(),
-            "heads": heads.head_explorer(maps, tokens, start=(1, 5))}
+            "heads": heads_sliders.head_explorer(maps, tokens, start=(1, 5))}
     yield figs
     plt.close("all")
 
@@ -119,14 +121,14 @@ def test_scale_flip_is_where_most_unscaled_rows_saturate(figures):
 def test_stored_head_maps_match_minilm():
     from attention_course.models.pretrained import attention_maps
 
-    tokens, stored = heads.load_head_explorer_data()
-    fresh_tokens, fresh = attention_maps(heads.EXPLORER_SENTENCE)
+    tokens, stored = heads_sliders.load_head_explorer_data()
+    fresh_tokens, fresh = attention_maps(heads_sliders.EXPLORER_SENTENCE)
     assert tokens == list(fresh_tokens)
     np.testing.assert_allclose(stored, fresh, atol=5e-5 + 1e-5)  # stored to 4 decimals; float32 noise ~1e-6
 
 
 def test_head_explorer_readouts_follow_the_maps(figures):
-    tokens, maps = heads.load_head_explorer_data()
+    tokens, maps = heads_sliders.load_head_explorer_data()
     spec = _spec(figures["heads"])
     assert len(spec["frames"]) == maps.shape[0] * maps.shape[1]
     f = spec["frames"][1 * 12 + 5]
@@ -147,7 +149,7 @@ def test_bad_input_names_the_problem():
     with pytest.raises(ValueError, match="not among the choices"):
         PredictReveal("ix-p", "q?", ["a", "b"], "c", "answer")
     with pytest.raises(ValueError, match=r"expected \(layers, heads, n, n\)"):
-        heads.head_explorer(np.zeros((2, 3, 4)), ["a"] * 4)
+        heads_sliders.head_explorer(np.zeros((2, 3, 4)), ["a"] * 4)
     plt.close(fb)
 
 
@@ -185,7 +187,7 @@ def _assert_links_reach_their_boxes(html: str, claims) -> None:
 
 def test_the_head_explorer_links_each_verdict_on_the_page_that_holds_it():
     rng = np.random.default_rng(0)
-    fig = heads.head_explorer(rng.dirichlet(np.ones(4), size=(1, 2, 4)), ["[CLS]", "a", "b", "[SEP]"])
+    fig = heads_sliders.head_explorer(rng.dirichlet(np.ones(4), size=(1, 2, 4)), ["[CLS]", "a", "b", "[SEP]"])
     claims = re.findall(r'#claim-([\w-]+)"', fig.to_html())
     assert len(set(claims)) == 5
     _assert_links_reach_their_boxes(fig.to_html(), set(claims))
@@ -226,7 +228,7 @@ def test_stored_query_angles_match_an_independent_svd():
     """Each head's smallest principal angle to another head's query subspace, by numpy SVD."""
     from attention_course.models.pretrained import minilm_weights
 
-    stored = np.asarray(json.loads(heads.EXPLORER_DATA.read_text())["query_angle"])  # (6, 12) degrees
+    stored = np.asarray(json.loads(heads_sliders.EXPLORER_DATA.read_text())["query_angle"])  # (6, 12) degrees
     w = minilm_weights().to(torch.float64)  # read from model.safetensors, without importing transformers
     W = w.layers[0].W_q.numpy()  # (384, 384), used as x @ W: a head reads through its 32 columns
     bases = [np.linalg.qr(W[:, 32 * h:32 * (h + 1)])[0] for h in range(12)]  # 12 x (384, 32)

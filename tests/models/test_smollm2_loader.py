@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from attention_course.models.smollm2 import (
-    DecoderConfig, hf_state_dict, load_smollm2, locate_smollm2, permute_for_llama_cpp, read_gguf,
+    DecoderConfig, load_smollm2, locate_smollm2, permute_for_llama_cpp, read_gguf,
     unpermute_from_llama_cpp,
 )
+from hf_bridge import hf_state_dict
 
 
 def _llama_cpp_permute(weights: np.ndarray, n_head: int) -> np.ndarray:

@@ -6,30 +6,22 @@ re-exported here, flat, so the notebook imports one thing:
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .block import attention, decoder_block, block_with_cache
+from .block import attention, decoder_block
 from .fallback import solved, yours_or_ours, describe_parts
-from .grouped_attention import repeat_kv, decoder_mask, grouped_query_attention
+from .grouped_attention import decoder_mask, grouped_query_attention
 from .model import empty_cache, forward, hidden_states, output_logits
-from .random_weights import TINY_DECODER, random_layer, random_decoder
+from .random_weights import random_layer, random_decoder
 from .reproduce import (
     UNIT_ROUNDOFF_FLOAT32,
-    REFERENCE_FILE,
     PROMPTS,
     decoder_estimates,
     logit_estimate,
     transformers_model,
-    transformers_reference,
     stored_reference,
-    reference_document,
-    top_two_gaps,
     greedy_with_gaps,
-    DECODER_REFERENCE,
 )
 from .rms_norm import rms_norm
 from .rope import (
-    rope_frequencies,
-    rope_angles,
-    rotate_half,
     apply_rope,
     apply_rope_interleaved,
     permute_for_llama_cpp,
@@ -43,36 +35,25 @@ from .exercises import EXERCISES, TWO_GROUPS
 __all__ = [
     "attention",
     "decoder_block",
-    "block_with_cache",
     "solved",
     "yours_or_ours",
     "describe_parts",
-    "repeat_kv",
     "decoder_mask",
     "grouped_query_attention",
     "empty_cache",
     "forward",
     "hidden_states",
     "output_logits",
-    "TINY_DECODER",
     "random_layer",
     "random_decoder",
     "UNIT_ROUNDOFF_FLOAT32",
-    "REFERENCE_FILE",
     "PROMPTS",
     "decoder_estimates",
     "logit_estimate",
     "transformers_model",
-    "transformers_reference",
     "stored_reference",
-    "reference_document",
-    "top_two_gaps",
     "greedy_with_gaps",
-    "DECODER_REFERENCE",
     "rms_norm",
-    "rope_frequencies",
-    "rope_angles",
-    "rotate_half",
     "apply_rope",
     "apply_rope_interleaved",
     "permute_for_llama_cpp",

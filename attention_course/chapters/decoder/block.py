@@ -23,7 +23,7 @@ from .rms_norm import rms_norm
 from .rope import apply_rope
 from .swiglu import swiglu
 
-__all__ = ["attention", "decoder_block", "block_with_cache"]
+__all__ = ["attention", "decoder_block"]
 
 
 def attention(x: torch.Tensor, layer: DecoderLayer, config: DecoderConfig, positions: torch.Tensor,

@@ -18,7 +18,7 @@ import torch
 
 from ...core._backend import ShapeError, shape_str
 
-__all__ = ["repeat_kv", "decoder_mask", "grouped_query_attention"]
+__all__ = ["decoder_mask", "grouped_query_attention"]
 
 
 def repeat_kv(k: torch.Tensor, group: int) -> torch.Tensor:

@@ -11,7 +11,7 @@ import torch
 
 from ...models.smollm2 import DecoderConfig, DecoderLayer, DecoderWeights
 
-__all__ = ["TINY_DECODER", "random_layer", "random_decoder"]
+__all__ = ["random_layer", "random_decoder"]
 
 #: A tiny decoder: vocabulary 20, d = 16, 2 layers, 4 query heads over 2 key/value heads, d_ff = 24.
 TINY_DECODER = DecoderConfig(vocab_size=20, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=24,

@@ -10,30 +10,20 @@ from .assemble import encode
 from .block import block, stream_size
 from .causal import CausalConfig, CausalLM, dependence, causal_leaks, describe_leaks
 from .embeddings import embeddings
-from .fallback import solved, yours_or_ours, describe_parts, Guarded
+from .fallback import solved, yours_or_ours, describe_parts
 from .feed_forward import gelu, gelu_gap, GELU_GAP, GELU_GAP_AT, feed_forward
 from .layer_norm import layer_norm
 from .pooling import sentence_embeddings
-from .random_weights import random_layer, random_bert
-from .recheck import effective_ranks, rank_shares
+from .random_weights import random_layer
+from .recheck import rank_shares
 from .reproduce import (
     UNIT_ROUNDOFF_FLOAT32,
-    float32_bound,
     layer_bounds,
     layer_gaps,
-    Departure,
     first_departure,
     transformers_hidden_states,
 )
-from .search import (
-    SearchSet,
-    SENTENCES_FILE,
-    search_sentences,
-    embed,
-    reference_embeddings,
-    rank,
-    similarities,
-)
+from .search import search_sentences, embed, reference_embeddings, rank, similarities
 from .self_attention import key_mask, self_attention
 from .figures import (
     plot_gelus,
@@ -43,7 +33,7 @@ from .figures import (
     plot_dependence,
     plot_rank_shares,
 )
-from .exercises import EXERCISES, ENCODER_ATOL, ENCODER_SENTENCES, MINILM_MAX_ABS, torch_encoder_layer
+from .exercises import EXERCISES, ENCODER_ATOL, MINILM_MAX_ABS
 
 __all__ = [
     "encode",
@@ -58,7 +48,6 @@ __all__ = [
     "solved",
     "yours_or_ours",
     "describe_parts",
-    "Guarded",
     "gelu",
     "gelu_gap",
     "GELU_GAP",
@@ -67,18 +56,12 @@ __all__ = [
     "layer_norm",
     "sentence_embeddings",
     "random_layer",
-    "random_bert",
-    "effective_ranks",
     "rank_shares",
     "UNIT_ROUNDOFF_FLOAT32",
-    "float32_bound",
     "layer_bounds",
     "layer_gaps",
-    "Departure",
     "first_departure",
     "transformers_hidden_states",
-    "SearchSet",
-    "SENTENCES_FILE",
     "search_sentences",
     "embed",
     "reference_embeddings",
@@ -94,7 +77,5 @@ __all__ = [
     "plot_rank_shares",
     "EXERCISES",
     "ENCODER_ATOL",
-    "ENCODER_SENTENCES",
     "MINILM_MAX_ABS",
-    "torch_encoder_layer",
 ]

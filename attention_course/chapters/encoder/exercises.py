@@ -46,7 +46,7 @@ from .random_weights import random_bert, random_layer
 from .reproduce import first_departure, float32_bound
 from .self_attention import key_mask, self_attention
 
-__all__ = ["EXERCISES", "ENCODER_ATOL", "ENCODER_SENTENCES", "MINILM_MAX_ABS", "torch_encoder_layer"]
+__all__ = ["EXERCISES", "ENCODER_ATOL", "MINILM_MAX_ABS"]
 
 def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
     return torch.randn(*shape, generator=g, dtype=torch.float64) * std

@@ -23,7 +23,7 @@ import torch
 
 from ...exercises import evaluate
 
-__all__ = ["solved", "yours_or_ours", "describe_parts", "Guarded"]
+__all__ = ["solved", "yours_or_ours", "describe_parts"]
 
 _RESULTS: dict = {}  # (exercise id, function) -> CheckResult; a function is checked once
 

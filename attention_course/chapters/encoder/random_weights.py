@@ -11,7 +11,7 @@ import torch
 
 from ...models.encoder import BertLayerWeights, BertWeights
 
-__all__ = ["random_layer", "random_bert"]
+__all__ = ["random_layer"]
 
 
 def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:

@@ -24,7 +24,7 @@ from ..lowrank.spectra import effective_rank_from_singular_values
 from .assemble import encode
 from .self_attention import self_attention
 
-__all__ = ["effective_ranks", "rank_shares"]
+__all__ = ["rank_shares"]
 
 
 def effective_ranks(maps: torch.Tensor) -> np.ndarray:

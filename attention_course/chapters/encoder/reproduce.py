@@ -40,8 +40,9 @@ import torch
 from ...core._backend import ShapeError, shape_str
 from ...models.pretrained import load_minilm
 
-__all__ = ["UNIT_ROUNDOFF_FLOAT32", "float32_bound", "layer_bounds", "layer_gaps", "Departure", "first_departure",
-           "transformers_hidden_states"]
+__all__ = [
+    "UNIT_ROUNDOFF_FLOAT32", "layer_bounds", "layer_gaps", "first_departure", "transformers_hidden_states",
+]
 
 #: float32's unit roundoff, 2^-24: the largest relative error of one rounding (half its epsilon 2^-23).
 UNIT_ROUNDOFF_FLOAT32 = 2.0**-24

@@ -29,8 +29,7 @@ from ...models.encoder import BertWeights
 from ...models.pretrained import load_minilm
 from .pooling import sentence_embeddings
 
-__all__ = ["SearchSet", "SENTENCES_FILE", "search_sentences", "embed", "reference_embeddings", "rank",
-           "similarities"]
+__all__ = ["search_sentences", "embed", "reference_embeddings", "rank", "similarities"]
 
 #: The shipped sentences: ``{"queries": [...], "corpus": [...]}``.
 SENTENCES_FILE = Path(__file__).resolve().parents[2] / "data" / "search_sentences.json"

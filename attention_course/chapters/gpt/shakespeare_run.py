@@ -26,8 +26,7 @@ from .loss import next_token_loss
 from .shakespeare import CharTask, bigram_loss, corpus, unigram_loss
 from .small_gpt import SmallGPT, generate_text
 
-__all__ = ["ShakespeareConfig", "LIVE", "STORED", "SHAKESPEARE_FILE", "held_out_loss", "shakespeare_run",
-           "stored_shakespeare", "SHAKESPEARE_RUN"]
+__all__ = ["LIVE", "held_out_loss", "stored_shakespeare"]
 
 SHAKESPEARE_FILE = DATA_DIR / "shakespeare_run.json"
 

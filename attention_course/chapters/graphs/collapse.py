@@ -29,8 +29,8 @@ from ...core import attention as att
 from ...core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
 
 __all__ = [
-    "init_stack_params", "attention_stack", "rank_one_residual", "rank_collapse", "rank_collapse_curves",
-    "shrink_factor", "rank_one_parts", "rank_one_part_curves",
+    "init_stack_params", "rank_one_residual", "rank_collapse_curves", "shrink_factor", "rank_one_parts",
+    "rank_one_part_curves",
 ]
 
 

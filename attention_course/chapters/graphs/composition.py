@@ -50,9 +50,10 @@ from ...models.records import DATA_DIR
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 
-__all__ = ["STORED_RUN", "HELD_OUT_SEED", "accuracy", "run_one", "composition_study",
-           "summarise", "accuracy_table", "layers_needed", "live_run", "load_runs",
-           "pointer_chasing_results"]
+__all__ = [
+    "STORED_RUN", "HELD_OUT_SEED", "accuracy", "run_one", "summarise", "accuracy_table", "layers_needed",
+    "live_run", "load_runs", "pointer_chasing_results",
+]
 
 #: The full run of chapter 5, shipped with the package.
 STORED_RUN = DATA_DIR / "composition.json"

@@ -27,8 +27,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
-__all__ = ["probe_accuracy", "labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe",
-           "guessing_line", "guess_depth"]
+__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:

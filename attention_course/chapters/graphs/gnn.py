@@ -27,10 +27,7 @@ from ...core import attention as att
 from ...core._backend import Array, ShapeError, to_numpy
 from .propagation import _square
 
-__all__ = [
-    "shared_top_key", "gcn_normalise", "gat_scores", "gatv2_scores", "dot_product_scores", "top_neighbour",
-    "ranking_comparison", "shared_top_fraction", "static_counts", "static_flip",
-]
+__all__ = ["shared_top_key", "ranking_comparison", "shared_top_fraction"]
 
 
 def _leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:

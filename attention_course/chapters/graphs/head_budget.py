@@ -44,10 +44,10 @@ from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
 from .composition import HELD_OUT_SEED, K_HOPS, CompositionConfig, accuracy
 
-__all__ = ["MATCHED_RUN", "MATCHED_GRID", "MATCHED_EXTRA", "GRID_RUN", "GRID_NODES", "GRID_HEADS", "LONG_GRID_RUN",
-           "LONG_GRID", "FOLLOW_UP_RUN", "FOLLOW_UP", "SECOND_FOLLOW_UP_RUN", "SECOND_FOLLOW_UP", "run_matched",
-           "converged", "fewest_heads", "load_matched", "grid_order", "grid_search", "grid_table", "grid_decision",
-           "merge_grid", "follow_up_decision", "map_counts", "load_grid", "COMPOSITION_RUN"]
+__all__ = [
+    "LONG_GRID_RUN", "LONG_GRID", "FOLLOW_UP_RUN", "SECOND_FOLLOW_UP_RUN", "converged", "grid_table",
+    "grid_decision", "follow_up_decision", "load_grid",
+]
 
 #: The matched run (``composition-run --matched``), shipped with the package.
 MATCHED_RUN = DATA_DIR / "composition_matched.json"
@@ -181,11 +181,6 @@ def fewest_heads(runs: Iterable[Mapping], n_nodes: int, n_layers: int, threshold
             ok[H] = ok.get(H, True) and r["accuracy"] >= threshold
     passing = [H for H, good in sorted(ok.items()) if good]
     return passing[0] if passing else None
-
-
-def load_matched(path=MATCHED_RUN) -> dict:
-    """Read the matched run: ``{"schema_version": 1, "meta", "settings", "runs": [...]}``."""
-    return read_json(path, schema_version=1)
 
 
 # ------------------------------------------------------------------ the head grid

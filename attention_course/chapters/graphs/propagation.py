@@ -45,8 +45,8 @@ from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
 __all__ = [
-    "topology_mask", "banded_mask", "example_topologies", "message_passing", "message_passing_gap",
-    "receptive_field", "dependency_support", "band_width", "banded_stack_reach", "hops_flip",
+    "banded_mask", "example_topologies", "message_passing", "message_passing_gap", "receptive_field",
+    "dependency_support", "band_width", "banded_stack_reach",
 ]
 
 

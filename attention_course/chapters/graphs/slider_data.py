@@ -26,8 +26,7 @@ from . import depth_probe
 from .gnn import shared_top_key
 from .topology_rules import RULE_DATA
 
-__all__ = ["PROBE_DATA", "PROBE_OFFSETS", "PROBE_STACKS", "probe_data", "write_probe_data", "TOP_KEY_DATA",
-           "top_key_data", "write_top_key_data"]
+__all__ = ["write_probe_data", "write_top_key_data"]
 
 PROBE_DATA = DATA_DIR / "slider_depth_probe.json"
 #: The neighbours chapter 5's word probes read: two and one words before, one and two after.

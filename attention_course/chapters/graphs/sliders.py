@@ -48,9 +48,10 @@ from .slider_data import PROBE_DATA, TOP_KEY_DATA
 from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
-__all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
-           "probe_depth_explorer", "load_top_key_data", "top_key_explorer",
-           "minilm_head_explorer"]
+__all__ = [
+    "rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "load_top_key_data", "top_key_explorer",
+    "minilm_head_explorer",
+]
 
 _DATA = DATA_DIR
 #: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.topology_rules.write_rule_miss`).

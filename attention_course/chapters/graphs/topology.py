@@ -25,7 +25,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from ..mechanics.properties import effective_keys
 
-__all__ = ["shuffled_sentences", "jaccard", "chance_jaccard", "shuffle_overlap"]
+__all__ = ["shuffled_sentences"]
 
 
 def shuffled_sentences(sentence: str, n_shuffles: int, seed: int = 0) -> tuple[list[str], list[list[int]]]:

@@ -43,9 +43,7 @@ from .topology import shuffle_overlap, shuffled_sentences
 #: e.g. ``lambda texts: encoder_maps(weights, tokenizer, texts)`` (:mod:`attention_course.models.perturb`).
 Encode = Callable[[Sequence[str]], tuple[list, list]]
 
-__all__ = ["overlap_study", "RULE_PARTS", "RULES",
-           "FixedRule", "fit_fixed_rule", "rule_miss", "uniform_miss", "held_out_shuffles", "summarise_overlap",
-           "placed_counts", "rule_flip"]
+__all__ = ["RULES", "fit_fixed_rule", "rule_miss", "held_out_shuffles"]
 
 
 

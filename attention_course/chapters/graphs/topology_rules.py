@@ -25,8 +25,7 @@ from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.records import DATA_DIR
 from . import topology_rule
 
-__all__ = ["RULE_DATA", "RULES_DATA", "rule_miss_data", "write_rule_miss", "rules_data", "load_rules",
-           "TOPOLOGY_RULES"]
+__all__ = ["write_rule_miss", "load_rules"]
 
 #: The ``rule-mass`` slider's data: the default rule's and uniform attention's miss per head (:func:`rule_miss_data`).
 RULE_DATA = DATA_DIR / "slider_rule_miss.json"

@@ -31,8 +31,7 @@ from ...models.pretrained import attention_maps, minilm_tokenizer
 from ...models.experiments import Experiment, read_json, register
 from ...models.records import DATA_DIR
 
-__all__ = ["NOUNS", "VERBS", "TRANSITIVE", "agreement_sentences", "crossed_sentences", "verb_hits", "rule_hits", "held_out_best", "set_decision", "agreement_study",
-           "AGREEMENT_PATH", "load_agreement", "AGREEMENT_RUN"]
+__all__ = ["agreement_sentences", "verb_hits", "set_decision", "load_agreement"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
 NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),

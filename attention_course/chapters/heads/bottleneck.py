@@ -19,7 +19,7 @@ import torch
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...models.lbfgs import lbfgs
 
-__all__ = ["dirichlet_attention", "near_permutation", "row_kl", "LowRankFit", "fit_low_rank_attention"]
+__all__ = ["dirichlet_attention", "near_permutation", "fit_low_rank_attention"]
 
 
 def dirichlet_attention(n: int, alpha: float = 1.0, seed: int = 0) -> np.ndarray:

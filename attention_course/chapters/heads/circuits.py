@@ -34,8 +34,10 @@ import torch
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from .subspaces import _head_bases, _orth, head_bilinear_forms, reparametrise_head
 
-__all__ = ["subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps", "matched_random_overlaps",
-           "head_ov_maps", "reparametrise_ov", "model_head_overlaps"]
+__all__ = [
+    "subspace_overlap", "head_overlaps", "random_overlaps", "shuffled_head_overlaps",
+    "matched_random_overlaps", "head_ov_maps", "reparametrise_ov",
+]
 
 
 def subspace_overlap(A: Array, B: Array) -> np.ndarray:

@@ -40,8 +40,7 @@ from ...core._backend import ShapeError, shape_str
 from ...models.tasks import Batch
 from ...models.tiny import TinyTransformer
 
-__all__ = ["TwoOffsetTask", "field_losses", "keep_one_losses", "keep_one_gains", "single_ablation_rises",
-           "carried_relations", "RELATION_NAMES"]
+__all__ = ["TwoOffsetTask", "keep_one_losses", "single_ablation_rises", "carried_relations", "RELATION_NAMES"]
 
 #: The two relations of :class:`TwoOffsetTask` with its default offsets, in field order (a, b).
 RELATION_NAMES = ("previous token", "three back")

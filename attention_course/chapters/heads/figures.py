@@ -23,9 +23,10 @@ from ...core._backend import Array, to_numpy
 from ..mechanics.figures import plot_heatmap
 from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role_color
 
-__all__ = ["plot_multihead_path", "HEAD_COLORS", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery",
-           "plot_role_scores", "plot_loss_curves", "plot_seed_curves", "plot_head_ablation",
-           "plot_relation_gains"]  # fmt: skip
+__all__ = [
+    "plot_multihead_path", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
+    "plot_head_ablation", "plot_relation_gains",
+]  # fmt: skip
 
 
 #: One colour per head in the diagrams (Okabe & Ito: blue, orange, green, purple, vermilion, sky).

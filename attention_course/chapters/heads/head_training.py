@@ -45,8 +45,7 @@ from .circuits import model_head_overlaps
 from .division import (TwoOffsetTask, carried_relations, field_losses, keep_one_gains, keep_one_losses,
                        single_ablation_rises)
 
-__all__ = ["STORED_RUN", "run_one", "division_run", "layer_overlaps", "converged", "load_runs",
-           "HEADS_RUN"]
+__all__ = ["STORED_RUN", "run_one", "layer_overlaps", "converged", "load_runs"]
 
 #: Convergence rule of the division study: the mean training loss of the last ``window`` steps is
 #: within ``tol`` nats of the ``window`` before.

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...core.attention import softmax
 
-__all__ = ["HandBuiltHeads", "hand_built_heads"]
+__all__ = ["hand_built_heads"]
 
 
 class HandBuiltHeads(NamedTuple):

@@ -27,9 +27,7 @@ from ...models.pretrained import attention_maps
 from ...models.records import DATA_DIR
 from ..mechanics.properties import row_entropy
 
-__all__ = ["ROLES", "RELATIONS", "PARKING", "head_role_scores", "uniform_role_baselines", "top_heads",
-           "clear_job_counts", "clear_job_flips", "last_relation_flip", "ROLES_DATA", "role_scores_data",
-           "write_role_scores"]
+__all__ = ["ROLES", "head_role_scores", "uniform_role_baselines", "top_heads"]
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation", "broad")
 #: Roles that are a relation between words, and roles that park the weight on a special token.

@@ -58,7 +58,10 @@ from .agreement import load_agreement, set_decision
 from .roles import ROLES_DATA
 from .subspaces import smallest_head_angles
 
-__all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "minilm_head_explorer", "sentence_maps", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
+__all__ = [
+    "clear_job_explorer", "agreement_explorer", "stored_head_explorer", "minilm_head_explorer",
+    "sentence_maps",
+]
 
 #: The five sentences' role scores of chapter 4 (regenerate:
 #: ``python -c "from attention_course.chapters.heads.roles import write_role_scores; write_role_scores()"``;

@@ -32,9 +32,9 @@ from ...core.attention import resolve_scale, softmax
 from ...core.multihead import split_heads
 
 __all__ = [
-    "split_head_weights", "head_bilinear_forms", "form_singular_values", "reparametrise_head",
-    "principal_angles", "head_subspace_angles", "smallest_head_angles", "random_subspace_angles",
-    "head_score_matrices", "combine_head_patterns", "total_variation", "mha_parameter_count",
+    "head_bilinear_forms", "form_singular_values", "reparametrise_head", "principal_angles",
+    "smallest_head_angles", "random_subspace_angles", "head_score_matrices", "combine_head_patterns",
+    "total_variation",
 ]  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from .ablations import TASKS, RecallTask, tune_and_train
 from .memory import MEMORY_FILE, capacity_sweep
 from .mixers import VARIANTS, Variant
 
-__all__ = ["GRID", "ABLATION_FILE", "load_ablations", "run_job", "INSIGHT_RUN"]
+__all__ = ["load_ablations"]
 
 ABLATION_FILE = DATA_DIR / "insight_ablations.json"
 RECALL, COPY = "recall (MQAR, 16 pairs)", "previous token"

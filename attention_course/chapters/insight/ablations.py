@@ -19,8 +19,7 @@ from ...models.training import train
 from . import recall_tasks
 from .mixers import VARIANTS, MixerModel, Variant
 
-__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant", "tune_and_train", "window_copy_accuracy", "TEST_SEED",
-           "VALID_SEED"]
+__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant", "window_copy_accuracy"]
 
 TEST_SEED, VALID_SEED = 12345, 999
 
@@ -133,10 +132,3 @@ def window_copy_accuracy(window: Optional[int], gap: int = 3, length: int = 16, 
     task = RecallTask("previous_token", {"length": length, "lag": gap})
     model, _ = train_variant(Variant(window=window), task, steps, lr, seed, d_model=d_model)
     return accuracy(model, task, batch_size=256)
-
-
-def variant_named(name: str) -> Variant:
-    """The variant :data:`~attention_course.chapters.insight.mixers.VARIANTS` calls ``name``."""
-    if name not in VARIANTS:
-        raise KeyError(f"{name!r} is not a variant; expected one of {sorted(VARIANTS)}")
-    return VARIANTS[name]

@@ -44,10 +44,11 @@ from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
 
-__all__ = ["METRIC_VARIANTS", "METRIC_FILE", "LINEAR_FILE", "PARTNER_FILE", "LONG_FILE", "LONG_RULE", "PARTNER",
-           "partner_grid", "long_grid", "accuracy_table_of", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "metric_grid", "linear_grid",
-           "run_metric_job", "load_metric", "load_linear", "linear_table", "decide_metric_learned",
-           "decide_softmax_linear", "partner_needs_untied", "ratio_threshold", "INSIGHT_METRIC"]
+__all__ = [
+    "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
+    "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear", "partner_needs_untied",
+    "ratio_threshold",
+]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"

@@ -21,7 +21,7 @@ from ...models.training import train
 from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
 from .mixers import MixerModel, Variant
 
-__all__ = ["ConvergenceRule", "stop_reason", "train_converged", "tune_converged"]
+__all__ = []
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ from .memory import capacity, exponential_law, outer_product_law
 from .take_away import TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
 from ...figures.style import book_figure, method_color
 
-__all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
-           "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away"]
+__all__ = [
+    "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
+    "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away",
+]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
 KIND_COLORS = {"content": "#0072B2", "position": "#D55E00", "sink": "#E69F00", "mixed": "#CC79A7"}

@@ -17,9 +17,10 @@ import numpy as np
 
 from .recall_tasks import gaps
 
-__all__ = ["Score", "accuracy_table", "window_curve", "covered_share", "first_within", "ROWS", "decide_data_dependent",
-           "decide_all_pairs", "decide_differentiable", "decide_asymmetric",
-           "decide_memory"]
+__all__ = [
+    "Score", "accuracy_table", "window_curve", "covered_share", "ROWS", "decide_data_dependent",
+    "decide_all_pairs", "decide_differentiable", "decide_asymmetric", "decide_memory",
+]
 
 
 class Score(NamedTuple):

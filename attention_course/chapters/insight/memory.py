@@ -29,9 +29,7 @@ import numpy as np
 from ...models.experiments import read_json
 from ...models.records import DATA_DIR
 
-__all__ = [
-    "MEMORIES", "store_patterns", "corrupt", "memory_cues", "retrieve", "retrieval_accuracy",
-    "capacity", "capacity_sweep", "outer_product_law", "exponential_law", "MEMORY_FILE", "load_memory"]  # fmt: skip
+__all__ = ["memory_cues", "capacity", "capacity_sweep", "outer_product_law", "exponential_law", "load_memory"]  # fmt: skip
 
 #: The memories :func:`retrieve` knows: name -> inverse temperature rule (``None``: linear).
 MEMORIES = {

@@ -45,7 +45,7 @@ from torch import nn
 
 from .recall_tasks import N_VALUES
 
-__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax", "mixing_mask", "linear_weights"]
+__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax"]
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,7 @@ from ...core._backend import Array, ShapeError, to_numpy
 from ..graphs.topology import shuffled_sentences
 from ..lowrank.baselines import sink_share
 
-__all__ = ["CATEGORIES", "ContentPositionScores", "content_position_scores", "word_maps", "follow_scores",
-           "best_offset_share", "classify_heads", "count_categories", "rule_maps", "rule_scores"]
+__all__ = ["CATEGORIES", "content_position_scores", "word_maps", "classify_heads", "rule_scores"]
 
 #: The four kinds of head, in the order they are counted.
 CATEGORIES = ("content", "position", "sink", "mixed")

@@ -27,7 +27,7 @@ import torch
 
 from ...models.tasks import Batch
 
-__all__ = ["BLANK", "N_VALUES", "stacked_mqar", "partner_mqar", "previous_token", "gaps"]
+__all__ = ["BLANK", "stacked_mqar", "previous_token", "gaps"]
 
 #: Number of value ids; the blank value is id ``N_VALUES``.
 N_VALUES = 64

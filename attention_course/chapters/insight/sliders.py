@@ -27,8 +27,7 @@ from ...figures.widgets import SliderFigure, static_fallback
 from .ingredients import Score, covered_share, first_within, window_curve
 from .converged_comparisons import ratio_threshold
 
-__all__ = ["window_explorer", "task_explorer", "TASK_SLIDERS", "WINDOW_MARGIN", "metric_explorer", "METRIC_TASKS",
-           "METRIC_MARGIN", "pairs_explorer", "temperature_explorer"]
+__all__ = ["window_explorer", "task_explorer", "metric_explorer", "pairs_explorer", "temperature_explorer"]
 
 #: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
 WINDOW_MARGIN = 0.05

@@ -14,7 +14,7 @@ from .ablation_grid import load_ablations
 from .converged_comparisons import PARTNER, load_metric, load_partner
 from .ingredients import COPY, RECALL, Score, accuracy_table
 
-__all__ = ["TAKE_AWAY_ROWS", "TAKE_AWAY_TASKS", "take_away_table"]
+__all__ = ["take_away_table"]
 
 #: The lesson's rows: (label, variant in :func:`take_away_table`).
 TAKE_AWAY_ROWS = (

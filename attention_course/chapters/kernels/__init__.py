@@ -6,62 +6,23 @@ re-exported here, flat, so the notebook imports one thing:
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .attention_kernel import (
-    kernel_asymmetry,
-    eigenvalue_ratio,
-    own_key_top_rate,
-    rank_correlation,
-    locality_over_draws,
-)
-from .input_locality import (
-    input_distances,
-    input_locality,
-    minilm_hidden_attention,
-    input_locality_by_head,
-)
-from .kernel_family import (
-    KERNEL_FAMILY_DATA,
-    PENALTIES,
-    family_scores,
-    fit_family,
-    family_predict,
-    passes_rule,
-    family_sweep,
-    write_family_sweep,
-    load_family_sweep,
-)
-from .learning import (
-    BandwidthFit,
-    fit_bandwidth,
-    fit_bandwidths,
-    good_range_limit,
-    learned_width_flip,
-    MetricFit,
-    fit_metric,
-    metric_over_draws,
-)
+from .attention_kernel import locality_over_draws
+from .input_locality import minilm_hidden_attention, input_locality_by_head
+from .kernel_family import write_family_sweep, load_family_sweep
+from .learning import fit_bandwidth, fit_bandwidths, good_range_limit, learned_width_flip, fit_metric
 from .metric_comparison import (
-    SIGMA_GRID,
-    METRIC_RUN_DATA,
     tuned_isotropic_sigma,
-    DotAttentionFit,
     fit_dot_attention,
     dot_attention_predict,
     coordinate_weights,
-    METRIC_RUN,
-    compare_learned_kernels,
     load_metric_run,
 )
 from .pages import EVIDENCE_EXERCISES
-from .qk_kernel import key_norm_ratio, qk_locality
-from .self_weight import LEARNED_WIDTH_DATA, ALPHAS, W_GRID, self_weight_sweep, write_self_weight_sweep
+from . import qk_kernel  # noqa: F401
+from .self_weight import write_self_weight_sweep
 from .smoothing import (
-    KERNELS,
-    RegressionData,
     sine_data,
     sparse_sine_data,
-    log_kernel,
-    kernel_matrix,
     nadaraya_watson,
     gaussian_nw_as_attention,
     nw_attention_gaps,
@@ -70,7 +31,6 @@ from .smoothing import (
     mse_by_bandwidth_over_seeds,
 )
 from .figures import (
-    KERNEL_COLORS,
     plot_local_average,
     plot_kernels_and_fits,
     plot_bandwidth_over_draws,
@@ -92,63 +52,31 @@ from .sliders import (
 from .exercises import EXERCISES
 
 __all__ = [
-    "kernel_asymmetry",
-    "eigenvalue_ratio",
-    "own_key_top_rate",
-    "rank_correlation",
     "locality_over_draws",
-    "input_distances",
-    "input_locality",
     "minilm_hidden_attention",
     "input_locality_by_head",
-    "KERNEL_FAMILY_DATA",
-    "PENALTIES",
-    "family_scores",
-    "fit_family",
-    "family_predict",
-    "passes_rule",
-    "family_sweep",
     "write_family_sweep",
     "load_family_sweep",
-    "BandwidthFit",
     "fit_bandwidth",
     "fit_bandwidths",
     "good_range_limit",
     "learned_width_flip",
-    "MetricFit",
     "fit_metric",
-    "metric_over_draws",
-    "SIGMA_GRID",
-    "METRIC_RUN_DATA",
     "tuned_isotropic_sigma",
-    "DotAttentionFit",
     "fit_dot_attention",
     "dot_attention_predict",
     "coordinate_weights",
-    "METRIC_RUN",
-    "compare_learned_kernels",
     "load_metric_run",
     "EVIDENCE_EXERCISES",
-    "key_norm_ratio",
-    "qk_locality",
-    "LEARNED_WIDTH_DATA",
-    "ALPHAS",
-    "W_GRID",
-    "self_weight_sweep",
     "write_self_weight_sweep",
-    "KERNELS",
-    "RegressionData",
     "sine_data",
     "sparse_sine_data",
-    "log_kernel",
-    "kernel_matrix",
     "nadaraya_watson",
     "gaussian_nw_as_attention",
     "nw_attention_gaps",
     "mse",
     "mse_by_bandwidth",
     "mse_by_bandwidth_over_seeds",
-    "KERNEL_COLORS",
     "plot_local_average",
     "plot_kernels_and_fits",
     "plot_bandwidth_over_draws",

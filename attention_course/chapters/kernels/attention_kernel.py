@@ -33,7 +33,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...core.attention import scaled_dot_product_attention
 from .smoothing import gaussian_nw_as_attention
 
-__all__ = ["kernel_asymmetry", "eigenvalue_ratio", "own_key_top_rate", "rank_correlation", "locality_over_draws"]
+__all__ = ["locality_over_draws"]
 
 
 def _square(name: str, K: Array) -> np.ndarray:

@@ -22,7 +22,11 @@ from ...figures.style import book_figure
 from .learning import BandwidthFit
 from .smoothing import RegressionData, kernel_matrix, mse
 
-__all__ = ["KERNEL_COLORS", "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_input_locality"]
+__all__ = [
+    "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits",
+    "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric",
+    "plot_weights_on_keys", "plot_locality", "plot_input_locality",
+]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "dot": "tab:red"}
 #: How a kernel is named in a legend (``dot`` is attention's exponentiated dot product).

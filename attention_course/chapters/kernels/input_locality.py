@@ -33,7 +33,7 @@ from ...models.encoder import bert_encode
 from ...models.queries_keys import minilm_ids_and_weights
 from .attention_kernel import rank_correlation
 
-__all__ = ["input_distances", "input_locality", "minilm_hidden_attention", "input_locality_by_head"]
+__all__ = ["minilm_hidden_attention", "input_locality_by_head"]
 
 
 def input_distances(hidden: Array) -> np.ndarray:

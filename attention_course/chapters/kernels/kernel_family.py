@@ -40,8 +40,7 @@ from .learning import _adam
 from .metric_comparison import coordinate_weights, dot_attention_predict, fit_dot_attention, tuned_isotropic_sigma
 from .smoothing import mse, nadaraya_watson, sparse_sine_data
 
-__all__ = ["KERNEL_FAMILY_DATA", "PENALTIES", "family_scores", "fit_family", "family_predict", "passes_rule",
-           "family_sweep", "write_family_sweep", "load_family_sweep"]
+__all__ = ["write_family_sweep", "load_family_sweep"]
 
 #: Where :func:`write_family_sweep` stores the slider's data.
 KERNEL_FAMILY_DATA = DATA_DIR / "slider_kernel_family.json"

@@ -39,8 +39,7 @@ from ...core._backend import Array, ShapeError, to_numpy
 from ...core.attention import softmax
 from .smoothing import _as_points, log_kernel, mse, nadaraya_watson, sparse_sine_data
 
-__all__ = ["BandwidthFit", "fit_bandwidth", "fit_bandwidths", "good_range_limit", "learned_width_flip", "MetricFit", "fit_metric",
-           "metric_over_draws"]
+__all__ = ["fit_bandwidth", "fit_bandwidths", "good_range_limit", "learned_width_flip", "fit_metric"]
 
 
 def _adam(

@@ -37,9 +37,10 @@ from ...models.records import DATA_DIR
 from .learning import _adam, fit_metric
 from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sparse_sine_data
 
-__all__ = ["SIGMA_GRID", "METRIC_RUN_DATA", "tuned_isotropic_sigma", "DotAttentionFit", "fit_dot_attention",
-           "dot_attention_predict", "coordinate_weights", "METRIC_RUN", "compare_learned_kernels",
-           "load_metric_run"]
+__all__ = [
+    "tuned_isotropic_sigma", "fit_dot_attention", "dot_attention_predict", "coordinate_weights",
+    "load_metric_run",
+]
 
 #: The control's bandwidths: 61 values of sigma from 0.05 to 5, geometric.
 SIGMA_GRID = np.geomspace(0.05, 5.0, 61)

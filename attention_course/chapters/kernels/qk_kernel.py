@@ -42,7 +42,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from .attention_kernel import rank_correlation
 
-__all__ = ["key_norm_ratio", "qk_locality"]
+__all__ = []
 
 MEASURES = ("rank_corr", "nearest_wins", "blind_rank_corr", "blind_nearest_wins", "chance",
             "distance_share", "norm_share", "norm_ratio")

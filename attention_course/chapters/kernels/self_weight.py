@@ -19,7 +19,7 @@ from ...models.records import DATA_DIR
 from .learning import fit_bandwidth
 from .smoothing import mse, mse_by_bandwidth, nadaraya_watson, sine_data
 
-__all__ = ["LEARNED_WIDTH_DATA", "ALPHAS", "W_GRID", "self_weight_sweep", "write_self_weight_sweep"]
+__all__ = ["write_self_weight_sweep"]
 
 
 LEARNED_WIDTH_DATA = DATA_DIR / "slider_learned_width.json"

@@ -57,9 +57,8 @@ from ...core._backend import Array, ShapeError, check_float, is_torch, shape_str
 from ...core.attention import scaled_dot_product_attention, softmax
 
 __all__ = [
-    "KERNELS", "RegressionData", "sine_data", "sparse_sine_data", "log_kernel",
-    "kernel_matrix", "nadaraya_watson", "gaussian_nw_as_attention", "nw_attention_gaps", "mse",
-    "mse_by_bandwidth", "mse_by_bandwidth_over_seeds",
+    "sine_data", "sparse_sine_data", "nadaraya_watson", "gaussian_nw_as_attention", "nw_attention_gaps",
+    "mse", "mse_by_bandwidth", "mse_by_bandwidth_over_seeds",
 ]
 
 KERNELS = ("gaussian", "laplace", "boxcar", "epanechnikov", "dot")

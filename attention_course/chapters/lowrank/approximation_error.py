@@ -40,9 +40,7 @@ from ...models.experiments import write_json
 from ...models.records import DATA_DIR
 from .spectra import effective_rank, rank_k_error, topk_error
 
-__all__ = ["DISTRIBUTIONS", "benchmark_inputs", "approximation_methods", "mean_of_values", "approximation_errors",
-           "chunked_gaps", "MIX", "BASELINES", "mixed_inputs", "structure_sweep", "low_rank_methods",
-           "lowrank_beats_baselines", "STRUCTURE_DATA", "write_structure_sweep"]
+__all__ = ["approximation_errors", "chunked_gaps", "lowrank_beats_baselines", "write_structure_sweep"]
 
 DISTRIBUTIONS = ("iid", "iid-soft", "smooth")
 

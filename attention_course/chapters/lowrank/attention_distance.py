@@ -39,8 +39,7 @@ import torch
 
 from ...core._backend import ShapeError, shape_str
 
-__all__ = ["grid_distances", "content_distances", "neighbourhood", "content_neighbourhood", "mean_attention_distance",
-           "uniform_distance", "shuffled_distances", "locality_pvalue"]
+__all__ = ["neighbourhood"]
 
 Array = Union[np.ndarray, torch.Tensor]
 

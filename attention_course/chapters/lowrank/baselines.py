@@ -28,8 +28,7 @@ import numpy as np
 from ...core._backend import Array, to_numpy
 from .spectra import rank_k_error, topk_sparsify
 
-__all__ = ["SENTENCES", "long_text", "uniform_error", "centred_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope",
-           "logit_std"]
+__all__ = ["SENTENCES", "uniform_error", "centred_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope"]
 
 SENTENCES = (
     "The committee postponed its final decision on the new library because several members wanted "

@@ -55,10 +55,7 @@ from .baselines import loglog_slope
 from ...models.experiments import Experiment, read_json, register
 from ...models.records import DATA_DIR, machine_info
 
-__all__ = [
-    "Method", "method_configs", "run_benchmarks", "summarise",
-    "crossover_n", "format_table", "load_benchmarks", "BENCH",
-]
+__all__ = ["summarise", "crossover_n", "load_benchmarks"]
 
 SCHEMA_VERSION = 1
 FULL_NS = (256, 512, 1024, 2048, 4096, 8192, 16384)

@@ -20,7 +20,7 @@ from .baselines import SENTENCES
 from .focus import focus_study
 from .trailing import trailing_study
 
-__all__ = ["SENTENCES_PATH", "load_sentences", "LOWRANK_SENTENCES"]
+__all__ = ["load_sentences"]
 
 SENTENCES_PATH = DATA_DIR / "lowrank_sentences.json"
 

@@ -24,7 +24,7 @@ from ...core._backend import to_numpy
 from ...models.pretrained import attention_maps
 from ..mechanics.properties import row_entropy
 
-__all__ = ["top_key_mass", "row_perplexity", "focus_study"]
+__all__ = ["top_key_mass"]
 
 
 def top_key_mass(A, k: int = 3, exclude: Sequence[int] = ()) -> np.ndarray:

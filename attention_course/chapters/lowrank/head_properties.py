@@ -23,7 +23,7 @@ from ...core._backend import Array, to_numpy
 from ..mechanics.properties import row_entropy
 from .baselines import sink_share
 
-__all__ = ["mean_row_entropy", "head_properties", "auc", "best_threshold"]
+__all__ = ["auc", "best_threshold"]
 
 
 def mean_row_entropy(A: Array) -> np.ndarray:

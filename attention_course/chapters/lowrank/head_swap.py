@@ -34,8 +34,7 @@ from ...core.attention import causal_mask
 from ...models.encoder import bert_encode
 from ...models.override import AttentionOverride
 
-__all__ = ["Transform", "Attend", "rank_k_weights", "centred_rank_k_weights", "topk_weights", "uniform_weights",
-           "tiny_forward_with", "bert_forward_with"]
+__all__ = []
 
 Transform = Callable[[torch.Tensor, int], torch.Tensor]  # (weights (B, h, T, S), layer) -> (B, h, T, S)
 

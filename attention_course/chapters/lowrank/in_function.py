@@ -39,8 +39,7 @@ from .baselines import SENTENCES, centred_rank_k_error, sink_share, uniform_erro
 from .recall import recall_sweep
 from .spectra import effective_rank, rank_k_error
 
-__all__ = ["DEFAULT_PATH", "minilm_ids", "length_sweep", "minilm_swap", "trained_induction_models",
-           "tiny_swap", "load"]
+__all__ = ["load"]
 
 DEFAULT_PATH = DATA_DIR / "lowrank_function.json"
 

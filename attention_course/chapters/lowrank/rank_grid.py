@@ -25,7 +25,7 @@ import numpy as np
 from .baselines import centred_rank_k_error
 from .spectra import effective_rank, synthetic_attention
 
-__all__ = ["centred_error_grid", "passing_cells"]
+__all__ = []
 
 
 def centred_error_grid(d_ks: Sequence[int], betas: Sequence[float], n: int = 256, k: int = 32,

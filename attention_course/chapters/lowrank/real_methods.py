@@ -33,7 +33,7 @@ from ...core.attention import scaled_dot_product_attention
 from .approximation_error import mean_of_values
 from .head_swap import bert_forward_with, rank_k_weights
 
-__all__ = ["LOW_RANK", "SPARSE", "TRIVIAL", "replacements", "output_change", "replace_layers"]
+__all__ = []
 
 LOW_RANK = ("Nystrom", "Linformer pool", "Performer")
 SPARSE = ("top-k",)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["recall_accuracy", "recall_sweep", "breaking_n"]
+__all__ = ["recall_accuracy", "breaking_n"]
 
 
 def _elu1(x: np.ndarray) -> np.ndarray:

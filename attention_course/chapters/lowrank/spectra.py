@@ -32,9 +32,8 @@ from ..mechanics.properties import row_entropy
 
 __all__ = [
     "singular_values", "effective_rank", "effective_rank_from_singular_values", "stable_rank",
-    "stable_rank_from_singular_values",
-    "cumulative_energy", "best_rank_k", "rank_k_error", "topk_sparsify", "topk_error",
-    "synthetic_attention", "temperature_sweep", "crossover_beta", "exp_rank_demo",
+    "stable_rank_from_singular_values", "best_rank_k", "rank_k_error", "topk_error", "synthetic_attention",
+    "temperature_sweep", "crossover_beta", "exp_rank_demo",
 ]
 
 

@@ -30,7 +30,7 @@ from ...models.pretrained import minilm_weights
 from . import head_swap as sw
 from .in_function import minilm_ids, trained_induction_models
 
-__all__ = ["ORDERS_REMOVED", "energy_rank", "energy_removal", "trailing_study"]
+__all__ = []
 
 #: How the removed energy is chosen: the trailing modes, modes in a random order, the leading modes.
 ORDERS_REMOVED = ("trailing", "random", "leading")

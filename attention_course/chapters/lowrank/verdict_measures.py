@@ -32,7 +32,7 @@ from .in_function import IN_FUNCTION, LowRankConfig, minilm_ids
 from .rank_grid import centred_error_grid
 from .spectra import _nonzero_spectrum, _tail_error, effective_rank, effective_rank_from_singular_values
 
-__all__ = ["VERDICT_PATH", "GRID_DKS", "GRID_BETAS", "head_study", "efficient_study", "load_verdicts", "LOWRANK_RUN"]
+__all__ = ["load_verdicts"]
 
 VERDICT_PATH = DATA_DIR / "lowrank_verdicts.json"
 GRID_DKS = (1, 2, 4, 8, 16, 32, 64)

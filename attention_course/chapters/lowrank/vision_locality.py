@@ -34,7 +34,7 @@ from ...models.records import DATA_DIR, machine_info
 from . import attention_distance as ad
 from .vision import TinyViT, ViTConfig, accuracy, load_digit_split, patch_centres, patchify, train_vit
 
-__all__ = ["VISION_DATA", "ALPHA", "MOST", "SETTINGS", "measure_heads", "vision_run", "summarise_vision", "load_vision", "VISION_RUN"]
+__all__ = ["ALPHA", "MOST", "measure_heads", "summarise_vision", "load_vision"]
 
 VISION_DATA = DATA_DIR / "vision_attention.json"
 #: Per-test significance level, stated in advance: two tests per head (space, content), 0.005 each.

@@ -6,13 +6,11 @@ re-exported here, flat, so the notebook imports one thing:
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .hull import convex_hull, in_convex_hull
+from . import hull  # noqa: F401
 from .lookup_figures import plot_soft_lookup, plot_sinusoids, plot_position_similarity
 from .positions import sinusoidal_positions, minilm_position_embeddings, cosine_similarity
 from .properties import (
     effective_keys,
-    random_attention_problem,
-    RowSumErrors,
     row_sum_errors,
     naive_attention,
     MISTAKES,
@@ -20,10 +18,6 @@ from .properties import (
     torch_agreement,
     DROPOUT_RATES,
     first_crossing,
-    hull_dropout_sweep,
-    dropout_outputs,
-    square_index,
-    cross_attention_weights,
     row_entropy,
 )
 from .figures import (
@@ -38,14 +32,11 @@ from .sliders import (
     dropout_explorer,
     plot_dropout_outputs,
     cross_attention_explorer,
-    CROSS_TEXT,
     temperature_explorer,
 )
 from .exercises import EXERCISES
 
 __all__ = [
-    "convex_hull",
-    "in_convex_hull",
     "plot_soft_lookup",
     "plot_sinusoids",
     "plot_position_similarity",
@@ -53,8 +44,6 @@ __all__ = [
     "minilm_position_embeddings",
     "cosine_similarity",
     "effective_keys",
-    "random_attention_problem",
-    "RowSumErrors",
     "row_sum_errors",
     "naive_attention",
     "MISTAKES",
@@ -62,10 +51,6 @@ __all__ = [
     "torch_agreement",
     "DROPOUT_RATES",
     "first_crossing",
-    "hull_dropout_sweep",
-    "dropout_outputs",
-    "square_index",
-    "cross_attention_weights",
     "row_entropy",
     "plot_heatmap",
     "plot_attention",
@@ -76,7 +61,6 @@ __all__ = [
     "dropout_explorer",
     "plot_dropout_outputs",
     "cross_attention_explorer",
-    "CROSS_TEXT",
     "temperature_explorer",
     "EXERCISES",
 ]

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...core._backend import Array, to_numpy
 
-__all__ = ["convex_hull", "in_convex_hull"]
+__all__ = []
 
 
 def convex_hull(points: Array) -> np.ndarray:

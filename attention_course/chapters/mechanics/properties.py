@@ -37,7 +37,10 @@ from ...core._backend import Array, ShapeError, is_torch, to_numpy
 from ...core.attention import causal_mask, scaled_dot_product_attention
 from .hull import in_convex_hull
 
-__all__ = ["effective_keys", "random_attention_problem", "RowSumErrors", "row_sum_errors", "naive_attention", "MISTAKES", "fraction_in_hull", "torch_agreement", "DROPOUT_RATES", "first_crossing", "hull_dropout_sweep", "dropout_outputs", "square_index", "cross_attention_weights", "row_entropy"]
+__all__ = [
+    "effective_keys", "row_sum_errors", "naive_attention", "MISTAKES", "fraction_in_hull", "torch_agreement",
+    "DROPOUT_RATES", "first_crossing", "row_entropy",
+]
 
 #: The dropout slider's rates; 0.1 is the rate the chapter measures, as used in training.
 DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)

@@ -39,7 +39,7 @@ from .properties import (
     square_index,
 )
 
-__all__ = ["dropout_explorer", "plot_dropout_outputs", "cross_attention_explorer", "CROSS_TEXT", "temperature_explorer"]
+__all__ = ["dropout_explorer", "plot_dropout_outputs", "cross_attention_explorer", "temperature_explorer"]
 
 #: The sequence whose first ``T`` words ask and whose first ``S`` words answer (keys and values).
 CROSS_TEXT = "the cat sat on the mat and then the cat slept"

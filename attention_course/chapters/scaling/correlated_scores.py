@@ -30,8 +30,7 @@ import numpy as np
 from ..mechanics.properties import first_crossing
 from .measures import VarianceSweep, dot_variance_standard_error
 
-__all__ = ["CORRELATIONS", "D_KS", "correlated_variance_theory", "correlated_dot_variance", "bonferroni_z",
-           "independence_rejected", "minilm_correlation", "correlation_grid"]
+__all__ = ["CORRELATIONS", "correlated_dot_variance", "independence_rejected", "correlation_grid"]
 
 #: The slider's correlations between two entries of a query (and of a key); 0 is initialisation.
 CORRELATIONS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)

@@ -37,11 +37,9 @@ if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not
     from .training import ScaleComparison
 
 __all__ = [
-    "SCALE_LABEL", "SCALE_COLOR", "LESSON_WIDTH", "STACKED_WIDTH", "PHONE_RC", "LESSON_RC",
-    "plot_score_histograms", "plot_sharpening",
-    "plot_gradient_vs_spread", "plot_training_watch", "plot_score_variance", "plot_minilm_scores", "plot_saturation",
-    "plot_jacobian", "plot_full_comparison", "plot_scale_pair", "plot_saturation_training",
-    "BACKWARD_COLOR", "plot_backward_swap",
+    "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
+    "plot_score_variance", "plot_minilm_scores", "plot_saturation", "plot_jacobian", "plot_full_comparison",
+    "plot_scale_pair", "plot_saturation_training", "plot_backward_swap",
 ]
 
 SCALE_LABEL = {"sqrt": r"$1/\sqrt{d_k}$", "none": "none (1)", "mup": r"$1/d_k$ (muP)"}

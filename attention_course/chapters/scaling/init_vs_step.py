@@ -47,8 +47,7 @@ from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import OptimizerFactory, evaluate_loss, masked_loss, train
 from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 
-__all__ = ["VARIANTS", "score_gradients", "score_gradient_norms", "adamw_q_lr", "build_variant", "VariantRun",
-           "train_variant", "CauseGrid", "STORED_CAUSES", "CAUSES", "run_causes", "load_causes"]
+__all__ = ["VARIANTS", "train_variant", "load_causes"]
 
 #: The 2x2 experiment plus its reference: name -> (scale, W_Q init factor, W_Q lr factor).
 #: ``"sqrt"`` in a factor stands for :math:`1/\sqrt{d_k}`.

@@ -38,10 +38,7 @@ from ...core.attention import Scale, resolve_scale, softmax
 from ..mechanics.properties import row_entropy
 
 __all__ = [
-    "dot_product_variance", "dot_variance_standard_error", "VarianceSweep", "variance_vs_dim",
-    "softmax_entropy", "softmax_jacobian", "softmax_jacobian_norm", "SaturationStats",
-    "saturation_stats", "absorb_scale", "attention_scores", "qk_norm_scores",
-    "pair_logit_variance",
+    "variance_vs_dim", "softmax_entropy", "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "pair_logit_variance",
 ]
 
 

@@ -27,7 +27,7 @@ import torch
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...core.attention import softmax
 
-__all__ = ["scale_pair", "saturated_share", "SATURATED", "BACKWARDS", "swapped_softmax"]
+__all__ = ["scale_pair", "saturated_share", "swapped_softmax"]
 
 
 def scale_pair(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.ndarray, np.ndarray]:

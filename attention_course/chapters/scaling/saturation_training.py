@@ -47,9 +47,7 @@ from ...models.training import masked_loss, train
 from .init_vs_step import VARIANTS, build_variant, score_gradients
 from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 
-__all__ = ["THRESHOLD", "STORED_SATURATION", "STORED_SWEEP", "checkpoints", "row_gradients", "summarise_rows",
-           "init_row_ratio", "SaturationRun", "track_saturation", "SaturationGrid", "SATURATION", "run_saturation",
-           "matched_loss_ratio", "load_saturation"]
+__all__ = ["STORED_SWEEP", "checkpoints", "init_row_ratio", "matched_loss_ratio", "load_saturation"]
 
 #: A row is saturated when its largest weight exceeds this.
 THRESHOLD = 0.99

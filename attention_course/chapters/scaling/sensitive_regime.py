@@ -27,8 +27,7 @@ import numpy as np
 
 from .measures import softmax_jacobian_norm
 
-__all__ = ["jacobian_norm_rows", "jacobian_floor", "jacobian_vs_spread", "Band", "half_maximum_band",
-           "jacobian_at", "sensitive_verdict"]
+__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band"]
 
 
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:

@@ -34,8 +34,10 @@ from .backward_swap import START_FACTORS, STORED_BACKWARD, STORED_BACKWARD_ROWS,
 from .measures import VarianceSweep, softmax_jacobian_norm
 from .sensitive_regime import half_maximum_band, jacobian_at, jacobian_floor, jacobian_vs_spread, sensitive_verdict
 
-__all__ = ["correlation_explorer", "scale_explorer", "KEY_COUNTS", "SPREADS", "keys_explorer",
-           "start_scale_runs", "start_scale_explorer"]
+__all__ = [
+    "correlation_explorer", "scale_explorer", "KEY_COUNTS", "keys_explorer", "start_scale_runs",
+    "start_scale_explorer",
+]
 
 #: The slider's numbers of keys (``sensitive-regime``), and the grid of spreads chapter 6 measures on.
 KEY_COUNTS = (8, 12, 16, 20, 24, 32, 64, 256)

@@ -41,15 +41,7 @@ from ...models.tiny import ModelConfig, TinyTransformer, qk_logits
 from ...models.training import evaluate_loss, train_run
 from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
 
-__all__ = [
-    "ScaleRun",
-    "train_one",
-    "ScaleComparison",
-    "thin_comparison",
-    "SCALE_RUN",
-    "compare_scales",
-    "load_comparisons",
-]
+__all__ = ["compare_scales", "load_comparisons"]
 
 #: The fuller training comparison of chapter 6, shipped with the package.
 STORED_RUN = DATA_DIR / "scaling_training.json"

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...models.experiments import Experiment, Runs, Training, register, result_document, run
 
-__all__ = ["TASK", "HELD_OUT_SEED", "CHAPTER_6", "ScalingGrid", "run_grid", "grid_experiment"]
+__all__ = ["TASK", "HELD_OUT_SEED"]
 
 #: The task every run of chapter 6 trains on.
 TASK = "repeated_sequences"

@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course.chapters.decoder import (
-    TINY_DECODER, apply_rope, apply_rope_interleaved, decoder_block, decoder_mask, empty_cache, forward,
+    apply_rope, apply_rope_interleaved, decoder_block, decoder_mask, empty_cache, forward,
     grouped_query_attention, hidden_states, permute_for_llama_cpp, random_decoder, rms_norm, swiglu,
 )
+from attention_course.chapters.decoder.random_weights import TINY_DECODER
 from attention_course.chapters.gpt import next_token_loss, next_token_probs, sample
-from attention_course.models.smollm2 import DecoderConfig, hf_state_dict
+from attention_course.models.smollm2 import DecoderConfig
+from hf_bridge import hf_state_dict
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 

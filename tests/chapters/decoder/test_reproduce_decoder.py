@@ -16,10 +16,12 @@ import pytest
 import torch
 
 from attention_course.chapters.decoder import (
-    PROMPTS, decoder_estimates, encode, forward, greedy_with_gaps, hidden_states, logit_estimate, stored_reference,
-    transformers_reference,
+    PROMPTS, decoder_estimates, encode, forward, greedy_with_gaps, hidden_states, logit_estimate,
+    stored_reference,
 )
-from attention_course.models.smollm2 import hf_state_dict, load_smollm2, permute_for_llama_cpp
+from attention_course.chapters.decoder.reproduce import transformers_reference
+from attention_course.models.smollm2 import load_smollm2, permute_for_llama_cpp
+from hf_bridge import hf_state_dict
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_course.chapters.gpt import BenchConfig, decode_cached, decode_recomputing, decoder_bench, encode
+from attention_course.chapters.gpt import BenchConfig, encode
+from attention_course.chapters.gpt.bench import decode_cached, decode_recomputing, decoder_bench
 from attention_course.models.smollm2 import load_smollm2
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]

@@ -10,9 +10,11 @@ import pytest
 import torch
 
 from attention_course.chapters.gpt import (
-    HELD_OUT, LIVE, CharTask, CharTokenizer, SmallGPT, bigram_loss, corpus, held_out_loss, plain_text, play_files,
-    shakespeare_run, stored_shakespeare, unigram_loss,
+    LIVE, CharTask, SmallGPT, bigram_loss, corpus, held_out_loss, plain_text, stored_shakespeare,
+    unigram_loss,
 )
+from attention_course.chapters.gpt.shakespeare import HELD_OUT, CharTokenizer, play_files
+from attention_course.chapters.gpt.shakespeare_run import shakespeare_run
 from attention_course.models.training import train
 
 

@@ -33,6 +33,7 @@ from attention_course.models.pointer_chasing import (
 )
 from attention_course.models.tiny import ModelConfig, TinyTransformer
 from attention_course.models.training import train
+from attention_course.chapters.graphs import head_budget as comp_head_budget
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -234,7 +235,7 @@ def test_summarise_and_layers_needed_against_a_table():
 
 
 def test_command_is_registered_and_writes_json(tmp_path):
-    assert EXPERIMENTS["composition-run"] is comp.COMPOSITION_RUN
+    assert EXPERIMENTS["composition-run"] is comp_head_budget.COMPOSITION_RUN
     out = tmp_path / "c.json"
     code = main(["composition-run", "--hops", "1", "2", "--layers", "1", "--seeds", "0", "--steps", "2", "3",
                  "--d-model", "16", "--eval-size", "40", "--every", "1", "--jobs", "1", "--quiet", "--out", str(out)])
@@ -297,7 +298,7 @@ def test_stored_grid_holds_exactly_the_preregistered_search(grid):
         asked.append((n, L, h, seed))
         return stored[n, L, h, seed]  # KeyError: the search needed a run that is not stored
 
-    comp.grid_search(comp.GRID_NODES, seeds=(0, 1), run=lookup)
+    comp_head_budget.grid_search(comp_head_budget.GRID_NODES, seeds=(0, 1), run=lookup)
     extra = {key for key in stored if key not in asked}
     assert all(stored[key].get("reused_from") == "composition_matched.json" for key in extra)
     assert all("reused_from" in r or key in asked for key, r in stored.items())
@@ -321,13 +322,13 @@ def test_grid_table_and_fewest_heads_against_the_raw_runs(grid):
     for (n, L, H), row in table.items():
         acc = [r["accuracy"] for r in grid["runs"] if (r["n_nodes"], r["n_layers"], r["n_layers"] * r["n_heads"]) == (n, L, H)]
         assert sorted(row["accuracy"]) == sorted(acc) and row["passes"] == (min(acc) >= 0.9)
-    assert comp.fewest_heads(grid["runs"], 8, 2) == 8 and comp.fewest_heads(grid["runs"], 6, 2) is None
-    assert all(comp.fewest_heads(grid["runs"], n, 1) is None for n in comp.GRID_NODES)
+    assert comp_head_budget.fewest_heads(grid["runs"], 8, 2) == 8 and comp_head_budget.fewest_heads(grid["runs"], 6, 2) is None
+    assert all(comp_head_budget.fewest_heads(grid["runs"], n, 1) is None for n in comp_head_budget.GRID_NODES)
 
 
 def test_map_counts_enumerates_every_cycle():
     for n in (5, 6, 7):
-        c = comp.map_counts(n)
+        c = comp_head_budget.map_counts(n)
         assert c["cycles"] == math.factorial(n - 1) and c["train"] + c["test"] == c["cycles"]
 
 
@@ -369,7 +370,7 @@ def test_long_grid_holds_exactly_the_preregistered_search(long_grid):
         return stored[n, L, h, seed]  # KeyError: the search needed a run that is not stored
 
     design = comp.LONG_GRID
-    comp.grid_search(design["nodes"], seeds=(0, 1), heads=design["heads"], run=lookup)
+    comp_head_budget.grid_search(design["nodes"], seeds=(0, 1), heads=design["heads"], run=lookup)
     assert sorted(asked) == sorted(stored)
     settings = long_grid["settings"]
     assert (settings["max_steps"], settings["flat_window"], settings["heads"]) == (
@@ -442,7 +443,7 @@ def test_long_grid_parts_merge_into_the_file(tmp_path, monkeypatch):
     assert sorted({r["n_nodes"] for r in doc["runs"]}) == [6, 8] and len(doc["runs"]) == 4
     assert [p["arguments"] for p in doc["meta"]["parts"]] == [{"nodes": [6]}, {"nodes": [6, 8]}]
     r = lambda n, s: {"n_nodes": n, "n_layers": 2, "n_heads": 2, "seed": s, "accuracy": 0.5}  # noqa: E731
-    merged = comp.merge_grid({"meta": {"parts": [{"arguments": 2}]}, "settings": {}, "runs": [r(8, 0) | {"accuracy": 0.9}]},
+    merged = comp_head_budget.merge_grid({"meta": {"parts": [{"arguments": 2}]}, "settings": {}, "runs": [r(8, 0) | {"accuracy": 0.9}]},
                              {"meta": {"parts": [{"arguments": 1}]}, "runs": [r(8, 0)]})
     assert [x["accuracy"] for x in merged["runs"]] == [0.5]  # the first write of a run is kept
 
@@ -456,7 +457,7 @@ def test_one_stored_grid_run_is_reproducible(long_grid):
     accuracy at least the decision's 0.9) before the step limit, as the stored one did."""
     stored = next(r for r in long_grid["runs"] if (r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) == (8, 2, 2, 1))
     limit = comp.LONG_GRID["max_steps"]
-    fresh = comp.run_matched(8, 2, 2, seed=1, max_steps=limit)
+    fresh = comp_head_budget.run_matched(8, 2, 2, seed=1, max_steps=limit)
     assert stored["steps"] < limit and stored["accuracy"] >= 0.9
     assert fresh["steps"] < limit and fresh["check_accuracy"][-1] >= 0.99
     assert fresh["accuracy"] >= 0.9
@@ -471,10 +472,10 @@ def follow_up():
 def test_follow_up_holds_exactly_the_registered_runs(follow_up):
     """The stored follow-up is the ledger's five runs, in its order, each stopped only at 0.99 or
     its step limit, one layer of 4 heads with the weights of two layers of 2 + 2."""
-    assert [tuple(c) for c in follow_up["settings"]["configs"]] == list(comp.FOLLOW_UP)
+    assert [tuple(c) for c in follow_up["settings"]["configs"]] == list(comp_head_budget.FOLLOW_UP)
     assert [(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) for r in follow_up["runs"]] == [
-        c[:4] for c in comp.FOLLOW_UP]
-    for r, (n, L, h, seed, most) in zip(follow_up["runs"], comp.FOLLOW_UP):
+        c[:4] for c in comp_head_budget.FOLLOW_UP]
+    for r, (n, L, h, seed, most) in zip(follow_up["runs"], comp_head_budget.FOLLOW_UP):
         assert r["hops"] == 2 and r["checks"][-1] == r["steps"] <= most
         assert r["steps"] == most or r["check_accuracy"][-1] >= 0.99
         d, V = 64, n + n * n
@@ -530,11 +531,11 @@ def test_second_follow_up_holds_the_registered_runs_and_decides(long_grid):
     """The second follow-up is the ledger's two runs; by the registered rule (a pass of one layer of
     4 heads gives reach only) it decides, and by hand: both pass, each later than two layers did."""
     doc = comp.load_grid(comp.SECOND_FOLLOW_UP_RUN)
-    assert [tuple(c) for c in doc["settings"]["configs"]] == list(comp.SECOND_FOLLOW_UP)
+    assert [tuple(c) for c in doc["settings"]["configs"]] == list(comp_head_budget.SECOND_FOLLOW_UP)
     runs = doc["runs"]
     assert [(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) for r in runs] == [
-        c[:4] for c in comp.SECOND_FOLLOW_UP]
-    for r, (*_, most) in zip(runs, comp.SECOND_FOLLOW_UP):
+        c[:4] for c in comp_head_budget.SECOND_FOLLOW_UP]
+    for r, (*_, most) in zip(runs, comp_head_budget.SECOND_FOLLOW_UP):
         assert r["checks"][-1] == r["steps"] <= most
         assert r["steps"] == most or r["check_accuracy"][-1] >= 0.99
     passes = [r["accuracy"] >= 0.9 for r in runs]

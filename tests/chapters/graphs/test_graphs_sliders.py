@@ -26,6 +26,9 @@ from attention_course.chapters.graphs.propagation import (
     hops_flip,
     receptive_field,
 )
+from attention_course.chapters.graphs import gnn as graphs_gnn
+from attention_course.chapters.graphs import slider_data as graphs_slider_data
+from attention_course.chapters.graphs import topology_rules as graphs_topology_rules
 
 
 def _spec(fig) -> dict:
@@ -84,7 +87,7 @@ def test_rule_flag_is_where_the_median_miss_crosses_one_minus_mass(figures):
 @pytest.mark.slow
 def test_stored_rule_miss_matches_a_fresh_fit():
     raw = _raw(fg.RULE_DATA)
-    fresh = graphs.rule_miss_data(raw["sentences"])
+    fresh = graphs_topology_rules.rule_miss_data(raw["sentences"])
     # L-BFGS to a gradient tolerance of 1e-9 on float32 maps: misses agree far below 1e-3 across CPUs
     np.testing.assert_allclose(fresh["miss"], raw["miss"], atol=1e-3)
     np.testing.assert_allclose(fresh["uniform"], raw["uniform"], atol=1e-4)  # closed form, 4 decimals
@@ -163,7 +166,7 @@ def test_probe_flags_are_where_each_random_stack_falls_to_guessing(figures):
 @pytest.mark.extended
 def test_stored_probe_stacks_match_a_fresh_run():
     raw = _raw(fg.PROBE_DATA)
-    fresh = depth_probe.stack_probe_curves(graphs.PROBE_STACKS, raw["layers"], n_seq=100, n_train=75, seeds=[0],
+    fresh = depth_probe.stack_probe_curves(graphs_slider_data.PROBE_STACKS, raw["layers"], n_seq=100, n_train=75, seeds=[0],
                                mask={"+ skip, no exchange": np.eye(16, dtype=bool)})
     for name, acc in fresh.items():
         # float64 throughout; one token of 400 is 0.0025, so a last-bit tie could move one token at most
@@ -203,7 +206,7 @@ def test_top_key_flag_is_where_fewer_than_half_the_heads_are_static(figures):
     assert lines[0] == 0.5 and lines[-1] == 0.95 and fig.labels[fig.start] == "line 0.75"  # the ledger's line
     # fewer than half of 72 pass exactly when the 36th largest share is below the line
     assert fig.flip == int(np.flatnonzero(np.sort(shares)[::-1][35] < lines - 1e-9)[0])
-    assert graphs.static_flip(shares, lines) == fig.flip
+    assert graphs_gnn.static_flip(shares, lines) == fig.flip
     assert (shares >= 0.75).sum() >= 36  # the ledger's decision at its line: holds when (47 of 72 measured)
     assert "fewer than half" in fig.flips[0][1]
 
@@ -216,7 +219,7 @@ def test_static_count_moves_with_no_reparametrisation_of_attention():
     for moved in (w(2.5 * q, k / 2.5), w(q, k + rng.normal(size=4)), w(q[::-1], k[::-1])):
         shares = graphs.shared_top_key(moved)
         assert sorted(shares) == pytest.approx(sorted(base))  # same weights (or heads permuted): same shares
-        assert graphs.static_counts(shares, [0.3, 0.5]).tolist() == graphs.static_counts(base, [0.3, 0.5]).tolist()
+        assert graphs_gnn.static_counts(shares, [0.3, 0.5]).tolist() == graphs_gnn.static_counts(base, [0.3, 0.5]).tolist()
 
 
 def test_top_key_explorer_rejects_bad_input():
@@ -230,7 +233,7 @@ def test_top_key_explorer_rejects_bad_input():
 @pytest.mark.numerics
 def test_stored_top_key_shares_match_minilm():
     raw = _raw(fg.TOP_KEY_DATA)
-    fresh = graphs.top_key_data(raw["sentences"])
+    fresh = graphs_slider_data.top_key_data(raw["sentences"])
     # float32 inference: an argmax could flip only on a near-tie, moving one share by 1/T (T >= 12)
     assert np.abs(np.array(fresh["shares"]) - np.array(raw["shares"])).max() < 0.09
     assert np.abs(np.array(fresh["shares"]) - np.array(raw["shares"])).mean() < 0.01

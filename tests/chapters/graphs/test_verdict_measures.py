@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from attention_course.chapters.graphs import depth_probe, gnn, head_budget, topology_rule as tr, topology_rules
+from attention_course.models.experiments import read_json
 from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.core._backend import ShapeError
 
@@ -125,7 +126,7 @@ def test_converged_follows_the_preregistered_rule():
 
 
 def test_stored_matched_run_is_the_preregistered_grid():
-    doc = head_budget.load_matched()
+    doc = read_json(head_budget.MATCHED_RUN, schema_version=1)
     cells = {(r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]) for r in doc["runs"]}
     want = {(n, L, h, s) for n, L, h in head_budget.MATCHED_GRID for s in (0, 1)} | {(n, L, h, 0) for n, L, h in head_budget.MATCHED_EXTRA}
     assert cells == want
@@ -135,7 +136,7 @@ def test_stored_matched_run_is_the_preregistered_grid():
 
 @pytest.mark.extended
 def test_matched_run_recomputes_one_cell():
-    doc = head_budget.load_matched()
+    doc = read_json(head_budget.MATCHED_RUN, schema_version=1)
     stored = next(r for r in doc["runs"] if (r["n_layers"], r["n_heads"], r["seed"]) == (2, 2, 0))
     again = head_budget.run_matched(8, 2, 2, seed=0, max_steps=doc["settings"]["max_steps"])
     assert again["steps"] == stored["steps"]

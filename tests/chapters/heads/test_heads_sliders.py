@@ -15,6 +15,9 @@ import pytest
 
 from attention_course.chapters import heads
 from attention_course.chapters.heads import roles
+from attention_course.chapters.heads import agreement as heads_agreement
+from attention_course.chapters.heads import roles as heads_roles
+from attention_course.chapters.heads import sliders as heads_sliders
 
 
 def _spec(fig) -> dict:
@@ -41,7 +44,7 @@ def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict, chec
 
 # ------------------------------------------------------------------ head-relations
 def test_role_counts_per_frame_match_the_stored_scores(figures):
-    raw = _raw(heads.ROLES_DATA)
+    raw = _raw(heads_roles.ROLES_DATA)
     spec, fig = _spec(figures["roles"]), figures["roles"]
     names = list(roles.RELATIONS + roles.PARKING)
     for label, frame in zip(fig.labels, spec["frames"]):
@@ -53,7 +56,7 @@ def test_role_counts_per_frame_match_the_stored_scores(figures):
 
 
 def test_role_flag_sits_just_above_the_last_relation_head(figures):
-    raw, fig = _raw(heads.ROLES_DATA), figures["roles"]
+    raw, fig = _raw(heads_roles.ROLES_DATA), figures["roles"]
     thresholds = np.array([float(l.split("= ")[1]) for l in fig.labels])
     top = max(max(np.ravel(raw["scores"][r])) for r in roles.RELATIONS)  # the clearest relational head
     assert fig.flip == int(np.searchsorted(thresholds, top))  # first threshold >= it: no head above
@@ -68,7 +71,7 @@ def test_role_flag_sits_just_above_the_last_relation_head(figures):
 def test_stored_role_chance_levels_are_uniform_attention_on_the_texts():
     from attention_course.chapters.heads.roles import uniform_role_baselines
     from attention_course.models.pretrained import load_minilm
-    raw = _raw(heads.ROLES_DATA)
+    raw = _raw(heads_roles.ROLES_DATA)
     tokenizer, _ = load_minilm()
     tokens = [tokenizer.convert_ids_to_tokens(tokenizer(t)["input_ids"]) for t in raw["texts"]]
     chance = uniform_role_baselines(tokens)
@@ -79,8 +82,8 @@ def test_stored_role_chance_levels_are_uniform_attention_on_the_texts():
 @pytest.mark.extended
 @pytest.mark.slow
 def test_stored_role_scores_match_minilm():
-    raw = _raw(heads.ROLES_DATA)
-    fresh = heads.role_scores_data(raw["texts"])
+    raw = _raw(heads_roles.ROLES_DATA)
+    fresh = heads_roles.role_scores_data(raw["texts"])
     for r, v in raw["scores"].items():
         # stored to 4 decimals (5e-5); float32 maps differ across CPUs by ~1e-6
         np.testing.assert_allclose(fresh["scores"][r], v, atol=1e-4)
@@ -97,10 +100,10 @@ def test_role_explorer_rejects_bad_input():
 
 # ------------------------------------------------------------------ agreement-head
 def test_agreement_frames_match_the_stored_run(figures):
-    raw = _raw(heads.AGREEMENT_PATH)
+    raw = _raw(heads_agreement.AGREEMENT_PATH)
     spec, fig = _spec(figures["agreement"]), figures["agreement"]
-    keys = [k for k, _, _ in heads.AGREEMENT_SETS]
-    assert fig.labels == [lab for _, lab, _ in heads.AGREEMENT_SETS] and all(k in raw for k in keys)  # a frame per set
+    keys = [k for k, _, _ in heads_sliders.AGREEMENT_SETS]
+    assert fig.labels == [lab for _, lab, _ in heads_sliders.AGREEMENT_SETS] and all(k in raw for k in keys)  # a frame per set
     for key, frame in zip(keys, spec["frames"]):
         sp = raw[key]["splits"]
         bars = frame["data"][0]
@@ -126,8 +129,8 @@ def test_agreement_frames_match_the_stored_run(figures):
 
 
 def test_agreement_flag_sits_where_the_head_stops_beating_position(figures):
-    raw, fig = _raw(heads.AGREEMENT_PATH), figures["agreement"]
-    keys = [k for k, _, _ in heads.AGREEMENT_SETS]
+    raw, fig = _raw(heads_agreement.AGREEMENT_PATH), figures["agreement"]
+    keys = [k for k, _, _ in heads_sliders.AGREEMENT_SETS]
     beats = []
     for key in keys:
         sp = raw[key]["splits"]

@@ -10,6 +10,7 @@ import pytest
 
 from attention_course.chapters import insight as ch
 from attention_course.course.claims import by_id
+from attention_course.chapters.insight import sliders as ch_sliders
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +31,12 @@ def _spec(fig) -> dict:
 
 def test_metric_flag_is_the_first_task_where_the_fixed_metric_falls_behind(metric_table, check_flagged_html):
     fig = ch.metric_explorer(metric_table)
-    gaps = [metric_table[t, a].mean - metric_table[t, b].mean for _, t, (a, b) in ch.METRIC_TASKS]
-    assert [g > ch.METRIC_MARGIN for g in gaps] == [False, False, True]  # the stored runs: only partner recall
+    gaps = [metric_table[t, a].mean - metric_table[t, b].mean for _, t, (a, b) in ch_sliders.METRIC_TASKS]
+    assert [g > ch_sliders.METRIC_MARGIN for g in gaps] == [False, False, True]  # the stored runs: only partner recall
     assert fig.flip == 2 and fig.labels[fig.flip] == "partner recall"
     assert by_id("metric-learned").verdict == "holds when" == ch.decide_metric_learned(metric_table)
     html, _ = check_flagged_html(fig, "metric-learned")
-    for (label, t, pair), frame in zip(ch.METRIC_TASKS, _spec(fig)["frames"]):
+    for (label, t, pair), frame in zip(ch_sliders.METRIC_TASKS, _spec(fig)["frames"]):
         assert frame["data"][0]["y"] == pytest.approx([metric_table[t, v].mean for v in pair], abs=5e-5)  # the page keeps 4 digits
         assert f"{metric_table[t, pair[0]].mean:.2f}" in frame["readout"]
 

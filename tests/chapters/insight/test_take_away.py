@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_course.chapters import insight as ch
+from attention_course.chapters.insight import take_away as ch_take_away
 
 
 def test_every_lesson_cell_comes_from_its_own_run():
@@ -23,6 +24,6 @@ def test_every_lesson_cell_comes_from_its_own_run():
 def test_the_lesson_figure_draws_every_row_and_leaves_unrun_cells_grey():
     fig = ch.plot_take_away(ch.take_away_table())
     M = fig.axes[0].images[0].get_array()
-    assert M.shape == (len(ch.TAKE_AWAY_ROWS), len(ch.TAKE_AWAY_TASKS))
-    partner = [i for i, (_, v) in enumerate(ch.TAKE_AWAY_ROWS) if "scale learned" in v or v == "softmax attention"]
+    assert M.shape == (len(ch_take_away.TAKE_AWAY_ROWS), len(ch_take_away.TAKE_AWAY_TASKS))
+    partner = [i for i, (_, v) in enumerate(ch_take_away.TAKE_AWAY_ROWS) if "scale learned" in v or v == "softmax attention"]
     assert not np.ma.getmaskarray(M)[partner, 2].any() and np.ma.getmaskarray(M)[:, 2].sum() == len(M) - 3

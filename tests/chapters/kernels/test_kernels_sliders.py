@@ -22,6 +22,7 @@ from attention_course.chapters.kernels import learning as kl
 from attention_course.chapters.kernels import kernel_family as kf
 from attention_course.chapters.kernels.learning import fit_bandwidth
 from attention_course.chapters.kernels.smoothing import sine_data
+from attention_course.chapters.kernels import self_weight as kernels_self_weight
 
 # float64 throughout: round-off is ~1e-16 per operation; these bounds leave room for a few hundred
 # accumulated operations (sums over 40-256 terms, 300 Adam steps that contract or move by at most lr).
@@ -98,8 +99,8 @@ def test_stored_draw_ratio_matches_a_live_draw(lw):
 
 @pytest.mark.extended
 def test_experiment_reproduces_the_stored_sweep(lw):
-    """kernels.self_weight_sweep is what wrote the file: one alpha and one draw, live."""
-    live = kernels.self_weight_sweep([lw["alpha"][0]], seed=lw["seed"], draws=lw["draws"][:1], **lw["fit"])
+    """kernels_self_weight.self_weight_sweep is what wrote the file: one alpha and one draw, live."""
+    live = kernels_self_weight.self_weight_sweep([lw["alpha"][0]], seed=lw["seed"], draws=lw["draws"][:1], **lw["fit"])
     assert live["w"][0] == pytest.approx(lw["w"][0], rel=1e-9)  # as above: another run of the same float64 fit
     assert live["draw_ratio"][0] == pytest.approx(lw["draw_ratio"][0], rel=1e-9)
     assert live["mse_best"] == pytest.approx(lw["mse_best"], rel=TIGHT)
