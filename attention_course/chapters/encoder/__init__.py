@@ -36,6 +36,7 @@ from .search import (
 )
 from .self_attention import key_mask, self_attention
 from .figures import (
+    plot_encoder_plan,
     plot_gelus,
     plot_stream_size,
     plot_layer_gaps,
@@ -86,6 +87,7 @@ __all__ = [
     "similarities",
     "key_mask",
     "self_attention",
+    "plot_encoder_plan",
     "plot_gelus",
     "plot_stream_size",
     "plot_layer_gaps",
