@@ -26,6 +26,7 @@ from .reproduce import (
 from .search import search_sentences, embed, reference_embeddings, rank, similarities
 from .self_attention import key_mask, self_attention
 from .figures import (
+    plot_encoder_plan,
     plot_gelus,
     plot_stream_size,
     plot_layer_gaps,
@@ -69,6 +70,7 @@ __all__ = [
     "similarities",
     "key_mask",
     "self_attention",
+    "plot_encoder_plan",
     "plot_gelus",
     "plot_stream_size",
     "plot_layer_gaps",

@@ -727,7 +727,7 @@ register(
         alternatives=(_ffn_normal_cdf, _ffn_einsum),
         framing=("Write `my_feed_forward(x, layer)`",),
         difficulty=1,
-        minutes=10,
+        minutes=8,
     )
 )
 
@@ -954,8 +954,8 @@ register(
         atol=FLOAT64_ATOL,
         alternatives=(_block_written_out, _block_learners_parts),
         framing=("Write `my_block(x, layer, num_heads, mask, eps)`", "The cell first picks"),
-        difficulty=2,
-        minutes=15,
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -1209,7 +1209,8 @@ def _encoder_variant(*, mask: str = "keys", norm: str = "post", types: str = "ze
         eps = weights.layer_norm_eps if eps_fixed is None else eps_fixed  # the blocks' eps
         real = attention_mask.bool()
         m = {"keys": real[:, None, None, :], "none": None, "inverted": ~real[:, None, None, :],
-             "queries-too": real[:, None, :, None] & real[:, None, None, :]}[mask]
+             "queries-too": real[:, None, :, None] & real[:, None, None, :],
+             "queries-instead": real[:, None, :, None]}[mask]
         hidden, h0 = [x], x
         for i, layer in enumerate(weights.layers):
             layer = weights.layers[0] if layers == "first" else layer
@@ -1217,7 +1218,8 @@ def _encoder_variant(*, mask: str = "keys", norm: str = "post", types: str = "ze
             if norm == "pre":
                 x = block(inp, layer, weights.num_heads, m, eps, norm="pre")
             else:
-                a = _ln(inp + _attend(inp, layer, weights.num_heads, m), layer, 1, eps)
+                attend = _attend_written_out if mask == "queries-instead" else _attend  # a fully masked row: NaN
+                a = _ln(inp + attend(inp, layer, weights.num_heads, m), layer, 1, eps)
                 ff = feed_forward(a, layer, approximate=gelu_kind)
                 x = _ln(a + ff, layer, 2, eps)
             hidden.append(x)
@@ -1227,6 +1229,11 @@ def _encoder_variant(*, mask: str = "keys", norm: str = "post", types: str = "ze
         return out
 
     return f
+
+
+def _attend_written_out(x, layer, num_heads, mask):
+    """Attention as a learner writes it (masked_fill with -inf, then softmax): a query with no key gets NaN."""
+    return _attention_variant()(x, layer, num_heads, mask)[0]
 
 
 def _encoder_written_out(weights, input_ids, attention_mask):
@@ -1326,6 +1333,10 @@ register(
             Mutant("queries-masked-too", _encoder_variant(mask="queries-too"),
                    "you masked the padded queries as well as the padded keys, so padded positions get other "
                    "states than in BERT; mask the keys only, (B, 1, 1, T)."),
+            Mutant("queries-masked-instead", _encoder_variant(mask="queries-instead"),
+                   "your mask runs along the query axis, attention_mask.bool()[:, None, :, None] of shape (B, 1, T, 1): "
+                   "it lets every real token read the padding, and it leaves a padded query no key at all (NaN). "
+                   "Mask the keys: attention_mask.bool()[:, None, None, :], of shape (B, 1, 1, T)."),
             Mutant("padding-zeroed", _encoder_variant(padding="zeroed"),
                    "your states are right at the real tokens, but you set the padded positions to 0; BERT masks "
                    "the keys only, so a padded position gets a state computed like the others: return it as it is."),
@@ -1358,11 +1369,12 @@ register(
                    "so hidden[0] is the embeddings and hidden[-1] the last layer."),
         ),
         rules=(
-            Rule("range", "padding: the keys are masked, the queries are not, and padded positions are compared",
+            Rule("range", "padding: the keys are masked (B, 1, 1, T), the queries are not, and padded positions are compared",
                  ("a tiny BERT (2 layers), two sequences of lengths 6 and 4", _MINILM_LABEL),
                  lambda w, ids, am: not bool(am.bool().all()),
-                 ("padding-ignored", "padding-mask-inverted", "queries-masked-too", "padding-zeroed"),
-                 quote="Padding masks the keys only: a padded position still gets a state"),
+                 ("padding-ignored", "padding-mask-inverted", "queries-masked-too", "queries-masked-instead",
+                  "padding-zeroed"),
+                 quote=("Padding masks the keys only", "A padded position still gets a state")),
             Rule("edge-size", "one token", ("a tiny BERT, T=1",), lambda w, ids, am: ids.shape[1] == 1,
                  ("no-token-type", "positions-from-1", "pre-ln", "token-types-one"),
                  quote="every token type is 0"),
@@ -1406,7 +1418,7 @@ register(
         framing=("Write `my_encoder(weights, input_ids, attention_mask)`", "`weights` has the embedding tables",
                  "Use `embeddings` and `post_ln_block`"),
         difficulty=2,
-        minutes=20,
+        minutes=18,
     )
 )
 
@@ -1550,7 +1562,7 @@ register(
         alternatives=(_pool_loop, _pool_sum_normalise),
         framing=("Write `my_sentence_embedding(hidden, attention_mask)`", "every sequence has at least one real token"),
         difficulty=1,
-        minutes=10,
+        minutes=8,
     )
 )
 

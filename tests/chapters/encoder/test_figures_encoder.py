@@ -36,7 +36,7 @@ def test_search_outlines_each_best_match():
     fig = _fits(bf.plot_search(sim, ["q one", "q two"], ["a", "b", "a sentence far too long to fit as a tick label"]))
     ax = fig.axes[0]
     assert [(p.get_x(), p.get_y()) for p in ax.patches] == [(-0.5, -0.5), (0.5, 1.5)]
-    assert ax.get_yticklabels()[2].get_text().endswith("…")
+    assert ax.get_yticklabels()[2].get_text() == "a sentence far too long to fit as a tick\nlabel"  # wrapped, whole
     with pytest.raises(ShapeError, match=r"sim has shape \(2, 3\); expected \(queries, corpus\) = \(2, 2\)"):
         bf.plot_search(sim, ["q", "r"], ["a", "b"])
 
@@ -54,3 +54,12 @@ def test_rank_shares_draws_the_trained_line_over_the_scrambled_ones():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["scrambled layer matrices (3 seeds)", "MiniLM, trained"]
     assert len(ax.get_lines()) == 3 and "n = 12" in ax.get_title()
+
+
+def test_encoder_plan_names_every_part_once_per_box():
+    fig = _fits(bf.plot_encoder_plan(n_layers=6))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    for part in ("multi-head\nattention", "feed-forward\n(GELU)", "encoder layer\n× 6", "mean pooling,\nlength 1"):
+        assert texts.count(part) == 1, part
+    assert texts.count("LayerNorm") == 2 and texts.count("+") == 2  # post-LN: add, then normalise, twice
+    assert fig.get_size_inches()[0] <= 5.5  # narrow, so its 10-pt text stays legible on a 390-px phone
