@@ -24,7 +24,7 @@ from .reproduce import (
     transformers_hidden_states,
 )
 from .search import search_sentences, embed, reference_embeddings, rank, similarities
-from .self_attention import key_mask, self_attention
+from .self_attention import self_attention
 from .figures import (
     plot_encoder_plan,
     plot_gelus,
@@ -68,7 +68,6 @@ __all__ = [
     "reference_embeddings",
     "rank",
     "similarities",
-    "key_mask",
     "self_attention",
     "plot_encoder_plan",
     "plot_gelus",

@@ -27,7 +27,7 @@ from ...core._backend import ShapeError, shape_str
 from ...core.multihead import multi_head_attention
 from ...models.encoder import BertLayerWeights
 
-__all__ = ["key_mask", "self_attention"]
+__all__ = ["self_attention"]
 
 
 def key_mask(attention_mask: torch.Tensor) -> torch.Tensor:
