@@ -128,8 +128,9 @@ def linear_attention_associative(phi_q, phi_k, v):
 def online_softmax_step(m, l, acc, scores, v_blk):
     """Fold one block of scores (T, B) and values (B, d_v) into the running max, sum and output."""
     m_new = np.maximum(m, scores.max(axis=1))  # (T,) running max
-    alpha = np.exp(m - m_new)  # (T,) rescales what was computed against the old max
-    p = np.exp(scores - m_new[:, None])  # (T, B) this block's unnormalised weights
+    shift = np.where(np.isneginf(m_new), 0.0, m_new)  # (T,) a row with only masked keys so far: 0, not -inf
+    alpha = np.exp(m - shift)  # (T,) rescales what was computed against the old max
+    p = np.exp(scores - shift[:, None])  # (T, B) this block's unnormalised weights
     l_new = alpha * l + p.sum(axis=1)  # (T,) running sum
     acc_new = alpha[:, None] * acc + p @ v_blk  # (T, d_v) running numerator
     return m_new, l_new, acc_new

@@ -102,8 +102,7 @@ def _kind_problem(g: np.ndarray, e: np.ndarray, got: Any, ref: Any, exact: bool 
                 "comparison such as a < b gives one)")
     if ek == "b" and gk != "b":
         return (f"your result holds numbers ({g.dtype}), not booleans: return a boolean array (a "
-                "comparison such as j <= i gives one, or use dtype=bool). For a mask this matters: "
-                "torch *adds* a 0/1 float attn_mask to the scores instead of blocking them")
+                "comparison such as j <= i gives one, or use dtype=bool)")
     if ek in "iu" and gk not in "iu":
         if gk == "b":
             return f"you returned a boolean ({_short(got)}); expected {_wanted(e, ref)}"

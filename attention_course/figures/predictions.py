@@ -70,10 +70,11 @@ _INF = math.inf
 PREDICTIONS: dict = {
     "ix-predict-mech": Prediction(
         "convex-combination", "hull_dropout",
-        "Training applies dropout to the attention weights, so a row no longer sums to one. "
-        "What share of the outputs then falls outside the convex hull of the values?",
+        "Dropout with p = 0.1 is applied to the attention weights of 500 random problems (3 to 9 queries, "
+        "3 to 9 keys, values in the plane), so a row no longer sums to one. What share of the outputs "
+        "then falls outside the convex hull of the values?",
         (("none", 0, 1e-9), ("under a fifth", 1e-9, 0.2), ("a fifth to a half", 0.2, 0.5), ("over half", 0.5, _INF)),
-        "{value:.1%} of the outputs leave the hull, on the chapter's first seed."),
+        "{value:.1%} of the outputs leave the hull: rescaled weights that no longer sum to one can push an output past the values."),
     "ix-predict-kern": Prediction(
         "local-average", "mse_w3",
         "Nadaraya-Watson with a Gaussian kernel of inverse width w = 0.3, 3 or 30: which test error "

@@ -316,22 +316,25 @@ def _linear_key_loop(pq, pk, v):
 
 def _online(m, l, acc, s, v):
     m_new = np.maximum(m, s.max(axis=1))
-    a = np.exp(m - m_new)
-    p = np.exp(s - m_new[:, None])
+    c = np.where(np.isneginf(m_new), 0.0, m_new)  # a row with only masked keys so far
+    a = np.exp(m - c)
+    p = np.exp(s - c[:, None])
     return m_new, a * l + p.sum(1), a[:, None] * acc + p @ v
 
 
 def _online_torch(m, l, acc, s, v):
     m_new = torch.maximum(m, s.amax(dim=1))
-    a = torch.exp(m - m_new)
-    p = torch.exp(s - m_new[:, None])
+    c = torch.where(torch.isneginf(m_new), 0.0, m_new)  # a row with only masked keys so far
+    a = torch.exp(m - c)
+    p = torch.exp(s - c[:, None])
     return m_new, a * l + p.sum(1), a[:, None] * acc + p @ v
 
 
 def _online_in_place(m, l, acc, s, v):
     m_new = np.maximum(m, s.max(axis=1))
-    a = np.exp(m - m_new)
-    p = np.exp(s - m_new[:, None])
+    c = np.where(np.isneginf(m_new), 0.0, m_new)  # a row with only masked keys so far
+    a = np.exp(m - c)
+    p = np.exp(s - c[:, None])
     l *= a
     l += p.sum(axis=1)
     acc *= a[:, None]
@@ -349,9 +352,10 @@ def _online_m_too_early(m, l, acc, s, v):
 
 def _online_scores_in_place(m, l, acc, s, v):
     m_new = np.maximum(m, s.max(axis=1))
-    s -= m_new[:, None]
+    c = np.where(np.isneginf(m_new), 0.0, m_new)
+    s -= c[:, None]
     p = np.exp(s)
-    a = np.exp(m - m_new)
+    a = np.exp(m - c)
     return m_new, a * l + p.sum(1), a[:, None] * acc + p @ v
 
 
@@ -460,6 +464,10 @@ CH3 = [
     ("online-softmax-step", "a list", lambda *a: list(_online(*a)), "return a tuple instead"),
     ("online-softmax-step", "the final output", lambda *a: (lambda m, l, acc: acc / l[:, None])(*_online(*a)),
      "expected a tuple of 3 results"),
+    ("online-softmax-step", "NaN on a row that has seen only masked keys", lambda m, l, acc, s, v: (lambda mn: (
+        mn, np.exp(m - mn) * l + np.exp(s - mn[:, None]).sum(1),
+        np.exp(m - mn)[:, None] * acc + np.exp(s - mn[:, None]) @ v))(np.maximum(m, s.max(1))),
+     fb("online-softmax-step", "nan-when-fully-masked")),
 ]
 
 

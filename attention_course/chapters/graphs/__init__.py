@@ -27,6 +27,7 @@ from .composition import (
     layers_needed,
     live_run,
     load_runs,
+    pointer_chasing_results,
 )
 from .depth_probe import (
     probe_accuracy,
@@ -144,6 +145,7 @@ from .sliders import (
     probe_depth_explorer,
     load_top_key_data,
     top_key_explorer,
+    minilm_head_explorer,
 )
 from .exercises import EXERCISES
 
@@ -166,6 +168,7 @@ __all__ = [
     "layers_needed",
     "live_run",
     "load_runs",
+    "pointer_chasing_results",
     "probe_accuracy",
     "labelled_sequences",
     "stack_probe_curves",
@@ -268,5 +271,6 @@ __all__ = [
     "probe_depth_explorer",
     "load_top_key_data",
     "top_key_explorer",
+    "minilm_head_explorer",
     "EXERCISES",
 ]

@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch
+from matplotlib.patches import FancyArrowPatch, Patch
 
 from ...core._backend import Array, ShapeError, to_numpy
 from ...figures.style import book_figure, new_axes
@@ -173,6 +173,10 @@ def plot_attention_graphs(
         plot_attention_graph(W, labels, layout=layout, ax=ax, title=name, cmap=cmap,
                              colorbar=False, **graph_kw)
     _weight_colorbar(fig, list(axes[0]), cmap, horizontal=True)  # below the panels: they keep the width
+    if graph_kw.get("top_k") is not None:  # a kept self loop is drawn as a red outline: say so on the figure
+        outline = Patch(facecolor="white", edgecolor="tab:red", linewidth=2.2,
+                        label="red outline: the node's strongest message is its own")
+        fig.legend(handles=[outline], loc="outside lower center", frameon=False)
     if title:
         fig.suptitle(title)
     return fig
@@ -332,7 +336,7 @@ def plot_rank_collapse(
         ax.axhline(floor, color="0.5", ls=":", lw=1)
         ax.text(ax.get_xlim()[1], floor, "float64 resolution ", ha="right", va="bottom", color="0.4")
     ax.set_xlabel("layer")
-    ax.set_ylabel(r"distance to rank 1, $\min_x \|X - 1x^\top\|_F / \|X\|_F$")
+    ax.set_ylabel("distance to rank 1\n" r"$\|X - \mathbf{1}\bar{x}^\top\|_F\, /\, \|X\|_F$")  # x̄: the mean token
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend()

@@ -38,8 +38,9 @@ from typing import Optional
 
 import numpy as np
 
-from ...figures.widgets import PLOTLY_FONT, SliderFigure, static_fallback
+from ...figures.widgets import PLOTLY_FONT, PickerFigure, SliderFigure, static_fallback
 from ...models.records import DATA_DIR
+from ..heads.sliders import stored_head_explorer  # chapter 4's explorer of MiniLM's heads
 from .depth_probe import guess_depth, guessing_line
 from .propagation import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
 from .gnn import static_counts, static_flip
@@ -48,7 +49,8 @@ from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
 __all__ = ["load_rule_miss", "rule_mass_explorer", "hops_explorer", "load_probe_data",
-           "probe_depth_explorer", "load_top_key_data", "top_key_explorer"]
+           "probe_depth_explorer", "load_top_key_data", "top_key_explorer",
+           "minilm_head_explorer"]
 
 _DATA = DATA_DIR
 #: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.topology_rules.write_rule_miss`).
@@ -423,3 +425,17 @@ def top_key_explorer(shares: Optional[np.ndarray] = None, words: Optional[np.nda
                                               "most heads rank their keys query by query, and attention differs "
                                               "from GAT as well as from GCN; below it most rank as GAT does"),
                         verdict="unlike-gnns")
+
+
+def minilm_head_explorer(start: tuple[int, int] = (5, 11)) -> PickerFigure:
+    """Every head of MiniLM on one short sentence, as adjacency matrices; opens at ``start`` (layer, head), from 0.
+
+    Chapter 4's explorer (:func:`attention_course.chapters.heads.sliders.stored_head_explorer`), whose maps
+    ship with the package so that the figure is the same on every CPU.
+
+    Examples
+    --------
+    >>> minilm_head_explorer().labels[71]
+    'layer 6, head 12'
+    """
+    return stored_head_explorer(start=start)

@@ -108,6 +108,8 @@ from .sliders import (
     head_explorer_data,
     load_head_explorer_data,
     stored_head_explorer,
+    minilm_head_explorer,
+    sentence_maps,
     EXPLORER_SENTENCE,
     EXPLORER_DATA,
 )
@@ -200,6 +202,8 @@ __all__ = [
     "head_explorer_data",
     "load_head_explorer_data",
     "stored_head_explorer",
+    "minilm_head_explorer",
+    "sentence_maps",
     "EXPLORER_SENTENCE",
     "EXPLORER_DATA",
     "EXERCISES",

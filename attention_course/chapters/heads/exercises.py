@@ -123,12 +123,17 @@ register(
             Rule("edge-size", "several positions (T > 1) and heads (h > 1): head i owns features i*d_k:(i+1)*d_k",
                  ("B=1, T=5, 3 heads of d_k=2",), lambda x, h: x.shape[1] > 1 and h > 1,
                  ("no-transpose", "interleaved", "transpose-then-reshape"), quote='head `i` holds the features `i * d_k` to `(i + 1) * d_k` of every'),
-            Rule("output", "an array (B, h, T, d_k) in x's dtype", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True, quote="in `x`'s dtype",
+            Rule("output", "a float64 numpy array (B, h, T, d_k)", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True,
+                 quote="return a float64 numpy array of shape `(B, h, T, d_k)`",
                  breaches=output_breaches(lambda x, h: mh.split_heads(x, h), 'float32', 'list')),
             Rule("forbidden", "the inputs are not changed in place", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True,
                  quote='Do not change the inputs in place', breaches=(in_place_breach(lambda x, h: mh.split_heads(x, h), index=0),)),
         ),
         framing=('Write `my_split_heads(x, h)`', '(Merging the heads back is the reverse'),
+        error_tips=(("axes don't match array",
+                     " Tip: numpy's transpose takes the new order of ALL the axes, .transpose(0, 2, 1, 3); torch's "
+                     ".transpose(1, 2), as in the lesson, swaps two of them (np.swapaxes(y, 1, 2) does that in "
+                     "numpy)"),),
         difficulty=1,
         minutes=10,
         alternatives=(
@@ -335,6 +340,13 @@ register(
                 "matrix each, and their rows of W_O one more.",
             ),
             Mutant(
+                "times-num-heads", lambda d, h, b: h * mha_parameter_count(d, h, b),
+                "you multiplied the whole count by num_heads, as if every head had its own d_model x d_model "
+                "projections and biases. Each head projects to d_k = d_model / num_heads features only: side by "
+                "side, the heads' projections form one d_model x d_model matrix each (and one bias of d_model "
+                "entries), so the count does not depend on num_heads.",
+            ),
+            Mutant(
                 "forgot-W_o", lambda d, h, b: 3 * d * d + (3 * d if b else 0),
                 "you counted the query, key and value projections; don't forget the output "
                 "projection W_O (d_model x d_model, plus its bias).",
@@ -375,7 +387,7 @@ register(
                  ("ignores-bias-flag",), quote='and their biases when `bias` is `True`'),
             Rule("edge-size", "num_heads > 1: the count does not depend on num_heads",
                  ("MiniLM: d_model=384, 12 heads", "d_model=512, 8 heads"), lambda d, h, b: h > 1,
-                 ("full-matrices-per-head", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
+                 ("full-matrices-per-head", "times-num-heads", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
             Rule("output", 'an int', ('MiniLM: d_model=384, 12 heads',), lambda *a: True, quote='(an `int`)',
                  breaches=output_breaches(mha_parameter_count, 'float-for-int')),
         ),
@@ -432,6 +444,16 @@ def _ablate_rows_of_head_0(heads, W_o, head):
     return mh.merge_heads(heads) @ W_o - heads[:, head] @ W_o[:d_v]  # the first block of rows, for any head
 
 
+def _ablate_one_based(heads, W_o, head):
+    return _ablation_reference(heads, W_o, (head - 1) % heads.shape[1])  # `head` read as counted from 1
+
+
+def _ablate_strided_rows(heads, W_o, head):
+    B, h, T, d_v = heads.shape
+    kept = [heads[:, i] @ W_o[i::h] for i in range(h) if i != head]  # every h-th row of W_o, (B, T, d_out) each
+    return sum(kept) + np.zeros((B, T, W_o.shape[1]))
+
+
 def _ablate_only_that_head(heads, W_o, head):
     return mh.head_contributions(heads, W_o)[:, head]
 
@@ -473,6 +495,17 @@ register(
                 "head: head i's rows are W_o[i * d_v:(i + 1) * d_v].",
             ),
             Mutant(
+                "one-based", _ablate_one_based,
+                "you switched off the head before the one asked for: `head` counts from 0, as Python does "
+                "(head 0 is the first head, heads[:, 0]), not from 1 as the lesson's text numbers heads.",
+            ),
+            Mutant(
+                "strided-rows", _ablate_strided_rows,
+                "you sent head i through every h-th row of W_o, W_o[i::h]; in the concatenation head i "
+                "fills the contiguous block of features i*d_v:(i+1)*d_v, so its rows of W_o are "
+                "W_o[i * d_v:(i + 1) * d_v].",
+            ),
+            Mutant(
                 "merge-without-transpose", _ablate_merge_without_transpose,
                 "you reshaped (B, h, T, d_v) straight to (B, T, h*d_v), which mixes positions and "
                 "heads: move the head axis after the positions first, (B, T, h, d_v), then reshape.",
@@ -492,7 +525,8 @@ register(
                  ("nothing-removed", "only-that-head"), quote='With a single head nothing is left: the output is zeros'),
             Rule("edge-size", "the first and the last head",
                  ("3 heads, remove head 0", "4 heads, remove the last"),
-                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved"), quote='when head number `head` is switched off'),
+                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved", "one-based", "strided-rows"),
+                 quote='when head number `head` (counted from 0: head 0 is the first) is switched off'),
             Rule("edge-size", "d_v = 1 and T = 1",
                  ("2 heads, d_v=1, T=1",), lambda heads, W_o, head: heads.shape[-1] == 1 and heads.shape[2] == 1,
                  ("rescaled", "zeroed-columns"), quote="given the heads' outputs `heads` of shape"),

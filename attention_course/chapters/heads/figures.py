@@ -403,8 +403,9 @@ def plot_relation_gains(gains: Array, relations: Sequence[str], row_labels: Sequ
     """Side-by-side heatmaps of what each head alone supplies to each relation, one row per run.
 
     ``gains`` has shape (runs, h, R), e.g. :func:`~attention_course.chapters.heads.division.keep_one_gains`
-    stacked over seeds; panel ``r`` shows ``gains[:, :, r]``. Heads are counted from 1. With a
-    ``threshold``, cells at or above it are marked with a dot.
+    stacked over seeds; panel ``r`` shows ``gains[:, :, r]``. Heads are counted from 1. The colour
+    scale is centred on 0 (blue: better than a guess; red: worse, a head that alone fetches the wrong
+    token). With a ``threshold``, cells at or above it are framed.
 
     Examples
     --------
@@ -418,11 +419,11 @@ def plot_relation_gains(gains: Array, relations: Sequence[str], row_labels: Sequ
     runs, h, R = g.shape
     fig, axes = plt.subplots(1, R, figsize=(min(MAX_WIDTH, 3.2 * R + 0.8), 0.45 * runs + 1.9),
                              layout="constrained", squeeze=False)
-    vmax = float(max(g.max(), 1e-9))
+    vmax = float(max(np.abs(g).max(), 1e-9))  # a diverging scale centred on 0: a negative gain is worse than a guess
     for r, ax in enumerate(axes[0]):
         plot_heatmap(g[:, :, r], list(row_labels), [f"{j + 1}" for j in range(h)], ax=ax, title=relations[r],
-                     cmap="Blues", vmin=0, vmax=vmax, annotate=True, fmt="{:.1f}", xlabel="head",
-                     colorbar_label="gain (nats)")
+                     cmap="RdBu", vmin=-vmax, vmax=vmax, annotate=True, fmt="{:.1f}", xlabel="head",
+                     colorbar_label="gain over a guess (nats)")
         if threshold is not None:  # frame the cells at or above the threshold
             for row, col in zip(*np.nonzero(g[:, :, r] >= threshold)):
                 ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, ec="#D55E00", lw=2))

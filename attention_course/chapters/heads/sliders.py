@@ -58,7 +58,7 @@ from .agreement import load_agreement, set_decision
 from .roles import ROLES_DATA
 from .subspaces import smallest_head_angles
 
-__all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
+__all__ = ["load_role_scores", "clear_job_explorer", "agreement_explorer", "AGREEMENT_SETS", "head_explorer", "head_explorer_data", "load_head_explorer_data", "stored_head_explorer", "minilm_head_explorer", "sentence_maps", "EXPLORER_SENTENCE", "EXPLORER_DATA"]
 
 #: The five sentences' role scores of chapter 4 (regenerate:
 #: ``python -c "from attention_course.chapters.heads.roles import write_role_scores; write_role_scores()"``;
@@ -336,6 +336,38 @@ def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.n
     with open(path, encoding="utf-8") as f:
         d = json.load(f)
     return d["tokens"], np.asarray(d["maps"], dtype=float)
+
+
+def minilm_head_explorer(layer: int = 1, head: int = 1) -> PickerFigure:
+    """Every MiniLM head on the explorer's sentence, opened at ``layer`` and ``head``, both counted
+    from 1 as the lesson's text counts them (:func:`stored_head_explorer` counts from 0).
+
+    Examples
+    --------
+    >>> fig = minilm_head_explorer(layer=2, head=6)
+    >>> fig.labels[fig.start]
+    'layer 2, head 6'
+    >>> minilm_head_explorer(layer=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: layer 0 and head 1 are counted from 1; expected 1 <= layer <= 6 and 1 <= head <= 12
+    """
+    if not (1 <= layer <= 6 and 1 <= head <= 12):
+        raise ValueError(f"layer {layer} and head {head} are counted from 1; expected 1 <= layer <= 6 and 1 <= head <= 12")
+    return stored_head_explorer(start=(layer - 1, head - 1))
+
+
+def sentence_maps() -> tuple[list[str], np.ndarray]:
+    """MiniLM's attention maps of the explorer's sentence, :data:`EXPLORER_SENTENCE`: ``(tokens, maps)``
+    with ``maps`` of shape (6 layers, 12 heads, n, n), rows the queries (as :func:`load_head_explorer_data`).
+
+    Examples
+    --------
+    >>> tokens, maps = sentence_maps()
+    >>> maps.shape[:2], maps.shape[2] == len(tokens)
+    ((6, 12), True)
+    """
+    return load_head_explorer_data()
 
 
 #: The verdicts the explorer's numbers bear on, each linked to its box (wherever the ledger puts it).

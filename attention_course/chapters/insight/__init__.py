@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablation_grid``, ``ablations``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -63,6 +63,7 @@ from .memory import (
     MEMORIES,
     store_patterns,
     corrupt,
+    memory_cues,
     retrieve,
     retrieval_accuracy,
     capacity,
@@ -86,6 +87,7 @@ from .position_content import (
     rule_scores,
 )
 from .recall_tasks import BLANK, N_VALUES, stacked_mqar, partner_mqar, previous_token, gaps
+from .take_away import TAKE_AWAY_ROWS, TAKE_AWAY_TASKS, take_away_table
 from .figures import (
     KIND_COLORS,
     plot_head_kinds,
@@ -97,6 +99,7 @@ from .figures import (
     plot_retrieval,
     plot_shuffled_heads,
     plot_margin_sweep,
+    plot_take_away,
 )
 from .sliders import (
     window_explorer,
@@ -169,6 +172,7 @@ __all__ = [
     "MEMORIES",
     "store_patterns",
     "corrupt",
+    "memory_cues",
     "retrieve",
     "retrieval_accuracy",
     "capacity",
@@ -198,6 +202,9 @@ __all__ = [
     "partner_mqar",
     "previous_token",
     "gaps",
+    "TAKE_AWAY_ROWS",
+    "TAKE_AWAY_TASKS",
+    "take_away_table",
     "KIND_COLORS",
     "plot_head_kinds",
     "plot_verdicts",
@@ -208,6 +215,7 @@ __all__ = [
     "plot_retrieval",
     "plot_shuffled_heads",
     "plot_margin_sweep",
+    "plot_take_away",
     "window_explorer",
     "task_explorer",
     "TASK_SLIDERS",

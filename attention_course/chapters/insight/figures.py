@@ -17,10 +17,11 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from .memory import capacity, exponential_law, outer_product_law
+from .take_away import TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
 from ...figures.style import book_figure, method_color
 
 __all__ = ["KIND_COLORS", "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
-           "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep"]
+           "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away"]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
 KIND_COLORS = {"content": "#0072B2", "position": "#D55E00", "sink": "#E69F00", "mixed": "#CC79A7"}
@@ -216,12 +217,27 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
                     color="white" if s.mean < 0.6 else "black")
     cmap = plt.get_cmap("viridis").with_extremes(bad="#DDDDDD")
     im = ax.imshow(np.ma.masked_invalid(M), cmap=cmap, vmin=0, vmax=1, aspect="auto")
-    fig.colorbar(im, ax=ax, label="held-out accuracy (mean of seeds)")
+    fig.colorbar(im, ax=ax, label="accuracy on unseen sequences")
     ax.set_xticks(range(len(tasks)), [t for t, _ in tasks])
     ax.set_yticks(range(len(rows)), [r for r, _ in rows])
     ax.set_xlabel("task (cell: mean, then worst-best seed)" if spread else "task (cell: mean over seeds)")
     ax.set_title(title or "Take one ingredient away")
     return fig
+
+
+def plot_take_away(table: Mapping) -> Figure:
+    """The lesson's heat map: :data:`~attention_course.chapters.insight.take_away.TAKE_AWAY_ROWS` against
+    recall, the copy and partner recall, the mean over seeds in each cell (grey: not run).
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.ingredients import Score
+    >>> fig = plot_take_away({("previous token", "tied"): Score(0.02, 0.01, 0.03, 3)})
+    >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    ['recall', 'copy', 'partner']
+    """
+    return plot_ingredients(table, TAKE_AWAY_ROWS, TAKE_AWAY_TASKS, spread=False,
+                            title="One ingredient taken away per row")
 
 
 @book_figure
@@ -347,6 +363,9 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
                         heads: Mapping[str, tuple[int, int]], title: str = "") -> Figure:
     """Two heads on a sentence and on a shuffle of its words: rows are queries, columns keys, both labelled.
 
+    Each head gets its own colour scale, from 0 to its largest weight rounded up to a tenth (at most 1),
+    shared by its two panels, so that a head that spreads its weight is not drawn almost white.
+
     Parameters
     ----------
     words : two word lists, the sentence and its shuffle
@@ -357,21 +376,24 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
     --------
     >>> A = np.eye(3, k=-1)[None, None] + 0.0; A[..., 0, 0] = 1.0
     >>> fig = plot_shuffled_heads([["a", "b", "c"], ["c", "a", "b"]], [A, A], {"previous word": (0, 0)})
-    >>> [t.get_text() for t in fig.axes[1].get_xticklabels()]
-    ['c', 'a', 'b']
+    >>> [t.get_text() for t in fig.axes[1].get_xticklabels()], fig.axes[-1].get_ylabel()
+    (['c', 'a', 'b'], 'weight')
     """
     if len(words) != 2 or len(maps) != 2:
         raise ValueError(f"got {len(words)} word lists and {len(maps)} maps; expected the sentence and one shuffle")
     fig, axes = plt.subplots(len(heads), 2, figsize=(7.0, 3.35 * len(heads) + 0.4), layout="constrained",
                              squeeze=False)
     for r, (name, (layer, head)) in enumerate(heads.items()):
+        top = max(float(np.asarray(A)[layer, head].max()) for A in maps)
+        vmax = min(1.0, np.ceil(top * 10) / 10) if top > 0 else 1.0  # each head on its own scale, 0 to vmax
         for c, (w, A) in enumerate(zip(words, maps)):
             ax = axes[r][c]
-            ax.imshow(np.asarray(A)[layer, head], cmap="Blues", vmin=0, vmax=1)
+            im = ax.imshow(np.asarray(A)[layer, head], cmap="Blues", vmin=0, vmax=vmax)
             ax.set_xticks(range(len(w)), w, rotation=90)
             ax.set_yticks(range(len(w)), w)
             ax.tick_params(length=0)
             ax.set_title(f"{name}: {'the sentence' if c == 0 else 'its words shuffled'}", fontsize=11)
+        fig.colorbar(im, ax=axes[r], label="weight", shrink=0.9)  # the head's scale, shared by its two panels
     fig.supxlabel("key (the word read)", fontsize=11)
     fig.supylabel("query (the word reading)", fontsize=11)
     if title:

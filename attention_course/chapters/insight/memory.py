@@ -30,7 +30,7 @@ from ...models.experiments import read_json
 from ...models.records import DATA_DIR
 
 __all__ = [
-    "MEMORIES", "store_patterns", "corrupt", "retrieve", "retrieval_accuracy",
+    "MEMORIES", "store_patterns", "corrupt", "memory_cues", "retrieve", "retrieval_accuracy",
     "capacity", "capacity_sweep", "outer_product_law", "exponential_law", "MEMORY_FILE", "load_memory"]  # fmt: skip
 
 #: The memories :func:`retrieve` knows: name -> inverse temperature rule (``None``: linear).
@@ -79,6 +79,31 @@ def corrupt(patterns: np.ndarray, flip: float, seed: int = 0) -> np.ndarray:
     return out
 
 
+def memory_cues(d: int, n_patterns: int, n_queries: int = 200, flip: float = 0.1,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One memory and its test cues, as the capacity sweep builds them.
+
+    ``X`` holds ``n_patterns`` random sign patterns of length ``d`` (:func:`store_patterns` with
+    ``seed``); the ``n_queries`` cues are the stored patterns in turn (pattern ``i % n_patterns`` for
+    cue ``i``), each with exactly ``round(flip * d)`` signs flipped (:func:`corrupt` with ``seed + 1``).
+
+    Returns
+    -------
+    X : numpy.ndarray, shape (d, n_patterns)
+    queries : numpy.ndarray, shape (d, n_queries): the damaged cues
+    clean : numpy.ndarray, shape (d, n_queries): the stored pattern each cue came from
+
+    Examples
+    --------
+    >>> X, queries, clean = memory_cues(16, 4)
+    >>> X.shape, queries.shape, (queries != clean).sum(axis=0)[:3].tolist()
+    ((16, 4), (16, 200), [2, 2, 2])
+    """
+    X = store_patterns(d, n_patterns, seed=seed)
+    clean = X[:, np.arange(n_queries) % n_patterns]  # (d, n_queries)
+    return X, corrupt(clean, flip, seed=seed + 1), clean
+
+
 def retrieve(X: np.ndarray, queries: np.ndarray, beta: Optional[float]) -> np.ndarray:
     r"""One retrieval step from the memory ``X`` (shape (d, M)) for ``queries`` (shape (d, n)).
 
@@ -122,10 +147,7 @@ def retrieval_accuracy(d: int, n_patterns: int, beta: Optional[float], flip: flo
     >>> retrieval_accuracy(32, 4, beta=1.0), retrieval_accuracy(32, 64, beta=None)
     (1.0, 0.005)
     """
-    X = store_patterns(d, n_patterns, seed=seed)
-    which = np.arange(n_queries) % n_patterns
-    clean = X[:, which]  # (d, n_queries)
-    queries = corrupt(clean, flip, seed=seed + 1)
+    X, queries, clean = memory_cues(d, n_patterns, n_queries, flip, seed)
     out = np.sign(retrieve(X, queries, beta))
     return float((out == clean).all(axis=0).mean())
 

@@ -153,7 +153,7 @@ register(
         ),
         framing=('Write `my_nadaraya_watson`',),
         difficulty=2,
-        minutes=15,
+        minutes=10,
     )
 )
 
@@ -391,7 +391,7 @@ register(
         ),
         framing=('Write `my_leave_one_out(x, y, bandwidth)`',),
         difficulty=2,
-        minutes=15,
+        minutes=10,
     )
 )
 
@@ -446,6 +446,11 @@ register(
                 "so both go through W.",
             ),
             Mutant(
+                "dot-product", lambda q, k, W: np.exp((q @ W.T) @ (k @ W.T).T),
+                "you used the dot product (W q_i) . (W k_j), attention's score; this kernel uses the distance "
+                "between the projected points, exp(-|W q_i - W k_j|^2 / 2), so it is largest (1) where q_i = k_j.",
+            ),
+            Mutant(
                 "no-minus", _metric_with(lambda d, W: ((d @ W.T) ** 2).sum(-1) / 2),
                 "your kernel grows with the distance: it is exp(-|W (q - k)|^2 / 2), with a minus sign, "
                 "so its values lie in (0, 1].",
@@ -471,8 +476,8 @@ register(
                  quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, W: ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0), index=2),)),
         ),
         framing=('Write `my_metric_kernel(q, k, W)`',),
-        difficulty=2,
-        minutes=15,
+        difficulty=1,
+        minutes=8,
     )
 )
 

@@ -24,7 +24,9 @@ from .smoothing import RegressionData, kernel_matrix, mse
 
 __all__ = ["KERNEL_COLORS", "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits", "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric", "plot_weights_on_keys", "plot_locality", "plot_input_locality"]
 
-KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "softmax": "tab:red"}
+KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "dot": "tab:red"}
+#: How a kernel is named in a legend (``dot`` is attention's exponentiated dot product).
+KERNEL_LABELS = {"gaussian": "Gaussian", "laplace": "Laplace", "boxcar": "boxcar", "dot": "dot product"}
 
 
 def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
@@ -152,15 +154,16 @@ def plot_kernels_and_fits(
     u = np.linspace(-3, 3, 601)  # (601,) distances in units of h
     fig, axes = plt.subplots(1, 2, figsize=(7, 4.3), layout="constrained", width_ratios=[1, 1.45])
     for name in ("gaussian", "laplace", "boxcar"):
-        axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name], label=name)
+        axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name],
+                     label=KERNEL_LABELS[name])
     axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
-                title="Three local kernels, $h = 1$", ylim=(-0.03, 1.6))  # room for the legend
+                title="Three local kernels", ylim=(-0.03, 1.6))  # room for the legend
     axes[0].legend(loc="upper left", handlelength=1.2)
     axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
     axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
     for name, pred in fits.items():
         axes[1].plot(data.x_test, _vector(f"fits[{name!r}]", pred, len(data.x_test)),
-                     color=KERNEL_COLORS.get(name), label=f"{name} (h = {bandwidths[name]:g})")
+                     color=KERNEL_COLORS.get(name), label=f"{KERNEL_LABELS.get(name, name)} (h = {bandwidths[name]:g})")
     axes[1].set(xlabel="x", ylabel="y", title="Nadaraya-Watson fits, 40 noisy points", ylim=(-2.5, 6.0))
     fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
@@ -213,12 +216,12 @@ def plot_bandwidth_fits(
         ax.set(xlabel="x", ylabel="y", title=f"w = {w:g} ({verdict})", ylim=(-2, 6))
     axes[0].legend(loc="lower right")
     ax = axes[3]
-    ax.semilogx(grid, errors, color=KERNEL_COLORS["gaussian"], label="seed 0")
+    ax.semilogx(grid, errors, color=KERNEL_COLORS["gaussian"], label="all widths")
     ax.semilogx(w_fit, [mse(preds[w], data.y_test) for w in w_fit], "o", mfc="none",
-                color=KERNEL_COLORS["gaussian"], label="seed 0, the three fits")
+                color=KERNEL_COLORS["gaussian"], label="the three fits")
     if seed_median is not None:
         ax.semilogx(w_fit, _vector("seed_median", seed_median, len(w_fit)), "o", color="tab:orange",
-                    label="median, other seeds")
+                    label="median, other draws")
     ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", title="Test error against w",
            ylim=(0, 1.6 * errors.max()))  # room for the legend above the curve
     ax.legend(loc="upper left")
@@ -272,7 +275,8 @@ def plot_attention_row_as_kernel(
                  label=r"kernel $\kappa(q, x)$, scaled")
     axes[1].vlines(xs, 0, w[query_index], color="tab:orange", lw=2)
     axes[1].plot(xs, w[query_index], "o", color="tab:orange", ms=4, label=r"weights $\alpha_j(q)$")
-    axes[1].axvline(q, color="k", ls=":", lw=1, label=f"query q = {q:.1f}")
+    axes[1].plot([q, q], [0, 1.1 * w[query_index].max()], color="k", ls=":", lw=1,
+                 label=f"query q = {q:.1f}")  # stops below the legend
     axes[1].set(xlabel="training input $x_j$", ylabel="weight", title="One row = the kernel at the $x_j$",
                 ylim=(-0.04 * w[query_index].max(), 1.6 * w[query_index].max()))  # room for the legend
     axes[1].legend(loc="upper left")

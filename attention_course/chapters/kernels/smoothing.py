@@ -33,7 +33,7 @@ Kernels (``bandwidth`` is :math:`h > 0`):
 ``laplace``       :math:`\exp(-\lVert q-k\rVert / h)`
 ``boxcar``        :math:`\mathbb 1[\lVert q-k\rVert < h]`
 ``epanechnikov``  :math:`\max(0,\ 1 - \lVert q-k\rVert^2 / h^2)`
-``softmax``       :math:`\exp(q\cdot k / h^2)` (the dot-product kernel of attention)
+``dot``           :math:`\exp(q\cdot k / h^2)` (the dot-product kernel of attention)
 ================  ==============================================
 
 The estimators accept numpy arrays or torch tensors and return the same kind.
@@ -62,7 +62,7 @@ __all__ = [
     "mse_by_bandwidth", "mse_by_bandwidth_over_seeds",
 ]
 
-KERNELS = ("gaussian", "laplace", "boxcar", "epanechnikov", "softmax")
+KERNELS = ("gaussian", "laplace", "boxcar", "epanechnikov", "dot")
 
 
 # ------------------------------------------------------------------ data
@@ -148,7 +148,7 @@ def log_kernel(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth:
     ----------
     queries : array or tensor, shape (T,) or (T, d)
     keys : array or tensor, shape (S,) or (S, d)
-    kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'softmax'}
+    kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'dot'}
     bandwidth : float
         The width :math:`h > 0` (see the module docstring for each formula).
 
@@ -167,7 +167,7 @@ def log_kernel(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth:
         )
     h = float(bandwidth)
     k_t = k.T  # (d, S)
-    if kernel == "softmax":
+    if kernel == "dot":
         return (q @ k_t) / h**2  # $q \cdot k / h^2$   (T, S)
     diff = q[:, None, :] - k[None, :, :]  # (T, S, d)
     sq = (diff**2).sum(-1)  # $\lVert q - k \rVert^2$   (T, S)
@@ -222,7 +222,7 @@ def nadaraya_watson(
     x_query : array or tensor, shape (T,) or (T, d)
     x_train : array or tensor, shape (S,) or (S, d)
     y_train : array or tensor, shape (S,) or (S, d_v)
-    kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'softmax'}
+    kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'dot'}
     bandwidth : float
         The kernel width :math:`h > 0`.
     leave_one_out : bool

@@ -116,7 +116,7 @@ register(
             Rule("forbidden", "the inputs are not changed in place", ('random 6x6',), lambda *a: True,
                  quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A: lr.effective_rank(A), index=0),)),
         ),
-        framing=('Write `my_effective_rank(A)`', 'Compute its singular values'),
+        framing=('Write `my_effective_rank(A)`', 'Compute its singular values', '`A` is never the all-zero matrix'),
         difficulty=1,
         minutes=10,
     )
@@ -209,7 +209,7 @@ register(
         ),
         framing=('Write `my_best_rank_k(A, k)`',),
         difficulty=1,
-        minutes=10,
+        minutes=5,
     )
 )
 
@@ -586,7 +586,7 @@ register(
         ),
         framing=('Write `my_linear_attention`', 'Compute $\\phi(K)^\\top V$ first'),
         difficulty=2,
-        minutes=20,
+        minutes=10,
     )
 )
 
@@ -607,6 +607,9 @@ def _online_cases() -> list[Case]:
         Case("logits near 1000", (*state([1000.0, 999.0, 1001.0]), 1000.0 + rng.normal(size=(T, B)), rng.normal(size=(B, d_v)))),
         Case("a masked key (-inf score)",
              (*state([0.5, 0.2, 0.1]), np.where(np.arange(B) == 1, -np.inf, rng.normal(size=(T, B))), rng.normal(size=(B, d_v)))),
+        Case("query 0 has seen only masked keys (m = -inf, a block of -inf)",
+             (np.array([-np.inf, -np.inf, 0.5]), np.array([0.0, 0.0, 1.2]), np.array([[0.0, 0.0], [0.0, 0.0], [0.3, -0.7]]),
+              np.where(np.arange(T)[:, None] == 1, rng.normal(size=(T, B)), -np.inf), rng.normal(size=(B, d_v)))),
     ]
 
 
@@ -623,7 +626,17 @@ def _step_with(use_running_max=True, rescale_l=True, rescale_acc=True, flip=Fals
     return f
 
 
+def _fully_masked(m, scores) -> np.ndarray:
+    """(T,) the rows that have seen no finite score, in the running state or in this block."""
+    return np.isneginf(m) & np.isneginf(scores).all(axis=1)
+
+
 def _overflow_hint(got, expected, args):
+    m, _, _, scores, _ = args
+    bad = ~np.isfinite(np.asarray(got[1], dtype=float))  # (T,) rows of l that are NaN or inf
+    if bad.any() and _fully_masked(m, scores)[bad].all():
+        return ("a row that has seen only masked keys (m = -inf and a block of -inf) gave NaN: "
+                "exp(-inf - (-inf)) is NaN. Such a row keeps m = -inf, l = 0, acc = 0")
     if not all(np.all(np.isfinite(np.asarray(g, dtype=float))) for g in got[1:]):  # l and acc
         return "your running sum or output has NaN or inf: exponentiate scores - m_new (the running max), never the raw scores"
     return None
@@ -632,8 +645,9 @@ def _overflow_hint(got, expected, args):
 def _step_in_place(m, l, acc, scores, v_blk):
     """Updates the running state in place, as a kernel does, and returns it."""
     m_new = np.maximum(m, scores.max(axis=1))  # (T,)
-    alpha = np.exp(m - m_new)  # (T,) computed before m is overwritten
-    p = np.exp(scores - m_new[:, None])  # (T, B)
+    shift = np.where(np.isneginf(m_new), 0.0, m_new)  # (T,) a row with no finite score yet: 0
+    alpha = np.exp(m - shift)  # (T,) computed before m is overwritten
+    p = np.exp(scores - shift[:, None])  # (T, B)
     l *= alpha
     l += p.sum(axis=1)
     acc *= alpha[:, None]
@@ -672,6 +686,13 @@ register(
                 "logits near 1000 and does not match the m you return.",
             ),
             Mutant(
+                "nan-when-fully-masked", _step_with(),
+                "a row that has seen only masked keys (m = -inf and a block of -inf scores) gave NaN: "
+                "there m_new is -inf and exp(m - m_new) = exp(-inf - (-inf)) is NaN. Nothing has been seen "
+                "yet, so the row keeps m = -inf, l = 0 and acc = 0: subtract 0 instead of m_new where "
+                "m_new is -inf (np.where(np.isneginf(m_new), 0.0, m_new)).",
+            ),
+            Mutant(
                 "flipped-rescale", _step_with(flip=True),
                 "the rescale factor is exp(m_old - m_new), which is at most 1; you used its inverse.",
             ),
@@ -693,6 +714,10 @@ register(
             Rule("range", "a masked key (score -inf) adds nothing",
                  ("a masked key (-inf score)",), lambda m, l, acc, s, v: bool(np.isneginf(s).any()),
                  ("no-rescale",), quote='a masked key scores `-inf`'),
+            Rule("empty", "a row that has seen only masked keys keeps m = -inf, l = 0, acc = 0 (no NaN)",
+                 ("query 0 has seen only masked keys (m = -inf, a block of -inf)",),
+                 lambda m, l, acc, s, v: bool(_fully_masked(m, s).any()), ("nan-when-fully-masked",),
+                 quote='A row that has seen only masked keys so far'),
             Rule("output", 'a tuple (m, l, acc) of float64 arrays', ('first block (m = -inf, l = 0, acc = 0)',), lambda *a: True, quote='a tuple of float64 arrays of the same shapes',
                  breaches=output_breaches(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), 'float32', 'tuple-as-list')),
             Rule("forbidden", "the inputs are not changed in place", ('first block (m = -inf, l = 0, acc = 0)',), lambda *a: True,
@@ -700,19 +725,19 @@ register(
         ),
         framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
         difficulty=3,
-        minutes=25,
+        minutes=20,
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
             _step_in_place,
             lambda m, l, acc, s, v: tuple(t.numpy() for t in eff.online_softmax_step(
                 *(torch.as_tensor(x) for x in (m, l, acc, s, v)))),
             lambda m, l, acc, s, v: (
-                lambda m_new: (
+                lambda m_new, c: (
                     m_new,
-                    np.exp(m - m_new) * l + np.exp(s - m_new[:, None]).sum(axis=1),
-                    np.exp(m - m_new)[:, None] * acc + np.exp(s - m_new[:, None]) @ v,
+                    np.exp(m - c) * l + np.exp(s - c[:, None]).sum(axis=1),
+                    np.exp(m - c)[:, None] * acc + np.exp(s - c[:, None]) @ v,
                 )
-            )(np.maximum(m, s.max(axis=1))),
+            )(np.maximum(m, s.max(axis=1)), np.where(np.isneginf(np.maximum(m, s.max(axis=1))), 0.0, np.maximum(m, s.max(axis=1)))),
         ),
     )
 )

@@ -51,13 +51,13 @@ def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figu
     >>> from attention_course.chapters.lowrank.spectra import temperature_sweep
     >>> fig = plot_temperature_sweep(temperature_sweep([0.2, 1.0, 4.0], n=32, d=8, k=4), k=4)
     >>> [ax.get_title() for ax in fig.axes]
-    ['How many modes does A need?', 'Low rank or sparse?']
+    ['How many patterns does A mix?', 'Low rank or sparse?']
     """
     beta = _grid("sweep['beta']", sweep["beta"], 1, "(n_betas,)")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
     ax1.plot(beta, sweep["effective_rank"], "o-", color="0.15", ms=4, label="effective rank")
     ax1.plot(beta, sweep["stable_rank"], "s--", color="0.55", ms=3, label="stable rank")
-    ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many modes does A need?")
+    ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many patterns does A mix?")
     ax1.legend()
     ax2.plot(beta, sweep["svd_error"], "o-", color=method_color("svd"), ms=4, label=f"best rank-{k} (SVD)")
     ax2.plot(beta, sweep["sparse_error"], "s-", color=method_color("top-k"), ms=4, label=f"top-{k} per row")
@@ -123,7 +123,7 @@ def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Op
     for ax in axes[-1]:
         ax.set_xlabel(f"key j (first {size})" if crop else "key j")
     fig.colorbar(im, ax=axes, extend="min", shrink=0.9,
-                 label=f"weight (log; top = largest shown, {vmax:.2g})")
+                 label="attention weight (log scale)")
     return fig
 
 
@@ -431,7 +431,7 @@ def plot_method_errors(
         ax.barh(y, np.where(vals[:, j] > 0, vals[:, j], left), color=colors, edgecolor="0.3", lw=0.4)
         ax.axvline(target, color="0.3", lw=0.8, ls=":", label=f"error {target:g}")
         for b, ls in zip(lines, ("--", "-.", (0, (5, 2, 1, 2)))):
-            ax.axvline(max(errors[b].get(dist, np.nan), left), color="0.35", lw=1.3, ls=ls, label=f"{b} (baseline)")
+            ax.axvline(max(errors[b].get(dist, np.nan), left), color="0.35", lw=1.3, ls=ls, label=_baseline_label(b))
         ax.set_title(f"{dist} inputs")
     for ax in axes.flat[len(dists):]:
         ax.set_visible(False)
@@ -604,7 +604,7 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
     ['36 of 36', '16 of 36', '12 of 36']
     """
     pats = method_patterns(n, window, top_k, proj, landmarks, seed)
-    titles = {"exact": ("exact", "exact (SDPA, chunked)"), "local": ("local", f"local window, w = {window}"),
+    titles = {"exact": ("exact", "exact (plain or chunked)"), "local": ("local", f"local window, w = {window}"),
               "top-k": ("top-k", f"top-k, k = {top_k}"), "linformer": ("linformer", f"Linformer, k = {proj}"),
               "nystrom": ("nystrom", f"Nyström, {landmarks} landmarks"),
               "linear": ("performer", "linear, Performer")}
@@ -621,7 +621,7 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
         ax.set(xlim=(0, n), ylim=(n, 0), xticks=[], yticks=[], aspect="equal", title=title)
         ax.spines[:].set_visible(False)
         if name == "linformer":
-            ax.text(proj + 0.6, n / 2, f"{proj} rows of EK,\neach a mix\nof all {n} keys", va="center")
+            ax.text(proj + 0.6, n / 2, f"{proj} projected keys,\neach a mix\nof all {n} keys", va="center")
             ax.set_xlabel(f"{mask.sum()} ({n} × {proj}), no n × n")
         elif name == "linear":
             ax.text(n / 2, n / 2, "no n × n scores:\n" r"$\phi(Q)\,[\phi(K)^\top V]$", ha="center", va="center",
@@ -632,6 +632,12 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
     axes[0, 0].set_ylabel("query i")
     axes[1, 0].set_ylabel("query i")
     return fig
+
+
+def _baseline_label(name: str) -> str:
+    """A baseline's legend label: "uniform (mean of values)" -> "baseline: uniform, mean of values"."""
+    head, _, rest = name.partition(" (")
+    return f"baseline: {head}, {rest.rstrip(')')}" if rest else f"baseline: {name}"
 
 
 def _series(result: Mapping, name: str, key: str) -> list[tuple[int, float]]:

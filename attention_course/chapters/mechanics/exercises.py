@@ -37,6 +37,9 @@ def _softmax_cases() -> list[Case]:
         Case(  # shifting by the row mean leaves 1500 - 375 = 1125 in the exponent: it overflows
             "one logit 1500 above the rest", (np.array([[1500.0, 0.0, 0.0, 0.0], [0.0, 1.0, 2.0, 3.0]]),),
         ),
+        Case(  # a masked score is -inf: its weight is exp(-inf) = 0; shifting by the row min or mean gives NaN
+            "masked logits (-inf)", (np.array([[0.5, -np.inf, 1.5, -np.inf], [2.0, -np.inf, -np.inf, -np.inf]]),),
+        ),
         Case("float32 logits", (rng.normal(size=(3, 4)).astype(np.float32),)),
         Case(  # exp(100) overflows float32 (its largest value is 3.4e38, about exp(88.7))
             "float32 logits near 100",
@@ -123,12 +126,14 @@ register(
             Mutant(
                 "min-shift", _softmax_min_shift,
                 "you subtracted each row's minimum, so the largest logit of a row spanning 1000 still "
-                "overflows (exp(1000) = inf). Subtract the row maximum: then every exponent is <= 0.",
+                "overflows (exp(1000) = inf), and a masked logit (-inf) makes the minimum -inf and the row NaN. "
+                "Subtract the row maximum: then every exponent is <= 0.",
             ),
             Mutant(
                 "mean-shift", _softmax_mean_shift,
                 "you subtracted each row's mean: a logit far above the others of its row (1500 against "
-                "zeros) still overflows. Subtract the row MAXIMUM, so that every exponent is <= 0.",
+                "zeros) still overflows, and a masked logit (-inf) makes the mean -inf and the row NaN. "
+                "Subtract the row MAXIMUM, so that every exponent is <= 0.",
             ),
             Mutant(
                 "axis-0", _softmax_axis0,
@@ -172,6 +177,9 @@ register(
                  lambda x: (x.max(axis=-1) - x.mean(axis=-1)).max() > 709, ("mean-shift", "min-shift"), quote='where `np.exp` overflows'),
             Rule("range", "rows on scales 1600 apart: each row subtracts its own maximum",
                  ("rows on very different scales",), lambda x: np.ptp(x.max(axis=-1)) > 745, ("global-max",), quote='rows on very different scales'),
+            Rule("range", "a -inf logit (a masked score) gets weight 0; every row keeps a finite logit",
+                 ("masked logits (-inf)",), lambda x: bool(np.isneginf(x).any() and np.isfinite(x).any(axis=-1).all()),
+                 ("min-shift", "mean-shift"), quote='A logit of `-inf`, a masked score, gets weight 0'),
             Rule("edge-size", "one logit per row: every weight is 1",
                  ("one logit per row",), lambda x: x.shape[-1] == 1, ("global-sum", "axis-0", "log-softmax"), quote='a row with a single logit gives 1'),
             Rule("edge-size", "any number of axes: the softmax runs over the last one",
@@ -220,6 +228,16 @@ def _attn_with(scale_fn, axis=-1, after=False):
     return f
 
 
+def _swapped_pair(got, expected, args) -> str | None:
+    """(weights, output) returned in the wrong order: both shapes swapped."""
+    shapes = [tuple(np.shape(t)) for t in got] if isinstance(got, (tuple, list)) and len(got) == 2 else []
+    out_shape, w_shape = (tuple(np.shape(t)) for t in expected)
+    if shapes and out_shape != w_shape and shapes == [w_shape, out_shape]:
+        return ("You returned (weights, output): return the tuple in the order (output, weights), "
+                "the output (..., T, d_v) first.")
+    return None
+
+
 def _attn_scale_by_S(q, k, v):
     w = att.softmax(q @ _swap(k) / np.sqrt(k.shape[-2]))  # (..., T, S), scaled by the number of keys
     return w @ v, w
@@ -234,6 +252,7 @@ register(
     Exercise(
         id="attention",
         error_tips=SCORE_TIPS,
+        structure_hint=_swapped_pair,
         title="Scaled dot-product attention",
         make_cases=_attention_cases,
         reference=lambda q, k, v: att.scaled_dot_product_attention(q, k, v),
@@ -331,6 +350,15 @@ def _explain_mask_entry(index, expected, args):
     return f"key {j} is in query {i}'s future ({j} > {i}), so it must be masked out"
 
 
+def _numbers_for_a_mask(got, expected, args):
+    """Why a 0/1 number mask is wrong for attention (the engine has already said it wants booleans)."""
+    kind = np.asarray(got.detach() if isinstance(got, torch.Tensor) else got).dtype.kind
+    if kind in "iuf":
+        return ("For a mask this matters: torch *adds* a 0/1 float attn_mask to the scores instead of "
+                "blocking them.")
+    return None
+
+
 register(
     Exercise(
         id="causal-mask",
@@ -373,6 +401,7 @@ register(
             ),
         ),
         explain=_explain_mask_entry,
+        structure_hint=_numbers_for_a_mask,
         alternatives=(
             lambda T, S: np.array([[j <= i for j in range(S)] for i in range(T)]),
             lambda T, S: torch.ones(T, S, dtype=torch.bool).tril(),
@@ -426,6 +455,24 @@ def _one_query_with(scale=lambda q_i, v: np.sqrt(q_i.shape[0]), normalise=True):
     return f
 
 
+def _one_query_weights(q_i, k):
+    return att.softmax(k @ q_i / np.sqrt(q_i.shape[0]))  # (S,)
+
+
+def _one_query_structure(got, expected, args) -> str | None:
+    """A result of the wrong shape that is a known intermediate: the weights, or the weights times the keys."""
+    q_i, k, v = args
+    g = np.asarray(got, dtype=float) if np.ndim(got) == 1 else None
+    w = _one_query_weights(q_i, k)  # (S,)
+    if g is not None and g.shape == w.shape and np.allclose(g, w, rtol=1e-6, atol=1e-9):
+        return ("These are the weights, one per key. The output is their weighted sum of the values, "
+                "sum_j w_j v_j (weights @ v), of shape (d_v,).")
+    if g is not None and g.shape == (k.shape[1],) and np.allclose(g, w @ k, rtol=1e-6, atol=1e-9):
+        return ("You averaged the keys (weights @ k): the keys only decide the weights; the output "
+                "averages the values, weights @ v, of shape (d_v,).")
+    return None
+
+
 def _one_query_argmax(q_i, k, v):
     return v[np.argmax(k @ q_i)]  # hard attention: only the best key's value
 
@@ -434,6 +481,7 @@ register(
     Exercise(
         id="one-query",
         title="One query's output, by hand",
+        structure_hint=_one_query_structure,
         make_cases=_one_query_cases,
         reference=_one_query_reference,
         mutants=(

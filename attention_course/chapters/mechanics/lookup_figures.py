@@ -105,41 +105,49 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
 
 
 @book_figure
-def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 16)) -> Figure:
-    r"""Sinusoidal position encodings: the matrix as a heat map (top), a few of its columns against position (below).
+def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 10, 20)) -> Figure:
+    r"""Sinusoidal position encodings: the matrix as a heat map (top), a few of its dimensions against position (below).
 
-    The two panels are stacked, :data:`PHONE_WIDTH` wide, so that the labels read on a phone.
+    The heat map draws one row per dimension (``P`` transposed), positions across; the dimensions drawn
+    as curves below are marked on its axis, and each curve's legend gives its period, :math:`2\pi`
+    times :math:`10000^{2i/d}` positions for dimension :math:`2i` or :math:`2i + 1`. The two panels
+    are stacked, :data:`PHONE_WIDTH` wide, so that the labels read on a phone.
 
     Parameters
     ----------
     P : array, shape (n, d)
-        From :func:`~attention_course.chapters.mechanics.positions.sinusoidal_positions`.
+        From :func:`~attention_course.chapters.mechanics.positions.sinusoidal_positions` (base 10000).
     dims : sequence of int
-        Columns to draw as curves (even ones are sines of falling frequency).
+        Dimensions to draw as curves (even ones are sines of falling frequency; dimension 0 is the
+        first pair's sine, the fastest wave).
 
     Examples
     --------
     >>> from attention_course.chapters.mechanics.positions import sinusoidal_positions
-    >>> fig = plot_sinusoids(sinusoidal_positions(32, 32))
+    >>> fig = plot_sinusoids(sinusoidal_positions(64, 64))
     >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['Sinusoidal encodings $P$', 'Three columns: fast to slow waves']
+    ['Sinusoidal encodings $P$: one row per dimension', 'Dimensions 0, 10 and 20: fast to slow waves']
+    >>> [t.get_text() for t in fig.legends[0].get_texts()]
+    ['dim 0: period 6', 'dim 10: period 26', 'dim 20: period 112']
     """
     p = np.asarray(to_numpy(P), dtype=float)
     if p.ndim != 2 or max(dims) >= p.shape[1]:
         raise ShapeError(f"P has shape {shape_str(p)}; expected (n, d) with d > {max(dims)}")
+    d = p.shape[1]
     fig, axes = plt.subplots(2, 1, figsize=(PHONE_WIDTH, 5.4), layout="constrained", height_ratios=(1.2, 1))
-    im = axes[0].imshow(p.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, origin="lower")
-    axes[0].set(title="Sinusoidal encodings $P$", xlabel="position $t$", ylabel="dimension")
+    im = axes[0].imshow(p.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, origin="lower")  # (d, n): rows are dimensions
+    axes[0].set(title="Sinusoidal encodings $P$: one row per dimension", xlabel="position $t$", ylabel="dimension",
+                yticks=list(dims))
     fig.colorbar(im, ax=axes[0], shrink=0.9, label="value", location="right", ticks=[-1, 0, 1])
     for c in dims:
-        axes[1].plot(np.arange(len(p)), p[:, c], lw=1.6, label=f"dim {c}")
-    axes[1].set(title=f"{_COUNT.get(len(dims), len(dims))} columns: fast to slow waves", xlabel="position $t$",
-                ylabel="value", ylim=(-1.1, 1.95), yticks=[-1, 0, 1])
-    axes[1].legend(loc="upper center", ncols=len(dims), fontsize=SMALLEST_PT, handlelength=1.2, columnspacing=1.2)
+        period = 2 * np.pi * 10000.0 ** (2 * (c // 2) / d)  # positions per turn of this dimension's pair
+        axes[1].plot(np.arange(len(p)), p[:, c], lw=1.6, label=f"dim {c}: period {period:.0f}")
+    names = ", ".join(str(c) for c in dims[:-1]) + (f" and {dims[-1]}" if len(dims) > 1 else str(dims[-1]))
+    axes[1].set(title=f"Dimension{'s' if len(dims) > 1 else ''} {names}: fast to slow waves", xlabel="position $t$",
+                ylabel="value", ylim=(-1.1, 1.1), yticks=[-1, 0, 1])
+    fig.legend(loc="outside lower center", ncols=len(dims), fontsize=SMALLEST_PT, handlelength=1.0,
+                   columnspacing=0.8, handletextpad=0.4, frameon=False)
     return fig
-
-
-_COUNT = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five"}
 
 
 @book_figure

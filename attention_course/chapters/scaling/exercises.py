@@ -234,7 +234,8 @@ register(
             Rule("forbidden", "the inputs are not changed in place", ('4x6 logits, temperature 1',), lambda *a: True,
                  quote='Do not change `x` in place', breaches=(in_place_breach(lambda x, temperature: sc.softmax_entropy(x, temperature=temperature), index=0),)),
         ),
-        framing=('Write `my_softmax_entropy(x, temperature)`', 'Dividing by $\\sqrt{d_k}$ is a temperature'),
+        framing=('Write `my_softmax_entropy(x, temperature)`', 'Dividing by $\\sqrt{d_k}$ is a temperature',
+                 'The temperature is a positive number and the logits are finite'),
         difficulty=2,
         minutes=15,
     )
@@ -294,6 +295,12 @@ register(
                 "diagonal the entry is -p_i p_j: J = diag(p) - p p^T.",
             ),
             Mutant(
+                "minus-inner", lambda p: np.diag(p) - p @ p,
+                "you subtracted p @ p, which for a vector is the single number sum_j p_j^2 (the inner "
+                "product), from every entry. The matrix p p^T with entries p_i p_j is the outer product: "
+                "np.outer(p, p), or p[:, None] * p[None, :].",
+            ),
+            Mutant(
                 "identity-minus-outer", lambda p: np.eye(len(p)) - np.outer(p, p),
                 "the diagonal part is diag(p), not the identity: J = diag(p) - p p^T, so J_ii = p_i (1 - p_i).",
             ),
@@ -312,7 +319,7 @@ register(
             Rule("range", "a one-hot p: J is all zeros",
                  ("a one-hot p",), lambda p: p.max() == 1.0, ("diag-only", "identity-minus-outer", "outer-one-minus"), quote='check on a one-hot `p` that it is all zeros'),
             Rule("range", "unequal weights: entry (i, j) has the row factor p_i",
-                 ("p over 4 keys", "a peaked p over 8 keys"), lambda p: np.ptp(p) > 0, ("wrong-broadcast",), quote='$J_{ij} = \\partial p_i / \\partial s_j = p_i(\\delta_{ij} - p_j)$'),
+                 ("p over 4 keys", "a peaked p over 8 keys"), lambda p: np.ptp(p) > 0, ("wrong-broadcast", "minus-inner"), quote='$J_{ij} = \\partial p_i / \\partial s_j = p_i(\\delta_{ij} - p_j)$'),
             Rule("output", 'a float64 array (S, S)', ('p over 4 keys',), lambda *a: True, quote='float64 `(S, S)` matrix',
                  breaches=output_breaches(lambda p: sc.softmax_jacobian(p), 'float32', 'list')),
             Rule("forbidden", "the inputs are not changed in place", ('p over 4 keys',), lambda *a: True,
@@ -320,7 +327,7 @@ register(
         ),
         framing=('Write `my_softmax_jacobian(p)`',),
         difficulty=1,
-        minutes=10,
+        minutes=5,
     )
 )
 

@@ -46,6 +46,8 @@ __all__ = [
 
 SCALE_LABEL = {"sqrt": r"$1/\sqrt{d_k}$", "none": "none (1)", "mup": r"$1/d_k$ (muP)"}
 SCALE_COLOR = {"sqrt": "tab:blue", "none": "tab:red", "mup": "tab:green"}
+#: Further unscaled marks on one panel (a second and third width): darker and purple, told apart from tab:red.
+UNSCALED_SHADES = ("#7A0000", "tab:purple")
 GRAD_LABEL = r"$\|\nabla_{W_Q, W_K}\mathcal{L}\|$"
 
 
@@ -163,10 +165,12 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     Parameters
     ----------
     sigmas, through : array, shape (M,)
-        The spreads and the (median) size of the gradient that reaches the scores at each.
+        The spreads and the median :math:`\lVert J\rVert_F` of the rows' softmax Jacobians at each.
     marks : dict of label -> sigma
         Points to mark on the curve; a label starting with ``"scaled"`` is drawn in the scaled
-        colour, the others in the unscaled one.
+        colour, the others in the unscaled one, then (from the second on) in
+        :data:`UNSCALED_SHADES`, each with its own marker, so that no two marks look alike.
+        A mark near 0 is drawn whole, above the axis.
 
     Examples
     --------
@@ -179,15 +183,17 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     if sigmas.ndim != 1 or sigmas.shape != through.shape:
         raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and through {shape_str(through)}; "
                          f"expected equal shapes (M,)")
+    unscaled_styles = iter(zip((SCALE_COLOR["none"], *UNSCALED_SHADES), ("s", "D", "^", "v")))
     with plt.rc_context(LESSON_RC):
         fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * len(marks)), layout="constrained")
         ax.semilogx(sigmas, through, color="0.3", lw=2)
         for label, sg in marks.items():
-            color = SCALE_COLOR["sqrt" if label.startswith("scaled") else "none"]
-            ax.plot(sg, np.exp(np.interp(np.log(sg), np.log(sigmas), np.log(through))), "o", ms=10,
-                    color=color, label=label)
-        ax.set(xlabel=r"spread $\sigma$ of the scores in a row", ylabel="gradient reaching\nthe scores",
-               ylim=(0, None), title="The gradient a row lets through")
+            color, marker = (SCALE_COLOR["sqrt"], "o") if label.startswith("scaled") else next(unscaled_styles)
+            ax.plot(sg, np.exp(np.interp(np.log(sg), np.log(sigmas), np.log(through))), marker, ms=10,
+                    color=color, label=label, clip_on=False, zorder=3)
+        top = float(through.max())
+        ax.set(xlabel=r"spread $\sigma$ of the scores in a row", ylabel="median $\\|J\\|_F$:\ngradient let through",
+               ylim=(-0.06 * top, 1.08 * top), title="The gradient a row lets through")
         if marks:  # under the axes: the curve fills the panel's top
             fig.legend(loc="outside lower center", ncols=1)
     return fig

@@ -133,12 +133,16 @@ def correlation_explorer(corrs: Sequence[float] = CORRELATIONS, minilm_ratio: Op
 
 # ------------------------------------------------------------------ chapter 6
 def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
-                   threshold: float = 0.99, flags: bool = True) -> SliderFigure:
+                   threshold: float = 0.99, flags: bool = True, n_batches: int = 64) -> SliderFigure:
     r"""Chapter 6: at each :math:`d_k`, the spread of the scores, the share of saturated rows and
     the size of the softmax's Jacobian (the gradient it lets through), with and without the
     :math:`1/\sqrt{d_k}` scale (queries and keys with unit-variance entries).
 
-    A row is *saturated* when its largest weight exceeds ``threshold``. With ``flags`` (the
+    The rows are those of :func:`~attention_course.chapters.scaling.measures.saturation_stats` (and of
+    the lesson): ``n_batches`` batches of ``n`` queries and ``n`` keys drawn from
+    ``np.random.default_rng([seed, d_k])``, so the readout's share of saturated rows and median
+    :math:`\lVert J\rVert_F` are its numbers. The histograms show the first batch. A row is
+    *saturated* when its largest weight exceeds ``threshold``. With ``flags`` (the
     evidence page) one flag sits at :math:`d_k = 64`, from which the unscaled model failed to
     train in every run of chapter 6 (the ``scale-decides-training`` verdict), another at the
     first :math:`d_k` where most unscaled rows are saturated at initialisation. Without them
@@ -146,24 +150,26 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
 
     Examples
     --------
-    >>> fig = scale_explorer([4, 64, 1024], n=16)
+    >>> fig = scale_explorer([4, 64, 1024], n=16, n_batches=4)
     >>> fig.labels, fig.flip, fig.verdict
     (['d_k = 4', 'd_k = 64', 'd_k = 1024'], 1, 'scale-decides-training')
-    >>> plain = scale_explorer([4, 64, 1024], n=16, flags=False)
+    >>> plain = scale_explorer([4, 64, 1024], n=16, n_batches=4, flags=False)
     >>> plain.flip, plain.flips, plain.verdict
     (None, [], '')
     """
     d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
-    rng = np.random.default_rng(seed)
     frames, share_un = [], []
     for d in d_ks:
-        q, k = rng.normal(size=(n, d)), rng.normal(size=(n, d))  # (n, d) each
-        raw = q @ k.T  # (n, n)
+        rng = np.random.default_rng([seed, d])  # the rows of saturation_stats and of the lesson
+        q = rng.standard_normal((n_batches, n, d))  # (B, T, d_k)
+        k = rng.standard_normal((n_batches, n, d))  # (B, S, d_k)
+        raw = q @ k.transpose(0, 2, 1)  # (B, T, S)
         rows = {}
         for name, S in (("unscaled", raw), ("scaled", raw / np.sqrt(d))):
-            A = np.asarray(softmax(S, axis=-1))  # (n, n)
-            rows[name] = (S, A.max(axis=-1), float((A.max(axis=-1) > threshold).mean()),
-                          float(np.median(softmax_jacobian_norm(A))))  # median ||J||_F over rows
+            A = np.asarray(softmax(S, axis=-1))  # (B, T, S), normalised over the S keys
+            top = A.max(axis=-1)  # (B, T)
+            rows[name] = (S[0], top[0], float((top > threshold).mean()),
+                          float(np.median(softmax_jacobian_norm(A))))  # median ||J||_F over all B * T rows
         share_un.append(rows["unscaled"][2])
         traces = []
         for j, (name, color) in enumerate((("unscaled", "#D55E00"), ("scaled", "#0072B2"))):
@@ -174,11 +180,11 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
                            "marker": {"color": color}, "opacity": 0.6, "xbins": {"start": 0, "end": 1.0001, "size": 0.05},
                            "xaxis": "x2", "yaxis": "y2", "showlegend": False})
         frames.append({"data": traces, "readout": (
-            f"d_k = {d}: score std {rows['unscaled'][0].std():.2f} unscaled, {rows['scaled'][0].std():.2f} scaled; "
-            f"saturated rows (largest weight > {threshold}): {rows['unscaled'][2]:.0%} unscaled, "
-            f"{rows['scaled'][2]:.0%} scaled; softmax Jacobian, median ‖J‖<sub>F</sub> over rows: "
-            f"{rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled (uniform row "
-            f"{np.sqrt(n - 1) / n:.2g}).")})
+            f"d_k = {d}: score std {raw.std():.2f} unscaled, {raw.std() / np.sqrt(d):.2f} scaled; "
+            f"over all {n_batches * n:,} rows, saturated (largest weight > {threshold}): "
+            f"{rows['unscaled'][2]:.0%} unscaled, {rows['scaled'][2]:.0%} scaled; gradient let through, "
+            f"median ‖J‖<sub>F</sub> over rows: {rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled "
+            f"(uniform row {np.sqrt(n - 1) / n:.2g}).")})
     over = [i for i, s in enumerate(share_un) if s > 0.5]
     # the legend sits under the lower panel, clear of the plotly toolbar (top right), also at 390 px
     layout = {"height": 600, "barmode": "overlay", "margin": {"l": 55, "r": 10, "t": 30, "b": 100}, "font": PLOTLY_FONT,

@@ -148,3 +148,16 @@ def test_probe_curves_draw_medians_bands_and_one_colour_per_readout():
     assert lines["M, own"].get_color() != lines["M, previous"].get_color()
     assert lines["scrambled, previous"].get_linestyle() == "--" and lines["M, own"].get_linestyle() == "-"
     assert fig.get_size_inches()[0] <= 7.0
+
+
+def test_attention_graphs_explain_the_red_outline_only_when_self_loops_can_win():
+    maps = {"self": np.eye(3) * 0.8 + 0.2 / 3, "shift": np.roll(np.eye(3), 1, axis=1)}
+    ranked = _render(gp.plot_attention_graphs(maps, top_k=1, threshold=0.0))
+    texts = [t.get_text() for legend in ranked.legends for t in legend.get_texts()]
+    assert texts == ["red outline: the node's strongest message is its own"]
+    assert not _render(gp.plot_attention_graphs(maps, threshold=0.0)).legends
+
+
+def test_rank_collapse_label_is_the_lessons_formula_with_the_mean_token():
+    label = _render(gp.plot_rank_collapse({"pure": np.array([1.0, 0.1])})).axes[0].get_ylabel()
+    assert label.startswith("distance to rank 1") and r"\bar{x}" in label and r"\min" not in label

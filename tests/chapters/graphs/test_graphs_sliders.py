@@ -234,3 +234,11 @@ def test_stored_top_key_shares_match_minilm():
     # float32 inference: an argmax could flip only on a near-tie, moving one share by 1/T (T >= 12)
     assert np.abs(np.array(fresh["shares"]) - np.array(raw["shares"])).max() < 0.09
     assert np.abs(np.array(fresh["shares"]) - np.array(raw["shares"])).mean() < 0.01
+
+
+def test_minilm_head_explorer_offers_every_head_and_opens_at_the_lessons():
+    from attention_course.chapters.graphs.sliders import minilm_head_explorer
+
+    fig = minilm_head_explorer(start=(5, 11))
+    assert len(fig.labels) == 72 and fig.labels[fig.start] == "layer 6, head 12"
+    assert minilm_head_explorer(start=(0, 0)).start == 0

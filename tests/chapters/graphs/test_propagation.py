@@ -263,3 +263,17 @@ def test_message_passing_exercise_names_the_empty_neighbourhood():
         return e / e.sum(axis=1, keepdims=True) @ v
 
     assert "no in-neighbours" in evaluate("message-passing-step", no_empty_row_guard).message
+
+
+def test_receptive_field_exercise_turns_path_counts_into_booleans():
+    """A matrix power of the 0/1 band counts paths: the feedback says to compare it with > 0
+    (and not only the generic advice on booleans)."""
+    from attention_course.exercises import evaluate
+
+    def counts(T, window, n_layers):
+        band = (np.abs(np.arange(T)[:, None] - np.arange(T)[None, :]) <= window).astype(np.int64)
+        return np.linalg.matrix_power(band, n_layers)
+
+    result = evaluate("banded-receptive-field", counts)
+    assert result.status == "failed" and "counts the paths" in result.message and "`> 0`" in result.message
+    assert "attn_mask" not in result.message  # chapter 1's advice on torch's masks is not this exercise's

@@ -69,9 +69,14 @@ def test_retrieval_curves_are_the_mean_over_seeds():
 
 def test_shuffled_heads_label_each_panel_with_its_own_words_and_draw_its_map():
     A = np.random.default_rng(0).random((1, 2, 3, 3))  # (L, H, m, m)
+    A[:, 1] *= 0.3  # the second head spreads its weight: drawn on its own scale, 0 to 0.3
     B = A[:, :, ::-1, ::-1]
     fig = ch.plot_shuffled_heads([["a", "b", "c"], ["c", "b", "a"]], [A, B], {"first": (0, 0), "second": (0, 1)})
-    assert len(fig.axes) == 4
+    assert len(fig.axes) == 6  # four panels, then one weight scale per head
+    assert [ax.get_ylabel() for ax in fig.axes[4:]] == ["weight", "weight"]
+    for r, head in enumerate((0, 1)):  # each head on its own scale, the same for its two panels
+        top = np.ceil(max(A[0, head].max(), B[0, head].max()) * 10) / 10
+        assert [fig.axes[2 * r + c].images[0].get_clim() for c in (0, 1)] == [(0.0, min(1.0, top))] * 2
     np.testing.assert_array_equal(fig.axes[3].images[0].get_array(), B[0, 1])
     assert [t.get_text() for t in fig.axes[3].get_yticklabels()] == ["c", "b", "a"]
     with pytest.raises(ValueError, match="the sentence and one shuffle"):

@@ -79,3 +79,20 @@ def test_a_single_pattern_is_always_retrieved_and_bad_shapes_are_named():
     assert memory.retrieval_accuracy(16, 1, beta=None) == 1.0
     with pytest.raises(ValueError, match=r"X has shape \(4, 2\) and queries \(5, 1\)"):
         memory.retrieve(np.ones((4, 2)), np.ones((5, 1)), 1.0)
+
+
+def test_memory_cues_are_the_sweeps_cues():
+    """A learner who builds the exercise's follow-up from memory_cues finds the capacities the lesson prints."""
+    X, queries, clean = memory.memory_cues(16, 5, n_queries=12, seed=3)
+    assert X.shape == (16, 5) and queries.shape == clean.shape == (16, 12)
+    np.testing.assert_array_equal(clean, X[:, np.arange(12) % 5])  # the stored patterns in turn
+    assert ((queries != clean).sum(axis=0) == 2).all()  # one sign in ten of 16, rounded: exactly 2
+    sweep = memory.capacity_sweep(dims=(16,), max_log2=(8,), seeds=(0,))
+    for name, rule in memory.MEMORIES.items():
+        beta = None if rule is None else rule(16)
+        sizes = [2**i for i in range(9)]
+        shares = []
+        for M in sizes:
+            X, queries, clean = memory.memory_cues(16, M)
+            shares.append(float((np.sign(memory.retrieve(X, queries, beta)) == clean).all(axis=0).mean()))
+        assert memory.capacity(shares, sizes) == memory.capacity(sweep["curves"][name]["16"]["accuracy"][0], sizes)

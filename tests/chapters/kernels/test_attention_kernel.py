@@ -38,8 +38,8 @@ def test_asymmetry_closed_forms(K, expected):
 def test_tied_projections_give_a_symmetric_kernel_and_untied_do_not():
     rng = np.random.default_rng(0)
     X, W_q, W_k = rng.normal(size=(12, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
-    assert kernel_asymmetry(kernel_matrix(X @ W_q, X @ W_q, "softmax", 1.5)) < 1e-15
-    assert kernel_asymmetry(kernel_matrix(X @ W_q, X @ W_k, "softmax", 1.5)) > 0.1
+    assert kernel_asymmetry(kernel_matrix(X @ W_q, X @ W_q, "dot", 1.5)) < 1e-15
+    assert kernel_asymmetry(kernel_matrix(X @ W_q, X @ W_k, "dot", 1.5)) > 0.1
 
 
 @pytest.mark.parametrize("a, b", [(2.0, 1.0), (1.0, 2.0), (3.0, -0.5)])
@@ -61,7 +61,7 @@ def test_eigenvalue_ratio_matches_general_solver(n, seed):
 def test_gaussian_and_tied_softmax_gram_matrices_are_psd(n, d, seed):
     X = np.random.default_rng(seed).normal(size=(n, d))
     # PSD up to round-off: eigenvalue errors are about n eps times the largest eigenvalue
-    for K in (kernel_matrix(X, X, "gaussian", 1.0), kernel_matrix(X, X, "softmax", 2.0)):
+    for K in (kernel_matrix(X, X, "gaussian", 1.0), kernel_matrix(X, X, "dot", 2.0)):
         assert eigenvalue_ratio(K) > -n * 1e-14
 
 

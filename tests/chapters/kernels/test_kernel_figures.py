@@ -47,11 +47,11 @@ def _check_page(fig: Figure, n_colorbars: int = 0) -> None:
 
 def test_kernels_and_fits(data):
     fits = {name: nadaraya_watson(data.x_test, data.x_train, data.y_train, name, 0.5)[0]
-            for name in ("gaussian", "laplace", "softmax")}
-    fig = kf.plot_kernels_and_fits(data, fits, {"gaussian": 0.5, "laplace": 0.5, "softmax": 0.5})
+            for name in ("gaussian", "laplace", "dot")}
+    fig = kf.plot_kernels_and_fits(data, fits, {"gaussian": 0.5, "laplace": 0.5, "dot": 0.5})
     _check_page(fig)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "softmax (h = 0.5)" in labels and fig.axes[0].get_ylabel() == r"kernel $\kappa(q, x)$"
+    assert "dot product (h = 0.5)" in labels and fig.axes[0].get_ylabel() == r"kernel $\kappa(q, x)$"
 
 
 def test_kernels_and_fits_rejects_wrong_length(data):

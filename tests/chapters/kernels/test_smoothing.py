@@ -56,7 +56,7 @@ def _nw_loop(xq, xt, yt, kernel_fn):
         ("laplace", 2.0, [-5 / 2, -1 / 2]),
         ("boxcar", 2.0, [-np.inf, 0.0]),
         ("epanechnikov", 2.0, [-np.inf, math.log(1 - 1 / 4)]),
-        ("softmax", 2.0, [0.0, 0.0]),
+        ("dot", 2.0, [0.0, 0.0]),
     ],
 )
 def test_log_kernel_closed_forms(kernel, h, expected):
@@ -65,9 +65,9 @@ def test_log_kernel_closed_forms(kernel, h, expected):
     np.testing.assert_allclose(log_kernel(q, k, kernel, h)[0], expected, **TIGHT)
 
 
-def test_softmax_kernel_is_the_dot_product():
+def test_dot_kernel_is_exp_of_the_scaled_dot_product():
     q, k = np.array([[1.0, 2.0]]), np.array([[3.0, -1.0], [0.5, 0.5]])
-    np.testing.assert_allclose(kernel_matrix(q, k, "softmax", 0.5), np.exp([[1 / 0.25, 1.5 / 0.25]]), **TIGHT)
+    np.testing.assert_allclose(kernel_matrix(q, k, "dot", 0.5), np.exp([[1 / 0.25, 1.5 / 0.25]]), **TIGHT)
 
 
 def test_epanechnikov_torch_matches_numpy_and_edge_is_zero():
@@ -93,7 +93,7 @@ def test_nadaraya_watson_matches_loop(kernel):
         "laplace": lambda q, x: math.exp(-math.sqrt(np.sum((q - x) ** 2)) / h),
         "boxcar": lambda q, x: float(math.sqrt(np.sum((q - x) ** 2)) < h),
         "epanechnikov": lambda q, x: max(0.0, 1 - float(np.sum((q - x) ** 2)) / h**2),
-        "softmax": lambda q, x: math.exp(float(q @ x) / h**2),
+        "dot": lambda q, x: math.exp(float(q @ x) / h**2),
     }
     pred, _ = nadaraya_watson(xq, xt, yt, kernel, h)
     np.testing.assert_allclose(pred, _nw_loop(xq, xt, yt, fns[kernel]), **TIGHT)
@@ -111,7 +111,7 @@ def test_one_dimensional_inputs_and_vector_targets():
 @settings(max_examples=40, deadline=None)
 @given(
     T=st.integers(1, 6), S=st.integers(1, 8), d=st.integers(1, 4),
-    kernel=st.sampled_from(["gaussian", "laplace", "softmax"]),
+    kernel=st.sampled_from(["gaussian", "laplace", "dot"]),
     h=st.floats(0.05, 20.0), seed=st.integers(0, 2**16),
 )
 def test_weights_are_a_distribution_and_output_in_hull(T, S, d, kernel, h, seed):
@@ -208,11 +208,11 @@ def test_unit_norm_keys_make_sdpa_gaussian_nw(d):
     np.testing.assert_allclose(nw_long_q, scaled_dot_product_attention(7 * q, k, v)[0], **TIGHT)
 
 
-def test_softmax_kernel_is_sdpa_for_any_keys():
+def test_dot_kernel_is_sdpa_for_any_keys():
     rng = np.random.default_rng(6)
     q, k, v = rng.normal(size=(3, 8)), 2 * rng.normal(size=(5, 8)), rng.normal(size=(5, 2))
     np.testing.assert_allclose(
-        nadaraya_watson(q, k, v, "softmax", 8**0.25)[0], scaled_dot_product_attention(q, k, v)[0], **TIGHT
+        nadaraya_watson(q, k, v, "dot", 8**0.25)[0], scaled_dot_product_attention(q, k, v)[0], **TIGHT
     )
 
 

@@ -139,6 +139,6 @@ def test_method_errors_one_panel_per_input_bars_in_method_colours():
     assert [to_rgba(p.get_facecolor()) for p in iid.patches] == [
         to_rgba(method_color("nystrom")), to_rgba(method_color("top-k"))]
     baselines = {ln.get_label(): ln.get_xdata()[0] for ln in iid.get_lines() if "baseline" in ln.get_label()}
-    assert baselines == {"uniform (mean of values) (baseline)": 0.9, "zeros (baseline)": 1.0}
+    assert baselines == {"baseline: uniform, mean of values": 0.9, "baseline: zeros": 1.0}
     with pytest.raises(ValueError, match="errors has no method besides the baselines"):
         lp.plot_method_errors({"zeros": {"iid": 1.0}})

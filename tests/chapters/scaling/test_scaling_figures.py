@@ -113,12 +113,18 @@ def test_sharpening_draws_the_mean_and_the_saturated_share():
 def test_gradient_vs_spread_marks_each_spread_on_the_curve():
     sigmas = np.geomspace(0.1, 40, 9)
     through = np.linspace(0.1, 0.3, 9)
-    fig = lesson_figure(plot_gradient_vs_spread(sigmas, through, {"scaled": 1.0, "unscaled, $d_k$ = 64": 8.0}))
+    fig = lesson_figure(plot_gradient_vs_spread(sigmas, through, {"scaled": 1.0, "unscaled, $d_k$ = 64": 8.0,
+                                                                  "unscaled, $d_k$ = 1024": 32.0}))
     curve, *marks = fig.axes[0].get_lines()
-    assert [m.get_xdata()[0] for m in marks] == [1.0, 8.0]
+    assert [m.get_xdata()[0] for m in marks] == [1.0, 8.0, 32.0]
     expected = np.exp(np.interp(np.log(8.0), np.log(sigmas), np.log(through)))
     assert marks[1].get_ydata()[0] == pytest.approx(expected)
-    assert [to_rgba(m.get_color()) for m in marks] == [to_rgba(SCALE_COLOR["sqrt"]), to_rgba(SCALE_COLOR["none"])]
+    colors = [to_rgba(m.get_color()) for m in marks]
+    assert colors[:2] == [to_rgba(SCALE_COLOR["sqrt"]), to_rgba(SCALE_COLOR["none"])]
+    # the two unscaled widths are told apart by colour and by marker (a reader saw one red for both)
+    assert len(set(colors)) == 3 and len({m.get_marker() for m in marks}) == 3
+    assert not any(m.get_clip_on() for m in marks)  # a mark at the axis is drawn whole
+    assert fig.axes[0].get_ylim()[0] < 0
     with pytest.raises(ShapeError, match=r"sigmas has shape \(9,\) and through \(8,\)"):
         plot_gradient_vs_spread(sigmas, through[:8])
 

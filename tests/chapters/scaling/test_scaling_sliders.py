@@ -200,3 +200,16 @@ def test_new_slider_rules_reject_bad_input():
         jacobian_at([1.0, 2.0], [0.1])
     assert sensitive_verdict(half_maximum_band(fs.SPREADS, np.exp(-np.log(fs.SPREADS) ** 2), 0.0), 0.5, 0.6) \
         == "wrong as stated"  # not above the floor
+
+
+def test_scale_explorer_reads_out_the_rows_the_lesson_and_saturation_stats_measure():
+    """The lesson's slider, its prose (saturation_stats' rows) and the evidence page give one number per width."""
+    from attention_course.chapters.scaling.measures import saturation_stats
+
+    fig = fs.scale_explorer([4, 64], n=16, n_batches=8, flags=False)
+    for scale, word in (("none", "unscaled"), ("sqrt", "scaled")):
+        st = saturation_stats([4, 64], scale=scale, n_keys=16, n_queries=16, n_batches=8)
+        for i in range(2):
+            readout = fig.frames[i]["readout"]
+            assert f"{st.frac_saturated[i]:.0%} {word}" in readout
+            assert f"{st.jacobian_norm[i]:.2g} {word}" in readout

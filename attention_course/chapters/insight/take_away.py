@@ -1,0 +1,54 @@
+"""The lesson's table of ingredients taken away: the ablation grid with the learned-metric runs beside it.
+
+The ablation grid trains every variant for a fixed number of steps with the scores scaled by
+:math:`1/\\sqrt{d}`; the learned-metric runs give the symmetric variants (tied :math:`W_Q = W_K`, and
+:math:`W_Q = W_K = I`) a learnable score scale and train them until their accuracy stops rising, on
+recall, the copy and partner recall. :func:`take_away_table` merges the three result files into one
+``(task, variant) -> Score`` table, and :data:`TAKE_AWAY_ROWS` / :data:`TAKE_AWAY_TASKS` are the rows and
+columns the lesson draws.
+"""
+
+from __future__ import annotations
+
+from .ablation_grid import load_ablations
+from .converged_comparisons import PARTNER, load_metric, load_partner
+from .ingredients import COPY, RECALL, Score, accuracy_table
+
+__all__ = ["TAKE_AWAY_ROWS", "TAKE_AWAY_TASKS", "take_away_table"]
+
+#: The lesson's rows: (label, variant in :func:`take_away_table`).
+TAKE_AWAY_ROWS = (
+    ("all ingredients (softmax)", "softmax attention"),
+    ("fixed T x T mixing", "fixed mixing (learned T x T)"),
+    ("window of 4", "window 4"),
+    ("window of 16", "window 16"),
+    ("argmax, no gradient", "argmax, no gradient"),
+    ("tied W_Q = W_K", "tied"),
+    ("tied, score scale learned", "tied W_Q = W_K, scale learned"),
+    ("W_Q = W_K = I, score scale learned", "W_Q = W_K = I, scale learned"),
+    ("linear attention", "linear attention"),
+)
+
+#: The lesson's columns: (label, task).
+TAKE_AWAY_TASKS = (("recall", RECALL), ("copy", COPY), ("partner", PARTNER))
+
+
+def take_away_table() -> dict[tuple[str, str], Score]:
+    """Mean, worst and best accuracy over seeds for every ``(task, variant)`` the lesson draws.
+
+    The ablation grid's variants keep their names; a learned-metric variant gets ``", scale learned"``
+    appended; partner recall's learned :math:`W_Q, W_K` is filed under ``"softmax attention"``.
+
+    Examples
+    --------
+    >>> t = take_away_table()
+    >>> round(t["previous token", "tied"].mean, 2), round(t["previous token", "W_Q = W_K = I, scale learned"].mean, 2)
+    (0.02, 0.99)
+    """
+    table = accuracy_table(load_ablations()["runs"])
+    table.update({(t, f"{v}, scale learned"): s for (t, v), s in accuracy_table(load_metric()["runs"]).items()})
+    partner = accuracy_table(load_partner()["runs"])
+    for row, variant in (("softmax attention", "learned W_Q, W_K"), ("tied W_Q = W_K, scale learned", "tied W_Q = W_K"),
+                         ("W_Q = W_K = I, scale learned", "W_Q = W_K = I")):
+        table[PARTNER, row] = partner[PARTNER, variant]
+    return table
