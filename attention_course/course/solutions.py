@@ -522,13 +522,14 @@ def next_token_probs(logits, temperature, top_k, top_p):
         return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
     z = logits / temperature
     if top_k > 0:
-        kth = torch.topk(z, top_k, dim=-1).values[..., -1:]  # (B, 1): the k-th largest logit
+        kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]  # (B, 1): the k-th largest logit
         z = z.masked_fill(z < kth, float("-inf"))
     p = torch.softmax(z, dim=-1)  # (B, V)
     if top_p < 1:
         sorted_p = p.sort(dim=-1, descending=True).values
         mass_above = sorted_p.cumsum(dim=-1) - sorted_p  # what the tokens ranked higher already hold
         kept = mass_above < top_p  # the shortest prefix that reaches top_p, crossing token included
+        kept[..., 0] = True  # top_p = 0: the most likely token
         smallest = sorted_p.masked_fill(~kept, float("inf")).amin(dim=-1, keepdim=True)  # (B, 1)
         p = p.masked_fill(p < smallest, 0.0)
         p = p / p.sum(dim=-1, keepdim=True)  # renormalise

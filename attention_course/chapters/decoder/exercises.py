@@ -72,6 +72,17 @@ def _rms_variant(*, centre: bool = False, eps_where: str = "inside", gain: str =
     return f
 
 
+def _rms_by(denominator, gain_first: bool = False):
+    """x / denominator(x, eps) * weight: RMSNorm with another statistic in place of the root mean square."""
+    def f(x, weight, eps):
+        if gain_first:  # the gain applied first, then the whole normalised
+            y = x * weight
+            return y / (y.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+        return x / denominator(x, eps) * weight
+
+    return f
+
+
 def _rms_torch(x, weight, eps):
     return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
@@ -110,6 +121,24 @@ register(
             Mutant("sum-not-mean", _rms_variant(reduce="sum"),
                    "you took the sum of squares over the d features; RMSNorm takes their mean, so divide the sum "
                    "by d (x.pow(2).mean(dim=-1, keepdim=True))."),
+            Mutant("divides-by-std", _rms_by(lambda x, eps: (x.var(-1, keepdim=True, unbiased=False) + eps).sqrt()),
+                   "you divided by the standard deviation, which measures the spread around the mean; RMSNorm "
+                   "divides by the root mean square of x itself, sqrt(mean(x^2) + eps), with no mean taken away."),
+            Mutant("one-statistic-for-all", _rms_by(lambda x, eps: (x.pow(2).mean() + eps).sqrt()),
+                   "you took one mean square over the whole tensor; each token has its own, over its d features "
+                   "(x.pow(2).mean(dim=-1, keepdim=True))."),
+            Mutant("gain-before-norm", _rms_by(None, gain_first=True),
+                   "you multiplied by weight before normalising, so the norm undoes the gain; normalise x first, "
+                   "then multiply by weight."),
+            Mutant("divides-by-d-minus-1", _rms_by(lambda x, eps: (x.pow(2).sum(-1, keepdim=True) / (x.shape[-1] - 1) + eps).sqrt()),
+                   "you divided the sum of squares by d - 1 (the unbiased variance's habit); the mean square "
+                   "divides by d."),
+            Mutant("mean-absolute-value", _rms_by(lambda x, eps: x.abs().mean(-1, keepdim=True) + eps),
+                   "you divided by the mean absolute value; RMSNorm divides by the root mean square, "
+                   "sqrt(mean(x^2) + eps)."),
+            Mutant("first-axis", _rms_by(lambda x, eps: (x.pow(2).mean(0, keepdim=True) + eps).sqrt()),
+                   "you averaged over the first axis (dim=0, the batch), mixing sequences; each token is "
+                   "normalised over its own d features, the last axis (dim=-1, keepdim=True)."),
         ),
         rules=(
             Rule("range", "a token of zeros gives zeros, not 0/0", ("a token of zeros (mean square 0), eps=1e-6",),
@@ -121,6 +150,10 @@ register(
                  lambda x, w, eps: x.shape[-2] == 1, ("wrong-axis", "subtracts-mean", "no-gain", "one-plus-gain"), quote='The checks include one token'),
             Rule("edge-size", "d = 576 features: the mean, not the sum", ("d=576, SmolLM2's width",),
                  lambda x, w, eps: x.shape[-1] == 576, ("sum-not-mean", "no-square-root"), quote='`d = 576`'),
+            Rule("range", "each token is divided by its own root mean square, then multiplied by weight",
+                 ("B=2, T=3, d=8, eps=1e-5",), lambda x, w, eps: x.shape[0] > 1 and x.shape[1] > 1 and bool((w != 1).all()),
+                 ("divides-by-std", "one-statistic-for-all", "gain-before-norm", "divides-by-d-minus-1",
+                  "mean-absolute-value", "first-axis"), quote="the root mean square of its own `d` features"),
             Rule("output", "a torch tensor of x's shape and dtype", ('B=2, T=3, d=8, eps=1e-5',), lambda *a: True, quote="return a torch tensor of `x`'s shape and dtype",
                  breaches=output_breaches(rms_norm, 'float32')),
         ),
@@ -142,6 +175,7 @@ def _rope_cases() -> list[Case]:
         Case("positions 7, 8, 9 (after 7 cached tokens), base 100", (_randn(g, 2, 1, 3, 4), torch.arange(7, 10), 100.0)),
         Case("T=1 at position 0: nothing turns", (_randn(g, 1, 3, 1, 8), torch.arange(1), 10000.0)),
         Case("d_head=16, base 100000 (SmolLM2's), positions 0 to 3", (_randn(g, 1, 2, 4, 16), torch.arange(4), 1e5)),
+        Case("positions 3, 0, 9, 2, 5 (not consecutive)", (_randn(g, 1, 2, 5, 8), torch.tensor([3, 0, 9, 2, 5]), 100.0)),
     ]
 
 
@@ -157,16 +191,19 @@ def _angles(positions, d, base, dtype, exponent="2i/d"):
 
 
 def _rope_variant(*, exponent: str = "2i/d", direction: int = 1, positions_mode: str = "given",
-                  per_feature: bool = False):
+                  per_feature: bool = False, swap_sin_cos: bool = False, half_sign: int = -1):
     def f(x, positions, base):
         T, d = x.shape[-2], x.shape[-1]
-        pos = {"given": positions, "arange": torch.arange(T), "from-1": positions + 1}[positions_mode]
+        pos = {"given": positions, "arange": torch.arange(T), "from-1": positions + 1,
+               "shifted": positions - positions[0]}[positions_mode]
         if per_feature:
             angles = pos.to(x.dtype)[:, None] * base ** (-torch.arange(d, dtype=x.dtype) / d)[None, :]  # (T, d)
         else:
             a = _angles(pos, d, base, x.dtype, exponent)
             angles = torch.cat([a, a], dim=-1)  # (T, d)
-        return x * angles.cos() + direction * rotate_half(x) * angles.sin()
+        turned = rotate_half(x) if half_sign == -1 else torch.cat([x[..., d // 2:], x[..., :d // 2]], dim=-1)
+        cos, sin = (angles.sin(), angles.cos()) if swap_sin_cos else (angles.cos(), angles.sin())
+        return x * cos + direction * turned * sin
 
     return f
 
@@ -221,18 +258,30 @@ register(
             Mutant("one-angle-per-feature", _rope_variant(per_feature=True),
                    "you gave every feature its own frequency; RoPE turns pairs, so features i and i + d/2 share "
                    "the angle m * theta_i (concatenate the d/2 angles with themselves)."),
+            Mutant("positions-shifted-to-0", _rope_variant(positions_mode="shifted"),
+                   "you subtracted the first position, so your angles restart at 0; use the positions as given "
+                   "(after a cache of 7 tokens, the new tokens are at 7, 8, 9 and turn by 7, 8, 9 times theta)."),
+            Mutant("sin-cos-swapped", _rope_variant(swap_sin_cos=True),
+                   "you swapped cos and sin: a turn by the angle a is x * cos(a) + rotate_half(x) * sin(a), so "
+                   "position 0 (a = 0) leaves x unchanged."),
+            Mutant("rotate-half-without-minus", _rope_variant(half_sign=1),
+                   "your rotate_half lost its minus sign, cat(x2, x1), which is not a rotation; it is "
+                   "cat(-x2, x1): (x1, x2) turns to (x1 cos - x2 sin, x1 sin + x2 cos)."),
         ),
         rules=(
             Rule("range", "the angles use the positions given, which need not start at 0",
                  ("positions 7, 8, 9 (after 7 cached tokens), base 100",), lambda x, p, b: int(p[0]) > 0,
-                 ("positions-ignored", "positions-from-1"), quote='Positions need not start at 0'),
+                 ("positions-ignored", "positions-from-1", "positions-shifted-to-0"), quote='Positions need not start at 0'),
             Rule("edge-size", "position 0 is not rotated", ("T=1 at position 0: nothing turns",),
                  lambda x, p, b: p.tolist() == [0], ("positions-from-1",), quote='of the token at position `m` by the angle'),
             Rule("edge-size", "several pairs: feature i pairs with i + d_head/2 and turns at base^(-2i/d)",
                  ("B=1, 2 heads, T=5, d_head=8, positions 0 to 4, base 10000",
                   "d_head=16, base 100000 (SmolLM2's), positions 0 to 3"), lambda x, p, b: x.shape[-1] >= 8,
                  ("interleaved-pairs", "frequency-i-over-d", "frequency-not-inverted", "one-angle-per-feature",
-                  "wrong-direction"), quote='turn feature pair `(i, i + d_head/2)`'),
+                  "wrong-direction", "sin-cos-swapped", "rotate-half-without-minus"), quote='turn feature pair `(i, i + d_head/2)`'),
+            Rule("range", "positions need not be consecutive: each token turns by its own position",
+                 ("positions 3, 0, 9, 2, 5 (not consecutive)",), lambda x, p, b: bool((p.diff() != 1).any()),
+                 ("positions-ignored", "positions-shifted-to-0"), quote='nor be consecutive'),
             Rule("output", "a torch tensor of x's shape and dtype", ('B=1, 2 heads, T=5, d_head=8, positions 0 to 4, base 10000',), lambda *a: True, quote="Return a torch tensor of `x`'s",
                  breaches=output_breaches(apply_rope, 'float32')),
         ),
@@ -261,7 +310,8 @@ def _gqa_cases() -> list[Case]:
     ]
 
 
-def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scale: str = "sqrt", softmax_dim: int = -1):
+def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scale: str = "sqrt", softmax_dim: int = -1,
+                 masked: float = float("-inf")):
     def f(q, k, v):
         B, h, T, d = q.shape
         h_kv, S = k.shape[1], k.shape[2]
@@ -274,8 +324,10 @@ def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scal
         s = s / {"sqrt": math.sqrt(d), "none": 1.0, "d": float(d)}[scale]
         allowed = {"bottom-right": decoder_mask(T, S), "top-left": torch.ones(T, S, dtype=torch.bool).tril(),
                    "strict": torch.ones(T, S, dtype=torch.bool).tril(S - T - 1),
-                   "none": torch.ones(T, S, dtype=torch.bool), "after": torch.ones(T, S, dtype=torch.bool)}[mask]
-        s = s.masked_fill(~allowed, float("-inf"))
+                   "none": torch.ones(T, S, dtype=torch.bool), "after": torch.ones(T, S, dtype=torch.bool),
+                   "one-late": torch.ones(T, S, dtype=torch.bool).tril(S - T + 1),
+                   "offset-negated": torch.ones(T, S, dtype=torch.bool).tril(T - S)}[mask]
+        s = s.masked_fill(~allowed, masked)
         w = torch.softmax(s, dim=softmax_dim)
         if mask == "after":
             w = w * decoder_mask(T, S)
@@ -333,6 +385,15 @@ register(
             Mutant("mask-after-softmax", _gqa_variant(mask="after"),
                    "you zeroed the later keys after the softmax, so the weights no longer sum to 1: fill the "
                    "scores with -inf before the softmax."),
+            Mutant("mask-one-late", _gqa_variant(mask="one-late"),
+                   "your mask is off by one the other way: each query also reads the key just after its own "
+                   "position; keep j <= S - T + t (tril(diagonal=S - T)), not tril(diagonal=S - T + 1)."),
+            Mutant("mask-offset-negated", _gqa_variant(mask="offset-negated"),
+                   "your mask's offset has the wrong sign: with a cache (S > T), query t sits at S - T + t, so keep "
+                   "tril(diagonal=S - T), not tril(diagonal=T - S) (which leaves the first queries nothing to read)."),
+            Mutant("masked-with-zero", _gqa_variant(masked=0.0),
+                   "you set the masked scores to 0, which still gets weight exp(0) in the softmax; set them to "
+                   "-inf so later keys get weight exactly 0."),
         ),
         rules=(
             Rule("range", "each key/value head serves consecutive query heads",
@@ -340,11 +401,12 @@ register(
                  lambda q, k, v: 1 < k.shape[1] < q.shape[1], ("repeat-not-interleave",), quote='query head `i` uses key/value head'),
             Rule("edge-size", "with a cache (S > T) the queries are the last T positions",
                  ("2 new queries after 3 cached positions (T=2, S=5)", "one new query after 5 cached positions (T=1, S=6)"),
-                 lambda q, k, v: k.shape[2] > q.shape[2], ("mask-top-left", "mask-excludes-self"), quote='The queries are the last `T` of the `S` positions'),
+                 lambda q, k, v: k.shape[2] > q.shape[2], ("mask-top-left", "mask-excludes-self", "mask-offset-negated"), quote='The queries are the last `T` of the `S` positions'),
             Rule("edge-size", "one token reads itself only", ("T=S=1, one token",),
                  lambda q, k, v: q.shape[2] == k.shape[2] == 1, ("mask-excludes-self", "repeat-not-interleave"), quote='may read keys at their own position or earlier'),
             Rule("range", "later keys get weight exactly 0", ("4 query heads over 2 key/value heads, T=S=5",),
-                 lambda q, k, v: q.shape[2] > 1, ("no-causal-mask", "mask-after-softmax", "softmax-over-queries"), quote='may read keys at their own position or earlier'),
+                 lambda q, k, v: q.shape[2] > 1, ("no-causal-mask", "mask-after-softmax", "softmax-over-queries",
+                                                  "mask-one-late", "masked-with-zero"), quote='may read keys at their own position or earlier'),
             Rule("output", "a torch tensor (B, h, T, d) in q's dtype", ('4 query heads over 2 key/value heads, T=S=5',), lambda *a: True, quote="return a torch tensor of shape `(B, h, T, d)` in `q`'s dtype",
                  breaches=output_breaches(grouped_query_attention, 'float32')),
         ),
@@ -370,6 +432,7 @@ def _block_cases() -> list[Case]:
         Case("T=1, one token", (_randn(g, 1, 1, 16), w.layers[1], w.config, torch.arange(1))),
         Case("positions 3 to 6", (_randn(g, 1, 4, 16), w.layers[0], w.config, torch.arange(3, 7))),
         Case("6 query heads over 3 key/value heads, eps=1e-6", (_randn(g, 2, 4, 24), w6.layers[0], w6.config, torch.arange(4))),
+        Case("positions 0, 2, 5, 11 (not consecutive)", (_randn(g, 1, 4, 16), w.layers[1], w.config, torch.tensor([0, 2, 5, 11]))),
     ]
 
 
@@ -378,17 +441,25 @@ def _ln(x, weight, eps):
 
 
 def _block_variant(*, order: str = "pre", norms: str = "right", act: str = "silu", gate: str = "gate",
-                   rope_k: bool = True, rope_v: bool = False, norm_fn=rms_norm, attn_residual: bool = True):
+                   rope_k: bool = True, rope_v: bool = False, norm_fn=rms_norm, attn_residual: bool = True,
+                   residual: str = "stream", mlp_reads: str = "a", split: str = "transpose", merge: str = "transpose",
+                   w_o: bool = True, eps=None, positions_mode: str = "given"):
+    """The reference with one mistake: each keyword names the step it changes (the defaults are right)."""
+    def heads(z, B, T, n, dh):  # (B, T, n dh) -> (B, n, T, dh)
+        return z.view(B, T, n, dh).transpose(1, 2) if split == "transpose" else z.reshape(B, n, T, dh)
+
     def attend(x, layer, cfg, positions):
         B, T, _ = x.shape
         h, h_kv, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
-        q = (x @ layer.W_q).view(B, T, h, dh).transpose(1, 2)
-        k = (x @ layer.W_k).view(B, T, h_kv, dh).transpose(1, 2)
-        v = (x @ layer.W_v).view(B, T, h_kv, dh).transpose(1, 2)
+        if positions_mode == "arange":
+            positions = torch.arange(T)
+        q, k, v = heads(x @ layer.W_q, B, T, h, dh), heads(x @ layer.W_k, B, T, h_kv, dh), heads(x @ layer.W_v, B, T, h_kv, dh)
         q = apply_rope(q, positions, cfg.rope_base)
         k = apply_rope(k, positions, cfg.rope_base) if rope_k else k
         v = apply_rope(v, positions, cfg.rope_base) if rope_v else v
-        return grouped_query_attention(q, k, v).transpose(1, 2).reshape(B, T, h * dh) @ layer.W_o
+        o = grouped_query_attention(q, k, v)  # (B, h, T, dh)
+        o = o.transpose(1, 2).reshape(B, T, h * dh) if merge == "transpose" else o.reshape(B, T, h * dh)
+        return o @ layer.W_o if w_o else o
 
     def mlp(x, layer):
         a, b = (x @ layer.W_gate, x @ layer.W_up) if gate == "gate" else (x @ layer.W_up, x @ layer.W_gate)
@@ -396,10 +467,17 @@ def _block_variant(*, order: str = "pre", norms: str = "right", act: str = "silu
         return (fn(a) * b) @ layer.W_down
 
     def f(x, layer, cfg, positions):
-        n1, n2 = (layer.attn_norm, layer.mlp_norm) if norms == "right" else (layer.mlp_norm, layer.attn_norm)
+        n1, n2 = {"right": (layer.attn_norm, layer.mlp_norm), "swapped": (layer.mlp_norm, layer.attn_norm),
+                  "attn-twice": (layer.attn_norm, layer.attn_norm)}[norms]
+        e = cfg.eps if eps is None else eps
+        if order == "pre" and residual == "normed":  # each residual added to the normalised stream
+            xn = norm_fn(x, n1, e)
+            a = xn + attend(xn, layer, cfg, positions)
+            an = norm_fn(a, n2, e)
+            return an + mlp(an, layer)
         if order == "pre":
-            a = (x if attn_residual else 0) + attend(norm_fn(x, n1, cfg.eps), layer, cfg, positions)
-            return a + mlp(norm_fn(a, n2, cfg.eps), layer)
+            a = (x if attn_residual else 0) + attend(norm_fn(x, n1, e), layer, cfg, positions)
+            return a + mlp(norm_fn(a if mlp_reads == "a" else x, n2, e), layer)
         a = norm_fn(x + attend(x, layer, cfg, positions), n1, cfg.eps)  # post-norm
         return norm_fn(a + mlp(a, layer), n2, cfg.eps)
 
@@ -457,15 +535,49 @@ register(
                    "your norm subtracts the mean (LayerNorm); these blocks use RMSNorm, x / sqrt(mean(x^2) + eps) * g."),
             Mutant("no-attention-residual", _block_variant(attn_residual=False),
                    "the attention output is added to the stream: a = x + Attn(RMSNorm1(x)), not Attn(RMSNorm1(x))."),
+            Mutant("attn-norm-twice", _block_variant(norms="attn-twice"),
+                   "you used attn_norm before the feed-forward too; each branch has its own gain: mlp_norm goes "
+                   "before SwiGLU, RMSNorm2(a) = rms_norm(a, layer.mlp_norm, eps)."),
+            Mutant("residual-from-normed", _block_variant(residual="normed"),
+                   "you added the branches to the normalised stream; the residual carries x itself: "
+                   "a = x + Attn(RMSNorm1(x)), y = a + SwiGLU(RMSNorm2(a)), the norms only on the branches' inputs."),
+            Mutant("parallel-branches", _block_variant(mlp_reads="x"),
+                   "your feed-forward reads x, as in a parallel block; here it reads a, the stream after "
+                   "attention: y = a + SwiGLU(RMSNorm2(a))."),
+            Mutant("heads-split-without-transpose", _block_variant(split="reshape", merge="reshape"),
+                   "you reshaped the projections straight to (B, h, T, d_head) (and the heads' output straight "
+                   "back), which mixes heads with positions; view them as (B, T, h, d_head) and .transpose(1, 2), "
+                   "and transpose back before merging the heads."),
+            Mutant("heads-merged-without-transpose", _block_variant(merge="reshape"),
+                   "you merged the heads by reshaping (B, h, T, d_head) straight to (B, T, h d_head), which mixes "
+                   "heads with positions; .transpose(1, 2) first, then reshape."),
+            Mutant("no-output-projection", _block_variant(w_o=False),
+                   "you left out the output projection: the merged heads go through W_o before they are added "
+                   "to the stream."),
+            Mutant("eps-hard-coded", _block_variant(eps=1e-6),
+                   "your norms use eps = 1e-6 whatever the config; use config.eps (1e-5 here)."),
+            Mutant("positions-ignored", _block_variant(positions_mode="arange"),
+                   "you rotated by 0, 1, ..., T-1 whatever the positions: pass the positions you are given to "
+                   "rope (they need not be consecutive: 0, 2, 5, 11)."),
         ),
         rules=(
             Rule("edge-size", "one token: attention returns its own value, so the norms, residuals and SwiGLU decide",
                  ("T=1, one token",), lambda x, layer, cfg, p: x.shape[1] == 1,
                  ("post-norm", "norms-swapped", "gate-and-up-swapped", "gelu-gate", "relu-gate", "layer-norm-not-rms",
-                  "no-attention-residual"), quote='$y = a + \\operatorname{SwiGLU}(\\operatorname{RMSNorm}_2(a))$'),
+                  "no-attention-residual", "attn-norm-twice", "residual-from-normed", "parallel-branches"), quote='$y = a + \\operatorname{SwiGLU}(\\operatorname{RMSNorm}_2(a))$'),
             Rule("range", "several positions: queries and keys turn, values do not",
                  ("B=2, T=5, positions 0 to 4", "positions 3 to 6"), lambda x, layer, cfg, p: x.shape[1] > 1,
                  ("no-rope-on-keys", "rope-on-values"), quote='at\n`positions`'),
+            Rule("range", "positions need not be consecutive: rope turns each token by its own position",
+                 ("positions 0, 2, 5, 11 (not consecutive)",), lambda x, layer, cfg, p: bool((p.diff() != 1).any()),
+                 ("positions-ignored",), quote="which need not be consecutive"),
+            Rule("range", "several heads and positions: heads split and merged through a transpose, then W_o",
+                 ("B=2, T=5, positions 0 to 4", "6 query heads over 3 key/value heads, eps=1e-6"),
+                 lambda x, layer, cfg, p: x.shape[1] > 1 and cfg.n_heads > 1,
+                 ("heads-split-without-transpose", "heads-merged-without-transpose", "no-output-projection"),
+                 quote="used as\n`x @ W`"),
+            Rule("threshold", "the norms use config.eps", ("B=2, T=5, positions 0 to 4",),
+                 lambda x, layer, cfg, p: cfg.eps != 1e-6, ("eps-hard-coded",), quote="`rope_base` and `eps`"),
             Rule("output", "a torch tensor (B, T, d) in x's dtype", ('B=2, T=5, positions 0 to 4',), lambda *a: True, quote="returning a torch tensor of shape `(B, T, d)` in `x`'s dtype",
                  breaches=output_breaches(decoder_block, 'float32')),
         ),

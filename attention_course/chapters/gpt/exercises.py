@@ -21,7 +21,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
+from ...exercises._core import Breach, Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
 from ...models.smollm2 import load_smollm2
 from ..decoder.exercises import TWO_GROUPS
 from ..decoder.grouped_attention import decoder_mask
@@ -61,7 +61,8 @@ FORWARD_ATOL = logit_estimate(32.0, n_layers=30, n=1536, d=576)
 def _smollm2_case() -> Case:
     w = load_smollm2()
     return Case("SmolLM2-135M's own weights (float32), empty cache, 'The capital of France is'",
-                (w, torch.tensor([encode(CHECK_PROMPT)]), empty_cache(w.config, 1, torch.float32)))
+                (w, torch.tensor([encode(CHECK_PROMPT)]), empty_cache(w.config, 1, torch.float32)),
+                mutants=False)  # 30 layers: the mistakes are named on the tiny decoders, which keeps a check fast
 
 
 def _forward_cases() -> list[Case]:
@@ -80,13 +81,21 @@ def _forward_cases() -> list[Case]:
 
 
 def _forward_variant(*, positions: str = "offset", use_cache: bool = True, mask_fn=None, final_norm: bool = True,
-                     cache_rotated: bool = True, order: str = "old-new", first_layer_only: bool = False):
+                     cache_rotated: bool = True, order: str = "old-new", first_layer_only: bool = False,
+                     embed_scale: bool = False, attn_residual: bool = True, kv_order: str = "k-v",
+                     stores: str = "rotated", past_keys: str = "as-given"):
+    """The reference with one mistake: each keyword names the step it changes (the defaults are right)."""
     def f(weights, ids, cache):
         cfg = weights.config
         B, T = ids.shape
         S0 = cache.shape[4]
         pos = torch.arange(S0, S0 + T) if positions == "offset" else torch.arange(T)
         x = weights.embed[ids]
+        if embed_scale:
+            x = x * math.sqrt(cfg.d_model)
+        if past_keys == "rotated-again":  # the cached keys, already rotated, turned once more at 0..S-1
+            cache = torch.stack([torch.stack([apply_rope(past[0], torch.arange(S0), cfg.rope_base), past[1]])
+                                 for past in cache])
         keys, values = [], []
         for n, (layer, past) in enumerate(zip(weights.layers, cache)):
             layer = weights.layers[0] if first_layer_only else layer
@@ -110,13 +119,30 @@ def _forward_variant(*, positions: str = "offset", use_cache: bool = True, mask_
                 heads = grouped_query_attention(q, attn_k, attn_v)
             else:
                 heads = mask_fn(q, attn_k, attn_v)
-            x = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o
+            x = (x if attn_residual else 0) + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o
             x = x + swiglu(rms_norm(x, layer.mlp_norm, cfg.eps), layer)
+            if stores == "unrotated":  # attention used the rotated keys, but the cache keeps them unrotated
+                stored_k = torch.cat([past[0], k_raw], dim=2)
             keys.append(stored_k), values.append(v_all)
         h = rms_norm(x, weights.final_norm, cfg.eps) if final_norm else x
-        return h @ weights.embed.T, torch.stack([torch.stack(keys), torch.stack(values)], dim=1)
+        pair = [torch.stack(keys), torch.stack(values)]  # (L, B, h_kv, S + T, d_head) each
+        return h @ weights.embed.T, torch.stack(pair if kv_order == "k-v" else pair[::-1], dim=1)
 
     return f
+
+
+def _forward_structure_hint(got, expected, args):
+    """The two shape mistakes with a known cause: the cache given back unextended, the last logits only."""
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(g, torch.Tensor) for g in got)):
+        return None
+    logits, cache = got
+    (B, T), V = args[1].shape, args[0].embed.shape[0]
+    if T > 1 and tuple(logits.shape) == (B, 1, V):
+        return "That is the last new token's logits only: return the logits of all T new tokens, (B, T, V)."
+    if tuple(cache.shape) == tuple(args[2].shape):
+        return ("That is the cache you were given: extend it by the T new positions, "
+                "torch.cat([cached, new], dim=2) per layer for the keys and the values.")
+    return None
 
 
 def _forward_loop(weights, ids, cache):
@@ -183,6 +209,20 @@ register(
                    "the new ones after: torch.cat([cached, new], dim=2)."),
             Mutant("first-layer-repeated", _forward_variant(first_layer_only=True),
                    "every block uses the first layer's weights: loop over weights.layers and use each in turn."),
+            Mutant("cache-keys-unrotated", _forward_variant(stores="unrotated"),
+                   "your logits are right, but the cache you return holds the keys before RoPE; store the rotated "
+                   "keys, the ones attention used, so the next call can read them as they are."),
+            Mutant("cached-keys-rotated-again", _forward_variant(past_keys="rotated-again"),
+                   "you rotated the cached keys again; they were stored rotated, at their own positions, so "
+                   "only the new keys turn (at S..S+T-1): torch.cat([cache[l, 0], rope(k_new)], dim=2)."),
+            Mutant("keys-values-swapped", _forward_variant(kv_order="v-k"),
+                   "your cache holds the values at index 0 and the keys at index 1; the statement puts the keys "
+                   "at index 0 and the values at index 1 of the second axis."),
+            Mutant("embeddings-scaled", _forward_variant(embed_scale=True),
+                   "you multiplied the embeddings by sqrt(d) (the original Transformer's habit); Llama-style "
+                   "models such as SmolLM2 use weights.embed[ids] as it is."),
+            Mutant("no-attention-residual", _forward_variant(attn_residual=False),
+                   "the attention output is added to the stream: x = x + Attn(RMSNorm1(x)) @ W_o, not replaced by it."),
         ),
         rules=(
             Rule("edge-size", "with cached positions, the new tokens continue their positions and read the cache",
@@ -194,11 +234,23 @@ register(
                  lambda w, ids, cache: cache.shape[4] > 0 and ids.shape[1] > 1, ("mask-top-left",), quote='The checks include a cache with one and with three new tokens'),
             Rule("threshold", "SmolLM2 in float32 agrees to the logits' float32 estimate",
                  ("SmolLM2-135M's own weights (float32), empty cache, 'The capital of France is'",),
-                 lambda w, ids, cache: w.embed.dtype == torch.float32, ("no-final-norm", "first-layer-repeated"), quote='and SmolLM2 itself'),
+                 lambda w, ids, cache: w.embed.dtype == torch.float32, quote='and SmolLM2 itself',
+                 breaches=(Breach("no-final-norm", _forward_variant(final_norm=False), "final RMSNorm"),
+                           Breach("first-layer-repeated", _forward_variant(first_layer_only=True), "first layer's weights"))),
+            Rule("edge-size", "a fresh start is an empty cache (S = 0), never None: the returned cache holds the T "
+                 "new positions, keys rotated at index 0 and values at index 1",
+                 ("tiny decoder, empty cache, B=2, T=5", "6 query heads over 3, one layer, empty cache"),
+                 lambda w, ids, cache: isinstance(cache, torch.Tensor) and cache.shape[4] == 0,
+                 ("cache-keys-unrotated", "keys-values-swapped"), quote="an empty cache, never `None`"),
+            Rule("edge-size", "with cached positions, the cached keys are read as they are, already rotated",
+                 ("tiny decoder, 3 cached positions, 1 new token", "tiny decoder, 2 cached positions, 3 new tokens"),
+                 lambda w, ids, cache: cache.shape[4] > 0, ("cached-keys-rotated-again",),
+                 quote="the rotated keys (index 0)"),
             Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
                  breaches=output_breaches(forward, 'tuple-as-list')),
         ),
         framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`", "Use your own parts from chapter 9"),
+        structure_hint=_forward_structure_hint,
         returns=("logits", "cache"),
         alternatives=(_forward_loop, _forward_recompute),
         rtol=0.0,
@@ -219,6 +271,12 @@ def _sampling_cases() -> list[Case]:
     g = torch.Generator().manual_seed(96)
     tie = torch.tensor([[3.0, 2.0, 1.0, 1.0, 0.0, -1.0]], dtype=torch.float64)  # the third and fourth tie
     half = torch.log(torch.tensor([[0.5, 0.2, 0.15, 0.1, 0.05]], dtype=torch.float64))
+    # powers of 2: probabilities 1/2, 1/4, 1/8, ... whose first two sum to 0.75 without round-off
+    dyadic = torch.tensor([[0.0, -1.0, -2.0, -3.0, -4.0, -4.0]], dtype=torch.float64) * math.log(2)
+    # probabilities 8, 4, 2, 1, 1, 0.5, 0.5 (/ 17): the fourth crosses 0.85 and the fifth ties with it
+    crossing_tie = torch.log(torch.tensor([[8.0, 4.0, 2.0, 1.0, 1.0, 0.5, 0.5]], dtype=torch.float64))
+    greedy_ties = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0 - 1e-9, 0.0, -1.0]], dtype=torch.float64)
+    top_tie = torch.tensor([[2.0, 2.0, 1.0, 0.0, -1.0], [0.5, 3.0, 1.0, 2.5, 0.0]], dtype=torch.float64)
     return [
         Case("temperature 1, no top-k (0), no top-p (1.0)", (_logits(g, 2, 8), 1.0, 0, 1.0)),
         Case("temperature 0.5, top_k=3", (_logits(g, 2, 8), 0.5, 3, 1.0)),
@@ -227,42 +285,69 @@ def _sampling_cases() -> list[Case]:
         Case("top_k=3 and top_p=0.8 together", (_logits(g, 3, 10), 1.0, 3, 0.8)),
         Case("temperature 0: greedy", (_logits(g, 2, 8), 0.0, 0, 1.0)),
         Case("top_p=0.6 where the first token alone has 0.5", (half, 1.0, 0, 0.6)),
+        Case("top_p=0.75, reached exactly by the first two tokens (0.5 + 0.25)", (dyadic, 1.0, 0, 0.75)),
+        Case("top_p=0.85, the crossing token tied with the next", (crossing_tie, 1.0, 0, 0.85)),
+        Case("temperature 0 with tied (and nearly tied, 1e-9 apart) largest logits", (greedy_ties, 0.0, 0, 1.0)),
+        Case("top_p=0: the most likely token only (the first row has two)", (top_tie, 1.0, 0, 0.0)),
+        Case("top_k=20, more than the V=8 tokens", (_logits(g, 2, 8), 1.0, 20, 1.0)),
     ]
 
 
-def _probs_variant(*, temperature: str = "divide", ties: bool = True, crossing: bool = True, order: str = "k-then-p",
-                   renormalise: bool = True, greedy: bool = True):
+def _probs_variant(*, temperature: str = "divide", greedy: str = "first", top_k_rule: str = "ties",
+                   masked: float = float("-inf"), zero_k: str = "all", top_p_rule: str = "reaches",
+                   crossing_ties: bool = True, zero_p: str = "top", order: str = "k-then-p",
+                   renormalise: bool = True, nucleus_of: str = "tempered"):
+    """The reference with one mistake: each keyword names the step it changes (the defaults are right)."""
     def top_k(z, k):
+        V = z.shape[-1]
         if k <= 0:
+            return z.masked_fill(torch.ones_like(z, dtype=torch.bool), masked) if zero_k == "none" else z
+        if k >= V:
             return z
-        if ties:
-            kth = torch.topk(z, k, dim=-1).values[..., -1:]
-            return z.masked_fill(z < kth, float("-inf"))
-        idx = torch.topk(z, k, dim=-1).indices
-        keep = torch.zeros_like(z, dtype=torch.bool).scatter_(-1, idx, True)
-        return z.masked_fill(~keep, float("-inf"))
+        srt = z.sort(dim=-1, descending=True).values  # (B, V)
+        if top_k_rule == "exactly-k":
+            keep = torch.zeros_like(z, dtype=torch.bool).scatter_(-1, torch.topk(z, k, dim=-1).indices, True)
+            return z.masked_fill(~keep, masked)
+        kth = srt[..., k:k + 1] if top_k_rule == "k-plus-1" else srt[..., k - 1:k]  # (B, 1)
+        return z.masked_fill(z < kth, masked)
 
-    def top_p(p, pp):
-        if pp >= 1:
-            return p
-        sp, idx = p.sort(dim=-1, descending=True)
+    def nucleus(p, pp):  # (B, V) bool: the tokens top-p keeps
+        if pp >= 1 or (pp == 0 and zero_p == "all"):
+            return torch.ones_like(p, dtype=torch.bool)
+        sp, idx = p.sort(dim=-1, descending=True, stable=True)
         cum = sp.cumsum(-1)
-        drop_sorted = (cum - sp >= pp) if crossing else (cum > pp)
-        drop = torch.zeros_like(drop_sorted).scatter_(-1, idx, drop_sorted)
-        p = p.masked_fill(drop, 0.0)
-        return p / p.sum(-1, keepdim=True) if renormalise else p
+        drop = {"reaches": cum - sp >= pp, "drops-crossing": cum >= pp, "exceeds": cum - sp > pp}[top_p_rule]
+        drop[..., 0] = False
+        if crossing_ties:
+            crossing = sp.masked_fill(drop, float("inf")).amin(dim=-1, keepdim=True)  # (B, 1)
+            return p >= crossing
+        return torch.zeros_like(drop).scatter_(-1, idx, ~drop)
 
     def f(logits, temperature_, k, pp):
-        if temperature_ == 0 and greedy:
+        if temperature_ == 0 and greedy == "first":
             return torch.zeros_like(logits).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
-        z = logits / temperature_ if temperature == "divide" else logits * temperature_
+        if temperature_ == 0 and greedy == "share-ties":
+            top = (logits == logits.amax(-1, keepdim=True)).to(logits.dtype)
+            return top / top.sum(-1, keepdim=True)
+        t = 1e-10 if temperature_ == 0 and greedy == "tiny-temperature" else temperature_
+        z = {"divide": lambda: logits / t, "multiply": lambda: logits * t, "ignore": lambda: logits}[temperature]()
         if order == "k-then-p":
-            return top_p(torch.softmax(top_k(z, k), -1), pp)
-        p = top_p(torch.softmax(z, -1), pp)  # top-p on the full distribution, then top-k
-        p = p.masked_fill(top_k(z, k) == float("-inf"), 0.0)
-        return p / p.sum(-1, keepdim=True)
+            p = torch.softmax(top_k(z, k), -1)
+            keep = nucleus(p if nucleus_of == "tempered" else torch.softmax(top_k(logits, k), -1), pp)
+        else:  # the nucleus of the full distribution, then top-k
+            p = torch.softmax(z, -1)
+            keep = nucleus(p, pp) & (top_k(z, k) > float("-inf"))
+        p = p * keep
+        return p / p.sum(-1, keepdim=True) if renormalise else p
 
     return f
+
+
+def _probs_topk_unclamped(logits, temperature, top_k, top_p):
+    """The reference with torch.topk(z, top_k) unclamped: it raises when top_k > V."""
+    if top_k > logits.shape[-1]:
+        torch.topk(logits, top_k)
+    return next_token_probs(logits, temperature, top_k, top_p)
 
 
 def _probs_sorted_loop(logits, temperature, top_k, top_p):
@@ -299,11 +384,12 @@ def _probs_hf_style(logits, temperature, top_k, top_p):
         return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
     z = logits / temperature
     if top_k > 0:
-        z = z.masked_fill(z < torch.topk(z, top_k).values[..., -1, None], -math.inf)
+        z = z.masked_fill(z < torch.topk(z, min(top_k, z.shape[-1])).values[..., -1, None], -math.inf)
     if top_p < 1:
         p = torch.softmax(z, -1)
         sp, idx = torch.sort(p, descending=True)
         keep_sorted = (sp.cumsum(-1) - sp) < top_p
+        keep_sorted[..., 0] = True  # top_p = 0: the most likely token
         threshold = torch.where(keep_sorted, sp, torch.full_like(sp, math.inf)).amin(-1, keepdim=True)
         z = z.masked_fill(p < threshold, -math.inf)
     return torch.softmax(z, -1)
@@ -319,39 +405,92 @@ register(
             Mutant("temperature-multiplied", _probs_variant(temperature="multiply"),
                    "you multiplied the logits by the temperature; divide by it, so a temperature above 1 flattens "
                    "the distribution and one below 1 sharpens it."),
-            Mutant("top-k-drops-ties", _probs_variant(ties=False),
+            Mutant("temperature-ignored", _probs_variant(temperature="ignore"),
+                   "your temperature has no effect: divide the logits by it before the softmax (dividing the "
+                   "probabilities after the softmax cancels out when you renormalise)."),
+            Mutant("top-k-drops-ties", _probs_variant(top_k_rule="exactly-k"),
                    "your top-k keeps exactly k tokens and drops one of two tied logits; the statement keeps every "
                    "token whose logit is at least the k-th largest (z >= kth)."),
-            Mutant("top-p-drops-crossing-token", _probs_variant(crossing=False),
+            Mutant("top-k-off-by-one", _probs_variant(top_k_rule="k-plus-1"),
+                   "your top-k keeps k + 1 tokens: the k-th largest logit is z.sort(descending=True).values"
+                   "[..., k - 1] (indices count from 0), or torch.topk(z, k).values[..., -1]."),
+            Mutant("top-k-masked-with-zero", _probs_variant(masked=0.0),
+                   "you set the logits top-k removes to 0, which still has probability exp(0) after the softmax; "
+                   "set them to -inf so they get probability 0."),
+            Mutant("top-k-zero-keeps-none", _probs_variant(zero_k="none"),
+                   "top_k = 0 removed every token (the rows came out NaN); top_k = 0 means no top-k: keep all."),
+            Mutant("top-p-drops-crossing-token", _probs_variant(top_p_rule="drops-crossing"),
                    "your nucleus stops before the token that crosses top_p; keep the shortest prefix whose total "
                    "reaches top_p, crossing token included (drop a token only when the mass ranked above it is "
                    "already >= top_p)."),
+            Mutant("top-p-must-exceed", _probs_variant(top_p_rule="exceeds"),
+                   "your nucleus goes on until its total exceeds top_p; a total equal to top_p already reaches it "
+                   "(0.5 + 0.25 reaches 0.75), so drop a token when the mass ranked above it is >= top_p, not > top_p."),
+            Mutant("top-p-drops-tied-crossing", _probs_variant(crossing_ties=False),
+                   "your nucleus cuts between two tied probabilities: a token tied with the crossing token is kept "
+                   "too (keep every probability >= the crossing token's)."),
+            Mutant("top-p-zero-keeps-all", _probs_variant(zero_p="all"),
+                   "you treated top_p = 0 as 'no top-p'; only top_p = 1 keeps all: top_p = 0 keeps the most likely "
+                   "token (and any tied with it)."),
             Mutant("top-p-before-top-k", _probs_variant(order="p-then-k"),
                    "you took the nucleus of the full distribution; apply top-k first, renormalise, and take the "
                    "nucleus of what is left."),
+            Mutant("nucleus-before-temperature", _probs_variant(nucleus_of="untempered"),
+                   "you chose the nucleus from the distribution before the temperature; divide by the temperature "
+                   "first, then take the nucleus of the tempered probabilities."),
             Mutant("not-renormalised", _probs_variant(renormalise=False),
                    "after zeroing the tail, divide by what is left so the probabilities sum to 1 again."),
-            Mutant("greedy-divides-by-zero", _probs_variant(greedy=False),
+            Mutant("greedy-divides-by-zero", _probs_variant(greedy="divide"),
                    "temperature 0 divides by zero; the statement makes it greedy: all the probability on the "
                    "largest logit (logits.argmax(-1))."),
+            Mutant("greedy-shares-ties", _probs_variant(greedy="share-ties"),
+                   "at temperature 0 you shared the probability among tied largest logits; greedy puts all of it on "
+                   "the first of them (logits.argmax(-1) picks the first)."),
+            Mutant("greedy-as-tiny-temperature", _probs_variant(greedy="tiny-temperature"),
+                   "you made temperature 0 a tiny temperature; greedy is exact: probability 1 on the largest logit "
+                   "(the first of tied ones) and 0 elsewhere, even for logits 1e-9 apart (logits.argmax(-1))."),
         ),
         rules=(
             Rule("tie", "top-k keeps every token tied with the k-th largest logit",
                  ("top_k=3 with the third and fourth logits tied",), lambda z, t, k, p: bool((z[0, 2] == z[0, 3])),
                  ("top-k-drops-ties",), quote='keep the logits at least as large as the `top_k`-th largest'),
+            Rule("threshold", "top-k keeps down to the k-th largest logit and removes the rest",
+                 ("temperature 0.5, top_k=3",), lambda z, t, k, p: 0 < k < z.shape[-1],
+                 ("top-k-off-by-one", "top-k-masked-with-zero"), quote='keep the logits at least as large as the `top_k`-th largest'),
+            Rule("edge-size", "top_k = 0 keeps every token", ("temperature 1, no top-k (0), no top-p (1.0)",),
+                 lambda z, t, k, p: k == 0 and t > 0, ("top-k-zero-keeps-none",), quote='`top_k = 0`'),
+            Rule("edge-size", "top_k >= V keeps every token", ("top_k=20, more than the V=8 tokens",),
+                 lambda z, t, k, p: k >= z.shape[-1], quote='`top_k >= V` keeps all',
+                 breaches=(Breach("top-k-beyond-V-raises", _probs_topk_unclamped, "min(top_k, V)"),)),
             Rule("threshold", "the token whose mass crosses top_p is kept",
                  ("top_p=0.6 where the first token alone has 0.5", "temperature 2, top_p=0.9"),
                  lambda z, t, k, p: p < 1, ("top-p-drops-crossing-token", "not-renormalised"), quote='the crossing token and any tied with it included'),
+            Rule("threshold", "a prefix whose total is exactly top_p reaches it",
+                 ("top_p=0.75, reached exactly by the first two tokens (0.5 + 0.25)",),
+                 lambda z, t, k, p: float(torch.softmax(z, -1).sort(descending=True).values[0, :2].sum()) == p,
+                 ("top-p-must-exceed",), quote='a total exactly `top_p` reaches it'),
+            Rule("tie", "a token tied with the crossing token is kept",
+                 ("top_p=0.85, the crossing token tied with the next",), lambda z, t, k, p: bool(z[0, 3] == z[0, 4]),
+                 ("top-p-drops-tied-crossing",), quote='any tied with it included'),
+            Rule("edge-size", "top_p = 0 keeps the most likely token and any tied with it",
+                 ("top_p=0: the most likely token only (the first row has two)",), lambda z, t, k, p: p == 0,
+                 ("top-p-zero-keeps-all",), quote='`top_p = 0` only the most likely token and any tied with it'),
             Rule("range", "temperature 0 is greedy", ("temperature 0: greedy",), lambda z, t, k, p: t == 0,
                  ("greedy-divides-by-zero",), quote='0 means greedy'),
+            Rule("tie", "temperature 0 puts probability 1 on the first of tied largest logits, exactly",
+                 ("temperature 0 with tied (and nearly tied, 1e-9 apart) largest logits",),
+                 lambda z, t, k, p: t == 0 and bool(z[0, 1] == z[0, 2]) and 0 < float(z[1, 0] - z[1, 1]) < 1e-8,
+                 ("greedy-shares-ties", "greedy-as-tiny-temperature"), quote='the first if several tie'),
             Rule("range", "top-k, then the nucleus of the renormalised rest", ("top_k=3 and top_p=0.8 together",),
                  lambda z, t, k, p: k > 0 and p < 1, ("top-p-before-top-k",), quote='keep the shortest prefix of the sorted probabilities'),
-            Rule("range", "a temperature away from 1 divides the logits",
+            Rule("range", "a temperature away from 1 divides the logits, before top-k and top-p",
                  ("temperature 0.5, top_k=3", "temperature 2, top_p=0.9"), lambda z, t, k, p: t not in (0, 1),
-                 ("temperature-multiplied",), quote='divide by `temperature`'),
+                 ("temperature-multiplied", "temperature-ignored", "nucleus-before-temperature"), quote='divide by `temperature`'),
             Rule("output", "a torch tensor (B, V) in the logits' dtype", ('temperature 1, no top-k (0), no top-p (1.0)',), lambda *a: True, quote="a torch tensor `(B, V)` in the logits' dtype",
                  breaches=output_breaches(next_token_probs, 'float32')),
         ),
+        error_tips=(("selected index k out of range", "top_k may exceed the V tokens (it then keeps all): "
+                     "use torch.topk(z, min(top_k, V))."),),
         framing=('Write `my_next_token_probs(logits, temperature, top_k, top_p)`',),
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
@@ -380,6 +519,10 @@ def _loss_variant(kind: str):
             return F.cross_entropy(logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1))
         if kind == "roll":
             return F.cross_entropy(logits.reshape(-1, V), ids.roll(-1, dims=1).reshape(-1))
+        if kind == "flatten-then-shift":  # the last position of a sequence predicts the next sequence's first token
+            return F.cross_entropy(logits.reshape(-1, V)[:-1], ids.reshape(-1)[1:])
+        if kind == "softmax-twice":
+            return F.cross_entropy(torch.softmax(logits[:, :-1], -1).reshape(-1, V), ids[:, 1:].reshape(-1))
         nll = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1), reduction="none")  # (B (T-1),)
         if kind == "sum":
             return nll.sum()
@@ -387,9 +530,21 @@ def _loss_variant(kind: str):
             return nll.mean() / math.log(2)
         if kind == "raw-logits":
             return F.nll_loss(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+        if kind == "over-bt":
+            return nll.sum() / (B * T)
+        if kind == "over-t-minus-1":
+            return nll.sum() / (T - 1)
         return nll.reshape(B, T - 1).sum(1).mean()  # per-sequence sums, averaged over the batch
 
     return f
+
+
+def _loss_structure_hint(got, expected, args):
+    """One loss per sequence, (B,), where one number is asked for."""
+    if isinstance(got, torch.Tensor) and tuple(got.shape) == (args[1].shape[0],) and args[1].shape[0] > 1:
+        return ("That is one loss per sequence: average over all B (T - 1) predictions into a single 0-d tensor "
+                "(.mean() over everything, not over dim=1).")
+    return None
 
 
 def _loss_log_softmax(logits, ids):
@@ -433,6 +588,18 @@ register(
             Mutant("mean-of-sequence-sums", _loss_variant("per-sequence"),
                    "you summed over the positions and averaged over the batch; average over every prediction, "
                    "B (T - 1) of them."),
+            Mutant("divided-by-bt", _loss_variant("over-bt"),
+                   "you divided the summed loss by B T; there are B (T - 1) predictions (the last position "
+                   "predicts nothing), so divide by B (T - 1), or take the mean of the shifted pairs."),
+            Mutant("averaged-over-positions-only", _loss_variant("over-t-minus-1"),
+                   "you summed over the batch and averaged over the positions only (divided by T - 1); average "
+                   "over all B (T - 1) predictions."),
+            Mutant("shifted-after-flattening", _loss_variant("flatten-then-shift"),
+                   "you shifted after flattening the batch, so the last position of one sequence is scored on the "
+                   "first token of the next; shift each sequence first (logits[:, :-1], ids[:, 1:]), then flatten."),
+            Mutant("softmax-twice", _loss_variant("softmax-twice"),
+                   "you gave F.cross_entropy probabilities; it takes the raw logits and applies log_softmax "
+                   "itself, so the softmax ran twice."),
         ),
         rules=(
             Rule("edge-size", "T = 2: one prediction per sequence, the second token from the first",
@@ -441,9 +608,16 @@ register(
             Rule("edge-size", "several positions: the mean over B (T - 1) predictions",
                  ("B=2, T=5, V=7", "B=1, T=6, V=50, confident logits"), lambda z, ids: ids.shape[1] > 2,
                  ("mean-of-sequence-sums", "no-log-softmax", "sum-not-mean"), quote='over all\n`B (T - 1)` predictions'),
+            Rule("edge-size", "several sequences: each is shifted on its own, and the mean runs over the batch too",
+                 ("B=2, T=5, V=7", "T=2: one prediction per sequence"), lambda z, ids: ids.shape[0] > 1,
+                 ("shifted-after-flattening", "averaged-over-positions-only", "divided-by-bt"), quote='over all\n`B (T - 1)` predictions'),
+            Rule("range", "ids are int64 token ids, indices into the V logits", ("B=2, T=5, V=7", "B=1, T=6, V=50, confident logits"),
+                 lambda z, ids: ids.dtype == torch.int64 and int(ids.max()) < z.shape[-1], ("softmax-twice", "no-log-softmax"),
+                 quote='(int64)'),
             Rule("output", 'a 0-d torch tensor', ('B=2, T=5, V=7',), lambda *a: True, quote='as a 0-d tensor',
                  breaches=output_breaches(next_token_loss, 'float32')),
         ),
+        structure_hint=_loss_structure_hint,
         framing=('Write `my_next_token_loss(logits, ids)`',),
         alternatives=(_loss_log_softmax, _loss_loop),
         array_type="torch",

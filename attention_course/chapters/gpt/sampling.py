@@ -6,10 +6,10 @@ renormalise. Temperature 0 means greedy: all the probability on the largest logi
 first one, if several tie).
 
 * top-k keeps every token whose logit is at least the ``k``-th largest (tied tokens are all
-  kept); ``k = 0`` keeps every token;
+  kept); ``k = 0`` and ``k >= V`` keep every token;
 * top-p sorts the (top-k) probabilities in decreasing order and keeps the shortest prefix whose
-  sum reaches ``p``, the token that crosses ``p`` included (and every token tied with it);
-  ``p = 1`` keeps every token.
+  sum reaches ``p`` (a sum exactly ``p`` reaches it), the token that crosses ``p`` included (and
+  every token tied with it); ``p = 1`` keeps every token, ``p = 0`` the most likely one (and its ties).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def next_token_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p
         sorted_p = probs.sort(dim=-1, descending=True).values  # (B, V)
         before = sorted_p.cumsum(dim=-1) - sorted_p  # (B, V): the mass of the tokens ranked above
         crossing = sorted_p.masked_fill(before >= top_p, float("inf")).amin(dim=-1, keepdim=True)  # (B, 1)
+        crossing = torch.minimum(crossing, sorted_p[..., :1])  # top_p = 0: the most likely token (and its ties)
         probs = probs.masked_fill(probs < crossing, 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs

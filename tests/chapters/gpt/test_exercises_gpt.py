@@ -144,7 +144,7 @@ BATTERY = [
     ("next-token-probs", "top-k off by one", _probs_top_k_off_by_one, ANY),
     ("next-token-probs", "multiplied temperature", gx._probs_variant(temperature="multiply"),
      fb("next-token-probs", "temperature-multiplied")),
-    ("next-token-probs", "nucleus without the crossing token", gx._probs_variant(crossing=False),
+    ("next-token-probs", "nucleus without the crossing token", gx._probs_variant(top_p_rule="drops-crossing"),
      fb("next-token-probs", "top-p-drops-crossing-token")),
     ("next-token-loss", "log_softmax and gather", gx._loss_log_softmax, PASS),
     ("next-token-loss", "logsumexp", _loss_manual, PASS),

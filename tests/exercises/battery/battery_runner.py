@@ -1,10 +1,11 @@
-"""Run a blind battery of learner answers through the checks: one verdict and message per answer.
+"""Run the blind batteries of learner answers through the checks: one verdict and message per answer.
 
-The battery (``answers/<exercise-id>.py``, each with ``ANSWERS = [(name, fn, "correct"|"wrong",
+Each battery (``answers/<exercise-id>.py``, each with ``ANSWERS = [(name, fn, "correct"|"wrong",
 "planted mistake")]``) was written by someone who saw only the exercises' statements. Answers to
 the exercises whose cell picks earlier parts (``post-ln-block``, ``bert-embeddings``,
-``bert-encoder``) use those names as the notebook does; the runner gives them the package's parts,
-as the notebook's cell does while the earlier exercises are unsolved.
+``bert-encoder``; ``decoder-block``) use those names as the notebook does; the runner gives them the
+package's parts, as the notebook's cell does while the earlier exercises are unsolved. The first
+battery (issue 44) covers chapters 7 and 8, the second chapters 9 and 10.
 
 ``python tests/exercises/battery/battery_runner.py [out.json]`` prints one line per answer and writes the
 verdicts; the same code runs under ``make test-extended`` (``test_battery.py``).
@@ -18,12 +19,24 @@ import sys
 from pathlib import Path
 
 ANSWERS_DIR = Path(__file__).with_name("answers")
-EXERCISES = ("hopfield-retrieval", "window-sweep", "bert-attention", "layer-norm", "gelu-feed-forward",
-             "post-ln-block", "bert-embeddings", "bert-encoder", "sentence-embedding")
+#: The first battery (issue 44): chapters 7 and 8.
+FIRST = ("hopfield-retrieval", "window-sweep", "bert-attention", "layer-norm", "gelu-feed-forward",
+         "post-ln-block", "bert-embeddings", "bert-encoder", "sentence-embedding")
+#: The second battery: chapters 9 and 10.
+SECOND = ("rms-norm", "rope", "grouped-attention", "decoder-block", "decoder-forward", "next-token-probs",
+          "next-token-loss")
+EXERCISES = FIRST + SECOND
 
 
-def _parts() -> dict:
-    """The names the notebook's exercise cells pick, bound to the package's parts (stubs unsolved)."""
+def _parts(eid: str) -> dict:
+    """The names the notebook's exercise cell for ``eid`` picks, bound to the package's parts (stubs unsolved)."""
+    if eid in SECOND:
+        from attention_course.chapters import decoder as ch
+
+        if eid != "decoder-block":
+            return {}
+        return {"rms_norm": ch.rms_norm, "rope": ch.apply_rope, "grouped_attention": ch.grouped_query_attention,
+                "ch": ch}
     from attention_course.chapters import encoder as ch
 
     return {"self_attention": ch.self_attention, "layer_norm": ch.layer_norm, "feed_forward": ch.feed_forward,
@@ -31,13 +44,16 @@ def _parts() -> dict:
 
 
 def load(eid: str, answers_dir: Path = ANSWERS_DIR):
-    """The module of ``answers/<eid>.py``, with the cell's names set before its code runs."""
+    """The module of ``answers/<eid>.py``, with the cell's names set before its code runs and again after
+    (an answer file may bind defaults of its own so that it imports alone)."""
     path = answers_dir / f"{eid}.py"
     spec = importlib.util.spec_from_file_location(f"battery_{eid.replace('-', '_')}", path)
     module = importlib.util.module_from_spec(spec)
-    for name, fn in _parts().items():
+    for name, fn in _parts(eid).items():
         setattr(module, name, fn)
     spec.loader.exec_module(module)
+    for name, fn in _parts(eid).items():
+        setattr(module, name, fn)
     return module
 
 

@@ -1,4 +1,5 @@
-"""The blind battery (issue 44): answers written from the exercises' statements alone, run through the checks.
+"""The blind batteries (issue 44's for chapters 7-8, the second for chapters 9-10): answers written from the
+exercises' statements alone, run through the checks.
 
 Every wrong answer must fail, every correct answer pass, and each message keep the words that name the
 planted mistake (``expected.json``, the opening words of the message the check gave when the battery was
