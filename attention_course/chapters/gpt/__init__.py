@@ -24,7 +24,7 @@ from .sampling import next_token_probs, sample
 from .shakespeare import plain_text, corpus, CharTask, unigram_loss, bigram_loss
 from .shakespeare_run import LIVE, held_out_loss, stored_shakespeare
 from .small_gpt import SmallGPT, generate_text
-from .figures import cache_bytes, plot_cache_memory, plot_shakespeare
+from .figures import cache_bytes, plot_cache_diagram, plot_cache_memory, plot_shakespeare
 from .exercises import EXERCISES
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "SmallGPT",
     "generate_text",
     "cache_bytes",
+    "plot_cache_diagram",
     "plot_cache_memory",
     "plot_shakespeare",
     "EXERCISES",

@@ -495,7 +495,7 @@ register(
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
         difficulty=2,
-        minutes=10,
+        minutes=15,
     )
 )
 

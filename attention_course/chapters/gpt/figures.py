@@ -7,13 +7,14 @@ global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 import numpy as np
 from matplotlib.figure import Figure
 
 from ...figures.style import book_figure
 from ...models.smollm2 import DecoderConfig
 
-__all__ = ["cache_bytes", "plot_cache_memory", "plot_shakespeare"]
+__all__ = ["cache_bytes", "plot_cache_diagram", "plot_cache_memory", "plot_shakespeare"]
 
 _OURS, _EST, _MHA = "#0072B2", "#444444", "#CC79A7"
 
@@ -30,6 +31,52 @@ def cache_bytes(config: DecoderConfig, tokens: int, bytes_per_value: int = 4, kv
     """
     heads = config.n_kv_heads if kv_heads is None else kv_heads
     return 2 * config.n_layers * heads * config.d_head * tokens * bytes_per_value
+
+
+@book_figure
+def plot_cache_diagram(cached: int = 5, layers: tuple = ("layer 1", "layer 2")) -> Figure:
+    """The key/value cache as a picture: per layer, a row of keys and a row of values, one column per position.
+
+    The ``cached`` earlier positions are kept (grey); the new token adds one column (orange) to every row,
+    and its query reads all the keys of its layer.
+
+    Examples
+    --------
+    >>> fig = plot_cache_diagram()
+    >>> [t.get_text() for t in fig.axes[0].texts][:2]
+    ['keys', 'values']
+    """
+    fig, ax = plt.subplots(figsize=(6.6, 3.3), layout="constrained")
+    new = "#E69F00"
+    row_y = []
+    for n, name in enumerate(layers):
+        y0 = (len(layers) - 1 - n) * 2.9
+        for r, what in enumerate(("keys", "values")):
+            y = y0 + (1 - r) * 1.05
+            row_y.append(y)
+            ax.text(-0.25, y + 0.4, what, ha="right", va="center", fontsize=10.5)
+            for s in range(cached + 1):
+                ax.add_patch(Rectangle((s, y), 0.85, 0.8, facecolor=new if s == cached else "#D9D9D9",
+                                       edgecolor="#444444", lw=0.8))
+        ax.text(-2.0, y0 + 0.93, name, ha="right", va="center", fontsize=11, fontweight="bold")
+        # the new token's query in this layer reads every key of the layer
+        qx, qy = cached + 2.3, y0 + 1.45
+        ax.add_patch(Rectangle((qx, qy), 0.85, 0.8, facecolor="white", edgecolor=new, lw=1.6))
+        ax.text(qx + 0.42, qy + 0.4, "q", ha="center", va="center", fontsize=11, color="#8a5a00")
+        ax.annotate("", xy=(cached + 0.95, y0 + 1.45), xytext=(qx - 0.05, qy + 0.4),
+                    arrowprops=dict(arrowstyle="->", color=new, lw=1.4))
+        ax.text(qx + 1.05, qy + 0.4, "the new query\nreads all keys", ha="left", va="center", fontsize=10)
+    for s in range(cached):
+        ax.text(s + 0.42, -0.35, str(s), ha="center", va="top", fontsize=10)
+    ax.text(cached + 0.42, -0.35, "S", ha="center", va="top", fontsize=10, color="#8a5a00", fontweight="bold")
+    ax.text((cached - 1) / 2 + 0.42, -1.0, "kept from earlier steps", ha="center", va="top", fontsize=10)
+    ax.text(cached + 0.42, -1.0, "new", ha="center", va="top", fontsize=10, color="#8a5a00")
+    top = max(row_y) + 0.8
+    ax.text(-2.0, top + 0.45, "... and so on for all L layers, and for each key/value head", ha="left",
+            va="bottom", fontsize=10, color="#444444")
+    ax.set(xlim=(-3.6, cached + 6.4), ylim=(-1.7, top + 1.0), aspect="equal")
+    ax.axis("off")
+    return fig
 
 
 @book_figure
