@@ -18,6 +18,7 @@ from .reproduce import (
     logit_estimate,
     transformers_model,
     stored_reference,
+    transformers_outputs,
     greedy_with_gaps,
 )
 from .rms_norm import rms_norm
@@ -29,7 +30,7 @@ from .rope import (
 )
 from .swiglu import silu, swiglu
 from .tokenizer import encode, decode
-from .figures import plot_rope, plot_causal_graph, plot_decoder_gaps
+from .figures import plot_decoder_plan, plot_rope, plot_causal_graph, plot_decoder_gaps
 from .exercises import EXERCISES, TWO_GROUPS
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "logit_estimate",
     "transformers_model",
     "stored_reference",
+    "transformers_outputs",
     "greedy_with_gaps",
     "rms_norm",
     "apply_rope",
@@ -62,6 +64,7 @@ __all__ = [
     "swiglu",
     "encode",
     "decode",
+    "plot_decoder_plan",
     "plot_rope",
     "plot_causal_graph",
     "plot_decoder_gaps",

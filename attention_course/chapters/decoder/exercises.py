@@ -289,7 +289,7 @@ register(
         alternatives=(_rope_complex, _rope_loop),
         array_type="torch",
         difficulty=2,
-        minutes=10,
+        minutes=12,
     )
 )
 
@@ -311,7 +311,7 @@ def _gqa_cases() -> list[Case]:
 
 
 def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scale: str = "sqrt", softmax_dim: int = -1,
-                 masked: float = float("-inf")):
+                 masked: float = float("-inf"), nan: bool = False):
     def f(q, k, v):
         B, h, T, d = q.shape
         h_kv, S = k.shape[1], k.shape[2]
@@ -331,7 +331,7 @@ def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scal
         w = torch.softmax(s, dim=softmax_dim)
         if mask == "after":
             w = w * decoder_mask(T, S)
-        return torch.nan_to_num(w) @ v
+        return w @ v if nan else torch.nan_to_num(w) @ v
 
     return f
 
@@ -375,6 +375,10 @@ register(
             Mutant("mask-excludes-self", _gqa_variant(mask="strict"),
                    "your mask is off by one: a query also reads its own position, so keep j <= position, not "
                    "j < position."),
+            Mutant("mask-excludes-self-nan", _gqa_variant(mask="strict", nan=True),
+                   "you masked the diagonal too (j < position): the first query then has no key left, its scores are "
+                   "all -inf and the softmax gives NaN. A query also reads its own position: keep j <= S - T + t, "
+                   "torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)."),
             Mutant("no-scale", _gqa_variant(scale="none"),
                    "you did not scale the scores: divide q @ k^T by sqrt(d_head)."),
             Mutant("scale-by-d", _gqa_variant(scale="d"),
@@ -401,9 +405,9 @@ register(
                  lambda q, k, v: 1 < k.shape[1] < q.shape[1], ("repeat-not-interleave",), quote='query head `i` uses key/value head'),
             Rule("edge-size", "with a cache (S > T) the queries are the last T positions",
                  ("2 new queries after 3 cached positions (T=2, S=5)", "one new query after 5 cached positions (T=1, S=6)"),
-                 lambda q, k, v: k.shape[2] > q.shape[2], ("mask-top-left", "mask-excludes-self", "mask-offset-negated"), quote='The queries are the last `T` of the `S` positions'),
+                 lambda q, k, v: k.shape[2] > q.shape[2], ("mask-top-left", "mask-excludes-self", "mask-excludes-self-nan", "mask-offset-negated"), quote='The queries are the last `T` of the `S` positions'),
             Rule("edge-size", "one token reads itself only", ("T=S=1, one token",),
-                 lambda q, k, v: q.shape[2] == k.shape[2] == 1, ("mask-excludes-self", "repeat-not-interleave"), quote='may read keys at their own position or earlier'),
+                 lambda q, k, v: q.shape[2] == k.shape[2] == 1, ("mask-excludes-self", "mask-excludes-self-nan", "repeat-not-interleave"), quote='may read keys at their own position or earlier'),
             Rule("range", "later keys get weight exactly 0", ("4 query heads over 2 key/value heads, T=S=5",),
                  lambda q, k, v: q.shape[2] > 1, ("no-causal-mask", "mask-after-softmax", "softmax-over-queries",
                                                   "mask-one-late", "masked-with-zero"), quote='may read keys at their own position or earlier'),
@@ -414,7 +418,7 @@ register(
         alternatives=(_gqa_sdpa, _gqa_grouped_view),
         array_type="torch",
         difficulty=2,
-        minutes=10,
+        minutes=12,
     )
 )
 
@@ -470,6 +474,10 @@ def _block_variant(*, order: str = "pre", norms: str = "right", act: str = "silu
         n1, n2 = {"right": (layer.attn_norm, layer.mlp_norm), "swapped": (layer.mlp_norm, layer.attn_norm),
                   "attn-twice": (layer.attn_norm, layer.attn_norm)}[norms]
         e = cfg.eps if eps is None else eps
+        if order == "pre" and residual == "normed-attention":  # the attention residual from the normalised x only
+            xn = norm_fn(x, n1, e)
+            a = xn + attend(xn, layer, cfg, positions)
+            return a + mlp(norm_fn(a, n2, e), layer)
         if order == "pre" and residual == "normed":  # each residual added to the normalised stream
             xn = norm_fn(x, n1, e)
             a = xn + attend(xn, layer, cfg, positions)
@@ -541,6 +549,9 @@ register(
             Mutant("residual-from-normed", _block_variant(residual="normed"),
                    "you added the branches to the normalised stream; the residual carries x itself: "
                    "a = x + Attn(RMSNorm1(x)), y = a + SwiGLU(RMSNorm2(a)), the norms only on the branches' inputs."),
+            Mutant("attention-residual-from-normed", _block_variant(residual="normed-attention"),
+                   "you added the attention output to the normalised x, RMSNorm1(x) + Attn(RMSNorm1(x)); the residual "
+                   "carries x itself: a = x + Attn(RMSNorm1(x)). The norm only feeds the branch."),
             Mutant("parallel-branches", _block_variant(mlp_reads="x"),
                    "your feed-forward reads x, as in a parallel block; here it reads a, the stream after "
                    "attention: y = a + SwiGLU(RMSNorm2(a))."),
@@ -564,7 +575,8 @@ register(
             Rule("edge-size", "one token: attention returns its own value, so the norms, residuals and SwiGLU decide",
                  ("T=1, one token",), lambda x, layer, cfg, p: x.shape[1] == 1,
                  ("post-norm", "norms-swapped", "gate-and-up-swapped", "gelu-gate", "relu-gate", "layer-norm-not-rms",
-                  "no-attention-residual", "attn-norm-twice", "residual-from-normed", "parallel-branches"), quote='$y = a + \\operatorname{SwiGLU}(\\operatorname{RMSNorm}_2(a))$'),
+                  "no-attention-residual", "attn-norm-twice", "residual-from-normed", "attention-residual-from-normed",
+                  "parallel-branches"), quote='$y = a + \\operatorname{SwiGLU}(\\operatorname{RMSNorm}_2(a))$'),
             Rule("range", "several positions: queries and keys turn, values do not",
                  ("B=2, T=5, positions 0 to 4", "positions 3 to 6"), lambda x, layer, cfg, p: x.shape[1] > 1,
                  ("no-rope-on-keys", "rope-on-values"), quote='at\n`positions`'),
@@ -575,7 +587,7 @@ register(
                  ("B=2, T=5, positions 0 to 4", "6 query heads over 3 key/value heads, eps=1e-6"),
                  lambda x, layer, cfg, p: x.shape[1] > 1 and cfg.n_heads > 1,
                  ("heads-split-without-transpose", "heads-merged-without-transpose", "no-output-projection"),
-                 quote="used as\n`x @ W`"),
+                 quote=("used as `x @ W`", "Transpose the heads' output back")),
             Rule("threshold", "the norms use config.eps", ("B=2, T=5, positions 0 to 4",),
                  lambda x, layer, cfg, p: cfg.eps != 1e-6, ("eps-hard-coded",), quote="`rope_base` and `eps`"),
             Rule("output", "a torch tensor (B, T, d) in x's dtype", ('B=2, T=5, positions 0 to 4',), lambda *a: True, quote="returning a torch tensor of shape `(B, T, d)` in `x`'s dtype",
@@ -585,7 +597,7 @@ register(
         alternatives=(_block_written_out, _block_linear),
         array_type="torch",
         difficulty=2,
-        minutes=15,
+        minutes=16,
     )
 )
 

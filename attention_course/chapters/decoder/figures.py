@@ -1,4 +1,4 @@
-"""Figures for chapter 9: RoPE's rotations, the causal graph, layer gaps against the estimate.
+"""Figures for chapter 9: the plan of a decoder, RoPE's rotations, the causal graph, layer gaps against the estimate.
 
 Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no
 global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
@@ -12,13 +12,69 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyBboxPatch
 
 from ...figures.style import MASK_CMAP, book_figure, mask_legend
+from ..encoder.figures import _PLAN_FILL, _PLAN_WIDTH, _plan_arrow, _plan_box
 from .rope import apply_rope, rope_frequencies
 
-__all__ = ["plot_rope", "plot_causal_graph", "plot_decoder_gaps"]
+__all__ = ["plot_decoder_plan", "plot_rope", "plot_causal_graph", "plot_decoder_gaps"]
 
 _OURS, _REF, _EST = "#0072B2", "#D55E00", "#444444"
+
+
+@book_figure
+def plot_decoder_plan(n_layers: int = 30) -> Figure:
+    """The decoder as a block diagram: left, the whole model; right, one pre-norm layer, repeated ``n_layers`` times.
+
+    Each box carries the number of the chapter's step that builds it; the residual connections go round
+    each branch into a "+", and the norms sit at the start of the branches (pre-norm).
+    """
+    fig, ax = plt.subplots(figsize=(_PLAN_WIDTH, 5.6), layout="constrained")
+    ax.set(xlim=(0, 10), ylim=(0, 11), aspect="auto")
+    ax.axis("off")
+    # left column: the whole model, top to bottom
+    xl, wl = 2.2, 3.6
+    ax.text(xl, 10.6, "token ids", ha="center", va="center", fontsize=11)
+    _plan_box(ax, xl, 9.3, wl, 1.1, "embeddings E", _PLAN_FILL["embed"])
+    _plan_box(ax, xl, 5.9, wl, 1.5, f"decoder layer\n× {n_layers}", "white")
+    _plan_box(ax, xl, 2.4, wl, 1.3, "RMSNorm, then\nthe tied head E\u1d40", _PLAN_FILL["pool"])
+    ax.text(xl, 0.4, "next-token logits", ha="center", va="center", fontsize=11)
+    for y0, y1 in ((10.35, 9.9), (8.7, 6.7), (5.1, 3.1), (1.7, 0.7)):
+        _plan_arrow(ax, (xl, y0), (xl, y1))
+    ax.text(xl + 0.15, 4.1, "steps 1-4", ha="left", va="center", fontsize=10, color="0.35")
+    ax.text(xl + 0.15, 1.2, "step 5", ha="left", va="center", fontsize=10, color="0.35")
+    # right column: one layer, expanded
+    xr, wr = 7.45, 3.3
+    frame_lo, frame_hi = 0.6, 10.3
+    ax.add_patch(FancyBboxPatch((5.0, frame_lo), 4.95, frame_hi - frame_lo, boxstyle="round,pad=0,rounding_size=0.2",
+                                facecolor="none", edgecolor="0.45", lw=1.1, ls="--"))
+    ax.text(7.45, 10.65, "one layer (pre-norm)", ha="center", va="center", fontsize=11)
+    for y in (frame_hi, frame_lo):  # the left box opens into the frame
+        ax.plot([xl + wl / 2, 5.0], [5.9 + (0.75 if y == frame_hi else -0.75), y], color="0.6", lw=0.9, ls=":")
+    rows = [("RMSNorm", "norm", "1", 9.0, 0.6), ("grouped-query\ncausal attention\nwith RoPE", "attention", "2, 3", 7.75, 1.3),
+            ("+", None, "", 6.55, 0), ("RMSNorm", "norm", "1", 5.6, 0.6), ("SwiGLU\nfeed-forward", "ffn", "4", 4.45, 1.0),
+            ("+", None, "", 3.3, 0)]
+    for text, kind, step, y, hb in rows:
+        if kind is None:  # the residual addition
+            ax.add_patch(Circle((xr, y), 0.3, facecolor="white", edgecolor="0.25", lw=1.2))
+            ax.text(xr, y, "+", ha="center", va="center", fontsize=14)
+        else:
+            _plan_box(ax, xr, y, wr, hb, text, _PLAN_FILL[kind])
+            ax.text(xr + wr / 2 + 0.1, y, step, ha="left", va="center", fontsize=10, color="0.35")
+    _plan_arrow(ax, (xr, 10.0), (xr, 9.32))  # the layer's input
+    ax.text(xr + 0.15, 9.75, "h", ha="left", va="center", fontsize=11, style="italic")
+    for y0, y1 in ((8.68, 8.42), (7.08, 6.87), (6.23, 5.92), (5.28, 4.97), (3.93, 3.62), (2.98, 1.25)):
+        _plan_arrow(ax, (xr, y0), (xr, y1))
+    ax.text(xr + 0.15, 2.1, "h'", ha="left", va="center", fontsize=11, style="italic")
+    ax.text(xr, 0.98, "to the next layer", ha="center", va="center", fontsize=10, color="0.35")
+    # the residual stream: round each branch into its "+", untouched by the norms
+    xs = xr - wr / 2 - 0.4
+    for y_from, y_to in ((9.75, 6.55), (6.1, 3.3)):
+        ax.plot([xr, xs, xs], [y_from, y_from, y_to], color=_REF, lw=1.4)
+        _plan_arrow(ax, (xs, y_to), (xr - 0.3, y_to), color=_REF)
+    ax.text(xs - 0.1, 4.9, "residual stream", ha="right", va="center", fontsize=10, color=_REF, rotation=90)
+    return fig
 
 
 @book_figure
@@ -40,10 +96,12 @@ def plot_rope(d_head: int = 64, base: float = 100000.0, positions: int = 8) -> F
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(1, d_head, generator=g, dtype=torch.float64), torch.randn(1, d_head, generator=g, dtype=torch.float64)
     offsets = np.arange(0, 33)
-    for start, style in ((0, "-"), (100, "--"), (1000, ":")):
+    # the three curves coincide: drawn wide and pale, then narrower and darker on top, so each stays visible
+    for start, style, lw, color, alpha in ((0, "-", 6.0, _OURS, 0.35), (100, "--", 2.4, _OURS, 1.0),
+                                           (1000, ":", 1.6, "black", 1.0)):
         qs = apply_rope(q.expand(len(offsets), -1)[None], torch.tensor(start + offsets), base)[0]  # (n, d)
         ks = apply_rope(k, torch.tensor([start]), base)  # (1, d)
-        b.plot(offsets, (qs @ ks.T).numpy()[:, 0], style, lw=1.8, color=_OURS, label=f"key at {start}")
+        b.plot(offsets, (qs @ ks.T).numpy()[:, 0], style, lw=lw, color=color, alpha=alpha, label=f"key at {start}")
     b.set(xlabel="offset m - n (query after key)", ylabel="score q_m . k_n", title="The score depends on the offset")
     b.legend(fontsize=9)
     return fig
@@ -75,13 +133,21 @@ def plot_causal_graph(T: int = 6) -> Figure:
 
 @book_figure
 def plot_decoder_gaps(gap: Sequence[float], estimate: Sequence[float], label: str) -> Figure:
-    """The largest |ours - reference| at one position per layer (log scale), with the float32 estimate."""
+    """The largest |ours - reference| at one position per layer (log scale), with the float32 estimate.
+
+    A gap of exactly 0 (the embeddings, read from the same table) has no place on a log axis: it is drawn as
+    an open triangle on the bottom edge and labelled."""
     gap, estimate = np.asarray(gap, dtype=float), np.asarray(estimate, dtype=float)
     layers = np.arange(len(gap))
+    bottom = 1e-8
     fig, ax = plt.subplots(figsize=(7.0, 3.2), layout="constrained")
-    ax.semilogy(layers, np.maximum(gap, 1e-9), "o-", color=_OURS, ms=4, lw=1.6, label=label)
-    ax.semilogy(layers, estimate, "--", color=_EST, lw=1.4, label="float32 estimate, (l + 1) sqrt(n) u max|h|")
-    ax.set(xlabel="layer (0 = the embeddings)", ylabel="largest |difference|", ylim=(1e-8, 1e0),
-           title="The package's decoder against transformers, layer by layer")
+    nonzero = gap > 0
+    ax.semilogy(layers[nonzero], gap[nonzero], "o-", color=_OURS, ms=4, lw=1.6, label=label)
+    if (~nonzero).any():
+        ax.plot(layers[~nonzero], np.full((~nonzero).sum(), bottom * 1.6), "v", color=_OURS, mfc="white", ms=7,
+                clip_on=False, label="exactly 0 (the same embeddings)")
+    ax.semilogy(layers, estimate, "--", color=_EST, lw=1.4, label="float32 round-off estimate")
+    ax.set(xlabel="layer (0 = the embeddings)", ylabel="largest |difference|", ylim=(bottom, 1e0),
+           title="This chapter's decoder against transformers, layer by layer")
     ax.legend(loc="upper left", fontsize=9.5)
     return fig

@@ -38,7 +38,7 @@ from .tokenizer import encode
 
 __all__ = [
     "UNIT_ROUNDOFF_FLOAT32", "PROMPTS", "decoder_estimates", "logit_estimate", "transformers_model",
-    "stored_reference", "greedy_with_gaps",
+    "stored_reference", "transformers_outputs", "greedy_with_gaps",
 ]
 
 #: float32's unit roundoff, 2^-24.
@@ -162,6 +162,14 @@ def stored_reference() -> dict:
     """The stored reference (see :func:`reference_document`): numpy arrays by name."""
     with np.load(REFERENCE_FILE) as f:
         return {k: f[k] for k in f.files}
+
+
+def transformers_outputs() -> dict:
+    """``transformers``' SmolLM2 on the chapter's prompts: ``"states"`` (L+1, T, d) and ``"logits"`` (V,) of
+    the first prompt's last position, and ``"hf_greedy_<i>"``, its greedy tokens for prompt ``i``.
+
+    The same arrays as :func:`stored_reference` (the name a reader sees on the chapter's page)."""
+    return stored_reference()
 
 
 #: ``python -m attention_course decoder-reference``: :func:`reference_document`, stored as arrays.
