@@ -150,7 +150,7 @@ def test_chapter_reads_in_jupyterlab(lab, path):
     problems += [f"unresolved cross-reference: {u!r}" for u in unresolved]
     cited = drv.execute_script(
         f"return [...document.querySelectorAll('{VISIBLE} [title=\"Citation Not Found\"]')]"
-        ".map(e => e.innerText.trim())")
+        ".map(e => e.textContent.trim())")  # textContent: a citation in a closed dropdown has no innerText
     problems += [f"citation {c!r} is not a key of references.bib" for c in cited if c not in BIB_KEYS]
     # Interactive figures need plotly.js, which Lab does not load: their static picture shows instead.
     blank = drv.execute_script(
