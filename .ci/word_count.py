@@ -4,7 +4,7 @@ Usage: ``python .ci/word_count.py [book/NN_name.ipynb ...]`` (default: every cha
 line per chapter: main-text words, words in collapsed dropdowns (``:class: dropdown``, ``{dropdown}``,
 ``{solution}``, "How this was tested"), and words in the Exercises section. Code, maths, MyST
 directives' option lines, labels and roles' targets are not words; an inline number
-(``{eval}`glued(...)```) counts as one word. The budget (issue 25): main text at most 4,000 words per
+(``{eval}`value_of(...)```) counts as one word. The budget (issue 25): main text at most 4,000 words per
 chapter, collapsed details under 2,500.
 """
 

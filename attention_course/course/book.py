@@ -1,7 +1,7 @@
-"""``glue`` and ``glued``: hand a measured number to the book's prose, in the book and in JupyterLab.
+"""``glue`` and ``value_of``: hand a measured number to the book's prose, in the book and in JupyterLab.
 
 The chapters put every number that their prose quotes into the page with :func:`glue`; the
-prose writes ``{eval}`glued("name:.2f")```. Three readers see that role:
+prose writes ``{eval}`value_of("name:.2f")```. Three readers see that role:
 
 * **The book** (Jupyter Book 1, ``book/_ext/inline_values.py``) renders it as myst-nb's
   ``{glue:text}`name:.2f``` would, from the value the notebook stored when it was executed.
@@ -9,7 +9,7 @@ prose writes ``{eval}`glued("name:.2f")```. Three readers see that role:
   ``user_expressions`` metadata, which ``make execute`` writes from the same stored values
   (:mod:`attention_course.course.expressions`); so a learner who opens a chapter sees the
   numbers before running anything. When the learner runs a markdown cell, the extension asks
-  the kernel for ``glued("name:.2f")`` and gets the number this module formats.
+  the kernel for ``value_of("name:.2f")`` and gets the number this module formats.
 * **Colab and plain Jupyter** show the role as written; the chapters' first cell says so.
 
 Jupyter Book needs myst-nb, but a learner running a notebook on Colab or in plain Jupyter
@@ -27,7 +27,7 @@ try:  # the book build and `make test` have it; Colab and plain Jupyter need not
 except ImportError:  # pragma: no cover - exercised in tests by monkeypatching
     _myst_glue = None
 
-__all__ = ["glue", "glued", "format_glued", "Shown", "HAVE_MYST_NB"]
+__all__ = ["glue", "value_of", "format_value", "Shown", "HAVE_MYST_NB"]
 
 HAVE_MYST_NB = _myst_glue is not None
 
@@ -38,7 +38,7 @@ _GLUED: dict[str, Any] = {}
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:
-    """Store ``value`` under ``name`` for the book's ``{eval}`glued("name")``` roles.
+    """Store ``value`` under ``name`` for the book's ``{eval}`value_of("name")``` roles.
 
     ``value`` must be a plain Python number or string (``float(x)``, ``int(x)``), not a numpy
     or torch scalar: the book formats the stored text (``np.float64(0.5)`` cannot take ``:.2f``).
@@ -48,7 +48,7 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     Examples
     --------
     >>> glue("answer", 0.25)
-    >>> glued("answer:.1f")
+    >>> value_of("answer:.1f")
     0.2
     >>> import numpy as np
     >>> glue("answer", np.float64(0.25))
@@ -89,7 +89,7 @@ def _split(spec: str) -> tuple[str, str]:
     return (name, fmt) if sep else (spec, "")
 
 
-def format_glued(text: str, fmt: str = "") -> str:
+def format_value(text: str, fmt: str = "") -> str:
     """Format a glued value's stored ``text/plain`` as ``{glue:text}`name:fmt``` does.
 
     This is myst-nb's rule (``myst_nb.core.variables.format_plain_text``), repeated so that
@@ -105,9 +105,9 @@ def format_glued(text: str, fmt: str = "") -> str:
 
     Examples
     --------
-    >>> format_glued("0.25134", ".2f"), format_glued("1e-12", ".0e"), format_glued("'L6'")
+    >>> format_value("0.25134", ".2f"), format_value("1e-12", ".0e"), format_value("'L6'")
     ('0.25', '1e-12', 'L6')
-    >>> format_glued("12", "d"), format_glued("0.5", ".0%")
+    >>> format_value("12", "d"), format_value("0.5", ".0%")
     ('12', '50%')
     """
     try:
@@ -126,8 +126,8 @@ def format_glued(text: str, fmt: str = "") -> str:
     return format(value, fmt)
 
 
-def glued(spec: str) -> Shown:
-    """The number a chapter glued, formatted for its prose: ``glued("name:.2f")``.
+def value_of(spec: str) -> Shown:
+    """The number a chapter glued, formatted for its prose: ``value_of("name:.2f")``.
 
     This is the expression inside the chapters' ``{eval}`` roles. JupyterLab (with
     ``jupyterlab-myst``) evaluates it in the kernel when a learner runs a markdown cell.
@@ -150,9 +150,9 @@ def glued(spec: str) -> Shown:
     Examples
     --------
     >>> glue("ratio_demo", 0.123456)
-    >>> glued("ratio_demo:.3f"), glued("ratio_demo")
+    >>> value_of("ratio_demo:.3f"), value_of("ratio_demo")
     (0.123, 0.123456)
-    >>> glued("not_run_yet:.2f")
+    >>> value_of("not_run_yet:.2f")
     Traceback (most recent call last):
     ...
     KeyError: "nothing is glued under 'not_run_yet' yet: run the code cells above this one first"
@@ -160,4 +160,4 @@ def glued(spec: str) -> Shown:
     name, fmt = _split(spec)
     if name not in _GLUED:
         raise KeyError(f"nothing is glued under {name!r} yet: run the code cells above this one first")
-    return Shown(format_glued(repr(_GLUED[name]), fmt))
+    return Shown(format_value(repr(_GLUED[name]), fmt))

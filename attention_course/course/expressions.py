@@ -1,7 +1,7 @@
-"""Inline numbers that JupyterLab can show: the chapters' ``{eval}`glued("name:fmt")``` roles.
+"""Inline numbers that JupyterLab can show: the chapters' ``{eval}`value_of("name:fmt")``` roles.
 
 A chapter's prose quotes its measured numbers through roles such as
-``{eval}`glued("hull_dropout:.1%")```. ``jupyterlab-myst`` renders an ``{eval}`` role from
+``{eval}`value_of("hull_dropout:.1%")```. ``jupyterlab-myst`` renders an ``{eval}`` role from
 the markdown cell's ``user_expressions`` metadata (the kernel's answer, stored with the
 notebook), so a learner who opens a chapter in JupyterLab sees the number, not the key.
 :func:`sync_notebook` writes that metadata from the values the notebook glued when it was
@@ -21,35 +21,35 @@ import string
 from pathlib import Path
 from typing import Union
 
-from .book import format_glued
+from .book import format_value
 
 __all__ = ["ROLE", "role", "roles", "glue_roles", "load_notebook", "save_notebook", "glued_texts", "user_expressions", "sync_notebook",
            "expression_problems"]
 
-#: One inline number in the prose: ``{eval}`glued("name:fmt")```.
-ROLE = re.compile(r'\{eval\}`glued\("(?P<spec>[A-Za-z_]\w*(?::[^"`]*)?)"\)`')
+#: One inline number in the prose: ``{eval}`value_of("name:fmt")```.
+ROLE = re.compile(r'\{eval\}`value_of\("(?P<spec>[A-Za-z_]\w*(?::[^"`]*)?)"\)`')
 
 
 def role(spec: str) -> str:
-    """The MyST role that quotes a glued number: ``role("x:.2f")`` -> ``{eval}`glued("x:.2f")```.
+    """The MyST role that quotes a glued number: ``role("x:.2f")`` -> ``{eval}`value_of("x:.2f")```.
 
     Examples
     --------
     >>> role("hull_n")
-    '{eval}`glued("hull_n")`'
+    '{eval}`value_of("hull_n")`'
     >>> ROLE.fullmatch(role("w_loo:.2f"))["spec"]
     'w_loo:.2f'
     """
-    return '{eval}`glued("' + spec + '")`'
+    return '{eval}`value_of("' + spec + '")`'
 
 
 def glue_roles(fmt: str) -> str:
-    """A format string with each ``{name:fmt}`` written as the inline-number role ``{eval}`glued("name:fmt")```.
+    """A format string with each ``{name:fmt}`` written as the inline-number role ``{eval}`value_of("name:fmt")```.
 
     Examples
     --------
     >>> glue_roles("in {ok} of {n} seeds; {m:.2f}")
-    'in {eval}`glued("ok")` of {eval}`glued("n")` seeds; {eval}`glued("m:.2f")`'
+    'in {eval}`value_of("ok")` of {eval}`value_of("n")` seeds; {eval}`value_of("m:.2f")`'
     """
     parts = []
     for literal, name, spec, _ in string.Formatter().parse(fmt):
@@ -64,7 +64,7 @@ def roles(markdown: str) -> list[str]:
 
     Examples
     --------
-    >>> roles('error {eval}`glued("err:.1e")` at n = {eval}`glued("n")`.')
+    >>> roles('error {eval}`value_of("err:.1e")` at n = {eval}`value_of("n")`.')
     ['err:.1e', 'n']
     """
     return [m["spec"] for m in ROLE.finditer(markdown)]
@@ -112,16 +112,16 @@ def glued_texts(nb: dict) -> dict[str, str]:
 def user_expressions(markdown: str, texts: dict[str, str]) -> list[dict]:
     """The ``user_expressions`` metadata of one markdown cell, from the notebook's glued texts.
 
-    Each entry is what the kernel answers for ``glued("name:fmt")``: the formatted number as
+    Each entry is what the kernel answers for ``value_of("name:fmt")``: the formatted number as
     ``text/plain`` (formatted as the book's role formats it). A name the notebook never glued
     gets an error entry, which ``jupyterlab-myst`` shows in red and :func:`expression_problems`
     reports.
 
     Examples
     --------
-    >>> user_expressions('{eval}`glued("e:.0e")`', {"e": "1e-12"})[0]["result"]["data"]
+    >>> user_expressions('{eval}`value_of("e:.0e")`', {"e": "1e-12"})[0]["result"]["data"]
     {'text/plain': '1e-12'}
-    >>> user_expressions('{eval}`glued("f:.2f")`', {})[0]["result"]["status"]
+    >>> user_expressions('{eval}`value_of("f:.2f")`', {})[0]["result"]["status"]
     'error'
     """
     entries, seen = [], set()
@@ -130,9 +130,9 @@ def user_expressions(markdown: str, texts: dict[str, str]) -> list[dict]:
             continue
         seen.add(spec)
         name, _, fmt = spec.partition(":")
-        expr = f'glued("{spec}")'
+        expr = f'value_of("{spec}")'
         if name in texts:
-            result = {"status": "ok", "data": {"text/plain": format_glued(texts[name], fmt)}, "metadata": {}}
+            result = {"status": "ok", "data": {"text/plain": format_value(texts[name], fmt)}, "metadata": {}}
         else:
             result = {"status": "error", "ename": "KeyError",
                       "evalue": f"nothing is glued under {name!r}", "traceback": []}

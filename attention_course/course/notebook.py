@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from ..exercises import check
 from ..figures.predictions import prediction
 from ..figures.style import setup_notebook
-from .book import glue, glued
+from .book import glue, value_of
 from .claims import error_ceiling
 
 __all__ = ["setup_chapter", "chapter_names", "CHAPTER_NAMES"]
@@ -38,7 +38,7 @@ CHAPTER_NAMES = {
     "rng": "a numpy Generator seeded with ``seed`` (a fresh one each time the cell runs)",
     "check": "the exercise checker, ``check(exercise_id, fn)``",
     "glue": "stores a number for the prose (myst-nb's glue, a no-op without myst-nb)",
-    "glued": "the prose's inline numbers, ``{eval}`glued(\"name:fmt\")```",
+    "value_of": "the prose's inline numbers, ``{eval}`value_of(\"name:fmt\")```",
     "prediction": "a predict-then-reveal box",
     "error_ceiling": "the error bound a verdict's tolerance is derived from",
     "Markdown": "IPython's Markdown display object",
@@ -57,7 +57,7 @@ def chapter_names(seed: int = 0) -> dict[str, Any]:
     from IPython.display import Markdown  # IPython ships with every Jupyter kernel
 
     return dict(np=np, torch=torch, F=F, rng=np.random.default_rng(seed), check=check, glue=glue,
-                glued=glued, prediction=prediction, error_ceiling=error_ceiling, Markdown=Markdown)
+                value_of=value_of, prediction=prediction, error_ceiling=error_ceiling, Markdown=Markdown)
 
 
 def setup_chapter(namespace: MutableMapping[str, Any], seed: int = 0, threads: Optional[int] = 1) -> None:

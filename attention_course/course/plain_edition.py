@@ -1,6 +1,6 @@
 """The plain edition: each chapter as a notebook that Colab, GitHub and VS Code render (issue 30).
 
-The chapters are MyST notebooks: their prose quotes numbers as ``{eval}`glued("name:fmt")```,
+The chapters are MyST notebooks: their prose quotes numbers as ``{eval}`value_of("name:fmt")```,
 puts verdicts in ``:::{admonition}`` boxes, solutions in ``{solution}`` dropdowns, and links
 with ``{ref}``, ``{doc}``, ``{term}`` and ``{cite:p}``. JupyterLab (with ``jupyterlab-myst``)
 and the book render all of it; Colab, GitHub's notebook page and VS Code render CommonMark
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
-from .book import format_glued
+from .book import format_value
 from .expressions import glued_texts, load_notebook, save_notebook, user_expressions
 from .figure_refs import figure_numbers
 
@@ -330,7 +330,7 @@ def _md_escape(text: str) -> str:
 
 
 def inline_values(markdown: str, values: Mapping[str, str], texts: Mapping[str, str] = {}) -> str:
-    """Each ``{eval}`glued("spec")``` replaced by the text the book shows for it.
+    """Each ``{eval}`value_of("spec")``` replaced by the text the book shows for it.
 
     ``values`` maps a spec (``"name:.2f"``) to that text: what
     :func:`attention_course.course.expressions.user_expressions` computes from the notebook's
@@ -340,25 +340,25 @@ def inline_values(markdown: str, values: Mapping[str, str], texts: Mapping[str, 
     Raises
     ------
     PlainEditionError
-        For a spec without a value, or an ``{eval}`` of anything but ``glued("...")``.
+        For a spec without a value, or an ``{eval}`` of anything but ``value_of("...")``.
 
     Examples
     --------
-    >>> inline_values('the error is {eval}`glued("err:.0e")` at n = {eval}`glued("n")`.',
+    >>> inline_values('the error is {eval}`value_of("err:.0e")` at n = {eval}`value_of("n")`.',
     ...               {"err:.0e": "1e-15", "n": "500"})
     'the error is 1e-15 at n = 500.'
     >>> inline_values('{glue:text}`w:.2f` and `{eval}` in code', {}, {"w": "0.2513"})
     '0.25 and `{eval}` in code'
-    >>> inline_values('{eval}`glued("missing")`', {})
+    >>> inline_values('{eval}`value_of("missing")`', {})
     Traceback (most recent call last):
     ...
-    attention_course.course.plain_edition.PlainEditionError: no stored value for {eval}`glued("missing")`
+    attention_course.course.plain_edition.PlainEditionError: no stored value for {eval}`value_of("missing")`
     """
     def one(name: str, body: str) -> str:
         if name == "eval":
-            m = re.fullmatch(r'glued\("(?P<spec>[^"]+)"\)', body.strip())
+            m = re.fullmatch(r'value_of\("(?P<spec>[^"]+)"\)', body.strip())
             if m is None:
-                raise PlainEditionError(f"{{eval}}`{body}`: the course's {{eval}} roles quote glued(\"name:fmt\")")
+                raise PlainEditionError(f"{{eval}}`{body}`: the course's {{eval}} roles quote value_of(\"name:fmt\")")
             if m["spec"] not in values:
                 raise PlainEditionError(f"no stored value for {{eval}}`{body}`")
             return _md_escape(values[m["spec"]])
@@ -368,7 +368,7 @@ def inline_values(markdown: str, values: Mapping[str, str], texts: Mapping[str, 
         if name == "glue" and not fmt:
             return _md_escape(texts[name_])
         if name == "glue:text":
-            return _md_escape(format_glued(texts[name_], fmt))
+            return _md_escape(format_value(texts[name_], fmt))
         raise PlainEditionError(f"{{{name}}}`{body}` has no plain form (only text can be pasted)")
     return _sub_roles(markdown, {"eval", "glue", "glue:text"}, one)
 
@@ -886,7 +886,7 @@ def plain_markdown(markdown: str, targets: BookTargets, chapter: Chapter,
     Examples
     --------
     >>> t = BookTargets("https://b.io", terms={"softmax": Target("book/glossary.html", "term-softmax")})
-    >>> md = ':::{note}\\nThe {term}`softmax` of {eval}`glued("n")` rows.\\n:::'
+    >>> md = ':::{note}\\nThe {term}`softmax` of {eval}`value_of("n")` rows.\\n:::'
     >>> print(plain_markdown(md, t, Chapter("book/01_x", values={"n": "6"})))
     > **Note**
     >
@@ -987,7 +987,7 @@ def plain_notebook(nb: dict, path: PathLike, targets: BookTargets, root: PathLik
         source = _source(cell)
         values = {}
         for entry in user_expressions(source, texts):
-            spec = re.fullmatch(r'glued\("(.*)"\)', entry["expression"])[1]
+            spec = re.fullmatch(r'value_of\("(.*)"\)', entry["expression"])[1]
             if entry["result"]["status"] != "ok":
                 raise PlainEditionError(f"{path.name}: {entry['result']['evalue']}")
             values[spec] = entry["result"]["data"]["text/plain"]

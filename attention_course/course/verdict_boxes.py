@@ -15,7 +15,7 @@ paragraph cannot disagree. A box has
   details.
 
 Numbers stay glue names: ``{name:fmt}`` in the ledger becomes the inline-number role
-``{eval}`glued("name:fmt")``` in the box, filled from the chapter's own outputs.
+``{eval}`value_of("name:fmt")``` in the box, filled from the chapter's own outputs.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def box_markdown(c: Claim) -> str:
     ::::{admonition} Rows sum to one — holds
     :class: tip
     :name: claim-x
-    Every row sums to one within {eval}`glued("e:.0e")`.
+    Every row sums to one within {eval}`value_of("e:.0e")`.
     <BLANKLINE>
     :::{dropdown} How this was tested
     **Reading.** R.
@@ -87,9 +87,9 @@ def box_markdown(c: Claim) -> str:
     <BLANKLINE>
     **Decision rule, stated before the run.** D.
     <BLANKLINE>
-    **Robustness.** {eval}`glued("n")` seeds
+    **Robustness.** {eval}`value_of("n")` seeds
     <BLANKLINE>
-    **Evidence.** error {eval}`glued("e:.0e")`
+    **Evidence.** error {eval}`value_of("e:.0e")`
     :::
     ::::
     """

@@ -35,9 +35,9 @@ pytestmark = pytest.mark.site
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 BIB_KEYS = set(re.findall(r"@\w+\{([^,]+),", (ROOT / "book" / "references.bib").read_text(encoding="utf-8")))
 # What must not survive rendering: a MyST role or directive fence, or an inline-number expression.
-RAW = re.compile(r"\{[a-z][a-z:-]*\}`|^:::|^```\{|glued\(")
-# The name inside an inline-number role, {eval}`glued("name:fmt")` or myst-nb's {glue:text}`name:fmt`.
-GLUE_NAME = re.compile(r'(?:\{eval\}`glued\("|\{glue(?::\w+)?\}`)([A-Za-z_]\w*)')
+RAW = re.compile(r"\{[a-z][a-z:-]*\}`|^:::|^```\{|value_of\(")
+# The name inside an inline-number role, {eval}`value_of("name:fmt")` or myst-nb's {glue:text}`name:fmt`.
+GLUE_NAME = re.compile(r'(?:\{eval\}`value_of\("|\{glue(?::\w+)?\}`)([A-Za-z_]\w*)')
 VISIBLE = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell"
 
 

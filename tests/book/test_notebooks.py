@@ -95,7 +95,7 @@ def test_setup_cell_is_three_lines_one_chapter_and_one_call(path):
     assert lines[2].startswith("ac.setup_chapter(globals())"), lines[2]
     # Collapsed, not removed: a reader can open it to see where np, ch, rng and check come from.
     assert "hide-input" in cell.metadata.get("tags", []) and "remove-input" not in cell.metadata.get("tags", [])
-    assert chapter_names()["glue"] is book.glue and chapter_names()["glued"] is book.glued
+    assert chapter_names()["glue"] is book.glue and chapter_names()["value_of"] is book.value_of
     later = [i for i, c in enumerate(_code_cells(_load(path))[2:], start=2)
              if re.search(r"^\s*(from|import) attention_course", c.source, flags=re.M)]
     assert not later, f"{path.name}: code cells {later} import from the package again (use ac. or ch.)"

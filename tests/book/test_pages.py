@@ -57,7 +57,7 @@ def test_every_page_states_its_reading_time_at_the_top(path):
 # ------------------------------------------------------------------ the machinery stays off the page
 MACHINERY = re.compile(r"\bglue[ds]?\b|\bstored runs?\b|\bregistered\b|cut for time|test suite|NBVAL|"
                        r"matches the stored|\bnbval\b", re.I)
-ROLE = re.compile(r"\{[\w:-]+\}`[^`]*`")  # a MyST role ({eval}`glued("x")`): markup, not words on the page
+ROLE = re.compile(r"\{[\w:-]+\}`[^`]*`")  # a MyST role ({eval}`value_of("x")`): markup, not words on the page
 FLAG_IN_PROSE = re.compile(r"(?<![\w`-])(?:--|\u2013)[a-z][a-z-]+")
 CODE_SPAN = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$\n]*\$", re.S)
 
@@ -146,7 +146,7 @@ def test_the_machinery_check_catches_what_it_looks_for(tmp_path):
                 nbformat.v4.new_code_cell("import x"), nbformat.v4.new_code_cell("setup()"),
                 nbformat.v4.new_code_cell("main = {'a': 1}", metadata={"tags": ["remove-cell"]}),
                 nbformat.v4.new_code_cell("print(main['a'])  # as glued\nprediction('ix-a')"),
-                nbformat.v4.new_markdown_cell("The {eval}`glued(\"n\")` rows.")]
+                nbformat.v4.new_markdown_cell("The {eval}`value_of(\"n\")` rows.")]
     path = tmp_path / "01_x.ipynb"
     nbformat.write(nb, path)
     found = "\n".join(machinery(path))

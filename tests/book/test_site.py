@@ -201,12 +201,12 @@ def test_figure_links_name_the_figure_they_lead_to(page):
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_inline_numbers_are_what_jupyterlab_shows(page):
-    """The book renders each {eval}`glued("name:fmt")` from the notebook's glue outputs; JupyterLab
+    """The book renders each {eval}`value_of("name:fmt")` from the notebook's glue outputs; JupyterLab
     from the values stored beside the prose. The two lists must agree, in order."""
     nb = json.loads((ROOT / "book" / f"{page.stem}.ipynb").read_text(encoding="utf-8"))
     stored = {e["expression"]: e["result"]["data"]["text/plain"]
               for c in nb["cells"] for e in c.get("metadata", {}).get("user_expressions", [])}
-    expected = [stored[f'glued("{spec}")'] for c in nb["cells"] if c["cell_type"] == "markdown"
+    expected = [stored[f'value_of("{spec}")'] for c in nb["cells"] if c["cell_type"] == "markdown"
                 for spec in ex.roles("".join(c["source"]))]
     shown = [html.unescape(t) for t in re.findall(r'<span class="pasted-text">([^<]*)</span>',
                                                   page.read_text(encoding="utf-8"))]

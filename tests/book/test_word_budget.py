@@ -32,7 +32,7 @@ def _toy_chapter(tmp_path, cells):
 
 
 def test_the_counter_counts_what_a_reader_reads(tmp_path):
-    cells = ["# Title\n\nThree plain words, then {eval}`glued(\"x:.2f\")` and `code`.",
+    cells = ["# Title\n\nThree plain words, then {eval}`value_of(\"x:.2f\")` and `code`.",
              ":::{dropdown} Details\nfour words hidden here\n:::",
              "```python\nnot = counted\n```",
              "## Exercises\n\nfive words in an exercise"]

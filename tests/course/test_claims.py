@@ -161,8 +161,8 @@ def test_every_box_is_the_one_the_ledger_writes():
 @pytest.mark.parametrize("claim_id, old, new", [
     ("formula", "**Reading.** The formula", "**Reading.** A formula"),  # an edited field
     ("formula", ":class: tip\n:name: claim-formula\n", ":name: claim-formula\n:class: tip\n"),  # reordered
-    ("local-average", '{eval}`glued("u_draws")`', "20"),  # a typed number
-    ("local-average", '{eval}`glued("med_w3:.2f")`', '{eval}`glued("med_w3:.3f")`'),  # another format
+    ("local-average", '{eval}`value_of("u_draws")`', "20"),  # a typed number
+    ("local-average", '{eval}`value_of("med_w3:.2f")`', '{eval}`value_of("med_w3:.3f")`'),  # another format
     ("learned-width", ":::{dropdown} How this was tested", ":::{dropdown} Details"),
 ])
 def test_a_box_edited_by_hand_is_caught(book_copy, book_problems, claim_id, old, new):

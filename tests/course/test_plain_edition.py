@@ -143,7 +143,7 @@ def number_mismatches(chapter: dict, plain_nb: dict, path: Path, targets: pe.Boo
 
         def token(m, i=i, stored=stored):
             key = f"ZQV{len(values)}VQZ"
-            values[key] = stored.get(f'glued("{m["spec"]}")', "<no stored value>")
+            values[key] = stored.get(f'value_of("{m["spec"]}")', "<no stored value>")
             return key
         cell["source"] = ex.ROLE.sub(token, _source(cell))
     converted = pe.plain_notebook(sentinel_nb, path, targets, ROOT)
@@ -302,8 +302,8 @@ def convert(markdown: str) -> str:
 
 @pytest.mark.parametrize("myst, plain_text", [
     # inline numbers, from the stored values; not inside code
-    ('n = {eval}`glued("n")`, err {eval}`glued("e:.0e")`', "n = 500, err 1e-15"),
-    ('`{eval}`glued("n")`` and ```{eval}```', '`{eval}`glued("n")`` and ```{eval}```'),
+    ('n = {eval}`value_of("n")`, err {eval}`value_of("e:.0e")`', "n = 500, err 1e-15"),
+    ('`{eval}`value_of("n")`` and ```{eval}```', '`{eval}`value_of("n")`` and ```{eval}```'),
     ("{glue:text}`w:.2f`", "0.25"),
     # maths
     ("{math}`x^2`", "$x^2$"),
@@ -351,8 +351,8 @@ def test_each_converter(myst, plain_text):
 
 
 @pytest.mark.parametrize("myst, message", [
-    ('{eval}`glued("nope")`', "no stored value"),
-    ("{eval}`1 + 1`", "quote glued"),
+    ('{eval}`value_of("nope")`', "no stored value"),
+    ("{eval}`1 + 1`", "quote value_of"),
     ("{term}`no term`", "not in the glossary"),
     ("{ref}`x <no-label>`", "no label 'no-label'"),
     ("{ref}`fig-f`x", None),  # fine: a bare ref takes the caption

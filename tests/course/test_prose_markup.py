@@ -1,6 +1,6 @@
 """The chapters' prose reads the same in the book and in JupyterLab (issue 18).
 
-Every number the prose quotes is an ``{eval}`glued("name:fmt")``` role whose value is stored
+Every number the prose quotes is an ``{eval}`value_of("name:fmt")``` role whose value is stored
 in the markdown cell's ``user_expressions`` (what ``jupyterlab-myst`` shows), and that stored
 value is what the book's role renders from the notebook's glue outputs (which nbval keeps
 current). Every figure reference carries the number the book gives the figure.
@@ -35,7 +35,7 @@ def test_stored_inline_numbers_are_the_glued_values(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_prose_quotes_numbers_only_through_glued_roles(path):
-    """No myst-nb {glue} role (JupyterLab cannot show it) and no {eval} of anything but glued(...)."""
+    """No myst-nb {glue} role (JupyterLab cannot show it) and no {eval} of anything but value_of(...)."""
     for text in _markdown(path):
         assert "{glue" not in text, f"{path.name}: a {{glue}} role; write {ex.role('name:fmt')}"
         evals = re.findall(r"\{eval\}`[^`]*`", text)
@@ -108,13 +108,13 @@ def test_format_glued_is_myst_nbs_rule(value, fmt):
         expected = myst_format(text, fmt)
     except (ValueError, TypeError) as exc:  # a spec that does not fit the value fails in both
         with pytest.raises(type(exc)):
-            book.format_glued(text, fmt)
+            book.format_value(text, fmt)
         return
-    assert book.format_glued(text, fmt) == expected
+    assert book.format_value(text, fmt) == expected
 
 
 def test_glued_in_the_kernel_gives_the_stored_text():
-    """What jupyterlab-myst stores for glued("x:.2f") is what the kernel answers when re-run."""
+    """What jupyterlab-myst stores for value_of("x:.2f") is what the kernel answers when re-run."""
     book.glue("prose_markup_demo", 0.123456)
     stored = ex.user_expressions(ex.role("prose_markup_demo:.2f"), {"prose_markup_demo": repr(0.123456)})
-    assert repr(book.glued("prose_markup_demo:.2f")) == stored[0]["result"]["data"]["text/plain"] == "0.12"
+    assert repr(book.value_of("prose_markup_demo:.2f")) == stored[0]["result"]["data"]["text/plain"] == "0.12"

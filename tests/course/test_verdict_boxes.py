@@ -43,8 +43,8 @@ def test_the_box_shows_every_field_once_with_numbers_as_glue_roles():
     md = vb.box_markdown(CLAIM)
     for text in ("R.", "E.", "B.", "C.", "holds if the gap is positive.", "A detail.", "How this was tested"):
         assert md.count(text) == 1, text
-    assert md.count('{eval}`glued("gap:.2f")`') == 2  # the summary and the evidence
-    assert '{eval}`glued("n")`' in md and "{n}" not in md
+    assert md.count('{eval}`value_of("gap:.2f")`') == 2  # the summary and the evidence
+    assert '{eval}`value_of("n")`' in md and "{n}" not in md
 
 
 def test_a_control_equal_to_the_baseline_is_not_repeated():
