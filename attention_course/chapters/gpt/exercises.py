@@ -249,7 +249,7 @@ register(
             Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
                  breaches=output_breaches(forward, 'tuple-as-list')),
         ),
-        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`", "Use your own parts from chapter 9"),
+        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`"),
         structure_hint=_forward_structure_hint,
         returns=("logits", "cache"),
         alternatives=(_forward_loop, _forward_recompute),
@@ -257,7 +257,7 @@ register(
         atol=FORWARD_ATOL,
         array_type="torch",
         difficulty=3,
-        minutes=25,
+        minutes=22,
     )
 )
 
@@ -501,7 +501,7 @@ register(
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
         difficulty=2,
-        minutes=15,
+        minutes=18,
     )
 )
 
