@@ -290,7 +290,7 @@ register(
         ),
         framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads'),
         difficulty=2,
-        minutes=25,
+        minutes=20,
     )
 )
 
@@ -414,7 +414,7 @@ register(
         ),
         framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?'),
         difficulty=1,
-        minutes=10,
+        minutes=5,
     )
 )
 
@@ -558,7 +558,7 @@ register(
         ),
         framing=('Write `my_ablate(heads, W_o, head)`',),
         difficulty=2,
-        minutes=15,
+        minutes=10,
     )
 )
 
