@@ -18,7 +18,6 @@ import nbformat
 
 from attention_course.course import progress
 from attention_course.course.solutions import SOLUTIONS
-from attention_course.exercises import REGISTRY
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -26,17 +25,6 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 def opening(nb) -> str:
     """The first markdown cell: the question, the goals, what it assumes, the reading time."""
     return next(c.source for c in nb.cells if c.cell_type == "markdown")
-
-
-def stated_exercise_minutes(nb) -> int:
-    """The exercises' minutes the opening states (``**Reading time:** about N minutes, and M for the exercises.``)."""
-    return int(re.search(r"^\*\*Reading time:\*\* about \d+ minutes, and (\d+) for the exercises\.$",
-                         opening(nb), re.M)[1])
-
-
-def declared_minutes(exercises) -> int:
-    """The minutes the chapter's exercises declare, summed."""
-    return sum(REGISTRY[e].minutes for e in exercises)
 
 
 def _pasted(eid: str, stub: str, fn) -> str:

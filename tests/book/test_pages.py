@@ -54,6 +54,23 @@ def test_every_page_states_its_reading_time_at_the_top(path):
     assert int(m["read"]) <= 45 and int(m["ex"] or 0) <= 45, f"{path.stem}: a page is at most 45 + 45 minutes"
 
 
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_stated_exercise_minutes_are_the_exercises_own(path):
+    """The opening's "M for the exercises" is the sum of the minutes the page's exercises declare, the
+    numbers each exercise's title shows: a page cannot promise 45 while its titles add up to 60."""
+    from attention_course.exercises import REGISTRY
+
+    first = next(c for c in _cells(path) if c.cell_type == "markdown")
+    m = READING_TIME.search(first.source)
+    ids = [re.match(r"# EXERCISE: ([\w-]+)", c.source.lstrip())[1] for c in _cells(path)
+           if c.cell_type == "code" and c.source.lstrip().startswith("# EXERCISE:")]
+    if not (m and m["ex"]):
+        return
+    declared = sum(REGISTRY[i].minutes for i in ids)
+    assert int(m["ex"]) == declared, f"{path.stem}: the opening states {m['ex']} minutes, its exercises declare {declared}"
+
+
 # ------------------------------------------------------------------ the machinery stays off the page
 MACHINERY = re.compile(r"\bglue[ds]?\b|\bstored runs?\b|\bregistered\b|cut for time|test suite|NBVAL|"
                        r"matches the stored|\bnbval\b", re.I)

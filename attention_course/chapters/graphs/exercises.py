@@ -186,7 +186,7 @@ register(
         ),
         framing=('Write `my_message_passing(q, k, v, mask)`', "Node $i$'s output is"),
         difficulty=2,
-        minutes=20,
+        minutes=15,
     )
 )
 

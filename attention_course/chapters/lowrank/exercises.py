@@ -585,8 +585,8 @@ register(
                  quote='Do not change the inputs in place', breaches=(in_place_breach(_linear_reference, index=2),)),
         ),
         framing=('Write `my_linear_attention`', 'Compute $\\phi(K)^\\top V$ first'),
-        difficulty=2,
-        minutes=10,
+        difficulty=1,
+        minutes=5,
     )
 )
 
@@ -724,8 +724,8 @@ register(
                  quote='do not change `scores` or `v_blk`', breaches=(in_place_breach(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3),)),
         ),
         framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
-        difficulty=3,
-        minutes=20,
+        difficulty=2,
+        minutes=12,
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
             _step_in_place,
