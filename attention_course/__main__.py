@@ -24,6 +24,10 @@ lowrank-sentences
     Chapter 3's run for two essay sentences: each head's trailing singular values removed against the
     same energy removed at random, and the weight on a query's heaviest word keys. See
     :mod:`attention_course.chapters.lowrank.sentence_runs`.
+lowrank-two-models
+    Chapter 3's claims on an encoder and a decoder: every head's sink share and the rank of its content
+    part in MiniLM and SmolLM2-135M, and SmolLM2's trailing singular values removed. See
+    :mod:`attention_course.chapters.lowrank.two_models`.
 vision-run
     Chapter 3's image run: a tiny vision transformer on scikit-learn's digits, each head's mean
     attention distance against uniform attention and shuffled patch geometry, over seeds. See
@@ -136,6 +140,15 @@ COMMANDS = {
         "and MiniLM (5 orders) against the same energy removed at random or from the leading values; score how "
         "much of each query's weight MiniLM puts on a few word keys; write JSON "
         "(default: attention_course/data/lowrank_sentences.json; about 3 minutes).",
+    ),
+    "lowrank-two-models": Command(
+        ".chapters.lowrank.two_models",
+        "chapter 3 on two models: heads' content-part rank, and SmolLM2's trailing singular values",
+        "--part heads: MiniLM and SmolLM2-135M on the shipped text at n = 512 in five orders, every head's sink share and "
+        "the rank and entropy of its content part, the effective rank against n, uniform attention and an invariance "
+        "check (about 6 minutes); --part trailing: SmolLM2's next-token loss with each map's trailing singular values "
+        "removed against the same energy removed at random or from the leading values, at kept shares 0.9, 0.95, 0.99 "
+        "(about 6 minutes). Writes attention_course/data/lowrank_two_models.json, keeping the other part.",
     ),
     "vision-run": Command(
         ".chapters.lowrank.vision_runs",

@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``lesson_prediction``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``lesson_prediction``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``two_models``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -47,7 +47,7 @@ from .baselines import (
     logit_std,
 )
 from .focus import top_key_mass, row_perplexity, focus_study
-from .head_properties import mean_row_entropy, head_properties, auc, best_threshold
+from .head_properties import mean_row_entropy, head_properties, content_measures, auc, best_threshold
 from .head_swap import (
     Transform,
     Attend,
@@ -64,7 +64,7 @@ from .rank_grid import centred_error_grid, passing_cells
 from .real_methods import LOW_RANK, SPARSE, TRIVIAL, replacements, output_change, replace_layers
 from .recall import recall_accuracy, recall_sweep, breaking_n
 from .sentence_figures import plot_trailing_costs, plot_focus
-from .sentence_runs import SENTENCES_PATH, sentences_run, load_sentences
+from .sentence_runs import SENTENCES_PATH, KEEPS, sentences_run, load_sentences
 from .spectra import (
     singular_values,
     effective_rank,
@@ -82,6 +82,18 @@ from .spectra import (
     exp_rank_demo,
 )
 from .trailing import ORDERS_REMOVED, energy_rank, energy_removal, trailing_study
+from .two_models import (
+    TWO_MODELS_PATH,
+    MODELS,
+    HEADS_CONFIG,
+    TRAILING_CONFIG,
+    smollm2_ids,
+    model_maps,
+    invariance_gap,
+    heads_run,
+    decoder_trailing_run,
+    load_two_models,
+)
 from .vision import (
     load_digit_split,
     patchify,
@@ -94,6 +106,7 @@ from .vision import (
 from .vision_figures import plot_patch_attention, plot_attention_distance, plot_neighbourhood_mass
 from .vision_runs import (
     VISION_DATA,
+    PIXEL_DATA,
     ALPHA,
     MOST,
     SETTINGS,
@@ -202,6 +215,7 @@ __all__ = [
     "focus_study",
     "mean_row_entropy",
     "head_properties",
+    "content_measures",
     "auc",
     "best_threshold",
     "Transform",
@@ -229,6 +243,7 @@ __all__ = [
     "plot_trailing_costs",
     "plot_focus",
     "SENTENCES_PATH",
+    "KEEPS",
     "sentences_run",
     "load_sentences",
     "singular_values",
@@ -249,6 +264,16 @@ __all__ = [
     "energy_rank",
     "energy_removal",
     "trailing_study",
+    "TWO_MODELS_PATH",
+    "MODELS",
+    "HEADS_CONFIG",
+    "TRAILING_CONFIG",
+    "smollm2_ids",
+    "model_maps",
+    "invariance_gap",
+    "heads_run",
+    "decoder_trailing_run",
+    "load_two_models",
     "load_digit_split",
     "patchify",
     "patch_centres",
@@ -260,6 +285,7 @@ __all__ = [
     "plot_attention_distance",
     "plot_neighbourhood_mass",
     "VISION_DATA",
+    "PIXEL_DATA",
     "ALPHA",
     "MOST",
     "SETTINGS",
