@@ -146,7 +146,7 @@ COMMANDS = {
         "chapter 3 on two models: heads' content-part rank, and SmolLM2's trailing singular values",
         "--part heads: MiniLM and SmolLM2-135M on the shipped text at n = 512 in five orders, every head's sink share and "
         "the rank and entropy of its content part, the effective rank against n, uniform attention and an invariance "
-        "check (about 6 minutes); --part trailing: SmolLM2's next-token loss with each map's trailing singular values "
+        "check (--models MiniLM, then --models SmolLM2: each under 15 minutes); --part trailing: SmolLM2's next-token loss with each map's trailing singular values "
         "removed against the same energy removed at random or from the leading values, at kept shares 0.9, 0.95, 0.99 "
         "(about 6 minutes). Writes attention_course/data/lowrank_two_models.json, keeping the other part.",
     ),

@@ -18,8 +18,9 @@ Two runs, each a pure function of a configuration (a dict in, a JSON-able dict o
   map's trailing singular values removed, against the same energy removed at random or from the
   leading values, and against causal uniform attention, for each kept energy share.
 
-``python -m attention_course lowrank-two-models --part heads`` (about 6 minutes on one thread) and
-``--part trailing`` (about 6 minutes) store them in :data:`TWO_MODELS_PATH`; each part keeps the others.
+``python -m attention_course lowrank-two-models --part heads --models MiniLM``, then ``--models SmolLM2``
+(each under 15 minutes on one thread of a busy 2-core machine) and ``--part trailing`` store them in
+:data:`TWO_MODELS_PATH`; each run keeps the others' records.
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m attention_course lowrank-two-models``."""
     parser.add_argument("--part", choices=sorted(_PARTS), required=True, help="which run (each keeps the other's record)")
     parser.add_argument("--json", type=Path, default=TWO_MODELS_PATH, help="where to store the runs")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                        help="--part heads: which models (run one at a time to stay under 15 minutes each)")
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
 
 
@@ -218,10 +221,17 @@ def cli(args: argparse.Namespace, parser: Optional[argparse.ArgumentParser] = No
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        result = _PARTS[args.part](_QUICK[args.part] if args.quick else None)
+        config = dict(_QUICK[args.part] if args.quick else {})
+        if args.part == "heads":
+            config["models"] = args.models
+        result = _PARTS[args.part](config)
     finally:
         torch.set_num_threads(threads)
     doc = load_two_models(args.json) if Path(args.json).is_file() else {}
+    if args.part == "heads":  # one model at a time: keep the other's record
+        for model in result["models"].values():
+            model.update(machine=machine_info(1), config=result["config"])
+        result = {"models": {**doc.get("heads", {}).get("models", {}), **result["models"]}}
     doc[args.part] = {"machine": machine_info(1), **result}
     write_json(doc, args.json)
     print(f"stored {args.json} ({args.part})")
