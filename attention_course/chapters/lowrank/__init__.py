@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``focus``, ``head_properties``, ``head_swap``, ``lesson_prediction``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``trailing``, ``two_models``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``decisions``, ``focus``, ``head_properties``, ``head_swap``, ``lesson_prediction``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``sentence_runs``, ``spectra``, ``sweep_figures``, ``trailing``, ``trained_methods``, ``two_models``, ``vision``, ``vision_figures``, ``vision_runs``, ``runs``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -46,6 +46,17 @@ from .baselines import (
     loglog_slope,
     logit_std,
 )
+from .decisions import (
+    MOST_NON_SINK,
+    lowrank_bins,
+    entropy_auc,
+    model_verdict,
+    combine_models,
+    decide_low_rank_real,
+    trailing_passes,
+    decide_trailing,
+    near_shares,
+)
 from .focus import top_key_mass, row_perplexity, focus_study
 from .head_properties import mean_row_entropy, head_properties, content_measures, auc, best_threshold
 from .head_swap import (
@@ -81,7 +92,23 @@ from .spectra import (
     crossover_beta,
     exp_rank_demo,
 )
+from .sweep_figures import (
+    MODEL_COLORS,
+    plot_lowrank_bins,
+    plot_trailing_sweep,
+    plot_trained_gap,
+    plot_near_sweep,
+)
 from .trailing import ORDERS_REMOVED, energy_rank, energy_removal, trailing_study
+from .trained_methods import (
+    TRAINED_RUNS,
+    TRAINED_LONG_RUNS,
+    SOFTMAX,
+    LINEAR,
+    load_trained_runs,
+    trained_points,
+    decide_trained,
+)
 from .two_models import (
     TWO_MODELS_PATH,
     MODELS,
@@ -210,6 +237,15 @@ __all__ = [
     "head_bins",
     "loglog_slope",
     "logit_std",
+    "MOST_NON_SINK",
+    "lowrank_bins",
+    "entropy_auc",
+    "model_verdict",
+    "combine_models",
+    "decide_low_rank_real",
+    "trailing_passes",
+    "decide_trailing",
+    "near_shares",
     "top_key_mass",
     "row_perplexity",
     "focus_study",
@@ -260,10 +296,22 @@ __all__ = [
     "temperature_sweep",
     "crossover_beta",
     "exp_rank_demo",
+    "MODEL_COLORS",
+    "plot_lowrank_bins",
+    "plot_trailing_sweep",
+    "plot_trained_gap",
+    "plot_near_sweep",
     "ORDERS_REMOVED",
     "energy_rank",
     "energy_removal",
     "trailing_study",
+    "TRAINED_RUNS",
+    "TRAINED_LONG_RUNS",
+    "SOFTMAX",
+    "LINEAR",
+    "load_trained_runs",
+    "trained_points",
+    "decide_trained",
     "TWO_MODELS_PATH",
     "MODELS",
     "HEADS_CONFIG",
