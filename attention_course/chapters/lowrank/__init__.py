@@ -56,6 +56,8 @@ from .decisions import (
     trailing_passes,
     decide_trailing,
     near_shares,
+    decide_patches,
+    combine_halves,
 )
 from .focus import top_key_mass, row_perplexity, focus_study
 from .head_properties import mean_row_entropy, head_properties, content_measures, auc, best_threshold
@@ -95,6 +97,7 @@ from .spectra import (
 from .sweep_figures import (
     MODEL_COLORS,
     plot_lowrank_bins,
+    plot_growth,
     plot_trailing_sweep,
     plot_trained_gap,
     plot_near_sweep,
@@ -246,6 +249,8 @@ __all__ = [
     "trailing_passes",
     "decide_trailing",
     "near_shares",
+    "decide_patches",
+    "combine_halves",
     "top_key_mass",
     "row_perplexity",
     "focus_study",
@@ -298,6 +303,7 @@ __all__ = [
     "exp_rank_demo",
     "MODEL_COLORS",
     "plot_lowrank_bins",
+    "plot_growth",
     "plot_trailing_sweep",
     "plot_trained_gap",
     "plot_near_sweep",

@@ -25,7 +25,7 @@ from .baselines import SINK_THRESHOLD, classify_heads, head_bins
 from .head_properties import auc
 
 __all__ = ["MOST_NON_SINK", "lowrank_bins", "entropy_auc", "model_verdict", "combine_models", "decide_low_rank_real",
-           "trailing_passes", "decide_trailing", "near_shares"]
+           "trailing_passes", "decide_trailing", "near_shares", "decide_patches", "combine_halves"]
 
 #: low-rank-real holds in a model when at least this share of its non-sink heads are low-rank in every order.
 MOST_NON_SINK = 2 / 3
@@ -160,3 +160,44 @@ def near_shares(doc: Mapping, most: float = 0.5, alpha: Optional[float] = None, 
                 for m in (r[which] for r in runs) for i in range(len(m[layer]["mass"]))]
         out.append(float(np.mean(near)))
     return out
+
+
+def decide_patches(doc: Mapping, most: float = 0.5) -> tuple[str, bool]:
+    """``(verdict, counts)`` of ``patches-attend-nearby`` on a stored vision run.
+
+    The run counts if the mean test accuracy is at least 0.9, every seed's at least 0.85, and the untrained
+    models' share of near heads is below 0.05 in every layer; then holds (more than half near in every layer),
+    holds when (in some layer), wrong as stated (in none); a run that does not count is undecided.
+
+    Examples
+    --------
+    >>> layer = lambda m: {"mass": [m], "p_mass": [0.001], "content_mass": [0.0], "p_content_mass": [1.0]}
+    >>> doc = {"alpha": 0.005, "runs": [{"test_accuracy": 0.95, "layers": [layer(0.6), layer(0.2)],
+    ...                                  "untrained": [layer(0.1), layer(0.1)]}]}
+    >>> decide_patches(doc), decide_patches({**doc, "runs": [{**doc["runs"][0], "test_accuracy": 0.5}]})
+    (('holds when', True), ('undecided', False))
+    """
+    acc = [r["test_accuracy"] for r in doc["runs"]]
+    counts = bool(np.mean(acc) >= 0.9 and min(acc) >= 0.85 and max(near_shares(doc, most, which="untrained")) < 0.05)
+    if not counts:
+        return "undecided", False
+    near = [s > 0.5 for s in near_shares(doc, most)]
+    return ("holds" if all(near) else "holds when" if any(near) else "wrong as stated"), True
+
+
+def combine_halves(*verdicts: str) -> str:
+    """A claim made of parts decided elsewhere: holds if all hold; wrong as stated if any is; undecided if any is
+    (and none is wrong); holds when otherwise (each part holds, some under a condition).
+
+    Examples
+    --------
+    >>> combine_halves("holds when", "holds"), combine_halves("holds when", "wrong as stated")
+    ('holds when', 'wrong as stated')
+    >>> combine_halves("undecided", "holds"), combine_halves("holds", "holds")
+    ('undecided', 'holds')
+    """
+    if "wrong as stated" in verdicts:
+        return "wrong as stated"
+    if "undecided" in verdicts:
+        return "undecided"
+    return "holds" if all(v == "holds" for v in verdicts) else "holds when"

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ...figures.style import book_figure, method_color, role_color
 from .decisions import MOST_NON_SINK, lowrank_bins, near_shares, trailing_passes
 
-__all__ = ["MODEL_COLORS", "plot_lowrank_bins", "plot_trailing_sweep", "plot_trained_gap", "plot_near_sweep"]
+__all__ = ["MODEL_COLORS", "plot_lowrank_bins", "plot_growth", "plot_trailing_sweep", "plot_trained_gap", "plot_near_sweep"]
 
 #: One colour per trained model across these figures.
 MODEL_COLORS = {"MiniLM": method_color("linformer"), "SmolLM2": method_color("nystrom"),
@@ -55,6 +55,32 @@ def plot_lowrank_bins(models: Mapping[str, Mapping], energy: float = 0.99, sink_
     axes[1].set(xlabel=f"energy share kept by rank {k}", ylabel="low-rank share of non-sink heads")
     axes[2].set(xlabel="sink threshold")
     axes[1].legend(fontsize=8.5, loc="upper right")
+    return fig
+
+
+@book_figure
+def plot_growth(models: Mapping[str, Mapping], k: int = 32) -> Figure:
+    """Each model's per-head effective rank against n: the median head and the middle half, with n and rank ``k``.
+
+    Examples
+    --------
+    >>> rec = {"growth": [{"n": 16, "effective_rank": [3.0, 4.0]}, {"n": 64, "effective_rank": [9.0, 12.0]}]}
+    >>> plot_growth({"MiniLM": rec}).axes[0].get_xlabel()
+    'sequence length n (tokens)'
+    """
+    fig, ax = plt.subplots(figsize=(5.6, 3.3), layout="constrained")
+    for name, rec in models.items():
+        n = np.array([r["n"] for r in rec["growth"]], dtype=float)
+        q = np.array([np.percentile(r["effective_rank"], [25, 50, 75]) for r in rec["growth"]])  # (lengths, 3)
+        color = MODEL_COLORS.get(name, "0.3")
+        ax.fill_between(n, q[:, 0], q[:, 2], color=color, alpha=0.2, lw=0)
+        ax.plot(n, q[:, 1], "o-", color=color, ms=4, label=f"{name}: median head")
+    ax.plot(n, n, ":", color="0.4", label="effective rank = n")
+    ax.axhline(k, ls="--", color=method_color("svd"), lw=1, label=f"rank {k}")
+    ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="effective rank")
+    ax.set_xticks(n, [f"{v:g}" for v in n])
+    ax.minorticks_off()
+    ax.legend(fontsize=9)
     return fig
 
 
