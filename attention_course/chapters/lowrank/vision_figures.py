@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from ...core._backend import ShapeError
 from ...figures.style import book_figure
 
-__all__ = ["plot_patch_attention", "plot_neighbourhood_mass"]
+__all__ = ["plot_neighbourhood_mass"]
 
 _NEAR, _FAR, _UNTRAINED = "#0072B2", "#E69F00", "#BBBBBB"
 
