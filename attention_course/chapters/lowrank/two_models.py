@@ -68,7 +68,7 @@ def _sentence_order(order: int) -> list[str]:
 def smollm2_ids(n: int, order: int = 0) -> torch.Tensor:
     """SmolLM2's token ids ``(1, n)`` of the sentences joined by spaces in ``order``, cut to the first ``n``.
 
-    The same sentences in the same order as :func:`~attention_course.chapters.lowrank.runs.minilm_ids`; the
+    The same sentences in the same order as :func:`~attention_course.chapters.lowrank.in_function.minilm_ids`; the
     first token is the decoder's sink position. Raises if the text has fewer than ``n`` tokens.
     """
     ids = smollm2_tokenizer().encode(" ".join(_sentence_order(order))).ids
