@@ -173,7 +173,8 @@ def plot_induction_circuit(prev_weights: Optional[Array] = None, induction_weigh
     period : int, optional
         The repeat period ``p``; the circled cells are the schematic's two arcs in the
         sequence itself: position 1 looking at 0 (layer 1) and position ``p``, the first
-        repeat of token 0, looking at position 1 (layer 2). Dashed lines mark position ``p``.
+        repeat of token 0, looking at position 1 (layer 2). Dashed lines mark position ``p``, where
+        the sequence starts to repeat.
     heads : (int, int)
         The two heads' indices (from 0), for the panel titles.
 
@@ -220,8 +221,7 @@ def plot_induction_circuit(prev_weights: Optional[Array] = None, induction_weigh
             ax.axhline(period - 0.5, color="white", lw=0.8, ls="--")
             ax.axvline(period - 0.5, color="white", lw=0.8, ls="--")
             ax.plot(cell[1], cell[0], "o", ms=11, mfc="none", mec="white", mew=2)  # the schematic's arc
-    fig.colorbar(im, ax=[axes["prev"], axes["ind"]], shrink=0.85,
-                 label=f"attention weight (0 to the largest, {vmax:.2f})")
+    fig.colorbar(im, ax=[axes["prev"], axes["ind"]], shrink=0.85, label="attention weight")  # one scale, both maps
     if title:
         fig.suptitle(title)
     return fig

@@ -22,12 +22,7 @@ from .reproduce import (
     greedy_with_gaps,
 )
 from .rms_norm import rms_norm
-from .rope import (
-    apply_rope,
-    apply_rope_interleaved,
-    permute_for_llama_cpp,
-    unpermute_from_llama_cpp,
-)
+from .rope import apply_rope, permute_for_llama_cpp, unpermute_from_llama_cpp
 from .swiglu import silu, swiglu
 from .tokenizer import encode, decode
 from .figures import plot_decoder_plan, plot_rope, plot_causal_graph, plot_decoder_gaps
@@ -57,7 +52,6 @@ __all__ = [
     "greedy_with_gaps",
     "rms_norm",
     "apply_rope",
-    "apply_rope_interleaved",
     "permute_for_llama_cpp",
     "unpermute_from_llama_cpp",
     "silu",

@@ -587,17 +587,17 @@ register(
                  ("B=2, T=5, positions 0 to 4", "6 query heads over 3 key/value heads, eps=1e-6"),
                  lambda x, layer, cfg, p: x.shape[1] > 1 and cfg.n_heads > 1,
                  ("heads-split-without-transpose", "heads-merged-without-transpose", "no-output-projection"),
-                 quote=("used as `x @ W`", "Transpose the heads' output back")),
+                 quote=("used as `x @ W`", "transposes the heads' output back")),
             Rule("threshold", "the norms use config.eps", ("B=2, T=5, positions 0 to 4",),
                  lambda x, layer, cfg, p: cfg.eps != 1e-6, ("eps-hard-coded",), quote="`rope_base` and `eps`"),
             Rule("output", "a torch tensor (B, T, d) in x's dtype", ('B=2, T=5, positions 0 to 4',), lambda *a: True, quote="returning a torch tensor of shape `(B, T, d)` in `x`'s dtype",
                  breaches=output_breaches(decoder_block, 'float32')),
         ),
-        framing=('Write `my_decoder_block(x, layer, config, positions)`', '`layer` has `attn_norm`', 'Use `rms_norm`, `rope` and'),
+        framing=('Write `my_decoder_block(x, layer, config, positions)`', '`layer` has `attn_norm`', 'Use `rms_norm`, which the cell above picks'),
         alternatives=(_block_written_out, _block_linear),
         array_type="torch",
         difficulty=2,
-        minutes=16,
+        minutes=12,
     )
 )
 

@@ -25,7 +25,7 @@ import torch
 from ...core._backend import ShapeError, shape_str
 from ...models.smollm2 import permute_for_llama_cpp, unpermute_from_llama_cpp
 
-__all__ = ["apply_rope", "apply_rope_interleaved", "permute_for_llama_cpp", "unpermute_from_llama_cpp"]
+__all__ = ["apply_rope", "permute_for_llama_cpp", "unpermute_from_llama_cpp"]
 
 
 def rope_frequencies(d_head: int, base: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -249,7 +249,7 @@ register(
             Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
                  breaches=output_breaches(forward, 'tuple-as-list')),
         ),
-        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`", "Use your own parts from chapter 9"),
+        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`"),
         structure_hint=_forward_structure_hint,
         returns=("logits", "cache"),
         alternatives=(_forward_loop, _forward_recompute),
@@ -257,7 +257,7 @@ register(
         atol=FORWARD_ATOL,
         array_type="torch",
         difficulty=3,
-        minutes=25,
+        minutes=22,
     )
 )
 
@@ -309,6 +309,8 @@ def _probs_variant(*, temperature: str = "divide", greedy: str = "first", top_k_
             keep = torch.zeros_like(z, dtype=torch.bool).scatter_(-1, torch.topk(z, k, dim=-1).indices, True)
             return z.masked_fill(~keep, masked)
         kth = srt[..., k:k + 1] if top_k_rule == "k-plus-1" else srt[..., k - 1:k]  # (B, 1)
+        if top_k_rule == "strict":  # z > kth: the k-th largest is dropped with anything tied with it
+            return z.masked_fill(z <= kth, masked)
         return z.masked_fill(z < kth, masked)
 
     def nucleus(p, pp):  # (B, V) bool: the tokens top-p keeps
@@ -414,6 +416,9 @@ register(
             Mutant("top-k-off-by-one", _probs_variant(top_k_rule="k-plus-1"),
                    "your top-k keeps k + 1 tokens: the k-th largest logit is z.sort(descending=True).values"
                    "[..., k - 1] (indices count from 0), or torch.topk(z, k).values[..., -1]."),
+            Mutant("top-k-drops-kth", _probs_variant(top_k_rule="strict"),
+                   "your top-k keeps only k - 1 tokens: it drops the k-th largest logit itself (z > kth, and with "
+                   "it any logit tied with it). Keep every logit at least as large as the k-th largest: z >= kth."),
             Mutant("top-k-masked-with-zero", _probs_variant(masked=0.0),
                    "you set the logits top-k removes to 0, which still has probability exp(0) after the softmax; "
                    "set them to -inf so they get probability 0."),
@@ -456,7 +461,8 @@ register(
                  ("top-k-drops-ties",), quote='keep the logits at least as large as the `top_k`-th largest'),
             Rule("threshold", "top-k keeps down to the k-th largest logit and removes the rest",
                  ("temperature 0.5, top_k=3",), lambda z, t, k, p: 0 < k < z.shape[-1],
-                 ("top-k-off-by-one", "top-k-masked-with-zero"), quote='keep the logits at least as large as the `top_k`-th largest'),
+                 ("top-k-off-by-one", "top-k-drops-kth", "top-k-masked-with-zero"),
+                 quote='keep the logits at least as large as the `top_k`-th largest'),
             Rule("edge-size", "top_k = 0 keeps every token", ("temperature 1, no top-k (0), no top-p (1.0)",),
                  lambda z, t, k, p: k == 0 and t > 0, ("top-k-zero-keeps-none",), quote='`top_k = 0`'),
             Rule("edge-size", "top_k >= V keeps every token", ("top_k=20, more than the V=8 tokens",),
@@ -495,7 +501,7 @@ register(
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
         difficulty=2,
-        minutes=15,
+        minutes=18,
     )
 )
 

@@ -290,7 +290,7 @@ register(
         ),
         framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads'),
         difficulty=2,
-        minutes=25,
+        minutes=20,
     )
 )
 
@@ -311,9 +311,20 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def _param_count_hint(got, expected, args):
-    """Name the difference in units of one weight matrix (d_model^2) and one bias (d_model)."""
-    d = args[0]
+    """Name the difference in units of one weight matrix (d_model^2) and one bias (d_model).
+
+    A surplus of (num_heads - 1) times a few such units is a count that grows with the number of
+    heads (each head given its own d_model x d_model projections): named as such.
+    """
+    d, h = args[0], args[1]
     diff = int(got) - int(expected)
+    if h > 1 and diff > 0 and diff % (h - 1) == 0:
+        per_head = diff // (h - 1)  # = a * d^2 + b * d, the extra parameters of each further head
+        for a in range(1, 5):
+            b, rest = divmod(per_head - a * d * d, d)
+            if rest == 0 and 0 <= b <= 4:
+                return (f"you counted {int(got)}, not {int(expected)}: your count grows with the number of "
+                        f"heads. {_GROWS_WITH_HEADS}")
     for a in range(-8, 9):  # diff = a * d^2 + b * d with small a and b
         b, rest = divmod(diff - a * d * d, d)
         if rest == 0 and abs(b) <= 8:
@@ -326,6 +337,12 @@ def _param_count_hint(got, expected, args):
     return None
 
 
+_GROWS_WITH_HEADS = (
+    "Each head's projections W_Q^(i), W_K^(i), W_V^(i) are d_model x d_k with d_k = d_model / num_heads, not "
+    "d_model x d_model: side by side, the heads' projections form one d_model x d_model matrix each, and "
+    "their rows of W_O one more, so the count does not depend on num_heads.")
+
+
 register(
     Exercise(
         id="mha-param-count",
@@ -335,9 +352,13 @@ register(
         mutants=(
             Mutant(
                 "full-matrices-per-head", lambda d, h, b: h * 4 * d * d + (4 * d if b else 0),
-                "each head's W_Q^(i), W_K^(i), W_V^(i) are d_model x d_k with d_k = d_model / h, not "
-                "d_model x d_model: side by side, the h heads' projections form one d_model x d_model "
-                "matrix each, and their rows of W_O one more.",
+                "your count grows with the number of heads: you gave every head its own d_model x d_model "
+                "query, key, value and output projections. " + _GROWS_WITH_HEADS,
+            ),
+            Mutant(
+                "full-qkv-per-head", lambda d, h, b: h * 3 * d * d + d * d + (4 * d if b else 0),
+                "your count grows with the number of heads: you gave every head its own d_model x d_model "
+                "query, key and value projections. " + _GROWS_WITH_HEADS,
             ),
             Mutant(
                 "times-num-heads", lambda d, h, b: h * mha_parameter_count(d, h, b),
@@ -387,13 +408,13 @@ register(
                  ("ignores-bias-flag",), quote='and their biases when `bias` is `True`'),
             Rule("edge-size", "num_heads > 1: the count does not depend on num_heads",
                  ("MiniLM: d_model=384, 12 heads", "d_model=512, 8 heads"), lambda d, h, b: h > 1,
-                 ("full-matrices-per-head", "times-num-heads", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
+                 ("full-matrices-per-head", "full-qkv-per-head", "times-num-heads", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
             Rule("output", 'an int', ('MiniLM: d_model=384, 12 heads',), lambda *a: True, quote='(an `int`)',
                  breaches=output_breaches(mha_parameter_count, 'float-for-int')),
         ),
         framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?'),
         difficulty=1,
-        minutes=10,
+        minutes=5,
     )
 )
 
@@ -537,7 +558,7 @@ register(
         ),
         framing=('Write `my_ablate(heads, W_o, head)`',),
         difficulty=2,
-        minutes=15,
+        minutes=10,
     )
 )
 

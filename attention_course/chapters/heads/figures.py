@@ -77,11 +77,11 @@ def _label(ax: Axes, x: float, y: float, text: str, va: str = "bottom", size: fl
 def plot_multihead_path(T: int = 4, d: int = 6, h: int = 3, title: str = "") -> Figure:
     r"""Multi-head attention's path, drawn to scale: project, split, attend per head, concatenate, ``W_O``.
 
-    .. math:: X \to Q = XW_Q \to (q_i)_{i \le h} \to A_i = \operatorname{softmax}(q_i k_i^\top/\sqrt{d_k})
-              \to \operatorname{head}_i = A_i v_i \to \operatorname{Concat}_i(\operatorname{head}_i)\, W_O
+    .. math:: X \to Q = XW_Q \to (Q_i)_{i \le h} \to A_i = \operatorname{softmax}(Q_i K_i^\top/\sqrt{d_k})
+              \to \operatorname{head}_i = A_i V_i \to \operatorname{Concat}_i(\operatorname{head}_i)\, W_O
 
     One unit of length is one entry (a ``T x d`` box is ``d`` wide and ``T`` tall). Head ``i`` has
-    one colour throughout: its ``d_k = d / h`` columns of ``Q``, its own ``q_i``, ``A_i`` and
+    one colour throughout: its ``d_k = d / h`` columns of ``Q``, its own ``Q_i``, ``A_i`` and
     ``head_i``, and its block of the concatenation. Each box carries its shape, with the batch
     axis ``B``. The top row projects and splits (``K`` and ``V`` go the same way as ``Q``); the
     bottom row attends in every head at once, concatenates and projects.
@@ -108,7 +108,7 @@ def plot_multihead_path(T: int = 4, d: int = 6, h: int = 3, title: str = "") -> 
     d_k, colors, step = d // h, HEAD_COLORS[:h], 0.9
     deck = (h - 1) * step  # how far a deck of h cards reaches up and right
     fig, ax = plt.subplots(figsize=(MAX_WIDTH, 4.2), layout="constrained")
-    # top row: X -> Q, coloured by head -> the deck of q_i
+    # top row: X -> Q, coloured by head -> the deck of Q_i
     y1 = T + deck + 6.5
     x_q = d + 6.5
     x_split = x_q + d + 9.0
@@ -121,7 +121,7 @@ def plot_multihead_path(T: int = 4, d: int = 6, h: int = 3, title: str = "") -> 
     _label(ax, x_q + d / 2, y1 - 0.4, "(B, T, d)", va="top")
     _step(ax, (x_q + d + 0.4, y1 + T / 2), (x_split - 0.4, y1 + T / 2), "split", "view, transpose")
     _deck(ax, x_split, y1, T, d_k, colors, step)
-    _label(ax, x_split + (d_k + deck) / 2, y1 + T + deck + 0.4, "$q_1, \\dots, q_h$", size=11)
+    _label(ax, x_split + (d_k + deck) / 2, y1 + T + deck + 0.4, "$Q_1, \\dots, Q_h$", size=11)
     _label(ax, x_split + (d_k + deck) / 2, y1 - 0.4, "(B, h, T, d_k)", va="top")
     x_key = x_split + d_k + deck + 3.0
     _label(ax, x_key, y1 + T + deck, "$K$ and $V$ are split\nthe same way", va="top", ha="left", color="0.3")
@@ -135,11 +135,11 @@ def plot_multihead_path(T: int = 4, d: int = 6, h: int = 3, title: str = "") -> 
     x_cat = x_head + d_k + deck + 9.0
     x_out = x_cat + d + 8.0
     _deck(ax, 0, y0, T, T, colors, step)
-    _label(ax, 0, y0 + T + deck + 1.9, "$A_i = \\mathrm{softmax}(q_i k_i^\\top/\\sqrt{d_k})$", ha="left", size=11)
+    _label(ax, 0, y0 + T + deck + 1.9, "$A_i = \\mathrm{softmax}(Q_i K_i^\\top/\\sqrt{d_k})$", ha="left", size=11)
     _label(ax, (T + deck) / 2, y0 - 0.4, "(B, h, T, T)", va="top")
-    _step(ax, (T + deck + 0.4, y0 + T / 2), (x_head - 0.4, y0 + T / 2), "$\\times\\, v_i$")
+    _step(ax, (T + deck + 0.4, y0 + T / 2), (x_head - 0.4, y0 + T / 2), "$\\times\\, V_i$")
     _deck(ax, x_head, y0, T, d_k, colors, step)
-    _label(ax, x_head + (d_k + deck) / 2, y0 + T + deck + 0.4, "$\\mathrm{head}_i = A_i v_i$", size=11)
+    _label(ax, x_head + (d_k + deck) / 2, y0 + T + deck + 0.4, "$\\mathrm{head}_i = A_i V_i$", size=11)
     _label(ax, x_head + (d_k + deck) / 2, y0 - 0.4, "(B, h, T, d_k)", va="top")
     _step(ax, (x_head + d_k + deck + 0.4, y0 + T / 2), (x_cat - 0.4, y0 + T / 2), "concatenate",
           "transpose,\nreshape")

@@ -86,6 +86,24 @@ def _probs_top_k_off_by_one(logits, t, k, p):
     return SOLUTIONS["next-token-probs"](logits, t, k + 1 if k else 0, p)
 
 
+def _probs_top_k_strict(logits, t, k, p):
+    """A learner's top-k that keeps the logits above the k-th largest (z > kth): k - 1 tokens."""
+    if t == 0 or not 0 < k < logits.shape[-1]:
+        return SOLUTIONS["next-token-probs"](logits, t, k, p)
+    z = logits / t
+    z = z.masked_fill(z <= torch.topk(z, k).values[..., -1:], -math.inf)  # drops the k-th itself
+    return SOLUTIONS["next-token-probs"](z, 1.0, 0, p)
+
+
+def _probs_top_k_exactly_k(logits, t, k, p):
+    """A learner's top-k that keeps exactly k tokens (torch.topk's indices): right except at a tie with the k-th."""
+    if t == 0 or not 0 < k < logits.shape[-1]:
+        return SOLUTIONS["next-token-probs"](logits, t, k, p)
+    z = logits / t
+    keep = torch.zeros_like(z, dtype=torch.bool).scatter(-1, torch.topk(z, k).indices, True)
+    return SOLUTIONS["next-token-probs"](z.masked_fill(~keep, -math.inf), 1.0, 0, p)
+
+
 def _loss_numpy_float(logits, ids):
     return float(SOLUTIONS["next-token-loss"](logits, ids))
 
@@ -120,6 +138,8 @@ BATTERY = [
     ("next-token-probs", "numpy result", _probs_numpy, "expected a torch tensor"),
     ("next-token-probs", "log-probabilities", _probs_logits_back, ANY),
     ("next-token-probs", "top-k off by one", _probs_top_k_off_by_one, ANY),
+    ("next-token-probs", "top-k keeps k - 1 (z > kth)", _probs_top_k_strict, fb("next-token-probs", "top-k-drops-kth")),
+    ("next-token-probs", "top-k keeps exactly k at a tie", _probs_top_k_exactly_k, fb("next-token-probs", "top-k-drops-ties")),
     ("next-token-probs", "multiplied temperature", gx._probs_variant(temperature="multiply"),
      fb("next-token-probs", "temperature-multiplied")),
     ("next-token-probs", "nucleus without the crossing token", gx._probs_variant(top_p_rule="drops-crossing"),
