@@ -25,7 +25,7 @@ ESSAY_CHAPTERS = ("01_mechanics", "02_kernel_smoothing", "03_low_rank", "04_mult
                   "06_scaling", "07_insight")
 #: Pages still being split into a lesson and its evidence page; each leaves this list when it is.
 #: (The ledger shows every claim's text, and leaves when the last chapter's ledger entries are clean.)
-NOT_YET_SPLIT = {"08_encoder"}
+NOT_YET_SPLIT: set[str] = set()
 
 
 @functools.lru_cache(maxsize=None)

@@ -7,13 +7,13 @@ import types
 
 import torch
 import torch.nn.functional as F
-from torch.nn.functional import gelu as imported_gelu
+from torch.nn.functional import layer_norm as imported_layer_norm
 
 from attention_course.chapters.encoder import exercises as bx
 from attention_course.exercises import evaluate
 from attention_course.exercises._forbidden import names_used, spy, uses_any
 
-TORCH_GELU = "you called torch's GELU"
+TORCH_LN = "you called torch's LayerNorm"
 
 
 def _learner(source: str, **names):
@@ -23,36 +23,51 @@ def _learner(source: str, **names):
     return scope
 
 
+def _block_with(norm):
+    """A post-LN block (the exercise `post-ln-block`) whose two LayerNorms are ``norm(z, weight, bias, eps)``."""
+    def mine(x, L, h, m, eps):
+        a = norm(x + bx.self_attention(x, L, h, m)[0], L.ln1_weight, L.ln1_bias, eps)
+        return norm(a + bx.feed_forward(a, L), L.ln2_weight, L.ln2_bias, eps)
+    return mine
+
+
 def test_a_call_through_a_module_is_spied():
-    fn = lambda x, L: F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # noqa: E731
-    assert TORCH_GELU in evaluate("gelu-feed-forward", fn).message
-    fn = lambda x, L: torch.nn.functional.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # noqa: E731
-    assert TORCH_GELU in evaluate("gelu-feed-forward", fn).message
+    fn = _block_with(lambda z, w, b, eps: F.layer_norm(z, (z.shape[-1],), w, b, eps))
+    assert TORCH_LN in evaluate("post-ln-block", fn).message
+    fn = _block_with(lambda z, w, b, eps: torch.nn.functional.layer_norm(z, (z.shape[-1],), w, b, eps))
+    assert TORCH_LN in evaluate("post-ln-block", fn).message
 
 
 def test_a_module_object_is_spied_through_its_forward():
-    fn = lambda x, L: torch.nn.GELU()(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # noqa: E731
-    assert TORCH_GELU in evaluate("gelu-feed-forward", fn).message
+    fn = _block_with(lambda z, w, b, eps: torch.nn.LayerNorm(z.shape[-1], eps=eps, elementwise_affine=False,
+                                                            dtype=z.dtype)(z) * w + b)
+    assert TORCH_LN in evaluate("post-ln-block", fn).message
 
 
 def test_a_name_imported_from_torch_is_seen_in_the_code():
-    fn = lambda x, L: imported_gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2  # noqa: E731
-    assert uses_any(fn, [F.gelu]) and TORCH_GELU in evaluate("gelu-feed-forward", fn).message
+    fn = _block_with(lambda z, w, b, eps: imported_layer_norm(z, (z.shape[-1],), w, b, eps))
+    assert uses_any(fn, [F.layer_norm]) and TORCH_LN in evaluate("post-ln-block", fn).message
+
+
+BLOCK = ("def mine(x, L, h, m, eps):\n"
+         "    a = norm(x + self_attention(x, L, h, m)[0], L.ln1_weight, L.ln1_bias, eps)\n"
+         "    return norm(a + feed_forward(a, L), L.ln2_weight, L.ln2_bias, eps)\n")
 
 
 def test_the_learners_own_helpers_are_followed_and_defaults_seen():
-    scope = _learner("def act(z):\n    return imported(z)\n\ndef mine(x, L):\n    return act(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2\n",
-                     imported=F.gelu)
-    assert uses_any(scope["mine"], [F.gelu])
-    scope = _learner("def mine(x, L, act=F.gelu):\n    return act(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2\n")
-    assert uses_any(scope["mine"], [F.gelu])
+    scope = _learner("def norm(z, w, b, eps):\n    return imported(z, (z.shape[-1],), w, b, eps)\n\n" + BLOCK,
+                     imported=F.layer_norm, self_attention=bx.self_attention, feed_forward=bx.feed_forward)
+    assert uses_any(scope["mine"], [F.layer_norm])
+    scope = _learner("def mine(z, w, b, eps, ln=F.layer_norm):\n    return ln(z, (z.shape[-1],), w, b, eps)\n")
+    assert uses_any(scope["mine"], [F.layer_norm])
 
 
 def test_a_helper_named_like_the_forbidden_function_is_not_mistaken_for_it():
-    scope = _learner("def gelu(z):\n    return 0.5 * z * (1 + torch.erf(z / math.sqrt(2)))\n\n"
-                     "def mine(x, L):\n    return F.linear(gelu(F.linear(x, L.W_1.T, L.b_1)), L.W_2.T, L.b_2)\n")
-    assert not uses_any(scope["mine"], [F.gelu])
-    assert evaluate("gelu-feed-forward", scope["mine"]).passed
+    scope = _learner("def layer_norm(z, w, b, eps):\n    mu = z.mean(-1, keepdim=True)\n"
+                     "    return w * (z - mu) / torch.sqrt(((z - mu) ** 2).mean(-1, keepdim=True) + eps) + b\n\n"
+                     "norm = layer_norm\n\n" + BLOCK, self_attention=bx.self_attention, feed_forward=bx.feed_forward)
+    assert not uses_any(scope["mine"], [F.layer_norm])
+    assert evaluate("post-ln-block", scope["mine"]).passed
 
 
 def test_the_spy_restores_every_attribute_even_when_the_block_raises():

@@ -3,7 +3,10 @@
 Each exercise lists the mistakes learners typically make (mutants) with the feedback they
 get; ``tests/chapters/encoder/test_exercises_encoder.py`` checks that every mutant is caught with
 its own message. Inputs are torch tensors in float64 (small random weights) and, for the
-whole encoder, MiniLM's own float32 weights compared with ``transformers``.
+whole encoder, MiniLM's own float32 weights compared with ``transformers``. LayerNorm, the
+feed-forward block, the embeddings and the mean pooling are worked code in the lesson (the
+learner reads and runs them; chapter 9's RMSNorm and SwiGLU exercises practise the same skills),
+so the three exercises are the parts where the learning is: attention, the block, the encoder.
 
 Signatures the notebook's stubs use (weights are
 :class:`~attention_course.models.encoder.BertLayerWeights` / ``BertWeights``, used as ``x @ W + b``):
@@ -11,14 +14,9 @@ Signatures the notebook's stubs use (weights are
 * ``bert-attention``: ``fn(x, layer, num_heads, mask) -> (output, weights)``: multi-head
   self-attention with the biases ``b_q, b_k, b_v, b_o``; ``x`` (B, T, d), ``mask`` boolean,
   broadcastable to (B, h, T, T), ``True`` = may attend; output (B, T, d), weights (B, h, T, T).
-* ``layer-norm``: ``fn(x, gamma, beta, eps) -> (..., d)`` over the last axis.
-* ``gelu-feed-forward``: ``fn(x, layer) -> (..., d)``: ``GELU(x W_1 + b_1) W_2 + b_2``, exact GELU.
 * ``post-ln-block``: ``fn(x, layer, num_heads, mask, eps) -> (B, T, d)``: one post-LN layer.
-* ``bert-embeddings``: ``fn(weights, input_ids, token_type_ids) -> (B, T, d)``.
 * ``bert-encoder``: ``fn(weights, input_ids, attention_mask) -> (L+1, B, T, d)``: every layer's
   hidden states, the embeddings first; ``attention_mask`` (B, T) is 1 for real tokens.
-* ``sentence-embedding``: ``fn(hidden, attention_mask) -> (B, d)``: mean over the real tokens,
-  then unit length.
 """
 
 from __future__ import annotations
@@ -31,17 +29,15 @@ import torch
 import torch.nn.functional as F
 
 from ...core.attention import causal_mask as _causal_np
-from ...exercises._compare import as_numpy, tolerances
+from ...exercises._compare import as_numpy
 from ...exercises._core import (Breach, Case, Exercise, Forbidden, Mutant, Rule, in_place_breach, register,
                                 retyped_breach)
-from ...models.encoder import BertLayerWeights, BertWeights, bert_encode
+from ...models.encoder import bert_encode
 from ...models.pretrained import load_minilm, minilm_weights
 from .assemble import encode
 from .block import block
-from .embeddings import embeddings
-from .feed_forward import GELU_GAP, GELU_GAP_AT, feed_forward, gelu
+from .feed_forward import GELU_GAP, feed_forward
 from .layer_norm import layer_norm
-from .pooling import sentence_embeddings
 from .random_weights import random_bert, random_layer
 from .reproduce import first_departure, float32_bound
 from .self_attention import key_mask, self_attention
@@ -369,257 +365,12 @@ register(
 )
 
 
-# ============================================================ 2. LayerNorm
-def _layer_norm_cases() -> list[Case]:
-    g = torch.Generator().manual_seed(82)
-    const = _randn(g, 1, 2, 5)
-    const[0, 1] = 3.0  # the second token is constant: variance 0
-    return [
-        Case("B=2, T=3, d=8, eps=1e-12", (_randn(g, 2, 3, 8, std=2.0) + 1.0, 1 + _randn(g, 8, std=0.3),
-                                          _randn(g, 8, std=0.3), 1e-12)),
-        Case("T=1, one token", (_randn(g, 1, 1, 6), 1 + _randn(g, 6, std=0.3), _randn(g, 6, std=0.3), 1e-12)),
-        Case("tokens with a tiny variance (std 1e-3), eps=1e-5",
-             (5.0 + _randn(g, 2, 4, 8, std=1e-3), 1 + _randn(g, 8, std=0.3), _randn(g, 8, std=0.3), 1e-5)),
-        Case("a constant token (variance 0), eps=1e-5", (const, 1 + _randn(g, 5, std=0.3), _randn(g, 5, std=0.3), 1e-5)),
-        Case("large values (mean 10^6, std 1)", (1e6 + _randn(g, 3, 2, 4), 1 + _randn(g, 4, std=0.3),
-                                                 _randn(g, 4, std=0.3), 1e-12)),
-        Case("d=384, MiniLM's width", (_randn(g, 2, 3, 384), 1 + _randn(g, 384, std=0.3),
-                                       _randn(g, 384, std=0.3), 1e-12)),
-        Case("two leading axes of size 2 and 3, then 4 tokens: x of shape (2, 3, 4, 6), eps=1e-6",
-             (_randn(g, 2, 3, 4, 6), 1 + _randn(g, 6, std=0.3), _randn(g, 6, std=0.3), 1e-6)),
-    ]
-
-
-def _ln_variant(*, dim: int | None = -1, unbiased: bool = False, eps_where: str = "inside", centre: bool = True,
-                affine: str = "both", power: float = 0.5, eps_fixed: float | None = None):
-    def f(x, gamma, beta, eps):
-        eps = eps if eps_fixed is None else eps_fixed
-        dims = tuple(range(x.ndim)) if dim is None else dim  # None: every axis at once
-        n = x.numel() if dim is None else x.shape[dim]
-        mu = x.mean(dim=dims, keepdim=True) if centre else torch.zeros_like(x)
-        var = ((x - mu) ** 2).sum(dim=dims, keepdim=True) / (n - (1 if unbiased else 0))
-        if eps_where == "inside":
-            y = (x - mu) / (var + eps) ** power
-        elif eps_where == "outside":
-            y = (x - mu) / (var**0.5 + eps)
-        elif eps_where == "clamped":  # max(var, eps) instead of var + eps
-            y = (x - mu) / var.clamp_min(eps) ** 0.5
-        else:  # no eps
-            y = (x - mu) / var**0.5
-        return {"both": lambda: gamma * y + beta, "none": lambda: y, "swapped": lambda: beta * y + gamma,
-                "no-shift": lambda: gamma * y, "no-gain": lambda: y + beta,
-                "shift-first": lambda: gamma * (y + beta)}[affine]()
-
-    return f
-
-
-def _lost_digits(got, expected, args):
-    """E[x^2] - E[x]^2 where the mean is large next to the spread: close to the answer, but to a few digits only."""
-    x = args[0]
-    g, e = as_numpy(got), as_numpy(expected)
-    if g is None or e is None or g.shape != e.shape:
-        return None
-    spread = float(x.std(-1).min())
-    if float(x.mean(-1).abs().max()) < 1e3 * max(spread, 1e-300):
-        return None
-    if np.allclose(g, e, rtol=1e-2, atol=1e-2):
-        return ("your result is right to a few digits only where a token's mean is large next to its spread "
-                "(mean 10^6 with std 1, or mean 5 with std 1e-3): E[x^2] - E[x]^2 subtracts two nearly equal "
-                "numbers and loses most digits. Centre first: ((x - mu) ** 2).mean(dim=-1, keepdim=True)")
-    return None
-
-
+# ============================================================ the learner's own parts, for the alternatives
+# (LayerNorm, the feed-forward block and the embeddings are worked code in the lesson, not exercises: these are
+# the ways a learner writes them, which the block's and the encoder's alternatives use)
 def _ln_var_mean(x, gamma, beta, eps):
     var, mu = torch.var_mean(x, dim=-1, keepdim=True, correction=0)  # (..., 1) each
     return (x - mu) * torch.rsqrt(var + eps) * gamma + beta
-
-
-def _ln_loop(x, gamma, beta, eps):
-    rows = x.reshape(-1, x.shape[-1])  # (N, d): one token per row
-    out = torch.empty_like(rows)
-    for i, row in enumerate(rows):
-        centred = row - row.mean()
-        out[i] = gamma * centred / torch.sqrt((centred * centred).mean() + eps) + beta
-    return out.reshape(x.shape)
-
-
-def _ln_with_torch(x, gamma, beta, eps):
-    return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
-
-
-_LN_SHAPE_TIPS = (
-    ("must match the size of tensor", " Tip: keep the reduced axis, x.mean(dim=-1, keepdim=True), so that the "
-     "(..., 1) statistics line up with x's (..., d)."),
-)
-
-
-register(
-    Exercise(
-        id="layer-norm",
-        title="LayerNorm",
-        make_cases=_layer_norm_cases,
-        reference=layer_norm,
-        mutants=(
-            Mutant("eps-outside-sqrt", _ln_variant(eps_where="outside"),
-                   "you added eps outside the square root, (x - mu) / (sqrt(var) + eps); LayerNorm adds it "
-                   "to the variance, (x - mu) / sqrt(var + eps). The two part when a token's variance is "
-                   "close to eps (the case with std 1e-3)."),
-            Mutant("no-eps", _ln_variant(eps_where="none"),
-                   "you left out eps: a constant token has variance 0 and gives 0/0 = NaN. Divide by "
-                   "sqrt(var + eps)."),
-            Mutant("variance-clamped", _ln_variant(eps_where="clamped"),
-                   "you clamped the variance at eps, sqrt(max(var, eps)); LayerNorm adds eps to it, "
-                   "sqrt(var + eps). The two part when the variance is close to eps (the case with std 1e-3)."),
-            Mutant("eps-hard-coded", _ln_variant(eps_fixed=1e-5),
-                   "you used eps = 1e-5 (torch's default) whatever eps is passed; use the argument: the checks pass "
-                   "eps from 1e-12 (MiniLM's) to 1e-5, and the gap shows at float64 precision."),
-            Mutant("unbiased-variance", _ln_variant(unbiased=True),
-                   "you used the unbiased variance, dividing by d - 1 (torch's x.var() does this by "
-                   "default); LayerNorm divides by d: x.var(-1, keepdim=True, unbiased=False), or "
-                   "((x - mu)**2).mean(-1, keepdim=True)."),
-            Mutant("batch-axis", _ln_variant(dim=0),
-                   "you normalised over the batch axis; LayerNorm normalises each token's d_model "
-                   "features: take the mean and the variance over the last axis (dim=-1, keepdim=True)."),
-            Mutant("position-axis", _ln_variant(dim=-2),
-                   "you normalised over the positions (dim=-2), mixing tokens; LayerNorm normalises each "
-                   "token on its own, over its d_model features (dim=-1)."),
-            Mutant("every-axis", _ln_variant(dim=None),
-                   "you took one mean and one variance over the whole tensor; LayerNorm normalises each token on its "
-                   "own, over its d features: x.mean(dim=-1, keepdim=True) and the variance the same way."),
-            Mutant("axis-2", _ln_variant(dim=2),
-                   "you took the statistics over axis 2, which is the last axis only when x has three axes; x may "
-                   "have any number of leading axes: use dim=-1."),
-            Mutant("no-centring", _ln_variant(centre=False),
-                   "you did not subtract the mean: that is RMSNorm, x / sqrt(mean(x^2) + eps) (T5, LLaMA). "
-                   "LayerNorm centres first: (x - mu) / sqrt(var + eps)."),
-            Mutant("no-gain-and-shift", _ln_variant(affine="none"),
-                   "you normalised but left out the learned gain and shift: multiply by gamma, then add beta."),
-            Mutant("gain-and-shift-swapped", _ln_variant(affine="swapped"),
-                   "gamma and beta are swapped: gamma is the gain (it multiplies), beta the shift (it is added): "
-                   "gamma * x_hat + beta."),
-            Mutant("no-shift", _ln_variant(affine="no-shift"),
-                   "you left out the shift: after multiplying by gamma, add beta."),
-            Mutant("no-gain", _ln_variant(affine="no-gain"),
-                   "you left out the gain: multiply the normalised x by gamma before adding beta."),
-            Mutant("shift-before-gain", _ln_variant(affine="shift-first"),
-                   "you added beta before multiplying by gamma, gamma * (x_hat + beta); the shift comes last: "
-                   "gamma * x_hat + beta."),
-            Mutant("divided-by-variance", _ln_variant(power=1.0),
-                   "you divided by the variance; divide by its square root, the standard deviation: "
-                   "(x - mu) / sqrt(var + eps)."),
-        ),
-        rules=(
-            Rule("threshold", "eps is added to the variance inside the square root: it decides near var = eps",
-                 ("tokens with a tiny variance (std 1e-3), eps=1e-5",),
-                 lambda x, g, b, eps: float(x.var(-1, unbiased=False).max()) < 10 * eps,
-                 ("eps-outside-sqrt", "no-eps", "variance-clamped"),
-                 quote="add `eps` to the variance inside the square root"),
-            Rule("range", "a constant token (variance 0) gives beta, not 0/0",
-                 ("a constant token (variance 0), eps=1e-5",),
-                 lambda x, g, b, eps: bool((x.var(-1, unbiased=False) == 0).any()), ("no-eps",),
-                 quote="a constant token (variance 0, which must give `beta`, not NaN)"),
-            Rule("edge-size", "one token: its statistics are its own, whatever else is in the batch",
-                 ("T=1, one token",), lambda x, g, b, eps: x.shape[0] == x.shape[1] == 1, ("batch-axis", "position-axis"),
-                 quote="one token is `(1, 1, d)`"),
-            Rule("edge-size", "any number of leading axes: the statistics are over the last one",
-                 ("two leading axes of size 2 and 3, then 4 tokens: x of shape (2, 3, 4, 6), eps=1e-6",),
-                 lambda x, g, b, eps: x.ndim == 4, ("axis-2", "every-axis"), quote="any number of leading axes"),
-            Rule("edge-size", "d = 384 features: divide by d, not d - 1",
-                 ("d=384, MiniLM's width",), lambda x, g, b, eps: x.shape[-1] == 384, ("unbiased-variance",),
-                 quote="the biased variance (divide by `d`)"),
-            Rule("range", "large values (mean 10^6): centre before squaring",
-                 ("large values (mean 10^6, std 1)",), lambda x, g, b, eps: float(x.abs().mean()) > 1e4,
-                 ("no-centring", "divided-by-variance"), quote="values near $10^6$"),
-            Rule("threshold", "the eps passed in, from 1e-12 to 1e-5",
-                 ("B=2, T=3, d=8, eps=1e-12", "tokens with a tiny variance (std 1e-3), eps=1e-5"),
-                 lambda x, g, b, eps: eps in (1e-12, 1e-5), ("eps-hard-coded",), quote="use the `eps` passed in"),
-            Rule("range", "gamma scales, then beta shifts",
-                 ("B=2, T=3, d=8, eps=1e-12",), lambda x, g, b, eps: not bool(torch.allclose(g, b)),
-                 ("gain-and-shift-swapped", "no-shift", "no-gain", "shift-before-gain", "no-gain-and-shift"),
-                 quote="then scale by `gamma` and shift by `beta`"),
-            Rule("output", "a torch tensor of x's shape and dtype", ("B=2, T=3, d=8, eps=1e-12",), lambda *a: True,
-                 quote="Return a torch tensor of `x`'s shape and dtype",
-                 breaches=(_numpy_breach(_ln_var_mean), _float32_breach(_ln_var_mean),
-                           Breach("squeezed", lambda *a: _ln_var_mean(*a).squeeze(), "expected shape"))),
-            Rule("forbidden", "torch's LayerNorm is not called", ("B=2, T=3, d=8, eps=1e-12",), lambda *a: True,
-                 quote="not `F.layer_norm` or `nn.LayerNorm`", breaches=(_layer_norm_breach(_ln_with_torch),)),
-            Rule("forbidden", "x is not changed in place", ("B=2, T=3, d=8, eps=1e-12",), lambda *a: True,
-                 quote="Do not change `x` in place", breaches=(in_place_breach(_ln_var_mean, index=0),)),
-        ),
-        forbidden=(_TORCH_LAYER_NORM,),
-        hints=(_lost_digits, _float32_step),
-        array_type="torch",
-        error_tips=_LN_SHAPE_TIPS,
-        rtol=FLOAT64_RTOL,
-        atol=FLOAT64_ATOL,
-        alternatives=(_ln_var_mean, _ln_loop),
-        framing=("Write `my_layer_norm(x, gamma, beta, eps)`",),
-        difficulty=1,
-        minutes=10,
-    )
-)
-
-
-# ============================================================ 3. feed-forward with GELU
-def _ffn_cases() -> list[Case]:
-    g = torch.Generator().manual_seed(83)
-    L8, L16 = random_layer(g, 8, 32), random_layer(g, 16, 64)
-    return [
-        Case("B=2, T=3, d=8, d_ff=32", (_randn(g, 2, 3, 8), L8)),
-        Case("T=1, one token", (_randn(g, 1, 1, 8), L8)),
-        Case("d=16, d_ff=64, larger inputs", (_randn(g, 2, 5, 16, std=2.0), L16)),
-        Case("a single token of shape (d,), no leading axes", (_randn(g, 8), L8)),
-    ]
-
-
-def _ffn_variant(activation, *, bias_after: bool = False, on_output: bool = False, b_1: bool = True,
-                 b_2: bool = True, residual: bool = False):
-    def f(x, layer):
-        z = x @ layer.W_1 + (layer.b_1 if b_1 and not bias_after else 0.0)  # (..., d_ff)
-        hidden = activation(z) + (layer.b_1 if bias_after else 0.0)
-        out = hidden @ layer.W_2 + (layer.b_2 if b_2 else 0.0)  # (..., d)
-        out = activation(out) if on_output else out
-        return x + out if residual else out
-
-    return f
-
-
-def _gelu_tanh(z):
-    return 0.5 * z * (1 + torch.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3)))
-
-
-def _gelu_sigmoid(z):
-    return z * torch.sigmoid(1.702 * z)
-
-
-def _gelu_no_sqrt2(z):
-    return 0.5 * z * (1 + torch.erf(z))
-
-
-def _gelu_over_2(z):
-    return 0.5 * z * (1 + torch.erf(z / 2))
-
-
-def _gelu_no_half(z):
-    return z * (1 + torch.erf(z / math.sqrt(2)))
-
-
-def _gelu_no_one(z):
-    return 0.5 * z * torch.erf(z / math.sqrt(2))
-
-
-def _gelu_upper_tail(z):
-    return 0.5 * z * (1 - torch.erf(z / math.sqrt(2)))  # z (1 - Phi(z)): the wrong tail
-
-
-def _ffn_with_torch_gelu(x, layer):
-    return F.linear(F.gelu(F.linear(x, layer.W_1.T, layer.b_1)), layer.W_2.T, layer.b_2)
-
-
-def _ffn_normal_cdf(x, layer):
-    z = x @ layer.W_1 + layer.b_1
-    phi = torch.distributions.Normal(torch.zeros((), dtype=z.dtype), torch.ones((), dtype=z.dtype)).cdf(z)
-    return (z * phi) @ layer.W_2 + layer.b_2
 
 
 def _ffn_einsum(x, layer):
@@ -627,112 +378,13 @@ def _ffn_einsum(x, layer):
     return torch.einsum("...f,fd->...d", 0.5 * z * (1 + torch.special.erf(z / 2**0.5)), layer.W_2) + layer.b_2
 
 
-@functools.lru_cache(maxsize=1)
-def _tanh_ffn_gap() -> float:
-    """The largest gap between the tanh-GELU and the exact feed-forward outputs on the check's cases."""
-    gaps = [float((_ffn_variant(_gelu_tanh)(*c.args) - feed_forward(*c.args)).abs().max()) for c in _ffn_cases()]
-    return max(gaps)
+def _embeddings_index(weights, input_ids, token_type_ids):
+    T = input_ids.shape[1]
+    x = weights.word_embeddings[input_ids] + weights.position_embeddings[:T] + weights.token_type_embeddings[token_type_ids]
+    return layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
 
 
-_FFN_TIPS = (
-    ("mat1 and mat2", " Tip: the weights are used as they are, x @ layer.W_1 with W_1 of shape (d, d_ff), then "
-     "@ layer.W_2 with W_2 of shape (d_ff, d); no .T."),
-)
-
-register(
-    Exercise(
-        id="gelu-feed-forward",
-        title="The feed-forward block with GELU",
-        make_cases=_ffn_cases,
-        reference=feed_forward,
-        mutants=(
-            Mutant("tanh-gelu", _ffn_variant(_gelu_tanh),
-                   f"you wrote the tanh approximation of GELU (GPT-2's). BERT uses the exact GELU, "
-                   f"z * Phi(z) = 0.5 z (1 + erf(z / sqrt(2))). The two differ by at most {GELU_GAP:.1e} "
-                   f"(at |z| = {GELU_GAP_AT:.1f}); after W_2 your outputs here are off by up to "
-                   f"{_tanh_ffn_gap():.1e}, far above float64 round-off, and MiniLM was trained with erf."),
-            Mutant("relu", _ffn_variant(torch.relu),
-                   "you used ReLU; BERT's activation is GELU, z * Phi(z) = 0.5 z (1 + erf(z / sqrt(2))), "
-                   "which lets small negative values through."),
-            Mutant("sigmoid-gelu", _ffn_variant(_gelu_sigmoid),
-                   "that is the sigmoid approximation of GELU, z * sigmoid(1.702 z), off by up to 0.02; BERT "
-                   "uses the exact form 0.5 z (1 + erf(z / sqrt(2)))."),
-            Mutant("erf-without-sqrt2", _ffn_variant(_gelu_no_sqrt2),
-                   "the normal CDF is Phi(z) = (1 + erf(z / sqrt(2))) / 2: divide z by sqrt(2) inside erf."),
-            Mutant("erf-over-2", _ffn_variant(_gelu_over_2),
-                   "you divided z by 2 inside erf; the normal CDF is Phi(z) = (1 + erf(z / sqrt(2))) / 2: divide by "
-                   "sqrt(2), math.sqrt(2)."),
-            Mutant("no-half", _ffn_variant(_gelu_no_half),
-                   "your GELU is twice the right one: Phi(z) = (1 + erf(z / sqrt(2))) / 2, so GELU(z) = "
-                   "0.5 * z * (1 + erf(z / sqrt(2))), with the factor 0.5."),
-            Mutant("no-one-plus", _ffn_variant(_gelu_no_one),
-                   "you left out the 1 in Phi(z) = (1 + erf(z / sqrt(2))) / 2; erf runs from -1 to 1, Phi from 0 "
-                   "to 1: GELU(z) = 0.5 * z * (1 + erf(z / sqrt(2)))."),
-            Mutant("upper-tail", _ffn_variant(_gelu_upper_tail),
-                   "you multiplied z by 1 - Phi(z), the upper tail (a sign slip inside 1 - erf): GELU(z) = z * Phi(z) "
-                   "= 0.5 * z * (1 + erf(z / sqrt(2)))."),
-            Mutant("no-activation", _ffn_variant(lambda z: z),
-                   "there is no activation between the two linear maps, so the block is one linear map: "
-                   "apply GELU to x @ W_1 + b_1."),
-            Mutant("gelu-on-output-too", _ffn_variant(gelu, on_output=True),
-                   "the GELU goes between the two linear maps only: GELU(x W_1 + b_1) W_2 + b_2, with "
-                   "nothing after b_2."),
-            Mutant("bias-after-gelu", _ffn_variant(gelu, bias_after=True),
-                   "add b_1 before the GELU: GELU(x @ W_1 + b_1), not GELU(x @ W_1) + b_1."),
-            Mutant("no-first-bias", _ffn_variant(gelu, b_1=False),
-                   "you left out b_1: the GELU's input is x @ layer.W_1 + layer.b_1."),
-            Mutant("no-second-bias", _ffn_variant(gelu, b_2=False),
-                   "you left out b_2: the block's output is GELU(...) @ layer.W_2 + layer.b_2."),
-            Mutant("residual-added", _ffn_variant(gelu, residual=True),
-                   "you added the input x to the output; the feed-forward block is GELU(x W_1 + b_1) W_2 + b_2 "
-                   "alone (the residual connection belongs to the block of exercise 4)."),
-        ),
-        rules=(
-            Rule("range", "pre-activations near |z| = 2.7, where the tanh GELU is furthest from the exact one",
-                 ("d=16, d_ff=64, larger inputs",),
-                 lambda x, layer: float(((x @ layer.W_1 + layer.b_1).abs() - GELU_GAP_AT).abs().min()) < 0.05,
-                 ("tanh-gelu", "sigmoid-gelu", "erf-without-sqrt2", "erf-over-2"),
-                 quote="the exact GELU, $z\\,\\Phi(z) = \\tfrac z2\\big(1 + \\operatorname{erf}(z/\\sqrt2)\\big)$"),
-            Rule("range", "negative pre-activations: GELU lets small negative values through",
-                 ("B=2, T=3, d=8, d_ff=32",), lambda x, layer: float((x @ layer.W_1 + layer.b_1).min()) < -1.0,
-                 ("relu", "no-activation", "no-half", "no-one-plus", "upper-tail"),
-                 quote="`GELU(x @ layer.W_1 + layer.b_1) @ layer.W_2 + layer.b_2`"),
-            Rule("edge-size", "one token", ("T=1, one token",), lambda x, layer: x.shape[-2:-1] == (1,),
-                 ("bias-after-gelu", "gelu-on-output-too", "no-first-bias", "no-second-bias", "residual-added"),
-                 quote="with `W_1` of shape `(d, d_ff)` and `W_2` of shape `(d_ff, d)`"),
-            Rule("edge-size", "x of any leading shape, a single token (d,) included",
-                 ("a single token of shape (d,), no leading axes",), lambda x, layer: x.ndim == 1,
-                 ("no-second-bias",), quote="any leading axes, a single token `(d,)` included"),
-            Rule("output", "a torch tensor of x's shape and dtype", ("B=2, T=3, d=8, d_ff=32",), lambda *a: True,
-                 quote="Return a torch tensor of `x`'s shape and dtype",
-                 breaches=(_numpy_breach(_ffn_normal_cdf), _float32_breach(_ffn_normal_cdf),
-                           Breach("flattened", lambda x, L: _ffn_normal_cdf(x.reshape(-1, x.shape[-1]), L),
-                                  "expected shape"))),
-            Rule("forbidden", "torch's GELU is not called", ("B=2, T=3, d=8, d_ff=32",), lambda *a: True,
-                 quote="not `F.gelu` or `nn.GELU`",
-                 breaches=(Breach("torch-gelu", _ffn_with_torch_gelu, "you called torch's GELU"),)),
-            Rule("forbidden", "x and layer are not changed in place", ("B=2, T=3, d=8, d_ff=32",), lambda *a: True,
-                 quote="Do not change `x` or `layer` in place", breaches=(in_place_breach(_ffn_einsum, index=0),)),
-        ),
-        forbidden=(Forbidden(
-            "torch's GELU (F.gelu, nn.GELU)",
-            lambda: (F.gelu, torch.nn.GELU, torch.nn.modules.activation.GELU),
-            "you called torch's GELU (F.gelu or nn.GELU); the statement asks you to write it yourself with torch.erf: "
-            "GELU(z) = 0.5 * z * (1 + torch.erf(z / math.sqrt(2)))."),),
-        hints=(_float32_step,),
-        array_type="torch",
-        error_tips=_FFN_TIPS,
-        rtol=FLOAT64_RTOL,
-        atol=FLOAT64_ATOL,
-        alternatives=(_ffn_normal_cdf, _ffn_einsum),
-        framing=("Write `my_feed_forward(x, layer)`",),
-        difficulty=1,
-        minutes=8,
-    )
-)
-
-
-# ============================================================ 4. residuals and post-LN
+# ============================================================ 2. residuals and post-LN
 def _block_cases() -> list[Case]:
     g = torch.Generator().manual_seed(84)
     L8, L12 = random_layer(g, 8, 32), random_layer(g, 12, 48)
@@ -960,201 +612,7 @@ register(
 )
 
 
-# ============================================================ 5. embeddings
-def _embedding_cases() -> list[Case]:
-    g = torch.Generator().manual_seed(85)
-    w = random_bert(85, n_layers=1)  # one layer, whose LayerNorms are not the embeddings' own
-    ids = torch.tensor([[3, 7, 7, 1, 0]])  # a repeated word, then padding (id 0)
-    return [
-        Case("B=2, T=5, one segment", (w, torch.randint(0, 20, (2, 5), generator=g), torch.zeros(2, 5, dtype=torch.long))),
-        Case("T=1, one token", (w, torch.tensor([[5]]), torch.zeros(1, 1, dtype=torch.long))),
-        Case("a sentence pair: token types 0 then 1",
-             (w, torch.randint(0, 20, (1, 6), generator=g), torch.tensor([[0, 0, 0, 1, 1, 1]]))),
-        Case("a repeated word and padding (id 0)", (w, ids, torch.zeros(1, 5, dtype=torch.long))),
-        Case("B=3, T=4, sentence pairs of different splits", (w, torch.randint(1, 20, (3, 4), generator=g),
-                                                               torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1], [0, 0, 0, 1]]))),
-    ]
-
-
-def _embedding_variant(*, positions: str = "learned", types: str = "given", ln: str = "sum", scale: bool = False,
-                       eps_fixed: float | None = None):
-    def f(weights, input_ids, token_type_ids):
-        B, T = input_ids.shape
-        d = weights.word_embeddings.shape[1]
-        word = weights.word_embeddings[input_ids] * (math.sqrt(d) if scale else 1.0)  # (B, T, d)
-        if positions == "learned":
-            pos = weights.position_embeddings[torch.arange(T)]
-        elif positions == "from-1":
-            pos = weights.position_embeddings[torch.arange(1, T + 1)]
-        elif positions == "by-token-id":
-            pos = weights.position_embeddings[input_ids]
-        elif positions == "across-batch":  # numbered 0, ..., B*T - 1 over the flattened batch
-            pos = weights.position_embeddings[torch.arange(B * T)].reshape(B, T, d)
-        elif positions == "by-first-occurrence":
-            pos = weights.position_embeddings[torch.tensor([[row.tolist().index(t) for t in row.tolist()]
-                                                            for row in input_ids])]
-        elif positions == "sinusoidal":
-            t = torch.arange(T, dtype=word.dtype)[:, None]  # (T, 1)
-            freq = 10000.0 ** (-torch.arange(0, d, 2, dtype=word.dtype) / d)  # (d/2,)
-            pos = torch.zeros(T, d, dtype=word.dtype)
-            pos[:, 0::2], pos[:, 1::2] = torch.sin(t * freq), torch.cos(t * freq)
-        else:
-            pos = 0.0
-        if types == "given":
-            typ = weights.token_type_embeddings[token_type_ids]
-        elif types == "first":  # token_type_ids ignored: every token gets type 0
-            typ = weights.token_type_embeddings[0]
-        else:
-            typ = 0.0
-        eps = weights.layer_norm_eps if eps_fixed is None else eps_fixed
-        norm = lambda v: layer_norm(v, weights.ln_weight, weights.ln_bias, eps)  # noqa: E731
-        if ln == "sum":
-            return norm(word + pos + typ)
-        if ln == "word-only":
-            return norm(word) + pos + typ
-        if ln == "each":
-            return norm(word) + norm(pos + 0 * word) + norm(typ + 0 * word)
-        if ln == "layer-1":  # the first layer's LayerNorm, not the embeddings' own
-            L = weights.layers[0]
-            return layer_norm(word + pos + typ, L.ln1_weight, L.ln1_bias, eps)
-        return word + pos + typ
-
-    return f
-
-
-def _embeddings_index(weights, input_ids, token_type_ids):
-    T = input_ids.shape[1]
-    x = weights.word_embeddings[input_ids] + weights.position_embeddings[:T] + weights.token_type_embeddings[token_type_ids]
-    return layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
-
-
-def _embeddings_loop(weights, input_ids, token_type_ids):
-    rows = []
-    for b in range(input_ids.shape[0]):
-        for t in range(input_ids.shape[1]):
-            rows.append(weights.word_embeddings[input_ids[b, t]] + weights.position_embeddings[t]
-                        + weights.token_type_embeddings[token_type_ids[b, t]])
-    x = torch.stack(rows).reshape(*input_ids.shape, -1)
-    return _ln_var_mean(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
-
-
-def _embeddings_with_torch_ln(weights, input_ids, token_type_ids):
-    T = input_ids.shape[1]
-    x = (F.embedding(input_ids, weights.word_embeddings) + F.embedding(torch.arange(T), weights.position_embeddings)
-         + F.embedding(token_type_ids, weights.token_type_embeddings))
-    return F.layer_norm(x, (x.shape[-1],), weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
-
-
-_EMBEDDING_TIPS = (
-    ("must match the size of tensor", " Tip: input_ids has shape (B, T); the positions are 0, ..., T-1 with "
-     "T = input_ids.shape[1], and position_embeddings[:T] broadcasts over the batch."),
-    ("index out of range", " Tip: the embeddings' own LayerNorm is weights.ln_weight and weights.ln_bias, with "
-     "weights.layer_norm_eps."),
-)
-
-register(
-    Exercise(
-        id="bert-embeddings",
-        title="Word, position and token-type embeddings",
-        make_cases=_embedding_cases,
-        reference=embeddings,
-        mutants=(
-            Mutant("no-positions", _embedding_variant(positions="none"),
-                   "a word gets the same vector wherever it stands (the repeated word): add "
-                   "weights.position_embeddings[t] for the positions t = 0, ..., T-1."),
-            Mutant("positions-from-1", _embedding_variant(positions="from-1"),
-                   "BERT counts positions from 0: the first token gets position_embeddings[0], so use "
-                   "torch.arange(T), not torch.arange(1, T + 1)."),
-            Mutant("positions-by-token-id", _embedding_variant(positions="by-token-id"),
-                   "you looked the position vectors up with the token ids; look them up with the positions "
-                   "0, ..., T-1: position_embeddings[torch.arange(T)]."),
-            Mutant("positions-across-batch", _embedding_variant(positions="across-batch"),
-                   "you numbered the positions across the whole batch (0, ..., B*T - 1); every sequence counts its "
-                   "own positions from 0: position_embeddings[torch.arange(T)] for each."),
-            Mutant("positions-by-first-occurrence", _embedding_variant(positions="by-first-occurrence"),
-                   "a repeated word got the position of its first occurrence; position t is where the token stands, "
-                   "t = 0, ..., T-1, whatever the word."),
-            Mutant("sinusoidal-positions", _embedding_variant(positions="sinusoidal"),
-                   "those are the sinusoidal positions of the original Transformer; MiniLM learned its own: "
-                   "add weights.position_embeddings[torch.arange(T)]."),
-            Mutant("no-token-type", _embedding_variant(types="none"),
-                   "you left out the token-type vector. It is added to every token, even when every type is "
-                   "0, because token_type_embeddings[0] is not zero."),
-            Mutant("token-types-ignored", _embedding_variant(types="first"),
-                   "every token got token type 0: look the vectors up with token_type_ids, "
-                   "weights.token_type_embeddings[token_type_ids], so a sentence pair's second part gets type 1."),
-            Mutant("no-layer-norm", _embedding_variant(ln="none"),
-                   "the sum goes through a LayerNorm before the first layer: layer_norm(x, weights.ln_weight, "
-                   "weights.ln_bias, weights.layer_norm_eps)."),
-            Mutant("word-only-normalised", _embedding_variant(ln="word-only"),
-                   "you normalised the word vector alone and added the position and type vectors after; the "
-                   "LayerNorm takes the sum of all three: LN(word + position + type)."),
-            Mutant("each-normalised", _embedding_variant(ln="each"),
-                   "you normalised the word, position and type vectors each on its own and added the results; the "
-                   "LayerNorm takes their sum: LN(word + position + type)."),
-            Mutant("first-layers-layer-norm", _embedding_variant(ln="layer-1"),
-                   "you used the first layer's LayerNorm (layers[0].ln1_*); the embeddings have their own: "
-                   "weights.ln_weight and weights.ln_bias."),
-            Mutant("eps-hard-coded", _embedding_variant(eps_fixed=1e-5),
-                   "you used eps = 1e-5 (torch's default); the embeddings' LayerNorm uses weights.layer_norm_eps "
-                   "(1e-12 for MiniLM)."),
-            Mutant("scaled-by-sqrt-d", _embedding_variant(scale=True),
-                   "you multiplied the word vectors by sqrt(d_model), as the original Transformer does; BERT "
-                   "adds them unscaled."),
-        ),
-        rules=(
-            Rule("edge-size", "one token: position 0 and token type 0", ("T=1, one token",),
-                 lambda w, ids, tt: ids.shape[1] == 1,
-                 ("positions-from-1", "no-token-type", "no-layer-norm", "scaled-by-sqrt-d", "sinusoidal-positions",
-                  "word-only-normalised", "each-normalised", "first-layers-layer-norm"),
-                 quote="`T = 1` gives `(B, 1, d)`"),
-            Rule("range", "a sentence pair: token types 0 and 1 pick different vectors",
-                 ("a sentence pair: token types 0 then 1", "B=3, T=4, sentence pairs of different splits"),
-                 lambda w, ids, tt: int(tt.max()) == 1, ("no-token-type", "token-types-ignored"),
-                 quote="token types 0 or 1"),
-            Rule("tie", "a repeated word gets a different vector at each position",
-                 ("a repeated word and padding (id 0)",),
-                 lambda w, ids, tt: len(set(ids[0].tolist())) < ids.shape[1],
-                 ("no-positions", "positions-by-token-id", "positions-by-first-occurrence"),
-                 quote="a repeated word"),
-            Rule("edge-size", "every sequence counts its positions from 0",
-                 ("B=2, T=5, one segment", "B=3, T=4, sentence pairs of different splits"),
-                 lambda w, ids, tt: ids.shape[0] > 1, ("positions-across-batch",),
-                 quote="the positions $t = 0, \\dots, T-1$ in every sequence"),
-            Rule("threshold", "the embeddings' LayerNorm with weights.layer_norm_eps (1e-12 here)",
-                 ("B=2, T=5, one segment",), lambda w, ids, tt: w.layer_norm_eps == 1e-12, ("eps-hard-coded",),
-                 quote="the LayerNorm's `ln_weight`, `ln_bias` and `layer_norm_eps`"),
-            Rule("output", "a torch tensor (B, T, d) in the tables' dtype", ("B=2, T=5, one segment",), lambda *a: True,
-                 quote="Return a torch tensor of shape `(B, T, d)` in the tables' dtype",
-                 breaches=(_numpy_breach(_embeddings_index), _float32_breach(_embeddings_index),
-                           Breach("squeezed", lambda *a: _embeddings_index(*a).squeeze(), "expected shape"))),
-            Rule("forbidden", "not torch's LayerNorm, nor the package's embeddings", ("B=2, T=5, one segment",),
-                 lambda *a: True, quote="not `F.layer_norm`",
-                 breaches=(_layer_norm_breach(_embeddings_with_torch_ln),
-                           Breach("package-embeddings", lambda *a: embeddings(*a), "you called"))),
-            Rule("forbidden", "the inputs are not changed in place", ("B=2, T=5, one segment",), lambda *a: True,
-                 quote="Do not change the inputs in place", breaches=(in_place_breach(_embeddings_index, index=1),)),
-        ),
-        forbidden=(
-            Forbidden("the package's embeddings", lambda: (embeddings,),
-                      "you called the package's embeddings (ch.embeddings); this exercise asks you to build them: "
-                      "word + position + token type, then layer_norm."),
-            _TORCH_LAYER_NORM,
-        ),
-        hints=(_float32_step,),
-        error_tips=_EMBEDDING_TIPS,
-        array_type="torch",
-        rtol=FLOAT64_RTOL,
-        atol=FLOAT64_ATOL,
-        alternatives=(_embeddings_index, _embeddings_loop),
-        framing=("Write `my_embeddings(weights, input_ids, token_type_ids)`", "`weights` has the tables"),
-        difficulty=1,
-        minutes=10,
-    )
-)
-
-
-# ============================================================ 6. the whole encoder
+# ============================================================ 3. the whole encoder
 #: The largest |hidden state| of MiniLM on the check's and the search's sentences is 10.5; 11 bounds it.
 MINILM_MAX_ABS = 11.0
 #: The float32 estimate of reproduce.py at MiniLM's last layer: depth 7 (embeddings + 6 layers), the
@@ -1416,155 +874,11 @@ register(
         rtol=FLOAT64_RTOL,
         atol=FLOAT64_ATOL,
         framing=("Write `my_encoder(weights, input_ids, attention_mask)`", "`weights` has the embedding tables",
-                 "Use `embeddings` and `post_ln_block`"),
+                 "Use `embeddings` from step 5 and `post_ln_block`"),
         difficulty=2,
-        minutes=18,
+        minutes=15,
     )
 )
 
 
-# ============================================================ 7. sentence embeddings
-def _mask_from_rows(rows) -> torch.Tensor:
-    return torch.tensor(rows, dtype=torch.long)  # (B, T), 1 = real token
-
-
-def _pooling_cases() -> list[Case]:
-    g = torch.Generator().manual_seed(87)
-    return [
-        Case("B=2, T=5, the second sentence padded to length 3", (_randn(g, 2, 5, 8) + 0.5, _lengths_mask([5, 3], 5))),
-        Case("T=1, one token", (_randn(g, 1, 1, 4) + 0.5, torch.ones(1, 1, dtype=torch.long))),
-        Case("three sentences of lengths 6, 2 and 4", (_randn(g, 3, 6, 16) + 0.5, _lengths_mask([6, 2, 4], 6))),
-        Case("no padding", (_randn(g, 2, 4, 8) + 0.5, torch.ones(2, 4, dtype=torch.long))),
-        Case("padding at the start and in the middle", (_randn(g, 2, 6, 8) + 0.5,
-                                                        _mask_from_rows([[0, 0, 1, 1, 1, 1], [1, 1, 0, 1, 0, 1]]))),
-    ]
-
-
-def _pool_variant(*, kind: str = "mean", normalise: str = "after", mask: str = "given"):
-    def f(hidden, attention_mask):
-        am = 1 - attention_mask if mask == "inverted" else attention_mask
-        m = am.to(hidden.dtype)[..., None]  # (B, T, 1)
-        h = F.normalize(hidden, dim=-1) if normalise in ("tokens", "tokens-only") else hidden
-        if kind == "mean":
-            e = (h * m).sum(1) / m.sum(1)
-        elif kind == "mean-with-padding":
-            e = h.mean(1)
-        elif kind == "first-n":  # assumes the n real tokens come first
-            n = am.sum(1)  # (B,)
-            e = torch.stack([h[b, :int(n[b])].mean(0) for b in range(h.shape[0])])
-        elif kind == "cls":
-            e = h[:, 0]
-        elif kind == "last-real":
-            last = (am * torch.arange(am.shape[1])).argmax(1)  # (B,) the last real position
-            e = h[torch.arange(h.shape[0]), last]
-        else:  # max over the real tokens
-            e = h.masked_fill(m == 0, float("-inf")).amax(1)
-        if normalise in ("none", "tokens-only"):
-            return e
-        if normalise == "l1":
-            return e / e.abs().sum(-1, keepdim=True)
-        if normalise == "squared":
-            return e / (e * e).sum(-1, keepdim=True)
-        if normalise == "global":
-            return e / torch.linalg.vector_norm(e)
-        return e / torch.linalg.vector_norm(e, dim=0 if normalise == "batch" else -1, keepdim=True)
-
-    return f
-
-
-def _pool_loop(hidden, attention_mask):
-    out = []
-    for h, m in zip(hidden, attention_mask):
-        e = h[m.bool()].mean(0)  # (d,) over the real tokens
-        out.append(e / e.norm())
-    return torch.stack(out)
-
-
-def _pool_sum_normalise(hidden, attention_mask):
-    return F.normalize((hidden * attention_mask[..., None]).sum(1), dim=-1)  # the sum has the mean's direction
-
-
-register(
-    Exercise(
-        id="sentence-embedding",
-        title="Mean pooling and normalisation",
-        make_cases=_pooling_cases,
-        reference=sentence_embeddings,
-        mutants=(
-            Mutant("padding-averaged", _pool_variant(kind="mean-with-padding"),
-                   "you averaged over the padding positions too: weight each position by attention_mask "
-                   "and divide by the number of real tokens, (h * m).sum(1) / m.sum(1)."),
-            Mutant("padding-at-the-end-assumed", _pool_variant(kind="first-n"),
-                   "you averaged the first n positions, n the number of real tokens: that assumes the padding sits "
-                   "at the end. Padding may sit anywhere: weight each position by attention_mask, "
-                   "(h * m).sum(1) / m.sum(1)."),
-            Mutant("mask-inverted", _pool_variant(mask="inverted"),
-                   "you averaged the padding instead of the real tokens: attention_mask is 1 for a real token."),
-            Mutant("cls-token", _pool_variant(kind="cls"),
-                   "that is the [CLS] token's state; all-MiniLM-L6-v2 was trained with mean pooling over the "
-                   "real tokens."),
-            Mutant("last-real-token", _pool_variant(kind="last-real"),
-                   "that is the last real token's state; all-MiniLM-L6-v2 averages every real token's state."),
-            Mutant("max-pooling", _pool_variant(kind="max"),
-                   "that is max pooling; all-MiniLM-L6-v2 averages the real tokens' states."),
-            Mutant("not-normalised", _pool_variant(normalise="none"),
-                   "the mean is right, but the model's sentence vectors have length 1: divide each by its "
-                   "norm, e / e.norm(dim=-1, keepdim=True)."),
-            Mutant("tokens-normalised-first", _pool_variant(normalise="tokens"),
-                   "you normalised every token before averaging; average first, then normalise the mean."),
-            Mutant("tokens-normalised-instead", _pool_variant(normalise="tokens-only"),
-                   "you scaled every token to length 1 and averaged them; the mean of unit vectors is shorter than 1. "
-                   "Average the states as they are, then scale the mean to length 1."),
-            Mutant("batch-axis-normalised", _pool_variant(normalise="batch"),
-                   "you normalised over the batch axis (dim=0); each sentence vector gets unit length on its "
-                   "own: dim=-1."),
-            Mutant("one-norm-for-the-batch", _pool_variant(normalise="global"),
-                   "you divided every sentence vector by one norm, taken over the whole batch; each gets unit "
-                   "length on its own: e / e.norm(dim=-1, keepdim=True)."),
-            Mutant("l1-normalised", _pool_variant(normalise="l1"),
-                   "you divided by the sum of absolute values (the L1 norm); unit length is the Euclidean norm: "
-                   "e / e.norm(dim=-1, keepdim=True)."),
-            Mutant("divided-by-squared-norm", _pool_variant(normalise="squared"),
-                   "you divided by the squared norm, e / (e * e).sum(); unit length divides by the norm itself, "
-                   "its square root: e / e.norm(dim=-1, keepdim=True)."),
-        ),
-        rules=(
-            Rule("range", "padding counts in neither sum, wherever it sits",
-                 ("B=2, T=5, the second sentence padded to length 3", "three sentences of lengths 6, 2 and 4",
-                  "padding at the start and in the middle"),
-                 lambda h, am: not bool(am.bool().all()), ("padding-averaged", "mask-inverted", "last-real-token"),
-                 quote="the mean of each sequence's real token states"),
-            Rule("range", "padding may sit at the start or in the middle",
-                 ("padding at the start and in the middle",),
-                 lambda h, am: bool((am[:, 0] == 0).any()) or bool((am[:, 1:] > am[:, :-1]).any()),
-                 ("padding-at-the-end-assumed",), quote="Padding may sit anywhere in a sequence"),
-            Rule("edge-size", "one token: its own state, at unit length", ("T=1, one token",),
-                 lambda h, am: h.shape[1] == 1,
-                 ("not-normalised", "batch-axis-normalised", "l1-normalised", "divided-by-squared-norm"),
-                 quote="also for `B = 1`"),
-            Rule("edge-size", "several sentences: each vector gets unit length on its own",
-                 ("three sentences of lengths 6, 2 and 4",), lambda h, am: h.shape[0] > 1,
-                 ("batch-axis-normalised", "one-norm-for-the-batch", "cls-token", "max-pooling",
-                  "tokens-normalised-first", "tokens-normalised-instead"),
-                 quote="scaled to length 1"),
-            Rule("output", "a torch tensor (B, d) in hidden's dtype", ("B=2, T=5, the second sentence padded to length 3",),
-                 lambda *a: True, quote="Return a torch tensor of shape `(B, d)` in `hidden`'s dtype",
-                 breaches=(_numpy_breach(_pool_loop), _float32_breach(_pool_loop),
-                           Breach("keepdim", lambda *a: _pool_loop(*a)[:, None], "expected shape"))),
-            Rule("forbidden", "the inputs are not changed in place", ("B=2, T=5, the second sentence padded to length 3",),
-                 lambda *a: True, quote="Do not change the inputs in place",
-                 breaches=(in_place_breach(_pool_loop, index=0),)),
-        ),
-        hints=(_float32_step,),
-        array_type="torch",
-        rtol=FLOAT64_RTOL,
-        atol=FLOAT64_ATOL,
-        alternatives=(_pool_loop, _pool_sum_normalise),
-        framing=("Write `my_sentence_embedding(hidden, attention_mask)`", "every sequence has at least one real token"),
-        difficulty=1,
-        minutes=8,
-    )
-)
-
-EXERCISES = ("bert-attention", "layer-norm", "gelu-feed-forward", "post-ln-block", "bert-embeddings",
-             "bert-encoder", "sentence-embedding")
+EXERCISES = ("bert-attention", "post-ln-block", "bert-encoder")

@@ -47,9 +47,9 @@ def solved(exercise_id: str, fn: Any) -> bool:
 
     Examples
     --------
-    >>> def my_layer_norm(x, gamma, beta, eps):
+    >>> def my_block(x, layer, num_heads, mask, eps):
     ...     raise NotImplementedError
-    >>> solved("layer-norm", my_layer_norm)
+    >>> solved("post-ln-block", my_block)
     False
     """
     return _result(exercise_id, fn).passed
@@ -143,15 +143,15 @@ def yours_or_ours(exercise_id: str, yours: Any, ours: Callable, name: Optional[s
 
     Examples
     --------
-    >>> from attention_course.chapters.encoder.layer_norm import layer_norm
-    >>> def my_layer_norm(x, gamma, beta, eps):
+    >>> from attention_course.chapters.encoder.block import block
+    >>> def my_block(x, layer, num_heads, mask, eps):
     ...     raise NotImplementedError
-    >>> yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm
+    >>> yours_or_ours("post-ln-block", my_block, block) is block
     True
-    >>> def my_layer_norm(x, gamma, beta, eps):
-    ...     return (x - x.mean(-1, keepdim=True)).numpy()   # a numpy array: the next exercises need tensors
-    >>> yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm  # doctest: +ELLIPSIS
-    layer_norm: the package's (ch.layer_norm), because my_layer_norm does not pass its check yet: you returned a numpy array...
+    >>> def my_block(x, layer, num_heads, mask, eps):
+    ...     return block(x, layer, num_heads, mask, eps).numpy()   # a numpy array: the next exercise needs tensors
+    >>> yours_or_ours("post-ln-block", my_block, block) is block  # doctest: +ELLIPSIS
+    block: the package's (ch.block), because my_block does not pass its check yet: you returned a numpy array...
     True
     """
     part = name or getattr(ours, "__name__", exercise_id)

@@ -10,15 +10,14 @@ from __future__ import annotations
 import math
 import sys
 
-import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from attention_course.chapters.encoder import exercises as bx
 from attention_course.chapters.encoder.assemble import encode
 from attention_course.models.encoder import bert_encode
 from attention_course.chapters.encoder.feed_forward import GELU_GAP
+from attention_course.course import solutions
 from attention_course.course.solutions import SOLUTIONS
 from attention_course.exercises import REGISTRY, check, evaluate
 
@@ -48,12 +47,9 @@ def test_seven_exercises_registered_rated_and_solved():
 
 
 def test_the_tanh_gelu_feedback_says_which_gelu_and_how_far():
-    message = fb("gelu-feed-forward", "tanh-gelu")
-    assert "tanh approximation" in message and "erf" in message and f"{GELU_GAP:.1e}" in message
+    message = fb("bert-encoder", "tanh-gelu")
+    assert "tanh GELU" in message and "erf" in message and f"{GELU_GAP:.1e}" in message
     assert "pre-LN block" in fb("post-ln-block", "pre-ln")
-    assert "batch axis" in fb("layer-norm", "batch-axis") and "d_model" in fb("layer-norm", "batch-axis")
-    assert "outside the square root" in fb("layer-norm", "eps-outside-sqrt")
-    assert "d - 1" in fb("layer-norm", "unbiased-variance")
 
 
 # ------------------------------------------------------------------ a battery of learner answers
@@ -107,65 +103,16 @@ def _attention_weights_only(x, layer, num_heads, mask):
     return SOLUTIONS["bert-attention"](x, layer, num_heads, mask)[1]
 
 
-def _ln_numpy_style(x, gamma, beta, eps):
-    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * gamma + beta
-
-
-def _ln_module(x, gamma, beta, eps):
-    m = torch.nn.LayerNorm(x.shape[-1], eps=eps, dtype=x.dtype)
-    m.load_state_dict({"weight": gamma, "bias": beta})
-    return m(x).detach()
-
-
-def _ln_one_pass(x, gamma, beta, eps):
-    """E[x^2] - E[x]^2: loses digits when the mean is large (the mean-10^6 case)."""
-    mu = x.mean(-1, keepdim=True)
-    var = (x * x).mean(-1, keepdim=True) - mu * mu
-    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
-
-
-def _ln_in_place(x, gamma, beta, eps):
-    x -= x.mean(-1, keepdim=True)
-    return gamma * x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) + beta
-
-
-def _ffn_module(x, layer):
-    d, d_ff = layer.W_1.shape
-    net = torch.nn.Sequential(torch.nn.Linear(d, d_ff), torch.nn.GELU(), torch.nn.Linear(d_ff, d)).double()
-    with torch.no_grad():
-        net[0].weight.copy_(layer.W_1.T), net[0].bias.copy_(layer.b_1)
-        net[2].weight.copy_(layer.W_2.T), net[2].bias.copy_(layer.b_2)
-    return net(x).detach()
-
-
-def _ffn_float32(x, layer):
-    return SOLUTIONS["gelu-feed-forward"](x, layer).float()
-
-
 def _block_written_out(x, layer, num_heads, mask, eps):
     attn, _ = SOLUTIONS["bert-attention"](x, layer, num_heads, mask)
-    ln = SOLUTIONS["layer-norm"]
+    ln = solutions.layer_norm
     a = ln(attn + x, layer.ln1_weight, layer.ln1_bias, eps)
-    return ln(SOLUTIONS["gelu-feed-forward"](a, layer) + a, layer.ln2_weight, layer.ln2_bias, eps)
+    return ln(solutions.feed_forward(a, layer) + a, layer.ln2_weight, layer.ln2_bias, eps)
 
 
 def _block_torch_eps(x, layer, num_heads, mask, eps):
     """torch's LayerNorm default eps, 1e-5, instead of the one passed in."""
     return bx.torch_encoder_layer(x, layer, num_heads, mask, 1e-5)
-
-
-def _embeddings_one_hot(weights, input_ids, token_type_ids):
-    V = weights.word_embeddings.shape[0]
-    T = input_ids.shape[1]
-    x = F.one_hot(input_ids, V).to(weights.word_embeddings.dtype) @ weights.word_embeddings
-    x = x + weights.position_embeddings[:T] + weights.token_type_embeddings[token_type_ids]
-    return bx.layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
-
-
-def _embeddings_types_as_positions(weights, input_ids, token_type_ids):
-    T = input_ids.shape[1]
-    x = weights.word_embeddings[input_ids] + weights.position_embeddings[token_type_ids] + weights.token_type_embeddings[0]
-    return bx.layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
 
 
 def _encoder_tuple(weights, input_ids, attention_mask):
@@ -193,7 +140,7 @@ def _encoder_unbiased_ln(weights, input_ids, attention_mask):
     for L in weights.layers:
         a = ln(x + SOLUTIONS["bert-attention"](x, L, weights.num_heads, mask)[0], L.ln1_weight, L.ln1_bias,
                weights.layer_norm_eps)
-        x = ln(a + SOLUTIONS["gelu-feed-forward"](a, L), L.ln2_weight, L.ln2_bias, weights.layer_norm_eps)
+        x = ln(a + solutions.feed_forward(a, L), L.ln2_weight, L.ln2_bias, weights.layer_norm_eps)
         hidden.append(x)
     return torch.stack(hidden)
 
@@ -204,25 +151,15 @@ def _encoder_last_layer_off(weights, input_ids, attention_mask):
     if len(weights.layers) > 1:
         L = weights.layers[-1]
         mask = attention_mask.bool()[:, None, None, :]
-        a = SOLUTIONS["layer-norm"](h[-2] + SOLUTIONS["bert-attention"](h[-2], L, weights.num_heads, mask)[0],
+        a = solutions.layer_norm(h[-2] + SOLUTIONS["bert-attention"](h[-2], L, weights.num_heads, mask)[0],
                                     L.ln1_weight, L.ln1_bias, weights.layer_norm_eps)
-        h[-1] = SOLUTIONS["layer-norm"](a, L.ln2_weight, L.ln2_bias, weights.layer_norm_eps)
+        h[-1] = solutions.layer_norm(a, L.ln2_weight, L.ln2_bias, weights.layer_norm_eps)
     return h
 
 
 def _encoder_float64_inside(weights, input_ids, attention_mask):
     """Runs MiniLM in float64 and returns float64 states: more precise than the float32 reference."""
     return SOLUTIONS["bert-encoder"](weights.to(torch.float64), input_ids, attention_mask)
-
-
-def _pool_numpy(hidden, attention_mask):
-    h, m = hidden.numpy(), attention_mask.numpy()[..., None]
-    e = (h * m).sum(1) / m.sum(1)
-    return e / np.linalg.norm(e, axis=-1, keepdims=True)
-
-
-def _pool_sum_without_normalising(hidden, attention_mask):
-    return (hidden * attention_mask[..., None]).sum(1)
 
 
 BATTERY = [
@@ -235,32 +172,6 @@ BATTERY = [
     ("bert-attention", "the package's attention", lambda *a: bx.self_attention(*a), "you called the package's attention"),
     ("bert-attention", "sqrt(d_model)", bx._attention_variant(scale="d_model"), fb("bert-attention", "scale-by-d-model")),
     ("bert-attention", "no mask", bx._attention_variant(masking="none"), fb("bert-attention", "mask-ignored")),
-    ("layer-norm", "x.var(unbiased=False)", _ln_numpy_style, PASS),
-    ("layer-norm", "F.layer_norm (forbidden)", lambda x, g, b, eps: F.layer_norm(x, (x.shape[-1],), g, b, eps),
-     "you called torch's LayerNorm"),
-    ("layer-norm", "var_mean", bx._ln_var_mean, PASS),
-    ("layer-norm", "a loop over tokens", bx._ln_loop, PASS),
-    ("layer-norm", "nn.LayerNorm (forbidden)", _ln_module, "you called torch's LayerNorm"),
-    ("layer-norm", "one-pass variance", _ln_one_pass, "E[x^2] - E[x]^2 subtracts two nearly equal"),
-    ("layer-norm", "x.var() (unbiased by default)",
-     lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b,
-     fb("layer-norm", "unbiased-variance")),
-    ("layer-norm", "over every axis", lambda x, g, b, eps: g * (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + eps) + b,
-     ANY),
-    ("layer-norm", "eps outside", bx._ln_variant(eps_where="outside"), fb("layer-norm", "eps-outside-sqrt")),
-    ("layer-norm", "in place", _ln_in_place, "in place on case"),
-    ("gelu-feed-forward", "nn.Sequential with nn.GELU (forbidden)", _ffn_module, "you called torch's GELU"),
-    ("gelu-feed-forward", "einsum", bx._ffn_einsum, PASS),
-    ("gelu-feed-forward", "F.gelu (forbidden)", lambda x, L: F.gelu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2, "you called torch's GELU"),
-    ("gelu-feed-forward", "F.linear and erf", lambda x, L: F.linear(bx.gelu(F.linear(x, L.W_1.T, L.b_1)), L.W_2.T, L.b_2), PASS),
-    ("gelu-feed-forward", "the normal CDF", bx._ffn_normal_cdf, PASS),
-    ("gelu-feed-forward", "F.gelu(approximate='tanh')", lambda x, L: F.gelu(x @ L.W_1 + L.b_1, approximate="tanh") @ L.W_2 + L.b_2,
-     "you called torch's GELU"),
-    ("gelu-feed-forward", "tanh GELU by hand", bx._ffn_variant(bx._gelu_tanh), fb("gelu-feed-forward", "tanh-gelu")),
-    ("gelu-feed-forward", "ReLU", lambda x, L: torch.relu(x @ L.W_1 + L.b_1) @ L.W_2 + L.b_2, fb("gelu-feed-forward", "relu")),
-    ("gelu-feed-forward", "float32", _ffn_float32, "float32 but the inputs are float64"),
-    ("gelu-feed-forward", "forgot b_2", lambda x, L: bx.gelu(x @ L.W_1 + L.b_1) @ L.W_2, fb("gelu-feed-forward", "no-second-bias")),
-    ("gelu-feed-forward", "weights swapped and transposed", lambda x, L: bx.gelu(x @ L.W_2.T + L.b_1) @ L.W_1.T + L.b_2, ANY),
     ("post-ln-block", "written out", _block_written_out, PASS),
     ("post-ln-block", "keyword arguments and torch.add", lambda x, L, h, m, eps: bx.layer_norm(
         torch.add(bx.layer_norm(torch.add(x, bx.self_attention(x=x, layer=L, num_heads=h, mask=m)[0]), L.ln1_weight,
@@ -279,17 +190,6 @@ BATTERY = [
     ("post-ln-block", "swapped LayerNorms", bx._block_variant(ln_1=2, ln_2=1), fb("post-ln-block", "layer-norms-swapped")),
     ("post-ln-block", "the attention tuple added", lambda x, L, h, m, eps: x + bx.self_attention(x, L, h, m)[1].sum(),
      ANY),
-    ("bert-embeddings", "one-hot matrix product", _embeddings_one_hot, PASS),
-    ("bert-embeddings", "F.layer_norm (forbidden)", bx._embeddings_with_torch_ln, "you called torch's LayerNorm"),
-    ("bert-embeddings", "indexing", bx._embeddings_index, PASS),
-    ("bert-embeddings", "a loop", bx._embeddings_loop, PASS),
-    ("bert-embeddings", "types used as positions", _embeddings_types_as_positions, ANY),
-    ("bert-embeddings", "positions over the whole batch", bx._embedding_variant(positions="across-batch"),
-     fb("bert-embeddings", "positions-across-batch")),
-    ("bert-embeddings", "positions from 1", bx._embedding_variant(positions="from-1"), fb("bert-embeddings", "positions-from-1")),
-    ("bert-embeddings", "no segment vector", bx._embedding_variant(types="none"), fb("bert-embeddings", "no-token-type")),
-    ("bert-embeddings", "sinusoids", bx._embedding_variant(positions="sinusoidal"), fb("bert-embeddings", "sinusoidal-positions")),
-    ("bert-embeddings", "no LayerNorm", bx._embedding_variant(ln="none"), fb("bert-embeddings", "no-layer-norm")),
     ("bert-encoder", "models/encoder.py's bert_encode (forbidden)", lambda *a: torch.stack(bert_encode(*a).hidden_states),
      "you called the package's encoder"),
     ("bert-encoder", "written out on own parts", bx._encoder_written_out, PASS),
@@ -305,18 +205,6 @@ BATTERY = [
     ("bert-encoder", "tanh GELU", bx._encoder_variant(gelu_kind="tanh"), fb("bert-encoder", "tanh-gelu")),
     ("bert-encoder", "eps 1e-5 written in", bx._encoder_variant(eps_fixed=1e-5), fb("bert-encoder", "eps-hard-coded")),
     ("bert-encoder", "no padding mask", bx._encoder_variant(mask="none"), fb("bert-encoder", "padding-ignored")),
-    ("sentence-embedding", "a loop", bx._pool_loop, PASS),
-    ("sentence-embedding", "sum, then F.normalize", bx._pool_sum_normalise, PASS),
-    ("sentence-embedding", "boolean indexing per sentence, any padding", lambda h, m: torch.stack(
-        [F.normalize(row[mask.bool()].mean(0), dim=0) for row, mask in zip(h, m)]), PASS),
-    ("sentence-embedding", "numpy", _pool_numpy, "expected a torch tensor"),
-    ("sentence-embedding", "padding assumed at the end", bx._pool_variant(kind="first-n"),
-     fb("sentence-embedding", "padding-at-the-end-assumed")),
-    ("sentence-embedding", "the sum, not normalised", _pool_sum_without_normalising, ANY),
-    ("sentence-embedding", "mean with padding", bx._pool_variant(kind="mean-with-padding"), fb("sentence-embedding", "padding-averaged")),
-    ("sentence-embedding", "[CLS]", bx._pool_variant(kind="cls"), fb("sentence-embedding", "cls-token")),
-    ("sentence-embedding", "not normalised", bx._pool_variant(normalise="none"), fb("sentence-embedding", "not-normalised")),
-    ("sentence-embedding", "returns (B, 1, d)", lambda h, m: bx.sentence_embeddings(h, m)[:, None], "expected shape"),
 ]
 
 

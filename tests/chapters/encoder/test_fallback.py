@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import attention_course.chapters.encoder.fallback as fb
+from attention_course.chapters.encoder.block import block
 from attention_course.chapters.encoder.layer_norm import layer_norm
 from attention_course.course.solutions import SOLUTIONS
 import torch
@@ -10,17 +11,17 @@ import torch
 from attention_course.exercises import REGISTRY
 
 
-def _stub(x, gamma, beta, eps):
+def _stub(x, layer, num_heads, mask, eps):
     raise NotImplementedError
 
 
 def test_solved_asks_the_checker():
-    assert fb.solved("layer-norm", SOLUTIONS["layer-norm"]) is True
-    assert fb.solved("layer-norm", _stub) is False
-    wrong = REGISTRY["layer-norm"].mutants[0].fn
-    assert fb.solved("layer-norm", wrong) is False
-    assert fb.solved("layer-norm", "not a function") is False  # never raises
-    assert fb.solved("no-such-exercise", SOLUTIONS["layer-norm"]) is False
+    assert fb.solved("post-ln-block", SOLUTIONS["post-ln-block"]) is True
+    assert fb.solved("post-ln-block", _stub) is False
+    wrong = REGISTRY["post-ln-block"].mutants[0].fn
+    assert fb.solved("post-ln-block", wrong) is False
+    assert fb.solved("post-ln-block", "not a function") is False  # never raises
+    assert fb.solved("no-such-exercise", SOLUTIONS["post-ln-block"]) is False
 
 
 def test_a_function_is_checked_once(monkeypatch):
@@ -28,60 +29,59 @@ def test_a_function_is_checked_once(monkeypatch):
     real = fb.evaluate
     monkeypatch.setattr(fb, "evaluate", lambda eid, fn: calls.append(eid) or real(eid, fn))
 
-    def mine(x, gamma, beta, eps):
-        return SOLUTIONS["layer-norm"](x, gamma, beta, eps)
+    def mine(x, layer, num_heads, mask, eps):
+        return SOLUTIONS["post-ln-block"](x, layer, num_heads, mask, eps)
 
-    assert fb.solved("layer-norm", mine) and fb.solved("layer-norm", mine)
-    assert calls == ["layer-norm"]
+    assert fb.solved("post-ln-block", mine) and fb.solved("post-ln-block", mine)
+    assert calls == ["post-ln-block"]
 
-    def mine(x, gamma, beta, eps):  # noqa: F811  (a redefinition is a new function: checked again)
-        return SOLUTIONS["layer-norm"](x, gamma, beta, eps)
+    def mine(x, layer, num_heads, mask, eps):  # noqa: F811  (a redefinition is a new function: checked again)
+        return SOLUTIONS["post-ln-block"](x, layer, num_heads, mask, eps)
 
-    assert fb.solved("layer-norm", mine) and calls == ["layer-norm", "layer-norm"]
+    assert fb.solved("post-ln-block", mine) and calls == ["post-ln-block", "post-ln-block"]
 
 
 def test_an_unhashable_callable_is_checked_every_time():
     class Unhashable:
         __hash__ = None
 
-        def __call__(self, x, gamma, beta, eps):
-            return SOLUTIONS["layer-norm"](x, gamma, beta, eps)
+        def __call__(self, x, layer, num_heads, mask, eps):
+            return SOLUTIONS["post-ln-block"](x, layer, num_heads, mask, eps)
 
-    assert fb.solved("layer-norm", Unhashable())
+    assert fb.solved("post-ln-block", Unhashable())
 
 
 def test_yours_or_ours_and_describe_parts(capsys):
-    mine = SOLUTIONS["layer-norm"]
-    picked = fb.yours_or_ours("layer-norm", mine, layer_norm)
+    mine = SOLUTIONS["post-ln-block"]
+    picked = fb.yours_or_ours("post-ln-block", mine, block)
     assert isinstance(picked, fb.Guarded) and picked.yours is mine
-    assert fb.yours_or_ours("layer-norm", _stub, layer_norm) is layer_norm
+    assert fb.yours_or_ours("post-ln-block", _stub, block) is block
     assert capsys.readouterr().out == ""  # a passing part and the untouched stub: nothing to say
 
-    def my_layer_norm(x, gamma, beta, eps):
-        return mine(x, gamma, beta, eps)
+    def my_block(x, layer, num_heads, mask, eps):
+        return mine(x, layer, num_heads, mask, eps)
 
-    assert fb.describe_parts({"layer_norm": layer_norm, "mine": my_layer_norm}) == (
-        "layer_norm: the package's (ch.layer_norm)\nmine: yours (my_layer_norm)")
+    assert fb.describe_parts({"post_ln_block": block, "mine": my_block}) == (
+        "post_ln_block: the package's (ch.block)\nmine: yours (my_block)")
 
 
 def test_a_failing_part_is_replaced_and_the_cell_says_why(capsys):
-    def my_layer_norm(x, gamma, beta, eps):
-        return SOLUTIONS["layer-norm"](x, gamma, beta, eps).numpy()  # numpy: the next parts need tensors
+    def my_block(x, layer, num_heads, mask, eps):
+        return SOLUTIONS["post-ln-block"](x, layer, num_heads, mask, eps).numpy()  # numpy: the next parts need tensors
 
-    assert fb.yours_or_ours("layer-norm", my_layer_norm, layer_norm) is layer_norm
+    assert fb.yours_or_ours("post-ln-block", my_block, block) is block
     out = capsys.readouterr().out
-    assert out.startswith("layer_norm: the package's (ch.layer_norm), because my_layer_norm does not pass")
+    assert out.startswith("block: the package's (ch.block), because my_block does not pass")
     assert "expected a torch tensor" in out
 
 
 def test_a_passing_part_that_breaks_on_new_inputs_is_replaced_not_raised(capsys):
-    """Yours passes its float64 check but returns float64 for float32 inputs (MiniLM's): the guard sees the
-    dtype differ from the package's on the first float32 call, uses the package's, and says so once."""
+    """A part that returns float64 for float32 inputs (MiniLM's): the guard sees the dtype differ from the
+    package's on the first float32 call, uses the package's, and says so once."""
     def my_layer_norm(x, gamma, beta, eps):
-        return SOLUTIONS["layer-norm"](x.double(), gamma.double(), beta.double(), eps)  # always float64
+        return layer_norm(x.double(), gamma.double(), beta.double(), eps)  # always float64
 
-    picked = fb.yours_or_ours("layer-norm", my_layer_norm, layer_norm)
-    assert isinstance(picked, fb.Guarded)
+    picked = fb.Guarded("layer_norm", my_layer_norm, layer_norm)
     x32 = torch.randn(1, 3, 8)
     y = picked(x32, torch.ones(8), torch.zeros(8), 1e-12)
     assert y.dtype == torch.float32 and picked.replaced
@@ -93,7 +93,7 @@ def test_a_passing_part_that_breaks_on_new_inputs_is_replaced_not_raised(capsys)
     def raising(x, gamma, beta, eps):
         if x.dtype == torch.float32:
             raise RuntimeError("expected scalar type Double")
-        return SOLUTIONS["layer-norm"](x, gamma, beta, eps)
+        return layer_norm(x, gamma, beta, eps)
 
     guarded = fb.Guarded("layer_norm", raising, layer_norm)
     assert guarded(x32, torch.ones(8), torch.zeros(8), 1e-12).dtype == torch.float32 and guarded.replaced

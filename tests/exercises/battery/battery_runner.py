@@ -2,7 +2,7 @@
 
 Each battery (``answers/<exercise-id>.py``, each with ``ANSWERS = [(name, fn, "correct"|"wrong",
 "planted mistake")]``) was written by someone who saw only the exercises' statements. Answers to
-the exercises whose cell picks earlier parts (``post-ln-block``, ``bert-embeddings``,
+the exercises whose cell picks earlier parts (``post-ln-block``,
 ``bert-encoder``; ``decoder-block``) use those names as the notebook does; the runner gives them the
 package's parts, as the notebook's cell does while the earlier exercises are unsolved. The first
 battery (issue 44) covers chapters 7 and 8, the second chapters 9 and 10.
@@ -20,8 +20,9 @@ from pathlib import Path
 
 ANSWERS_DIR = Path(__file__).with_name("answers")
 #: The first battery (issue 44): chapters 7 and 8.
-FIRST = ("hopfield-retrieval", "window-sweep", "bert-attention", "layer-norm", "gelu-feed-forward",
-         "post-ln-block", "bert-embeddings", "bert-encoder", "sentence-embedding")
+#: (Chapter 8's layer-norm, gelu-feed-forward, bert-embeddings and sentence-embedding left it when they became
+#: worked code in the lesson.)
+FIRST = ("hopfield-retrieval", "window-sweep", "bert-attention", "post-ln-block", "bert-encoder")
 #: The second battery: chapters 9 and 10.
 SECOND = ("rms-norm", "rope", "grouped-attention", "decoder-block", "decoder-forward", "next-token-probs",
           "next-token-loss")
