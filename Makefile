@@ -95,9 +95,11 @@ test-portable: $(STAMP)
 	$(PORTABLE_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m "numerics and not extended"; $(NONEMPTY)
 
 # Load every page of the built book in headless Chromium (needs `make book` first
-# and Debian's chromium + chromium-driver, which .ci/run installs).
+# and Debian's chromium + chromium-driver, which .ci/run installs). Each test module keeps
+# its own browser (or JupyterLab server, on a free port) on one worker, so the book's pages
+# and JupyterLab's run side by side.
 test-site: $(STAMP)
-	$(BIN)/python -m pytest -m site tests/book/test_site.py tests/book/test_site_interactive.py tests/book/test_lab.py \
+	$(BIN)/python -m pytest $(XDIST) -m site tests/book/test_site.py tests/book/test_site_interactive.py tests/book/test_lab.py \
 	    tests/course/test_plain_edition.py
 
 # Check the book's links: cross-references, anchors and local files always (a broken

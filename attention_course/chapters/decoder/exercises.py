@@ -289,7 +289,7 @@ register(
         alternatives=(_rope_complex, _rope_loop),
         array_type="torch",
         difficulty=2,
-        minutes=12,
+        minutes=15,
     )
 )
 
@@ -418,7 +418,7 @@ register(
         alternatives=(_gqa_sdpa, _gqa_grouped_view),
         array_type="torch",
         difficulty=2,
-        minutes=12,
+        minutes=15,
     )
 )
 
@@ -596,8 +596,8 @@ register(
         framing=('Write `my_decoder_block(x, layer, config, positions)`', '`layer` has `attn_norm`', 'Use `rms_norm`, which the cell above picks'),
         alternatives=(_block_written_out, _block_linear),
         array_type="torch",
-        difficulty=2,
-        minutes=12,
+        difficulty=1,
+        minutes=8,
     )
 )
 

@@ -557,8 +557,8 @@ register(
                  quote='Do not change `heads` or\n`W_o` in place', breaches=(in_place_breach(_ablation_reference, index=0),)),
         ),
         framing=('Write `my_ablate(heads, W_o, head)`',),
-        difficulty=2,
-        minutes=10,
+        difficulty=1,
+        minutes=5,
     )
 )
 
