@@ -325,6 +325,8 @@ SMALL = {
     "lowrank_sentences.json": (["lowrank-sentences", "--quick"], _same_focus),
     "vision_attention.json": (["vision-run", "--quick"], _same_test_set),
     "vision_attention_seeds0-7.json": (["vision-run", "--quick", "--first-seed", "0"], None),
+    "vision_attention_pixels.json": (["vision-run", "--quick", "--patch", "1", "--first-seed", "16"], _same_test_set),
+    "lowrank_two_models.json": (["lowrank-two-models", "--part", "heads", "--models", "MiniLM", "--quick"], None),
     "learned_metric.json": (["metric-run", "--quick"], _same_untrained_numbers),
     "benchmarks_full.json": (["bench", "--quick", "--max-n", "256", "--repeats", "1"], None),
     "insight_memory.json": (["insight-run", "--part", "memory", "--seeds", "0"], _same_seed_zero),

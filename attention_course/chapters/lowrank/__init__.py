@@ -1,6 +1,6 @@
 """Chapter 3, Low rank, and why efficient attention works: everything the chapter computes, draws and checks.
 
-One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``essay_sentences``, ``focus``, ``head_properties``, ``head_swap``, ``in_function``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``spectra``, ``trailing``, ``verdict_measures``, ``vision``, ``vision_figures``, ``vision_locality``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``approximation_error``, ``attention_distance``, ``baselines``, ``decisions``, ``essay_sentences``, ``focus``, ``head_properties``, ``head_swap``, ``in_function``, ``pages``, ``rank_grid``, ``real_methods``, ``recall``, ``sentence_figures``, ``spectra``, ``sweep_figures``, ``trailing``, ``trained_methods``, ``two_models``, ``verdict_measures``, ``vision``, ``vision_figures``, ``vision_locality``, ``benchmarks``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import lowrank as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -19,18 +19,30 @@ from .baselines import (
     centred_rank_k_error,
     rank_vs_topk,
     sink_share,
+    HEAD_BINS,
+    classify_heads,
     loglog_slope,
+)
+from .decisions import (
+    lowrank_bins,
+    entropy_auc,
+    decide_low_rank_real,
+    trailing_passes,
+    decide_trailing,
+    near_shares,
+    decide_patches,
+    combine_halves,
 )
 from .essay_sentences import load_sentences
 from .focus import top_key_mass
-from .head_properties import auc, best_threshold
+from . import head_properties  # noqa: F401
 from . import head_swap  # noqa: F401
 from .in_function import load
 from .pages import EVIDENCE_EXERCISES
 from . import rank_grid  # noqa: F401
 from . import real_methods  # noqa: F401
 from .recall import recall_accuracy, breaking_n
-from .sentence_figures import plot_trailing_costs, plot_focus
+from .sentence_figures import plot_focus
 from .spectra import (
     singular_values,
     effective_rank,
@@ -45,11 +57,20 @@ from .spectra import (
     crossover_beta,
     exp_rank_demo,
 )
+from .sweep_figures import (
+    plot_lowrank_bins,
+    plot_growth,
+    plot_trailing_sweep,
+    plot_trained_gap,
+    plot_near_sweep,
+)
 from . import trailing  # noqa: F401
+from .trained_methods import LINEAR, load_trained_runs, trained_points, decide_trained
+from .two_models import load_two_models
 from .verdict_measures import load_verdicts
-from .vision import load_digit_split, ViTConfig, TinyViT, train_vit, accuracy
-from .vision_figures import plot_patch_attention, plot_neighbourhood_mass
-from .vision_locality import ALPHA, MOST, measure_heads, summarise_vision, load_vision
+from .vision import accuracy
+from .vision_figures import plot_neighbourhood_mass
+from .vision_locality import PIXEL_DATA, MOST, summarise_vision, load_vision
 from .benchmarks import summarise, crossover_n, load_benchmarks
 from .figures import (
     plot_temperature_sweep,
@@ -57,7 +78,6 @@ from .figures import (
     plot_spectra,
     plot_exp_rank,
     plot_method_errors,
-    plot_rank_vs_length,
     plot_recall,
     METHOD_COLORS,
     method_color,
@@ -66,7 +86,6 @@ from .figures import (
     plot_memory,
     plot_rank_grid,
     plot_real_methods,
-    plot_head_properties,
 )
 from .sliders import (
     efficient_structure_explorer,
@@ -88,16 +107,23 @@ __all__ = [
     "centred_rank_k_error",
     "rank_vs_topk",
     "sink_share",
+    "HEAD_BINS",
+    "classify_heads",
     "loglog_slope",
+    "lowrank_bins",
+    "entropy_auc",
+    "decide_low_rank_real",
+    "trailing_passes",
+    "decide_trailing",
+    "near_shares",
+    "decide_patches",
+    "combine_halves",
     "load_sentences",
     "top_key_mass",
-    "auc",
-    "best_threshold",
     "load",
     "EVIDENCE_EXERCISES",
     "recall_accuracy",
     "breaking_n",
-    "plot_trailing_costs",
     "plot_focus",
     "singular_values",
     "effective_rank",
@@ -111,17 +137,21 @@ __all__ = [
     "temperature_sweep",
     "crossover_beta",
     "exp_rank_demo",
+    "plot_lowrank_bins",
+    "plot_growth",
+    "plot_trailing_sweep",
+    "plot_trained_gap",
+    "plot_near_sweep",
+    "LINEAR",
+    "load_trained_runs",
+    "trained_points",
+    "decide_trained",
+    "load_two_models",
     "load_verdicts",
-    "load_digit_split",
-    "ViTConfig",
-    "TinyViT",
-    "train_vit",
     "accuracy",
-    "plot_patch_attention",
     "plot_neighbourhood_mass",
-    "ALPHA",
+    "PIXEL_DATA",
     "MOST",
-    "measure_heads",
     "summarise_vision",
     "load_vision",
     "summarise",
@@ -132,7 +162,6 @@ __all__ = [
     "plot_spectra",
     "plot_exp_rank",
     "plot_method_errors",
-    "plot_rank_vs_length",
     "plot_recall",
     "METHOD_COLORS",
     "method_color",
@@ -141,7 +170,6 @@ __all__ = [
     "plot_memory",
     "plot_rank_grid",
     "plot_real_methods",
-    "plot_head_properties",
     "efficient_structure_explorer",
     "load_structure_sweep",
     "lowrank_explorer",

@@ -193,7 +193,14 @@ def shuffled_distances(weights: Array, distances: Array, n_perm: int = 1000, see
         Abar = A.sum(axis=0)  # (h, n, n): images summed, since D is shared
         Dp = D[perms[:, :, None], perms[:, None, :]]  # (K, n, n): $D_{\pi(i)\pi(j)}$
         return np.einsum("hij,kij->kh", Abar, Dp) / (B * n)
-    return np.stack([mean_attention_distance(A, D[:, p][:, :, p]) for p in perms])  # (K, h)
+    # per-image distances: for a chunk of c permutations at once, sum_ij A_bhij D_b,pi(i)pi(j) as one batched
+    # product per image (the same numbers as mean_attention_distance(A, D[:, p][:, :, p]) for each p, faster)
+    A_flat, D_t, out = torch.from_numpy(A.reshape(B, h, n * n)), torch.from_numpy(D), []  # (B, h, n²), (B, n, n)
+    for start in range(0, n_perm, 10):
+        P = torch.from_numpy(perms[start:start + 10])  # (c, n)
+        Dp = D_t[:, P[:, :, None], P[:, None, :]].reshape(B, len(P), n * n)  # (B, c, n²): $D_{b\pi(i)\pi(j)}$
+        out.append((torch.bmm(A_flat, Dp.transpose(1, 2)).sum(0).T / (B * n)).numpy())  # (c, h)
+    return np.concatenate(out)  # (K, h)
 
 
 def locality_pvalue(observed: np.ndarray, null: np.ndarray) -> np.ndarray:

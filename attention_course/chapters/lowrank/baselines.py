@@ -17,18 +17,27 @@ Three things make an attention matrix *look* low-rank without carrying structure
   shipped in this module, joined up to MiniLM's 512 positions);
 * **sink heads.** A head whose rows all put their weight on ``[CLS]`` or ``[SEP]`` has
   nearly rank 1 because it is a no-op (Clark et al. 2019); :func:`sink_share` measures it.
+
+The course's one treatment of sinks, for every claim that counts heads: the sink positions are
+an encoder's ``[CLS]`` and ``[SEP]`` and a decoder's first position; a head is a **sink head**
+when its sink share is at least a threshold (0.5, swept on the evidence pages); a property is
+measured on each head's :func:`content_part` (the sink columns removed, the rows renormalised);
+and :func:`classify_heads` puts every head in one of three bins: has the property, lacks it,
+sink head (:func:`head_bins` gives their shares of all heads).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from ...core._backend import Array, to_numpy
+from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from .spectra import rank_k_error, topk_sparsify
 
-__all__ = ["SENTENCES", "uniform_error", "centred_rank_k_error", "rank_vs_topk", "sink_share", "loglog_slope"]
+__all__ = ["SENTENCES", "uniform_error", "centred_rank_k_error", "rank_vs_topk", "sink_share", "HEAD_BINS",
+           "classify_heads", "loglog_slope"]
 
 SENTENCES = (
     "The committee postponed its final decision on the new library because several members wanted "
@@ -191,6 +200,123 @@ def sink_share(A: Array, positions: Sequence[int]) -> np.ndarray:
     """
     a = to_numpy(A)
     return a[..., list(positions)].sum(axis=-1).mean(axis=-1)
+
+
+class ContentPart(NamedTuple):
+    """What :func:`content_part` returns: the renormalised ``weights`` and the ``sink_rows`` it could not renormalise."""
+
+    weights: np.ndarray  # (..., T, S - len(sinks)); a sink row is all zeros
+    sink_rows: np.ndarray  # (..., T) bool: the row's weight off the sinks was at most min_mass
+
+
+def content_part(A: Array, sink_positions: Sequence[int], min_mass: float = 1e-12) -> ContentPart:
+    r"""A head's attention with the sink columns removed and each row renormalised.
+
+    .. math::
+
+        C_{ij} = \frac{A_{ij}}{\sum_{j' \notin \mathcal S} A_{ij'}}, \qquad j \notin \mathcal S
+
+    where :math:`\mathcal S` is the set of sink positions (an encoder's ``[CLS]`` and ``[SEP]``,
+    a decoder's first position). A row whose weight off the sinks is at most ``min_mass``
+    (a decoder's first query, which sees only the sink) has nothing to renormalise: it is
+    reported in ``sink_rows`` and left as zeros, never divided by (nearly) zero. Drop those rows
+    before measuring a property of the content part.
+
+    Parameters
+    ----------
+    A : array, shape (..., T, S)
+        Attention weights, rows summing to 1 (a causal map's rows over the keys they may see).
+    sink_positions : sequence of int
+        Key indices of the sinks, each in ``[-S, S)``; duplicates count once.
+    min_mass : float
+        Rows whose content mass is at most this are sink rows.
+
+    Returns
+    -------
+    ContentPart
+        ``weights`` (..., T, S - number of distinct sinks), float64, each row summing to 1 except
+        the sink rows (zeros); ``sink_rows`` (..., T) bool.
+
+    Examples
+    --------
+    >>> A = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.2, 0.6]])   # causal, sink at 0
+    >>> part = content_part(A, [0])
+    >>> part.weights.round(2).tolist(), part.sink_rows.tolist()
+    ([[0.0, 0.0], [1.0, 0.0], [0.25, 0.75]], [True, False, False])
+    """
+    a = np.asarray(to_numpy(A), dtype=float)
+    if a.ndim < 2:
+        raise ShapeError(f"A has shape {shape_str(a)}; expected attention weights (..., T, S)")
+    S = a.shape[-1]
+    bad = [p for p in sink_positions if int(p) != p or not -S <= p < S]
+    if bad:
+        raise ValueError(f"sink_positions {list(sink_positions)} has {bad} outside the {S} keys of A {shape_str(a)}")
+    sinks = sorted({int(p) % S for p in sink_positions})
+    keep = np.setdiff1d(np.arange(S), sinks)  # (S - len(sinks),)
+    content = a[..., keep]  # (..., T, S') the weights on the content keys
+    mass = content.sum(axis=-1)  # (..., T) each row's weight off the sinks
+    sink_rows = mass <= min_mass
+    weights = np.divide(content, mass[..., None], out=np.zeros_like(content), where=~sink_rows[..., None])
+    return ContentPart(weights, sink_rows)
+
+
+#: A head is a sink head when its sink share is at least this (the course's one threshold, swept 0.3-0.7).
+SINK_THRESHOLD = 0.5
+#: The three bins every claim that counts heads reports, in this order.
+HEAD_BINS = ("property", "no property", "sink")
+
+
+def classify_heads(has_property: Sequence[bool], sink_shares: Sequence[float],
+                   sink_threshold: float = SINK_THRESHOLD) -> np.ndarray:
+    """Each head's bin: ``"sink"`` if its sink share is at least ``sink_threshold``, else ``"property"`` or ``"no property"``.
+
+    A sink head's own property is not counted either way: it parks its weight, and what it does with
+    the rest is a property of the leftovers. Measure ``has_property`` on each head's
+    :func:`content_part`.
+
+    Parameters
+    ----------
+    has_property : sequence of bool, shape (heads,) or any shape
+    sink_shares : sequence of float, the same shape, each in [0, 1] (:func:`sink_share`)
+    sink_threshold : float, in (0, 1]
+
+    Returns
+    -------
+    numpy.ndarray of str, the same shape: one of :data:`HEAD_BINS` per head.
+
+    Examples
+    --------
+    >>> classify_heads([True, False, True, False], [0.1, 0.2, 0.5, 0.9]).tolist()
+    ['property', 'no property', 'sink', 'sink']
+    >>> classify_heads([True, False, True, False], [0.1, 0.2, 0.5, 0.9], sink_threshold=0.6).tolist()
+    ['property', 'no property', 'property', 'sink']
+    """
+    prop, share = np.asarray(has_property), np.asarray(sink_shares, dtype=float)
+    if prop.shape != share.shape:
+        raise ShapeError(f"has_property has shape {shape_str(prop)} and sink_shares {shape_str(share)}; "
+                         f"expected one value of each per head")
+    if prop.dtype != bool:
+        raise ValueError(f"has_property has dtype {prop.dtype}; expected booleans (measure the property, then compare)")
+    if not 0 < sink_threshold <= 1:
+        raise ValueError(f"sink_threshold={sink_threshold}; expected 0 < sink_threshold <= 1")
+    if share.size and (np.isnan(share).any() or share.min() < -1e-9 or share.max() > 1 + 1e-9):
+        raise ValueError(f"sink_shares range over [{np.nanmin(share):.3g}, {np.nanmax(share):.3g}]; expected shares in [0, 1]")
+    return np.where(share >= sink_threshold, "sink", np.where(prop, "property", "no property"))
+
+
+def head_bins(labels: Sequence[str]) -> dict[str, float]:
+    """Shares of ALL heads in each bin of :data:`HEAD_BINS` (they sum to 1).
+
+    Examples
+    --------
+    >>> head_bins(["property", "sink", "no property", "property"])
+    {'property': 0.5, 'no property': 0.25, 'sink': 0.25}
+    """
+    lab = np.asarray(labels).ravel()
+    unknown = set(lab.tolist()) - set(HEAD_BINS)
+    if lab.size == 0 or unknown:
+        raise ValueError(f"labels {sorted(unknown) or 'empty'}; expected a non-empty list of {HEAD_BINS}")
+    return {b: float((lab == b).mean()) for b in HEAD_BINS}
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:

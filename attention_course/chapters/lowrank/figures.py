@@ -24,12 +24,9 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
-__all__ = [
-    "plot_temperature_sweep", "plot_attention_matrices", "plot_spectra", "plot_exp_rank",
-    "plot_method_errors", "plot_rank_vs_length", "plot_recall", "METHOD_COLORS", "method_color",
-    "plot_method_schematic", "plot_scaling", "plot_memory", "plot_rank_grid", "plot_real_methods",
-    "plot_head_properties",
-]
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_spectra", "plot_exp_rank",
+           "plot_method_errors", "plot_recall", "METHOD_COLORS", "method_color", "plot_method_schematic",
+           "plot_scaling", "plot_memory", "plot_rank_grid", "plot_real_methods"]
 
 
 def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:

@@ -21,9 +21,10 @@ import numpy as np
 
 from ...core._backend import Array, to_numpy
 from ..mechanics.properties import row_entropy
-from .baselines import sink_share
+from .baselines import content_part, sink_share
+from .spectra import effective_rank_from_singular_values, stable_rank_from_singular_values
 
-__all__ = ["auc", "best_threshold"]
+__all__ = []
 
 
 def mean_row_entropy(A: Array) -> np.ndarray:
@@ -47,6 +48,63 @@ def head_properties(A: Array, sinks: Sequence[int]) -> dict[str, np.ndarray]:
     {'entropy': [0.0, 0.693], 'sink_share': [1.0, 0.5]}
     """
     return {"entropy": mean_row_entropy(A), "sink_share": sink_share(A, sinks)}
+
+
+def content_measures(A: Array, sinks: Sequence[int], k: int) -> dict[str, np.ndarray]:
+    r"""Each head's sink share, and the rank and entropy of its content part (the course's sink treatment).
+
+    For head :math:`A` (T, S): the sink share (:func:`~attention_course.chapters.lowrank.baselines.sink_share`)
+    and the content part :math:`C` (:func:`~attention_course.chapters.lowrank.baselines.content_part`:
+    the sink columns removed, the rows renormalised, the rows with no weight off the sinks dropped).
+    From :math:`C`'s singular values :math:`\sigma_i`:
+
+    .. math::
+
+        \text{energy}_k = \frac{\sum_{i \le k} \sigma_i^2}{\sum_i \sigma_i^2}, \qquad
+        e_k = \frac{\|C - C_k\|_F}{\|C\|_F} = \sqrt{1 - \text{energy}_k},
+
+    the stable rank :math:`\sum_i \sigma_i^2 / \sigma_1^2`, the entropy effective rank, and the mean
+    row entropy of :math:`C`. A threshold on the energy share (0.99 is an error of 0.1) turns them
+    into a decision; every number is a function of :math:`A` alone.
+
+    Parameters
+    ----------
+    A : array, shape (H, T, S), rows summing to 1
+    sinks : sequence of int, the sink key positions (``[0, n - 1]`` for [CLS] and [SEP]; ``[0]`` for a decoder)
+    k : int, 1 <= k
+
+    Returns
+    -------
+    dict of numpy arrays, each (H,): ``sink_share``, ``energy`` (energy_k), ``rank_error`` (e_k),
+    ``stable_rank``, ``effective_rank``, ``entropy`` (nats), ``rows`` (rows of C kept).
+
+    Examples
+    --------
+    >>> A = np.array([[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.25, 0.25]]])   # causal, sink at 0
+    >>> m = content_measures(A, [0], k=1)   # C = [[1, 0], [0.5, 0.5]] (row 0 dropped): sigma^2 = 1.309, 0.191
+    >>> {key: round(float(v[0]), 3) for key, v in m.items()}
+    {'sink_share': 0.667, 'energy': 0.873, 'rank_error': 0.357, 'stable_rank': 1.146, 'effective_rank': 1.803, 'entropy': 0.347, 'rows': 2.0}
+    """
+    a = np.asarray(to_numpy(A), dtype=float)
+    if a.ndim != 3:
+        raise ValueError(f"A has shape {a.shape}; expected one map per head (H, T, S)")
+    if int(k) != k or k < 1:
+        raise ValueError(f"k={k!r}; expected a positive integer rank")
+    share = sink_share(a, sinks)  # (H,)
+    part = content_part(a, sinks)
+    out = {key: np.empty(len(a)) for key in ("energy", "rank_error", "stable_rank", "effective_rank", "entropy", "rows")}
+    for h in range(len(a)):
+        C = part.weights[h][~part.sink_rows[h]]  # (T', S') the rows that have weight off the sinks
+        s = np.linalg.svd(C, compute_uv=False)  # (min(T', S'),)
+        e = s**2
+        energy = float(e[: int(k)].sum() / e.sum())
+        out["energy"][h] = energy
+        out["rank_error"][h] = np.sqrt(max(1.0 - energy, 0.0))
+        out["stable_rank"][h] = float(stable_rank_from_singular_values(s))
+        out["effective_rank"][h] = float(effective_rank_from_singular_values(s[s > 0]))
+        out["entropy"][h] = float(mean_row_entropy(C))
+        out["rows"][h] = len(C)
+    return {"sink_share": share, **out}
 
 
 def auc(score: Sequence[float], positive: Sequence[bool]) -> float:

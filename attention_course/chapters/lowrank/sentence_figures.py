@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from ...figures.style import book_figure, method_color
 
-__all__ = ["plot_trailing_costs", "plot_focus"]
+__all__ = ["plot_focus"]
 
 _REMOVALS = (("trailing", "trailing values", method_color("svd")), ("random", "same energy,\nrandom values", method_color("uniform")),
              ("leading", "same energy,\nleading values", method_color("linformer")))

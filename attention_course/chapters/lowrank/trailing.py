@@ -130,15 +130,16 @@ def _transform(order: str, keep: float, seed: int, causal: bool):
 
 
 def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int] = (0, 1, 2, 3, 4),
-                   draws: Sequence[int] = (0, 1, 2, 3, 4), n: int = 128, keep: float = 0.9,
+                   draws: Sequence[int] = (0, 1, 2, 3, 4), n: int = 128, keeps: Sequence[float] = (0.9,),
                    steps: int = 600) -> dict:
-    """The deciding run of ``trailing-noise``: the cost of each removal, and of uniform attention.
+    """The deciding run of ``trailing-noise``: the cost of each removal, and of uniform attention, per kept share.
 
-    ``tiny``: one row per training seed of chapter 4's induction model (2 layers, ``steps`` steps):
-    held-out losses ``exact``, ``uniform``, ``trailing``, ``leading``, ``random`` (one per draw).
-    ``minilm``: one row per sentence order of the shipped text cut to ``n`` tokens: the relative
-    change of the last hidden states for the same replacements. Each row also has ``cost``, every
-    replacement's cost divided by uniform attention's, and ``kept``, the mean share of modes kept.
+    ``tiny``: one row per training seed of chapter 4's induction model (2 layers, ``steps`` steps) and
+    kept share ``keep``: held-out losses ``exact``, ``uniform``, ``trailing``, ``leading``, ``random``
+    (one per draw). ``minilm``: one row per sentence order of the shipped text cut to ``n`` tokens and
+    share: the relative change of the last hidden states for the same replacements. Each row also has
+    ``cost``, every replacement's cost divided by uniform attention's, and ``kept``, the mean share of
+    modes kept. The model of a seed is trained once and measured at every share.
     """
     def costs(row: dict, base: float) -> dict:
         unif = row["uniform"] - base
@@ -147,16 +148,18 @@ def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int]
 
     tiny = []
     for seed, model, inputs, loss in trained_induction_models(seeds, steps):
-        kept = []
-        with torch.no_grad():
-            sw.tiny_forward_with(model, inputs, lambda w, layer: kept.append(
-                (energy_rank(torch.linalg.svdvals(w.double()), keep) / w.shape[-1]).mean().item()) or w)
-        row = {"seed": seed, "exact": loss(), "uniform": loss(lambda w, layer: sw.uniform_weights(w, causal=True)),
-               "trailing": loss(_transform("trailing", keep, 0, True)),
-               "leading": loss(_transform("leading", keep, 0, True)),
-               "random": [loss(_transform("random", keep, d, True)) for d in draws], "kept": float(np.mean(kept))}
-        row["cost"] = costs(row, row["exact"])
-        tiny.append(row)
+        exact, uniform = loss(), loss(lambda w, layer: sw.uniform_weights(w, causal=True))
+        for keep in keeps:
+            kept = []
+            with torch.no_grad():
+                sw.tiny_forward_with(model, inputs, lambda w, layer: kept.append(
+                    (energy_rank(torch.linalg.svdvals(w.double()), keep) / w.shape[-1]).mean().item()) or w)
+            row = {"seed": seed, "keep": keep, "exact": exact, "uniform": uniform,
+                   "trailing": loss(_transform("trailing", keep, 0, True)),
+                   "leading": loss(_transform("leading", keep, 0, True)),
+                   "random": [loss(_transform("random", keep, d, True)) for d in draws], "kept": float(np.mean(kept))}
+            row["cost"] = costs(row, row["exact"])
+            tiny.append(row)
     W = minilm_weights()
     minilm = []
     with torch.no_grad():
@@ -168,12 +171,15 @@ def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int]
             def change(tf) -> float:
                 return float((sw.bert_forward_with(W, ids, tf)[0][-1] - ref).norm() / ref.norm())
 
-            kept = [(energy_rank(torch.linalg.svdvals(a.double()), keep) / n).float().mean().item() for a in att]
-            row = {"order": int(order), "uniform": change(lambda w, layer: sw.uniform_weights(w)),
-                   "trailing": change(_transform("trailing", keep, 0, False)),
-                   "leading": change(_transform("leading", keep, 0, False)),
-                   "random": [change(_transform("random", keep, d, False)) for d in draws], "kept": float(np.mean(kept))}
-            row["cost"] = costs(row, 0.0)
-            minilm.append(row)
-    return {"config": {"seeds": list(seeds), "orders": list(orders), "draws": list(draws), "n": n, "keep": keep,
-                       "steps": steps}, "tiny": tiny, "minilm": minilm}
+            uniform = change(lambda w, layer: sw.uniform_weights(w))
+            for keep in keeps:
+                kept = [(energy_rank(torch.linalg.svdvals(a.double()), keep) / n).float().mean().item() for a in att]
+                row = {"order": int(order), "keep": keep, "uniform": uniform,
+                       "trailing": change(_transform("trailing", keep, 0, False)),
+                       "leading": change(_transform("leading", keep, 0, False)),
+                       "random": [change(_transform("random", keep, d, False)) for d in draws],
+                       "kept": float(np.mean(kept))}
+                row["cost"] = costs(row, 0.0)
+                minilm.append(row)
+    return {"config": {"seeds": list(seeds), "orders": list(orders), "draws": list(draws), "n": n,
+                       "keeps": list(keeps), "steps": steps}, "tiny": tiny, "minilm": minilm}

@@ -37,7 +37,7 @@ from ...core.attention import scaled_dot_product_attention
 from ...core.multihead import merge_heads, split_heads
 from ...models.adamw import AdamW
 
-__all__ = ["load_digit_split", "ViTConfig", "TinyViT", "train_vit", "accuracy"]
+__all__ = ["accuracy"]
 
 IMAGE_SIDE = 8  # load_digits: 8×8 images, pixel values 0..16
 

@@ -3,7 +3,7 @@
 :func:`plot_patch_attention` draws one image with its patch grid and one head's weights from one
 query patch; :func:`plot_attention_distance` draws every head's mean attention distance against
 uniform attention and the shuffled-geometry null, layer by layer, from a
-:func:`~attention_course.chapters.lowrank.vision_runs.vision_run` document. Both return the
+:func:`~attention_course.chapters.lowrank.vision_locality.vision_run` document. Both return the
 figure and change no global matplotlib state.
 """
 
@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from ...core._backend import ShapeError
 from ...figures.style import book_figure
 
-__all__ = ["plot_patch_attention", "plot_neighbourhood_mass"]
+__all__ = ["plot_neighbourhood_mass"]
 
 _NEAR, _FAR, _UNTRAINED = "#0072B2", "#E69F00", "#BBBBBB"
 

@@ -101,8 +101,9 @@ def test_focus_bad_input():
 def test_stored_run_has_the_preregistered_design():
     run = json.loads(SENTENCES_PATH.read_text())
     t = run["trailing"]["config"]
-    assert (t["seeds"], t["orders"], t["draws"], t["n"], t["keep"], t["steps"]) == (
-        [0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [0, 1, 2, 3, 4], 128, 0.9, 600)
+    assert (t["seeds"], t["orders"], t["draws"], t["n"], t["keeps"], t["steps"]) == (
+        [0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [0, 1, 2, 3, 4], 128, [0.9, 0.95, 0.99], 600)
+    assert [(r["order"], r["keep"]) for r in run["trailing"]["minilm"][:3]] == [(0, 0.9), (0, 0.95), (0, 0.99)]
     f = run["focus"]["config"]
     assert (f["k"], f["threshold"], f["n_sentences"]) == (3, 0.5, 20)
     # the stored shares follow from the stored counts
