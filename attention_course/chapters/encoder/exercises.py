@@ -359,8 +359,8 @@ register(
         atol=FLOAT64_ATOL,
         alternatives=(_attention_einsum, _attention_sdpa),
         framing=("Write `my_self_attention(x, layer, num_heads, mask)`", "`layer` holds"),
-        difficulty=2,
-        minutes=20,
+        difficulty=1,
+        minutes=10,
     )
 )
 
@@ -607,7 +607,7 @@ register(
         alternatives=(_block_written_out, _block_learners_parts),
         framing=("Write `my_block(x, layer, num_heads, mask, eps)`", "The cell first picks"),
         difficulty=1,
-        minutes=10,
+        minutes=5,
     )
 )
 
@@ -876,7 +876,7 @@ register(
         framing=("Write `my_encoder(weights, input_ids, attention_mask)`", "`weights` has the embedding tables",
                  "Use `embeddings` from step 5 and `post_ln_block`"),
         difficulty=2,
-        minutes=15,
+        minutes=10,
     )
 )
 
