@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from attention_course.chapters import insight as ch
 from attention_course.chapters.insight import take_away as ch_take_away
 
@@ -21,9 +19,14 @@ def test_every_lesson_cell_comes_from_its_own_run():
     assert (ch.PARTNER, "tied") not in table  # partner recall was run with the learned scale only: grey
 
 
-def test_the_lesson_figure_draws_every_row_and_leaves_unrun_cells_grey():
-    fig = ch.plot_take_away(ch.take_away_table())
-    M = fig.axes[0].images[0].get_array()
-    assert M.shape == (len(ch_take_away.TAKE_AWAY_ROWS), len(ch_take_away.TAKE_AWAY_TASKS))
-    partner = [i for i, (_, v) in enumerate(ch_take_away.TAKE_AWAY_ROWS) if "scale learned" in v or v == "softmax attention"]
-    assert not np.ma.getmaskarray(M)[partner, 2].any() and np.ma.getmaskarray(M)[:, 2].sum() == len(M) - 3
+def test_the_lesson_figure_draws_a_bar_per_trained_cell_and_names_the_untrained_ones():
+    table = ch.take_away_table()
+    fig = ch.plot_take_away(table)
+    ax = fig.axes[0]
+    cells = [(task, v) for _, v in ch_take_away.TAKE_AWAY_ROWS for _, task in ch_take_away.TAKE_AWAY_TASKS]
+    trained = [c for c in cells if c in table]
+    widths = sorted(round(p.get_width(), 6) for p in ax.patches)
+    assert widths == sorted(round(table[c].mean, 6) for c in trained)  # every bar is a trained cell's mean
+    untrained = [t for t in ax.texts if t.get_text() == "not trained"]
+    assert len(untrained) == len(cells) - len(trained) > 0
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r for r, _ in ch_take_away.TAKE_AWAY_ROWS]
