@@ -250,7 +250,7 @@ def plot_take_away(table: Mapping, title: str = "") -> Figure:
             y = i + (j - (len(tasks) - 1) / 2) * bar
             s = table.get((task, variant))
             if s is None:
-                ax.text(0.01, y, "not trained", va="center", fontsize=9, color="0.45")
+                ax.text(0.01, y, "not trained", va="center", fontsize=10, color="0.4")
                 continue
             labelled = task_label in ax.get_legend_handles_labels()[1]
             ax.barh(y, s.mean, height=bar * 0.92, color=colour, label=None if labelled else task_label)
