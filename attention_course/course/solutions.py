@@ -342,6 +342,7 @@ SOLUTIONS = {
 # Chapter 8 works on torch tensors (MiniLM's weights); the steps build on each other, so a
 # later solution calls the earlier ones by the names the notebook gives them.
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def self_attention(x, layer, num_heads, mask):
@@ -455,9 +456,9 @@ def rope(x, positions, base):
     theta = base ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)  # (d/2,): one frequency per pair
     angles = positions.to(x.dtype)[:, None] * theta[None, :]  # (T, d/2)
     angles = torch.cat([angles, angles], dim=-1)  # (T, d): features i and i + d/2 share an angle
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]  # (..., T, d/2) each: the pairs' two coordinates
     rotated = torch.cat([-x2, x1], dim=-1)  # (..., T, d): each pair turned by 90 degrees
-    return x * angles.cos() + rotated * angles.sin()
+    return x * angles.cos() + rotated * angles.sin()  # (..., T, d)
 
 
 def grouped_attention(q, k, v):
@@ -465,27 +466,32 @@ def grouped_attention(q, k, v):
     B, h, T, d = q.shape
     h_kv, S = k.shape[1], k.shape[2]
     k = k.repeat_interleave(h // h_kv, dim=1)  # (B, h, S, d): head i reads key/value head i // (h / h_kv)
-    v = v.repeat_interleave(h // h_kv, dim=1)
+    v = v.repeat_interleave(h // h_kv, dim=1)  # (B, h, S, d)
     scores = q @ k.transpose(-2, -1) / d**0.5  # (B, h, T, S)
-    allowed = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)  # query t sits at S - T + t
+    allowed = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)  # (T, S): query t sits at S - T + t
     scores = scores.masked_fill(~allowed, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v  # (B, h, T, d), softmax over the keys
 
 
-def decoder_block(x, layer, config, positions):
-    """One pre-norm layer: a = x + Attn(RMSNorm(x)), y = a + SwiGLU(RMSNorm(a)); (B, T, d) -> (B, T, d)."""
-    B, T, d = x.shape
-    h, h_kv, dh = config.n_heads, config.n_kv_heads, config.d_head
-    xn = rms_norm(x, layer.attn_norm, config.eps)
-    q = (xn @ layer.W_q).reshape(B, T, h, dh).transpose(1, 2)  # (B, h, T, d_head)
-    k = (xn @ layer.W_k).reshape(B, T, h_kv, dh).transpose(1, 2)  # (B, h_kv, T, d_head)
-    v = (xn @ layer.W_v).reshape(B, T, h_kv, dh).transpose(1, 2)
-    q, k = rope(q, positions, config.rope_base), rope(k, positions, config.rope_base)  # not v
+def attention_branch(xn, layer, config, positions):
+    """The lesson's step 3 at any positions, as the page gives it: (B, T, d) -> (B, T, d)."""
+    B, T, _ = xn.shape
+    h, h_kv, d_head = config.n_heads, config.n_kv_heads, config.d_head
+    q = (xn @ layer.W_q).view(B, T, h, d_head).transpose(1, 2)  # (B, h, T, d_head)
+    k = (xn @ layer.W_k).view(B, T, h_kv, d_head).transpose(1, 2)  # (B, h_kv, T, d_head)
+    v = (xn @ layer.W_v).view(B, T, h_kv, d_head).transpose(1, 2)  # (B, h_kv, T, d_head)
+    q, k = rope(q, positions, config.rope_base), rope(k, positions, config.rope_base)  # v does not turn
     heads = grouped_attention(q, k, v)  # (B, h, T, d_head)
-    a = x + heads.transpose(1, 2).reshape(B, T, h * dh) @ layer.W_o  # (B, T, d)
-    an = rms_norm(a, layer.mlp_norm, config.eps)
-    gate = an @ layer.W_gate
-    return a + (gate * torch.sigmoid(gate) * (an @ layer.W_up)) @ layer.W_down  # SiLU(gate) * up, then down
+    return heads.transpose(1, 2).reshape(B, T, h * d_head) @ layer.W_o  # (B, T, d)
+
+
+def decoder_block(x, layer, config, positions):
+    """One pre-norm layer: a = x + Attn(RMSNorm1(x)), y = a + SwiGLU(RMSNorm2(a)); (B, T, d) -> (B, T, d)."""
+    xn = rms_norm(x, layer.attn_norm, config.eps)  # (B, T, d): the norm feeds the branch only
+    a = x + attention_branch(xn, layer, config, positions)  # (B, T, d): the residual carries x itself
+    an = rms_norm(a, layer.mlp_norm, config.eps)  # (B, T, d)
+    hidden = F.silu(an @ layer.W_gate) * (an @ layer.W_up)  # (B, T, d_ff): SiLU gates, up passes
+    return a + hidden @ layer.W_down  # (B, T, d): no norm after the add
 
 
 # ------------------------------------------------------------------ chapter 10 (chapter 9's parts, with a cache)

@@ -486,6 +486,18 @@ def _block_variant(*, order: str = "pre", norms: str = "right", act: str = "silu
         if order == "pre":
             a = (x if attn_residual else 0) + attend(norm_fn(x, n1, e), layer, cfg, positions)
             return a + mlp(norm_fn(a if mlp_reads == "a" else x, n2, e), layer)
+        if order == "sum-renormalised":  # pre-norm branches, then the block's output normalised again
+            a = x + attend(norm_fn(x, n1, e), layer, cfg, positions)
+            return norm_fn(a + mlp(norm_fn(a, n2, e), layer), n2, e)
+        if order == "sandwich":  # each branch's input normalised, and each sum after the add too
+            a = norm_fn(x + attend(norm_fn(x, n1, e), layer, cfg, positions), n1, e)
+            return norm_fn(a + mlp(norm_fn(a, n2, e), layer), n2, e)
+        if order == "post-attention":  # attention post-norm (BERT's), the feed-forward pre-norm
+            a = norm_fn(x + attend(x, layer, cfg, positions), n1, e)
+            return a + mlp(norm_fn(a, n2, e), layer)
+        if order == "post-mlp":  # attention pre-norm, the feed-forward post-norm (BERT's)
+            a = x + attend(norm_fn(x, n1, e), layer, cfg, positions)
+            return norm_fn(a + mlp(a, layer), n2, e)
         a = norm_fn(x + attend(x, layer, cfg, positions), n1, cfg.eps)  # post-norm
         return norm_fn(a + mlp(a, layer), n2, cfg.eps)
 
@@ -523,9 +535,23 @@ register(
         reference=decoder_block,
         mutants=(
             Mutant("post-norm", _block_variant(order="post"),
-                   "that is a post-norm block (BERT's order, normalising the sum); Llama-style decoders normalise "
-                   "each branch's input and add the branch's output to the stream: a = x + Attn(RMSNorm1(x)), "
-                   "y = a + FFN(RMSNorm2(a))."),
+                   "you normalised after adding the residual, RMSNorm(x + Attn(x)): that is a post-norm block, "
+                   "BERT's order. A pre-norm block normalises the branch's input and adds the branch's output to "
+                   "x untouched: a = x + Attn(RMSNorm1(x)), y = a + SwiGLU(RMSNorm2(a))."),
+            Mutant("output-renormalised", _block_variant(order="sum-renormalised"),
+                   "you normalised after adding the residual: your block ends with RMSNorm(a + SwiGLU(...)), as a "
+                   "post-norm block (BERT) does. A pre-norm block normalises only the branch's input and returns "
+                   "the sum as it is: y = a + SwiGLU(RMSNorm2(a)), with no norm after the add."),
+            Mutant("sandwich-norms", _block_variant(order="sandwich"),
+                   "you normalised after adding the residual as well as before each branch: a = RMSNorm1(x + "
+                   "Attn(RMSNorm1(x))). A pre-norm block normalises only the branch's input and leaves the sum "
+                   "alone: a = x + Attn(RMSNorm1(x)), y = a + SwiGLU(RMSNorm2(a))."),
+            Mutant("attention-post-norm", _block_variant(order="post-attention"),
+                   "you normalised after adding the residual in the attention half, a = RMSNorm1(x + Attn(x)), as "
+                   "BERT does; a pre-norm block normalises the branch's input: a = x + Attn(RMSNorm1(x))."),
+            Mutant("feed-forward-post-norm", _block_variant(order="post-mlp"),
+                   "you normalised after adding the residual in the feed-forward half, y = RMSNorm2(a + SwiGLU(a)), "
+                   "as BERT does; a pre-norm block normalises the branch's input: y = a + SwiGLU(RMSNorm2(a))."),
             Mutant("norms-swapped", _block_variant(norms="swapped"),
                    "the two norms are swapped: attn_norm goes before attention, mlp_norm before the feed-forward."),
             Mutant("gate-and-up-swapped", _block_variant(gate="swapped"),
@@ -574,7 +600,8 @@ register(
         rules=(
             Rule("edge-size", "one token: attention returns its own value, so the norms, residuals and SwiGLU decide",
                  ("T=1, one token",), lambda x, layer, cfg, p: x.shape[1] == 1,
-                 ("post-norm", "norms-swapped", "gate-and-up-swapped", "gelu-gate", "relu-gate", "layer-norm-not-rms",
+                 ("post-norm", "output-renormalised", "sandwich-norms", "attention-post-norm", "feed-forward-post-norm",
+                  "norms-swapped", "gate-and-up-swapped", "gelu-gate", "relu-gate", "layer-norm-not-rms",
                   "no-attention-residual", "attn-norm-twice", "residual-from-normed", "attention-residual-from-normed",
                   "parallel-branches"), quote='$y = a + \\operatorname{SwiGLU}(\\operatorname{RMSNorm}_2(a))$'),
             Rule("range", "several positions: queries and keys turn, values do not",

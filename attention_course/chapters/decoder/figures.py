@@ -87,9 +87,10 @@ def plot_rope(d_head: int = 64, base: float = 100000.0, positions: int = 8) -> F
         ang = np.arange(positions) * freq[i]
         a.plot(np.cos(ang), np.sin(ang), "o-", color=color, ms=5, lw=1,
                label=f"pair {i}: {freq[i]:.2g} rad per position")
-        for m in (0, positions - 1):
-            a.annotate(f"m={m}", (np.cos(ang[m]), np.sin(ang[m])), xytext=(6, 4), textcoords="offset points",
-                       fontsize=9, color=color)
+        m = positions - 1  # both pairs start at the same point, labelled once below
+        a.annotate(f"m={m}", (np.cos(ang[m]), np.sin(ang[m])), xytext=(6, 4), textcoords="offset points",
+                   fontsize=9, color=color)
+    a.annotate("m=0 (both)", (1.0, 0.0), xytext=(4, -14), textcoords="offset points", fontsize=9, color="black")
     a.set(aspect="equal", xlim=(-1.25, 1.35), ylim=(-1.25, 1.35), title="A pair turned by position",
           xlabel="feature i", ylabel="feature i + d/2")
     a.legend(loc="lower left", fontsize=8.5)
@@ -109,24 +110,35 @@ def plot_rope(d_head: int = 64, base: float = 100000.0, positions: int = 8) -> F
 
 @book_figure
 def plot_causal_graph(T: int = 6) -> Figure:
-    """Left: the causal mask as an adjacency matrix; right: the same graph, each token reading itself and
-    every earlier token (chapter 5's view of a mask as edges)."""
+    """Left: the causal mask as an adjacency matrix; right: the same graph, each token reading itself (a loop
+    under it, the mask's diagonal) and every earlier token (chapter 5's view of a mask as edges)."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(7.0, 3.0), layout="constrained", width_ratios=(1, 1.6))
     a.imshow(np.tril(np.ones((T, T), bool)), cmap=MASK_CMAP, vmin=0, vmax=1)
     a.set(xticks=range(T), yticks=range(T), xlabel="key j (is read)", ylabel="query i (reads)", title="Mask: j <= i")
     mask_legend(a, ("j > i: blocked", "j <= i: edge"), loc="upper right")
     a.get_legend().set_bbox_to_anchor((1.02, 1.0))
+    r, edge = 0.22, dict(color="0.45", lw=0.9)
+    head = dict(arrowstyle="-|>", color="0.45", lw=0.9, mutation_scale=8)
     for i in range(T):
-        b.add_patch(plt.Circle((i, 0), 0.22, color=_OURS, zorder=3))
+        b.add_patch(plt.Circle((i, 0), r, color=_OURS, zorder=3))
         b.text(i, 0, str(i), ha="center", va="center", color="white", fontsize=10, zorder=4)
-        for j in range(i):  # an arc from the earlier token j to the reader i, arrowhead at i
-            h = 0.35 * (i - j)
-            x = np.linspace(j, i, 40)
-            y = h * np.sin(np.pi * (x - j) / (i - j))
-            b.plot(x[:-4], y[:-4], color="0.55", lw=0.9)
-            b.annotate("", xy=(x[-2], y[-2] + 0.12), xytext=(x[-5], y[-5]),
-                       arrowprops=dict(arrowstyle="-|>", color="0.55", lw=0.9, mutation_scale=8))
-    b.set(xlim=(-0.5, T - 0.5), ylim=(-0.4, 0.4 * T), aspect="equal", title="Each token reads every earlier one")
+        # the self-loop (the mask's diagonal): a small circle under the node, leaving and re-entering it
+        t = np.linspace(np.radians(120), np.radians(420), 60)
+        lx, ly = i + 0.19 * np.cos(t), -r - 0.14 + 0.19 * np.sin(t)
+        b.plot(lx[:-6], ly[:-6], **edge)
+        b.annotate("", xy=(lx[-1], ly[-1]), xytext=(lx[-7], ly[-7]), arrowprops=head)
+        for j in range(i):  # an arc from the earlier token j to the reader i, arrowhead on i's rim
+            n = i - j  # the longer the edge, the higher its arc and the nearer the top of i it lands
+            land = np.radians(170 - 80 * (n - 1) / max(T - 2, 1))  # where on i's rim it arrives
+            p0 = np.array([j + r * np.cos(np.pi - land), r * np.sin(np.pi - land)])
+            p2 = np.array([i + r * np.cos(land), r * np.sin(land)])
+            p1 = np.array([(i + j) / 2, 0.9 * n**0.75])  # a quadratic Bezier's control point
+            u = np.linspace(0, 1, 60)[:, None]
+            x, y = ((1 - u) ** 2 * p0 + 2 * u * (1 - u) * p1 + u**2 * p2).T
+            b.plot(x[:-3], y[:-3], **edge)
+            b.annotate("", xy=(x[-1], y[-1]), xytext=(x[-4], y[-4]), arrowprops=head)
+    b.set(xlim=(-0.5, T - 0.5), ylim=(-0.85, 0.45 * (T - 1) ** 0.75 + 0.15), aspect="equal",
+          title="Each token reads itself and every earlier one")
     b.axis("off")
     return fig
 

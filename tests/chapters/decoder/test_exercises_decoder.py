@@ -131,6 +131,48 @@ def _block_float32(x, layer, cfg, positions):
     return SOLUTIONS["decoder-block"](x, layer, cfg, positions).float()
 
 
+def _attention_branch(xn, layer, cfg, positions):
+    """The lesson's attention_branch (step 3's attention at any positions), as a learner has it on the page."""
+    B, T, _ = xn.shape
+    q = (xn @ layer.W_q).view(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2)
+    k = (xn @ layer.W_k).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+    v = (xn @ layer.W_v).view(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
+    q, k = apply_rope(q, positions, cfg.rope_base), apply_rope(k, positions, cfg.rope_base)
+    return dx._gqa_sdpa(q, k, v).transpose(1, 2).reshape(B, T, -1) @ layer.W_o
+
+
+def _swiglu(z, layer):
+    return (F.silu(z @ layer.W_gate) * (z @ layer.W_up)) @ layer.W_down
+
+
+def _block_learner_pre_norm(x, layer, cfg, positions):
+    """The right block, written the way the lesson's hints put it."""
+    a = x + _attention_branch(F.rms_norm(x, (x.shape[-1],), layer.attn_norm, cfg.eps), layer, cfg, positions)
+    return a + _swiglu(F.rms_norm(a, (x.shape[-1],), layer.mlp_norm, cfg.eps), layer)
+
+
+def _block_learner_output_renormalised(x, layer, cfg, positions):
+    """A third blind reader's planted mistake: pre-norm branches, then the sum normalised again (BERT's habit)."""
+    d = x.shape[-1]
+    a = x + _attention_branch(F.rms_norm(x, (d,), layer.attn_norm, cfg.eps), layer, cfg, positions)
+    y = a + _swiglu(F.rms_norm(a, (d,), layer.mlp_norm, cfg.eps), layer)
+    return F.rms_norm(y, (d,), layer.mlp_norm, cfg.eps)
+
+
+def _block_learner_bert_order(x, layer, cfg, positions):
+    """Chapter 8's post-norm order with RMSNorm: normalise each sum, the branches read the stream as it is."""
+    d = x.shape[-1]
+    a = F.rms_norm(x + _attention_branch(x, layer, cfg, positions), (d,), layer.attn_norm, cfg.eps)
+    return F.rms_norm(a + _swiglu(a, layer), (d,), layer.mlp_norm, cfg.eps)
+
+
+def _block_learner_post_norm_attention(x, layer, cfg, positions):
+    """Post-norm in the attention half only."""
+    d = x.shape[-1]
+    a = F.rms_norm(x + _attention_branch(x, layer, cfg, positions), (d,), layer.attn_norm, cfg.eps)
+    return a + _swiglu(F.rms_norm(a, (d,), layer.mlp_norm, cfg.eps), layer)
+
+
 BATTERY = [
     ("rms-norm", "F.rms_norm", lambda x, w, eps: F.rms_norm(x, (x.shape[-1],), w, eps), PASS),
     ("rms-norm", "rsqrt", lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, PASS),
@@ -165,6 +207,10 @@ BATTERY = [
     ("decoder-block", "eps hard-coded to 1e-5", _block_eps_fixed, ANY),
     ("decoder-block", "float32", _block_float32, "float32 but the inputs are float64"),
     ("decoder-block", "post-norm", dx._block_variant(order="post"), fb("decoder-block", "post-norm")),
+    ("decoder-block", "pre-norm, as the hints put it", _block_learner_pre_norm, PASS),
+    ("decoder-block", "the sum normalised again", _block_learner_output_renormalised, fb("decoder-block", "output-renormalised")),
+    ("decoder-block", "BERT's post-norm order", _block_learner_bert_order, fb("decoder-block", "post-norm")),
+    ("decoder-block", "post-norm attention half", _block_learner_post_norm_attention, fb("decoder-block", "attention-post-norm")),
     ("decoder-block", "GELU gate", dx._block_variant(act="gelu"), fb("decoder-block", "gelu-gate")),
 ]
 
@@ -184,3 +230,21 @@ def test_every_exercise_has_a_battery(eid):
     answers = [b for b in BATTERY if b[0] == eid]
     right = [b for b in answers if b[3] == PASS]
     assert len(answers) >= 8 and len(right) >= 3 and len(answers) - len(right) >= 5, eid
+
+
+POST_NORM_SHAPES = [_block_learner_output_renormalised, _block_learner_bert_order, _block_learner_post_norm_attention,
+                    dx._block_variant(order="sandwich"), dx._block_variant(order="post-mlp")]
+
+
+@pytest.mark.parametrize("fn", POST_NORM_SHAPES, ids=lambda f: getattr(f, "__name__", "variant"))
+def test_a_post_norm_block_is_named_as_such(fn):
+    """Every way of normalising after the residual add gets a message that says so, never only numbers."""
+    result = evaluate("decoder-block", fn)
+    assert result.status == "failed", result.message
+    assert "normalised after adding the residual" in result.message and "pre-norm block normalises" in result.message, result.message
+    assert "should be" not in result.message, result.message
+
+
+def test_the_post_norm_message_does_not_fire_on_a_pre_norm_block():
+    result = evaluate("decoder-block", _block_learner_pre_norm)
+    assert result.passed and "normalised after adding" not in result.message, result.message
