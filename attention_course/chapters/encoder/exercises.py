@@ -359,8 +359,8 @@ register(
         atol=FLOAT64_ATOL,
         alternatives=(_attention_einsum, _attention_sdpa),
         framing=("Write `my_self_attention(x, layer, num_heads, mask)`", "`layer` holds"),
-        difficulty=1,
-        minutes=10,
+        difficulty=2,  # step 1 writes one head; the split into heads, the (B, 1, 1, T) mask and the merge are the learner's
+        minutes=12,  # a blind reader took 8 min when step 1 held the whole multi-head code; the split and merge add some
     )
 )
 
@@ -656,7 +656,7 @@ def _encoder_reference(weights, input_ids, attention_mask):
 
 def _encoder_variant(*, mask: str = "keys", norm: str = "post", types: str = "zero", gelu_kind: str = "none",
                      positions_from: int = 0, layers: str = "each", eps_fixed: float | None = None,
-                     order: str = "embeddings-first", padding: str = "states"):
+                     order: str = "embeddings-first", padding: str = "states", nan_rows: bool = True):
     def f(weights, input_ids, attention_mask):
         B, T = input_ids.shape
         tt = {"zero": torch.zeros_like(input_ids), "one": torch.ones_like(input_ids)}.get(types)
@@ -676,7 +676,8 @@ def _encoder_variant(*, mask: str = "keys", norm: str = "post", types: str = "ze
             if norm == "pre":
                 x = block(inp, layer, weights.num_heads, m, eps, norm="pre")
             else:
-                attend = _attend_written_out if mask == "queries-instead" else _attend  # a fully masked row: NaN
+                written_out = mask == "queries-instead" and nan_rows
+                attend = _attend_written_out if written_out else _attend  # a fully masked row: NaN, or the package's
                 a = _ln(inp + attend(inp, layer, weights.num_heads, m), layer, 1, eps)
                 ff = feed_forward(a, layer, approximate=gelu_kind)
                 x = _ln(a + ff, layer, 2, eps)
@@ -795,6 +796,10 @@ register(
                    "your mask runs along the query axis, attention_mask.bool()[:, None, :, None] of shape (B, 1, T, 1): "
                    "it lets every real token read the padding, and it leaves a padded query no key at all (NaN). "
                    "Mask the keys: attention_mask.bool()[:, None, None, :], of shape (B, 1, 1, T)."),
+            Mutant("queries-masked-instead-no-nan", _encoder_variant(mask="queries-instead", nan_rows=False),
+                   "you masked the queries instead of the keys: your mask runs along the query axis, "
+                   "attention_mask.bool()[:, None, :, None] of shape (B, 1, T, 1), so every real token still reads "
+                   "the padding. Mask the keys: attention_mask.bool()[:, None, None, :], of shape (B, 1, 1, T)."),
             Mutant("padding-zeroed", _encoder_variant(padding="zeroed"),
                    "your states are right at the real tokens, but you set the padded positions to 0; BERT masks "
                    "the keys only, so a padded position gets a state computed like the others: return it as it is."),
@@ -831,7 +836,7 @@ register(
                  ("a tiny BERT (2 layers), two sequences of lengths 6 and 4", _MINILM_LABEL),
                  lambda w, ids, am: not bool(am.bool().all()),
                  ("padding-ignored", "padding-mask-inverted", "queries-masked-too", "queries-masked-instead",
-                  "padding-zeroed"),
+                  "queries-masked-instead-no-nan", "padding-zeroed"),
                  quote=("Padding masks the keys only", "A padded position still gets a state")),
             Rule("edge-size", "one token", ("a tiny BERT, T=1",), lambda w, ids, am: ids.shape[1] == 1,
                  ("no-token-type", "positions-from-1", "pre-ln", "token-types-one"),

@@ -90,7 +90,7 @@ class Guarded:
     >>> mine = Guarded("layer_norm", lambda x, g, b, eps: layer_norm(x, g, b, eps).numpy(), layer_norm)
     >>> x = torch.ones(1, 2, 4)
     >>> y = mine(x, torch.ones(4), torch.zeros(4), 1e-12)  # doctest: +ELLIPSIS
-    layer_norm: the package's from here on (ch.layer_norm): yours returned ndarray where the package's returns a tensor...
+    layer_norm: the course's version from here on (ch.layer_norm): yours returned ndarray where the course's returns a tensor...
     >>> isinstance(y, torch.Tensor), mine.replaced
     (True, True)
     """
@@ -105,7 +105,7 @@ class Guarded:
 
     def _replace(self, why: str) -> None:
         self.replaced, self.why = True, why
-        print(f"{self.name}: the package's from here on (ch.{getattr(self.ours, '__name__', self.name)}): {why}")
+        print(f"{self.name}: the course's version from here on (ch.{getattr(self.ours, '__name__', self.name)}): {why}")
 
     def __call__(self, *args, **kwargs):
         if self.replaced:
@@ -120,7 +120,7 @@ class Guarded:
             theirs = self.ours(*args, **kwargs)
             got, want = _structure(mine), _structure(theirs)
             if got != want:
-                self._replace(f"yours returned {_said(got)} where the package's returns {_said(want)}, on inputs "
+                self._replace(f"yours returned {_said(got)} where the course's returns {_said(want)}, on inputs "
                               f"it had not met in its check")
                 return theirs
             self._checked.add(key)
@@ -151,7 +151,7 @@ def yours_or_ours(exercise_id: str, yours: Any, ours: Callable, name: Optional[s
     >>> def my_block(x, layer, num_heads, mask, eps):
     ...     return block(x, layer, num_heads, mask, eps).numpy()   # a numpy array: the next exercise needs tensors
     >>> yours_or_ours("post-ln-block", my_block, block) is block  # doctest: +ELLIPSIS
-    block: the package's (ch.block), because my_block does not pass its check yet: you returned a numpy array...
+    block: the course's version (ch.block), because my_block does not pass its check yet: you returned a numpy array...
     True
     """
     part = name or getattr(ours, "__name__", exercise_id)
@@ -159,7 +159,7 @@ def yours_or_ours(exercise_id: str, yours: Any, ours: Callable, name: Optional[s
     if result.passed:
         return Guarded(part, yours, ours)
     if result.status == "failed":
-        print(f"{part}: the package's (ch.{getattr(ours, '__name__', part)}), because "
+        print(f"{part}: the course's version (ch.{getattr(ours, '__name__', part)}), because "
               f"{getattr(yours, '__name__', 'yours')} does not pass its check yet: {result.message}")
     return ours
 
@@ -171,19 +171,19 @@ def describe_parts(parts: dict[str, Callable]) -> str:
     --------
     >>> from attention_course.chapters.encoder.layer_norm import layer_norm
     >>> print(describe_parts({"layer_norm": layer_norm}))
-    layer_norm: the package's (ch.layer_norm)
+    layer_norm: the course's version (ch.layer_norm), until yours passes its exercise
     """
     lines = []
     for name, fn in parts.items():
         if isinstance(fn, Guarded):
             if fn.replaced:
-                lines.append(f"{name}: the package's (ch.{getattr(fn.ours, '__name__', name)}), in place of yours: {fn.why}")
+                lines.append(f"{name}: the course's version (ch.{getattr(fn.ours, '__name__', name)}), in place of yours: {fn.why}")
             else:
                 lines.append(f"{name}: yours ({fn.__name__})")
             continue
         module = getattr(fn, "__module__", "") or ""
         if module.startswith("attention_course.chapters."):
-            lines.append(f"{name}: the package's (ch.{getattr(fn, '__name__', name)})")
+            lines.append(f"{name}: the course's version (ch.{getattr(fn, '__name__', name)}), until yours passes its exercise")
         else:
             lines.append(f"{name}: yours ({getattr(fn, '__name__', name)})")
     return "\n".join(lines)

@@ -62,7 +62,7 @@ def test_yours_or_ours_and_describe_parts(capsys):
         return mine(x, layer, num_heads, mask, eps)
 
     assert fb.describe_parts({"post_ln_block": block, "mine": my_block}) == (
-        "post_ln_block: the package's (ch.block)\nmine: yours (my_block)")
+        "post_ln_block: the course's version (ch.block), until yours passes its exercise\nmine: yours (my_block)")
 
 
 def test_a_failing_part_is_replaced_and_the_cell_says_why(capsys):
@@ -71,7 +71,7 @@ def test_a_failing_part_is_replaced_and_the_cell_says_why(capsys):
 
     assert fb.yours_or_ours("post-ln-block", my_block, block) is block
     out = capsys.readouterr().out
-    assert out.startswith("block: the package's (ch.block), because my_block does not pass")
+    assert out.startswith("block: the course's version (ch.block), because my_block does not pass")
     assert "expected a torch tensor" in out
 
 
@@ -85,7 +85,7 @@ def test_a_passing_part_that_breaks_on_new_inputs_is_replaced_not_raised(capsys)
     x32 = torch.randn(1, 3, 8)
     y = picked(x32, torch.ones(8), torch.zeros(8), 1e-12)
     assert y.dtype == torch.float32 and picked.replaced
-    assert "the package's from here on" in capsys.readouterr().out
+    assert "the course's version from here on" in capsys.readouterr().out
     picked(x32, torch.ones(8), torch.zeros(8), 1e-12)
     assert capsys.readouterr().out == ""  # said once
     assert "in place of yours" in fb.describe_parts({"layer_norm": picked})

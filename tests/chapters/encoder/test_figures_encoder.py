@@ -28,7 +28,13 @@ def test_stream_size_and_layer_gaps():
     fig = _fits(bf.plot_layer_gaps({"float32": [1e-7, 2e-6, 2e-6], "float64": [1e-15, 3e-15, 4e-15]},
                                    bound=[1e-5, 3e-5, 5e-5], tolerance=1.8e-4))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[-1] == "the check's tolerance, 1.8e-04" and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["emb.", "1", "2"]
+    assert labels[-1] == "one tolerance for every layer, 1.8e-04" and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["emb.", "1", "2"]
+    # the lesson's version: no per-layer estimate, the single number named as the estimate
+    fig = _fits(bf.plot_layer_gaps({"ours": [1e-7, 2e-6, 2e-6], "tanh GELU": [1e-7, 1e-3, 2e-3]}, None, 1.8e-4,
+                                   tolerance_label="float32 estimate"))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["ours", "tanh GELU", "float32 estimate, 1.8e-04"]
+    assert fig.axes[0].get_ylim()[0] == 1e-8
 
 
 def test_search_outlines_each_best_match():
