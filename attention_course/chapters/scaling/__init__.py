@@ -41,6 +41,7 @@ from .figures import (
 from .sliders import (
     correlation_explorer,
     scale_explorer,
+    width_explorer,
     KEY_COUNTS,
     keys_explorer,
     start_scale_runs,
@@ -98,6 +99,7 @@ __all__ = [
     "plot_backward_swap",
     "correlation_explorer",
     "scale_explorer",
+    "width_explorer",
     "KEY_COUNTS",
     "keys_explorer",
     "start_scale_runs",

@@ -199,17 +199,19 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
 
 @chapter_figure
 def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: int = 64) -> Figure:
-    """The lesson's training run: loss (``window``-step mean, top) and the sharpness of layer 1 (bottom).
+    """The lesson's training run: loss (top) and the sharpness of layer 1 (bottom).
 
-    ``result`` is an unthinned :class:`~attention_course.chapters.scaling.training.ScaleComparison`
-    of one width; chance is :math:`\\ln` ``vocab_size``.
+    Top: the training loss (``window``-step mean, a line per scale) and, at the last step, the
+    held-out loss after training (``result.eval_loss``, a dot per scale: the number the lesson
+    quotes); chance is :math:`\\ln` ``vocab_size``. ``result`` is an unthinned
+    :class:`~attention_course.chapters.scaling.training.ScaleComparison` of one width.
 
     Examples
     --------
     >>> from attention_course.chapters.scaling.training import compare_scales
     >>> fig = plot_training_watch(compare_scales([8], ["sqrt", "none"], steps=4, d_model=8, eval_batch=8), window=2)
     >>> [ax.get_ylabel() for ax in fig.axes]
-    ['training loss (nats)', "layer 1's mean\\nlargest weight"]
+    ['loss (nats)', "layer 1's mean\\nlargest weight"]
     """
     if result.d_k.shape != (1,):
         raise ValueError(f"result has d_k={result.d_k.tolist()}; expected one width")
@@ -223,7 +225,10 @@ def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: i
             ax.plot(steps[window - 1:], _running_mean(result.loss[0, j], window), **kw)
             ax_w.plot(steps, result.max_weight[0, j, :, 0], **kw)
         ax.axhline(np.log(vocab_size), color="k", ls=":", lw=1.2, label=f"chance, ln {vocab_size}")
-        ax.set(ylabel="training loss (nats)", ylim=(0, None), title=f"Training at $d_k$ = {d_k}")
+        for j, s in enumerate(result.scales):  # the held-out loss after training: one dot per scale, at the end
+            ax.plot(steps[-1], result.eval_loss[0, j], "o", color=SCALE_COLOR.get(s), ms=8, mec="k", clip_on=False)
+        ax.plot([], [], "o", color="0.7", mec="k", ms=8, label="held-out loss, at the end")  # the dots' legend
+        ax.set(ylabel="loss (nats)", ylim=(0, None), title=f"Training at $d_k$ = {d_k}")
         ax_w.set(xlabel="training step", ylabel="layer 1's mean\nlargest weight", ylim=(0, 1.02))
         ax.legend(loc="center right")
     return fig

@@ -35,7 +35,7 @@ from .measures import VarianceSweep, softmax_jacobian_norm
 from .sensitive_regime import half_maximum_band, jacobian_at, jacobian_floor, jacobian_vs_spread, sensitive_verdict
 
 __all__ = [
-    "correlation_explorer", "scale_explorer", "KEY_COUNTS", "keys_explorer", "start_scale_runs",
+    "correlation_explorer", "scale_explorer", "width_explorer", "KEY_COUNTS", "keys_explorer", "start_scale_runs",
     "start_scale_explorer",
 ]
 
@@ -134,6 +134,57 @@ def correlation_explorer(corrs: Sequence[float] = CORRELATIONS, minilm_ratio: Op
 
 
 # ------------------------------------------------------------------ chapter 6
+_SCALE_COLORS = (("unscaled", "#D55E00"), ("scaled", "#0072B2"))
+
+
+def _dk_frames(d_ks: list[int], n: int, seed: int, threshold: float, n_batches: int):
+    """The frames of :func:`scale_explorer` and :func:`width_explorer`, one per width, with what their static images draw.
+
+    Returns ``(frames, share_un, first)``: ``share_un[i]`` the share of saturated unscaled rows at
+    ``d_ks[i]``, ``first[i]`` maps ``"unscaled"``/``"scaled"`` to the first batch's scores (T, S) and
+    its rows' largest weights (T,).
+    """
+    frames, share_un, first = [], [], []
+    for d in d_ks:
+        rng = np.random.default_rng([seed, d])  # the rows of saturation_stats and of the lesson
+        q = rng.standard_normal((n_batches, n, d))  # (B, T, d_k)
+        k = rng.standard_normal((n_batches, n, d))  # (B, S, d_k)
+        raw = q @ k.transpose(0, 2, 1)  # (B, T, S)
+        rows = {}
+        for name, S in (("unscaled", raw), ("scaled", raw / np.sqrt(d))):
+            A = np.asarray(softmax(S, axis=-1))  # (B, T, S), normalised over the S keys
+            top = A.max(axis=-1)  # (B, T)
+            rows[name] = (S[0], top[0], float((top > threshold).mean()),
+                          float(np.median(softmax_jacobian_norm(A))))  # median ||J||_F over all B * T rows
+        share_un.append(rows["unscaled"][2])
+        first.append({name: rows[name][:2] for name in rows})
+        traces = []
+        for name, color in _SCALE_COLORS:
+            S, top, _, _ = rows[name]
+            traces.append({"type": "histogram", "x": S.ravel()[::4], "name": f"{name} scores", "opacity": 0.6,
+                           "marker": {"color": color}, "nbinsx": 40, "xaxis": "x", "yaxis": "y"})
+            traces.append({"type": "histogram", "x": top, "name": f"{name}: largest weight per row",
+                           "marker": {"color": color}, "opacity": 0.6, "xbins": {"start": 0, "end": 1.0001, "size": 0.05},
+                           "xaxis": "x2", "yaxis": "y2", "showlegend": False})
+        frames.append({"data": traces, "readout": (
+            f"d_k = {d}: score std {raw.std():.2f} unscaled, {raw.std() / np.sqrt(d):.2f} scaled; "
+            f"over all {n_batches * n:,} rows, saturated (largest weight > {threshold}): "
+            f"{rows['unscaled'][2]:.0%} unscaled, {rows['scaled'][2]:.0%} scaled; gradient let through, "
+            f"median ‖J‖<sub>F</sub> over rows: {rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled "
+            f"(uniform row {np.sqrt(n - 1) / n:.2g}).")})
+    return frames, share_un, first
+
+
+# the legend sits under the lower panel, clear of the plotly toolbar (top right), also at 390 px
+_DK_LAYOUT = {"height": 600, "barmode": "overlay", "margin": {"l": 55, "r": 10, "t": 30, "b": 100}, "font": PLOTLY_FONT,
+              "xaxis": {"domain": [0, 1], "title": {"text": "score q·k (or q·k/√d_k)"}},
+              "yaxis": {"domain": [0.6, 1], "title": {"text": "count"}},
+              "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": [0, 1.02],
+                         "title": {"text": "largest weight in the row"}},
+              "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "rows"}},
+              "legend": {"orientation": "h", "x": 0, "y": -0.14, "yanchor": "top"}}
+
+
 def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
                    threshold: float = 0.99, flags: bool = True, n_batches: int = 64) -> SliderFigure:
     r"""Chapter 6: at each :math:`d_k`, the spread of the scores, the share of saturated rows and
@@ -147,8 +198,9 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
     *saturated* when its largest weight exceeds ``threshold``. With ``flags`` (the
     evidence page) one flag sits at :math:`d_k = 64`, from which the unscaled model failed to
     train in every run of chapter 6 (the ``scale-decides-training`` verdict), another at the
-    first :math:`d_k` where most unscaled rows are saturated at initialisation. Without them
-    (the lesson, where the slider teaches) the figure only shows the frames.
+    first :math:`d_k` where most unscaled rows are saturated at initialisation. Its static image
+    (shown without plotly) is the share of saturated rows against :math:`d_k`. The lesson's
+    slider is :func:`width_explorer`: the same frames, without flags.
 
     Examples
     --------
@@ -160,43 +212,8 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
     (None, [], '')
     """
     d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
-    frames, share_un = [], []
-    for d in d_ks:
-        rng = np.random.default_rng([seed, d])  # the rows of saturation_stats and of the lesson
-        q = rng.standard_normal((n_batches, n, d))  # (B, T, d_k)
-        k = rng.standard_normal((n_batches, n, d))  # (B, S, d_k)
-        raw = q @ k.transpose(0, 2, 1)  # (B, T, S)
-        rows = {}
-        for name, S in (("unscaled", raw), ("scaled", raw / np.sqrt(d))):
-            A = np.asarray(softmax(S, axis=-1))  # (B, T, S), normalised over the S keys
-            top = A.max(axis=-1)  # (B, T)
-            rows[name] = (S[0], top[0], float((top > threshold).mean()),
-                          float(np.median(softmax_jacobian_norm(A))))  # median ||J||_F over all B * T rows
-        share_un.append(rows["unscaled"][2])
-        traces = []
-        for j, (name, color) in enumerate((("unscaled", "#D55E00"), ("scaled", "#0072B2"))):
-            S, top, _, _ = rows[name]
-            traces.append({"type": "histogram", "x": S.ravel()[::4], "name": f"{name} scores", "opacity": 0.6,
-                           "marker": {"color": color}, "nbinsx": 40, "xaxis": "x", "yaxis": "y"})
-            traces.append({"type": "histogram", "x": top, "name": f"{name}: largest weight per row",
-                           "marker": {"color": color}, "opacity": 0.6, "xbins": {"start": 0, "end": 1.0001, "size": 0.05},
-                           "xaxis": "x2", "yaxis": "y2", "showlegend": False})
-        frames.append({"data": traces, "readout": (
-            f"d_k = {d}: score std {raw.std():.2f} unscaled, {raw.std() / np.sqrt(d):.2f} scaled; "
-            f"over all {n_batches * n:,} rows, saturated (largest weight > {threshold}): "
-            f"{rows['unscaled'][2]:.0%} unscaled, {rows['scaled'][2]:.0%} scaled; gradient let through, "
-            f"median ‖J‖<sub>F</sub> over rows: {rows['unscaled'][3]:.2g} unscaled, {rows['scaled'][3]:.2g} scaled "
-            f"(uniform row {np.sqrt(n - 1) / n:.2g}).")})
+    frames, share_un, _ = _dk_frames(d_ks, n, seed, threshold, n_batches)
     over = [i for i, s in enumerate(share_un) if s > 0.5]
-    # the legend sits under the lower panel, clear of the plotly toolbar (top right), also at 390 px
-    layout = {"height": 600, "barmode": "overlay", "margin": {"l": 55, "r": 10, "t": 30, "b": 100}, "font": PLOTLY_FONT,
-              "xaxis": {"domain": [0, 1], "title": {"text": "score q·k (or q·k/√d_k)"}},
-              "yaxis": {"domain": [0.6, 1], "title": {"text": "count"}},
-              "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": [0, 1.02],
-                         "title": {"text": "largest weight in the row"}},
-              "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "rows"}},
-              "legend": {"orientation": "h", "x": 0, "y": -0.14, "yanchor": "top"}}
-
     flagged = dict(flip=d_ks.index(64) if 64 in d_ks else None,
                    flip_note="from here on the unscaled model failed to train in every run "
                              "(chapter 6's verdict on training)",
@@ -210,10 +227,52 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
         ax.legend()
 
     return SliderFigure("ix-scale-dk", "Grow d_k with and without the scale",
-                        [f"d_k = {d}" for d in d_ks], frames, layout, static_fallback(draw),
+                        [f"d_k = {d}" for d in d_ks], frames, _DK_LAYOUT, static_fallback(draw),
                         "Share of saturated softmax rows against d_k without the scale: it climbs towards one as "
                         "d_k grows.", start=d_ks.index(64) if 64 in d_ks else 0, control_label="key width d_k",
                         **(flagged if flags else {}))
+
+
+def width_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
+                   threshold: float = 0.99, n_batches: int = 64, start: int = 64) -> SliderFigure:
+    r"""The lesson's slider: grow :math:`d_k` and watch one batch's scores and its rows' largest weights.
+
+    The frames and readout of :func:`scale_explorer` (upper panel: the scores of the first batch,
+    ``n`` rows, with and without :math:`1/\sqrt{d_k}`; lower panel: those rows' largest weights;
+    readout: all ``n_batches * n`` rows), with no verdict flags. Without plotly its static image
+    draws the same two panels at ``start`` (the frame the slider opens on), so the prose's "upper
+    panel" and "lower panel" describe both.
+
+    Examples
+    --------
+    >>> fig = width_explorer([4, 64, 1024], n=16, n_batches=4)
+    >>> fig.labels[fig.start], fig.flip, fig.verdict
+    ('d_k = 64', None, '')
+    >>> [ax.get_xlabel() for ax in fig.fallback.axes]
+    ['score q·k (or q·k/√d_k)', 'largest weight in the row']
+    """
+    d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
+    if start not in d_ks:
+        raise ValueError(f"start={start} is not one of the widths d_ks={d_ks}")
+    frames, _, first = _dk_frames(d_ks, n, seed, threshold, n_batches)
+    i0 = d_ks.index(start)
+
+    def draw(fig, ax):
+        ax.remove()  # two panels, as the slider draws them
+        top, bottom = fig.subplots(2, 1)
+        for name, color in _SCALE_COLORS:
+            S, largest = first[i0][name]
+            top.hist(S.ravel()[::4], bins=40, color=color, alpha=0.6, label=f"{name} scores")
+            bottom.hist(largest, bins=np.linspace(0, 1, 21), color=color, alpha=0.6)
+        top.set(xlabel="score q·k (or q·k/√d_k)", ylabel="count", title=f"One batch of {n} rows at $d_k$ = {start}")
+        bottom.set(xlabel="largest weight in the row", ylabel="rows", xlim=(0, 1.02))
+        top.legend()
+
+    return SliderFigure("ix-scale-dk", "Grow d_k with and without the scale",
+                        [f"d_k = {d}" for d in d_ks], frames, _DK_LAYOUT, static_fallback(draw, figsize=(6.4, 5.6)),
+                        f"At d_k = {start}, one batch of {n} rows: the unscaled scores spread far wider than the "
+                        "scaled ones, and many unscaled rows put almost all their weight on one key, while the scaled "
+                        "rows' largest weights stay small.", start=i0, control_label="key width d_k")
 
 
 def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = None,

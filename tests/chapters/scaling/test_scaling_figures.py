@@ -136,6 +136,10 @@ def test_training_watch_smooths_the_loss_and_shows_layer_one(live):
     np.testing.assert_allclose(loss.get_lines()[1].get_ydata(), expected, rtol=1e-12)
     np.testing.assert_array_equal(loss.get_lines()[1].get_xdata(), np.arange(3, 12))
     np.testing.assert_array_equal(weight.get_lines()[0].get_ydata(), live.max_weight[0, 0, :, 0])
+    # the held-out loss the lesson quotes is on the figure: one dot per scale at the last step
+    dots = [ln for ln in loss.get_lines() if ln.get_marker() == "o" and len(ln.get_xdata())]
+    np.testing.assert_array_equal([d.get_ydata()[0] for d in dots], live.eval_loss[0])
+    assert [d.get_xdata()[0] for d in dots] == [11] * len(live.scales) and loss.get_ylabel() == "loss (nats)"
     with pytest.raises(ValueError, match=r"d_k=\[4, 8\]; expected one width"):
         plot_training_watch(compare_scales([4, 8], ["sqrt"], steps=2, d_model=8, eval_batch=8))
 

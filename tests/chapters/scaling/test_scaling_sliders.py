@@ -206,10 +206,27 @@ def test_scale_explorer_reads_out_the_rows_the_lesson_and_saturation_stats_measu
     """The lesson's slider, its prose (saturation_stats' rows) and the evidence page give one number per width."""
     from attention_course.chapters.scaling.measures import saturation_stats
 
-    fig = fs.scale_explorer([4, 64], n=16, n_batches=8, flags=False)
+    fig = fs.width_explorer([4, 64], n=16, n_batches=8)
+    evidence = fs.scale_explorer([4, 64], n=16, n_batches=8)  # the evidence page's slider: the same rows
+    assert [f["readout"] for f in fig.frames] == [f["readout"] for f in evidence.frames]
     for scale, word in (("none", "unscaled"), ("sqrt", "scaled")):
         st = saturation_stats([4, 64], scale=scale, n_keys=16, n_queries=16, n_batches=8)
         for i in range(2):
             readout = fig.frames[i]["readout"]
             assert f"{st.frac_saturated[i]:.0%} {word}" in readout
             assert f"{st.jacobian_norm[i]:.2g} {word}" in readout
+
+
+def test_width_explorer_static_image_draws_the_two_panels_the_lesson_describes():
+    """Without plotly the lesson's slider shows its opening frame's panels: scores above, largest weights below."""
+    fig = fs.width_explorer([4, 64, 256], n=16, n_batches=4, start=256)
+    top, bottom = fig.fallback.axes
+    assert fig.labels[fig.start] == "d_k = 256" and fig.flip is None and fig.verdict == ""
+    rng = np.random.default_rng([0, 256])
+    q, k = rng.standard_normal((4, 16, 256)), rng.standard_normal((4, 16, 256))
+    raw = (q @ k.transpose(0, 2, 1))[0]  # (T, S): the first batch, unscaled
+    heights = [p.get_height() for p in top.patches]
+    assert sum(heights) == 2 * raw.ravel()[::4].size  # both histograms, every fourth score as in the slider
+    assert bottom.get_xlabel() == "largest weight in the row" and sum(p.get_height() for p in bottom.patches) == 32
+    with pytest.raises(ValueError, match=r"start=5 is not one of the widths"):
+        fs.width_explorer([4, 64], n=4, n_batches=1, start=5)
