@@ -163,7 +163,7 @@ def plot_kernels_and_fits(
     axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
                 title="Three local kernels", ylim=(-0.03, 1.08))
     for name, (u0, k0, ha) in {"gaussian": (1.45, 0.42, "left"), "laplace": (-1.5, 0.3, "right"),
-                               "boxcar": (-0.95, 0.93, "right")}.items():  # each curve labelled beside it
+                               "boxcar": (-1.1, 0.93, "right")}.items():  # each curve labelled beside it
         axes[0].annotate(KERNEL_LABELS[name], (u0, k0), color=KERNEL_COLORS[name], ha=ha, va="center")
     axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
     axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
