@@ -91,9 +91,9 @@ def test_temperature_frames_are_the_softmax_of_the_toy_sentence(figures):
 
 def test_bandwidth_flip_is_the_lowest_test_error(figures):
     fig = figures["bandwidth"]
-    hs = [float(lab.split("=")[1]) for lab in fig.labels]
+    ws = [float(lab.split("=")[1]) for lab in fig.labels]  # "w = 2": the inverse width
     data = sine_data(seed=0)
-    errs = mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, [1 / h for h in hs])
+    errs = mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, ws)
     assert fig.flip == int(np.argmin(errs))
 
 

@@ -46,6 +46,7 @@ from .sliders import (
     learned_width_explorer,
     load_self_weight_sweep,
     bandwidth_explorer,
+    without_verdict_link,
     key_norm_explorer,
     kernel_family_explorer,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "learned_width_explorer",
     "load_self_weight_sweep",
     "bandwidth_explorer",
+    "without_verdict_link",
     "key_norm_explorer",
     "kernel_family_explorer",
     "EXERCISES",

@@ -104,6 +104,11 @@ register(
                 "close: the bandwidth must be squared too, exp(-(x - x_j)^2 / (2 h^2)).",
             ),
             Mutant(
+                "divided-by-h", _nw_with(lambda d, h: -(d**2) / h),
+                "you divided the squared distance by h; the Gaussian kernel divides it by 2 h^2 (both the 2 "
+                "and the square are missing): exp(-(x - x_j)^2 / (2 h^2)).",
+            ),
+            Mutant(
                 "no-half", _nw_with(lambda d, h: -(d**2) / h**2),
                 "close: the Gaussian kernel has a factor 1/2, exp(-(x - x_j)^2 / (2 h^2)).",
             ),
@@ -142,7 +147,7 @@ register(
                  ("one training point",), lambda xq, xt, yt, h: len(xt) == 1, ("unnormalised",), quote='with a single training point every prediction is its target'),
             Rule("range", "bandwidths below and above 1: h is a width, exp(-(x - x_j)^2 / (2 h^2))",
                  ("narrow kernel, h=0.3", "queries at the training points, h=2"), lambda xq, xt, yt, h: h != 1,
-                 ("bandwidth-as-w", "bandwidth-not-squared"), quote='Use the Gaussian kernel'),
+                 ("bandwidth-as-w", "bandwidth-not-squared", "divided-by-h"), quote='Use the Gaussian kernel'),
             Rule("edge-size", "T != S: each query's weights are normalised over the S training points",
                  ("5 queries, 8 training points, h=1",), lambda xq, xt, yt, h: len(xq) != len(xt),
                  ("normalised-over-queries",), quote='$T$ may differ from $S$'),

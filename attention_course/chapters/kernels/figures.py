@@ -161,8 +161,10 @@ def plot_kernels_and_fits(
         axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name],
                      label=KERNEL_LABELS[name])
     axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
-                title="Three local kernels", ylim=(-0.03, 1.6))  # room for the legend
-    axes[0].legend(loc="upper left", handlelength=1.2)
+                title="Three local kernels", ylim=(-0.03, 1.08))
+    for name, (u0, k0, ha) in {"gaussian": (1.45, 0.42, "left"), "laplace": (-1.5, 0.3, "right"),
+                               "boxcar": (-1.1, 0.93, "right")}.items():  # each curve labelled beside it
+        axes[0].annotate(KERNEL_LABELS[name], (u0, k0), color=KERNEL_COLORS[name], ha=ha, va="center")
     axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
     axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
     for name, pred in fits.items():
@@ -181,7 +183,7 @@ def plot_bandwidth_fits(
     sweep: Array,
     seed_median: Optional[Array] = None,
 ) -> Figure:
-    r"""Three Gaussian fits (too wide, about right, too narrow) and the test error against :math:`w = 1/h`.
+    r"""Three Gaussian fits (too wide, near the best, too narrow) and the test error against :math:`w = 1/h`.
 
     Parameters
     ----------
@@ -209,12 +211,12 @@ def plot_bandwidth_fits(
     grid, errors = _vector("w_grid", w_grid), _vector("sweep", sweep)
     if errors.shape != grid.shape:
         raise ShapeError(f"sweep has shape {shape_str(errors)} but w_grid {shape_str(grid)}; expected one error per w")
-    verdicts = ("too wide: blur", "about right", "too narrow: noise")
+    verdicts = ("too wide: blur", "near the best", "too narrow: noise")
     fig, axes = plt.subplots(2, 2, figsize=(7, 5.6), layout="constrained")
     axes = axes.ravel()
     for ax, w, verdict in zip(axes, w_fit, verdicts):
         ax.scatter(data.x_train, data.y_train, s=9, color="0.5", label="training data")
-        ax.plot(data.x_test, data.y_test, "k--", lw=1, label="true curve")
+        ax.plot(data.x_test, data.y_test, "k--", lw=1, label="true curve (no noise)")
         ax.plot(data.x_test, _vector(f"preds[{w}]", preds[w], len(data.x_test)),
                 color=KERNEL_COLORS["gaussian"], lw=2, label="fit")
         ax.set(xlabel="x", ylabel="y", title=f"w = {w:g} ({verdict})", ylim=(-2, 6))
@@ -223,12 +225,14 @@ def plot_bandwidth_fits(
     ax.semilogx(grid, errors, color=KERNEL_COLORS["gaussian"], label="all widths")
     ax.semilogx(w_fit, [mse(preds[w], data.y_test) for w in w_fit], "o", mfc="none",
                 color=KERNEL_COLORS["gaussian"], label="the three fits")
+    best = int(np.argmin(errors))
+    ax.axvline(grid[best], ymax=0.6, color="0.4", ls=":", lw=1, label="lowest test error")  # below the legend
     if seed_median is not None:
         ax.semilogx(w_fit, _vector("seed_median", seed_median, len(w_fit)), "o", color="tab:orange",
                     label="median, other draws")
     ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", title="Test error against w",
            ylim=(0, 1.6 * errors.max()))  # room for the legend above the curve
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper right")
     return fig
 
 
@@ -389,12 +393,15 @@ def plot_learned_metric(
     for j in range(d):
         shift = np.outer(delta, np.eye(d)[j])  # (401, d): move along coordinate j only
         ax.plot(delta, kernel_matrix(shift @ Wm.T, np.zeros((1, d)), "gaussian", 1.0)[:, 0],
-                lw=2.2 if j == 0 else 1.2, color=KERNEL_COLORS["gaussian"] if j == 0 else f"C{j + 1}",
-                label=f"along {names[j]}")
-    ax.plot(delta, np.exp(-delta**2 / 2), "k:", lw=1, label="start, any axis")
+                lw=2.2 if j == 0 else 1.2, color=KERNEL_COLORS["gaussian"] if j == 0 else "0.45")
+    ax.plot(delta, np.exp(-delta**2 / 2), "k:", lw=1)
+    # each curve labelled beside it (a legend would need the room above the curves)
+    ax.annotate(f"along {names[0]}", (0.2, 0.3), color=KERNEL_COLORS["gaussian"], ha="left", va="center")
+    ax.annotate(f"along {names[1]} to {names[-1]}" if d > 2 else f"along {names[1]}", (-1.95, 1.0), color="0.3",
+                ha="left", va="bottom")
+    ax.annotate("start\n(W = I)", (1.0, 0.82), ha="left", va="center")
     ax.set(xlabel=r"offset $\delta$ along one coordinate", ylabel=r"$\kappa_W(x, x + \delta e_j)$",
-           title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.6))
-    ax.legend(loc="upper center", ncol=2, handlelength=1.2, columnspacing=0.8)
+           title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.1))
     ax = axes["pred"]
     order = np.argsort(x[:, 0])  # (T,)
     ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")

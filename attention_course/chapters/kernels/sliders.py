@@ -23,22 +23,24 @@ by :func:`attention_course.chapters.kernels.self_weight.self_weight_sweep` and s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from ...figures.widgets import PLOTLY_FONT, SliderFigure, static_fallback
+from ...figures.widgets import PLOTLY_FONT, PredictReveal, SliderFigure, static_fallback
 from .kernel_family import load_family_sweep, passes_rule
 from .learning import good_range_limit, learned_width_flip
 from .metric_comparison import load_metric_run
 from .qk_kernel import qk_locality
 from .self_weight import LEARNED_WIDTH_DATA
-from .smoothing import mse, nadaraya_watson, sine_data
+from .smoothing import mse_by_bandwidth, nadaraya_watson, sine_data
 
-__all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "key_norm_explorer",
-           "kernel_family_explorer"]
+__all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "without_verdict_link",
+           "key_norm_explorer", "kernel_family_explorer"]
 
 #: The stored sweep over the self-weight alpha (chapter 2, seed 0, and the further draws' margin).
 
@@ -123,38 +125,40 @@ def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
 
 
 # ------------------------------------------------------------------ chapter 2
-def bandwidth_explorer(bandwidths: Optional[Sequence[float]] = None, seed: int = 0) -> SliderFigure:
-    r"""Chapter 2: the Gaussian Nadaraya-Watson fit at each bandwidth, with train and test error.
+def bandwidth_explorer(w_values: Optional[Sequence[float]] = None, seed: int = 0) -> SliderFigure:
+    r"""Chapter 2: the Gaussian Nadaraya-Watson fit at each inverse bandwidth :math:`w = 1/h`, with train and test error.
 
-    The flip marker sits at the bandwidth with the smallest test error: narrower fits the noise,
-    wider washes out the curve.
+    The training error is measured against the 40 noisy points, the test error against the
+    noiseless curve (:func:`~attention_course.chapters.kernels.smoothing.sine_data`), both with
+    :func:`~attention_course.chapters.kernels.smoothing.mse_by_bandwidth`, the computation behind
+    the lesson's sweep. The flip marker sits at the :math:`w` with the smallest test error: a larger
+    :math:`w` (narrower kernel) fits the noise, a smaller one washes out the curve.
 
     Examples
     --------
-    >>> fig = bandwidth_explorer([0.1, 0.5, 2.0])
-    >>> len(fig.frames), fig.flip in (0, 1, 2)
-    (3, True)
+    >>> fig = bandwidth_explorer([0.5, 2.0, 10.0])
+    >>> len(fig.frames), fig.labels[fig.flip]
+    (3, 'w = 2')
     """
-    hs = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0] if bandwidths is None else list(bandwidths)
+    ws = [0.3, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 10.0, 30.0] if w_values is None else list(w_values)
     data = sine_data(seed=seed)
     grid = np.linspace(0, 5, 101)  # (101,)
-    frames, test_err = [], []
-    for h in hs:
-        fit, _ = nadaraya_watson(grid, data.x_train, data.y_train, bandwidth=h)
-        train, _ = nadaraya_watson(data.x_train, data.x_train, data.y_train, bandwidth=h)
-        test, _ = nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=h)
-        e_tr, e_te = mse(train, data.y_train), mse(test, data.y_test)
-        test_err.append(e_te)
+    train_err = mse_by_bandwidth(data.x_train, data.x_train, data.y_train, data.y_train, ws)  # (len(ws),)
+    test_err = mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, ws)  # (len(ws),)
+    frames = []
+    for w, e_tr, e_te in zip(ws, train_err, test_err):
+        fit, _ = nadaraya_watson(grid, data.x_train, data.y_train, bandwidth=1 / w)
         frames.append({
             "data": [
                 {"type": "scatter", "mode": "markers", "x": data.x_train, "y": data.y_train, "name": "training data",
                  "marker": {"color": "#777777", "size": 6}},
-                {"type": "scatter", "mode": "lines", "x": data.x_test, "y": data.y_test, "name": "true curve",
+                {"type": "scatter", "mode": "lines", "x": data.x_test, "y": data.y_test, "name": "true curve (no noise)",
                  "line": {"color": "#000000", "dash": "dot"}},
-                {"type": "scatter", "mode": "lines", "x": grid, "y": np.asarray(fit), "name": f"fit, h = {h:g}",
+                {"type": "scatter", "mode": "lines", "x": grid, "y": np.asarray(fit), "name": f"fit, w = {w:g}",
                  "line": {"color": "#D55E00", "width": 3}},
             ],
-            "readout": f"bandwidth h = {h:g}: training error {e_tr:.3f}, test error {e_te:.3f}",
+            "readout": (f"w = {w:g} (h = {1 / w:.2g}): training error {e_tr:.3f} (against the noisy points), "
+                        f"test error {e_te:.3f} (against the true curve)"),
         })
     best = int(np.argmin(test_err))
     layout = {"height": 380, "margin": {"l": 50, "r": 10, "t": 10, "b": 45}, "font": PLOTLY_FONT,
@@ -162,18 +166,33 @@ def bandwidth_explorer(bandwidths: Optional[Sequence[float]] = None, seed: int =
               "legend": {"orientation": "h", "y": -0.2}}
 
     def draw(fig, ax):
-        fit, _ = nadaraya_watson(grid, data.x_train, data.y_train, bandwidth=hs[best])
+        fit, _ = nadaraya_watson(grid, data.x_train, data.y_train, bandwidth=1 / ws[best])
         ax.plot(data.x_train, data.y_train, "o", color="0.5", ms=4, label="training data")
-        ax.plot(data.x_test, data.y_test, ":", color="k", label="true curve")
-        ax.plot(grid, np.asarray(fit), color="#D55E00", lw=2, label=f"fit, h = {hs[best]:g}")
-        ax.set(xlabel="x", ylabel="y", title="Nadaraya-Watson at the best test bandwidth")
+        ax.plot(data.x_test, data.y_test, ":", color="k", label="true curve (no noise)")
+        ax.plot(grid, np.asarray(fit), color="#D55E00", lw=2, label=f"fit, w = {ws[best]:g}")
+        ax.set(xlabel="x", ylabel="y", title="Nadaraya-Watson at the width with the lowest test error")
         ax.legend()
 
-    return SliderFigure("ix-kern-bandwidth", "Choose the bandwidth of the kernel smoother",
-                        [f"h = {h:g}" for h in hs], frames, layout, static_fallback(draw),
-                        "Noisy training points, the true curve and the Nadaraya-Watson fit at the bandwidth with "
-                        "the lowest test error.", start=best, control_label="bandwidth h", flip=best,
-                        flip_note="lowest test error; narrower fits noise, wider flattens the curve")
+    return SliderFigure("ix-kern-bandwidth", "Choose the inverse width w of the kernel smoother",
+                        [f"w = {w:g}" for w in ws], frames, layout, static_fallback(draw),
+                        "Noisy training points, the true curve and the Nadaraya-Watson fit at the inverse width with "
+                        "the lowest test error.", start=best, control_label="inverse width w", flip=best,
+                        flip_note="lowest test error; a larger w fits the noise, a smaller w flattens the curve")
+
+
+def without_verdict_link(box: PredictReveal) -> PredictReveal:
+    """``box`` with its answer's "See the verdict." link removed (a lesson's claim line gives the link).
+
+    Examples
+    --------
+    >>> box = PredictReveal("ix-demo", "Which?", ["a", "b"], "a", 'It is a. <a href="p.html#claim-x">See the verdict.</a>')
+    >>> without_verdict_link(box).answer_html
+    'It is a.'
+    """
+    return replace(box, answer_html=_VERDICT_LINK.sub("", box.answer_html))
+
+
+_VERDICT_LINK = re.compile(r'\s*<a href="[^"]*#claim-[\w-]+">See the verdict\.</a>')
 
 
 def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[dict] = None,

@@ -214,3 +214,29 @@ def test_kernel_family_html(check_flagged_html, fam_fig):
                        max_bytes=1_000_000)
     with pytest.raises(ValueError, match=r"t=1.5; expected a key-norm penalty in \[0, 1\]"):
         kf.fit_family(np.zeros((3, 2)), np.zeros(3), 1.5)
+
+
+def test_bandwidth_slider_flags_the_width_the_lesson_sweep_finds_best():
+    """The slider's flagged w and the lesson's sweep (81 widths, Fig. 2.3) name the same best width when
+    rounded to the slider's grid, so the prose (glued from the sweep) and the slider agree."""
+    from attention_course.chapters.kernels.sliders import bandwidth_explorer
+    from attention_course.chapters.kernels.smoothing import mse_by_bandwidth, sine_data
+
+    fig = bandwidth_explorer()
+    ws = np.array([float(lab.split("=")[1]) for lab in fig.labels])
+    data = sine_data(n=40, noise=1.0, seed=0)
+    w_grid = np.geomspace(0.1, 100, 81)
+    w_best = w_grid[np.argmin(mse_by_bandwidth(data.x_test, data.x_train, data.y_train, data.y_test, w_grid))]
+    assert fig.flip == int(np.argmin(np.abs(np.log(ws / w_best))))
+    assert "against the true curve" in fig.frames[fig.flip]["readout"]
+
+
+def test_the_lesson_prediction_keeps_its_answer_without_the_verdict_link():
+    from attention_course.chapters.kernels.sliders import without_verdict_link
+    from attention_course.figures.predictions import prediction
+
+    box = prediction("ix-predict-kern")
+    bare = without_verdict_link(box)
+    assert "See the verdict" in box.answer_html and "<a " not in bare.answer_html
+    assert bare.answer_html and box.answer_html.startswith(bare.answer_html)
+    assert (bare.question, bare.correct, list(bare.choices)) == (box.question, box.correct, list(box.choices))
