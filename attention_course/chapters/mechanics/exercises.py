@@ -430,6 +430,9 @@ def _one_query_cases() -> list[Case]:
         Case("d_k=4, S=5, d_v=2", (rng.normal(size=4), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))),
         Case("one key", (rng.normal(size=3), rng.normal(size=(1, 3)), rng.normal(size=(1, 4)))),
         Case("d_k=16, S=8, d_v=3", (rng.normal(size=16), rng.normal(size=(8, 16)), rng.normal(size=(8, 3)))),
+        Case(  # scores 1000, 998 and 996: exp(1000) is inf in float64, so an unshifted softmax gives inf / inf = NaN
+            "scores near 1000", (np.full(4, 10.0), np.array([[50.0] * 4, [49.9] * 4, [49.8] * 4]), rng.normal(size=(3, 2))),
+        ),
     ]
 
 
@@ -473,6 +476,11 @@ def _one_query_structure(got, expected, args) -> str | None:
     return None
 
 
+def _one_query_unstable(q_i, k, v):
+    e = np.exp(k @ q_i / np.sqrt(q_i.shape[0]))  # (S,), no shift by the largest score: overflows near 1000
+    return (e / e.sum()) @ v  # (d_v,)
+
+
 def _one_query_argmax(q_i, k, v):
     return v[np.argmax(k @ q_i)]  # hard attention: only the best key's value
 
@@ -513,6 +521,11 @@ register(
                 "over the keys, so that they are positive and sum to 1.",
             ),
             Mutant(
+                "no-max-shift", _one_query_unstable,
+                "overflow for scores near 1000: exp(1000) is inf in floating point, and inf / inf is NaN. "
+                "Subtract the largest score before exp (the stable softmax of the first exercise).",
+            ),
+            Mutant(
                 "argmax", _one_query_argmax,
                 "you returned the value of the best-matching key only (hard attention). Attention "
                 "averages every value, weighted by the softmax of the scaled scores.",
@@ -527,6 +540,9 @@ register(
         rules=(
             Rule("edge-size", "one key: its weight is 1 and the output is its value",
                  ("one key",), lambda q_i, k, v: k.shape[0] == 1, ("unnormalised",), quote='with a single key its weight is 1'),
+            Rule("range", "scores near 1000 must not overflow (exp overflows float64 above 709)",
+                 ("scores near 1000",), lambda q_i, k, v: np.abs(k @ q_i / np.sqrt(q_i.shape[0])).max() > 709,
+                 ("no-max-shift",), quote='Scores may be near 1000, where `np.exp` overflows'),
             Rule("edge-size", "d_k != d_v: the scale uses d_k, the size of q_i",
                  ("d_k=4, S=5, d_v=2", "d_k=16, S=8, d_v=3"), lambda q_i, k, v: q_i.shape[0] != v.shape[1],
                  ("scale-by-d_v",), quote='($d_k$ is the size of `q_i`, which may differ from $d_v$)'),

@@ -169,7 +169,7 @@ def plot_scores(scores: Array, labels: Optional[Sequence[str]] = None, ax: Optio
 
 @book_figure
 def plot_masks(
-    masks: Mapping[str, Array], labels: Optional[Sequence[str]] = None, ncols: int = 3,
+    masks: Mapping[str, Array], labels: Optional[Sequence[str] | Mapping[str, Sequence[str]]] = None, ncols: int = 3,
     legend: Sequence[str] = ("blocked", "may attend"),
 ) -> Figure:
     """Draw boolean masks in a grid of at most ``ncols`` columns, with a two-colour legend.
@@ -178,8 +178,9 @@ def plot_masks(
     ----------
     masks : mapping of str to array, shape (T, S), bool
         ``True`` = query ``i`` may attend to key ``j`` (the package's mask convention).
-    labels : sequence of str, optional
-        Token labels for the axes, used where their number matches.
+    labels : sequence of str, or mapping of a mask's name to one, optional
+        Token labels for the axes, used where their number matches; a mapping gives each mask its own
+        (a padding mask drawn on a padded sentence beside a causal mask on another).
     ncols : int
         Panels per row; more masks go on further rows, so the figure stays in the column.
     legend : two str
@@ -193,6 +194,9 @@ def plot_masks(
     ['blocked', 'may attend']
     >>> float(fig.get_size_inches()[0]) <= 7.0
     True
+    >>> fig = plot_masks({"pad": np.ones((2, 2), bool)}, labels={"pad": ["cat", "<pad>"]})
+    >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    ['cat', '<pad>']
     """
     n = len(masks)
     ncols = max(1, min(ncols, n))
@@ -202,15 +206,16 @@ def plot_masks(
                              layout="constrained", squeeze=False, width_ratios=[panel] * ncols + [1.2])
     for ax, (name, mask) in zip(axes[:, :ncols].flat, masks.items()):
         m = to_numpy(mask).astype(bool)
+        names = labels.get(name) if isinstance(labels, Mapping) else labels
         ax.imshow(m, cmap=MASK_CMAP, vmin=0, vmax=1)
         ax.spines[:].set_visible(True)  # a frame, so that blocked cells at the edge stay visible
         ax.set_title(name)
         ax.set_xlabel("key j")
         ax.set_ylabel("query i")
-        if labels is not None and len(labels) == m.shape[1]:
-            ax.set_xticks(range(m.shape[1]), labels=list(labels), rotation=45, ha="right")
-        if labels is not None and len(labels) == m.shape[0]:
-            ax.set_yticks(range(m.shape[0]), labels=list(labels))
+        if names is not None and len(names) == m.shape[1]:
+            ax.set_xticks(range(m.shape[1]), labels=list(names), rotation=45, ha="right")
+        if names is not None and len(names) == m.shape[0]:
+            ax.set_yticks(range(m.shape[0]), labels=list(names))
     for ax in list(axes[:, :ncols].flat)[n:]:
         ax.axis("off")
     for ax in axes[:, ncols]:

@@ -108,10 +108,13 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
 def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 10, 20)) -> Figure:
     r"""Sinusoidal position encodings: the matrix as a heat map (top), a few of its dimensions against position (below).
 
-    The heat map draws one row per dimension (``P`` transposed), positions across; the dimensions drawn
-    as curves below are marked on its axis, and each curve's legend gives its period, :math:`2\pi`
-    times :math:`10000^{2i/d}` positions for dimension :math:`2i` or :math:`2i + 1`. The two panels
-    are stacked, :data:`PHONE_WIDTH` wide, so that the labels read on a phone.
+    The heat map draws one row per dimension (``P`` transposed), positions across; its axis is labelled
+    at the first, middle and last dimension and, in their curves' colours, at the dimensions drawn
+    below. Below, each dimension is a faint continuous wave with its values at whole positions as dots
+    (a wave of period about 6 sampled once per position would look jagged as a polyline); the legend
+    gives each one's period, :math:`2\pi` times :math:`10000^{2i/d}` positions for dimension
+    :math:`2i` or :math:`2i + 1`. The two panels are stacked, :data:`PHONE_WIDTH` wide, so that the
+    labels read on a phone.
 
     Parameters
     ----------
@@ -133,15 +136,25 @@ def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 10, 20)) -> Figure:
     p = np.asarray(to_numpy(P), dtype=float)
     if p.ndim != 2 or max(dims) >= p.shape[1]:
         raise ShapeError(f"P has shape {shape_str(p)}; expected (n, d) with d > {max(dims)}")
-    d = p.shape[1]
+    n, d = p.shape
     fig, axes = plt.subplots(2, 1, figsize=(PHONE_WIDTH, 5.4), layout="constrained", height_ratios=(1.2, 1))
     im = axes[0].imshow(p.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, origin="lower")  # (d, n): rows are dimensions
-    axes[0].set(title="Sinusoidal encodings $P$: one row per dimension", xlabel="position $t$", ylabel="dimension",
-                yticks=list(dims))
+    ticks = sorted(set(dims) | {0, d // 2, d - 1})
+    axes[0].set(title="Sinusoidal encodings $P$: one row per dimension", xlabel="position $t$",
+                ylabel=f"dimension (of d = {d})", yticks=ticks)
     fig.colorbar(im, ax=axes[0], shrink=0.9, label="value", location="right", ticks=[-1, 0, 1])
-    for c in dims:
-        period = 2 * np.pi * 10000.0 ** (2 * (c // 2) / d)  # positions per turn of this dimension's pair
-        axes[1].plot(np.arange(len(p)), p[:, c], lw=1.6, label=f"dim {c}: period {period:.0f}")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    t_fine = np.linspace(0, n - 1, 20 * n)  # between the whole positions, to draw each wave continuously
+    for c, colour in zip(dims, colours):
+        omega = 10000.0 ** (-2 * (c // 2) / d)  # the angle per position of this dimension's pair
+        period = 2 * np.pi / omega  # positions per turn
+        axes[1].plot(t_fine, np.sin(omega * t_fine) if c % 2 == 0 else np.cos(omega * t_fine),
+                     lw=1.0, alpha=0.35, color=colour)
+        axes[1].plot(np.arange(n), p[:, c], "o", ms=3.2, color=colour, label=f"dim {c}: period {period:.0f}")
+    axes[0].set_yticks(ticks, labels=[str(t) for t in ticks])
+    for t, label in zip(ticks, axes[0].get_yticklabels()):  # the dimensions drawn below, in their curves' colours
+        if t in dims:
+            label.set_color(colours[list(dims).index(t)])
     names = ", ".join(str(c) for c in dims[:-1]) + (f" and {dims[-1]}" if len(dims) > 1 else str(dims[-1]))
     axes[1].set(title=f"Dimension{'s' if len(dims) > 1 else ''} {names}: fast to slow waves", xlabel="position $t$",
                 ylabel="value", ylim=(-1.1, 1.1), yticks=[-1, 0, 1])

@@ -69,3 +69,15 @@ def test_a_softmax_that_shifts_by_the_row_mean_fails_on_masked_logits_only():
     assert not result.passed
     assert "a masked logit (-inf)" in result.message, result.message
     assert evaluate("stable-softmax", _softmax).passed
+
+
+def test_one_query_with_an_unstable_softmax_is_named():
+    """A newcomer's softmax without the shift by the largest score passed silently: no case had large scores."""
+    def unstable(q_i, k, v):
+        e = np.exp(k @ q_i / np.sqrt(q_i.shape[0]))  # (S,)
+        return (e / e.sum()) @ v
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = evaluate("one-query", unstable)
+    assert not result.passed
+    assert "overflow for scores near 1000" in result.message, result.message
