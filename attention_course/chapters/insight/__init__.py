@@ -40,6 +40,7 @@ from .ingredients import (
 from .memory import (
     memory_cues,
     capacity,
+    recall_shares,
     capacity_sweep,
     outer_product_law,
     exponential_law,
@@ -60,6 +61,7 @@ from .figures import (
     plot_shuffled_heads,
     plot_margin_sweep,
     plot_take_away,
+    plot_partner,
 )
 from .sliders import (
     window_explorer,
@@ -103,6 +105,7 @@ __all__ = [
     "decide_memory",
     "memory_cues",
     "capacity",
+    "recall_shares",
     "capacity_sweep",
     "outer_product_law",
     "exponential_law",
@@ -130,6 +133,7 @@ __all__ = [
     "plot_shuffled_heads",
     "plot_margin_sweep",
     "plot_take_away",
+    "plot_partner",
     "window_explorer",
     "task_explorer",
     "metric_explorer",

@@ -16,13 +16,15 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from .converged_comparisons import PARTNER
 from .memory import capacity, exponential_law, outer_product_law
-from .take_away import TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
+from .take_away import PARTNER_ROWS, TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
 from ...figures.style import book_figure, method_color
 
 __all__ = [
     "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
     "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away",
+    "plot_partner",
 ]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
@@ -231,7 +233,7 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
 def plot_take_away(table: Mapping, title: str = "") -> Figure:
     """The lesson's bars: one ingredient of attention taken away per row
     (:data:`~attention_course.chapters.insight.take_away.TAKE_AWAY_ROWS`), held-out accuracy on recall and
-    on the copy side by side (mean over seeds; "not trained" where a variant was not run on a task).
+    on the copy side by side (mean over seeds; "recall only" where a variant was not run on the copy).
 
     Examples
     --------
@@ -250,7 +252,7 @@ def plot_take_away(table: Mapping, title: str = "") -> Figure:
             y = i + (j - (len(tasks) - 1) / 2) * bar
             s = table.get((task, variant))
             if s is None:
-                ax.text(0.01, y, "not trained", va="center", fontsize=10, color="0.4")
+                ax.text(0.01, y, "recall only", va="center", fontsize=10, color="0.4", style="italic")
                 continue
             labelled = task_label in ax.get_legend_handles_labels()[1]
             ax.barh(y, s.mean, height=bar * 0.92, color=colour, label=None if labelled else task_label)
@@ -261,6 +263,37 @@ def plot_take_away(table: Mapping, title: str = "") -> Figure:
     ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
     ax.set_ylabel("ingredient taken away")
     fig.legend(loc="outside upper center", ncol=len(tasks))
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+@book_figure
+def plot_partner(table: Mapping, title: str = "") -> Figure:
+    """Partner recall (a key must fetch the value stored under its partner) for a learned, a tied and a fixed
+    metric (:data:`~attention_course.chapters.insight.take_away.PARTNER_ROWS`), mean over seeds; the dotted
+    line is one half, a coin flip between the key and its partner.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.ingredients import Score
+    >>> from attention_course.chapters.insight.converged_comparisons import PARTNER
+    >>> t = {(PARTNER, v): Score(a, a, a, 3) for v, a in (("softmax attention", 1.0),
+    ...      ("tied W_Q = W_K, scale learned", 0.5), ("W_Q = W_K = I, scale learned", 0.5))}
+    >>> [round(float(p.get_width()), 2) for p in plot_partner(t).axes[0].patches]
+    [1.0, 0.5, 0.5]
+    """
+    fig, ax = plt.subplots(figsize=(7.0, 2.3), layout="constrained")
+    for i, (label, variant) in enumerate(PARTNER_ROWS):
+        s = table[PARTNER, variant]
+        ax.barh(i, s.mean, height=0.6, color="#009E73")  # Okabe & Ito green: partner recall
+        ax.text(s.mean + 0.01, i, f"{s.mean:.2f}", va="center", fontsize=10)
+    ax.axvline(0.5, color="0.4", ls=":", lw=1.2)
+    ax.text(0.5, len(PARTNER_ROWS) - 0.45, " a coin flip: key or partner", color="0.3", fontsize=10, va="center")
+    ax.set_yticks(range(len(PARTNER_ROWS)), [r for r, _ in PARTNER_ROWS])
+    ax.set_ylim(len(PARTNER_ROWS) - 0.2, -0.6)
+    ax.set(xlim=(0, 1.12), xlabel="partner recall, 16 pairs: accuracy on unseen sequences")
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
     if title:
         ax.set_title(title)
     return fig
@@ -357,29 +390,30 @@ def plot_lookup(keys: np.ndarray, query: np.ndarray, target: int, title: str = "
 
 
 @book_figure
-def plot_retrieval(doc: Mapping, d: int, level: float = 0.9, title: str = "") -> Figure:
-    """Share of damaged queries retrieved exactly against the number of stored patterns, at one ``d``.
+def plot_retrieval(sizes: Sequence[int], shares: Mapping[str, Sequence[float]], d: int, level: float = 0.9,
+                   title: str = "") -> Figure:
+    """Share of damaged cues recalled exactly against the number of stored patterns, one line per memory.
 
-    ``doc`` is :func:`~attention_course.chapters.insight.memory.capacity_sweep`'s result; each memory is
-    one line (the mean over the seeds run). The dotted lines mark the 90% level and M = d.
+    ``shares`` maps a memory's name to one share per entry of ``sizes``
+    (:func:`~attention_course.chapters.insight.memory.recall_shares`). The dotted lines mark the 90% level
+    and M = d.
 
     Examples
     --------
-    >>> from attention_course.chapters.insight.memory import capacity_sweep
-    >>> fig = plot_retrieval(capacity_sweep(dims=(8,), max_log2=(3,), n_queries=20), d=8)
+    >>> from attention_course.chapters.insight.memory import recall_shares
+    >>> fig = plot_retrieval([1, 2, 4, 8], recall_shares(8, [1, 2, 4, 8], n_cues=20), d=8)
     >>> fig.axes[0].get_xlabel(), len(fig.axes[0].get_legend().get_texts())
     ('stored patterns M', 3)
     """
     fig, ax = plt.subplots(figsize=(6.4, 3.3), layout="constrained")
-    for name, curves in doc["curves"].items():
-        c = curves[str(d)]
-        ax.plot(c["sizes"], np.asarray(c["accuracy"]).mean(0), "o-", ms=4, color=_MEMORY_COLORS.get(name), label=name)
+    for name, share in shares.items():
+        ax.plot(sizes, share, "o-", ms=4, color=_MEMORY_COLORS.get(name), label=name)
     ax.axhline(level, color="0.5", ls=":", lw=1)
     ax.axvline(d, color="0.5", ls=":", lw=1)
     ax.text(d, 0.5, " M = d", color="0.35", fontsize=10, ha="left")
     ax.set_xscale("log", base=2)
-    ax.set(xlabel="stored patterns M", ylabel="share retrieved exactly", ylim=(-0.03, 1.05),
-           title=title or f"Retrieval from one memory step at d = {d}")
+    ax.set(xlabel="stored patterns M", ylabel="share recalled exactly", ylim=(-0.03, 1.05),
+           title=title or f"Recall from one memory step at d = {d}")
     ax.legend(loc="lower left")
     return fig
 
@@ -417,7 +451,7 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
             im = ax.imshow(np.asarray(A)[layer, head], cmap="Blues", vmin=0, vmax=vmax)
             ax.set_xticks(range(len(w)), w, rotation=90)
             ax.set_yticks(range(len(w)), w)
-            ax.tick_params(length=0)
+            ax.tick_params(length=0, labelsize=11)
             ax.set_title(f"{name}: {'the sentence' if c == 0 else 'its words shuffled'}", fontsize=11)
         fig.colorbar(im, ax=axes[r], label="weight", shrink=0.9)  # the head's scale, shared by its two panels
     fig.supxlabel("key (the word read)", fontsize=11)

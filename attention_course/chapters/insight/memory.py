@@ -29,7 +29,8 @@ import numpy as np
 from ...models.experiments import read_json
 from ...models.records import DATA_DIR
 
-__all__ = ["memory_cues", "capacity", "capacity_sweep", "outer_product_law", "exponential_law", "load_memory"]  # fmt: skip
+__all__ = ["memory_cues", "capacity", "recall_shares", "capacity_sweep", "outer_product_law", "exponential_law",
+           "load_memory"]  # fmt: skip
 
 #: The memories :func:`retrieve` knows: name -> inverse temperature rule (``None``: linear).
 MEMORIES = {
@@ -162,6 +163,26 @@ def capacity(accuracies: Sequence[float], sizes: Sequence[int], level: float = 0
     return int(max(ok)) if ok else 0
 
 
+def recall_shares(d: int, sizes: Sequence[int], n_cues: int = 200, flip: float = 0.1,
+                  seed: int = 0) -> dict[str, list[float]]:
+    """For each memory of :data:`MEMORIES`, the share of ``n_cues`` damaged cues it recalls exactly, per size.
+
+    The memory of ``M`` patterns and its cues are :func:`memory_cues` ``(d, M, n_cues, flip, seed)``.
+
+    Returns
+    -------
+    dict
+        memory name -> one share per entry of ``sizes``.
+
+    Examples
+    --------
+    >>> recall_shares(16, [1, 64], n_cues=50)["outer product (linear)"]
+    [1.0, 0.0]
+    """
+    return {name: [retrieval_accuracy(d, m, None if rule is None else rule(d), flip, n_cues, seed=seed) for m in sizes]
+            for name, rule in MEMORIES.items()}
+
+
 def capacity_sweep(dims: Sequence[int] = (16, 32, 64), max_log2: Sequence[int] = (10, 14, 17),
                    flip: float = 0.1, n_queries: int = 200, seeds: Sequence[int] = (0,)) -> dict:
     """Retrieval accuracy against the number of stored patterns (powers of 2) for every memory and ``d``.
@@ -181,10 +202,9 @@ def capacity_sweep(dims: Sequence[int] = (16, 32, 64), max_log2: Sequence[int] =
     curves: dict = {name: {} for name in MEMORIES}
     for d, top in zip(dims, max_log2):
         sizes = [2**i for i in range(top + 1)]
-        for name, rule in MEMORIES.items():
-            beta = None if rule is None else rule(d)
-            acc = [[retrieval_accuracy(d, m, beta, flip, n_queries, seed=s) for m in sizes] for s in seeds]
-            curves[name][str(d)] = {"sizes": sizes, "accuracy": acc}
+        per_seed = [recall_shares(d, sizes, n_queries, flip, seed=s) for s in seeds]
+        for name in MEMORIES:
+            curves[name][str(d)] = {"sizes": sizes, "accuracy": [shares[name] for shares in per_seed]}
     return {"dims": list(dims), "flip": flip, "n_queries": n_queries, "seeds": list(seeds), "curves": curves}
 
 

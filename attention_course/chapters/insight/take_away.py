@@ -5,7 +5,7 @@ The ablation grid trains every variant for a fixed number of steps with the scor
 :math:`W_Q = W_K = I`) a learnable score scale and train them until their accuracy stops rising, on
 recall, the copy and partner recall. :func:`take_away_table` merges the three result files into one
 ``(task, variant) -> Score`` table, and :data:`TAKE_AWAY_ROWS` / :data:`TAKE_AWAY_TASKS` are the rows and
-tasks the lesson draws (the evidence page draws every variant, partner recall and the learned-metric runs).
+tasks the lesson draws, :data:`PARTNER_ROWS` its partner-recall bars (the evidence page draws every variant, partner recall and the learned-metric runs).
 """
 
 from __future__ import annotations
@@ -25,11 +25,19 @@ TAKE_AWAY_ROWS = (
     ("reach: window of 16", "window 16"),
     ("gradient: argmax", "argmax, no gradient"),
     ("asymmetry: tied $W_Q = W_K$", "tied"),
+    ("tied, each token barred from itself", "tied, self masked"),
     ("softmax: linear attention", "linear attention"),
 )
 
 #: The lesson's tasks: (label, task).
 TAKE_AWAY_TASKS = (("recall, 16 pairs", RECALL), ("copy, 32 tokens", COPY))
+
+#: The lesson's partner-recall bars: (label, variant in :func:`take_away_table`), all with a learned score scale.
+PARTNER_ROWS = (
+    ("learned $W_Q, W_K$", "softmax attention"),
+    ("tied $W_Q = W_K$", "tied W_Q = W_K, scale learned"),
+    ("fixed $W_Q = W_K = I$", "W_Q = W_K = I, scale learned"),
+)
 
 
 def take_away_table() -> dict[tuple[str, str], Score]:

@@ -58,13 +58,15 @@ def test_temperature_slider_shows_the_softmax_weights_at_each_beta(memory):
     assert "all match." in _spec(fig)["frames"][2]["readout"]
 
 
-def test_retrieval_curves_are_the_mean_over_seeds():
-    doc = ch.capacity_sweep(dims=(8,), max_log2=(3,), n_queries=20, seeds=(0, 1))
-    fig = ch.plot_retrieval(doc, d=8)
+def test_retrieval_curves_draw_the_shares_of_the_capacity_sweep():
+    doc = ch.capacity_sweep(dims=(8,), max_log2=(3,), n_queries=20, seeds=(1,))
+    sizes = doc["curves"]["outer product (linear)"]["8"]["sizes"]
+    shares = ch.recall_shares(8, sizes, n_cues=20, seed=1)
+    fig = ch.plot_retrieval(sizes, shares, d=8)
     lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")}
-    for name, curves in doc["curves"].items():
-        np.testing.assert_allclose(lines[name].get_ydata(), np.mean(curves["8"]["accuracy"], axis=0))
-        np.testing.assert_array_equal(lines[name].get_xdata(), curves["8"]["sizes"])
+    for name, curves in doc["curves"].items():  # the lesson's call computes what the sweep stores
+        np.testing.assert_allclose(lines[name].get_ydata(), curves["8"]["accuracy"][0])
+        np.testing.assert_array_equal(lines[name].get_xdata(), sizes)
 
 
 def test_shuffled_heads_label_each_panel_with_its_own_words_and_draw_its_map():

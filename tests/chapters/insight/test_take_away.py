@@ -19,7 +19,7 @@ def test_every_lesson_cell_comes_from_its_own_run():
     assert (ch.PARTNER, "tied") not in table  # partner recall was run with the learned scale only: grey
 
 
-def test_the_lesson_figure_draws_a_bar_per_trained_cell_and_names_the_untrained_ones():
+def test_the_lesson_figure_draws_a_bar_per_trained_cell_and_marks_the_recall_only_rows():
     table = ch.take_away_table()
     fig = ch.plot_take_away(table)
     ax = fig.axes[0]
@@ -27,6 +27,15 @@ def test_the_lesson_figure_draws_a_bar_per_trained_cell_and_names_the_untrained_
     trained = [c for c in cells if c in table]
     widths = sorted(round(p.get_width(), 6) for p in ax.patches)
     assert widths == sorted(round(table[c].mean, 6) for c in trained)  # every bar is a trained cell's mean
-    untrained = [t for t in ax.texts if t.get_text() == "not trained"]
+    untrained = [t for t in ax.texts if t.get_text() == "recall only"]
     assert len(untrained) == len(cells) - len(trained) > 0
     assert [t.get_text() for t in ax.get_yticklabels()] == [r for r, _ in ch_take_away.TAKE_AWAY_ROWS]
+
+
+def test_the_partner_figure_draws_the_partner_runs():
+    table = ch.take_away_table()
+    partner = ch.accuracy_table(ch.load_partner()["runs"])
+    fig = ch.plot_partner(table)
+    widths = [round(p.get_width(), 6) for p in fig.axes[0].patches]
+    assert widths == [round(partner[ch.PARTNER, v].mean, 6) for v in ("learned W_Q, W_K", "tied W_Q = W_K", "W_Q = W_K = I")]
+    assert widths[0] > 0.9 and max(widths[1:]) < 0.6  # learned finds the partner; tied and fixed about half
