@@ -495,49 +495,72 @@ def decoder_block(x, layer, config, positions):
 
 
 # ------------------------------------------------------------------ chapter 10 (chapter 9's parts, with a cache)
+# The page's names for chapter 9's parts, and its two helpers: a layer before and after attention.
+apply_rope, grouped_query_attention = rope, grouped_attention
+
+
+def layer_qkv(x, layer, config):
+    """One layer's queries, keys and values for the new tokens, before RoPE: x (B, T, d) -> q, k, v."""
+    B, T, _ = x.shape
+    xn = rms_norm(x, layer.attn_norm, config.eps)  # (B, T, d)
+    q = (xn @ layer.W_q).view(B, T, config.n_heads, config.d_head).transpose(1, 2)  # (B, h, T, d_head)
+    k = (xn @ layer.W_k).view(B, T, config.n_kv_heads, config.d_head).transpose(1, 2)  # (B, h_kv, T, d_head)
+    v = (xn @ layer.W_v).view(B, T, config.n_kv_heads, config.d_head).transpose(1, 2)  # (B, h_kv, T, d_head)
+    return q, k, v
+
+
+def layer_rest(x, heads, layer, config):
+    """The layer after attention: heads (B, h, T, d_head) join the stream x (B, T, d), then SwiGLU."""
+    B, T, _ = x.shape
+    a = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o  # (B, T, d)
+    an = rms_norm(a, layer.mlp_norm, config.eps)
+    gate = an @ layer.W_gate
+    return a + (gate * torch.sigmoid(gate) * (an @ layer.W_up)) @ layer.W_down  # (B, T, d)
+
+
+def tempered_top_k_probs(logits, temperature, top_k):
+    """Sampling's steps 1-3, as the page writes them: temperature, top-k, softmax; (B, V) -> (B, V)."""
+    if temperature == 0:  # greedy: probability 1 on the largest logit (argmax picks the first of tied ones)
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
+    z = logits / temperature  # (B, V)
+    if 0 < top_k < z.shape[-1]:  # top_k = 0 or >= V keeps all
+        kth = torch.topk(z, top_k, dim=-1).values[:, -1:]  # (B, 1): the k-th largest logit
+        z = z.masked_fill(z < kth, float("-inf"))  # logits tied with the k-th stay
+    return torch.softmax(z, dim=-1)  # (B, V), softmax over the vocabulary
+
+
 def decoder_forward(weights, ids, cache):
     """Logits of the new tokens and the extended cache (L, 2, B, h_kv, S + T, d_head)."""
     cfg = weights.config
     B, T = ids.shape
     S = cache.shape[4]  # positions already in the cache
-    positions = torch.arange(S, S + T)  # the new tokens continue after them
     x = weights.embed[ids]  # (B, T, d)
     new_cache = []
-    for layer, (past_k, past_v) in zip(weights.layers, cache):
-        xn = rms_norm(x, layer.attn_norm, cfg.eps)
-        q = (xn @ layer.W_q).reshape(B, T, cfg.n_heads, cfg.d_head).transpose(1, 2)  # (B, h, T, d_head)
-        k = (xn @ layer.W_k).reshape(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)  # (B, h_kv, T, d_head)
-        v = (xn @ layer.W_v).reshape(B, T, cfg.n_kv_heads, cfg.d_head).transpose(1, 2)
-        q, k = rope(q, positions, cfg.rope_base), rope(k, positions, cfg.rope_base)
-        k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)  # (B, h_kv, S + T, d_head)
+    for l, layer in enumerate(weights.layers):
+        q, k, v = layer_qkv(x, layer, cfg)  # q (B, h, T, d_head); k, v (B, h_kv, T, d_head)
+        positions = torch.arange(S, S + T)  # (T,): the new tokens come after the S cached ones
+        q, k = apply_rope(q, positions, cfg.rope_base), apply_rope(k, positions, cfg.rope_base)
+        k = torch.cat([cache[l, 0], k], dim=2)  # (B, h_kv, S + T, d_head): cached keys (rotated) first
+        v = torch.cat([cache[l, 1], v], dim=2)  # (B, h_kv, S + T, d_head)
+        heads = grouped_query_attention(q, k, v)  # (B, h, T, d_head): each new query reads the whole cache
         new_cache.append(torch.stack([k, v]))  # (2, B, h_kv, S + T, d_head)
-        heads = grouped_attention(q, k, v)  # (B, h, T, d_head)
-        x = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o
-        xn = rms_norm(x, layer.mlp_norm, cfg.eps)
-        gate = xn @ layer.W_gate
-        x = x + (gate * torch.sigmoid(gate) * (xn @ layer.W_up)) @ layer.W_down
+        x = layer_rest(x, heads, layer, cfg)  # (B, T, d)
     logits = rms_norm(x, weights.final_norm, cfg.eps) @ weights.embed.T  # (B, T, V): the tied head
     return logits, torch.stack(new_cache)  # (L, 2, B, h_kv, S + T, d_head)
 
 
 def next_token_probs(logits, temperature, top_k, top_p):
-    """Temperature, then top-k (ties kept), then the top-p nucleus (crossing token kept); (B, V) -> (B, V)."""
-    if temperature == 0:  # greedy: everything on the largest logit
-        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
-    z = logits / temperature
-    if top_k > 0:
-        kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]  # (B, 1): the k-th largest logit
-        z = z.masked_fill(z < kth, float("-inf"))
-    p = torch.softmax(z, dim=-1)  # (B, V)
-    if top_p < 1:
-        sorted_p = p.sort(dim=-1, descending=True).values
-        mass_above = sorted_p.cumsum(dim=-1) - sorted_p  # what the tokens ranked higher already hold
-        kept = mass_above < top_p  # the shortest prefix that reaches top_p, crossing token included
-        kept[..., 0] = True  # top_p = 0: the most likely token
-        smallest = sorted_p.masked_fill(~kept, float("inf")).amin(dim=-1, keepdim=True)  # (B, 1)
-        p = p.masked_fill(p < smallest, 0.0)
-        p = p / p.sum(dim=-1, keepdim=True)  # renormalise
-    return p
+    """Steps 1-3 (the page's tempered_top_k_probs), then the top-p nucleus; (B, V) -> (B, V)."""
+    p = tempered_top_k_probs(logits, temperature, top_k)  # (B, V): steps 1-3
+    if top_p >= 1:
+        return p  # top_p = 1 keeps all
+    sorted_p = p.sort(dim=-1, descending=True).values  # (B, V), largest first
+    mass_above = sorted_p.cumsum(dim=-1) - sorted_p  # (B, V): what the tokens ranked higher hold
+    kept = mass_above < top_p  # the shortest prefix that reaches top_p, crossing token included
+    kept[:, 0] = True  # top_p = 0: the most likely token
+    crossing = sorted_p.masked_fill(~kept, float("inf")).amin(dim=-1, keepdim=True)  # (B, 1): smallest kept
+    p = p.masked_fill(p < crossing, 0.0)  # tokens tied with the crossing one stay
+    return p / p.sum(dim=-1, keepdim=True)  # step 5: renormalise
 
 
 def next_token_loss(logits, ids):

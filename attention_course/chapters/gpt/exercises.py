@@ -249,15 +249,16 @@ register(
             Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
                  breaches=output_breaches(forward, 'tuple-as-list')),
         ),
-        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`"),
+        framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`",
+                 "The stub below holds the loop over the layers"),
         structure_hint=_forward_structure_hint,
         returns=("logits", "cache"),
         alternatives=(_forward_loop, _forward_recompute),
         rtol=0.0,
         atol=FORWARD_ATOL,
         array_type="torch",
-        difficulty=3,
-        minutes=22,
+        difficulty=2,
+        minutes=15,
     )
 )
 
@@ -497,11 +498,12 @@ register(
         ),
         error_tips=(("selected index k out of range", "top_k may exceed the V tokens (it then keeps all): "
                      "use torch.topk(z, min(top_k, V))."),),
-        framing=('Write `my_next_token_probs(logits, temperature, top_k, top_p)`',),
+        framing=('Write `my_next_token_probs(logits, temperature, top_k, top_p)`',
+                 "Steps 1 to 3 are `tempered_top_k_probs`"),
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
         difficulty=2,
-        minutes=18,
+        minutes=14,
     )
 )
 

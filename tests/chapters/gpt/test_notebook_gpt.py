@@ -37,4 +37,4 @@ def test_the_solved_copy_runs_in_full_on_the_learners_own_parts(nb):
     assert text.count("passed all") == len(EXERCISES)
     for part in ("forward", "next_token_probs", "next_token_loss"):
         assert re.search(rf"^{part}: yours \(", text, re.M), part
-    assert text.count("same as transformers: True") == 3
+    assert text.count("(transformers writes the same)") == 3
