@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
-from matplotlib.colors import LogNorm, Normalize
+from matplotlib.colors import ListedColormap, LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch
 
@@ -239,6 +239,10 @@ def _outline(ax: Axes, region: np.ndarray, **line_kw: object) -> None:
     ax.add_collection(LineCollection(segments, **line_kw))
 
 
+#: Two colours for a yes/no dependency map: white = does not depend, grey = depends.
+_YES_NO = ListedColormap(["white", "0.45"])
+
+
 @book_figure
 def plot_receptive_field_growth(
     measured: Sequence[Array],
@@ -248,10 +252,12 @@ def plot_receptive_field_growth(
 ) -> Figure:
     """Dependency matrices per depth, measured vs predicted, and their widths.
 
-    One panel per depth ``L = 1, 2, ...``: grey cells are the measured support
-    (non-zero Jacobian blocks), the red outline is the predicted support of
-    (A+I)^L. A last panel plots the half-width of both against ``L`` and, if
-    given, the width of a complete graph's receptive field (``complete``).
+    One panel per depth ``L = 1, 2, ...``, in two colours: grey cells are the
+    measured support (non-zero Jacobian blocks), white cells the rest; the red
+    outline is the predicted support of :math:`(M + I)^L`, ``M`` the 0/1 mask. A
+    legend under the panels names the colours. A last panel plots the half-width
+    of both against ``L`` and, if given, the width of a complete graph's receptive
+    field (``complete``).
 
     Parameters
     ----------
@@ -262,8 +268,8 @@ def plot_receptive_field_growth(
     --------
     >>> from attention_course.chapters.graphs.propagation import banded_mask, receptive_field
     >>> R = [receptive_field(banded_mask(8, 1), L) for L in (1, 2)]
-    >>> len(plot_receptive_field_growth(R, R).axes)  # 2 depths, widths, colour bar
-    4
+    >>> len(plot_receptive_field_growth(R, R).axes)  # 2 depths, widths
+    3
     """
     if len(measured) != len(predicted) or not measured:
         raise ValueError(
@@ -278,18 +284,20 @@ def plot_receptive_field_growth(
     axes.append(fig.add_subplot(grid[:, cols]))  # widths last
     for depth, (ax, m, p) in enumerate(zip(axes, measured, predicted), start=1):
         M, P = to_numpy(m).astype(bool), to_numpy(p).astype(bool)
-        im = ax.imshow(M.astype(float), cmap="Greys", vmin=-0.15, vmax=1.0)
+        ax.imshow(M.astype(float), cmap=_YES_NO, vmin=0.0, vmax=1.0)  # two colours: no / depends
         _outline(ax, P, colors="tab:red", linewidths=1.6)
         agree = "agree" if np.array_equal(M, P) else "DIFFER"
         ax.set_title(f"L = {depth} ({agree})")
         ax.set_xlabel("input j")
         ax.set_ylabel("output i" if (depth - 1) % cols == 0 else "")
-    cbar = fig.colorbar(im, ax=list(axes[:n]), ticks=[0, 1], shrink=0.75)
-    cbar.ax.set_yticklabels(["no", "depends"])
+    fig.legend(handles=[Patch(facecolor=_YES_NO(1.0), edgecolor="0.6", label="output i depends on input j"),
+                        Patch(facecolor=_YES_NO(0.0), edgecolor="0.6", label="does not depend"),
+                        Patch(facecolor="none", edgecolor="tab:red", linewidth=1.6, label="predicted, supp $(M + I)^L$")],
+               loc="outside lower center", ncols=3)  # under the panels, inside the width
     ax = axes[-1]
     depths = np.arange(1, n + 1)
     ax.plot(depths, [band_width(p) for p in predicted], "-", color="tab:red", lw=2,
-            label="predicted, supp (A+I)$^L$")
+            label="predicted, supp $(M + I)^L$")
     ax.plot(depths, [band_width(m) for m in measured], "o", color="k", ms=6,
             label="measured (Jacobian)")
     if complete is not None:

@@ -70,6 +70,9 @@ def test_receptive_field_growth_panels_and_widths():
     np.testing.assert_array_equal(measured, [1, 1, 3])
     np.testing.assert_array_equal(full, [9, 9, 9])
     assert width_ax.get_xlabel() == "layers L"
+    assert len(fig.axes) == 4  # 3 depths and the widths: a legend, no continuous colour bar
+    assert all(ax.get_images()[0].get_cmap().N == 2 for ax in fig.axes[:3])  # yes / no, two colours
+    assert "(M + I)" in width_ax.get_legend().get_texts()[0].get_text()  # the lesson's letter for the mask
     with pytest.raises(ValueError, match=r"2 measured and 3 predicted"):
         gp.plot_receptive_field_growth(R[:2], R)
 
