@@ -68,6 +68,17 @@ def _nw_with(log_k, normalise_axis=-1):
     return f
 
 
+def _nw_row_shifted_over_queries(x_query, x_train, y_train, h):
+    log_k = -((x_query[:, None] - x_train[None, :]) ** 2) / (2 * h**2)  # (T, S)
+    e = np.exp(log_k - log_k.max(axis=1, keepdims=True))  # (T, S), each row shifted by its own max
+    return (e / e.sum(axis=0, keepdims=True)) @ y_train  # normalised over the queries (axis 0)
+
+
+def _nw_shifted_unnormalised(x_query, x_train, y_train, h):
+    log_k = -((x_query[:, None] - x_train[None, :]) ** 2) / (2 * h**2)  # (T, S)
+    return np.exp(log_k - log_k.max(axis=1, keepdims=True)) @ y_train  # largest weight 1, rows not summed to 1
+
+
 def _nw_unnormalised(x_query, x_train, y_train, h):
     return np.exp(-((x_query[:, None] - x_train[None, :]) ** 2) / (2 * h**2)) @ y_train
 
@@ -93,6 +104,17 @@ register(
                 "normalised-over-queries", _nw_with(lambda d, h: -(d**2) / (2 * h**2), normalise_axis=0),
                 "your weights sum to 1 over the queries; each query needs its own distribution "
                 "over the training points (normalise over the last axis of the (T, S) matrix).",
+            ),
+            Mutant(
+                "row-max-then-normalised-over-queries", _nw_row_shifted_over_queries,
+                "you normalised over the wrong axis: you divided by the sum down each column, over the queries. "
+                "Each query (a row of the (T, S) matrix) needs weights that sum to 1 over the training points: "
+                "sum with axis=1 (or -1), keepdims=True.",
+            ),
+            Mutant(
+                "max-shift-without-normalising", _nw_shifted_unnormalised,
+                "no normalisation: subtracting each row's maximum makes the largest weight 1, but the weights "
+                "must also sum to 1. Divide each row by its sum over the training points.",
             ),
             Mutant(
                 "bandwidth-as-w", _nw_with(lambda d, h: -((d * h) ** 2) / 2),
@@ -412,6 +434,24 @@ def _metric_cases() -> list[Case]:
     ]
 
 
+def _metric_row_normalised(q, k, W):
+    diff = q[:, None, :] - k[None, :, :]  # (T, S, d)
+    kern = np.exp(-((diff @ W.T) ** 2).sum(-1) / 2)  # (T, S)
+    return kern / kern.sum(axis=1, keepdims=True)  # rows sum to 1, like softmax weights
+
+
+def _rows_sum_to_one(got, expected, args):
+    """A kernel matrix whose rows sum to 1 has been normalised like attention weights."""
+    g = np.asarray(got, dtype=float)
+    if g.ndim == 2 and g.shape[1] > 1 and np.allclose(g.sum(axis=1), 1.0, rtol=1e-9, atol=1e-12):
+        return _ROW_NORMALISED
+    return None
+
+
+_ROW_NORMALISED = ("your rows sum to 1: this is the kernel itself, not normalised weights. Return "
+                   "exp(-|W (q_i - k_j)|^2 / 2) without dividing by the row sums (an entry is 1 where q_i = k_j).")
+
+
 def _metric_with(dist2):
     def f(q, k, W):
         diff = q[:, None, :] - k[None, :, :]  # (T, S, d)
@@ -455,12 +495,14 @@ register(
                 "you used the dot product (W q_i) . (W k_j), attention's score; this kernel uses the distance "
                 "between the projected points, exp(-|W q_i - W k_j|^2 / 2), so it is largest (1) where q_i = k_j.",
             ),
+            Mutant("row-normalised", _metric_row_normalised, _ROW_NORMALISED),
             Mutant(
                 "no-minus", _metric_with(lambda d, W: ((d @ W.T) ** 2).sum(-1) / 2),
                 "your kernel grows with the distance: it is exp(-|W (q - k)|^2 / 2), with a minus sign, "
                 "so its values lie in (0, 1].",
             ),
         ),
+        hints=(_rows_sum_to_one,),
         alternatives=(
             lambda q, k, W: np.exp(-0.5 * np.einsum("tsi,tsi->ts", *(2 * [np.einsum("ij,tsj->tsi", W, q[:, None] - k[None])]))),
             lambda q, k, W: np.array([[np.exp(-0.5 * np.sum((W @ (qi - kj)) ** 2)) for kj in k] for qi in q]),

@@ -396,7 +396,9 @@ def plot_learned_metric(
                 lw=2.2 if j == 0 else 1.2, color=KERNEL_COLORS["gaussian"] if j == 0 else "0.45")
     ax.plot(delta, np.exp(-delta**2 / 2), "k:", lw=1)
     # each curve labelled beside it (a legend would need the room above the curves)
-    ax.annotate(f"along {names[0]}", (0.2, 0.3), color=KERNEL_COLORS["gaussian"], ha="left", va="center")
+    half_width = np.sqrt(2 * np.log(1 / 0.3)) / max(col_norms[0], 1e-12)  # where the x0 kernel is 0.3
+    ax.annotate(f"along {names[0]}", (min(half_width + 0.15, 1.0), 0.3), color=KERNEL_COLORS["gaussian"],
+                ha="left", va="center")  # a gap to the right of the curve, clear of the start's bell
     ax.annotate(f"along {names[1]} to {names[-1]}" if d > 2 else f"along {names[1]}", (-1.95, 1.0), color="0.3",
                 ha="left", va="bottom")
     ax.annotate("start\n(W = I)", (1.0, 0.82), ha="left", va="center")
@@ -447,7 +449,12 @@ def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_inde
         sc = ax.scatter(p[:, 0], p[:, 1], c=w, s=40 + 600 * w, cmap="viridis", vmin=0, vmax=vmax, edgecolor="k")
         ax.plot(*p[query_index], "r*", ms=14, label=f"query (on key {query_index})")
         for j, (px, py) in enumerate(p):
-            ax.annotate(f"k{j}: {w[j]:.2f}", (px, py), textcoords="offset points", xytext=(8, 6))
+            radius = np.sqrt(40 + 600 * w[j]) / 2  # the marker's radius in points
+            if px > p[:, 0].max() - 0.6:  # the right-most keys: label below, inside the panel
+                ax.annotate(f"k{j}: {w[j]:.2f}", (px, py), textcoords="offset points", xytext=(0, -radius - 2),
+                            ha="center", va="top")
+            else:
+                ax.annotate(f"k{j}: {w[j]:.2f}", (px, py), textcoords="offset points", xytext=(8, 6))
         ax.set(xlabel="key coordinate 1", title=f"{title}\nlargest weight {w.max():.2f}, on k{w.argmax()}",
                aspect="equal", xlim=(p[:, 0].min() - 0.5, p[:, 0].max() + 1.0),
                ylim=(p[:, 1].min() - 0.5, p[:, 1].max() + 0.6))
