@@ -274,7 +274,7 @@ def declared_exercises(chapter: str) -> tuple:
     Examples
     --------
     >>> declared_exercises("01_mechanics")[:2], declared_exercises("notes"), declared_exercises("01_mechanics_evidence")
-    (('stable-softmax', 'attention'), (), ())
+    (('stable-softmax', 'one-query'), (), ())
     >>> declared_exercises("05_message_passing_evidence")
     ('effective-graph-overlap',)
     """
