@@ -26,6 +26,7 @@ notebook name's two-digit prefix. Each result carries its exercise's difficulty
 
 from __future__ import annotations
 
+import ast
 import copy
 import importlib
 import json
@@ -52,6 +53,7 @@ __all__ = [
     "declared_exercises",
     "setup_cells",
     "exercise_notebook",
+    "page_helpers",
     "parse_verdicts",
     "collect",
     "run",
@@ -203,8 +205,86 @@ def setup_cells(nb: Any) -> list[int]:
     return [i for i in before if SETUP_RE.search(nb.cells[i].source)] or before[:2]
 
 
+def _loads(tree: ast.AST) -> set[str]:
+    """Names a piece of code reads."""
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _defines(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds: a ``def``, a ``class``, an import or a plain assignment."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    if isinstance(stmt, ast.Assign):
+        return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _parsed(source: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(source)
+    except SyntaxError:  # IPython magics, or a learner's half-written cell
+        return None
+
+
+def page_helpers(nb: Any, wanted: Sequence[str], skip: set[int]) -> dict[int, str]:
+    """The lesson's own definitions the exercise cells call, cut out of the cells that hold them.
+
+    A lesson may write a helper on the page (``layer_qkv``, ``layer_norm``) that an exercise's
+    stub or a learner's answer calls. Exercises mode runs only the setup and exercise cells, so
+    such a name would be undefined there. This finds, in the code cells outside ``skip`` (the cells
+    already kept), the top-level ``def``, ``class``, import and plain assignment statements that
+    bind a name the exercise cells read, and then what those statements read in turn; nothing
+    else of those cells (no computation, no plots) runs. Returns cell index -> the source to run.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell as c, new_notebook
+    >>> nb = new_notebook(cells=[c("import numpy as np\\nx = np.ones(3)\\nscale = 2\\n"
+    ...                            "def double(v):\\n    return scale * np.asarray(v)\\nprint(double(x))"),
+    ...                          c("# EXERCISE: a\\ndef f(v):\\n    return double(v)")])
+    >>> print(page_helpers(nb, [nb.cells[1].source], skip={1})[0])
+    import numpy as np
+    scale = 2
+    def double(v):
+        return scale * np.asarray(v)
+    """
+    need: set[str] = set()
+    for source in wanted:
+        tree = _parsed(source)
+        need |= _loads(tree) if tree is not None else set()
+    candidates = []  # (cell, statement index, statement, source segment)
+    for i, cell in enumerate(nb.cells):
+        if i in skip or cell.cell_type != "code":
+            continue
+        tree = _parsed(cell.source)
+        if tree is None:
+            continue
+        for n, stmt in enumerate(tree.body):
+            if _defines(stmt):
+                candidates.append((i, n, stmt, ast.get_source_segment(cell.source, stmt)))
+    chosen: set[tuple[int, int]] = set()
+    grew = True
+    while grew:  # what a chosen statement reads may be bound by another one
+        grew = False
+        for i, n, stmt, _ in candidates:
+            if (i, n) not in chosen and _defines(stmt) & need:
+                chosen.add((i, n))
+                need |= _loads(stmt)
+                grew = True
+    out: dict[int, list[str]] = {}
+    for i, n, _, segment in candidates:
+        if (i, n) in chosen:
+            out.setdefault(i, []).append(segment)
+    return {i: "\n".join(parts) for i, parts in out.items()}
+
+
 def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = None) -> Any:
     """The exercises-mode notebook: the setup cells (:func:`setup_cells`), then each exercise's code cells.
+
+    Definitions from the lesson's own cells that the exercise cells call (:func:`page_helpers`)
+    run too, in their place in the notebook, without the rest of their cells.
 
     With ``solutions`` (id -> function) each stub becomes an import of its
     solution under the stub's name, after the ``# EXERCISE:`` line: a solved
@@ -228,7 +308,7 @@ def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = Non
     check("attention", my_att)
     """
     setup = setup_cells(nb)
-    keep = [nb.cells[i] for i in setup]
+    keep = {i: nb.cells[i] for i in setup}  # cell index -> the cell to run
     for eid, start, check_at in exercise_spans(nb):
         for i in range(start, (start if check_at is None else check_at) + 1):
             cell = nb.cells[i]
@@ -241,8 +321,12 @@ def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = Non
                 fn = solutions[eid]
                 source = f"# EXERCISE: {eid}\nfrom {fn.__module__} import {fn.__name__} as {names[0]}"
                 cell = nbformat.v4.new_code_cell(source)
-            keep.append(cell)
-    return nbformat.v4.new_notebook(cells=[_fresh(c) for c in keep], metadata=copy.deepcopy(nb.metadata))
+            keep[i] = cell
+    exercise_sources = [nb.cells[i].source for i in keep if i not in setup]
+    for i, source in page_helpers(nb, exercise_sources, skip=set(keep)).items():
+        keep[i] = nbformat.v4.new_code_cell(source, metadata=copy.deepcopy(dict(nb.cells[i].metadata)))
+    return nbformat.v4.new_notebook(cells=[_fresh(keep[i]) for i in sorted(keep)],
+                                    metadata=copy.deepcopy(nb.metadata))
 
 
 def parse_verdicts(text: str) -> dict[str, tuple[str, str]]:

@@ -378,3 +378,37 @@ def test_cli_without_a_command_prints_help(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: python -m attention_course") and "progress" in out
+
+
+# ---------------------------------------------------------- the lesson's own helpers
+def _trees(sources):
+    import ast
+    for src in sources:
+        try:
+            yield ast.parse(src)
+        except SyntaxError:  # a cell with IPython magics
+            continue
+
+
+def _top_level_defs(sources) -> set[str]:
+    import ast
+    return {s.name for tree in _trees(sources) for s in tree.body if isinstance(s, ast.FunctionDef)}
+
+
+def _reads(sources) -> set[str]:
+    import ast
+    return {n.id for tree in _trees(sources) for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+@pytest.mark.parametrize("path", [p for p in BOOK if _exercise_ids(p)], ids=lambda p: p.stem)
+def test_exercises_mode_runs_the_lesson_helpers_its_exercises_call(path):
+    """A stub or an answer may call a function the lesson writes on the page (chapter 10's
+    layer_qkv, chapter 8's layer_norm); exercises mode must define it, or a correct answer fails."""
+    nb = nbformat.read(path, as_version=4)
+    spans = progress.exercise_spans(nb)
+    inside = {i for _, start, end in spans for i in range(start, (start if end is None else end) + 1)}
+    code = {i: c.source for i, c in enumerate(nb.cells) if c.cell_type == "code"}
+    page = _top_level_defs(s for i, s in code.items() if i not in inside)
+    called = _reads(s for i, s in code.items() if i in inside) & page
+    kept = _top_level_defs(c.source for c in progress.exercise_notebook(nb).cells)
+    assert called <= kept, f"{path.stem}: exercises call {sorted(called - kept)}, which exercises mode never defines"
