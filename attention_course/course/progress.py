@@ -234,9 +234,11 @@ def page_helpers(nb: Any, wanted: Sequence[str], skip: set[int]) -> dict[int, st
     A lesson may write a helper on the page (``layer_qkv``, ``layer_norm``) that an exercise's
     stub or a learner's answer calls. Exercises mode runs only the setup and exercise cells, so
     such a name would be undefined there. This finds, in the code cells outside ``skip`` (the cells
-    already kept), the top-level ``def``, ``class``, import and plain assignment statements that
-    bind a name the exercise cells read, and then what those statements read in turn; nothing
-    else of those cells (no computation, no plots) runs. Returns cell index -> the source to run.
+    already kept), the top-level ``def`` and ``class`` statements that bind a name the exercise
+    cells read, then the ``def``, ``class``, import and plain assignment statements that bind what
+    those read, and so on; nothing else of those cells (no computation, no plots) runs. A page
+    variable that an answer reads directly is not among them: that answer needs the full mode.
+    Returns cell index -> the source to run.
 
     Examples
     --------
@@ -250,10 +252,11 @@ def page_helpers(nb: Any, wanted: Sequence[str], skip: set[int]) -> dict[int, st
     def double(v):
         return scale * np.asarray(v)
     """
-    need: set[str] = set()
+    called: set[str] = set()  # what the exercise cells read: only a def or class answers it
     for source in wanted:
         tree = _parsed(source)
-        need |= _loads(tree) if tree is not None else set()
+        called |= _loads(tree) if tree is not None else set()
+    need: set[str] = set()  # what the chosen definitions read: any binding statement answers it
     candidates = []  # (cell, statement index, statement, source segment)
     for i, cell in enumerate(nb.cells):
         if i in skip or cell.cell_type != "code":
@@ -269,7 +272,8 @@ def page_helpers(nb: Any, wanted: Sequence[str], skip: set[int]) -> dict[int, st
     while grew:  # what a chosen statement reads may be bound by another one
         grew = False
         for i, n, stmt, _ in candidates:
-            if (i, n) not in chosen and _defines(stmt) & need:
+            is_def = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if (i, n) not in chosen and (_defines(stmt) & need or (is_def and _defines(stmt) & called)):
                 chosen.add((i, n))
                 need |= _loads(stmt)
                 grew = True
