@@ -219,7 +219,7 @@ def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: i
     steps = np.arange(result.loss.shape[-1])
     label = {"sqrt": r"with $1/\sqrt{d_k}$", "none": "without the scale"}
     with plt.rc_context(LESSON_RC):
-        fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.0), layout="constrained", sharex=True)
+        fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.6), layout="constrained", sharex=True)
         for j, s in enumerate(result.scales):
             kw = dict(color=SCALE_COLOR.get(s), label=label.get(s, SCALE_LABEL.get(s, s)), lw=1.8)
             ax.plot(steps[window - 1:], _running_mean(result.loss[0, j], window), **kw)
@@ -230,7 +230,8 @@ def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: i
         ax.plot([], [], "o", color="0.7", mec="k", ms=8, label="held-out loss, at the end")  # the dots' legend
         ax.set(ylabel="loss (nats)", ylim=(0, None), title=f"Training at $d_k$ = {d_k}")
         ax_w.set(xlabel="training step", ylabel="layer 1's mean\nlargest weight", ylim=(0, 1.02))
-        ax.legend(loc="center right")
+        # under both panels, clear of every curve (the loss line crossed a legend inside the axes)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
