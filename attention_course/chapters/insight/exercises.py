@@ -224,7 +224,7 @@ register(Exercise(
         framing=("Write `my_retrieval_share(X, queries, clean, beta)`", "`X` has shape `(d, M)`",
                  "Then call it at $d = 16$"),
         difficulty=1,
-        minutes=15,
+        minutes=20,
     ))
 
 

@@ -452,7 +452,7 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
             ax.set_xticks(range(len(w)), w, rotation=90)
             ax.set_yticks(range(len(w)), w)
             ax.tick_params(length=0, labelsize=11)
-            ax.set_title(f"{name}: {'the sentence' if c == 0 else 'its words shuffled'}", fontsize=11)
+            ax.set_title(f"{name}, {'sentence' if c == 0 else 'shuffled'}", fontsize=11)  # short: clear of the colour bar
         fig.colorbar(im, ax=axes[r], label="weight", shrink=0.9)  # the head's scale, shared by its two panels
     fig.supxlabel("key (the word read)", fontsize=11)
     fig.supylabel("query (the word reading)", fontsize=11)
