@@ -151,7 +151,7 @@ def plot_dependence(deps: Mapping[str, np.ndarray]) -> Figure:
         im = ax.imshow(np.ma.masked_equal(d, 0.0), cmap="viridis", norm=norm)
         ax.set(title=name, xlabel="input position j", ylabel="output position i")
         ax.set_facecolor("white")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.85, label="|dy_i / dx_j|  (white: exactly 0)")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.85, label=r"$|\partial y_i / \partial x_j|$  (white: exactly 0)")
     return fig
 
 

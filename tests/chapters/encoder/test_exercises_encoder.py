@@ -185,6 +185,9 @@ BATTERY = [
     ("post-ln-block", "pre-LN", bx._block_variant(order="pre"), fb("post-ln-block", "pre-ln")),
     ("post-ln-block", "torch's default eps", _block_torch_eps, "you called a whole encoder layer"),
     ("post-ln-block", "eps 1e-5 written in", bx._block_variant(eps_fixed=1e-5), fb("post-ln-block", "eps-hard-coded")),
+    ("post-ln-block", "eps 1e-12 written in", lambda x, L, h, m, eps: bx._ln(
+        (a := bx._ln(x + bx._attend(x, L, h, m), L, 1, 1e-12)) + bx.feed_forward(a, L), L, 2, 1e-12),
+     fb("post-ln-block", "eps-fixed-1e-12")),
     ("post-ln-block", "no residuals at all",
      lambda x, L, h, m, eps: bx._ln(bx.feed_forward(bx._ln(bx._attend(x, L, h, m), L, 1, eps), L), L, 2, eps), ANY),
     ("post-ln-block", "swapped LayerNorms", bx._block_variant(ln_1=2, ln_2=1), fb("post-ln-block", "layer-norms-swapped")),
@@ -198,7 +201,7 @@ BATTERY = [
     ("bert-encoder", "one sequence at a time", bx._encoder_loop_by_sequence, PASS),
     ("bert-encoder", "a tuple of states", _encoder_tuple, "torch.stack(hidden)"),
     ("bert-encoder", "the last layer only", _encoder_last_only, "expected shape"),
-    ("bert-encoder", "no embeddings in the stack", _encoder_without_embeddings, "expected shape"),
+    ("bert-encoder", "no embeddings in the stack", _encoder_without_embeddings, "You left the embeddings out of the stack"),
     ("bert-encoder", "unbiased variance", _encoder_unbiased_ln, "first leave the reference at layer 0"),
     ("bert-encoder", "last block without its feed-forward", _encoder_last_layer_off, "first leave the reference at layer 2"),
     ("bert-encoder", "pre-LN", bx._encoder_variant(norm="pre"), fb("bert-encoder", "pre-ln")),
