@@ -82,6 +82,23 @@ def _softmax_global_max(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_neginf_to_zero(x):
+    e = np.exp(np.nan_to_num(x - x.max(axis=-1, keepdims=True), neginf=0.0))  # -inf -> 0, so exp gives 1
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+_MASKED_WEIGHT = ("a masked logit (-inf) got a weight above 0. After the shift it must stay -inf, "
+                  "so that exp gives exactly 0: do not replace -inf by a finite number "
+                  "(np.nan_to_num does, and so does np.where(np.isinf(z), 0, z))")
+
+
+def _masked_logit_weighted(got, expected, args):
+    x, g = np.asarray(args[0]), np.asarray(got, dtype=float)
+    if g.shape == x.shape and np.isneginf(x).any() and np.all(np.isfinite(g)) and np.any(g[np.isneginf(x)] > 0):
+        return _MASKED_WEIGHT
+    return None
+
+
 def _log_softmax(x):
     z = x - x.max(axis=-1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
@@ -157,8 +174,9 @@ register(
                 "you subtracted the maximum of the whole array; a row far below it "
                 "underflows to 0/0. Subtract each row's own maximum (keepdims=True).",
             ),
+            Mutant("neginf-to-zero", _softmax_neginf_to_zero, _MASKED_WEIGHT + "."),
         ),
-        hints=(_overflow, _log_probabilities, _rows_do_not_sum_to_one),
+        hints=(_overflow, _masked_logit_weighted, _log_probabilities, _rows_do_not_sum_to_one),
         alternatives=(
             lambda x: torch.softmax(torch.as_tensor(x), dim=-1).numpy(),
             lambda x: np.exp(x - np.logaddexp.reduce(x, axis=-1, keepdims=True)),
@@ -179,7 +197,7 @@ register(
                  ("rows on very different scales",), lambda x: np.ptp(x.max(axis=-1)) > 745, ("global-max",), quote='rows on very different scales'),
             Rule("range", "a -inf logit (a masked score) gets weight 0; every row keeps a finite logit",
                  ("masked logits (-inf)",), lambda x: bool(np.isneginf(x).any() and np.isfinite(x).any(axis=-1).all()),
-                 ("min-shift", "mean-shift"), quote='A logit of `-inf`, a masked score, gets weight 0'),
+                 ("min-shift", "mean-shift", "neginf-to-zero"), quote='A logit of `-inf`, a masked score, gets weight 0'),
             Rule("edge-size", "one logit per row: every weight is 1",
                  ("one logit per row",), lambda x: x.shape[-1] == 1, ("global-sum", "axis-0", "log-softmax"), quote='a row with a single logit gives 1'),
             Rule("edge-size", "any number of axes: the softmax runs over the last one",

@@ -105,7 +105,7 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
 
 
 @book_figure
-def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 10, 20)) -> Figure:
+def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 20)) -> Figure:
     r"""Sinusoidal position encodings: the matrix as a heat map (top), a few of its dimensions against position (below).
 
     The heat map draws one row per dimension (``P`` transposed), positions across; its axis is labelled
@@ -121,17 +121,18 @@ def plot_sinusoids(P: Array, dims: Sequence[int] = (0, 10, 20)) -> Figure:
     P : array, shape (n, d)
         From :func:`~attention_course.chapters.mechanics.positions.sinusoidal_positions` (base 10000).
     dims : sequence of int
-        Dimensions to draw as curves (even ones are sines of falling frequency; dimension 0 is the
-        first pair's sine, the fastest wave).
+        Dimensions to draw as curves (even ones are sines of falling frequency). The default skips
+        dimension 0, whose period of :math:`2\pi \approx 6.3` positions, sampled once per position,
+        reads as noise; dimension 4's period of about 11 positions is the fastest that still reads as a wave.
 
     Examples
     --------
     >>> from attention_course.chapters.mechanics.positions import sinusoidal_positions
     >>> fig = plot_sinusoids(sinusoidal_positions(64, 64))
     >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['Sinusoidal encodings $P$: one row per dimension', 'Dimensions 0, 10 and 20: fast to slow waves']
+    ['Sinusoidal encodings $P$: one row per dimension', 'Dimensions 4, 10 and 20: fast to slow waves']
     >>> [t.get_text() for t in fig.legends[0].get_texts()]
-    ['dim 0: period 6', 'dim 10: period 26', 'dim 20: period 112']
+    ['dim 4: period 11', 'dim 10: period 26', 'dim 20: period 112']
     """
     p = np.asarray(to_numpy(P), dtype=float)
     if p.ndim != 2 or max(dims) >= p.shape[1]:

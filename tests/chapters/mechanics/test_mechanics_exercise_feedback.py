@@ -81,3 +81,21 @@ def test_one_query_with_an_unstable_softmax_is_named():
         result = evaluate("one-query", unstable)
     assert not result.passed
     assert "overflow for scores near 1000" in result.message, result.message
+
+
+def test_a_softmax_that_turns_masked_logits_finite_is_named():
+    """A newcomer's np.nan_to_num(x - max, neginf=0.0) gave masked logits the top weight and got only a number."""
+    def neginf_to_zero(x):
+        e = np.exp(np.nan_to_num(x - x.max(axis=-1, keepdims=True), neginf=0.0))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def neginf_to_minus_one(x):  # another finite stand-in: not the exact mutant, caught by the hint
+        z = x - x.max(axis=-1, keepdims=True)
+        e = np.exp(np.where(np.isneginf(z), -1.0, z))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    for wrong in (neginf_to_zero, neginf_to_minus_one):
+        result = evaluate("stable-softmax", wrong)
+        assert not result.passed
+        assert "a masked logit (-inf) got a weight above 0" in result.message, result.message
+        assert "nan_to_num" in result.message, result.message
