@@ -503,7 +503,7 @@ register(
         alternatives=(_probs_sorted_loop, _probs_hf_style),
         array_type="torch",
         difficulty=2,
-        minutes=14,
+        minutes=20,
     )
 )
 

@@ -34,11 +34,12 @@ def cache_bytes(config: DecoderConfig, tokens: int, bytes_per_value: int = 4, kv
 
 
 @book_figure
-def plot_cache_diagram(cached: int = 5, layers: tuple = ("layer 1", "layer 2")) -> Figure:
+def plot_cache_diagram(cached: int = 5, layers: tuple = ("layer 0", "layer 1")) -> Figure:
     """The key/value cache as a picture: per layer, a row of keys and a row of values, one column per position.
 
     The ``cached`` earlier positions are kept (grey); the new token adds one column (orange) to every row,
-    and its query reads all the keys of its layer.
+    and its query reads all the keys of its layer and mixes all its values. Layers are numbered from 0, as
+    ``cache[l]`` counts them.
 
     Examples
     --------
@@ -59,13 +60,15 @@ def plot_cache_diagram(cached: int = 5, layers: tuple = ("layer 1", "layer 2")) 
                 ax.add_patch(Rectangle((s, y), 0.85, 0.8, facecolor=new if s == cached else "#D9D9D9",
                                        edgecolor="#444444", lw=0.8))
         ax.text(-2.0, y0 + 0.93, name, ha="right", va="center", fontsize=11, fontweight="bold")
-        # the new token's query in this layer reads every key of the layer
-        qx, qy = cached + 2.3, y0 + 1.45
+        # the new token's query in this layer reads every key of the layer, then mixes every value
+        qx, qy = cached + 2.3, y0 + 0.85
         ax.add_patch(Rectangle((qx, qy), 0.85, 0.8, facecolor="white", edgecolor=new, lw=1.6))
         ax.text(qx + 0.42, qy + 0.4, "q", ha="center", va="center", fontsize=11, color="#8a5a00")
-        ax.annotate("", xy=(cached + 0.95, y0 + 1.45), xytext=(qx - 0.05, qy + 0.4),
-                    arrowprops=dict(arrowstyle="->", color=new, lw=1.4))
-        ax.text(qx + 1.05, qy + 0.4, "the new query\nreads all keys", ha="left", va="center", fontsize=10)
+        for target_y in (y0 + 1.45, y0 + 0.4):  # the keys row, then the values row
+            ax.annotate("", xy=(cached + 0.95, target_y), xytext=(qx - 0.05, qy + 0.4),
+                        arrowprops=dict(arrowstyle="->", color=new, lw=1.4))
+        ax.text(qx + 1.05, qy + 0.4, "the new query\nreads all keys,\nmixes all values", ha="left", va="center",
+                fontsize=10)
     for s in range(cached):
         ax.text(s + 0.42, -0.35, str(s), ha="center", va="top", fontsize=10)
     ax.text(cached + 0.42, -0.35, "S", ha="center", va="top", fontsize=10, color="#8a5a00", fontweight="bold")
