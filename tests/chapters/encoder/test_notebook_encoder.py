@@ -72,4 +72,4 @@ def test_the_solved_copy_runs_in_full_on_the_learners_own_parts(nb):
     assert text.count("passed all") == len(EXERCISES)
     for part in ("self_attention", "post_ln_block", "encoder"):
         assert re.search(rf"^{part}: yours \(", text, re.M), part
-    assert "the same ranking of all 10 sentences as transformers, for every query: True" in text
+    # the hidden cell after the payoff asserts that the ranking is transformers' (run_solved fails otherwise)
