@@ -111,8 +111,8 @@ def _kind_problem(g: np.ndarray, e: np.ndarray, got: Any, ref: Any, exact: bool 
         return f"you returned booleans ({g.dtype}); expected {_wanted(e, ref)}"
     if ek == "f" and gk == "f" and g.dtype.itemsize < e.dtype.itemsize:
         return (f"your result is {g.dtype} but the inputs are {e.dtype}, so you lost precision. "
-                "Keep the input's dtype: torch.as_tensor(x) keeps float64, torch.tensor(x, "
-                "dtype=torch.float32) and .float() do not")
+                "Keep the input's dtype: np.asarray(x) and torch.as_tensor(x) keep float64; "
+                ".astype(np.float32), .float() and dtype=float32 do not")
     if exact and ek == "f" and gk == "f" and g.dtype != e.dtype:
         return (f"your result is {g.dtype} but the inputs are {e.dtype}: return the inputs' dtype (the "
                 f"next steps multiply your result with {e.dtype} weights); a .double() or a float64 "
