@@ -52,5 +52,19 @@ def run_solved(nb, timeout: int = 600) -> str:
     copy_ = solved(nb)
     nbclient.NotebookClient(copy_, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(BOOK)}}).execute()
-    return "\n".join(o.get("text", "") for c in copy_.cells if c.cell_type == "code" for o in c.outputs
-                     if o.get("output_type") == "stream")
+    return printed(copy_)
+
+
+def printed(nb) -> str:
+    """What ``nb``'s code cells printed, one cell's streams joined as written, cells on new lines.
+
+    A kernel may flush one ``print`` in several stream messages, so streams are not joined by lines:
+
+    >>> from nbformat.v4 import new_code_cell, new_notebook, new_output
+    >>> cell = new_code_cell(outputs=[new_output("stream", name="stdout", text="estimate:"),
+    ...                               new_output("stream", name="stdout", text=" True\\n")])
+    >>> printed(new_notebook(cells=[cell, cell]))
+    'estimate: True\\n\\nestimate: True\\n'
+    """
+    return "\n".join("".join(o.get("text", "") for o in c.outputs if o.get("output_type") == "stream")
+                     for c in nb.cells if c.cell_type == "code")
