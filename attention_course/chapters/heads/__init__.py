@@ -1,13 +1,22 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``agreement_models``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .agreement import agreement_sentences, verb_hits, set_decision, load_agreement
+from .agreement import (
+    agreement_sentences,
+    verb_hits,
+    set_decision,
+    load_agreement,
+    model_decision,
+    head_has_property,
+    agreement_verdict,
+)
 from .agreement_figures import plot_agreement
+from .agreement_models import word_spans, verb_word_rows, scrambled_queries_keys, agreement_study
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
     subspace_overlap,
@@ -63,7 +72,14 @@ __all__ = [
     "verb_hits",
     "set_decision",
     "load_agreement",
+    "model_decision",
+    "head_has_property",
+    "agreement_verdict",
     "plot_agreement",
+    "word_spans",
+    "verb_word_rows",
+    "scrambled_queries_keys",
+    "agreement_study",
     "dirichlet_attention",
     "near_permutation",
     "fit_low_rank_attention",
