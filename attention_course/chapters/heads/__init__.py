@@ -15,7 +15,7 @@ from .agreement import (
     head_has_property,
     agreement_verdict,
 )
-from .agreement_figures import plot_agreement
+from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
 from .agreement_models import word_spans, verb_word_rows, scrambled_queries_keys, agreement_study
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
@@ -76,6 +76,9 @@ __all__ = [
     "head_has_property",
     "agreement_verdict",
     "plot_agreement",
+    "plot_agreement_sweep",
+    "sweep_changes",
+    "sweep_verdicts",
     "word_spans",
     "verb_word_rows",
     "scrambled_queries_keys",

@@ -100,7 +100,8 @@ def test_role_explorer_rejects_bad_input():
 
 # ------------------------------------------------------------------ agreement-head
 def test_agreement_frames_match_the_stored_run(figures):
-    raw = _raw(heads_agreement.AGREEMENT_PATH)
+    stored = _raw(heads_agreement.AGREEMENT_PATH)
+    raw = {"config": stored["config"], **stored["models"]["SmolLM2"]}  # the explorer's model
     spec, fig = _spec(figures["agreement"]), figures["agreement"]
     keys = [k for k, _, _ in heads_sliders.AGREEMENT_SETS]
     assert fig.labels == [lab for _, lab, _ in heads_sliders.AGREEMENT_SETS] and all(k in raw for k in keys)  # a frame per set
@@ -129,7 +130,7 @@ def test_agreement_frames_match_the_stored_run(figures):
 
 
 def test_agreement_flag_sits_where_the_head_stops_beating_position(figures):
-    raw, fig = _raw(heads_agreement.AGREEMENT_PATH), figures["agreement"]
+    raw, fig = _raw(heads_agreement.AGREEMENT_PATH)["models"]["SmolLM2"], figures["agreement"]
     keys = [k for k, _, _ in heads_sliders.AGREEMENT_SETS]
     beats = []
     for key in keys:
