@@ -8,15 +8,17 @@ re-exported here, flat, so the notebook imports one thing:
 
 from .agreement import (
     agreement_sentences,
+    crossed_sentences,
     verb_hits,
     set_decision,
     load_agreement,
     model_decision,
     head_has_property,
+    head_property_bins,
     agreement_verdict,
 )
 from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
-from .agreement_models import word_spans, verb_word_rows, scrambled_queries_keys, agreement_study
+from .agreement_models import word_spans, verb_word_rows, scrambled_queries_keys, read_set, agreement_study
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
     subspace_overlap,
@@ -69,11 +71,13 @@ from .exercises import EXERCISES
 
 __all__ = [
     "agreement_sentences",
+    "crossed_sentences",
     "verb_hits",
     "set_decision",
     "load_agreement",
     "model_decision",
     "head_has_property",
+    "head_property_bins",
     "agreement_verdict",
     "plot_agreement",
     "plot_agreement_sweep",
@@ -82,6 +86,7 @@ __all__ = [
     "word_spans",
     "verb_word_rows",
     "scrambled_queries_keys",
+    "read_set",
     "agreement_study",
     "dirichlet_attention",
     "near_permutation",

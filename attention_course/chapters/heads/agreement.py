@@ -29,9 +29,10 @@ import numpy as np
 
 from ...models.experiments import read_json
 from ...models.records import DATA_DIR
+from ..lowrank.baselines import classify_heads, head_bins
 
-__all__ = ["agreement_sentences", "verb_hits", "set_decision", "load_agreement", "model_decision", "head_has_property",
-           "agreement_verdict"]
+__all__ = ["agreement_sentences", "crossed_sentences", "verb_hits", "set_decision", "load_agreement", "model_decision",
+           "head_has_property", "head_property_bins", "agreement_verdict"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
 NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),
@@ -356,6 +357,13 @@ def head_has_property(record: Mapping, config: Mapping, level: float = 0.5, marg
     best_rule = max(float(r.mean(1).max()) for r in rules.values())
     other = np.maximum(_unbits(record["attractor_hits"]).mean(1), _unbits(record["first_hits"]).mean(1))
     return (hits >= level) & (hits >= best_rule + margin - 1e-12) & (hits > other)
+
+
+def head_property_bins(record: Mapping, config: Mapping, level: float = 0.5, margin: float = 0.2,
+                       sink_threshold: float = 0.5) -> dict[str, float]:
+    """Shares of all heads with the property on a stored crossed set (:func:`head_has_property`), without it,
+    and sink heads (sink share at least ``sink_threshold``): the course's three bins."""
+    return head_bins(classify_heads(head_has_property(record, config, level, margin), record["sink_share"], sink_threshold))
 
 
 def agreement_verdict(run: Mapping, level: float = 0.5, margin: float = 0.2, sink_threshold: Optional[float] = 0.5) -> dict:
