@@ -382,13 +382,13 @@ def post_ln_block(x, layer, num_heads, mask, eps):
 
 
 def embeddings(weights, input_ids, token_type_ids):
-    """BERT's input, LN(word + position + token type): (B, T) ids -> (B, T, d)."""
-    B, T = input_ids.shape
-    positions = torch.arange(T)  # (T,): 0, 1, ..., T-1 in every sequence
-    x = (weights.word_embeddings[input_ids]  # (B, T, d)
-         + weights.position_embeddings[positions]  # (T, d), broadcast over the batch
-         + weights.token_type_embeddings[token_type_ids])  # (B, T, d)
-    return layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)
+    """LN(word + position + token type): (B, T) ids -> (B, T, d)."""
+    T = input_ids.shape[1]
+    x = (weights.word_embeddings[input_ids]  # (B, T, d): one row of the table per token
+         + weights.position_embeddings[torch.arange(T)]  # (T, d): positions 0, ..., T-1, broadcast over the batch
+         + weights.token_type_embeddings[token_type_ids])  # (B, T, d): the segment vector, row 0 for every token here
+    return layer_norm(x, weights.ln_weight, weights.ln_bias, weights.layer_norm_eps)  # (B, T, d)
+
 
 
 def encoder(weights, input_ids, attention_mask):
@@ -509,13 +509,16 @@ def layer_qkv(x, layer, config):
     return q, k, v
 
 
+def swiglu(x, layer):
+    """SwiGLU, (silu(x W_gate) * (x W_up)) W_down: (..., d) -> (..., d)."""
+    return (F.silu(x @ layer.W_gate) * (x @ layer.W_up)) @ layer.W_down  # (..., d)
+
+
 def layer_rest(x, heads, layer, config):
-    """The layer after attention: heads (B, h, T, d_head) join the stream x (B, T, d), then SwiGLU."""
+    """The layer after attention: the heads' output (B, h, T, d_head) joins the stream x (B, T, d), then SwiGLU."""
     B, T, _ = x.shape
-    a = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o  # (B, T, d)
-    an = rms_norm(a, layer.mlp_norm, config.eps)
-    gate = an @ layer.W_gate
-    return a + (gate * torch.sigmoid(gate) * (an @ layer.W_up)) @ layer.W_down  # (B, T, d)
+    a = x + heads.transpose(1, 2).reshape(B, T, -1) @ layer.W_o  # (B, T, d): heads side by side, W_o, residual
+    return a + swiglu(rms_norm(a, layer.mlp_norm, config.eps), layer)  # (B, T, d)
 
 
 def tempered_top_k_probs(logits, temperature, top_k):
