@@ -15,6 +15,7 @@ from .agreement import (
     model_decision,
     head_has_property,
     head_property_bins,
+    head_on_set,
     agreement_verdict,
 )
 from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
@@ -78,6 +79,7 @@ __all__ = [
     "model_decision",
     "head_has_property",
     "head_property_bins",
+    "head_on_set",
     "agreement_verdict",
     "plot_agreement",
     "plot_agreement_sweep",

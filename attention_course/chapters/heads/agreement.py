@@ -32,7 +32,7 @@ from ...models.records import DATA_DIR
 from ..lowrank.baselines import classify_heads, head_bins
 
 __all__ = ["agreement_sentences", "crossed_sentences", "verb_hits", "set_decision", "load_agreement", "model_decision",
-           "head_has_property", "head_property_bins", "agreement_verdict"]
+           "head_has_property", "head_property_bins", "head_on_set", "agreement_verdict"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
 NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),
@@ -307,14 +307,20 @@ def _unbits(rows: Optional[Sequence[str]]) -> Optional[np.ndarray]:
     return None if rows is None else np.array([[c == "1" for c in r] for r in rows])  # (heads, sentences)
 
 
+def _stored_sentences(record: Mapping, name: str, config: Mapping) -> list[dict]:
+    """The sentences of set ``name`` under ``config``, checked against those a stored record lists."""
+    sents = set_sentences(name, config["n"], config["seed"])
+    if [" ".join(s["words"]) for s in sents] != list(record["sentences"]):
+        raise ValueError(f"the stored {name} sentences are not those of n={config['n']}, seed={config['seed']}")
+    return sents
+
+
 def stored_splits(record: Mapping, name: str, config: Mapping, sink_threshold: Optional[float] = 0.5) -> list[dict]:
     """:func:`held_out_best` for every split seed, recomputed from a stored set's hit strings.
 
     Heads whose sink share is at least ``sink_threshold`` may not be picked (None: every head may).
     """
-    sents = set_sentences(name, config["n"], config["seed"])
-    if [" ".join(s["words"]) for s in sents] != list(record["sentences"]):
-        raise ValueError(f"the stored {name} sentences are not those of n={config['n']}, seed={config['seed']}")
+    sents = _stored_sentences(record, name, config)
     groups = None
     if name == "crossed":
         num = np.array([s["number"] for s in sents])
@@ -364,6 +370,20 @@ def head_property_bins(record: Mapping, config: Mapping, level: float = 0.5, mar
     """Shares of all heads with the property on a stored crossed set (:func:`head_has_property`), without it,
     and sink heads (sink share at least ``sink_threshold``): the course's three bins."""
     return head_bins(classify_heads(head_has_property(record, config, level, margin), record["sink_share"], sink_threshold))
+
+
+def head_on_set(record: Mapping, name: str, config: Mapping, head: int) -> dict[str, float]:
+    """One head, chosen elsewhere, on every sentence of a stored set (no halves: nothing is picked here).
+
+    Returns its share of verbs whose heaviest word is the subject (``"subject"``), its largest share on
+    another noun (``"other"``, 0 when the set has none) and the better position rule's share on the same
+    sentences, its offset or position picked on all of them (``"position"``).
+    """
+    sents = _stored_sentences(record, name, config)
+    others = [_unbits(record[k])[head].mean() for k in ("attractor_hits", "first_hits") if record.get(k) is not None]
+    rules = rule_hits(sents)
+    return {"subject": float(_unbits(record["hits"])[head].mean()), "other": float(max(others, default=0.0)),
+            "position": max(float(rules[r].mean(1).max()) for r in POSITION_RULES)}
 
 
 def agreement_verdict(run: Mapping, level: float = 0.5, margin: float = 0.2, sink_threshold: Optional[float] = 0.5) -> dict:

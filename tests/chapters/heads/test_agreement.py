@@ -142,6 +142,37 @@ def test_verdict_follows_the_preregistered_rule():
     assert ag.agreement_verdict(run)["verdict"] == "undecided"
 
 
+def test_head_property_bins_count_all_heads_and_set_sinks_apart():
+    sents = ag.crossed_sentences(48, 0)
+    weak = np.random.default_rng(0).random((2, 48)) < 0.2
+    run, _ = _synthetic_run(np.vstack([weak, np.ones((2, 48), bool)]))  # heads 2 and 3 always find the subject
+    record = run["models"]["M"]["crossed"]
+    assert ag.head_has_property(record, run["config"]).tolist() == [False, False, True, True]
+    record["sink_share"] = [0.1, 0.1, 0.1, 0.9]  # head 3 is a sink head: not counted as having it
+    assert ag.head_property_bins(record, run["config"]) == {"property": 0.25, "no property": 0.5, "sink": 0.25}
+    # a head at the best fixed position's rate lacks the property: it is not 0.2 above the rules
+    position = ag.rule_hits(sents)["position"]
+    record["hits"] = [record["hits"][0], "".join("1" if x else "0" for x in position[position.mean(1).argmax()])]
+    record["sink_share"], record["attractor_hits"], record["first_hits"] = [0.1, 0.1], ["0" * 48] * 2, ["0" * 48] * 2
+    assert ag.head_property_bins(record, run["config"]) == {"property": 0.0, "no property": 1.0, "sink": 0.0}
+
+
+def test_head_on_set_scores_a_given_head_on_every_sentence():
+    sents = ag.agreement_sentences(40, True, 0)
+    bits = lambda rows: ["".join("1" if x else "0" for x in r) for r in rows]  # noqa: E731
+    subject = np.zeros((3, 40), bool); subject[1, :30] = True  # head 1 finds the subject in 30 of 40
+    other = np.zeros((3, 40), bool); other[1, 30:35] = True  # and the noun between in 5
+    record = {"sentences": [" ".join(s["words"]) for s in sents], "hits": bits(subject), "attractor_hits": bits(other)}
+    config = {"n": 40, "seed": 0}
+    r = ag.head_on_set(record, "attractor", config, head=1)
+    rules = ag.rule_hits(sents)
+    assert r == {"subject": 0.75, "other": 0.125,
+                 "position": max(rules["position"].mean(1).max(), rules["offset"].mean(1).max())}
+    assert ag.head_on_set(record, "attractor", config, head=0) == {**r, "subject": 0.0, "other": 0.0}
+    with pytest.raises(ValueError, match="not those of n=40, seed=1"):
+        ag.head_on_set(record, "attractor", {"n": 40, "seed": 1}, head=1)
+
+
 def test_stored_run_gives_the_ledger_verdict():
     from attention_course.course import claims as cl
     run = ag.load_agreement()
