@@ -63,7 +63,7 @@ def plot_agreement(run: Mapping, level: float = 0.5, margin: float = 0.2) -> Fig
         ax.invert_yaxis()
         heads = ", ".join(sorted({_name(model, s["head"]) for s in splits}))
         ax.set(title=f"{model}, picked {heads}", xlim=(0, 1))
-    axes[-1, 0].set_xlabel("held-out share of verbs (subject neither the first nor the nearest noun)")
+    axes[-1, 0].set_xlabel("held-out share of crossed sentences")
     fig.suptitle("From the verb, is the heaviest word the subject?", fontsize=11.5)
     return fig
 
