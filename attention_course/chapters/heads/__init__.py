@@ -19,7 +19,14 @@ from .agreement import (
     agreement_verdict,
 )
 from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
-from .agreement_models import word_spans, verb_word_rows, scrambled_queries_keys, read_set, agreement_study
+from .agreement_models import (
+    word_spans,
+    verb_word_rows,
+    verb_sink_weight,
+    scrambled_queries_keys,
+    read_set,
+    agreement_study,
+)
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
     subspace_overlap,
@@ -87,6 +94,7 @@ __all__ = [
     "sweep_verdicts",
     "word_spans",
     "verb_word_rows",
+    "verb_sink_weight",
     "scrambled_queries_keys",
     "read_set",
     "agreement_study",

@@ -290,9 +290,13 @@ def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5
 AGREEMENT_PATH = DATA_DIR / "agreement.json"
 
 
-def load_agreement(path: Optional[Path] = None) -> dict:
-    """The stored run (default :data:`AGREEMENT_PATH`)."""
-    return read_json(path or AGREEMENT_PATH)
+#: The first run of the same pipeline, on 96 sentences (seed 0): kept and reported beside the deciding one.
+AGREEMENT_FIRST_PATH = DATA_DIR / "agreement_96.json"
+
+
+def load_agreement(path: Optional[Path] = None, first: bool = False) -> dict:
+    """The stored run (default :data:`AGREEMENT_PATH`; ``first=True``: :data:`AGREEMENT_FIRST_PATH`)."""
+    return read_json(path or (AGREEMENT_FIRST_PATH if first else AGREEMENT_PATH))
 
 
 # ------------------------------------------------------------------ the pre-registered rule on a stored run

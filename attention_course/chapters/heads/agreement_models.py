@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -41,9 +41,9 @@ from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.queries_keys import bert_queries_keys
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from ..lowrank.baselines import content_part, sink_share
-from .agreement import AGREEMENT_PATH, agreement_sentences, crossed_sentences, held_out_best, rule_hits
+from .agreement import AGREEMENT_FIRST_PATH, AGREEMENT_PATH, agreement_sentences, crossed_sentences, held_out_best, rule_hits
 
-__all__ = ["word_spans", "verb_word_rows", "scrambled_queries_keys", "read_set", "agreement_study"]
+__all__ = ["word_spans", "verb_word_rows", "verb_sink_weight", "scrambled_queries_keys", "read_set", "agreement_study"]
 
 #: The two models and their sink positions for a text of ``n`` tokens.
 MODELS = {"MiniLM": lambda n: [0, n - 1], "SmolLM2": lambda n: [0]}
@@ -100,6 +100,35 @@ def verb_word_rows(weights: np.ndarray, words: Sequence[int], verb: int, sinks: 
     rows[:, verb] = -1.0
     rows[:, np.setdiff1d(np.arange(1, n_words + 1), words[keep])] = -1.0  # wholly inside the sinks
     return rows
+
+
+def verb_sink_weight(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
+    """Each head's weight on the sinks in the verb's own row (its last token), before the sinks are set aside.
+
+    Reported beside the sink share (the mean over every query), which can differ from it a lot: a head may
+    park most of its weight on the sinks elsewhere and little at the verb.
+
+    Parameters
+    ----------
+    weights : array (heads, T, T), one sentence's maps
+    words : length T, the word of each token (:func:`word_spans`)
+    verb : the verb's word (from 1)
+    sinks : token positions of the sinks (negative positions count from the end)
+
+    Returns
+    -------
+    numpy.ndarray, shape (heads,)
+
+    Examples
+    --------
+    >>> A = np.zeros((1, 4, 4)); A[0, 3] = [0.7, 0.2, 0.1, 0.0]
+    >>> verb_sink_weight(A, [1, 1, 2, 3], verb=3, sinks=[0]).round(3).tolist()
+    [0.7]
+    """
+    words = np.asarray(words)
+    q = int(np.flatnonzero(words == verb).max())  # the verb's last token
+    cols = sorted({int(p) % words.size for p in sinks})
+    return np.asarray(weights)[:, q, cols].sum(-1)  # (heads,)
 
 
 def scrambled_queries_keys(weights: Any, seed: int = 0) -> Any:
@@ -161,9 +190,10 @@ def model_weights(model: str) -> Any:
 
 
 def read_set(model: str, weights: Any, sentences: Sequence[dict], targets: Sequence[str]) -> dict:
-    """Per head: hits on each of ``targets`` (bool (heads, sentences)) and the sink share per sentence (heads, sentences)."""
+    """Per head: hits on each of ``targets`` (bool (heads, sentences)), the sink share per sentence (heads, sentences)
+    and the sink weight of the verb's row per sentence (heads, sentences; :func:`verb_sink_weight`)."""
     hits = {t: [] for t in targets}
-    shares = []
+    shares, verb_sinks = [], []
     for s in sentences:
         ids, words = _tokens(model, " ".join(s["words"]))
         A = _maps(model, weights, ids)  # (heads, T, T)
@@ -173,7 +203,9 @@ def read_set(model: str, weights: Any, sentences: Sequence[dict], targets: Seque
         for t in targets:
             hits[t].append(best == s[t])
         shares.append(sink_share(A, sinks))  # (heads,): mean over every query
-    return {"hits": {t: np.stack(v, axis=1) for t, v in hits.items()}, "sink_share": np.stack(shares, axis=1)}
+        verb_sinks.append(verb_sink_weight(A, words, s["verb"], sinks))  # (heads,): the verb's row only
+    return {"hits": {t: np.stack(v, axis=1) for t, v in hits.items()}, "sink_share": np.stack(shares, axis=1),
+            "verb_sink": np.stack(verb_sinks, axis=1)}
 
 
 @torch.no_grad()
@@ -246,6 +278,7 @@ def study_set(model: str, weights: Any, name: str, n: int, seed: int, split_seed
         "subject": [s["subject"] for s in sents], "verb": [s["verb"] for s in sents],
         "number": [s["number"] for s in sents],
         "sink_share": shares.round(6).tolist(),
+        "verb_sink": read["verb_sink"].mean(1).round(6).tolist(),  # reported beside the sink share, not deciding
         "hits": _bits(hits["subject"]),
         "attractor_hits": _bits(hits["attractor"]) if "attractor" in hits else None,
         "first_hits": _bits(hits["first"]) if "first" in hits else None,
@@ -281,10 +314,21 @@ def agreement_study(config: Optional[dict] = None, progress: Optional[bool] = No
     return out
 
 
-#: ``python -m attention_course agreement-run``: :func:`agreement_study` with its defaults.
+@dataclass(frozen=True)
+class AgreementRunConfig:
+    """``agreement-run``'s sentence sets: ``n`` sentences each, built with ``seed`` (defaults: the deciding run)."""
+
+    n: int = STUDY_CONFIG["n"]
+    seed: int = STUDY_CONFIG["seed"]
+
+
+#: ``python -m attention_course agreement-run``: :func:`agreement_study` with its defaults; ``--n 96 --seed 0
+#: --json attention_course/data/agreement_96.json`` repeats the first run, on 96 sentences.
 AGREEMENT_RUN = register(Experiment(
-    "agreement-run", None, lambda config: agreement_study(), AGREEMENT_PATH, out_flag="--json",
+    "agreement-run", AgreementRunConfig(), lambda config: agreement_study({"n": config.n, "seed": config.seed}),
+    AGREEMENT_PATH, out_flag="--json", also=(AGREEMENT_FIRST_PATH,),
     document=lambda config, runs, meta: {"machine": meta["machine"], **runs.records[0]},
+    flags={"--n": dict(type=int, help="sentences per set"), "--seed": dict(type=int, help="the sentences' seed")},
     help="chapter 4's agreement run: does a head of MiniLM or SmolLM2 look from the verb to its subject?",
     description="Build seeded subject-verb agreement sentences (plain, with an attractor noun, and crossed: the "
                 "subject neither the first nor the nearest noun), read every head of all-MiniLM-L6-v2 and "
@@ -292,4 +336,5 @@ AGREEMENT_RUN = register(Experiment(
                 "score how often the verb's heaviest word is its subject, pick the best non-sink head on half of "
                 "the sentences and score it on the other half against fixed-offset, fixed-position, nearest-noun "
                 "and first-noun rules; check that rescaling queries and keys changes no hit; write JSON "
-                "(default: attention_course/data/agreement.json; about two minutes)."))
+                "(default: 384 sentences per set, seed 20, attention_course/data/agreement.json; about ten "
+                "minutes on 2 cores; --n 96 --seed 0: about two minutes)."))

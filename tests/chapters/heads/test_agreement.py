@@ -183,6 +183,13 @@ def test_stored_run_gives_the_ledger_verdict():
         assert all(v == 0 for v in rec["invariance"]["changed"].values())
 
 
+def test_first_run_on_96_sentences_is_kept():
+    first = ag.load_agreement(first=True)
+    assert (first["config"]["n"], first["config"]["seed"]) == (96, 0)
+    v = ag.agreement_verdict(first)  # the rule on the first set of 96 sentences, reported beside the deciding set
+    assert v["verdict"] == "holds when" and v["groups"] == {"SmolLM2": ["plural"]} and v["models"]["SmolLM2"]["heads"] == [125]
+
+
 def test_word_spans_and_verb_rows():
     from attention_course.chapters.heads import agreement_models as am
     # "behind" is two SmolLM2 tokens ("be", "hind"), every other word one
@@ -199,6 +206,18 @@ def test_word_spans_and_verb_rows():
     expect = np.stack([A[:, 3, 1], A[:, 3, 2], A[:, 3, 3], A[:, 3, 4]], 1) / A[:, 3, 1:].sum(-1, keepdims=True)
     np.testing.assert_allclose(rows[:, [1, 2, 4]], expect[:, [0, 1, 3]])
     assert (rows[:, [0, 3]] == -1).all()  # no word 0, and the verb itself never wins
+
+
+def test_verb_sink_weight_reads_the_verbs_row_before_the_sinks_are_removed():
+    from attention_course.chapters.heads import agreement_models as am
+    A = np.random.default_rng(1).dirichlet(np.ones(6), size=(3, 6))  # (heads 3, T 6, T 6)
+    words = [0, 1, 1, 2, 3, 0]  # [CLS] w1 w1 w2 w3 [SEP]: the verb (word 2) is token 3
+    np.testing.assert_allclose(am.verb_sink_weight(A, words, verb=2, sinks=[0, -1]), A[:, 3, 0] + A[:, 3, 5])
+    np.testing.assert_allclose(am.verb_sink_weight(A, [1, 1, 2, 2, 3, 4], verb=2, sinks=[0]), A[:, 3, 0])  # last token
+    # the content part the hits are read on has the sinks' weight taken out: the two add up to the row
+    rows = am.verb_word_rows(A, words, verb=2, sinks=[0, -1])
+    raw_subject = A[:, 3, 1] + A[:, 3, 2]  # word 1's two tokens
+    np.testing.assert_allclose(rows[:, 1] * (1 - am.verb_sink_weight(A, words, 2, [0, -1])), raw_subject)
 
 
 def test_scrambled_queries_keys_keeps_values_and_everything_else():
