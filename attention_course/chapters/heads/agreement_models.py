@@ -288,7 +288,7 @@ def study_set(model: str, weights: Any, name: str, n: int, seed: int, split_seed
 
 
 #: The deciding configuration (claims.toml: agreement-head).
-STUDY_CONFIG = {"n": 96, "seed": 0, "split_seeds": [0, 1, 2, 3, 4], "sink_threshold": 0.5, "scramble_seed": 0,
+STUDY_CONFIG = {"n": 384, "seed": 20, "split_seeds": [0, 1, 2, 3, 4], "sink_threshold": 0.5, "scramble_seed": 0,
                 "models": list(MODELS), "sets": list(SETS), "invariance_sentences": 24}
 
 
