@@ -336,5 +336,5 @@ AGREEMENT_RUN = register(Experiment(
                 "score how often the verb's heaviest word is its subject, pick the best non-sink head on half of "
                 "the sentences and score it on the other half against fixed-offset, fixed-position, nearest-noun "
                 "and first-noun rules; check that rescaling queries and keys changes no hit; write JSON "
-                "(default: 384 sentences per set, seed 20, attention_course/data/agreement.json; about ten "
-                "minutes on 2 cores; --n 96 --seed 0: about two minutes)."))
+                "(default: 384 sentences per set, seed 20, attention_course/data/agreement.json; about four "
+                "minutes on 2 cores; --n 96 --seed 0: about one minute)."))
