@@ -16,6 +16,10 @@ from engine_cases import case_close
 from attention_course.course.solutions import SOLUTIONS
 
 IDS = sorted(REGISTRY)
+# These tests ask whether an answer is right, not whether it is fast: a loaded CI worker ran the
+# 30-layer SmolLM2 case close to the learner's 10 s (1.4 s of the function's time on a quiet 2-core
+# machine, 9.5 s under load), so they allow a minute. The limit itself is tested in test_exercise_battery.py.
+ROOMY = 60.0
 
 
 def test_every_exercise_has_a_solution_and_vice_versa():
@@ -24,13 +28,13 @@ def test_every_exercise_has_a_solution_and_vice_versa():
 
 @pytest.mark.parametrize("eid", IDS)
 def test_reference_solution_passes(eid):
-    result = evaluate(eid, SOLUTIONS[eid])
+    result = evaluate(eid, SOLUTIONS[eid], time_limit=ROOMY)
     assert result.status == "passed", result.message
 
 
 @pytest.mark.parametrize("eid", IDS)
 def test_package_reference_passes(eid):
-    assert evaluate(eid, REGISTRY[eid].reference).passed
+    assert evaluate(eid, REGISTRY[eid].reference, time_limit=ROOMY).passed
 
 
 @pytest.mark.parametrize("eid", IDS)
@@ -38,7 +42,7 @@ def test_at_least_two_correct_alternatives_pass(eid):
     alternatives = REGISTRY[eid].alternatives
     assert len(alternatives) >= 2
     for alt in alternatives:
-        result = evaluate(eid, alt)
+        result = evaluate(eid, alt, time_limit=ROOMY)
         assert result.passed, result.message
 
 
@@ -57,7 +61,7 @@ MUTANTS = [(eid, m) for eid in IDS for m in REGISTRY[eid].mutants]
 
 @pytest.mark.parametrize("eid,mutant", MUTANTS, ids=[f"{e}:{m.name}" for e, m in MUTANTS])
 def test_each_mutant_is_rejected_with_its_own_feedback(eid, mutant):
-    result = evaluate(eid, mutant.fn)
+    result = evaluate(eid, mutant.fn, time_limit=ROOMY)
     assert result.status == "failed"
     assert result.message == mutant.feedback, result.message
 
@@ -146,12 +150,13 @@ def test_a_generic_mismatch_shows_enough_digits_and_the_gap():
     assert "your result is" in r.message and "but should be" in r.message and "entry ()" not in r.message
     got, want = r.message.split("your result is ")[1].split(" but should be ")
     assert got != want.split(" ")[0], r.message  # the digits shown differ
-    assert "off by" in r.message and "a relative 3e-06" in r.message, r.message
+    assert "(difference " in r.message and "relative difference 3e-06" in r.message, r.message
+    assert "off by" not in r.message, r.message  # a gap of 1 must not read as an off-by-one diagnosis
 
 
 def test_an_array_mismatch_names_the_entry_and_the_largest_error():
     r = evaluate("metric-kernel", lambda q, k, W: SOLUTIONS["metric-kernel"](q, k, W) + 1e-4 * (q[:, :1] > 0))
-    assert "entry" in r.message and "off by" in r.message and "differs by up to" in r.message, r.message
+    assert "entry" in r.message and "(difference " in r.message and "differs by up to" in r.message, r.message
 
 
 def test_a_wrong_single_bool_is_described_as_a_value_with_its_reason():
