@@ -62,6 +62,8 @@ from .figures import (
     plot_margin_sweep,
     plot_take_away,
     plot_partner,
+    copy_attention_maps,
+    plot_copy_attention,
 )
 from .sliders import (
     window_explorer,
@@ -134,6 +136,8 @@ __all__ = [
     "plot_margin_sweep",
     "plot_take_away",
     "plot_partner",
+    "copy_attention_maps",
+    "plot_copy_attention",
     "window_explorer",
     "task_explorer",
     "metric_explorer",

@@ -24,7 +24,7 @@ from ...figures.style import book_figure, method_color
 __all__ = [
     "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
     "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away",
-    "plot_partner",
+    "plot_partner", "copy_attention_maps", "plot_copy_attention",
 ]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
@@ -480,4 +480,55 @@ def plot_margin_sweep(margins: Sequence[float], lines: Mapping[str, Sequence[flo
     ax.set(xlabel="margin between the two correlations", ylabel="heads", ylim=(0, None),
            title=title or "Heads of each kind as the margin moves")
     ax.legend()
+    return fig
+
+
+def copy_attention_maps(length: int = 16, steps: int = 300, seed: int = 0, d_model: int = 64) -> dict[str, np.ndarray]:
+    """Train softmax attention with untied and with tied ``W_Q = W_K`` on the previous-token copy, and return
+    each model's attention weights on one held-out sequence, ``{"untied" | "tied": array (T, T)}``, rows over
+    keys. Two small models, about a second each on a laptop.
+
+    Examples
+    --------
+    >>> maps = copy_attention_maps(length=4, steps=2, d_model=8)
+    >>> sorted(maps), maps["tied"].shape, bool(np.allclose(maps["tied"].sum(axis=1), 1.0))
+    (['tied', 'untied'], (4, 4), True)
+    """
+    import torch
+
+    from .ablations import RecallTask, train_variant
+    from .mixers import Variant
+
+    task = RecallTask("previous_token", {"length": length})
+    inputs = task(1, seed=seed + 1).inputs  # (1, T, 2): one held-out sequence
+    maps = {}
+    for name, tied in (("untied", False), ("tied", True)):
+        model, _ = train_variant(Variant(tied=tied), task, steps=steps, lr=3e-3, seed=seed, d_model=d_model)
+        with torch.no_grad():
+            _, (A,) = model(inputs)  # (1, T, T), softmax over keys s <= t
+        maps[name] = A[0].numpy().astype(float)
+    return maps
+
+
+@book_figure
+def plot_copy_attention(maps: Mapping[str, np.ndarray], title: str = "") -> Figure:
+    """Attention weights on the previous-token copy, untied beside tied: rows are queries t, columns keys s.
+
+    Examples
+    --------
+    >>> A = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
+    >>> [ax.get_title() for ax in plot_copy_attention({"untied": A, "tied": A}).axes[:2]]
+    ['untied W_Q, W_K', 'tied W_Q = W_K']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(6.6, 3.5), layout="constrained")
+    for ax, name, label in zip(axes, ("untied", "tied"), ("untied W_Q, W_K", "tied W_Q = W_K")):
+        A = np.asarray(maps[name], dtype=float)
+        im = ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
+        ax.set_title(label, fontsize=11)
+        ax.set(xlabel="key position s", ylabel="query position t" if name == "untied" else "")
+        ax.set_xticks([0, len(A) - 1])
+        ax.set_yticks([0, len(A) - 1])
+    fig.colorbar(im, ax=axes, shrink=0.8, label="weight")
+    if title:
+        fig.suptitle(title)
     return fig
