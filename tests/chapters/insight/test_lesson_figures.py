@@ -106,7 +106,7 @@ def test_copy_maps_untied_reads_one_back_and_tied_reads_itself():
     maps = ch.copy_attention_maps()
     one_back = maps["untied"].diagonal(-1).mean()
     on_itself = maps["tied"].diagonal()[1:].mean()  # position 0 has only itself to read
-    assert one_back > 0.9 and on_itself > 0.8, (one_back, on_itself)
+    assert one_back > 0.9 and on_itself > 0.9, (one_back, on_itself)
     assert np.allclose(maps["tied"].sum(axis=1), 1.0, atol=1e-5)  # float32 softmax rows over 16 keys
     fig = ch.plot_copy_attention(maps)
     assert fig.get_size_inches()[0] <= MAX_WIDTH  # inches
