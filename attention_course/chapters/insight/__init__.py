@@ -61,7 +61,6 @@ from .figures import (
     plot_shuffled_heads,
     plot_margin_sweep,
     plot_take_away,
-    plot_partner,
     copy_attention_maps,
     plot_copy_attention,
 )
@@ -135,7 +134,6 @@ __all__ = [
     "plot_shuffled_heads",
     "plot_margin_sweep",
     "plot_take_away",
-    "plot_partner",
     "copy_attention_maps",
     "plot_copy_attention",
     "window_explorer",
