@@ -1,4 +1,5 @@
-"""Figures for chapter 7: the memory capacities, the ingredient ablations, tied and untied attention on the copy, heads by kind, and the ledger by verdict.
+"""Figures for chapter 7: the memory capacities, the ingredient ablations, tied and untied attention on the
+copy, heads by kind, and the ledger by verdict.
 
 :func:`plot_head_kinds` draws the per-head scores of
 :mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
