@@ -770,7 +770,7 @@ def _encoder_departure(got, expected, args):
         return (f"your hidden states agree at every real token but not at padding, first at {place}: BERT masks "
                 f"the keys only, (B, 1, 1, T), so a padded position still gets a state, computed like the others "
                 f"(pooling ignores it, but the check compares it)")
-    tolerance = f"above the float32 estimate {atol:.1e}" if float32 else "far above float64 round-off"
+    tolerance = f"above the float32 tolerance {atol:.1e} (step 6)" if float32 else "far above float64 round-off"
     where = f"first leave the reference at {place}, by {dep.gap:.2g}, {tolerance}"
     before = dep.layer - 1
     advice = _LAYER_ADVICE.get(dep.layer, f"layers 0 to {before} agree: look at what changes from layer {before} "
@@ -839,7 +839,7 @@ register(
                    "layer 0 is off: positions count from 0, so the first token gets position_embeddings[0]."),
             Mutant("tanh-gelu", _encoder_variant(gelu_kind="tanh"),
                    f"your encoder uses the tanh GELU; MiniLM's is the exact (erf) one. The activations differ by "
-                   f"at most {GELU_GAP:.1e}, but the layers carry the gap along, above the float32 estimate of "
+                   f"at most {GELU_GAP:.1e}, but the layers carry the gap along, above the float32 tolerance of "
                    f"{ENCODER_ATOL:.1e}."),
             Mutant("first-layer-repeated", _encoder_variant(layers="first"),
                    "every block uses the first layer's weights: loop over weights.layers and use each layer in "
