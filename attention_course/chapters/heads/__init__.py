@@ -7,26 +7,14 @@ re-exported here, flat, so the notebook imports one thing:
 """
 
 from .agreement import (
-    agreement_sentences,
     crossed_sentences,
-    verb_hits,
-    set_decision,
     load_agreement,
-    model_decision,
-    head_has_property,
     head_property_bins,
     head_on_set,
     agreement_verdict,
 )
 from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
-from .agreement_models import (
-    word_spans,
-    verb_word_rows,
-    verb_sink_weight,
-    scrambled_queries_keys,
-    read_set,
-    agreement_study,
-)
+from .agreement_models import read_set
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
     subspace_overlap,
@@ -78,13 +66,8 @@ from .sliders import (
 from .exercises import EXERCISES
 
 __all__ = [
-    "agreement_sentences",
     "crossed_sentences",
-    "verb_hits",
-    "set_decision",
     "load_agreement",
-    "model_decision",
-    "head_has_property",
     "head_property_bins",
     "head_on_set",
     "agreement_verdict",
@@ -92,12 +75,7 @@ __all__ = [
     "plot_agreement_sweep",
     "sweep_changes",
     "sweep_verdicts",
-    "word_spans",
-    "verb_word_rows",
-    "verb_sink_weight",
-    "scrambled_queries_keys",
     "read_set",
-    "agreement_study",
     "dirichlet_attention",
     "near_permutation",
     "fit_low_rank_attention",

@@ -31,8 +31,7 @@ from ...models.experiments import read_json
 from ...models.records import DATA_DIR
 from ..lowrank.baselines import classify_heads, head_bins
 
-__all__ = ["agreement_sentences", "crossed_sentences", "verb_hits", "set_decision", "load_agreement", "model_decision",
-           "head_has_property", "head_property_bins", "head_on_set", "agreement_verdict"]
+__all__ = ["crossed_sentences", "load_agreement", "head_property_bins", "head_on_set", "agreement_verdict"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
 NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),

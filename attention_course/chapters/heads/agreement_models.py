@@ -43,7 +43,7 @@ from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from ..lowrank.baselines import content_part, sink_share
 from .agreement import AGREEMENT_FIRST_PATH, AGREEMENT_PATH, agreement_sentences, crossed_sentences, held_out_best, rule_hits
 
-__all__ = ["word_spans", "verb_word_rows", "verb_sink_weight", "scrambled_queries_keys", "read_set", "agreement_study"]
+__all__ = ["read_set"]
 
 #: The two models and their sink positions for a text of ``n`` tokens.
 MODELS = {"MiniLM": lambda n: [0, n - 1], "SmolLM2": lambda n: [0]}
