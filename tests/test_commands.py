@@ -332,7 +332,8 @@ SMALL = {
     "insight_memory.json": (["insight-run", "--part", "memory", "--seeds", "0"], _same_seed_zero),
     "insight_ablations.json": (["insight-run", "--part", "ablations", "--only", "window 4", "--steps", "3",
                                 "--seeds", "0", "--jobs", "1"], None),
-    "agreement.json": (["agreement-run"], None),  # the full run (under a minute); its values: test_agreement
+    "agreement.json": (["agreement-run", "--n", "16"], None),  # its values: test_agreement
+    "agreement_96.json": (["agreement-run", "--n", "16", "--seed", "0"], None),  # the first run, on 96 sentences
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
 }
 

@@ -1,13 +1,32 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``agreement_models``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .agreement import agreement_sentences, verb_hits, set_decision, load_agreement
-from .agreement_figures import plot_agreement
+from .agreement import (
+    agreement_sentences,
+    crossed_sentences,
+    verb_hits,
+    set_decision,
+    load_agreement,
+    model_decision,
+    head_has_property,
+    head_property_bins,
+    head_on_set,
+    agreement_verdict,
+)
+from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
+from .agreement_models import (
+    word_spans,
+    verb_word_rows,
+    verb_sink_weight,
+    scrambled_queries_keys,
+    read_set,
+    agreement_study,
+)
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
     subspace_overlap,
@@ -60,10 +79,25 @@ from .exercises import EXERCISES
 
 __all__ = [
     "agreement_sentences",
+    "crossed_sentences",
     "verb_hits",
     "set_decision",
     "load_agreement",
+    "model_decision",
+    "head_has_property",
+    "head_property_bins",
+    "head_on_set",
+    "agreement_verdict",
     "plot_agreement",
+    "plot_agreement_sweep",
+    "sweep_changes",
+    "sweep_verdicts",
+    "word_spans",
+    "verb_word_rows",
+    "verb_sink_weight",
+    "scrambled_queries_keys",
+    "read_set",
+    "agreement_study",
     "dirichlet_attention",
     "near_permutation",
     "fit_low_rank_attention",

@@ -201,7 +201,8 @@ _AG_BARS = (("head_share", "best head → subject", "previous token"), ("offset_
             ("first_other_share", "head → first noun", "[SEP]"))
 
 
-def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin: float = 0.2) -> SliderFigure:
+def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin: float = 0.2,
+                       model: str = "SmolLM2") -> SliderFigure:
     r"""Chapter 4: move across the agreement sets, from no noun between subject and verb to a subject
     that is neither the first nor the nearest noun (:data:`AGREEMENT_SETS`).
 
@@ -210,7 +211,8 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
     content rules (nearest noun before the verb, first noun) and the head on the other nouns, with
     the level and the best position rule plus the margin. The readout says which way
     :func:`~attention_course.chapters.heads.agreement.set_decision` goes. The flag sits at the first set where the
-    head no longer beats the position rules.
+    head no longer beats the position rules. ``run`` is one model's record (default: ``model``'s in the
+    stored run); the heads picked are its non-sink heads.
 
     Examples
     --------
@@ -218,7 +220,7 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
     >>> fig.labels, fig.verdict, fig.labels[fig.flip]
     (['0 nouns between', '1 noun between', '1 between, 1 before'], 'agreement-head', '1 noun between')
     """
-    run = load_agreement() if run is None else run
+    run = load_agreement()["models"][model] if run is None else run
     sets = [s for s in AGREEMENT_SETS if s[0] in run]
     if not sets:
         raise ValueError(f"run has keys {sorted(run)}; expected at least one of {[s[0] for s in AGREEMENT_SETS]}")
@@ -279,7 +281,7 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
                 "the subject")
     return SliderFigure("ix-heads-agreement", "Nouns between subject and verb", [lab for _, lab, _ in sets], frames,
                         layout, static_fallback(draw, (6.4, 3.8)), "Held-out share of verbs whose heaviest word is the subject, "
-                        "for the selected MiniLM head and four fixed rules, across three sentence sets.",
+                        f"for the selected {model} head and four fixed rules, across three sentence sets.",
                         start=0, control_label="nouns between subject and verb", flip=flip, flip_note=note,
                         verdict="agreement-head")
 
