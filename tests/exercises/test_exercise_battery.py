@@ -451,6 +451,8 @@ CH3 = [
     ("linear-attention", "softmax on top (T x S)", lambda pq, pk, v: _softmax(pq @ pk.T) @ v,
      fb("linear-attention", "softmax-of-scores")),
     ("linear-attention", "normaliser without [:, None]", lambda pq, pk, v: pq @ (pk.T @ v) / (pq @ pk.sum(0)), "keepdims"),
+    ("linear-attention", "normaliser without [:, None], named as the lesson writes it",
+     lambda pq, pk, v: pq @ (pk.T @ v) / (pq @ pk.sum(0)), "normaliser[:, None]"),
 
     ("online-softmax-step", "reference solution", SOLUTIONS["online-softmax-step"], PASS),
     ("online-softmax-step", "fresh arrays", _online, PASS),

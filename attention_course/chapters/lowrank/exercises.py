@@ -604,8 +604,12 @@ register(
                  quote='Do not change the inputs in place', breaches=(in_place_breach(_linear_reference, index=2),)),
         ),
         framing=('Write `my_linear_attention`', 'Compute $\\phi(K)^\\top V$ first'),
+        # A (T,) normaliser left without its [:, None] fails to broadcast against the (T, d_v) numerator.
+        error_tips=(("could not be broadcast", " Tip: divide the (T, d_v) numerator by the (T,) normaliser "
+                     "as normaliser[:, None] (or keep the summed axis with keepdims=True), so that the "
+                     "shapes line up."),),
         difficulty=1,
-        minutes=7,
+        minutes=5,
     )
 )
 
@@ -743,8 +747,9 @@ register(
                  quote='do not change `scores` or `v_blk`', breaches=(in_place_breach(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3),)),
         ),
         framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
-        difficulty=2,
-        minutes=15,
+        # 1/3: the loop body of chunked_attention, shown in the lesson, is the step; the edge cases remain.
+        difficulty=1,
+        minutes=10,
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
             _step_in_place,

@@ -180,7 +180,7 @@ def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
 
 
 @book_figure
-def plot_exp_rank(demo: Mapping) -> Figure:
+def plot_exp_rank(demo: Mapping, scale: Optional[float] = None) -> Figure:
     r"""Singular values of a rank-1 logit matrix :math:`L`, of :math:`\exp(L)` and of its row softmax.
 
     Parameters
@@ -188,13 +188,18 @@ def plot_exp_rank(demo: Mapping) -> Figure:
     demo : dict
         The output of :func:`attention_course.chapters.lowrank.spectra.exp_rank_demo` (keys ``logits``,
         ``softmax``, ``singular_values`` of ``exp(L)``, ``rank_*``).
+    scale : float, optional
+        The factor :math:`s` in :math:`L = s\,xx^\top`, written into the legend as a number
+        (default: the letter :math:`s`).
 
     Examples
     --------
     >>> from attention_course.chapters.lowrank.spectra import exp_rank_demo
-    >>> fig = plot_exp_rank(exp_rank_demo(n=6))
+    >>> fig = plot_exp_rank(exp_rank_demo(n=6, scale=4.0), scale=4.0)
     >>> fig.axes[0].get_yscale()
     'log'
+    >>> fig.axes[0].get_legend().get_texts()[0].get_text()
+    'logits $L = 4\\,xx^\\top$ (rank 1)'
     """
     logits = _grid("demo['logits']", demo["logits"], 2, "(n, n)")
     s_logits = np.linalg.svd(logits, compute_uv=False)  # (n,)
@@ -202,9 +207,10 @@ def plot_exp_rank(demo: Mapping) -> Figure:
     s_soft = np.linalg.svd(np.asarray(demo["softmax"], dtype=float), compute_uv=False)  # (n,)
     idx = np.arange(1, logits.shape[0] + 1)
     floor = np.finfo(float).eps * s_logits[0] * logits.shape[0]  # below this: zero in float64
+    factor = "s" if scale is None else f"{scale:g}"
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     ax.semilogy(idx, np.maximum(s_logits / s_logits[0], 1e-18), "o-", color="C0",
-                label=f"logits $L = s\\,xx^\\top$ (rank {demo['rank_logits']})")
+                label=f"logits $L = {factor}\\,xx^\\top$ (rank {demo['rank_logits']})")
     ax.semilogy(idx, s_exp / s_exp[0], "s-", color="C3", label=f"$\\exp(L)$ (rank {demo['rank_exp']})")
     ax.semilogy(idx, s_soft / s_soft[0], "^--", color="C2", ms=5,
                 label=f"row softmax of $L$ (rank {demo['rank_softmax']})")
