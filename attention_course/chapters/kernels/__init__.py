@@ -1,6 +1,6 @@
 """Chapter 2, Attention as kernel smoothing: everything the chapter computes, draws and checks.
 
-One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``pages``, ``qk_kernel``, ``self_weight``, ``smoothing``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``attention_kernel``, ``input_locality``, ``kernel_family``, ``learning``, ``gauge_run``, ``metric_comparison``, ``pages``, ``qk_kernel``, ``self_weight``, ``smoothing``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import kernels as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -18,7 +18,17 @@ from .metric_comparison import (
     load_metric_run,
 )
 from .pages import EVIDENCE_EXERCISES
-from . import qk_kernel  # noqa: F401
+from .qk_kernel import (
+    gauge_locality_by_head,
+    locality_bins,
+    smollm2_queries_keys,
+    dot_product_factors,
+    gauge_sweep,
+    free_score_tables,
+    additive_scores,
+    key_sphere_spread,
+)
+from .gauge_run import QK_GAUGE_DATA, DECISION_GAUGES, DESCRIPTION_GAUGES, gauge_texts, load_qk_gauge
 from .self_weight import write_self_weight_sweep
 from .smoothing import (
     sine_data,
@@ -41,6 +51,7 @@ from .figures import (
     plot_weights_on_keys,
     plot_locality,
     plot_input_locality,
+    plot_gauge_locality,
 )
 from .sliders import (
     learned_width_explorer,
@@ -69,6 +80,19 @@ __all__ = [
     "coordinate_weights",
     "load_metric_run",
     "EVIDENCE_EXERCISES",
+    "gauge_locality_by_head",
+    "locality_bins",
+    "smollm2_queries_keys",
+    "dot_product_factors",
+    "gauge_sweep",
+    "free_score_tables",
+    "additive_scores",
+    "key_sphere_spread",
+    "QK_GAUGE_DATA",
+    "DECISION_GAUGES",
+    "DESCRIPTION_GAUGES",
+    "gauge_texts",
+    "load_qk_gauge",
     "write_self_weight_sweep",
     "sine_data",
     "sparse_sine_data",
@@ -88,6 +112,7 @@ __all__ = [
     "plot_weights_on_keys",
     "plot_locality",
     "plot_input_locality",
+    "plot_gauge_locality",
     "learned_width_explorer",
     "load_self_weight_sweep",
     "bandwidth_explorer",

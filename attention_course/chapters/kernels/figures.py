@@ -25,7 +25,7 @@ from .smoothing import RegressionData, kernel_matrix, mse
 __all__ = [
     "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits",
     "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric",
-    "plot_weights_on_keys", "plot_locality", "plot_input_locality",
+    "plot_weights_on_keys", "plot_locality", "plot_input_locality", "plot_gauge_locality",
 ]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "dot": "tab:red"}
@@ -564,4 +564,65 @@ def plot_input_locality(rank_corr: Array, blind_rank_corr: Array, threshold: flo
     ax_sc.set(xlim=(lo, 1), ylim=(lo, 1), xlabel="query-blind weight", ylabel="attention",
               title="One dot per head")
     ax_sc.legend(loc="upper left", fontsize=9)
+    return fig
+
+
+@book_figure
+def plot_gauge_locality(locs: Mapping[str, dict], thresholds: Array, bins_theta: Mapping[str, Array],
+                        bins_sink: Mapping[str, Array], gauges: Array, gauge_medians: Array,
+                        threshold: float = 0.5) -> Figure:
+    r"""Locality in the canonical query-key gauge: one dot per head (top left), the decision against its two
+    thresholds (top right), and what the gauge fixes (bottom).
+
+    Parameters
+    ----------
+    locs : dict model -> dict of (layers, heads) arrays
+        From :func:`~attention_course.chapters.kernels.qk_kernel.gauge_locality_by_head`.
+    thresholds : array (N,)
+    bins_theta, bins_sink : dict model -> array (N,)
+        The local share of the non-sink heads with the property threshold (sink threshold 0.5), and with
+        the sink threshold (property threshold 0.5), each swept over ``thresholds``.
+    gauges, gauge_medians : array (M,)
+        Factors :math:`a` applied off the canonical gauge and MiniLM's median head there.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> loc = {m: rng.uniform(0, 1, (2, 3)) for m in ("rank_corr", "blind_rank_corr", "sink_share")}
+    >>> fig = plot_gauge_locality({"MiniLM": loc}, [0.3, 0.7], {"MiniLM": [0.9, 0.5]}, {"MiniLM": [0.8, 0.9]},
+    ...                           [0.5, 1, 2], [0.4, 0.8, 0.95])
+    >>> len(fig.axes)
+    3
+    >>> plt.close(fig)
+    """
+    fig = plt.figure(figsize=(7, 6.4), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=(1.1, 1))
+    ax_sc, ax_th = top.subplots(1, 2)
+    ax_g = bottom.subplots(1, 1)
+    colors = {"MiniLM": _ATTENTION, "SmolLM2": "tab:purple"}
+    for model, loc in locs.items():
+        rc, bl, ss = (np.asarray(loc[m], dtype=float).ravel() for m in ("rank_corr", "blind_rank_corr", "sink_share"))
+        sink = ss >= 0.5
+        c = colors.get(model, "k")
+        ax_sc.scatter(bl[~sink], rc[~sink], s=10, color=c, alpha=0.7, label=f"{model}")
+        ax_sc.scatter(bl[sink], rc[sink], s=10, facecolors="none", edgecolors=c, alpha=0.5,
+                      label=f"{model}, sink heads")
+        ax_th.plot(thresholds, bins_theta[model], "o-", ms=3, color=c, label=f"{model}: property threshold")
+        ax_th.plot(thresholds, bins_sink[model], "s--", ms=3, color=c, label=f"{model}: sink threshold")
+    ax_sc.plot([-0.5, 1], [-0.5, 1], color="k", lw=0.8, ls=":")
+    ax_sc.axhline(threshold, color="0.4", lw=0.8, ls="--")
+    ax_sc.set(xlim=(-0.5, 1), ylim=(-0.5, 1), xlabel="query-blind weight", ylabel="attention",
+              title="One dot per head")
+    ax_sc.legend(fontsize=8, loc="lower right")
+    ax_th.axhline(0.75, color="0.4", lw=0.8, ls=":")
+    ax_th.axhline(0.25, color="0.4", lw=0.8, ls=":")
+    ax_th.set(xlabel="threshold", ylabel="local share of non-sink heads", ylim=(0, 1.02),
+              title="Decision against threshold")
+    ax_th.legend(fontsize=7.5, loc="lower left")
+    ax_g.semilogx(gauges, gauge_medians, "o-", color=_ATTENTION)
+    ax_g.set_xticks(list(gauges), [f"{a:.2g}" for a in gauges])
+    ax_g.set_xticks([], minor=True)
+    ax_g.axvline(1.0, color="k", lw=0.8, ls=":")
+    ax_g.set(xlabel=r"$q \to a\,\hat q$, $k \to \hat k / a$ off the canonical gauge ($a$ = 1)",
+             ylabel="median head (MiniLM)", ylim=(0, 1), title="What the gauge fixes: the same weights, other distances")
     return fig

@@ -21,10 +21,19 @@ from .measures import (
 from .pages import EVIDENCE_EXERCISES
 from .saturated_rows import scale_pair, saturated_share, swapped_softmax
 from .saturation_training import STORED_SWEEP, checkpoints, init_row_ratio, matched_loss_ratio, load_saturation
-from .sensitive_regime import jacobian_floor, jacobian_vs_spread, half_maximum_band
+from .sensitive_regime import (
+    jacobian_floor,
+    jacobian_vs_spread,
+    half_maximum_band,
+    gradient_vs_spread,
+    flow_band,
+    flow_verdict,
+    largest_rows_in_band,
+)
 from .training import compare_scales, load_comparisons
 from .training_grid import TASK, HELD_OUT_SEED
 from .figures import (
+    plot_flow_band,
     plot_score_histograms,
     plot_sharpening,
     plot_gradient_vs_spread,
@@ -81,10 +90,15 @@ __all__ = [
     "jacobian_floor",
     "jacobian_vs_spread",
     "half_maximum_band",
+    "gradient_vs_spread",
+    "flow_band",
+    "flow_verdict",
+    "largest_rows_in_band",
     "compare_scales",
     "load_comparisons",
     "TASK",
     "HELD_OUT_SEED",
+    "plot_flow_band",
     "plot_score_histograms",
     "plot_sharpening",
     "plot_gradient_vs_spread",

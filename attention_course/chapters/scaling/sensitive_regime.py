@@ -27,7 +27,8 @@ import numpy as np
 
 from .measures import softmax_jacobian_norm
 
-__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band"]
+__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "gradient_vs_spread", "flow_band",
+           "flow_verdict", "largest_rows_in_band"]
 
 
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
@@ -167,3 +168,128 @@ def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0
     if j_one <= floor or sigma > band.hi:
         return "wrong as stated"
     return "holds" if band.lo <= sigma else "holds when"
+
+
+# ------------------------------------------------------------------ the essay's definition: "where gradients flow"
+def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
+                       measure: str = "jg", d_k: Optional[int] = None) -> np.ndarray:
+    r"""Median over rows of the gradient a softmax row passes back, against the spread :math:`\sigma` of its logits.
+
+    ``measure="jg"``: :math:`\lVert J g\rVert` for one upstream gradient :math:`g \sim N(0, I_S)` per
+    row (the same :math:`g` at every :math:`\sigma`), :math:`J = \operatorname{diag}(p) - pp^\top`, so
+    :math:`J g = p \odot (g - p\cdot g)`; ``"fro"`` and ``"spectral"``: the norms of :math:`J` itself.
+    The logits are :func:`jacobian_vs_spread`'s draws (the same seed), independent
+    :math:`N(0, \sigma^2)`, or with ``d_k`` the scores :math:`\sigma\,q\cdot k/\sqrt{d_k}` of Gaussian
+    queries and keys.
+
+    Returns
+    -------
+    np.ndarray, shape (len(sigmas),)
+
+    Examples
+    --------
+    >>> gradient_vs_spread([1e-3, 1.0, 1e3], n_keys=16, n_rows=256).round(3)   # uniform, sigma = 1, one-hot
+    array([0.235, 0.279, 0.   ])
+    """
+    if measure not in ("jg", "fro", "spectral"):
+        raise ValueError(f"measure={measure!r}; expected 'jg', 'fro' or 'spectral'")
+    rng = np.random.default_rng(seed)
+    if d_k is None:
+        z = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S), jacobian_vs_spread's draws
+    else:
+        q = rng.standard_normal((-(-int(n_rows) // 64), 64, int(d_k)))  # (blocks, 64, d_k)
+        k = rng.standard_normal((q.shape[0], int(n_keys), int(d_k)))  # (blocks, S, d_k)
+        z = (q @ np.swapaxes(k, -1, -2)).reshape(-1, int(n_keys))[:int(n_rows)] / math.sqrt(d_k)  # (rows, S)
+    g = np.random.default_rng([seed, 1]).standard_normal(z.shape)  # (rows, S) upstream gradient, fixed over sigma
+    out = []
+    for s in sigmas:
+        x = float(s) * z
+        p = np.exp(x - x.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)  # (rows, S), softmax over the keys
+        if measure == "jg":
+            jg = p * (g - (p * g).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (rows, S)
+            out.append(float(np.median(np.linalg.norm(jg, axis=-1))))
+        else:
+            out.append(float(np.median(softmax_jacobian_norm(p, measure))))
+    return np.array(out)
+
+
+class FlowBand(NamedTuple):
+    """Where a gradient curve is at least ``theta`` of its peak: ``lo``, ``hi`` (interpolated sigma), ``peak`` (sigma at the maximum)."""
+
+    lo: float
+    hi: float
+    peak: float
+
+
+def flow_band(sigmas: Sequence[float], G: Sequence[float], theta: float = 0.5) -> FlowBand:
+    r"""The band of :math:`\sigma` where the curve ``G`` is at least ``theta`` times its maximum (no floor subtracted).
+
+    Edges are interpolated linearly in :math:`\log\sigma`; a curve already above ``theta`` of its
+    peak at the grid's first point has ``lo = 0`` (the uniform row passes gradient too). It must fall
+    below ``theta`` of its peak after the peak, inside the grid.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.05, 50, 61)
+    >>> b = flow_band(s, gradient_vs_spread(s, n_keys=64, n_rows=512))
+    >>> b.lo < 1 < b.peak < b.hi < 32
+    True
+    """
+    s, y = np.asarray(sigmas, dtype=float), np.asarray(G, dtype=float)
+    if s.ndim != 1 or s.shape != y.shape or np.any(np.diff(s) <= 0) or not 0 < theta < 1:
+        raise ValueError(f"sigmas has shape {s.shape}, G {y.shape} and theta={theta}; expected equal 1-d shapes, "
+                         f"sigmas increasing and 0 < theta < 1")
+    i = int(np.argmax(y))
+    cut = theta * y[i]
+    left, right = np.flatnonzero(y[:i] < cut), np.flatnonzero(y[i:] < cut) + i
+    if not right.size:
+        raise ValueError("the curve does not fall below theta of its peak after the peak; widen the grid")
+
+    def edge(j: int, k: int) -> float:  # sigma where the curve crosses the cut between grid points j and k
+        xs, ys = np.log(s[[j, k]]), y[[j, k]]
+        order = np.argsort(ys)
+        return float(np.exp(np.interp(cut, ys[order], xs[order])))
+
+    lo = edge(left[-1], left[-1] + 1) if left.size else 0.0
+    return FlowBand(lo=lo, hi=edge(right[0] - 1, right[0]), peak=float(s[i]))
+
+
+def flow_verdict(inside: dict, baseline_outside: bool) -> str:
+    r"""The ``sensitive-regime`` rule, stated before the run: ``inside`` maps S (16, 64, 256) to "sigma = 1 in the flow band".
+
+    ``"undecided"`` if the unscaled baseline is not outside the band; ``"holds"`` if :math:`\sigma = 1` is
+    inside at every S; ``"wrong as stated"`` if outside at both S = 16 and 64; ``"holds when"`` otherwise.
+
+    Examples
+    --------
+    >>> flow_verdict({16: True, 64: True, 256: False}, True), flow_verdict({16: True, 64: True, 256: True}, False)
+    ('holds when', 'undecided')
+    """
+    if not baseline_outside:
+        return "undecided"
+    if all(inside.values()):
+        return "holds"
+    if not inside.get(16, False) and not inside.get(64, False):
+        return "wrong as stated"
+    return "holds when"
+
+
+def largest_rows_in_band(sigmas: Sequence[float], curves: dict, thetas: Sequence[float], sigma: float = 1.0) -> np.ndarray:
+    r"""For each threshold :math:`\theta`, the largest row length S (a key of ``curves``) whose flow band holds ``sigma``.
+
+    ``curves`` maps S to a gradient curve on ``sigmas`` (:func:`gradient_vs_spread`). Returns 0 where
+    no S holds it. This is the decision plotted against its threshold.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.05, 50, 61)
+    >>> curves = {S: gradient_vs_spread(s, n_keys=S, n_rows=256) for S in (16, 256)}
+    >>> largest_rows_in_band(s, curves, [0.3, 0.7]).tolist()
+    [256, 16]
+    """
+    out = []
+    for th in thetas:
+        ok = [S for S, G in curves.items() if (b := flow_band(sigmas, G, th)).lo <= sigma <= b.hi]
+        out.append(max(ok) if ok else 0)
+    return np.array(out)

@@ -321,7 +321,8 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
              "line": {"color": "#D55E00"}, "marker": {"size": [0, 11], "color": "#D55E00"}}],
             "readout": (f"{S} keys ({rows[S]:,} rows): the sensitive band runs from σ = {band.lo:.2f} to {band.hi:.2f} "
                         f"(peak {float(J.max()):.3f} at σ ≈ {band.peak:.1f}); at σ = 1 the median ‖J‖<sub>F</sub> is "
-                        f"{j1:.3f}, uniform row {floor:.3f}. σ = 1 lies {where} the band: <b>{verdict}</b>.")})
+                        f"{j1:.3f}, uniform row {floor:.3f}. σ = 1 lies {where} the band; by this stricter, most-sensitive "
+                        f"reading: <b>{verdict}</b>.")})
     flip = next((i for i, v in enumerate(verdicts) if v != verdicts[0]), None)
     layout = {"height": 460, "margin": {"l": 60, "r": 10, "t": 80, "b": 45}, "font": PLOTLY_FONT,
               "xaxis": {"type": "log", "title": {"text": "spread σ of the logits (log scale)"}},

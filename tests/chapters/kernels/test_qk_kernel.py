@@ -111,3 +111,90 @@ def test_bad_inputs():
         qk_locality(np.zeros((2, 3, 4)), np.zeros((2, 1, 4)))
     with pytest.raises(ShapeError, match=r"k has shape \(4,\); expected \(\.\.\., S, d\)"):
         key_norm_ratio(np.zeros(4))
+
+
+# ------------------------------------------------------------------ locality in the canonical gauge
+from scipy.stats import spearmanr  # noqa: E402
+
+from attention_course.chapters.kernels.qk_kernel import (  # noqa: E402
+    canonical_gauge, gauge_locality, gauge_locality_by_head, locality_bins)
+
+
+def test_canonical_gauge_centres_the_keys_and_balances_the_norms():
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 9, 5)) * 3, rng.normal(size=(2, 9, 5)) + 4
+    qh, kh = canonical_gauge(q, k, range(1, 9))
+    np.testing.assert_allclose(kh[:, 1:].mean(1), 0, atol=1e-12)
+    rms = lambda x: np.sqrt((x**2).sum(-1).mean(-1))  # noqa: E731
+    np.testing.assert_allclose(rms(qh), rms(kh[:, 1:]), rtol=1e-12)
+    # the scores change by a constant per row only: every weight is kept
+    s, sh = q @ np.swapaxes(k, -1, -2), qh @ np.swapaxes(kh, -1, -2)
+    d = s - sh
+    np.testing.assert_allclose(d - d[..., :1], 0, atol=1e-10)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gauge_locality_does_not_move_when_attention_does_not(causal):
+    rng = np.random.default_rng(1)
+    q, k = rng.normal(size=(3, 12, 8)), rng.normal(size=(3, 12, 8)) * rng.uniform(0.5, 2, (3, 12, 1))
+    ref = gauge_locality(q, k, sinks=(0,), causal=causal)
+    for qq, kk in ((2 * q, k / 2), (q / 2, 2 * k), (q, k + rng.normal(size=8))):
+        other = gauge_locality(qq, kk, sinks=(0,), causal=causal)
+        for m in ref:
+            np.testing.assert_allclose(other[m], ref[m], atol=1e-9)
+    perm = [2, 0, 1]  # permuting heads permutes the per-head numbers
+    np.testing.assert_allclose(gauge_locality(q[perm], k[perm], sinks=(0,), causal=causal)["rank_corr"],
+                               ref["rank_corr"][perm], atol=1e-12)
+    # off the canonical gauge the distances, and so the number, move
+    assert not np.allclose(gauge_locality(q, k, sinks=(0,), causal=causal, gauge=0.3)["rank_corr"], ref["rank_corr"])
+
+
+def test_gauge_locality_is_scipys_spearman_on_one_encoder_head():
+    rng = np.random.default_rng(2)
+    q, k = rng.normal(size=(7, 4)), rng.normal(size=(7, 4))
+    got = float(gauge_locality(q, k, sinks=(0, -1))["rank_corr"])
+    qh, kh = canonical_gauge(q, k, range(1, 6))
+    s = q @ k.T / 2.0
+    w = np.exp(s - s.max(1, keepdims=True))
+    w /= w.sum(1, keepdims=True)
+    near = -np.linalg.norm(qh[:, None] - kh[None, 1:6], axis=-1)  # (7, 5) content keys 1..5
+    expected = np.median([spearmanr(w[i, 1:6], near[i]).statistic for i in range(7)])
+    assert abs(got - expected) < 1e-12
+
+
+def test_the_baselines_can_fail():
+    """Keys whose norms spread far more than their directions: the dot product follows the norm, not the distance."""
+    rng = np.random.default_rng(3)
+    k = rng.normal(size=(40, 16))
+    k *= np.geomspace(0.2, 5, 40)[:, None]  # lengths stretched 25-fold
+    loc = gauge_locality(rng.normal(size=(40, 16)), k)
+    assert loc["rank_corr"] < 0.5  # not local in the canonical gauge
+    assert abs(float(loc["shuffled_rank_corr"])) < 0.2  # shuffled weights: unrelated to distance
+
+
+def test_causal_rows_see_only_earlier_keys_and_short_rows_are_skipped():
+    rng = np.random.default_rng(4)
+    q, k = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
+    loc = gauge_locality(q, k, sinks=(0,), causal=True, min_keys=3)
+    qh, kh = canonical_gauge(q, k, range(1, 6))
+    s = np.where(np.tril(np.ones((6, 6), bool)), q @ k.T / np.sqrt(3), -np.inf)
+    w = np.exp(s - s.max(1, keepdims=True))
+    rows = [spearmanr(w[i, 1:i + 1], -np.linalg.norm(qh[i] - kh[1:i + 1], axis=-1)).statistic for i in (3, 4, 5)]
+    assert abs(float(loc["rank_corr"]) - np.median(rows)) < 1e-12
+    assert abs(float(loc["sink_share"]) - np.mean(w[:, 0] / w.sum(1))) < 1e-12
+
+
+def test_gauge_locality_rejects_bad_input():
+    with pytest.raises(ShapeError, match="expected the same shape"):
+        gauge_locality(np.zeros((4, 3)), np.zeros((5, 3)))
+    with pytest.raises(ShapeError, match="content keys"):
+        gauge_locality(np.ones((3, 2)), np.ones((3, 2)), sinks=(0, -1))
+    with pytest.raises(ValueError, match="model='BERT'"):
+        gauge_locality_by_head([(np.zeros((1, 1, 5, 2)),) * 2], model="BERT")
+
+
+def test_locality_bins_sum_to_one():
+    rng = np.random.default_rng(5)
+    loc = {m: rng.uniform(0, 1, 50) for m in ("rank_corr", "blind_rank_corr", "sink_share")}
+    b = locality_bins(loc, 0.4, 0.6)
+    assert abs(b["local"] + b["not local"] + b["sink head"] - 1) < 1e-12
