@@ -29,10 +29,14 @@ from .sensitive_regime import (
     flow_band,
     flow_verdict,
     largest_rows_in_band,
+    flow_ratio,
+    typical_row_verdict,
+    query_gradient_norms,
 )
 from .training import compare_scales, load_comparisons
 from .training_grid import TASK, HELD_OUT_SEED
 from .figures import (
+    plot_typical_row,
     plot_flow_band,
     plot_score_histograms,
     plot_sharpening,
@@ -94,10 +98,14 @@ __all__ = [
     "flow_band",
     "flow_verdict",
     "largest_rows_in_band",
+    "flow_ratio",
+    "typical_row_verdict",
+    "query_gradient_norms",
     "compare_scales",
     "load_comparisons",
     "TASK",
     "HELD_OUT_SEED",
+    "plot_typical_row",
     "plot_flow_band",
     "plot_score_histograms",
     "plot_sharpening",

@@ -28,7 +28,7 @@ import numpy as np
 from .measures import softmax_jacobian_norm
 
 __all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "gradient_vs_spread", "flow_band",
-           "flow_verdict", "largest_rows_in_band"]
+           "flow_verdict", "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms"]
 
 
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
@@ -172,15 +172,17 @@ def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0
 
 # ------------------------------------------------------------------ the essay's definition: "where gradients flow"
 def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
-                       measure: str = "jg", d_k: Optional[int] = None) -> np.ndarray:
-    r"""Median over rows of the gradient a softmax row passes back, against the spread :math:`\sigma` of its logits.
+                       measure: str = "jg", d_k: Optional[int] = None, stat: str = "median") -> np.ndarray:
+    r"""Median (or mean, or rms) over rows of the gradient a softmax row passes back, against the spread :math:`\sigma` of its logits.
 
     ``measure="jg"``: :math:`\lVert J g\rVert` for one upstream gradient :math:`g \sim N(0, I_S)` per
     row (the same :math:`g` at every :math:`\sigma`), :math:`J = \operatorname{diag}(p) - pp^\top`, so
     :math:`J g = p \odot (g - p\cdot g)`; ``"fro"`` and ``"spectral"``: the norms of :math:`J` itself.
     The logits are :func:`jacobian_vs_spread`'s draws (the same seed), independent
     :math:`N(0, \sigma^2)`, or with ``d_k`` the scores :math:`\sigma\,q\cdot k/\sqrt{d_k}` of Gaussian
-    queries and keys.
+    queries and keys. ``stat``: ``"median"`` (the typical row), ``"mean"`` or ``"rms"`` over the rows
+    (a gradient summed over rows with independent upstream gradients has the rms's size). :math:`\sigma = 0`
+    is the uniform row.
 
     Returns
     -------
@@ -190,9 +192,14 @@ def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 
     --------
     >>> gradient_vs_spread([1e-3, 1.0, 1e3], n_keys=16, n_rows=256).round(3)   # uniform, sigma = 1, one-hot
     array([0.235, 0.279, 0.   ])
+    >>> gradient_vs_spread([0.0, 32.0], n_keys=64, n_rows=4096, stat="mean").round(3)  # rare near-ties carry the mean
+    array([0.124, 0.055])
     """
     if measure not in ("jg", "fro", "spectral"):
         raise ValueError(f"measure={measure!r}; expected 'jg', 'fro' or 'spectral'")
+    reduce = {"median": np.median, "mean": np.mean, "rms": lambda x: np.sqrt(np.mean(np.square(x)))}.get(stat)
+    if reduce is None:
+        raise ValueError(f"stat={stat!r}; expected 'median', 'mean' or 'rms'")
     rng = np.random.default_rng(seed)
     if d_k is None:
         z = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S), jacobian_vs_spread's draws
@@ -208,9 +215,9 @@ def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 
         p /= p.sum(-1, keepdims=True)  # (rows, S), softmax over the keys
         if measure == "jg":
             jg = p * (g - (p * g).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (rows, S)
-            out.append(float(np.median(np.linalg.norm(jg, axis=-1))))
+            out.append(float(reduce(np.linalg.norm(jg, axis=-1))))
         else:
-            out.append(float(np.median(softmax_jacobian_norm(p, measure))))
+            out.append(float(reduce(softmax_jacobian_norm(p, measure))))
     return np.array(out)
 
 
@@ -293,3 +300,88 @@ def largest_rows_in_band(sigmas: Sequence[float], curves: dict, thetas: Sequence
         ok = [S for S, G in curves.items() if (b := flow_band(sigmas, G, th)).lo <= sigma <= b.hi]
         out.append(max(ok) if ok else 0)
     return np.array(out)
+
+
+# ------------------------------------------------------------------ the typical row against the unsaturated row
+def flow_ratio(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
+               stat: str = "median") -> np.ndarray:
+    r"""The gradient a row passes at spread :math:`\sigma`, over what the uniform (least saturated) row passes.
+
+    .. math::
+
+        R(\sigma) = \frac{\operatorname{stat}_{\text{rows}} \lVert J_\sigma g\rVert}
+                          {\operatorname{stat}_{\text{rows}} \lVert J_0 g\rVert},
+        \qquad J_0 g = (g - \bar g)/S ,
+
+    with :func:`gradient_vs_spread`'s rows and upstream gradients (the same :math:`g` in both).
+    Gradients flow at :math:`\sigma` when :math:`R(\sigma) \ge \theta`; saturation drives it to 0.
+
+    Examples
+    --------
+    >>> flow_ratio([1.0, 32.0], n_keys=64, n_rows=4096).round(4)   # the scaled spread, the unscaled one at d_k = 1024
+    array([1.3775e+00, 1.3000e-03])
+    """
+    G = gradient_vs_spread([0.0, *sigmas], n_keys=n_keys, n_rows=n_rows, seed=seed, stat=stat)
+    return G[1:] / G[0]
+
+
+def typical_row_verdict(r_one: dict, r32_median: float, r32_mean: float, theta: float = 0.5) -> str:
+    r"""The ``sensitive-regime`` rule, stated before the run.
+
+    ``r_one`` maps S (16, 64, 256) to the median :math:`R(1)`; ``r32_median`` and ``r32_mean`` are
+    :math:`R(32)` at S = 64 for the median and the mean row. ``"undecided"`` if the median does not separate
+    (:math:`R(32) \ge \theta`); ``"wrong as stated"`` if :math:`R(1) < \theta` at S = 16 and 64;
+    ``"holds when S"`` if it passes at some S only; ``"holds when typical"`` if it passes at every S but
+    the mean does not separate; ``"holds"`` otherwise.
+
+    Examples
+    --------
+    >>> typical_row_verdict({16: 1.0, 64: 1.1, 256: 1.5}, 0.001, 0.1), typical_row_verdict({16: 1.0, 64: 1.1, 256: 1.5}, 0.001, 0.8)
+    ('holds', 'holds when typical')
+    >>> typical_row_verdict({16: 0.4, 64: 0.3, 256: 0.6}, 0.001, 0.1), typical_row_verdict({16: 1.0, 64: 1.0, 256: 1.0}, 0.7, 0.8)
+    ('wrong as stated', 'undecided')
+    """
+    if r32_median >= theta:
+        return "undecided"
+    passes = {S: r >= theta for S, r in r_one.items()}
+    if not passes.get(16, False) and not passes.get(64, False):
+        return "wrong as stated"
+    if not all(passes.values()):
+        return "holds when S"
+    return "holds" if r32_mean < theta else "holds when typical"
+
+
+def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, seed: int = 0,
+                         scaled: bool = True) -> np.ndarray:
+    r"""Per row, the gradient that reaches the query through the scores, with or without the scale.
+
+    For Gaussian :math:`q, k \in \mathbb R^{d_k}`, logits :math:`x_j = q\cdot k_j / c` (:math:`c = \sqrt{d_k}`
+    when ``scaled``, else 1) and an upstream gradient :math:`g \sim N(0, I_S)` on the weights,
+
+    .. math::
+
+        \frac{\partial\mathcal L}{\partial q} = \frac1c \sum_j (J g)_j\, k_j ,
+
+    the chain rule's :math:`1/c` included: an unscaled row that does not saturate passes a gradient
+    :math:`\sqrt{d_k}` times larger.
+
+    Returns
+    -------
+    np.ndarray, shape (n_rows,), the norms
+
+    Examples
+    --------
+    >>> u, s = (query_gradient_norms(256, 16, 512, scaled=x) for x in (False, True))
+    >>> bool(np.median(u) < np.median(s)), bool(np.mean(u) > np.mean(s))
+    (True, True)
+    """
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((int(n_rows), int(d_k)))  # (rows, d_k)
+    k = rng.standard_normal((int(n_rows), int(n_keys), int(d_k)))  # (rows, S, d_k) each row its own keys
+    g = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S) upstream gradient on the weights
+    c = math.sqrt(d_k) if scaled else 1.0
+    x = np.einsum("rd,rsd->rs", q, k) / c  # (rows, S) logits
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)  # (rows, S) softmax over the keys
+    jg = p * (g - (p * g).sum(-1, keepdims=True))  # $J g$   (rows, S)
+    return np.linalg.norm(np.einsum("rs,rsd->rd", jg, k) / c, axis=-1)  # (rows,) $\|\partial L/\partial q\|$

@@ -147,3 +147,46 @@ def test_flow_verdict_table_and_the_sweep():
     curves = {S: gradient_vs_spread(s, n_keys=S, n_rows=256) for S in (16, 64, 256)}
     big = largest_rows_in_band(s, curves, [0.3, 0.5, 0.7])
     assert np.all(np.diff(big) <= 0)  # a stricter threshold never admits longer rows
+
+
+# ------------------------------------------------------------------ the typical row against the uniform row
+from attention_course.chapters.scaling.sensitive_regime import (  # noqa: E402
+    flow_ratio, gradient_vs_spread, query_gradient_norms, typical_row_verdict)
+
+
+def test_flow_ratio_is_one_for_the_uniform_row_and_uses_its_closed_form():
+    assert flow_ratio([0.0], n_keys=32, n_rows=256)[0] == 1.0
+    g = np.random.default_rng([0, 1]).standard_normal((256, 32))  # gradient_vs_spread's upstream gradients
+    uniform = np.median(np.linalg.norm((g - g.mean(-1, keepdims=True)) / 32, axis=-1))  # $(g - \bar g)/S$
+    assert abs(gradient_vs_spread([0.0], n_keys=32, n_rows=256)[0] - uniform) < 1e-15
+
+
+def test_statistics_differ_where_the_tail_is_heavy():
+    """At sigma = 32 the typical row is saturated but a few near-tied rows are not: median << mean < rms."""
+    med, mean, rms = (flow_ratio([32.0], 64, 4096, stat=s)[0] for s in ("median", "mean", "rms"))
+    assert med < 0.01 < 0.2 < mean < rms
+    with pytest.raises(ValueError, match="stat='max'"):
+        gradient_vs_spread([1.0], stat="max")
+
+
+def test_typical_row_verdict_can_come_out_every_way():
+    r1 = {16: 1.2, 64: 1.4, 256: 1.5}
+    assert typical_row_verdict(r1, 0.001, 0.44) == "holds"
+    assert typical_row_verdict(r1, 0.001, 0.44, theta=0.4) == "holds when typical"
+    assert typical_row_verdict({16: 1.2, 64: 1.4, 256: 0.3}, 0.001, 0.1) == "holds when S"
+    assert typical_row_verdict({16: 0.2, 64: 0.3, 256: 1.5}, 0.001, 0.1) == "wrong as stated"
+    assert typical_row_verdict(r1, 0.6, 0.9) == "undecided"
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_query_gradient_is_what_autograd_computes(scaled):
+    d_k, S, rows = 16, 5, 3
+    got = query_gradient_norms(d_k, S, rows, seed=4, scaled=scaled)
+    rng = np.random.default_rng(4)  # the function's draws, in its order
+    q = torch.tensor(rng.standard_normal((rows, d_k)), requires_grad=True)
+    k = torch.tensor(rng.standard_normal((rows, S, d_k)))
+    g = torch.tensor(rng.standard_normal((rows, S)))
+    c = math.sqrt(d_k) if scaled else 1.0
+    p = torch.softmax(torch.einsum("rd,rsd->rs", q, k) / c, -1)
+    (p * g).sum().backward()
+    np.testing.assert_allclose(got, q.grad.norm(dim=-1).numpy(), rtol=1e-12)
