@@ -45,7 +45,7 @@ from ...models.decoder import decoder_pass
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from .attention_kernel import rank_correlation
 
-__all__ = ["gauge_locality_by_head", "locality_bins", "smollm2_queries_keys", "dot_product_factors", "gauge_sweep",
+__all__ = ["canonical_gauge", "smollm2_queries_keys", "dot_product_factors", "gauge_sweep",
            "free_score_tables", "additive_scores", "key_sphere_spread"]
 
 MEASURES = ("rank_corr", "nearest_wins", "blind_rank_corr", "blind_nearest_wins", "chance",
@@ -193,129 +193,6 @@ def canonical_gauge(q: Array, k: Array, keys: Sequence[int]) -> tuple[np.ndarray
     return qa * a, kc / a
 
 
-def gauge_locality(q: Array, k: Array, sinks: Sequence[int] = (), causal: bool = False, gauge: float = 1.0,
-                   seed: int = 0, min_keys: int = 3) -> dict[str, np.ndarray]:
-    r"""Per head: does the weight on the content keys fall with the query-key distance in the canonical gauge?
-
-    Weights are :math:`\operatorname{softmax}_j(q_i\cdot k_j/\sqrt d)` over the keys query ``i`` may see
-    (``causal``: :math:`j \le i`); the sink columns are removed and each row renormalised (the content
-    part). With :math:`(\hat q, \hat k)` from :func:`canonical_gauge` over the content keys (and
-    ``gauge`` = :math:`a`, 1 by default, applied as :math:`\hat q \to a\hat q,\ \hat k \to \hat k/a` only
-    to show what the gauge fixes), returns the median over the queries with at least ``min_keys``
-    content keys of
-
-    .. math::
-
-        \rho_i = \operatorname{corr}_{\text{rank}}\bigl(C_{i\cdot},\ -\lVert \hat q_i - \hat k_\cdot\rVert\bigr),
-
-    for the head (``rank_corr``), for its query-blind weight (each content key's mean weight over the
-    queries that see it: ``blind_rank_corr``) and for its weights shuffled within each row
-    (``shuffled_rank_corr``, ``seed``); and ``sink_share``, the mean weight on ``sinks``.
-
-    Parameters
-    ----------
-    q, k : array, shape (..., T, d), the same T (self-attention); leading axes (layers, heads) are kept
-
-    Returns
-    -------
-    dict of arrays of shape (...)
-
-    Examples
-    --------
-    Keys of equal norm centred on the origin (:math:`\pm e_i`): the dot product is a Gaussian kernel
-    of the distance, so rho = 1; the query-blind weight does worse.
-
-    >>> k = np.vstack([np.eye(3), -np.eye(3)])  # (6, 3)
-    >>> loc = gauge_locality(np.random.default_rng(0).normal(size=(6, 3)), k)
-    >>> round(float(loc["rank_corr"]), 3), bool(loc["blind_rank_corr"] < 1)
-    (1.0, True)
-    """
-    qa, ka = (np.asarray(to_numpy(x), dtype=np.float64) for x in (q, k))
-    if qa.ndim < 2 or qa.shape != ka.shape:
-        raise ShapeError(f"q has shape {shape_str(qa)} and k {shape_str(ka)}; expected the same shape (..., T, d)")
-    T, d = qa.shape[-2:]
-    sink = sorted({s % T for s in sinks})
-    content = [j for j in range(T) if j not in sink]
-    if len(content) < min_keys:
-        raise ShapeError(f"T={T} with sinks {sink} leaves {len(content)} content keys; expected at least {min_keys}")
-    scores = qa @ np.swapaxes(ka, -2, -1) / np.sqrt(d)  # $q_i\cdot k_j/\sqrt d$   (..., T, S)
-    allowed = np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)  # True = may attend
-    scores = np.where(allowed, scores, -np.inf)
-    w = np.exp(scores - scores.max(-1, keepdims=True))
-    w /= w.sum(-1, keepdims=True)  # (..., T, S) softmax over the keys
-    sink_share = w[..., sink].sum(-1).mean(-1) if sink else np.zeros(w.shape[:-2])
-    qh, kh = canonical_gauge(qa, ka, content)
-    qh, kh = qh * gauge, kh / gauge
-    near = -np.sqrt(((qh[..., :, None, :] - kh[..., None, content, :]) ** 2).sum(-1))  # (..., T, C)
-    c = w[..., content]  # (..., T, C) content part, renormalised below (ranks do not change)
-    ok = allowed[:, content]  # (T, C)
-    c = c / np.maximum(c.sum(-1, keepdims=True), 1e-300)
-    seen = ok.sum(0)  # (C,) how many queries see each content key
-    blind = (c * ok).sum(-2, keepdims=True) / np.maximum(seen, 1)  # (..., 1, C) mean over the queries that see it
-    rng = np.random.default_rng(seed)
-    rows = [i for i in range(T) if ok[i].sum() >= min_keys]
-    out = {"rank_corr": [], "blind_rank_corr": [], "shuffled_rank_corr": []}
-    for i in rows:
-        cols = np.flatnonzero(ok[i])
-        ci, ni = c[..., i, cols], near[..., i, cols]  # (..., n_i)
-        shuffled = np.take_along_axis(ci, rng.permuted(np.broadcast_to(np.arange(len(cols)), ci.shape), axis=-1), -1)
-        for name, x in (("rank_corr", ci), ("blind_rank_corr", np.broadcast_to(blind[..., 0, cols], ci.shape)),
-                        ("shuffled_rank_corr", shuffled)):
-            out[name].append(rank_correlation(x[..., None, :], ni[..., None, :])[..., 0])  # (...)
-    res = {name: np.median(np.stack(v, -1), axis=-1) for name, v in out.items()}
-    res["sink_share"] = sink_share
-    return res
-
-
-def gauge_locality_by_head(runs: Sequence[tuple[Array, Array]], model: str = "MiniLM", gauge: float = 1.0
-                           ) -> dict[str, np.ndarray]:
-    r""":func:`gauge_locality` of every head over texts, each measure averaged over the texts.
-
-    ``runs`` holds one ``(q, k)`` per text, each (layers, heads, T, d) (SmolLM2's keys repeated over
-    its query groups). ``model`` sets the sinks and the mask: ``"MiniLM"``, an encoder whose
-    ``[CLS]`` and ``[SEP]`` (first and last positions) are sinks; ``"SmolLM2"``, a causal decoder whose
-    first position is.
-
-    Returns
-    -------
-    dict of arrays of shape (layers, heads)
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> runs = [(rng.normal(size=(2, 3, T, 4)), rng.normal(size=(2, 3, T, 4))) for T in (7, 9)]
-    >>> gauge_locality_by_head(runs)["rank_corr"].shape
-    (2, 3)
-    """
-    if model not in ("MiniLM", "SmolLM2"):
-        raise ValueError(f"model={model!r}; expected 'MiniLM' or 'SmolLM2'")
-    if len(runs) == 0:
-        raise ValueError("runs is empty; expected at least one (q, k)")
-    per = [gauge_locality(q, k, sinks=(0, -1) if model == "MiniLM" else (0,), causal=model == "SmolLM2",
-                          gauge=gauge) for q, k in runs]
-    return {m: np.mean([p[m] for p in per], axis=0) for m in per[0]}
-
-
-def locality_bins(loc: dict, threshold: float = 0.5, sink_threshold: float = 0.5) -> dict[str, float]:
-    r"""Shares of all heads in three bins: local (``rank_corr`` at least ``threshold`` and above the query-blind
-    weight's), not local, sink head (``sink_share`` at least ``sink_threshold``); and the local share of the
-    non-sink heads, which the verdict reads.
-
-    Examples
-    --------
-    >>> loc = {"rank_corr": np.array([0.9, 0.2, 0.8]), "blind_rank_corr": np.array([0.1, 0.1, 0.1]),
-    ...        "sink_share": np.array([0.1, 0.2, 0.9])}
-    >>> {name: round(float(x), 2) for name, x in locality_bins(loc).items()}
-    {'local': 0.33, 'not local': 0.33, 'sink head': 0.33, 'local of non-sink': 0.5}
-    """
-    rc, bl, ss = (np.asarray(loc[m], dtype=float).ravel() for m in ("rank_corr", "blind_rank_corr", "sink_share"))
-    sink = ss >= sink_threshold
-    local = (rc >= threshold) & (rc > bl) & ~sink
-    n = rc.size
-    return {"local": local.sum() / n, "not local": (~local & ~sink).sum() / n, "sink head": sink.sum() / n,
-            "local of non-sink": local.sum() / max(int((~sink).sum()), 1)}
-
-
 def smollm2_queries_keys(texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""SmolLM2-135M-Instruct's queries and keys after RoPE, (30, 9, T, 64) per text, keys repeated over the query groups.
 
@@ -337,9 +214,10 @@ def smollm2_queries_keys(texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndar
 def dot_product_factors(scores: Array, d: int) -> tuple[np.ndarray, np.ndarray]:
     r"""The best ``d``-dimensional dot-product factorisation of a score table, :math:`L \approx \tilde q\,\tilde k^\top`.
 
-    Truncated SVD, :math:`L = U\Sigma V^\top`, :math:`\tilde q = U_{:d}\Sigma_{:d}^{1/2}`,
-    :math:`\tilde k = V_{:d}\Sigma_{:d}^{1/2}`. For a dot-product head's table :math:`q k^\top/\sqrt{d}` it is
-    exact (rank at most ``d``); for a table that is not a dot product of ``d``-dimensional vectors (a free
+    Truncated SVD of the table with each row's mean removed (a constant per row changes no weight, so the
+    factors do not move when one vector is added to every key), :math:`L - \bar L_{i\cdot} = U\Sigma V^\top`,
+    :math:`\tilde q = U_{:d}\Sigma_{:d}^{1/2}`, :math:`\tilde k = V_{:d}\Sigma_{:d}^{1/2}`. For a dot-product head's
+    table :math:`q k^\top/\sqrt{d}` it is exact up to those row constants (rank at most ``d``); for a table that is not a dot product of ``d``-dimensional vectors (a free
     score table, an additive score) it is an approximation once ``T`` and ``S`` exceed ``d``.
 
     Parameters
@@ -356,12 +234,14 @@ def dot_product_factors(scores: Array, d: int) -> tuple[np.ndarray, np.ndarray]:
     >>> rng = np.random.default_rng(0)
     >>> q, k = rng.normal(size=(6, 2)), rng.normal(size=(5, 2))
     >>> qt, kt = dot_product_factors(q @ k.T, 2)
-    >>> qt.shape, kt.shape, bool(np.allclose(qt @ kt.T, q @ k.T))
+    >>> L = q @ k.T
+    >>> qt.shape, kt.shape, bool(np.allclose(qt @ kt.T, L - L.mean(1, keepdims=True)))
     ((6, 2), (5, 2), True)
     """
     L = np.asarray(to_numpy(scores), dtype=np.float64)
     if L.ndim < 2 or not 1 <= int(d) <= min(L.shape[-2:]):
         raise ShapeError(f"scores has shape {shape_str(L)} and d={d}; expected (..., T, S) with 1 <= d <= min(T, S)")
+    L = L - L.mean(-1, keepdims=True)  # a constant per row changes no weight (e.g. one vector added to every key)
     U, s, Vt = np.linalg.svd(L, full_matrices=False)  # (..., T, r), (..., r), (..., r, S)
     r = np.sqrt(s[..., : int(d)])  # (..., d)
     return U[..., :, : int(d)] * r[..., None, :], np.swapaxes(Vt[..., : int(d), :], -1, -2) * r[..., None, :]

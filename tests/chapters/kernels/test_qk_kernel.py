@@ -116,8 +116,7 @@ def test_bad_inputs():
 # ------------------------------------------------------------------ locality in the canonical gauge
 from scipy.stats import spearmanr  # noqa: E402
 
-from attention_course.chapters.kernels.qk_kernel import (  # noqa: E402
-    canonical_gauge, gauge_locality, gauge_locality_by_head, locality_bins)
+from attention_course.chapters.kernels.qk_kernel import canonical_gauge  # noqa: E402
 
 
 def test_canonical_gauge_centres_the_keys_and_balances_the_norms():
@@ -133,68 +132,65 @@ def test_canonical_gauge_centres_the_keys_and_balances_the_norms():
     np.testing.assert_allclose(d - d[..., :1], 0, atol=1e-10)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_gauge_locality_does_not_move_when_attention_does_not(causal):
-    rng = np.random.default_rng(1)
-    q, k = rng.normal(size=(3, 12, 8)), rng.normal(size=(3, 12, 8)) * rng.uniform(0.5, 2, (3, 12, 1))
-    ref = gauge_locality(q, k, sinks=(0,), causal=causal)
-    for qq, kk in ((2 * q, k / 2), (q / 2, 2 * k), (q, k + rng.normal(size=8))):
-        other = gauge_locality(qq, kk, sinks=(0,), causal=causal)
-        for m in ref:
-            np.testing.assert_allclose(other[m], ref[m], atol=1e-9)
-    perm = [2, 0, 1]  # permuting heads permutes the per-head numbers
-    np.testing.assert_allclose(gauge_locality(q[perm], k[perm], sinks=(0,), causal=causal)["rank_corr"],
-                               ref["rank_corr"][perm], atol=1e-12)
-    # off the canonical gauge the distances, and so the number, move
-    assert not np.allclose(gauge_locality(q, k, sinks=(0,), causal=causal, gauge=0.3)["rank_corr"], ref["rank_corr"])
+# ------------------------------------------------------------------ the identity and its baselines
+from attention_course.chapters.kernels.qk_kernel import (  # noqa: E402
+    additive_scores, dot_product_factors, free_score_tables, gauge_sweep, key_sphere_spread)
 
 
-def test_gauge_locality_is_scipys_spearman_on_one_encoder_head():
-    rng = np.random.default_rng(2)
-    q, k = rng.normal(size=(7, 4)), rng.normal(size=(7, 4))
-    got = float(gauge_locality(q, k, sinks=(0, -1))["rank_corr"])
-    qh, kh = canonical_gauge(q, k, range(1, 6))
-    s = q @ k.T / 2.0
-    w = np.exp(s - s.max(1, keepdims=True))
-    w /= w.sum(1, keepdims=True)
-    near = -np.linalg.norm(qh[:, None] - kh[None, 1:6], axis=-1)  # (7, 5) content keys 1..5
-    expected = np.median([spearmanr(w[i, 1:6], near[i]).statistic for i in range(7)])
-    assert abs(got - expected) < 1e-12
+def test_factors_are_exact_for_a_head_and_approximate_for_a_free_table():
+    rng = np.random.default_rng(10)
+    q, k = rng.normal(size=(2, 40, 6)), rng.normal(size=(2, 40, 6))
+    L = q @ np.swapaxes(k, -1, -2)
+    qt, kt = dot_product_factors(L, 6)
+    np.testing.assert_allclose(qt @ np.swapaxes(kt, -1, -2), L - L.mean(-1, keepdims=True), atol=1e-10)
+    F = free_score_tables(L, seed=0)
+    np.testing.assert_allclose(F.std(axis=(-2, -1)), L.std(axis=(-2, -1)), rtol=0.1)  # spread matched
+    qf, kf = dot_product_factors(F, 6)
+    assert np.linalg.norm(qf @ np.swapaxes(kf, -1, -2) - F) > 0.5 * np.linalg.norm(F)
+    with pytest.raises(ShapeError, match=r"d=7; expected"):
+        dot_product_factors(np.zeros((5, 6)), 7)
 
 
-def test_the_baselines_can_fail():
-    """Keys whose norms spread far more than their directions: the dot product follows the norm, not the distance."""
-    rng = np.random.default_rng(3)
-    k = rng.normal(size=(40, 16))
-    k *= np.geomspace(0.2, 5, 40)[:, None]  # lengths stretched 25-fold
-    loc = gauge_locality(rng.normal(size=(40, 16)), k)
-    assert loc["rank_corr"] < 0.5  # not local in the canonical gauge
-    assert abs(float(loc["shuffled_rank_corr"])) < 0.2  # shuffled weights: unrelated to distance
+def test_every_dot_product_head_is_local_at_large_a_and_a_free_table_is_not():
+    rng = np.random.default_rng(11)
+    T, d = 60, 4
+    q, k = rng.normal(size=(3, T, d)), rng.normal(size=(3, T, d)) * rng.uniform(0.3, 3, (3, T, 1))  # unequal norms
+    L = q @ np.swapaxes(k, -1, -2) / 2.0
+    head = gauge_sweep(*dot_product_factors(L, d), [0.25, 1024.0], scores=L, sinks=(0,), min_keys=2 * d + 2)
+    assert np.all(head["rank_corr"][:, 1] > 1 - 1e-9)  # the identity
+    assert np.all(head["rank_corr"][:, 0] < 0.99)  # at a small gauge the key norms overrule the distance
+    c = rng.normal(size=d)  # q -> 2q, k -> k/2 with one vector added to every key: no weight changes, nor rho
+    L2 = 2 * q @ np.swapaxes(k / 2 + c, -1, -2) / 2.0
+    moved = gauge_sweep(*dot_product_factors(L2, d), [0.25, 1024.0], scores=L2, sinks=(0,), min_keys=2 * d + 2)
+    np.testing.assert_allclose(moved["rank_corr"], head["rank_corr"], atol=1e-9)
+    F = free_score_tables(L, seed=1)
+    free = gauge_sweep(*dot_product_factors(F, d), [1024.0], scores=F, sinks=(0,), min_keys=2 * d + 2)
+    assert np.all(free["rank_corr"] < 0.9)  # the baseline fails it
+    A = additive_scores(rng.normal(size=(T, 64)), 3, width=128)  # inputs of many more dimensions than d
+    add = gauge_sweep(*dot_product_factors(A, d), [1024.0], scores=A, sinks=(0,), min_keys=2 * d + 2)
+    assert np.all(add["rank_corr"] < 0.95)
 
 
-def test_causal_rows_see_only_earlier_keys_and_short_rows_are_skipped():
-    rng = np.random.default_rng(4)
-    q, k = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
-    loc = gauge_locality(q, k, sinks=(0,), causal=True, min_keys=3)
-    qh, kh = canonical_gauge(q, k, range(1, 6))
-    s = np.where(np.tril(np.ones((6, 6), bool)), q @ k.T / np.sqrt(3), -np.inf)
-    w = np.exp(s - s.max(1, keepdims=True))
-    rows = [spearmanr(w[i, 1:i + 1], -np.linalg.norm(qh[i] - kh[1:i + 1], axis=-1)).statistic for i in (3, 4, 5)]
-    assert abs(float(loc["rank_corr"]) - np.median(rows)) < 1e-12
-    assert abs(float(loc["sink_share"]) - np.mean(w[:, 0] / w.sum(1))) < 1e-12
+def test_gauge_sweep_is_scipys_spearman_and_does_not_move_when_attention_does_not():
+    rng = np.random.default_rng(12)
+    q, k = rng.normal(size=(9, 3)), rng.normal(size=(9, 3)) * 2
+    got = gauge_sweep(q, k, [0.7], sinks=(0, -1))["rank_corr"][0]
+    qh, kh = canonical_gauge(q, k, range(1, 8))
+    s = q @ k.T / np.sqrt(3)
+    near = -np.linalg.norm(0.7 * qh[:, None] - kh[None, 1:8] / 0.7, axis=-1)  # (9, 7)
+    assert abs(got - np.median([spearmanr(s[i, 1:8], near[i]).statistic for i in range(9)])) < 1e-12
+    for qq, kk in ((2 * q, k / 2), (q, k + rng.normal(size=3))):
+        assert abs(gauge_sweep(qq, kk, [0.7], sinks=(0, -1))["rank_corr"][0] - got) < 1e-9
 
 
-def test_gauge_locality_rejects_bad_input():
-    with pytest.raises(ShapeError, match="expected the same shape"):
-        gauge_locality(np.zeros((4, 3)), np.zeros((5, 3)))
-    with pytest.raises(ShapeError, match="content keys"):
-        gauge_locality(np.ones((3, 2)), np.ones((3, 2)), sinks=(0, -1))
-    with pytest.raises(ValueError, match="model='BERT'"):
-        gauge_locality_by_head([(np.zeros((1, 1, 5, 2)),) * 2], model="BERT")
-
-
-def test_locality_bins_sum_to_one():
-    rng = np.random.default_rng(5)
-    loc = {m: rng.uniform(0, 1, 50) for m in ("rank_corr", "blind_rank_corr", "sink_share")}
-    b = locality_bins(loc, 0.4, 0.6)
-    assert abs(b["local"] + b["not local"] + b["sink head"] - 1) < 1e-12
+def test_key_sphere_spread_is_zero_on_a_sphere_and_free_of_the_gauge():
+    rng = np.random.default_rng(13)
+    u = rng.normal(size=(30, 4))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    assert key_sphere_spread(3 * u - 7.0, range(30)) < 1e-10
+    k = rng.normal(size=(2, 200, 8)) * rng.uniform(0.5, 2, (2, 200, 1))
+    ref = key_sphere_spread(k, range(200))
+    np.testing.assert_allclose(key_sphere_spread(k / 3 + rng.normal(size=8), range(200)), ref, rtol=1e-9)
+    assert np.all(ref > 0.3)
+    with pytest.raises(ShapeError, match="more than d \\+ 1 keys"):
+        key_sphere_spread(rng.normal(size=(9, 8)), range(9))
