@@ -269,14 +269,15 @@ def first_difference(got: Any, ref: Any, rtol: float, atol: float) -> Optional[d
 
 def format_pair(got: Any, expected: Any) -> tuple[str, str, str]:
     """``got`` and ``expected`` written with the fewest significant digits (at least 6) that tell
-    them apart, and their gap: the absolute and, when it means something, the relative difference.
+    them apart, and their gap: the absolute and, when it means something, the relative difference
+    (worded as a difference, so that a gap of exactly 1 does not read as an off-by-one diagnosis).
 
     Examples
     --------
     >>> format_pair(7.14413e-05, 7.14412e-05)
-    ('7.14413e-05', '7.14412e-05', 'off by 1e-10, a relative 1.4e-06')
+    ('7.14413e-05', '7.14412e-05', 'difference 1e-10, relative difference 1.4e-06')
     >>> format_pair(0.1 + 0.2, 0.3)
-    ('0.30000000000000004', '0.3', 'off by 5.6e-17, a relative 1.9e-16')
+    ('0.30000000000000004', '0.3', 'difference 5.6e-17, relative difference 1.9e-16')
     >>> format_pair(True, False), format_pair(12, 10)
     (('True', 'False', ''), ('12', '10', 'off by 2'))
     """
@@ -289,7 +290,7 @@ def format_pair(got: Any, expected: Any) -> tuple[str, str, str]:
         return f"{g:.6g}", f"{e:.6g}", ""
     digits = next((p for p in range(6, 17) if f"{g:.{p}g}" != f"{e:.{p}g}"), None)
     a, b = (f"{g:.{digits}g}", f"{e:.{digits}g}") if digits else (repr(g), repr(e))  # repr: every digit
-    gap = f"off by {abs(g - e):.2g}"
+    gap = f"difference {abs(g - e):.2g}"
     if e != 0:
-        gap += f", a relative {abs(g - e) / abs(e):.2g}"
+        gap += f", relative difference {abs(g - e) / abs(e):.2g}"
     return a, b, gap

@@ -103,7 +103,7 @@ def plot_rope(d_head: int = 64, base: float = 100000.0, positions: int = 8) -> F
         qs = apply_rope(q.expand(len(offsets), -1)[None], torch.tensor(start + offsets), base)[0]  # (n, d)
         ks = apply_rope(k, torch.tensor([start]), base)  # (1, d)
         b.plot(offsets, (qs @ ks.T).numpy()[:, 0], style, lw=lw, color=color, alpha=alpha, label=f"key at {start}")
-    b.set(xlabel="offset m - n (query after key)", ylabel="score q_m . k_n", title="The score depends on the offset")
+    b.set(xlabel="offset $m - n$ (query after key)", ylabel=r"score $q_m \cdot k_n$", title="The score depends on the offset")
     b.legend(fontsize=9)
     return fig
 
@@ -147,19 +147,27 @@ def plot_causal_graph(T: int = 6) -> Figure:
 def plot_decoder_gaps(gap: Sequence[float], estimate: Sequence[float], label: str) -> Figure:
     """The largest |ours - reference| at one position per layer (log scale), with the float32 estimate.
 
-    A gap of exactly 0 (the embeddings, read from the same table) has no place on a log axis: it is drawn as
-    an open triangle on the bottom edge and labelled."""
+    A gap of exactly 0 (the embeddings, read from the same table) has no place on a log axis: it is drawn
+    in a grey band under the axis's lowest decade, marked "0" and set apart by a white gap."""
     gap, estimate = np.asarray(gap, dtype=float), np.asarray(estimate, dtype=float)
     layers = np.arange(len(gap))
-    bottom = 1e-8
+    bottom, zero_band = 1e-8, (8e-10, 5e-9)  # the log axis starts at 1e-8; below it a band stands for 0
     fig, ax = plt.subplots(figsize=(7.0, 3.2), layout="constrained")
     nonzero = gap > 0
     ax.semilogy(layers[nonzero], gap[nonzero], "o-", color=_OURS, ms=4, lw=1.6, label=label)
+    ax.axhspan(*zero_band, color="0.9", lw=0)
+    ax.axhspan(zero_band[1], bottom, color="white", lw=0, zorder=2.5)  # the break between the band and the axis
     if (~nonzero).any():
-        ax.plot(layers[~nonzero], np.full((~nonzero).sum(), bottom * 1.6), "v", color=_OURS, mfc="white", ms=7,
-                clip_on=False, label="exactly 0 (the same embeddings)")
+        ax.plot(layers[~nonzero], np.full((~nonzero).sum(), np.sqrt(zero_band[0] * zero_band[1])), "o",
+                color=_OURS, ms=5, zorder=3)
+        ax.text(layers[~nonzero][-1] + 0.6, np.sqrt(zero_band[0] * zero_band[1]), "exactly 0: the same embeddings",
+                va="center", fontsize=9.5, color="0.3", zorder=3)
     ax.semilogy(layers, estimate, "--", color=_EST, lw=1.4, label="float32 round-off estimate")
-    ax.set(xlabel="layer (0 = the embeddings)", ylabel="largest |difference|", ylim=(bottom, 1e0),
+    ticks = [10.0**e for e in range(-8, 1, 2)]
+    ax.set_yticks([np.sqrt(zero_band[0] * zero_band[1]), *ticks],
+                  ["0", *[f"$10^{{{e}}}$" for e in range(-8, 1, 2)]])
+    ax.minorticks_off()
+    ax.set(xlabel="layer (0 = the embeddings)", ylabel="largest |difference|", ylim=(zero_band[0], 1e0),
            title="This chapter's decoder against transformers, layer by layer")
     ax.legend(loc="upper left", fontsize=9.5)
     return fig

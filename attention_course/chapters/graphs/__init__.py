@@ -24,7 +24,6 @@ from .composition import (
     layers_needed,
     live_run,
     load_runs,
-    pointer_chasing_results,
 )
 from .depth_probe import labelled_sequences, stack_probe_curves, template_sentences, encoder_probe
 from .gnn import shared_top_key, ranking_comparison, shared_top_fraction
@@ -94,7 +93,6 @@ __all__ = [
     "layers_needed",
     "live_run",
     "load_runs",
-    "pointer_chasing_results",
     "labelled_sequences",
     "stack_probe_curves",
     "template_sentences",

@@ -52,7 +52,7 @@ from ...models.training import evaluate_loss, train
 
 __all__ = [
     "STORED_RUN", "HELD_OUT_SEED", "accuracy", "run_one", "summarise", "accuracy_table", "layers_needed",
-    "live_run", "load_runs", "pointer_chasing_results",
+    "live_run", "load_runs",
 ]
 
 #: The full run of chapter 5, shipped with the package.
@@ -314,19 +314,3 @@ def load_runs(path: Union[str, Path] = STORED_RUN) -> dict:
     (['baselines', 'meta', 'runs', 'schema_version', 'settings'], [1, 2])
     """
     return read_json(path, schema_version=1)
-
-
-def pointer_chasing_results(path: Union[str, Path] = STORED_RUN) -> tuple[dict, int]:
-    """The lesson's k-hop pointer-chasing trainings, summarised: ``(summary, n_nodes)``.
-
-    ``summary`` is :func:`summarise` of the shipped run, ``{(k, L): {"mean", "min", "max", "n"}}``
-    (held-out accuracy over seeds); ``n_nodes`` the cycle's length, so a guess scores ``1 / n_nodes``.
-
-    Examples
-    --------
-    >>> summary, n_nodes = pointer_chasing_results()
-    >>> sorted(summary)[:2], n_nodes
-    ([(1, 1), (1, 2)], 8)
-    """
-    doc = load_runs(path)
-    return summarise(doc["runs"]), int(doc["settings"]["n_nodes"])

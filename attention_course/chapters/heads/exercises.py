@@ -288,7 +288,8 @@ register(
             Rule("forbidden", "the inputs are not changed in place", ('B=2, T=4, d_model=8, 2 heads',), lambda *a: True,
                  quote='Do not change the inputs in place', breaches=(in_place_breach(_mha_reference, index=0),)),
         ),
-        framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads'),
+        framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads',
+                 '`d_model` is always a multiple of `h`'),
         difficulty=2,
         minutes=20,
     )
@@ -469,6 +470,10 @@ def _ablate_one_based(heads, W_o, head):
     return _ablation_reference(heads, W_o, (head - 1) % heads.shape[1])  # `head` read as counted from 1
 
 
+def _ablate_next_head(heads, W_o, head):
+    return _ablation_reference(heads, W_o, (head + 1) % heads.shape[1])  # one head too far
+
+
 def _ablate_strided_rows(heads, W_o, head):
     B, h, T, d_v = heads.shape
     kept = [heads[:, i] @ W_o[i::h] for i in range(h) if i != head]  # every h-th row of W_o, (B, T, d_out) each
@@ -517,8 +522,15 @@ register(
             ),
             Mutant(
                 "one-based", _ablate_one_based,
-                "you switched off the head before the one asked for: `head` counts from 0, as Python does "
-                "(head 0 is the first head, heads[:, 0]), not from 1 as the lesson's text numbers heads.",
+                "off by one: you switched off head `head` - 1, the head before the one asked for. `head` "
+                "counts from 0, as Python does (head 0 is the first head, heads[:, 0]), not from 1 as the "
+                "lesson's text numbers heads.",
+            ),
+            Mutant(
+                "next-head", _ablate_next_head,
+                "off by one: you switched off head `head` + 1, the head after the one asked for. `head` "
+                "counts from 0 (head 0 is heads[:, 0]), so zero heads[:, head], or leave out the rows "
+                "W_o[head * d_v:(head + 1) * d_v].",
             ),
             Mutant(
                 "strided-rows", _ablate_strided_rows,
@@ -546,7 +558,7 @@ register(
                  ("nothing-removed", "only-that-head"), quote='With a single head nothing is left: the output is zeros'),
             Rule("edge-size", "the first and the last head",
                  ("3 heads, remove head 0", "4 heads, remove the last"),
-                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved", "one-based", "strided-rows"),
+                 lambda heads, W_o, head: head in (0, heads.shape[1] - 1), ("zeroed-columns", "interleaved", "one-based", "next-head", "strided-rows"),
                  quote='when head number `head` (counted from 0: head 0 is the first) is switched off'),
             Rule("edge-size", "d_v = 1 and T = 1",
                  ("2 heads, d_v=1, T=1",), lambda heads, W_o, head: heads.shape[-1] == 1 and heads.shape[2] == 1,

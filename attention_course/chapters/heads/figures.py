@@ -225,7 +225,8 @@ def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
 @book_figure
 def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float = 1.0,
                       title: str = "", colorbar_label: str = "attention weight",
-                      panel_size: float = 3.5, title_colors: Optional[Sequence[str]] = None) -> Figure:
+                      panel_size: float = 3.5, title_colors: Optional[Sequence[str]] = None,
+                      tick_size: float = 9.0) -> Figure:
     """A grid of attention heatmaps sharing one colour scale (capped at ``vmax``).
 
     ``panels`` maps a panel title to ``(matrix (T, S), tokens or None)`` (tokens label both axes).
@@ -233,7 +234,8 @@ def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float =
     ``panel_size`` is the height of one panel in inches, reduced when needed so that
     ``ncols`` panels and the colour bar fit the column (:data:`~.style.MAX_WIDTH`).
     ``title_colors`` gives each panel's title a colour, e.g. its head role's
-    (:func:`~.style.role_color`).
+    (:func:`~.style.role_color`). ``tick_size`` is the tokens' font size in points: a narrow
+    figure with 10-pt tokens stays legible on a phone.
 
     Examples
     --------
@@ -260,8 +262,8 @@ def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float =
         wrapped = textwrap.fill(name, width=max(12, int(panel_size * 11.5)))  # ~11.5 characters per inch
         ax.set_title(wrapped, fontsize="medium", **({"color": color} if color else {}))
         if toks is not None:
-            ax.set_xticks(range(len(toks)), labels=list(toks), rotation=90, fontsize=9)
-            ax.set_yticks(range(len(toks)), labels=list(toks), fontsize=9)
+            ax.set_xticks(range(len(toks)), labels=list(toks), rotation=90, fontsize=tick_size)
+            ax.set_yticks(range(len(toks)), labels=list(toks), fontsize=tick_size)
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query")
         if shared:

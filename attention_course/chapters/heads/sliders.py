@@ -313,8 +313,10 @@ def head_explorer_data(text: str = EXPLORER_SENTENCE, digits: int = 4) -> dict:
             "query_angle": np.round(np.stack(nearest), 2).tolist()}
 
 
-def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_DATA) -> PickerFigure:
-    """:func:`head_explorer` on the stored sentence, with the stored query-subspace angles.
+def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_DATA,
+                         lesson: bool = False) -> PickerFigure:
+    """:func:`head_explorer` on the stored sentence, with the stored query-subspace angles; for a
+    ``lesson``, each head's map and row measures only (no subspace angle, no links to verdicts).
 
     Examples
     --------
@@ -324,7 +326,8 @@ def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_
     with open(path, encoding="utf-8") as f:
         d = json.load(f)
     return head_explorer(np.asarray(d["maps"], dtype=float), d["tokens"], start=start,
-                         query_angle=np.asarray(d["query_angle"], dtype=float))
+                         query_angle=None if lesson else np.asarray(d["query_angle"], dtype=float),
+                         verdict_links=not lesson)
 
 
 def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.ndarray]:
@@ -382,7 +385,7 @@ _CLAIM_LINKS = (("heads-specialise", "heads specialise (ch. 4)"),
 
 
 def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0),
-                  query_angle: Optional[np.ndarray] = None) -> PickerFigure:
+                  query_angle: Optional[np.ndarray] = None, verdict_links: bool = True) -> PickerFigure:
     r"""Chapters 4, 5, 7: every MiniLM head on one sentence, with the course's measurements.
 
     Parameters
@@ -393,6 +396,9 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
     query_angle : array, shape (layers, heads), optional
         Each head's smallest principal angle (degrees) to another head's query subspace in
         its layer (chapter 4's measure), shown in the readout when given.
+    verdict_links : bool
+        End each readout with links to the verdicts its numbers bear on (an evidence page's
+        explorer); a lesson's explorer leaves them out.
 
     The readout of each head gives its mean row entropy, the effective rank of its matrix, its
     strongest role (:mod:`attention_course.chapters.heads.roles`) and the mean number of keys holding 80%
@@ -431,7 +437,7 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
                             + ("" if query_angle is None else
                                f"; its query subspace is {query_angle[l, h]:.1f}° from the nearest other "
                                f"head's in its layer (0° = a shared direction)")
-                            + f".<br>Bears on: {links}"),
+                            + (f".<br>Bears on: {links}" if verdict_links else ".")),
             })
             labels.append(f"layer {l + 1}, head {h + 1}")
     layout = {"height": 520, "margin": {"l": 80, "r": 10, "t": 10, "b": 80}, "font": PLOTLY_FONT,

@@ -1,4 +1,4 @@
-"""Chapter 4's parameter count names a count that grows with the number of heads.
+"""Chapter 4's checks name two newcomers' mistakes: a count that grows with the heads, a neighbouring head.
 
 A second newcomer gave every head its own d_model x d_model query, key and value projections (one W_O
 for all) and got only "your result is 5457408 but should be 591360". The check now says the count grows
@@ -38,3 +38,26 @@ def test_a_wrong_count_that_does_not_grow_with_the_heads_is_not_told_so():
     result = evaluate("mha-param-count", lambda d, h, b: _right(d, h, b) + 7)
     assert not result.passed
     assert GROWS not in result.message.lower(), result.message
+
+
+def _ablate_head(heads, W_o, head):
+    """Zero head ``head`` of a copy, merge the heads and project: the right answer to head-ablation."""
+    B, h, T, d_v = heads.shape
+    kept = heads.copy()
+    kept[:, head] = 0.0
+    return kept.transpose(0, 2, 1, 3).reshape(B, T, h * d_v) @ W_o
+
+
+@pytest.mark.parametrize("label,shift,says", [
+    # a newcomer switched off head + 1 and got only the case and an entry, "(off by 1, a relative 2.9)"
+    ("the head after", +1, "head `head` + 1"),
+    ("the head before", -1, "head `head` - 1"),
+])
+def test_switching_off_a_neighbouring_head_is_named_as_off_by_one(label, shift, says):
+    result = evaluate("head-ablation", lambda heads, W_o, head: _ablate_head(heads, W_o, (head + shift) % heads.shape[1]))
+    assert not result.passed
+    assert "off by one" in result.message and says in result.message, (label, result.message)
+
+
+def test_the_right_ablation_passes():
+    assert evaluate("head-ablation", _ablate_head).passed

@@ -129,3 +129,10 @@ def test_multihead_path_draws_every_box_to_scale_in_its_heads_colours():
 def test_multihead_path_rejects_what_it_cannot_draw(kwargs, message):
     with pytest.raises(ValueError, match=message):
         FH.plot_multihead_path(**kwargs)
+
+
+def test_head_gallery_tick_size_sets_the_token_labels():
+    toks = ["a", "b", "c"]
+    fig = FH.plot_head_gallery({"x": (np.eye(3), toks), "y": (np.eye(3), toks)}, ncols=2, panel_size=2.5, tick_size=10)
+    assert {t.get_fontsize() for t in fig.axes[0].get_yticklabels()} == {10.0}
+    assert fig.get_size_inches()[0] <= 6.2  # narrow: its 10-pt tokens stay legible on a 390-px phone
