@@ -597,6 +597,8 @@ def plot_gauge_identity(doc: Mapping, thresholds: Array, sink_threshold: float =
     ax_t = mid.subplots(1, 1)
     ax_d, ax_s = bottom.subplots(1, 2)
     dg, sg = np.asarray(doc["decision_gauges"], float), np.asarray(doc["description_gauges"], float)
+    top_spread = max(float(np.max(rec[k])) for rec in doc["models"].values() for k in ("key_spread", "key_spread_untrained"))
+    bins = np.linspace(0, 1.05 * top_spread, 25)  # one set of bins for every histogram, up to the largest spread
     for model, rec in doc["models"].items():
         c = colors.get(model, "k")
         keep = np.asarray(rec["decide"]["sink_share"]).ravel() < sink_threshold  # non-sink heads
@@ -617,7 +619,6 @@ def plot_gauge_identity(doc: Mapping, thresholds: Array, sink_threshold: float =
         ax_d.semilogx(sg, ((own >= 0.5) & (own > blind))[keep_own].mean(0), "o-", color=c, label=f"{model}, trained")
         un, ub = (np.asarray(rec["untrained"][m]).reshape(-1, sg.size) for m in ("rank_corr", "blind_rank_corr"))
         ax_d.semilogx(sg, ((un >= 0.5) & (un > ub)).mean(0), "o--", color=c, mfc="white", label=f"{model}, untrained")
-        bins = np.linspace(0, 1.2, 25)
         ax_s.hist(np.asarray(rec["key_spread"]).ravel(), bins, color=c, alpha=0.6, label=f"{model}, trained")
         ax_s.hist(np.asarray(rec["key_spread_untrained"]).ravel(), bins, color=c, histtype="step", lw=1.5,
                   label=f"{model}, untrained")
@@ -625,7 +626,7 @@ def plot_gauge_identity(doc: Mapping, thresholds: Array, sink_threshold: float =
     ax_a.set_xticks([], minor=True)
     ax_a.set(xlabel=r"gauge $a$: $q \to a\,q$, $k \to k/a$ from equal norms ($a$ = 1)", ylim=(0.4, 1.02),
              ylabel=r"rank corr. of weight with $-\|aq - k/a\|$", title="Every dot-product head is local at large $a$")
-    ax_a.legend(fontsize=7.5, ncol=2, loc="lower right")
+    ax_a.legend(fontsize=7.5, ncol=2, loc="lower center", bbox_to_anchor=(0.55, 0.0))  # clear of the markers at the right
     ax_t.set(xlabel=r"property threshold on $\rho$ at the largest $a$", ylabel="share with the property", ylim=(-0.02, 1.02),
              title="The decision against its threshold")
     ax_t.legend(fontsize=7.5, ncol=3, loc="center left")

@@ -159,10 +159,15 @@ def test_every_dot_product_head_is_local_at_large_a_and_a_free_table_is_not():
     head = gauge_sweep(*dot_product_factors(L, d), [0.25, 1024.0], scores=L, sinks=(0,), min_keys=2 * d + 2)
     assert np.all(head["rank_corr"][:, 1] > 1 - 1e-9)  # the identity
     assert np.all(head["rank_corr"][:, 0] < 0.99)  # at a small gauge the key norms overrule the distance
-    c = rng.normal(size=d)  # q -> 2q, k -> k/2 with one vector added to every key: no weight changes, nor rho
-    L2 = 2 * q @ np.swapaxes(k / 2 + c, -1, -2) / 2.0
-    moved = gauge_sweep(*dot_product_factors(L2, d), [0.25, 1024.0], scores=L2, sinks=(0,), min_keys=2 * d + 2)
-    np.testing.assert_allclose(moved["rank_corr"], head["rank_corr"], atol=1e-9)
+    c = rng.normal(size=d)  # q -> 2q, k -> k/2 (and the reverse) with one vector added to every key: no weight changes, nor rho
+    for a in (2.0, 0.5):
+        L2 = a * q @ np.swapaxes(k / a + c, -1, -2) / 2.0
+        moved = gauge_sweep(*dot_product_factors(L2, d), [0.25, 1024.0], scores=L2, sinks=(0,), min_keys=2 * d + 2)
+        np.testing.assert_allclose(moved["rank_corr"], head["rank_corr"], atol=1e-9)
+    perm = [2, 0, 1]  # rho permutes with the heads
+    Lp = L[perm]
+    permuted = gauge_sweep(*dot_product_factors(Lp, d), [0.25, 1024.0], scores=Lp, sinks=(0,), min_keys=2 * d + 2)
+    np.testing.assert_allclose(permuted["rank_corr"], head["rank_corr"][perm], atol=1e-12)
     F = free_score_tables(L, seed=1)
     free = gauge_sweep(*dot_product_factors(F, d), [1024.0], scores=F, sinks=(0,), min_keys=2 * d + 2)
     assert np.all(free["rank_corr"] < 0.9)  # the baseline fails it
