@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from attention_course.chapters.scaling import sliders as fs
-from attention_course.chapters.scaling.sensitive_regime import half_maximum_band, jacobian_at, sensitive_verdict
+from attention_course.chapters.scaling.sensitive_regime import (half_maximum_band, jacobian_at, jacobian_floor,
+                                                               jacobian_vs_spread, sensitive_verdict)
 from attention_course.chapters.scaling import correlated_scores as cs
 from attention_course.chapters.scaling.measures import variance_vs_dim
 
@@ -147,11 +148,13 @@ def test_keys_frames_follow_the_jacobian_and_the_flip_is_where_sigma_1_leaves_th
 
 @pytest.mark.extended  # recomputes the chapter's three curves (about 4 s alone)
 def test_keys_explorer_at_16_64_256_keys_is_the_chapters_bands():
-    """The chapter's glued bands (evidence.json): 64 keys on 4,096 rows, 16 and 256 on 1,024."""
-    ev = json.loads((Path(fs.__file__).parents[2] / "data" / "evidence.json").read_text())["sensitive-regime"]
+    """The evidence page's bands, computed as the page does: 64 keys on 4,096 rows, 16 and 256 on 1,024."""
+    sigmas = np.geomspace(0.05, 50, 61)
     fig = fs.keys_explorer(n_keys=(16, 64, 256))
-    for frame, key in zip(fig.frames, ("band16", "band", "band256")):
-        assert f"from σ = {ev[key + '_lo']:.2f} to {ev[key + '_hi']:.2f}" in frame["readout"]
+    for frame, S in zip(fig.frames, (16, 64, 256)):
+        J = jacobian_vs_spread(sigmas, n_keys=S, n_rows=4096 if S == 64 else 1024, seed=0)
+        band = half_maximum_band(sigmas, J, jacobian_floor(S))
+        assert f"from σ = {band.lo:.2f} to {band.hi:.2f}" in frame["readout"]
     assert fig.labels[fig.flip] == "64 keys" and "4,096 rows" in fig.frames[1]["readout"]
 
 
