@@ -27,7 +27,7 @@ import numpy as np
 
 from .measures import softmax_jacobian_norm
 
-__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "gradient_vs_spread", "flow_band",
+__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread", "flow_band",
            "flow_verdict", "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms"]
 
 
@@ -171,6 +171,33 @@ def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0
 
 
 # ------------------------------------------------------------------ the essay's definition: "where gradients flow"
+def passed_gradient(logits: np.ndarray, g: np.ndarray) -> np.ndarray:
+    r"""The gradient a softmax row passes back to its logits, :math:`J g = p \odot (g - p\cdot g)` with :math:`J = \operatorname{diag}(p) - pp^\top`.
+
+    Parameters
+    ----------
+    logits : array, shape (..., S)
+        The softmax normalises over the last axis.
+    g : array, shape (..., S)
+        The upstream gradient on the weights :math:`p`.
+
+    Returns
+    -------
+    np.ndarray, shape (..., S)
+
+    Examples
+    --------
+    >>> passed_gradient(np.zeros(4), np.array([1.0, 0.0, 0.0, 0.0]))  # uniform row: (g - mean g) / S
+    array([ 0.1875, -0.0625, -0.0625, -0.0625])
+    """
+    x, up = np.asarray(logits, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    if x.ndim < 1 or x.shape != up.shape:
+        raise ValueError(f"logits has shape {x.shape} and g {up.shape}; expected the same shape (..., S)")
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)  # (..., S), softmax over the keys
+    return p * (up - (p * up).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (..., S)
+
+
 def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
                        measure: str = "jg", d_k: Optional[int] = None, stat: str = "median") -> np.ndarray:
     r"""Median (or mean, or rms) over rows of the gradient a softmax row passes back, against the spread :math:`\sigma` of its logits.
@@ -210,13 +237,12 @@ def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 
     g = np.random.default_rng([seed, 1]).standard_normal(z.shape)  # (rows, S) upstream gradient, fixed over sigma
     out = []
     for s in sigmas:
-        x = float(s) * z
-        p = np.exp(x - x.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)  # (rows, S), softmax over the keys
+        x = float(s) * z  # (rows, S)
         if measure == "jg":
-            jg = p * (g - (p * g).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (rows, S)
-            out.append(float(reduce(np.linalg.norm(jg, axis=-1))))
+            out.append(float(reduce(np.linalg.norm(passed_gradient(x, g), axis=-1))))  # $\lVert J g\rVert$ per row
         else:
+            p = np.exp(x - x.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)  # (rows, S), softmax over the keys
             out.append(float(reduce(softmax_jacobian_norm(p, measure))))
     return np.array(out)
 
@@ -381,7 +407,5 @@ def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, 
     g = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S) upstream gradient on the weights
     c = math.sqrt(d_k) if scaled else 1.0
     x = np.einsum("rd,rsd->rs", q, k) / c  # (rows, S) logits
-    p = np.exp(x - x.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)  # (rows, S) softmax over the keys
-    jg = p * (g - (p * g).sum(-1, keepdims=True))  # $J g$   (rows, S)
+    jg = passed_gradient(x, g)  # $J g$   (rows, S)
     return np.linalg.norm(np.einsum("rs,rsd->rd", jg, k) / c, axis=-1)  # (rows,) $\|\partial L/\partial q\|$

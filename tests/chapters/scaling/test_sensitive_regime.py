@@ -77,7 +77,7 @@ def test_nearly_one_hot_rows_keep_their_relative_accuracy(S, gap, seed):
 
 # ------------------------------------------------------------------ the essay's definition: the flow band
 from attention_course.chapters.scaling.sensitive_regime import (  # noqa: E402
-    flow_band, flow_verdict, gradient_vs_spread, largest_rows_in_band)
+    flow_band, flow_verdict, gradient_vs_spread, largest_rows_in_band, passed_gradient)
 
 
 def test_jg_is_the_vector_jacobian_product_autograd_computes():
@@ -118,6 +118,16 @@ def test_the_unscaled_spread_fails_and_sigma_1_passes_at_16_keys():
     b = flow_band(s, G)
     assert b.lo <= 1 <= b.hi < 32
     assert np.interp(np.log(32), np.log(s), G) < 0.01 * G.max()
+
+
+def test_passed_gradient_is_torchs_backward_and_names_bad_shapes():
+    rng = np.random.default_rng(4)
+    x, g = rng.normal(size=(3, 5, 7)) * 3, rng.normal(size=(3, 5, 7))  # (heads, T, S)
+    xt = torch.tensor(x, requires_grad=True)
+    torch.softmax(xt, -1).backward(torch.from_numpy(g))
+    torch.testing.assert_close(torch.from_numpy(passed_gradient(x, g)), xt.grad, rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match=r"logits has shape \(3, 7\) and g \(3, 6\)"):
+        passed_gradient(np.zeros((3, 7)), np.zeros((3, 6)))
 
 
 def test_the_number_does_not_move_when_attention_does_not():
