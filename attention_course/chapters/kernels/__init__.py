@@ -27,6 +27,8 @@ from .qk_kernel import (
     free_score_tables,
     additive_scores,
     key_sphere_spread,
+    query_blind_share,
+    diagonal_regauge,
 )
 from .self_weight import write_self_weight_sweep
 from .smoothing import (
@@ -91,6 +93,8 @@ __all__ = [
     "free_score_tables",
     "additive_scores",
     "key_sphere_spread",
+    "query_blind_share",
+    "diagonal_regauge",
     "write_self_weight_sweep",
     "sine_data",
     "sparse_sine_data",

@@ -46,7 +46,7 @@ from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from .attention_kernel import rank_correlation
 
 __all__ = ["canonical_gauge", "smollm2_queries_keys", "dot_product_factors", "gauge_sweep",
-           "free_score_tables", "additive_scores", "key_sphere_spread"]
+           "free_score_tables", "additive_scores", "key_sphere_spread", "query_blind_share", "diagonal_regauge"]
 
 MEASURES = ("rank_corr", "nearest_wins", "blind_rank_corr", "blind_nearest_wins", "chance",
             "distance_share", "norm_share", "norm_ratio")
@@ -408,3 +408,62 @@ def key_sphere_spread(k: Array, keys: Sequence[int]) -> np.ndarray:
     sol = np.linalg.pinv(A) @ y[..., None]  # (..., d + 1, 1) least squares, one fit per head
     res = y - (A @ sol)[..., 0]  # (..., n)
     return res.std(-1) / y.mean(-1)
+
+
+def query_blind_share(scores: Array) -> np.ndarray:
+    r"""Share of a score table's row-centred energy that does not depend on the query: its column effect.
+
+    With each row's mean removed (a constant per row changes no weight), :math:`\tilde L = L - \bar L_{i\cdot}`,
+    the column effect :math:`c_j = \operatorname{mean}_i \tilde L_{ij}` is the part of every row that is the
+    same whatever the query; the share is :math:`T\lVert c\rVert^2 / \lVert\tilde L\rVert_F^2`. A table that
+    is mostly a column effect has rank about 1 after row-centring, so any :math:`d_k \ge 1` factorises it, and
+    it ranks the keys almost the same way in every row.
+
+    Parameters
+    ----------
+    scores : array, shape (..., T, S)
+
+    Returns
+    -------
+    np.ndarray, shape (...), in [0, 1]
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> L = rng.normal(size=(200, 200))
+    >>> round(float(query_blind_share(L)), 3), round(float(query_blind_share(L + 5 * rng.normal(size=200))), 2)
+    (0.006, 0.96)
+    """
+    L = np.asarray(to_numpy(scores), dtype=np.float64)
+    if L.ndim < 2:
+        raise ShapeError(f"scores has shape {shape_str(L)}; expected (..., T, S)")
+    L = L - L.mean(-1, keepdims=True)  # (..., T, S) row-centred
+    col = L.mean(-2, keepdims=True)  # (..., 1, S) the query-blind part
+    return L.shape[-2] * (col**2).sum((-2, -1)) / np.maximum((L**2).sum((-2, -1)), 1e-300)
+
+
+def diagonal_regauge(q: Array, k: Array, spread: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    r"""A random diagonal change of the query-key space, :math:`q \to Aq`, :math:`k \to A^{-1}k`, that moves no score.
+
+    :math:`A = \operatorname{diag}(e^{z})` with :math:`z_m \sim N(0, \text{spread}^2)`, one per coordinate, so
+    :math:`(Aq)\cdot(A^{-1}k) = q\cdot k`: every weight stays, but distances, norms and so the equal-norm
+    convention move.
+
+    Parameters
+    ----------
+    q : array, shape (..., T, d)
+    k : array, shape (..., S, d)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(5, 4)), rng.normal(size=(7, 4))
+    >>> qa, ka = diagonal_regauge(q, k)
+    >>> bool(np.allclose(qa @ ka.T, q @ k.T)), bool(np.allclose(qa, q))
+    (True, False)
+    """
+    qa, ka = (np.asarray(to_numpy(x), dtype=np.float64) for x in (q, k))
+    if qa.ndim < 2 or qa.shape[-1] != ka.shape[-1]:
+        raise ShapeError(f"q has shape {shape_str(qa)} and k {shape_str(ka)}; expected (..., T, d) and (..., S, d)")
+    A = np.exp(spread * np.random.default_rng(seed).standard_normal(qa.shape[-1]))  # (d,) the diagonal
+    return qa * A, ka / A
