@@ -32,6 +32,7 @@ from .sensitive_regime import (
     largest_rows_in_band,
     flow_ratio,
     typical_row_verdict,
+    saturation_width,
     query_gradient_norms,
 )
 from .training import compare_scales, load_comparisons
@@ -102,6 +103,7 @@ __all__ = [
     "largest_rows_in_band",
     "flow_ratio",
     "typical_row_verdict",
+    "saturation_width",
     "query_gradient_norms",
     "compare_scales",
     "load_comparisons",

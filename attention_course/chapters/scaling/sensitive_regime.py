@@ -28,7 +28,8 @@ import numpy as np
 from .measures import softmax_jacobian_norm
 
 __all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread", "flow_band",
-           "flow_verdict", "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms"]
+           "flow_verdict", "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms",
+           "saturation_width"]
 
 
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
@@ -349,6 +350,33 @@ def flow_ratio(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, se
     """
     G = gradient_vs_spread([0.0, *sigmas], n_keys=n_keys, n_rows=n_rows, seed=seed, stat=stat)
     return G[1:] / G[0]
+
+
+def saturation_width(sigmas: Sequence[float], R: Sequence[float], theta: float = 0.5) -> float:
+    r"""The key width :math:`d_k = \sigma^2` from which the unscaled typical row passes less than ``theta``.
+
+    ``R`` is :func:`flow_ratio` on ``sigmas``; past its peak, the first :math:`\sigma` where it falls below
+    ``theta`` (interpolated linearly in :math:`\log\sigma`), squared: without the scale the logits of
+    Gaussian :math:`q, k` spread like :math:`\sigma = \sqrt{d_k}`.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.05, 50, 61)
+    >>> w = saturation_width(s, flow_ratio(s, n_keys=64, n_rows=1024))
+    >>> 80 < w < 140
+    True
+    """
+    s, y = np.asarray(sigmas, dtype=float), np.asarray(R, dtype=float)
+    if s.ndim != 1 or s.shape != y.shape or np.any(np.diff(s) <= 0) or not theta > 0:
+        raise ValueError(f"sigmas has shape {s.shape}, R {y.shape} and theta={theta}; expected equal 1-d shapes, "
+                         f"sigmas increasing and theta > 0")
+    i = int(np.argmax(y))
+    below = np.flatnonzero(y[i:] < theta) + i
+    if not below.size:
+        raise ValueError("the curve does not fall below theta after its peak; widen the grid")
+    j = int(below[0])
+    xs, ys = np.log(s[[j - 1, j]]), y[[j - 1, j]]
+    return float(np.exp(np.interp(theta, ys[::-1], xs[::-1]))) ** 2
 
 
 def typical_row_verdict(r_one: dict, r32_median: float, r32_mean: float, theta: float = 0.5) -> str:
