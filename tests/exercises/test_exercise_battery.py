@@ -424,6 +424,8 @@ CH3 = [
     ("best-rank-k", "no sigma", lambda A, k: (lambda U, s, Vh: U[:, :k] @ Vh[:k])(*np.linalg.svd(A, full_matrices=False)),
      fb("best-rank-k", "no-sigma")),
     ("best-rank-k", "k + 1", lambda A, k: _rank_k(A, k + 1), fb("best-rank-k", "off-by-one")),
+    ("best-rank-k", "Vh's columns, Vh[:, :k].T", lambda A, k: (lambda U, s, Vh: (U[:, :k] * s[:k]) @ Vh[:, :k].T)(
+        *np.linalg.svd(A, full_matrices=False)), "ROWS are the right singular vectors"),
     ("best-rank-k", "the factors", lambda A, k: (lambda U, s, Vh: (U[:, :k], s[:k], Vh[:k]))(*np.linalg.svd(A)),
      "a tuple of 3 items"),
     ("best-rank-k", "None for k = 0", lambda A, k: _rank_k(A, k) if k else None, "returned None"),
@@ -442,6 +444,8 @@ CH3 = [
         t(pq) @ t(pk).T), "this builds the T x S matrix"),
     ("linear-attention", "a Python loop over keys", _linear_key_loop, "did not finish in time on the case with T = S = 6 million"),
     ("linear-attention", "no normaliser", lambda pq, pk, v: pq @ (pk.T @ v), fb("linear-attention", "no-normaliser")),
+    ("linear-attention", "divided by the number of keys", lambda pq, pk, v: pq @ (pk.T @ v) / pk.shape[0],
+     fb("linear-attention", "count-normaliser")),
     ("linear-attention", "one normaliser for all", lambda pq, pk, v: pq @ (pk.T @ v) / (pq @ pk.sum(0)).sum(),
      fb("linear-attention", "global-normaliser")),
     ("linear-attention", "softmax on top (T x S)", lambda pq, pk, v: _softmax(pq @ pk.T) @ v,

@@ -597,13 +597,14 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
                           landmarks: int = 3, seed: int = 0) -> Figure:
     """A grid per method: the query-key scores it computes (its colour) and skips (light grey).
 
-    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores.
+    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores (top-k
+    computes them all and keeps ``top_k`` per row; a Nyström landmark stands for a run of tokens).
 
     Examples
     --------
     >>> fig = plot_method_schematic(n=6, window=1, top_k=2, proj=2, landmarks=2)
     >>> [ax.get_xlabel() for ax in fig.axes][:3]
-    ['36 of 36', '16 of 36', '12 of 36']
+    ['36 of 36', '16 of 36', '12 of 36 kept\\n(all 36 computed)']
     """
     pats = method_patterns(n, window, top_k, proj, landmarks, seed)
     titles = {"exact": ("exact", "exact (plain or chunked)"), "local": ("local", f"local window, w = {window}"),
@@ -629,8 +630,13 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
             ax.text(n / 2, n / 2, "no n × n scores:\n" r"$\phi(Q)\,[\phi(K)^\top V]$", ha="center", va="center",
                     bbox={"facecolor": "white", "edgecolor": method_color("linear"), "lw": 1.5})
             ax.set_xlabel(f"0 of {n * n}")
+        elif name == "top-k":
+            ax.set_xlabel(f"{mask.sum()} of {n * n} kept\n(all {n * n} computed)")
+        elif name == "nystrom":
+            ax.set_xlabel(f"{mask.sum()} of {n * n}\n(a landmark: mean of {n // landmarks} tokens)")
         else:
             ax.set_xlabel(f"{mask.sum()} of {n * n}")
+    fig.get_layout_engine().set(h_pad=0.12)  # room between a panel's count and the title below it
     axes[0, 0].set_ylabel("query i")
     axes[1, 0].set_ylabel("query i")
     return fig
