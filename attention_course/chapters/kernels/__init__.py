@@ -7,7 +7,7 @@ re-exported here, flat, so the notebook imports one thing:
 """
 
 from .attention_kernel import locality_over_draws
-from .gauge_run import QK_GAUGE_DATA, DECISION_GAUGES, DESCRIPTION_GAUGES, gauge_texts, load_qk_gauge
+from .gauge_run import gauge_texts, load_qk_gauge
 from .input_locality import minilm_hidden_attention, input_locality_by_head
 from .kernel_family import write_family_sweep, load_family_sweep
 from .learning import fit_bandwidth, fit_bandwidths, good_range_limit, learned_width_flip, fit_metric
@@ -20,11 +20,8 @@ from .metric_comparison import (
 )
 from .pages import EVIDENCE_EXERCISES
 from .qk_kernel import (
-    canonical_gauge,
-    smollm2_queries_keys,
     dot_product_factors,
     gauge_sweep,
-    free_score_tables,
     additive_scores,
     key_sphere_spread,
     query_blind_share,
@@ -66,9 +63,6 @@ from .exercises import EXERCISES
 
 __all__ = [
     "locality_over_draws",
-    "QK_GAUGE_DATA",
-    "DECISION_GAUGES",
-    "DESCRIPTION_GAUGES",
     "gauge_texts",
     "load_qk_gauge",
     "minilm_hidden_attention",
@@ -86,11 +80,8 @@ __all__ = [
     "coordinate_weights",
     "load_metric_run",
     "EVIDENCE_EXERCISES",
-    "canonical_gauge",
-    "smollm2_queries_keys",
     "dot_product_factors",
     "gauge_sweep",
-    "free_score_tables",
     "additive_scores",
     "key_sphere_spread",
     "query_blind_share",

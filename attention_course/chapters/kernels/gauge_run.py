@@ -24,14 +24,14 @@ import numpy as np
 import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
+from ...models.pretrained import SENTENCES
 from ...models.queries_keys import minilm_queries_keys
 from ...models.records import DATA_DIR
-from ..lowrank.baselines import SENTENCES
 from .input_locality import minilm_hidden_attention
 from .qk_kernel import (additive_scores, dot_product_factors, free_score_tables, gauge_sweep, key_sphere_spread,
                         smollm2_queries_keys)
 
-__all__ = ["QK_GAUGE_DATA", "DECISION_GAUGES", "DESCRIPTION_GAUGES", "gauge_texts", "load_qk_gauge"]
+__all__ = ["gauge_texts", "load_qk_gauge"]
 
 QK_GAUGE_DATA = DATA_DIR / "qk_gauge.json"
 DECISION_GAUGES = (1.0, 4.0, 16.0, 64.0, 1024.0)

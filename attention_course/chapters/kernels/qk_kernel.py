@@ -45,8 +45,7 @@ from ...models.decoder import decoder_pass
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from .attention_kernel import rank_correlation
 
-__all__ = ["canonical_gauge", "smollm2_queries_keys", "dot_product_factors", "gauge_sweep",
-           "free_score_tables", "additive_scores", "key_sphere_spread", "query_blind_share", "diagonal_regauge"]
+__all__ = ["dot_product_factors", "gauge_sweep", "additive_scores", "key_sphere_spread", "query_blind_share", "diagonal_regauge"]
 
 MEASURES = ("rank_corr", "nearest_wins", "blind_rank_corr", "blind_nearest_wins", "chance",
             "distance_share", "norm_share", "norm_ratio")

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not
     from .training import ScaleComparison
 
 __all__ = [
-    "plot_typical_row", "plot_flow_band", "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
+    "plot_typical_row", "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
     "plot_score_variance", "plot_minilm_scores", "plot_saturation", "plot_jacobian", "plot_full_comparison",
     "plot_scale_pair", "plot_saturation_training", "plot_backward_swap",
 ]
@@ -589,50 +589,7 @@ def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
     return fig
 
 
-@chapter_figure
-def plot_flow_band(sigmas: Array, curves: Mapping[int, Array], thetas: Array, largest: Mapping[str, Array],
-                   theta: float = 0.5, unscaled: float = 32.0) -> Figure:
-    r"""The gradient a softmax row passes, relative to its peak, against :math:`\sigma` (top); the decision against :math:`\theta` (bottom).
-
-    Parameters
-    ----------
-    sigmas : array, shape (M,)
-    curves : dict S -> array (M,)
-        Median :math:`\lVert Jg\rVert` per row length S
-        (:func:`~attention_course.chapters.scaling.sensitive_regime.gradient_vs_spread`), drawn over its maximum.
-    thetas : array, shape (N,)
-    largest : dict measure name -> array (N,)
-        The largest S whose flow band holds :math:`\sigma = 1`, per threshold
-        (:func:`~attention_course.chapters.scaling.sensitive_regime.largest_rows_in_band`).
-
-    Examples
-    --------
-    >>> s = np.geomspace(0.1, 40, 9)
-    >>> fig = plot_flow_band(s, {16: np.exp(-np.log(s) ** 2)}, [0.3, 0.7], {"J g": [256, 16]})
-    >>> len(fig.axes)
-    2
-    """
-    sigmas = np.asarray(to_numpy(sigmas), float)
-    fig, (ax, ax_t) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.2), layout="constrained")
-    shades = plt.cm.viridis(np.linspace(0.1, 0.85, len(curves)))
-    for (S, G), c in zip(curves.items(), shades):
-        G = np.asarray(to_numpy(G), float)
-        ax.semilogx(sigmas, G / G.max(), color=c, label=f"S = {S}")
-    ax.axhline(theta, color="k", ls=":", lw=1, label=rf"$\theta$ = {theta}")
-    ax.axvline(1.0, color=SCALE_COLOR["sqrt"], lw=2, label=r"scaled, $\sigma$ = 1")
-    ax.axvline(unscaled, color=SCALE_COLOR["none"], lw=2, label=rf"unscaled, $d_k$ = {unscaled**2:.0f}")
-    ax.set(xlabel=r"std $\sigma$ of the logits", ylabel=r"median $\|Jg\|$ / its peak",
-           title="Gradient passed back, against the spread")
-    ax.legend(fontsize=9, ncol=2)
-    for (name, y), m in zip(largest.items(), "os^"):
-        ax_t.plot(thetas, np.maximum(np.asarray(y, float), 1), m + "-", label=name)
-    ax_t.axvline(theta, color="k", ls=":", lw=1)
-    ax_t.set(xlabel=r"threshold $\theta$ (share of the peak)", ylabel=r"largest S with $\sigma$ = 1 in the band",
-             yscale="log", title="The decision against its threshold")
-    ax_t.legend()
-    return fig
-
-
+#: The decisions :func:`plot_typical_row` draws, bottom to top.
 VERDICT_STEPS = ("wrong as stated", "holds when S", "holds when typical", "holds", "undecided")
 
 

@@ -27,8 +27,8 @@ import numpy as np
 
 from .measures import softmax_jacobian_norm
 
-__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread", "flow_band",
-           "flow_verdict", "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms",
+__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread",
+           "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms",
            "saturation_width"]
 
 
@@ -287,26 +287,6 @@ def flow_band(sigmas: Sequence[float], G: Sequence[float], theta: float = 0.5) -
 
     lo = edge(left[-1], left[-1] + 1) if left.size else 0.0
     return FlowBand(lo=lo, hi=edge(right[0] - 1, right[0]), peak=float(s[i]))
-
-
-def flow_verdict(inside: dict, baseline_outside: bool) -> str:
-    r"""The ``sensitive-regime`` rule, stated before the run: ``inside`` maps S (16, 64, 256) to "sigma = 1 in the flow band".
-
-    ``"undecided"`` if the unscaled baseline is not outside the band; ``"holds"`` if :math:`\sigma = 1` is
-    inside at every S; ``"wrong as stated"`` if outside at both S = 16 and 64; ``"holds when"`` otherwise.
-
-    Examples
-    --------
-    >>> flow_verdict({16: True, 64: True, 256: False}, True), flow_verdict({16: True, 64: True, 256: True}, False)
-    ('holds when', 'undecided')
-    """
-    if not baseline_outside:
-        return "undecided"
-    if all(inside.values()):
-        return "holds"
-    if not inside.get(16, False) and not inside.get(64, False):
-        return "wrong as stated"
-    return "holds when"
 
 
 def largest_rows_in_band(sigmas: Sequence[float], curves: dict, thetas: Sequence[float], sigma: float = 1.0) -> np.ndarray:

@@ -77,7 +77,7 @@ def test_nearly_one_hot_rows_keep_their_relative_accuracy(S, gap, seed):
 
 # ------------------------------------------------------------------ the essay's definition: the flow band
 from attention_course.chapters.scaling.sensitive_regime import (  # noqa: E402
-    flow_band, flow_verdict, gradient_vs_spread, largest_rows_in_band, passed_gradient)
+    flow_band, gradient_vs_spread, largest_rows_in_band, passed_gradient)
 
 
 def test_jg_is_the_vector_jacobian_product_autograd_computes():
@@ -148,11 +148,7 @@ def test_the_number_does_not_move_when_attention_does_not():
     np.testing.assert_allclose(jg(q[perm], k[perm], g[perm]), ref[perm], rtol=1e-12)
 
 
-def test_flow_verdict_table_and_the_sweep():
-    assert flow_verdict({16: True, 64: True, 256: True}, True) == "holds"
-    assert flow_verdict({16: True, 64: False, 256: False}, True) == "holds when"
-    assert flow_verdict({16: False, 64: False, 256: True}, True) == "wrong as stated"
-    assert flow_verdict({16: True, 64: True, 256: True}, False) == "undecided"
+def test_the_sweep_of_rows_in_the_band():
     s = np.geomspace(0.05, 50, 61)
     curves = {S: gradient_vs_spread(s, n_keys=S, n_rows=256) for S in (16, 64, 256)}
     big = largest_rows_in_band(s, curves, [0.3, 0.5, 0.7])
