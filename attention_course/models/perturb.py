@@ -8,7 +8,7 @@ returns each text's token ids and attention maps, cut to its own length.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -23,8 +23,9 @@ __all__ = ["scrambled_weights", "encoder_maps"]
 _MATRICES = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2")
 
 
-def scrambled_weights(weights: BertWeights, seed: int, *, every_tensor: bool = False) -> BertWeights:
-    """A copy of an encoder's weights with the entries of its weight tensors randomly permuted.
+def scrambled_weights(weights: Any, seed: int, *, every_tensor: bool = False,
+                      tensors: Collection[str] = _MATRICES) -> Any:
+    """A copy of a model's weights with the entries of chosen weight tensors randomly permuted.
 
     Each scrambled tensor keeps its shape and its own values (so its scale and spread of
     sizes); what training put where is lost. The chapters ask two questions of it:
@@ -36,7 +37,12 @@ def scrambled_weights(weights: BertWeights, seed: int, *, every_tensor: bool = F
     * ``every_tensor=True`` (chapter 7): every tensor, the word, position and token-type
       embeddings, biases and LayerNorm parameters too. Not even the position embeddings keep
       what training put in them: which kinds of head (content, position, sink) need training?
+    * ``tensors=("W_q", "W_k")`` (chapter 4): only the query and key matrices, so every head's
+      map is lost while what the values and feed-forward blocks carry is kept.
 
+    ``weights`` is any weights dataclass whose ``layers`` field holds layer dataclasses: the
+    encoder's :class:`~attention_course.models.encoder.BertWeights` or the decoder's
+    :class:`~attention_course.models.smollm2.DecoderWeights`.
     One generator, seeded with ``seed``, draws one permutation per scrambled tensor in field
     order (the embeddings, then each layer's fields). The input is not changed.
 
@@ -53,6 +59,9 @@ def scrambled_weights(weights: BertWeights, seed: int, *, every_tensor: bool = F
     True
     >>> torch.equal(scrambled_weights(W, seed=0, every_tensor=True).word_embeddings, W.word_embeddings)
     False
+    >>> qk = scrambled_weights(W, seed=0, tensors=("W_q", "W_k")).layers[0]
+    >>> torch.equal(qk.W_q, L.W_q), torch.equal(qk.W_v, L.W_v)
+    (False, True)
     """
     g = torch.Generator().manual_seed(seed)
 
@@ -65,8 +74,8 @@ def scrambled_weights(weights: BertWeights, seed: int, *, every_tensor: bool = F
         for f in fields(obj):
             value = getattr(obj, f.name)
             if f.name == "layers":
-                new[f.name] = tuple(scramble(layer) for layer in value)
-            elif isinstance(value, torch.Tensor) and (every_tensor or f.name in _MATRICES):
+                new[f.name] = type(value)(scramble(layer) for layer in value)
+            elif isinstance(value, torch.Tensor) and (every_tensor or f.name in tensors):
                 new[f.name] = permute(value)
         return replace(obj, **new)
 

@@ -20,8 +20,8 @@ its mean weight on them over every query of a sentence; the verb's row is read o
 with :math:`v` the verb and :math:`t \in w` the tokens of word :math:`w`.
 
 :func:`agreement_study` is the deciding run (``python -m attention_course agreement-run``): both models,
-a copy of each with its W_Q and W_K scrambled (:func:`scrambled_queries_keys`, the baseline that must
-fail), and the invariance check (:func:`invariance_changes`).
+a copy of each with its W_Q and W_K scrambled (:func:`~attention_course.models.perturb.scrambled_weights`
+with ``tensors=QUERY_KEY``, the baseline that must fail), and the invariance check (:func:`invariance_changes`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import torch
 from ...models.decoder import decoder_pass
 from ...models.encoder import bert_encode
 from ...models.experiments import Experiment, progress_bar, register
+from ...models.perturb import scrambled_weights
 from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.queries_keys import bert_queries_keys
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
@@ -49,6 +50,8 @@ __all__ = ["read_set"]
 MODELS = {"MiniLM": lambda n: [0, n - 1], "SmolLM2": lambda n: [0]}
 #: The three sentence sets, in the order of the page.
 SETS = ("plain", "attractor", "crossed")
+#: The tensors the baseline scrambles: every layer's query and key matrices.
+QUERY_KEY = ("W_q", "W_k")
 
 
 def word_spans(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
@@ -129,33 +132,6 @@ def verb_sink_weight(weights: np.ndarray, words: Sequence[int], verb: int, sinks
     q = int(np.flatnonzero(words == verb).max())  # the verb's last token
     cols = sorted({int(p) % words.size for p in sinks})
     return np.asarray(weights)[:, q, cols].sum(-1)  # (heads,)
-
-
-def scrambled_queries_keys(weights: Any, seed: int = 0) -> Any:
-    """A copy of an encoder's or decoder's weights with the entries of every layer's W_Q and W_K permuted.
-
-    Each matrix keeps its own values (its scale), only their places are lost; everything else (embeddings,
-    values, feed-forward blocks, norms, biases) is kept. One generator seeded with ``seed`` draws the
-    permutations, layer by layer. The input is not changed.
-
-    Examples
-    --------
-    >>> from attention_course.chapters.decoder.random_weights import random_decoder
-    >>> w = random_decoder(0)
-    >>> s = scrambled_queries_keys(w, seed=0)
-    >>> bool(torch.equal(s.layers[0].W_q.flatten().sort()[0], w.layers[0].W_q.flatten().sort()[0]))
-    True
-    >>> bool(torch.equal(s.layers[0].W_q, w.layers[0].W_q)), bool(torch.equal(s.layers[0].W_v, w.layers[0].W_v))
-    (False, True)
-    """
-    g = torch.Generator().manual_seed(seed)
-
-    def permute(t: torch.Tensor) -> torch.Tensor:
-        flat = t.detach().reshape(-1)  # (numel,)
-        return flat[torch.randperm(flat.numel(), generator=g)].reshape(t.shape)
-
-    layers = [replace(layer, W_q=permute(layer.W_q), W_k=permute(layer.W_k)) for layer in weights.layers]
-    return replace(weights, layers=type(weights.layers)(layers))
 
 
 def _tokens(model: str, text: str) -> tuple[list[int], list[int]]:
@@ -306,7 +282,7 @@ def agreement_study(config: Optional[dict] = None, progress: Optional[bool] = No
         weights = model_weights(model)
         record = {name: study_set(model, weights, name, *args)
                   for name in progress_bar(cfg["sets"], f"{model}: sentence sets", len(cfg["sets"]), progress)}
-        record["scrambled"] = {"crossed": study_set(model, scrambled_queries_keys(weights, cfg["scramble_seed"]),
+        record["scrambled"] = {"crossed": study_set(model, scrambled_weights(weights, cfg["scramble_seed"], tensors=QUERY_KEY),
                                                     "crossed", *args)}
         if cfg["invariance_sentences"]:
             record["invariance"] = invariance_changes(model, crossed_sentences(cfg["n"], cfg["seed"])[:cfg["invariance_sentences"]])

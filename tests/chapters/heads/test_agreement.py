@@ -220,12 +220,14 @@ def test_verb_sink_weight_reads_the_verbs_row_before_the_sinks_are_removed():
     np.testing.assert_allclose(rows[:, 1] * (1 - am.verb_sink_weight(A, words, 2, [0, -1])), raw_subject)
 
 
-def test_scrambled_queries_keys_keeps_values_and_everything_else():
+def test_the_baseline_scrambles_queries_and_keys_and_keeps_everything_else():
     import torch
     from attention_course.chapters.decoder.random_weights import random_decoder
     from attention_course.chapters.heads import agreement_models as am
+    from attention_course.models.perturb import scrambled_weights
     w = random_decoder(0)
-    s = am.scrambled_queries_keys(w, seed=1)
+    s = scrambled_weights(w, seed=1, tensors=am.QUERY_KEY)
+    assert isinstance(s.layers, list) and len(s.layers) == len(w.layers)
     for a, b in zip(w.layers, s.layers):
         for name in ("W_q", "W_k"):
             assert not torch.equal(getattr(a, name), getattr(b, name))
