@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -37,6 +37,18 @@ from .head_budget import (
     grid_decision,
     follow_up_decision,
     load_grid,
+)
+from .hop_sweep import (
+    HOP_SWEEP,
+    HOP_SWEEP_RUN,
+    RandomAnswers,
+    sweep_run,
+    sweep_search,
+    control_jobs,
+    sweep_table,
+    sweep_decision,
+    decision_by_threshold,
+    load_sweep,
 )
 from .pages import EVIDENCE_EXERCISES
 from .propagation import (
@@ -109,6 +121,16 @@ __all__ = [
     "grid_decision",
     "follow_up_decision",
     "load_grid",
+    "HOP_SWEEP",
+    "HOP_SWEEP_RUN",
+    "RandomAnswers",
+    "sweep_run",
+    "sweep_search",
+    "control_jobs",
+    "sweep_table",
+    "sweep_decision",
+    "decision_by_threshold",
+    "load_sweep",
     "EVIDENCE_EXERCISES",
     "banded_mask",
     "example_topologies",

@@ -68,7 +68,8 @@ class CompositionConfig(Training):
 
     ``hops``, ``layers``, ``seeds`` and ``hop_steps`` (one per ``k``, or one for all) are the k-hop
     grid; ``every`` averages its training curves. ``matched`` and what follows choose and configure
-    the parts of :mod:`~attention_course.chapters.graphs.head_budget`.
+    the parts of :mod:`~attention_course.chapters.graphs.head_budget`; ``hops_sweep``, ``controls``
+    and ``lrs`` those of :mod:`~attention_course.chapters.graphs.hop_sweep`.
     """
 
     lr: float = 3e-3
@@ -91,6 +92,9 @@ class CompositionConfig(Training):
     second: bool = False
     nodes: Optional[tuple] = None
     grid_layers: tuple = (1, 2)
+    hops_sweep: bool = False
+    controls: bool = False
+    lrs: tuple = (1e-3, 3e-3, 1e-2)
 
     def steps_per_k(self) -> dict[int, int]:
         """``k -> steps``: one number of steps for every ``k``, or one per ``k``."""
