@@ -78,6 +78,8 @@ from .figures import (
     plot_composition,
     plot_head_budget,
     plot_training_curves,
+    plot_hop_sweep,
+    plot_hop_threshold,
 )
 from .sliders import (
     rule_mass_explorer,
@@ -161,6 +163,8 @@ __all__ = [
     "plot_composition",
     "plot_head_budget",
     "plot_training_curves",
+    "plot_hop_sweep",
+    "plot_hop_threshold",
     "rule_mass_explorer",
     "hops_explorer",
     "probe_depth_explorer",

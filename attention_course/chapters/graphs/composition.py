@@ -211,7 +211,9 @@ K_HOPS = Experiment(
                 "JSON (default: attention_course/data/composition.json; 12 minutes with two workers). With "
                 "--matched, one layer of h heads against two of h/2 at equal parameters instead (--grid: the "
                 "head grid, --grid --long: the long grid, --follow-up [--second]: its follow-ups; from 15 "
-                "minutes to an hour each, see head_budget).",
+                "minutes to an hour each, see head_budget). With --hops-sweep, L layers on k = L hops over a "
+                "learning-rate sweep, one depth (and, for L >= 2, a few node counts) a call, each under 15 minutes, "
+                "and --hops-sweep --controls its controls (see hop_sweep).",
 )
 
 
