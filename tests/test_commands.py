@@ -332,7 +332,8 @@ SMALL = {
     "insight_memory.json": (["insight-run", "--part", "memory", "--seeds", "0"], _same_seed_zero),
     "insight_ablations.json": (["insight-run", "--part", "ablations", "--only", "window 4", "--steps", "3",
                                 "--seeds", "0", "--jobs", "1"], None),
-    "agreement.json": (["agreement-run"], None),  # the full run (under a minute); its values: test_agreement
+    "agreement.json": (["agreement-run", "--n", "16"], None),  # its values: test_agreement
+    "agreement_96.json": (["agreement-run", "--n", "16", "--seed", "0"], None),  # the first run, on 96 sentences
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
 }
 
@@ -363,7 +364,8 @@ def test_every_stored_run_has_a_small_run_or_a_reason():
     special = {"composition_hops.json",  # its small run: tests/chapters/graphs/test_hop_sweep.py
                "composition_grid_long.json", "composition_follow_up.json", "composition_follow_up_2.json",
                "topology_rules.json", "insight_metric.json", "insight_partner.json", "insight_linear.json",
-               "insight_linear_long.json", "decoder_bench.json", "decoder_reference.npz"}
+               "insight_linear_long.json", "decoder_bench.json", "decoder_reference.npz",
+               "qk_gauge.json"}  # its small run: tests/chapters/kernels/test_gauge_run.py (extended, MiniLM on four texts)
     assert set(_stored_files()) == set(SMALL) | special
 
 

@@ -220,7 +220,7 @@ def plot_induction_circuit(prev_weights: Optional[Array] = None, induction_weigh
         if cell is not None:
             ax.axhline(period - 0.5, color="white", lw=0.8, ls="--")
             ax.axvline(period - 0.5, color="white", lw=0.8, ls="--")
-            ax.plot(cell[1], cell[0], "o", ms=11, mfc="none", mec="white", mew=2)  # the schematic's arc
+            ax.plot(cell[1], cell[0], "o", ms=18, mfc="none", mec="white", mew=2.5)  # the schematic's arc
     fig.colorbar(im, ax=[axes["prev"], axes["ind"]], shrink=0.85, label="attention weight")  # one scale, both maps
     if title:
         fig.suptitle(title)

@@ -43,7 +43,52 @@ import torch
 from .encoder import BertWeights, bert_encode, bert_weights_from_safetensors, bert_weights_from_state_dict
 
 __all__ = ["MiniLMNotFoundError", "ENV_VAR", "HUB_ID", "locate_minilm", "load_minilm", "WordPieceTokenizer",
-           "minilm_tokenizer", "minilm_weights", "attention_maps"]  # fmt: skip
+           "minilm_tokenizer", "minilm_weights", "attention_maps", "SENTENCES"]  # fmt: skip
+
+#: Twenty varied English sentences (about 29 WordPiece tokens each) that chapters 2 and 3 feed the
+#: pretrained models; one fixed text, so every chapter measures the same inputs.
+SENTENCES = (
+    "The committee postponed its final decision on the new library because several members wanted "
+    "more time to read the long report from the city engineers.",
+    "After the storm finally passed over the harbour, the old fishermen repaired their torn nets and "
+    "sailed back out to the open sea before sunrise.",
+    "She explained to the villagers that the new stone bridge would connect the two small farms on "
+    "opposite banks of the river by next summer.",
+    "Although the recipe in her grandmother's notebook looked simple, the bread took three attempts "
+    "and a warmer kitchen before it finally rose properly.",
+    "The museum reopened last spring with a much larger collection of paintings, letters and "
+    "photographs from the nineteenth century than anyone had expected.",
+    "Two students spent the whole afternoon in the laboratory measuring how quickly the warm water "
+    "cooled in cups made of glass, paper and steel.",
+    "When the train stopped between two stations, the passengers opened the windows and listened to "
+    "the birds in the quiet fields beside the track.",
+    "The new mayor promised to repair the roads before winter, but the budget she inherited left "
+    "very little money for anything except salaries.",
+    "His brother had never seen the mountains, so they drove north for two days and camped beside a "
+    "cold lake under a sky full of stars.",
+    "The doctor asked the patient to describe the pain carefully, because the same symptom can have "
+    "many different causes in older people.",
+    "In the small bookshop near the station, an old man sold maps of cities that had changed their "
+    "names several times during the last century.",
+    "The engineers tested the bridge with heavy trucks for a week before they allowed the first "
+    "buses and bicycles to cross the river.",
+    "Every morning the baker opened the shop at six, and by eight o'clock the shelves were already "
+    "half empty because the bread was so good.",
+    "The children built a small boat out of wood and string and watched it drift slowly down the "
+    "stream until it disappeared behind the trees.",
+    "Nobody in the village could remember who had planted the enormous oak tree that stood in the "
+    "middle of the square in front of the church.",
+    "The orchestra rehearsed the difficult symphony for months, and on the night of the concert the "
+    "hall was full of friends, critics and curious students.",
+    "A sudden change in the weather forced the climbers to turn back only a few hundred metres below "
+    "the summit of the mountain.",
+    "The library lends not only books but also tools, musical instruments and games, which has made "
+    "it popular with families in the neighbourhood.",
+    "After years of careful work, the historians finally published a complete edition of the "
+    "letters that the poet wrote to her sister.",
+    "The farmers met in the old school to discuss whether they should share one large machine "
+    "instead of each buying a smaller one.",
+)
 
 ENV_VAR = "ATTENTION_COURSE_MINILM_DIR"
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"

@@ -52,7 +52,7 @@ def plot_gelus(lo: float = -4.0, hi: float = 4.0) -> Figure:
 @book_figure
 def plot_stream_size(sizes: Mapping[str, Sequence[float]]) -> Figure:
     """The rms of the hidden states after each layer, one line per block order (``{"post-LN": ..., ...}``)."""
-    fig, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.8, 3.2), layout="constrained")
     colors = {"post": _EXACT, "pre": _PRE}
     for name, s in sizes.items():
         s = np.asarray(s, dtype=float)

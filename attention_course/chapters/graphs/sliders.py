@@ -432,11 +432,13 @@ def minilm_head_explorer(start: tuple[int, int] = (5, 11)) -> PickerFigure:
     """Every head of MiniLM on one short sentence, as adjacency matrices; opens at ``start`` (layer, head), from 0.
 
     Chapter 4's explorer (:func:`attention_course.chapters.heads.sliders.stored_head_explorer`), whose maps
-    ship with the package so that the figure is the same on every CPU.
+    ship with the package so that the figure is the same on every CPU; as a lesson's figure, without
+    chapter 4's subspace angles or links to verdicts.
 
     Examples
     --------
-    >>> minilm_head_explorer().labels[71]
-    'layer 6, head 12'
+    >>> fig = minilm_head_explorer()
+    >>> fig.labels[71], "Bears on" in str(fig.frames[0]["readout"])
+    ('layer 6, head 12', False)
     """
-    return stored_head_explorer(start=start)
+    return stored_head_explorer(start=start, lesson=True)

@@ -1,13 +1,20 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``agreement_models``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
-from .agreement import agreement_sentences, verb_hits, set_decision, load_agreement
-from .agreement_figures import plot_agreement
+from .agreement import (
+    crossed_sentences,
+    load_agreement,
+    head_property_bins,
+    head_on_set,
+    agreement_verdict,
+)
+from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
+from .agreement_models import read_set
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
     subspace_overlap,
@@ -59,11 +66,16 @@ from .sliders import (
 from .exercises import EXERCISES
 
 __all__ = [
-    "agreement_sentences",
-    "verb_hits",
-    "set_decision",
+    "crossed_sentences",
     "load_agreement",
+    "head_property_bins",
+    "head_on_set",
+    "agreement_verdict",
     "plot_agreement",
+    "plot_agreement_sweep",
+    "sweep_changes",
+    "sweep_verdicts",
+    "read_set",
     "dirichlet_attention",
     "near_permutation",
     "fit_low_rank_attention",

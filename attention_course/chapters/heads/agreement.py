@@ -27,11 +27,11 @@ from typing import Optional
 
 import numpy as np
 
-from ...models.pretrained import attention_maps, minilm_tokenizer
-from ...models.experiments import Experiment, read_json, register
+from ...models.experiments import read_json
 from ...models.records import DATA_DIR
+from ..lowrank.baselines import classify_heads, head_bins
 
-__all__ = ["agreement_sentences", "verb_hits", "set_decision", "load_agreement"]
+__all__ = ["crossed_sentences", "load_agreement", "head_property_bins", "head_on_set", "agreement_verdict"]
 
 #: (singular, plural) subjects and attractors; each is one WordPiece token of MiniLM (tested).
 NOUNS = (("dog", "dogs"), ("cat", "cats"), ("man", "men"), ("woman", "women"), ("child", "children"),
@@ -198,7 +198,7 @@ def rule_hits(sentences: Sequence[dict], max_value: int = 12) -> dict[str, np.nd
 
 def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: int,
                   other: Optional[np.ndarray] = None, first: Optional[np.ndarray] = None,
-                  groups: Optional[dict[str, np.ndarray]] = None) -> dict:
+                  groups: Optional[dict[str, np.ndarray]] = None, eligible: Optional[np.ndarray] = None) -> dict:
     """Pick the best head and the best value of each rule on a random half; score them on the other.
 
     Parameters
@@ -211,6 +211,8 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
         first noun, as ``first_other_share``)
     groups : optional name -> bool mask over sentences: every share is reported again on the
         held-out sentences of each group (``"<share>_<name>"``), with the same selection
+    eligible : optional bool array (heads,): only these heads may be picked (the non-sink heads);
+        ``"eligible"`` in the result counts them
 
     Examples
     --------
@@ -222,8 +224,13 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
     n = hits.shape[1]
     perm = np.random.default_rng(split_seed).permutation(n)
     pick, score = perm[: n // 2], perm[n // 2:]
-    head = int(hits[:, pick].mean(1).argmax())  # first of ties: the same under any permutation of equals
-    out = {"head": head, "head_share": float(hits[head, score].mean()),
+    eligible = np.ones(hits.shape[0], bool) if eligible is None else np.asarray(eligible, bool)
+    if eligible.shape != hits.shape[:1] or not eligible.any():
+        raise ValueError(f"eligible has shape {eligible.shape} and {int(eligible.sum())} True for {hits.shape[0]} heads; "
+                         f"expected one bool per head, at least one True")
+    selection = np.where(eligible, hits[:, pick].mean(1), -1.0)  # (heads,) an ineligible head is never picked
+    head = int(selection.argmax())  # first of ties: the same under any permutation of equals
+    out = {"head": head, "head_share": float(hits[head, score].mean()), "eligible": int(eligible.sum()),
            "head_share_selection": float(hits[head, pick].mean())}
     for name, r in rules.items():
         best = int(r[:, pick].mean(1).argmax())
@@ -278,59 +285,134 @@ def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5
             "beats_position": bool(beats), "passes": bool(passes)}
 
 
-def agreement_study(n: int = 96, seed: int = 0, split_seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> dict:
-    """The deciding run of ``agreement-head``: MiniLM on both sets of :func:`agreement_sentences`
-    and on :func:`crossed_sentences`.
-
-    Per set: the sentences, each head's hits (a string of 0/1 per head, one character per sentence),
-    the hits on the attractor (the nearest other noun) and, crossed, on the first noun, and
-    :func:`held_out_best` for every split seed (crossed: also per subject number).
-    """
-    tokenizer = minilm_tokenizer()
-    result = {"config": {"n": n, "seed": seed, "split_seeds": list(split_seeds)}}
-    for name in ("plain", "attractor", "crossed"):
-        sents = crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)
-        attractor = name != "plain"
-        texts = [" ".join(s["words"]) for s in sents]
-        tokens, maps = attention_maps(texts)
-        for t, s in zip(tokens, sents):
-            if t[1:-1] != s["words"]:
-                raise ValueError(f"{t} is not one token per word of {s['words']}")
-        hits = verb_hits(maps, sents)
-        att = verb_hits(maps, sents, "attractor") if attractor else None
-        first = verb_hits(maps, sents, "first") if name == "crossed" else None
-        groups = None
-        if name == "crossed":
-            num = np.array([s["number"] for s in sents])
-            groups = {"singular": num == 0, "plural": num == 1}
-        rules = rule_hits(sents)
-        bits = lambda h: None if h is None else ["".join("1" if x else "0" for x in row) for row in h]  # noqa: E731
-        result[name] = {
-            "sentences": texts,
-            "subject": [s["subject"] for s in sents], "verb": [s["verb"] for s in sents],
-            "hits": ["".join("1" if x else "0" for x in row) for row in hits],
-            "attractor_hits": bits(att), "first_hits": bits(first),
-            "splits": [held_out_best(hits, rules, sp, att, first, groups) for sp in split_seeds],
-        }
-    return result
-
-
 #: Where ``python -m attention_course agreement-run`` stores :func:`agreement_study`.
 AGREEMENT_PATH = DATA_DIR / "agreement.json"
 
 
-def load_agreement(path: Optional[Path] = None) -> dict:
-    """The stored run (default :data:`AGREEMENT_PATH`)."""
-    return read_json(path or AGREEMENT_PATH)
+#: The first run of the same pipeline, on 96 sentences (seed 0): kept and reported beside the deciding one.
+AGREEMENT_FIRST_PATH = DATA_DIR / "agreement_96.json"
 
 
-#: ``python -m attention_course agreement-run``: :func:`agreement_study` with its defaults.
-AGREEMENT_RUN = register(Experiment(
-    "agreement-run", None, lambda config: agreement_study(), AGREEMENT_PATH, out_flag="--json",
-    document=lambda config, runs, meta: {"machine": meta["machine"], **runs.records[0]},
-    help="chapter 4's agreement run: does a MiniLM head look from the verb to its subject?",
-    description="Build seeded subject-verb agreement sentences (plain, with an attractor noun, and crossed: the "
-                "subject neither the first nor the nearest noun), score every MiniLM head by how often the verb's "
-                "heaviest word key is its subject, pick the best head on half of the sentences and score it on the "
-                "other half against fixed-offset, fixed-position, nearest-noun and first-noun rules; write JSON "
-                "(default: attention_course/data/agreement.json; under a minute)."))
+def load_agreement(path: Optional[Path] = None, first: bool = False) -> dict:
+    """The stored run (default :data:`AGREEMENT_PATH`; ``first=True``: :data:`AGREEMENT_FIRST_PATH`)."""
+    return read_json(path or (AGREEMENT_FIRST_PATH if first else AGREEMENT_PATH))
+
+
+# ------------------------------------------------------------------ the pre-registered rule on a stored run
+def set_sentences(name: str, n: int, seed: int) -> list[dict]:
+    """The sentences of set ``name`` (``"plain"``, ``"attractor"`` or ``"crossed"``), as the run built them."""
+    if name not in ("plain", "attractor", "crossed"):
+        raise ValueError(f"name={name!r}; expected 'plain', 'attractor' or 'crossed'")
+    return crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)
+
+
+def _unbits(rows: Optional[Sequence[str]]) -> Optional[np.ndarray]:
+    return None if rows is None else np.array([[c == "1" for c in r] for r in rows])  # (heads, sentences)
+
+
+def _stored_sentences(record: Mapping, name: str, config: Mapping) -> list[dict]:
+    """The sentences of set ``name`` under ``config``, checked against those a stored record lists."""
+    sents = set_sentences(name, config["n"], config["seed"])
+    if [" ".join(s["words"]) for s in sents] != list(record["sentences"]):
+        raise ValueError(f"the stored {name} sentences are not those of n={config['n']}, seed={config['seed']}")
+    return sents
+
+
+def stored_splits(record: Mapping, name: str, config: Mapping, sink_threshold: Optional[float] = 0.5) -> list[dict]:
+    """:func:`held_out_best` for every split seed, recomputed from a stored set's hit strings.
+
+    Heads whose sink share is at least ``sink_threshold`` may not be picked (None: every head may).
+    """
+    sents = _stored_sentences(record, name, config)
+    groups = None
+    if name == "crossed":
+        num = np.array([s["number"] for s in sents])
+        groups = {"singular": num == 0, "plural": num == 1}
+    share = np.asarray(record["sink_share"])
+    eligible = None if sink_threshold is None else share < sink_threshold
+    if eligible is not None and not eligible.any():
+        return []
+    return [held_out_best(_unbits(record["hits"]), rule_hits(sents), sp, _unbits(record.get("attractor_hits")),
+                          _unbits(record.get("first_hits")), groups, eligible=eligible) for sp in config["split_seeds"]]
+
+
+def model_decision(record: Mapping, config: Mapping, level: float = 0.5, margin: float = 0.2,
+                   sink_threshold: Optional[float] = 0.5) -> dict:
+    """The rule on one model's crossed set: ``passes`` (the whole set), ``passes_singular``, ``passes_plural``
+    (within one subject number, same head and halves), the :func:`set_decision` means, and ``heads`` picked.
+
+    A model with no eligible head does not pass.
+    """
+    splits = stored_splits(record, "crossed", config, sink_threshold)
+    if not splits:
+        return {"passes": False, "passes_singular": False, "passes_plural": False, "heads": [], "splits": []}
+    d = set_decision(splits, level=level, margin=margin)
+    out = {**d, "heads": sorted({s["head"] for s in splits}), "splits": splits}
+    for g in ("singular", "plural"):
+        out[f"passes_{g}"] = set_decision(splits, f"_{g}", level, margin)["passes"]
+        out[g] = set_decision(splits, f"_{g}", level, margin)
+    return out
+
+
+def head_has_property(record: Mapping, config: Mapping, level: float = 0.5, margin: float = 0.2) -> np.ndarray:
+    """Per head, whether it passes the rule on all of a stored crossed set (rules' best values on all of it).
+
+    A head has the property when its share on the subject is at least ``level``, at least ``margin`` above
+    the best of the four rules, and above its share on each other noun. Returns bool (heads,).
+    """
+    sents = set_sentences("crossed", config["n"], config["seed"])
+    hits = _unbits(record["hits"]).mean(1)  # (heads,)
+    rules = rule_hits(sents)
+    best_rule = max(float(r.mean(1).max()) for r in rules.values())
+    other = np.maximum(_unbits(record["attractor_hits"]).mean(1), _unbits(record["first_hits"]).mean(1))
+    return (hits >= level) & (hits >= best_rule + margin - 1e-12) & (hits > other)
+
+
+def head_property_bins(record: Mapping, config: Mapping, level: float = 0.5, margin: float = 0.2,
+                       sink_threshold: float = 0.5) -> dict[str, float]:
+    """Shares of all heads with the property on a stored crossed set (:func:`head_has_property`), without it,
+    and sink heads (sink share at least ``sink_threshold``): the course's three bins."""
+    return head_bins(classify_heads(head_has_property(record, config, level, margin), record["sink_share"], sink_threshold))
+
+
+def head_on_set(record: Mapping, name: str, config: Mapping, head: int) -> dict[str, float]:
+    """One head, chosen elsewhere, on every sentence of a stored set (no halves: nothing is picked here).
+
+    Returns its share of verbs whose heaviest word is the subject (``"subject"``), its largest share on
+    another noun (``"other"``, 0 when the set has none) and the better position rule's share on the same
+    sentences, its offset or position picked on all of them (``"position"``).
+    """
+    sents = _stored_sentences(record, name, config)
+    others = [_unbits(record[k])[head].mean() for k in ("attractor_hits", "first_hits") if record.get(k) is not None]
+    rules = rule_hits(sents)
+    return {"subject": float(_unbits(record["hits"])[head].mean()), "other": float(max(others, default=0.0)),
+            "position": max(float(rules[r].mean(1).max()) for r in POSITION_RULES)}
+
+
+def agreement_verdict(run: Mapping, level: float = 0.5, margin: float = 0.2, sink_threshold: Optional[float] = 0.5) -> dict:
+    """The pre-registered verdict of ``agreement-head`` on a stored run (claims.toml: decision).
+
+    Returns ``{"verdict", "passing", "scrambled_passing", "groups", "models": {name: model_decision}}``:
+    *holds* if a model passes and its scrambled copy does not; *holds when* if a model passes only within
+    one subject number (``groups`` names it); *undecided* otherwise or when a scrambled copy passes.
+
+    Examples
+    --------
+    >>> agreement_verdict({"config": {}, "models": {}})["verdict"]
+    'undecided'
+    """
+    cfg = run["config"]
+    models = {m: model_decision(r["crossed"], cfg, level, margin, sink_threshold) for m, r in run["models"].items()}
+    scrambled = {m: model_decision(r["scrambled"]["crossed"], cfg, level, margin, sink_threshold)
+                 for m, r in run["models"].items()}
+    passing = [m for m, d in models.items() if d["passes"]]
+    scr_any = [m for m, d in scrambled.items() if d["passes"] or d["passes_singular"] or d["passes_plural"]]
+    groups = {m: [g for g in ("singular", "plural") if d[f"passes_{g}"]] for m, d in models.items()}
+    if [m for m in passing if m not in scr_any]:
+        verdict = "holds"
+    elif any(g and m not in scr_any for m, g in groups.items()):
+        verdict = "holds when"
+    else:
+        verdict = "undecided"
+    return {"verdict": verdict, "passing": passing, "scrambled_passing": scr_any,
+            "groups": {m: g for m, g in groups.items() if g}, "models": models, "scrambled": scrambled}

@@ -413,9 +413,10 @@ register(
             Rule("output", 'an int', ('MiniLM: d_model=384, 12 heads',), lambda *a: True, quote='(an `int`)',
                  breaches=output_breaches(mha_parameter_count, 'float-for-int')),
         ),
-        framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?'),
+        framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?',
+                 '`d_model` is always a multiple of `num_heads`'),
         difficulty=1,
-        minutes=5,
+        minutes=7,
     )
 )
 
@@ -570,7 +571,7 @@ register(
         ),
         framing=('Write `my_ablate(heads, W_o, head)`',),
         difficulty=1,
-        minutes=5,
+        minutes=8,
     )
 )
 

@@ -430,8 +430,11 @@ def plot_relation_gains(gains: Array, relations: Sequence[str], row_labels: Sequ
         if threshold is not None:  # frame the cells at or above the threshold
             for row, col in zip(*np.nonzero(g[:, :, r] >= threshold)):
                 ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, ec="#D55E00", lw=2))
-        if r:
-            ax.set_yticklabels([])
+        ax.tick_params(axis="x", labelrotation=0)  # head numbers read upright
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("center")
+        if r or not any(row_labels):  # no tick marks without labels
+            ax.set_yticks([])
     if title:
         fig.suptitle(title)
     return fig

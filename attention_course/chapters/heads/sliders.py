@@ -201,7 +201,8 @@ _AG_BARS = (("head_share", "best head → subject", "previous token"), ("offset_
             ("first_other_share", "head → first noun", "[SEP]"))
 
 
-def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin: float = 0.2) -> SliderFigure:
+def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin: float = 0.2,
+                       model: str = "SmolLM2") -> SliderFigure:
     r"""Chapter 4: move across the agreement sets, from no noun between subject and verb to a subject
     that is neither the first nor the nearest noun (:data:`AGREEMENT_SETS`).
 
@@ -210,7 +211,8 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
     content rules (nearest noun before the verb, first noun) and the head on the other nouns, with
     the level and the best position rule plus the margin. The readout says which way
     :func:`~attention_course.chapters.heads.agreement.set_decision` goes. The flag sits at the first set where the
-    head no longer beats the position rules.
+    head no longer beats the position rules. ``run`` is one model's record (default: ``model``'s in the
+    stored run); the heads picked are its non-sink heads.
 
     Examples
     --------
@@ -218,7 +220,7 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
     >>> fig.labels, fig.verdict, fig.labels[fig.flip]
     (['0 nouns between', '1 noun between', '1 between, 1 before'], 'agreement-head', '1 noun between')
     """
-    run = load_agreement() if run is None else run
+    run = load_agreement()["models"][model] if run is None else run
     sets = [s for s in AGREEMENT_SETS if s[0] in run]
     if not sets:
         raise ValueError(f"run has keys {sorted(run)}; expected at least one of {[s[0] for s in AGREEMENT_SETS]}")
@@ -279,7 +281,7 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
                 "the subject")
     return SliderFigure("ix-heads-agreement", "Nouns between subject and verb", [lab for _, lab, _ in sets], frames,
                         layout, static_fallback(draw, (6.4, 3.8)), "Held-out share of verbs whose heaviest word is the subject, "
-                        "for the selected MiniLM head and four fixed rules, across three sentence sets.",
+                        f"for the selected {model} head and four fixed rules, across three sentence sets.",
                         start=0, control_label="nouns between subject and verb", flip=flip, flip_note=note,
                         verdict="agreement-head")
 
@@ -313,8 +315,10 @@ def head_explorer_data(text: str = EXPLORER_SENTENCE, digits: int = 4) -> dict:
             "query_angle": np.round(np.stack(nearest), 2).tolist()}
 
 
-def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_DATA) -> PickerFigure:
-    """:func:`head_explorer` on the stored sentence, with the stored query-subspace angles.
+def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_DATA,
+                         lesson: bool = False) -> PickerFigure:
+    """:func:`head_explorer` on the stored sentence, with the stored query-subspace angles; for a
+    ``lesson``, each head's map and row measures only (no subspace angle, no links to verdicts).
 
     Examples
     --------
@@ -324,7 +328,8 @@ def stored_head_explorer(start: tuple[int, int] = (0, 0), path: Path = EXPLORER_
     with open(path, encoding="utf-8") as f:
         d = json.load(f)
     return head_explorer(np.asarray(d["maps"], dtype=float), d["tokens"], start=start,
-                         query_angle=np.asarray(d["query_angle"], dtype=float))
+                         query_angle=None if lesson else np.asarray(d["query_angle"], dtype=float),
+                         verdict_links=not lesson)
 
 
 def load_head_explorer_data(path: Path = EXPLORER_DATA) -> tuple[list[str], np.ndarray]:
@@ -382,7 +387,7 @@ _CLAIM_LINKS = (("heads-specialise", "heads specialise (ch. 4)"),
 
 
 def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int] = (0, 0),
-                  query_angle: Optional[np.ndarray] = None) -> PickerFigure:
+                  query_angle: Optional[np.ndarray] = None, verdict_links: bool = True) -> PickerFigure:
     r"""Chapters 4, 5, 7: every MiniLM head on one sentence, with the course's measurements.
 
     Parameters
@@ -393,6 +398,9 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
     query_angle : array, shape (layers, heads), optional
         Each head's smallest principal angle (degrees) to another head's query subspace in
         its layer (chapter 4's measure), shown in the readout when given.
+    verdict_links : bool
+        End each readout with links to the verdicts its numbers bear on (an evidence page's
+        explorer); a lesson's explorer leaves them out.
 
     The readout of each head gives its mean row entropy, the effective rank of its matrix, its
     strongest role (:mod:`attention_course.chapters.heads.roles`) and the mean number of keys holding 80%
@@ -431,7 +439,7 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
                             + ("" if query_angle is None else
                                f"; its query subspace is {query_angle[l, h]:.1f}° from the nearest other "
                                f"head's in its layer (0° = a shared direction)")
-                            + f".<br>Bears on: {links}"),
+                            + (f".<br>Bears on: {links}" if verdict_links else ".")),
             })
             labels.append(f"layer {l + 1}, head {h + 1}")
     layout = {"height": 520, "margin": {"l": 80, "r": 10, "t": 10, "b": 80}, "font": PLOTLY_FONT,

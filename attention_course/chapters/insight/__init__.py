@@ -61,7 +61,8 @@ from .figures import (
     plot_shuffled_heads,
     plot_margin_sweep,
     plot_take_away,
-    plot_partner,
+    copy_attention_maps,
+    plot_copy_attention,
 )
 from .sliders import (
     window_explorer,
@@ -133,7 +134,8 @@ __all__ = [
     "plot_shuffled_heads",
     "plot_margin_sweep",
     "plot_take_away",
-    "plot_partner",
+    "copy_attention_maps",
+    "plot_copy_attention",
     "window_explorer",
     "task_explorer",
     "metric_explorer",

@@ -274,7 +274,7 @@ TRAINED_GAPS = ((3, tuple(range(1, 7))), (2, (4, 1, 3, 2)))
 def _window_conclusion(cases: list, expected: list) -> str:
     """After a pass: the rule also held on trained copies; the answer itself is left to the learner's run."""
     return (f"Your rule also finds the right window on {len(TRAINED_GAPS)} copies trained with different gaps. "
-            f"Now run the experiment at a gap of 3 and compare its answer with your prediction.")
+            f"Now run the experiment at gaps 1, 2 and 3 and compare its answers with your prediction.")
 
 
 def _window_cases() -> list[Case]:
@@ -528,10 +528,11 @@ register(Exercise(
         structure_hint=_window_structure,
         usage=_run_twice,
         error_tips=(("empty sequence", " Tip: when no window passes the answer is 0: min(good, default=0)."),),
-        framing=("Write `my_smallest_window(run, windows, margin)`", "`run(w)` trains softmax attention",
-                 "Then predict the answer"),
+        framing=("A copy at a gap of", "Predict the smallest window that copies",
+                 "Write `my_smallest_window(run, windows, margin)`", "`run(w)` trains softmax attention",
+                 "Run it at each gap", "Does your prediction hold?"),
         difficulty=1,
-        minutes=10,
+        minutes=15,
         passed_note=_window_conclusion,
     ))
 

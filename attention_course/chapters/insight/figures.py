@@ -1,4 +1,5 @@
-"""Figures for chapter 7: the memory capacities, the ingredient ablations, heads by kind, and the ledger by verdict.
+"""Figures for chapter 7: the memory capacities, the ingredient ablations, tied and untied attention on the
+copy, heads by kind, and the ledger by verdict.
 
 :func:`plot_head_kinds` draws the per-head scores of
 :mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
@@ -13,18 +14,20 @@ from typing import Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from .converged_comparisons import PARTNER
+from .ablations import RecallTask, train_variant
 from .memory import capacity, exponential_law, outer_product_law
-from .take_away import PARTNER_ROWS, TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
+from .mixers import Variant
+from .take_away import TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
 from ...figures.style import book_figure, method_color
 
 __all__ = [
     "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
     "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away",
-    "plot_partner",
+    "copy_attention_maps", "plot_copy_attention",
 ]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
@@ -269,37 +272,6 @@ def plot_take_away(table: Mapping, title: str = "") -> Figure:
 
 
 @book_figure
-def plot_partner(table: Mapping, title: str = "") -> Figure:
-    """Partner recall (a key must fetch the value stored under its partner) for a learned, a tied and a fixed
-    metric (:data:`~attention_course.chapters.insight.take_away.PARTNER_ROWS`), mean over seeds; the dotted
-    line is one half, a coin flip between the key and its partner.
-
-    Examples
-    --------
-    >>> from attention_course.chapters.insight.ingredients import Score
-    >>> from attention_course.chapters.insight.converged_comparisons import PARTNER
-    >>> t = {(PARTNER, v): Score(a, a, a, 3) for v, a in (("softmax attention", 1.0),
-    ...      ("tied W_Q = W_K, scale learned", 0.5), ("W_Q = W_K = I, scale learned", 0.5))}
-    >>> [round(float(p.get_width()), 2) for p in plot_partner(t).axes[0].patches]
-    [1.0, 0.5, 0.5]
-    """
-    fig, ax = plt.subplots(figsize=(7.0, 2.3), layout="constrained")
-    for i, (label, variant) in enumerate(PARTNER_ROWS):
-        s = table[PARTNER, variant]
-        ax.barh(i, s.mean, height=0.6, color="#009E73")  # Okabe & Ito green: partner recall
-        ax.text(s.mean + 0.01, i, f"{s.mean:.2f}", va="center", fontsize=10)
-    ax.axvline(0.5, color="0.4", ls=":", lw=1.2)
-    ax.text(0.5, len(PARTNER_ROWS) - 0.45, " a coin flip: key or partner", color="0.3", fontsize=10, va="center")
-    ax.set_yticks(range(len(PARTNER_ROWS)), [r for r, _ in PARTNER_ROWS])
-    ax.set_ylim(len(PARTNER_ROWS) - 0.2, -0.6)
-    ax.set(xlim=(0, 1.12), xlabel="partner recall, 16 pairs: accuracy on unseen sequences")
-    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
-    if title:
-        ax.set_title(title)
-    return fig
-
-
-@book_figure
 def plot_linear_capacity(table: Mapping, pairs: Sequence[int], widths: Sequence[int], title: str = "") -> Figure:
     """Recall against the number of pairs N, one panel per width d: softmax and linear attention.
 
@@ -480,4 +452,50 @@ def plot_margin_sweep(margins: Sequence[float], lines: Mapping[str, Sequence[flo
     ax.set(xlabel="margin between the two correlations", ylabel="heads", ylim=(0, None),
            title=title or "Heads of each kind as the margin moves")
     ax.legend()
+    return fig
+
+
+def copy_attention_maps(length: int = 16, steps: int = 300, seed: int = 0, d_model: int = 64) -> dict[str, np.ndarray]:
+    """Train softmax attention with untied and with tied ``W_Q = W_K`` on the previous-token copy, and return
+    each model's attention weights on one held-out sequence, ``{"untied" | "tied": array (T, T)}``, rows over
+    keys. Two small models, about a second each on a laptop.
+
+    Examples
+    --------
+    >>> maps = copy_attention_maps(length=4, steps=2, d_model=8)
+    >>> sorted(maps), maps["tied"].shape, bool(np.allclose(maps["tied"].sum(axis=1), 1.0))
+    (['tied', 'untied'], (4, 4), True)
+    """
+    task = RecallTask("previous_token", {"length": length})
+    inputs = task(1, seed=seed + 1).inputs  # (1, T, 2): one held-out sequence
+    maps = {}
+    for name, tied in (("untied", False), ("tied", True)):
+        model, _ = train_variant(Variant(tied=tied), task, steps=steps, lr=3e-3, seed=seed, d_model=d_model)
+        with torch.no_grad():
+            _, (A,) = model(inputs)  # (1, T, T), softmax over keys s <= t
+        maps[name] = A[0].numpy().astype(float)
+    return maps
+
+
+@book_figure
+def plot_copy_attention(maps: Mapping[str, np.ndarray], title: str = "") -> Figure:
+    """Attention weights on the previous-token copy, untied beside tied: rows are queries t, columns keys s.
+
+    Examples
+    --------
+    >>> A = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
+    >>> [ax.get_title() for ax in plot_copy_attention({"untied": A, "tied": A}).axes[:2]]
+    ['untied W_Q, W_K', 'tied W_Q = W_K']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(6.6, 3.5), layout="constrained")
+    for ax, name, label in zip(axes, ("untied", "tied"), ("untied W_Q, W_K", "tied W_Q = W_K")):
+        A = np.asarray(maps[name], dtype=float)
+        im = ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
+        ax.set_title(label, fontsize=11)
+        ax.set(xlabel="key position s", ylabel="query position t" if name == "untied" else "")
+        ax.set_xticks([0, len(A) - 1])
+        ax.set_yticks([0, len(A) - 1])
+    fig.colorbar(im, ax=axes, shrink=0.8, label="weight")
+    if title:
+        fig.suptitle(title)
     return fig

@@ -25,7 +25,7 @@ from .smoothing import RegressionData, kernel_matrix, mse
 __all__ = [
     "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits",
     "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric",
-    "plot_weights_on_keys", "plot_locality", "plot_input_locality",
+    "plot_weights_on_keys", "plot_locality", "plot_input_locality", "plot_gauge_identity",
 ]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "dot": "tab:red"}
@@ -564,4 +564,76 @@ def plot_input_locality(rank_corr: Array, blind_rank_corr: Array, threshold: flo
     ax_sc.set(xlim=(lo, 1), ylim=(lo, 1), xlabel="query-blind weight", ylabel="attention",
               title="One dot per head")
     ax_sc.legend(loc="upper left", fontsize=9)
+    return fig
+
+
+@book_figure
+def plot_gauge_identity(doc: Mapping, thresholds: Array, sink_threshold: float = 0.5) -> Figure:
+    r"""Locality in the gauges of the query-key space (the stored ``qk-gauge`` run): the deciding identity and its
+    baselines (top), the decision against its threshold (middle), the finite gauges and the gauge-free key spread (bottom).
+
+    Parameters
+    ----------
+    doc : mapping
+        :func:`~attention_course.chapters.kernels.gauge_run.load_qk_gauge`.
+    thresholds : array (N,)
+        Property thresholds on :math:`\rho(a_{\max})` swept in the middle panel.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> h = lambda *s: {"rank_corr": rng.uniform(0.5, 1, s), "blind_rank_corr": rng.uniform(0, 0.5, s),
+    ...                 "sink_share": rng.uniform(0, 0.6, s[:2])}
+    >>> rec = {"decide": h(2, 3, 2), "free": h(2, 3, 1), "own": h(2, 3, 2), "untrained": h(2, 3, 2),
+    ...        "key_spread": rng.uniform(0, 1, (2, 3)), "key_spread_untrained": rng.uniform(0, 1, (2, 3))}
+    >>> doc = {"decision_gauges": [1.0, 1024.0], "description_gauges": [1.0, 2.0], "models": {"MiniLM": rec}}
+    >>> len(plot_gauge_identity(doc, [0.9, 0.99]).axes)
+    4
+    """
+    colors = {"MiniLM": _ATTENTION, "SmolLM2": "tab:purple"}
+    fig = plt.figure(figsize=(7, 8.4), layout="constrained")
+    top, mid, bottom = fig.subfigures(3, 1, height_ratios=(1.05, 0.9, 1))
+    ax_a = top.subplots(1, 1)
+    ax_t = mid.subplots(1, 1)
+    ax_d, ax_s = bottom.subplots(1, 2)
+    dg, sg = np.asarray(doc["decision_gauges"], float), np.asarray(doc["description_gauges"], float)
+    top_spread = max(float(np.max(rec[k])) for rec in doc["models"].values() for k in ("key_spread", "key_spread_untrained"))
+    bins = np.linspace(0, 1.05 * top_spread, 25)  # one set of bins for every histogram, up to the largest spread
+    for model, rec in doc["models"].items():
+        c = colors.get(model, "k")
+        keep = np.asarray(rec["decide"]["sink_share"]).ravel() < sink_threshold  # non-sink heads
+        rho = np.asarray(rec["decide"]["rank_corr"]).reshape(-1, dg.size)[keep]  # (heads, gauges)
+        ax_a.semilogx(dg, np.median(rho, 0), "o-", color=c, label=f"{model}: median head")
+        ax_a.semilogx(dg, rho.min(0), "v:", color=c, ms=4, label=f"{model}: lowest head")
+        for name, m in (("free", "s"), ("additive", "D")):
+            if name in rec:
+                base = np.asarray(rec[name]["rank_corr"]).reshape(-1)
+                ax_a.plot([dg[-1]], [np.median(base)], m, color=c, mfc="white", ms=7,
+                          label=f"{model}: {'free score table' if name == 'free' else 'additive score'}")
+                ax_t.plot(thresholds, [np.mean(base >= t) for t in thresholds], m + "--", color=c, mfc="white", ms=4,
+                          label=f"{model}: {'free table' if name == 'free' else 'additive'}")
+        ax_t.plot(thresholds, [np.mean(rho[:, -1] >= t) for t in thresholds], "o-", color=c, ms=4, label=f"{model} heads")
+        own = np.asarray(rec["own"]["rank_corr"]).reshape(-1, sg.size)
+        blind = np.asarray(rec["own"]["blind_rank_corr"]).reshape(-1, sg.size)
+        keep_own = np.asarray(rec["own"]["sink_share"]).ravel() < sink_threshold
+        ax_d.semilogx(sg, ((own >= 0.5) & (own > blind))[keep_own].mean(0), "o-", color=c, label=f"{model}, trained")
+        un, ub = (np.asarray(rec["untrained"][m]).reshape(-1, sg.size) for m in ("rank_corr", "blind_rank_corr"))
+        ax_d.semilogx(sg, ((un >= 0.5) & (un > ub)).mean(0), "o--", color=c, mfc="white", label=f"{model}, untrained")
+        ax_s.hist(np.asarray(rec["key_spread"]).ravel(), bins, color=c, alpha=0.6, label=f"{model}, trained")
+        ax_s.hist(np.asarray(rec["key_spread_untrained"]).ravel(), bins, color=c, histtype="step", lw=1.5,
+                  label=f"{model}, untrained")
+    ax_a.set_xticks(list(dg), [f"{a:g}" for a in dg])
+    ax_a.set_xticks([], minor=True)
+    ax_a.set(xlabel=r"gauge $a$: $q \to a\,q$, $k \to k/a$ from equal norms ($a$ = 1)", ylim=(0.4, 1.02),
+             ylabel=r"rank corr. of weight with $-\|aq - k/a\|$", title="Every dot-product head is local at large $a$")
+    ax_a.legend(fontsize=7.5, ncol=2, loc="lower center", bbox_to_anchor=(0.55, 0.0))  # clear of the markers at the right
+    ax_t.set(xlabel=r"property threshold on $\rho$ at the largest $a$", ylabel="share with the property", ylim=(-0.02, 1.02),
+             title="The decision against its threshold")
+    ax_t.legend(fontsize=7.5, ncol=3, loc="center left")
+    ax_d.set_xticks(list(sg), [f"{a:g}" for a in sg])
+    ax_d.set_xticks([], minor=True)
+    ax_d.set(xlabel="gauge $a$", ylabel=r"share local ($\rho \geq 0.5$)", ylim=(-0.02, 1.02), title="Finite gauges")
+    ax_d.legend(fontsize=7)
+    ax_s.set(xlabel=r"spread of $\|k\|^2$ after the best shift", ylabel="heads", title="Gauge-free: keys off a sphere")
+    ax_s.legend(fontsize=7)
     return fig

@@ -38,11 +38,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...models.decoder import decoder_pass
+from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from .attention_kernel import rank_correlation
 
-__all__ = []
+__all__ = ["dot_product_factors", "gauge_sweep", "additive_scores", "key_sphere_spread", "query_blind_share", "diagonal_regauge"]
 
 MEASURES = ("rank_corr", "nearest_wins", "blind_rank_corr", "blind_nearest_wins", "chance",
             "distance_share", "norm_share", "norm_ratio")
@@ -140,3 +143,326 @@ def qk_locality(q: Array, k: Array) -> dict[str, np.ndarray]:
         "norm_share": _row_r2(scores, b),
         "norm_ratio": key_norm_ratio(ka),
     }
+
+
+# ------------------------------------------------------------------ locality in one canonical gauge
+def canonical_gauge(q: Array, k: Array, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    r"""Queries and keys in the gauge where the query-key distance is defined: keys centred, equal rms norms.
+
+    Attention's weights do not change under :math:`q \to aq,\ k \to k/a` nor under one vector added
+    to every key (each row's scores shift by a constant), but the distances :math:`\lVert q - k\rVert`
+    do. This picks one member of that family:
+
+    .. math::
+
+        \hat k_j = (k_j - \bar k)/a^*, \qquad \hat q_i = a^* q_i, \qquad
+        a^* = \sqrt{\operatorname{rms}_j \lVert k_j - \bar k\rVert / \operatorname{rms}_i \lVert q_i\rVert},
+
+    with :math:`\bar k` the mean of the ``keys`` (e.g. the content keys) and the key rms over them, so that
+    any member of the family maps to the same :math:`(\hat q, \hat k)`. Scores change by a constant per
+    row only, so every weight is kept.
+
+    Parameters
+    ----------
+    q : array, shape (..., T, d)
+    k : array, shape (..., S, d)
+    keys : sequence of int, the key indices the centre and the rms are taken over
+
+    Returns
+    -------
+    (q_hat, k_hat) : float64 arrays of the shapes of q and k
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
+    >>> a, b = canonical_gauge(q, k, range(5)), canonical_gauge(3 * q, k / 3 + 1.0, range(5))
+    >>> bool(np.allclose(a[0], b[0]) and np.allclose(a[1], b[1]))
+    True
+    """
+    qa, ka = (np.asarray(to_numpy(x), dtype=np.float64) for x in (q, k))
+    idx = list(keys)
+    if qa.ndim < 2 or ka.ndim != qa.ndim or qa.shape[-1] != ka.shape[-1] or not idx:
+        raise ShapeError(f"q has shape {shape_str(qa)}, k {shape_str(ka)} and {len(idx)} keys; expected (..., T, d) "
+                         f"and (..., S, d) with the same d, and at least one key")
+    kc = ka - ka[..., idx, :].mean(-2, keepdims=True)  # (..., S, d) centred on the chosen keys
+    rms_k = np.sqrt((kc[..., idx, :] ** 2).sum(-1).mean(-1))[..., None, None]  # (..., 1, 1)
+    rms_q = np.sqrt((qa**2).sum(-1).mean(-1))[..., None, None]  # (..., 1, 1)
+    a = np.sqrt(rms_k / rms_q)
+    return qa * a, kc / a
+
+
+def smollm2_queries_keys(texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    r"""SmolLM2-135M-Instruct's queries and keys after RoPE, (30, 9, T, 64) per text, keys repeated over the query groups.
+
+    Each text is tokenized alone (no special tokens added; its first token is the decoder's sink) and
+    run through :func:`~attention_course.models.decoder.decoder_pass` with the Q4_1 weights of
+    :func:`~attention_course.models.smollm2.load_smollm2` (quantized and instruction-tuned: a caveat).
+    """
+    w, tok = load_smollm2(), smollm2_tokenizer()
+    out = []
+    for text in texts:
+        res = decoder_pass(w, torch.tensor([tok.encode(text).ids]), keep=("queries", "keys"))
+        q = torch.stack([x[0] for x in res.queries])  # (L, h, T, d) after RoPE
+        k = torch.stack([x[0].repeat_interleave(w.config.group, dim=0) for x in res.keys])  # (L, h, T, d)
+        out.append((q.double().numpy(), k.double().numpy()))
+    return out
+
+
+# ------------------------------------------------------------------ the identity: every dot product is local in some gauge
+def dot_product_factors(scores: Array, d: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""The best ``d``-dimensional dot-product factorisation of a score table, :math:`L \approx \tilde q\,\tilde k^\top`.
+
+    Truncated SVD of the table with each row's mean removed (a constant per row changes no weight, so the
+    factors do not move when one vector is added to every key), :math:`L - \bar L_{i\cdot} = U\Sigma V^\top`,
+    :math:`\tilde q = U_{:d}\Sigma_{:d}^{1/2}`, :math:`\tilde k = V_{:d}\Sigma_{:d}^{1/2}`. For a dot-product head's
+    table :math:`q k^\top/\sqrt{d}` it is exact up to those row constants (rank at most ``d``); for a table that is not a dot product of ``d``-dimensional vectors (a free
+    score table, an additive score) it is an approximation once ``T`` and ``S`` exceed ``d``.
+
+    Parameters
+    ----------
+    scores : array, shape (..., T, S)
+    d : int, 1 <= d <= min(T, S)
+
+    Returns
+    -------
+    (q_tilde, k_tilde) : float64 arrays (..., T, d) and (..., S, d)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(6, 2)), rng.normal(size=(5, 2))
+    >>> qt, kt = dot_product_factors(q @ k.T, 2)
+    >>> L = q @ k.T
+    >>> qt.shape, kt.shape, bool(np.allclose(qt @ kt.T, L - L.mean(1, keepdims=True)))
+    ((6, 2), (5, 2), True)
+    """
+    L = np.asarray(to_numpy(scores), dtype=np.float64)
+    if L.ndim < 2 or not 1 <= int(d) <= min(L.shape[-2:]):
+        raise ShapeError(f"scores has shape {shape_str(L)} and d={d}; expected (..., T, S) with 1 <= d <= min(T, S)")
+    L = L - L.mean(-1, keepdims=True)  # a constant per row changes no weight (e.g. one vector added to every key)
+    U, s, Vt = np.linalg.svd(L, full_matrices=False)  # (..., T, r), (..., r), (..., r, S)
+    r = np.sqrt(s[..., : int(d)])  # (..., d)
+    return U[..., :, : int(d)] * r[..., None, :], np.swapaxes(Vt[..., : int(d), :], -1, -2) * r[..., None, :]
+
+
+def gauge_sweep(q: Array, k: Array, gauges: Sequence[float], scores: Array | None = None, sinks: Sequence[int] = (),
+                causal: bool = False, min_keys: int = 3) -> dict[str, np.ndarray]:
+    r"""Per head and per gauge :math:`a`: does the weight fall with :math:`\lVert a\hat q_i - \hat k_j/a\rVert`?
+
+    The weights are :math:`\operatorname{softmax}_j(L_{ij})` over the keys query ``i`` may see, with
+    :math:`L = q k^\top/\sqrt d` or the given ``scores`` (a table :math:`q, k` only approximate, e.g.
+    :func:`dot_product_factors` of a baseline); sink columns removed and rows renormalised (the content
+    part). :math:`(\hat q, \hat k)` is :func:`canonical_gauge` of ``(q, k)`` over the content keys. Within a row
+
+    .. math::
+
+        -\lVert a\hat q_i - \hat k_j/a\rVert^2 = -a^2\lVert \hat q_i\rVert^2 + 2\,\hat q_i\cdot\hat k_j
+        - \lVert \hat k_j\rVert^2/a^2 ,
+
+    so as :math:`a` grows the distance ranks the keys as :math:`q\cdot k` does: every dot-product head is
+    local at large :math:`a`, whatever it learned. Returns the median over the rows with at least
+    ``min_keys`` visible content keys of the Spearman correlation between the weights and
+    :math:`-\lVert a\hat q_i - \hat k_j/a\rVert` (``rank_corr``), the same for the query-blind weight
+    (``blind_rank_corr``), each of shape (..., len(gauges)), and ``sink_share`` (...).
+
+    Parameters
+    ----------
+    q : array, shape (..., T, d)
+    k : array, shape (..., T, d), self-attention (the same T)
+    gauges : sequence of float, the factors :math:`a` (1 is the canonical gauge)
+    scores : array, shape (..., T, T), optional
+    sinks : sequence of int, sink positions (negative indices count from the end)
+    causal : bool, query ``i`` sees keys ``j <= i`` (True = may attend below the diagonal)
+
+    Examples
+    --------
+    A free score table is no dot product of 2-dimensional vectors: at large a its best 2-d factors rank
+    the keys only roughly; the table's own factors (rank 12) rank them exactly.
+
+    >>> rng = np.random.default_rng(0)
+    >>> L = rng.normal(size=(12, 12))
+    >>> rho = [float(gauge_sweep(*dot_product_factors(L, r), [1024.0], scores=L)["rank_corr"][0]) for r in (2, 12)]
+    >>> rho[0] < 0.9, round(rho[1], 6)
+    (True, 1.0)
+    """
+    qa, ka = (np.asarray(to_numpy(x), dtype=np.float64) for x in (q, k))
+    if qa.ndim < 2 or qa.shape[:-2] != ka.shape[:-2] or qa.shape[-2] != ka.shape[-2] or qa.shape[-1] != ka.shape[-1]:
+        raise ShapeError(f"q has shape {shape_str(qa)} and k {shape_str(ka)}; expected (..., T, d) both, the same T")
+    T, d = qa.shape[-2:]
+    L = qa @ np.swapaxes(ka, -2, -1) / np.sqrt(d) if scores is None else np.asarray(to_numpy(scores), np.float64)
+    if L.shape != qa.shape[:-1] + (T,):
+        raise ShapeError(f"scores has shape {shape_str(L)}; expected {qa.shape[:-1] + (T,)} (..., T, T)")
+    sink = sorted({s % T for s in sinks})
+    content = [j for j in range(T) if j not in sink]
+    if len(content) < max(min_keys, 2):
+        raise ShapeError(f"T={T} with sinks {sink} leaves {len(content)} content keys; expected at least {min_keys}")
+    allowed = np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)  # True = may attend
+    L = np.where(allowed, L, -np.inf)
+    w = np.exp(L - L.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)  # (..., T, S) softmax over the keys
+    sink_share = w[..., sink].sum(-1).mean(-1) if sink else np.zeros(w.shape[:-2])
+    c = w[..., content]  # (..., T, C) content part (ranks need no renormalising)
+    ok = allowed[:, content]  # (T, C)
+    blind = (c / np.maximum(c.sum(-1, keepdims=True), 1e-300) * ok).sum(-2) / np.maximum(ok.sum(0), 1)  # (..., C)
+    qh, kh = canonical_gauge(qa, ka, content)
+    kh = kh[..., content, :]  # (..., C, d)
+    rows = [i for i in range(T) if ok[i].sum() >= min_keys]
+    if not rows:
+        raise ShapeError(f"no row of T={T} sees {min_keys} content keys; lower min_keys")
+    rc = np.empty(qa.shape[:-2] + (len(rows), len(gauges)))
+    bl = np.empty_like(rc)
+    for r, i in enumerate(rows):
+        cols = np.flatnonzero(ok[i])
+        ci, bi = c[..., i, cols], blind[..., cols]  # (..., n_i)
+        for g, a in enumerate(gauges):
+            near = -np.linalg.norm(a * qh[..., i, None, :] - kh[..., cols, :] / a, axis=-1)  # (..., n_i)
+            rc[..., r, g] = rank_correlation(ci[..., None, :], near[..., None, :])[..., 0]
+            bl[..., r, g] = rank_correlation(bi[..., None, :], near[..., None, :])[..., 0]
+    return {"rank_corr": np.median(rc, axis=-2), "blind_rank_corr": np.median(bl, axis=-2), "sink_share": sink_share}
+
+
+def free_score_tables(scores: Array, seed: int = 0) -> np.ndarray:
+    r"""Synthesizer-style baseline: a table of independent Gaussian scores per head, its spread matched to ``scores``.
+
+    Each (..., T, S) table gets the standard deviation of the head's own scores (the last two axes).
+
+    Examples
+    --------
+    >>> free_score_tables(np.ones((2, 3, 5, 5)) * np.arange(5)).shape
+    (2, 3, 5, 5)
+    """
+    L = np.asarray(to_numpy(scores), dtype=np.float64)
+    sd = L.std(axis=(-2, -1), keepdims=True)  # (..., 1, 1)
+    return np.random.default_rng(seed).standard_normal(L.shape) * sd
+
+
+def additive_scores(h: Array, n_tables: int, width: int = 128, spread: float = 1.0, seed: int = 0) -> np.ndarray:
+    r"""Additive (MLP) scores :math:`L_{ij} = v\cdot\tanh(W h_i + U h_j)` with random :math:`W, U, v`, ``n_tables`` of them.
+
+    Not a dot product of projections: as a function of :math:`(i, j)` it has full rank. Each table is
+    rescaled to standard deviation ``spread``.
+
+    Parameters
+    ----------
+    h : array, shape (T, d_model), e.g. one layer's input
+
+    Returns
+    -------
+    np.ndarray, shape (n_tables, T, T)
+
+    Examples
+    --------
+    >>> additive_scores(np.random.default_rng(0).normal(size=(6, 8)), 2, width=4).shape
+    (2, 6, 6)
+    """
+    x = np.asarray(to_numpy(h), dtype=np.float64)
+    if x.ndim != 2:
+        raise ShapeError(f"h has shape {shape_str(x)}; expected (T, d_model)")
+    rng = np.random.default_rng(seed)
+    T, D = x.shape
+    out = np.empty((int(n_tables), T, T))
+    for t in range(int(n_tables)):
+        W, U = rng.standard_normal((2, D, width)) / np.sqrt(D)  # (d_model, width) each
+        v = rng.standard_normal(width)  # (width,)
+        L = np.tanh((x @ W)[:, None, :] + (x @ U)[None, :, :]) @ v  # (T, T): $v\cdot\tanh(Wh_i + Uh_j)$
+        out[t] = L / L.std() * spread
+    return out
+
+
+def key_sphere_spread(k: Array, keys: Sequence[int]) -> np.ndarray:
+    r"""How far the keys are from lying on one sphere, free of the gauge: residual spread of :math:`\lVert k\rVert^2` after the best shift.
+
+    Fits :math:`\lVert k_j\rVert^2 \approx 2c\cdot k_j + b` by least squares over ``keys`` (equivalently
+    :math:`\lVert k_j - c\rVert^2 \approx` const) and returns the standard deviation of the residual over the
+    mean squared distance of the keys to their centroid. 0 when the keys lie on a sphere (then a key shift
+    to its centre makes every key the same length and the dot product a Gaussian kernel of distance);
+    about :math:`\sqrt{2/d}` for Gaussian keys. It does not move under :math:`k \to k/a` or a shift of every
+    key; it needs more than :math:`d + 1` keys to be able to differ from 0.
+
+    Parameters
+    ----------
+    k : array, shape (..., S, d)
+    keys : sequence of int, more than d + 1 of them
+
+    Returns
+    -------
+    np.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.normal(size=(50, 3)); u /= np.linalg.norm(u, axis=1, keepdims=True)
+    >>> float(key_sphere_spread(2 * u + 5.0, range(50))) < 1e-12, round(float(key_sphere_spread(rng.normal(size=(4000, 8)), range(4000))), 1)
+    (True, 0.5)
+    """
+    ka = np.asarray(to_numpy(k), dtype=np.float64)
+    idx = list(keys)
+    if ka.ndim < 2 or len(idx) <= ka.shape[-1] + 1:
+        raise ShapeError(f"k has shape {shape_str(ka)} and {len(idx)} keys; expected (..., S, d) and more than d + 1 keys")
+    x = ka[..., idx, :]  # (..., n, d)
+    x = x - x.mean(-2, keepdims=True)  # centred: the fit and the scale do not depend on the shift
+    y = (x**2).sum(-1)  # (..., n)
+    A = np.concatenate([x, np.ones(x.shape[:-1] + (1,))], -1)  # (..., n, d + 1)
+    sol = np.linalg.pinv(A) @ y[..., None]  # (..., d + 1, 1) least squares, one fit per head
+    res = y - (A @ sol)[..., 0]  # (..., n)
+    return res.std(-1) / y.mean(-1)
+
+
+def query_blind_share(scores: Array) -> np.ndarray:
+    r"""Share of a score table's row-centred energy that does not depend on the query: its column effect.
+
+    With each row's mean removed (a constant per row changes no weight), :math:`\tilde L = L - \bar L_{i\cdot}`,
+    the column effect :math:`c_j = \operatorname{mean}_i \tilde L_{ij}` is the part of every row that is the
+    same whatever the query; the share is :math:`T\lVert c\rVert^2 / \lVert\tilde L\rVert_F^2`. A table that
+    is mostly a column effect has rank about 1 after row-centring, so any :math:`d_k \ge 1` factorises it, and
+    it ranks the keys almost the same way in every row.
+
+    Parameters
+    ----------
+    scores : array, shape (..., T, S)
+
+    Returns
+    -------
+    np.ndarray, shape (...), in [0, 1]
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> L = rng.normal(size=(200, 200))
+    >>> round(float(query_blind_share(L)), 3), round(float(query_blind_share(L + 5 * rng.normal(size=200))), 2)
+    (0.006, 0.96)
+    """
+    L = np.asarray(to_numpy(scores), dtype=np.float64)
+    if L.ndim < 2:
+        raise ShapeError(f"scores has shape {shape_str(L)}; expected (..., T, S)")
+    L = L - L.mean(-1, keepdims=True)  # (..., T, S) row-centred
+    col = L.mean(-2, keepdims=True)  # (..., 1, S) the query-blind part
+    return L.shape[-2] * (col**2).sum((-2, -1)) / np.maximum((L**2).sum((-2, -1)), 1e-300)
+
+
+def diagonal_regauge(q: Array, k: Array, spread: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    r"""A random diagonal change of the query-key space, :math:`q \to Aq`, :math:`k \to A^{-1}k`, that moves no score.
+
+    :math:`A = \operatorname{diag}(e^{z})` with :math:`z_m \sim N(0, \text{spread}^2)`, one per coordinate, so
+    :math:`(Aq)\cdot(A^{-1}k) = q\cdot k`: every weight stays, but distances, norms and so the equal-norm
+    convention move.
+
+    Parameters
+    ----------
+    q : array, shape (..., T, d)
+    k : array, shape (..., S, d)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(5, 4)), rng.normal(size=(7, 4))
+    >>> qa, ka = diagonal_regauge(q, k)
+    >>> bool(np.allclose(qa @ ka.T, q @ k.T)), bool(np.allclose(qa, q))
+    (True, False)
+    """
+    qa, ka = (np.asarray(to_numpy(x), dtype=np.float64) for x in (q, k))
+    if qa.ndim < 2 or qa.shape[-1] != ka.shape[-1]:
+        raise ShapeError(f"q has shape {shape_str(qa)} and k {shape_str(ka)}; expected (..., T, d) and (..., S, d)")
+    A = np.exp(spread * np.random.default_rng(seed).standard_normal(qa.shape[-1]))  # (d,) the diagonal
+    return qa * A, ka / A

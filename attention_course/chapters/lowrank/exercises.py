@@ -8,6 +8,8 @@ its own message, and ``tests/exercises/test_rules.py`` that every rule is probed
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import torch
 
@@ -118,7 +120,7 @@ register(
         ),
         framing=('Write `my_effective_rank(A)`', 'Compute its singular values', '`A` is never the all-zero matrix'),
         difficulty=1,
-        minutes=10,
+        minutes=8,
     )
 )
 
@@ -142,6 +144,16 @@ def _rank_k_with(select):
         return (U[:, idx] * s[idx]) @ Vh[idx]
 
     return f
+
+
+def _vh_columns(got, expected, args) -> Optional[str]:
+    """Advice for a result with min(R, C) columns where A has C: the columns Vh[:, :k] taken for its rows."""
+    A, k = args
+    shape = np.shape(got)
+    if shape != np.shape(A) and shape == (A.shape[0], min(A.shape)):
+        return ("numpy's svd returns Vh = V^T, whose ROWS are the right singular vectors: Vh[:, :k].T takes "
+                "its first k columns instead, (k, min(R, C)), hence min(R, C) columns. Use the rows Vh[:k], (k, C).")
+    return None
 
 
 register(
@@ -207,9 +219,10 @@ register(
             Rule("forbidden", "the inputs are not changed in place", ('5x4, k=2',), lambda *a: True,
                  quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A, k: lr.best_rank_k(A, k), index=0),)),
         ),
+        structure_hint=_vh_columns,
         framing=('Write `my_best_rank_k(A, k)`',),
         difficulty=1,
-        minutes=5,
+        minutes=8,
     )
 )
 
@@ -554,6 +567,12 @@ register(
                 "denominator: use sums in both (or means in both), so each query's weights sum to 1.",
             ),
             Mutant(
+                "count-normaliser", lambda pq, pk, v: pq @ (pk.T @ v) / len(pk),
+                "you divided by the number of keys S: that averages the values only if every weight "
+                "phi(q_t) . phi(k_s) were 1. Each query's weights must sum to 1, so divide by its own "
+                "normaliser phi(q_t) . sum_s phi(k_s), a (T,) vector, [:, None].",
+            ),
+            Mutant(
                 "per-feature-normaliser", lambda pq, pk, v: pq @ ((pk.T @ v) / pk.sum(axis=0)[:, None]),
                 "you divided each feature's row of phi(K)^T V by that feature's sum before multiplying by "
                 "phi(q_t). The normaliser is one number per query, phi(q_t) . sum_s phi(k_s): divide the "
@@ -575,7 +594,7 @@ register(
                  (_huge_case().label,), lambda pq, pk, v: len(pq) >= 10**6, (), quote='one check has $T = S$ = 6 million'),
             Rule("edge-size", "T != S: each query's normaliser sums over the S keys",
                  ("T=3, S=8", "one query"), lambda pq, pk, v: len(pq) != len(pk),
-                 ("global-normaliser", "mean-numerator"), quote='$T$ may differ from $S$'),
+                 ("global-normaliser", "mean-numerator", "count-normaliser"), quote='$T$ may differ from $S$'),
             Rule("edge-size", "one feature (r = 1) and more features than keys (r > n)",
                  ("one feature (r=1)", "r=32 > n"), lambda pq, pk, v: pq.shape[1] == 1 or pq.shape[1] > len(pk),
                  ("per-feature-normaliser", "no-normaliser"), quote='positive features `phi_q` of shape'),
@@ -585,6 +604,10 @@ register(
                  quote='Do not change the inputs in place', breaches=(in_place_breach(_linear_reference, index=2),)),
         ),
         framing=('Write `my_linear_attention`', 'Compute $\\phi(K)^\\top V$ first'),
+        # A (T,) normaliser left without its [:, None] fails to broadcast against the (T, d_v) numerator.
+        error_tips=(("could not be broadcast", " Tip: divide the (T, d_v) numerator by the (T,) normaliser "
+                     "as normaliser[:, None] (or keep the summed axis with keepdims=True), so that the "
+                     "shapes line up."),),
         difficulty=1,
         minutes=5,
     )
@@ -724,8 +747,9 @@ register(
                  quote='do not change `scores` or `v_blk`', breaches=(in_place_breach(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3),)),
         ),
         framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
-        difficulty=2,
-        minutes=12,
+        # 1/3: the loop body of chunked_attention, shown in the lesson, is the step; the edge cases remain.
+        difficulty=1,
+        minutes=10,
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
             _step_in_place,

@@ -180,7 +180,7 @@ def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
 
 
 @book_figure
-def plot_exp_rank(demo: Mapping) -> Figure:
+def plot_exp_rank(demo: Mapping, scale: Optional[float] = None) -> Figure:
     r"""Singular values of a rank-1 logit matrix :math:`L`, of :math:`\exp(L)` and of its row softmax.
 
     Parameters
@@ -188,13 +188,18 @@ def plot_exp_rank(demo: Mapping) -> Figure:
     demo : dict
         The output of :func:`attention_course.chapters.lowrank.spectra.exp_rank_demo` (keys ``logits``,
         ``softmax``, ``singular_values`` of ``exp(L)``, ``rank_*``).
+    scale : float, optional
+        The factor :math:`s` in :math:`L = s\,xx^\top`, written into the legend as a number
+        (default: the letter :math:`s`).
 
     Examples
     --------
     >>> from attention_course.chapters.lowrank.spectra import exp_rank_demo
-    >>> fig = plot_exp_rank(exp_rank_demo(n=6))
+    >>> fig = plot_exp_rank(exp_rank_demo(n=6, scale=4.0), scale=4.0)
     >>> fig.axes[0].get_yscale()
     'log'
+    >>> fig.axes[0].get_legend().get_texts()[0].get_text()
+    'logits $L = 4\\,xx^\\top$ (rank 1)'
     """
     logits = _grid("demo['logits']", demo["logits"], 2, "(n, n)")
     s_logits = np.linalg.svd(logits, compute_uv=False)  # (n,)
@@ -202,9 +207,10 @@ def plot_exp_rank(demo: Mapping) -> Figure:
     s_soft = np.linalg.svd(np.asarray(demo["softmax"], dtype=float), compute_uv=False)  # (n,)
     idx = np.arange(1, logits.shape[0] + 1)
     floor = np.finfo(float).eps * s_logits[0] * logits.shape[0]  # below this: zero in float64
+    factor = "s" if scale is None else f"{scale:g}"
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     ax.semilogy(idx, np.maximum(s_logits / s_logits[0], 1e-18), "o-", color="C0",
-                label=f"logits $L = s\\,xx^\\top$ (rank {demo['rank_logits']})")
+                label=f"logits $L = {factor}\\,xx^\\top$ (rank {demo['rank_logits']})")
     ax.semilogy(idx, s_exp / s_exp[0], "s-", color="C3", label=f"$\\exp(L)$ (rank {demo['rank_exp']})")
     ax.semilogy(idx, s_soft / s_soft[0], "^--", color="C2", ms=5,
                 label=f"row softmax of $L$ (rank {demo['rank_softmax']})")
@@ -597,13 +603,14 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
                           landmarks: int = 3, seed: int = 0) -> Figure:
     """A grid per method: the query-key scores it computes (its colour) and skips (light grey).
 
-    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores.
+    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores (top-k
+    computes them all and keeps ``top_k`` per row; a Nyström landmark stands for a run of tokens).
 
     Examples
     --------
     >>> fig = plot_method_schematic(n=6, window=1, top_k=2, proj=2, landmarks=2)
     >>> [ax.get_xlabel() for ax in fig.axes][:3]
-    ['36 of 36', '16 of 36', '12 of 36']
+    ['36 of 36', '16 of 36', '12 of 36 kept\\n(all 36 computed)']
     """
     pats = method_patterns(n, window, top_k, proj, landmarks, seed)
     titles = {"exact": ("exact", "exact (plain or chunked)"), "local": ("local", f"local window, w = {window}"),
@@ -629,8 +636,13 @@ def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: in
             ax.text(n / 2, n / 2, "no n × n scores:\n" r"$\phi(Q)\,[\phi(K)^\top V]$", ha="center", va="center",
                     bbox={"facecolor": "white", "edgecolor": method_color("linear"), "lw": 1.5})
             ax.set_xlabel(f"0 of {n * n}")
+        elif name == "top-k":
+            ax.set_xlabel(f"{mask.sum()} of {n * n} kept\n(all {n * n} computed)")
+        elif name == "nystrom":
+            ax.set_xlabel(f"{mask.sum()} of {n * n}\n(a landmark: mean of {n // landmarks} tokens)")
         else:
             ax.set_xlabel(f"{mask.sum()} of {n * n}")
+    fig.get_layout_engine().set(h_pad=0.12)  # room between a panel's count and the title below it
     axes[0, 0].set_ylabel("query i")
     axes[1, 0].set_ylabel("query i")
     return fig

@@ -21,10 +21,22 @@ from .measures import (
 from .pages import EVIDENCE_EXERCISES
 from .saturated_rows import scale_pair, saturated_share, swapped_softmax
 from .saturation_training import STORED_SWEEP, checkpoints, init_row_ratio, matched_loss_ratio, load_saturation
-from .sensitive_regime import jacobian_floor, jacobian_vs_spread, half_maximum_band
+from .sensitive_regime import (
+    jacobian_floor,
+    jacobian_vs_spread,
+    half_maximum_band,
+    passed_gradient,
+    gradient_vs_spread,
+    largest_rows_in_band,
+    flow_ratio,
+    typical_row_verdict,
+    query_gradient_norms,
+    saturation_width,
+)
 from .training import compare_scales, load_comparisons
 from .training_grid import TASK, HELD_OUT_SEED
 from .figures import (
+    plot_typical_row,
     plot_score_histograms,
     plot_sharpening,
     plot_gradient_vs_spread,
@@ -81,10 +93,18 @@ __all__ = [
     "jacobian_floor",
     "jacobian_vs_spread",
     "half_maximum_band",
+    "passed_gradient",
+    "gradient_vs_spread",
+    "largest_rows_in_band",
+    "flow_ratio",
+    "typical_row_verdict",
+    "query_gradient_norms",
+    "saturation_width",
     "compare_scales",
     "load_comparisons",
     "TASK",
     "HELD_OUT_SEED",
+    "plot_typical_row",
     "plot_score_histograms",
     "plot_sharpening",
     "plot_gradient_vs_spread",

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not
     from .training import ScaleComparison
 
 __all__ = [
-    "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
+    "plot_typical_row", "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
     "plot_score_variance", "plot_minilm_scores", "plot_saturation", "plot_jacobian", "plot_full_comparison",
     "plot_scale_pair", "plot_saturation_training", "plot_backward_swap",
 ]
@@ -586,4 +586,58 @@ def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
                  f"{grid.settings['steps']} steps")
     ax.grid(axis="x", alpha=0.3)
     fig.legend(loc="outside lower center", ncol=2, frameon=False)
+    return fig
+
+
+#: The decisions :func:`plot_typical_row` draws, bottom to top.
+VERDICT_STEPS = ("wrong as stated", "holds when S", "holds when typical", "holds", "undecided")
+
+
+@chapter_figure
+def plot_typical_row(sigmas: Array, ratios: Mapping[int, Mapping[str, Array]], thetas: Array,
+                     verdicts: Sequence[str], theta: float = 0.5, unscaled: Sequence[float] = (8.0, 16.0, 32.0)
+                     ) -> Figure:
+    r"""The gradient a row passes over the uniform row's, :math:`R(\sigma)`, per statistic (top); the decision against :math:`\theta` (bottom).
+
+    Parameters
+    ----------
+    sigmas : array, shape (M,)
+    ratios : dict S -> dict statistic ("median", "mean") -> array (M,)
+        From :func:`~attention_course.chapters.scaling.sensitive_regime.flow_ratio`.
+    thetas : array, shape (N,)
+    verdicts : sequence of str, shape (N,)
+        :func:`~attention_course.chapters.scaling.sensitive_regime.typical_row_verdict` at each threshold.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.1, 40, 9)
+    >>> fig = plot_typical_row(s, {16: {"median": np.exp(-s), "mean": 1 / (1 + s)}}, [0.3, 0.7], ["holds", "holds"])
+    >>> len(fig.axes)
+    2
+    """
+    sigmas = np.asarray(to_numpy(sigmas), float)
+    fig, (ax, ax_t) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.4), layout="constrained",
+                                   height_ratios=(1.6, 1))
+    shades = plt.cm.viridis(np.linspace(0.1, 0.85, len(ratios)))
+    for (S, curves), c in zip(ratios.items(), shades):
+        for stat, ls in (("median", "-"), ("mean", "--")):
+            if stat in curves:
+                ax.loglog(sigmas, np.asarray(curves[stat], float), ls, color=c,
+                          label=f"S = {S}, {stat}" if stat == "median" or S == list(ratios)[0] else None)
+    ax.axhline(theta, color="k", ls=":", lw=1, label=rf"$\theta$ = {theta}")
+    ax.axhline(1.0, color="0.6", lw=0.8)
+    ax.axvline(1.0, color=SCALE_COLOR["sqrt"], lw=2, label=r"scaled, $\sigma$ = 1")
+    for u in unscaled:
+        ax.axvline(u, color=SCALE_COLOR["none"], lw=2 if u == max(unscaled) else 1, alpha=1 if u == max(unscaled) else 0.5)
+    ax.text(max(unscaled), 1.5e-4, rf" $\sigma=\sqrt{{d_k}}$" "\n" rf" $d_k$ = {', '.join(f'{u**2:.0f}' for u in unscaled)}",
+            color=SCALE_COLOR["none"], fontsize=8, ha="right")
+    ax.set(xlabel=r"std $\sigma$ of the logits", ylabel="gradient passed / uniform row's", ylim=(1e-4, 10),
+           title="What a row passes back, against the spread")
+    ax.legend(fontsize=8, ncol=2, loc="lower left")
+    y = [VERDICT_STEPS.index(v) for v in verdicts]
+    ax_t.step(np.asarray(thetas, float), y, where="mid", color="k")
+    ax_t.axvline(theta, color="k", ls=":", lw=1)
+    ax_t.set_yticks(range(len(VERDICT_STEPS)), ["wrong as stated", "holds when S small", "holds when typical row",
+                                                  "holds", "undecided"], fontsize=8)
+    ax_t.set(xlabel=r"threshold $\theta$", ylim=(-0.5, len(VERDICT_STEPS) - 0.5), title="The decision against its threshold")
     return fig

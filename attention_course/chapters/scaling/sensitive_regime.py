@@ -27,7 +27,9 @@ import numpy as np
 
 from .measures import softmax_jacobian_norm
 
-__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band"]
+__all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread",
+           "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms",
+           "saturation_width"]
 
 
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
@@ -167,3 +169,251 @@ def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0
     if j_one <= floor or sigma > band.hi:
         return "wrong as stated"
     return "holds" if band.lo <= sigma else "holds when"
+
+
+# ------------------------------------------------------------------ the essay's definition: "where gradients flow"
+def passed_gradient(logits: np.ndarray, g: np.ndarray) -> np.ndarray:
+    r"""The gradient a softmax row passes back to its logits, :math:`J g = p \odot (g - p\cdot g)` with :math:`J = \operatorname{diag}(p) - pp^\top`.
+
+    Parameters
+    ----------
+    logits : array, shape (..., S)
+        The softmax normalises over the last axis.
+    g : array, shape (..., S)
+        The upstream gradient on the weights :math:`p`.
+
+    Returns
+    -------
+    np.ndarray, shape (..., S)
+
+    Examples
+    --------
+    >>> passed_gradient(np.zeros(4), np.array([1.0, 0.0, 0.0, 0.0]))  # uniform row: (g - mean g) / S
+    array([ 0.1875, -0.0625, -0.0625, -0.0625])
+    """
+    x, up = np.asarray(logits, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    if x.ndim < 1 or x.shape != up.shape:
+        raise ValueError(f"logits has shape {x.shape} and g {up.shape}; expected the same shape (..., S)")
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)  # (..., S), softmax over the keys
+    return p * (up - (p * up).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (..., S)
+
+
+def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
+                       measure: str = "jg", d_k: Optional[int] = None, stat: str = "median") -> np.ndarray:
+    r"""Median (or mean, or rms) over rows of the gradient a softmax row passes back, against the spread :math:`\sigma` of its logits.
+
+    ``measure="jg"``: :math:`\lVert J g\rVert` for one upstream gradient :math:`g \sim N(0, I_S)` per
+    row (the same :math:`g` at every :math:`\sigma`), :math:`J = \operatorname{diag}(p) - pp^\top`, so
+    :math:`J g = p \odot (g - p\cdot g)`; ``"fro"`` and ``"spectral"``: the norms of :math:`J` itself.
+    The logits are :func:`jacobian_vs_spread`'s draws (the same seed), independent
+    :math:`N(0, \sigma^2)`, or with ``d_k`` the scores :math:`\sigma\,q\cdot k/\sqrt{d_k}` of Gaussian
+    queries and keys. ``stat``: ``"median"`` (the typical row), ``"mean"`` or ``"rms"`` over the rows
+    (a gradient summed over rows with independent upstream gradients has the rms's size). :math:`\sigma = 0`
+    is the uniform row.
+
+    Returns
+    -------
+    np.ndarray, shape (len(sigmas),)
+
+    Examples
+    --------
+    >>> gradient_vs_spread([1e-3, 1.0, 1e3], n_keys=16, n_rows=256).round(3)   # uniform, sigma = 1, one-hot
+    array([0.235, 0.279, 0.   ])
+    >>> gradient_vs_spread([0.0, 32.0], n_keys=64, n_rows=4096, stat="mean").round(3)  # rare near-ties carry the mean
+    array([0.124, 0.055])
+    """
+    if measure not in ("jg", "fro", "spectral"):
+        raise ValueError(f"measure={measure!r}; expected 'jg', 'fro' or 'spectral'")
+    reduce = {"median": np.median, "mean": np.mean, "rms": lambda x: np.sqrt(np.mean(np.square(x)))}.get(stat)
+    if reduce is None:
+        raise ValueError(f"stat={stat!r}; expected 'median', 'mean' or 'rms'")
+    rng = np.random.default_rng(seed)
+    if d_k is None:
+        z = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S), jacobian_vs_spread's draws
+    else:
+        q = rng.standard_normal((-(-int(n_rows) // 64), 64, int(d_k)))  # (blocks, 64, d_k)
+        k = rng.standard_normal((q.shape[0], int(n_keys), int(d_k)))  # (blocks, S, d_k)
+        z = (q @ np.swapaxes(k, -1, -2)).reshape(-1, int(n_keys))[:int(n_rows)] / math.sqrt(d_k)  # (rows, S)
+    g = np.random.default_rng([seed, 1]).standard_normal(z.shape)  # (rows, S) upstream gradient, fixed over sigma
+    out = []
+    for s in sigmas:
+        x = float(s) * z  # (rows, S)
+        if measure == "jg":
+            out.append(float(reduce(np.linalg.norm(passed_gradient(x, g), axis=-1))))  # $\lVert J g\rVert$ per row
+        else:
+            p = np.exp(x - x.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)  # (rows, S), softmax over the keys
+            out.append(float(reduce(softmax_jacobian_norm(p, measure))))
+    return np.array(out)
+
+
+class FlowBand(NamedTuple):
+    """Where a gradient curve is at least ``theta`` of its peak: ``lo``, ``hi`` (interpolated sigma), ``peak`` (sigma at the maximum)."""
+
+    lo: float
+    hi: float
+    peak: float
+
+
+def flow_band(sigmas: Sequence[float], G: Sequence[float], theta: float = 0.5) -> FlowBand:
+    r"""The band of :math:`\sigma` where the curve ``G`` is at least ``theta`` times its maximum (no floor subtracted).
+
+    Edges are interpolated linearly in :math:`\log\sigma`; a curve already above ``theta`` of its
+    peak at the grid's first point has ``lo = 0`` (the uniform row passes gradient too). It must fall
+    below ``theta`` of its peak after the peak, inside the grid.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.05, 50, 61)
+    >>> b = flow_band(s, gradient_vs_spread(s, n_keys=64, n_rows=512))
+    >>> b.lo < 1 < b.peak < b.hi < 32
+    True
+    """
+    s, y = np.asarray(sigmas, dtype=float), np.asarray(G, dtype=float)
+    if s.ndim != 1 or s.shape != y.shape or np.any(np.diff(s) <= 0) or not 0 < theta < 1:
+        raise ValueError(f"sigmas has shape {s.shape}, G {y.shape} and theta={theta}; expected equal 1-d shapes, "
+                         f"sigmas increasing and 0 < theta < 1")
+    i = int(np.argmax(y))
+    cut = theta * y[i]
+    left, right = np.flatnonzero(y[:i] < cut), np.flatnonzero(y[i:] < cut) + i
+    if not right.size:
+        raise ValueError("the curve does not fall below theta of its peak after the peak; widen the grid")
+
+    def edge(j: int, k: int) -> float:  # sigma where the curve crosses the cut between grid points j and k
+        xs, ys = np.log(s[[j, k]]), y[[j, k]]
+        order = np.argsort(ys)
+        return float(np.exp(np.interp(cut, ys[order], xs[order])))
+
+    lo = edge(left[-1], left[-1] + 1) if left.size else 0.0
+    return FlowBand(lo=lo, hi=edge(right[0] - 1, right[0]), peak=float(s[i]))
+
+
+def largest_rows_in_band(sigmas: Sequence[float], curves: dict, thetas: Sequence[float], sigma: float = 1.0) -> np.ndarray:
+    r"""For each threshold :math:`\theta`, the largest row length S (a key of ``curves``) whose flow band holds ``sigma``.
+
+    ``curves`` maps S to a gradient curve on ``sigmas`` (:func:`gradient_vs_spread`). Returns 0 where
+    no S holds it. This is the decision plotted against its threshold.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.05, 50, 61)
+    >>> curves = {S: gradient_vs_spread(s, n_keys=S, n_rows=256) for S in (16, 256)}
+    >>> largest_rows_in_band(s, curves, [0.3, 0.7]).tolist()
+    [256, 16]
+    """
+    out = []
+    for th in thetas:
+        ok = [S for S, G in curves.items() if (b := flow_band(sigmas, G, th)).lo <= sigma <= b.hi]
+        out.append(max(ok) if ok else 0)
+    return np.array(out)
+
+
+# ------------------------------------------------------------------ the typical row against the unsaturated row
+def flow_ratio(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
+               stat: str = "median") -> np.ndarray:
+    r"""The gradient a row passes at spread :math:`\sigma`, over what the uniform (least saturated) row passes.
+
+    .. math::
+
+        R(\sigma) = \frac{\operatorname{stat}_{\text{rows}} \lVert J_\sigma g\rVert}
+                          {\operatorname{stat}_{\text{rows}} \lVert J_0 g\rVert},
+        \qquad J_0 g = (g - \bar g)/S ,
+
+    with :func:`gradient_vs_spread`'s rows and upstream gradients (the same :math:`g` in both).
+    Gradients flow at :math:`\sigma` when :math:`R(\sigma) \ge \theta`; saturation drives it to 0.
+
+    Examples
+    --------
+    >>> flow_ratio([1.0, 32.0], n_keys=64, n_rows=4096).round(4)   # the scaled spread, the unscaled one at d_k = 1024
+    array([1.3775e+00, 1.3000e-03])
+    """
+    G = gradient_vs_spread([0.0, *sigmas], n_keys=n_keys, n_rows=n_rows, seed=seed, stat=stat)
+    return G[1:] / G[0]
+
+
+def saturation_width(sigmas: Sequence[float], R: Sequence[float], theta: float = 0.5) -> float:
+    r"""The key width :math:`d_k = \sigma^2` from which the unscaled typical row passes less than ``theta``.
+
+    ``R`` is :func:`flow_ratio` on ``sigmas``; past its peak, the first :math:`\sigma` where it falls below
+    ``theta`` (interpolated linearly in :math:`\log\sigma`), squared: without the scale the logits of
+    Gaussian :math:`q, k` spread like :math:`\sigma = \sqrt{d_k}`.
+
+    Examples
+    --------
+    >>> s = np.geomspace(0.05, 50, 61)
+    >>> w = saturation_width(s, flow_ratio(s, n_keys=64, n_rows=1024))
+    >>> 80 < w < 140
+    True
+    """
+    s, y = np.asarray(sigmas, dtype=float), np.asarray(R, dtype=float)
+    if s.ndim != 1 or s.shape != y.shape or np.any(np.diff(s) <= 0) or not theta > 0:
+        raise ValueError(f"sigmas has shape {s.shape}, R {y.shape} and theta={theta}; expected equal 1-d shapes, "
+                         f"sigmas increasing and theta > 0")
+    i = int(np.argmax(y))
+    below = np.flatnonzero(y[i:] < theta) + i
+    if not below.size:
+        raise ValueError("the curve does not fall below theta after its peak; widen the grid")
+    j = int(below[0])
+    xs, ys = np.log(s[[j - 1, j]]), y[[j - 1, j]]
+    return float(np.exp(np.interp(theta, ys[::-1], xs[::-1]))) ** 2
+
+
+def typical_row_verdict(r_one: dict, r32_median: float, r32_mean: float, theta: float = 0.5) -> str:
+    r"""The ``sensitive-regime`` rule, stated before the run.
+
+    ``r_one`` maps S (16, 64, 256) to the median :math:`R(1)`; ``r32_median`` and ``r32_mean`` are
+    :math:`R(32)` at S = 64 for the median and the mean row. ``"undecided"`` if the median does not separate
+    (:math:`R(32) \ge \theta`); ``"wrong as stated"`` if :math:`R(1) < \theta` at S = 16 and 64;
+    ``"holds when S"`` if it passes at some S only; ``"holds when typical"`` if it passes at every S but
+    the mean does not separate; ``"holds"`` otherwise.
+
+    Examples
+    --------
+    >>> typical_row_verdict({16: 1.0, 64: 1.1, 256: 1.5}, 0.001, 0.1), typical_row_verdict({16: 1.0, 64: 1.1, 256: 1.5}, 0.001, 0.8)
+    ('holds', 'holds when typical')
+    >>> typical_row_verdict({16: 0.4, 64: 0.3, 256: 0.6}, 0.001, 0.1), typical_row_verdict({16: 1.0, 64: 1.0, 256: 1.0}, 0.7, 0.8)
+    ('wrong as stated', 'undecided')
+    """
+    if r32_median >= theta:
+        return "undecided"
+    passes = {S: r >= theta for S, r in r_one.items()}
+    if not passes.get(16, False) and not passes.get(64, False):
+        return "wrong as stated"
+    if not all(passes.values()):
+        return "holds when S"
+    return "holds" if r32_mean < theta else "holds when typical"
+
+
+def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, seed: int = 0,
+                         scaled: bool = True) -> np.ndarray:
+    r"""Per row, the gradient that reaches the query through the scores, with or without the scale.
+
+    For Gaussian :math:`q, k \in \mathbb R^{d_k}`, logits :math:`x_j = q\cdot k_j / c` (:math:`c = \sqrt{d_k}`
+    when ``scaled``, else 1) and an upstream gradient :math:`g \sim N(0, I_S)` on the weights,
+
+    .. math::
+
+        \frac{\partial\mathcal L}{\partial q} = \frac1c \sum_j (J g)_j\, k_j ,
+
+    the chain rule's :math:`1/c` included: an unscaled row that does not saturate passes a gradient
+    :math:`\sqrt{d_k}` times larger.
+
+    Returns
+    -------
+    np.ndarray, shape (n_rows,), the norms
+
+    Examples
+    --------
+    >>> u, s = (query_gradient_norms(256, 16, 512, scaled=x) for x in (False, True))
+    >>> bool(np.median(u) < np.median(s)), bool(np.mean(u) > np.mean(s))
+    (True, True)
+    """
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((int(n_rows), int(d_k)))  # (rows, d_k)
+    k = rng.standard_normal((int(n_rows), int(n_keys), int(d_k)))  # (rows, S, d_k) each row its own keys
+    g = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S) upstream gradient on the weights
+    c = math.sqrt(d_k) if scaled else 1.0
+    x = np.einsum("rd,rsd->rs", q, k) / c  # (rows, S) logits
+    jg = passed_gradient(x, g)  # $J g$   (rows, S)
+    return np.linalg.norm(np.einsum("rs,rsd->rd", jg, k) / c, axis=-1)  # (rows,) $\|\partial L/\partial q\|$

@@ -32,7 +32,7 @@ from .correlated_scores import (
 )
 from .backward_swap import START_FACTORS, STORED_BACKWARD, STORED_BACKWARD_ROWS, STORED_BACKWARD_START, load_backward
 from .measures import VarianceSweep, softmax_jacobian_norm
-from .sensitive_regime import half_maximum_band, jacobian_at, jacobian_floor, jacobian_vs_spread, sensitive_verdict
+from .sensitive_regime import half_maximum_band, jacobian_at, jacobian_floor, jacobian_vs_spread
 
 __all__ = [
     "correlation_explorer", "scale_explorer", "width_explorer", "KEY_COUNTS", "keys_explorer", "start_scale_runs",
@@ -285,9 +285,9 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
     (:func:`~attention_course.chapters.scaling.sensitive_regime.jacobian_vs_spread`, ``n_rows`` rows,
     ``deciding[1]`` rows at ``S = deciding[0]``, as chapter 6 measures), its uniform floor, the
     half-maximum band (:func:`~attention_course.chapters.scaling.sensitive_regime.half_maximum_band`) and
-    :math:`\sigma = 1`. Each frame applies the ``sensitive-regime`` decision rule
-    (:func:`~attention_course.chapters.scaling.sensitive_regime.sensitive_verdict`); the flag sits at
-    the first ``S`` where it differs from the first frame's. ``curves`` maps ``S`` to a curve
+    :math:`\sigma = 1`. Each frame says where :math:`\sigma = 1` lies against the band (inside, below or
+    above: a description of the stricter, most-sensitive reading, not a verdict); the flag sits at the first
+    ``S`` where that differs from the first frame's. ``curves`` maps ``S`` to a curve
     already measured on ``sigmas`` (the chapter's), so it is not measured twice.
 
     Examples
@@ -302,13 +302,12 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
     Js = [np.asarray(curves[S]) if S in curves else jacobian_vs_spread(sig, n_keys=S, n_rows=rows[S], seed=seed)
           for S in n_keys]  # each (len(sigmas),)
     top = 1.05 * max(float(J.max()) for J in Js)
-    frames, bands, verdicts = [], [], []
+    frames, bands, places = [], [], []
     for S, J in zip(n_keys, Js):
         floor, band, j1 = jacobian_floor(S), half_maximum_band(sig, J, jacobian_floor(S)), jacobian_at(sig, J)
-        verdict = sensitive_verdict(band, j1, floor)
         bands.append(band)
-        verdicts.append(verdict)
-        where = "<b>inside</b>" if band.lo <= 1 <= band.hi else ("<b>below</b>" if band.lo > 1 else "<b>above</b>")
+        where = "inside" if band.lo <= 1 <= band.hi else ("below" if band.lo > 1 else "above")
+        places.append(where)
         frames.append({"data": [
             {"type": "scatter", "mode": "lines", "x": [band.lo, band.lo, band.hi, band.hi], "y": [0, top, top, 0],
              "fill": "toself", "fillcolor": "rgba(0,114,178,0.15)", "line": {"width": 0}, "name": "sensitive band",
@@ -321,8 +320,9 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
              "line": {"color": "#D55E00"}, "marker": {"size": [0, 11], "color": "#D55E00"}}],
             "readout": (f"{S} keys ({rows[S]:,} rows): the sensitive band runs from σ = {band.lo:.2f} to {band.hi:.2f} "
                         f"(peak {float(J.max()):.3f} at σ ≈ {band.peak:.1f}); at σ = 1 the median ‖J‖<sub>F</sub> is "
-                        f"{j1:.3f}, uniform row {floor:.3f}. σ = 1 lies {where} the band: <b>{verdict}</b>.")})
-    flip = next((i for i, v in enumerate(verdicts) if v != verdicts[0]), None)
+                        f"{j1:.3f}, uniform row {floor:.3f}. σ = 1 lies <b>{where}</b> the band of the most sensitive "
+                        f"spreads.")})
+    flip = next((i for i, v in enumerate(places) if v != places[0]), None)
     layout = {"height": 460, "margin": {"l": 60, "r": 10, "t": 80, "b": 45}, "font": PLOTLY_FONT,
               "xaxis": {"type": "log", "title": {"text": "spread σ of the logits (log scale)"}},
               "yaxis": {"range": [0, top], "title": {"text": "median ‖J‖_F"}},
@@ -350,7 +350,7 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
                         "number of keys: it contains σ = 1 for few keys and moves above it as keys are added.",
                         start=i_dec if i_dec is not None else 0, control_label="number of keys S", flip=flip,
                         flip_note="σ = 1 now lies below the sensitive band: the scale keeps the softmax unsaturated, "
-                                  "not at its most sensitive spread", more_flips=more, verdict="sensitive-regime")
+                                  "not at its most sensitive spread", more_flips=more)
 
 
 def start_scale_runs(rows: Optional[Path] = None, start: Optional[Path] = None,

@@ -188,6 +188,13 @@ BATTERY = [
     ("post-ln-block", "eps 1e-12 written in", lambda x, L, h, m, eps: bx._ln(
         (a := bx._ln(x + bx._attend(x, L, h, m), L, 1, 1e-12)) + bx.feed_forward(a, L), L, 2, 1e-12),
      fb("post-ln-block", "eps-fixed-1e-12")),
+    # a newcomer's answer: 1e-12 written into one LayerNorm only was first reported as a float32 step
+    ("post-ln-block", "eps 1e-12 written into the first LayerNorm only", lambda x, L, h, m, eps: bx._ln(
+        (a := bx._ln(x + bx._attend(x, L, h, m), L, 1, 1e-12)) + bx.feed_forward(a, L), L, 2, eps),
+     fb("post-ln-block", "eps-1e-12-in-ln1-only")),
+    ("post-ln-block", "eps 1e-12 written into the second LayerNorm only", lambda x, L, h, m, eps: bx._ln(
+        (a := bx._ln(x + bx._attend(x, L, h, m), L, 1, eps)) + bx.feed_forward(a, L), L, 2, 1e-12),
+     fb("post-ln-block", "eps-1e-12-in-ln2-only")),
     ("post-ln-block", "no residuals at all",
      lambda x, L, h, m, eps: bx._ln(bx.feed_forward(bx._ln(bx._attend(x, L, h, m), L, 1, eps), L), L, 2, eps), ANY),
     ("post-ln-block", "swapped LayerNorms", bx._block_variant(ln_1=2, ln_2=1), fb("post-ln-block", "layer-norms-swapped")),

@@ -136,3 +136,17 @@ def test_head_gallery_tick_size_sets_the_token_labels():
     fig = FH.plot_head_gallery({"x": (np.eye(3), toks), "y": (np.eye(3), toks)}, ncols=2, panel_size=2.5, tick_size=10)
     assert {t.get_fontsize() for t in fig.axes[0].get_yticklabels()} == {10.0}
     assert fig.get_size_inches()[0] <= 6.2  # narrow: its 10-pt tokens stay legible on a 390-px phone
+
+
+def test_relation_gains_frames_carriers_and_writes_head_numbers_upright():
+    gains = np.array([[[2.0, -1.9], [-0.7, 2.1], [0.1, 0.3]]])  # (1 run, 3 heads, 2 relations)
+    fig = FH.plot_relation_gains(gains, ["previous", "three back"], [""], threshold=1.0)
+    fig.canvas.draw()
+    heatmaps = [ax for ax in fig.axes if ax.get_xlabel() == "head"]
+    assert len(heatmaps) == 2
+    for ax in heatmaps:
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3"]
+        assert {t.get_rotation() for t in ax.get_xticklabels()} == {0.0}
+        assert list(ax.get_yticks()) == []  # a single unlabelled row has no tick
+    framed = [[(p.get_x() + 0.5) for p in ax.patches if not p.get_fill()] for ax in heatmaps]
+    assert framed == [[0.0], [1.0]]  # head 1 carries the first relation, head 2 the second

@@ -98,3 +98,15 @@ def test_margin_sweep_draws_each_count_at_its_margin():
     lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")}
     assert list(lines["every sentence"].get_ydata()) == [8, 8, 4]
     assert list(lines["fewest"].get_xdata()) == [0.1, 0.2, 0.4]
+
+
+def test_copy_maps_untied_reads_one_back_and_tied_reads_itself():
+    # the lesson's picture, trained here again (two small models, about a second each); its prose says the
+    # untied model puts nearly all weight one back and the tied one nearly all on the token itself
+    maps = ch.copy_attention_maps()
+    one_back = maps["untied"].diagonal(-1).mean()
+    on_itself = maps["tied"].diagonal()[1:].mean()  # position 0 has only itself to read
+    assert one_back > 0.9 and on_itself > 0.9, (one_back, on_itself)
+    assert np.allclose(maps["tied"].sum(axis=1), 1.0, atol=1e-5)  # float32 softmax rows over 16 keys
+    fig = ch.plot_copy_attention(maps)
+    assert fig.get_size_inches()[0] <= MAX_WIDTH  # inches

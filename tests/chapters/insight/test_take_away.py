@@ -32,10 +32,11 @@ def test_the_lesson_figure_draws_a_bar_per_trained_cell_and_marks_the_recall_onl
     assert [t.get_text() for t in ax.get_yticklabels()] == [r for r, _ in ch_take_away.TAKE_AWAY_ROWS]
 
 
-def test_the_partner_figure_draws_the_partner_runs():
+def test_the_partner_numbers_the_lesson_prints_are_the_partner_runs():
     table = ch.take_away_table()
     partner = ch.accuracy_table(ch.load_partner()["runs"])
-    fig = ch.plot_partner(table)
-    widths = [round(p.get_width(), 6) for p in fig.axes[0].patches]
-    assert widths == [round(partner[ch.PARTNER, v].mean, 6) for v in ("learned W_Q, W_K", "tied W_Q = W_K", "W_Q = W_K = I")]
-    assert widths[0] > 0.9 and max(widths[1:]) < 0.6  # learned finds the partner; tied and fixed about half
+    rows = (("softmax attention", "learned W_Q, W_K"), ("tied W_Q = W_K, scale learned", "tied W_Q = W_K"),
+            ("W_Q = W_K = I, scale learned", "W_Q = W_K = I"))
+    means = [round(table[ch.PARTNER, lesson].mean, 6) for lesson, _ in rows]
+    assert means == [round(partner[ch.PARTNER, run].mean, 6) for _, run in rows]
+    assert means[0] > 0.9 and max(means[1:]) < 0.6  # learned finds the partner; tied and fixed about half

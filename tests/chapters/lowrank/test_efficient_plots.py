@@ -52,7 +52,8 @@ def test_method_schematic_colours_each_method_and_counts():
     kept = np.all(np.isclose(rgb, to_rgba(fe.method_color("top-k"))[:3]), axis=-1)
     assert (kept.sum(axis=1) == 2).all()
     assert np.allclose(linformer.images[0].get_array(), to_rgba(fe.method_color("linformer"))[:3])
-    assert [ax.get_xlabel() for ax in fig.axes[:3]] == ["64 of 64", "22 of 64", "16 of 64"]
+    assert [ax.get_xlabel() for ax in fig.axes[:3]] == ["64 of 64", "22 of 64", "16 of 64 kept\n(all 64 computed)"]
+    assert fig.axes[4].get_xlabel().endswith("(a landmark: mean of 4 tokens)")  # what the text says a landmark is
 
 
 def test_scaling_draws_each_method_in_its_colour(tiny):

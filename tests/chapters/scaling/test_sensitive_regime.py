@@ -73,3 +73,126 @@ def test_nearly_one_hot_rows_keep_their_relative_accuracy(S, gap, seed):
     want = float(np.sqrt((J * J).sum()))
     got = float(jacobian_norm_rows(x[None])[0])
     assert math.isclose(got, want, rel_tol=1e-12), (got, want)
+
+
+# ------------------------------------------------------------------ the essay's definition: the flow band
+from attention_course.chapters.scaling.sensitive_regime import (  # noqa: E402
+    flow_band, gradient_vs_spread, largest_rows_in_band, passed_gradient)
+
+
+def test_jg_is_the_vector_jacobian_product_autograd_computes():
+    """The median |J g| of one row (n_rows=1) is torch's backward of softmax with upstream g."""
+    s = [0.3, 2.0, 9.0]
+    G = gradient_vs_spread(s, n_keys=12, n_rows=1, seed=3)
+    z = np.random.default_rng(3).standard_normal((1, 12))
+    g = torch.from_numpy(np.random.default_rng([3, 1]).standard_normal((1, 12)))
+    for sg, got in zip(s, G):
+        x = torch.tensor(sg * z, requires_grad=True)
+        torch.softmax(x, -1).backward(g)
+        assert math.isclose(got, float(x.grad.norm()), rel_tol=1e-9)  # a nearly one-hot row: g - p.g cancels
+
+
+def test_flow_band_of_a_known_curve_and_a_curve_that_starts_inside():
+    s = np.geomspace(0.01, 100, 2001)
+    b = flow_band(s, np.exp(-np.log(s) ** 2 / 2), 0.5)  # half at log s = +-sqrt(2 ln 2)
+    edge = math.exp(math.sqrt(2 * math.log(2)))
+    assert math.isclose(b.lo, 1 / edge, rel_tol=1e-4) and math.isclose(b.hi, edge, rel_tol=1e-4)
+    b0 = flow_band(s, 1 / (1 + s), 0.5)  # largest at the first point: the band starts at 0
+    assert b0.lo == 0.0 and math.isclose(b0.hi, 1.0, rel_tol=0.03)  # 1/(1+s) = 1/2 at s = 1; log-linear between grid points
+
+
+def test_flow_band_rejects_bad_input():
+    s = np.geomspace(0.1, 10, 5)
+    with pytest.raises(ValueError, match="0 < theta < 1"):
+        flow_band(s, np.ones(5), 1.5)
+    with pytest.raises(ValueError, match="widen the grid"):
+        flow_band(s, np.arange(5.0))
+    with pytest.raises(ValueError, match="measure='x'"):
+        gradient_vs_spread([1.0], measure="x")
+
+
+def test_the_unscaled_spread_fails_and_sigma_1_passes_at_16_keys():
+    """The baseline can fail: sigma = 32 (d_k = 1024 unscaled) passes under 1% of the peak gradient."""
+    s = np.geomspace(0.05, 50, 61)
+    G = gradient_vs_spread(s, n_keys=16, n_rows=512)
+    b = flow_band(s, G)
+    assert b.lo <= 1 <= b.hi < 32
+    assert np.interp(np.log(32), np.log(s), G) < 0.01 * G.max()
+
+
+def test_passed_gradient_is_torchs_backward_and_names_bad_shapes():
+    rng = np.random.default_rng(4)
+    x, g = rng.normal(size=(3, 5, 7)) * 3, rng.normal(size=(3, 5, 7))  # (heads, T, S)
+    xt = torch.tensor(x, requires_grad=True)
+    torch.softmax(xt, -1).backward(torch.from_numpy(g))
+    torch.testing.assert_close(torch.from_numpy(passed_gradient(x, g)), xt.grad, rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match=r"logits has shape \(3, 7\) and g \(3, 6\)"):
+        passed_gradient(np.zeros((3, 7)), np.zeros((3, 6)))
+
+
+def test_the_number_does_not_move_when_attention_does_not():
+    """q -> aq with k -> k/a, one vector added to every key, permuted heads: the logits' softmax is unchanged."""
+    rng = np.random.default_rng(0)
+    q, k, c = rng.normal(size=(3, 8, 16)), rng.normal(size=(3, 20, 16)), rng.normal(size=16)  # (heads, T|S, d_k)
+    g = rng.normal(size=(3, 8, 20))  # (heads, T, S) upstream gradient
+
+    def jg(q, k, g=g):
+        x = q @ np.swapaxes(k, -1, -2) / 4.0  # (heads, T, S)
+        p = np.exp(x - x.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        return np.linalg.norm(p * (g - (p * g).sum(-1, keepdims=True)), axis=-1)  # (heads, T)
+    ref = jg(q, k)
+    np.testing.assert_allclose(jg(2.0 * q, k / 2.0), ref, rtol=1e-12)
+    np.testing.assert_allclose(jg(q, k + c), ref, rtol=1e-9)
+    perm = [2, 0, 1]
+    np.testing.assert_allclose(jg(q[perm], k[perm], g[perm]), ref[perm], rtol=1e-12)
+
+
+def test_the_sweep_of_rows_in_the_band():
+    s = np.geomspace(0.05, 50, 61)
+    curves = {S: gradient_vs_spread(s, n_keys=S, n_rows=256) for S in (16, 64, 256)}
+    big = largest_rows_in_band(s, curves, [0.3, 0.5, 0.7])
+    assert np.all(np.diff(big) <= 0)  # a stricter threshold never admits longer rows
+
+
+# ------------------------------------------------------------------ the typical row against the uniform row
+from attention_course.chapters.scaling.sensitive_regime import (  # noqa: E402
+    flow_ratio, gradient_vs_spread, query_gradient_norms, typical_row_verdict)
+
+
+def test_flow_ratio_is_one_for_the_uniform_row_and_uses_its_closed_form():
+    assert flow_ratio([0.0], n_keys=32, n_rows=256)[0] == 1.0
+    g = np.random.default_rng([0, 1]).standard_normal((256, 32))  # gradient_vs_spread's upstream gradients
+    uniform = np.median(np.linalg.norm((g - g.mean(-1, keepdims=True)) / 32, axis=-1))  # $(g - \bar g)/S$
+    assert abs(gradient_vs_spread([0.0], n_keys=32, n_rows=256)[0] - uniform) < 1e-15
+
+
+def test_statistics_differ_where_the_tail_is_heavy():
+    """At sigma = 32 the typical row is saturated but a few near-tied rows are not: median << mean < rms."""
+    med, mean, rms = (flow_ratio([32.0], 64, 4096, stat=s)[0] for s in ("median", "mean", "rms"))
+    assert med < 0.01 < 0.2 < mean < rms
+    with pytest.raises(ValueError, match="stat='max'"):
+        gradient_vs_spread([1.0], stat="max")
+
+
+def test_typical_row_verdict_can_come_out_every_way():
+    r1 = {16: 1.2, 64: 1.4, 256: 1.5}
+    assert typical_row_verdict(r1, 0.001, 0.44) == "holds"
+    assert typical_row_verdict(r1, 0.001, 0.44, theta=0.4) == "holds when typical"
+    assert typical_row_verdict({16: 1.2, 64: 1.4, 256: 0.3}, 0.001, 0.1) == "holds when S"
+    assert typical_row_verdict({16: 0.2, 64: 0.3, 256: 1.5}, 0.001, 0.1) == "wrong as stated"
+    assert typical_row_verdict(r1, 0.6, 0.9) == "undecided"
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_query_gradient_is_what_autograd_computes(scaled):
+    d_k, S, rows = 16, 5, 3
+    got = query_gradient_norms(d_k, S, rows, seed=4, scaled=scaled)
+    rng = np.random.default_rng(4)  # the function's draws, in its order
+    q = torch.tensor(rng.standard_normal((rows, d_k)), requires_grad=True)
+    k = torch.tensor(rng.standard_normal((rows, S, d_k)))
+    g = torch.tensor(rng.standard_normal((rows, S)))
+    c = math.sqrt(d_k) if scaled else 1.0
+    p = torch.softmax(torch.einsum("rd,rsd->rs", q, k) / c, -1)
+    (p * g).sum().backward()
+    np.testing.assert_allclose(got, q.grad.norm(dim=-1).numpy(), rtol=1e-12)

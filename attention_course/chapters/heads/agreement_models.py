@@ -1,0 +1,340 @@
+r"""The agreement test on two trained models: the verb's row of every head, word by word, on its content part.
+
+An encoder (all-MiniLM-L6-v2) and a decoder (SmolLM2-135M-Instruct) read the same sentences
+(:mod:`~attention_course.chapters.heads.agreement`). Each word is one MiniLM WordPiece token and one
+SmolLM2 token, except a sentence's first word, which SmolLM2's byte-level BPE may split
+(*behind* = *be* + *hind*): :func:`word_spans` finds each word's tokens, a word's weight is the sum
+of its tokens' weights, and the verb's query is its last token (in a decoder the last token has
+read the whole word).
+
+The course's one treatment of attention sinks (:mod:`~attention_course.chapters.lowrank.baselines`):
+the sinks are MiniLM's ``[CLS]`` and ``[SEP]`` and SmolLM2's first position; a head's sink share is
+its mean weight on them over every query of a sentence; the verb's row is read on the head's
+*content part* (sink columns removed, the row renormalised), so
+
+.. math::
+
+    \text{hit}(s) = \Big[\arg\max_{w \ne v} \sum_{t \in w} C_{v t} = \text{subject}\Big],
+    \qquad C = \text{content part of } A,
+
+with :math:`v` the verb and :math:`t \in w` the tokens of word :math:`w`.
+
+:func:`agreement_study` is the deciding run (``python -m attention_course agreement-run``): both models,
+a copy of each with its W_Q and W_K scrambled (:func:`scrambled_queries_keys`, the baseline that must
+fail), and the invariance check (:func:`invariance_changes`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from ...models.decoder import decoder_pass
+from ...models.encoder import bert_encode
+from ...models.experiments import Experiment, progress_bar, register
+from ...models.pretrained import minilm_tokenizer, minilm_weights
+from ...models.queries_keys import bert_queries_keys
+from ...models.smollm2 import load_smollm2, smollm2_tokenizer
+from ..lowrank.baselines import content_part, sink_share
+from .agreement import AGREEMENT_FIRST_PATH, AGREEMENT_PATH, agreement_sentences, crossed_sentences, held_out_best, rule_hits
+
+__all__ = ["read_set"]
+
+#: The two models and their sink positions for a text of ``n`` tokens.
+MODELS = {"MiniLM": lambda n: [0, n - 1], "SmolLM2": lambda n: [0]}
+#: The three sentence sets, in the order of the page.
+SETS = ("plain", "attractor", "crossed")
+
+
+def word_spans(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
+    """The word (counted from 1) of each token, from the tokens' character ``offsets`` in ``text``; 0 for a special token.
+
+    Words are the text's space-separated pieces. A token belongs to the word holding its last character
+    (a byte-level token ``" dog"`` starts with the space before the word).
+
+    Examples
+    --------
+    >>> word_spans("behind the dog", [(0, 2), (2, 6), (6, 10), (10, 14)])
+    [1, 1, 2, 3]
+    >>> word_spans("the dog", [(0, 0), (0, 3), (3, 7), (0, 0)])   # [CLS] the dog [SEP]
+    [0, 1, 2, 0]
+    """
+    ends = np.cumsum([len(w) + 1 for w in text.split(" ")])  # one past each word's last character (+ its space)
+    return [0 if e <= s else int(np.searchsorted(ends, e - 1, side="right")) + 1 for s, e in offsets]
+
+
+def verb_word_rows(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
+    """Each head's weight from the verb on every word, on the head's content part; -1 where a word may not win.
+
+    Parameters
+    ----------
+    weights : array (heads, T, T), one sentence's maps (a decoder's rows causal)
+    words : length T, the word of each token (:func:`word_spans`; 0 = a special token)
+    verb : the verb's word (from 1); its query is its last token
+    sinks : token positions of the sinks (removed, each row renormalised: ``content_part``)
+
+    Returns
+    -------
+    numpy.ndarray, shape (heads, n_words + 1): column ``w`` is the weight on word ``w``; column 0, the
+    verb itself and a word with no token outside the sinks are -1, so an argmax never lands there.
+
+    Examples
+    --------
+    >>> A = np.zeros((1, 4, 4)); A[0, 3] = [0.7, 0.2, 0.1, 0.0]      # causal row of the verb (word 3)
+    >>> verb_word_rows(A, [1, 1, 2, 3], verb=3, sinks=[0]).round(3).tolist()   # word 1 keeps its 2nd token
+    [[-1.0, 0.667, 0.333, -1.0]]
+    """
+    words = np.asarray(words)
+    q = int(np.flatnonzero(words == verb).max())  # the verb's last token
+    part = content_part(np.asarray(weights)[:, q:q + 1, :], sinks)  # (heads, 1, T - sinks)
+    keep = np.setdiff1d(np.arange(words.size), sorted({int(p) % words.size for p in sinks}))  # (T - sinks,)
+    n_words = int(words.max())
+    rows = np.zeros((part.weights.shape[0], n_words + 1))  # (heads, n_words + 1)
+    np.add.at(rows.T, words[keep], part.weights[:, 0, :].T)  # sum each word's tokens
+    rows[:, 0] = -1.0
+    rows[:, verb] = -1.0
+    rows[:, np.setdiff1d(np.arange(1, n_words + 1), words[keep])] = -1.0  # wholly inside the sinks
+    return rows
+
+
+def verb_sink_weight(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
+    """Each head's weight on the sinks in the verb's own row (its last token), before the sinks are set aside.
+
+    Reported beside the sink share (the mean over every query), which can differ from it a lot: a head may
+    park most of its weight on the sinks elsewhere and little at the verb.
+
+    Parameters
+    ----------
+    weights : array (heads, T, T), one sentence's maps
+    words : length T, the word of each token (:func:`word_spans`)
+    verb : the verb's word (from 1)
+    sinks : token positions of the sinks (negative positions count from the end)
+
+    Returns
+    -------
+    numpy.ndarray, shape (heads,)
+
+    Examples
+    --------
+    >>> A = np.zeros((1, 4, 4)); A[0, 3] = [0.7, 0.2, 0.1, 0.0]
+    >>> verb_sink_weight(A, [1, 1, 2, 3], verb=3, sinks=[0]).round(3).tolist()
+    [0.7]
+    """
+    words = np.asarray(words)
+    q = int(np.flatnonzero(words == verb).max())  # the verb's last token
+    cols = sorted({int(p) % words.size for p in sinks})
+    return np.asarray(weights)[:, q, cols].sum(-1)  # (heads,)
+
+
+def scrambled_queries_keys(weights: Any, seed: int = 0) -> Any:
+    """A copy of an encoder's or decoder's weights with the entries of every layer's W_Q and W_K permuted.
+
+    Each matrix keeps its own values (its scale), only their places are lost; everything else (embeddings,
+    values, feed-forward blocks, norms, biases) is kept. One generator seeded with ``seed`` draws the
+    permutations, layer by layer. The input is not changed.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.decoder.random_weights import random_decoder
+    >>> w = random_decoder(0)
+    >>> s = scrambled_queries_keys(w, seed=0)
+    >>> bool(torch.equal(s.layers[0].W_q.flatten().sort()[0], w.layers[0].W_q.flatten().sort()[0]))
+    True
+    >>> bool(torch.equal(s.layers[0].W_q, w.layers[0].W_q)), bool(torch.equal(s.layers[0].W_v, w.layers[0].W_v))
+    (False, True)
+    """
+    g = torch.Generator().manual_seed(seed)
+
+    def permute(t: torch.Tensor) -> torch.Tensor:
+        flat = t.detach().reshape(-1)  # (numel,)
+        return flat[torch.randperm(flat.numel(), generator=g)].reshape(t.shape)
+
+    layers = [replace(layer, W_q=permute(layer.W_q), W_k=permute(layer.W_k)) for layer in weights.layers]
+    return replace(weights, layers=type(weights.layers)(layers))
+
+
+def _tokens(model: str, text: str) -> tuple[list[int], list[int]]:
+    """Token ids and each token's word (0 = special) of ``text`` for ``model``."""
+    if model == "MiniLM":
+        enc = minilm_tokenizer()(text)
+        ids = list(enc["input_ids"])
+        n_words = len(text.split(" "))
+        if len(ids) != n_words + 2:
+            raise ValueError(f"{text!r} has {len(ids) - 2} MiniLM tokens for {n_words} words; expected one token per word")
+        return ids, [0, *range(1, n_words + 1), 0]  # [CLS] w1 .. wn [SEP]
+    enc = smollm2_tokenizer().encode(text)
+    words = word_spans(text, enc.offsets)
+    if sorted(set(words)) != list(range(1, len(text.split(" ")) + 1)) or len(words) - words.count(1) != len(text.split(" ")) - 1:
+        raise ValueError(f"{text!r} gives SmolLM2 tokens {enc.tokens}; expected one token per word after the first")
+    return list(enc.ids), words
+
+
+@torch.no_grad()
+def _maps(model: str, weights: Any, ids: list[int]) -> np.ndarray:
+    """One sentence's maps, every head (L h, T, T) float64, layer-major."""
+    x = torch.tensor([ids])  # (1, T)
+    att = bert_encode(weights, x).attentions if model == "MiniLM" else decoder_pass(weights, x).attentions
+    return torch.cat(att).double().numpy().reshape(-1, len(ids), len(ids))  # (L h, T, T)
+
+
+def model_weights(model: str) -> Any:
+    """The trained weights of ``model`` (one of :data:`MODELS`)."""
+    if model not in MODELS:
+        raise ValueError(f"model={model!r}; expected one of {list(MODELS)}")
+    return minilm_weights() if model == "MiniLM" else load_smollm2()
+
+
+def read_set(model: str, weights: Any, sentences: Sequence[dict], targets: Sequence[str]) -> dict:
+    """Per head: hits on each of ``targets`` (bool (heads, sentences)), the sink share per sentence (heads, sentences)
+    and the sink weight of the verb's row per sentence (heads, sentences; :func:`verb_sink_weight`)."""
+    hits = {t: [] for t in targets}
+    shares, verb_sinks = [], []
+    for s in sentences:
+        ids, words = _tokens(model, " ".join(s["words"]))
+        A = _maps(model, weights, ids)  # (heads, T, T)
+        sinks = MODELS[model](len(ids))
+        rows = verb_word_rows(A, words, s["verb"], sinks)  # (heads, n_words + 1)
+        best = rows.argmax(-1)  # (heads,)
+        for t in targets:
+            hits[t].append(best == s[t])
+        shares.append(sink_share(A, sinks))  # (heads,): mean over every query
+        verb_sinks.append(verb_sink_weight(A, words, s["verb"], sinks))  # (heads,): the verb's row only
+    return {"hits": {t: np.stack(v, axis=1) for t, v in hits.items()}, "sink_share": np.stack(shares, axis=1),
+            "verb_sink": np.stack(verb_sinks, axis=1)}
+
+
+@torch.no_grad()
+def invariance_changes(model: str, sentences: Sequence[dict], scale: float = 3.0, seed: int = 0) -> dict:
+    """How many hits change when attention is left unchanged by its parameters.
+
+    From every layer's own queries and keys (SmolLM2: after RoPE), each sentence's maps are recomputed
+    in float64 as they are, with ``q -> scale q, k -> k / scale``, and with one random vector added to
+    every key (each row's scores shift by a constant, which the softmax ignores). Returns the number of
+    (head, sentence) hits on the subject that differ from the unchanged recomputation, per change, and
+    how many differ between the recomputation and the model's own float32 maps.
+    """
+    weights = model_weights(model)
+    gen = torch.Generator().manual_seed(seed)
+    changed = {"q -> a q, k -> k / a": 0, "k -> k + c": 0, "float32 model maps": 0}
+    for s in sentences:
+        ids, words = _tokens(model, " ".join(s["words"]))
+        x = torch.tensor([ids])
+        if model == "MiniLM":
+            W = weights.to(torch.float64)
+            pairs = [(q[0], k[0]) for q, k in bert_queries_keys(W, bert_encode(W, x).hidden_states)]  # (h, T, d) each
+            causal = False
+        else:
+            out = decoder_pass(weights.to(torch.float64), x, keep=("queries", "keys"))
+            g = weights.config.group
+            pairs = [(q[0], k[0].repeat_interleave(g, dim=0)) for q, k in zip(out.queries, out.keys)]
+            causal = True
+        sinks = MODELS[model](len(ids))
+
+        def hits(transform) -> np.ndarray:
+            maps = []
+            for q, k in pairs:
+                q2, k2 = transform(q, k)
+                scores = q2 @ k2.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (h, T, T)
+                if causal:
+                    scores = scores.masked_fill(~torch.ones(len(ids), len(ids), dtype=torch.bool).tril(), float("-inf"))
+                maps.append(torch.softmax(scores, dim=-1))  # (h, T, T), over the keys
+            A = torch.cat(maps).numpy()  # (L h, T, T)
+            return verb_word_rows(A, words, s["verb"], sinks).argmax(-1) == s["subject"]
+
+        shift = torch.randn(pairs[0][0].shape[-1], generator=gen, dtype=torch.float64)  # (d,)
+        base = hits(lambda q, k: (q, k))
+        changed["q -> a q, k -> k / a"] += int((hits(lambda q, k: (q * scale, k / scale)) != base).sum())
+        changed["k -> k + c"] += int((hits(lambda q, k: (q, k + shift)) != base).sum())
+        own = verb_word_rows(_maps(model, weights, ids), words, s["verb"], sinks).argmax(-1) == s["subject"]
+        changed["float32 model maps"] += int((own != base).sum())
+    return {"changed": changed, "hits": len(sentences) * len(base), "scale": scale}
+
+
+def _bits(h: np.ndarray) -> list[str]:
+    return ["".join("1" if x else "0" for x in row) for row in h]
+
+
+def study_set(model: str, weights: Any, name: str, n: int, seed: int, split_seeds: Sequence[int],
+              sink_threshold: float = 0.5) -> dict:
+    """One model on one set: sentences, hit strings per head, sink shares, and the held-out choice per split."""
+    sents = crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)
+    targets = ("subject",) + (("attractor",) if name != "plain" else ()) + (("first",) if name == "crossed" else ())
+    read = read_set(model, weights, sents, targets)
+    hits = read["hits"]
+    shares = read["sink_share"].mean(1)  # (heads,)
+    groups = None
+    if name == "crossed":
+        num = np.array([s["number"] for s in sents])
+        groups = {"singular": num == 0, "plural": num == 1}
+    rules = rule_hits(sents)
+    eligible = shares < sink_threshold
+    return {
+        "sentences": [" ".join(s["words"]) for s in sents],
+        "subject": [s["subject"] for s in sents], "verb": [s["verb"] for s in sents],
+        "number": [s["number"] for s in sents],
+        "sink_share": shares.round(6).tolist(),
+        "verb_sink": read["verb_sink"].mean(1).round(6).tolist(),  # reported beside the sink share, not deciding
+        "hits": _bits(hits["subject"]),
+        "attractor_hits": _bits(hits["attractor"]) if "attractor" in hits else None,
+        "first_hits": _bits(hits["first"]) if "first" in hits else None,
+        "splits": [held_out_best(hits["subject"], rules, sp, hits.get("attractor"), hits.get("first"), groups,
+                                 eligible=eligible) for sp in split_seeds],
+    }
+
+
+#: The deciding configuration (claims.toml: agreement-head).
+STUDY_CONFIG = {"n": 384, "seed": 20, "split_seeds": [0, 1, 2, 3, 4], "sink_threshold": 0.5, "scramble_seed": 0,
+                "models": list(MODELS), "sets": list(SETS), "invariance_sentences": 24}
+
+
+def agreement_study(config: Optional[dict] = None, progress: Optional[bool] = None) -> dict:
+    """The deciding run of ``agreement-head``: each model and its scrambled copy on the sentence sets.
+
+    ``config`` overrides :data:`STUDY_CONFIG`. Returns ``{"config", "models": {name: {set: ...,
+    "scrambled": {"crossed": ...}, "invariance": ...}}}`` (each set as :func:`study_set`); the invariance
+    check runs on the first ``invariance_sentences`` crossed sentences.
+    """
+    cfg = {**STUDY_CONFIG, **(config or {})}
+    out: dict = {"config": cfg, "models": {}}
+    args = (cfg["n"], cfg["seed"], cfg["split_seeds"], cfg["sink_threshold"])
+    for model in cfg["models"]:
+        weights = model_weights(model)
+        record = {name: study_set(model, weights, name, *args)
+                  for name in progress_bar(cfg["sets"], f"{model}: sentence sets", len(cfg["sets"]), progress)}
+        record["scrambled"] = {"crossed": study_set(model, scrambled_queries_keys(weights, cfg["scramble_seed"]),
+                                                    "crossed", *args)}
+        if cfg["invariance_sentences"]:
+            record["invariance"] = invariance_changes(model, crossed_sentences(cfg["n"], cfg["seed"])[:cfg["invariance_sentences"]])
+        out["models"][model] = record
+    return out
+
+
+@dataclass(frozen=True)
+class AgreementRunConfig:
+    """``agreement-run``'s sentence sets: ``n`` sentences each, built with ``seed`` (defaults: the deciding run)."""
+
+    n: int = STUDY_CONFIG["n"]
+    seed: int = STUDY_CONFIG["seed"]
+
+
+#: ``python -m attention_course agreement-run``: :func:`agreement_study` with its defaults; ``--n 96 --seed 0
+#: --json attention_course/data/agreement_96.json`` repeats the first run, on 96 sentences.
+AGREEMENT_RUN = register(Experiment(
+    "agreement-run", AgreementRunConfig(), lambda config: agreement_study({"n": config.n, "seed": config.seed}),
+    AGREEMENT_PATH, out_flag="--json", also=(AGREEMENT_FIRST_PATH,),
+    document=lambda config, runs, meta: {"machine": meta["machine"], **runs.records[0]},
+    flags={"--n": dict(type=int, help="sentences per set"), "--seed": dict(type=int, help="the sentences' seed")},
+    help="chapter 4's agreement run: does a head of MiniLM or SmolLM2 look from the verb to its subject?",
+    description="Build seeded subject-verb agreement sentences (plain, with an attractor noun, and crossed: the "
+                "subject neither the first nor the nearest noun), read every head of all-MiniLM-L6-v2 and "
+                "SmolLM2-135M (and of copies with scrambled W_Q and W_K) on its content part (sinks removed), "
+                "score how often the verb's heaviest word is its subject, pick the best non-sink head on half of "
+                "the sentences and score it on the other half against fixed-offset, fixed-position, nearest-noun "
+                "and first-noun rules; check that rescaling queries and keys changes no hit; write JSON "
+                "(default: 384 sentences per set, seed 20, attention_course/data/agreement.json; about four "
+                "minutes on 2 cores; --n 96 --seed 0: about one minute)."))
