@@ -38,18 +38,7 @@ from .head_budget import (
     follow_up_decision,
     load_grid,
 )
-from .hop_sweep import (
-    HOP_SWEEP,
-    HOP_SWEEP_RUN,
-    RandomAnswers,
-    sweep_run,
-    sweep_search,
-    control_jobs,
-    sweep_table,
-    sweep_decision,
-    decision_by_threshold,
-    load_sweep,
-)
+from .hop_sweep import sweep_table, sweep_decision, decision_by_threshold, load_sweep
 from .pages import EVIDENCE_EXERCISES
 from .propagation import (
     banded_mask,
@@ -123,12 +112,6 @@ __all__ = [
     "grid_decision",
     "follow_up_decision",
     "load_grid",
-    "HOP_SWEEP",
-    "HOP_SWEEP_RUN",
-    "RandomAnswers",
-    "sweep_run",
-    "sweep_search",
-    "control_jobs",
     "sweep_table",
     "sweep_decision",
     "decision_by_threshold",

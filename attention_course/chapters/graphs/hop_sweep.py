@@ -40,8 +40,7 @@ from .composition import HELD_OUT_SEED, CompositionConfig
 from . import head_budget
 from .head_budget import HEAD_WIDTH, converged, merge_grid, run_matched
 
-__all__ = ["HOP_SWEEP", "HOP_SWEEP_RUN", "RandomAnswers", "sweep_run", "sweep_search", "control_jobs",
-           "sweep_table", "sweep_decision", "decision_by_threshold", "load_sweep"]
+__all__ = ["sweep_table", "sweep_decision", "decision_by_threshold", "load_sweep"]
 
 #: The stored sweep and its controls.
 HOP_SWEEP_RUN = DATA_DIR / "composition_hops.json"
