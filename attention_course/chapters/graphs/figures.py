@@ -9,7 +9,7 @@ networkx is not needed: nodes sit on a line (arcs) or on a circle.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -486,7 +486,7 @@ def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optio
     ----------
     summary : mapping of (k, L) to dict
         Each value with ``mean``, ``min`` and ``max`` over seeds, as
-        :func:`attention_course.chapters.graphs.runs.summarise` returns them.
+        :func:`attention_course.chapters.graphs.composition.summarise` returns them.
     chance : float, optional
     baselines : mapping of str to float, optional
     title : str
@@ -548,7 +548,7 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     ----------
     table : mapping of (n, L, H) to dict
         Each value with ``accuracy`` (one per seed) and ``converged``, as
-        :func:`attention_course.chapters.graphs.runs.grid_table` returns them.
+        :func:`attention_course.chapters.graphs.head_budget.grid_table` returns them.
 
     Examples
     --------
@@ -587,6 +587,18 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     return _finish_two_hop_axes(ax, handles, "heads in total (one layer of H, or two of H / 2)", title, own)
 
 
+#: One colour per number of nodes in the training-curve figures.
+_NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
+
+
+def _accuracy_curve(ax: Axes, record: Mapping, **style: Any):
+    """Draw one run's held-out accuracy against its steps (step 0 left out: it has no place on a log axis)."""
+    steps = np.asarray(record["checks"], dtype=float)
+    keep = steps > 0
+    line, = ax.plot(steps[keep], np.asarray(record["check_accuracy"], dtype=float)[keep], **style)
+    return line
+
+
 def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, float]] = None,
                          threshold: float = 0.9, title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Held-out accuracy against training steps, one line per run (log-scaled steps).
@@ -598,7 +610,7 @@ def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, 
     ----------
     runs : sequence of dict
         Each with ``n_nodes``, ``n_layers``, ``n_heads``, ``seed``, ``checks`` (steps) and
-        ``check_accuracy``, as :func:`attention_course.chapters.graphs.runs.run_matched` returns them.
+        ``check_accuracy``, as :func:`attention_course.chapters.graphs.head_budget.run_matched` returns them.
     chance : mapping of n to float, optional
         The guessing line for each ``n`` (for example ``1 / n``).
 
@@ -615,15 +627,11 @@ def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, 
     own = ax is None
     fig, ax = new_axes(ax, (6.4, 4.6))
     nodes = sorted({r["n_nodes"] for r in runs})
-    colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
-    handles = []
-    for r in runs:
-        steps = np.asarray(r["checks"], dtype=float)
-        keep = steps > 0  # step 0 has no place on a log axis
-        line, = ax.plot(steps[keep], np.asarray(r["check_accuracy"], dtype=float)[keep], color=colours[r["n_nodes"]],
-                        ls="-" if r["n_layers"] == 1 else "--", lw=1.4, alpha=0.9 if r["seed"] == 0 else 0.6,
-                        label=f"n = {r['n_nodes']}, {r['n_layers']} x {r['n_heads']} heads, seed {r['seed']}")
-        handles.append(line)
+    colours = dict(zip(nodes, _NODE_COLOURS))
+    handles = [_accuracy_curve(ax, r, color=colours[r["n_nodes"]], ls="-" if r["n_layers"] == 1 else "--", lw=1.4,
+                               alpha=0.9 if r["seed"] == 0 else 0.6,
+                               label=f"n = {r['n_nodes']}, {r['n_layers']} x {r['n_heads']} heads, seed {r['seed']}")
+               for r in runs]
     for n, p in sorted((chance or {}).items()):
         ax.axhline(p, color=colours.get(n, "0.5"), ls=":", lw=1)
     handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g}"))
@@ -645,7 +653,6 @@ def _finish_two_hop_axes(ax: Axes, handles: list, xlabel: str, title: str, own: 
     return ax.figure
 
 
-_NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
 
 
 @book_figure
@@ -683,10 +690,8 @@ def plot_hop_sweep(runs: Sequence[Mapping], threshold: float = 0.9, title: str =
                              squeeze=False)
     for ax, L in zip(axes[0], layers):
         for r in sorted((r for r in runs if r["n_layers"] == L), key=lambda r: (r["n_nodes"], r["lr"], r["seed"])):
-            steps = np.asarray(r["checks"], dtype=float)
-            keep = steps > 0  # step 0 has no place on a log axis
-            ax.plot(steps[keep], np.asarray(r["check_accuracy"], dtype=float)[keep], color=colours[r["n_nodes"]],
-                    ls=styles[r["lr"]], lw=1.8 if r["seed"] == 0 else 0.9, alpha=0.95 if r["seed"] == 0 else 0.7)
+            _accuracy_curve(ax, r, color=colours[r["n_nodes"]], ls=styles[r["lr"]], lw=1.8 if r["seed"] == 0 else 0.9,
+                            alpha=0.95 if r["seed"] == 0 else 0.7)
         for n in nodes:
             ax.axhline(1 / n, color=colours[n], ls=":", lw=0.9)
         ax.axhline(threshold, color="0.3", ls=(0, (1, 3)), lw=1)
