@@ -62,7 +62,7 @@ def _keep_the_other(doc: dict, previous: dict) -> dict:
 #: ``python -m attention_course lowrank-sentences``: both studies.
 LOWRANK_SENTENCES = register(Experiment(
     "lowrank-sentences", SentencesConfig(), _study, SENTENCES_PATH, grid=_grid, document=_document,
-    merge=_keep_the_other, out_flag="--json",
+    merge=_keep_the_other, out_flag="--json", indent=None,
     flags={"--quick": dict(action="store_true", help="a small smoke run"),
            "--part": dict(choices=("trailing", "focus"), help="run one study and keep the other's record")},
     help="chapter 3's run for two essay sentences: trailing singular values, focused tokens",
