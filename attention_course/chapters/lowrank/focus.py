@@ -301,3 +301,18 @@ def focus_models_study(sentences: Sequence[str], models: Sequence[str] = ("MiniL
         out["models"][model] = record
     out["erank_median"] = out["models"][models[0]]["perplexity_median"]
     return out
+
+
+def bins_at(counts: dict, k: int = 3, threshold: float = 0.5, sink_threshold: float = SINK_THRESHOLD,
+            majority: float = 0.5, ks: Sequence[int] = KS, thresholds: Sequence[float] = THRESHOLDS) -> dict[str, float]:
+    """:func:`focused_heads` of one stored record (``trained``, a ``scrambled`` copy, ``uniform``) at one point of the sweep.
+
+    Examples
+    --------
+    >>> rec = {"focused": [[[3]], [[0]]], "decided": [[[4]], [[4]]], "sink_share": [0.1, 0.2]}
+    >>> bins_at(rec, ks=[3], thresholds=[0.5])
+    {'property': 0.5, 'no property': 0.5, 'sink': 0.0}
+    """
+    ik, it = list(ks).index(k), list(thresholds).index(threshold)
+    return focused_heads(np.asarray(counts["focused"])[:, ik, it], np.asarray(counts["decided"])[:, ik, it],
+                         counts["sink_share"], sink_threshold, majority)
