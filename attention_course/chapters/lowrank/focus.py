@@ -42,7 +42,7 @@ from ..mechanics.properties import row_entropy
 from . import head_swap as sw
 from .baselines import HEAD_BINS, SINK_THRESHOLD, classify_heads, content_part, head_bins
 
-__all__ = ["top_key_mass"]
+__all__: list[str] = []
 
 #: The sweep stored beside the deciding k = 3 and line 0.5.
 KS = (1, 2, 3, 4, 5, 6, 7, 8)

@@ -9,6 +9,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...figures.style import book_figure, method_color
+from .baselines import HEAD_BINS
+from .focus import bins_at
 
 __all__ = ["plot_focus"]
 
@@ -90,9 +92,6 @@ def plot_focus(focus: Mapping, level: float = 0.5) -> Figure:
 
 def _draw_bins(ax, focus: Mapping, level: float) -> None:
     """Stacked bars of the three bins (shares of all heads), a trained model then the mean of its scrambled copies."""
-    from .baselines import HEAD_BINS
-    from .focus import bins_at
-
     cfg = focus["config"]
     grid = dict(ks=cfg["ks"], thresholds=cfg["thresholds"], k=cfg["k"], threshold=cfg["threshold"])
     rows, labels = [], []
@@ -120,7 +119,6 @@ def _draw_bins(ax, focus: Mapping, level: float) -> None:
 
 def _draw_sweeps(axes, focus: Mapping, level: float) -> None:
     """The focused share of all heads against k, the line and the sink threshold, one panel each."""
-    from .focus import bins_at
 
     cfg = focus["config"]
     grid = dict(ks=cfg["ks"], thresholds=cfg["thresholds"])
