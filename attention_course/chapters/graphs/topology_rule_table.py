@@ -35,8 +35,7 @@ from ..heads.subspaces import total_variation
 from ..lowrank.baselines import SINK_THRESHOLD, classify_heads, content_part, head_bins, sink_share
 from .depth_probe import _ADJS, _DETS, _NOUNS, _PREPS, _VERBS
 
-__all__ = ["template_halves", "content_maps", "fixed_table", "table_miss", "top_key_share", "bin_shares",
-           "bin_sweep"]
+__all__ = ["bin_shares", "bin_sweep", "topology_verdict", "static_verdict"]
 
 #: The ten slots of chapter 5's template sentence (:func:`~attention_course.chapters.graphs.depth_probe.template_sentences`).
 _SLOTS = (_DETS, _ADJS, _NOUNS, _VERBS, _DETS, _NOUNS, _PREPS, _DETS, _ADJS, _NOUNS)
@@ -206,3 +205,41 @@ def head_sink_shares(maps: Sequence[Array], sinks: Sequence[int]) -> np.ndarray:
     [0.7]
     """
     return np.mean([sink_share(np.asarray(to_numpy(A), dtype=float), sinks) for A in maps], axis=0)
+
+
+def topology_verdict(bins: dict[str, float]) -> str:
+    """``learned-topology``'s rule on MiniLM's bins (shares of all heads, :func:`bin_shares`).
+
+    ``"holds"`` if the heads with the property (the input moves their graph) are at least half of
+    all heads; ``"wrong as stated"`` if the heads without it are at least as many; otherwise
+    ``"holds when"`` (more with it than without, the rest sink heads).
+
+    Examples
+    --------
+    >>> topology_verdict({"property": 0.5, "no property": 0.1, "sink": 0.4})
+    'holds'
+    >>> topology_verdict({"property": 0.3, "no property": 0.1, "sink": 0.6})
+    'holds when'
+    >>> topology_verdict({"property": 0.2, "no property": 0.2, "sink": 0.6})
+    'wrong as stated'
+    """
+    if bins["property"] >= 0.5:
+        return "holds"
+    return "wrong as stated" if bins["no property"] >= bins["property"] else "holds when"
+
+
+def static_verdict(bins: dict[str, float]) -> str:
+    """``unlike-gnns``' rule on MiniLM's bins, the property being static-like (one shared top key).
+
+    ``"holds"`` if static-like heads are under half of all heads and fewer than those that rank
+    their keys query by query (no property); otherwise ``"holds when"`` (against fixed-weight
+    networks such as GCN).
+
+    Examples
+    --------
+    >>> static_verdict({"property": 0.1, "no property": 0.3, "sink": 0.6})
+    'holds'
+    >>> static_verdict({"property": 0.3, "no property": 0.3, "sink": 0.4})
+    'holds when'
+    """
+    return "holds" if bins["property"] < 0.5 and bins["property"] < bins["no property"] else "holds when"
