@@ -34,6 +34,26 @@ def test_fixed_table_is_the_cross_entropy_minimum():
     assert _cross_entropy(maps, maps[0]) > ce  # the first map (a wrong "fit") loses too
 
 
+def test_fixed_table_matches_a_numerical_fit():
+    """The table equals what gradient descent on free logits (softmax rows) converges to."""
+    import torch
+
+    rng = np.random.default_rng(6)
+    maps = [_rows(rng, (2, 4, 4)) ** 3 for _ in range(5)]
+    maps = [m / m.sum(axis=-1, keepdims=True) for m in maps]
+    A = torch.tensor(np.array(maps))  # (N, H, n, n)
+    theta = torch.zeros(2, 4, 4, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([theta], max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-15,
+                            line_search_fn="strong_wolfe")
+    def closure():
+        opt.zero_grad()
+        loss = -(A * torch.log_softmax(theta, dim=-1)).sum() / len(maps)
+        loss.backward()
+        return loss
+    opt.step(closure)
+    np.testing.assert_allclose(tt.fixed_table(maps)[4], torch.softmax(theta, -1).detach().numpy(), atol=1e-6)
+
+
 def test_fixed_table_keeps_lengths_apart():
     t = tt.fixed_table([np.eye(3)[None], np.eye(2)[None], np.eye(2)[::-1][None]])
     assert sorted(t) == [2, 3]
