@@ -26,7 +26,7 @@ from .composition import (
     load_runs,
 )
 from .depth_probe import labelled_sequences, stack_probe_curves, template_sentences, encoder_probe
-from .gnn import shared_top_key, ranking_comparison, shared_top_fraction
+from .gnn import ranking_comparison, shared_top_fraction
 from .head_budget import (
     LONG_GRID_RUN,
     LONG_GRID,
@@ -76,7 +76,6 @@ from .sliders import (
     rule_mass_explorer,
     hops_explorer,
     probe_depth_explorer,
-    load_top_key_data,
     top_key_explorer,
     minilm_head_explorer,
 )
@@ -102,7 +101,6 @@ __all__ = [
     "stack_probe_curves",
     "template_sentences",
     "encoder_probe",
-    "shared_top_key",
     "ranking_comparison",
     "shared_top_fraction",
     "LONG_GRID_RUN",
@@ -159,7 +157,6 @@ __all__ = [
     "rule_mass_explorer",
     "hops_explorer",
     "probe_depth_explorer",
-    "load_top_key_data",
     "top_key_explorer",
     "minilm_head_explorer",
     "EXERCISES",

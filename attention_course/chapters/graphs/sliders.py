@@ -49,7 +49,7 @@ from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
 __all__ = [
-    "rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "load_top_key_data", "top_key_explorer",
+    "rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "top_key_explorer",
     "minilm_head_explorer",
 ]
 
