@@ -26,7 +26,7 @@ SmolLM2-135M, with copies whose W_Q and W_K are scrambled as the baseline that m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -42,7 +42,7 @@ from ..mechanics.properties import row_entropy
 from . import head_swap as sw
 from .baselines import HEAD_BINS, SINK_THRESHOLD, classify_heads, content_part, head_bins
 
-__all__: list[str] = []
+__all__ = ["focus_verdict", "claim_verdict", "verdicts_over_k"]
 
 #: The sweep stored beside the deciding k = 3 and line 0.5.
 KS = (1, 2, 3, 4, 5, 6, 7, 8)
@@ -316,3 +316,62 @@ def bins_at(counts: dict, k: int = 3, threshold: float = 0.5, sink_threshold: fl
     ik, it = list(ks).index(k), list(thresholds).index(threshold)
     return focused_heads(np.asarray(counts["focused"])[:, ik, it], np.asarray(counts["decided"])[:, ik, it],
                          counts["sink_share"], sink_threshold, majority)
+
+
+def focus_verdict(bins: Mapping[str, float], scrambled_focused: float) -> str:
+    """``few-relevant-positions``' rule for one model, fixed before its run.
+
+    ``"holds"`` if the focused heads are over half of all heads; ``"holds when"`` (the heads are not
+    sinks) if fewer, but more than the heads that are not focused; ``"wrong as stated"`` otherwise,
+    or whenever a copy with scrambled W_Q, W_K has as many focused heads (``scrambled_focused``).
+
+    Parameters
+    ----------
+    bins : mapping with ``"property"``, ``"no property"``, ``"sink"`` (shares of all heads; :func:`bins_at`)
+    scrambled_focused : float, the largest focused share of the scrambled copies
+
+    Examples
+    --------
+    >>> focus_verdict({"property": 0.6, "no property": 0.1, "sink": 0.3}, 0.2)
+    'holds'
+    >>> focus_verdict({"property": 0.38, "no property": 0.03, "sink": 0.59}, 0.19)
+    'holds when'
+    >>> focus_verdict({"property": 0.38, "no property": 0.03, "sink": 0.59}, 0.4)
+    'wrong as stated'
+    """
+    if bins["property"] <= scrambled_focused:
+        return "wrong as stated"
+    if bins["property"] > 0.5:
+        return "holds"
+    return "holds when" if bins["property"] > bins["no property"] else "wrong as stated"
+
+
+def claim_verdict(per_model: Mapping[str, str]) -> str:
+    """The claim's verdict from the models' (:func:`focus_verdict`): theirs if they agree, else ``"holds when"``.
+
+    Examples
+    --------
+    >>> claim_verdict({"MiniLM": "wrong as stated", "SmolLM2": "wrong as stated"})
+    'wrong as stated'
+    >>> claim_verdict({"MiniLM": "wrong as stated", "SmolLM2": "holds when"})
+    'holds when'
+    """
+    verdicts = set(per_model.values())
+    return verdicts.pop() if len(verdicts) == 1 else "holds when"
+
+
+def verdicts_over_k(focus: Mapping, threshold: float = 0.5) -> list[dict[str, str]]:
+    """Each model's verdict and the claim's at every k of a stored focus run (line ``threshold``, sink threshold 0.5).
+
+    Returns
+    -------
+    list of dict, one per k in ``focus["config"]["ks"]``: model name -> verdict, and ``"claim"``.
+    """
+    grid = dict(ks=focus["config"]["ks"], thresholds=focus["config"]["thresholds"])
+    out = []
+    for k in focus["config"]["ks"]:
+        per = {m: focus_verdict(bins_at(rec["trained"], k=k, threshold=threshold, **grid),
+                                max(bins_at(s, k=k, threshold=threshold, **grid)["property"] for s in rec["scrambled"]))
+               for m, rec in focus["models"].items()}
+        out.append({**per, "claim": claim_verdict(per)})
+    return out
