@@ -237,7 +237,7 @@ register(
         framing=('Write `my_softmax_entropy(x, temperature)`', 'Dividing by $\\sqrt{d_k}$ is a temperature',
                  'The temperature is a positive number and the logits are finite'),
         difficulty=2,
-        minutes=10,
+        minutes=15,
     )
 )
 
