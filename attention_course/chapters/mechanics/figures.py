@@ -170,7 +170,7 @@ def plot_scores(scores: Array, labels: Optional[Sequence[str]] = None, ax: Optio
 @book_figure
 def plot_masks(
     masks: Mapping[str, Array], labels: Optional[Sequence[str] | Mapping[str, Sequence[str]]] = None, ncols: int = 3,
-    legend: Sequence[str] = ("blocked", "may attend"),
+    legend: Sequence[str] = ("blocked", "may attend"), axis_labels: tuple[str, str] = ("key j", "query i"),
 ) -> Figure:
     """Draw boolean masks in a grid of at most ``ncols`` columns, with a two-colour legend.
 
@@ -185,6 +185,8 @@ def plot_masks(
         Panels per row; more masks go on further rows, so the figure stays in the column.
     legend : two str
         Names of False and True in the legend (:data:`~.style.MASK_CMAP` colours).
+    axis_labels : two str
+        Names of the columns and the rows (a receptive field: ``("input j", "output i")``).
 
     Examples
     --------
@@ -194,6 +196,9 @@ def plot_masks(
     ['blocked', 'may attend']
     >>> float(fig.get_size_inches()[0]) <= 7.0
     True
+    >>> fig = plot_masks({"R": np.eye(2, dtype=bool)}, axis_labels=("input j", "output i"))
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    ('input j', 'output i')
     >>> fig = plot_masks({"pad": np.ones((2, 2), bool)}, labels={"pad": ["cat", "<pad>"]})
     >>> [t.get_text() for t in fig.axes[0].get_xticklabels()]
     ['cat', '<pad>']
@@ -210,8 +215,8 @@ def plot_masks(
         ax.imshow(m, cmap=MASK_CMAP, vmin=0, vmax=1)
         ax.spines[:].set_visible(True)  # a frame, so that blocked cells at the edge stay visible
         ax.set_title(name)
-        ax.set_xlabel("key j")
-        ax.set_ylabel("query i")
+        ax.set_xlabel(axis_labels[0])
+        ax.set_ylabel(axis_labels[1])
         if names is not None and len(names) == m.shape[1]:
             ax.set_xticks(range(m.shape[1]), labels=list(names), rotation=45, ha="right")
         if names is not None and len(names) == m.shape[0]:
