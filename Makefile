@@ -78,10 +78,12 @@ test-fast: $(STAMP)
 
 # The second tier, which .ci/run runs after `make test`: tests that recompute a shipped long run
 # (attention_course/data/*.json) from scratch, or resolve the install (Binder's environment, a
-# fresh process loading MiniLM offline). `make test` checks the same data against its stored
-# values and the chapters' claims; this checks that the code still produces them.
+# fresh process loading MiniLM offline); the evidence pages under strict nbval; and the check
+# batteries of the exercises that load a pretrained model or train inside the check (the list is
+# in tests/conftest.py). `make test` checks the same data against its stored values and the
+# chapters' claims, and runs the lessons; this checks that the code still produces them.
 test-extended: $(STAMP)
-	$(WORKERS) $(BIN)/python -m pytest $(XDIST) -m extended tests; $(NONEMPTY)
+	$(WORKERS) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m extended; $(NONEMPTY)
 
 # The suite as another machine runs it. torch (ATen) and numpy's OpenBLAS pick their vector
 # kernels by CPU (AVX-512, AVX2, SSE...) and split work by thread: each sums in its own order,
@@ -92,7 +94,7 @@ test-extended: $(STAMP)
 # (non-x86, OpenBLAS without DYNAMIC_ARCH) the variables are ignored.
 PORTABLE_ENV ?= ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-Nehalem} OMP_NUM_THREADS=1
 test-portable: $(STAMP)
-	$(PORTABLE_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m "numerics and not extended"; $(NONEMPTY)
+	$(PORTABLE_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) -m "numerics and (notebook or not extended)"; $(NONEMPTY)
 
 # Load every page of the built book in headless Chromium (needs `make book` first
 # and Debian's chromium + chromium-driver, which .ci/run installs). Each test module keeps

@@ -39,9 +39,20 @@ NUMERICS_MODULES = frozenset({
 })
 TESTS = Path(__file__).resolve().parent
 
+# The second tier (`make test-extended`, which CI runs after `make test`) also takes, so that
+# `make test` stays the few-minute gate every contributor runs:
+# * the evidence pages under nbval: they re-read the shipped long runs and redraw every figure
+#   that decides a verdict (about half of the notebooks' time); the lessons stay in `make test`;
+# * the check batteries of the exercises that load a pretrained model or train one inside the
+#   check (each case costs seconds; together they were a fifth of `make test`).
+EXTENDED_NOTEBOOKS = re.compile(r"_evidence\.ipynb$")
+EXTENDED_EXERCISES = re.compile(r"\[(decoder-forward|window-sweep|bert-encoder)[\]:]")
+EXERCISE_BATTERIES = frozenset({"test_exercises", "test_rules", "test_exercise_battery", "test_exercises_gpt"})
+
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the notebooks' cells and the tests of NUMERICS_MODULES `numerics`.
+    """Mark the notebooks' cells `notebook` and `numerics`, the tests of NUMERICS_MODULES `numerics`,
+    and the second tier's items (EXTENDED_NOTEBOOKS, EXTENDED_EXERCISES) `extended`.
 
     When `numerics` is selected (make test-portable), a listed module that no longer
     exists is an error, so a renamed test file cannot silently drop out of the run.
@@ -52,8 +63,14 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"tests/conftest.py: NUMERICS_MODULES names missing files {missing}")
     for item in items:
         path = Path(item.path)
+        if path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebook)
+            if EXTENDED_NOTEBOOKS.search(path.name):
+                item.add_marker(pytest.mark.extended)
         if path.suffix == ".ipynb" or (TESTS in path.parents and path.stem in NUMERICS_MODULES):
             item.add_marker(pytest.mark.numerics)
+        if path.stem in EXERCISE_BATTERIES and EXTENDED_EXERCISES.search(item.name):
+            item.add_marker(pytest.mark.extended)
 
 
 @pytest.fixture(autouse=True)

@@ -7,12 +7,14 @@ suite once, without running it, and places each item in the tier that runs it:
 
 * ``make test``: the ``testpaths`` of ``pyproject.toml``, items marked neither ``site`` nor
   ``extended`` (notebooks included, under nbval);
-* ``make test-extended``: items under ``tests/`` marked ``extended``;
+* ``make test-extended``: items marked ``extended`` under ``tests/`` and in ``book/``'s notebooks
+  (the evidence pages, under nbval);
 * ``make test-site``: items marked ``site`` in the files the Makefile's ``test-site`` names.
 
 Then it asks that every ``tests/**/test_*.py`` file has an item in some tier, that every module
 of the package (and of the book's extensions) with a ``>>>`` example has its doctests in
-``make test``, and that every notebook of ``book/`` is in ``make test``.
+``make test``, and that every notebook of ``book/`` is in ``make test`` or, for an evidence page,
+``make test-extended``.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def tier(item: dict, site: set[str]) -> str | None:
     """The tier that runs ``item``, or None."""
     marks = set(item["markers"])
     if "extended" in marks:
-        return "make test-extended" if item["file"].startswith("tests/") else None
+        return "make test-extended" if item["file"].startswith("tests/") or item["file"].endswith(".ipynb") else None
     if "site" in marks:
         return "make test-site" if item["file"] in site else None
     return "make test"
@@ -73,14 +75,15 @@ def uncollected(root: Path, tmp: Path) -> list[str]:
     site = site_files(root)
     run_files = {i["file"] for i in items if tier(i, site)}
     doctest_files = {i["file"] for i in items if i["doctest"] and tier(i, site) == "make test"}
-    notebooks = {i["file"] for i in items if i["file"].endswith(".ipynb") and tier(i, site) == "make test"}
+    notebooks = {i["file"] for i in items if i["file"].endswith(".ipynb") and tier(i, site) in ("make test",
+                                                                                                "make test-extended")}
     missing = [f"{p.relative_to(root)}: no tier runs its tests" for p in sorted(root.glob("tests/**/test_*.py"))
                if str(p.relative_to(root)) not in run_files]
     for folder in ("attention_course", "book/_ext"):
         for p in sorted((root / folder).glob("**/*.py")):
             if ">>> " in p.read_text(encoding="utf-8") and str(p.relative_to(root)) not in doctest_files:
                 missing.append(f"{p.relative_to(root)}: its doctests are not in make test")
-    missing += [f"{p.relative_to(root)}: not in make test" for p in sorted(root.glob("book/**/*.ipynb"))
+    missing += [f"{p.relative_to(root)}: no tier runs it" for p in sorted(root.glob("book/**/*.ipynb"))
                 if ".ipynb_checkpoints" not in p.parts and str(p.relative_to(root)) not in notebooks]
     return missing
 

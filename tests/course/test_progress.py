@@ -99,9 +99,15 @@ def _tiny(path: Path, eid: str, body: str = "", chapter: str = "", returns: str 
 
 
 @pytest.fixture(scope="module")
+def committed():
+    """`progress.run` over every committed notebook (a kernel each: the extended tier's)."""
+    return progress.run(BOOK)
+
+
+@pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The committed notebooks, then a learner's folder: solved copies (one chapter with a known
-    wrong answer) and broken notebooks; all in one `progress.run`."""
+    """A learner's folder: solved copies (one chapter with a known wrong answer) and broken
+    notebooks; all in one `progress.run`."""
     d = tmp_path_factory.mktemp("learner")
     books = {p.stem: nbformat.read(p, as_version=4) for p in BOOK}
     setup = [c for c in books["01_mechanics"].cells if c.cell_type == "code"][:2]
@@ -137,25 +143,26 @@ def runs(tmp_path_factory):
         new_code_cell(_pasted("causal-mask", "my_mask", SOLUTIONS["causal-mask"])),
         new_code_cell('check("causal-mask", my_mask)'),
         new_code_cell("# EXERCISE: one-query\ndef my_one_query(q_i, k, v):\n    raise NotImplementedError")])))  # fmt: skip
-    reports = progress.run(BOOK + paths)
-    return SimpleNamespace(committed=reports[:len(BOOK)], wrong=(wrong_chapter, wrong_id, mutant),
-                           learner={Path(r.path).stem: r for r in reports[len(BOOK):]})  # fmt: skip
+    reports = progress.run(paths)
+    return SimpleNamespace(wrong=(wrong_chapter, wrong_id, mutant), learner={Path(r.path).stem: r for r in reports})
 
 
 # ---------------------------------------------------------- committed notebooks
-def test_committed_notebooks_are_all_not_attempted(runs):
-    assert [r.path for r in runs.committed] == [str(p) for p in BOOK]
-    for report, path in zip(runs.committed, BOOK):
+@pytest.mark.extended  # a kernel per committed notebook
+def test_committed_notebooks_are_all_not_attempted(committed):
+    assert [r.path for r in committed] == [str(p) for p in BOOK]
+    for report, path in zip(committed, BOOK):
         assert report.error is None
         assert [e.id for e in report.exercises] == _exercise_ids(path)
         assert all(e.status == "not attempted" for e in report.exercises), report
         assert all("not implemented yet" in e.message for e in report.exercises)
 
 
-def test_committed_summary_counts_every_exercise_cell(runs):
+@pytest.mark.extended
+def test_committed_summary_counts_every_exercise_cell(committed):
     n = sum(len(_exercise_ids(p)) for p in BOOK)
     assert n == len(REGISTRY)
-    last = progress.format_report(runs.committed).splitlines()[-1]
+    last = progress.format_report(committed).splitlines()[-1]
     assert last == f"0/{n} exercises passed (0 failed, {n} not attempted, 0 not run)"
 
 
@@ -239,16 +246,17 @@ def test_table_shows_feedback_under_failures_only(runs):
     assert table.count("a setup cell raised") == 1  # the notebook's error, not repeated under its exercise
 
 
-def test_every_result_carries_its_exercises_difficulty(runs):
+@pytest.mark.extended
+def test_every_result_carries_its_exercises_difficulty(committed):
     """The table shows each exercise's difficulty and minutes beside its result, and --json has them."""
-    for report in runs.committed:
+    for report in committed:
         table = progress.format_report([report]).splitlines()
         for e in report.exercises:
             ex = REGISTRY[e.id]
             assert (e.difficulty, e.minutes) == (ex.difficulty, ex.minutes) and ex.difficulty in (1, 2, 3)
             (line,) = [line for line in table if f" {e.id} " in line]
             assert line.endswith(f"difficulty {ex.difficulty}/3, {ex.minutes} min"), line
-    entry = progress.to_json(runs.committed)["exercises"][0]
+    entry = progress.to_json(committed)["exercises"][0]
     assert entry["difficulty"] in (1, 2, 3) and entry["minutes"] > 0
 
 
@@ -337,6 +345,7 @@ def test_run_rejects_an_unknown_mode():
 
 
 # ------------------------------------------------------------------------ CLI
+@pytest.mark.extended  # a fresh interpreter importing the package: tens of seconds on a busy machine
 def test_cli_json_in_a_subprocess(tmp_path):
     """No kernel here (the notebook is unreadable): this checks the entry point, its JSON and its stderr."""
     (tmp_path / "01_broken.ipynb").write_text("not json")
