@@ -19,13 +19,21 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
 ``partner`` (``attention_course/data/insight_partner.json``)
     Partner recall (:func:`~attention_course.chapters.insight.recall_tasks.partner_mqar`, 16 pairs),
     d_model = 64: learned :math:`W_Q, W_K`, :math:`W_Q = W_K = I`, tied :math:`W_Q = W_K`, seeds 0-2.
+``cyclic`` (``attention_course/data/insight_cyclic.json``)
+    Cyclic successor recall (:func:`~attention_course.chapters.insight.asymmetry.cyclic_mqar`, 16 pairs in
+    cycles of 4), d_model = 64: learned :math:`W_Q, W_K`, symmetric indefinite :math:`W_K = W_Q D`, tied
+    :math:`W_Q = W_K`, seeds 0-2.
+``signed`` (``attention_course/data/insight_signed.json``)
+    The symmetric indefinite :math:`W_K = W_Q D` on MQAR, partner recall and the copy, seeds 0-2 (the
+    other variants on those tasks are the ``metric`` and ``partner`` parts' records: the same model and rule).
 ``linear --long`` (``attention_course/data/insight_linear_long.json``)
     The N > d points and every point where a mixer stopped on the plateau, rerun by :data:`LONG_RULE`
     (at most 4,000 steps, no plateau stop before 2,000) in :func:`long_grid`'s order; the file is
     written after each point, so a run cut short keeps what it finished.
 
-The two pre-registered decisions (``metric-learned``, ``softmax-over-linear`` in
-``attention_course/data/claims.toml``) are :func:`decide_metric_learned` and :func:`decide_softmax_linear`.
+The pre-registered decisions (``metric-learned``, ``asymmetric``, ``softmax-over-linear`` in
+``attention_course/data/claims.toml``) are :func:`decide_metric_learned` with :func:`weights_clause`,
+:func:`decide_asymmetric_signed` and :func:`decide_softmax_linear`.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .ablations import RecallTask
+from .asymmetry import CyclicRecallTask
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -47,14 +56,20 @@ from .mixers import Variant
 __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
     "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear", "partner_needs_untied",
-    "ratio_threshold",
+    "ratio_threshold", "CYCLIC", "SIGNED", "load_cyclic", "load_signed", "decide_asymmetric_signed", "weights_clause",
+    "asymmetry_table",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"
 PARTNER_FILE = DATA_DIR / "insight_partner.json"
 LONG_FILE = DATA_DIR / "insight_linear_long.json"
+CYCLIC_FILE = DATA_DIR / "insight_cyclic.json"
+SIGNED_FILE = DATA_DIR / "insight_signed.json"
 RECALL, COPY, PARTNER = "recall (MQAR, 16 pairs)", "previous token", "partner recall (16 pairs)"
+CYCLIC = "cyclic recall (16 pairs, cycles of 4)"
+#: The symmetric indefinite score, W_K = W_Q D (learnable score scale as every metric variant).
+SIGNED = "symmetric W_K = W_Q D"
 #: The longer budget of the softmax-over-linear rerun: at most 4,000 steps, no plateau stop before 2,000.
 LONG_RULE = ConvergenceRule(max_steps=4000, plateau_from=2000)
 PAIRS, WIDTHS = (8, 16, 32, 64), (16, 32, 64)
@@ -67,8 +82,10 @@ METRIC_VARIANTS: dict[str, Variant] = {
     "W_Q = W_K = I, self masked": Variant(identity=True, mask_self=True, learn_scale=True),
     "tied, self masked": Variant(tied=True, mask_self=True, learn_scale=True),
 }
+_SIGNED = {SIGNED: Variant(signed=True, learn_scale=True)}
 _TASKS = {RECALL: RecallTask("stacked_mqar", {"n_pairs": 16}), COPY: RecallTask("previous_token", {"length": 32}),
-          PARTNER: RecallTask("partner_mqar", {"n_pairs": 16})}
+          PARTNER: RecallTask("partner_mqar", {"n_pairs": 16}),
+          CYCLIC: CyclicRecallTask(kwargs={"n_pairs": 16, "cycle": 4})}
 _MIXERS = {"softmax attention": Variant(), "linear attention": Variant(mixer="linear")}
 
 
@@ -93,6 +110,28 @@ def partner_grid() -> list[tuple[str, str, int]]:
     ['learned W_Q, W_K', 'W_Q = W_K = I', 'tied W_Q = W_K']
     """
     return [(PARTNER, v, 64) for v in list(METRIC_VARIANTS)[:3]]
+
+
+def cyclic_grid() -> list[tuple[str, str, int]]:
+    """(task, variant, d_model) of the ``cyclic`` part: untied, symmetric indefinite and tied on cyclic recall.
+
+    Examples
+    --------
+    >>> [v for _, v, _ in cyclic_grid()]
+    ['learned W_Q, W_K', 'symmetric W_K = W_Q D', 'tied W_Q = W_K']
+    """
+    return [(CYCLIC, v, 64) for v in ("learned W_Q, W_K", SIGNED, "tied W_Q = W_K")]
+
+
+def signed_grid() -> list[tuple[str, str, int]]:
+    """(task, variant, d_model) of the ``signed`` part: the symmetric indefinite score on the three other tasks.
+
+    Examples
+    --------
+    >>> [t for t, _, _ in signed_grid()]
+    ['recall (MQAR, 16 pairs)', 'partner recall (16 pairs)', 'previous token']
+    """
+    return [(t, SIGNED, 64) for t in (RECALL, PARTNER, COPY)]
 
 
 def long_grid(runs: Sequence[Mapping]) -> list[tuple[str, str, int]]:
@@ -139,7 +178,7 @@ def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=
                    lrs=(3e-3, 1e-2), rule: ConvergenceRule = ConvergenceRule()) -> dict:
     """Train one configuration by the convergence rule (one thread) and return its record."""
     torch.set_num_threads(1)
-    variant = METRIC_VARIANTS.get(variant_name) or _MIXERS[variant_name]
+    variant = {**METRIC_VARIANTS, **_SIGNED, **_MIXERS}[variant_name]
     task = _task(task_label)
     start = time.perf_counter()
     r = tune_converged(variant, task, seeds=seeds, lrs=lrs, d_model=d_model, rule=rule)
@@ -160,6 +199,22 @@ def load_linear(path=LINEAR_FILE) -> dict:
 def load_partner(path=PARTNER_FILE) -> dict:
     """The stored ``partner`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
     return read_json(path)
+
+
+def load_cyclic(path=CYCLIC_FILE) -> dict:
+    """The stored ``cyclic`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
+    return read_json(path)
+
+
+def load_signed(path=SIGNED_FILE) -> dict:
+    """The stored ``signed`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
+    return read_json(path)
+
+
+def asymmetry_table() -> dict[tuple[str, str], Score]:
+    """``(task, variant) -> Score`` over the ``metric``, ``partner``, ``cyclic`` and ``signed`` parts' records."""
+    return accuracy_table([*load_metric()["runs"], *load_partner()["runs"], *load_cyclic()["runs"],
+                           *load_signed()["runs"]])
 
 
 def load_long(path=LONG_FILE) -> dict:
@@ -246,6 +301,53 @@ def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
     if gap_r <= 0.05 and gap_c <= 0.05:
         return "holds when" if gap_p > 0.05 else "wrong as stated"
     return "undecided"
+
+
+def weights_clause(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) -> str:
+    """``metric-learned``'s clause on the weights, from gap_t = learned - tied and gap_s = learned - symmetric
+    indefinite on partner recall: ``"then only with an indefinite metric"`` if only gap_t exceeds ``threshold``,
+    ``"then only with untied W_Q, W_K"`` if both do, ``""`` otherwise.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "tied W_Q = W_K"): S(0.5), (PARTNER, SIGNED): S(0.99)}
+    >>> weights_clause(t)
+    'then only with an indefinite metric'
+    >>> t[PARTNER, SIGNED] = S(0.6); weights_clause(t)
+    'then only with untied W_Q, W_K'
+    """
+    learned = t[PARTNER, "learned W_Q, W_K"].mean
+    gap_t, gap_s = learned - t[PARTNER, "tied W_Q = W_K"].mean, learned - t[PARTNER, SIGNED].mean
+    if gap_t > threshold:
+        return "then only with untied W_Q, W_K" if gap_s > threshold else "then only with an indefinite metric"
+    return ""
+
+
+def decide_asymmetric_signed(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) -> str:
+    """``asymmetric``: gap = untied - symmetric indefinite (means over seeds) on cyclic recall (directional),
+    partner recall and MQAR; ``undecided`` if untied is below 0.9 on any of them.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, v): S(1.0) for k in (CYCLIC, PARTNER, RECALL) for v in ("learned W_Q, W_K", SIGNED)}
+    >>> t[CYCLIC, SIGNED] = S(0.75); decide_asymmetric_signed(t)
+    'holds when'
+    >>> t[PARTNER, SIGNED] = S(0.5); decide_asymmetric_signed(t)
+    'holds'
+    >>> t[CYCLIC, SIGNED] = S(0.97); decide_asymmetric_signed(t)
+    'wrong as stated'
+    >>> decide_asymmetric_signed(t, threshold=0.01)
+    'holds'
+    """
+    tasks = (CYCLIC, PARTNER, RECALL)
+    if min(t[k, "learned W_Q, W_K"].mean for k in tasks) < 0.9:
+        return "undecided"
+    gap_cyc, gap_par, gap_mq = (t[k, "learned W_Q, W_K"].mean - t[k, SIGNED].mean for k in tasks)
+    if gap_cyc <= threshold:
+        return "wrong as stated"
+    return "holds" if gap_par > threshold or gap_mq > threshold else "holds when"
 
 
 def partner_needs_untied(t: Mapping[tuple[str, str], Score]) -> bool:
@@ -383,6 +485,10 @@ METRIC = Experiment("insight-metric", ComparisonConfig(part="metric"), _job, MET
                     grid=lambda c: metric_grid(), document=_runs_document, **_PART)
 #: ``insight-metric --part partner``: partner recall (about 2 minutes).
 PARTNER_RECALL = replace(METRIC, out=PARTNER_FILE, grid=lambda c: partner_grid())
+#: ``insight-metric --part cyclic``: cyclic successor recall, untied, symmetric indefinite and tied (minutes).
+CYCLIC_PART = replace(METRIC, out=CYCLIC_FILE, grid=lambda c: cyclic_grid())
+#: ``insight-metric --part signed``: the symmetric indefinite score on MQAR, partner recall and the copy (minutes).
+SIGNED_PART = replace(METRIC, out=SIGNED_FILE, grid=lambda c: signed_grid())
 #: ``insight-metric --part linear``: softmax against linear attention at the widths given (minutes each),
 #: merged into the file (the other widths kept).
 LINEAR = Experiment("insight-metric", ComparisonConfig(part="linear"), _job, LINEAR_FILE,
@@ -397,25 +503,28 @@ LONG = Experiment("insight-metric", ComparisonConfig(part="linear", long=True), 
 def _select(config: ComparisonConfig) -> list[Experiment]:
     if config.part == "linear":
         return [LONG if config.long else LINEAR]
-    return [METRIC if config.part == "metric" else PARTNER_RECALL]
+    return [{"metric": METRIC, "cyclic": CYCLIC_PART, "signed": SIGNED_PART}.get(config.part, PARTNER_RECALL)]
 
 
 #: ``python -m attention_course insight-metric``: one part a call.
 INSIGHT_METRIC = register(replace(
-    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, LINEAR, LONG),
-    flags={"--part": dict(choices=("metric", "linear", "partner"), required=True, help="which comparison"),
+    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, CYCLIC_PART, SIGNED_PART, LINEAR, LONG),
+    flags={"--part": dict(choices=("metric", "linear", "partner", "cyclic", "signed"), required=True, help="which comparison"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
                                                     "into insight_linear_long.json"),
            "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
            "--pairs": dict(type=int, nargs="+", help="N of the linear part"),
-           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner) or 0 1 (linear) when not given")},
+           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner, cyclic, signed) or 0 1 (linear) when not given")},
     help="chapter 7's converged runs: the learned metric, and softmax against linear attention as N grows",
     description="Train each variant by a stated convergence rule: --part metric (learned W_Q, W_K against W_Q = W_K "
                 "= I and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
                 "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR "
                 "with N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per "
                 "width; minutes each); --part partner (partner recall, where a key fetches its partner's value; "
-                "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points "
+                "insight_partner.json, about 2 minutes); --part cyclic (cyclic successor recall, where key a fetches "
+                "the value under the next key of its cycle: untied, symmetric indefinite W_K = W_Q D and tied; "
+                "insight_cyclic.json, minutes); --part signed (W_K = W_Q D on MQAR, partner recall and the copy; "
+                "insight_signed.json, minutes); --part linear --long (the N > d and plateau-stopped points "
                 "again, up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each "
                 "keeping the others' records: --widths 16, then --widths 32 (8 and 10 minutes on one thread), then "
                 "--widths 64 (4 minutes on a quiet machine; or in two parts, --pairs 8 32 and --pairs 64, on a busy "

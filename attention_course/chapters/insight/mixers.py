@@ -25,7 +25,9 @@ keys :math:`s \le t`) is made. Attention computes it from the data,
                      forward, softmax's gradient backward) | ``"argmax"`` (one-hot, no gradient:
                      :math:`W_Q, W_K` never change from their random start)
 ``window``           only the last ``window`` positions (the query included) may be attended
-``tied``             :math:`W_K = W_Q` (a symmetric score)
+``tied``             :math:`W_K = W_Q` (a symmetric, positive semi-definite score)
+``signed``           :math:`W_K = W_Q D`, :math:`D = \operatorname{diag}(+1, \dots, +1, -1, \dots, -1)` half and
+                     half, fixed (:func:`signature`): a symmetric score that is indefinite
 ``mask_self``        a position may not attend to itself (except position 0, which has nothing else)
 ``identity``         :math:`W_Q = W_K = I`: the raw embeddings' dot product, no learned metric
 ``learn_scale``      one learnable score scale :math:`s = e^{\tau}` multiplies the scores,
@@ -45,7 +47,7 @@ from torch import nn
 
 from .recall_tasks import N_VALUES
 
-__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax"]
+__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax", "signature"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,11 @@ class Variant:
     mask_self: bool = False
     identity: bool = False
     learn_scale: bool = False
+    signed: bool = False
 
     def __post_init__(self) -> None:
+        if self.signed and (self.tied or self.identity):
+            raise ValueError(f"signed=True with tied={self.tied}, identity={self.identity}; signed sets W_K = W_Q D itself")
         if self.mixer not in ("attention", "linear", "fixed", "conv", "none"):
             raise ValueError(f"mixer={self.mixer!r}; expected attention, linear, fixed, conv or none")
         if self.norm not in ("softmax", "sparsemax", "straight-through", "argmax"):
@@ -92,6 +97,22 @@ VARIANTS: dict[str, Variant] = {
     "W_Q = W_K = I": Variant(identity=True),
     "linear attention": Variant(mixer="linear"),
 }
+
+
+def signature(d: int) -> torch.Tensor:
+    r"""The fixed signs :math:`D = \operatorname{diag}(+1, \dots, +1, -1, \dots, -1)` of the ``signed`` variant, shape (d,).
+
+    The first :math:`\lceil d/2 \rceil` entries are +1, the rest -1, so :math:`W_Q D W_Q^\top` is symmetric with as
+    many negative as positive directions (for a generic :math:`W_Q`).
+
+    Examples
+    --------
+    >>> signature(4).tolist(), signature(3).tolist()
+    ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, -1.0])
+    """
+    signs = torch.ones(d)
+    signs[(d + 1) // 2:] = -1.0
+    return signs
 
 
 def sparsemax(z: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -228,7 +249,10 @@ class MixerModel(nn.Module):
             q, k = x, x
         else:
             q = x @ self.W_q  # (B, T, d)
-            k = q if v_.tied else x @ self.W_k  # (B, T, d)
+            if v_.signed:
+                k = q * signature(d)  # (B, T, d): $k = x W_Q D$, so $q_t \cdot k_s = x_t W_Q D W_Q^\top x_s$, symmetric
+            else:
+                k = q if v_.tied else x @ self.W_k  # (B, T, d)
         if v_.mixer == "linear":
             fq, fk = nn.functional.elu(q) + 1, nn.functional.elu(k) + 1  # (B, T, d), positive features
             A = linear_weights(fq, fk, allowed)  # (B, T, T), rows over keys
