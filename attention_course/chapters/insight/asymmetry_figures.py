@@ -1,0 +1,69 @@
+"""The figure of the asymmetry test: held-out accuracy per task and variant, each seed a dot, beside chance
+and the untrained model. It returns the :class:`matplotlib.figure.Figure` and changes no global state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ...figures.style import book_figure
+
+__all__ = ["plot_asymmetry"]
+
+#: One colour per score (Okabe & Ito): untied, symmetric indefinite, tied (symmetric PSD).
+SCORE_COLORS = ("#0072B2", "#009E73", "#D55E00")
+
+
+@book_figure
+def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: Sequence[tuple[str, str]],
+                   variants: Sequence[tuple[str, str]], chance: float,
+                   untrained: Optional[Mapping[tuple[str, str], Sequence[float]]] = None,
+                   bound: Optional[tuple[str, float]] = None, title: str = "") -> Figure:
+    """Accuracy per task (groups) and variant (colours): each seed a dot, the mean a bar; chance dotted.
+
+    Parameters
+    ----------
+    accuracy : mapping (task, variant) -> accuracy per seed
+    tasks, variants : sequences of (label shown, key in ``accuracy``)
+    chance : float
+        Drawn as a dotted line across the panel.
+    untrained : mapping (task, variant) -> accuracy per seed at initialisation, optional (grey crosses)
+    bound : (task key, value), optional
+        A dashed segment over one task's group: the most a symmetric score can reach there.
+
+    Examples
+    --------
+    >>> acc = {(t, v): [1.0, 0.9] for t in ("a", "b") for v in ("u", "s")}
+    >>> fig = plot_asymmetry(acc, [("task a", "a"), ("task b", "b")], [("untied", "u"), ("signed", "s")], 1 / 64,
+    ...                      bound=("a", 0.75))
+    >>> [t.get_text() for t in fig.axes[0].get_xticklabels()], fig.axes[0].get_ylabel()
+    (['task a', 'task b'], 'held-out accuracy')
+    """
+    fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
+    width = 0.8 / len(variants)
+    for j, ((label, v), colour) in enumerate(zip(variants, SCORE_COLORS)):
+        for i, (_, t) in enumerate(tasks):
+            if (t, v) not in accuracy:
+                continue
+            x = i - 0.4 + width * (j + 0.5)
+            seeds = np.asarray(accuracy[t, v], dtype=float)
+            ax.bar(x, seeds.mean(), width=width * 0.9, color=colour, alpha=0.35, label=label if i == 0 else None)
+            ax.plot(np.full(seeds.size, x) + np.linspace(-0.25, 0.25, seeds.size) * width, seeds, "o", ms=4,
+                    color=colour, mec="white", mew=0.5)
+            if untrained is not None and (t, v) in untrained:
+                ax.plot([x], [float(np.mean(untrained[t, v]))], "x", ms=6, color="0.3",
+                        label="untrained" if (i, j) == (0, 0) else None)
+    ax.axhline(chance, color="0.4", ls=":", lw=1.2)
+    ax.text(len(tasks) - 0.45, chance + 0.02, "chance 1/64", color="0.3", fontsize=9, ha="right", va="bottom")
+    if bound is not None:
+        i = [t for _, t in tasks].index(bound[0])
+        ax.plot([i - 0.45, i + 0.45], [bound[1], bound[1]], "--", color="0.2", lw=1.2)
+        ax.text(i, bound[1] - 0.02, "symmetric bound", color="0.2", fontsize=9, ha="center", va="top")
+    ax.set_xticks(range(len(tasks)), [label for label, _ in tasks])
+    ax.set(ylabel="held-out accuracy", ylim=(0, 1.05), title=title or None)
+    fig.legend(loc="outside lower center", ncol=len(variants) + 1)
+    return fig
