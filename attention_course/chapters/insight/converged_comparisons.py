@@ -48,7 +48,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .ablations import RecallTask
-from .asymmetry import CyclicRecallTask
+from .asymmetry import CyclicRecallTask, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -57,7 +57,7 @@ __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
     "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear", "partner_needs_untied",
     "ratio_threshold", "CYCLIC", "SIGNED", "load_cyclic", "load_signed", "decide_asymmetric_signed", "weights_clause",
-    "asymmetry_table",
+    "asymmetry_runs", "untrained_baseline",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -211,10 +211,23 @@ def load_signed(path=SIGNED_FILE) -> dict:
     return read_json(path)
 
 
-def asymmetry_table() -> dict[tuple[str, str], Score]:
-    """``(task, variant) -> Score`` over the ``metric``, ``partner``, ``cyclic`` and ``signed`` parts' records."""
-    return accuracy_table([*load_metric()["runs"], *load_partner()["runs"], *load_cyclic()["runs"],
-                           *load_signed()["runs"]])
+def asymmetry_runs() -> list[dict]:
+    """The records of the ``metric``, ``partner``, ``cyclic`` and ``signed`` parts, in that order (one per task and variant)."""
+    return [*load_metric()["runs"], *load_partner()["runs"], *load_cyclic()["runs"], *load_signed()["runs"]]
+
+
+def untrained_baseline(pairs: Sequence[tuple[str, str]], seeds: Sequence[int] = (0, 1, 2),
+                       d_model: int = 64) -> dict[tuple[str, str], list[float]]:
+    """``(task, variant) -> held-out accuracy per seed`` of each variant's model at its seeded start (no training).
+
+    Examples
+    --------
+    >>> b = untrained_baseline([(CYCLIC, SIGNED)], seeds=(0,), d_model=8)
+    >>> 0.0 <= b[CYCLIC, SIGNED][0] < 0.2
+    True
+    """
+    variants = {**METRIC_VARIANTS, **_SIGNED}
+    return {(t, v): untrained_accuracy(variants[v], _task(t), seeds, d_model) for t, v in pairs}
 
 
 def load_long(path=LONG_FILE) -> dict:
