@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablation_grid``, ``ablations``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -8,6 +8,8 @@ re-exported here, flat, so the notebook imports one thing:
 
 from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
+from . import asymmetry  # noqa: F401
+from .asymmetry_figures import plot_asymmetry
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,
@@ -21,8 +23,14 @@ from .converged_comparisons import (
     linear_table,
     decide_metric_learned,
     decide_softmax_linear,
-    partner_needs_untied,
     ratio_threshold,
+    CYCLIC,
+    SIGNED,
+    load_signed,
+    decide_asymmetric_signed,
+    weights_clause,
+    asymmetry_runs,
+    untrained_baseline,
 )
 from . import convergence  # noqa: F401
 from .ingredients import (
@@ -34,7 +42,6 @@ from .ingredients import (
     decide_data_dependent,
     decide_all_pairs,
     decide_differentiable,
-    decide_asymmetric,
     decide_memory,
 )
 from .memory import (
@@ -80,6 +87,7 @@ __all__ = [
     "accuracy",
     "train_variant",
     "window_copy_accuracy",
+    "plot_asymmetry",
     "LONG_RULE",
     "PARTNER",
     "load_partner",
@@ -92,8 +100,14 @@ __all__ = [
     "linear_table",
     "decide_metric_learned",
     "decide_softmax_linear",
-    "partner_needs_untied",
     "ratio_threshold",
+    "CYCLIC",
+    "SIGNED",
+    "load_signed",
+    "decide_asymmetric_signed",
+    "weights_clause",
+    "asymmetry_runs",
+    "untrained_baseline",
     "Score",
     "accuracy_table",
     "window_curve",
@@ -102,7 +116,6 @@ __all__ = [
     "decide_data_dependent",
     "decide_all_pairs",
     "decide_differentiable",
-    "decide_asymmetric",
     "decide_memory",
     "memory_cues",
     "capacity",

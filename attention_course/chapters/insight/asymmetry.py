@@ -30,13 +30,10 @@ import torch
 
 from ...models.tasks import Batch
 from .ablations import TEST_SEED, RecallTask, accuracy
-from .mixers import MixerModel, Variant, signature
+from .mixers import MixerModel, Variant
 from .recall_tasks import N_VALUES, _gen, _recall_batch
 
-__all__ = ["CyclicRecallTask", "cyclic_mqar", "successor", "score_form", "untrained_accuracy", "CHANCE"]
-
-#: Chance on every recall task and on the copy: one of 64 values.
-CHANCE = 1 / N_VALUES
+__all__ = []  # the chapter reads these through converged_comparisons
 
 
 def successor(a: torch.Tensor, cycle: int = 4) -> torch.Tensor:
@@ -107,26 +104,6 @@ class CyclicRecallTask(RecallTask):
 
     def __call__(self, batch_size: int, seed: int = 0, generator: Optional[torch.Generator] = None):
         return cyclic_mqar(batch_size, seed=seed, generator=generator, **self.kwargs)
-
-
-def score_form(model: MixerModel) -> torch.Tensor:
-    r"""The bilinear form :math:`M` of the model's score, :math:`q_t \cdot k_s = x_t^\top M x_s`, shape (d, d).
-
-    Untied: :math:`W_Q W_K^\top`; tied: :math:`W_Q W_Q^\top` (symmetric PSD); signed: :math:`W_Q D W_Q^\top`
-    (symmetric, indefinite); identity: :math:`I`. The learnable scale and :math:`1/\sqrt{d}` are left out.
-
-    Examples
-    --------
-    >>> M = score_form(MixerModel(Variant(signed=True), seq_len=4, d_model=8, seed=0))
-    >>> tuple(M.shape), bool(torch.allclose(M, M.T)), bool(torch.linalg.eigvalsh(M).min() < 0)
-    ((8, 8), True, True)
-    """
-    v, W_q = model.variant, model.W_q.detach()
-    if v.identity:
-        return torch.eye(model.d_model)
-    if v.signed:
-        return (W_q * signature(model.d_model)) @ W_q.T  # (d, d): $W_Q D W_Q^\top$
-    return W_q @ (W_q if v.tied else model.W_k.detach()).T  # (d, d)
 
 
 def untrained_accuracy(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), d_model: int = 64,

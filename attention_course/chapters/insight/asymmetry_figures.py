@@ -65,5 +65,5 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
         ax.text(i, bound[1] - 0.02, "symmetric bound", color="0.2", fontsize=9, ha="center", va="top")
     ax.set_xticks(range(len(tasks)), [label for label, _ in tasks])
     ax.set(ylabel="held-out accuracy", ylim=(0, 1.05), title=title or None)
-    fig.legend(loc="outside lower center", ncol=len(variants) + 1)
+    fig.legend(loc="outside lower center", ncol=2)
     return fig

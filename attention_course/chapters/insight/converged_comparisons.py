@@ -55,8 +55,8 @@ from .mixers import Variant
 
 __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
-    "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear", "partner_needs_untied",
-    "ratio_threshold", "CYCLIC", "SIGNED", "load_cyclic", "load_signed", "decide_asymmetric_signed", "weights_clause",
+    "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear",
+    "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "decide_asymmetric_signed", "weights_clause",
     "asymmetry_runs", "untrained_baseline",
 ]
 
@@ -279,7 +279,7 @@ def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
     and, when ``t`` has partner recall, gap_p = learned - identity and gap_t = learned - tied there.
 
     Returns ``"holds when"`` with the condition "the match is not the embeddings' own similarity"
-    when only gap_p exceeds 0.05; :func:`partner_needs_untied` says whether tied fails too.
+    when only gap_p exceeds 0.05; :func:`weights_clause` adds the clause on the weights.
 
     Examples
     --------
@@ -361,18 +361,6 @@ def decide_asymmetric_signed(t: Mapping[tuple[str, str], Score], threshold: floa
     if gap_cyc <= threshold:
         return "wrong as stated"
     return "holds" if gap_par > threshold or gap_mq > threshold else "holds when"
-
-
-def partner_needs_untied(t: Mapping[tuple[str, str], Score]) -> bool:
-    """Whether tied W_Q = W_K also fails partner recall: gap_t = learned - tied above 0.05.
-
-    Examples
-    --------
-    >>> S = lambda m: Score(m, m, m, 3)
-    >>> partner_needs_untied({(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "tied W_Q = W_K"): S(0.5)})
-    True
-    """
-    return t[PARTNER, "learned W_Q, W_K"].mean - t[PARTNER, "tied W_Q = W_K"].mean > 0.05
 
 
 def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int] = PAIRS,

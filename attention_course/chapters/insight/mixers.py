@@ -47,7 +47,7 @@ from torch import nn
 
 from .recall_tasks import N_VALUES
 
-__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax", "signature"]
+__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax"]
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ converged_comparisons.py): the score forms, the cyclic task, the bound behind it
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -12,10 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_course.chapters.insight import converged_comparisons as cc
-from attention_course.chapters.insight.asymmetry import (CHANCE, CyclicRecallTask, cyclic_mqar, score_form,
-                                                         successor, untrained_accuracy)
+from attention_course.chapters.insight.asymmetry import CyclicRecallTask, cyclic_mqar, successor, untrained_accuracy
 from attention_course.chapters.insight.mixers import MixerModel, Variant, mixing_mask, signature
 from attention_course.chapters.insight.ingredients import Score
+
+def score_form(model: MixerModel) -> torch.Tensor:
+    """The bilinear form M of the model's score, q_t . k_s = x_t^T M x_s, (d, d): W_Q W_K^T, W_Q W_Q^T or W_Q D W_Q^T."""
+    v, W_q = model.variant, model.W_q.detach()
+    if v.signed:
+        return (W_q * signature(model.d_model)) @ W_q.T  # (d, d)
+    return W_q @ (W_q if v.tied else model.W_k.detach()).T  # (d, d)
+
 
 SIGNED, TIED, UNTIED = Variant(signed=True, learn_scale=True), Variant(tied=True, learn_scale=True), \
     Variant(learn_scale=True)
@@ -142,7 +150,7 @@ def test_an_asymmetric_score_orders_all_four():
 def test_untrained_models_score_near_chance():
     task = CyclicRecallTask(kwargs={"n_pairs": 16, "cycle": 4})
     acc = untrained_accuracy(SIGNED, task, seeds=(0,), d_model=16, batch_size=256)
-    assert acc[0] < 0.2 and CHANCE == 1 / 64
+    assert acc[0] < 0.2  # chance is 1/64
 
 
 S_ = lambda m: Score(m, m, m, 3)  # noqa: E731
@@ -181,3 +189,36 @@ def test_weights_clause_applies_the_registered_thresholds(tied, signed, clause):
 def test_grids_of_the_new_parts():
     assert cc.cyclic_grid() == [(cc.CYCLIC, v, 64) for v in ("learned W_Q, W_K", cc.SIGNED, "tied W_Q = W_K")]
     assert {t for t, _, _ in cc.signed_grid()} == {cc.RECALL, cc.PARTNER, cc.COPY}
+
+
+# ------------------------------------------------------------------ the stored runs against the ledger
+@pytest.fixture(scope="module")
+def runs():
+    try:
+        return cc.asymmetry_runs()
+    except FileNotFoundError:  # pragma: no cover
+        pytest.skip("insight-metric --part cyclic / --part signed has not been run")
+
+
+def test_stored_runs_decide_the_ledger(runs):
+    from attention_course.chapters.insight.convergence import ConvergenceRule, stop_reason
+    from attention_course.course.claims import by_id
+
+    t = cc.accuracy_table_of(runs)
+    assert cc.decide_asymmetric_signed(t) == by_id("asymmetric").verdict
+    assert cc.decide_metric_learned(t) == by_id("metric-learned").verdict
+    assert by_id("metric-learned").finding.endswith(cc.weights_clause(t)) and cc.weights_clause(t)
+    for r in [r for r in runs if r["task"] == cc.CYCLIC or r["variant"] == cc.SIGNED]:
+        rule = ConvergenceRule(**r["rule"])
+        assert r["rule"] == asdict(ConvergenceRule()) and r["seeds"] == [0, 1, 2]  # the matched rule and seeds
+        for steps, why, curve in zip(r["steps"], r["stopped"], r["curves"]):
+            assert steps == len(curve) * rule.check_every and stop_reason(curve, rule) == why
+
+
+@pytest.mark.extended
+@pytest.mark.numerics
+def test_one_stored_cyclic_record_is_reproduced(runs):
+    r = next(x for x in runs if x["task"] == cc.CYCLIC and x["variant"] == cc.SIGNED)
+    again = cc.run_metric_job(r["task"], r["variant"], r["d_model"], seeds=(0,))
+    assert again["lr"] == r["lr"] and again["steps"][0] == r["steps"][0]
+    assert abs(again["accuracy"][0] - r["accuracy"][0]) < 0.02
