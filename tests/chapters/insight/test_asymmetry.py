@@ -121,6 +121,9 @@ def test_every_query_has_its_successor_and_predecessor_in_context():
     for nb in (successor(queried), pred):
         assert bool((nb[:, :, None] == keys[:, None, :]).any(-1).all())
     assert bool((torch.sort(queried, 1).values == torch.sort(keys, 1).values).all())  # every stored key queried once
+    cycles = keys // 4  # (B, 16): the cycle of each stored key
+    assert bool((torch.stack([(cycles == c[:, None]).sum(1) for c in cycles.T], 1) == 4).all())  # whole cycles: both
+    # neighbours of every target, f(f(a)) and a, are stored as well
 
 
 @pytest.mark.parametrize("kwargs", [dict(cycle=2), dict(n_pairs=10, cycle=4), dict(n_keys=62, cycle=4)])
