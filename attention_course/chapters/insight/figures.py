@@ -236,7 +236,7 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
 def plot_take_away(table: Mapping, title: str = "") -> Figure:
     """The lesson's bars: one ingredient of attention taken away per row
     (:data:`~attention_course.chapters.insight.take_away.TAKE_AWAY_ROWS`), held-out accuracy on recall and
-    on the copy side by side (mean over seeds; "recall only" where a variant was not run on the copy).
+    on the copy side by side (mean over seeds; "recall only" where a variant has no copy result).
 
     Examples
     --------
@@ -480,21 +480,26 @@ def copy_attention_maps(length: int = 16, steps: int = 300, seed: int = 0, d_mod
 @book_figure
 def plot_copy_attention(maps: Mapping[str, np.ndarray], title: str = "") -> Figure:
     """Attention weights on the previous-token copy, untied beside tied: rows are queries t, columns keys s.
+    A dotted line marks the main diagonal (s = t), so a map one step below it reads one back.
 
     Examples
     --------
     >>> A = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
-    >>> [ax.get_title() for ax in plot_copy_attention({"untied": A, "tied": A}).axes[:2]]
-    ['untied W_Q, W_K', 'tied W_Q = W_K']
+    >>> fig = plot_copy_attention({"untied": A, "tied": A})
+    >>> [ax.get_title() for ax in fig.axes[:2]], fig.axes[0].lines[0].get_linestyle()
+    (['untied W_Q, W_K', 'tied W_Q = W_K'], ':')
     """
     fig, axes = plt.subplots(1, 2, figsize=(6.6, 3.5), layout="constrained")
     for ax, name, label in zip(axes, ("untied", "tied"), ("untied W_Q, W_K", "tied W_Q = W_K")):
         A = np.asarray(maps[name], dtype=float)
         im = ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
+        edge = len(A) - 0.5
+        ax.plot([-0.5, edge], [-0.5, edge], ls=":", lw=1.5, color="#D55E00", label="s = t (main diagonal)")
         ax.set_title(label, fontsize=11)
         ax.set(xlabel="key position s", ylabel="query position t" if name == "untied" else "")
         ax.set_xticks([0, len(A) - 1])
         ax.set_yticks([0, len(A) - 1])
+    axes[0].legend(loc="upper right", fontsize=9, handlelength=1.5)  # above the diagonal: no weight, room to spare
     fig.colorbar(im, ax=axes, shrink=0.8, label="weight")
     if title:
         fig.suptitle(title)
