@@ -35,7 +35,7 @@ NUMERICS_MODULES = frozenset({
     "test_kernel_learning", "test_smoothing", "test_spectra", "test_properties", "test_models",
     "test_multihead", "test_roles", "test_rollout", "test_scale_training", "test_scaling",
     "test_composition", "test_qk_kernel", "test_queries_keys", "test_init_vs_step", "test_backward_swap", "test_saturation_training", "test_topology_rule", "test_depth_probe",
-    "test_position_content", "test_graph_overlap_exercise",
+    "test_position_content", "test_graph_overlap_exercise", "test_hop_sweep",
 })
 TESTS = Path(__file__).resolve().parent
 

@@ -361,7 +361,8 @@ def test_a_small_run_writes_the_stored_structure(name, tmp_path):
 
 def test_every_stored_run_has_a_small_run_or_a_reason():
     """A new experiment needs a small configuration here (or in one of the runs below)."""
-    special = {"composition_grid_long.json", "composition_follow_up.json", "composition_follow_up_2.json",
+    special = {"composition_hops.json",  # its small run: tests/chapters/graphs/test_hop_sweep.py
+               "composition_grid_long.json", "composition_follow_up.json", "composition_follow_up_2.json",
                "topology_rules.json", "insight_metric.json", "insight_partner.json", "insight_linear.json",
                "insight_linear_long.json", "insight_cyclic.json", "insight_signed.json", "decoder_bench.json", "decoder_reference.npz",
                "qk_gauge.json"}  # its small run: tests/chapters/kernels/test_gauge_run.py (extended, MiniLM on four texts)

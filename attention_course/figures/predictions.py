@@ -97,12 +97,13 @@ PREDICTIONS: dict = {
          ("above 1: it cannot look at both places", 1.0, _INF)),
         "A single head of width 32 stays at {value:.2f} nats on average over five seeds trained to convergence."),
     "ix-predict-graph": Prediction(
-        "l-hops", "khop_k2_L1_mean",
-        "A one-layer transformer is trained to follow two pointers in a row (k = 2) and tested on "
-        "maps it never saw. What held-out accuracy does it reach (guessing scores 0.125)?",
+        "l-hops", "hc_L1",
+        "One layer of 4 heads is trained, for up to 20,000 steps at its best learning rate, to follow two "
+        "pointers in a row on 8 nodes, and tested on maps it never saw. What held-out accuracy does it "
+        "reach (guessing scores 0.125)?",
         (("below 0.25: no better than guessing", 0, 0.25), ("0.25 to 0.9: partly", 0.25, 0.9),
          ("0.9 or more: it solves the task", 0.9, _INF)),
-        "One layer reaches {value:.2f} on average: above guessing, far from solving it."),
+        "One layer reaches {value:.2f}: given time, it chains two lookups without a second layer."),
     "ix-predict-scale": Prediction(
         "saturation", "frac_none_1024",
         "Without the 1/sqrt(d_k) scale, at d_k = 1024, what share of attention rows puts more than "

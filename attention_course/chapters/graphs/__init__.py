@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -38,6 +38,7 @@ from .head_budget import (
     follow_up_decision,
     load_grid,
 )
+from .hop_sweep import sweep_table, sweep_decision, decision_by_threshold, load_sweep
 from .pages import EVIDENCE_EXERCISES
 from .propagation import (
     banded_mask,
@@ -66,6 +67,8 @@ from .figures import (
     plot_composition,
     plot_head_budget,
     plot_training_curves,
+    plot_hop_sweep,
+    plot_hop_threshold,
 )
 from .sliders import (
     rule_mass_explorer,
@@ -109,6 +112,10 @@ __all__ = [
     "grid_decision",
     "follow_up_decision",
     "load_grid",
+    "sweep_table",
+    "sweep_decision",
+    "decision_by_threshold",
+    "load_sweep",
     "EVIDENCE_EXERCISES",
     "banded_mask",
     "example_topologies",
@@ -139,6 +146,8 @@ __all__ = [
     "plot_composition",
     "plot_head_budget",
     "plot_training_curves",
+    "plot_hop_sweep",
+    "plot_hop_threshold",
     "rule_mass_explorer",
     "hops_explorer",
     "probe_depth_explorer",

@@ -68,7 +68,8 @@ class CompositionConfig(Training):
 
     ``hops``, ``layers``, ``seeds`` and ``hop_steps`` (one per ``k``, or one for all) are the k-hop
     grid; ``every`` averages its training curves. ``matched`` and what follows choose and configure
-    the parts of :mod:`~attention_course.chapters.graphs.head_budget`.
+    the parts of :mod:`~attention_course.chapters.graphs.head_budget`; ``hops_sweep``, ``controls``
+    and ``lrs`` those of :mod:`~attention_course.chapters.graphs.hop_sweep`.
     """
 
     lr: float = 3e-3
@@ -91,6 +92,9 @@ class CompositionConfig(Training):
     second: bool = False
     nodes: Optional[tuple] = None
     grid_layers: tuple = (1, 2)
+    hops_sweep: bool = False
+    controls: bool = False
+    lrs: tuple = (1e-3, 3e-3, 1e-2)
 
     def steps_per_k(self) -> dict[int, int]:
         """``k -> steps``: one number of steps for every ``k``, or one per ``k``."""
@@ -207,7 +211,9 @@ K_HOPS = Experiment(
                 "JSON (default: attention_course/data/composition.json; 12 minutes with two workers). With "
                 "--matched, one layer of h heads against two of h/2 at equal parameters instead (--grid: the "
                 "head grid, --grid --long: the long grid, --follow-up [--second]: its follow-ups; from 15 "
-                "minutes to an hour each, see head_budget).",
+                "minutes to an hour each, see head_budget). With --hops-sweep, L layers on k = L hops over a "
+                "learning-rate sweep, one depth (and, for L >= 2, a few node counts) a call, each under 15 minutes, "
+                "and --hops-sweep --controls its controls (see hop_sweep).",
 )
 
 

@@ -9,7 +9,7 @@ networkx is not needed: nodes sit on a line (arcs) or on a circle.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,7 +25,7 @@ from .propagation import band_width
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -486,7 +486,7 @@ def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optio
     ----------
     summary : mapping of (k, L) to dict
         Each value with ``mean``, ``min`` and ``max`` over seeds, as
-        :func:`attention_course.chapters.graphs.runs.summarise` returns them.
+        :func:`attention_course.chapters.graphs.composition.summarise` returns them.
     chance : float, optional
     baselines : mapping of str to float, optional
     title : str
@@ -548,7 +548,7 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     ----------
     table : mapping of (n, L, H) to dict
         Each value with ``accuracy`` (one per seed) and ``converged``, as
-        :func:`attention_course.chapters.graphs.runs.grid_table` returns them.
+        :func:`attention_course.chapters.graphs.head_budget.grid_table` returns them.
 
     Examples
     --------
@@ -587,6 +587,18 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     return _finish_two_hop_axes(ax, handles, "heads in total (one layer of H, or two of H / 2)", title, own)
 
 
+#: One colour per number of nodes in the training-curve figures.
+_NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
+
+
+def _accuracy_curve(ax: Axes, record: Mapping, **style: Any):
+    """Draw one run's held-out accuracy against its steps (step 0 left out: it has no place on a log axis)."""
+    steps = np.asarray(record["checks"], dtype=float)
+    keep = steps > 0
+    line, = ax.plot(steps[keep], np.asarray(record["check_accuracy"], dtype=float)[keep], **style)
+    return line
+
+
 def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, float]] = None,
                          threshold: float = 0.9, title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Held-out accuracy against training steps, one line per run (log-scaled steps).
@@ -598,7 +610,7 @@ def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, 
     ----------
     runs : sequence of dict
         Each with ``n_nodes``, ``n_layers``, ``n_heads``, ``seed``, ``checks`` (steps) and
-        ``check_accuracy``, as :func:`attention_course.chapters.graphs.runs.run_matched` returns them.
+        ``check_accuracy``, as :func:`attention_course.chapters.graphs.head_budget.run_matched` returns them.
     chance : mapping of n to float, optional
         The guessing line for each ``n`` (for example ``1 / n``).
 
@@ -615,15 +627,11 @@ def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, 
     own = ax is None
     fig, ax = new_axes(ax, (6.4, 4.6))
     nodes = sorted({r["n_nodes"] for r in runs})
-    colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
-    handles = []
-    for r in runs:
-        steps = np.asarray(r["checks"], dtype=float)
-        keep = steps > 0  # step 0 has no place on a log axis
-        line, = ax.plot(steps[keep], np.asarray(r["check_accuracy"], dtype=float)[keep], color=colours[r["n_nodes"]],
-                        ls="-" if r["n_layers"] == 1 else "--", lw=1.4, alpha=0.9 if r["seed"] == 0 else 0.6,
-                        label=f"n = {r['n_nodes']}, {r['n_layers']} x {r['n_heads']} heads, seed {r['seed']}")
-        handles.append(line)
+    colours = dict(zip(nodes, _NODE_COLOURS))
+    handles = [_accuracy_curve(ax, r, color=colours[r["n_nodes"]], ls="-" if r["n_layers"] == 1 else "--", lw=1.4,
+                               alpha=0.9 if r["seed"] == 0 else 0.6,
+                               label=f"n = {r['n_nodes']}, {r['n_layers']} x {r['n_heads']} heads, seed {r['seed']}")
+               for r in runs]
     for n, p in sorted((chance or {}).items()):
         ax.axhline(p, color=colours.get(n, "0.5"), ls=":", lw=1)
     handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g}"))
@@ -643,3 +651,119 @@ def _finish_two_hop_axes(ax: Axes, handles: list, xlabel: str, title: str, own: 
         ax.legend(handles=handles, loc="best")
     ax.set_title(title)
     return ax.figure
+
+
+
+
+@book_figure
+def plot_hop_sweep(runs: Sequence[Mapping], threshold: float = 0.9, title: str = "") -> Figure:
+    """Held-out accuracy against training steps for ``L`` layers on ``k = L`` hops: one panel per depth.
+
+    Colour is the number of nodes ``n`` (its guessing line, :math:`1/n`, dotted in the same colour),
+    the line style the learning rate; seed 0 is drawn thick, later seeds thin. ``threshold`` draws
+    the pass line.
+
+    Parameters
+    ----------
+    runs : sequence of dict
+        The sweep's records (``kind == "sweep"``), each with ``n_nodes``, ``n_layers``, ``lr``,
+        ``seed``, ``checks`` (steps) and ``check_accuracy``, as
+        :func:`attention_course.chapters.graphs.hop_sweep.sweep_run` returns them.
+
+    Examples
+    --------
+    >>> r = lambda L, n, lr: {"kind": "sweep", "n_nodes": n, "n_layers": L, "hops": L, "lr": lr, "seed": 0,
+    ...                       "checks": [0, 250, 500], "check_accuracy": [0.1, 0.5, 0.99]}
+    >>> fig = plot_hop_sweep([r(1, 8, 0.01), r(2, 16, 0.003)], title="t")
+    >>> len(fig.axes), fig.axes[1].get_title(), fig.axes[0].get_xscale()
+    (2, 'L = 2 layers, k = 2 hops', 'log')
+    """
+    runs = [r for r in runs if r.get("kind", "sweep") == "sweep"]
+    if not runs:
+        raise ValueError("runs has no sweep records; expected dicts with 'n_layers', 'checks' and 'check_accuracy'")
+    layers = sorted({r["n_layers"] for r in runs})
+    nodes = sorted({r["n_nodes"] for r in runs})
+    lrs = sorted({r["lr"] for r in runs})
+    colours = dict(zip(nodes, _NODE_COLOURS))
+    styles = dict(zip(lrs, (":", "--", "-", "-.")))
+    fig, axes = plt.subplots(1, len(layers), figsize=(PAGE_WIDTH, 3.4), sharey=True, layout="constrained",
+                             squeeze=False)
+    for ax, L in zip(axes[0], layers):
+        for r in sorted((r for r in runs if r["n_layers"] == L), key=lambda r: (r["n_nodes"], r["lr"], r["seed"])):
+            _accuracy_curve(ax, r, color=colours[r["n_nodes"]], ls=styles[r["lr"]], lw=1.8 if r["seed"] == 0 else 0.9,
+                            alpha=0.95 if r["seed"] == 0 else 0.7)
+        for n in nodes:
+            ax.axhline(1 / n, color=colours[n], ls=":", lw=0.9)
+        ax.axhline(threshold, color="0.3", ls=(0, (1, 3)), lw=1)
+        ax.set_xscale("log")
+        ax.set_title(f"L = {L} layer{'s' if L > 1 else ''}, k = {L} hop{'s' if L > 1 else ''}")
+        ax.set_xlabel("training steps")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("held-out accuracy")
+    axes[0][0].set_ylim(-0.03, 1.03)
+    handles = [plt.Line2D([], [], color=colours[n], lw=1.8, label=f"n = {n}") for n in nodes]
+    handles += [plt.Line2D([], [], color="0.3", ls=styles[lr], lw=1.4, label=f"lr {lr:g}") for lr in lrs]
+    handles += [plt.Line2D([], [], color="0.3", lw=0.9, label="seed 1 (thin)"),
+                plt.Line2D([], [], color="0.3", ls=(0, (1, 3)), lw=1, label=f"pass: {threshold:g}"),
+                plt.Line2D([], [], color="0.5", ls=":", lw=0.9, label="guess, 1/n")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=5)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+_VERDICT_COLOURS = {"holds": "#009E73", "holds when": "#E69F00", "wrong as stated": "#D55E00"}
+
+
+@book_figure
+def plot_hop_threshold(thresholds: Sequence[float], decisions: Sequence[Mapping], chosen: float = 0.9,
+                       title: str = "", ax: Optional[Axes] = None) -> Figure:
+    """Cells ``(L, n)`` that pass, and the verdict, against the pass line.
+
+    One step line per depth ``L`` (cells of that depth passing); the background is coloured by the
+    verdict the rule gives at each line; ``chosen`` marks the line fixed in advance.
+
+    Parameters
+    ----------
+    thresholds : sequence of float
+    decisions : sequence of dict
+        One per threshold, as :func:`attention_course.chapters.graphs.hop_sweep.sweep_decision` returns
+        them (``passes``: ``{(L, n): bool}`` and ``verdict``).
+
+    Examples
+    --------
+    >>> d = lambda ok, v: {"passes": {(1, 8): True, (2, 8): ok}, "verdict": v}
+    >>> fig = plot_hop_threshold([0.5, 0.9, 0.99], [d(True, "holds"), d(True, "holds"), d(False, "holds when")])
+    >>> fig.axes[0].get_xlabel()
+    'pass line (held-out accuracy on every seed)'
+    """
+    if len(thresholds) != len(decisions) or not decisions:
+        raise ValueError(f"thresholds has {len(thresholds)} values and decisions {len(decisions)}; expected the "
+                         f"same positive number")
+    own = ax is None
+    fig, ax = new_axes(ax, (PAGE_WIDTH * 0.85, 4.0))
+    t = np.asarray(thresholds, dtype=float)
+    layers = sorted({L for L, _ in decisions[0]["passes"]})
+    edges = np.concatenate([[t[0]], (t[1:] + t[:-1]) / 2, [t[-1]]])  # each line's band
+    for lo, hi, d in zip(edges[:-1], edges[1:], decisions):
+        ax.axvspan(lo, hi, color=_VERDICT_COLOURS[d["verdict"]], alpha=0.18, lw=0)
+    for L, marker in zip(layers, "osD^"):
+        count = [sum(ok for (L2, _), ok in d["passes"].items() if L2 == L) for d in decisions]
+        total = sum(1 for L2, _ in decisions[0]["passes"] if L2 == L)
+        ax.step(t, count, where="mid", marker=marker, ms=3, lw=1.5, label=f"L = {L}: cells passing (of {total})")
+    ax.axvline(chosen, color="0.2", ls="--", lw=1, label=f"line fixed in advance: {chosen:g}")
+    handles = ax.get_legend_handles_labels()[0]
+    handles += [Patch(color=colour, alpha=0.18, label=f"verdict: {verdict}") for verdict, colour in
+                _VERDICT_COLOURS.items() if any(d["verdict"] == verdict for d in decisions)]
+    ax.set_xlabel("pass line (held-out accuracy on every seed)")
+    ax.set_ylabel("numbers of nodes passing")
+    ax.set_xlim(t[0], t[-1])
+    ax.set_ylim(-0.2, max(sum(1 for L2, _ in decisions[0]["passes"] if L2 == L) for L in layers) + 0.4)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    if own:
+        fig.legend(handles=handles, loc="outside lower center", ncols=2)
+    else:
+        ax.legend(handles=handles, loc="best")
+    return fig

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Optional
 
@@ -88,13 +88,15 @@ class _Stop(Exception):
 
 def run_matched(n_nodes: int, n_layers: int, n_heads: int, seed: int, max_steps: int = 3000,
                 d_k: int = HEAD_WIDTH, hops: int = 2, check_every: int = 250, check_size: int = 500,
-                stop_at: float = 0.99, **training: Any) -> dict:
+                stop_at: float = 0.99, train_task: Optional[Callable[[PointerChasingTask], Any]] = None,
+                **training: Any) -> dict:
     r"""Train one model of ``n_layers`` x ``n_heads`` heads of width ``d_k`` on ``k = hops``; stop at ``stop_at``.
 
     Every ``check_every`` steps the held-out accuracy and loss on ``check_size`` sequences (seed
     ``HELD_OUT_SEED + 1``) are recorded; training stops after the first check that reaches
     ``stop_at``, or after ``max_steps``. The final scores use ``eval_batch`` other held-out
-    sequences (seed ``HELD_OUT_SEED``). Heads of a fixed width make ``1 x 2h`` and ``2 x h``
+    sequences (seed ``HELD_OUT_SEED``). ``train_task``, if given, wraps the training task (e.g.
+    random answers; the held-out maps are still scored on their true answers). Heads of a fixed width make ``1 x 2h`` and ``2 x h``
     models the same size: attention has :math:`4\, d_{model}\, h\, d_k` weights per layer.
     ``training`` holds ``lr``, ``d_model``, ``batch_size`` and ``eval_batch``
     (:class:`~attention_course.chapters.graphs.composition.CompositionConfig`'s for those not given).
@@ -132,7 +134,7 @@ def run_matched(n_nodes: int, n_layers: int, n_heads: int, seed: int, max_steps:
             raise _Stop
 
     try:
-        train(model, task, steps=max_steps, seed=seed, lr=t.lr, batch_size=t.batch_size, callback=check)
+        train(model, task if train_task is None else train_task(task), steps=max_steps, seed=seed, lr=t.lr, batch_size=t.batch_size, callback=check)
     except _Stop:
         pass
     model.eval()
@@ -377,10 +379,10 @@ def _key(r: Mapping) -> tuple:
     return r["n_nodes"], r["n_layers"], r["n_heads"], r["seed"]
 
 
-def merge_grid(doc: Mapping, previous: Mapping) -> dict:
-    """A grid part's document merged into the file's ``previous`` one: runs already there (same ``n``,
-    depth, heads and seed) are kept as they are, new ones added; each part's machine and arguments
-    are recorded once in ``meta["parts"]``.
+def merge_grid(doc: Mapping, previous: Mapping, key: Callable[[Mapping], tuple] = _key) -> dict:
+    """A grid part's document merged into the file's ``previous`` one: runs already there (same
+    ``key``: ``n``, depth, heads and seed by default) are kept as they are, new ones added; each
+    part's machine and arguments are recorded once in ``meta["parts"]``.
 
     Examples
     --------
@@ -392,8 +394,8 @@ def merge_grid(doc: Mapping, previous: Mapping) -> dict:
     ([8, 12], 2)
     """
     have = [dict(r) for r in previous["runs"]]
-    keys = {_key(r) for r in have}
-    have += [dict(r) for r in doc["runs"] if _key(r) not in keys]
+    keys = {key(r) for r in have}
+    have += [dict(r) for r in doc["runs"] if key(r) not in keys]
     parts = list(previous["meta"].get("parts", []))
     parts += [p for p in doc["meta"]["parts"] if p not in parts]
     return {"schema_version": 1, "meta": {**doc["meta"], "parts": parts}, "settings": dict(doc["settings"]),

@@ -487,10 +487,10 @@ def plot_copy_attention(maps: Mapping[str, np.ndarray], title: str = "") -> Figu
     >>> A = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
     >>> fig = plot_copy_attention({"untied": A, "tied": A})
     >>> [ax.get_title() for ax in fig.axes[:2]], fig.axes[0].lines[0].get_linestyle()
-    (['untied W_Q, W_K', 'tied W_Q = W_K'], ':')
+    (['untied $W_Q$, $W_K$', 'tied $W_Q = W_K$'], ':')
     """
     fig, axes = plt.subplots(1, 2, figsize=(6.6, 3.5), layout="constrained")
-    for ax, name, label in zip(axes, ("untied", "tied"), ("untied W_Q, W_K", "tied W_Q = W_K")):
+    for ax, name, label in zip(axes, ("untied", "tied"), ("untied $W_Q$, $W_K$", "tied $W_Q = W_K$")):
         A = np.asarray(maps[name], dtype=float)
         im = ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
         edge = len(A) - 0.5

@@ -747,9 +747,9 @@ register(
                  quote='do not change `scores` or `v_blk`', breaches=(in_place_breach(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3),)),
         ),
         framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
-        # 1/3: the loop body of chunked_attention, shown in the lesson, is the step; the edge cases remain.
-        difficulty=1,
-        minutes=10,
+        # 2/3: the lesson collapses chunked_attention's code, so the step is written from the prose, edge cases included.
+        difficulty=2,
+        minutes=20,  # a blind learner took 22 (the fully masked row, from scratch)
         in_place_ok=(0, 1, 2),  # m, l, acc: a real kernel updates its running state in place
         alternatives=(
             _step_in_place,

@@ -37,8 +37,8 @@ def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
 
 
 @book_figure
-def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figure:
-    """Two panels against the inverse temperature: the ranks, and the rank-``k`` vs top-``k`` errors.
+def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16, ranks: bool = True) -> Figure:
+    """The rank-``k`` vs top-``k`` errors against the inverse temperature, and (``ranks``) the ranks beside them.
 
     Parameters
     ----------
@@ -47,20 +47,27 @@ def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16) -> Figu
         ``effective_rank``, ``stable_rank``, ``svd_error``, ``sparse_error`` of one length.
     k : int
         The rank and the entries kept per row that the sweep used (for the labels).
+    ranks : bool
+        Draw the effective and stable rank in a first panel (default); ``False`` draws the errors alone.
 
     Examples
     --------
     >>> from attention_course.chapters.lowrank.spectra import temperature_sweep
-    >>> fig = plot_temperature_sweep(temperature_sweep([0.2, 1.0, 4.0], n=32, d=8, k=4), k=4)
-    >>> [ax.get_title() for ax in fig.axes]
+    >>> sweep = temperature_sweep([0.2, 1.0, 4.0], n=32, d=8, k=4)
+    >>> [ax.get_title() for ax in plot_temperature_sweep(sweep, k=4).axes]
     ['How many patterns does A mix?', 'Low rank or sparse?']
+    >>> [ax.get_title() for ax in plot_temperature_sweep(sweep, k=4, ranks=False).axes]
+    ['Low rank or sparse?']
     """
     beta = _grid("sweep['beta']", sweep["beta"], 1, "(n_betas,)")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
-    ax1.plot(beta, sweep["effective_rank"], "o-", color="0.15", ms=4, label="effective rank")
-    ax1.plot(beta, sweep["stable_rank"], "s--", color="0.55", ms=3, label="stable rank")
-    ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many patterns does A mix?")
-    ax1.legend()
+    if ranks:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
+        ax1.plot(beta, sweep["effective_rank"], "o-", color="0.15", ms=4, label="effective rank")
+        ax1.plot(beta, sweep["stable_rank"], "s--", color="0.55", ms=3, label="stable rank")
+        ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many patterns does A mix?")
+        ax1.legend()
+    else:
+        fig, ax2 = plt.subplots(figsize=(5.6, 3.4), layout="constrained")
     ax2.plot(beta, sweep["svd_error"], "o-", color=method_color("svd"), ms=4, label=f"best rank-{k} (SVD)")
     ax2.plot(beta, sweep["sparse_error"], "s-", color=method_color("top-k"), ms=4, label=f"top-{k} per row")
     cross = crossover_beta(sweep)

@@ -187,6 +187,8 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
     for i, b in enumerate(betas):
         A = synthetic_attention(n, d, b, seed)  # (n, n)
         s = singular_values(A)  # (n,)
+        centred = singular_values(A - A.mean(axis=0, keepdims=True))  # (n,), the mean row removed
+        k90 = int(np.searchsorted(np.cumsum(centred**2) / np.sum(centred**2), 0.9) + 1)  # the lesson's count
         frames.append({
             "data": [
                 {"type": "heatmap", "z": A, "colorscale": "Viridis", "zmin": 0, "showscale": False,
@@ -201,7 +203,7 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
                  "marker": {"size": 10, "color": ["#882255", "#E69F00"]}, "showlegend": False,
                  "xaxis": "x3", "yaxis": "y3"},
             ],
-            "readout": (f"β = {b:g}: effective rank {sweep['effective_rank'][i]:.1f} of {n}; relative error of the best "
+            "readout": (f"β = {b:g}: {k90} of {n} centred singular values hold 90% of the energy; relative error of the best "
                         f"rank-{k} matrix {sweep['svd_error'][i]:.3f}, of keeping the top {k} per row "
                         f"{sweep['sparse_error'][i]:.3f}."),
         })

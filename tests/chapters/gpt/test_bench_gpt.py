@@ -12,6 +12,7 @@ from attention_course.models.smollm2 import load_smollm2
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 
 
+@pytest.mark.extended  # a heavy model check; the cache's exactness is in make test (test_parts_decoder, test_reproduce_decoder)
 def test_cached_and_recomputing_decoders_write_the_same_tokens():
     ids = torch.tensor([encode("The opposite of hot is")])
     assert decode_cached(load_smollm2(), ids, 6) == decode_recomputing(load_smollm2(), ids, 6)

@@ -235,7 +235,7 @@ def test_summarise_and_layers_needed_against_a_table():
 
 
 def test_command_is_registered_and_writes_json(tmp_path):
-    assert EXPERIMENTS["composition-run"] is comp_head_budget.COMPOSITION_RUN
+    assert EXPERIMENTS["composition-run"] is comp.hop_sweep.COMPOSITION_RUN  # head_budget's, with the hop sweep
     out = tmp_path / "c.json"
     code = main(["composition-run", "--hops", "1", "2", "--layers", "1", "--seeds", "0", "--steps", "2", "3",
                  "--d-model", "16", "--eval-size", "40", "--every", "1", "--jobs", "1", "--quiet", "--out", str(out)])

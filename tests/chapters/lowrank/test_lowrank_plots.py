@@ -31,6 +31,15 @@ def test_temperature_sweep_plots_the_sweep_and_marks_the_crossing():
         lp.plot_temperature_sweep({**sweep, "beta": np.float64(1.0)})
 
 
+def test_temperature_sweep_without_ranks_draws_the_errors_alone():
+    sweep = lr.temperature_sweep([0.2, 1.0, 3.0], n=32, d=8, k=4)
+    fig = _render(lp.plot_temperature_sweep(sweep, k=4, ranks=False))
+    (errors,) = fig.axes
+    np.testing.assert_array_equal(errors.get_lines()[0].get_ydata(), sweep["svd_error"])
+    np.testing.assert_array_equal(errors.get_lines()[1].get_ydata(), sweep["sparse_error"])
+    assert fig.get_size_inches()[0] <= 7.0
+
+
 def test_exp_rank_plots_three_normalised_spectra():
     demo = lr.exp_rank_demo(n=6, scale=4.0)
     ax = _render(lp.plot_exp_rank(demo)).axes[0]
