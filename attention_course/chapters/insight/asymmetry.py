@@ -15,22 +15,36 @@ key-key score :math:`s(a, b) = s(b, a)`, plus any term :math:`c(b)` of the store
 
     \sum_{a \in \text{cycle}} \big[s(a, f(a)) + c(f(a))\big] - \big[s(a, f^{-1}(a)) + c(f^{-1}(a))\big] = 0 ,
 
-since both sums run over the same edges and the same keys. So some query of every cycle scores its
-predecessor at least as high as its successor: a symmetric score is right on at most about
-:math:`1 - 1/m` of the queries (3/4 for cycles of 4).
+since both sums run over the same edges and the same keys. So if the model read out the single
+top-scoring stored key, some query of every cycle would fetch its predecessor: that read-out is right on
+at most :math:`1 - 1/m` of the queries (3/4 for cycles of 4). A trained layer is not held to it: the
+softmax mixes several keys' values and the score has value and position terms, and a single symmetric
+head trained long enough goes past 3/4 (:data:`CYCLIC_BUDGET`); two symmetric heads solve the task.
+
+**Arms** (:class:`Arm`, :class:`ArmModel`) change the score and nothing else: the score form (untied,
+``signed`` :math:`W_K = W_Q D`, tied, or a fixed metric: identity, :math:`W_Q = I, W_K = D`, or
+:math:`W_Q, W_K` frozen at their random start), the number of heads (the same :math:`d \times d`
+projections split into ``heads`` blocks of width :math:`d / H`), and whether the embeddings are
+frozen (the points of a kernel smoother are given, only its metric learns). :func:`train_best` trains
+one to a fixed budget and keeps the model at its best validation check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+import copy
+import math
+from dataclasses import asdict, dataclass
 from typing import Optional
 
 import torch
+from torch import nn
 
 from ...models.tasks import Batch
-from .ablations import TEST_SEED, RecallTask, accuracy
-from .mixers import MixerModel, Variant
+from ...models.training import train
+from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
+from .convergence import ConvergenceRule
+from .mixers import MixerModel, Variant, mixing_mask, signature
 from .recall_tasks import N_VALUES, _gen, _recall_batch
 
 __all__ = []  # the chapter reads these through converged_comparisons
@@ -119,3 +133,183 @@ def untrained_accuracy(variant: Variant, task: RecallTask, seeds: Sequence[int] 
     """
     return [round(accuracy(MixerModel(variant, task.seq_len, d_model=d_model, seed=s), task, batch_size, TEST_SEED), 4)
             for s in seeds]
+
+
+#: Score forms of an :class:`Arm`: learned (untied, signed, tied) and fixed (identity, fixed D, frozen random).
+SCORES = ("untied", "signed", "tied", "identity", "fixed D", "frozen random")
+#: Cyclic recall's budget: stop at 0.99 from step 400, otherwise train 12,000 steps (no plateau stop).
+CYCLIC_BUDGET = ConvergenceRule(max_steps=12000, plateau_from=12100)
+#: The metric comparison's budget: stop at 0.99 from step 400, otherwise train 4,000 steps (no plateau stop).
+METRIC_BUDGET = ConvergenceRule(max_steps=4000, plateau_from=4100)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of the score comparisons: the score form, the number of heads, frozen embeddings or not.
+
+    Examples
+    --------
+    >>> Arm("signed", heads=2).heads, Arm("fixed D").fixed, Arm("untied").fixed
+    (2, True, False)
+    """
+
+    score: str = "untied"
+    heads: int = 1
+    frozen_inputs: bool = False
+
+    def __post_init__(self) -> None:
+        if self.score not in SCORES:
+            raise ValueError(f"score={self.score!r}; expected one of {SCORES}")
+        if self.heads < 1:
+            raise ValueError(f"heads={self.heads}; expected >= 1")
+
+    @property
+    def fixed(self) -> bool:
+        """True when W_Q, W_K do not learn (a fixed metric)."""
+        return self.score in ("identity", "fixed D", "frozen random")
+
+
+class ArmModel(MixerModel):
+    r""":class:`~attention_course.chapters.insight.mixers.MixerModel` with the score of an :class:`Arm`.
+
+    Head :math:`h` uses columns :math:`h d_h, \dots, (h + 1) d_h - 1` of :math:`W_Q, W_K, W_V`
+    (:math:`d_h = d / H`), scores :math:`s_h\, q^h_t \cdot k^h_s / \sqrt{d_h}` with its own learnable scale
+    :math:`s_h` started at :math:`1/\sqrt{d}`, and the heads' outputs are concatenated before :math:`W_O`.
+    With one untied head it is the ``learn_scale`` model exactly.
+
+    Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 64), [A (B, T, T)])``, ``A`` the heads' mean weights.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.insight.recall_tasks import stacked_mqar
+    >>> x, y, m = stacked_mqar(2, n_pairs=4)
+    >>> base = MixerModel(Variant(learn_scale=True), 8, d_model=16, seed=0)
+    >>> torch.allclose(ArmModel(Arm(), 8, d_model=16, seed=0)(x)[0], base(x)[0], atol=1e-6)
+    True
+    >>> logits, (A,) = ArmModel(Arm("signed", heads=2), 8, d_model=16)(x)
+    >>> tuple(logits.shape), torch.allclose(A.sum(-1), torch.ones(2, 8))
+    ((2, 8, 64), True)
+    """
+
+    def __init__(self, arm: Arm, seq_len: int, d_model: int = 64, n_keys: int = 64, seed: int = 0) -> None:
+        if d_model % arm.heads:
+            raise ValueError(f"d_model={d_model} is not a multiple of heads={arm.heads}")
+        super().__init__(Variant(learn_scale=True), seq_len, d_model=d_model, n_keys=n_keys, seed=seed)
+        self.arm = arm
+        self.log_scale = nn.Parameter(torch.full((arm.heads,), -0.5 * math.log(d_model)))  # $\tau_h$
+        with torch.no_grad():
+            if arm.score in ("identity", "fixed D"):
+                self.W_q.copy_(torch.eye(d_model))
+                self.W_k.copy_(torch.eye(d_model) if arm.score == "identity" else torch.diag(signature(d_model)))
+        if arm.fixed:
+            self.W_q.requires_grad_(False)
+            self.W_k.requires_grad_(False)
+        if arm.score in ("signed", "tied"):
+            self.W_k.requires_grad_(False)  # unused: k is made from q
+        if arm.frozen_inputs:
+            for p in (self.E_K, self.E_V, self.P):
+                p.requires_grad_(False)
+
+    def mix(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Multi-head attention with the arm's score on embedded inputs ``x`` (B, T, d)."""
+        B, T, d = x.shape
+        H = self.arm.heads
+        dh = d // H
+
+        def split(z: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> (B, H, T, d_h)
+            return z.view(B, T, H, dh).transpose(1, 2)
+
+        q = split(x @ self.W_q)  # (B, H, T, d_h)
+        if self.arm.score == "signed":
+            k = q * signature(dh)  # (B, H, T, d_h): $k^h = x W_Q^h D$, a symmetric indefinite score per head
+        elif self.arm.score == "tied":
+            k = q  # symmetric, positive semi-definite per head
+        else:
+            k = split(x @ self.W_k)  # (B, H, T, d_h)
+        scale = self.log_scale.exp()[None, :, None, None]  # (1, H, 1, 1)
+        scores = scale * (q @ k.transpose(-1, -2)) / math.sqrt(dh)  # (B, H, T, T)
+        A = torch.softmax(scores.masked_fill(~mixing_mask(T), float("-inf")), dim=-1)  # (B, H, T, T)
+        out = (A @ split(x @ self.W_v)).transpose(1, 2).reshape(B, T, d)  # (B, T, d): heads concatenated
+        return out @ self.W_o, A.mean(dim=1)
+
+
+class _Stop(Exception):
+    pass
+
+
+def best_check(curve: list[float]) -> int:
+    """Index of the best validation check (the first of equals).
+
+    Examples
+    --------
+    >>> best_check([0.6, 0.5, 0.9, 0.88, 0.9])
+    2
+    """
+    return max(range(len(curve)), key=lambda i: (curve[i], -i))
+
+
+def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: int = 64,
+               rule: ConvergenceRule = CYCLIC_BUDGET, batch_size: int = 32) -> tuple[ArmModel, dict]:
+    """Train the seeded arm until ``rule`` stops it (at its target, or at ``max_steps``); keep the best check.
+
+    Returns
+    -------
+    (ArmModel, dict)
+        The model at its best validation check, and ``{"steps", "best_step", "stopped", "curve"}``.
+
+    Examples
+    --------
+    >>> task = RecallTask("previous_token", {"length": 8})
+    >>> rule = ConvergenceRule(check_every=5, min_steps=5, max_steps=15, window=5, valid_batch=16, plateau_from=20)
+    >>> model, r = train_best(Arm(), task, lr=1e-2, d_model=16, rule=rule)
+    >>> r["best_step"] == 5 * (1 + best_check(r["curve"])), r["steps"] == 5 * len(r["curve"])
+    (True, True)
+    """
+    from .convergence import stop_reason
+
+    model = ArmModel(arm, task.seq_len, d_model=d_model, seed=seed)
+    curve: list[float] = []
+    best: dict = {}
+    reason: list[str] = []
+
+    def check(step: int, m: ArmModel, weights) -> None:
+        if step == 0 or step % rule.check_every:
+            return
+        curve.append(round(accuracy(m, task, batch_size=rule.valid_batch, seed=VALID_SEED), 4))
+        if best_check(curve) == len(curve) - 1:
+            best["state"] = copy.deepcopy(m.state_dict())
+        why = stop_reason(curve, rule)
+        if why is not None:
+            reason.append(why)
+            raise _Stop
+
+    try:
+        train(model, task, steps=rule.max_steps, seed=seed, lr=lr, batch_size=batch_size, callback=check)
+    except _Stop:
+        pass
+    if best:
+        model.load_state_dict(best["state"])
+    return model, {"steps": len(curve) * rule.check_every, "best_step": (1 + best_check(curve)) * rule.check_every,
+                   "stopped": reason[0] if reason else "max steps", "curve": curve}
+
+
+def tune_best(arm: Arm, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), lrs: Sequence[float] = (3e-3, 1e-2),
+              d_model: int = 64, rule: ConvergenceRule = CYCLIC_BUDGET) -> dict:
+    """The learning rate whose seed-``seeds[0]`` model has the best validation check (ties: the smaller), every
+    seed trained at it by :func:`train_best`; held-out accuracy of each seed's kept model.
+
+    Returns
+    -------
+    dict
+        ``{"lr", "sweep", "accuracy", "steps", "best_step", "stopped", "curves", "seeds", "rule"}``.
+    """
+    torch.set_num_threads(1)
+    runs = {lr: train_best(arm, task, lr, seeds[0], d_model, rule) for lr in lrs}
+    sweep = {lr: max(runs[lr][1]["curve"]) for lr in lrs}
+    best = max(lrs, key=lambda lr: (sweep[lr], -lr))
+    trained = [runs[best]] + [train_best(arm, task, best, s, d_model, rule) for s in seeds[1:]]
+    return {"lr": best, "sweep": {str(k): v for k, v in sweep.items()},
+            "accuracy": [round(accuracy(m, task, seed=TEST_SEED), 4) for m, _ in trained],
+            "steps": [r["steps"] for _, r in trained], "best_step": [r["best_step"] for _, r in trained],
+            "stopped": [r["stopped"] for _, r in trained], "curves": [r["curve"] for _, r in trained],
+            "seeds": list(seeds), "rule": asdict(rule)}

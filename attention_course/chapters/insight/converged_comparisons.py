@@ -26,6 +26,16 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
 ``signed`` (``attention_course/data/insight_signed.json``)
     The symmetric indefinite :math:`W_K = W_Q D` on MQAR, partner recall and the copy, seeds 0-2 (the
     other variants on those tasks are the ``metric`` and ``partner`` parts' records: the same model and rule).
+``heads`` (``attention_course/data/insight_heads.json``)
+    Cyclic successor recall, untied :math:`W_Q, W_K` and :math:`W_K = W_Q D` per head, at 1 head of width
+    64 and 2 heads of width 32 (:class:`~attention_course.chapters.insight.asymmetry.ArmModel`), each trained
+    to :data:`~attention_course.chapters.insight.asymmetry.CYCLIC_BUDGET` and kept at its best validation
+    check, seeds 0-2. ``heads-tied`` (``insight_heads_tied.json``): the tied arm the same way.
+    ``heads-other`` (``insight_heads_other.json``): untied and :math:`W_K = W_Q D` on partner recall and MQAR.
+``frozen`` (``attention_course/data/insight_frozen.json``)
+    Learned :math:`W_Q, W_K` against three fixed metrics (identity; :math:`W_Q = I, W_K = D`; :math:`W_Q, W_K`
+    frozen at their random start) on partner recall and MQAR, with the embeddings frozen and learned, each
+    trained to :data:`~attention_course.chapters.insight.asymmetry.METRIC_BUDGET`, seeds 0-2.
 ``linear --long`` (``attention_course/data/insight_linear_long.json``)
     The N > d points and every point where a mixer stopped on the plateau, rerun by :data:`LONG_RULE`
     (at most 4,000 steps, no plateau stop before 2,000) in :func:`long_grid`'s order; the file is
@@ -48,7 +58,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .ablations import RecallTask
-from .asymmetry import CyclicRecallTask, untrained_accuracy
+from .asymmetry import CYCLIC_BUDGET, METRIC_BUDGET, Arm, CyclicRecallTask, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -57,7 +67,8 @@ __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
     "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear",
     "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "decide_asymmetric_signed", "weights_clause",
-    "asymmetry_runs", "untrained_baseline",
+    "asymmetry_runs", "untrained_baseline", "load_arms", "arm_table", "decide_asymmetric_heads",
+    "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -66,6 +77,12 @@ PARTNER_FILE = DATA_DIR / "insight_partner.json"
 LONG_FILE = DATA_DIR / "insight_linear_long.json"
 CYCLIC_FILE = DATA_DIR / "insight_cyclic.json"
 SIGNED_FILE = DATA_DIR / "insight_signed.json"
+HEADS_FILE = DATA_DIR / "insight_heads.json"
+HEADS_TIED_FILE = DATA_DIR / "insight_heads_tied.json"
+HEADS_OTHER_FILE = DATA_DIR / "insight_heads_other.json"
+FROZEN_FILE = DATA_DIR / "insight_frozen.json"
+#: The fixed metrics of the ``frozen`` part, and those of them that are not positive semi-definite.
+FIXED, NON_PSD = ("identity", "fixed D", "frozen random"), ("fixed D", "frozen random")
 RECALL, COPY, PARTNER = "recall (MQAR, 16 pairs)", "previous token", "partner recall (16 pairs)"
 CYCLIC = "cyclic recall (16 pairs, cycles of 4)"
 #: The symmetric indefinite score, W_K = W_Q D (learnable score scale as every metric variant).
@@ -134,6 +151,29 @@ def signed_grid() -> list[tuple[str, str, int]]:
     return [(t, SIGNED, 64) for t in (RECALL, PARTNER, COPY)]
 
 
+def heads_grid(scores: Sequence[str] = ("untied", "signed"), tasks: Sequence[str] = (CYCLIC,)) -> list[tuple]:
+    """(task, score, heads, frozen_inputs) of the ``heads`` parts: each score at 1 head of 64 and 2 heads of 32.
+
+    Examples
+    --------
+    >>> heads_grid()
+    [('cyclic recall (16 pairs, cycles of 4)', 'untied', 1, False), ('cyclic recall (16 pairs, cycles of 4)', 'signed', 1, False), ('cyclic recall (16 pairs, cycles of 4)', 'untied', 2, False), ('cyclic recall (16 pairs, cycles of 4)', 'signed', 2, False)]
+    """
+    return [(t, sc, h, False) for t in tasks for h in (1, 2) for sc in scores]
+
+
+def frozen_grid() -> list[tuple]:
+    """(task, score, heads, frozen_inputs) of the ``frozen`` part: learned and the three fixed metrics, one head,
+    embeddings frozen then learned, on partner recall and MQAR.
+
+    Examples
+    --------
+    >>> g = frozen_grid(); len(g), g[0], g[-1][1:]
+    (16, ('partner recall (16 pairs)', 'untied', 1, True), ('frozen random', 1, False))
+    """
+    return [(t, sc, 1, fr) for fr in (True, False) for t in (PARTNER, RECALL) for sc in ("untied", *FIXED)]
+
+
 def long_grid(runs: Sequence[Mapping]) -> list[tuple[str, str, int]]:
     """The points the longer budget reruns, in the registered order, from the 1,200-step ``runs``.
 
@@ -184,6 +224,34 @@ def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=
     r = tune_converged(variant, task, seeds=seeds, lrs=lrs, d_model=d_model, rule=rule)
     return {"task": task_label, "variant": variant_name, "d_model": d_model,
             "n_pairs": task.kwargs.get("n_pairs"), **r, "seconds": round(time.perf_counter() - start, 1)}
+
+
+def run_arm_job(task_label: str, score: str, heads: int, frozen_inputs: bool, seeds=(0, 1, 2),
+                lrs=(3e-3, 1e-2), rule: ConvergenceRule = CYCLIC_BUDGET) -> dict:
+    """Train one :class:`~attention_course.chapters.insight.asymmetry.Arm` on a task (one thread); its record."""
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    r = tune_best(Arm(score, heads, frozen_inputs), _task(task_label), seeds=seeds, lrs=lrs, rule=rule)
+    return {"task": task_label, "score": score, "heads": heads, "frozen_inputs": frozen_inputs, **r,
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def load_arms(path) -> dict:
+    """A stored ``heads``, ``heads-tied``, ``heads-other`` or ``frozen`` part: ``{"meta", "runs": [record, ...]}``."""
+    return read_json(path)
+
+
+def arm_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int, bool], Score]:
+    """``(task, score, heads, frozen_inputs) -> Score`` over each record's seeds.
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 2, "frozen_inputs": False, "accuracy": [0.9, 1.0]}]
+    >>> arm_table(r)[CYCLIC, "signed", 2, False].mean
+    0.95
+    """
+    return {(r["task"], r["score"], r["heads"], r["frozen_inputs"]):
+            accuracy_table([{"task": "", "variant": "", "accuracy": r["accuracy"]}])["", ""] for r in runs}
 
 
 def load_metric(path=METRIC_FILE) -> dict:
@@ -363,6 +431,70 @@ def decide_asymmetric_signed(t: Mapping[tuple[str, str], Score], threshold: floa
     return "holds" if gap_par > threshold or gap_mq > threshold else "holds when"
 
 
+def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
+    """``asymmetric``: gap_H = untied - (W_K = W_Q D) on cyclic recall at H = 1 and H = 2 heads (means over seeds).
+
+    ``undecided`` if untied is below 0.9 at either head count or only gap_2 exceeds ``threshold``.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(CYCLIC, "untied", h, False): S(1.0) for h in (1, 2)}
+    >>> t[CYCLIC, "signed", 1, False], t[CYCLIC, "signed", 2, False] = S(0.9), S(0.99)
+    >>> decide_asymmetric_heads(t)
+    'holds when'
+    >>> t[CYCLIC, "signed", 2, False] = S(0.7); decide_asymmetric_heads(t)
+    'holds'
+    >>> t[CYCLIC, "signed", 1, False] = S(0.97); decide_asymmetric_heads(t)
+    'undecided'
+    >>> t[CYCLIC, "signed", 2, False] = S(0.97); decide_asymmetric_heads(t)
+    'wrong as stated'
+    """
+    if min(t[CYCLIC, "untied", h, False].mean for h in (1, 2)) < 0.9:
+        return "undecided"
+    gap_1, gap_2 = (t[CYCLIC, "untied", h, False].mean - t[CYCLIC, "signed", h, False].mean for h in (1, 2))
+    if gap_1 > threshold:
+        return "holds" if gap_2 > threshold else "holds when"
+    return "undecided" if gap_2 > threshold else "wrong as stated"
+
+
+def fixed_gap(t: Mapping[tuple, Score], task: str, frozen: bool, fixed: Sequence[str] = FIXED) -> float:
+    """Learned W_Q, W_K minus the best of the ``fixed`` metrics (means over seeds) on ``task``.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(PARTNER, sc, 1, True): S(a) for sc, a in [("untied", 0.99), ("identity", 0.1), ("fixed D", 0.2),
+    ...                                                  ("frozen random", 0.09)]}
+    >>> round(fixed_gap(t, PARTNER, True), 2)
+    0.79
+    """
+    return t[task, "untied", 1, frozen].mean - max(t[task, f, 1, frozen].mean for f in fixed)
+
+
+def decide_metric_frozen(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
+    """``metric-learned``: gap_F = learned - best fixed metric, embeddings frozen, on partner recall and MQAR.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, sc, 1, True): S(0.1) for k in (PARTNER, RECALL) for sc in FIXED}
+    >>> t.update({(k, "untied", 1, True): S(0.99) for k in (PARTNER, RECALL)})
+    >>> decide_metric_frozen(t)
+    'holds'
+    >>> t[RECALL, "fixed D", 1, True] = S(0.97); decide_metric_frozen(t)
+    'holds when'
+    >>> t[PARTNER, "identity", 1, True] = S(0.99); decide_metric_frozen(t)
+    'wrong as stated'
+    >>> t[PARTNER, "untied", 1, True] = S(0.5); decide_metric_frozen(t)
+    'undecided'
+    """
+    if min(t[k, "untied", 1, True].mean for k in (PARTNER, RECALL)) < 0.9:
+        return "undecided"
+    over = [fixed_gap(t, k, True) > threshold for k in (PARTNER, RECALL)]
+    return "holds" if all(over) else "holds when" if any(over) else "wrong as stated"
+
+
 def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int] = PAIRS,
                           widths: Sequence[int] = WIDTHS) -> str:
     """``softmax-over-linear``: gap = softmax - linear at the informative points (N >= d, softmax >= 0.9) and N <= d/4.
@@ -432,6 +564,11 @@ class ComparisonConfig:
         return tuple(self.seeds or ((0, 1) if self.part == "linear" else (0, 1, 2)))
 
 
+def _arm_job(config: ComparisonConfig, task_label: str, score: str, heads: int, frozen_inputs: bool) -> dict:
+    rule = METRIC_BUDGET if config.part == "frozen" else CYCLIC_BUDGET
+    return run_arm_job(task_label, score, heads, frozen_inputs, config.seed_list(), rule=rule)
+
+
 def _job(config: ComparisonConfig, task_label: str, variant_name: str, d_model: int) -> dict:
     rule = LONG_RULE if config.part == "linear" and config.long else ConvergenceRule()
     return run_metric_job(task_label, variant_name, d_model, config.seed_list(), rule=rule)
@@ -490,6 +627,15 @@ PARTNER_RECALL = replace(METRIC, out=PARTNER_FILE, grid=lambda c: partner_grid()
 CYCLIC_PART = replace(METRIC, out=CYCLIC_FILE, grid=lambda c: cyclic_grid())
 #: ``insight-metric --part signed``: the symmetric indefinite score on MQAR, partner recall and the copy (minutes).
 SIGNED_PART = replace(METRIC, out=SIGNED_FILE, grid=lambda c: signed_grid())
+#: ``insight-metric --part heads``: cyclic recall, untied and W_K = W_Q D at 1 and 2 heads (minutes).
+HEADS = Experiment("insight-metric", ComparisonConfig(part="heads"), _arm_job, HEADS_FILE,
+                   grid=lambda c: heads_grid(), document=_runs_document, save_each=True, **_PART)
+#: ``insight-metric --part heads-tied``: cyclic recall, tied W_Q = W_K at 1 and 2 heads (minutes).
+HEADS_TIED = replace(HEADS, out=HEADS_TIED_FILE, grid=lambda c: heads_grid(("tied",)))
+#: ``insight-metric --part heads-other``: partner recall and MQAR, untied and W_K = W_Q D at 1 and 2 heads.
+HEADS_OTHER = replace(HEADS, out=HEADS_OTHER_FILE, grid=lambda c: heads_grid(tasks=(PARTNER, RECALL)))
+#: ``insight-metric --part frozen``: learned against fixed metrics, embeddings frozen and learned (minutes).
+FROZEN = replace(HEADS, out=FROZEN_FILE, grid=lambda c: frozen_grid())
 #: ``insight-metric --part linear``: softmax against linear attention at the widths given (minutes each),
 #: merged into the file (the other widths kept).
 LINEAR = Experiment("insight-metric", ComparisonConfig(part="linear"), _job, LINEAR_FILE,
@@ -504,13 +650,16 @@ LONG = Experiment("insight-metric", ComparisonConfig(part="linear", long=True), 
 def _select(config: ComparisonConfig) -> list[Experiment]:
     if config.part == "linear":
         return [LONG if config.long else LINEAR]
-    return [{"metric": METRIC, "cyclic": CYCLIC_PART, "signed": SIGNED_PART}.get(config.part, PARTNER_RECALL)]
+    return [{"metric": METRIC, "cyclic": CYCLIC_PART, "signed": SIGNED_PART, "heads": HEADS, "heads-tied": HEADS_TIED,
+             "heads-other": HEADS_OTHER, "frozen": FROZEN}.get(config.part, PARTNER_RECALL)]
 
 
 #: ``python -m attention_course insight-metric``: one part a call.
 INSIGHT_METRIC = register(replace(
-    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, CYCLIC_PART, SIGNED_PART, LINEAR, LONG),
-    flags={"--part": dict(choices=("metric", "linear", "partner", "cyclic", "signed"), required=True, help="which comparison"),
+    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, CYCLIC_PART, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN,
+                                                        LINEAR, LONG),
+    flags={"--part": dict(choices=("metric", "linear", "partner", "cyclic", "signed", "heads",
+                                            "heads-tied", "heads-other", "frozen"), required=True, help="which comparison"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
                                                     "into insight_linear_long.json"),
            "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
@@ -525,7 +674,10 @@ INSIGHT_METRIC = register(replace(
                 "insight_partner.json, about 2 minutes); --part cyclic (cyclic successor recall, where key a fetches "
                 "the value under the next key of its cycle: untied, symmetric indefinite W_K = W_Q D and tied; "
                 "insight_cyclic.json, minutes); --part signed (W_K = W_Q D on MQAR, partner recall and the copy; "
-                "insight_signed.json, minutes); --part linear --long (the N > d and plateau-stopped points "
+                "insight_signed.json, minutes); --part heads, heads-tied, heads-other (cyclic recall, then partner recall "
+                "and MQAR, at 1 head of 64 and 2 heads of 32, up to 12,000 steps, best validation check kept; "
+                "insight_heads*.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "
+                "up to 4,000 steps; insight_frozen.json); --part linear --long (the N > d and plateau-stopped points "
                 "again, up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each "
                 "keeping the others' records: --widths 16, then --widths 32 (8 and 10 minutes on one thread), then "
                 "--widths 64 (4 minutes on a quiet machine; or in two parts, --pairs 8 32 and --pairs 64, on a busy "
