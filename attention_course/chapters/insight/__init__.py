@@ -9,7 +9,7 @@ re-exported here, flat, so the notebook imports one thing:
 from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
 from . import asymmetry  # noqa: F401
-from .asymmetry_figures import plot_asymmetry
+from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,
@@ -31,6 +31,14 @@ from .converged_comparisons import (
     weights_clause,
     asymmetry_runs,
     untrained_baseline,
+    arm_runs,
+    arm_table,
+    decide_asymmetric_heads,
+    decide_metric_frozen,
+    fixed_gap,
+    FIXED,
+    NON_PSD,
+    untrained_arms,
 )
 from . import convergence  # noqa: F401
 from .ingredients import (
@@ -88,6 +96,7 @@ __all__ = [
     "train_variant",
     "window_copy_accuracy",
     "plot_asymmetry",
+    "plot_verdict_sweep",
     "LONG_RULE",
     "PARTNER",
     "load_partner",
@@ -108,6 +117,14 @@ __all__ = [
     "weights_clause",
     "asymmetry_runs",
     "untrained_baseline",
+    "arm_runs",
+    "arm_table",
+    "decide_asymmetric_heads",
+    "decide_metric_frozen",
+    "fixed_gap",
+    "FIXED",
+    "NON_PSD",
+    "untrained_arms",
     "Score",
     "accuracy_table",
     "window_curve",

@@ -1,5 +1,6 @@
-"""The figure of the asymmetry test: held-out accuracy per task and variant, each seed a dot, beside chance
-and the untrained model. It returns the :class:`matplotlib.figure.Figure` and changes no global state."""
+"""The figures of the asymmetry and metric tests: held-out accuracy per task and arm, each seed a dot, beside
+chance and the untrained model; and the verdicts against the margin that decides them. Each returns the
+:class:`matplotlib.figure.Figure` and changes no global state."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from matplotlib.figure import Figure
 
 from ...figures.style import book_figure
 
-__all__ = ["plot_asymmetry"]
+__all__ = ["plot_asymmetry", "plot_verdict_sweep"]
 
-#: One colour per score (Okabe & Ito): untied, symmetric indefinite, tied (symmetric PSD).
-SCORE_COLORS = ("#0072B2", "#009E73", "#D55E00")
+#: One colour per arm (Okabe & Ito), in the order given: e.g. untied, symmetric indefinite, tied, a fourth.
+SCORE_COLORS = ("#0072B2", "#009E73", "#D55E00", "#CC79A7")
+#: The verdicts, bottom to top, on the sweep's vertical axis.
+VERDICTS = ("wrong as stated", "undecided", "holds when", "holds")
 
 
 @book_figure
@@ -33,7 +36,8 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
         Drawn as a dotted line across the panel.
     untrained : mapping (task, variant) -> accuracy per seed at initialisation, optional (grey crosses)
     bound : (task key, value), optional
-        A dashed segment over one task's group: the most a symmetric score can reach there.
+        A dashed segment over one task's group: the most a symmetric score reaches when the single top-scoring
+        key is read out (not a bound for the trained model, which mixes several keys).
 
     Examples
     --------
@@ -43,6 +47,8 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
     >>> [t.get_text() for t in fig.axes[0].get_xticklabels()], fig.axes[0].get_ylabel()
     (['task a', 'task b'], 'held-out accuracy')
     """
+    if len(variants) > len(SCORE_COLORS):
+        raise ValueError(f"{len(variants)} variants; at most {len(SCORE_COLORS)} colours")
     fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
     width = 0.8 / len(variants)
     for j, ((label, v), colour) in enumerate(zip(variants, SCORE_COLORS)):
@@ -62,8 +68,44 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
     if bound is not None:
         i = [t for _, t in tasks].index(bound[0])
         ax.plot([i - 0.45, i + 0.45], [bound[1], bound[1]], "--", color="0.2", lw=1.2)
-        ax.text(i, bound[1] - 0.02, "symmetric bound", color="0.2", fontsize=9, ha="center", va="top")
+        ax.text(i, bound[1] - 0.02, "top-1 read-out bound", color="0.2", fontsize=9, ha="center", va="top")
     ax.set_xticks(range(len(tasks)), [label for label, _ in tasks])
     ax.set(ylabel="held-out accuracy", ylim=(0, 1.05), title=title or None)
+    fig.legend(loc="outside lower center", ncol=2)
+    return fig
+
+
+@book_figure
+def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Sequence[str]], registered: float,
+                       gaps: Optional[Mapping[str, float]] = None, title: str = "") -> Figure:
+    """Each claim's verdict (a step line over :data:`VERDICTS`) against the margin that decides it (log axis).
+
+    Parameters
+    ----------
+    thresholds : the margins tried, increasing
+    verdicts : mapping claim -> its verdict at each threshold
+    registered : the margin fixed before the run (a vertical dashed line)
+    gaps : mapping label -> gap, optional: thin vertical lines where a measured gap lies
+
+    Examples
+    --------
+    >>> fig = plot_verdict_sweep([0.01, 0.1], {"a": ["holds", "holds when"]}, 0.05, gaps={"gap": 0.07})
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()][-1], fig.axes[0].get_xscale()
+    ('holds', 'log')
+    """
+    fig, ax = plt.subplots(figsize=(7.0, 3.2), layout="constrained")
+    for j, ((claim, vs), colour) in enumerate(zip(verdicts.items(), SCORE_COLORS)):
+        y = [VERDICTS.index(v) + 0.08 * (j - (len(verdicts) - 1) / 2) for v in vs]  # small offset: lines stay apart
+        ax.step(thresholds, y, where="post", color=colour, lw=2, label=claim)
+        ax.plot(thresholds, y, "o", ms=4, color=colour)
+    ax.axvline(registered, color="0.2", ls="--", lw=1.2)
+    ax.text(registered, len(VERDICTS) - 0.55, " margin fixed\n before the run", fontsize=8, color="0.2", va="top")
+    for label, g in (gaps or {}).items():
+        if thresholds[0] <= g <= thresholds[-1]:
+            ax.axvline(g, color="0.6", lw=0.8, ls=":")
+            ax.text(g, -0.45, label, fontsize=8, color="0.4", rotation=90, ha="right", va="bottom")
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(VERDICTS)), VERDICTS)
+    ax.set(xlabel="margin a gap must exceed", ylim=(-0.5, len(VERDICTS) - 0.5), title=title or None)
     fig.legend(loc="outside lower center", ncol=2)
     return fig

@@ -57,8 +57,8 @@ import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
-from .ablations import RecallTask
-from .asymmetry import CYCLIC_BUDGET, METRIC_BUDGET, Arm, CyclicRecallTask, tune_best, untrained_accuracy
+from .ablations import TEST_SEED, RecallTask, accuracy
+from .asymmetry import CYCLIC_BUDGET, METRIC_BUDGET, Arm, ArmModel, CyclicRecallTask, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -67,8 +67,8 @@ __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
     "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear",
     "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "decide_asymmetric_signed", "weights_clause",
-    "asymmetry_runs", "untrained_baseline", "load_arms", "arm_table", "decide_asymmetric_heads",
-    "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD",
+    "asymmetry_runs", "untrained_baseline", "arm_runs", "arm_table", "decide_asymmetric_heads",
+    "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -236,9 +236,12 @@ def run_arm_job(task_label: str, score: str, heads: int, frozen_inputs: bool, se
             "seconds": round(time.perf_counter() - start, 1)}
 
 
-def load_arms(path) -> dict:
-    """A stored ``heads``, ``heads-tied``, ``heads-other`` or ``frozen`` part: ``{"meta", "runs": [record, ...]}``."""
-    return read_json(path)
+def arm_runs(paths=None) -> list[dict]:
+    """The records of the stored ``heads``, ``heads-tied``, ``heads-other`` and ``frozen`` parts, in that order.
+
+    Each file is ``{"meta", "runs": [record of run_arm_job, ...]}``."""
+    paths = paths or (HEADS_FILE, HEADS_TIED_FILE, HEADS_OTHER_FILE, FROZEN_FILE)
+    return [r for p in paths for r in read_json(p)["runs"]]
 
 
 def arm_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int, bool], Score]:
@@ -252,6 +255,25 @@ def arm_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int, bool], Score
     """
     return {(r["task"], r["score"], r["heads"], r["frozen_inputs"]):
             accuracy_table([{"task": "", "variant": "", "accuracy": r["accuracy"]}])["", ""] for r in runs}
+
+
+def untrained_arms(keys: Sequence[tuple[str, str, int, bool]], seeds: Sequence[int] = (0, 1, 2)) -> dict:
+    """Held-out accuracy per seed of each (task, score, heads, frozen_inputs) arm at its seeded start (no training).
+
+    Examples
+    --------
+    >>> acc = untrained_arms([(RECALL, "signed", 2, False)], seeds=(0,))
+    >>> 0.0 <= acc[RECALL, "signed", 2, False][0] < 0.1
+    True
+    """
+    out = {}
+    with torch.no_grad():
+        for task_label, score, heads, frozen in keys:
+            task = _task(task_label)
+            out[task_label, score, heads, frozen] = [
+                round(accuracy(ArmModel(Arm(score, heads, frozen), task.seq_len, seed=s), task, seed=TEST_SEED), 4)
+                for s in seeds]
+    return out
 
 
 def load_metric(path=METRIC_FILE) -> dict:
