@@ -19,10 +19,6 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
 ``partner`` (``attention_course/data/insight_partner.json``)
     Partner recall (:func:`~attention_course.chapters.insight.recall_tasks.partner_mqar`, 16 pairs),
     d_model = 64: learned :math:`W_Q, W_K`, :math:`W_Q = W_K = I`, tied :math:`W_Q = W_K`, seeds 0-2.
-``cyclic`` (``attention_course/data/insight_cyclic.json``)
-    Cyclic successor recall (:func:`~attention_course.chapters.insight.asymmetry.cyclic_mqar`, 16 pairs in
-    cycles of 4), d_model = 64: learned :math:`W_Q, W_K`, symmetric indefinite :math:`W_K = W_Q D`, tied
-    :math:`W_Q = W_K`, seeds 0-2.
 ``signed`` (``attention_course/data/insight_signed.json``)
     The symmetric indefinite :math:`W_K = W_Q D` on MQAR, partner recall and the copy, seeds 0-2 (the
     other variants on those tasks are the ``metric`` and ``partner`` parts' records: the same model and rule).
@@ -41,9 +37,11 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
     (at most 4,000 steps, no plateau stop before 2,000) in :func:`long_grid`'s order; the file is
     written after each point, so a run cut short keeps what it finished.
 
-The pre-registered decisions (``metric-learned``, ``asymmetric``, ``softmax-over-linear`` in
-``attention_course/data/claims.toml``) are :func:`decide_metric_learned` with :func:`weights_clause`,
-:func:`decide_asymmetric_signed` and :func:`decide_softmax_linear`.
+The pre-registered decisions (``asymmetric``, ``metric-learned``, ``softmax-over-linear`` in
+``attention_course/data/claims.toml``) are :func:`decide_asymmetric_heads`, :func:`decide_metric_frozen` and
+:func:`decide_softmax_linear`. :func:`decide_metric_learned` and :func:`weights_clause` are the rules of the
+``metric`` and ``partner`` parts (learned against the identity, tied and :math:`W_K = W_Q D` with learned
+embeddings), reported on the page beside the frozen-input test.
 """
 
 from __future__ import annotations
@@ -66,7 +64,7 @@ from .mixers import Variant
 __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
     "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear",
-    "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "decide_asymmetric_signed", "weights_clause",
+    "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "weights_clause",
     "asymmetry_runs", "untrained_baseline", "arm_runs", "arm_table", "decide_asymmetric_heads",
     "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms",
 ]
@@ -75,7 +73,6 @@ METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"
 PARTNER_FILE = DATA_DIR / "insight_partner.json"
 LONG_FILE = DATA_DIR / "insight_linear_long.json"
-CYCLIC_FILE = DATA_DIR / "insight_cyclic.json"
 SIGNED_FILE = DATA_DIR / "insight_signed.json"
 HEADS_FILE = DATA_DIR / "insight_heads.json"
 HEADS_TIED_FILE = DATA_DIR / "insight_heads_tied.json"
@@ -127,17 +124,6 @@ def partner_grid() -> list[tuple[str, str, int]]:
     ['learned W_Q, W_K', 'W_Q = W_K = I', 'tied W_Q = W_K']
     """
     return [(PARTNER, v, 64) for v in list(METRIC_VARIANTS)[:3]]
-
-
-def cyclic_grid() -> list[tuple[str, str, int]]:
-    """(task, variant, d_model) of the ``cyclic`` part: untied, symmetric indefinite and tied on cyclic recall.
-
-    Examples
-    --------
-    >>> [v for _, v, _ in cyclic_grid()]
-    ['learned W_Q, W_K', 'symmetric W_K = W_Q D', 'tied W_Q = W_K']
-    """
-    return [(CYCLIC, v, 64) for v in ("learned W_Q, W_K", SIGNED, "tied W_Q = W_K")]
 
 
 def signed_grid() -> list[tuple[str, str, int]]:
@@ -291,19 +277,14 @@ def load_partner(path=PARTNER_FILE) -> dict:
     return read_json(path)
 
 
-def load_cyclic(path=CYCLIC_FILE) -> dict:
-    """The stored ``cyclic`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
-    return read_json(path)
-
-
 def load_signed(path=SIGNED_FILE) -> dict:
     """The stored ``signed`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
     return read_json(path)
 
 
 def asymmetry_runs() -> list[dict]:
-    """The records of the ``metric``, ``partner``, ``cyclic`` and ``signed`` parts, in that order (one per task and variant)."""
-    return [*load_metric()["runs"], *load_partner()["runs"], *load_cyclic()["runs"], *load_signed()["runs"]]
+    """The records of the ``metric``, ``partner`` and ``signed`` parts, in that order (one per task and variant)."""
+    return [*load_metric()["runs"], *load_partner()["runs"], *load_signed()["runs"]]
 
 
 def untrained_baseline(pairs: Sequence[tuple[str, str]], seeds: Sequence[int] = (0, 1, 2),
@@ -425,32 +406,6 @@ def weights_clause(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) 
     if gap_t > threshold:
         return "then only with untied W_Q, W_K" if gap_s > threshold else "then only with an indefinite metric"
     return ""
-
-
-def decide_asymmetric_signed(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) -> str:
-    """``asymmetric``: gap = untied - symmetric indefinite (means over seeds) on cyclic recall (directional),
-    partner recall and MQAR; ``undecided`` if untied is below 0.9 on any of them.
-
-    Examples
-    --------
-    >>> S = lambda m: Score(m, m, m, 3)
-    >>> t = {(k, v): S(1.0) for k in (CYCLIC, PARTNER, RECALL) for v in ("learned W_Q, W_K", SIGNED)}
-    >>> t[CYCLIC, SIGNED] = S(0.75); decide_asymmetric_signed(t)
-    'holds when'
-    >>> t[PARTNER, SIGNED] = S(0.5); decide_asymmetric_signed(t)
-    'holds'
-    >>> t[CYCLIC, SIGNED] = S(0.97); decide_asymmetric_signed(t)
-    'wrong as stated'
-    >>> decide_asymmetric_signed(t, threshold=0.01)
-    'holds'
-    """
-    tasks = (CYCLIC, PARTNER, RECALL)
-    if min(t[k, "learned W_Q, W_K"].mean for k in tasks) < 0.9:
-        return "undecided"
-    gap_cyc, gap_par, gap_mq = (t[k, "learned W_Q, W_K"].mean - t[k, SIGNED].mean for k in tasks)
-    if gap_cyc <= threshold:
-        return "wrong as stated"
-    return "holds" if gap_par > threshold or gap_mq > threshold else "holds when"
 
 
 def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
@@ -645,8 +600,6 @@ METRIC = Experiment("insight-metric", ComparisonConfig(part="metric"), _job, MET
                     grid=lambda c: metric_grid(), document=_runs_document, **_PART)
 #: ``insight-metric --part partner``: partner recall (about 2 minutes).
 PARTNER_RECALL = replace(METRIC, out=PARTNER_FILE, grid=lambda c: partner_grid())
-#: ``insight-metric --part cyclic``: cyclic successor recall, untied, symmetric indefinite and tied (minutes).
-CYCLIC_PART = replace(METRIC, out=CYCLIC_FILE, grid=lambda c: cyclic_grid())
 #: ``insight-metric --part signed``: the symmetric indefinite score on MQAR, partner recall and the copy (minutes).
 SIGNED_PART = replace(METRIC, out=SIGNED_FILE, grid=lambda c: signed_grid())
 #: ``insight-metric --part heads``: cyclic recall, untied and W_K = W_Q D at 1 and 2 heads (minutes).
@@ -672,30 +625,29 @@ LONG = Experiment("insight-metric", ComparisonConfig(part="linear", long=True), 
 def _select(config: ComparisonConfig) -> list[Experiment]:
     if config.part == "linear":
         return [LONG if config.long else LINEAR]
-    return [{"metric": METRIC, "cyclic": CYCLIC_PART, "signed": SIGNED_PART, "heads": HEADS, "heads-tied": HEADS_TIED,
+    return [{"metric": METRIC, "signed": SIGNED_PART, "heads": HEADS, "heads-tied": HEADS_TIED,
              "heads-other": HEADS_OTHER, "frozen": FROZEN}.get(config.part, PARTNER_RECALL)]
 
 
 #: ``python -m attention_course insight-metric``: one part a call.
 INSIGHT_METRIC = register(replace(
-    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, CYCLIC_PART, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN,
+    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN,
                                                         LINEAR, LONG),
-    flags={"--part": dict(choices=("metric", "linear", "partner", "cyclic", "signed", "heads",
+    flags={"--part": dict(choices=("metric", "linear", "partner", "signed", "heads",
                                             "heads-tied", "heads-other", "frozen"), required=True, help="which comparison"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
                                                     "into insight_linear_long.json"),
            "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
            "--pairs": dict(type=int, nargs="+", help="N of the linear part"),
-           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner, cyclic, signed) or 0 1 (linear) when not given")},
+           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner, signed, heads, frozen) or 0 1 (linear) when not given")},
     help="chapter 7's converged runs: the learned metric, and softmax against linear attention as N grows",
     description="Train each variant by a stated convergence rule: --part metric (learned W_Q, W_K against W_Q = W_K "
                 "= I and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
                 "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR "
                 "with N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per "
                 "width; minutes each); --part partner (partner recall, where a key fetches its partner's value; "
-                "insight_partner.json, about 2 minutes); --part cyclic (cyclic successor recall, where key a fetches "
-                "the value under the next key of its cycle: untied, symmetric indefinite W_K = W_Q D and tied; "
-                "insight_cyclic.json, minutes); --part signed (W_K = W_Q D on MQAR, partner recall and the copy; "
+                "insight_partner.json, about 2 minutes); "
+                "--part signed (W_K = W_Q D on MQAR, partner recall and the copy; "
                 "insight_signed.json, minutes); --part heads, heads-tied, heads-other (cyclic recall, then partner recall "
                 "and MQAR, at 1 head of 64 and 2 heads of 32, up to 12,000 steps, best validation check kept; "
                 "insight_heads*.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "

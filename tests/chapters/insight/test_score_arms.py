@@ -207,3 +207,25 @@ def test_one_stored_two_head_record_is_reproduced():
     again = cc.run_arm_job(r["task"], r["score"], r["heads"], r["frozen_inputs"], seeds=(0,))
     assert again["lr"] == r["lr"] and again["steps"][0] == r["steps"][0]
     assert abs(again["accuracy"][0] - r["accuracy"][0]) < 0.02
+
+
+@pytest.mark.extended
+def test_the_arm_parts_write_the_stored_structure(tmp_path, monkeypatch):
+    """Each arm part with one configuration and a short budget writes a file shaped like the stored one."""
+    from dataclasses import replace as swap
+
+    from attention_course.__main__ import main
+
+    short = ConvergenceRule(check_every=5, min_steps=5, max_steps=10, window=5, valid_batch=16, plateau_from=20)
+    monkeypatch.setattr(cc, "CYCLIC_BUDGET", short)
+    monkeypatch.setattr(cc, "METRIC_BUDGET", swap(short, max_steps=15))
+    monkeypatch.setattr(cc, "heads_grid", lambda scores=("untied", "signed"), tasks=(cc.CYCLIC,):
+                        [(tasks[0], scores[-1], 2, False)])
+    monkeypatch.setattr(cc, "frozen_grid", lambda: [(cc.PARTNER, "fixed D", 1, True)])
+    for path, part in ((cc.HEADS_FILE, "heads"), (cc.HEADS_TIED_FILE, "heads-tied"),
+                       (cc.HEADS_OTHER_FILE, "heads-other"), (cc.FROZEN_FILE, "frozen")):
+        out = tmp_path / path.name
+        assert main(["insight-metric", "--part", part, "--seeds", "0", "--out", str(out), "--quiet"]) == 0
+        stored, fresh = json.loads(path.read_text()), json.loads(out.read_text())
+        assert set(fresh) == set(stored) and set(fresh["meta"]) == set(stored["meta"]), part
+        assert {k: type(v) for k, v in fresh["runs"][0].items()} == {k: type(v) for k, v in stored["runs"][0].items()}
