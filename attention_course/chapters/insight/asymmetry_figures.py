@@ -76,7 +76,7 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
 
 
 @book_figure
-def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Sequence[str]], registered: float,
+def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Sequence[str]], fixed_margin: float,
                        gaps: Optional[Mapping[str, float]] = None, title: str = "") -> Figure:
     """Each claim's verdict (a step line over :data:`VERDICTS`) against the margin that decides it (log axis).
 
@@ -84,7 +84,7 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
     ----------
     thresholds : the margins tried, increasing
     verdicts : mapping claim -> its verdict at each threshold
-    registered : the margin fixed before the run (a vertical dashed line)
+    fixed_margin : the margin fixed before the run (a vertical dashed line)
     gaps : mapping label -> gap, optional: thin vertical lines where a measured gap lies
 
     Examples
@@ -98,8 +98,8 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
         y = [VERDICTS.index(v) + 0.08 * (j - (len(verdicts) - 1) / 2) for v in vs]  # small offset: lines stay apart
         ax.step(thresholds, y, where="post", color=colour, lw=2, label=claim)
         ax.plot(thresholds, y, "o", ms=4, color=colour)
-    ax.axvline(registered, color="0.2", ls="--", lw=1.2)
-    ax.text(registered, 1.0, " margin fixed\n before the run", fontsize=8, color="0.2", va="center")
+    ax.axvline(fixed_margin, color="0.2", ls="--", lw=1.2)
+    ax.text(fixed_margin, 1.0, " margin fixed\n before the run", fontsize=8, color="0.2", va="center")
     for label, g in (gaps or {}).items():
         if thresholds[0] <= g <= thresholds[-1]:
             ax.axvline(g, color="0.6", lw=0.8, ls=":")

@@ -159,9 +159,9 @@ METRIC_MARGIN = 0.05
 def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
     """Switch the task and compare a learned query-key metric with the fixed one (``metric-learned``).
 
-    Each frame shows the two variants whose gap the pre-registered rule reads on that task; the flag
-    sits at the first task where the gap exceeds :data:`METRIC_MARGIN`: where a fixed metric stops
-    being enough.
+    Each frame shows the two variants whose gap the first comparison (learned embeddings) reads on that task;
+    the flag sits at the first task where the gap exceeds :data:`METRIC_MARGIN`: where the identity metric
+    stops being enough.
 
     Examples
     --------
@@ -201,7 +201,8 @@ def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
                         "Held-out accuracy with a learned query-key metric and with a fixed one (W_Q = W_K = I; "
                         "on the copy, tied against identity, both with the self-score masked), on three tasks.",
                         start=0, control_label="task", flip=flip,
-                        flip_note="the fixed metric falls behind: the match is another key", verdict="metric-learned")
+                        flip_note="the identity falls behind: the match is another key, which no positive semi-definite "
+                                  "score ranks first", verdict="metric-learned")
 
 
 def pairs_explorer(table: Mapping[tuple[str, int, int], Score], pairs=(8, 16, 32, 64),
