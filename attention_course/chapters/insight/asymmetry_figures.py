@@ -99,7 +99,7 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
         ax.step(thresholds, y, where="post", color=colour, lw=2, label=claim)
         ax.plot(thresholds, y, "o", ms=4, color=colour)
     ax.axvline(fixed_margin, color="0.2", ls="--", lw=1.2)
-    ax.text(fixed_margin, 1.0, " margin fixed\n before the run", fontsize=8, color="0.2", va="center")
+    ax.text(fixed_margin, 1.0, "margin fixed \nbefore the run ", fontsize=8, color="0.2", va="center", ha="right")
     for label, g in (gaps or {}).items():
         if thresholds[0] <= g <= thresholds[-1]:
             ax.axvline(g, color="0.6", lw=0.8, ls=":")
