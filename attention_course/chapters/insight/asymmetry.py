@@ -139,6 +139,11 @@ def untrained_accuracy(variant: Variant, task: RecallTask, seeds: Sequence[int] 
 SCORES = ("untied", "signed", "tied", "identity", "fixed D", "frozen random")
 #: Cyclic recall's budget: stop at 0.99 from step 400, otherwise train 12,000 steps (no plateau stop).
 CYCLIC_BUDGET = ConvergenceRule(max_steps=12000, plateau_from=12100)
+#: Cyclic recall trained to convergence: stop at 0.99 from step 400, or once the best check has gained less than
+#: 0.002 over the last 12,000 steps (:func:`best_plateau`), else at 48,000 steps.
+CONVERGED = ConvergenceRule(max_steps=48000, min_gain=0.002, window=12000, plateau_from=12000)
+#: The validation accuracy whose first crossing measures learning speed (:func:`steps_to`).
+SPEED_LEVEL = 0.95
 #: The metric comparison's budget: stop at 0.99 from step 400, otherwise train 4,000 steps (no plateau stop).
 METRIC_BUDGET = ConvergenceRule(max_steps=4000, plateau_from=4100)
 
@@ -248,9 +253,51 @@ def best_check(curve: list[float]) -> int:
     return max(range(len(curve)), key=lambda i: (curve[i], -i))
 
 
+def best_plateau(curve: Sequence[float], rule: ConvergenceRule = CONVERGED) -> Optional[str]:
+    """:data:`CONVERGED`'s stop: ``"target"``, ``"plateau"`` (the best check gained less than ``min_gain`` over the
+    last ``window`` steps, judged from ``plateau_from`` on), ``"max steps"`` or ``None`` (go on).
+
+    Unlike :func:`~attention_course.chapters.insight.convergence.stop_reason` it compares best checks, so a
+    noisy last check cannot stop a run that is still rising.
+
+    Examples
+    --------
+    >>> rule = ConvergenceRule(max_steps=2000, min_gain=0.002, window=300, plateau_from=300)
+    >>> best_plateau([0.5, 0.6, 0.7], rule) is None, best_plateau([0.5, 0.6, 0.7, 0.995], rule)
+    (True, 'target')
+    >>> best_plateau([0.5, 0.9, 0.7, 0.7, 0.9], rule)            # best 0.9 three checks ago and now
+    'plateau'
+    >>> best_plateau([0.5, 0.9, 0.7, 0.7, 0.905], rule) is None  # the best rose by 0.005
+    True
+    >>> best_plateau([0.1 + 0.01 * i for i in range(20)], rule)
+    'max steps'
+    """
+    steps = len(curve) * rule.check_every
+    if steps < rule.min_steps and steps < rule.max_steps:
+        return None
+    if curve[-1] >= rule.target:
+        return "target"
+    back = rule.window // rule.check_every
+    if steps >= rule.plateau_from and len(curve) > back and max(curve) - max(curve[:-back]) < rule.min_gain:
+        return "plateau"
+    return "max steps" if steps >= rule.max_steps else None
+
+
+def steps_to(curve: Sequence[float], level: float = SPEED_LEVEL, check_every: int = 100) -> Optional[int]:
+    """Steps to the first validation check at or above ``level`` (``None`` if none is).
+
+    Examples
+    --------
+    >>> steps_to([0.5, 0.96, 0.99]), steps_to([0.5, 0.9]) is None
+    (200, True)
+    """
+    return next(((i + 1) * check_every for i, a in enumerate(curve) if a >= level), None)
+
+
 def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: int = 64,
                rule: ConvergenceRule = CYCLIC_BUDGET, batch_size: int = 32) -> tuple[ArmModel, dict]:
-    """Train the seeded arm until ``rule`` stops it (at its target, or at ``max_steps``); keep the best check.
+    """Train the seeded arm until ``rule`` stops it (at its target, or at ``max_steps``; :data:`CONVERGED` also
+    on :func:`best_plateau`); keep the best check.
 
     Returns
     -------
@@ -267,6 +314,7 @@ def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: in
     """
     from .convergence import stop_reason
 
+    stop = best_plateau if rule == CONVERGED else stop_reason
     model = ArmModel(arm, task.seq_len, d_model=d_model, seed=seed)
     curve: list[float] = []
     best: dict = {}
@@ -278,7 +326,7 @@ def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: in
         curve.append(round(accuracy(m, task, batch_size=rule.valid_batch, seed=VALID_SEED), 4))
         if best_check(curve) == len(curve) - 1:
             best["state"] = copy.deepcopy(m.state_dict())
-        why = stop_reason(curve, rule)
+        why = stop(curve, rule)
         if why is not None:
             reason.append(why)
             raise _Stop

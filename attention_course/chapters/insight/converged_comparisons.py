@@ -28,6 +28,11 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
     to :data:`~attention_course.chapters.insight.asymmetry.CYCLIC_BUDGET` and kept at its best validation
     check, seeds 0-2. ``heads-tied`` (``insight_heads_tied.json``): the tied arm the same way.
     ``heads-other`` (``insight_heads_other.json``): untied and :math:`W_K = W_Q D` on partner recall and MQAR.
+``converged`` (``attention_course/data/insight_converged.json``)
+    Cyclic successor recall, untied, :math:`W_K = W_Q D` and tied at 1 head of 64 and 2 heads of 32, each trained
+    by :data:`~attention_course.chapters.insight.asymmetry.CONVERGED` (up to 48,000 steps, stopping only at 0.99 or
+    once the best validation check stops rising), seeds 0-2. One arm a call (``--scores signed --heads 1``); the
+    file keeps the other arms' records.
 ``frozen`` (``attention_course/data/insight_frozen.json``)
     Learned :math:`W_Q, W_K` against three fixed metrics (identity; :math:`W_Q = I, W_K = D`; :math:`W_Q, W_K`
     frozen at their random start) on partner recall and MQAR, with the embeddings frozen and learned, each
@@ -56,7 +61,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .ablations import TEST_SEED, RecallTask, accuracy
-from .asymmetry import CYCLIC_BUDGET, METRIC_BUDGET, Arm, ArmModel, CyclicRecallTask, tune_best, untrained_accuracy
+from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, Arm, ArmModel, CyclicRecallTask, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -78,6 +83,7 @@ HEADS_FILE = DATA_DIR / "insight_heads.json"
 HEADS_TIED_FILE = DATA_DIR / "insight_heads_tied.json"
 HEADS_OTHER_FILE = DATA_DIR / "insight_heads_other.json"
 FROZEN_FILE = DATA_DIR / "insight_frozen.json"
+CONVERGED_FILE = DATA_DIR / "insight_converged.json"
 #: The fixed metrics of the ``frozen`` part, and those of them that are not positive semi-definite.
 FIXED, NON_PSD = ("identity", "fixed D", "frozen random"), ("fixed D", "frozen random")
 RECALL, COPY, PARTNER = "recall (MQAR, 16 pairs)", "previous token", "partner recall (16 pairs)"
@@ -533,6 +539,8 @@ class ComparisonConfig:
 
     part: Optional[str] = None
     long: bool = False
+    scores: tuple = ("untied", "signed", "tied")
+    heads: tuple = (1, 2)
     widths: tuple = WIDTHS
     pairs: tuple = PAIRS
     seeds: Optional[tuple] = None
@@ -542,7 +550,7 @@ class ComparisonConfig:
 
 
 def _arm_job(config: ComparisonConfig, task_label: str, score: str, heads: int, frozen_inputs: bool) -> dict:
-    rule = METRIC_BUDGET if config.part == "frozen" else CYCLIC_BUDGET
+    rule = {"frozen": METRIC_BUDGET, "converged": CONVERGED}.get(config.part, CYCLIC_BUDGET)
     return run_arm_job(task_label, score, heads, frozen_inputs, config.seed_list(), rule=rule)
 
 
@@ -578,6 +586,41 @@ def _keep_other_widths(doc: Mapping, previous: Mapping) -> dict:
     return {"meta": {**previous["meta"], **doc["meta"]}, "runs": merged}
 
 
+def converged_grid(config: ComparisonConfig) -> list[tuple]:
+    """The ``converged`` part's arms that ``config`` runs, longest first (W_K = W_Q D, tied, untied; 1 head first).
+
+    Examples
+    --------
+    >>> [(sc, h) for _, sc, h, _ in converged_grid(ComparisonConfig(part="converged", scores=("untied", "signed")))]
+    [('signed', 1), ('signed', 2), ('untied', 1), ('untied', 2)]
+    """
+    scores, heads = config.scores or ("untied", "signed", "tied"), config.heads or (1, 2)
+    return [(CYCLIC, sc, h, False) for sc in ("signed", "tied", "untied") if sc in scores for h in sorted(heads)]
+
+
+def _keep_other_arms(doc: Mapping, previous: Mapping) -> dict:
+    """Some arms of the ``converged`` part merged into the stored file: the other arms' records kept.
+
+    Examples
+    --------
+    >>> old = {"meta": {"a": 1}, "runs": [{"score": "untied", "heads": 1}, {"score": "signed", "heads": 1}]}
+    >>> new = {"meta": {"a": 2}, "runs": [{"score": "signed", "heads": 1, "new": True}]}
+    >>> [(r["score"], "new" in r) for r in _keep_other_arms(new, old)["runs"]]
+    [('signed', True), ('untied', False)]
+    """
+    ran = {(r["score"], r["heads"]) for r in doc["runs"]}
+    order = {(sc, h): i for i, (sc, h) in enumerate((sc, h) for sc in ("signed", "tied", "untied") for h in (1, 2))}
+    runs = [r for r in previous["runs"] if (r["score"], r["heads"]) not in ran] + list(doc["runs"])
+    metas = previous["meta"] if "arms" in previous["meta"] else {}
+    meta = {"arms": {**metas.get("arms", {}), **{f"{sc} {h}": doc["meta"] for sc, h in ran}}}
+    return {"meta": meta, "runs": sorted(runs, key=lambda r: order.get((r["score"], r["heads"]), 99))}
+
+
+def _converged_document(config: ComparisonConfig, runs: Runs, meta: dict) -> dict:
+    m = _meta(config, meta)
+    return {"meta": {"arms": {f"{r['score']} {r['heads']}": m for r in runs.records}}, "runs": runs.records}
+
+
 def _long_jobs(config: ComparisonConfig) -> list[tuple]:
     return [g for g in long_grid(load_linear()["runs"]) if _ours(config, g[2], _task(g[0]).kwargs["n_pairs"])]
 
@@ -611,6 +654,9 @@ HEADS_TIED = replace(HEADS, out=HEADS_TIED_FILE, grid=lambda c: heads_grid(("tie
 HEADS_OTHER = replace(HEADS, out=HEADS_OTHER_FILE, grid=lambda c: heads_grid(tasks=(PARTNER, RECALL)))
 #: ``insight-metric --part frozen``: learned against fixed metrics, embeddings frozen and learned (minutes).
 FROZEN = replace(HEADS, out=FROZEN_FILE, grid=lambda c: frozen_grid())
+#: ``insight-metric --part converged``: cyclic recall, every arm to convergence (one arm a call, up to ~12 minutes).
+CONVERGED_PART = replace(HEADS, config=ComparisonConfig(part="converged"), out=CONVERGED_FILE, grid=converged_grid,
+                         document=_converged_document, merge=_keep_other_arms)
 #: ``insight-metric --part linear``: softmax against linear attention at the widths given (minutes each),
 #: merged into the file (the other widths kept).
 LINEAR = Experiment("insight-metric", ComparisonConfig(part="linear"), _job, LINEAR_FILE,
@@ -626,15 +672,19 @@ def _select(config: ComparisonConfig) -> list[Experiment]:
     if config.part == "linear":
         return [LONG if config.long else LINEAR]
     return [{"metric": METRIC, "signed": SIGNED_PART, "heads": HEADS, "heads-tied": HEADS_TIED,
-             "heads-other": HEADS_OTHER, "frozen": FROZEN}.get(config.part, PARTNER_RECALL)]
+             "heads-other": HEADS_OTHER, "frozen": FROZEN, "converged": CONVERGED_PART}.get(config.part, PARTNER_RECALL)]
 
 
 #: ``python -m attention_course insight-metric``: one part a call.
 INSIGHT_METRIC = register(replace(
-    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN,
+    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN, CONVERGED_PART,
                                                         LINEAR, LONG),
     flags={"--part": dict(choices=("metric", "linear", "partner", "signed", "heads",
-                                            "heads-tied", "heads-other", "frozen"), required=True, help="which comparison"),
+                                            "heads-tied", "heads-other", "frozen", "converged"), required=True,
+                         help="which comparison"),
+           "--scores": dict(nargs="+", choices=("untied", "signed", "tied"),
+                            help="converged: the score forms to run (all three when not given)"),
+           "--heads": dict(type=int, nargs="+", choices=(1, 2), help="converged: the head counts (1 2 when not given)"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
                                                     "into insight_linear_long.json"),
            "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
@@ -650,7 +700,8 @@ INSIGHT_METRIC = register(replace(
                 "--part signed (W_K = W_Q D on MQAR, partner recall and the copy; "
                 "insight_signed.json, minutes); --part heads, heads-tied, heads-other (cyclic recall, then partner recall "
                 "and MQAR, at 1 head of 64 and 2 heads of 32, up to 12,000 steps, best validation check kept; "
-                "insight_heads*.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "
+                "insight_heads*.json); --part converged (cyclic recall, every arm until converged, up to 48,000 steps, one arm a "
+                "call with --scores and --heads; insight_converged.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "
                 "up to 4,000 steps; insight_frozen.json); --part linear --long (the N > d and plateau-stopped points "
                 "again, up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each "
                 "keeping the others' records: --widths 16, then --widths 32 (8 and 10 minutes on one thread), then "
