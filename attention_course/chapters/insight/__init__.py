@@ -9,7 +9,7 @@ re-exported here, flat, so the notebook imports one thing:
 from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
 from . import asymmetry  # noqa: F401
-from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep
+from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep, plot_learning_curves
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,
@@ -38,6 +38,12 @@ from .converged_comparisons import (
     FIXED,
     NON_PSD,
     untrained_arms,
+    decide_metric_both,
+    speed_steps,
+    speed_ratio,
+    decide_speed,
+    unconverged_heads,
+    SPEED_FACTOR,
 )
 from . import convergence  # noqa: F401
 from .ingredients import (
@@ -96,6 +102,7 @@ __all__ = [
     "window_copy_accuracy",
     "plot_asymmetry",
     "plot_verdict_sweep",
+    "plot_learning_curves",
     "LONG_RULE",
     "PARTNER",
     "load_partner",
@@ -123,6 +130,12 @@ __all__ = [
     "FIXED",
     "NON_PSD",
     "untrained_arms",
+    "decide_metric_both",
+    "speed_steps",
+    "speed_ratio",
+    "decide_speed",
+    "unconverged_heads",
+    "SPEED_FACTOR",
     "Score",
     "accuracy_table",
     "window_curve",

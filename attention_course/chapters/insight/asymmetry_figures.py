@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ...figures.style import book_figure
 
-__all__ = ["plot_asymmetry", "plot_verdict_sweep"]
+__all__ = ["plot_asymmetry", "plot_verdict_sweep", "plot_learning_curves"]
 
 #: One colour per arm (Okabe & Ito), in the order given: e.g. untied, symmetric indefinite, tied, a fourth.
 SCORE_COLORS = ("#0072B2", "#009E73", "#D55E00", "#CC79A7")
@@ -77,7 +77,8 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
 
 @book_figure
 def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Sequence[str]], fixed_margin: float,
-                       gaps: Optional[Mapping[str, float]] = None, title: str = "") -> Figure:
+                       gaps: Optional[Mapping[str, float]] = None, title: str = "",
+                       xlabel: str = "margin a gap must exceed") -> Figure:
     """Each claim's verdict (a step line over :data:`VERDICTS`) against the margin that decides it (log axis).
 
     Parameters
@@ -86,6 +87,7 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
     verdicts : mapping claim -> its verdict at each threshold
     fixed_margin : the margin fixed before the run (a vertical dashed line)
     gaps : mapping label -> gap, optional: thin vertical lines where a measured gap lies
+    xlabel : what the threshold is (e.g. a factor of steps instead of a margin)
 
     Examples
     --------
@@ -106,6 +108,40 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
             ax.text(g, -0.45, label, fontsize=8, color="0.4", rotation=90, ha="right", va="bottom")
     ax.set_xscale("log")
     ax.set_yticks(range(len(VERDICTS)), VERDICTS)
-    ax.set(xlabel="margin a gap must exceed", ylim=(-0.5, len(VERDICTS) - 0.5), title=title or None)
+    ax.set(xlabel=xlabel, ylim=(-0.5, len(VERDICTS) - 0.5), title=title or None)
+    fig.legend(loc="outside lower center", ncol=2)
+    return fig
+
+
+@book_figure
+def plot_learning_curves(curves: Mapping[str, Sequence[Sequence[float]]], check_every: int = 100,
+                         level: Optional[float] = None, title: str = "") -> Figure:
+    """Validation accuracy against training steps (log axis), one colour per arm, one thin line per seed.
+
+    Parameters
+    ----------
+    curves : mapping arm label -> per seed, the validation accuracy at each check
+    check_every : steps between checks
+    level : a dotted horizontal line (the accuracy whose first crossing measures speed), optional
+
+    Examples
+    --------
+    >>> fig = plot_learning_curves({"untied": [[0.5, 0.99]], "symmetric": [[0.2, 0.4, 0.6], [0.3, 0.5, 0.7]]},
+    ...                            level=0.95)
+    >>> fig.axes[0].get_xscale(), len(fig.axes[0].lines)
+    ('log', 4)
+    """
+    if len(curves) > len(SCORE_COLORS):
+        raise ValueError(f"{len(curves)} arms; at most {len(SCORE_COLORS)} colours")
+    fig, ax = plt.subplots(figsize=(7.0, 3.4), layout="constrained")
+    for (label, seeds), colour in zip(curves.items(), SCORE_COLORS):
+        for j, c in enumerate(seeds):
+            steps = check_every * np.arange(1, len(c) + 1)
+            ax.plot(steps, c, color=colour, lw=1.2, alpha=0.85, label=label if j == 0 else None)
+    if level is not None:
+        ax.axhline(level, color="0.4", ls=":", lw=1.2)
+        ax.text(check_every, level + 0.01, f"{level:.2f}", color="0.3", fontsize=9, va="bottom")
+    ax.set_xscale("log")
+    ax.set(xlabel="training steps", ylabel="validation accuracy", ylim=(0, 1.02), title=title or None)
     fig.legend(loc="outside lower center", ncol=2)
     return fig

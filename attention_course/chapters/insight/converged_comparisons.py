@@ -52,7 +52,7 @@ embeddings), reported on the page beside the frozen-input test.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -61,7 +61,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .ablations import TEST_SEED, RecallTask, accuracy
-from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, Arm, ArmModel, CyclicRecallTask, tune_best, untrained_accuracy
+from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -71,7 +71,8 @@ __all__ = [
     "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear",
     "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "weights_clause",
     "asymmetry_runs", "untrained_baseline", "arm_runs", "arm_table", "decide_asymmetric_heads",
-    "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms",
+    "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
+    "speed_steps", "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -229,11 +230,19 @@ def run_arm_job(task_label: str, score: str, heads: int, frozen_inputs: bool, se
 
 
 def arm_runs(paths=None) -> list[dict]:
-    """The records of the stored ``heads``, ``heads-tied``, ``heads-other`` and ``frozen`` parts, in that order.
+    """The records of the stored ``converged``, ``heads``, ``heads-tied``, ``heads-other`` and ``frozen`` parts, in
+    that order, each arm once: an arm of the ``converged`` part replaces its 12,000-step record.
 
     Each file is ``{"meta", "runs": [record of run_arm_job, ...]}``."""
-    paths = paths or (HEADS_FILE, HEADS_TIED_FILE, HEADS_OTHER_FILE, FROZEN_FILE)
-    return [r for p in paths for r in read_json(p)["runs"]]
+    paths = paths or tuple(p for p in (CONVERGED_FILE, HEADS_FILE, HEADS_TIED_FILE, HEADS_OTHER_FILE, FROZEN_FILE)
+                           if p != CONVERGED_FILE or p.exists())
+    seen, out = set(), []
+    for r in (r for p in paths for r in read_json(p)["runs"]):
+        key = (r["task"], r["score"], r["heads"], r["frozen_inputs"])
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 def arm_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int, bool], Score]:
@@ -414,10 +423,69 @@ def weights_clause(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) 
     return ""
 
 
-def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
+#: The secondary reading of ``asymmetric``: the symmetric arm needs at least this many times the untied arm's steps.
+SPEED_FACTOR = 5.0
+
+
+def unconverged_heads(runs: Sequence[Mapping], score: str = "signed") -> set:
+    """The head counts at which the ``score`` arm on cyclic recall stopped at its step cap on some seed.
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 1, "stopped": ["plateau", "max steps"]}]
+    >>> unconverged_heads(r)
+    {1}
+    """
+    return {r["heads"] for r in runs if r["task"] == CYCLIC and r["score"] == score and "max steps" in r["stopped"]}
+
+
+def speed_steps(record: Mapping, level: float = SPEED_LEVEL) -> list[int]:
+    """Steps to the first validation check >= ``level``, per seed; the record's step cap if never (a lower bound).
+
+    Examples
+    --------
+    >>> speed_steps({"curves": [[0.5, 0.96], [0.5, 0.6]], "rule": {"check_every": 100, "max_steps": 48000}})
+    [200, 48000]
+    """
+    every, cap = record["rule"]["check_every"], record["rule"]["max_steps"]
+    return [steps_to(c, level, every) or cap for c in record["curves"]]
+
+
+def speed_ratio(runs: Sequence[Mapping], heads: int, level: float = SPEED_LEVEL) -> float:
+    """r_H = mean steps to ``level`` of W_K = W_Q D over that of untied, on cyclic recall at ``heads`` heads.
+
+    Examples
+    --------
+    >>> rule = {"check_every": 100, "max_steps": 48000}
+    >>> r = [{"task": CYCLIC, "score": s, "heads": 1, "curves": c, "rule": rule}
+    ...      for s, c in (("untied", [[0.5, 0.99]]), ("signed", [[0.5] * 9 + [0.95]]))]
+    >>> speed_ratio(r, 1)
+    5.0
+    """
+    mean = {r["score"]: sum(speed_steps(r, level)) / len(r["curves"]) for r in runs
+            if r["task"] == CYCLIC and r["heads"] == heads and r["score"] in ("untied", "signed")}
+    return mean["signed"] / mean["untied"]
+
+
+def decide_speed(ratios: Mapping[int, float], factor: float = SPEED_FACTOR) -> str:
+    """The secondary reading of ``asymmetric`` (faster with asymmetric scores) from r_1 and r_2.
+
+    Examples
+    --------
+    >>> decide_speed({1: 60.0, 2: 3.0}), decide_speed({1: 60.0, 2: 8.0}), decide_speed({1: 2.0, 2: 8.0})
+    ('holds when', 'holds', 'wrong as stated')
+    """
+    if ratios[1] >= factor:
+        return "holds" if ratios[2] >= factor else "holds when"
+    return "wrong as stated"
+
+
+def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05, unconverged: Collection[int] = ()) -> str:
     """``asymmetric``: gap_H = untied - (W_K = W_Q D) on cyclic recall at H = 1 and H = 2 heads (means over seeds).
 
-    ``undecided`` if untied is below 0.9 at either head count or only gap_2 exceeds ``threshold``.
+    ``undecided`` if untied is below 0.9 at either head count, only gap_2 exceeds ``threshold``, or a gap above
+    ``threshold`` belongs to a head count in ``unconverged`` (the symmetric arm stopped at its step cap: more
+    steps could only shrink that gap).
 
     Examples
     --------
@@ -432,10 +500,14 @@ def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05) -
     'undecided'
     >>> t[CYCLIC, "signed", 2, False] = S(0.97); decide_asymmetric_heads(t)
     'wrong as stated'
+    >>> t[CYCLIC, "signed", 1, False] = S(0.9); decide_asymmetric_heads(t, unconverged={1})
+    'undecided'
     """
     if min(t[CYCLIC, "untied", h, False].mean for h in (1, 2)) < 0.9:
         return "undecided"
     gap_1, gap_2 = (t[CYCLIC, "untied", h, False].mean - t[CYCLIC, "signed", h, False].mean for h in (1, 2))
+    if any(g > threshold and h in unconverged for h, g in ((1, gap_1), (2, gap_2))):
+        return "undecided"
     if gap_1 > threshold:
         return "holds" if gap_2 > threshold else "holds when"
     return "undecided" if gap_2 > threshold else "wrong as stated"
@@ -476,6 +548,36 @@ def decide_metric_frozen(t: Mapping[tuple, Score], threshold: float = 0.05) -> s
         return "undecided"
     over = [fixed_gap(t, k, True) > threshold for k in (PARTNER, RECALL)]
     return "holds" if all(over) else "holds when" if any(over) else "wrong as stated"
+
+
+def decide_metric_both(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
+    """``metric-learned``: gap_F (embeddings frozen, against every fixed metric) and gap_L (embeddings learned,
+    against the fixed metrics that are not positive semi-definite), each on partner recall and MQAR; a reading
+    passes if its gap exceeds ``threshold`` on both tasks.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, sc, 1, fr): S(0.1) for k in (PARTNER, RECALL) for sc in FIXED for fr in (True, False)}
+    >>> t.update({(k, "untied", 1, fr): S(0.99) for k in (PARTNER, RECALL) for fr in (True, False)})
+    >>> decide_metric_both(t)
+    'holds'
+    >>> t[RECALL, "frozen random", 1, False] = S(0.99); decide_metric_both(t)
+    'holds when the inputs are given'
+    >>> t[PARTNER, "fixed D", 1, True] = S(0.99); decide_metric_both(t)
+    'wrong as stated'
+    >>> t[RECALL, "frozen random", 1, False] = S(0.1); decide_metric_both(t)
+    'holds when the embeddings learn'
+    >>> t[RECALL, "untied", 1, False] = S(0.5); decide_metric_both(t)
+    'undecided'
+    """
+    if min(t[k, "untied", 1, fr].mean for k in (PARTNER, RECALL) for fr in (True, False)) < 0.9:
+        return "undecided"
+    frozen = all(fixed_gap(t, k, True) > threshold for k in (PARTNER, RECALL))
+    learned = all(fixed_gap(t, k, False, NON_PSD) > threshold for k in (PARTNER, RECALL))
+    if frozen:
+        return "holds" if learned else "holds when the inputs are given"
+    return "holds when the embeddings learn" if learned else "wrong as stated"
 
 
 def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int] = PAIRS,
