@@ -335,6 +335,7 @@ SMALL = {
     "agreement.json": (["agreement-run", "--n", "16"], None),  # its values: test_agreement
     "agreement_96.json": (["agreement-run", "--n", "16", "--seed", "0"], None),  # the first run, on 96 sentences
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
+    "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
 }
 
 

@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -26,7 +26,7 @@ from .composition import (
     load_runs,
 )
 from .depth_probe import labelled_sequences, stack_probe_curves, template_sentences, encoder_probe
-from .gnn import shared_top_key, ranking_comparison, shared_top_fraction
+from .gnn import ranking_comparison, shared_top_fraction
 from .head_budget import (
     LONG_GRID_RUN,
     LONG_GRID,
@@ -54,7 +54,8 @@ from .rollout import attention_rollout
 from .slider_data import write_probe_data, write_top_key_data
 from .topology import shuffled_sentences
 from .topology_rule import RULES, fit_fixed_rule, rule_miss, held_out_shuffles
-from .topology_rules import write_rule_miss, load_rules
+from .topology_rule_table import bin_shares, bin_sweep, topology_verdict, static_verdict
+from .topology_rules import write_rule_miss, load_rules, load_matched
 from .figures import (
     plot_attention_graph,
     plot_attention_graphs,
@@ -69,12 +70,12 @@ from .figures import (
     plot_training_curves,
     plot_hop_sweep,
     plot_hop_threshold,
+    plot_head_bins,
 )
 from .sliders import (
     rule_mass_explorer,
     hops_explorer,
     probe_depth_explorer,
-    load_top_key_data,
     top_key_explorer,
     minilm_head_explorer,
 )
@@ -100,7 +101,6 @@ __all__ = [
     "stack_probe_curves",
     "template_sentences",
     "encoder_probe",
-    "shared_top_key",
     "ranking_comparison",
     "shared_top_fraction",
     "LONG_GRID_RUN",
@@ -133,8 +133,13 @@ __all__ = [
     "fit_fixed_rule",
     "rule_miss",
     "held_out_shuffles",
+    "bin_shares",
+    "bin_sweep",
+    "topology_verdict",
+    "static_verdict",
     "write_rule_miss",
     "load_rules",
+    "load_matched",
     "plot_attention_graph",
     "plot_attention_graphs",
     "plot_maps_log",
@@ -148,10 +153,10 @@ __all__ = [
     "plot_training_curves",
     "plot_hop_sweep",
     "plot_hop_threshold",
+    "plot_head_bins",
     "rule_mass_explorer",
     "hops_explorer",
     "probe_depth_explorer",
-    "load_top_key_data",
     "top_key_explorer",
     "minilm_head_explorer",
     "EXERCISES",

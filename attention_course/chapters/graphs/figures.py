@@ -25,7 +25,7 @@ from .propagation import band_width
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -766,4 +766,49 @@ def plot_hop_threshold(thresholds: Sequence[float], decisions: Sequence[Mapping]
         fig.legend(handles=handles, loc="outside lower center", ncols=2)
     else:
         ax.legend(handles=handles, loc="best")
+    return fig
+
+
+_BIN_COLOURS = ("#0072B2", "#E69F00", "0.75")  # property, no property, sink
+
+
+@book_figure
+def plot_head_bins(lines: Sequence[float], sweeps: Mapping[str, Array], *, chosen: float,
+                   labels: Sequence[str] = ("property", "no property", "sink head"), xlabel: str = "line",
+                   title: str = "") -> Figure:
+    """Shares of all heads in each bin (property, no property, sink) against the line that decides the property.
+
+    One panel per model: the three shares stacked (they sum to 1); a dashed line at the ``chosen``
+    line fixed in advance and a dotted one at half of all heads.
+
+    Parameters
+    ----------
+    lines : sequence of float, the lines swept (x axis).
+    sweeps : mapping of model name -> array (len(lines), 3), as
+        :func:`attention_course.chapters.graphs.topology_rule_table.bin_sweep` returns it.
+
+    Examples
+    --------
+    >>> s = np.array([[0.5, 0.2, 0.3], [0.3, 0.4, 0.3]])
+    >>> fig = plot_head_bins([0.1, 0.2], {"A": s, "B": s}, chosen=0.2)
+    >>> len(fig.axes), fig.axes[0].get_ylabel()
+    (2, 'share of all heads')
+    """
+    t = np.asarray(lines, dtype=float)
+    if not sweeps or any(np.shape(s) != (len(t), 3) for s in sweeps.values()):
+        raise ShapeError(f"sweeps has shapes {[np.shape(s) for s in sweeps.values()]}; expected ({len(t)}, 3) each")
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(PAGE_WIDTH, 3.3), sharey=True, layout="constrained", squeeze=False)
+    for ax, (name, s) in zip(axes[0], sweeps.items()):
+        s = np.asarray(to_numpy(s), dtype=float)
+        ax.stackplot(t, s.T, colors=_BIN_COLOURS, labels=labels, step="mid" if len(t) < 4 else None, alpha=0.9)
+        ax.axvline(chosen, color="0.1", ls="--", lw=1)
+        ax.axhline(0.5, color="0.1", ls=":", lw=1)
+        ax.set(xlim=(t[0], t[-1]), ylim=(0, 1), title=name, xlabel=xlabel)
+    axes[0][0].set_ylabel("share of all heads")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    handles += [plt.Line2D([], [], color="0.1", ls="--", lw=1), plt.Line2D([], [], color="0.1", ls=":", lw=1)]
+    names += [f"line fixed in advance ({chosen:g})", "half of all heads"]
+    fig.legend(handles, names, loc="outside lower center", ncol=3, fontsize=9)
+    if title:
+        fig.suptitle(title)
     return fig

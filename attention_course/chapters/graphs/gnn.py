@@ -27,7 +27,7 @@ from ...core import attention as att
 from ...core._backend import Array, ShapeError, to_numpy
 from .propagation import _square
 
-__all__ = ["shared_top_key", "ranking_comparison", "shared_top_fraction"]
+__all__ = ["ranking_comparison", "shared_top_fraction"]
 
 
 def _leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:

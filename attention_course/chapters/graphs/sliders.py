@@ -49,7 +49,7 @@ from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
 __all__ = [
-    "rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "load_top_key_data", "top_key_explorer",
+    "rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "top_key_explorer",
     "minilm_head_explorer",
 ]
 
@@ -422,9 +422,10 @@ def top_key_explorer(shares: Optional[np.ndarray] = None, words: Optional[np.nda
                         "Number of MiniLM heads in which at least a share t of the queries take one top key, against "
                         "t: most heads up to 0.85, fewer than half from 0.9; few on the words alone.",
                         start=lines.index(0.75) if 0.75 in lines else 0, control_label="line t",
-                        flip=flip, flip_note=("from this line on, fewer than half of the heads are static-like: "
-                                              "most heads rank their keys query by query, and attention differs "
-                                              "from GAT as well as from GCN; below it most rank as GAT does"),
+                        flip=flip, flip_note=("from this line on, fewer than half of the heads are static-like even "
+                                              "with [CLS] and [SEP] counted as keys; below it most heads send most "
+                                              "queries to one key, mostly [CLS] or [SEP]: the sink heads, which the "
+                                              "verdict counts apart"),
                         verdict="unlike-gnns")
 
 

@@ -62,6 +62,7 @@ from .sliders import (
     stored_head_explorer,
     minilm_head_explorer,
     sentence_maps,
+    focus_explorer,
 )
 from .exercises import EXERCISES
 
@@ -123,5 +124,6 @@ __all__ = [
     "stored_head_explorer",
     "minilm_head_explorer",
     "sentence_maps",
+    "focus_explorer",
     "EXERCISES",
 ]

@@ -41,6 +41,7 @@ from ...figures.style import role_color
 from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, PickerFigure, SliderFigure, static_fallback
 from ...models.pretrained import attention_maps, minilm_weights
 from ...models.records import DATA_DIR
+from ..lowrank import focus as lowrank_focus
 from ..lowrank.spectra import (
     effective_rank,
 )
@@ -60,7 +61,7 @@ from .subspaces import smallest_head_angles
 
 __all__ = [
     "clear_job_explorer", "agreement_explorer", "stored_head_explorer", "minilm_head_explorer",
-    "sentence_maps",
+    "sentence_maps", "focus_explorer",
 ]
 
 #: The five sentences' role scores of chapter 4 (regenerate:
@@ -457,3 +458,66 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
     return PickerFigure("ix-heads-explorer", "Every MiniLM head on one sentence", labels, frames, layout,
                         static_fallback(draw, (6.0, 5.2)), "Heat map of one MiniLM head's attention weights on the "
                         "sentence, query tokens down, key tokens across.", start=i0, control_label="head")
+
+
+#: The bins of a head in the focus count, their names on the figure and their colours.
+_FOCUS_BINS = (("property", "focused", "#4c72b0"), ("no property", "not focused", "#bbbbbb"),
+               ("sink", "sink heads", "#dd8452"))
+
+
+def focus_explorer(focus: Mapping, threshold: float = 0.5) -> SliderFigure:
+    """Slide k, the number of heaviest keys, and watch each model's focused heads and the verdict of ``few-relevant-positions``.
+
+    For every k of the stored run (``focus``, :func:`~attention_course.chapters.lowrank.focus.focus_models_study`),
+    each model's heads in three bins (shares of all heads: focused, not focused, sink heads) beside the most
+    focused of its copies with scrambled W_Q, W_K, and the rule's outcome per model and for the claim
+    (:func:`~attention_course.chapters.lowrank.focus.verdicts_over_k`). Flags mark each k where the claim's
+    verdict changes; the slider starts at the k fixed before the run.
+    """
+    cfg = focus["config"]
+    ks, grid = list(cfg["ks"]), dict(ks=cfg["ks"], thresholds=cfg["thresholds"])
+    verdicts = lowrank_focus.verdicts_over_k(focus, threshold)
+    models = list(focus["models"])
+    frames = []
+    for k, v in zip(ks, verdicts):
+        bins = {m: lowrank_focus.bins_at(focus["models"][m]["trained"], k=k, threshold=threshold, **grid) for m in models}
+        scr = {m: max(lowrank_focus.bins_at(s, k=k, threshold=threshold, **grid)["property"]
+                      for s in focus["models"][m]["scrambled"]) for m in models}
+        traces = [{"type": "bar", "orientation": "h", "name": name, "y": models, "x": [bins[m][b] for m in models],
+                   "marker": {"color": color}, "hovertemplate": f"{name}: %{{x:.3f}}<extra></extra>"}
+                  for b, name, color in _FOCUS_BINS]
+        traces.append({"type": "scatter", "mode": "markers", "name": "focused, scrambled W_Q, W_K (most)",
+                       "y": models, "x": [scr[m] for m in models],
+                       "marker": {"symbol": "line-ns-open", "size": 26, "color": "#000000", "line": {"width": 3}}})
+        per = "; ".join(f"{m} {bins[m]['property']:.3f} focused, {bins[m]['no property']:.3f} not "
+                        f"(scrambled at most {scr[m]:.3f}): {v[m]}" for m in models)
+        frames.append({"data": traces, "readout": html.escape(f"k = {k} heaviest keys holding at least {threshold:g}: "
+                                                             f"{per}. The claim: {v['claim']}.")})
+    changes = [i for i in range(1, len(ks)) if verdicts[i]["claim"] != verdicts[i - 1]["claim"]]
+    notes = [(i, f"the claim becomes {verdicts[i]['claim']} ("
+                 + ", ".join(f"{m} {verdicts[i][m]}" for m in models) + ")") for i in changes]
+    layout = {"height": 300, "barmode": "stack", "margin": {"l": 80, "r": 20, "t": 10, "b": 40}, "font": PLOTLY_FONT,
+              "xaxis": {**PLOTLY_AXIS, "range": [0, 1], "title": {"text": "share of all heads"}},
+              "yaxis": {**PLOTLY_AXIS, "autorange": "reversed"},
+              "legend": {"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        for m, style in zip(models, ("o-", "s-")):
+            trained = [lowrank_focus.bins_at(focus["models"][m]["trained"], k=k, threshold=threshold, **grid)["property"]
+                       for k in ks]
+            scrambled = [max(lowrank_focus.bins_at(s, k=k, threshold=threshold, **grid)["property"]
+                             for s in focus["models"][m]["scrambled"]) for k in ks]
+            line, = ax.plot(ks, trained, style, label=f"{m}, focused")
+            ax.plot(ks, scrambled, style[0] + ":", color=line.get_color(), mfc="none", label=f"{m}, scrambled")
+        for i in changes:
+            ax.axvline(ks[i] - 0.5, color="0.6", lw=1)
+        ax.set(xlabel="k (heaviest keys)", ylabel="share of all heads", ylim=(0, 1.05), xticks=ks)
+        ax.legend(fontsize=8, ncols=2, loc="upper left")
+
+    start = ks.index(cfg.get("k", 3))
+    first, rest = (notes[0], notes[1:]) if notes else ((None, ""), [])
+    return SliderFigure("ix-heads-focus", "How many keys make a few?", [f"k = {k}" for k in ks], frames, layout,
+                        static_fallback(draw, (6.4, 3.4)),
+                        "Share of all heads focused on their k heaviest keys, trained and scrambled, for MiniLM and "
+                        "SmolLM2 at k = 1 to 8.", start=start, control_label="heaviest keys k", flip=first[0],
+                        flip_note=first[1], more_flips=rest, verdict="few-relevant-positions")

@@ -179,8 +179,8 @@ register(
                  quote='Do not change the inputs in place', breaches=(in_place_breach(_nw_reference, index=1),)),
         ),
         framing=('Write `my_nadaraya_watson`',),
-        difficulty=2,
-        minutes=10,
+        difficulty=1,
+        minutes=8,
     )
 )
 

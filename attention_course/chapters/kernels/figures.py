@@ -340,7 +340,9 @@ def plot_bandwidth_objectives(
     axes[0].set(xlabel="inverse bandwidth w", ylabel="mean squared error", title="Two objectives, one test error")
     axes[1].plot(fit_loo.w_history, color=KERNEL_COLORS["gaussian"], label="leave-one-out: converges")
     axes[1].plot(fit_self.w_history, color="tab:red", label="self included: keeps growing")
-    axes[1].set(xlabel="Adam step", ylabel="learned w", title="w during training")
+    top = max(np.max(fit_loo.w_history), np.max(fit_self.w_history))
+    # headroom above the curves so the legend sits clear of the rising red curve
+    axes[1].set(xlabel="Adam step", ylabel="learned w", title="w during training", ylim=(0, 1.45 * top))
     axes[1].legend(loc="upper left")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
     return fig
@@ -352,8 +354,8 @@ def plot_learned_metric(
 ) -> Figure:
     r"""What a learned metric :math:`\kappa_W(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` found.
 
-    Top left: the column norms :math:`\lVert W e_j\rVert` (how far coordinate ``j`` moves a
-    point). Top right: the learned kernel along each coordinate axis against the start
+    Top left: the column norms :math:`\lVert W e_c\rVert` (how far a unit step :math:`e_c` along
+    coordinate ``c`` moves a mapped point). Top right: the learned kernel along each coordinate axis against the start
     :math:`W = I`. Bottom: test predictions against :math:`x_0` before and after learning.
 
     Parameters
@@ -379,7 +381,7 @@ def plot_learned_metric(
     d, T = Wm.shape[1], x.shape[0]
     y, before, after = (_vector(n, a, T) for n, a in
                         (("y_test", y_test), ("pred_before", pred_before), ("pred_after", pred_after)))
-    col_norms = np.linalg.norm(Wm, axis=0)  # (d,) |W e_j|
+    col_norms = np.linalg.norm(Wm, axis=0)  # (d,) |W e_c|
     names = [f"$x_{j}$" for j in range(d)]
     delta = np.linspace(-2, 2, 401)  # (401,)
     fig, axes = plt.subplot_mosaic([["norms", "kernel"], ["pred", "pred"]], figsize=(7, 6.4),
@@ -387,7 +389,7 @@ def plot_learned_metric(
     ax = axes["norms"]
     ax.bar(names, col_norms, color=[KERNEL_COLORS["gaussian"]] + ["0.6"] * (d - 1))
     ax.axhline(1.0, color="k", ls=":", lw=1, label="start (W = I)")
-    ax.set(xlabel="input coordinate", ylabel=r"column norm $\|W e_j\|$", title="The learned metric singles out $x_0$")
+    ax.set(xlabel="input coordinate", ylabel=r"column norm $\|W e_c\|$", title="The learned metric singles out $x_0$")
     ax.legend()
     ax = axes["kernel"]
     for j in range(d):
@@ -399,11 +401,11 @@ def plot_learned_metric(
     half_width = np.sqrt(2 * np.log(1 / 0.3)) / max(col_norms[0], 1e-12)  # where the x0 kernel is 0.3
     ax.annotate(f"along {names[0]}", (min(half_width + 0.15, 1.0), 0.3), color=KERNEL_COLORS["gaussian"],
                 ha="left", va="center")  # a gap to the right of the curve, clear of the start's bell
-    ax.annotate(f"along {names[1]} to {names[-1]}" if d > 2 else f"along {names[1]}", (-1.95, 1.0), color="0.3",
-                ha="left", va="bottom")
+    ax.annotate(f"along {names[1]} to {names[-1]}" if d > 2 else f"along {names[1]}", (-1.95, 1.06), color="0.3",
+                ha="left", va="bottom")  # above the flat grey curves near 1
     ax.annotate("start\n(W = I)", (1.0, 0.82), ha="left", va="center")
-    ax.set(xlabel=r"offset $\delta$ along one coordinate", ylabel=r"$\kappa_W(x, x + \delta e_j)$",
-           title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.1))
+    ax.set(xlabel=r"offset $\delta$ along coordinate $c$", ylabel=r"$\kappa_W(x, x + \delta e_c)$",
+           title="Learned kernel: narrow in $x_0$ only", ylim=(-0.03, 1.3), yticks=np.arange(0, 1.01, 0.2))
     ax = axes["pred"]
     order = np.argsort(x[:, 0])  # (T,)
     ax.plot(x[order, 0], y[order], "k--", lw=1, label=r"true $\sin(2x_0)$")

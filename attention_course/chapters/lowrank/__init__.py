@@ -34,7 +34,7 @@ from .decisions import (
     combine_halves,
 )
 from .essay_sentences import load_sentences
-from .focus import top_key_mass
+from .focus import focus_verdict, claim_verdict, verdicts_over_k
 from . import head_properties  # noqa: F401
 from . import head_swap  # noqa: F401
 from .in_function import load
@@ -119,7 +119,9 @@ __all__ = [
     "decide_patches",
     "combine_halves",
     "load_sentences",
-    "top_key_mass",
+    "focus_verdict",
+    "claim_verdict",
+    "verdicts_over_k",
     "load",
     "EVIDENCE_EXERCISES",
     "recall_accuracy",

@@ -5,7 +5,9 @@
 :func:`~attention_course.chapters.lowrank.trailing.trailing_study` (the induction model over seeds
 0-4 and MiniLM at n = 128 over five sentence orders, each at kept energy shares :data:`KEEPS`; about
 6 minutes on one thread), and
-``focus``, :func:`~attention_course.chapters.lowrank.focus.focus_study` on the 20 shipped sentences.
+``focus``, :func:`~attention_course.chapters.lowrank.focus.focus_models_study` on the 20 shipped sentences
+(all-MiniLM-L6-v2 and SmolLM2-135M, each with three copies whose W_Q and W_K are scrambled; about a
+minute). ``--part trailing`` or ``--part focus`` runs one study and keeps the other's record.
 :func:`load_sentences` reads it back.
 """
 
@@ -18,7 +20,7 @@ from typing import Optional
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .baselines import SENTENCES
-from .focus import focus_study
+from .focus import focus_models_study
 from .trailing import trailing_study
 
 __all__ = ["load_sentences"]
@@ -30,31 +32,45 @@ KEEPS = (0.9, 0.95, 0.99)
 
 @dataclass(frozen=True)
 class SentencesConfig:
-    """``quick`` shrinks the trailing study to one seed, order and kept share, 20 steps (a smoke test)."""
+    """``quick`` shrinks the trailing study to one seed, order and kept share, 20 steps (a smoke test);
+    ``part`` runs one study (``"trailing"`` or ``"focus"``) or both (``None``)."""
 
     quick: bool = False
+    part: Optional[str] = None
 
 
 def _study(config: SentencesConfig, name: str) -> dict:
     if name == "trailing":
         return trailing_study(**(dict(seeds=[0], orders=[0], draws=[0], steps=20, keeps=[0.9]) if config.quick
                                  else dict(keeps=KEEPS)))
-    return focus_study(SENTENCES)
+    return focus_models_study(SENTENCES)
 
 
 def _document(config: SentencesConfig, runs: Runs, meta: dict) -> dict:
     return {"machine": meta["machine"], **{job[0]: r for job, r in zip(runs.jobs, runs.records)}}
 
 
+def _grid(config: SentencesConfig) -> list[tuple]:
+    return [(part,) for part in ("trailing", "focus") if config.part in (None, part)]
+
+
+def _keep_the_other(doc: dict, previous: dict) -> dict:
+    """The study just run replaces its own record; the other stays (in the stored order: trailing, then focus)."""
+    return {key: doc.get(key, previous.get(key)) for key in ("machine", "trailing", "focus") if key in doc or key in previous}
+
+
 #: ``python -m attention_course lowrank-sentences``: both studies.
 LOWRANK_SENTENCES = register(Experiment(
-    "lowrank-sentences", SentencesConfig(), _study, SENTENCES_PATH, grid=lambda c: [("trailing",), ("focus",)],
-    document=_document, out_flag="--json", flags={"--quick": dict(action="store_true", help="a small smoke run")},
+    "lowrank-sentences", SentencesConfig(), _study, SENTENCES_PATH, grid=_grid, document=_document,
+    merge=_keep_the_other, out_flag="--json", indent=None,
+    flags={"--quick": dict(action="store_true", help="a small smoke run"),
+           "--part": dict(choices=("trailing", "focus"), help="run one study and keep the other's record")},
     help="chapter 3's run for two essay sentences: trailing singular values, focused tokens",
     description="Remove each head's trailing singular values (90%, 95% and 99% of the energy kept) from the "
                 "induction model (5 seeds) and MiniLM (5 orders) against the same energy removed at random or from the "
-                "leading values; score how much of each query's weight MiniLM puts on a few word keys; write JSON "
-                "(default: attention_course/data/lowrank_sentences.json; about 6 minutes)."))
+                "leading values (about 6 minutes); count the heads of MiniLM and SmolLM2-135M whose tokens put half of "
+                "their content weight on a few keys, against copies with W_Q and W_K scrambled (about a minute); write "
+                "JSON (default: attention_course/data/lowrank_sentences.json; --part runs one study and keeps the other)."))
 
 
 def load_sentences(path: Optional[Path] = None) -> dict:

@@ -1,4 +1,4 @@
-"""Figures for two of the essay's sentences: trailing singular values removed, and focused tokens."""
+"""Figures for two of the essay's sentences: trailing singular values removed, and heads whose tokens focus on a few keys."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...figures.style import book_figure, method_color
+from .baselines import HEAD_BINS
+from .focus import bins_at
 
 __all__ = ["plot_focus"]
+
+_MODEL_COLORS = {"MiniLM": method_color("top-k"), "SmolLM2": method_color("linformer")}
 
 _REMOVALS = (("trailing", "trailing values", method_color("svd")), ("random", "same energy,\nrandom values", method_color("uniform")),
              ("leading", "same energy,\nleading values", method_color("linformer")))
@@ -52,30 +56,83 @@ def plot_trailing_costs(trailing: Mapping, level: float = 0.1) -> Figure:
 
 @book_figure
 def plot_focus(focus: Mapping, level: float = 0.5) -> Figure:
-    """Left: share of (head, query) pairs with at least half their weight on k keys, against k, with and
-    without [CLS] and [SEP] as keys. Right: each head's focused share against its sink weight.
+    """Top: each model's heads in three bins, as shares of all heads (focused, not focused, sink heads), and its
+    scrambled copies. Bottom: the share of all heads that are focused, swept over k, the line theta and the sink
+    threshold.
+
+    Solid: the trained model; dashed: the most focused of its copies with W_Q and W_K scrambled.
+    Each lower panel moves one of the three cut-offs and keeps the others at the deciding k = 3, 0.5, 0.5.
+
+    Parameters
+    ----------
+    focus : the ``focus`` part of the stored run
+        (:func:`~attention_course.chapters.lowrank.focus.focus_models_study`)
+    level : float, the dotted lines (half of all heads)
 
     Examples
     --------
-    >>> f = {"by_k": {"1": {"words": 0.1, "any": 0.4}, "2": {"words": 0.2, "any": 0.6}},
-    ...      "focused": [1.0, 5.0], "pairs": [10.0, 10.0], "sink": [0.9, 0.1], "config": {"k": 3}}
-    >>> [ax.get_xlabel() for ax in plot_focus(f).axes]
-    ['k (keys)', 'sink weight (on [CLS] and [SEP])']
+    >>> rec = {"focused": [[[3, 1]], [[0, 0]]], "decided": [[[4, 4]], [[4, 4]]], "sink_share": [0.1, 0.7]}
+    >>> f = {"config": {"ks": [3], "thresholds": [0.5, 0.6], "k": 3, "threshold": 0.5},
+    ...      "models": {"MiniLM": {"trained": rec, "scrambled": [rec]}}}
+    >>> fig = plot_focus(f)
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['MiniLM', 'MiniLM, W_Q, W_K scrambled']
+    >>> [ax.get_xlabel() for ax in fig.axes[1:]]
+    ['k (heaviest keys)', 'line θ (weight on them)', 'sink threshold']
     """
-    ks = sorted(int(k) for k in focus["by_k"])
-    fig, axes = plt.subplots(1, 2, figsize=(6.8, 3.0), layout="constrained")
-    ax = axes[0]
-    ax.plot(ks, [focus["by_k"][str(k)]["words"] for k in ks], "o-", color=method_color("top-k"), label="word keys only")
-    ax.plot(ks, [focus["by_k"][str(k)]["any"] for k in ks], "s--", color=method_color("uniform"), label="sinks allowed")
-    ax.axhline(level, color="0.3", ls=":")
-    ax.axvline(focus["config"]["k"], color="0.6", lw=0.8)
-    ax.set(xlabel="k (keys)", ylabel="share of pairs focused", ylim=(0, 1), title="half the weight on k keys")
-    ax.legend(loc="lower right", fontsize=9)
-    ax = axes[1]
-    share = np.asarray(focus["focused"]) / np.asarray(focus["pairs"])
-    ax.scatter(focus["sink"], share, s=14, alpha=0.7, color=method_color("top-k"))
-    ax.axvline(0.5, color="0.6", lw=0.8)
-    ax.axhline(level, color="0.3", ls=":")
-    ax.set(xlabel="sink weight (on [CLS] and [SEP])", ylabel=f"share focused (k = {focus['config']['k']})",
-           xlim=(0, 1), ylim=(0, 1), title="each of the 72 heads")
+    fig = plt.figure(figsize=(6.8, 5.6), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.25])
+    _draw_bins(top.subplots(), focus, level)
+    axes = bottom.subplots(1, 3, sharey=True)
+    _draw_sweeps(axes, focus, level)
+    handles, labels = axes[0].get_legend_handles_labels()
+    bottom.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8.5, frameon=False)
     return fig
+
+
+def _draw_bins(ax, focus: Mapping, level: float) -> None:
+    """Stacked bars of the three bins (shares of all heads), a trained model then the mean of its scrambled copies."""
+    cfg = focus["config"]
+    grid = dict(ks=cfg["ks"], thresholds=cfg["thresholds"], k=cfg["k"], threshold=cfg["threshold"])
+    rows, labels = [], []
+    for model, rec in focus["models"].items():
+        rows.append(bins_at(rec["trained"], **grid))
+        scr = [bins_at(s, **grid) for s in rec["scrambled"]]
+        rows.append({b: float(np.mean([r[b] for r in scr])) for b in HEAD_BINS})  # mean over the copies
+        labels += [model, f"{model}, W_Q, W_K scrambled"]
+    colors = {"property": method_color("top-k"), "no property": "0.8", "sink": method_color("uniform")}
+    names = {"property": "focused", "no property": "not focused", "sink": "sink heads"}
+    left = np.zeros(len(rows))
+    for b in HEAD_BINS:
+        vals = np.array([r[b] for r in rows])
+        ax.barh(range(len(rows)), vals, left=left, color=colors[b], label=names[b])
+        for i, (x, v) in enumerate(zip(left, vals)):
+            if v >= 0.06:
+                ax.text(x + v / 2, i, f"{v:.2f}", ha="center", va="center", fontsize=9)
+        left += vals
+    ax.axvline(level, color="0.3", ls=":")
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1), xlabel="share of all heads (k = 3, line 0.5, sink threshold 0.5)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 1.22), ncol=3, fontsize=9, frameon=False)
+
+
+def _draw_sweeps(axes, focus: Mapping, level: float) -> None:
+    """The focused share of all heads against k, the line and the sink threshold, one panel each."""
+
+    cfg = focus["config"]
+    grid = dict(ks=cfg["ks"], thresholds=cfg["thresholds"])
+    sweeps = (("k", cfg["ks"], "k (heaviest keys)"), ("threshold", cfg["thresholds"], "line θ (weight on them)"),
+              ("sink_threshold", [0.3, 0.4, 0.5, 0.6, 0.7], "sink threshold"))
+    deciding = {"k": cfg["k"], "threshold": cfg["threshold"], "sink_threshold": 0.5}
+    for ax, (name, xs, label) in zip(axes, sweeps):
+        for model, rec in focus["models"].items():
+            color = _MODEL_COLORS.get(model, "0.3")
+            at = lambda counts, x: bins_at(counts, **{**deciding, name: x}, **grid)["property"]
+            ax.plot(xs, [at(rec["trained"], x) for x in xs], "o-", ms=3.5, color=color, label=model)
+            ax.plot(xs, [max(at(s, x) for s in rec["scrambled"]) for x in xs], "--", color=color, alpha=0.8,
+                    label=f"{model}, W_Q, W_K scrambled")
+        ax.axhline(level, color="0.3", ls=":")
+        ax.axvline(deciding[name], color="0.6", lw=0.8)
+        ax.set(xlabel=label, ylim=(0, 1))
+    axes[0].set_ylabel("focused heads / all heads")

@@ -235,9 +235,10 @@ register(
                  quote='Do not change `x` in place', breaches=(in_place_breach(lambda x, temperature: sc.softmax_entropy(x, temperature=temperature), index=0),)),
         ),
         framing=('Write `my_softmax_entropy(x, temperature)`', 'Dividing by $\\sqrt{d_k}$ is a temperature',
-                 'The temperature is a positive number and the logits are finite'),
+                 'The temperature is a positive number and the logits are finite',
+                 "Start as the lesson's `softmax` does"),
         difficulty=2,
-        minutes=10,
+        minutes=15,
     )
 )
 

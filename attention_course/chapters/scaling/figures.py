@@ -157,7 +157,8 @@ def plot_sharpening(d_ks: Sequence[int], largest: Mapping[str, Sequence[Array]],
 
 
 @chapter_figure
-def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, float] = {}) -> Figure:
+def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, float] = {},
+                            band: Optional[tuple[float, float]] = None) -> Figure:
     r"""How much gradient a softmax row passes back, against the spread :math:`\sigma` of its scores.
 
     Parameters
@@ -169,6 +170,8 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
         colour, the others in the unscaled one, then (from the second on) in
         :data:`UNSCALED_SHADES`, each with its own marker, so that no two marks look alike.
         A mark near 0 is drawn whole, above the axis.
+    band : (lo, hi), optional
+        The spreads of the softmax's sensitive regime, shaded behind the curve and named in the legend.
 
     Examples
     --------
@@ -177,14 +180,18 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     >>> fig.axes[0].get_xscale(), len(fig.legends[0].get_texts())
     ('log', 2)
     """
+    if band is not None and not 0 < band[0] < band[1]:
+        raise ValueError(f"band={band} must be two spreads 0 < lo < hi")
     sigmas, through = np.asarray(to_numpy(sigmas), float), np.asarray(to_numpy(through), float)
     if sigmas.ndim != 1 or sigmas.shape != through.shape:
         raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and through {shape_str(through)}; "
                          f"expected equal shapes (M,)")
     unscaled_styles = iter(zip((SCALE_COLOR["none"], *UNSCALED_SHADES), ("s", "D", "^", "v")))
     with plt.rc_context(LESSON_RC):
-        fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * len(marks)), layout="constrained")
+        fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * (len(marks) + (band is not None))), layout="constrained")
         ax.semilogx(sigmas, through, color="0.3", lw=2)
+        if band is not None:
+            ax.axvspan(*band, color="0.88", zorder=0, label="sensitive regime")
         for label, sg in marks.items():
             color, marker = (SCALE_COLOR["sqrt"], "o") if label.startswith("scaled") else next(unscaled_styles)
             ax.plot(sg, np.exp(np.interp(np.log(sg), np.log(sigmas), np.log(through))), marker, ms=10,
@@ -192,7 +199,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
         top = float(through.max())
         ax.set(xlabel=r"spread $\sigma$ of the scores in a row", ylabel="median $\\|J\\|_F$:\ngradient let through",
                ylim=(-0.06 * top, 1.08 * top), title="The gradient a row lets through")
-        if marks:  # under the axes: the curve fills the panel's top
+        if marks or band is not None:  # under the axes: the curve fills the panel's top
             fig.legend(loc="outside lower center", ncols=1)
     return fig
 

@@ -389,7 +389,7 @@ def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, 
                          scaled: bool = True) -> np.ndarray:
     r"""Per row, the gradient that reaches the query through the scores, with or without the scale.
 
-    For Gaussian :math:`q, k \in \mathbb R^{d_k}`, logits :math:`x_j = q\cdot k_j / c` (:math:`c = \sqrt{d_k}`
+    For Gaussian :math:`q, k_j \in \mathbb R^{d_k}`, logits :math:`x_j = q\cdot k_j / c` (:math:`c = \sqrt{d_k}`
     when ``scaled``, else 1) and an upstream gradient :math:`g \sim N(0, I_S)` on the weights,
 
     .. math::
@@ -398,6 +398,20 @@ def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, 
 
     the chain rule's :math:`1/c` included: an unscaled row that does not saturate passes a gradient
     :math:`\sqrt{d_k}` times larger.
+
+    The rows are drawn in :math:`O(S)` each, not :math:`O(S d_k)`, by splitting every key into its part
+    along :math:`\hat q = q/\lVert q\rVert` and the rest: :math:`k_j = u_j \hat q + k_j^\perp` with
+    :math:`u_j \sim N(0, 1)`, so :math:`x_j = \lVert q\rVert u_j / c`, and
+    :math:`\sum_j (Jg)_j k_j^\perp \sim N(0, \lVert Jg\rVert^2 I_{d_k - 1})` in the plane orthogonal to
+    :math:`\hat q`, independent of the logits. Hence, exactly in distribution,
+
+    .. math::
+
+        \Big\lVert\frac{\partial\mathcal L}{\partial q}\Big\rVert^2
+        = \frac1{c^2}\Big[\Big(\sum_j (Jg)_j u_j\Big)^2 + \lVert Jg\rVert^2\, \chi^2_{d_k - 1}\Big],
+        \qquad \lVert q\rVert^2 \sim \chi^2_{d_k} .
+
+    The tests compare it with the gradient autograd computes for explicit Gaussian vectors.
 
     Returns
     -------
@@ -409,11 +423,15 @@ def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, 
     >>> bool(np.median(u) < np.median(s)), bool(np.mean(u) > np.mean(s))
     (True, True)
     """
+    if min(int(d_k), int(n_keys), int(n_rows)) < 1:
+        raise ValueError(f"d_k, n_keys and n_rows must be positive; got {d_k}, {n_keys}, {n_rows}")
     rng = np.random.default_rng(seed)
-    q = rng.standard_normal((int(n_rows), int(d_k)))  # (rows, d_k)
-    k = rng.standard_normal((int(n_rows), int(n_keys), int(d_k)))  # (rows, S, d_k) each row its own keys
-    g = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S) upstream gradient on the weights
-    c = math.sqrt(d_k) if scaled else 1.0
-    x = np.einsum("rd,rsd->rs", q, k) / c  # (rows, S) logits
-    jg = passed_gradient(x, g)  # $J g$   (rows, S)
-    return np.linalg.norm(np.einsum("rs,rsd->rd", jg, k) / c, axis=-1)  # (rows,) $\|\partial L/\partial q\|$
+    rows, S, d = int(n_rows), int(n_keys), int(d_k)
+    q_norm = np.sqrt(rng.chisquare(d, size=rows))  # (rows,) $\lVert q\rVert$
+    u = rng.standard_normal((rows, S))  # (rows, S) each key's component along $\hat q$
+    g = rng.standard_normal((rows, S))  # (rows, S) upstream gradient on the weights
+    c = math.sqrt(d) if scaled else 1.0
+    jg = passed_gradient(q_norm[:, None] * u / c, g)  # $J g$   (rows, S)
+    along = (jg * u).sum(-1)  # (rows,) the gradient's component along $\hat q$
+    across = (jg ** 2).sum(-1) * (rng.chisquare(d - 1, size=rows) if d > 1 else 0.0)  # (rows,) its squared rest
+    return np.sqrt(along ** 2 + across) / c

@@ -135,14 +135,17 @@ def correlation_explorer(corrs: Sequence[float] = CORRELATIONS, minilm_ratio: Op
 
 # ------------------------------------------------------------------ chapter 6
 _SCALE_COLORS = (("unscaled", "#D55E00"), ("scaled", "#0072B2"))
+#: The lesson's slider draws the scales in the colours of the lesson's figures (tab:red and tab:blue, ``SCALE_COLOR``).
+_LESSON_SCALE_COLORS = (("unscaled", "#d62728"), ("scaled", "#1f77b4"))
 
 
-def _dk_frames(d_ks: list[int], n: int, seed: int, threshold: float, n_batches: int):
+def _dk_frames(d_ks: list[int], n: int, seed: int, threshold: float, n_batches: int,
+               colors: tuple[tuple[str, str], ...] = _SCALE_COLORS):
     """The frames of :func:`scale_explorer` and :func:`width_explorer`, one per width, with what their static images draw.
 
     Returns ``(frames, share_un, first)``: ``share_un[i]`` the share of saturated unscaled rows at
     ``d_ks[i]``, ``first[i]`` maps ``"unscaled"``/``"scaled"`` to the first batch's scores (T, S) and
-    its rows' largest weights (T,).
+    its rows' largest weights (T,). ``colors`` pairs each scale's name with its colour.
     """
     frames, share_un, first = [], [], []
     for d in d_ks:
@@ -159,7 +162,7 @@ def _dk_frames(d_ks: list[int], n: int, seed: int, threshold: float, n_batches: 
         share_un.append(rows["unscaled"][2])
         first.append({name: rows[name][:2] for name in rows})
         traces = []
-        for name, color in _SCALE_COLORS:
+        for name, color in colors:
             S, top, _, _ = rows[name]
             traces.append({"type": "histogram", "x": S.ravel()[::4], "name": f"{name} scores", "opacity": 0.6,
                            "marker": {"color": color}, "nbinsx": 40, "xaxis": "x", "yaxis": "y"})
@@ -254,13 +257,13 @@ def width_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
     d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
     if start not in d_ks:
         raise ValueError(f"start={start} is not one of the widths d_ks={d_ks}")
-    frames, _, first = _dk_frames(d_ks, n, seed, threshold, n_batches)
+    frames, _, first = _dk_frames(d_ks, n, seed, threshold, n_batches, _LESSON_SCALE_COLORS)
     i0 = d_ks.index(start)
 
     def draw(fig, ax):
         ax.remove()  # two panels, as the slider draws them
         top, bottom = fig.subplots(2, 1)
-        for name, color in _SCALE_COLORS:
+        for name, color in _LESSON_SCALE_COLORS:
             S, largest = first[i0][name]
             top.hist(S.ravel()[::4], bins=40, color=color, alpha=0.6, label=f"{name} scores")
             bottom.hist(largest, bins=np.linspace(0, 1, 21), color=color, alpha=0.6)

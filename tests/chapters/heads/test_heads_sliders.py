@@ -150,3 +150,25 @@ def test_agreement_flag_sits_where_the_head_stops_beating_position(figures):
 def test_agreement_explorer_rejects_a_run_without_sets():
     with pytest.raises(ValueError, match="expected at least one of"):
         heads.agreement_explorer({"config": {}})
+
+
+def _focus_record(focused_by_k):
+    """A two-model focus run with one head each: ``focused_by_k[model]`` the trained head's focused rows (of 10) per k."""
+    ks = list(range(1, len(next(iter(focused_by_k.values()))) + 1))
+    def rec(rows):
+        return {"focused": [[[r] for r in rows]], "decided": [[[10] for _ in rows]], "sink_share": [0.1]}
+    return {"config": {"ks": ks, "thresholds": [0.5], "k": 2},
+            "models": {m: {"trained": rec(rows), "scrambled": [rec([0] * len(rows))]} for m, rows in focused_by_k.items()}}
+
+
+def test_the_focus_slider_flags_each_k_where_the_claims_verdict_changes():
+    from attention_course.chapters.heads.sliders import focus_explorer
+    from attention_course.chapters.lowrank.focus import verdicts_over_k
+
+    # one head per model, focused when at least 6 of its 10 rows are: A from k = 2, B from k = 3
+    run = _focus_record({"A": [0, 6, 6, 6], "B": [0, 0, 6, 6]})
+    claim = [v["claim"] for v in verdicts_over_k(run)]
+    assert claim == ["wrong as stated", "holds when", "holds", "holds"]  # at k = 2 the models differ
+    fig = focus_explorer(run)
+    assert [i for i, _ in fig.flips] == [1, 2] and fig.verdict == "few-relevant-positions" and fig.start == 1
+    assert "holds when" in fig.frames[1]["readout"] and "(scrambled at most 0.000): holds;" in fig.frames[1]["readout"]

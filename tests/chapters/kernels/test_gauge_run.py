@@ -35,6 +35,7 @@ def test_a_smaller_run_reproduces_the_decision():
     assert np.median(rec["additive"]["rank_corr"]) > 0.9  # 0.99 on the stored texts
 
 
+@pytest.mark.extended  # 18 s; chapter 2's evidence page computes and asserts the same shares under make test
 def test_the_additive_baseline_passes_because_most_of_it_ignores_the_query():
     """Why the additive score reaches the 0.9 line: after row-centring it is mostly one column effect (rank 1)."""
     from attention_course.chapters.kernels.input_locality import minilm_hidden_attention

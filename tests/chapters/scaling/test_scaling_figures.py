@@ -129,6 +129,16 @@ def test_gradient_vs_spread_marks_each_spread_on_the_curve():
         plot_gradient_vs_spread(sigmas, through[:8])
 
 
+def test_gradient_vs_spread_shades_the_sensitive_regime():
+    sigmas = np.geomspace(0.1, 40, 9)
+    fig = lesson_figure(plot_gradient_vs_spread(sigmas, np.linspace(0.1, 0.3, 9), {"scaled": 1.0}, band=(0.1, 12.0)))
+    (span,) = fig.axes[0].patches
+    assert (span.get_x(), span.get_x() + span.get_width()) == pytest.approx((0.1, 12.0))  # in data units
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["sensitive regime", "scaled"]
+    with pytest.raises(ValueError, match=r"band=\(12.0, 1.0\) must be two spreads 0 < lo < hi"):
+        plot_gradient_vs_spread(sigmas, np.linspace(0.1, 0.3, 9), band=(12.0, 1.0))
+
+
 def test_training_watch_smooths_the_loss_and_shows_layer_one(live):
     fig = lesson_figure(plot_training_watch(live, window=4))
     loss, weight = fig.axes

@@ -238,3 +238,13 @@ def test_width_explorer_static_image_draws_the_two_panels_the_lesson_describes()
     assert bottom.get_xlabel() == "largest weight in the row" and sum(p.get_height() for p in bottom.patches) == 32
     with pytest.raises(ValueError, match=r"start=5 is not one of the widths"):
         fs.width_explorer([4, 64], n=4, n_batches=1, start=5)
+
+
+def test_width_explorer_draws_the_scales_in_the_lesson_figures_colours():
+    from matplotlib.colors import to_hex
+
+    from attention_course.chapters.scaling.figures import SCALE_COLOR
+    fig = fs.width_explorer([4, 64], n=4, n_batches=1, start=64)
+    want = {"unscaled": to_hex(SCALE_COLOR["none"]), "scaled": to_hex(SCALE_COLOR["sqrt"])}
+    for trace in fig.frames[0]["data"]:
+        assert trace["marker"]["color"] == want[trace["name"].split(" ")[0].rstrip(":")]

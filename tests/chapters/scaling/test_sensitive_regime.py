@@ -184,15 +184,25 @@ def test_typical_row_verdict_can_come_out_every_way():
     assert typical_row_verdict(r1, 0.6, 0.9) == "undecided"
 
 
-@pytest.mark.parametrize("scaled", [False, True])
-def test_query_gradient_is_what_autograd_computes(scaled):
-    d_k, S, rows = 16, 5, 3
-    got = query_gradient_norms(d_k, S, rows, seed=4, scaled=scaled)
-    rng = np.random.default_rng(4)  # the function's draws, in its order
-    q = torch.tensor(rng.standard_normal((rows, d_k)), requires_grad=True)
-    k = torch.tensor(rng.standard_normal((rows, S, d_k)))
-    g = torch.tensor(rng.standard_normal((rows, S)))
+def autograd_query_gradient_norms(d_k, S, rows, seed, scaled):
+    """The reference: explicit Gaussian q, k and g, and the norm of dL/dq that torch's backward computes."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(rows, d_k, generator=gen, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(rows, S, d_k, generator=gen, dtype=torch.float64)
+    g = torch.randn(rows, S, generator=gen, dtype=torch.float64)
     c = math.sqrt(d_k) if scaled else 1.0
     p = torch.softmax(torch.einsum("rd,rsd->rs", q, k) / c, -1)
     (p * g).sum().backward()
-    np.testing.assert_allclose(got, q.grad.norm(dim=-1).numpy(), rtol=1e-12)
+    return q.grad.norm(dim=-1).numpy()
+
+
+@pytest.mark.parametrize("d_k, S, scaled", [(2, 5, True), (4, 3, False), (16, 5, True), (64, 8, False), (64, 8, True)])
+def test_query_gradient_has_the_distribution_of_the_autograd_gradient(d_k, S, scaled):
+    # the function samples the norm through a one-dimensional reduction; 20,000 explicit rows through torch's
+    # backward must be indistinguishable from it (two-sample Kolmogorov-Smirnov). Dropping the 1/c factor, the
+    # component along q, or using chi2 with d_k degrees of freedom for the rest each fail here.
+    from scipy.stats import ks_2samp
+    rows = 20_000
+    got = query_gradient_norms(d_k, S, rows, seed=4, scaled=scaled)
+    ref = autograd_query_gradient_norms(d_k, S, rows, seed=4, scaled=scaled)
+    assert ks_2samp(got, ref).pvalue > 1e-3, (np.median(got), np.median(ref))
