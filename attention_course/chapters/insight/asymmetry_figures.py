@@ -78,7 +78,8 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
 @book_figure
 def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Sequence[str]], fixed_margin: float,
                        gaps: Optional[Mapping[str, float]] = None, title: str = "",
-                       xlabel: str = "margin a gap must exceed") -> Figure:
+                       xlabel: str = "margin a gap must exceed", fixed_label: str = "margin fixed \nbefore the run ",
+                       label_at: float = 1.0) -> Figure:
     """Each claim's verdict (a step line over :data:`VERDICTS`) against the margin that decides it (log axis).
 
     Parameters
@@ -88,6 +89,7 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
     fixed_margin : the margin fixed before the run (a vertical dashed line)
     gaps : mapping label -> gap, optional: thin vertical lines where a measured gap lies
     xlabel : what the threshold is (e.g. a factor of steps instead of a margin)
+    fixed_label, label_at : the dashed line's label and its height on the verdict axis (0 = wrong as stated)
 
     Examples
     --------
@@ -101,7 +103,7 @@ def plot_verdict_sweep(thresholds: Sequence[float], verdicts: Mapping[str, Seque
         ax.step(thresholds, y, where="post", color=colour, lw=2, label=claim)
         ax.plot(thresholds, y, "o", ms=4, color=colour)
     ax.axvline(fixed_margin, color="0.2", ls="--", lw=1.2)
-    ax.text(fixed_margin, 1.0, "margin fixed \nbefore the run ", fontsize=8, color="0.2", va="center", ha="right")
+    ax.text(fixed_margin, label_at, fixed_label, fontsize=8, color="0.2", va="center", ha="right")
     for label, g in (gaps or {}).items():
         if thresholds[0] <= g <= thresholds[-1]:
             ax.axvline(g, color="0.6", lw=0.8, ls=":")
@@ -140,7 +142,8 @@ def plot_learning_curves(curves: Mapping[str, Sequence[Sequence[float]]], check_
             ax.plot(steps, c, color=colour, lw=1.2, alpha=0.85, label=label if j == 0 else None)
     if level is not None:
         ax.axhline(level, color="0.4", ls=":", lw=1.2)
-        ax.text(check_every, level + 0.01, f"{level:.2f}", color="0.3", fontsize=9, va="bottom")
+        last = max(len(c) for seeds in curves.values() for c in seeds) * check_every
+        ax.text(last, level - 0.02, f"{level:.2f}", color="0.3", fontsize=9, va="top", ha="right")
     ax.set_xscale("log")
     ax.set(xlabel="training steps", ylabel="validation accuracy", ylim=(0, 1.02), title=title or None)
     fig.legend(loc="outside lower center", ncol=2)
