@@ -336,6 +336,7 @@ SMALL = {
     "agreement_96.json": (["agreement-run", "--n", "16", "--seed", "0"], None),  # the first run, on 96 sentences
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
     "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
+    "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_run
 }
 
 

@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``content_position_run``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -10,6 +10,7 @@ from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
 from . import asymmetry  # noqa: F401
 from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep, plot_learning_curves
+from .content_position_run import SHUFFLE_SENTENCES, load_content_position, stored_scores
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,
@@ -67,7 +68,16 @@ from .memory import (
     load_memory,
 )
 from .mixers import Variant, MixerModel, sparsemax
-from .position_content import CATEGORIES, content_position_scores, word_maps, classify_heads, rule_scores
+from .position_content import (
+    CATEGORIES,
+    content_position_scores,
+    word_maps,
+    classify_heads,
+    rule_scores,
+    kind_shares,
+    content_verdict,
+    MARGIN,
+)
 from .recall_tasks import BLANK, stacked_mqar, previous_token, gaps
 from .take_away import take_away_table
 from .figures import (
@@ -103,6 +113,9 @@ __all__ = [
     "plot_asymmetry",
     "plot_verdict_sweep",
     "plot_learning_curves",
+    "SHUFFLE_SENTENCES",
+    "load_content_position",
+    "stored_scores",
     "LONG_RULE",
     "PARTNER",
     "load_partner",
@@ -160,6 +173,9 @@ __all__ = [
     "word_maps",
     "classify_heads",
     "rule_scores",
+    "kind_shares",
+    "content_verdict",
+    "MARGIN",
     "BLANK",
     "stacked_mqar",
     "previous_token",
