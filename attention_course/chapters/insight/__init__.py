@@ -77,6 +77,7 @@ from .position_content import (
     kind_shares,
     content_verdict,
     MARGIN,
+    verdict_range,
 )
 from .recall_tasks import BLANK, stacked_mqar, previous_token, gaps
 from .take_away import take_away_table
@@ -89,7 +90,8 @@ from .figures import (
     plot_lookup,
     plot_retrieval,
     plot_shuffled_heads,
-    plot_margin_sweep,
+    plot_kind_shares,
+    plot_kind_sweep,
     plot_take_away,
     copy_attention_maps,
     plot_copy_attention,
@@ -100,6 +102,7 @@ from .sliders import (
     metric_explorer,
     pairs_explorer,
     temperature_explorer,
+    content_explorer,
 )
 from .exercises import EXERCISES
 
@@ -176,6 +179,7 @@ __all__ = [
     "kind_shares",
     "content_verdict",
     "MARGIN",
+    "verdict_range",
     "BLANK",
     "stacked_mqar",
     "previous_token",
@@ -189,7 +193,8 @@ __all__ = [
     "plot_lookup",
     "plot_retrieval",
     "plot_shuffled_heads",
-    "plot_margin_sweep",
+    "plot_kind_shares",
+    "plot_kind_sweep",
     "plot_take_away",
     "copy_attention_maps",
     "plot_copy_attention",
@@ -198,5 +203,6 @@ __all__ = [
     "metric_explorer",
     "pairs_explorer",
     "temperature_explorer",
+    "content_explorer",
     "EXERCISES",
 ]

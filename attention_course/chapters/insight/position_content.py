@@ -42,7 +42,7 @@ from ..graphs.topology_rule_table import content_maps, head_sink_shares
 from ..lowrank.baselines import SINK_THRESHOLD
 
 __all__ = ["CATEGORIES", "content_position_scores", "word_maps", "classify_heads", "rule_scores", "kind_shares",
-           "content_verdict", "MARGIN"]
+           "content_verdict", "MARGIN", "verdict_range"]
 
 #: The margin by which one correlation must beat the other (content or position head); swept on the page.
 MARGIN = 0.2
@@ -245,6 +245,26 @@ def content_verdict(shares: Mapping[str, float]) -> str:
     if shares["content"] >= 0.5:
         return "holds"
     return "wrong as stated" if shares["position"] >= shares["content"] else "holds when"
+
+
+def verdict_range(values: Sequence[float], verdicts: Sequence[str], chosen: float) -> tuple[float, float]:
+    """The unbroken run of ``values`` around ``chosen`` whose verdict is the one at ``chosen``: ``(lowest, highest)``.
+
+    Examples
+    --------
+    >>> verdict_range([0.1, 0.2, 0.3, 0.4], ["holds", "holds when", "holds when", "holds"], 0.2)
+    (0.2, 0.3)
+    """
+    values = list(values)
+    if chosen not in values or len(values) != len(verdicts):
+        raise ValueError(f"chosen={chosen} must be one of the {len(values)} values {values}, one verdict each "
+                         f"({len(verdicts)} given)")
+    i = lo = hi = values.index(chosen)
+    while lo > 0 and verdicts[lo - 1] == verdicts[i]:
+        lo -= 1
+    while hi + 1 < len(values) and verdicts[hi + 1] == verdicts[i]:
+        hi += 1
+    return values[lo], values[hi]
 
 
 def rule_maps(perms: Sequence[Sequence[int]], rule: str) -> list[np.ndarray]:
