@@ -10,7 +10,7 @@ from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
 from . import asymmetry  # noqa: F401
 from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep, plot_learning_curves
-from .content_position_run import SHUFFLE_SENTENCES, load_content_position, stored_scores
+from .content_position_run import load_content_position, stored_scores
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,
@@ -70,13 +70,10 @@ from .memory import (
 from .mixers import Variant, MixerModel, sparsemax
 from .position_content import (
     CATEGORIES,
-    content_position_scores,
     word_maps,
     classify_heads,
     rule_scores,
-    kind_shares,
     content_verdict,
-    MARGIN,
     verdict_range,
 )
 from .recall_tasks import BLANK, stacked_mqar, previous_token, gaps
@@ -116,7 +113,6 @@ __all__ = [
     "plot_asymmetry",
     "plot_verdict_sweep",
     "plot_learning_curves",
-    "SHUFFLE_SENTENCES",
     "load_content_position",
     "stored_scores",
     "LONG_RULE",
@@ -172,13 +168,10 @@ __all__ = [
     "MixerModel",
     "sparsemax",
     "CATEGORIES",
-    "content_position_scores",
     "word_maps",
     "classify_heads",
     "rule_scores",
-    "kind_shares",
     "content_verdict",
-    "MARGIN",
     "verdict_range",
     "BLANK",
     "stacked_mqar",

@@ -26,7 +26,7 @@ from ...models.records import DATA_DIR, machine_info
 from ..graphs.topology_rules import model_head_maps
 from .position_content import ContentPositionScores, content_position_scores
 
-__all__ = ["SHUFFLE_SENTENCES", "load_content_position", "stored_scores"]
+__all__ = ["load_content_position", "stored_scores"]
 
 #: Chapter 5's sentence, then five more; every word is one token in MiniLM's and SmolLM2's tokenizers.
 SHUFFLE_SENTENCES = (

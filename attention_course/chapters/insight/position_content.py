@@ -41,8 +41,7 @@ from ..graphs.topology import shuffled_sentences
 from ..graphs.topology_rule_table import content_maps, head_sink_shares
 from ..lowrank.baselines import SINK_THRESHOLD
 
-__all__ = ["CATEGORIES", "content_position_scores", "word_maps", "classify_heads", "rule_scores", "kind_shares",
-           "content_verdict", "MARGIN", "verdict_range"]
+__all__ = ["CATEGORIES", "word_maps", "classify_heads", "rule_scores", "content_verdict", "verdict_range"]
 
 #: The margin by which one correlation must beat the other (content or position head); swept on the page.
 MARGIN = 0.2
