@@ -23,7 +23,7 @@ import numpy as np
 
 from ...models.experiments import Experiment, read_json, register
 from ...models.records import DATA_DIR, machine_info
-from ..graphs.topology_rules import model_head_maps
+from ..graphs.topology_rules import _matched_keep_others, model_head_maps
 from .position_content import ContentPositionScores, content_position_scores
 
 __all__ = ["load_content_position", "stored_scores"]
@@ -92,13 +92,6 @@ def _document(config: ContentPositionConfig, runs, meta: dict) -> dict:
             "models": {job[0]: rec for job, rec in zip(runs.jobs, runs.records)}}
 
 
-def _keep_others(doc: dict, previous: dict) -> dict:
-    """Models not run this time keep their stored records (if the sentences and shuffles are the same)."""
-    if previous.get("config") != doc["config"]:
-        return doc
-    return {**doc, "models": {**previous.get("models", {}), **doc["models"]}}
-
-
 def load_content_position(path: Union[str, Path] = CONTENT_POSITION_DATA) -> dict:
     """Read the stored run: ``{"config", "models": {model: per-sentence, per-head scores}}``.
 
@@ -128,7 +121,7 @@ def stored_scores(doc: dict, model: str) -> ContentPositionScores:
 #: ``python -m attention_course content-position``: :func:`content_position_record` for each of :data:`MODELS`.
 CONTENT_POSITION = register(Experiment(
     "content-position", ContentPositionConfig(), _one, CONTENT_POSITION_DATA, grid=lambda c: [(m,) for m in c.models],
-    document=_document, merge=_keep_others, out_flag="--json",
+    document=_document, merge=_matched_keep_others,  # models not run keep their records out_flag="--json",
     flags={"--models": dict(nargs="+", choices=list(MODELS), help="which models (default: all four)"),
            "--n-sentences": dict(type=int, help="how many of the six sentences"),
            "--n-shuffles": dict(type=int, help="seeded shuffles of each sentence")},
