@@ -338,14 +338,14 @@ def temperature_explorer(keys: np.ndarray, values: np.ndarray, query: np.ndarray
 
 
 def content_explorer(scores: Mapping[str, ContentPositionScores], margins: Sequence[float],
-                     chosen: float = MARGIN, decides: Optional[str] = None) -> SliderFigure:
+                     chosen: float = MARGIN, decides: Optional[str] = None, beside: Sequence[str] = ()) -> SliderFigure:
     """A slider over the margin between the two correlations: each model's kinds of head and the verdict.
 
     For every margin, one stacked bar per model of ``scores`` (shares of all heads: sink, content,
     position, mixed; :meth:`~attention_course.chapters.insight.position_content.ContentPositionScores.shares`)
     and the verdict ``content-not-position``'s rule gives each. Flags mark each margin where a model's
-    verdict changes (``decides``, by default the first model, is the one whose verdict is the claim's); the
-    slider starts at ``chosen``.
+    verdict changes (``decides``, by default the first model, is the one whose verdict is the claim's;
+    the models in ``beside``, baselines, are drawn but not flagged); the slider starts at ``chosen``.
 
     Examples
     --------
@@ -370,9 +370,10 @@ def content_explorer(scores: Mapping[str, ContentPositionScores], margins: Seque
         per = "; ".join(f"{m}: content {sh[m]['content']:.2f}, position {sh[m]['position']:.2f}, "
                         f"sink {sh[m]['sink']:.2f}, <b>{v[m]}</b>" for m in models)
         frames.append({"data": traces, "readout": f"The word correlation must win by more than {g:g}. {per}."})
-    flips = [(i, f"{m}'s verdict becomes {verdicts[i][m]}" + (" (the claim's)" if m == decides else
-                                                               f"; {decides} gives {verdicts[i][decides]}"))
-             for i in range(1, len(margins)) for m in models if verdicts[i][m] != verdicts[i - 1][m]]
+    flips = [(i, f"{m} now gives {verdicts[i][m]}" + (", the claim's verdict" if m == decides else
+                                                      f" ({decides}: {verdicts[i][decides]})"))
+             for i in range(1, len(margins)) for m in models
+             if m not in beside and verdicts[i][m] != verdicts[i - 1][m]]
     layout = {"height": 300, "barmode": "stack", "margin": {"l": 130, "r": 20, "t": 10, "b": 40}, "font": {"size": 13},
               "xaxis": {"range": [0, 1], "title": {"text": "share of all heads"}}, "yaxis": {"autorange": "reversed"},
               "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0}}

@@ -68,13 +68,17 @@ def test_content_flags_sit_where_a_models_verdict_changes(check_flagged_html):
     cp = ch.load_content_position()
     scores = {m: ch.stored_scores(cp, m) for m in ("MiniLM", "SmolLM2")}
     margins = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-    fig = ch.content_explorer(scores, margins)
+    scores["scrambled"] = ch.stored_scores(cp, "scrambled")  # drawn beside, never flagged
+    fig = ch.content_explorer(scores, margins, beside=["scrambled"])
+    del scores["scrambled"]
     verdicts = {m: [ch.content_verdict(sc.shares(margin_tol=g)) for g in margins] for m, sc in scores.items()}
     assert verdicts["MiniLM"][margins.index(0.2)] == by_id("content-not-position").verdict == "holds when"
     changes = sorted({i for v in verdicts.values() for i in range(1, len(margins)) if v[i] != v[i - 1]})
     assert changes and fig.flip == changes[0] and fig.labels[fig.start] == "margin 0.2"
     html, note = check_flagged_html(fig, "content-not-position", every_frame=True)
-    assert len(re.findall(r'data-verdict="content-not-position"', html)) >= len(changes)
+    flags = re.findall(r'data-flip="(\d+)" data-verdict="content-not-position"', html)
+    assert sorted(int(i) for i in flags) == sorted(i for v in verdicts.values() for i in range(1, len(margins))
+                                                   if v[i] != v[i - 1])  # one flag per change of a flagged model
     for g, frame in zip(margins, _spec(fig)["frames"]):
         mini = scores["MiniLM"].shares(margin_tol=g)
         assert frame["data"][1]["x"][0] == pytest.approx(mini["content"], abs=5e-5)  # the content bar, MiniLM
