@@ -44,7 +44,6 @@ from . import real_methods  # noqa: F401
 from .recall import recall_accuracy, breaking_n
 from .sentence_figures import plot_focus
 from .spectra import (
-    singular_values,
     effective_rank,
     effective_rank_from_singular_values,
     stable_rank,
@@ -127,7 +126,6 @@ __all__ = [
     "recall_accuracy",
     "breaking_n",
     "plot_focus",
-    "singular_values",
     "effective_rank",
     "effective_rank_from_singular_values",
     "stable_rank",
