@@ -43,8 +43,8 @@ from torch import nn
 from ...models.tasks import Batch
 from ...models.training import train
 from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
-from .convergence import ConvergenceRule
-from .mixers import MixerModel, Variant, mixing_mask, signature
+from .convergence import ConvergenceRule, stop_reason
+from .mixers import MixerModel, Variant, mixing_mask, signature, symmetric_weights
 from .recall_tasks import N_VALUES, _gen, _recall_batch
 
 __all__ = []  # the chapter reads these through converged_comparisons
@@ -137,6 +137,10 @@ def untrained_accuracy(variant: Variant, task: RecallTask, seeds: Sequence[int] 
 
 #: Score forms of an :class:`Arm`: learned (untied, signed, tied) and fixed (identity, fixed D, frozen random).
 SCORES = ("untied", "signed", "tied", "identity", "fixed D", "frozen random")
+#: How an :class:`Arm` turns scores into weights: softmax over each row, or :func:`~attention_course.chapters.insight.mixers.symmetric_weights`.
+WEIGHTS = ("row", "symmetric")
+#: What an :class:`Arm`'s score sees: the whole token (key, value and position embeddings summed) or the key embedding.
+SCORE_INPUTS = ("token", "key")
 #: Cyclic recall's budget: stop at 0.99 from step 400, otherwise train 12,000 steps (no plateau stop).
 CYCLIC_BUDGET = ConvergenceRule(max_steps=12000, plateau_from=12100)
 #: Cyclic recall trained to convergence: stop at 0.99 from step 400, or once the best check has gained less than
@@ -150,23 +154,37 @@ METRIC_BUDGET = ConvergenceRule(max_steps=4000, plateau_from=4100)
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm of the score comparisons: the score form, the number of heads, frozen embeddings or not.
+    """One arm of the score comparisons: the score form, the number of heads, frozen embeddings or not; how the
+    scores become weights (``weights``: row softmax or symmetric), whether the causal mask applies (``causal``) and
+    what the score sees (``score_input``: the whole token or its key embedding only).
 
     Examples
     --------
     >>> Arm("signed", heads=2).heads, Arm("fixed D").fixed, Arm("untied").fixed
     (2, True, False)
+    >>> Arm("signed", weights="symmetric", causal=False).weights
+    'symmetric'
     """
 
     score: str = "untied"
     heads: int = 1
     frozen_inputs: bool = False
+    weights: str = "row"
+    causal: bool = True
+    score_input: str = "token"
 
     def __post_init__(self) -> None:
         if self.score not in SCORES:
             raise ValueError(f"score={self.score!r}; expected one of {SCORES}")
         if self.heads < 1:
             raise ValueError(f"heads={self.heads}; expected >= 1")
+        if self.weights not in WEIGHTS:
+            raise ValueError(f"weights={self.weights!r}; expected one of {WEIGHTS}")
+        if self.score_input not in SCORE_INPUTS:
+            raise ValueError(f"score_input={self.score_input!r}; expected one of {SCORE_INPUTS}")
+        if self.weights == "symmetric" and self.causal:
+            raise ValueError("weights='symmetric' with causal=True; a causal mask is not symmetric, so the weights "
+                             "would not be: use causal=False")
 
     @property
     def fixed(self) -> bool:
@@ -215,25 +233,40 @@ class ArmModel(MixerModel):
             for p in (self.E_K, self.E_V, self.P):
                 p.requires_grad_(False)
 
-    def mix(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Multi-head attention with the arm's score on embedded inputs ``x`` (B, T, d)."""
+    def forward(self, inputs: torch.Tensor) -> tuple[torch.Tensor, list]:
+        if self.arm.score_input == "token":
+            return super().forward(inputs)
+        T, d = inputs.shape[1], self.d_model
+        e_k = self.E_K[inputs[..., 0]]  # (B, T, d): what the score sees
+        x = e_k + self.E_V[inputs[..., 1]] + self.P[:T]  # (B, T, d): what the values carry
+        mixed, A = self.mix(x, e_k)
+        return self.ln(x + mixed) @ self.E_V[:N_VALUES].T / math.sqrt(d), [A]  # (B, T, 64)
+
+    def mix(self, x: torch.Tensor, seen: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Multi-head attention with the arm's score on embedded inputs ``x`` (B, T, d); the score reads ``seen``
+        (B, T, d; default ``x``)."""
         B, T, d = x.shape
         H = self.arm.heads
         dh = d // H
+        seen = x if seen is None else seen
 
         def split(z: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> (B, H, T, d_h)
             return z.view(B, T, H, dh).transpose(1, 2)
 
-        q = split(x @ self.W_q)  # (B, H, T, d_h)
+        q = split(seen @ self.W_q)  # (B, H, T, d_h)
         if self.arm.score == "signed":
             k = q * signature(dh)  # (B, H, T, d_h): $k^h = x W_Q^h D$, a symmetric indefinite score per head
         elif self.arm.score == "tied":
             k = q  # symmetric, positive semi-definite per head
         else:
-            k = split(x @ self.W_k)  # (B, H, T, d_h)
+            k = split(seen @ self.W_k)  # (B, H, T, d_h)
         scale = self.log_scale.exp()[None, :, None, None]  # (1, H, 1, 1)
         scores = scale * (q @ k.transpose(-1, -2)) / math.sqrt(dh)  # (B, H, T, T)
-        A = torch.softmax(scores.masked_fill(~mixing_mask(T), float("-inf")), dim=-1)  # (B, H, T, T)
+        allowed = mixing_mask(T) if self.arm.causal else torch.ones(T, T, dtype=torch.bool)  # (T, T), True = may attend
+        if self.arm.weights == "symmetric":
+            A = symmetric_weights(scores, allowed)  # (B, H, T, T): $E_{ts} / \sqrt{r_t r_s}$, A = A^T
+        else:
+            A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # (B, H, T, T), rows over keys
         out = (A @ split(x @ self.W_v)).transpose(1, 2).reshape(B, T, d)  # (B, T, d): heads concatenated
         return out @ self.W_o, A.mean(dim=1)
 
@@ -312,8 +345,6 @@ def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: in
     >>> r["best_step"] == 5 * (1 + best_check(r["curve"])), r["steps"] == 5 * len(r["curve"])
     (True, True)
     """
-    from .convergence import stop_reason
-
     stop = best_plateau if rule == CONVERGED else stop_reason
     model = ArmModel(arm, task.seq_len, d_model=d_model, seed=seed)
     curve: list[float] = []

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import torch
@@ -61,7 +61,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
 from .ablations import TEST_SEED, RecallTask, accuracy
-from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, tune_best, untrained_accuracy
+from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, train_best, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant
@@ -73,6 +73,7 @@ __all__ = [
     "asymmetry_runs", "untrained_baseline", "arm_runs", "arm_table", "decide_asymmetric_heads",
     "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
     "speed_steps", "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
+    "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -85,6 +86,7 @@ HEADS_TIED_FILE = DATA_DIR / "insight_heads_tied.json"
 HEADS_OTHER_FILE = DATA_DIR / "insight_heads_other.json"
 FROZEN_FILE = DATA_DIR / "insight_frozen.json"
 CONVERGED_FILE = DATA_DIR / "insight_converged.json"
+SPEED_FILE = DATA_DIR / "insight_speed.json"
 #: The fixed metrics of the ``frozen`` part, and those of them that are not positive semi-definite.
 FIXED, NON_PSD = ("identity", "fixed D", "frozen random"), ("fixed D", "frozen random")
 RECALL, COPY, PARTNER = "recall (MQAR, 16 pairs)", "previous token", "partner recall (16 pairs)"
@@ -219,14 +221,51 @@ def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=
             "n_pairs": task.kwargs.get("n_pairs"), **r, "seconds": round(time.perf_counter() - start, 1)}
 
 
+#: An :class:`~attention_course.chapters.insight.asymmetry.Arm`'s settings beyond (score, heads, frozen_inputs), with
+#: their defaults; a record carries them only where they differ.
+ARM_DEFAULTS = {"weights": "row", "causal": True, "score_input": "token"}
+
+
 def run_arm_job(task_label: str, score: str, heads: int, frozen_inputs: bool, seeds=(0, 1, 2),
-                lrs=(3e-3, 1e-2), rule: ConvergenceRule = CYCLIC_BUDGET) -> dict:
-    """Train one :class:`~attention_course.chapters.insight.asymmetry.Arm` on a task (one thread); its record."""
+                lrs=(3e-3, 1e-2), rule: ConvergenceRule = CYCLIC_BUDGET, **settings) -> dict:
+    """Train one :class:`~attention_course.chapters.insight.asymmetry.Arm` on a task (one thread); its record.
+
+    ``settings``: the arm's ``weights``, ``causal`` and ``score_input``; those that differ from
+    :data:`ARM_DEFAULTS` are written into the record."""
     torch.set_num_threads(1)
     start = time.perf_counter()
-    r = tune_best(Arm(score, heads, frozen_inputs), _task(task_label), seeds=seeds, lrs=lrs, rule=rule)
-    return {"task": task_label, "score": score, "heads": heads, "frozen_inputs": frozen_inputs, **r,
+    r = tune_best(Arm(score, heads, frozen_inputs, **settings), _task(task_label), seeds=seeds, lrs=lrs, rule=rule)
+    extra = {k: v for k, v in settings.items() if ARM_DEFAULTS[k] != v}
+    return {"task": task_label, "score": score, "heads": heads, "frozen_inputs": frozen_inputs, **extra, **r,
             "seconds": round(time.perf_counter() - start, 1)}
+
+
+def arm_label(record: Mapping) -> str:
+    """An arm's name in the stored files: its score, then what differs from :data:`ARM_DEFAULTS`.
+
+    Examples
+    --------
+    >>> arm_label({"score": "signed"}), arm_label({"score": "signed", "weights": "symmetric", "causal": False})
+    ('signed', 'signed, symmetric weights, no mask')
+    >>> arm_label({"score": "signed", "causal": False}), arm_label({"score": "untied", "score_input": "key"})
+    ('signed, row weights, no mask', 'untied, key only')
+    """
+    s = record["score"]
+    if record.get("weights", "row") == "symmetric" or not record.get("causal", True):
+        s += f", {record.get('weights', 'row')} weights"
+    if not record.get("causal", True):
+        s += ", no mask"
+    if record.get("score_input", "token") == "key":
+        s += ", key only"
+    return s
+
+
+def _arm_name(record: Mapping) -> str:
+    return f"{arm_label(record)} {record['heads']}"
+
+
+def _is_variant(record: Mapping) -> bool:
+    return any(k in record for k in ARM_DEFAULTS)
 
 
 def arm_runs(paths=None) -> list[dict]:
@@ -237,12 +276,31 @@ def arm_runs(paths=None) -> list[dict]:
     paths = paths or tuple(p for p in (CONVERGED_FILE, HEADS_FILE, HEADS_TIED_FILE, HEADS_OTHER_FILE, FROZEN_FILE)
                            if p != CONVERGED_FILE or p.exists())
     seen, out = set(), []
-    for r in (r for p in paths for r in read_json(p)["runs"]):
+    for r in (r for p in paths for r in read_json(p)["runs"] if not _is_variant(r)):  # the score arms only
         key = (r["task"], r["score"], r["heads"], r["frozen_inputs"])
         if key not in seen:
             seen.add(key)
             out.append(r)
     return out
+
+
+def variant_runs(path=CONVERGED_FILE) -> list[dict]:
+    """The stored ``converged`` records of the arms whose weights, mask or score input differ from the defaults."""
+    return [r for r in read_json(path)["runs"] if _is_variant(r)]
+
+
+def variant_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int], Score]:
+    """``(task, arm_label, heads) -> Score`` over each record's seeds.
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 2, "weights": "symmetric", "causal": False,
+    ...       "accuracy": [0.5, 0.6]}]
+    >>> round(variant_table(r)[CYCLIC, "signed, symmetric weights, no mask", 2].mean, 2)
+    0.55
+    """
+    return {(r["task"], arm_label(r), r["heads"]):
+            accuracy_table([{"task": "", "variant": "", "accuracy": r["accuracy"]}])["", ""] for r in runs}
 
 
 def arm_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int, bool], Score]:
@@ -646,14 +704,18 @@ class ComparisonConfig:
     widths: tuple = WIDTHS
     pairs: tuple = PAIRS
     seeds: Optional[tuple] = None
+    weights: tuple = ()
+    score_input: str = "token"
 
     def seed_list(self) -> tuple:
         return tuple(self.seeds or ((0, 1) if self.part == "linear" else (0, 1, 2)))
 
 
-def _arm_job(config: ComparisonConfig, task_label: str, score: str, heads: int, frozen_inputs: bool) -> dict:
+def _arm_job(config: ComparisonConfig, task_label: str, score: str, heads: int, frozen_inputs: bool,
+             weights: str = "row", causal: bool = True, score_input: str = "token") -> dict:
     rule = {"frozen": METRIC_BUDGET, "converged": CONVERGED}.get(config.part, CYCLIC_BUDGET)
-    return run_arm_job(task_label, score, heads, frozen_inputs, config.seed_list(), rule=rule)
+    return run_arm_job(task_label, score, heads, frozen_inputs, config.seed_list(), rule=rule, weights=weights,
+                       causal=causal, score_input=score_input)
 
 
 def _job(config: ComparisonConfig, task_label: str, variant_name: str, d_model: int) -> dict:
@@ -691,36 +753,127 @@ def _keep_other_widths(doc: Mapping, previous: Mapping) -> dict:
 def converged_grid(config: ComparisonConfig) -> list[tuple]:
     """The ``converged`` part's arms that ``config`` runs, longest first (W_K = W_Q D, tied, untied; 1 head first).
 
+    With ``weights`` (``--weights symmetric row``): W_K = W_Q D with no mask, weights symmetric
+    (:func:`~attention_course.chapters.insight.mixers.symmetric_weights`) or row softmax, on cyclic recall, the
+    symmetric arm also on partner recall and MQAR. With ``score_input="key"``: the ``scores`` (untied and W_K = W_Q D
+    when not given) with the score reading the key embedding only. Those rows carry
+    ``(weights, causal, score_input)`` after the first four.
+
     Examples
     --------
     >>> [(sc, h) for _, sc, h, _ in converged_grid(ComparisonConfig(part="converged", scores=("untied", "signed")))]
     [('signed', 1), ('signed', 2), ('untied', 1), ('untied', 2)]
+    >>> [(t[:7], w, h) for t, _, h, _, w, _, _ in converged_grid(ComparisonConfig(weights=("row", "symmetric"),
+    ...                                                                              heads=(2,)))]
+    [('cyclic ', 'symmetric', 2), ('partner', 'symmetric', 2), ('recall ', 'symmetric', 2), ('cyclic ', 'row', 2)]
+    >>> converged_grid(ComparisonConfig(score_input="key", scores=("signed",), heads=(1,)))
+    [('cyclic recall (16 pairs, cycles of 4)', 'signed', 1, False, 'row', True, 'key')]
     """
-    scores, heads = config.scores or ("untied", "signed", "tied"), config.heads or (1, 2)
-    return [(CYCLIC, sc, h, False) for sc in ("signed", "tied", "untied") if sc in scores for h in sorted(heads)]
+    scores, heads = config.scores or ("untied", "signed", "tied"), sorted(config.heads or (1, 2))
+    if config.weights:
+        return [(t, "signed", h, False, w, False, "token") for w in ("symmetric", "row") if w in config.weights
+                for t in ((CYCLIC, PARTNER, RECALL) if w == "symmetric" else (CYCLIC,)) for h in heads]
+    if config.score_input == "key":
+        chosen = config.scores if config.scores and len(config.scores) < 3 else ("untied", "signed")
+        return [(CYCLIC, sc, h, False, "row", True, "key") for sc in ("signed", "untied") if sc in chosen for h in heads]
+    return [(CYCLIC, sc, h, False) for sc in ("signed", "tied", "untied") if sc in scores for h in heads]
+
+
+def _arm_order(record: Mapping) -> tuple:
+    """Where a record goes in the ``converged`` file: the score arms first, then the other arms by name and task."""
+    if not _is_variant(record):
+        order = [(sc, h) for sc in ("signed", "tied", "untied") for h in (1, 2)]
+        return (0, order.index((record["score"], record["heads"])) if (record["score"], record["heads"]) in order
+                else 99, "")
+    return (1, 0, f"{arm_label(record)} {record['heads']} {record['task']}")
 
 
 def _keep_other_arms(doc: Mapping, previous: Mapping) -> dict:
     """Some arms of the ``converged`` part merged into the stored file: the other arms' records kept.
 
+    ``doc`` is a new :func:`_converged_document`, ``{"meta": {"arms": {name: meta}}, "runs"}``: its arms' metas
+    replace the previous ones of the same name, one level deep (each name maps to one run's meta, never to a
+    document).
+
     Examples
     --------
-    >>> old = {"meta": {"a": 1}, "runs": [{"score": "untied", "heads": 1}, {"score": "signed", "heads": 1}]}
-    >>> new = {"meta": {"a": 2}, "runs": [{"score": "signed", "heads": 1, "new": True}]}
-    >>> [(r["score"], "new" in r) for r in _keep_other_arms(new, old)["runs"]]
-    [('signed', True), ('untied', False)]
+    >>> T = CYCLIC
+    >>> old = {"meta": {"arms": {"untied 1": {"a": 1}, "signed 1": {"a": 1}}},
+    ...        "runs": [{"task": T, "score": "untied", "heads": 1}, {"task": T, "score": "signed", "heads": 1}]}
+    >>> new = {"meta": {"arms": {"signed 1": {"a": 2}}}, "runs": [{"task": T, "score": "signed", "heads": 1, "new": 1}]}
+    >>> merged = _keep_other_arms(new, old)
+    >>> [(r["score"], "new" in r) for r in merged["runs"]], merged["meta"]["arms"]
+    ([('signed', True), ('untied', False)], {'untied 1': {'a': 1}, 'signed 1': {'a': 2}})
     """
-    ran = {(r["score"], r["heads"]) for r in doc["runs"]}
-    order = {(sc, h): i for i, (sc, h) in enumerate((sc, h) for sc in ("signed", "tied", "untied") for h in (1, 2))}
-    runs = [r for r in previous["runs"] if (r["score"], r["heads"]) not in ran] + list(doc["runs"])
-    metas = previous["meta"] if "arms" in previous["meta"] else {}
-    meta = {"arms": {**metas.get("arms", {}), **{f"{sc} {h}": doc["meta"] for sc, h in ran}}}
-    return {"meta": meta, "runs": sorted(runs, key=lambda r: order.get((r["score"], r["heads"]), 99))}
+    def key(r: Mapping) -> tuple:
+        return r["task"], _arm_name(r)
+
+    ran = {key(r) for r in doc["runs"]}
+    runs = [r for r in previous["runs"] if key(r) not in ran] + list(doc["runs"])
+    arms = {**previous.get("meta", {}).get("arms", {}), **doc["meta"]["arms"]}
+    return {"meta": {"arms": arms}, "runs": sorted(runs, key=_arm_order)}
 
 
 def _converged_document(config: ComparisonConfig, runs: Runs, meta: dict) -> dict:
     m = _meta(config, meta)
-    return {"meta": {"arms": {f"{r['score']} {r['heads']}": m for r in runs.records}}, "runs": runs.records}
+    return {"meta": {"arms": {_arm_name(r): m for r in runs.records}}, "runs": runs.records}
+
+
+# ------------------------------------------------------------------ learning speed, checked every 10 steps
+#: Steps to 0.95 measured finely: a check every 10 steps, stop at the first check >= 0.95 (from step 10), else at 3,000.
+SPEED_RULE = ConvergenceRule(check_every=10, min_steps=10, max_steps=3000, target=SPEED_LEVEL, window=300,
+                             plateau_from=10**6)
+
+
+def speed_grid(config: ComparisonConfig) -> list[tuple]:
+    """(task, score, heads, lr) of the ``speed`` part: untied and W_K = W_Q D at 2 heads, at both learning rates.
+
+    Examples
+    --------
+    >>> [(sc, lr) for _, sc, _, lr in speed_grid(ComparisonConfig(part="speed"))]
+    [('untied', 0.003), ('untied', 0.01), ('signed', 0.003), ('signed', 0.01)]
+    """
+    return [(CYCLIC, sc, 2, lr) for sc in ("untied", "signed") for lr in (3e-3, 1e-2)]
+
+
+def _speed_job(config: ComparisonConfig, task_label: str, score: str, heads: int, lr: float) -> dict:
+    """Each seed trained at ``lr`` by :data:`SPEED_RULE`: steps to the first validation check >= 0.95."""
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    runs = [train_best(Arm(score, heads), _task(task_label), lr, seed=s, rule=SPEED_RULE)[1]
+            for s in config.seed_list()]
+    return {"task": task_label, "score": score, "heads": heads, "lr": lr, "seeds": list(config.seed_list()),
+            "steps_to": [steps_to(r["curve"], SPEED_LEVEL, SPEED_RULE.check_every) for r in runs],
+            "curves": [r["curve"] for r in runs], "rule": asdict(SPEED_RULE),
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def load_speed(path=SPEED_FILE) -> dict:
+    """The stored ``speed`` part: ``{"meta", "runs": [record of _speed_job, ...]}``."""
+    return read_json(path)
+
+
+def fine_speed(runs: Sequence[Mapping], heads: int = 2, lrs: Optional[Mapping[str, float]] = None) -> dict[str, float]:
+    """r_H from the finely checked runs: mean steps to 0.95 of W_K = W_Q D over untied's, at each arm's own
+    learning rate (``lrs``, keyed by score) and at each shared one.
+
+    Examples
+    --------
+    >>> r = [{"score": s, "heads": 2, "lr": lr, "steps_to": n} for s, lr, n in
+    ...      [("untied", 0.003, [100, 120]), ("untied", 0.01, [50, 50]), ("signed", 0.003, [240, 240]),
+    ...       ("signed", 0.01, [100, 110])]]
+    >>> fine_speed(r)
+    {'0.003': 2.1818, '0.01': 2.1}
+    >>> fine_speed(r, lrs={"untied": 0.01, "signed": 0.003})["own"]
+    4.8
+    """
+    mean = {(r["score"], float(r["lr"])): sum(r["steps_to"]) / len(r["steps_to"]) for r in runs
+            if r["heads"] == heads and None not in r["steps_to"]}
+    out = {str(lr): round(mean["signed", lr] / mean["untied", lr], 4)
+           for lr in sorted({lr for _, lr in mean}) if ("signed", lr) in mean and ("untied", lr) in mean}
+    if lrs is not None:
+        out["own"] = round(mean["signed", float(lrs["signed"])] / mean["untied", float(lrs["untied"])], 4)
+    return out
 
 
 def _long_jobs(config: ComparisonConfig) -> list[tuple]:
@@ -759,6 +912,9 @@ FROZEN = replace(HEADS, out=FROZEN_FILE, grid=lambda c: frozen_grid())
 #: ``insight-metric --part converged``: cyclic recall, every arm to convergence (one arm a call, up to ~12 minutes).
 CONVERGED_PART = replace(HEADS, config=ComparisonConfig(part="converged"), out=CONVERGED_FILE, grid=converged_grid,
                          document=_converged_document, merge=_keep_other_arms)
+#: ``insight-metric --part speed``: steps to 0.95 at 2 heads, untied and W_K = W_Q D, checked every 10 steps (minutes).
+SPEED_PART = Experiment("insight-metric", ComparisonConfig(part="speed"), _speed_job, SPEED_FILE, grid=speed_grid,
+                        document=_runs_document, **_PART)
 #: ``insight-metric --part linear``: softmax against linear attention at the widths given (minutes each),
 #: merged into the file (the other widths kept).
 LINEAR = Experiment("insight-metric", ComparisonConfig(part="linear"), _job, LINEAR_FILE,
@@ -774,19 +930,26 @@ def _select(config: ComparisonConfig) -> list[Experiment]:
     if config.part == "linear":
         return [LONG if config.long else LINEAR]
     return [{"metric": METRIC, "signed": SIGNED_PART, "heads": HEADS, "heads-tied": HEADS_TIED,
-             "heads-other": HEADS_OTHER, "frozen": FROZEN, "converged": CONVERGED_PART}.get(config.part, PARTNER_RECALL)]
+             "heads-other": HEADS_OTHER, "frozen": FROZEN, "converged": CONVERGED_PART,
+             "speed": SPEED_PART}.get(config.part, PARTNER_RECALL)]
 
 
 #: ``python -m attention_course insight-metric``: one part a call.
 INSIGHT_METRIC = register(replace(
     METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN, CONVERGED_PART,
-                                                        LINEAR, LONG),
+                                                        SPEED_PART, LINEAR, LONG),
     flags={"--part": dict(choices=("metric", "linear", "partner", "signed", "heads",
-                                            "heads-tied", "heads-other", "frozen", "converged"), required=True,
+                                            "heads-tied", "heads-other", "frozen", "converged", "speed"),
+                         required=True,
                          help="which comparison"),
            "--scores": dict(nargs="+", choices=("untied", "signed", "tied"),
                             help="converged: the score forms to run (all three when not given)"),
            "--heads": dict(type=int, nargs="+", choices=(1, 2), help="converged: the head counts (1 2 when not given)"),
+           "--weights": dict(nargs="+", choices=("symmetric", "row"),
+                             help="converged: W_K = W_Q D with no mask, symmetric weights (also on partner recall and "
+                                  "MQAR) or row softmax, on cyclic recall"),
+           "--score-input": dict(choices=("token", "key"), default="token",
+                                 help="converged: what the score reads, the whole token or the key embedding only"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
                                                     "into insight_linear_long.json"),
            "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
@@ -803,7 +966,10 @@ INSIGHT_METRIC = register(replace(
                 "insight_signed.json, minutes); --part heads, heads-tied, heads-other (cyclic recall, then partner recall "
                 "and MQAR, at 1 head of 64 and 2 heads of 32, up to 12,000 steps, best validation check kept; "
                 "insight_heads*.json); --part converged (cyclic recall, every arm until converged, up to 48,000 steps, one arm a "
-                "call with --scores and --heads; insight_converged.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "
+                "call with --scores and --heads; insight_converged.json; with --weights symmetric row, symmetric weights "
+                "against row softmax of the same symmetric score, no mask; with --score-input key, scores that read the "
+                "key embedding only); --part speed (steps to 0.95 at 2 heads, checked every 10 steps; "
+                "insight_speed.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "
                 "up to 4,000 steps; insight_frozen.json); --part linear --long (the N > d and plateau-stopped points "
                 "again, up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each "
                 "keeping the others' records: --widths 16, then --widths 32 (8 and 10 minutes on one thread), then "

@@ -125,12 +125,15 @@ def _stored(path):
 def test_stored_converged_runs_follow_their_rule():
     doc = _stored(cc.CONVERGED_FILE)
     assert set(doc) == {"meta", "runs"} and set(doc["meta"]) == {"arms"}
-    keys = [(r["task"], r["score"], r["heads"], r["frozen_inputs"]) for r in doc["runs"]]
+    keys = [(r["task"], r["score"], r["heads"], r["frozen_inputs"]) for r in doc["runs"] if not cc._is_variant(r)]
     grid = [tuple(g) for g in cc.converged_grid(cc.ComparisonConfig(part="converged"))]
     assert keys == [g for g in grid if g in keys] and len(set(keys)) == len(keys)
+    names = [(r["task"], f"{cc.arm_label(r)} {r['heads']}") for r in doc["runs"]]
+    assert len(set(names)) == len(names) and set(doc["meta"]["arms"]) == {n for _, n in names}
     for r in doc["runs"]:
         assert ConvergenceRule(**r["rule"]) == CONVERGED and r["seeds"] == [0, 1, 2] and len(r["accuracy"]) == 3
-        assert f"{r['score']} {r['heads']}" in doc["meta"]["arms"]
+        meta = doc["meta"]["arms"][f"{cc.arm_label(r)} {r['heads']}"]
+        assert "arms" not in meta and {"machine", "command", "arguments", "seeds", "wall_seconds"} <= set(meta)
         for steps, best, why, curve in zip(r["steps"], r["best_step"], r["stopped"], r["curves"]):
             assert steps == len(curve) * CONVERGED.check_every and best_plateau(curve) == why
             assert all(best_plateau(curve[:i]) is None for i in range(1, len(curve)))
@@ -149,8 +152,16 @@ def test_the_converged_part_writes_the_stored_structure(tmp_path, monkeypatch):
     for score in ("signed", "untied"):
         assert main(["insight-metric", "--part", "converged", "--scores", score, "--heads", "2", "--seeds", "0",
                      "--out", str(out), "--quiet"]) == 0
+    assert main(["insight-metric", "--part", "converged", "--weights", "symmetric", "--heads", "2", "--seeds", "0",
+                 "--out", str(out), "--quiet"]) == 0
     fresh = json.loads(out.read_text())
-    assert [(r["score"], r["heads"]) for r in fresh["runs"]] == [("signed", 2), ("untied", 2)]
-    assert set(fresh["meta"]["arms"]) == {"signed 2", "untied 2"}
+    assert [(r["score"], r["heads"]) for r in fresh["runs"]][:2] == [("signed", 2), ("untied", 2)]
+    sym = "signed, symmetric weights, no mask 2"
+    assert set(fresh["meta"]["arms"]) == {"signed 2", "untied 2", sym}
+    for name, meta in fresh["meta"]["arms"].items():  # one level: each arm's meta is one run's, not a document
+        assert "arms" not in meta and "machine" in meta, name
+    assert [r["task"] for r in fresh["runs"][2:]] == [cc.CYCLIC, cc.RECALL, cc.PARTNER] or \
+        {r["task"] for r in fresh["runs"][2:]} == {cc.CYCLIC, cc.RECALL, cc.PARTNER}
+    assert all(r["weights"] == "symmetric" and r["causal"] is False for r in fresh["runs"][2:])
     stored = _stored(cc.CONVERGED_FILE)
     assert {k: type(v) for k, v in fresh["runs"][0].items()} == {k: type(v) for k, v in stored["runs"][0].items()}
