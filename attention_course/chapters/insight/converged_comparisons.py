@@ -64,7 +64,7 @@ from .ablations import TEST_SEED, RecallTask, accuracy
 from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, train_best, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
-from .mixers import Variant
+from .mixers import Variant, mixing_mask
 
 __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
@@ -73,7 +73,8 @@ __all__ = [
     "asymmetry_runs", "untrained_baseline", "arm_runs", "arm_table", "decide_asymmetric_heads",
     "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
     "speed_steps", "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
-    "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed",
+    "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed", "decide_directed_weights",
+    "unconverged_weights", "SYMMETRIC_WEIGHTS", "ROW_WEIGHTS", "fixed_ceiling",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -571,6 +572,98 @@ def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05, u
     return "undecided" if gap_2 > threshold else "wrong as stated"
 
 
+#: The two arms of ``asymmetric`` as registered: W_K = W_Q D, no mask, symmetric weights against row softmax.
+SYMMETRIC_WEIGHTS, ROW_WEIGHTS = "signed, symmetric weights, no mask", "signed, row weights, no mask"
+
+
+def unconverged_weights(runs: Sequence[Mapping]) -> set:
+    """Head counts at which the symmetric-weights arm stopped at its step cap on some seed (cyclic recall).
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 1, "weights": "symmetric", "causal": False,
+    ...       "stopped": ["plateau", "max steps"]}]
+    >>> unconverged_weights(r)
+    {1}
+    """
+    return {r["heads"] for r in runs if r["task"] == CYCLIC and arm_label(r) == SYMMETRIC_WEIGHTS
+            and "max steps" in r["stopped"]}
+
+
+def decide_directed_weights(t: Mapping[tuple[str, str, int], Score], threshold: float = 0.05,
+                            unconverged: Collection[int] = ()) -> str:
+    """``asymmetric``: gap_H = row softmax - symmetric weights (both W_K = W_Q D, no mask) on cyclic recall at H = 1, 2.
+
+    ``t`` is :func:`variant_table`'s ``(task, arm_label, heads) -> Score``. Undecided if the control is below 0.9 at
+    either head count, if the symmetric-weights arm is below 0.9 on partner recall or MQAR at either head count, or
+    if a gap above the margin comes from a head count in ``unconverged``.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, SYMMETRIC_WEIGHTS, h): S(1.0) for k in (PARTNER, RECALL) for h in (1, 2)}
+    >>> t.update({(CYCLIC, ROW_WEIGHTS, h): S(0.97) for h in (1, 2)})
+    >>> t.update({(CYCLIC, SYMMETRIC_WEIGHTS, 1): S(0.5), (CYCLIC, SYMMETRIC_WEIGHTS, 2): S(0.52)})
+    >>> decide_directed_weights(t)
+    'holds'
+    >>> t[CYCLIC, SYMMETRIC_WEIGHTS, 2] = S(0.95); decide_directed_weights(t)
+    'holds when a single head'
+    >>> t[CYCLIC, SYMMETRIC_WEIGHTS, 1] = S(0.96); decide_directed_weights(t)
+    'wrong as stated'
+    >>> t[CYCLIC, SYMMETRIC_WEIGHTS, 2] = S(0.5); decide_directed_weights(t)
+    'holds when several heads'
+    >>> t[RECALL, SYMMETRIC_WEIGHTS, 1] = S(0.6); decide_directed_weights(t)
+    'undecided'
+    """
+    if min(t[CYCLIC, ROW_WEIGHTS, h].mean for h in (1, 2)) < 0.9:
+        return "undecided"
+    if min(t[k, SYMMETRIC_WEIGHTS, h].mean for k in (PARTNER, RECALL) for h in (1, 2)) < 0.9:
+        return "undecided"  # the symmetric normaliser cannot learn at all
+    over = {h: t[CYCLIC, ROW_WEIGHTS, h].mean - t[CYCLIC, SYMMETRIC_WEIGHTS, h].mean > threshold for h in (1, 2)}
+    if any(over[h] and h in unconverged for h in (1, 2)):
+        return "undecided"
+    if over[1] and over[2]:
+        return "holds"
+    if over[1]:
+        return "holds when a single head"
+    if over[2]:
+        return "holds when several heads"
+    return "wrong as stated"
+
+
+def fixed_ceiling(score: str, task_label: str, keys_only: bool = False, seed: int = 0, batch_size: int = 512,
+                  scales: Sequence[float] = tuple(10 ** (e / 4) for e in range(-12, 7))) -> float:
+    r"""The most a fixed metric with frozen embeddings could recall, however long it trained: an upper bound.
+
+    With :math:`E_K, E_V, P` frozen at ``seed``'s start and :math:`W_Q, W_K` fixed, training moves only the score
+    scale and the read-out, so each query's ranking of the keys never changes. Each query's weights at scale
+    :math:`c`, :math:`A = \operatorname{softmax}(c\, s)` (causal, rows over keys), are read out ideally: the value
+    with the largest total weight. The best held-out accuracy over ``scales`` is returned. ``keys_only``: the score
+    compares key embeddings only, as a kernel smoother compares its points.
+
+    Examples
+    --------
+    >>> c = fixed_ceiling("identity", RECALL, batch_size=64, scales=(0.1, 1.0))
+    >>> 0.0 <= c <= 1.0
+    True
+    """
+    task = _task(task_label)
+    x, y, _ = task(batch_size, seed=TEST_SEED)  # (B, T, 2), (B, T)
+    T, N = x.shape[1], x.shape[1] // 2
+    m = ArmModel(Arm(score, 1, True), task.seq_len, seed=seed)
+    with torch.no_grad():
+        e_k = m.E_K[x[..., 0]]  # (B, T, d)
+        seen = e_k if keys_only else e_k + m.E_V[x[..., 1]] + m.P[:T]  # (B, T, d)
+        raw = (seen @ m.W_q) @ (seen @ m.W_k).transpose(1, 2) / m.d_model ** 0.5  # (B, T, T)
+        values = torch.nn.functional.one_hot(x[..., 1], m.E_V.shape[0]).float()[..., :-1]  # (B, T, 64): blank -> 0
+        causal = mixing_mask(T)
+        best = 0.0
+        for c in scales:
+            A = torch.softmax((c * raw).masked_fill(~causal, float("-inf")), dim=-1)  # (B, T, T), rows over keys
+            best = max(best, float(((A @ values).argmax(-1) == y)[:, N:].float().mean()))
+    return round(best, 4)
+
+
 def fixed_gap(t: Mapping[tuple, Score], task: str, frozen: bool, fixed: Sequence[str] = FIXED) -> float:
     """Learned W_Q, W_K minus the best of the ``fixed`` metrics (means over seeds) on ``task``.
 
@@ -755,8 +848,9 @@ def converged_grid(config: ComparisonConfig) -> list[tuple]:
 
     With ``weights`` (``--weights symmetric row``): W_K = W_Q D with no mask, weights symmetric
     (:func:`~attention_course.chapters.insight.mixers.symmetric_weights`) or row softmax, on cyclic recall, the
-    symmetric arm also on partner recall and MQAR. With ``score_input="key"``: the ``scores`` (untied and W_K = W_Q D
-    when not given) with the score reading the key embedding only. Those rows carry
+    symmetric arm also on partner recall and MQAR (with ``score_input="key"`` the score reads the key embedding only).
+    Otherwise, with ``score_input="key"``: the ``scores`` (untied and W_K = W_Q D when not given) with the score
+    reading the key embedding only. Those rows carry
     ``(weights, causal, score_input)`` after the first four.
 
     Examples
@@ -771,8 +865,9 @@ def converged_grid(config: ComparisonConfig) -> list[tuple]:
     """
     scores, heads = config.scores or ("untied", "signed", "tied"), sorted(config.heads or (1, 2))
     if config.weights:
-        return [(t, "signed", h, False, w, False, "token") for w in ("symmetric", "row") if w in config.weights
-                for t in ((CYCLIC, PARTNER, RECALL) if w == "symmetric" else (CYCLIC,)) for h in heads]
+        return [(t, "signed", h, False, w, False, config.score_input) for w in ("symmetric", "row")
+                if w in config.weights for t in ((CYCLIC, PARTNER, RECALL) if w == "symmetric" else (CYCLIC,))
+                for h in heads]
     if config.score_input == "key":
         chosen = config.scores if config.scores and len(config.scores) < 3 else ("untied", "signed")
         return [(CYCLIC, sc, h, False, "row", True, "key") for sc in ("signed", "untied") if sc in chosen for h in heads]

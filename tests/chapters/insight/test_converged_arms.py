@@ -165,3 +165,43 @@ def test_the_converged_part_writes_the_stored_structure(tmp_path, monkeypatch):
     assert all(r["weights"] == "symmetric" and r["causal"] is False for r in fresh["runs"][2:])
     stored = _stored(cc.CONVERGED_FILE)
     assert {k: type(v) for k, v in fresh["runs"][0].items()} == {k: type(v) for k, v in stored["runs"][0].items()}
+
+
+# ------------------------------------------------------------------ asymmetric: directed weights
+def _weights(sym1, sym2, row=0.97, other=1.0):
+    t = {(k, cc.SYMMETRIC_WEIGHTS, h): S_(other) for k in (cc.PARTNER, cc.RECALL) for h in (1, 2)}
+    t.update({(cc.CYCLIC, cc.ROW_WEIGHTS, h): S_(row) for h in (1, 2)})
+    t.update({(cc.CYCLIC, cc.SYMMETRIC_WEIGHTS, 1): S_(sym1), (cc.CYCLIC, cc.SYMMETRIC_WEIGHTS, 2): S_(sym2)})
+    return t
+
+
+@pytest.mark.parametrize("sym1, sym2, row, other, unconverged, verdict", [
+    (0.52, 0.51, 0.97, 1.0, (), "holds"),
+    (0.52, 0.95, 0.97, 1.0, (), "holds when a single head"),
+    (0.95, 0.51, 0.97, 1.0, (), "holds when several heads"),
+    (0.93, 0.95, 0.97, 1.0, (), "wrong as stated"),       # gaps 0.04 and 0.02: at most the margin
+    (0.92, 0.92, 0.97, 1.0, (), "wrong as stated"),       # gaps exactly 0.05 are not above it
+    (0.52, 0.51, 0.85, 1.0, (), "undecided"),             # the control does not learn the task
+    (0.52, 0.51, 0.97, 0.6, (), "undecided"),             # the symmetric normaliser cannot learn at all
+    (0.52, 0.95, 0.97, 1.0, (1,), "undecided"),           # a gap from a run stopped at the cap
+    (0.93, 0.95, 0.97, 1.0, (1, 2), "wrong as stated"),   # an unconverged arm within the margin still counts
+])
+def test_decide_directed_weights_reaches_every_outcome(sym1, sym2, row, other, unconverged, verdict):
+    assert cc.decide_directed_weights(_weights(sym1, sym2, row, other), unconverged=unconverged) == verdict
+
+
+def test_a_planted_inversion_does_not_hold():
+    """The arms swapped (symmetric weights better than the control) must not read as the claim holding."""
+    t = _weights(0.52, 0.51)
+    swapped = dict(t)
+    for h in (1, 2):
+        swapped[cc.CYCLIC, cc.ROW_WEIGHTS, h] = t[cc.CYCLIC, cc.SYMMETRIC_WEIGHTS, h]
+        swapped[cc.CYCLIC, cc.SYMMETRIC_WEIGHTS, h] = t[cc.CYCLIC, cc.ROW_WEIGHTS, h]
+    swapped.update({(cc.CYCLIC, cc.ROW_WEIGHTS, h): S_(0.95) for h in (1, 2)})  # keep the control above 0.9
+    assert cc.decide_directed_weights(t) == "holds"
+    assert cc.decide_directed_weights(swapped) == "wrong as stated"
+
+
+def test_the_margin_is_a_parameter():
+    t = _weights(0.9, 0.9)  # gaps 0.07
+    assert cc.decide_directed_weights(t, 0.05) == "holds" and cc.decide_directed_weights(t, 0.1) == "wrong as stated"
