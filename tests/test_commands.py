@@ -415,7 +415,9 @@ def test_the_converged_comparisons_write_the_stored_structure(tmp_path, monkeypa
     monkeypatch.setattr(cc, "metric_grid", lambda: [(cc.COPY, "W_Q = W_K = I", 16)])
     monkeypatch.setattr(cc, "partner_grid", lambda: [(cc.PARTNER, "tied W_Q = W_K", 16)])
     monkeypatch.setattr(cc, "signed_grid", lambda: [(cc.PARTNER, cc.SIGNED, 16)])
-    for name, argv in [("insight_metric.json", ["--part", "metric", "--seeds", "0"]),
+    monkeypatch.setattr(cc, "SPEED_RULE", replace(short, target=0.95, plateau_from=10**6))
+    for name, argv in [("insight_speed.json", ["--part", "speed", "--seeds", "0"]),
+                       ("insight_metric.json", ["--part", "metric", "--seeds", "0"]),
                        ("insight_partner.json", ["--part", "partner", "--seeds", "0"]),
                        ("insight_signed.json", ["--part", "signed", "--seeds", "0"]),
                        ("insight_linear.json", ["--part", "linear", "--widths", "16", "--pairs", "8", "--seeds", "0"]),

@@ -68,10 +68,10 @@ from .mixers import Variant, mixing_mask
 
 __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
-    "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear",
+    "load_linear", "linear_table", "decide_softmax_linear",
     "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "weights_clause",
-    "asymmetry_runs", "untrained_baseline", "arm_runs", "arm_table", "decide_asymmetric_heads",
-    "decide_metric_frozen", "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
+    "asymmetry_runs", "arm_runs", "arm_table", "decide_asymmetric_heads",
+    "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
     "speed_steps", "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
     "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed", "decide_directed_weights",
     "unconverged_weights", "SYMMETRIC_WEIGHTS", "ROW_WEIGHTS", "fixed_ceiling",

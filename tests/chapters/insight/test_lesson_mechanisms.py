@@ -19,7 +19,7 @@ from attention_course.chapters.insight.ablations import RecallTask, train_varian
 from attention_course.chapters.insight.mixers import Variant
 
 N = 16  # pairs, as in the lesson
-pytestmark = [pytest.mark.slow, pytest.mark.numerics]
+pytestmark = [pytest.mark.extended, pytest.mark.numerics]  # about 40 s: outside make test's 4-minute budget
 
 
 def _embedded(model, inputs: torch.Tensor) -> torch.Tensor:
