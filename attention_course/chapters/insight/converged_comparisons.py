@@ -70,9 +70,9 @@ __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
     "load_linear", "linear_table", "decide_softmax_linear",
     "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "weights_clause",
-    "asymmetry_runs", "arm_runs", "arm_table", "decide_asymmetric_heads",
+    "arm_runs", "arm_table", "decide_asymmetric_heads",
     "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
-    "speed_steps", "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
+    "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
     "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed", "decide_directed_weights",
     "unconverged_weights", "SYMMETRIC_WEIGHTS", "ROW_WEIGHTS", "fixed_ceiling",
 ]
@@ -356,11 +356,6 @@ def load_signed(path=SIGNED_FILE) -> dict:
     return read_json(path)
 
 
-def asymmetry_runs() -> list[dict]:
-    """The records of the ``metric``, ``partner`` and ``signed`` parts, in that order (one per task and variant)."""
-    return [*load_metric()["runs"], *load_partner()["runs"], *load_signed()["runs"]]
-
-
 def untrained_baseline(pairs: Sequence[tuple[str, str]], seeds: Sequence[int] = (0, 1, 2),
                        d_model: int = 64) -> dict[tuple[str, str], list[float]]:
     """``(task, variant) -> held-out accuracy per seed`` of each variant's model at its seeded start (no training).
@@ -614,7 +609,12 @@ def decide_directed_weights(t: Mapping[tuple[str, str, int], Score], threshold: 
     'holds when several heads'
     >>> t[RECALL, SYMMETRIC_WEIGHTS, 1] = S(0.6); decide_directed_weights(t)
     'undecided'
+    >>> del t[CYCLIC, ROW_WEIGHTS, 1]; decide_directed_weights(t)   # an arm not trained: nothing to decide on
+    'undecided'
     """
+    needed = [(CYCLIC, arm, h) for arm in (ROW_WEIGHTS, SYMMETRIC_WEIGHTS) for h in (1, 2)]
+    if any(k not in t for k in needed + [(k, SYMMETRIC_WEIGHTS, h) for k in (PARTNER, RECALL) for h in (1, 2)]):
+        return "undecided"
     if min(t[CYCLIC, ROW_WEIGHTS, h].mean for h in (1, 2)) < 0.9:
         return "undecided"
     if min(t[k, SYMMETRIC_WEIGHTS, h].mean for k in (PARTNER, RECALL) for h in (1, 2)) < 0.9:

@@ -178,7 +178,7 @@ def test_grids_of_the_new_parts():
 @pytest.fixture(scope="module")
 def runs():
     try:
-        return cc.asymmetry_runs()
+        return [*cc.load_metric()["runs"], *cc.load_partner()["runs"], *cc.load_signed()["runs"]]
     except FileNotFoundError:  # pragma: no cover
         pytest.skip("insight-metric --part signed has not been run")
 

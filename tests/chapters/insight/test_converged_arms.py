@@ -205,3 +205,9 @@ def test_a_planted_inversion_does_not_hold():
 def test_the_margin_is_a_parameter():
     t = _weights(0.9, 0.9)  # gaps 0.07
     assert cc.decide_directed_weights(t, 0.05) == "holds" and cc.decide_directed_weights(t, 0.1) == "wrong as stated"
+
+
+def test_an_arm_not_trained_leaves_the_claim_undecided():
+    t = _weights(0.52, 0.51)
+    del t[cc.CYCLIC, cc.SYMMETRIC_WEIGHTS, 1]
+    assert cc.decide_directed_weights(t) == "undecided"
