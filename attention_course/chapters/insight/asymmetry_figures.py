@@ -52,12 +52,13 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
     fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
     width = 0.8 / len(variants)
     for j, ((label, v), colour) in enumerate(zip(variants, SCORE_COLORS)):
+        first = next((i for i, (_, t) in enumerate(tasks) if (t, v) in accuracy), None)  # where its legend entry comes from
         for i, (_, t) in enumerate(tasks):
             if (t, v) not in accuracy:
                 continue
             x = i - 0.4 + width * (j + 0.5)
             seeds = np.asarray(accuracy[t, v], dtype=float)
-            ax.bar(x, seeds.mean(), width=width * 0.9, color=colour, alpha=0.35, label=label if i == 0 else None)
+            ax.bar(x, seeds.mean(), width=width * 0.9, color=colour, alpha=0.35, label=label if i == first else None)
             ax.plot(np.full(seeds.size, x) + np.linspace(-0.25, 0.25, seeds.size) * width, seeds, "o", ms=4,
                     color=colour, mec="white", mew=0.5)
             if untrained is not None and (t, v) in untrained:
