@@ -496,10 +496,10 @@ def focus_explorer(focus: Mapping, threshold: float = 0.5) -> SliderFigure:
     changes = [i for i in range(1, len(ks)) if verdicts[i]["claim"] != verdicts[i - 1]["claim"]]
     notes = [(i, f"the claim becomes {verdicts[i]['claim']} ("
                  + ", ".join(f"{m} {verdicts[i][m]}" for m in models) + ")") for i in changes]
-    layout = {"height": 300, "barmode": "stack", "margin": {"l": 80, "r": 20, "t": 10, "b": 40}, "font": PLOTLY_FONT,
+    layout = {"height": 360, "barmode": "stack", "margin": {"l": 80, "r": 20, "t": 10, "b": 110}, "font": PLOTLY_FONT,
               "xaxis": {**PLOTLY_AXIS, "range": [0, 1], "title": {"text": "share of all heads"}},
               "yaxis": {**PLOTLY_AXIS, "autorange": "reversed"},
-              "legend": {"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0}}
+              "legend": {"orientation": "h", "y": -0.42, "yanchor": "top", "x": 0}}
 
     def draw(fig, ax):
         for m, style in zip(models, ("o-", "s-")):

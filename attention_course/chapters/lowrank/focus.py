@@ -41,6 +41,7 @@ from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from ..mechanics.properties import row_entropy
 from . import head_swap as sw
 from .baselines import HEAD_BINS, SINK_THRESHOLD, classify_heads, content_part, head_bins
+from .decisions import combine_models
 
 __all__ = ["focus_verdict", "claim_verdict", "verdicts_over_k"]
 
@@ -349,6 +350,9 @@ def focus_verdict(bins: Mapping[str, float], scrambled_focused: float) -> str:
 def claim_verdict(per_model: Mapping[str, str]) -> str:
     """The claim's verdict from the models' (:func:`focus_verdict`): theirs if they agree, else ``"holds when"``.
 
+    The across-model rule of :func:`~attention_course.chapters.lowrank.decisions.combine_models`; on
+    :func:`focus_verdict`'s three outcomes two that disagree always include one that holds.
+
     Examples
     --------
     >>> claim_verdict({"MiniLM": "wrong as stated", "SmolLM2": "wrong as stated"})
@@ -356,8 +360,7 @@ def claim_verdict(per_model: Mapping[str, str]) -> str:
     >>> claim_verdict({"MiniLM": "wrong as stated", "SmolLM2": "holds when"})
     'holds when'
     """
-    verdicts = set(per_model.values())
-    return verdicts.pop() if len(verdicts) == 1 else "holds when"
+    return combine_models(per_model)
 
 
 def verdicts_over_k(focus: Mapping, threshold: float = 0.5) -> list[dict[str, str]]:
