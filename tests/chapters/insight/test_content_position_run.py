@@ -58,6 +58,8 @@ def test_the_stored_run_gives_the_ledgers_verdict():
     doc = run.load_content_position()
     shares = run.stored_scores(doc, "MiniLM").shares()
     assert pc.content_verdict(shares) == by_id("content-not-position").verdict
+    heads = {k: round(v * 72) for k, v in shares.items()}  # MiniLM's 72 heads
+    assert heads["content"] - heads["position"] >= 8 and heads["content"] <= 30  # clear of both other outcomes
     assert run.stored_scores(doc, "invariance").shares() == shares
 
 

@@ -230,3 +230,37 @@ def test_bad_input_names_the_shapes(call, match):
 def test_rule_maps_rejects_an_unknown_rule():
     with pytest.raises(ValueError, match="rule 'next' is not one of"):
         pc.rule_maps([[0, 1]], "next")
+
+
+def _planted_words(perms, rule):
+    """(1, 1, m, m) maps over the words and the full stop of each version, for heads the reading cannot place.
+
+    ``"place"`` always reads the third place, ``"last"`` the final full stop (which never moves), ``"window"``
+    puts most of its weight (0.7) on the query itself and the rest on its two neighbours
+    (with half the weight on itself it comes out position: the blind spot needs a strong self weight).
+    """
+    m = len(perms[0])
+    out = []
+    for _ in perms:
+        A = np.zeros((m, m))
+        if rule == "place":
+            A[:, 2] = 1.0
+        elif rule == "last":
+            A[:, -1] = 1.0
+        else:
+            A = 0.7 * np.eye(m) + 0.15 * (np.eye(m, k=1) + np.eye(m, k=-1))
+            A /= A.sum(-1, keepdims=True)
+        out.append(A[None, None])
+    return out
+
+
+@pytest.mark.parametrize("rule, kind", [("place", "mixed"), ("last", "content"), ("window", "mixed")])
+def test_the_readings_blind_spots_land_where_the_page_says(rule, kind):
+    """Heads neither reading was built for: a fixed absolute place is not a fixed offset (mixed); the full stop
+    never moves, so reading it looks like reading a word (content); a window weighted mostly on the query
+    matches both readings, since the query's own key is the same word and the same offset (mixed). The
+    evidence page names these three; this keeps them true."""
+    perms = [np.random.default_rng(s).permutation(10).tolist() + [10] for s in range(5)]
+    maps = _planted_words(perms, rule)
+    w, o = pc.follow_scores(maps[0], maps[1:], perms)
+    assert pc.classify_heads(np.zeros((1, 1)), w, o)[0, 0] == kind
