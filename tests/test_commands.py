@@ -336,6 +336,7 @@ SMALL = {
     "agreement_96.json": (["agreement-run", "--n", "16", "--seed", "0"], None),  # the first run, on 96 sentences
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
     "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
+    "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_run
 }
 
 
@@ -365,7 +366,10 @@ def test_every_stored_run_has_a_small_run_or_a_reason():
     special = {"composition_hops.json",  # its small run: tests/chapters/graphs/test_hop_sweep.py
                "composition_grid_long.json", "composition_follow_up.json", "composition_follow_up_2.json",
                "topology_rules.json", "insight_metric.json", "insight_partner.json", "insight_linear.json",
-               "insight_linear_long.json", "decoder_bench.json", "decoder_reference.npz",
+               "insight_linear_long.json", "insight_signed.json",
+               # their small runs: tests/chapters/insight/test_score_arms.py (extended)
+               "insight_heads.json", "insight_heads_tied.json", "insight_heads_other.json", "insight_frozen.json",
+               "decoder_bench.json", "decoder_reference.npz",
                "qk_gauge.json"}  # its small run: tests/chapters/kernels/test_gauge_run.py (extended, MiniLM on four texts)
     assert set(_stored_files()) == set(SMALL) | special
 
@@ -410,8 +414,12 @@ def test_the_converged_comparisons_write_the_stored_structure(tmp_path, monkeypa
     monkeypatch.setattr(cc, "LONG_RULE", replace(short, plateau_from=5))
     monkeypatch.setattr(cc, "metric_grid", lambda: [(cc.COPY, "W_Q = W_K = I", 16)])
     monkeypatch.setattr(cc, "partner_grid", lambda: [(cc.PARTNER, "tied W_Q = W_K", 16)])
-    for name, argv in [("insight_metric.json", ["--part", "metric", "--seeds", "0"]),
+    monkeypatch.setattr(cc, "signed_grid", lambda: [(cc.PARTNER, cc.SIGNED, 16)])
+    monkeypatch.setattr(cc, "SPEED_RULE", replace(short, target=0.95, plateau_from=10**6))
+    for name, argv in [("insight_speed.json", ["--part", "speed", "--seeds", "0"]),
+                       ("insight_metric.json", ["--part", "metric", "--seeds", "0"]),
                        ("insight_partner.json", ["--part", "partner", "--seeds", "0"]),
+                       ("insight_signed.json", ["--part", "signed", "--seeds", "0"]),
                        ("insight_linear.json", ["--part", "linear", "--widths", "16", "--pairs", "8", "--seeds", "0"]),
                        ("insight_linear_long.json", ["--part", "linear", "--long", "--widths", "16", "--pairs", "32",
                                                      "--seeds", "0"])]:

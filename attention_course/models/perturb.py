@@ -30,11 +30,11 @@ def scrambled_weights(weights: Any, seed: int, *, every_tensor: bool = False,
     Each scrambled tensor keeps its shape and its own values (so its scale and spread of
     sizes); what training put where is lost. The chapters ask two questions of it:
 
-    * ``every_tensor=False`` (chapter 5): only the layer matrices (``W_q, W_k, W_v, W_o, W_1,
+    * ``every_tensor=False`` (chapters 5 and 7): only the layer matrices (``W_q, W_k, W_v, W_o, W_1,
       W_2``) are scrambled. Embeddings, biases and LayerNorm parameters are kept, so the
       tokens still enter as trained and only what the layers learned is lost: is a head's graph
       built by trained layers, or by any layers of these scales?
-    * ``every_tensor=True`` (chapter 7): every tensor, the word, position and token-type
+    * ``every_tensor=True``: every tensor, the word, position and token-type
       embeddings, biases and LayerNorm parameters too. Not even the position embeddings keep
       what training put in them: which kinds of head (content, position, sink) need training?
     * ``tensors=("W_q", "W_k")`` (chapter 4): only the query and key matrices, so every head's

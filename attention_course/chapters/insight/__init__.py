@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablation_grid``, ``ablations``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``content_position_run``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -8,6 +8,9 @@ re-exported here, flat, so the notebook imports one thing:
 
 from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
+from . import asymmetry  # noqa: F401
+from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep, plot_learning_curves
+from .content_position_run import load_content_position, stored_scores
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,
@@ -19,10 +22,34 @@ from .converged_comparisons import (
     load_metric,
     load_linear,
     linear_table,
-    decide_metric_learned,
     decide_softmax_linear,
-    partner_needs_untied,
     ratio_threshold,
+    CYCLIC,
+    SIGNED,
+    load_signed,
+    weights_clause,
+    arm_runs,
+    arm_table,
+    decide_asymmetric_heads,
+    fixed_gap,
+    FIXED,
+    NON_PSD,
+    untrained_arms,
+    decide_metric_both,
+    speed_ratio,
+    decide_speed,
+    unconverged_heads,
+    SPEED_FACTOR,
+    arm_label,
+    variant_runs,
+    variant_table,
+    load_speed,
+    fine_speed,
+    decide_directed_weights,
+    unconverged_weights,
+    SYMMETRIC_WEIGHTS,
+    ROW_WEIGHTS,
+    fixed_ceiling,
 )
 from . import convergence  # noqa: F401
 from .ingredients import (
@@ -34,7 +61,6 @@ from .ingredients import (
     decide_data_dependent,
     decide_all_pairs,
     decide_differentiable,
-    decide_asymmetric,
     decide_memory,
 )
 from .memory import (
@@ -46,8 +72,15 @@ from .memory import (
     exponential_law,
     load_memory,
 )
-from .mixers import Variant, MixerModel, sparsemax
-from .position_content import CATEGORIES, content_position_scores, word_maps, classify_heads, rule_scores
+from .mixers import Variant, MixerModel, sparsemax, symmetric_weights
+from .position_content import (
+    CATEGORIES,
+    word_maps,
+    classify_heads,
+    rule_scores,
+    content_verdict,
+    verdict_range,
+)
 from .recall_tasks import BLANK, stacked_mqar, previous_token, gaps
 from .take_away import take_away_table
 from .figures import (
@@ -59,7 +92,8 @@ from .figures import (
     plot_lookup,
     plot_retrieval,
     plot_shuffled_heads,
-    plot_margin_sweep,
+    plot_kind_shares,
+    plot_kind_sweep,
     plot_take_away,
     copy_attention_maps,
     plot_copy_attention,
@@ -70,6 +104,7 @@ from .sliders import (
     metric_explorer,
     pairs_explorer,
     temperature_explorer,
+    content_explorer,
 )
 from .exercises import EXERCISES
 
@@ -80,6 +115,11 @@ __all__ = [
     "accuracy",
     "train_variant",
     "window_copy_accuracy",
+    "plot_asymmetry",
+    "plot_verdict_sweep",
+    "plot_learning_curves",
+    "load_content_position",
+    "stored_scores",
     "LONG_RULE",
     "PARTNER",
     "load_partner",
@@ -90,10 +130,34 @@ __all__ = [
     "load_metric",
     "load_linear",
     "linear_table",
-    "decide_metric_learned",
     "decide_softmax_linear",
-    "partner_needs_untied",
     "ratio_threshold",
+    "CYCLIC",
+    "SIGNED",
+    "load_signed",
+    "weights_clause",
+    "arm_runs",
+    "arm_table",
+    "decide_asymmetric_heads",
+    "fixed_gap",
+    "FIXED",
+    "NON_PSD",
+    "untrained_arms",
+    "decide_metric_both",
+    "speed_ratio",
+    "decide_speed",
+    "unconverged_heads",
+    "SPEED_FACTOR",
+    "arm_label",
+    "variant_runs",
+    "variant_table",
+    "load_speed",
+    "fine_speed",
+    "decide_directed_weights",
+    "unconverged_weights",
+    "SYMMETRIC_WEIGHTS",
+    "ROW_WEIGHTS",
+    "fixed_ceiling",
     "Score",
     "accuracy_table",
     "window_curve",
@@ -102,7 +166,6 @@ __all__ = [
     "decide_data_dependent",
     "decide_all_pairs",
     "decide_differentiable",
-    "decide_asymmetric",
     "decide_memory",
     "memory_cues",
     "capacity",
@@ -114,11 +177,13 @@ __all__ = [
     "Variant",
     "MixerModel",
     "sparsemax",
+    "symmetric_weights",
     "CATEGORIES",
-    "content_position_scores",
     "word_maps",
     "classify_heads",
     "rule_scores",
+    "content_verdict",
+    "verdict_range",
     "BLANK",
     "stacked_mqar",
     "previous_token",
@@ -132,7 +197,8 @@ __all__ = [
     "plot_lookup",
     "plot_retrieval",
     "plot_shuffled_heads",
-    "plot_margin_sweep",
+    "plot_kind_shares",
+    "plot_kind_sweep",
     "plot_take_away",
     "copy_attention_maps",
     "plot_copy_attention",
@@ -141,5 +207,6 @@ __all__ = [
     "metric_explorer",
     "pairs_explorer",
     "temperature_explorer",
+    "content_explorer",
     "EXERCISES",
 ]

@@ -19,42 +19,81 @@ Two parts, each trained by the :class:`~attention_course.chapters.insight.conver
 ``partner`` (``attention_course/data/insight_partner.json``)
     Partner recall (:func:`~attention_course.chapters.insight.recall_tasks.partner_mqar`, 16 pairs),
     d_model = 64: learned :math:`W_Q, W_K`, :math:`W_Q = W_K = I`, tied :math:`W_Q = W_K`, seeds 0-2.
+``signed`` (``attention_course/data/insight_signed.json``)
+    The symmetric indefinite :math:`W_K = W_Q D` on MQAR, partner recall and the copy, seeds 0-2 (the
+    other variants on those tasks are the ``metric`` and ``partner`` parts' records: the same model and rule).
+``heads`` (``attention_course/data/insight_heads.json``)
+    Cyclic successor recall, untied :math:`W_Q, W_K` and :math:`W_K = W_Q D` per head, at 1 head of width
+    64 and 2 heads of width 32 (:class:`~attention_course.chapters.insight.asymmetry.ArmModel`), each trained
+    to :data:`~attention_course.chapters.insight.asymmetry.CYCLIC_BUDGET` and kept at its best validation
+    check, seeds 0-2. ``heads-tied`` (``insight_heads_tied.json``): the tied arm the same way.
+    ``heads-other`` (``insight_heads_other.json``): untied and :math:`W_K = W_Q D` on partner recall and MQAR.
+``converged`` (``attention_course/data/insight_converged.json``)
+    Cyclic successor recall, untied, :math:`W_K = W_Q D` and tied at 1 head of 64 and 2 heads of 32, each trained
+    by :data:`~attention_course.chapters.insight.asymmetry.CONVERGED` (up to 48,000 steps, stopping only at 0.99 or
+    once the best validation check stops rising), seeds 0-2. One arm a call (``--scores signed --heads 1``); the
+    file keeps the other arms' records.
+``frozen`` (``attention_course/data/insight_frozen.json``)
+    Learned :math:`W_Q, W_K` against three fixed metrics (identity; :math:`W_Q = I, W_K = D`; :math:`W_Q, W_K`
+    frozen at their random start) on partner recall and MQAR, with the embeddings frozen and learned, each
+    trained to :data:`~attention_course.chapters.insight.asymmetry.METRIC_BUDGET`, seeds 0-2.
 ``linear --long`` (``attention_course/data/insight_linear_long.json``)
     The N > d points and every point where a mixer stopped on the plateau, rerun by :data:`LONG_RULE`
     (at most 4,000 steps, no plateau stop before 2,000) in :func:`long_grid`'s order; the file is
     written after each point, so a run cut short keeps what it finished.
 
-The two pre-registered decisions (``metric-learned``, ``softmax-over-linear`` in
-``attention_course/data/claims.toml``) are :func:`decide_metric_learned` and :func:`decide_softmax_linear`.
+The pre-registered decisions (``asymmetric``, ``metric-learned``, ``softmax-over-linear`` in
+``attention_course/data/claims.toml``) are :func:`decide_asymmetric_heads`, :func:`decide_metric_frozen` and
+:func:`decide_softmax_linear`. :func:`decide_metric_learned` and :func:`weights_clause` are the rules of the
+``metric`` and ``partner`` parts (learned against the identity, tied and :math:`W_K = W_Q D` with learned
+embeddings), reported on the page beside the frozen-input test.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
-from .ablations import RecallTask
+from .ablations import TEST_SEED, RecallTask, accuracy
+from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, train_best, tune_best, untrained_accuracy
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
-from .mixers import Variant
+from .mixers import Variant, mixing_mask
 
 __all__ = [
     "LONG_RULE", "PARTNER", "load_partner", "load_long", "merged_linear", "PAIRS", "WIDTHS", "load_metric",
-    "load_linear", "linear_table", "decide_metric_learned", "decide_softmax_linear", "partner_needs_untied",
-    "ratio_threshold",
+    "load_linear", "linear_table", "decide_softmax_linear",
+    "ratio_threshold", "CYCLIC", "SIGNED", "load_signed", "weights_clause",
+    "arm_runs", "arm_table", "decide_asymmetric_heads",
+    "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
+    "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
+    "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed", "decide_directed_weights",
+    "unconverged_weights", "SYMMETRIC_WEIGHTS", "ROW_WEIGHTS", "fixed_ceiling",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
 LINEAR_FILE = DATA_DIR / "insight_linear.json"
 PARTNER_FILE = DATA_DIR / "insight_partner.json"
 LONG_FILE = DATA_DIR / "insight_linear_long.json"
+SIGNED_FILE = DATA_DIR / "insight_signed.json"
+HEADS_FILE = DATA_DIR / "insight_heads.json"
+HEADS_TIED_FILE = DATA_DIR / "insight_heads_tied.json"
+HEADS_OTHER_FILE = DATA_DIR / "insight_heads_other.json"
+FROZEN_FILE = DATA_DIR / "insight_frozen.json"
+CONVERGED_FILE = DATA_DIR / "insight_converged.json"
+SPEED_FILE = DATA_DIR / "insight_speed.json"
+#: The fixed metrics of the ``frozen`` part, and those of them that are not positive semi-definite.
+FIXED, NON_PSD = ("identity", "fixed D", "frozen random"), ("fixed D", "frozen random")
 RECALL, COPY, PARTNER = "recall (MQAR, 16 pairs)", "previous token", "partner recall (16 pairs)"
+CYCLIC = "cyclic recall (16 pairs, cycles of 4)"
+#: The symmetric indefinite score, W_K = W_Q D (learnable score scale as every metric variant).
+SIGNED = "symmetric W_K = W_Q D"
 #: The longer budget of the softmax-over-linear rerun: at most 4,000 steps, no plateau stop before 2,000.
 LONG_RULE = ConvergenceRule(max_steps=4000, plateau_from=2000)
 PAIRS, WIDTHS = (8, 16, 32, 64), (16, 32, 64)
@@ -67,8 +106,10 @@ METRIC_VARIANTS: dict[str, Variant] = {
     "W_Q = W_K = I, self masked": Variant(identity=True, mask_self=True, learn_scale=True),
     "tied, self masked": Variant(tied=True, mask_self=True, learn_scale=True),
 }
+_SIGNED = {SIGNED: Variant(signed=True, learn_scale=True)}
 _TASKS = {RECALL: RecallTask("stacked_mqar", {"n_pairs": 16}), COPY: RecallTask("previous_token", {"length": 32}),
-          PARTNER: RecallTask("partner_mqar", {"n_pairs": 16})}
+          PARTNER: RecallTask("partner_mqar", {"n_pairs": 16}),
+          CYCLIC: CyclicRecallTask(kwargs={"n_pairs": 16, "cycle": 4})}
 _MIXERS = {"softmax attention": Variant(), "linear attention": Variant(mixer="linear")}
 
 
@@ -93,6 +134,40 @@ def partner_grid() -> list[tuple[str, str, int]]:
     ['learned W_Q, W_K', 'W_Q = W_K = I', 'tied W_Q = W_K']
     """
     return [(PARTNER, v, 64) for v in list(METRIC_VARIANTS)[:3]]
+
+
+def signed_grid() -> list[tuple[str, str, int]]:
+    """(task, variant, d_model) of the ``signed`` part: the symmetric indefinite score on the three other tasks.
+
+    Examples
+    --------
+    >>> [t for t, _, _ in signed_grid()]
+    ['recall (MQAR, 16 pairs)', 'partner recall (16 pairs)', 'previous token']
+    """
+    return [(t, SIGNED, 64) for t in (RECALL, PARTNER, COPY)]
+
+
+def heads_grid(scores: Sequence[str] = ("untied", "signed"), tasks: Sequence[str] = (CYCLIC,)) -> list[tuple]:
+    """(task, score, heads, frozen_inputs) of the ``heads`` parts: each score at 1 head of 64 and 2 heads of 32.
+
+    Examples
+    --------
+    >>> heads_grid()
+    [('cyclic recall (16 pairs, cycles of 4)', 'untied', 1, False), ('cyclic recall (16 pairs, cycles of 4)', 'signed', 1, False), ('cyclic recall (16 pairs, cycles of 4)', 'untied', 2, False), ('cyclic recall (16 pairs, cycles of 4)', 'signed', 2, False)]
+    """
+    return [(t, sc, h, False) for t in tasks for h in (1, 2) for sc in scores]
+
+
+def frozen_grid() -> list[tuple]:
+    """(task, score, heads, frozen_inputs) of the ``frozen`` part: learned and the three fixed metrics, one head,
+    embeddings frozen then learned, on partner recall and MQAR.
+
+    Examples
+    --------
+    >>> g = frozen_grid(); len(g), g[0], g[-1][1:]
+    (16, ('partner recall (16 pairs)', 'untied', 1, True), ('frozen random', 1, False))
+    """
+    return [(t, sc, 1, fr) for fr in (True, False) for t in (PARTNER, RECALL) for sc in ("untied", *FIXED)]
 
 
 def long_grid(runs: Sequence[Mapping]) -> list[tuple[str, str, int]]:
@@ -139,12 +214,126 @@ def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=
                    lrs=(3e-3, 1e-2), rule: ConvergenceRule = ConvergenceRule()) -> dict:
     """Train one configuration by the convergence rule (one thread) and return its record."""
     torch.set_num_threads(1)
-    variant = METRIC_VARIANTS.get(variant_name) or _MIXERS[variant_name]
+    variant = {**METRIC_VARIANTS, **_SIGNED, **_MIXERS}[variant_name]
     task = _task(task_label)
     start = time.perf_counter()
     r = tune_converged(variant, task, seeds=seeds, lrs=lrs, d_model=d_model, rule=rule)
     return {"task": task_label, "variant": variant_name, "d_model": d_model,
             "n_pairs": task.kwargs.get("n_pairs"), **r, "seconds": round(time.perf_counter() - start, 1)}
+
+
+#: An :class:`~attention_course.chapters.insight.asymmetry.Arm`'s settings beyond (score, heads, frozen_inputs), with
+#: their defaults; a record carries them only where they differ.
+ARM_DEFAULTS = {"weights": "row", "causal": True, "score_input": "token"}
+
+
+def run_arm_job(task_label: str, score: str, heads: int, frozen_inputs: bool, seeds=(0, 1, 2),
+                lrs=(3e-3, 1e-2), rule: ConvergenceRule = CYCLIC_BUDGET, **settings) -> dict:
+    """Train one :class:`~attention_course.chapters.insight.asymmetry.Arm` on a task (one thread); its record.
+
+    ``settings``: the arm's ``weights``, ``causal`` and ``score_input``; those that differ from
+    :data:`ARM_DEFAULTS` are written into the record."""
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    r = tune_best(Arm(score, heads, frozen_inputs, **settings), _task(task_label), seeds=seeds, lrs=lrs, rule=rule)
+    extra = {k: v for k, v in settings.items() if ARM_DEFAULTS[k] != v}
+    return {"task": task_label, "score": score, "heads": heads, "frozen_inputs": frozen_inputs, **extra, **r,
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def arm_label(record: Mapping) -> str:
+    """An arm's name in the stored files: its score, then what differs from :data:`ARM_DEFAULTS`.
+
+    Examples
+    --------
+    >>> arm_label({"score": "signed"}), arm_label({"score": "signed", "weights": "symmetric", "causal": False})
+    ('signed', 'signed, symmetric weights, no mask')
+    >>> arm_label({"score": "signed", "causal": False}), arm_label({"score": "untied", "score_input": "key"})
+    ('signed, row weights, no mask', 'untied, key only')
+    """
+    s = record["score"]
+    if record.get("weights", "row") == "symmetric" or not record.get("causal", True):
+        s += f", {record.get('weights', 'row')} weights"
+    if not record.get("causal", True):
+        s += ", no mask"
+    if record.get("score_input", "token") == "key":
+        s += ", key only"
+    return s
+
+
+def _arm_name(record: Mapping) -> str:
+    return f"{arm_label(record)} {record['heads']}"
+
+
+def _is_variant(record: Mapping) -> bool:
+    return any(k in record for k in ARM_DEFAULTS)
+
+
+def arm_runs(paths=None) -> list[dict]:
+    """The records of the stored ``converged``, ``heads``, ``heads-tied``, ``heads-other`` and ``frozen`` parts, in
+    that order, each arm once: an arm of the ``converged`` part replaces its 12,000-step record.
+
+    Each file is ``{"meta", "runs": [record of run_arm_job, ...]}``."""
+    paths = paths or tuple(p for p in (CONVERGED_FILE, HEADS_FILE, HEADS_TIED_FILE, HEADS_OTHER_FILE, FROZEN_FILE)
+                           if p != CONVERGED_FILE or p.exists())
+    seen, out = set(), []
+    for r in (r for p in paths for r in read_json(p)["runs"] if not _is_variant(r)):  # the score arms only
+        key = (r["task"], r["score"], r["heads"], r["frozen_inputs"])
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def variant_runs(path=CONVERGED_FILE) -> list[dict]:
+    """The stored ``converged`` records of the arms whose weights, mask or score input differ from the defaults."""
+    return [r for r in read_json(path)["runs"] if _is_variant(r)]
+
+
+def variant_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int], Score]:
+    """``(task, arm_label, heads) -> Score`` over each record's seeds.
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 2, "weights": "symmetric", "causal": False,
+    ...       "accuracy": [0.5, 0.6]}]
+    >>> round(variant_table(r)[CYCLIC, "signed, symmetric weights, no mask", 2].mean, 2)
+    0.55
+    """
+    return {(r["task"], arm_label(r), r["heads"]):
+            accuracy_table([{"task": "", "variant": "", "accuracy": r["accuracy"]}])["", ""] for r in runs}
+
+
+def arm_table(runs: Sequence[Mapping]) -> dict[tuple[str, str, int, bool], Score]:
+    """``(task, score, heads, frozen_inputs) -> Score`` over each record's seeds.
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 2, "frozen_inputs": False, "accuracy": [0.9, 1.0]}]
+    >>> arm_table(r)[CYCLIC, "signed", 2, False].mean
+    0.95
+    """
+    return {(r["task"], r["score"], r["heads"], r["frozen_inputs"]):
+            accuracy_table([{"task": "", "variant": "", "accuracy": r["accuracy"]}])["", ""] for r in runs}
+
+
+def untrained_arms(keys: Sequence[tuple[str, str, int, bool]], seeds: Sequence[int] = (0, 1, 2)) -> dict:
+    """Held-out accuracy per seed of each (task, score, heads, frozen_inputs) arm at its seeded start (no training).
+
+    Examples
+    --------
+    >>> acc = untrained_arms([(RECALL, "signed", 2, False)], seeds=(0,))
+    >>> 0.0 <= acc[RECALL, "signed", 2, False][0] < 0.1
+    True
+    """
+    out = {}
+    with torch.no_grad():
+        for task_label, score, heads, frozen in keys:
+            task = _task(task_label)
+            out[task_label, score, heads, frozen] = [
+                round(accuracy(ArmModel(Arm(score, heads, frozen), task.seq_len, seed=s), task, seed=TEST_SEED), 4)
+                for s in seeds]
+    return out
 
 
 def load_metric(path=METRIC_FILE) -> dict:
@@ -160,6 +349,25 @@ def load_linear(path=LINEAR_FILE) -> dict:
 def load_partner(path=PARTNER_FILE) -> dict:
     """The stored ``partner`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
     return read_json(path)
+
+
+def load_signed(path=SIGNED_FILE) -> dict:
+    """The stored ``signed`` part: ``{"meta", "runs": [record of run_metric_job, ...]}``."""
+    return read_json(path)
+
+
+def untrained_baseline(pairs: Sequence[tuple[str, str]], seeds: Sequence[int] = (0, 1, 2),
+                       d_model: int = 64) -> dict[tuple[str, str], list[float]]:
+    """``(task, variant) -> held-out accuracy per seed`` of each variant's model at its seeded start (no training).
+
+    Examples
+    --------
+    >>> b = untrained_baseline([(CYCLIC, SIGNED)], seeds=(0,), d_model=8)
+    >>> 0.0 <= b[CYCLIC, SIGNED][0] < 0.2
+    True
+    """
+    variants = {**METRIC_VARIANTS, **_SIGNED}
+    return {(t, v): untrained_accuracy(variants[v], _task(t), seeds, d_model) for t, v in pairs}
 
 
 def load_long(path=LONG_FILE) -> dict:
@@ -211,7 +419,7 @@ def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
     and, when ``t`` has partner recall, gap_p = learned - identity and gap_t = learned - tied there.
 
     Returns ``"holds when"`` with the condition "the match is not the embeddings' own similarity"
-    when only gap_p exceeds 0.05; :func:`partner_needs_untied` says whether tied fails too.
+    when only gap_p exceeds 0.05; :func:`weights_clause` adds the clause on the weights.
 
     Examples
     --------
@@ -248,16 +456,279 @@ def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
     return "undecided"
 
 
-def partner_needs_untied(t: Mapping[tuple[str, str], Score]) -> bool:
-    """Whether tied W_Q = W_K also fails partner recall: gap_t = learned - tied above 0.05.
+def weights_clause(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) -> str:
+    """``metric-learned``'s clause on the weights, from gap_t = learned - tied and gap_s = learned - symmetric
+    indefinite on partner recall: ``"then only with an indefinite metric"`` if only gap_t exceeds ``threshold``,
+    ``"then only with untied W_Q, W_K"`` if both do, ``""`` otherwise.
 
     Examples
     --------
     >>> S = lambda m: Score(m, m, m, 3)
-    >>> partner_needs_untied({(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "tied W_Q = W_K"): S(0.5)})
+    >>> t = {(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "tied W_Q = W_K"): S(0.5), (PARTNER, SIGNED): S(0.99)}
+    >>> weights_clause(t)
+    'then only with an indefinite metric'
+    >>> t[PARTNER, SIGNED] = S(0.6); weights_clause(t)
+    'then only with untied W_Q, W_K'
+    """
+    learned = t[PARTNER, "learned W_Q, W_K"].mean
+    gap_t, gap_s = learned - t[PARTNER, "tied W_Q = W_K"].mean, learned - t[PARTNER, SIGNED].mean
+    if gap_t > threshold:
+        return "then only with untied W_Q, W_K" if gap_s > threshold else "then only with an indefinite metric"
+    return ""
+
+
+#: The secondary reading of ``asymmetric``: the symmetric arm needs at least this many times the untied arm's steps.
+SPEED_FACTOR = 5.0
+
+
+def unconverged_heads(runs: Sequence[Mapping], score: str = "signed") -> set:
+    """The head counts at which the ``score`` arm on cyclic recall stopped at its step cap on some seed.
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 1, "stopped": ["plateau", "max steps"]}]
+    >>> unconverged_heads(r)
+    {1}
+    """
+    return {r["heads"] for r in runs if r["task"] == CYCLIC and r["score"] == score and "max steps" in r["stopped"]}
+
+
+def speed_steps(record: Mapping, level: float = SPEED_LEVEL) -> list[int]:
+    """Steps to the first validation check >= ``level``, per seed; the record's step cap if never (a lower bound).
+
+    Examples
+    --------
+    >>> speed_steps({"curves": [[0.5, 0.96], [0.5, 0.6]], "rule": {"check_every": 100, "max_steps": 48000}})
+    [200, 48000]
+    """
+    every, cap = record["rule"]["check_every"], record["rule"]["max_steps"]
+    return [steps_to(c, level, every) or cap for c in record["curves"]]
+
+
+def speed_ratio(runs: Sequence[Mapping], heads: int, level: float = SPEED_LEVEL) -> float:
+    """r_H = mean steps to ``level`` of W_K = W_Q D over that of untied, on cyclic recall at ``heads`` heads.
+
+    Examples
+    --------
+    >>> rule = {"check_every": 100, "max_steps": 48000}
+    >>> r = [{"task": CYCLIC, "score": s, "heads": 1, "curves": c, "rule": rule}
+    ...      for s, c in (("untied", [[0.5, 0.99]]), ("signed", [[0.5] * 9 + [0.95]]))]
+    >>> speed_ratio(r, 1)
+    5.0
+    """
+    mean = {r["score"]: sum(speed_steps(r, level)) / len(r["curves"]) for r in runs
+            if r["task"] == CYCLIC and r["heads"] == heads and r["score"] in ("untied", "signed")}
+    return mean["signed"] / mean["untied"]
+
+
+def decide_speed(ratios: Mapping[int, float], factor: float = SPEED_FACTOR) -> str:
+    """The secondary reading of ``asymmetric`` (faster with asymmetric scores) from r_1 and r_2.
+
+    Examples
+    --------
+    >>> decide_speed({1: 60.0, 2: 3.0}), decide_speed({1: 60.0, 2: 8.0}), decide_speed({1: 2.0, 2: 8.0})
+    ('holds when', 'holds', 'wrong as stated')
+    """
+    if ratios[1] >= factor:
+        return "holds" if ratios[2] >= factor else "holds when"
+    return "wrong as stated"
+
+
+def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05, unconverged: Collection[int] = ()) -> str:
+    """``asymmetric``: gap_H = untied - (W_K = W_Q D) on cyclic recall at H = 1 and H = 2 heads (means over seeds).
+
+    ``undecided`` if untied is below 0.9 at either head count, only gap_2 exceeds ``threshold``, or a gap above
+    ``threshold`` belongs to a head count in ``unconverged`` (the symmetric arm stopped at its step cap: more
+    steps could only shrink that gap).
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(CYCLIC, "untied", h, False): S(1.0) for h in (1, 2)}
+    >>> t[CYCLIC, "signed", 1, False], t[CYCLIC, "signed", 2, False] = S(0.9), S(0.99)
+    >>> decide_asymmetric_heads(t)
+    'holds when'
+    >>> t[CYCLIC, "signed", 2, False] = S(0.7); decide_asymmetric_heads(t)
+    'holds'
+    >>> t[CYCLIC, "signed", 1, False] = S(0.97); decide_asymmetric_heads(t)
+    'undecided'
+    >>> t[CYCLIC, "signed", 2, False] = S(0.97); decide_asymmetric_heads(t)
+    'wrong as stated'
+    >>> t[CYCLIC, "signed", 1, False] = S(0.9); decide_asymmetric_heads(t, unconverged={1})
+    'undecided'
+    """
+    if min(t[CYCLIC, "untied", h, False].mean for h in (1, 2)) < 0.9:
+        return "undecided"
+    gap_1, gap_2 = (t[CYCLIC, "untied", h, False].mean - t[CYCLIC, "signed", h, False].mean for h in (1, 2))
+    if any(g > threshold and h in unconverged for h, g in ((1, gap_1), (2, gap_2))):
+        return "undecided"
+    if gap_1 > threshold:
+        return "holds" if gap_2 > threshold else "holds when"
+    return "undecided" if gap_2 > threshold else "wrong as stated"
+
+
+#: The two arms of ``asymmetric`` as registered: W_K = W_Q D, no mask, symmetric weights against row softmax.
+SYMMETRIC_WEIGHTS, ROW_WEIGHTS = "signed, symmetric weights, no mask", "signed, row weights, no mask"
+
+
+def unconverged_weights(runs: Sequence[Mapping]) -> set:
+    """Head counts at which the symmetric-weights arm stopped at its step cap on some seed (cyclic recall).
+
+    Examples
+    --------
+    >>> r = [{"task": CYCLIC, "score": "signed", "heads": 1, "weights": "symmetric", "causal": False,
+    ...       "stopped": ["plateau", "max steps"]}]
+    >>> unconverged_weights(r)
+    {1}
+    """
+    return {r["heads"] for r in runs if r["task"] == CYCLIC and arm_label(r) == SYMMETRIC_WEIGHTS
+            and "max steps" in r["stopped"]}
+
+
+def decide_directed_weights(t: Mapping[tuple[str, str, int], Score], threshold: float = 0.05,
+                            unconverged: Collection[int] = ()) -> str:
+    """``asymmetric``: gap_H = row softmax - symmetric weights (both W_K = W_Q D, no mask) on cyclic recall at H = 1, 2.
+
+    ``t`` is :func:`variant_table`'s ``(task, arm_label, heads) -> Score``. Undecided if the control is below 0.9 at
+    either head count, if the symmetric-weights arm is below 0.9 on partner recall or MQAR at either head count, or
+    if a gap above the margin comes from a head count in ``unconverged``.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, SYMMETRIC_WEIGHTS, h): S(1.0) for k in (PARTNER, RECALL) for h in (1, 2)}
+    >>> t.update({(CYCLIC, ROW_WEIGHTS, h): S(0.97) for h in (1, 2)})
+    >>> t.update({(CYCLIC, SYMMETRIC_WEIGHTS, 1): S(0.5), (CYCLIC, SYMMETRIC_WEIGHTS, 2): S(0.52)})
+    >>> decide_directed_weights(t)
+    'holds'
+    >>> t[CYCLIC, SYMMETRIC_WEIGHTS, 2] = S(0.95); decide_directed_weights(t)
+    'holds when a single head'
+    >>> t[CYCLIC, SYMMETRIC_WEIGHTS, 1] = S(0.96); decide_directed_weights(t)
+    'wrong as stated'
+    >>> t[CYCLIC, SYMMETRIC_WEIGHTS, 2] = S(0.5); decide_directed_weights(t)
+    'holds when several heads'
+    >>> t[RECALL, SYMMETRIC_WEIGHTS, 1] = S(0.6); decide_directed_weights(t)
+    'undecided'
+    >>> del t[CYCLIC, ROW_WEIGHTS, 1]; decide_directed_weights(t)   # an arm not trained: nothing to decide on
+    'undecided'
+    """
+    needed = [(CYCLIC, arm, h) for arm in (ROW_WEIGHTS, SYMMETRIC_WEIGHTS) for h in (1, 2)]
+    if any(k not in t for k in needed + [(k, SYMMETRIC_WEIGHTS, h) for k in (PARTNER, RECALL) for h in (1, 2)]):
+        return "undecided"
+    if min(t[CYCLIC, ROW_WEIGHTS, h].mean for h in (1, 2)) < 0.9:
+        return "undecided"
+    if min(t[k, SYMMETRIC_WEIGHTS, h].mean for k in (PARTNER, RECALL) for h in (1, 2)) < 0.9:
+        return "undecided"  # the symmetric normaliser cannot learn at all
+    over = {h: t[CYCLIC, ROW_WEIGHTS, h].mean - t[CYCLIC, SYMMETRIC_WEIGHTS, h].mean > threshold for h in (1, 2)}
+    if any(over[h] and h in unconverged for h in (1, 2)):
+        return "undecided"
+    if over[1] and over[2]:
+        return "holds"
+    if over[1]:
+        return "holds when a single head"
+    if over[2]:
+        return "holds when several heads"
+    return "wrong as stated"
+
+
+def fixed_ceiling(score: str, task_label: str, keys_only: bool = False, seed: int = 0, batch_size: int = 512,
+                  scales: Sequence[float] = tuple(10 ** (e / 4) for e in range(-12, 7))) -> float:
+    r"""The most a fixed metric with frozen embeddings could recall, however long it trained: an upper bound.
+
+    With :math:`E_K, E_V, P` frozen at ``seed``'s start and :math:`W_Q, W_K` fixed, training moves only the score
+    scale and the read-out, so each query's ranking of the keys never changes. Each query's weights at scale
+    :math:`c`, :math:`A = \operatorname{softmax}(c\, s)` (causal, rows over keys), are read out ideally: the value
+    with the largest total weight. The best held-out accuracy over ``scales`` is returned. ``keys_only``: the score
+    compares key embeddings only, as a kernel smoother compares its points.
+
+    Examples
+    --------
+    >>> c = fixed_ceiling("identity", RECALL, batch_size=64, scales=(0.1, 1.0))
+    >>> 0.0 <= c <= 1.0
     True
     """
-    return t[PARTNER, "learned W_Q, W_K"].mean - t[PARTNER, "tied W_Q = W_K"].mean > 0.05
+    task = _task(task_label)
+    x, y, _ = task(batch_size, seed=TEST_SEED)  # (B, T, 2), (B, T)
+    T, N = x.shape[1], x.shape[1] // 2
+    m = ArmModel(Arm(score, 1, True), task.seq_len, seed=seed)
+    with torch.no_grad():
+        e_k = m.E_K[x[..., 0]]  # (B, T, d)
+        seen = e_k if keys_only else e_k + m.E_V[x[..., 1]] + m.P[:T]  # (B, T, d)
+        raw = (seen @ m.W_q) @ (seen @ m.W_k).transpose(1, 2) / m.d_model ** 0.5  # (B, T, T)
+        values = torch.nn.functional.one_hot(x[..., 1], m.E_V.shape[0]).float()[..., :-1]  # (B, T, 64): blank -> 0
+        causal = mixing_mask(T)
+        best = 0.0
+        for c in scales:
+            A = torch.softmax((c * raw).masked_fill(~causal, float("-inf")), dim=-1)  # (B, T, T), rows over keys
+            best = max(best, float(((A @ values).argmax(-1) == y)[:, N:].float().mean()))
+    return round(best, 4)
+
+
+def fixed_gap(t: Mapping[tuple, Score], task: str, frozen: bool, fixed: Sequence[str] = FIXED) -> float:
+    """Learned W_Q, W_K minus the best of the ``fixed`` metrics (means over seeds) on ``task``.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(PARTNER, sc, 1, True): S(a) for sc, a in [("untied", 0.99), ("identity", 0.1), ("fixed D", 0.2),
+    ...                                                  ("frozen random", 0.09)]}
+    >>> round(fixed_gap(t, PARTNER, True), 2)
+    0.79
+    """
+    return t[task, "untied", 1, frozen].mean - max(t[task, f, 1, frozen].mean for f in fixed)
+
+
+def decide_metric_frozen(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
+    """``metric-learned``: gap_F = learned - best fixed metric, embeddings frozen, on partner recall and MQAR.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, sc, 1, True): S(0.1) for k in (PARTNER, RECALL) for sc in FIXED}
+    >>> t.update({(k, "untied", 1, True): S(0.99) for k in (PARTNER, RECALL)})
+    >>> decide_metric_frozen(t)
+    'holds'
+    >>> t[RECALL, "fixed D", 1, True] = S(0.97); decide_metric_frozen(t)
+    'holds when'
+    >>> t[PARTNER, "identity", 1, True] = S(0.99); decide_metric_frozen(t)
+    'wrong as stated'
+    >>> t[PARTNER, "untied", 1, True] = S(0.5); decide_metric_frozen(t)
+    'undecided'
+    """
+    if min(t[k, "untied", 1, True].mean for k in (PARTNER, RECALL)) < 0.9:
+        return "undecided"
+    over = [fixed_gap(t, k, True) > threshold for k in (PARTNER, RECALL)]
+    return "holds" if all(over) else "holds when" if any(over) else "wrong as stated"
+
+
+def decide_metric_both(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
+    """``metric-learned``: gap_F (embeddings frozen, against every fixed metric) and gap_L (embeddings learned,
+    against the fixed metrics that are not positive semi-definite), each on partner recall and MQAR; a reading
+    passes if its gap exceeds ``threshold`` on both tasks.
+
+    Examples
+    --------
+    >>> S = lambda m: Score(m, m, m, 3)
+    >>> t = {(k, sc, 1, fr): S(0.1) for k in (PARTNER, RECALL) for sc in FIXED for fr in (True, False)}
+    >>> t.update({(k, "untied", 1, fr): S(0.99) for k in (PARTNER, RECALL) for fr in (True, False)})
+    >>> decide_metric_both(t)
+    'holds'
+    >>> t[RECALL, "frozen random", 1, False] = S(0.99); decide_metric_both(t)
+    'holds when the inputs are given'
+    >>> t[PARTNER, "fixed D", 1, True] = S(0.99); decide_metric_both(t)
+    'wrong as stated'
+    >>> t[RECALL, "frozen random", 1, False] = S(0.1); decide_metric_both(t)
+    'holds when the embeddings learn'
+    >>> t[RECALL, "untied", 1, False] = S(0.5); decide_metric_both(t)
+    'undecided'
+    """
+    if min(t[k, "untied", 1, fr].mean for k in (PARTNER, RECALL) for fr in (True, False)) < 0.9:
+        return "undecided"
+    frozen = all(fixed_gap(t, k, True) > threshold for k in (PARTNER, RECALL))
+    learned = all(fixed_gap(t, k, False, NON_PSD) > threshold for k in (PARTNER, RECALL))
+    if frozen:
+        return "holds" if learned else "holds when the inputs are given"
+    return "holds when the embeddings learn" if learned else "wrong as stated"
 
 
 def decide_softmax_linear(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int] = PAIRS,
@@ -321,12 +792,23 @@ class ComparisonConfig:
 
     part: Optional[str] = None
     long: bool = False
+    scores: tuple = ("untied", "signed", "tied")
+    heads: tuple = (1, 2)
     widths: tuple = WIDTHS
     pairs: tuple = PAIRS
     seeds: Optional[tuple] = None
+    weights: tuple = ()
+    score_input: str = "token"
 
     def seed_list(self) -> tuple:
         return tuple(self.seeds or ((0, 1) if self.part == "linear" else (0, 1, 2)))
+
+
+def _arm_job(config: ComparisonConfig, task_label: str, score: str, heads: int, frozen_inputs: bool,
+             weights: str = "row", causal: bool = True, score_input: str = "token") -> dict:
+    rule = {"frozen": METRIC_BUDGET, "converged": CONVERGED}.get(config.part, CYCLIC_BUDGET)
+    return run_arm_job(task_label, score, heads, frozen_inputs, config.seed_list(), rule=rule, weights=weights,
+                       causal=causal, score_input=score_input)
 
 
 def _job(config: ComparisonConfig, task_label: str, variant_name: str, d_model: int) -> dict:
@@ -361,6 +843,134 @@ def _keep_other_widths(doc: Mapping, previous: Mapping) -> dict:
     return {"meta": {**previous["meta"], **doc["meta"]}, "runs": merged}
 
 
+def converged_grid(config: ComparisonConfig) -> list[tuple]:
+    """The ``converged`` part's arms that ``config`` runs, longest first (W_K = W_Q D, tied, untied; 1 head first).
+
+    With ``weights`` (``--weights symmetric row``): W_K = W_Q D with no mask, weights symmetric
+    (:func:`~attention_course.chapters.insight.mixers.symmetric_weights`) or row softmax, on cyclic recall, the
+    symmetric arm also on partner recall and MQAR (with ``score_input="key"`` the score reads the key embedding only).
+    Otherwise, with ``score_input="key"``: the ``scores`` (untied and W_K = W_Q D when not given) with the score
+    reading the key embedding only. Those rows carry
+    ``(weights, causal, score_input)`` after the first four.
+
+    Examples
+    --------
+    >>> [(sc, h) for _, sc, h, _ in converged_grid(ComparisonConfig(part="converged", scores=("untied", "signed")))]
+    [('signed', 1), ('signed', 2), ('untied', 1), ('untied', 2)]
+    >>> [(t[:7], w, h) for t, _, h, _, w, _, _ in converged_grid(ComparisonConfig(weights=("row", "symmetric"),
+    ...                                                                              heads=(2,)))]
+    [('cyclic ', 'symmetric', 2), ('partner', 'symmetric', 2), ('recall ', 'symmetric', 2), ('cyclic ', 'row', 2)]
+    >>> converged_grid(ComparisonConfig(score_input="key", scores=("signed",), heads=(1,)))
+    [('cyclic recall (16 pairs, cycles of 4)', 'signed', 1, False, 'row', True, 'key')]
+    """
+    scores, heads = config.scores or ("untied", "signed", "tied"), sorted(config.heads or (1, 2))
+    if config.weights:
+        return [(t, "signed", h, False, w, False, config.score_input) for w in ("symmetric", "row")
+                if w in config.weights for t in ((CYCLIC, PARTNER, RECALL) if w == "symmetric" else (CYCLIC,))
+                for h in heads]
+    if config.score_input == "key":
+        chosen = config.scores if config.scores and len(config.scores) < 3 else ("untied", "signed")
+        return [(CYCLIC, sc, h, False, "row", True, "key") for sc in ("signed", "untied") if sc in chosen for h in heads]
+    return [(CYCLIC, sc, h, False) for sc in ("signed", "tied", "untied") if sc in scores for h in heads]
+
+
+def _arm_order(record: Mapping) -> tuple:
+    """Where a record goes in the ``converged`` file: the score arms first, then the other arms by name and task."""
+    if not _is_variant(record):
+        order = [(sc, h) for sc in ("signed", "tied", "untied") for h in (1, 2)]
+        return (0, order.index((record["score"], record["heads"])) if (record["score"], record["heads"]) in order
+                else 99, "")
+    return (1, 0, f"{arm_label(record)} {record['heads']} {record['task']}")
+
+
+def _keep_other_arms(doc: Mapping, previous: Mapping) -> dict:
+    """Some arms of the ``converged`` part merged into the stored file: the other arms' records kept.
+
+    ``doc`` is a new :func:`_converged_document`, ``{"meta": {"arms": {name: meta}}, "runs"}``: its arms' metas
+    replace the previous ones of the same name, one level deep (each name maps to one run's meta, never to a
+    document).
+
+    Examples
+    --------
+    >>> T = CYCLIC
+    >>> old = {"meta": {"arms": {"untied 1": {"a": 1}, "signed 1": {"a": 1}}},
+    ...        "runs": [{"task": T, "score": "untied", "heads": 1}, {"task": T, "score": "signed", "heads": 1}]}
+    >>> new = {"meta": {"arms": {"signed 1": {"a": 2}}}, "runs": [{"task": T, "score": "signed", "heads": 1, "new": 1}]}
+    >>> merged = _keep_other_arms(new, old)
+    >>> [(r["score"], "new" in r) for r in merged["runs"]], merged["meta"]["arms"]
+    ([('signed', True), ('untied', False)], {'untied 1': {'a': 1}, 'signed 1': {'a': 2}})
+    """
+    def key(r: Mapping) -> tuple:
+        return r["task"], _arm_name(r)
+
+    ran = {key(r) for r in doc["runs"]}
+    runs = [r for r in previous["runs"] if key(r) not in ran] + list(doc["runs"])
+    arms = {**previous.get("meta", {}).get("arms", {}), **doc["meta"]["arms"]}
+    return {"meta": {"arms": arms}, "runs": sorted(runs, key=_arm_order)}
+
+
+def _converged_document(config: ComparisonConfig, runs: Runs, meta: dict) -> dict:
+    m = _meta(config, meta)
+    return {"meta": {"arms": {_arm_name(r): m for r in runs.records}}, "runs": runs.records}
+
+
+# ------------------------------------------------------------------ learning speed, checked every 10 steps
+#: Steps to 0.95 measured finely: a check every 10 steps, stop at the first check >= 0.95 (from step 10), else at 3,000.
+SPEED_RULE = ConvergenceRule(check_every=10, min_steps=10, max_steps=3000, target=SPEED_LEVEL, window=300,
+                             plateau_from=10**6)
+
+
+def speed_grid(config: ComparisonConfig) -> list[tuple]:
+    """(task, score, heads, lr) of the ``speed`` part: untied and W_K = W_Q D at 2 heads, at both learning rates.
+
+    Examples
+    --------
+    >>> [(sc, lr) for _, sc, _, lr in speed_grid(ComparisonConfig(part="speed"))]
+    [('untied', 0.003), ('untied', 0.01), ('signed', 0.003), ('signed', 0.01)]
+    """
+    return [(CYCLIC, sc, 2, lr) for sc in ("untied", "signed") for lr in (3e-3, 1e-2)]
+
+
+def _speed_job(config: ComparisonConfig, task_label: str, score: str, heads: int, lr: float) -> dict:
+    """Each seed trained at ``lr`` by :data:`SPEED_RULE`: steps to the first validation check >= 0.95."""
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    runs = [train_best(Arm(score, heads), _task(task_label), lr, seed=s, rule=SPEED_RULE)[1]
+            for s in config.seed_list()]
+    return {"task": task_label, "score": score, "heads": heads, "lr": lr, "seeds": list(config.seed_list()),
+            "steps_to": [steps_to(r["curve"], SPEED_LEVEL, SPEED_RULE.check_every) for r in runs],
+            "curves": [r["curve"] for r in runs], "rule": asdict(SPEED_RULE),
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def load_speed(path=SPEED_FILE) -> dict:
+    """The stored ``speed`` part: ``{"meta", "runs": [record of _speed_job, ...]}``."""
+    return read_json(path)
+
+
+def fine_speed(runs: Sequence[Mapping], heads: int = 2, lrs: Optional[Mapping[str, float]] = None) -> dict[str, float]:
+    """r_H from the finely checked runs: mean steps to 0.95 of W_K = W_Q D over untied's, at each arm's own
+    learning rate (``lrs``, keyed by score) and at each shared one.
+
+    Examples
+    --------
+    >>> r = [{"score": s, "heads": 2, "lr": lr, "steps_to": n} for s, lr, n in
+    ...      [("untied", 0.003, [100, 120]), ("untied", 0.01, [50, 50]), ("signed", 0.003, [240, 240]),
+    ...       ("signed", 0.01, [100, 110])]]
+    >>> fine_speed(r)
+    {'0.003': 2.1818, '0.01': 2.1}
+    >>> fine_speed(r, lrs={"untied": 0.01, "signed": 0.003})["own"]
+    4.8
+    """
+    mean = {(r["score"], float(r["lr"])): sum(r["steps_to"]) / len(r["steps_to"]) for r in runs
+            if r["heads"] == heads and None not in r["steps_to"]}
+    out = {str(lr): round(mean["signed", lr] / mean["untied", lr], 4)
+           for lr in sorted({lr for _, lr in mean}) if ("signed", lr) in mean and ("untied", lr) in mean}
+    if lrs is not None:
+        out["own"] = round(mean["signed", float(lrs["signed"])] / mean["untied", float(lrs["untied"])], 4)
+    return out
+
+
 def _long_jobs(config: ComparisonConfig) -> list[tuple]:
     return [g for g in long_grid(load_linear()["runs"]) if _ours(config, g[2], _task(g[0]).kwargs["n_pairs"])]
 
@@ -383,6 +993,23 @@ METRIC = Experiment("insight-metric", ComparisonConfig(part="metric"), _job, MET
                     grid=lambda c: metric_grid(), document=_runs_document, **_PART)
 #: ``insight-metric --part partner``: partner recall (about 2 minutes).
 PARTNER_RECALL = replace(METRIC, out=PARTNER_FILE, grid=lambda c: partner_grid())
+#: ``insight-metric --part signed``: the symmetric indefinite score on MQAR, partner recall and the copy (minutes).
+SIGNED_PART = replace(METRIC, out=SIGNED_FILE, grid=lambda c: signed_grid())
+#: ``insight-metric --part heads``: cyclic recall, untied and W_K = W_Q D at 1 and 2 heads (minutes).
+HEADS = Experiment("insight-metric", ComparisonConfig(part="heads"), _arm_job, HEADS_FILE,
+                   grid=lambda c: heads_grid(), document=_runs_document, save_each=True, **_PART)
+#: ``insight-metric --part heads-tied``: cyclic recall, tied W_Q = W_K at 1 and 2 heads (minutes).
+HEADS_TIED = replace(HEADS, out=HEADS_TIED_FILE, grid=lambda c: heads_grid(("tied",)))
+#: ``insight-metric --part heads-other``: partner recall and MQAR, untied and W_K = W_Q D at 1 and 2 heads.
+HEADS_OTHER = replace(HEADS, out=HEADS_OTHER_FILE, grid=lambda c: heads_grid(tasks=(PARTNER, RECALL)))
+#: ``insight-metric --part frozen``: learned against fixed metrics, embeddings frozen and learned (minutes).
+FROZEN = replace(HEADS, out=FROZEN_FILE, grid=lambda c: frozen_grid())
+#: ``insight-metric --part converged``: cyclic recall, every arm to convergence (one arm a call, up to ~12 minutes).
+CONVERGED_PART = replace(HEADS, config=ComparisonConfig(part="converged"), out=CONVERGED_FILE, grid=converged_grid,
+                         document=_converged_document, merge=_keep_other_arms)
+#: ``insight-metric --part speed``: steps to 0.95 at 2 heads, untied and W_K = W_Q D, checked every 10 steps (minutes).
+SPEED_PART = Experiment("insight-metric", ComparisonConfig(part="speed"), _speed_job, SPEED_FILE, grid=speed_grid,
+                        document=_runs_document, **_PART)
 #: ``insight-metric --part linear``: softmax against linear attention at the widths given (minutes each),
 #: merged into the file (the other widths kept).
 LINEAR = Experiment("insight-metric", ComparisonConfig(part="linear"), _job, LINEAR_FILE,
@@ -397,25 +1024,48 @@ LONG = Experiment("insight-metric", ComparisonConfig(part="linear", long=True), 
 def _select(config: ComparisonConfig) -> list[Experiment]:
     if config.part == "linear":
         return [LONG if config.long else LINEAR]
-    return [METRIC if config.part == "metric" else PARTNER_RECALL]
+    return [{"metric": METRIC, "signed": SIGNED_PART, "heads": HEADS, "heads-tied": HEADS_TIED,
+             "heads-other": HEADS_OTHER, "frozen": FROZEN, "converged": CONVERGED_PART,
+             "speed": SPEED_PART}.get(config.part, PARTNER_RECALL)]
 
 
 #: ``python -m attention_course insight-metric``: one part a call.
 INSIGHT_METRIC = register(replace(
-    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, LINEAR, LONG),
-    flags={"--part": dict(choices=("metric", "linear", "partner"), required=True, help="which comparison"),
+    METRIC, config=ComparisonConfig(), select=_select, parts=(PARTNER_RECALL, SIGNED_PART, HEADS, HEADS_TIED, HEADS_OTHER, FROZEN, CONVERGED_PART,
+                                                        SPEED_PART, LINEAR, LONG),
+    flags={"--part": dict(choices=("metric", "linear", "partner", "signed", "heads",
+                                            "heads-tied", "heads-other", "frozen", "converged", "speed"),
+                         required=True,
+                         help="which comparison"),
+           "--scores": dict(nargs="+", choices=("untied", "signed", "tied"),
+                            help="converged: the score forms to run (all three when not given)"),
+           "--heads": dict(type=int, nargs="+", choices=(1, 2), help="converged: the head counts (1 2 when not given)"),
+           "--weights": dict(nargs="+", choices=("symmetric", "row"),
+                             help="converged: W_K = W_Q D with no mask, symmetric weights (also on partner recall and "
+                                  "MQAR) or row softmax, on cyclic recall"),
+           "--score-input": dict(choices=("token", "key"), default="token",
+                                 help="converged: what the score reads, the whole token or the key embedding only"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
                                                     "into insight_linear_long.json"),
            "--widths": dict(type=int, nargs="+", help="d_model of the linear part"),
            "--pairs": dict(type=int, nargs="+", help="N of the linear part"),
-           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner) or 0 1 (linear) when not given")},
+           "--seeds": dict(type=int, nargs="+", help="0 1 2 (metric, partner, signed, heads, frozen) or 0 1 (linear) when not given")},
     help="chapter 7's converged runs: the learned metric, and softmax against linear attention as N grows",
     description="Train each variant by a stated convergence rule: --part metric (learned W_Q, W_K against W_Q = W_K "
                 "= I and tied, all with a learnable score scale started at 1/sqrt(d), on recall and the copy; "
                 "attention_course/data/insight_metric.json) or --part linear (softmax and linear attention on MQAR "
                 "with N = 8-64 pairs at the --widths given; attention_course/data/insight_linear.json, updated per "
                 "width; minutes each); --part partner (partner recall, where a key fetches its partner's value; "
-                "insight_partner.json, about 2 minutes); --part linear --long (the N > d and plateau-stopped points "
+                "insight_partner.json, about 2 minutes); "
+                "--part signed (W_K = W_Q D on MQAR, partner recall and the copy; "
+                "insight_signed.json, minutes); --part heads, heads-tied, heads-other (cyclic recall, then partner recall "
+                "and MQAR, at 1 head of 64 and 2 heads of 32, up to 12,000 steps, best validation check kept; "
+                "insight_heads*.json); --part converged (cyclic recall, every arm until converged, up to 48,000 steps, one arm a "
+                "call with --scores and --heads; insight_converged.json; with --weights symmetric row, symmetric weights "
+                "against row softmax of the same symmetric score, no mask; with --score-input key, scores that read the "
+                "key embedding only); --part speed (steps to 0.95 at 2 heads, checked every 10 steps; "
+                "insight_speed.json); --part frozen (learned against fixed metrics, embeddings frozen and learned, "
+                "up to 4,000 steps; insight_frozen.json); --part linear --long (the N > d and plateau-stopped points "
                 "again, up to 4,000 steps; insight_linear_long.json, written per point; run it in parts, each "
                 "keeping the others' records: --widths 16, then --widths 32 (8 and 10 minutes on one thread), then "
                 "--widths 64 (4 minutes on a quiet machine; or in two parts, --pairs 8 32 and --pairs 64, on a busy "

@@ -26,7 +26,7 @@ from ...figures.style import book_figure, method_color
 
 __all__ = [
     "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
-    "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_margin_sweep", "plot_take_away",
+    "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_kind_shares", "plot_kind_sweep", "plot_take_away",
     "copy_attention_maps", "plot_copy_attention",
 ]
 
@@ -434,24 +434,66 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
 
 
 @book_figure
-def plot_margin_sweep(margins: Sequence[float], lines: Mapping[str, Sequence[float]], chosen: float,
-                      title: str = "") -> Figure:
-    """Counts of heads against the classification margin, one line per count; the chosen margin dotted.
+def plot_kind_shares(shares: Mapping[str, Mapping[str, float]], title: str = "") -> Figure:
+    """One stacked bar per model: the shares of all its heads that are sink, content, position and mixed heads.
+
+    The dashed line marks half of all heads (``content-not-position``'s line for *holds*).
 
     Examples
     --------
-    >>> fig = plot_margin_sweep([0.1, 0.2], {"position heads": [9, 8]}, chosen=0.2)
-    >>> fig.axes[0].get_xlabel()
-    'margin between the two correlations'
+    >>> fig = plot_kind_shares({"A": {"content": 0.5, "position": 0.1, "sink": 0.3, "mixed": 0.1}})
+    >>> [round(float(p.get_width()), 2) for p in fig.axes[0].patches]     # sink, content, position, mixed
+    [0.3, 0.5, 0.1, 0.1]
     """
-    fig, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
-    styles = (("#D55E00", "o", 3), ("#0072B2", "s", 2), ("#E69F00", "^", 1), ("#CC79A7", "v", 0))
-    for (name, ys), (colour, marker, z) in zip(lines.items(), styles):
-        ax.plot(margins, ys, marker=marker, ms=5, ls="-", color=colour, label=name, zorder=z + 2)
-    ax.axvline(chosen, color="0.5", ls=":", lw=1)
-    ax.set(xlabel="margin between the two correlations", ylabel="heads", ylim=(0, None),
-           title=title or "Heads of each kind as the margin moves")
-    ax.legend()
+    models = list(shares)
+    fig, ax = plt.subplots(figsize=(7.0, 0.75 * len(models) + 1.5), layout="constrained")
+    y, left = np.arange(len(models)), np.zeros(len(models))
+    for kind in ("sink", "content", "position", "mixed"):
+        widths = np.array([shares[m][kind] for m in models])
+        bars = ax.barh(y, widths, left=left, color=KIND_COLORS[kind], edgecolor="white", label=f"{kind} heads")
+        for bar, w in zip(bars, widths):
+            if w >= 0.06:  # the share written on the bar when it has room
+                ax.text(bar.get_x() + w / 2, bar.get_y() + bar.get_height() / 2, f"{w:.2f}", ha="center",
+                        va="center", color="white" if kind != "sink" else "black", fontsize=10)
+        left += widths
+    ax.axvline(0.5, color="0.3", ls="--", lw=1)
+    ax.set_yticks(y, models)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1), xlabel="share of all heads", title=title or "What each head follows when the words are shuffled")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=4, handletextpad=0.3,
+               columnspacing=1.0)
+    return fig
+
+
+@book_figure
+def plot_kind_sweep(panels: Sequence[tuple[str, Sequence[float], float, Mapping[str, Sequence[float]]]],
+                    title: str = "") -> Figure:
+    """Shares of all heads against a threshold, one panel per threshold; the chosen value dotted, half of all heads dashed.
+
+    ``panels`` holds ``(xlabel, values, chosen, {line name: shares})``; a name ending in ``"content"``
+    is drawn in the content colour, one ending in ``"position"`` in the position colour, and a name
+    starting with ``"SmolLM2"`` dashed.
+
+    Examples
+    --------
+    >>> fig = plot_kind_sweep([("margin", [0.1, 0.2], 0.2, {"MiniLM content": [0.4, 0.3]})])
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].lines[0].get_ydata().tolist()
+    ('margin', [0.4, 0.3])
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.0, 3.4), sharey=True, layout="constrained", squeeze=False)
+    for ax, (xlabel, values, chosen, lines) in zip(axes[0], panels):
+        for name, ys in lines.items():
+            kind = name.split()[-1]
+            ax.plot(values, ys, marker="o" if name.startswith("MiniLM") else "s", ms=4,
+                    ls="--" if name.startswith("SmolLM2") else "-", color=KIND_COLORS.get(kind, "0.4"), label=name)
+        ax.axvline(chosen, color="0.5", ls=":", lw=1)
+        ax.axhline(0.5, color="0.3", ls="--", lw=0.8)
+        ax.set(xlabel=xlabel, ylim=(0, 1))
+    axes[0][0].set_ylabel("share of all heads")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=4, handletextpad=0.3,
+               columnspacing=1.0)
+    if title:
+        fig.suptitle(title)
     return fig
 
 

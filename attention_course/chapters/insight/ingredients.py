@@ -19,7 +19,7 @@ from .recall_tasks import gaps
 
 __all__ = [
     "Score", "accuracy_table", "window_curve", "covered_share", "ROWS", "decide_data_dependent",
-    "decide_all_pairs", "decide_differentiable", "decide_asymmetric", "decide_memory",
+    "decide_all_pairs", "decide_differentiable", "decide_memory",
 ]
 
 
@@ -177,23 +177,6 @@ def decide_differentiable(t: Mapping) -> str:
         return "holds"
     if none < 0.2 and sparse < 0.9:
         return "holds when"
-    return "undecided"
-
-
-def _two_task_gaps(t: Mapping, variant: str) -> tuple[float, float]:
-    return (_m(t, COPY, "softmax attention") - _m(t, COPY, variant),
-            _m(t, RECALL, "softmax attention") - _m(t, RECALL, variant))
-
-
-def decide_asymmetric(t: Mapping) -> str:
-    """``asymmetric``: tied W_Q = W_K against untied, on the copy (directional) and on recall."""
-    gap_c, gap_r = _two_task_gaps(t, "tied")
-    if gap_c > 0.05 and gap_r > 0.05:
-        return "holds"
-    if gap_c > 0.05 and abs(gap_r) <= 0.05:
-        return "holds when"
-    if gap_c <= 0.05 and gap_r <= 0.05:
-        return "wrong as stated"
     return "undecided"
 
 

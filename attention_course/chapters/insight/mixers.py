@@ -25,7 +25,9 @@ keys :math:`s \le t`) is made. Attention computes it from the data,
                      forward, softmax's gradient backward) | ``"argmax"`` (one-hot, no gradient:
                      :math:`W_Q, W_K` never change from their random start)
 ``window``           only the last ``window`` positions (the query included) may be attended
-``tied``             :math:`W_K = W_Q` (a symmetric score)
+``tied``             :math:`W_K = W_Q` (a symmetric, positive semi-definite score)
+``signed``           :math:`W_K = W_Q D`, :math:`D = \operatorname{diag}(+1, \dots, +1, -1, \dots, -1)` half and
+                     half, fixed (:func:`signature`): a symmetric score that is indefinite
 ``mask_self``        a position may not attend to itself (except position 0, which has nothing else)
 ``identity``         :math:`W_Q = W_K = I`: the raw embeddings' dot product, no learned metric
 ``learn_scale``      one learnable score scale :math:`s = e^{\tau}` multiplies the scores,
@@ -45,7 +47,7 @@ from torch import nn
 
 from .recall_tasks import N_VALUES
 
-__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax"]
+__all__ = ["Variant", "VARIANTS", "MixerModel", "sparsemax", "symmetric_weights"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,11 @@ class Variant:
     mask_self: bool = False
     identity: bool = False
     learn_scale: bool = False
+    signed: bool = False
 
     def __post_init__(self) -> None:
+        if self.signed and (self.tied or self.identity):
+            raise ValueError(f"signed=True with tied={self.tied}, identity={self.identity}; signed sets W_K = W_Q D itself")
         if self.mixer not in ("attention", "linear", "fixed", "conv", "none"):
             raise ValueError(f"mixer={self.mixer!r}; expected attention, linear, fixed, conv or none")
         if self.norm not in ("softmax", "sparsemax", "straight-through", "argmax"):
@@ -94,6 +99,22 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
+def signature(d: int) -> torch.Tensor:
+    r"""The fixed signs :math:`D = \operatorname{diag}(+1, \dots, +1, -1, \dots, -1)` of the ``signed`` variant, shape (d,).
+
+    The first :math:`\lceil d/2 \rceil` entries are +1, the rest -1, so :math:`W_Q D W_Q^\top` is symmetric with as
+    many negative as positive directions (for a generic :math:`W_Q`).
+
+    Examples
+    --------
+    >>> signature(4).tolist(), signature(3).tolist()
+    ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, -1.0])
+    """
+    signs = torch.ones(d)
+    signs[(d + 1) // 2:] = -1.0
+    return signs
+
+
 def sparsemax(z: torch.Tensor, dim: int = -1) -> torch.Tensor:
     r"""Sparsemax (Martins & Astudillo 2016): the Euclidean projection of ``z`` onto the simplex.
 
@@ -117,6 +138,52 @@ def sparsemax(z: torch.Tensor, dim: int = -1) -> torch.Tensor:
     k_z = support.sum(dim=-1, keepdim=True)  # (..., 1)
     tau = (cums.gather(-1, k_z - 1) - 1) / k_z.to(z.dtype)
     return torch.clamp(finite - tau, min=0.0).transpose(dim, -1)
+
+
+def symmetric_weights(scores: torch.Tensor, allowed: Optional[torch.Tensor] = None) -> torch.Tensor:
+    r"""Symmetric normalisation of attention scores: :math:`A = R^{-1/2} E R^{-1/2}`, so :math:`A_{ij} = A_{ji}`.
+
+    .. math::
+
+        E_{ij} = e^{s_{ij}}, \qquad r_i = \sum_j E_{ij}, \qquad
+        A_{ij} = \frac{E_{ij}}{\sqrt{r_i\, r_j}}
+        = \exp\big(s_{ij} - \tfrac12 \log r_i - \tfrac12 \log r_j\big) .
+
+    Softmax divides row :math:`i` by :math:`r_i` alone, which makes :math:`A_{ij} \ne A_{ji}` even when
+    :math:`s` is symmetric; here both ends share the division, so a symmetric score gives symmetric
+    weights. The rows do not in general sum to 1: what is normalised is the matrix as a whole, whose
+    largest eigenvalue is 1 (it is similar to the row-stochastic :math:`R^{-1} E`). Computed in log space
+    (:math:`\log r` by ``logsumexp``), so no entry overflows.
+
+    Parameters
+    ----------
+    scores : Tensor, shape (..., T, T)
+        Scores :math:`s_{ij}` of query :math:`i` and key :math:`j` (the keys are the same positions).
+    allowed : Tensor of bool, shape (T, T), optional
+        True = may attend (the package's mask convention); a masked pair gets weight 0. The weights are
+        symmetric only if ``scores`` and ``allowed`` are; a fully masked row gives NaN. None: no mask.
+
+    Returns
+    -------
+    Tensor, shape (..., T, T)
+        Non-negative weights, symmetric when the scores and the mask are.
+
+    Examples
+    --------
+    >>> s = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    >>> A = symmetric_weights(s)
+    >>> torch.allclose(A, A.T), [round(v, 4) for v in A.sum(-1).tolist()]
+    (True, [1.0, 1.0])
+    >>> A = symmetric_weights(torch.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    >>> torch.allclose(A, A.T), [round(v, 3) for v in A.sum(-1).tolist()]   # rows need not sum to 1
+    (True, [1.125, 0.744])
+    """
+    if scores.shape[-1] != scores.shape[-2]:
+        raise ValueError(f"scores have shape {tuple(scores.shape)}; expected (..., T, T), keys the same positions")
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    log_r = torch.logsumexp(scores, dim=-1)  # (..., T): $\log r_i$, rows over keys
+    return torch.exp(scores - 0.5 * log_r[..., :, None] - 0.5 * log_r[..., None, :])  # (..., T, T), symmetric
 
 
 def linear_weights(fq: torch.Tensor, fk: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
@@ -228,7 +295,10 @@ class MixerModel(nn.Module):
             q, k = x, x
         else:
             q = x @ self.W_q  # (B, T, d)
-            k = q if v_.tied else x @ self.W_k  # (B, T, d)
+            if v_.signed:
+                k = q * signature(d)  # (B, T, d): $k = x W_Q D$, so $q_t \cdot k_s = x_t W_Q D W_Q^\top x_s$, symmetric
+            else:
+                k = q if v_.tied else x @ self.W_k  # (B, T, d)
         if v_.mixer == "linear":
             fq, fk = nn.functional.elu(q) + 1, nn.functional.elu(k) + 1  # (B, T, d), positive features
             A = linear_weights(fq, fk, allowed)  # (B, T, T), rows over keys

@@ -13,28 +13,38 @@ A head that attends by content keeps its weight on the same *words* (the first r
 matches); a head that attends by position keeps it at the same *offsets* (the second
 does). "Matches" is the Pearson correlation of the two rows, so that a head spreading its
 weight evenly, which any shuffle leaves unchanged in both readings, scores 0 in both
-instead of full marks. :func:`follow_scores` computes both, chapter 3's
-:func:`~attention_course.chapters.lowrank.baselines.sink_share` the weight the words put on ``[CLS]`` and
-``[SEP]``, :func:`best_offset_share` how much one fixed offset explains,
-and :func:`classify_heads` sorts the heads into content, position, sink and mixed.
-:func:`rule_maps` builds the baselines (uniform, a previous-token rule, a fixed-word rule);
-the weight-shuffled model is :func:`attention_course.models.perturb.scrambled_weights` with
-``every_tensor=True``.
+instead of full marks. :func:`follow_scores` computes both on each head's content part; in a
+causal model (``causal=True``) a shuffle moves query-key pairs across the mask, so only the pairs
+visible in both orders are compared, and the offsets look back only. Chapter 5's
+:func:`~attention_course.chapters.graphs.topology_rule_table.head_sink_shares` gives each head's
+sink share (the mean weight on ``[CLS]`` and ``[SEP]``, a decoder's first token, over all rows),
+:func:`best_offset_share` how much one fixed offset explains, and :func:`classify_heads` sorts the
+heads into content, position, sink and mixed under the course's one treatment of sinks (a sink
+head is a bin of its own, at a sink share of at least
+:data:`~attention_course.chapters.lowrank.baselines.SINK_THRESHOLD`). :func:`kind_shares` gives
+the kinds as shares of all heads and :func:`content_verdict` applies ``content-not-position``'s
+rule to them. :func:`rule_maps` builds the baselines (uniform, a previous-token rule, a
+fixed-word rule); the scrambled model is chapter 5's
+(:func:`attention_course.models.perturb.scrambled_weights`, the layer matrices permuted).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...core._backend import Array, ShapeError, to_numpy
 from ..graphs.topology import shuffled_sentences
-from ..lowrank.baselines import sink_share
+from ..graphs.topology_rule_table import content_maps, head_sink_shares
+from ..lowrank.baselines import SINK_THRESHOLD
 
-__all__ = ["CATEGORIES", "content_position_scores", "word_maps", "classify_heads", "rule_scores"]
+__all__ = ["CATEGORIES", "word_maps", "classify_heads", "rule_scores", "content_verdict", "verdict_range"]
+
+#: The margin by which one correlation must beat the other (content or position head); swept on the page.
+MARGIN = 0.2
 
 #: The four kinds of head, in the order they are counted.
 CATEGORIES = ("content", "position", "sink", "mixed")
@@ -76,18 +86,23 @@ def _row_corr(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.where(flat, 0.0, sxy / np.where(flat, 1.0, den))
 
 
-def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Sequence[int]]
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Sequence[int]],
+                  causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
     r"""How well each head's rows follow the words and how well they follow the offsets under shuffles.
 
     Parameters
     ----------
     original : array, shape (L, H, m, m)
-        Rows over the ``m`` words of a sentence (e.g. :func:`word_maps`).
+        Rows over the ``m`` words of a sentence (a head's content part, e.g. :func:`word_maps`).
     shuffled : sequence of arrays, each (L, H, m, m)
         The same for shuffled versions of it.
     perms : sequence of int sequences, each of length m
         ``perms[s][p]`` is the original index of the word at place ``p`` of version ``s``.
+    causal : bool
+        Whether row ``i`` sees only keys ``j <= i`` (a decoder). Then the word reading compares
+        only the keys that precede the query in both orders, and the offset reading only offsets
+        that look back (:math:`j \le i`) and exist in the shuffle. Renormalising a row over the
+        compared keys would scale it, which leaves a correlation unchanged.
 
     Returns
     -------
@@ -95,21 +110,26 @@ def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Se
         The Pearson correlation between query word :math:`i`'s original row and its row in
         the shuffle, matched by word and by offset (see the module docstring), averaged over
         the query words and the shuffles. By offset, only the keys whose offset exists in
-        both sentences are compared. A constant row correlates 0.
+        both sentences are compared. A constant row correlates 0; a row with fewer than two
+        keys compared has no correlation and is left out of the mean.
 
     Examples
     --------
     >>> prev = np.eye(5, k=-1); prev[0, 0] = 1.0          # previous word (the first reads itself)
     >>> w, o = follow_scores(prev[None, None], [prev[None, None]], [[4, 2, 0, 3, 1]])
     >>> round(float(w[0, 0]), 2), round(float(o[0, 0]), 2)    # rows at the ends lose their offset
-    (-0.25, 0.6)
+    (-0.25, 0.75)
+    >>> w, o = follow_scores(prev[None, None], [prev[None, None]], [[4, 2, 0, 3, 1]], causal=True)
+    >>> round(float(w[0, 0]), 2), round(float(o[0, 0]), 2)    # looking back only
+    (-0.25, 1.0)
     """
     A = np.asarray(to_numpy(original), dtype=float)
     if A.ndim != 4 or A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"original has shape {A.shape}; expected (L, H, m, m)")
     m = A.shape[-1]
-    by_word, by_offset = np.zeros(A.shape[:2]), np.zeros(A.shape[:2])
+    sums = {"word": np.zeros(A.shape[:2]), "offset": np.zeros(A.shape[:2])}
     i, j = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")  # (m, m) query, key
+    back = j <= i if causal else np.ones((m, m), bool)  # (m, m) keys the query sees in the original
     for B, perm in zip(shuffled, perms):
         B, perm = np.asarray(to_numpy(B), dtype=float), np.asarray(perm)
         if B.shape != A.shape or sorted(perm.tolist()) != list(range(m)):
@@ -117,12 +137,14 @@ def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Se
                              f"{A.shape} and a permutation of range({m})")
         where = np.argsort(perm)  # where[i] = new place of original word i, (m,)
         same_word = B[:, :, where[i], where[j]]  # (L, H, m, m): b at the places of words i and j
+        word_seen = back & ((where[j] <= where[i]) if causal else True)  # (m, m) visible in both orders
         jj = where[i] + (j - i)  # (m, m) key place at the same offset from the moved query
-        valid = (jj >= 0) & (jj < m)  # (m, m) offsets that exist in both sentences
+        offset_seen = back & (jj >= 0) & (jj < m)  # (m, m) offsets that exist (and look back) in both
         same_offset = B[:, :, where[i], np.clip(jj, 0, m - 1)]  # (L, H, m, m)
-        by_word += _row_corr(A, same_word, np.ones((m, m), bool)).mean(-1)
-        by_offset += _row_corr(A, same_offset, valid).mean(-1)
-    return by_word / len(perms), by_offset / len(perms)
+        for key, y, seen in (("word", same_word, word_seen), ("offset", same_offset, offset_seen)):
+            rows = seen.sum(-1) >= 2  # (m,) queries with a correlation
+            sums[key] += _row_corr(A[..., rows, :], y[..., rows, :], seen[rows]).mean(-1)
+    return sums["word"] / len(perms), sums["offset"] / len(perms)
 
 
 def best_offset_share(maps: Sequence[Array]) -> tuple[np.ndarray, np.ndarray]:
@@ -157,13 +179,14 @@ def best_offset_share(maps: Sequence[Array]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def classify_heads(sink: np.ndarray, by_word: np.ndarray, by_offset: np.ndarray,
-                   sink_tol: float = 0.5, margin_tol: float = 0.2) -> np.ndarray:
+                   sink_tol: float = SINK_THRESHOLD, margin_tol: float = MARGIN) -> np.ndarray:
     r"""Sort heads into ``"sink"``, ``"content"``, ``"position"`` and ``"mixed"``.
 
-    A head is a *sink* when its words put more than ``sink_tol`` of their weight on
-    ``[CLS]`` and ``[SEP]``; otherwise it follows *content* when ``by_word`` exceeds
-    ``by_offset`` by more than ``margin_tol``, *position* in the opposite case, and is
-    *mixed* when neither reading wins by that margin (both thresholds are choices).
+    A head is a *sink* when its sink share is at least ``sink_tol`` (the course's one line,
+    :data:`~attention_course.chapters.lowrank.baselines.SINK_THRESHOLD`); otherwise it follows
+    *content* when ``by_word`` exceeds ``by_offset`` by more than ``margin_tol``, *position* in
+    the opposite case, and is *mixed* when neither reading wins by that margin (both thresholds
+    are choices, swept on the page).
 
     Examples
     --------
@@ -173,7 +196,7 @@ def classify_heads(sink: np.ndarray, by_word: np.ndarray, by_offset: np.ndarray,
     """
     label = np.where(by_word - by_offset > margin_tol, "content",
                      np.where(by_offset - by_word > margin_tol, "position", "mixed"))
-    return np.where(np.asarray(sink) > sink_tol, "sink", label).astype("<U8")
+    return np.where(np.asarray(sink) >= sink_tol, "sink", label).astype("<U8")
 
 
 def count_categories(labels: np.ndarray) -> dict[str, int]:
@@ -185,6 +208,62 @@ def count_categories(labels: np.ndarray) -> dict[str, int]:
     {'content': 2, 'position': 0, 'sink': 1, 'mixed': 0}
     """
     return {c: int((np.asarray(labels) == c).sum()) for c in CATEGORIES}
+
+
+def kind_shares(labels: np.ndarray) -> dict[str, float]:
+    """Shares of ALL heads in each of :data:`CATEGORIES` (they sum to 1).
+
+    Examples
+    --------
+    >>> kind_shares(np.array(["sink", "content", "content", "mixed"]))
+    {'content': 0.5, 'position': 0.0, 'sink': 0.25, 'mixed': 0.25}
+    """
+    lab = np.asarray(labels).ravel()
+    unknown = set(lab.tolist()) - set(CATEGORIES)
+    if lab.size == 0 or unknown:
+        raise ValueError(f"labels {sorted(unknown) or 'empty'}; expected a non-empty list of {CATEGORIES}")
+    return {c: float((lab == c).mean()) for c in CATEGORIES}
+
+
+def content_verdict(shares: Mapping[str, float]) -> str:
+    """``content-not-position``'s rule on one model's shares of all heads (:func:`kind_shares`), fixed before its run.
+
+    ``"holds"`` if content heads are at least half of all heads; ``"wrong as stated"`` if position
+    heads are at least as many as content heads; otherwise ``"holds when"`` (more content heads than
+    position heads, but under half of all heads: the rest are sink or mixed heads).
+
+    Examples
+    --------
+    >>> content_verdict({"content": 0.5, "position": 0.1, "sink": 0.4, "mixed": 0.0})
+    'holds'
+    >>> content_verdict({"content": 0.3, "position": 0.1, "sink": 0.5, "mixed": 0.1})
+    'holds when'
+    >>> content_verdict({"content": 0.2, "position": 0.2, "sink": 0.6, "mixed": 0.0})
+    'wrong as stated'
+    """
+    if shares["content"] >= 0.5:
+        return "holds"
+    return "wrong as stated" if shares["position"] >= shares["content"] else "holds when"
+
+
+def verdict_range(values: Sequence[float], verdicts: Sequence[str], chosen: float) -> tuple[float, float]:
+    """The unbroken run of ``values`` around ``chosen`` whose verdict is the one at ``chosen``: ``(lowest, highest)``.
+
+    Examples
+    --------
+    >>> verdict_range([0.1, 0.2, 0.3, 0.4], ["holds", "holds when", "holds when", "holds"], 0.2)
+    (0.2, 0.3)
+    """
+    values = list(values)
+    if chosen not in values or len(values) != len(verdicts):
+        raise ValueError(f"chosen={chosen} must be one of the {len(values)} values {values}, one verdict each "
+                         f"({len(verdicts)} given)")
+    i = lo = hi = values.index(chosen)
+    while lo > 0 and verdicts[lo - 1] == verdicts[i]:
+        lo -= 1
+    while hi + 1 < len(values) and verdicts[hi + 1] == verdicts[i]:
+        hi += 1
+    return values[lo], values[hi]
 
 
 def rule_maps(perms: Sequence[Sequence[int]], rule: str) -> list[np.ndarray]:
@@ -246,26 +325,34 @@ def rule_scores(sentences: Sequence[str], rule: str, n_shuffles: int = 5, seed: 
 class ContentPositionScores:
     """Per-sentence scores of every head (see :func:`content_position_scores`); each array is (S, L, H)."""
 
-    sink: np.ndarray  # weight on [CLS] and [SEP], original sentence
+    sink: np.ndarray  # sink share: mean weight on the sinks over all rows of the sentence and its shuffles
     by_word: np.ndarray  # correlation of a word's row with its row after a shuffle, matched by word
     by_offset: np.ndarray  # the same, matched by offset from the query
     offset_share: np.ndarray  # weight on the head's best fixed offset, over the sentence and its shuffles
     best_offset: np.ndarray  # that offset (int)
     n_shuffles: int
 
-    def labels(self, sink_tol: float = 0.5, margin_tol: float = 0.2) -> np.ndarray:
+    def labels(self, sink_tol: float = SINK_THRESHOLD, margin_tol: float = MARGIN) -> np.ndarray:
         """:func:`classify_heads` for each sentence: (S, L, H) strings."""
         return np.stack([classify_heads(s, w, o, sink_tol, margin_tol)
                          for s, w, o in zip(self.sink, self.by_word, self.by_offset)])
 
-    def counts(self, sink_tol: float = 0.5, margin_tol: float = 0.2) -> dict[str, np.ndarray]:
+    def head_labels(self, sink_tol: float = SINK_THRESHOLD, margin_tol: float = MARGIN) -> np.ndarray:
+        """:func:`classify_heads` of each head's scores averaged over the sentences: (L, H) strings (the deciding count)."""
+        return classify_heads(self.sink.mean(0), self.by_word.mean(0), self.by_offset.mean(0), sink_tol, margin_tol)
+
+    def shares(self, sink_tol: float = SINK_THRESHOLD, margin_tol: float = MARGIN) -> dict[str, float]:
+        """:func:`kind_shares` of :meth:`head_labels`: the shares of all heads the rule reads."""
+        return kind_shares(self.head_labels(sink_tol, margin_tol))
+
+    def counts(self, sink_tol: float = SINK_THRESHOLD, margin_tol: float = MARGIN) -> dict[str, np.ndarray]:
         """Heads per category in each sentence: category -> (S,) ints."""
         per = [count_categories(lab) for lab in self.labels(sink_tol, margin_tol)]
         return {c: np.array([p[c] for p in per]) for c in CATEGORIES}
 
 
 def content_position_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sentences: Sequence[str],
-                            n_shuffles: int = 5, seed: int = 0) -> ContentPositionScores:
+                            n_shuffles: int = 5, seed: int = 0, causal: bool = False) -> ContentPositionScores:
     r"""Score every head, content against position, on each sentence and ``n_shuffles`` shuffles of it.
 
     Not :func:`attention_course.models.probes.head_scores`, which scores a tiny model's heads on a toy
@@ -278,9 +365,13 @@ def content_position_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sen
         (e.g. :func:`attention_course.models.pretrained.attention_maps`); ``tokens`` may be None.
         It is called once, with every version of every sentence.
     sentences : sequence of str
-        Each ends with a full stop; each word must be one token (checked when tokens are given).
+        Each ends with a full stop; each word must be one token (checked on the maps' size).
     n_shuffles, seed : int
         Sentence ``s`` is shuffled with seed ``seed + s`` (:func:`~attention_course.chapters.graphs.topology.shuffled_sentences`).
+    causal : bool
+        False: an encoder's maps, ``[CLS]``, the words, the full stop, ``[SEP]`` (sinks: the first
+        and last token). True: a decoder's causal maps of one start token, the words and the full
+        stop (sink: the first token); :func:`follow_scores` then compares only pairs visible in both orders.
 
     Returns
     -------
@@ -303,15 +394,17 @@ def content_position_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sen
     for s, (texts, perms) in enumerate(versions):
         rows = slice(s * (n_shuffles + 1), (s + 1) * (n_shuffles + 1))  # this sentence and its shuffles
         m = len(perms[0])  # words and the full stop
-        if tokens is not None and any(len(t) != m + 2 for t in tokens[rows]):
+        n = m + (1 if causal else 2)  # with the start token, or [CLS] and [SEP]
+        sizes = [len(t) for t in tokens[rows]] if tokens is not None else [np.shape(A)[-1] for A in maps[rows]]
+        if any(k != n for k in sizes):
             raise ValueError(f"{texts[0]!r}: some word is split into several tokens "
-                             f"({[len(t) for t in tokens[rows]]} tokens for {m} words + [CLS], [SEP])")
-        words = [word_maps(A) for A in maps[rows]]  # each (L, H, m, m)
-        w, o = follow_scores(words[0], words[1:], perms)
+                             f"({sizes} tokens for {m} words and the full stop, expected {n})")
+        versions_maps = [_check(A) for A in maps[rows]]  # each (L, H, n, n)
+        sinks = [0] if causal else [0, n - 1]
+        words = [content_maps(A, sinks, causal) for A in versions_maps]  # each (L, H, m, m), rows renormalised
+        w, o = follow_scores(words[0], words[1:], perms, causal=causal)
         share, offset = best_offset_share(words)
-        first = _check(maps[rows][0])  # (L, H, n, n), the original sentence
-        # (L, H): the weight the words (rows 1..n-2) put on [CLS] and [SEP] (keys 0 and n-1)
-        sink = sink_share(first[:, :, 1:-1], [0, first.shape[-1] - 1])
+        sink = head_sink_shares(versions_maps, sinks)  # (L, H): mean weight on the sinks over all rows
         for key, value in zip(fields, (sink, w, o, share, offset)):
             fields[key].append(value)
     return ContentPositionScores(**{k: np.stack(v) for k, v in fields.items()}, n_shuffles=n_shuffles)

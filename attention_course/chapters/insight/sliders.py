@@ -17,7 +17,7 @@ at the first window whose accuracy is within 0.05 of full attention
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Optional
 
@@ -26,8 +26,11 @@ import numpy as np
 from ...figures.widgets import SliderFigure, static_fallback
 from .ingredients import Score, covered_share, first_within, window_curve
 from .converged_comparisons import ratio_threshold
+from .figures import KIND_COLORS
+from .position_content import MARGIN, ContentPositionScores, content_verdict
 
-__all__ = ["window_explorer", "task_explorer", "metric_explorer", "pairs_explorer", "temperature_explorer"]
+__all__ = ["window_explorer", "task_explorer", "metric_explorer", "pairs_explorer", "temperature_explorer",
+           "content_explorer"]
 
 #: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
 WINDOW_MARGIN = 0.05
@@ -159,9 +162,9 @@ METRIC_MARGIN = 0.05
 def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
     """Switch the task and compare a learned query-key metric with the fixed one (``metric-learned``).
 
-    Each frame shows the two variants whose gap the pre-registered rule reads on that task; the flag
-    sits at the first task where the gap exceeds :data:`METRIC_MARGIN`: where a fixed metric stops
-    being enough.
+    Each frame shows the two variants whose gap the first comparison (learned embeddings) reads on that task;
+    the flag sits at the first task where the gap exceeds :data:`METRIC_MARGIN`: where the identity metric
+    stops being enough.
 
     Examples
     --------
@@ -201,7 +204,8 @@ def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
                         "Held-out accuracy with a learned query-key metric and with a fixed one (W_Q = W_K = I; "
                         "on the copy, tied against identity, both with the self-score masked), on three tasks.",
                         start=0, control_label="task", flip=flip,
-                        flip_note="the fixed metric falls behind: the match is another key", verdict="metric-learned")
+                        flip_note="the identity falls behind: the match is another key, which no positive semi-definite "
+                                  "score ranks first", verdict="metric-learned")
 
 
 def pairs_explorer(table: Mapping[tuple[str, int, int], Score], pairs=(8, 16, 32, 64),
@@ -331,3 +335,63 @@ def temperature_explorer(keys: np.ndarray, values: np.ndarray, query: np.ndarray
                         "The weight each stored key receives from one damaged query, for three inverse temperatures: "
                         "spread evenly at β = 0, concentrated on the matching key as β grows.",
                         start=start, control_label="inverse temperature β")
+
+
+def content_explorer(scores: Mapping[str, ContentPositionScores], margins: Sequence[float],
+                     chosen: float = MARGIN, decides: Optional[str] = None, beside: Sequence[str] = ()) -> SliderFigure:
+    """A slider over the margin between the two correlations: each model's kinds of head and the verdict.
+
+    For every margin, one stacked bar per model of ``scores`` (shares of all heads: sink, content,
+    position, mixed; :meth:`~attention_course.chapters.insight.position_content.ContentPositionScores.shares`)
+    and the verdict ``content-not-position``'s rule gives each. Flags mark each margin where a model's
+    verdict changes (``decides``, by default the first model, is the one whose verdict is the claim's;
+    the models in ``beside``, baselines, are drawn but not flagged); the slider starts at ``chosen``.
+
+    Examples
+    --------
+    >>> def model(w, o):
+    ...     return ContentPositionScores(np.zeros((1, 1, 4)), np.array([[w]]), np.array([[o]]),
+    ...                                  np.zeros((1, 1, 4)), np.zeros((1, 1, 4), int), 1)
+    >>> fig = content_explorer({"A": model([0.9, 0.6, 0.5, 0.1], [0.1, 0.1, 0.1, 0.5])}, [0.2, 0.3, 0.5], chosen=0.2)
+    >>> fig.labels, fig.flip, fig.verdict
+    (['margin 0.2', 'margin 0.3', 'margin 0.5'], 2, 'content-not-position')
+    """
+    models = list(scores)
+    decides = decides or models[0]
+    shares = [{m: scores[m].shares(margin_tol=g) for m in models} for g in margins]
+    verdicts = [{m: content_verdict(sh[m]) for m in models} for sh in shares]
+    labels = [f"margin {g:g}" for g in margins]
+    frames = []
+    for g, sh, v in zip(margins, shares, verdicts):
+        traces = [{"type": "bar", "orientation": "h", "name": f"{kind} heads", "y": models,
+                   "x": [sh[m][kind] for m in models], "marker": {"color": KIND_COLORS[kind]},
+                   "hovertemplate": f"{kind}: %{{x:.3f}}<extra></extra>"}
+                  for kind in ("sink", "content", "position", "mixed")]
+        per = "; ".join(f"{m}: content {sh[m]['content']:.2f}, position {sh[m]['position']:.2f}, "
+                        f"sink {sh[m]['sink']:.2f}, <b>{v[m]}</b>" for m in models)
+        frames.append({"data": traces, "readout": f"The word correlation must win by more than {g:g}. {per}."})
+    flips = [(i, f"{m} now gives {verdicts[i][m]}" + (", the claim's verdict" if m == decides else
+                                                      f" ({decides}: {verdicts[i][decides]})"))
+             for i in range(1, len(margins)) for m in models
+             if m not in beside and verdicts[i][m] != verdicts[i - 1][m]]
+    layout = {"height": 300, "barmode": "stack", "margin": {"l": 130, "r": 20, "t": 10, "b": 40}, "font": {"size": 13},
+              "xaxis": {"range": [0, 1], "title": {"text": "share of all heads"}}, "yaxis": {"autorange": "reversed"},
+              "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0}}
+
+    def draw(fig, ax):
+        for m, style in zip(models, ("o-", "s--", "^:")):
+            for kind in ("content", "position"):
+                ax.plot(margins, [sh[m][kind] for sh in shares], style, color=KIND_COLORS[kind], label=f"{m}, {kind}")
+        for i, _ in flips:
+            ax.axvline((margins[i - 1] + margins[i]) / 2, color="0.6", lw=1)
+        ax.axhline(0.5, color="0.3", ls="--", lw=0.8)
+        ax.set(xlabel="margin between the two correlations", ylabel="share of all heads", ylim=(0, 1.05))
+        ax.legend(fontsize=8, ncols=2)
+
+    start = list(margins).index(chosen)
+    first, rest = (flips[0], flips[1:]) if flips else ((None, ""), [])
+    return SliderFigure("ix-insight-content", "Move the margin: content heads, position heads and the verdict",
+                        labels, frames, layout, static_fallback(draw, (6.4, 3.4)),
+                        "Stacked bars of the shares of all heads that are sink, content, position and mixed heads, "
+                        "one bar per model, at the chosen margin.", start=start, control_label="margin",
+                        flip=first[0], flip_note=first[1], more_flips=rest, verdict="content-not-position")

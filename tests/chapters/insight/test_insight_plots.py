@@ -55,3 +55,11 @@ def test_plot_verdicts_on_the_ledger_has_one_bar_per_section_and_verdict():
     ax = fig.axes[0]
     assert len(ax.patches) == len(cl.SECTIONS) * len(cl.VERDICTS)
     assert sum(p.get_width() for p in ax.patches) == len(cl.CLAIMS)
+
+
+def test_plot_asymmetry_lists_a_variant_missing_from_the_first_group_in_its_legend():
+    from attention_course.chapters.insight.asymmetry_figures import plot_asymmetry
+
+    acc = {("a", "u"): [1.0], ("b", "u"): [0.9], ("b", "s"): [0.5]}  # "s" only in the second group
+    fig = plot_asymmetry(acc, [("task a", "a"), ("task b", "b")], [("untied", "u"), ("symmetric", "s")], 1 / 64)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["untied", "symmetric"]

@@ -93,11 +93,28 @@ def test_ingredients_without_spread_print_the_mean_only():
     assert texts == ["0.90\n0.80-1.00"]
 
 
-def test_margin_sweep_draws_each_count_at_its_margin():
-    fig = ch.plot_margin_sweep([0.1, 0.2, 0.4], {"every sentence": [8, 8, 4], "fewest": [9, 8, 6]}, chosen=0.2)
-    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")}
-    assert list(lines["every sentence"].get_ydata()) == [8, 8, 4]
-    assert list(lines["fewest"].get_xdata()) == [0.1, 0.2, 0.4]
+def test_kind_sweep_draws_each_share_at_its_threshold_in_each_panel():
+    fig = ch.plot_kind_sweep([("margin", [0.1, 0.2, 0.4], 0.2, {"MiniLM content": [0.4, 0.3, 0.2],
+                                                                  "SmolLM2 position": [0.1, 0.1, 0.0]}),
+                              ("sink line", [0.3, 0.5], 0.5, {"MiniLM content": [0.1, 0.3]})])
+    for ax, (xs, ys) in zip(fig.axes, (([0.1, 0.2, 0.4], [0.4, 0.3, 0.2]), ([0.3, 0.5], [0.1, 0.3]))):
+        lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+        assert list(lines["MiniLM content"].get_xdata()) == xs and list(lines["MiniLM content"].get_ydata()) == ys
+    smol = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "SmolLM2 position")
+    assert smol.get_linestyle() == "--" and smol.get_color() == ch.figures.KIND_COLORS["position"]
+
+
+def test_kind_shares_stack_each_models_bar_to_one():
+    shares = {"A": {"content": 0.33, "position": 0.11, "sink": 0.51, "mixed": 0.05},
+              "B": {"content": 1.0, "position": 0.0, "sink": 0.0, "mixed": 0.0}}
+    fig = ch.plot_kind_shares(shares)
+    bars = fig.axes[0].patches
+    assert len(bars) == 8  # four kinds x two models
+    ends = {}
+    for b in bars:
+        ends[round(b.get_y(), 6)] = max(ends.get(round(b.get_y(), 6), 0), b.get_x() + b.get_width())
+    assert sorted(round(v, 9) for v in ends.values()) == [1.0, 1.0]
+    assert [b.get_width() for b in bars[:2]] == [0.51, 0.0]  # the sink bins first, model by model
 
 
 def test_copy_maps_untied_reads_one_back_and_tied_reads_itself():

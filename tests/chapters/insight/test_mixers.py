@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from attention_course.core.attention import scaled_dot_product_attention
-from attention_course.chapters.insight.mixers import MixerModel, Variant, mixing_mask, sparsemax
+from attention_course.chapters.insight.mixers import MixerModel, Variant, mixing_mask, sparsemax, symmetric_weights
 from attention_course.chapters.insight.recall_tasks import previous_token, stacked_mqar
 
 
@@ -138,3 +138,50 @@ def test_window_sweep_check_trains_the_copy_and_finds_the_gap_plus_one():
     for (gap, windows), (label, found) in zip(ex.TRAINED_GAPS, trained.items()):
         assert f"gap of {gap}" in label and found == gap + 1, (label, found)
         assert ex._trained_copy(gap, gap) < 0.2 < 0.95 < ex._trained_copy(gap + 1, gap)  # chance is 1/64
+
+
+# ------------------------------------------------------------------ symmetric normalisation
+def test_symmetric_weights_against_a_hand_computation():
+    """s = [[0, log 2], [log 2, log 3]]: E = [[1, 2], [2, 3]], r = (3, 5), A_ij = E_ij / sqrt(r_i r_j)."""
+    s = torch.tensor([[0.0, np.log(2.0)], [np.log(2.0), np.log(3.0)]], dtype=torch.float64)
+    A = symmetric_weights(s)
+    by_hand = torch.tensor([[1 / 3, 2 / np.sqrt(15)], [2 / np.sqrt(15), 3 / 5]], dtype=torch.float64)
+    torch.testing.assert_close(A, by_hand)
+    assert abs(float(A[0].sum()) - (1 / 3 + 2 / np.sqrt(15))) < 1e-12  # 0.850: the row does not sum to 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(T=st.integers(1, 7), seed=st.integers(0, 10_000))
+def test_symmetric_weights_are_symmetric_with_top_eigenvalue_one_but_rows_not_normalised(T, seed):
+    """What normalises A = R^{-1/2} E R^{-1/2} is the matrix, not its rows: it is similar to the row-stochastic
+    R^{-1} E, so its largest eigenvalue is 1."""
+    g = torch.Generator().manual_seed(seed)
+    M = torch.randn(T, T, generator=g, dtype=torch.float64) * 2
+    s = M + M.T  # a symmetric score
+    A = symmetric_weights(s)
+    torch.testing.assert_close(A, A.T)
+    assert (A >= 0).all()
+    assert abs(float(torch.linalg.eigvalsh(A).max()) - 1.0) < 1e-9
+    row = torch.softmax(s, dim=-1)
+    torch.testing.assert_close(torch.linalg.eigvals(row).real.max(), torch.tensor(1.0, dtype=torch.float64))
+
+
+def test_symmetric_weights_rows_do_not_sum_to_one_in_general():
+    g = torch.Generator().manual_seed(0)
+    M = torch.randn(6, 6, generator=g)
+    A = symmetric_weights(M + M.T)
+    assert (A.sum(-1) - 1).abs().max() > 0.05  # unlike softmax's rows
+    assert torch.allclose(torch.softmax(M + M.T, -1).sum(-1), torch.ones(6))
+
+
+def test_an_asymmetric_score_or_mask_gives_asymmetric_weights():
+    s = torch.tensor([[0.0, 2.0], [0.0, 0.0]])
+    assert not torch.allclose(symmetric_weights(s), symmetric_weights(s).T)
+    causal = mixing_mask(3)
+    A = symmetric_weights(torch.zeros(3, 3), causal)
+    assert A[0, 1] == 0 and A[1, 0] > 0 and torch.isfinite(A).all()
+
+
+def test_symmetric_weights_name_a_non_square_score():
+    with pytest.raises(ValueError, match=r"shape \(2, 3\).*\(\.\.\., T, T\)"):
+        symmetric_weights(torch.zeros(2, 3))
