@@ -50,7 +50,7 @@ from .chapters.graphs.collapse import attention_stack, rank_collapse, rank_one_r
 from .chapters.mechanics.hull import convex_hull, in_convex_hull
 from .chapters.mechanics.properties import fraction_in_hull, row_sum_errors, torch_agreement
 from .chapters.graphs.gnn import ranking_comparison
-from .chapters.graphs.figures import plot_attention_graph, plot_rank_collapse, plot_receptive_field_growth
+from .chapters.graphs.figures import plot_attention_graph, plot_rank_collapse
 from .chapters.graphs.propagation import (
     banded_mask,
     dependency_support,
@@ -158,7 +158,7 @@ __all__ = [
     "topology_mask", "banded_mask", "message_passing", "receptive_field", "dependency_support",
     "attention_rollout",
     "ranking_comparison", "attention_stack", "rank_one_residual", "rank_collapse",
-    "plot_attention_graph", "plot_receptive_field_growth", "plot_rank_collapse",
+    "plot_attention_graph", "plot_rank_collapse",
     # scaling
     "resolve_scale", "dot_product_variance", "variance_vs_dim", "softmax_entropy",
     "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "qk_norm_scores",

@@ -367,6 +367,7 @@ def test_every_stored_run_has_a_small_run_or_a_reason():
                "composition_grid_long.json", "composition_follow_up.json", "composition_follow_up_2.json",
                "topology_rules.json", "insight_metric.json", "insight_partner.json", "insight_linear.json",
                "insight_linear_long.json", "insight_signed.json",
+                   "insight_speed.json", "insight_converged.json",  # small runs: test_commands (speed), test_converged_arms (extended)
                # their small runs: tests/chapters/insight/test_score_arms.py (extended)
                "insight_heads.json", "insight_heads_tied.json", "insight_heads_other.json", "insight_frozen.json",
                "decoder_bench.json", "decoder_reference.npz",

@@ -14,18 +14,16 @@ from typing import Any, Optional
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.collections import LineCollection
-from matplotlib.colors import ListedColormap, LogNorm, Normalize
+from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch
 
 from ...core._backend import Array, ShapeError, to_numpy
 from ...figures.style import book_figure, new_axes
-from .propagation import band_width
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_receptive_field_growth", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -225,90 +223,6 @@ def plot_maps_log(
     fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="weight (log scale)")
     if title:
         fig.suptitle(title)
-    return fig
-
-
-def _outline(ax: Axes, region: np.ndarray, **line_kw: object) -> None:
-    """Draw the cell-edge boundary of a boolean image region (stepped, not smoothed)."""
-    padded = np.pad(region, 1)  # (T + 2, T + 2), False around
-    segments = []
-    rows, cols = np.nonzero(padded[1:, :] != padded[:-1, :])  # horizontal edges
-    segments += [[(c - 1.5, r - 0.5), (c - 0.5, r - 0.5)] for r, c in zip(rows, cols)]
-    rows, cols = np.nonzero(padded[:, 1:] != padded[:, :-1])  # vertical edges
-    segments += [[(c - 0.5, r - 1.5), (c - 0.5, r - 0.5)] for r, c in zip(rows, cols)]
-    ax.add_collection(LineCollection(segments, **line_kw))
-
-
-#: Two colours for a yes/no dependency map: white = does not depend, grey = depends.
-_YES_NO = ListedColormap(["white", "0.45"])
-
-
-@book_figure
-def plot_receptive_field_growth(
-    measured: Sequence[Array],
-    predicted: Sequence[Array],
-    complete: Optional[Sequence[Array]] = None,
-    title: str = "Receptive field under a banded mask",
-) -> Figure:
-    """Dependency matrices per depth, measured vs predicted, and their widths.
-
-    One panel per depth ``L = 1, 2, ...``, in two colours: grey cells are the
-    measured support (non-zero Jacobian blocks), white cells the rest; the red
-    outline is the predicted support of :math:`(M + I)^L`, ``M`` the 0/1 mask. A
-    legend under the panels names the colours. A last panel plots the half-width
-    of both against ``L`` and, if given, the width of a complete graph's receptive
-    field (``complete``).
-
-    Parameters
-    ----------
-    measured, predicted : sequences of bool arrays, each (T, T), one per depth 1..L
-    complete : sequence of bool arrays (T, T), optional
-
-    Examples
-    --------
-    >>> from attention_course.chapters.graphs.propagation import banded_mask, receptive_field
-    >>> R = [receptive_field(banded_mask(8, 1), L) for L in (1, 2)]
-    >>> len(plot_receptive_field_growth(R, R).axes)  # 2 depths, widths
-    3
-    """
-    if len(measured) != len(predicted) or not measured:
-        raise ValueError(
-            f"{len(measured)} measured and {len(predicted)} predicted matrices; "
-            f"expected the same positive number (one per depth)"
-        )
-    n = len(measured)
-    cols, rows = (n + 1) // 2, min(n, 2)  # depths in two rows, the widths panel to their right
-    fig = plt.figure(figsize=(PAGE_WIDTH, 2.3 * rows + 0.9), layout="constrained")
-    grid = fig.add_gridspec(rows, cols + 1, width_ratios=[1.0] * cols + [1.3])
-    axes = [fig.add_subplot(grid[k // cols, k % cols]) for k in range(n)]  # depths first
-    axes.append(fig.add_subplot(grid[:, cols]))  # widths last
-    for depth, (ax, m, p) in enumerate(zip(axes, measured, predicted), start=1):
-        M, P = to_numpy(m).astype(bool), to_numpy(p).astype(bool)
-        ax.imshow(M.astype(float), cmap=_YES_NO, vmin=0.0, vmax=1.0)  # two colours: no / depends
-        _outline(ax, P, colors="tab:red", linewidths=1.6)
-        agree = "agree" if np.array_equal(M, P) else "DIFFER"
-        ax.set_title(f"L = {depth} ({agree})")
-        ax.set_xlabel("input j")
-        ax.set_ylabel("output i" if (depth - 1) % cols == 0 else "")
-    fig.legend(handles=[Patch(facecolor=_YES_NO(1.0), edgecolor="0.6", label="output i depends on input j"),
-                        Patch(facecolor=_YES_NO(0.0), edgecolor="0.6", label="does not depend"),
-                        Patch(facecolor="none", edgecolor="tab:red", linewidth=1.6, label="predicted, supp $(M + I)^L$")],
-               loc="outside lower center", ncols=3)  # under the panels, inside the width
-    ax = axes[-1]
-    depths = np.arange(1, n + 1)
-    ax.plot(depths, [band_width(p) for p in predicted], "-", color="tab:red", lw=2,
-            label="predicted, supp $(M + I)^L$")
-    ax.plot(depths, [band_width(m) for m in measured], "o", color="k", ms=6,
-            label="measured (Jacobian)")
-    if complete is not None:
-        ax.plot(depths, [band_width(c) for c in complete], "s--", color="tab:blue", ms=5,
-                label="complete graph")
-    ax.set_xticks(depths)
-    ax.set_xlabel("layers L")
-    ax.set_ylabel("receptive field half-width  max |i - j|")
-    ax.set_title("Half-width against depth")
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.93))  # between the complete graph and the band
-    fig.suptitle(title)
     return fig
 
 

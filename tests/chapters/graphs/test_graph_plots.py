@@ -9,7 +9,6 @@ from matplotlib.patches import FancyArrowPatch
 from attention_course.chapters.graphs import figures as gp
 from attention_course.core._backend import ShapeError
 from attention_course.chapters.graphs.collapse import rank_collapse, rank_one_part_curves
-from attention_course.chapters.graphs.propagation import banded_mask, receptive_field
 
 
 def _render(fig):
@@ -54,27 +53,6 @@ def test_attention_graph_errors():
         gp.plot_attention_graph(np.eye(2), ["a"])
     with pytest.raises(ValueError, match=r"layout='grid'"):
         gp.plot_attention_graph(np.eye(2), layout="grid")
-
-
-def test_receptive_field_growth_panels_and_widths():
-    T, w = 10, 1
-    R = [receptive_field(banded_mask(T, w), L) for L in (1, 2, 3)]
-    complete = [np.ones((T, T), bool)] * 3
-    wrong = [R[0], R[0], R[2]]
-    fig = _render(gp.plot_receptive_field_growth(wrong, R, complete=complete))
-    titles = [ax.get_title() for ax in fig.axes[:3]]
-    assert titles == ["L = 1 (agree)", "L = 2 (DIFFER)", "L = 3 (agree)"]
-    width_ax = fig.axes[3]
-    predicted, measured, full = (line.get_ydata() for line in width_ax.get_lines())
-    np.testing.assert_array_equal(predicted, [1, 2, 3])
-    np.testing.assert_array_equal(measured, [1, 1, 3])
-    np.testing.assert_array_equal(full, [9, 9, 9])
-    assert width_ax.get_xlabel() == "layers L"
-    assert len(fig.axes) == 4  # 3 depths and the widths: a legend, no continuous colour bar
-    assert all(ax.get_images()[0].get_cmap().N == 2 for ax in fig.axes[:3])  # yes / no, two colours
-    assert "(M + I)" in width_ax.get_legend().get_texts()[0].get_text()  # the lesson's letter for the mask
-    with pytest.raises(ValueError, match=r"2 measured and 3 predicted"):
-        gp.plot_receptive_field_growth(R[:2], R)
 
 
 def test_rank_collapse_plot_is_log_scale_with_a_line_per_curve():
