@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Runs inside the collecting pytest: writes each item's file, kind and markers as JSON.
@@ -88,6 +90,7 @@ def uncollected(root: Path, tmp: Path) -> list[str]:
     return missing
 
 
+@pytest.mark.extended  # collects the whole suite in a fresh process (seconds): a check of the tiers, not of the course
 def test_every_test_file_doctest_and_notebook_runs_in_some_tier(tmp_path):
     assert uncollected(ROOT, tmp_path) == []
 
