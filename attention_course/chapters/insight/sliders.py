@@ -374,9 +374,9 @@ def content_explorer(scores: Mapping[str, ContentPositionScores], margins: Seque
                                                       f" ({decides}: {verdicts[i][decides]})"))
              for i in range(1, len(margins)) for m in models
              if m not in beside and verdicts[i][m] != verdicts[i - 1][m]]
-    layout = {"height": 300, "barmode": "stack", "margin": {"l": 130, "r": 20, "t": 10, "b": 40}, "font": {"size": 13},
+    layout = {"height": 380, "barmode": "stack", "margin": {"l": 130, "r": 20, "t": 10, "b": 120}, "font": {"size": 13},
               "xaxis": {"range": [0, 1], "title": {"text": "share of all heads"}}, "yaxis": {"autorange": "reversed"},
-              "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0}}
+              "legend": {"orientation": "h", "y": -0.45, "yanchor": "top", "x": 0}}  # below the axis title at 390 px
 
     def draw(fig, ax):
         for m, style in zip(models, ("o-", "s--", "^:")):
