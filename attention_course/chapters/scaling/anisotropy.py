@@ -95,16 +95,19 @@ def variance_ratio_controls(q: Array, k: Array, valid: Optional[Array] = None, s
     return {name: measured[name] / predicted for name in PAIR_SETS}
 
 
-def within_row_spread(q: Array, k: Array, valid: Optional[Array] = None) -> np.ndarray:
+def within_row_spread(q: Array, k: Array, valid: Optional[Array] = None, causal: bool = False) -> np.ndarray:
     r"""For every real query, the standard deviation of :math:`q_i\cdot k_j/\sqrt{d_k}` over the real keys of its sequence.
 
     This is the spread the softmax of row :math:`i` sees. It is unchanged by :math:`q \to aq` with
     :math:`k \to k/a`, by adding one vector to every key (one constant per row) and by permuting heads.
+    With ``causal=True`` (a decoder's rows) the keys of row :math:`i` are the real keys :math:`j \le i`,
+    and a row with fewer than two of them, which has no spread, is left out.
 
     Returns
     -------
     np.ndarray, shape (h, N)
-        One value per head and real query (the N real tokens, sequence by sequence).
+        One value per head and real query (the N real tokens, sequence by sequence; with ``causal``,
+        the real queries that see at least two real keys).
 
     Examples
     --------
@@ -116,8 +119,12 @@ def within_row_spread(q: Array, k: Array, valid: Optional[Array] = None) -> np.n
     q, k, valid = _check(q, k, valid)
     d_k = q.shape[-1]
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)  # (B, h, T, T)
+    T = q.shape[-2]
     keys = valid[:, None, None, :]  # (B, 1, 1, T): real keys
-    n = keys.sum(-1)  # (B, 1, 1)
-    mean = np.where(keys, s, 0.0).sum(-1) / n  # (B, h, T)
-    var = np.where(keys, (s - mean[..., None]) ** 2, 0.0).sum(-1) / n  # (B, h, T), over the real keys
-    return np.moveaxis(np.sqrt(var), 1, 0)[:, valid]  # (h, N): real queries only
+    if causal:
+        keys = keys & np.tril(np.ones((T, T), bool))  # (B, 1, T, T): key j <= query i
+    n = keys.sum(-1)  # (B, 1, 1) or (B, 1, T)
+    mean = np.where(keys, s, 0.0).sum(-1) / np.maximum(n, 1)  # (B, h, T)
+    var = np.where(keys, (s - mean[..., None]) ** 2, 0.0).sum(-1) / np.maximum(n, 1)  # (B, h, T), over the row's keys
+    rows = valid & (np.broadcast_to(n, (q.shape[0], 1, T))[:, 0] >= 2)  # (B, T): real queries with a spread
+    return np.moveaxis(np.sqrt(var), 1, 0)[:, rows]  # (h, N)

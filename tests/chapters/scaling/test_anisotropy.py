@@ -71,6 +71,18 @@ def test_within_row_spread_is_a_loop_over_real_keys():
     np.testing.assert_allclose(got[0], want, rtol=1e-12)
 
 
+def test_causal_within_row_spread_is_a_loop_over_the_keys_up_to_the_query():
+    """A decoder's row i sees the real keys j <= i; row 0 (one key, no spread) is left out."""
+    rng = np.random.default_rng(5)
+    q, k = rng.normal(size=(2, 3, 6, 8)), rng.normal(size=(2, 3, 6, 8))
+    valid = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], bool)
+    got = within_row_spread(q, k, valid, causal=True)  # (3, 3 + 5): queries 1.. of each sequence
+    want = [[np.std([q[b, h, i] @ k[b, h, j] / np.sqrt(8) for j in range(i + 1) if valid[b, j]])
+             for b in range(2) for i in range(6) if valid[b, i] and i >= 1] for h in range(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not np.allclose(within_row_spread(q, k, valid)[:, 1:4], got[:, :3])  # the mask changes the rows
+
+
 def test_bad_shapes():
     q = np.zeros((2, 1, 5, 8))
     with pytest.raises(ShapeError, match=r"expected equal shapes \(B, h, T, d_k\)"):
