@@ -32,7 +32,6 @@ one to a fixed budget and keeps the model at its best validation check.
 from __future__ import annotations
 
 from collections.abc import Sequence
-import copy
 import math
 from dataclasses import asdict, dataclass
 from typing import Optional
@@ -41,9 +40,8 @@ import torch
 from torch import nn
 
 from ...models.tasks import Batch
-from ...models.training import train
 from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
-from .convergence import ConvergenceRule, stop_reason
+from .convergence import ConvergenceRule, best_check, stop_reason, train_until
 from .mixers import MixerModel, Variant, mixing_mask, signature, symmetric_weights
 from .recall_tasks import N_VALUES, _gen, _recall_batch
 
@@ -271,21 +269,6 @@ class ArmModel(MixerModel):
         return out @ self.W_o, A.mean(dim=1)
 
 
-class _Stop(Exception):
-    pass
-
-
-def best_check(curve: list[float]) -> int:
-    """Index of the best validation check (the first of equals).
-
-    Examples
-    --------
-    >>> best_check([0.6, 0.5, 0.9, 0.88, 0.9])
-    2
-    """
-    return max(range(len(curve)), key=lambda i: (curve[i], -i))
-
-
 def best_plateau(curve: Sequence[float], rule: ConvergenceRule = CONVERGED) -> Optional[str]:
     """:data:`CONVERGED`'s stop: ``"target"``, ``"plateau"`` (the best check gained less than ``min_gain`` over the
     last ``window`` steps, judged from ``plateau_from`` on), ``"max steps"`` or ``None`` (go on).
@@ -345,31 +328,11 @@ def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: in
     >>> r["best_step"] == 5 * (1 + best_check(r["curve"])), r["steps"] == 5 * len(r["curve"])
     (True, True)
     """
-    stop = best_plateau if rule == CONVERGED else stop_reason
     model = ArmModel(arm, task.seq_len, d_model=d_model, seed=seed)
-    curve: list[float] = []
-    best: dict = {}
-    reason: list[str] = []
-
-    def check(step: int, m: ArmModel, weights) -> None:
-        if step == 0 or step % rule.check_every:
-            return
-        curve.append(round(accuracy(m, task, batch_size=rule.valid_batch, seed=VALID_SEED), 4))
-        if best_check(curve) == len(curve) - 1:
-            best["state"] = copy.deepcopy(m.state_dict())
-        why = stop(curve, rule)
-        if why is not None:
-            reason.append(why)
-            raise _Stop
-
-    try:
-        train(model, task, steps=rule.max_steps, seed=seed, lr=lr, batch_size=batch_size, callback=check)
-    except _Stop:
-        pass
-    if best:
-        model.load_state_dict(best["state"])
-    return model, {"steps": len(curve) * rule.check_every, "best_step": (1 + best_check(curve)) * rule.check_every,
-                   "stopped": reason[0] if reason else "max steps", "curve": curve}
+    record = train_until(model, task, lr, seed, rule, batch_size,
+                         stop=best_plateau if rule == CONVERGED else stop_reason, keep_best=True)
+    return model, {"steps": record["steps"], "best_step": (1 + best_check(record["curve"])) * rule.check_every,
+                   "stopped": record["stopped"], "curve": record["curve"]}
 
 
 def tune_best(arm: Arm, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), lrs: Sequence[float] = (3e-3, 1e-2),

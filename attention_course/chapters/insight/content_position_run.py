@@ -121,7 +121,7 @@ def stored_scores(doc: dict, model: str) -> ContentPositionScores:
 #: ``python -m attention_course content-position``: :func:`content_position_record` for each of :data:`MODELS`.
 CONTENT_POSITION = register(Experiment(
     "content-position", ContentPositionConfig(), _one, CONTENT_POSITION_DATA, grid=lambda c: [(m,) for m in c.models],
-    document=_document, merge=_matched_keep_others,  # models not run keep their records out_flag="--json",
+    document=_document, merge=_matched_keep_others,  # models not run keep their records
     flags={"--models": dict(nargs="+", choices=list(MODELS), help="which models (default: all four)"),
            "--n-sentences": dict(type=int, help="how many of the six sentences"),
            "--n-shuffles": dict(type=int, help="seeded shuffles of each sentence")},

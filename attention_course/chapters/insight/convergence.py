@@ -12,8 +12,9 @@ the validation batch, and stop at the first check from ``min_steps`` on where it
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -86,9 +87,55 @@ class _Stop(Exception):
     pass
 
 
+def best_check(curve: list[float]) -> int:
+    """Index of the best validation check (the first of equals).
+
+    Examples
+    --------
+    >>> best_check([0.6, 0.5, 0.9, 0.88, 0.9])
+    2
+    """
+    return max(range(len(curve)), key=lambda i: (curve[i], -i))
+
+
+def train_until(model: torch.nn.Module, task: RecallTask, lr: float, seed: int, rule: ConvergenceRule,
+                batch_size: int = 32, stop: Optional[Callable[[list[float], ConvergenceRule], Optional[str]]] = None,
+                keep_best: bool = False) -> dict:
+    """Train ``model`` in place with :func:`~attention_course.models.training.train`, checking its validation
+    accuracy every ``rule.check_every`` steps, until ``stop(curve, rule)`` (default :func:`stop_reason`) names a
+    reason or ``rule.max_steps`` pass. With ``keep_best`` the model is left at its best check.
+
+    Returns ``{"steps", "stopped", "curve"}``: the updates made, the reason and the accuracy at each check.
+    The model's ``forward`` must return ``(logits, weights)`` as :func:`train` expects.
+    """
+    stop = stop_reason if stop is None else stop
+    curve: list[float] = []
+    reason: list[str] = []
+    best: dict = {}
+
+    def check(step: int, m: torch.nn.Module, weights) -> None:
+        if step == 0 or step % rule.check_every:
+            return
+        curve.append(round(accuracy(m, task, batch_size=rule.valid_batch, seed=VALID_SEED), 4))
+        if keep_best and best_check(curve) == len(curve) - 1:
+            best["state"] = copy.deepcopy(m.state_dict())
+        why = stop(curve, rule)
+        if why is not None:
+            reason.append(why)
+            raise _Stop
+
+    try:
+        train(model, task, steps=rule.max_steps, seed=seed, lr=lr, batch_size=batch_size, callback=check)
+    except _Stop:
+        pass
+    if best:
+        model.load_state_dict(best["state"])
+    return {"steps": len(curve) * rule.check_every, "stopped": reason[0] if reason else "max steps", "curve": curve}
+
+
 def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0, d_model: int = 64,
                     rule: ConvergenceRule = ConvergenceRule(), batch_size: int = 32) -> tuple[MixerModel, dict]:
-    """Train the seeded variant with :func:`~attention_course.models.training.train` until ``rule`` stops it.
+    """Train the seeded variant with :func:`train_until` until ``rule`` stops it.
 
     Returns
     -------
@@ -105,24 +152,7 @@ def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0
     (True, True, True)
     """
     model = MixerModel(variant, task.seq_len, d_model=d_model, seed=seed)
-    curve: list[float] = []
-    reason: list[str] = []
-
-    def check(step: int, m: MixerModel, weights) -> None:
-        if step == 0 or step % rule.check_every:
-            return
-        curve.append(round(accuracy(m, task, batch_size=rule.valid_batch, seed=VALID_SEED), 4))
-        why = stop_reason(curve, rule)
-        if why is not None:
-            reason.append(why)
-            raise _Stop
-
-    try:
-        train(model, task, steps=rule.max_steps, seed=seed, lr=lr, batch_size=batch_size, callback=check)
-    except _Stop:
-        pass
-    return model, {"steps": len(curve) * rule.check_every, "stopped": reason[0] if reason else "max steps",
-                   "curve": curve}
+    return model, train_until(model, task, lr, seed, rule, batch_size)
 
 
 def tune_converged(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1),
