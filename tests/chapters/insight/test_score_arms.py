@@ -131,8 +131,17 @@ def test_train_best_returns_the_model_of_the_best_check():
     """With a learning rate so large that training falls off, the model kept is the best check's, not the last."""
     task = RecallTask("stacked_mqar", {"n_pairs": 4})
     rule = ConvergenceRule(check_every=10, min_steps=10, max_steps=60, window=10, valid_batch=64, plateau_from=100)
-    model, r = train_best(Arm(), task, lr=3.0, d_model=16, rule=rule)  # lr 1.0 rose again by step 60 on torch 2.13
-    assert r["steps"] == 60 and r["stopped"] == "max steps" and r["curve"][-1] < max(r["curve"])  # it fell off
+    # Whether a run at so large a rate ends below its best check is chaotic in float32 (lr 1.0 rose
+    # again by step 60 on torch 2.13; on one AMD EPYC run seed 0 at lr 3.0 ended on a tie with its
+    # first check): take the first seed whose last check is below its best, so the test can tell
+    # the best check's model from the last one.
+    for seed in range(8):
+        model, r = train_best(Arm(), task, lr=3.0, seed=seed, d_model=16, rule=rule)
+        if r["curve"][-1] < max(r["curve"]):
+            break
+    else:
+        pytest.fail("no seed in 0-7 ended below its best check at lr 3.0")
+    assert r["steps"] == 60 and r["stopped"] == "max steps"
     assert round(accuracy(model, task, batch_size=64, seed=VALID_SEED), 4) == max(r["curve"])
     assert r["best_step"] == 10 * (1 + best_check(r["curve"]))
 

@@ -24,6 +24,13 @@ from attention_course.models.training import masked_loss, train
 TASK = make_task("repeated_sequences")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: faster on a shared 2-core machine
 
+# Step-0 gradient norms recomputed against the stored ones. Each gradient entry is a float32 sum of
+# about K = 32 sequences x 28 positions = 896 terms, added in an order the CPU's kernels choose
+# (AVX2 against AVX-512 block differently): an estimate of the relative difference is
+# sqrt(K) x eps32 = 30 x 1.2e-7, about 4e-6. A wrong gradient (another scale, a missing term) moves
+# the norm by percents.
+GRAD_RTOL = 1e-5
+
 
 @pytest.mark.parametrize("scale", ["sqrt", "none"])
 def test_score_gradient_rebuilds_the_W_q_gradient(scale):
@@ -128,15 +135,15 @@ def test_stored_run_is_reproduced_by_its_first_steps(variant):
     i, s = r.variants.index(variant), 1
     run = train_variant(r.settings["d_k"], *VARIANTS[variant], steps=8, seed=int(r.seeds[s]), lr=r.settings["lr"])
     np.testing.assert_allclose(run.loss, r.loss[i, s, :8], rtol=5e-4)
-    np.testing.assert_allclose(run.score_grad0, r.score_grad0[i, s], rtol=1e-6)
-    np.testing.assert_allclose(run.wq_grad0, r.wq_grad0[i, s], rtol=1e-6)
+    np.testing.assert_allclose(run.score_grad0, r.score_grad0[i, s], rtol=GRAD_RTOL)
+    np.testing.assert_allclose(run.wq_grad0, r.wq_grad0[i, s], rtol=GRAD_RTOL)
 
 
 @pytest.mark.extended
 def test_command_line_recomputes_the_stored_run(tmp_path):
     # A few minutes: all 25 runs of 200 steps. The recomputed step-0 gradients differ from the
-    # shipped ones in float32's last bits (measured up to 1.1e-7 relative, the same before and after
-    # the runner's rewrite), and the unscaled models' plateau amplifies such differences after
+    # shipped ones in float32's last bits (measured up to 1.1e-7 relative here, 1.5e-6 on another run
+    # of this AMD EPYC machine: GRAD_RTOL), and the unscaled models' plateau amplifies such differences after
     # 8-25 steps; so the run is checked at the strength the chapter reads it: which runs train
     # (held-out loss below 1 nat; stored: under 0.06 or over 4), the step-0 gradients, the first steps.
     out = tmp_path / "causes.json"
@@ -144,8 +151,8 @@ def test_command_line_recomputes_the_stored_run(tmp_path):
     (new, _), (old, _) = load_causes(out), load_causes(STORED_CAUSES)
     assert new.variants == old.variants and new.seeds.tolist() == old.seeds.tolist()
     np.testing.assert_array_equal(new.eval_loss < 1, old.eval_loss < 1)
-    np.testing.assert_allclose(new.score_grad0, old.score_grad0, rtol=1e-6)
-    np.testing.assert_allclose(new.wq_grad0, old.wq_grad0, rtol=1e-6)
+    np.testing.assert_allclose(new.score_grad0, old.score_grad0, rtol=GRAD_RTOL)
+    np.testing.assert_allclose(new.wq_grad0, old.wq_grad0, rtol=GRAD_RTOL)
     np.testing.assert_allclose(new.loss[:, :, :5], old.loss[:, :, :5], rtol=5e-4)  # 4 significant digits
 
 
