@@ -47,7 +47,8 @@ TESTS = Path(__file__).resolve().parent
 #   check (each case costs seconds; together they were a fifth of `make test`).
 EXTENDED_NOTEBOOKS = re.compile(r"_evidence\.ipynb$")
 EXTENDED_EXERCISES = re.compile(r"\[(decoder-forward|window-sweep|bert-encoder)[\]:]")
-EXERCISE_BATTERIES = frozenset({"test_exercises", "test_rules", "test_exercise_battery", "test_exercises_gpt"})
+EXERCISE_BATTERIES = frozenset({"test_exercises", "test_rules", "test_exercise_battery", "test_exercises_gpt",
+                                "test_exercises_encoder"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -237,15 +237,19 @@ EXCEPTIONS = st.sampled_from([ValueError, TypeError, ZeroDivisionError, IndexErr
                               AttributeError, MemoryError, RecursionError, SystemExit, StopIteration])
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.sampled_from(IDS), RETURNS)
+# Per exercise (so the ones that load a model go to the extended tier with their batteries,
+# tests/conftest.py), a few arbitrary returns and exceptions each.
+@pytest.mark.parametrize("eid", IDS)
+@settings(max_examples=6, deadline=None)
+@given(value=RETURNS)
 def test_check_never_raises_on_arbitrary_returns(eid, value):
     check(eid, lambda *args: value)
     assert evaluate(eid, lambda *args: value).status in {"failed", "passed"}
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(IDS), EXCEPTIONS)
+@pytest.mark.parametrize("eid", IDS)
+@settings(max_examples=4, deadline=None)
+@given(exc=EXCEPTIONS)
 def test_check_never_raises_on_arbitrary_exceptions(eid, exc):
     def raiser(*args):
         raise exc("boom")

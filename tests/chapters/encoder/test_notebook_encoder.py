@@ -55,8 +55,10 @@ def test_the_index_figure_and_the_hidden_test_cells(nb):
 
 
 # ------------------------------------------------------------------ the solved copy
+@pytest.mark.extended
 def test_the_solved_copy_passes_every_exercise(nb, tmp_path):
-    """(That the committed stubs come out "not attempted" is checked for every chapter in tests/course/test_progress.py.)"""
+    """(That the committed stubs come out "not attempted" is checked for every chapter in tests/course/test_progress.py;
+    extended, as its test_every_chapters_solved_copy_passes.)"""
     solved_path = tmp_path / "08_encoder.ipynb"
     nbformat.write(solved(nb), solved_path)
     (learner,) = progress.run([solved_path])

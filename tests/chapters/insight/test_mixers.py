@@ -125,6 +125,7 @@ def test_previous_token_targets():
     assert torch.equal(y[:, 1:], x[:, :-1, 0]) and not m[:, 0].any()
 
 
+@pytest.mark.extended  # it trains the check's models (about 25 s), as the window-sweep battery does
 def test_window_sweep_check_trains_the_copy_and_finds_the_gap_plus_one():
     """The window-sweep check's trained cases: a causal window of w positions sees the token
     `gap` back only when w > gap, so the smallest window within 0.05 of full attention is gap + 1
