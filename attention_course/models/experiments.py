@@ -56,7 +56,7 @@ try:  # the progress bar of a long command: tqdm, which comes with transformers
 except ImportError:  # pragma: no cover - depends on the environment
     tqdm = None
 
-__all__ = ["Training", "Experiment", "Runs", "EXPERIMENTS", "register", "run", "execute", "progress_bar",
+__all__ = ["Training", "Experiment", "Runs", "EXPERIMENTS", "register", "run", "execute", "progress_bar", "keep_other_models",
            "write_json", "read_json", "significant", "result_document", "load_result"]
 
 Job = tuple  # the arguments of ``run_one`` after the configuration: one variant of the grid
@@ -486,6 +486,20 @@ def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: 
 
 
 # ------------------------------------------------------------------ JSON
+
+def keep_other_models(doc: dict, previous: dict) -> dict:
+    """An :class:`Experiment`'s ``merge`` for runs over several models: the models not run this time
+    keep their stored records, if the stored file has the same ``config`` (else the new document alone).
+
+    >>> keep_other_models({"config": 1, "models": {"a": 2}}, {"config": 1, "models": {"a": 0, "b": 3}})
+    {'config': 1, 'models': {'a': 2, 'b': 3}}
+    >>> keep_other_models({"config": 1, "models": {"a": 2}}, {"config": 2, "models": {"b": 3}})
+    {'config': 1, 'models': {'a': 2}}
+    """
+    if previous.get("config") != doc["config"]:
+        return doc
+    return {**doc, "models": {**previous.get("models", {}), **doc["models"]}}
+
 def write_json(doc: Any, path: Union[str, Path], indent: Optional[int] = 1) -> Any:
     """Store ``doc`` as the data files are stored (``indent`` 1, or one line with None; a final newline); return it."""
     text = json.dumps(doc, indent=indent) if indent is not None else json.dumps(doc)

@@ -20,7 +20,11 @@ from .encoder import BertWeights, bert_encode
 __all__ = ["scrambled_weights", "encoder_maps"]
 
 #: The layer matrices, the only tensors scrambled by default.
-_MATRICES = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2")
+#: The layer matrices of each layout: the encoder's feed-forward W_1, W_2, the decoder's SwiGLU block.
+ENCODER_LAYER_MATRICES = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2")
+DECODER_LAYER_MATRICES = ("W_q", "W_k", "W_v", "W_o", "W_gate", "W_up", "W_down")
+# The default scrambles both (a name a layer does not have is skipped: the draws for either layout are its own).
+_MATRICES = ENCODER_LAYER_MATRICES + DECODER_LAYER_MATRICES[4:]
 
 
 def scrambled_weights(weights: Any, seed: int, *, every_tensor: bool = False,

@@ -67,3 +67,17 @@ def test_one_generator_draws_the_permutations_in_field_order(every_tensor):
                 if every_tensor or name in MATRICES else t for name, t in _tensors(W)]
     got = [t for _, t in _tensors(scrambled_weights(W, seed=7, every_tensor=every_tensor))]
     assert all(torch.equal(a, b) for a, b in zip(got, expected))
+
+
+def test_a_decoders_default_scramble_covers_its_swiglu_block():
+    """scrambled_weights' default scrambles every layer matrix of either layout (the decoder's W_gate, W_up,
+    W_down too, which the encoder's names alone missed), with the same draws as naming them."""
+    from attention_course.chapters.decoder.random_weights import random_decoder
+    from attention_course.models.perturb import DECODER_LAYER_MATRICES
+
+    W = random_decoder(seed=0)
+    default, named = scrambled_weights(W, seed=1), scrambled_weights(W, seed=1, tensors=DECODER_LAYER_MATRICES)
+    for before, a, b in zip(W.layers, default.layers, named.layers):
+        for name in DECODER_LAYER_MATRICES:
+            assert torch.equal(getattr(a, name), getattr(b, name)), name
+            assert not torch.equal(getattr(a, name), getattr(before, name)), name

@@ -21,9 +21,10 @@ from typing import Union
 
 import numpy as np
 
-from ...models.experiments import Experiment, read_json, register
+from ...models.experiments import Experiment, keep_other_models, read_json, register
 from ...models.records import DATA_DIR, machine_info
-from ..graphs.topology_rules import _matched_keep_others, model_head_maps
+from ...models.smollm2 import SMOLLM2_START
+from ..graphs.topology_rules import model_head_maps
 from .position_content import ContentPositionScores, content_position_scores
 
 __all__ = ["load_content_position", "stored_scores"]
@@ -40,7 +41,7 @@ SHUFFLE_SENTENCES = (
 #: The models the run scores: MiniLM, scrambled MiniLM, MiniLM with q x 3 and k / 3, SmolLM2.
 MODELS = ("MiniLM", "scrambled", "invariance", "SmolLM2")
 #: What SmolLM2 reads before each version: its end-of-text token (the sink) and a space.
-DECODER_START = "<|endoftext|> "
+DECODER_START = SMOLLM2_START + " "
 #: The stored run.
 CONTENT_POSITION_DATA = DATA_DIR / "content_position.json"
 #: The per-head scores a record stores, one list per sentence (layer-major heads).
@@ -121,7 +122,7 @@ def stored_scores(doc: dict, model: str) -> ContentPositionScores:
 #: ``python -m attention_course content-position``: :func:`content_position_record` for each of :data:`MODELS`.
 CONTENT_POSITION = register(Experiment(
     "content-position", ContentPositionConfig(), _one, CONTENT_POSITION_DATA, grid=lambda c: [(m,) for m in c.models],
-    document=_document, merge=_matched_keep_others,  # models not run keep their records
+    document=_document, merge=keep_other_models,  # models not run keep their records
     flags={"--models": dict(nargs="+", choices=list(MODELS), help="which models (default: all four)"),
            "--n-sentences": dict(type=int, help="how many of the six sentences"),
            "--n-shuffles": dict(type=int, help="seeded shuffles of each sentence")},
