@@ -35,7 +35,16 @@ from .division import (
 from .head_training import STORED_RUN, run_one, layer_overlaps, converged, load_runs
 from .lookups import hand_built_heads
 from .pages import EVIDENCE_EXERCISES
-from .roles import ROLES, head_role_scores, uniform_role_baselines, top_heads
+from .roles import (
+    ROLES,
+    head_role_scores,
+    uniform_role_baselines,
+    top_heads,
+    CAUSAL_ROLES,
+    decoder_agreement,
+    load_decoder_roles,
+    DECODER_MODELS,
+)
 from .subspaces import (
     head_bilinear_forms,
     form_singular_values,
@@ -55,6 +64,7 @@ from .figures import (
     plot_role_scores,
     plot_head_ablation,
     plot_relation_gains,
+    plot_sorted_role_scores,
 )
 from .sliders import (
     clear_job_explorer,
@@ -103,6 +113,10 @@ __all__ = [
     "head_role_scores",
     "uniform_role_baselines",
     "top_heads",
+    "CAUSAL_ROLES",
+    "decoder_agreement",
+    "load_decoder_roles",
+    "DECODER_MODELS",
     "head_bilinear_forms",
     "form_singular_values",
     "reparametrise_head",
@@ -119,6 +133,7 @@ __all__ = [
     "plot_role_scores",
     "plot_head_ablation",
     "plot_relation_gains",
+    "plot_sorted_role_scores",
     "clear_job_explorer",
     "agreement_explorer",
     "stored_head_explorer",

@@ -25,7 +25,7 @@ from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role
 
 __all__ = [
     "plot_multihead_path", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
-    "plot_head_ablation", "plot_relation_gains",
+    "plot_head_ablation", "plot_relation_gains", "plot_sorted_role_scores",
 ]  # fmt: skip
 
 
@@ -311,6 +311,52 @@ def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 2, title: st
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.colorbar(im, ax=axes, shrink=0.8, label="score")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_sorted_role_scores(panels: Mapping[str, Mapping[str, Array]], roles: Sequence[str],
+                            chance: Optional[Mapping[str, Mapping[str, float]]] = None, threshold: float = 0.5,
+                            title: str = "") -> Figure:
+    """One panel per role: each model's heads sorted by score, against the share of its heads.
+
+    The x axis is the share of heads (head :math:`k` of :math:`N` at :math:`(k + 1/2)/N`), so models with
+    72 and 270 heads sit on one axis. ``panels`` maps a panel title to ``{model: scores}`` (any shape,
+    one value per head); ``roles[i]`` gives panel ``i`` its colour (:func:`~.style.role_color`): the first
+    model is drawn in black, the second in the role's colour, a third and later dashed in grey.
+    ``chance`` (panel -> {model: level}) draws each model's chance level as a thin line; ``threshold``
+    is the dashed line a clear job must pass.
+
+    Examples
+    --------
+    >>> fig = plot_sorted_role_scores({"previous token": {"a": np.ones((2, 3)), "b": np.zeros(5)}}, ["previous token"])
+    >>> [line.get_label() for line in fig.axes[0].get_lines()][:2]
+    ['a', 'b']
+    """
+    if len(roles) != len(panels):
+        raise ValueError(f"{len(panels)} panels but {len(roles)} roles; expected one role (a colour) per panel")
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(MAX_WIDTH, 3.4 * len(panels)), 2.9), layout="constrained",
+                             sharey=True, squeeze=False)
+    for ax, (name, models), role in zip(axes[0], panels.items(), roles):
+        color = role_color(role)
+        styles = [dict(color="0.1", lw=1.6), dict(color=color, lw=2.2)]
+        for i, (model, s) in enumerate(models.items()):
+            s = np.sort(np.asarray(to_numpy(s), dtype=float).ravel())[::-1]  # (N,) heads, highest first
+            x = (np.arange(len(s)) + 0.5) / len(s)  # (N,) share of heads
+            style = styles[i] if i < len(styles) else dict(color="0.55", lw=1.6, ls="--")
+            ax.plot(x, s, label=model, **style)
+            if chance is not None and model in chance.get(name, {}):
+                ax.axhline(chance[name][model], color=style["color"], lw=0.8, ls=":", alpha=0.8)
+        ax.axhline(threshold, color="0.4", lw=0.9, ls="--")
+        ax.set_title(name, color=color, fontweight="bold")
+        ax.set_xlabel("share of heads (sorted)")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("role score")
+    axes[0, 0].legend(fontsize=9, loc="upper right")
     if title:
         fig.suptitle(title)
     return fig

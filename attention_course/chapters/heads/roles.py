@@ -11,28 +11,43 @@ beside uniform attention's count (all heads while :math:`t < c_r`, none after);
 :func:`clear_job_flips` finds where each role's count falls to uniform attention's 0, and
 :func:`last_relation_flip` where the last relation (:data:`RELATIONS`) does: chapter 4's
 ``head-relations`` flag.
+
+A decoder (SmolLM2-135M) is scored on causal rows by :func:`causal_role_scores`, whose maps
+:func:`decoder_maps` computes after a start token (:func:`start_token_ids`), against
+:func:`causal_uniform_baselines`: uniform attention over each causal row, :math:`1/(i+1)` for row
+:math:`i`. It has no next-token role, since row :math:`i` cannot see key :math:`i + 1`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
+import torch
 
 from ...core._backend import Array, ShapeError, to_numpy
-from ...models.experiments import read_json, write_json
+from ...models.experiments import Experiment, read_json, register, write_json
+from ...models.decoder import decoder_pass
 from ...models.pretrained import attention_maps
+from ...models.perturb import scrambled_weights
+from ...models.smollm2 import SMOLLM2_START, DecoderWeights, load_smollm2, smollm2_tokenizer
 from ...models.records import DATA_DIR
 from ..mechanics.properties import row_entropy
 
-__all__ = ["ROLES", "head_role_scores", "uniform_role_baselines", "top_heads"]
+__all__ = ["ROLES", "head_role_scores", "uniform_role_baselines", "top_heads", "CAUSAL_ROLES",
+           "decoder_agreement", "load_decoder_roles", "DECODER_MODELS"]
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation", "broad")
 #: Roles that are a relation between words, and roles that park the weight on a special token.
 RELATIONS = ("previous token", "next token", "punctuation")
 PARKING = ("[CLS]", "[SEP]")
+#: The roles a causal decoder's heads are scored for (:func:`causal_role_scores`): no next token.
+CAUSAL_ROLES = ("previous token", "start token")
+#: SmolLM2's start token, put before each text (its sink, the decoder's counterpart of [CLS]).
+START_TOKEN = SMOLLM2_START
 
 
 def _is_punct(token: str) -> bool:
@@ -124,6 +139,146 @@ def top_heads(scores: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int, flo
     return out
 
 
+def causal_role_scores(maps: Union[Array, Sequence[Array]]) -> dict[str, np.ndarray]:
+    r"""Score every head of a decoder for the previous-token and the start-token role, over causal rows.
+
+    For a causal map :math:`A` (rows = queries; :math:`A_{ij} = 0` for keys :math:`j > i`) of a text
+    whose position 0 is the start token:
+
+    ============== ====================== ==============================================================
+    previous token :math:`A_{i,i-1}`      rows :math:`i \ge 2` (row 1's previous token is the start token)
+    start token    :math:`A_{i,0}`        rows :math:`i \ge 1`
+    ============== ====================== ==============================================================
+
+    Row 0 sees only itself (the mask gives it weight 1 there) and is left out. There is no
+    next-token role: row :math:`i` cannot see key :math:`i + 1`. A score is a function of the maps
+    alone, so :math:`q \to aq` with :math:`k \to k/a` leaves it unchanged.
+
+    Parameters
+    ----------
+    maps : shape (L, H, n, n) with n >= 3, or a list of them (one per text, n may differ)
+
+    Returns
+    -------
+    dict role -> numpy.ndarray (L, H): the mean over the rows of all texts.
+
+    Examples
+    --------
+    >>> prev = np.eye(4, k=-1)[None, None]; prev[..., 0, 0] = 1     # each row reads i - 1
+    >>> s = causal_role_scores(prev)
+    >>> float(s["previous token"][0, 0]), round(float(s["start token"][0, 0]), 3)
+    (1.0, 0.333)
+    """
+    maps_list = list(maps) if isinstance(maps, (list, tuple)) else [maps]
+    sums, rows = {"previous token": 0.0, "start token": 0.0}, {"previous token": 0, "start token": 0}
+    for A in maps_list:
+        A = np.asarray(to_numpy(A), dtype=float)
+        if A.ndim != 4 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 3:
+            raise ShapeError(f"maps have shape {A.shape}; expected (L, H, n, n) with n >= 3 (start token and two more)")
+        if np.triu(A, k=1).any():
+            raise ValueError(f"maps of shape {A.shape} put weight on keys j > i; expected causal maps (key j <= query i)")
+        n = A.shape[-1]
+        prev = np.diagonal(A, offset=-1, axis1=-2, axis2=-1)  # (L, H, n-1): A[i, i-1] for i = 1 .. n-1
+        sums["previous token"] = sums["previous token"] + prev[..., 1:].sum(-1)  # (L, H): rows i >= 2
+        sums["start token"] = sums["start token"] + A[:, :, 1:, 0].sum(-1)  # (L, H): rows i >= 1
+        rows["previous token"] += n - 2
+        rows["start token"] += n - 1
+    return {role: sums[role] / rows[role] for role in CAUSAL_ROLES}
+
+
+def causal_uniform_baselines(lengths: Sequence[int]) -> dict[str, float]:
+    r"""What :func:`causal_role_scores` gives for uniform attention over each causal row: the chance level.
+
+    Row :math:`i` spreads :math:`1/(i+1)` over its keys :math:`0, \dots, i`, so the chance of a role is the
+    mean of :math:`1/(i+1)` over the role's rows of all texts (lengths ``n``, start token included).
+
+    Examples
+    --------
+    >>> c = causal_uniform_baselines([4])
+    >>> round(c["previous token"], 4), round(c["start token"], 4)      # (1/3 + 1/4) / 2, (1/2 + 1/3 + 1/4) / 3
+    (0.2917, 0.3611)
+    """
+    if not len(lengths) or min(lengths) < 3:
+        raise ValueError(f"lengths {list(lengths)}; expected at least one text of n >= 3 tokens")
+    chance = {}
+    for role, first in (("previous token", 2), ("start token", 1)):
+        per_row = np.concatenate([1.0 / (np.arange(first, n) + 1) for n in lengths])  # (rows,): 1 / (i + 1)
+        chance[role] = float(per_row.mean())
+    return chance
+
+
+def start_token_ids(texts: Sequence[str]) -> list[list[int]]:
+    """SmolLM2's token ids of each text after its start token (:data:`START_TOKEN`): position 0 is the sink.
+
+    Examples
+    --------
+    >>> ids = start_token_ids(["The cat sat."])
+    >>> ids[0][0] == smollm2_tokenizer().token_to_id(START_TOKEN), len(ids[0])
+    (True, 5)
+    """
+    tok = smollm2_tokenizer()
+    start = tok.token_to_id(START_TOKEN)
+    return [[start, *tok.encode(text).ids] for text in texts]
+
+
+@torch.no_grad()
+def decoder_maps(weights: DecoderWeights, ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """Every head's causal map of each text, (L, H, n, n) float64, from a Llama-style decoder's own forward pass.
+
+    ``weights`` from :func:`~attention_course.models.smollm2.load_smollm2` (maps after RoPE) or any
+    :class:`~attention_course.models.smollm2.DecoderWeights`; ``ids`` one list of token ids per text.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.decoder.random_weights import random_decoder
+    >>> [m.shape for m in decoder_maps(random_decoder(0), [[3, 1, 4], [1, 5, 9, 2]])]
+    [(2, 4, 3, 3), (2, 4, 4, 4)]
+    """
+    out = []
+    for row in ids:
+        att = decoder_pass(weights, torch.tensor([list(row)])).attentions  # L x (1, H, n, n)
+        out.append(torch.cat(att).double().numpy())  # (L, H, n, n)
+    return out
+
+
+def decoder_agreement(top_prev: float, top_prev_scrambled: float, sink_share: float,
+                      sink_share_scrambled: float, cls_share: float, t: float = 0.5) -> dict[str, str]:
+    """Chapter 4's rule for whether a decoder agrees with MiniLM's head roles, stated before its run.
+
+    Previous token: the decoder's top head scores above ``t`` while its scrambled copy's stays at or
+    below ``t`` ("agrees"); if the copy passes too, "undecided"; else "differs". Sink: the share of the
+    decoder's heads with more than half their weight on its start token lies within a factor 2 of
+    MiniLM's share on [CLS] ("agrees"), else "more heads park" or "fewer heads park"; "undecided" if the
+    scrambled copy's share is at least half the decoder's.
+
+    Returns ``{"previous token": ..., "sink": ..., "overall": ...}``; overall "agrees" when both agree,
+    "differs" when one differs, else "undecided".
+
+    Examples
+    --------
+    >>> decoder_agreement(0.75, 0.22, 0.62, 0.0, 0.32)["overall"]
+    'agrees'
+    >>> decoder_agreement(0.75, 0.22, 0.9, 0.0, 0.32)
+    {'previous token': 'agrees', 'sink': 'more heads park', 'overall': 'differs'}
+    """
+    if top_prev_scrambled > t:
+        prev = "undecided"
+    else:
+        prev = "agrees" if top_prev > t else "differs"
+    if sink_share_scrambled >= sink_share / 2:
+        sink = "undecided"
+    elif sink_share > 2 * cls_share:
+        sink = "more heads park"
+    elif sink_share < cls_share / 2:
+        sink = "fewer heads park"
+    else:
+        sink = "agrees"
+    verdicts = (prev, sink)
+    overall = ("agrees" if all(v == "agrees" for v in verdicts)
+               else "differs" if any(v not in ("agrees", "undecided") for v in verdicts) else "undecided")
+    return {"previous token": prev, "sink": sink, "overall": overall}
+
+
 def clear_job_counts(scores: Mapping[str, np.ndarray], chance: Mapping[str, float],
                      thresholds: Sequence[float]) -> dict[str, np.ndarray]:
     r"""For each role, the heads scoring above each threshold, and uniform attention's count.
@@ -209,3 +364,68 @@ def write_role_scores(texts: Optional[Sequence[str]] = None, path: Path = ROLES_
     """Store :func:`role_scores_data` at ``path``; ``texts`` default to the stored ones (chapter 4's)."""
     texts = read_json(path)["texts"] if texts is None else texts
     return write_json(role_scores_data(texts), path)
+
+
+# ------------------------------------------------------------------ SmolLM2's roles, stored (about 30 s)
+#: SmolLM2's causal role scores on chapter 4's sentences, and its scrambled copy's (``decoder-roles``).
+DECODER_ROLES_DATA = DATA_DIR / "decoder_roles.json"
+#: The stored texts' models: SmolLM2-135M, and a copy with every W_Q and W_K permuted (seed 0).
+DECODER_MODELS = ("SmolLM2", "scrambled")
+
+
+def decoder_role_data(texts: Sequence[str], digits: int = 4) -> dict:
+    """SmolLM2's and its scrambled copy's :func:`causal_role_scores` on ``texts``, whole and per text, rounded.
+
+    Returns ``{"texts", "lengths" (with the start token), "chance": {role: float},
+    "models": {model: {role: (30, 9) nested list, role + " per text": list of (30, 9)}}}`` for
+    :data:`DECODER_MODELS`; the scrambled copy permutes the entries of every W_Q and W_K (seed 0).
+    """
+    weights = load_smollm2()
+    ids = start_token_ids(texts)
+    models = {"SmolLM2": weights, "scrambled": scrambled_weights(weights, seed=0, tensors=("W_q", "W_k"))}
+    out = {"texts": list(texts), "lengths": [len(i) for i in ids],
+           "chance": {r: round(c, 6) for r, c in causal_uniform_baselines([len(i) for i in ids]).items()}, "models": {}}
+    for name, w in models.items():
+        maps = decoder_maps(w, ids)  # list of (30, 9, n, n)
+        whole, each = causal_role_scores(maps), [causal_role_scores(m) for m in maps]
+        out["models"][name] = {**{r: np.round(whole[r], digits).tolist() for r in CAUSAL_ROLES},
+                               **{f"{r} per text": [np.round(e[r], digits).tolist() for e in each] for r in CAUSAL_ROLES}}
+    return out
+
+
+def load_decoder_roles(path: Path = DECODER_ROLES_DATA) -> dict:
+    """The stored :func:`decoder_role_data`, its scores as arrays: ``doc["models"][model][role]`` (30, 9),
+    ``doc["models"][model][role + " per text"]`` (texts, 30, 9).
+
+    Examples
+    --------
+    >>> doc = load_decoder_roles()
+    >>> doc["models"]["SmolLM2"]["start token"].shape, doc["models"]["scrambled"]["previous token per text"].shape
+    ((30, 9), (5, 30, 9))
+    """
+    doc = read_json(path)
+    doc["models"] = {m: {k: np.asarray(v, dtype=float) for k, v in d.items()} for m, d in doc["models"].items()}
+    return doc
+
+
+@dataclass(frozen=True)
+class DecoderRolesConfig:
+    """``decoder-roles``: the first ``n_texts`` of chapter 4's sentences (those of :data:`ROLES_DATA`)."""
+
+    n_texts: int = 5
+
+
+def _decoder_roles(config: DecoderRolesConfig) -> dict:
+    return decoder_role_data(read_json(ROLES_DATA)["texts"][:config.n_texts])
+
+
+#: ``python -m attention_course decoder-roles``: :func:`decoder_role_data` on chapter 4's five sentences.
+DECODER_ROLES = register(Experiment(
+    "decoder-roles", DecoderRolesConfig(), _decoder_roles, DECODER_ROLES_DATA, out_flag="--json", indent=None,
+    document=lambda config, runs, meta: runs.records[0],
+    flags={"--n-texts": dict(type=int, help="how many of the chapter's sentences")},
+    help="chapter 4's head roles in SmolLM2-135M: previous token and start token, on causal rows",
+    description="Score every head of SmolLM2-135M (and of a copy with its W_Q and W_K scrambled, seed 0) on chapter "
+                "4's five sentences, each after its start token, for the previous-token role (rows i >= 2) and the "
+                "start token (rows i >= 1), with uniform attention over each causal row as the chance level; write "
+                "JSON (default: attention_course/data/decoder_roles.json; about 30 seconds on 2 cores)."))

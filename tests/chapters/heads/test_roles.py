@@ -45,3 +45,97 @@ def test_role_scores_errors():
         H.head_role_scores(np.ones((1, 1, 6, 6)) / 6, TOKS)
     with pytest.raises(ValueError, match="start with \\[CLS\\] and end with \\[SEP\\]"):
         H.head_role_scores(np.ones((1, 1, 3, 3)) / 3, ["a", "b", "c"])
+
+
+# ------------------------------------------------------------------ a causal decoder (SmolLM2's arm)
+def _causal(rng, L, h, n):
+    """Random causal maps (L, h, n, n): each row a distribution over the keys j <= i."""
+    w = rng.random((L, h, n, n)) * np.tril(np.ones((n, n)))
+    return w / w.sum(-1, keepdims=True)
+
+
+def test_causal_role_scores_are_a_loop_over_the_rows():
+    """Previous token over rows i >= 2, start token over rows i >= 1, pooled over texts of two lengths.
+    Guards against scoring row 1 for the previous token (its previous key is the sink) or row 0 at all."""
+    rng = np.random.default_rng(0)
+    maps = [_causal(rng, 2, 3, 5), _causal(rng, 2, 3, 8)]
+    got = H.causal_role_scores(maps)
+    prev = [[np.mean([A[l, h, i, i - 1] for A in maps for i in range(2, A.shape[-1])]) for h in range(3)] for l in range(2)]
+    start = [[np.mean([A[l, h, i, 0] for A in maps for i in range(1, A.shape[-1])]) for h in range(3)] for l in range(2)]
+    np.testing.assert_allclose(got["previous token"], prev, rtol=1e-12)
+    np.testing.assert_allclose(got["start token"], start, rtol=1e-12)
+
+
+def test_causal_uniform_attention_scores_its_closed_form_baselines():
+    """Uniform attention over each causal row (models.decoder.causal_uniform) scores 1/(i+1) averaged
+    over the same rows; the encoder's 1/n would be wrong here."""
+    import torch
+
+    from attention_course.models.decoder import causal_uniform
+
+    lengths = [3, 6, 11]
+    maps = [causal_uniform(torch.zeros(2, 2, n, n, dtype=torch.float64)).numpy() for n in lengths]
+    got, chance = H.causal_role_scores(maps), H.causal_uniform_baselines(lengths)
+    for role in H.CAUSAL_ROLES:
+        np.testing.assert_allclose(got[role], chance[role], rtol=1e-12)
+    harmonic = [sum(1 / m for m in range(1, n + 1)) for n in lengths]  # H_n: rows i = 0 .. n-1 give 1/(i+1)
+    assert chance["start token"] == pytest.approx(sum(Hn - 1 for Hn in harmonic) / sum(n - 1 for n in lengths))
+    assert chance["previous token"] == pytest.approx(sum(Hn - 1.5 for Hn in harmonic) / sum(n - 2 for n in lengths))
+
+
+def test_causal_role_scores_errors():
+    with pytest.raises(ValueError, match=r"maps have shape \(1, 1, 2, 2\); expected \(L, H, n, n\) with n >= 3"):
+        H.causal_role_scores(np.ones((1, 1, 2, 2)))
+    with pytest.raises(ValueError, match="put weight on keys j > i; expected causal maps"):
+        H.causal_role_scores(np.full((1, 1, 4, 4), 0.25))
+    with pytest.raises(ValueError, match=r"lengths \[2\]; expected at least one text of n >= 3"):
+        H.causal_uniform_baselines([2])
+
+
+def test_decoder_role_scores_do_not_move_when_queries_scale_up_and_keys_down():
+    """q -> 3q with k -> k/3 (W_Q x 3, W_K / 3 after the RMSNorm) gives the same maps, so the same scores;
+    scrambling W_Q and W_K (the control) does move them."""
+    from dataclasses import replace
+
+    import torch
+
+    from attention_course.chapters.decoder.random_weights import random_decoder
+    from attention_course.models.perturb import scrambled_weights
+
+    w = random_decoder(0).to(torch.float64)
+    ids = [[3, 1, 4, 1, 5, 9, 2], [2, 7, 1, 8, 2]]
+    scaled = replace(w, layers=type(w.layers)(replace(l, W_q=l.W_q * 3, W_k=l.W_k / 3) for l in w.layers))
+    base, moved = H.causal_role_scores(H.decoder_maps(w, ids)), H.causal_role_scores(H.decoder_maps(scaled, ids))
+    scr = H.causal_role_scores(H.decoder_maps(scrambled_weights(w, seed=0, tensors=("W_q", "W_k")), ids))
+    for role in H.CAUSAL_ROLES:
+        np.testing.assert_allclose(moved[role], base[role], rtol=1e-10)  # float64 round-off of 30 ops
+        assert not np.allclose(scr[role], base[role])
+
+
+@pytest.mark.parametrize("args, want", [
+    ((0.75, 0.22, 0.62, 0.0, 0.32), ("agrees", "agrees", "agrees")),
+    ((0.75, 0.22, 0.64, 0.0, 0.32), ("agrees", "agrees", "agrees")),        # exactly twice MiniLM's share
+    ((0.75, 0.22, 0.65, 0.0, 0.32), ("agrees", "more heads park", "differs")),
+    ((0.75, 0.22, 0.15, 0.0, 0.32), ("agrees", "fewer heads park", "differs")),
+    ((0.50, 0.22, 0.32, 0.0, 0.32), ("differs", "agrees", "differs")),       # not above t
+    ((0.75, 0.51, 0.32, 0.0, 0.32), ("undecided", "agrees", "undecided")),  # the scrambled copy clears t too
+    ((0.75, 0.22, 0.32, 0.16, 0.32), ("agrees", "undecided", "undecided")), # the copy parks half as many
+    ((0.40, 0.60, 0.32, 0.0, 0.32), ("undecided", "agrees", "undecided")),
+])
+def test_decoder_agreement_follows_the_rule_stated_in_the_ledger(args, want):
+    got = H.decoder_agreement(*args)
+    assert (got["previous token"], got["sink"], got["overall"]) == want
+
+
+@pytest.mark.extended
+def test_decoder_roles_run_reproduces_the_stored_scores_and_rule():
+    """SmolLM2 on the chapter's sentences (about 30 s): each head's score within 2e-3 of the stored one
+    (float32 maps; the store rounds to 1e-4), so the rule reads the same."""
+    stored = H.load_decoder_roles()
+    fresh = H.decoder_role_data(stored["texts"])
+    assert fresh["lengths"] == stored["lengths"]
+    for model in H.DECODER_MODELS:
+        for role in H.CAUSAL_ROLES:
+            np.testing.assert_allclose(fresh["models"][model][role], stored["models"][model][role], atol=2e-3)
+    smol, scr = stored["models"]["SmolLM2"], stored["models"]["scrambled"]
+    assert smol["previous token"].max() > 0.5 + 0.1 and scr["previous token"].max() < 0.5 - 0.1  # margins of the rule
