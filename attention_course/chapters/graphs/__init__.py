@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_probe_run``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -25,7 +25,14 @@ from .composition import (
     live_run,
     load_runs,
 )
-from .depth_probe import labelled_sequences, stack_probe_curves, template_sentences, encoder_probe
+from .depth_probe import (
+    labelled_sequences,
+    stack_probe_curves,
+    template_sentences,
+    encoder_probe,
+    depth_pattern,
+)
+from .depth_probe_run import load_depth_probe_decoder
 from .gnn import ranking_comparison, shared_top_fraction
 from .head_budget import (
     LONG_GRID_RUN,
@@ -64,6 +71,7 @@ from .figures import (
     plot_rank_one_parts,
     plot_head_grid,
     plot_probe_curves,
+    plot_relative_depth_probe,
     plot_composition,
     plot_head_budget,
     plot_training_curves,
@@ -100,6 +108,8 @@ __all__ = [
     "stack_probe_curves",
     "template_sentences",
     "encoder_probe",
+    "depth_pattern",
+    "load_depth_probe_decoder",
     "ranking_comparison",
     "shared_top_fraction",
     "LONG_GRID_RUN",
@@ -146,6 +156,7 @@ __all__ = [
     "plot_rank_one_parts",
     "plot_head_grid",
     "plot_probe_curves",
+    "plot_relative_depth_probe",
     "plot_composition",
     "plot_head_budget",
     "plot_training_curves",

@@ -19,7 +19,7 @@ The same probe reads a token's *neighbour's* label, which measures information t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 import numpy as np
@@ -27,7 +27,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
-__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe"]
+__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe", "depth_pattern"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
@@ -197,6 +197,155 @@ def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Se
             for o, v in zip(group, a):
                 acc[list(offsets).index(o), layer] = v
     return acc
+
+
+def word_end_ids(encode: Callable[[str], Sequence[int]], sentences: Sequence[str], start: Sequence[int],
+                 pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A decoder's token ids of sentences read after ``start``, and where each word's last token stands.
+
+    Each sentence is read as ``start``, then a space and the sentence, so that every word has
+    its leading space wherever it stands. A word that the tokenizer splits is stood for by its
+    **last** token: in a causal model the last token's state is the first that has seen the
+    whole word. The full stop (the text after the last word) is tokenized but not a word.
+    Sequences of different lengths are padded on the right with ``pad``; in a causal model
+    padding after a position cannot change that position's state.
+
+    Parameters
+    ----------
+    encode : callable
+        ``encode(text) -> token ids``, e.g. ``lambda t: tok.encode(t).ids``.
+    sentences : sequence of str
+        Words separated by single spaces, ending with a full stop; the same number of words each.
+    start : sequence of int
+        Token ids read before each sentence (SmolLM2: its ``<|endoftext|>`` token).
+
+    Returns
+    -------
+    ids : numpy.ndarray, shape (N, T), int64
+        Right-padded token ids, ``T`` the longest sequence.
+    ends : numpy.ndarray, shape (N, W), int64
+        The position of each word's last token.
+
+    Examples
+    --------
+    >>> vocab = {" the": 1, " dog": 2, " ran": 3, ".": 4}
+    >>> def encode(text):  # a word not in vocab, " cat", is split into " ca" (5) and "t" (6)
+    ...     out = []
+    ...     for w in text.replace(".", " .").split(" ")[1:]:
+    ...         out += [4] if w == "." else [vocab[" " + w]] if " " + w in vocab else [5, 6]
+    ...     return out
+    >>> ids, ends = word_end_ids(encode, ["the dog ran.", "the cat ran."], start=[0], pad=9)
+    >>> ids.tolist(), ends.tolist()  # "cat" is split: its last token "t" stands for it
+    ([[0, 1, 2, 3, 4, 9], [0, 1, 5, 6, 3, 4]], [[1, 2, 3], [1, 3, 4]])
+    """
+    rows, ends = [], []
+    for sentence in sentences:
+        words = sentence.rstrip(".").split(" ")
+        row, where = list(start), []
+        for word in words:
+            row += list(encode(" " + word))
+            where.append(len(row) - 1)  # the word's last token
+        row += list(encode(sentence[len(" ".join(words)):])) if sentence.endswith(".") else []
+        whole = list(start) + list(encode(" " + sentence))
+        if row != whole:
+            raise ValueError(f"{sentence!r}: the words tokenized one by one give {row[len(start):]} but the "
+                             f"sentence gives {whole[len(start):]}; expected the tokenizer to split at spaces")
+        rows.append(row)
+        ends.append(where)
+    if len({len(e) for e in ends}) > 1:
+        raise ValueError(f"the sentences have {sorted({len(e) for e in ends})} words; expected one count")
+    ids = np.full((len(rows), max(map(len, rows))), pad, dtype=np.int64)  # (N, T)
+    for r, row in enumerate(rows):
+        ids[r, :len(row)] = row
+    return ids, np.array(ends, dtype=np.int64)  # (N, T), (N, W)
+
+
+def causal_word_probe(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int,
+                      offsets: Sequence[int] = (-2, -1)) -> np.ndarray:
+    """Probe accuracy for the word ``offset`` places before, read from a decoder's word states.
+
+    The state of each word is the state at its last token (``ends``, from :func:`word_end_ids`);
+    the label read is that word's last token. It is :func:`encoder_probe` on these word states,
+    each word read from only where the word ``offset`` places away is in the sentence. A causal
+    state has seen only the tokens at or before it, so ``offsets`` must be negative.
+
+    Parameters
+    ----------
+    hidden : sequence of arrays, each (N, T, d)
+        The states after each layer (embeddings first).
+    ids : int array, shape (N, T)
+    ends : int array, shape (N, W)
+        The position of each word's last token.
+    n_train : int
+        Sentences that fit the probe; the rest score it.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(offsets), len(hidden)): held-out accuracy.
+
+    Examples
+    --------
+    >>> ids = np.random.default_rng(0).integers(6, size=(40, 5))
+    >>> prev = np.eye(6)[np.roll(ids, 1, axis=1)]  # (40, 5, 6): each state holds the previous token
+    >>> causal_word_probe([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(-1,)).tolist()
+    [[1.0]]
+    >>> causal_word_probe([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1,))
+    Traceback (most recent call last):
+    ...
+    ValueError: offsets=(1,); a causal state has not seen the words after it: expected negative offsets
+    """
+    if any(o >= 0 for o in offsets):
+        raise ValueError(f"offsets={tuple(offsets)}; a causal state has not seen the words after it: "
+                         f"expected negative offsets")
+    y, e = np.asarray(to_numpy(ids)), np.asarray(to_numpy(ends))
+    if y.ndim != 2 or e.ndim != 2 or len(e) != len(y) or e.max() >= y.shape[1]:
+        raise ShapeError(f"ids has shape {y.shape} and ends {e.shape}; expected (N, T) and (N, W) positions below T")
+    labels = np.take_along_axis(y, e, axis=1)  # (N, W): each word's last token
+    words = [np.take_along_axis(to_numpy(h), e[:, :, None], axis=1) for h in hidden]  # each (N, W, d)
+    return encoder_probe(words, labels, n_train, offsets=offsets, words=range(e.shape[1]))
+
+
+def depth_pattern(acc: Array, scrambled: Array, early: int, need: int, margin: float = 0.05) -> str:
+    """Which of four patterns a model's probe curves follow over depth (chapter 5's decision rule).
+
+    For each offset (a row), the peak over layers 1..L (column 0 is the embeddings) is compared
+    with the last layer, and the last layer with the scrambled model's last layer. In this order:
+
+    * ``"keeps"``: for every offset the last layer is within ``margin`` of the peak;
+    * ``"loses"``: for at least ``need`` offsets the last layer is within ``margin`` of scrambled;
+    * ``"peaks early and fades"``: for at least ``need`` offsets the peak comes at layer ``early``
+      or before, and the last layer is more than ``margin`` below it and more than ``margin``
+      above the scrambled model's last layer;
+    * ``"other"``: any other pattern.
+
+    The accuracies are of a probe whose ridge scales with the features (:func:`probe_accuracy`),
+    so the pattern does not move under any change that leaves the states alone.
+
+    Parameters
+    ----------
+    acc, scrambled : arrays, shape (offsets, L + 1)
+
+    Examples
+    --------
+    >>> scr = np.full((2, 7), 0.1)
+    >>> depth_pattern(np.array([[0.1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]] * 2), scr, early=3, need=2)
+    'peaks early and fades'
+    >>> depth_pattern(np.array([[0.1, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9]] * 2), scr, early=3, need=2)
+    'keeps'
+    >>> depth_pattern(np.array([[0.1, 0.9, 0.5, 0.3, 0.2, 0.1, 0.12]] * 2), scr, early=3, need=2)
+    'loses'
+    """
+    a, s = np.asarray(to_numpy(acc), dtype=float), np.asarray(to_numpy(scrambled), dtype=float)
+    if a.ndim != 2 or a.shape != s.shape or a.shape[1] < 2 or not 1 <= need <= len(a):
+        raise ShapeError(f"acc has shape {a.shape} and scrambled {s.shape} with need={need}; "
+                         f"expected the same (offsets, L + 1), L >= 1, and 1 <= need <= offsets")
+    peak, peak_layer, last = a[:, 1:].max(axis=1), 1 + a[:, 1:].argmax(axis=1), a[:, -1]  # each (offsets,)
+    if (peak - last <= margin).all():
+        return "keeps"
+    if (np.abs(last - s[:, -1]) <= margin).sum() >= need:
+        return "loses"
+    fades = (peak_layer <= early) & (peak - last > margin) & (last - s[:, -1] > margin)  # (offsets,)
+    return "peaks early and fades" if fades.sum() >= need else "other"
 
 
 def guessing_line(chance: float, n_test: int) -> float:

@@ -23,7 +23,7 @@ from ...figures.style import book_figure, new_axes
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_relative_depth_probe", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -378,6 +378,50 @@ def plot_probe_curves(
     for ax in axes:
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes: no line is hidden
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@book_figure
+def plot_relative_depth_probe(curves: Mapping[str, Array], offsets: Sequence[int], *, title: str = "") -> Figure:
+    """Probe accuracy against relative depth (layer / number of layers), one panel per offset.
+
+    Models of different depths share one axis: 0 is the embeddings, 1 the last layer. A label
+    containing "scrambled" is drawn dashed in its model's colour (the text before its first space).
+
+    Parameters
+    ----------
+    curves : mapping of label -> array (len(offsets), L + 1)
+        Rows of :func:`attention_course.chapters.graphs.depth_probe.encoder_probe` or
+        :func:`~attention_course.chapters.graphs.depth_probe.causal_word_probe`, one per offset.
+    offsets : the offset of each row (-1: the word before).
+
+    Examples
+    --------
+    >>> fig = plot_relative_depth_probe({"A": np.ones((2, 7)), "B scrambled": np.zeros((2, 31))}, [-2, -1])
+    >>> [ax.get_title() for ax in fig.axes], fig.axes[0].get_xlabel()
+    (['2 words before', '1 word before'], 'relative depth (layer / layers)')
+    """
+    fig, axes = plt.subplots(1, len(offsets), figsize=(PAGE_WIDTH, 3.4), layout="constrained", sharey=True,
+                             squeeze=False)
+    colours: dict = {}
+    for name, acc in curves.items():
+        a = to_numpy(acc).astype(float)  # (offsets, L + 1)
+        if a.ndim != 2 or len(a) != len(offsets):
+            raise ShapeError(f"curve {name!r} has shape {a.shape}; expected ({len(offsets)}, L + 1)")
+        colour = colours.setdefault(name.split(" ")[0], f"C{len(colours)}")
+        x = np.arange(a.shape[1]) / (a.shape[1] - 1)  # (L + 1,): 0 the embeddings, 1 the last layer
+        for ax, row in zip(axes[0], a):
+            ax.plot(x, row, marker="o", ms=2.5, lw=1.5, color=colour, label=name,
+                    ls="--" if "scrambled" in name else "-")
+    for ax, o in zip(axes[0], offsets):
+        ax.set(xlabel="relative depth (layer / layers)", ylim=(0, 1.05),
+               title=f"{abs(o)} word{'s' if abs(o) > 1 else ''} {'before' if o < 0 else 'after'}")
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].set_ylabel("word read back (held out)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4))
     if title:
         fig.suptitle(title)
     return fig

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ...models.decoder import decoder_pass
-from ...models.experiments import Experiment, read_json, register, write_json
+from ...models.experiments import Experiment, keep_other_models, read_json, register, write_json
 from ...models.perturb import encoder_maps, scrambled_weights
 from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.records import DATA_DIR, machine_info
@@ -194,13 +194,6 @@ def _matched_document(config: MatchedConfig, runs, meta: dict) -> dict:
             "models": {job[0]: rec for job, rec in zip(runs.jobs, runs.records)}}
 
 
-def _matched_keep_others(doc: dict, previous: dict) -> dict:
-    """Models not run this time keep their stored records (if the sentences are the same)."""
-    if previous.get("config") != doc["config"]:
-        return doc
-    return {**doc, "models": {**previous.get("models", {}), **doc["models"]}}
-
-
 def load_matched(path: Union[str, Path] = MATCHED_DATA) -> dict:
     """Read the stored matched run: ``{"config", "sentences", "models": {model: per-head lists}}``.
 
@@ -216,7 +209,7 @@ def load_matched(path: Union[str, Path] = MATCHED_DATA) -> dict:
 #: ``python -m attention_course topology-matched``: :func:`matched_record` for each of :data:`MATCHED_MODELS`.
 TOPOLOGY_MATCHED = register(Experiment(
     "topology-matched", MatchedConfig(), _matched_one, MATCHED_DATA, grid=lambda c: [(m,) for m in c.models],
-    document=_matched_document, merge=_matched_keep_others, out_flag="--json",
+    document=_matched_document, merge=keep_other_models, out_flag="--json",
     flags={"--models": dict(nargs="+", choices=list(MATCHED_MODELS), help="which models (default: all four)"),
            "--n-fit": dict(type=int, help="template sentences to fit the fixed table on"),
            "--n-held": dict(type=int, help="held-out template sentences (no word in common)")},

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attention_course.core._backend import ShapeError
-from attention_course.chapters.graphs import collapse as depth, depth_probe as dp
+from attention_course.chapters.graphs import collapse as depth, depth_probe as dp, figures as dp_figures
 
 
 def _lstsq_probe(X, y, n_train, ridge=1e-3):
@@ -65,3 +65,133 @@ def test_encoder_probe_reads_own_and_previous_token_from_designed_states():
     assert acc[1, 1] == 1.0 and acc[1, 0] < 0.4 and acc[2, 1] < 0.4  # chance 1/6
     assert len(dp.template_sentences(5, seed=1)) == 5
     assert dp.template_sentences(3, seed=1) == dp.template_sentences(3, seed=1)
+
+
+# ---------------------------------------------------------------- the decoder's arm (SmolLM2)
+
+_VOCAB = {" the": 1, " cat": 2, " ran": 3, ".": 4, " dog": 5}
+_SPLIT = {" elephant": [6, 7, 8], " bus": [9, 10]}  # words the fake tokenizer splits
+
+
+def _encode(text):
+    out = []
+    for w in text.replace(".", " .").split(" ")[1:]:
+        out += [4] if w == "." else _SPLIT.get(" " + w, [_VOCAB.get(" " + w, 0)])
+    return out
+
+
+def test_word_end_ids_marks_each_words_last_token_and_pads_on_the_right():
+    sentences = ["the elephant ran.", "the dog ran.", "the bus ran."]
+    ids, ends = dp.word_end_ids(_encode, sentences, start=[0], pad=99)
+    for r, s in enumerate(sentences):  # reference: token counts per word, added up by hand
+        lengths = [len(_encode(" " + w)) for w in s.rstrip(".").split(" ")]
+        np.testing.assert_array_equal(ends[r], 1 + np.cumsum(lengths) - 1)  # after the one start token
+        row = [0, *_encode(" " + s)]
+        assert ids[r, :len(row)].tolist() == row and (ids[r, len(row):] == 99).all()
+    assert ids[0, ends[0, 1]] == 8  # "elephant" is stood for by its last token, not its first (6)
+    with pytest.raises(ValueError, match=r"expected one count"):
+        dp.word_end_ids(_encode, ["the cat ran.", "the cat."], start=[0])
+    with pytest.raises(ValueError, match=r"expected the tokenizer to split at spaces"):
+        dp.word_end_ids(lambda t: [len(t)], ["the cat ran."], start=[0])
+
+
+def _gather_loop(hidden, ids, ends, offset):
+    """Reference: the word states and the labels of the word `offset` before, built one word at a time."""
+    X, y = [], []
+    for n in range(len(ids)):
+        for w in range(ends.shape[1]):
+            if 0 <= w + offset < ends.shape[1]:
+                X.append(hidden[n, ends[n, w]])
+                y.append(ids[n, ends[n, w + offset]])
+    return np.array(X), np.array(y)
+
+
+def test_causal_word_probe_equals_a_loop_over_words_and_reads_designed_states():
+    rng = np.random.default_rng(3)
+    N, W, V = 60, 5, 7
+    lengths = rng.integers(1, 3, size=(N, W))  # each word one or two tokens
+    ends = np.cumsum(lengths, axis=1)  # (N, W): position 0 is the start token
+    T = ends.max() + 1
+    ids = rng.integers(V, size=(N, T))
+    hidden = rng.normal(size=(N, T, V))  # noise everywhere...
+    for n in range(N):  # ...but each word's last token holds the previous word's last token, one-hot
+        for w in range(1, W):
+            hidden[n, ends[n, w]] = np.eye(V)[ids[n, ends[n, w - 1]]]
+    acc = dp.causal_word_probe([hidden], ids, ends, n_train=45, offsets=(-2, -1))  # (2, 1)
+    for k, o in enumerate((-2, -1)):
+        X, y = _gather_loop(hidden, ids, ends, o)
+        assert acc[k, 0] == pytest.approx(dp.probe_accuracy(X, y, 45 * (W - abs(o))), abs=1e-12)
+    assert acc[1, 0] == 1.0 and acc[0, 0] < 0.5  # chance about 1/7
+    first = ends - (lengths - 1)  # the words' first tokens: the wrong state to read for a split word
+    assert dp.causal_word_probe([hidden], ids, first, n_train=45, offsets=(-1,))[0, 0] < 0.9
+    with pytest.raises(ValueError, match=r"expected negative offsets"):
+        dp.causal_word_probe([hidden], ids, ends, n_train=45, offsets=(-1, 1))
+    with pytest.raises(ShapeError, match=r"ends \(60, 5\)"):
+        dp.causal_word_probe([hidden], ids[:, :2], ends, n_train=45)
+
+
+def test_depth_pattern_table():
+    scr = np.full((2, 7), 0.2)
+    early_fade = [0.1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    cases = [  # (rows, early, need, expected)
+        ([early_fade] * 2, 3, 2, "peaks early and fades"),
+        ([[0.1, 0.3, 0.4, 0.5, 0.6, 0.8, 0.9]] * 2, 3, 2, "keeps"),  # rises to the last layer
+        ([[0.1, 0.9, 0.5, 0.3, 0.2, 0.2, 0.22]] * 2, 3, 2, "loses"),
+        ([early_fade, [0.1, 0.3, 0.4, 0.5, 0.9, 0.6, 0.5]], 3, 2, "other"),  # one offset peaks late
+        ([early_fade, [0.1, 0.3, 0.4, 0.5, 0.9, 0.6, 0.5]], 3, 1, "peaks early and fades"),
+        ([early_fade, [0.1, 0.3, 0.4, 0.5, 0.9, 0.6, 0.5]], 4, 2, "peaks early and fades"),
+        # the embeddings (column 0) are not a peak: a curve highest at layer 0 that only falls
+        ([[1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.48]] * 2, 3, 2, "keeps"),
+    ]
+    for rows, early, need, expected in cases:
+        assert dp.depth_pattern(np.array(rows), scr, early=early, need=need) == expected, rows
+    with pytest.raises(ShapeError, match=r"need=3"):
+        dp.depth_pattern(np.array([early_fade] * 2), scr, early=3, need=3)
+
+
+def _scaled_qk(w, a):
+    """A copy of decoder weights with W_q x a and W_k / a: every map, so every state, is the same."""
+    from dataclasses import replace
+    return replace(w, layers=[replace(l, W_q=l.W_q * a, W_k=l.W_k / a) for l in w.layers])
+
+
+def test_decoder_states_ignore_right_padding_and_q_times_a_with_k_over_a():
+    from dataclasses import replace
+    import torch
+    from attention_course.chapters.decoder.random_weights import random_decoder
+    from attention_course.chapters.graphs import depth_probe_run as run
+
+    w = random_decoder(0)  # float64, 2 layers
+    ids = torch.tensor(np.random.default_rng(0).integers(1, 20, size=(12, 6)))
+    plain = run.decoder_word_states(w, ids, batch=5)  # (3, 12, 6, 16)
+    padded = run.decoder_word_states(w, torch.cat([ids, torch.zeros(12, 3, dtype=ids.dtype)], dim=1), batch=5)
+    np.testing.assert_allclose(padded[:, :, :6], plain, atol=1e-12)  # causal: padding after changes nothing before
+    scaled = run.decoder_word_states(_scaled_qk(w, 3.0), ids, batch=5)
+    np.testing.assert_allclose(scaled, plain, rtol=1e-10, atol=1e-10)  # float64 round-off over 2 layers
+    ends = np.tile(np.arange(1, 6), (12, 1))
+    np.testing.assert_array_equal(dp.causal_word_probe(list(scaled), ids.numpy(), ends, 8),
+                                  dp.causal_word_probe(list(plain), ids.numpy(), ends, 8))
+    q_only = replace(w, layers=[replace(l, W_q=l.W_q * 3.0) for l in w.layers])  # not the same maps: moves
+    assert np.abs(run.decoder_word_states(q_only, ids)[1:] - plain[1:]).max() > 1e-3
+
+
+def test_plot_relative_depth_probe_draws_each_model_on_one_axis():
+    fig = dp_figures.plot_relative_depth_probe({"MiniLM": np.ones((2, 7)), "SmolLM2": np.zeros((2, 31)),
+                                                "SmolLM2 scrambled": np.zeros((2, 31))}, [-2, -1])
+    lines = fig.axes[1].get_lines()
+    assert [len(l.get_xdata()) for l in lines] == [7, 31, 31] and lines[1].get_xdata()[-1] == 1.0
+    assert lines[2].get_linestyle() == "--" and lines[2].get_color() == lines[1].get_color()
+    with pytest.raises(ShapeError, match=r"expected \(2, L \+ 1\)"):
+        dp_figures.plot_relative_depth_probe({"A": np.ones(7)}, [-2, -1])
+
+
+@pytest.mark.extended
+def test_the_stored_decoder_probes_are_what_the_run_computes():
+    from attention_course.chapters.graphs import depth_probe_run as run
+
+    doc = run.load_depth_probe_decoder()
+    fresh = run.depth_probe_decoder_record(run.DepthProbeDecoderConfig())
+    # float32 states through 30 layers: a few of the 40 x 8-9 held-out words may flip (each 1/320)
+    for name in ("SmolLM2", "scrambled"):
+        np.testing.assert_allclose(fresh[name], doc[name], atol=0.02)
+    assert fresh["split_words"] == doc["split_words"]

@@ -1,0 +1,114 @@
+r"""``depth-keeps-information`` on the decoder: linear probes on SmolLM2-135M's residual stream, layer by layer.
+
+``python -m attention_course depth-probe-decoder`` (:data:`DEPTH_PROBE_DECODER`) reads chapter 5's
+160 template sentences (:func:`~attention_course.chapters.graphs.depth_probe.template_sentences`,
+seed 0) with SmolLM2-135M, each after its ``<|endoftext|>`` token and a space
+(:func:`~attention_course.chapters.graphs.depth_probe.word_end_ids`), keeps its residual stream
+after each of its 30 layers (the embeddings first, before the final norm), and fits the same
+least-squares probes as MiniLM's (120 sentences fit, 40 score) for the word 2 and 1 places before
+each word (:func:`~attention_course.chapters.graphs.depth_probe.causal_word_probe`). A causal
+state has not seen the words after it, so those offsets are left out. The control is SmolLM2
+with every layer matrix's entries permuted (W_Q, W_K, W_V, W_O and the SwiGLU block, seed 0), its embeddings
+and norm gains kept. The accuracies go to ``attention_course/data/depth_probe_decoder.json``;
+:func:`load_depth_probe_decoder` reads them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import torch
+
+from ...models.decoder import decoder_pass
+from ...models.experiments import Experiment, read_json, register
+from ...models.perturb import DECODER_LAYER_MATRICES, scrambled_weights
+from ...models.records import DATA_DIR, machine_info
+from ...models.smollm2 import SMOLLM2_START, load_smollm2, smollm2_tokenizer
+from .depth_probe import causal_word_probe, template_sentences, word_end_ids
+
+__all__ = ["load_depth_probe_decoder"]
+
+#: The stored run.
+DEPTH_PROBE_DECODER_DATA = DATA_DIR / "depth_probe_decoder.json"
+
+
+@dataclass(frozen=True)
+class DepthProbeDecoderConfig:
+    """``depth-probe-decoder``: chapter 5's sentences, split and offsets; the control's seed; the batch."""
+
+    n_sentences: int = 160
+    n_train: int = 120
+    seed: int = 0
+    offsets: tuple = (-2, -1)
+    scramble_seed: int = 0
+    batch: int = 20
+
+
+def decoder_word_states(weights, ids: torch.Tensor, batch: int = 20) -> np.ndarray:
+    """The residual stream of every layer, ``(L + 1, N, T, d)`` float32, the embeddings first.
+
+    ``ids`` (N, T) may be right-padded: the attention is causal, so padding changes no earlier state.
+    The sentences run ``batch`` at a time (each batch's logits are (batch, T, V) and dropped).
+    """
+    parts = []
+    with torch.no_grad():
+        for lo in range(0, len(ids), batch):
+            out = decoder_pass(weights, ids[lo:lo + batch], keep=("hidden_states",))
+            parts.append(out.hidden_states.numpy())  # (L + 1, batch, T, d)
+    return np.concatenate(parts, axis=1)  # (L + 1, N, T, d)
+
+
+def depth_probe_decoder_record(config: DepthProbeDecoderConfig, digits: int = 4) -> dict:
+    """Both models' probe accuracies, ``{"SmolLM2": ..., "scrambled": ...}``, each (offsets, L + 1) as lists."""
+    tok = smollm2_tokenizer()
+    start = tok.token_to_id(SMOLLM2_START)
+    sentences = template_sentences(config.n_sentences, seed=config.seed)
+    ids, ends = word_end_ids(lambda t: tok.encode(t).ids, sentences, start=[start], pad=start)  # (N, T), (N, W)
+    split = int((np.diff(np.concatenate([np.zeros((len(ends), 1), int), ends], axis=1), axis=1) > 1).sum())
+    base = load_smollm2()
+    record: dict = {"tokens": int(ids.shape[1]), "words": int(ends.shape[1]), "split_words": split}
+    for name, weights in (("SmolLM2", base),
+                          ("scrambled", scrambled_weights(base, config.scramble_seed))):
+        states = decoder_word_states(weights, torch.from_numpy(ids), config.batch)  # (L + 1, N, T, d)
+        acc = causal_word_probe(list(states), ids, ends, config.n_train, config.offsets)  # (offsets, L + 1)
+        record[name] = np.round(acc, digits).tolist()
+    return record
+
+
+def _one(config: DepthProbeDecoderConfig) -> dict:
+    return {**depth_probe_decoder_record(config), "machine": machine_info(torch.get_num_threads())}
+
+
+def _document(config: DepthProbeDecoderConfig, runs, meta: dict) -> dict:
+    return {"config": {"n_sentences": config.n_sentences, "n_train": config.n_train, "seed": config.seed,
+                       "offsets": list(config.offsets), "scramble_seed": config.scramble_seed,
+                       "scrambled": list(DECODER_LAYER_MATRICES), "start": SMOLLM2_START},
+            **runs.records[0]}
+
+
+def load_depth_probe_decoder(path: Union[str, Path] = DEPTH_PROBE_DECODER_DATA) -> dict:
+    """Read the stored run: its ``config`` and, for ``"SmolLM2"`` and ``"scrambled"``, (offsets, 31) accuracies.
+
+    Examples
+    --------
+    >>> doc = load_depth_probe_decoder()
+    >>> np.shape(doc["SmolLM2"]), doc["config"]["offsets"], doc["split_words"]
+    ((2, 31), [-2, -1], 0)
+    """
+    return read_json(path)
+
+
+#: ``python -m attention_course depth-probe-decoder``: :func:`depth_probe_decoder_record`.
+DEPTH_PROBE_DECODER = register(Experiment(
+    "depth-probe-decoder", DepthProbeDecoderConfig(), _one, DEPTH_PROBE_DECODER_DATA, document=_document,
+    flags={"--n-sentences": dict(type=int, help="template sentences (the first n_train fit the probes)"),
+           "--n-train": dict(type=int, help="sentences that fit the probes; the rest score them")},
+    help="chapter 5's depth probes on SmolLM2-135M and on SmolLM2 with scrambled layer matrices",
+    description="Reads chapter 5's 160 template sentences with SmolLM2-135M (after its start token) and with "
+                "SmolLM2 whose layer matrices are scrambled, and fits least-squares probes that read the words "
+                "1 and 2 places before each word from its residual stream after each of the 30 layers (120 "
+                "sentences fit, 40 score). Writes attention_course/data/depth_probe_decoder.json (about a "
+                "minute on 2 cores)."))
