@@ -1,6 +1,6 @@
 """Chapter 6, Why 1/sqrt(d_k) matters: everything the chapter computes, draws and checks.
 
-One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_vs_step``, ``measures``, ``pages``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``training_grid``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``anisotropy``, ``backward_swap``, ``correlated_scores``, ``init_spread``, ``init_vs_step``, ``measures``, ``pages``, ``saturated_rows``, ``saturation_training``, ``sensitive_regime``, ``training``, ``training_grid``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import scaling as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -9,6 +9,7 @@ re-exported here, flat, so the notebook imports one thing:
 from .anisotropy import PAIR_SETS, variance_ratio_controls, within_row_spread
 from .backward_swap import STORED_BACKWARD_ROWS, swapped_backward, load_backward, combine_backward
 from .correlated_scores import CORRELATIONS, correlated_dot_variance, independence_rejected, correlation_grid
+from .init_spread import init_spread, spread_slopes, band_exponents
 from .init_vs_step import train_variant, load_causes
 from .measures import (
     variance_vs_dim,
@@ -49,6 +50,7 @@ from .figures import (
     plot_scale_pair,
     plot_saturation_training,
     plot_backward_swap,
+    plot_init_spread,
 )
 from .sliders import (
     correlation_explorer,
@@ -73,6 +75,9 @@ __all__ = [
     "correlated_dot_variance",
     "independence_rejected",
     "correlation_grid",
+    "init_spread",
+    "spread_slopes",
+    "band_exponents",
     "train_variant",
     "load_causes",
     "variance_vs_dim",
@@ -117,6 +122,7 @@ __all__ = [
     "plot_scale_pair",
     "plot_saturation_training",
     "plot_backward_swap",
+    "plot_init_spread",
     "correlation_explorer",
     "scale_explorer",
     "width_explorer",

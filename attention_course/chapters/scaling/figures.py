@@ -34,12 +34,13 @@ from ...figures.style import book_figure
 if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not its code
     from .backward_swap import BackwardGrid
     from .saturation_training import SaturationGrid
+    from .init_spread import InitSpread
     from .training import ScaleComparison
 
 __all__ = [
     "plot_typical_row", "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
     "plot_score_variance", "plot_minilm_scores", "plot_saturation", "plot_jacobian", "plot_full_comparison",
-    "plot_scale_pair", "plot_saturation_training", "plot_backward_swap",
+    "plot_scale_pair", "plot_saturation_training", "plot_backward_swap", "plot_init_spread",
 ]
 
 SCALE_LABEL = {"sqrt": r"$1/\sqrt{d_k}$", "none": "none (1)", "mup": r"$1/d_k$ (muP)"}
@@ -647,4 +648,45 @@ def plot_typical_row(sigmas: Array, ratios: Mapping[int, Mapping[str, Array]], t
     ax_t.set_yticks(range(len(VERDICT_STEPS)), ["wrong as stated", "holds when S small", "holds when typical row",
                                                   "holds", "undecided"], fontsize=8)
     ax_t.set(xlabel=r"threshold $\theta$", ylim=(-0.5, len(VERDICT_STEPS) - 0.5), title="The decision against its threshold")
+    return fig
+
+@chapter_figure
+def plot_init_spread(results: Sequence["InitSpread"], trained: Optional[float] = None, d_trained: int = 32) -> Figure:
+    r"""Median within-row spread of a query's scores against :math:`d_k`, unscaled and scaled, at initialisation.
+
+    Parameters
+    ----------
+    results : sequence of InitSpread
+        :func:`~attention_course.chapters.scaling.init_spread.init_spread`, one per layer input; each
+        seed's curve is drawn thin, the median over layers and seeds thick.
+    trained : float, optional
+        A trained model's median scaled spread, marked at ``d_trained`` with the band :math:`[1/3, 3]`.
+
+    Examples
+    --------
+    >>> from attention_course.chapters.scaling.init_spread import init_spread
+    >>> r = init_spread(np.random.default_rng(0).normal(size=(2, 10, 16)), None, [4, 16], [0, 1])
+    >>> fig = plot_init_spread([r], trained=1.3)
+    >>> fig.axes[0].get_xscale(), len(fig.axes[0].get_legend().get_texts())
+    ('log', 3)
+    """
+    if not results:
+        raise ValueError("results is empty; expected one InitSpread per layer input")
+    dims = results[0].dims
+    fig, ax = plt.subplots(figsize=(STACKED_WIDTH, 4.4), layout="constrained")
+    ax.axhspan(1 / 3, 3, color="0.92", zorder=0)
+    for key, color, label in (("unscaled", SCALE_COLOR["none"], r"$q\cdot k$"),
+                              ("scaled", SCALE_COLOR["sqrt"], r"$q\cdot k/\sqrt{d_k}$")):
+        curves = np.concatenate([getattr(r, key) for r in results])  # (layers x seeds, widths)
+        ax.loglog(dims, curves.T, color=color, lw=0.6, alpha=0.35)
+        ax.loglog(dims, np.median(curves, axis=0), "o-", color=color, lw=2, ms=5, label=f"{label}, fresh random $W_Q, W_K$")
+    if trained is not None:
+        ax.plot([d_trained], [trained], "D", color="k", ms=7, label="trained MiniLM, scaled")
+    ax.set(xlabel=r"key width $d_k$", ylabel="spread of a query's scores", title="Real inputs, random projections")
+    ax.set_xticks(dims, [str(int(d)) for d in dims])
+    ax.set_yticks([0.1, 0.2, 1 / 3, 0.5, 1, 2, 3, 5, 10], ["0.1", "0.2", "1/3", "0.5", "1", "2", "3", "5", "10"])
+    ax.set_ylim(min(0.15, ax.get_ylim()[0]), max(12, ax.get_ylim()[1]))
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    ax.legend(loc="upper left", fontsize=10.5)
     return fig
