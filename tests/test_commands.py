@@ -337,6 +337,8 @@ SMALL = {
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
     "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
     "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_run
+    "decoder_roles.json": (["decoder-roles", "--n-texts", "1"], None),  # its values: test_roles (extended)
+    "depth_probe_decoder.json": (["depth-probe-decoder", "--n-sentences", "8", "--n-train", "6"], None),  # its values: test_depth_probe
 }
 
 
