@@ -31,6 +31,8 @@ from .depth_probe import (
     template_sentences,
     encoder_probe,
     depth_pattern,
+    halves_difference,
+    halves_label,
 )
 from .depth_probe_run import load_depth_probe_decoder
 from .gnn import ranking_comparison, shared_top_fraction
@@ -109,6 +111,8 @@ __all__ = [
     "template_sentences",
     "encoder_probe",
     "depth_pattern",
+    "halves_difference",
+    "halves_label",
     "load_depth_probe_decoder",
     "ranking_comparison",
     "shared_top_fraction",

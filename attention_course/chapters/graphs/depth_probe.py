@@ -27,7 +27,8 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
-__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe", "depth_pattern"]
+__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe", "depth_pattern",
+           "halves_difference", "halves_label"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
@@ -52,17 +53,138 @@ def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 
     if X.ndim != 2 or y.ndim not in (1, 2) or len(y) != len(X) or not 0 < n_train < len(X):
         raise ShapeError(f"features has shape {X.shape} and labels {y.shape} with n_train={n_train}; "
                          f"expected (N, d), (N,) or (N, K), and 0 < n_train < N")
-    Xa = np.hstack([X, np.ones((len(X), 1))])  # (N, d + 1), with an intercept
-    A = Xa[:n_train]  # (n, d + 1)
-    gram = A.T @ A  # (d + 1, d + 1)
-    factor = np.linalg.cholesky(gram + ridge * np.trace(gram) / len(gram) * np.eye(len(gram)))
-    acc = np.zeros(Y.shape[1])
-    for c, col in enumerate(Y.T):
-        classes = np.unique(col[:n_train])  # (C,) labels seen in training
-        rhs = A.T @ (col[:n_train, None] == classes[None, :])  # (d + 1, C), one-hot targets
-        W = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))  # (d + 1, C)
-        acc[c] = (classes[(Xa[n_train:] @ W).argmax(axis=1)] == col[n_train:]).mean()
+    predicted = _ridge_predict(X[:n_train], Y[:n_train], X[n_train:], (ridge,))[0]  # (K, N - n_train)
+    acc = (predicted == Y[n_train:].T).mean(axis=1)  # (K,)
     return float(acc[0]) if y.ndim == 1 else acc
+
+
+def _ridge_predict(X_fit: np.ndarray, Y_fit: np.ndarray, X_eval: np.ndarray, ridges: Sequence[float]) -> np.ndarray:
+    """Labels that least-squares probes (one per column of ``Y_fit`` (n, K), one per ridge) give ``X_eval``.
+
+    The probe of :func:`probe_accuracy`: one-hot targets over the labels seen in fitting, an intercept,
+    ridge times the mean diagonal of the Gram matrix. Returns (len(ridges), K, len(X_eval)).
+    """
+    A = np.hstack([X_fit, np.ones((len(X_fit), 1))])  # (n, d + 1), with an intercept
+    B = np.hstack([X_eval, np.ones((len(X_eval), 1))])  # (m, d + 1)
+    gram = A.T @ A  # (d + 1, d + 1)
+    out = np.zeros((len(ridges), Y_fit.shape[1], len(B)), dtype=Y_fit.dtype)
+    for r, ridge in enumerate(ridges):
+        factor = np.linalg.cholesky(gram + ridge * np.trace(gram) / len(gram) * np.eye(len(gram)))
+        for c, col in enumerate(Y_fit.T):
+            classes = np.unique(col)  # (C,) labels seen in fitting
+            rhs = A.T @ (col[:, None] == classes[None, :])  # (d + 1, C), one-hot targets
+            W = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))  # (d + 1, C)
+            out[r, c] = classes[(B @ W).argmax(axis=1)]
+    return out
+
+
+def cross_validated_hits(features: Array, labels: Array, n_train: int,
+                         ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+                         folds: int = 5) -> tuple[np.ndarray, float]:
+    """Which held-out labels a probe reads, its ridge chosen by cross-validation over the fitting sequences.
+
+    ``features`` (N, P, d) and ``labels`` (N, P) hold P read positions of N sequences; the first
+    ``n_train`` sequences fit the probe of :func:`probe_accuracy`, the rest are scored. The ridge
+    is the one of ``ridges`` with the best mean accuracy over ``folds`` folds of the fitting
+    sequences (sequence s in fold s mod folds; ties: the smaller ridge). Scoring per sequence lets
+    a bootstrap resample sequences, the unit that was drawn.
+
+    Returns
+    -------
+    hits : numpy.ndarray, shape (N - n_train,)
+        Labels read right in each held-out sequence (0..P).
+    ridge : float
+        The ridge chosen.
+
+    Examples
+    --------
+    >>> y = np.random.default_rng(0).integers(4, size=(30, 3))
+    >>> hits, ridge = cross_validated_hits(np.eye(4)[y], y, n_train=20)  # (30, 3, 4): the label itself
+    >>> hits.tolist() == [3] * 10, ridge
+    (True, 0.0001)
+    """
+    X, y = to_numpy(features).astype(float), np.asarray(to_numpy(labels))
+    if X.ndim != 3 or y.shape != X.shape[:2] or not folds <= n_train < len(X):
+        raise ShapeError(f"features has shape {X.shape} and labels {y.shape} with n_train={n_train}, "
+                         f"folds={folds}; expected (N, P, d) and (N, P), and folds <= n_train < N")
+    N, P, d = X.shape
+    fold = np.repeat(np.arange(n_train) % folds, P)  # (n_train P,) each row's fold
+    X_fit, y_fit = X[:n_train].reshape(-1, d), y[:n_train].reshape(-1, 1)  # (n_train P, d), (n_train P, 1)
+    score = np.zeros(len(ridges))
+    for f in range(folds):
+        inside = fold != f
+        pred = _ridge_predict(X_fit[inside], y_fit[inside], X_fit[~inside], ridges)[:, 0]  # (ridges, rows)
+        score += (pred == y_fit[~inside, 0]).mean(axis=1) / folds
+    ridge = float(ridges[int(score.argmax())])
+    pred = _ridge_predict(X_fit, y_fit, X[n_train:].reshape(-1, d), (ridge,))[0, 0]  # ((N - n_train) P,)
+    hits = (pred.reshape(N - n_train, P) == y[n_train:]).sum(axis=1)  # (N - n_train,)
+    return hits, ridge
+
+
+def halves_difference(hits: Array, n_read: int, first: Sequence[int], second: Sequence[int],
+                      n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    r"""How much better the later layers read a word than the earlier ones, with a bootstrap interval.
+
+    .. math::
+
+        D = \frac{1}{|S|}\sum_{\ell \in S} a_\ell - \frac{1}{|F|}\sum_{\ell \in F} a_\ell,
+
+    with :math:`a_\ell` the held-out accuracy after layer :math:`\ell` (``first`` F, ``second`` S).
+    The 95% interval resamples the held-out sequences with replacement (percentiles 2.5 and
+    97.5 of ``n_boot`` draws, seeded).
+
+    Parameters
+    ----------
+    hits : array, shape (L + 1, M)
+        Words read right in each of M held-out sequences after each layer (``cross_validated_hits``).
+    n_read : int
+        Words read per sequence.
+
+    Returns
+    -------
+    (D, low, high)
+
+    Examples
+    --------
+    >>> hits = np.array([[0] * 10, [8, 9] * 5, [8, 9] * 5, [4, 5] * 5, [4, 5] * 5])  # (5 layers, 10)
+    >>> tuple(round(v, 2) for v in halves_difference(hits, 10, first=[1, 2], second=[3, 4]))
+    (-0.4, -0.4, -0.4)
+    """
+    h = np.asarray(to_numpy(hits), dtype=float)
+    if h.ndim != 2 or max(*first, *second) >= len(h) or n_read < 1:
+        raise ShapeError(f"hits has shape {h.shape} with layers {list(first)} and {list(second)}, n_read={n_read}; "
+                         f"expected (L + 1, M) covering those layers and n_read >= 1")
+    weights = np.zeros(len(h))  # (L + 1,) +1/|S| on the later layers, -1/|F| on the earlier
+    weights[list(second)] += 1 / len(second)
+    weights[list(first)] -= 1 / len(first)
+    per_sequence = weights @ h / n_read  # (M,) each sequence's contribution
+    draws = np.random.default_rng(seed).integers(h.shape[1], size=(n_boot, h.shape[1]))  # (n_boot, M)
+    boot = per_sequence[draws].mean(axis=1)  # (n_boot,)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return float(per_sequence.mean()), float(low), float(high)
+
+
+def halves_label(difference: tuple[float, float, float], last: float, scrambled_last: float,
+                 margin: float = 0.05) -> str:
+    """One offset of a deep model by the halves rule: ``"lost"``, ``"kept"``, ``"fades"`` or ``"undecided"``.
+
+    In this order: lost if the last layer's accuracy is within ``margin`` of the scrambled model's
+    last layer; kept if the interval of D (:func:`halves_difference`) lies above ``-margin``; fades if
+    it lies below ``-margin``; else undecided.
+
+    Examples
+    --------
+    >>> [halves_label(d, 0.7, 0.1) for d in [(0.0, -0.02, 0.02), (-0.2, -0.3, -0.1), (-0.05, -0.08, -0.02)]]
+    ['kept', 'fades', 'undecided']
+    >>> halves_label((0.0, -0.02, 0.02), last=0.12, scrambled_last=0.1)
+    'lost'
+    """
+    _, low, high = difference
+    if abs(last - scrambled_last) <= margin:
+        return "lost"
+    if low > -margin:
+        return "kept"
+    return "fades" if high < -margin else "undecided"
 
 
 def labelled_sequences(
@@ -260,14 +382,15 @@ def word_end_ids(encode: Callable[[str], Sequence[int]], sentences: Sequence[str
     return ids, np.array(ends, dtype=np.int64)  # (N, T), (N, W)
 
 
-def causal_word_probe(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int,
-                      offsets: Sequence[int] = (-2, -1)) -> np.ndarray:
-    """Probe accuracy for the word ``offset`` places before, read from a decoder's word states.
+def causal_word_hits(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int,
+                     offsets: Sequence[int] = (-2, -1), ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+                     folds: int = 5) -> tuple[np.ndarray, np.ndarray, list]:
+    """Words read right per held-out sentence, for the word ``offset`` places before, from a decoder's word states.
 
     The state of each word is the state at its last token (``ends``, from :func:`word_end_ids`);
-    the label read is that word's last token. It is :func:`encoder_probe` on these word states,
-    each word read from only where the word ``offset`` places away is in the sentence. A causal
-    state has seen only the tokens at or before it, so ``offsets`` must be negative.
+    the label read is the last token of the word ``offset`` places before, for every word that has
+    one. Each (offset, layer) probe is :func:`cross_validated_hits`'s. A causal state has seen only
+    the tokens at or before it, so ``offsets`` must be negative.
 
     Parameters
     ----------
@@ -281,15 +404,21 @@ def causal_word_probe(hidden: Sequence[Array], ids: Array, ends: Array, n_train:
 
     Returns
     -------
-    numpy.ndarray, shape (len(offsets), len(hidden)): held-out accuracy.
+    hits : numpy.ndarray, shape (len(offsets), len(hidden), N - n_train)
+        Words read right in each held-out sentence.
+    ridge : numpy.ndarray, shape (len(offsets), len(hidden))
+        The ridges chosen.
+    n_read : list of int
+        Words read per sentence, for each offset (W - |offset|).
 
     Examples
     --------
     >>> ids = np.random.default_rng(0).integers(6, size=(40, 5))
     >>> prev = np.eye(6)[np.roll(ids, 1, axis=1)]  # (40, 5, 6): each state holds the previous token
-    >>> causal_word_probe([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(-1,)).tolist()
-    [[1.0]]
-    >>> causal_word_probe([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1,))
+    >>> hits, ridge, n_read = causal_word_hits([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(-1,))
+    >>> hits.shape, int(hits.sum()) == 10 * n_read[0]
+    ((1, 1, 10), True)
+    >>> causal_word_hits([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1,))
     Traceback (most recent call last):
     ...
     ValueError: offsets=(1,); a causal state has not seen the words after it: expected negative offsets
@@ -301,8 +430,17 @@ def causal_word_probe(hidden: Sequence[Array], ids: Array, ends: Array, n_train:
     if y.ndim != 2 or e.ndim != 2 or len(e) != len(y) or e.max() >= y.shape[1]:
         raise ShapeError(f"ids has shape {y.shape} and ends {e.shape}; expected (N, T) and (N, W) positions below T")
     labels = np.take_along_axis(y, e, axis=1)  # (N, W): each word's last token
-    words = [np.take_along_axis(to_numpy(h), e[:, :, None], axis=1) for h in hidden]  # each (N, W, d)
-    return encoder_probe(words, labels, n_train, offsets=offsets, words=range(e.shape[1]))
+    W = e.shape[1]
+    hits = np.zeros((len(offsets), len(hidden), len(y) - n_train), dtype=np.int64)
+    ridge = np.zeros((len(offsets), len(hidden)))
+    n_read = []
+    for i, o in enumerate(offsets):
+        pos = np.arange(-o, W)  # (P,) the words that have a word o places before
+        n_read.append(len(pos))
+        for layer, h in enumerate(hidden):
+            words = np.take_along_axis(to_numpy(h), e[:, pos, None], axis=1)  # (N, P, d)
+            hits[i, layer], ridge[i, layer] = cross_validated_hits(words, labels[:, pos + o], n_train, ridges, folds)
+    return hits, ridge, n_read
 
 
 def depth_pattern(acc: Array, scrambled: Array, early: int, need: int, margin: float = 0.05) -> str:

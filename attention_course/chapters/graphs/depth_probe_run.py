@@ -1,13 +1,16 @@
 r"""``depth-keeps-information`` on the decoder: linear probes on SmolLM2-135M's residual stream, layer by layer.
 
-``python -m attention_course depth-probe-decoder`` (:data:`DEPTH_PROBE_DECODER`) reads chapter 5's
-160 template sentences (:func:`~attention_course.chapters.graphs.depth_probe.template_sentences`,
-seed 0) with SmolLM2-135M, each after its ``<|endoftext|>`` token and a space
+``python -m attention_course depth-probe-decoder`` (:data:`DEPTH_PROBE_DECODER`) reads 480 of
+chapter 5's template sentences (:func:`~attention_course.chapters.graphs.depth_probe.template_sentences`,
+seed 0; the first 160 are MiniLM's) with SmolLM2-135M, each after its ``<|endoftext|>`` token and a space
 (:func:`~attention_course.chapters.graphs.depth_probe.word_end_ids`), keeps its residual stream
-after each of its 30 layers (the embeddings first, before the final norm), and fits the same
-least-squares probes as MiniLM's (120 sentences fit, 40 score) for the word 2 and 1 places before
-each word (:func:`~attention_course.chapters.graphs.depth_probe.causal_word_probe`). A causal
-state has not seen the words after it, so those offsets are left out. The control is SmolLM2
+after each of its 30 layers (the embeddings first, before the final norm), and fits the
+least-squares probes of MiniLM's for the word 2 and 1 places before each word, 360 sentences fit
+and 120 score, each probe's ridge chosen by 5-fold cross-validation over the fitting sentences
+(:func:`~attention_course.chapters.graphs.depth_probe.causal_word_hits`); it keeps the words
+read right in each held-out sentence, so that the page can bootstrap over sentences
+(:func:`~attention_course.chapters.graphs.depth_probe.halves_difference`). A causal state has not
+seen the words after it, so the words after are not read. The control is SmolLM2
 with every layer matrix's entries permuted (W_Q, W_K, W_V, W_O and the SwiGLU block, seed 0), its embeddings
 and norm gains kept. The accuracies go to ``attention_course/data/depth_probe_decoder.json``;
 :func:`load_depth_probe_decoder` reads them back.
@@ -23,11 +26,11 @@ import numpy as np
 import torch
 
 from ...models.decoder import decoder_pass
-from ...models.experiments import Experiment, read_json, register
+from ...models.experiments import Experiment, progress_bar, read_json, register
 from ...models.perturb import DECODER_LAYER_MATRICES, scrambled_weights
 from ...models.records import DATA_DIR, machine_info
 from ...models.smollm2 import SMOLLM2_START, load_smollm2, smollm2_tokenizer
-from .depth_probe import causal_word_probe, template_sentences, word_end_ids
+from .depth_probe import causal_word_hits, template_sentences, word_end_ids
 
 __all__ = ["load_depth_probe_decoder"]
 
@@ -39,12 +42,14 @@ DEPTH_PROBE_DECODER_DATA = DATA_DIR / "depth_probe_decoder.json"
 class DepthProbeDecoderConfig:
     """``depth-probe-decoder``: chapter 5's sentences, split and offsets; the control's seed; the batch."""
 
-    n_sentences: int = 160
-    n_train: int = 120
+    n_sentences: int = 480
+    n_train: int = 360
     seed: int = 0
     offsets: tuple = (-2, -1)
     scramble_seed: int = 0
     batch: int = 20
+    ridges: tuple = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+    folds: int = 5
 
 
 def decoder_word_states(weights, ids: torch.Tensor, batch: int = 20) -> np.ndarray:
@@ -62,19 +67,26 @@ def decoder_word_states(weights, ids: torch.Tensor, batch: int = 20) -> np.ndarr
 
 
 def depth_probe_decoder_record(config: DepthProbeDecoderConfig, digits: int = 4) -> dict:
-    """Both models' probe accuracies, ``{"SmolLM2": ..., "scrambled": ...}``, each (offsets, L + 1) as lists."""
+    """Both models' probe accuracies, ``{"SmolLM2": ..., "scrambled": ...}``, each (offsets, L + 1) as lists, and
+    ``"hits"`` and ``"ridge"`` for each model: words read right per held-out sentence (offsets, L + 1, sentences)
+    and the ridges chosen (offsets, L + 1); ``"n_read"``: words read per sentence for each offset."""
     tok = smollm2_tokenizer()
     start = tok.token_to_id(SMOLLM2_START)
     sentences = template_sentences(config.n_sentences, seed=config.seed)
     ids, ends = word_end_ids(lambda t: tok.encode(t).ids, sentences, start=[start], pad=start)  # (N, T), (N, W)
     split = int((np.diff(np.concatenate([np.zeros((len(ends), 1), int), ends], axis=1), axis=1) > 1).sum())
     base = load_smollm2()
-    record: dict = {"tokens": int(ids.shape[1]), "words": int(ends.shape[1]), "split_words": split}
-    for name, weights in (("SmolLM2", base),
-                          ("scrambled", scrambled_weights(base, config.scramble_seed))):
+    record: dict = {"tokens": int(ids.shape[1]), "words": int(ends.shape[1]), "split_words": split,
+                    "hits": {}, "ridge": {}}
+    for name, weights in progress_bar((("SmolLM2", base), ("scrambled", scrambled_weights(base, config.scramble_seed))),
+                                      "depth-probe-decoder", total=2):
         states = decoder_word_states(weights, torch.from_numpy(ids), config.batch)  # (L + 1, N, T, d)
-        acc = causal_word_probe(list(states), ids, ends, config.n_train, config.offsets)  # (offsets, L + 1)
+        hits, ridge, n_read = causal_word_hits(list(states), ids, ends, config.n_train, config.offsets, config.ridges,
+                                               config.folds)  # (offsets, L + 1, N - n_train), (offsets, L + 1)
+        acc = hits.sum(axis=2) / (hits.shape[2] * np.array(n_read)[:, None])  # (offsets, L + 1)
         record[name] = np.round(acc, digits).tolist()
+        record["hits"][name], record["ridge"][name] = hits.tolist(), ridge.tolist()
+        record["n_read"] = n_read
     return record
 
 
@@ -85,6 +97,7 @@ def _one(config: DepthProbeDecoderConfig) -> dict:
 def _document(config: DepthProbeDecoderConfig, runs, meta: dict) -> dict:
     return {"config": {"n_sentences": config.n_sentences, "n_train": config.n_train, "seed": config.seed,
                        "offsets": list(config.offsets), "scramble_seed": config.scramble_seed,
+                       "ridges": list(config.ridges), "folds": config.folds,
                        "scrambled": list(DECODER_LAYER_MATRICES), "start": SMOLLM2_START},
             **runs.records[0]}
 
@@ -107,8 +120,8 @@ DEPTH_PROBE_DECODER = register(Experiment(
     flags={"--n-sentences": dict(type=int, help="template sentences (the first n_train fit the probes)"),
            "--n-train": dict(type=int, help="sentences that fit the probes; the rest score them")},
     help="chapter 5's depth probes on SmolLM2-135M and on SmolLM2 with scrambled layer matrices",
-    description="Reads chapter 5's 160 template sentences with SmolLM2-135M (after its start token) and with "
+    description="Reads 480 of chapter 5's template sentences with SmolLM2-135M (after its start token) and with "
                 "SmolLM2 whose layer matrices are scrambled, and fits least-squares probes that read the words "
-                "1 and 2 places before each word from its residual stream after each of the 30 layers (120 "
-                "sentences fit, 40 score). Writes attention_course/data/depth_probe_decoder.json (about a "
-                "minute on 2 cores)."))
+                "1 and 2 places before each word from its residual stream after each of the 30 layers (360 "
+                "sentences fit, 120 score; each ridge by 5-fold cross-validation), keeping the words read right "
+                "per held-out sentence. Writes attention_course/data/depth_probe_decoder.json (minutes on 2 cores)."))

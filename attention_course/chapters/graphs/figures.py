@@ -394,7 +394,7 @@ def plot_relative_depth_probe(curves: Mapping[str, Array], offsets: Sequence[int
     ----------
     curves : mapping of label -> array (len(offsets), L + 1)
         Rows of :func:`attention_course.chapters.graphs.depth_probe.encoder_probe` or
-        :func:`~attention_course.chapters.graphs.depth_probe.causal_word_probe`, one per offset.
+        :func:`~attention_course.chapters.graphs.depth_probe.causal_word_hits` (as accuracies), one per offset.
     offsets : the offset of each row (-1: the word before).
 
     Examples

@@ -106,7 +106,7 @@ def _gather_loop(hidden, ids, ends, offset):
     return np.array(X), np.array(y)
 
 
-def test_causal_word_probe_equals_a_loop_over_words_and_reads_designed_states():
+def test_causal_word_hits_equal_a_loop_over_words_and_read_designed_states():
     rng = np.random.default_rng(3)
     N, W, V = 60, 5, 7
     lengths = rng.integers(1, 3, size=(N, W))  # each word one or two tokens
@@ -117,17 +117,69 @@ def test_causal_word_probe_equals_a_loop_over_words_and_reads_designed_states():
     for n in range(N):  # ...but each word's last token holds the previous word's last token, one-hot
         for w in range(1, W):
             hidden[n, ends[n, w]] = np.eye(V)[ids[n, ends[n, w - 1]]]
-    acc = dp.causal_word_probe([hidden], ids, ends, n_train=45, offsets=(-2, -1))  # (2, 1)
+    hits, ridge, n_read = dp.causal_word_hits([hidden], ids, ends, n_train=45, offsets=(-2, -1), ridges=(1e-3,))
+    assert hits.shape == (2, 1, 15) and n_read == [W - 2, W - 1] and (ridge == 1e-3).all()
     for k, o in enumerate((-2, -1)):
         X, y = _gather_loop(hidden, ids, ends, o)
-        assert acc[k, 0] == pytest.approx(dp.probe_accuracy(X, y, 45 * (W - abs(o))), abs=1e-12)
-    assert acc[1, 0] == 1.0 and acc[0, 0] < 0.5  # chance about 1/7
+        acc = hits[k, 0].sum() / (15 * n_read[k])
+        assert acc == pytest.approx(dp.probe_accuracy(X, y, 45 * (W - abs(o))), abs=1e-12)
+    assert (hits[1, 0] == W - 1).all() and hits[0, 0].sum() < 0.5 * 15 * (W - 2)  # chance about 1/7
     first = ends - (lengths - 1)  # the words' first tokens: the wrong state to read for a split word
-    assert dp.causal_word_probe([hidden], ids, first, n_train=45, offsets=(-1,))[0, 0] < 0.9
+    assert dp.causal_word_hits([hidden], ids, first, n_train=45, offsets=(-1,))[0].sum() < 0.9 * 15 * (W - 1)
     with pytest.raises(ValueError, match=r"expected negative offsets"):
-        dp.causal_word_probe([hidden], ids, ends, n_train=45, offsets=(-1, 1))
+        dp.causal_word_hits([hidden], ids, ends, n_train=45, offsets=(-1, 1))
     with pytest.raises(ShapeError, match=r"ends \(60, 5\)"):
-        dp.causal_word_probe([hidden], ids[:, :2], ends, n_train=45)
+        dp.causal_word_hits([hidden], ids[:, :2], ends, n_train=45)
+
+
+@pytest.mark.parametrize("spread, best", [(False, 1e-6), (True, 1.0)])
+def test_cross_validation_picks_the_ridge_that_reads_held_out_labels_better(spread, best):
+    """A label planted in three exact features is read best with almost no ridge (a large one shrinks
+    it away); the same label spread weakly over 70 noisy features needs a large one (a small one fits
+    the noise of 80 rows). Cross-validation over the fitting rows picks the right one in both cases,
+    and its hits are the reference probe's (probe_accuracy) at that ridge."""
+    rng = np.random.default_rng(0)
+    N, P, V, d = 40, 4, 3, 70
+    y = rng.integers(V, size=(N, P))
+    if spread:
+        X = np.eye(V)[y] @ rng.normal(size=(V, d)) * 0.5 + rng.normal(size=(N, P, d))  # (N, P, d)
+    else:
+        X = np.concatenate([np.eye(V)[y] * 0.5, rng.normal(size=(N, P, d - V))], axis=2)  # (N, P, d)
+    hits, ridge = dp.cross_validated_hits(X, y, n_train=20, ridges=(1e-6, 1.0))
+    flat_X, flat_y = X.reshape(N * P, -1), y.reshape(-1)
+    acc = {r: dp.probe_accuracy(flat_X, flat_y, 20 * P, ridge=r) for r in (1e-6, 1.0)}
+    assert ridge == best and acc[best] > max(acc.values()) - 1e-12 and min(acc.values()) < acc[best] - 0.2
+    assert hits.sum() / (20 * P) == pytest.approx(acc[best], abs=1e-12)
+    with pytest.raises(ShapeError, match=r"folds=5"):
+        dp.cross_validated_hits(X[:, :, :3], y, n_train=4)
+
+
+def test_halves_difference_against_a_loop_and_its_interval_covers_the_truth():
+    rng = np.random.default_rng(1)
+    hits = rng.integers(0, 9, size=(7, 50))  # (layers, sequences), 8 words read each
+    d, low, high = dp.halves_difference(hits, 8, first=[1, 2, 3], second=[4, 5, 6])
+    acc = hits.sum(axis=1) / (50 * 8)  # (7,)
+    assert d == pytest.approx(acc[4:].mean() - acc[1:4].mean(), abs=1e-12) and low < d < high
+    # two populations that differ by a known 0.25 on average: the interval covers it, and not 0
+    fair = np.vstack([np.zeros(200), rng.binomial(8, 0.7, 200), rng.binomial(8, 0.45, 200)])
+    d, low, high = dp.halves_difference(fair, 8, first=[1], second=[2])
+    assert low < -0.25 < high and high < 0
+    with pytest.raises(ShapeError, match=r"layers \[1\] and \[9\]"):
+        dp.halves_difference(fair, 8, first=[1], second=[9])
+
+
+def test_halves_label_table():
+    cases = [  # (D interval, last, scrambled last, margin, expected)
+        ((0.01, -0.02, 0.04), 0.7, 0.1, 0.05, "kept"),
+        ((-0.03, -0.049, -0.01), 0.7, 0.1, 0.05, "kept"),
+        ((-0.2, -0.25, -0.15), 0.7, 0.1, 0.05, "fades"),
+        ((-0.06, -0.08, -0.04), 0.7, 0.1, 0.05, "undecided"),  # the interval crosses -m
+        ((-0.06, -0.08, -0.04), 0.7, 0.1, 0.10, "kept"),  # a wider margin
+        ((-0.06, -0.08, -0.04), 0.7, 0.1, 0.02, "fades"),  # a narrower one
+        ((0.01, -0.02, 0.04), 0.13, 0.1, 0.05, "lost"),  # at the scrambled model's level
+    ]
+    for interval, last, scrambled, margin, expected in cases:
+        assert dp.halves_label(interval, last, scrambled, margin) == expected, (interval, margin)
 
 
 def test_depth_pattern_table():
@@ -169,8 +221,9 @@ def test_decoder_states_ignore_right_padding_and_q_times_a_with_k_over_a():
     scaled = run.decoder_word_states(_scaled_qk(w, 3.0), ids, batch=5)
     np.testing.assert_allclose(scaled, plain, rtol=1e-10, atol=1e-10)  # float64 round-off over 2 layers
     ends = np.tile(np.arange(1, 6), (12, 1))
-    np.testing.assert_array_equal(dp.causal_word_probe(list(scaled), ids.numpy(), ends, 8),
-                                  dp.causal_word_probe(list(plain), ids.numpy(), ends, 8))
+    for got, want in zip(dp.causal_word_hits(list(scaled), ids.numpy(), ends, 8, folds=2),
+                         dp.causal_word_hits(list(plain), ids.numpy(), ends, 8, folds=2)):
+        np.testing.assert_array_equal(got, want)
     q_only = replace(w, layers=[replace(l, W_q=l.W_q * 3.0) for l in w.layers])  # not the same maps: moves
     assert np.abs(run.decoder_word_states(q_only, ids)[1:] - plain[1:]).max() > 1e-3
 
@@ -191,7 +244,10 @@ def test_the_stored_decoder_probes_are_what_the_run_computes():
 
     doc = run.load_depth_probe_decoder()
     fresh = run.depth_probe_decoder_record(run.DepthProbeDecoderConfig())
-    # float32 states through 30 layers: a few of the 40 x 8-9 held-out words may flip (each 1/320)
+    # float32 states through 30 layers: a few of the 120 x 8-9 held-out words may flip (each about 1/1000),
+    # and a ridge whose fold scores tie within them may be chosen differently
     for name in ("SmolLM2", "scrambled"):
         np.testing.assert_allclose(fresh[name], doc[name], atol=0.02)
-    assert fresh["split_words"] == doc["split_words"]
+        np.testing.assert_allclose(np.sum(fresh["hits"][name], axis=2), np.sum(doc["hits"][name], axis=2),
+                                   atol=0.02 * 120 * 9)
+    assert fresh["split_words"] == doc["split_words"] and fresh["n_read"] == doc["n_read"]
