@@ -24,7 +24,7 @@ TAKE_AWAY_ROWS = (
     ("reach: window of 8", "window 8"),
     ("reach: window of 16", "window 16"),
     ("gradient: argmax", "argmax, no gradient"),
-    ("asymmetry: tied $W_Q = W_K$", "tied"),
+    ("tied $W_Q = W_K$", "tied"),
     ("tied, each token barred from itself", "tied, self masked"),
     ("softmax: linear attention", "linear attention"),
 )
