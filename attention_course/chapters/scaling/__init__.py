@@ -39,7 +39,6 @@ from .training_grid import TASK, HELD_OUT_SEED
 from .figures import (
     plot_typical_row,
     plot_score_histograms,
-    plot_sharpening,
     plot_gradient_vs_spread,
     plot_training_watch,
     plot_score_variance,
@@ -111,7 +110,6 @@ __all__ = [
     "HELD_OUT_SEED",
     "plot_typical_row",
     "plot_score_histograms",
-    "plot_sharpening",
     "plot_gradient_vs_spread",
     "plot_training_watch",
     "plot_score_variance",

@@ -7,7 +7,7 @@ page), draws it for the book's column, labels its axes, returns the
 :class:`matplotlib.figure.Figure` and changes no global matplotlib state. One colour per scale
 across the chapter: :data:`SCALE_COLOR`.
 
-The lesson's figures (:func:`plot_score_histograms`, :func:`plot_sharpening`,
+The lesson's figures (:func:`plot_score_histograms`,
 :func:`plot_gradient_vs_spread`, :func:`plot_training_watch`) are drawn for a phone as well as
 the column: :data:`LESSON_WIDTH` inches wide, with :data:`LESSON_RC`'s larger type, so that their
 smallest text (11.5 pt at 5 in) is shown at about 11 CSS px on a 390-px screen, where a 7-in
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # type hints only: figures take the experiment's results, not
     from .training import ScaleComparison
 
 __all__ = [
-    "plot_typical_row", "plot_score_histograms", "plot_sharpening", "plot_gradient_vs_spread", "plot_training_watch",
+    "plot_typical_row", "plot_score_histograms", "plot_gradient_vs_spread", "plot_training_watch",
     "plot_score_variance", "plot_minilm_scores", "plot_saturation", "plot_jacobian", "plot_full_comparison",
     "plot_scale_pair", "plot_saturation_training", "plot_backward_swap", "plot_init_spread",
 ]
@@ -115,45 +115,6 @@ def plot_score_histograms(scores: Mapping[int, Array]) -> Figure:
                  title=r"Divided by $\sqrt{d_k}$: one spread at every width")
         ax.legend(loc="upper right")
         ax_s.legend(loc="upper right")
-    return fig
-
-
-@chapter_figure
-def plot_sharpening(d_ks: Sequence[int], largest: Mapping[str, Sequence[Array]], threshold: float = 0.99) -> Figure:
-    r"""How sharp softmax rows get as :math:`d_k` grows, with and without the scale.
-
-    Top: the mean largest weight of a row. Bottom: the share of rows whose largest weight exceeds
-    ``threshold`` (saturated rows). One line per entry of ``largest``.
-
-    Parameters
-    ----------
-    d_ks : sequence of int, length D
-    largest : dict of name -> sequence of D arrays
-        For each name (``"unscaled"``, ``"scaled"``), the largest weight of every row at each width;
-        coloured as :data:`SCALE_COLOR` (``"none"``, ``"sqrt"``).
-
-    Examples
-    --------
-    >>> fig = plot_sharpening([1, 4], {"unscaled": [np.array([0.1, 0.2]), np.array([0.5, 0.995])]})
-    >>> [ax.get_ylabel() for ax in fig.axes]
-    ['mean largest weight', 'share of rows > 0.99']
-    """
-    dims = np.asarray(d_ks)
-    for name, rows in largest.items():
-        if len(rows) != len(dims):
-            raise ValueError(f"largest[{name!r}] has {len(rows)} widths; expected one per d_k ({len(dims)})")
-    key = {"unscaled": "none", "scaled": "sqrt"}
-    with plt.rc_context(LESSON_RC):
-        fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(LESSON_WIDTH, 5.2), layout="constrained", sharex=True)
-        for name, rows in largest.items():
-            kw = dict(color=SCALE_COLOR.get(key.get(name, name)), ms=5, lw=1.8)
-            ax.plot(dims, [np.mean(r) for r in rows], "o-", label=name, **kw)
-            ax_s.plot(dims, [np.mean(np.asarray(r) > threshold) for r in rows], "o-", **kw)
-        ax.set(ylabel="mean largest weight", ylim=(0, 1.02), title="The top key's weight in a row")
-        ax_s.set(ylabel=f"share of rows > {threshold}", ylim=(-0.02, 1.02), xlabel=r"key width $d_k$",
-                 title="Saturated rows")
-        ax_s.set_xscale("log", base=2)
-        ax.legend(loc="upper left")
     return fig
 
 

@@ -31,7 +31,6 @@ from attention_course.chapters.scaling.figures import (
     plot_scale_pair,
     plot_score_histograms,
     plot_score_variance,
-    plot_sharpening,
     plot_training_watch,
 )
 from attention_course.chapters.scaling.saturated_rows import scale_pair
@@ -97,17 +96,6 @@ def test_score_histograms_draw_the_raw_and_the_scaled_scores():
     assert all(0.2 < h < 0.7 for h in heights), heights  # divided by sqrt(d_k): one spread
     with pytest.raises(ValueError, match="scores is empty"):
         plot_score_histograms({})
-
-
-def test_sharpening_draws_the_mean_and_the_saturated_share():
-    rows = {"unscaled": [np.array([0.2, 0.4]), np.array([0.995, 0.5])], "scaled": [np.array([0.1]), np.array([0.2])]}
-    fig = lesson_figure(plot_sharpening([1, 64], rows))
-    top, bottom = fig.axes
-    np.testing.assert_allclose(top.get_lines()[0].get_ydata(), [0.3, 0.7475])
-    np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), [0.0, 0.5])
-    assert line_colors(top) == [to_rgba(SCALE_COLOR["none"]), to_rgba(SCALE_COLOR["sqrt"])]
-    with pytest.raises(ValueError, match=r"largest\['scaled'\] has 1 widths; expected one per d_k \(2\)"):
-        plot_sharpening([1, 64], {"scaled": [np.array([0.1])]})
 
 
 def test_gradient_vs_spread_marks_each_spread_on_the_curve():
