@@ -123,8 +123,8 @@ def plot_qkv_diagram(n: int = 6, d: int = 8, d_k: int = 4, d_v: int = 2, title: 
 
 
 def _circuit(ax: Axes) -> None:
-    """The induction circuit on "A B C D ... A": layer-1 arcs below the tokens, the layer-2 arc above."""
-    tokens = ["A", "B", "C", "D", "…", "A"]
+    """The induction circuit on "12 40 7 33 ... 12": layer-1 arcs below the tokens, the layer-2 arc above."""
+    tokens = ["12", "40", "7", "33", "…", "12"]
     prev, ind = role_color("previous token"), INDUCTION_COLOR
     xs = np.arange(len(tokens), dtype=float) * 1.6
     for x, tok in zip(xs, tokens):
@@ -135,19 +135,19 @@ def _circuit(ax: Axes) -> None:
         ax.add_patch(FancyArrowPatch((xs[i], -0.45), (xs[i - 1], -0.45), connectionstyle="arc3,rad=-0.6",
                                      arrowstyle="-|>", mutation_scale=12, color=prev, lw=2.2 if strong else 0.9,
                                      alpha=1.0 if strong else 0.45, shrinkA=1, shrinkB=1))
-    ax.text(xs[1], -1.55, "B's position now holds\n“the token before me is A”", ha="center", va="top",
+    ax.text(xs[1], -1.55, "40's position now holds\n“the token before me is 12”", ha="center", va="top",
             color=prev, fontsize="small")
     ax.text(xs[0] - 0.8, -0.9, "layer 1:\nprevious-token head", ha="right", va="center", color=prev)
     ax.add_patch(FancyArrowPatch((xs[-1], 0.45), (xs[1], 0.45), connectionstyle="arc3,rad=0.35",
                                  arrowstyle="-|>", mutation_scale=14, color=ind, lw=2.2, shrinkA=1, shrinkB=1))
-    ax.text((xs[1] + xs[-1]) / 2, 1.75, "current A matches “before me is A” at B: attend to B, copy B",
+    ax.text((xs[1] + xs[-1]) / 2, 1.75, "current 12 matches “before me is 12” at 40: attend to 40, copy 40",
             ha="center", va="bottom", color=ind, fontsize="small")
     ax.text(xs[0] - 0.8, 1.1, "layer 2:\ninduction head", ha="right", va="center", color=ind)
     x_out = xs[-1] + 1.9
     ax.add_patch(FancyArrowPatch((xs[-1] + 0.5, 0), (x_out - 0.5, 0), arrowstyle="-|>", mutation_scale=14,
                                  color=ind, lw=1.6))
     ax.add_patch(Rectangle((x_out - 0.45, -0.4), 0.9, 0.8, facecolor="white", edgecolor=ind, lw=1.6, ls="--"))
-    ax.text(x_out, 0, "B", ha="center", va="center", fontsize="large", color=ind)
+    ax.text(x_out, 0, "40", ha="center", va="center", fontsize="large", color=ind)
     ax.text(x_out, -0.6, "predicted\nnext token", ha="center", va="top", fontsize="small", color=ind)
     ax.set_xlim(xs[0] - 4.6, x_out + 1.2)
     ax.set_ylim(-2.7, 2.4)
@@ -159,10 +159,10 @@ def plot_induction_circuit(prev_weights: Optional[Array] = None, induction_weigh
                            period: Optional[int] = None, heads: Sequence[int] = (0, 0), title: str = "") -> Figure:
     """The two-head induction circuit: a schematic, and beside it the trained heads' weights.
 
-    The schematic follows "A B C D ... A": in layer 1 a previous-token head lets each
-    position attend to the one before it, so B's position carries "the token before me
-    is A"; in layer 2 an induction head at the second A attends to the position whose
-    previous token matches its own, B, and copies B as the prediction.
+    The schematic follows "12 40 7 33 ... 12": in layer 1 a previous-token head lets each
+    position attend to the one before it, so 40's position carries "the token before me
+    is 12"; in layer 2 an induction head at the second 12 attends to the position whose
+    previous token matches its own, 40, and copies 40 as the prediction.
 
     Parameters
     ----------
