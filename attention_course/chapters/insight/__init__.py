@@ -95,8 +95,6 @@ from .figures import (
     plot_kind_shares,
     plot_kind_sweep,
     plot_take_away,
-    copy_attention_maps,
-    plot_copy_attention,
 )
 from .sliders import (
     window_explorer,
@@ -200,8 +198,6 @@ __all__ = [
     "plot_kind_shares",
     "plot_kind_sweep",
     "plot_take_away",
-    "copy_attention_maps",
-    "plot_copy_attention",
     "window_explorer",
     "task_explorer",
     "metric_explorer",

@@ -1,5 +1,4 @@
-"""Figures for chapter 7: the memory capacities, the ingredient ablations, tied and untied attention on the
-copy, heads by kind, and the ledger by verdict.
+"""Figures for chapter 7: the memory capacities, the ingredient ablations, heads by kind, and the ledger by verdict.
 
 :func:`plot_head_kinds` draws the per-head scores of
 :mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
@@ -14,20 +13,16 @@ from typing import Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from .ablations import RecallTask, train_variant
 from .memory import capacity, exponential_law, outer_product_law
-from .mixers import Variant
 from .take_away import TAKE_AWAY_ROWS, TAKE_AWAY_TASKS
 from ...figures.style import book_figure, method_color
 
 __all__ = [
     "plot_head_kinds", "plot_verdicts", "plot_memory", "plot_ingredients", "plot_linear_capacity",
     "plot_lookup", "plot_retrieval", "plot_shuffled_heads", "plot_kind_shares", "plot_kind_sweep", "plot_take_away",
-    "copy_attention_maps", "plot_copy_attention",
 ]
 
 #: One colour per kind of head (Okabe & Ito): content, position, sink, mixed.
@@ -492,57 +487,6 @@ def plot_kind_sweep(panels: Sequence[tuple[str, Sequence[float], float, Mapping[
     axes[0][0].set_ylabel("share of all heads")
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=4, handletextpad=0.3,
                columnspacing=1.0)
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def copy_attention_maps(length: int = 16, steps: int = 300, seed: int = 0, d_model: int = 64) -> dict[str, np.ndarray]:
-    """Train softmax attention with untied and with tied ``W_Q = W_K`` on the previous-token copy, and return
-    each model's attention weights on one held-out sequence, ``{"untied" | "tied": array (T, T)}``, rows over
-    keys. Two small models, about a second each on a laptop.
-
-    Examples
-    --------
-    >>> maps = copy_attention_maps(length=4, steps=2, d_model=8)
-    >>> sorted(maps), maps["tied"].shape, bool(np.allclose(maps["tied"].sum(axis=1), 1.0))
-    (['tied', 'untied'], (4, 4), True)
-    """
-    task = RecallTask("previous_token", {"length": length})
-    inputs = task(1, seed=seed + 1).inputs  # (1, T, 2): one held-out sequence
-    maps = {}
-    for name, tied in (("untied", False), ("tied", True)):
-        model, _ = train_variant(Variant(tied=tied), task, steps=steps, lr=3e-3, seed=seed, d_model=d_model)
-        with torch.no_grad():
-            _, (A,) = model(inputs)  # (1, T, T), softmax over keys s <= t
-        maps[name] = A[0].numpy().astype(float)
-    return maps
-
-
-@book_figure
-def plot_copy_attention(maps: Mapping[str, np.ndarray], title: str = "") -> Figure:
-    """Attention weights on the previous-token copy, untied beside tied: rows are queries t, columns keys s.
-    A dotted line marks the main diagonal (s = t), so a map one step below it reads one back.
-
-    Examples
-    --------
-    >>> A = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
-    >>> fig = plot_copy_attention({"untied": A, "tied": A})
-    >>> [ax.get_title() for ax in fig.axes[:2]], fig.axes[0].lines[0].get_linestyle()
-    (['untied $W_Q$, $W_K$', 'tied $W_Q = W_K$'], ':')
-    """
-    fig, axes = plt.subplots(1, 2, figsize=(6.6, 3.5), layout="constrained")
-    for ax, name, label in zip(axes, ("untied", "tied"), ("untied $W_Q$, $W_K$", "tied $W_Q = W_K$")):
-        A = np.asarray(maps[name], dtype=float)
-        im = ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
-        edge = len(A) - 0.5
-        ax.plot([-0.5, edge], [-0.5, edge], ls=":", lw=1.5, color="#D55E00", label="s = t (main diagonal)")
-        ax.set_title(label, fontsize=11)
-        ax.set(xlabel="key position s", ylabel="query position t" if name == "untied" else "")
-        ax.set_xticks([0, len(A) - 1])
-        ax.set_yticks([0, len(A) - 1])
-    axes[0].legend(loc="upper right", fontsize=9, handlelength=1.5)  # above the diagonal: no weight, room to spare
-    fig.colorbar(im, ax=axes, shrink=0.8, label="weight")
     if title:
         fig.suptitle(title)
     return fig
