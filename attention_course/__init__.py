@@ -90,7 +90,6 @@ from .chapters.lowrank.spectra import (
 )
 from .chapters.lowrank.figures import (
     plot_cumulative_spectra,
-    plot_exp_rank,
     plot_head_ranks,
     plot_lowrank_vs_sparse,
     plot_method_errors,
@@ -146,7 +145,7 @@ __all__ = [
     "rank_k_error", "topk_error", "synthetic_attention", "temperature_sweep",
     "chunked_attention", "online_softmax_step", "linear_attention", "performer_attention",
     "linformer_attention", "nystrom_attention", "local_window_attention", "topk_attention",
-    "plot_exp_rank", "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse",
+    "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse",
     "plot_method_errors",
     # multi-head
     "split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention", "from_torch",

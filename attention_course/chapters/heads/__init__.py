@@ -62,7 +62,6 @@ from .figures import (
     plot_form_spectra,
     plot_head_gallery,
     plot_role_scores,
-    plot_head_ablation,
     plot_relation_gains,
     plot_sorted_role_scores,
 )
@@ -131,7 +130,6 @@ __all__ = [
     "plot_form_spectra",
     "plot_head_gallery",
     "plot_role_scores",
-    "plot_head_ablation",
     "plot_relation_gains",
     "plot_sorted_role_scores",
     "clear_job_explorer",

@@ -24,8 +24,7 @@ from ..mechanics.figures import plot_heatmap
 from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role_color
 
 __all__ = [
-    "plot_multihead_path", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores",
-    "plot_head_ablation", "plot_relation_gains", "plot_sorted_role_scores",
+    "plot_multihead_path", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores", "plot_relation_gains", "plot_sorted_role_scores",
 ]  # fmt: skip
 
 
@@ -417,33 +416,6 @@ def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, b
         (line,) = ax.plot(steps, c.mean(0), label=f"{name} (mean of {c.shape[0]} seeds)")
         ax.fill_between(steps, c.min(0), c.max(0), color=line.get_color(), alpha=0.25, lw=0)
     return _finish_loss_axes(ax, baseline, baseline_label, "training loss, repeated part (nats)", title)
-
-
-@book_figure
-def plot_head_ablation(deltas: Mapping[str, Array], title: str = "") -> Figure:
-    """One layer x head heatmap of loss increases per model, stacked, on a shared colour scale.
-
-    ``deltas`` maps a panel title to an array (n_layers, n_heads), e.g. from
-    :func:`~attention_course.models.probes.head_ablation`; panel heights follow
-    the number of layers. Layers and heads are counted from 1.
-
-    Examples
-    --------
-    >>> fig = plot_head_ablation({"2 layers": np.ones((2, 4)), "1 layer": np.zeros((1, 4))})
-    >>> [ax.get_title() for ax in fig.axes[:2]]        # the two panels, then their colour bars
-    ['2 layers', '1 layer']
-    """
-    mats = {name: np.asarray(to_numpy(d), dtype=float) for name, d in deltas.items()}
-    fig, axes = plt.subplots(len(mats), 1, figsize=(6.4, 4.6), layout="constrained", squeeze=False,
-                             height_ratios=[m.shape[0] for m in mats.values()])
-    vmax = float(max(m.max() for m in mats.values()))
-    for ax, (name, m) in zip(axes[:, 0], mats.items()):
-        plot_heatmap(m, [f"layer {i + 1}" for i in range(m.shape[0])],
-                     [f"head {j + 1}" for j in range(m.shape[1])], ax=ax, title=name,
-                     cmap="Reds", vmin=0, vmax=vmax, colorbar_label="loss increase (nats)")
-    if title:
-        fig.suptitle(title)
-    return fig
 
 
 @book_figure

@@ -40,10 +40,8 @@ from .smoothing import (
 )
 from .figures import (
     plot_local_average,
-    plot_kernels_and_fits,
     plot_bandwidth_over_draws,
     plot_bandwidth_fits,
-    plot_attention_row_as_kernel,
     plot_bandwidth_objectives,
     plot_learned_metric,
     plot_weights_on_keys,
@@ -96,10 +94,8 @@ __all__ = [
     "mse_by_bandwidth",
     "mse_by_bandwidth_over_seeds",
     "plot_local_average",
-    "plot_kernels_and_fits",
     "plot_bandwidth_over_draws",
     "plot_bandwidth_fits",
-    "plot_attention_row_as_kernel",
     "plot_bandwidth_objectives",
     "plot_learned_metric",
     "plot_weights_on_keys",

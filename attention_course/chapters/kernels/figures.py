@@ -23,8 +23,7 @@ from .learning import BandwidthFit
 from .smoothing import RegressionData, kernel_matrix, mse
 
 __all__ = [
-    "plot_local_average", "plot_kernels_and_fits", "plot_bandwidth_over_draws", "plot_bandwidth_fits",
-    "plot_attention_row_as_kernel", "plot_bandwidth_objectives", "plot_learned_metric",
+    "plot_local_average", "plot_bandwidth_over_draws", "plot_bandwidth_fits", "plot_bandwidth_objectives", "plot_learned_metric",
     "plot_weights_on_keys", "plot_locality", "plot_input_locality", "plot_gauge_identity",
 ]
 
@@ -131,51 +130,6 @@ def plot_bandwidth_over_draws(w_values: Array, seed_mse: Array) -> Figure:
 
 
 @book_figure
-def plot_kernels_and_fits(
-    data: RegressionData, fits: Mapping[str, Array], bandwidths: Mapping[str, float]
-) -> Figure:
-    r"""Left: the three local kernels against distance; right: each kernel's Nadaraya-Watson fit.
-
-    Parameters
-    ----------
-    data : RegressionData
-        1-D training pairs and the noiseless test curve (:func:`~attention_course.chapters.kernels.smoothing.sine_data`).
-    fits : mapping of kernel name to array, shape (T,)
-        Predictions on ``data.x_test``.
-    bandwidths : mapping of kernel name to float
-        The width :math:`h` each fit used (shown in the legend).
-
-    Examples
-    --------
-    >>> from attention_course.chapters.kernels.smoothing import nadaraya_watson, sine_data
-    >>> data = sine_data(seed=0)
-    >>> fits = {"gaussian": nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=0.4)[0]}
-    >>> fig = plot_kernels_and_fits(data, fits, {"gaussian": 0.4})
-    >>> [ax.get_xlabel() for ax in fig.axes]
-    ['distance $q - x$ (in units of $h$)', 'x']
-    >>> plt.close(fig)
-    """
-    u = np.linspace(-3, 3, 601)  # (601,) distances in units of h
-    fig, axes = plt.subplots(1, 2, figsize=(7, 4.3), layout="constrained", width_ratios=[1, 1.45])
-    for name in ("gaussian", "laplace", "boxcar"):
-        axes[0].plot(u, kernel_matrix(u, np.zeros(1), name, 1.0)[:, 0], color=KERNEL_COLORS[name],
-                     label=KERNEL_LABELS[name])
-    axes[0].set(xlabel="distance $q - x$ (in units of $h$)", ylabel=r"kernel $\kappa(q, x)$",
-                title="Three local kernels", ylim=(-0.03, 1.08))
-    for name, (u0, k0, ha) in {"gaussian": (1.45, 0.42, "left"), "laplace": (-1.5, 0.3, "right"),
-                               "boxcar": (-1.1, 0.93, "right")}.items():  # each curve labelled beside it
-        axes[0].annotate(KERNEL_LABELS[name], (u0, k0), color=KERNEL_COLORS[name], ha=ha, va="center")
-    axes[1].scatter(data.x_train, data.y_train, s=12, color="0.45", label="training data")
-    axes[1].plot(data.x_test, data.y_test, "k--", lw=1.2, label=r"true $2\sin x + x$")
-    for name, pred in fits.items():
-        axes[1].plot(data.x_test, _vector(f"fits[{name!r}]", pred, len(data.x_test)),
-                     color=KERNEL_COLORS.get(name), label=f"{KERNEL_LABELS.get(name, name)} (h = {bandwidths[name]:g})")
-    axes[1].set(xlabel="x", ylabel="y", title="Nadaraya-Watson fits, 40 noisy points", ylim=(-2.5, 6.0))
-    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3)
-    return fig
-
-
-@book_figure
 def plot_bandwidth_fits(
     data: RegressionData,
     preds: Mapping[float, Array],
@@ -233,62 +187,6 @@ def plot_bandwidth_fits(
     ax.set(xlabel="inverse bandwidth w = 1/h", ylabel="test MSE", title="Test error against w",
            ylim=(0, 1.6 * errors.max()))  # room for the legend above the curve
     ax.legend(loc="upper right")
-    return fig
-
-
-@book_figure
-def plot_attention_row_as_kernel(
-    x_train: Array, x_test: Array, weights: Array, query_index: int, bandwidth: float
-) -> Figure:
-    r"""The Gaussian fit as an attention matrix, and one query's row against its kernel.
-
-    Left: the (T, S) weights, queries (test points) up, training points across, with a
-    colour bar. Right: row ``query_index`` as stems at the training inputs, over the
-    kernel :math:`\kappa(q, x)` scaled to the row's largest weight.
-
-    Parameters
-    ----------
-    x_train : array, shape (S,), sorted
-    x_test : array, shape (T,), sorted and evenly spaced (the queries)
-    weights : array, shape (T, S)
-    query_index : int
-    bandwidth : float
-        The Gaussian's :math:`h`.
-
-    Examples
-    --------
-    >>> from attention_course.chapters.kernels.smoothing import nadaraya_watson, sine_data
-    >>> data = sine_data(seed=0)
-    >>> _, w = nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=0.4)
-    >>> fig = plot_attention_row_as_kernel(data.x_train, data.x_test, w, 25, 0.4)
-    >>> fig.axes[2].get_ylabel()
-    'weight (colours: 0 to the largest)'
-    >>> plt.close(fig)
-    """
-    xs, xq = _vector("x_train", x_train), _vector("x_test", x_test)
-    w = np.asarray(to_numpy(weights), dtype=float)
-    if w.shape != (len(xq), len(xs)):
-        raise ShapeError(f"weights has shape {shape_str(w)}; expected (T, S) = ({len(xq)}, {len(xs)})")
-    q = xq[query_index]
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3.6), layout="constrained", width_ratios=[1, 1.2])
-    pad = (xq[1] - xq[0]) / 2 if len(xq) > 1 else 0.5
-    im = axes[0].imshow(w, aspect="auto", cmap="viridis", origin="lower", vmin=0,
-                        extent=(-0.5, len(xs) - 0.5, xq[0] - pad, xq[-1] + pad))
-    axes[0].axhline(q, color="w", lw=0.8, ls=":")
-    axes[0].set(xlabel="training point j (by $x_j$)", ylabel="query $q$ (test x)",
-                title=f"Weights of the fit, h = {bandwidth:g}")
-    curve = np.linspace(xs.min(), xs.max(), 400)  # (400,)
-    kernel = kernel_matrix(curve, xq[query_index:query_index + 1], "gaussian", bandwidth)[:, 0]  # (400,)
-    axes[1].plot(curve, kernel * w[query_index].max(), color=KERNEL_COLORS["gaussian"], lw=1,
-                 label=r"kernel $\kappa(q, x)$, scaled")
-    axes[1].vlines(xs, 0, w[query_index], color="tab:orange", lw=2)
-    axes[1].plot(xs, w[query_index], "o", color="tab:orange", ms=4, label=r"weights $\alpha_j(q)$")
-    axes[1].plot([q, q], [0, 1.1 * w[query_index].max()], color="k", ls=":", lw=1,
-                 label=f"query q = {q:.1f}")  # stops below the legend
-    axes[1].set(xlabel="training input $x_j$", ylabel="weight", title="One row = the kernel at the $x_j$",
-                ylim=(-0.04 * w[query_index].max(), 1.6 * w[query_index].max()))  # room for the legend
-    axes[1].legend(loc="upper left")
-    fig.colorbar(im, ax=axes[0], label="weight (colours: 0 to the largest)")
     return fig
 
 

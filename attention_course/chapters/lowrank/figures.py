@@ -24,7 +24,7 @@ from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
-__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_spectra", "plot_exp_rank",
+__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_spectra",
            "plot_method_errors", "plot_recall", "METHOD_COLORS", "method_color", "plot_method_schematic",
            "plot_scaling", "plot_memory", "plot_rank_grid", "plot_real_methods"]
 
@@ -183,50 +183,6 @@ def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
     ax2.set(xlabel="number of singular values k", ylabel=r"share of $\|\bar A\|_F^2$ in the top $k$",
             title="After removing the mean row", ylim=(0, 1.02), xlim=(0, None))
     ax2.legend(loc="lower right", title=f"{share:.0%} of the energy in")
-    return fig
-
-
-@book_figure
-def plot_exp_rank(demo: Mapping, scale: Optional[float] = None) -> Figure:
-    r"""Singular values of a rank-1 logit matrix :math:`L`, of :math:`\exp(L)` and of its row softmax.
-
-    Parameters
-    ----------
-    demo : dict
-        The output of :func:`attention_course.chapters.lowrank.spectra.exp_rank_demo` (keys ``logits``,
-        ``softmax``, ``singular_values`` of ``exp(L)``, ``rank_*``).
-    scale : float, optional
-        The factor :math:`s` in :math:`L = s\,xx^\top`, written into the legend as a number
-        (default: the letter :math:`s`).
-
-    Examples
-    --------
-    >>> from attention_course.chapters.lowrank.spectra import exp_rank_demo
-    >>> fig = plot_exp_rank(exp_rank_demo(n=6, scale=4.0), scale=4.0)
-    >>> fig.axes[0].get_yscale()
-    'log'
-    >>> fig.axes[0].get_legend().get_texts()[0].get_text()
-    'logits $L = 4\\,xx^\\top$ (rank 1)'
-    """
-    logits = _grid("demo['logits']", demo["logits"], 2, "(n, n)")
-    s_logits = np.linalg.svd(logits, compute_uv=False)  # (n,)
-    s_exp = np.asarray(demo["singular_values"], dtype=float)  # (n,)
-    s_soft = np.linalg.svd(np.asarray(demo["softmax"], dtype=float), compute_uv=False)  # (n,)
-    idx = np.arange(1, logits.shape[0] + 1)
-    floor = np.finfo(float).eps * s_logits[0] * logits.shape[0]  # below this: zero in float64
-    factor = "s" if scale is None else f"{scale:g}"
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-    ax.semilogy(idx, np.maximum(s_logits / s_logits[0], 1e-18), "o-", color="C0",
-                label=f"logits $L = {factor}\\,xx^\\top$ (rank {demo['rank_logits']})")
-    ax.semilogy(idx, s_exp / s_exp[0], "s-", color="C3", label=f"$\\exp(L)$ (rank {demo['rank_exp']})")
-    ax.semilogy(idx, s_soft / s_soft[0], "^--", color="C2", ms=5,
-                label=f"row softmax of $L$ (rank {demo['rank_softmax']})")
-    ax.axhline(floor / s_logits[0], color="0.5", lw=0.8, ls=":")
-    ax.annotate("float64 round-off", (idx[-1], floor / s_logits[0]), xytext=(-4, 4),
-                textcoords="offset points", ha="right", color="0.4")
-    ax.set(xlabel="index i", ylabel=r"$\sigma_i / \sigma_1$", xticks=idx,
-           title="exp of a rank-1 matrix is full rank")
-    ax.legend(loc="center right")
     return fig
 
 

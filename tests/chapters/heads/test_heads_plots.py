@@ -47,18 +47,6 @@ def test_loss_curves_draw_on_a_given_axes(given_ax):
     assert (fig is ax.figure) if given_ax else isinstance(fig, Figure)
 
 
-def test_head_ablation_panels_share_one_colour_scale():
-    d2, d1 = np.array([[0.5, 0.1, 0.0, 0.2], [0.05, 0.0, 0.1, 0.0]]), np.array([[0.9, 0.1, 0.0, 0.3]])
-    fig = FH.plot_head_ablation({"2-layer model": d2, "1-layer model": d1}, title="t")
-    fig.canvas.draw()
-    heatmaps = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in heatmaps] == ["2-layer model", "1-layer model"]
-    assert all(ax.images[0].get_clim() == (0.0, 0.9) for ax in heatmaps)  # the larger maximum of the two
-    assert [t.get_text() for t in heatmaps[0].get_yticklabels()] == ["layer 1", "layer 2"]
-    assert [t.get_text() for t in heatmaps[1].get_xticklabels()] == [f"head {i}" for i in range(1, 5)]
-    assert fig.get_suptitle() == "t"
-
-
 def test_seed_curves_draw_the_mean_and_a_band():
     c = np.array([[3.0, 2.0, 1.0], [3.4, 1.8, 1.2]])  # (seeds, blocks)
     fig = FH.plot_seed_curves({"2 layers": c}, 20, 2.27, "mean ln(period)", title="t")

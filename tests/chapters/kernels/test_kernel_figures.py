@@ -45,20 +45,6 @@ def _check_page(fig: Figure, n_colorbars: int = 0) -> None:
         assert all(t.get_fontsize() >= 9 for t in legend.get_texts())
 
 
-def test_kernels_and_fits(data):
-    fits = {name: nadaraya_watson(data.x_test, data.x_train, data.y_train, name, 0.5)[0]
-            for name in ("gaussian", "laplace", "dot")}
-    fig = kf.plot_kernels_and_fits(data, fits, {"gaussian": 0.5, "laplace": 0.5, "dot": 0.5})
-    _check_page(fig)
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "dot product (h = 0.5)" in labels and fig.axes[0].get_ylabel() == r"kernel $\kappa(q, x)$"
-
-
-def test_kernels_and_fits_rejects_wrong_length(data):
-    with pytest.raises(ShapeError, match=r"fits\['gaussian'\] has shape \(3,\); expected \(50,\)"):
-        kf.plot_kernels_and_fits(data, {"gaussian": np.zeros(3)}, {"gaussian": 0.4})
-
-
 def test_bandwidth_fits(data):
     w_values = (0.3, 3.0, 30.0)
     preds = {w: nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=1 / w)[0] for w in w_values}
@@ -69,14 +55,6 @@ def test_bandwidth_fits(data):
     assert fig.axes[3].get_xscale() == "log" and fig.axes[3].get_ylabel() == "test MSE"
     with pytest.raises(ShapeError, match=r"sweep has shape \(6,\) but w_grid \(7,\)"):
         kf.plot_bandwidth_fits(data, preds, grid, sweep[:6])
-
-
-def test_attention_row_as_kernel(data):
-    _, w = nadaraya_watson(data.x_test, data.x_train, data.y_train, bandwidth=0.4)
-    fig = kf.plot_attention_row_as_kernel(data.x_train, data.x_test, torch.as_tensor(w), 10, 0.4)
-    _check_page(fig, n_colorbars=1)
-    with pytest.raises(ShapeError, match=r"weights has shape \(50, 19\); expected \(T, S\) = \(50, 20\)"):
-        kf.plot_attention_row_as_kernel(data.x_train, data.x_test, w[:, :19], 10, 0.4)
 
 
 def test_bandwidth_objectives(data):

@@ -40,17 +40,6 @@ def test_temperature_sweep_without_ranks_draws_the_errors_alone():
     assert fig.get_size_inches()[0] <= 7.0
 
 
-def test_exp_rank_plots_three_normalised_spectra():
-    demo = lr.exp_rank_demo(n=6, scale=4.0)
-    ax = _render(lp.plot_exp_rank(demo)).axes[0]
-    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 6]
-    assert len(lines) == 3
-    exp_line = lines[1]
-    np.testing.assert_allclose(exp_line.get_ydata(), demo["singular_values"] / demo["singular_values"][0])
-    assert lines[0].get_ydata()[1] < 1e-12  # the logits have rank 1
-    assert "rank 6" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
-
-
 def test_cumulative_spectra_one_line_per_layer_and_heatmap_at_k():
     rng = np.random.default_rng(0)
     s2 = np.sort(rng.random((3, 4, 10)), axis=-1)[..., ::-1]  # (L, H, K) decreasing energies
