@@ -8,7 +8,6 @@ import copy
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -195,9 +194,7 @@ def test_attention_maps_too_long_errors_and_is_silent(minilm, capfd):
 # ------------------------------------------------------------------ loading
 @pytest.mark.slow
 def test_load_is_cached(minilm):
-    start = time.perf_counter()
-    again = P.load_minilm()
-    assert time.perf_counter() - start < 0.05
+    again = P.load_minilm()  # the same objects, not a second load (no wall-clock bound: CI machines are shared)
     assert again[0] is minilm[0] and again[1] is minilm[1]
     tokenizer, model = again
     assert not model.training and model.dtype == torch.float32
