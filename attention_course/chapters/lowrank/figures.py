@@ -15,7 +15,7 @@ from typing import Optional
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.colors import LogNorm, to_rgb
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
@@ -25,7 +25,7 @@ from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
 from .spectra import best_rank_k, crossover_beta, topk_sparsify
 
 __all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_spectra",
-           "plot_method_errors", "plot_recall", "METHOD_COLORS", "method_color", "plot_method_schematic",
+           "plot_method_errors", "plot_recall", "METHOD_COLORS", "method_color",
            "plot_scaling", "plot_memory", "plot_rank_grid", "plot_real_methods"]
 
 
@@ -527,87 +527,6 @@ def plot_recall(recall: Mapping) -> Figure:
     kinds = [Line2D([], [], color="0.3", ls=ls, label=label) for ls, label in styles.values()]
     dims = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=f"d = {d}") for i, d in enumerate(recall["ds"])]
     fig.legend(handles=kinds + dims, loc="outside lower center", ncols=2)
-    return fig
-
-
-_NOT_COMPUTED = "#F2F2F2"
-
-
-def method_patterns(n: int = 12, window: int = 2, top_k: int = 3, proj: int = 4, landmarks: int = 3,
-                    seed: int = 0) -> dict:
-    r"""Which query-key scores each method computes, as boolean matrices (True = computed).
-
-    ``exact``, ``local`` (:math:`|i - j| \le` ``window``), ``top-k`` (each row's ``top_k`` largest
-    scores of a seeded Gaussian draw, chosen after computing them all, as a top-k kernel
-    must unless it has an index), ``nystrom`` (every query against the ``landmarks`` landmark
-    keys and every key against the landmark queries; a segment's landmark is drawn at its
-    centre) have shape (n, n); ``linformer`` has shape (n, ``proj``): queries against
-    ``proj`` projected keys; ``linear`` has shape (0, 0): no score is computed.
-
-    Examples
-    --------
-    >>> p = method_patterns(n=6, window=1, top_k=2, proj=2, landmarks=2)
-    >>> {name: int(m.sum()) for name, m in p.items()}
-    {'exact': 36, 'local': 16, 'top-k': 12, 'linformer': 12, 'nystrom': 20, 'linear': 0}
-    """
-    i, j = np.indices((n, n))  # (n, n) query and key index
-    scores = np.random.default_rng(seed).normal(size=(n, n))  # (n, n)
-    top = np.zeros((n, n), bool)
-    np.put_along_axis(top, np.argsort(-scores, axis=1)[:, :top_k], True, axis=1)
-    centres = (np.arange(landmarks) + 0.5) * n // landmarks  # (landmarks,) segment centres
-    marks = np.isin(np.arange(n), centres)  # (n,)
-    return {"exact": np.ones((n, n), bool), "local": np.abs(i - j) <= window, "top-k": top,
-            "linformer": np.ones((n, proj), bool), "nystrom": marks[None, :] | marks[:, None],
-            "linear": np.zeros((0, 0), bool)}
-
-
-@book_figure
-def plot_method_schematic(n: int = 12, window: int = 2, top_k: int = 3, proj: int = 4,
-                          landmarks: int = 3, seed: int = 0) -> Figure:
-    """A grid per method: the query-key scores it computes (its colour) and skips (light grey).
-
-    Parameters are those of :func:`method_patterns`. Each panel's x label counts the scores (top-k
-    computes them all and keeps ``top_k`` per row; a Nyström landmark stands for a run of tokens).
-
-    Examples
-    --------
-    >>> fig = plot_method_schematic(n=6, window=1, top_k=2, proj=2, landmarks=2)
-    >>> [ax.get_xlabel() for ax in fig.axes][:3]
-    ['36 of 36', '16 of 36', '12 of 36 kept\\n(all 36 computed)']
-    """
-    pats = method_patterns(n, window, top_k, proj, landmarks, seed)
-    titles = {"exact": ("exact", "exact (plain or chunked)"), "local": ("local", f"local window, w = {window}"),
-              "top-k": ("top-k", f"top-k, k = {top_k}"), "linformer": ("linformer", f"Linformer, k = {proj}"),
-              "nystrom": ("nystrom", f"Nyström, {landmarks} landmarks"),
-              "linear": ("performer", "linear, Performer")}
-    fig, axes = plt.subplots(2, 3, figsize=(7.0, 5.2), layout="constrained")
-    for ax, (name, mask) in zip(axes.flat, pats.items()):
-        color, title = titles[name]
-        grid = np.zeros((n, n), bool) if name == "linear" else mask
-        rgb = np.where(grid[..., None], to_rgb(method_color(color)), to_rgb(_NOT_COMPUTED))  # (n, cols, 3)
-        ax.imshow(rgb, extent=(0, grid.shape[1], n, 0))
-        for x in range(grid.shape[1] + 1):
-            ax.axvline(x, color="white", lw=0.8)
-        for y in range(n + 1):
-            ax.axhline(y, color="white", lw=0.8)
-        ax.set(xlim=(0, n), ylim=(n, 0), xticks=[], yticks=[], aspect="equal", title=title)
-        ax.spines[:].set_visible(False)
-        if name == "linformer":
-            ax.text(proj + 0.6, n / 2, f"{proj} projected keys,\neach a mix\nof all {n} keys", va="center")
-            ax.set_xlabel(f"{mask.sum()} ({n} × {proj}), no n × n")
-        elif name == "linear":
-            ax.text(n / 2, n / 2, "no n × n scores:\n" r"$\phi(Q)\,[\phi(K)^\top V]$", ha="center", va="center",
-                    bbox={"facecolor": "white", "edgecolor": method_color("linear"), "lw": 1.5})
-            ax.set_xlabel(f"0 of {n * n}")
-        elif name == "top-k":
-            ax.set_xlabel(f"{mask.sum()} of {n * n} kept\n(all {n * n} computed)")
-        elif name == "nystrom":
-            ax.set_xlabel(f"{mask.sum()} of {n * n}\n(a landmark: mean of {n // landmarks} tokens)")
-        else:
-            ax.set_xlabel(f"{mask.sum()} of {n * n}")
-    fig.get_layout_engine().set(h_pad=0.12)  # room between a panel's count and the title below it
-    axes[0, 0].set_ylabel("query i")
-    axes[1, 0].set_ylabel("query i")
     return fig
 
 

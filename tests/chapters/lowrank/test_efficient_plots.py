@@ -3,7 +3,6 @@ draws the run's numbers, and gives every method its one colour."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
@@ -30,30 +29,6 @@ def test_method_color_is_one_per_family():
     assert len(set(fe.METHOD_COLORS.values())) == len(fe.METHOD_COLORS)
     with pytest.raises(ValueError, match=r"method 'flash' has no colour"):
         fe.method_color("flash")
-
-
-def test_method_patterns_count_what_each_method_computes():
-    n, w, k, p, m = 10, 2, 3, 4, 2
-    pats = fe.method_patterns(n=n, window=w, top_k=k, proj=p, landmarks=m)
-    assert pats["exact"].sum() == n * n
-    assert pats["local"].sum() == n + 2 * sum(n - d for d in range(1, w + 1))  # the diagonal and w bands each side
-    assert (pats["top-k"].sum(axis=1) == k).all()
-    assert pats["linformer"].shape == (n, p)
-    assert pats["nystrom"].sum() == n * n - (n - m) ** 2  # m full rows and m full columns
-    assert pats["linear"].size == 0
-
-
-def test_method_schematic_colours_each_method_and_counts():
-    fig = fe.plot_method_schematic(n=8, window=1, top_k=2, proj=3, landmarks=2)
-    fig.canvas.draw()
-    assert fig.get_figwidth() <= 7.0
-    top_k, linformer = fig.axes[2], fig.axes[3]
-    rgb = top_k.images[0].get_array()  # (8, 8, 3)
-    kept = np.all(np.isclose(rgb, to_rgba(fe.method_color("top-k"))[:3]), axis=-1)
-    assert (kept.sum(axis=1) == 2).all()
-    assert np.allclose(linformer.images[0].get_array(), to_rgba(fe.method_color("linformer"))[:3])
-    assert [ax.get_xlabel() for ax in fig.axes[:3]] == ["64 of 64", "22 of 64", "16 of 64 kept\n(all 64 computed)"]
-    assert fig.axes[4].get_xlabel().endswith("(a landmark: mean of 4 tokens)")  # what the text says a landmark is
 
 
 def test_scaling_draws_each_method_in_its_colour(tiny):
