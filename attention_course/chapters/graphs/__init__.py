@@ -33,6 +33,7 @@ from .depth_probe import (
     depth_pattern,
     halves_difference,
     halves_label,
+    last_minus_best,
 )
 from .depth_probe_run import load_depth_probe_decoder
 from .gnn import ranking_comparison, shared_top_fraction
@@ -113,6 +114,7 @@ __all__ = [
     "depth_pattern",
     "halves_difference",
     "halves_label",
+    "last_minus_best",
     "load_depth_probe_decoder",
     "ranking_comparison",
     "shared_top_fraction",

@@ -28,7 +28,7 @@ from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
 __all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe", "depth_pattern",
-           "halves_difference", "halves_label"]
+           "halves_difference", "halves_label", "last_minus_best"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
@@ -158,10 +158,38 @@ def halves_difference(hits: Array, n_read: int, first: Sequence[int], second: Se
     weights[list(second)] += 1 / len(second)
     weights[list(first)] -= 1 / len(first)
     per_sequence = weights @ h / n_read  # (M,) each sequence's contribution
-    draws = np.random.default_rng(seed).integers(h.shape[1], size=(n_boot, h.shape[1]))  # (n_boot, M)
-    boot = per_sequence[draws].mean(axis=1)  # (n_boot,)
+    boot = per_sequence[_resamples(h.shape[1], n_boot, seed)].mean(axis=1)  # (n_boot,)
     low, high = np.percentile(boot, [2.5, 97.5])
     return float(per_sequence.mean()), float(low), float(high)
+
+
+def _resamples(m: int, n_boot: int, seed: int) -> np.ndarray:
+    """Indices of ``n_boot`` seeded resamples, with replacement, of ``m`` sequences: (n_boot, m)."""
+    return np.random.default_rng(seed).integers(m, size=(n_boot, m))
+
+
+def last_minus_best(hits: Array, n_read: int, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """The last layer's accuracy minus the best layer's (layers 1..L), with a bootstrap interval.
+
+    MiniLM's statistic (:func:`depth_pattern` compares the last layer with the peak), on the
+    per-sequence hits of :func:`halves_difference`, so that both statistics can be read on one
+    model. The interval resamples sequences (percentiles 2.5 and 97.5); each resample takes its own
+    best layer.
+
+    Examples
+    --------
+    >>> hits = np.array([[0] * 10, [9] * 10, [6] * 10])  # (3 layers, 10 sequences), 10 words read each
+    >>> tuple(round(v, 2) for v in last_minus_best(hits, 10))
+    (-0.3, -0.3, -0.3)
+    """
+    h = np.asarray(to_numpy(hits), dtype=float)
+    if h.ndim != 2 or len(h) < 2 or n_read < 1:
+        raise ShapeError(f"hits has shape {h.shape} with n_read={n_read}; expected (L + 1, M), L >= 1, n_read >= 1")
+    acc = h / n_read  # (L + 1, M): share read right per sequence
+    boot = acc[:, _resamples(h.shape[1], n_boot, seed)].mean(axis=2)  # (L + 1, n_boot)
+    low, high = np.percentile(boot[-1] - boot[1:].max(axis=0), [2.5, 97.5])
+    mean = acc.mean(axis=1)  # (L + 1,)
+    return float(mean[-1] - mean[1:].max()), float(low), float(high)
 
 
 def halves_label(difference: tuple[float, float, float], last: float, scrambled_last: float,

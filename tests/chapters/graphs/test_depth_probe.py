@@ -168,6 +168,20 @@ def test_halves_difference_against_a_loop_and_its_interval_covers_the_truth():
         dp.halves_difference(fair, 8, first=[1], second=[9])
 
 
+def test_last_minus_best_against_a_loop_and_the_best_layer_of_each_resample():
+    rng = np.random.default_rng(2)
+    hits = rng.integers(0, 9, size=(6, 40))  # (layers, sequences), 8 words read each
+    d, low, high = dp.last_minus_best(hits, 8, n_boot=300)
+    acc = [hits[layer].sum() / (40 * 8) for layer in range(6)]
+    assert d == pytest.approx(acc[-1] - max(acc[1:]), abs=1e-12) and low <= d <= high
+    # a peak at layer 2 and a fall to the last layer: the interval lies below 0, and layer 0 is no peak
+    fall = np.vstack([np.full(100, 8), rng.binomial(8, 0.6, 100), rng.binomial(8, 0.9, 100), rng.binomial(8, 0.5, 100)])
+    d, low, high = dp.last_minus_best(fall, 8)
+    assert high < 0 and low < -0.4 < high
+    with pytest.raises(ShapeError, match=r"n_read=0"):
+        dp.last_minus_best(fall, 0)
+
+
 def test_halves_label_table():
     cases = [  # (D interval, last, scrambled last, margin, expected)
         ((0.01, -0.02, 0.04), 0.7, 0.1, 0.05, "kept"),
