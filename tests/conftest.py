@@ -46,7 +46,7 @@ TESTS = Path(__file__).resolve().parent
 # * the check batteries of the exercises that load a pretrained model or train one inside the
 #   check (each case costs seconds; together they were a fifth of `make test`).
 EXTENDED_NOTEBOOKS = re.compile(r"_evidence\.ipynb$")
-EXTENDED_EXERCISES = re.compile(r"\[(decoder-forward|window-sweep|bert-encoder)[\]:]")
+EXTENDED_EXERCISES = re.compile(r"\[(decoder-forward|bert-encoder)[\]:]")
 EXERCISE_BATTERIES = frozenset({"test_exercises", "test_rules", "test_exercise_battery", "test_exercises_gpt",
                                 "test_exercises_encoder"})
 

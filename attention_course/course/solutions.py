@@ -433,14 +433,17 @@ def hopfield_retrieval(X, queries, clean, beta):
     return float(exact.mean())
 
 
-def window_sweep(run, windows, margin):
-    """The smallest window whose accuracy is at least full attention's minus ``margin`` (0 if none)."""
-    full = run(None)  # full attention: every pair
-    good = [w for w in windows if run(w) >= full - margin]
-    return int(min(good)) if good else 0
+def window_mask(T, w):
+    """(T, T) booleans, True where query t may read key s: 0 <= t - s < w (w=None: the causal mask)."""
+    t = np.arange(T)
+    behind = t[:, None] - t[None, :]  # (T, T): t - s, how far key s lies behind query t
+    allowed = behind >= 0  # causal: s <= t
+    if w is None:
+        return allowed
+    return allowed & (behind < w)  # the query itself and the w - 1 positions before it
 
 
-SOLUTIONS.update({"hopfield-retrieval": hopfield_retrieval, "window-sweep": window_sweep})
+SOLUTIONS.update({"hopfield-retrieval": hopfield_retrieval, "window-mask": window_mask})
 
 
 # ------------------------------------------------------------------ chapter 9

@@ -1187,26 +1187,27 @@ CH7 = [
      "with a beta, the memory is softmax attention"),
     ("hopfield-retrieval", "compared with the queries", lambda X, q, c, beta: _hop(X, q, q, beta),
      "compare the retrieved signs with `clean`"),
-    ("window-sweep", "reference solution", SOLUTIONS["window-sweep"], PASS),
-    ("window-sweep", "a sorted loop with break", lambda run, ws, m: (lambda full: next(
-        (int(w) for w in sorted(ws) if run(w) >= full - m), 0))(run(None)), PASS),
-    ("window-sweep", "numpy int returned", lambda run, ws, m: (lambda full: np.int64(min(
-        [w for w in ws if run(w) >= full - m], default=0)))(run(None)), PASS),
-    ("window-sweep", "run(None) trained again for every window", lambda run, ws, m: next(
-        (int(w) for w in sorted(ws) if run(w) >= run(None) - m), 0), "each call trains a model"),
-    ("window-sweep", "> instead of >=", lambda run, ws, m: min(
-        [w for w in ws if run(w) > run(None) - m], default=0), "use >=, not >"),
-    ("window-sweep", "compared with 1", lambda run, ws, m: min(
-        [w for w in ws if run(w) >= 1 - m], default=0), "compare each window with full attention"),
-    ("window-sweep", "first in the given order", lambda run, ws, m: next(
-        (w for w in ws if run(w) >= run(None) - m), 0), "the windows may come in any"),
-    ("window-sweep", "largest passing window", lambda run, ws, m: max(
-        [w for w in ws if run(w) >= run(None) - m], default=0), "return the smallest one"),
-    ("window-sweep", "returns the accuracy", lambda run, ws, m: run(min(
-        [w for w in ws if run(w) >= run(None) - m], default=ws[0])), "expected an int"),
-    ("window-sweep", "returns None when nothing passes", lambda run, ws, m: min(
-        [w for w in ws if run(w) >= run(None) - m], default=None), "returned None"),
+    ("window-mask", "reference solution", SOLUTIONS["window-mask"], PASS),
+    ("window-mask", "torch, tril minus a lower tril", lambda T, w: torch.ones(T, T, dtype=torch.bool).tril() & ~(
+        torch.ones(T, T, dtype=torch.bool).tril(-w) if w is not None else torch.zeros(T, T, dtype=torch.bool)), PASS),
+    ("window-mask", "a list comprehension", lambda T, w: np.array(
+        [[0 <= t - s and (w is None or t - s < w) for s in range(T)] for t in range(T)], dtype=bool), PASS),
+    ("window-mask", "forward: s - t < w", lambda T, w: _win(T, w, 0, 0).T, "your window reads forward"),
+    ("window-mask", "t - s <= w", lambda T, w: _win(T, w, 0, 1), "your window reads w + 1 positions"),
+    ("window-mask", "without the query itself", lambda T, w: _win(T, w, 1, 1), "each position also reads itself"),
+    ("window-mask", "|t - s| < w", lambda T, w: np.abs(np.subtract.outer(np.arange(T), np.arange(T))) < (w or T + 1),
+     "also reads positions after the query"),
+    ("window-mask", "None: every entry True", lambda T, w: np.ones((T, T), bool) if w is None else _win(T, w, 0, 0),
+     "still causal"),
+    ("window-mask", "0/1 floats", lambda T, w: _win(T, w, 0, 0).astype(float), "not"),
 ]
+
+
+def _win(T, w, lo, extra):
+    """A learner's window: True where lo <= t - s < w + extra (w=None: where lo <= t - s)."""
+    behind = np.subtract.outer(np.arange(T), np.arange(T))  # (T, T): t - s
+    return (behind >= lo) & (behind < (w + extra if w is not None else T + 1))
+
 
 BATTERY = CH1 + CH2 + CH3 + CH4 + CH5 + CH6 + CH7 + NEWEST
 # Answers that run until the time limit: a shorter limit keeps the test fast (the verdict

@@ -1,13 +1,13 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``content_position_run``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``content_position_run``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``window_sweep``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
 from .ablation_grid import load_ablations
-from .ablations import RecallTask, TASKS, accuracy, train_variant, window_copy_accuracy
+from .ablations import RecallTask, TASKS, accuracy, train_variant
 from . import asymmetry  # noqa: F401
 from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep, plot_learning_curves
 from .content_position_run import load_content_position, stored_scores
@@ -83,6 +83,7 @@ from .position_content import (
 )
 from .recall_tasks import BLANK, stacked_mqar, previous_token, gaps
 from .take_away import take_away_table
+from .window_sweep import window_copy_sweep
 from .figures import (
     plot_head_kinds,
     plot_verdicts,
@@ -112,7 +113,6 @@ __all__ = [
     "TASKS",
     "accuracy",
     "train_variant",
-    "window_copy_accuracy",
     "plot_asymmetry",
     "plot_verdict_sweep",
     "plot_learning_curves",
@@ -187,6 +187,7 @@ __all__ = [
     "previous_token",
     "gaps",
     "take_away_table",
+    "window_copy_sweep",
     "plot_head_kinds",
     "plot_verdicts",
     "plot_memory",

@@ -19,7 +19,7 @@ from ...models.training import train
 from . import recall_tasks
 from .mixers import VARIANTS, MixerModel, Variant
 
-__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant", "window_copy_accuracy"]
+__all__ = ["RecallTask", "TASKS", "accuracy", "train_variant"]
 
 TEST_SEED, VALID_SEED = 12345, 999
 

@@ -1,4 +1,4 @@
-"""Chapter 7 exercises: run the memory experiment yourself, and find the smallest window that solves a copy.
+"""Chapter 7 exercises: run the memory experiment yourself, and build the window mask of a copy.
 
 ``hopfield-retrieval``: ``fn(X, queries, clean, beta) -> float``. ``X`` (d, M) holds the stored +-1
 patterns as columns, ``queries`` (d, n) the corrupted queries, ``clean`` (d, n) the patterns they
@@ -8,24 +8,19 @@ every sign comes out right. ``beta=None`` means the outer-product memory, :math:
 The learner then uses it, on the cues of :func:`~attention_course.chapters.insight.memory.memory_cues`, to
 find the capacities at d = 16 that the lesson prints.
 
-``window-sweep``: ``fn(run, windows, margin) -> int``. ``run(w)`` is the held-out accuracy of softmax
-attention restricted to a causal window of ``w`` positions (``run(None)``: full attention); the result
-is the smallest window in ``windows`` whose accuracy is at least full attention's minus ``margin``, or 0
-when none is. The learner then runs it on the copy at a gap (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`)
-and compares the answer with the gap. Beside the tables, the check runs that experiment itself (the
-copy at gaps 2 and 3, trained once per process, about 2 s), so the learner's rule is also tested on
-the trained accuracies; the feedback leaves the answer at a gap of 3 to the learner's own run.
+``window-mask``: ``fn(T, w) -> (T, T) bool``, True where query t may read key s, ``0 <= t - s < w``
+(``w=None``: the causal mask). The learner then trains the copy with it
+(:func:`~attention_course.chapters.insight.window_sweep.window_copy_sweep`).
 """
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import torch
 
-from ...exercises._core import Breach, Case, Exercise, Mutant, Rule, in_place_breach, register
-from .ablations import window_copy_accuracy
+from ...exercises._core import Breach, Case, Exercise, Mutant, Rule, in_place_breach, output_breaches, register
+from .mixers import mixing_mask
 from .memory import corrupt, retrieve, store_patterns
 
 __all__ = ["EXERCISES"]
@@ -228,312 +223,109 @@ register(Exercise(
     ))
 
 
-# ------------------------------------------------------------------ window-sweep
-def _window_reference(run, windows, margin):
-    full = run(None)
-    good = [w for w in windows if run(w) >= full - margin]
-    return int(min(good)) if good else 0
-
-
-class _Run:
-    """A stand-in for ``run``: each window's accuracy (``None``: full attention) from ``accuracy``, with
-    each call counted (each call of the real ``run`` trains a model, and the statement asks for one call per
-    window: :func:`_run_twice` reports more). A window the case does not offer raises."""
-
-    def __init__(self, accuracy, windows, label: str):
-        self.accuracy, self.windows, self.label, self.calls = accuracy, tuple(windows), label, {}
-
-    def __call__(self, w):
-        key = None if w is None else int(w)
-        if key is not None and key not in self.windows:
-            raise ValueError(f"run({w!r}): {w!r} is not one of this case's windows {list(self.windows)}; sweep "
-                             f"the windows you are given")
-        self.calls[key] = self.calls.get(key, 0) + 1
-        return float(self.accuracy(key))
-
-    def __repr__(self) -> str:
-        return f"run ({self.label})"
-
-
-def _table_run(table: dict, full: float, label: str = "a table") -> _Run:
-    """A stand-in for training: the accuracy of each window read from a table (full attention: ``full``)."""
-    return _Run(lambda w: full if w is None else table[w], sorted(table), label)
-
-
-@functools.lru_cache(maxsize=None)
-def _trained_copy(window, gap: int) -> float:
-    """The experiment the exercise asks for, each model trained once per process (about 0.2 s)."""
-    return window_copy_accuracy(window, gap=gap)
-
-
-#: The trained cases: (gap, windows in the order given). The check's reference runs first and
-#: trains the models; the learner's calls then read the cache and cost nothing of its time limit.
-TRAINED_GAPS = ((3, tuple(range(1, 7))), (2, (4, 1, 3, 2)))
-
-
-def _window_conclusion(cases: list, expected: list) -> str:
-    """After a pass: the rule also held on trained copies; the answer itself is left to the learner's run."""
-    return (f"Your rule also finds the right window on {len(TRAINED_GAPS)} copies trained with different gaps. "
-            f"Now run the experiment at gaps 1, 2 and 3 and compare its answers with your prediction.")
+# ------------------------------------------------------------------ window-mask
+def _window_reference(T, w):
+    return mixing_mask(T, w).numpy()  # (T, T) bool
 
 
 def _window_cases() -> list[Case]:
-    step = {w: (1.0 if w > 3 else 1 / 64) for w in range(1, 9)}  # the copy at a gap of 3: solved from w = 4
-    ramp = {w: min(1.0, w / 32) for w in (2, 4, 8, 16, 24, 32)}  # recall: accuracy follows the covered share
-    bumpy = {1: 0.1, 2: 0.97, 3: 0.5, 4: 0.98, 5: 0.99}  # trained accuracies need not rise with the window
-    cases = [
-        ("the copy at a gap of 3, windows 1-8", step, 1.0, list(range(1, 9)), 0.05),
-        ("windows in no order", step, 1.0, [8, 2, 6, 4, 5, 1], 0.05),
-        ("recall: only the full length comes close", ramp, 0.99, [2, 4, 8, 16, 24, 32], 0.05),
-        ("no window is enough (answer 0)", {2: 0.1, 4: 0.3, 8: 0.5}, 0.99, [2, 4, 8], 0.05),
-        ("no window is enough, and the best is not the largest", {2: 0.36, 4: 0.5, 8: 0.4}, 0.99, [2, 4, 8], 0.05),
-        ("exactly full minus the margin counts", {1: 0.5, 2: 0.75, 3: 1.0}, 1.0, [1, 2, 3], 0.25),
-        ("full attention unlucky (0.6): compare with it, not with 1", {1: 0.02, 2: 0.58, 3: 0.6}, 0.6, [1, 2, 3], 0.05),
-        ("the margin is absolute: 0.56 passes against 0.6 with margin 0.05", {1: 0.3, 2: 0.56, 3: 0.6}, 0.6,
-         [1, 2, 3], 0.05),
-        ("a window beats full attention", {1: 0.1, 2: 0.9, 3: 0.95}, 0.5, [1, 2, 3], 0.05),
-        ("the smallest window already passes", {2: 0.97, 3: 1.0, 5: 1.0}, 1.0, [5, 3, 2], 0.05),
-        ("a sweep that does not rise: 2 passes, 3 fails, 4 and 5 pass", bumpy, 0.99, [1, 2, 3, 4, 5], 0.05),
-    ]
-    return [Case(label, (_table_run(table, full, label), windows, margin)) for label, table, full, windows, margin
-            in cases] + [
-        Case(f"the trained copy at a gap of {gap}, windows {list(ws)}",
-             (_Run(functools.partial(_trained_copy, gap=gap), ws, f"the trained copy at a gap of {gap}"), list(ws), 0.05))
-        for gap, ws in TRAINED_GAPS]
+    return [Case(f"T={T}, w={w}", (T, w)) for T, w in ((6, 3), (5, 1), (4, None), (4, 4), (3, 10), (1, 1), (8, 2))]
 
 
-def _accuracies(run, windows) -> dict:
-    return {int(w): run(w) for w in windows}  # one call per window
-
-
-def _smallest(good) -> int:
-    return int(min(good)) if good else 0
-
-
-def _w_threshold(passes):
-    """A rule that keeps the windows ``passes(accuracy, full, margin)`` and returns the smallest."""
-    def f(run, windows, margin):
-        full, acc = run(None), _accuracies(run, windows)
-        return _smallest([w for w, a in acc.items() if passes(a, full, margin)])
+def _band(lo, hi_of_w, none_means_all: bool = False):
+    """A mask True where lo <= t - s and t - s < hi_of_w(w) (w=None: t - s >= lo, or all True)."""
+    def f(T, w):
+        t = np.arange(T)
+        behind = t[:, None] - t[None, :]  # (T, T): t - s
+        if w is None:
+            return np.ones((T, T), dtype=bool) if none_means_all else behind >= lo
+        return (behind >= lo) & (behind < hi_of_w(w))
     return f
 
 
-def _w_first_listed(run, windows, margin):
-    full = run(None)
-    return next((int(w) for w in windows if run(w) >= full - margin), 0)
+def _two_sided(T, w):
+    t = np.arange(T)
+    gap = np.abs(t[:, None] - t[None, :])  # (T, T): |t - s|
+    return gap >= 0 if w is None else gap < w
 
 
-def _w_best_window(run, windows, margin):
-    acc = _accuracies(run, windows)
-    best = max(acc.values())
-    return _smallest([w for w, a in acc.items() if a >= best - margin])
+def _explain_window_entry(index, expected, args):
+    t, s = index
+    w = args[1]
+    if expected:
+        return f"key {s} is {t - s} behind query {t}, inside a window of {w}" if w is not None else \
+            f"key {s} is not after query {t}, so the causal mask lets it be read"
+    if s > t:
+        return f"key {s} is after query {t}: a window looks back only"
+    return f"key {s} is {t - s} behind query {t}; a window of {w} reaches only {w - 1} back"
 
 
-def _w_last_failing(run, windows, margin):
-    full, acc = run(None), _accuracies(run, windows)
-    bad = [w for w, a in acc.items() if a < full - margin]
-    return int(max(bad)) if bad else 0
-
-
-def _w_largest(run, windows, margin):
-    full, acc = run(None), _accuracies(run, windows)
-    good = [w for w, a in acc.items() if a >= full - margin]
-    return int(max(good)) if good else 0
-
-
-def _w_largest_when_none(run, windows, margin):
-    answer = _window_reference(run, windows, margin)
-    return answer if answer else int(max(windows))
-
-
-def _w_scan_down(run, windows, margin):
-    """From the largest window down, stopping at the first that fails: right only if accuracy rises with w."""
-    full, answer = run(None), 0
-    for w in sorted(windows, reverse=True):
-        if run(w) < full - margin:
-            break
-        answer = int(w)
-    return answer
-
-
-def _w_index(run, windows, margin):
-    answer = _window_reference(run, windows, margin)
-    return list(windows).index(answer) if answer else 0  # its position in the list, not the window
-
-
-def _w_largest_as_full(run, windows, margin):
-    acc = _accuracies(run, windows)
-    full = acc[max(acc)]  # the largest window's accuracy in place of full attention's
-    return _smallest([w for w, a in acc.items() if a >= full - margin])
-
-
-def _w_skips_first(run, windows, margin):
-    ws = sorted(windows)
-    full = run(None)
-    return next((int(w) for w in ws[1:] if run(w) >= full - margin), 0)
-
-
-def _w_previous(run, windows, margin):
-    ws, full, prev = sorted(windows), run(None), 0
-    for w in ws:
-        if run(w) >= full - margin:
-            return int(prev) if prev else int(w)
-        prev = w
-    return 0
-
-
-def _w_loop(run, windows, margin):
-    full, answer = run(None), 0
-    for w in sorted(windows):
-        if run(w) >= full - margin:
-            answer = int(w)
-            break
-    return answer
-
-
-def _w_numpy(run, windows, margin):
-    ws = np.sort(np.asarray(list(windows)))
-    ok = np.array([run(int(w)) for w in ws]) >= run(None) - margin
-    return int(ws[ok][0]) if ok.any() else 0
-
-
-def _w_rerun_full(run, windows, margin):
-    """Right answers, but run(None) trained again for every window."""
-    for w in sorted(windows):
-        if run(w) >= run(None) - margin:
-            return int(w)
-    return 0
-
-
-def _run_twice(args) -> str | None:
-    """The rule of use: run(None) once, each run(w) at most once (each call trains a model)."""
-    run = args[0]
-    again = {w: n for w, n in getattr(run, "calls", {}).items() if n > 1}
-    if not again:
-        return None
-    w, n = next(iter(again.items()))
-    return (f"your answers are right, but you called run({w!r}) {n} times: each call trains a model, so call "
-            f"run(None) once and each run(w) at most once, and keep the values")
-
-
-def _window_structure(got, expected, args) -> str | None:
-    if got is None and expected == 0:
-        return "When no window passes, the answer is 0, not None: return 0."
-    if isinstance(got, float) and 0.0 <= got <= 1.0:
-        return ("That looks like an accuracy: return the window itself, the w from windows (an int), or 0 if "
-                "none passes.")
+def _numbers_for_window(got, expected, args):
+    kind = np.asarray(got.detach() if isinstance(got, torch.Tensor) else got).dtype.kind
+    if kind in "iuf":
+        return "A mask is booleans, True where query t may read key s, not 0/1 numbers."
     return None
 
 
 register(Exercise(
-        id="window-sweep",
-        title="Find the smallest window that solves the task",
+        id="window-mask",
+        title="Find the smallest window",
         make_cases=_window_cases,
         reference=_window_reference,
         mutants=(
-            Mutant("strict", _w_threshold(lambda a, full, m: a > full - m),
-                   "a window whose accuracy is exactly full attention's minus the margin counts as solving "
-                   "the task: use >=, not >."),
-            Mutant("no-margin", _w_threshold(lambda a, full, m: a >= full),
-                   "you left out the margin: a window passes when its accuracy is at least full attention's "
-                   "MINUS the margin, run(w) >= run(None) - margin."),
-            Mutant("margin-added", _w_threshold(lambda a, full, m: a >= full + m),
-                   "you added the margin; a window passes when it loses at most the margin: "
-                   "run(w) >= run(None) - margin."),
-            Mutant("relative-margin", _w_threshold(lambda a, full, m: a >= full * (1 - m)),
-                   "you applied the margin as a fraction of full attention's accuracy, full * (1 - margin); it is "
-                   "an absolute amount of accuracy: run(w) >= run(None) - margin (0.55 passes against 0.6 with "
-                   "a margin of 0.05)."),
-            Mutant("absolute", _w_threshold(lambda a, full, m: a >= 1 - m),
-                   "compare each window with full attention, run(None), not with a perfect score of 1: "
-                   "the question is whether the window loses anything against all pairs."),
-            Mutant("first-listed", _w_first_listed,
-                   "you returned the first window that passes in the order given; the windows may come in any "
-                   "order, and the question asks for the smallest one that passes."),
-            Mutant("best-window", _w_best_window,
-                   "you compared with the best window in the list, not with full attention, run(None): if no "
-                   "window is enough, the best of them still passes that test."),
-            Mutant("two-sided", _w_threshold(lambda a, full, m: abs(a - full) <= m),
-                   "a window that scores more than full attention also solves the task: keep every window with "
-                   "accuracy >= full - margin, not only those within the margin on both sides."),
-            Mutant("last-failing", _w_last_failing,
-                   "that is the largest window that fails; the answer is the smallest window that passes."),
-            Mutant("window-before-the-answer", _w_previous,
-                   "that is the window just before the answer in sorted order, the last one that fails below it; "
-                   "return the smallest window that passes itself."),
-            Mutant("largest", _w_largest,
-                   "that is the largest window that passes: return the smallest one."),
-            Mutant("largest-when-none-passes", _w_largest_when_none,
-                   "when no window passes you returned the largest window; the statement asks for 0 then."),
-            Mutant("scan-down", _w_scan_down,
-                   "you walked down from the largest window and stopped at the first that fails, which assumes "
-                   "accuracy rises with the window; trained accuracies need not (2 may pass where 3 fails): test "
-                   "every window and return the smallest that passes."),
-            Mutant("index-not-window", _w_index,
-                   "that is the position of the answer in the list windows, not the window: return the w itself "
-                   "(windows may be 2, 4, 8, ..., in any order)."),
-            Mutant("largest-window-as-full", _w_largest_as_full,
-                   "you compared with the largest window's accuracy in place of full attention's; call run(None) "
-                   "for full attention, which sees every position."),
-            Mutant("smallest-window-skipped", _w_skips_first,
-                   "you never tried the smallest window (a loop that starts at index 1): test every window."),
+            Mutant("one-too-wide", _band(0, lambda w: w + 1),
+                   "your window reads w + 1 positions: it is the query itself and the w - 1 positions before "
+                   "it, 0 <= t - s < w (not <= w)."),
+            Mutant("one-too-narrow", _band(0, lambda w: w - 1),
+                   "your window reads only w - 1 positions: the query itself is one of the w, so keep "
+                   "0 <= t - s < w."),
+            Mutant("without-itself", _band(1, lambda w: w + 1),
+                   "each position also reads itself: the window is the query and the w - 1 positions "
+                   "before it, t - s from 0 to w - 1."),
+            Mutant("two-sided", _two_sided,
+                   "your window also reads positions after the query: it looks back only, 0 <= t - s "
+                   "(s <= t), as well as t - s < w."),
+            Mutant("forward", lambda T, w: _band(0, lambda w: w)(T, w).T,
+                   "your window reads forward, keys s >= t: rows are queries t and columns keys s, and the "
+                   "window covers the query and the keys before it, 0 <= t - s < w."),
+            Mutant("inverted", lambda T, w: ~_window_reference(T, w),
+                   "your mask is inverted: True means 'may read', so the window's own positions are True."),
+            Mutant("none-means-all", _band(0, lambda w: w, none_means_all=True),
+                   "with w = None there is no window, but the mask is still causal: True where s <= t, "
+                   "not everywhere."),
         ),
-        alternatives=(_w_loop, _w_numpy),
+        explain=_explain_window_entry,
+        structure_hint=_numbers_for_window,
+        alternatives=(
+            lambda T, w: np.array([[0 <= t - s < (w or T + 1) for s in range(T)] for t in range(T)]),
+            lambda T, w: mixing_mask(T, w),
+            lambda T, w: np.tril(np.ones((T, T), dtype=bool)) & ~np.tril(np.ones((T, T), dtype=bool), -(w or T + 1)),
+        ),
         rules=(
-            Rule("threshold", "accuracy exactly full attention's minus the margin counts",
-                 ("exactly full minus the margin counts",),
-                 lambda run, windows, margin: any(run.accuracy(w) == run.accuracy(None) - margin for w in windows),
-                 ("strict",), quote="at least full attention's minus `margin`"),
-            Rule("threshold", "the margin is measured from full attention, not from 1",
-                 ("full attention unlucky (0.6): compare with it, not with 1",),
-                 lambda run, windows, margin: run.accuracy(None) < 1 - margin, ("absolute", "no-margin"),
-                 quote="whose accuracy is at least full attention's"),
-            Rule("threshold", "the margin is an absolute amount of accuracy",
-                 ("the margin is absolute: 0.56 passes against 0.6 with margin 0.05",),
-                 lambda run, windows, margin: any(run.accuracy(None) - margin <= run.accuracy(w)
-                                                  < run.accuracy(None) * (1 - margin) for w in windows),
-                 ("relative-margin", "margin-added"),
-                 quote="full attention's minus `margin`"),
-            Rule("empty", "no window is enough: the answer is 0",
-                 ("no window is enough (answer 0)", "no window is enough, and the best is not the largest"),
-                 lambda run, windows, margin: all(run.accuracy(w) < run.accuracy(None) - margin for w in windows),
-                 ("best-window", "last-failing", "largest-when-none-passes", "largest-window-as-full"),
-                 quote="or `0` if none passes"),
-            Rule("range", "a window may score above full attention",
-                 ("a window beats full attention",),
-                 lambda run, windows, margin: any(run.accuracy(w) > run.accuracy(None) + margin for w in windows),
-                 ("two-sided",), quote="at least full attention's"),
-            Rule("edge-size", "windows in any order",
-                 ("windows in no order", "the smallest window already passes"),
-                 lambda run, windows, margin: list(windows) != sorted(windows), ("first-listed", "smallest-window-skipped"),
-                 quote="the smallest window in `windows`"),
-            Rule("range", "accuracies need not rise with the window",
-                 ("a sweep that does not rise: 2 passes, 3 fails, 4 and 5 pass",),
-                 lambda run, windows, margin: any(run.accuracy(a) > run.accuracy(b) + margin
-                                                  for a, b in zip(sorted(windows), sorted(windows)[1:])),
-                 ("scan-down", "largest", "last-failing"), quote="the smallest window in `windows`"),
-            Rule("output", "an int taken from windows, or 0",
-                 ("recall: only the full length comes close",), lambda *a: True,
-                 quote="as an `int` taken from `windows`",
-                 breaches=(Breach("the-accuracy", lambda run, ws, m: (lambda full, acc: next(
-                     (a for w, a in sorted(acc.items()) if a >= full - m), 0.0))(run(None), _accuracies(run, ws)),
-                                  "That looks like an accuracy"),
-                           Breach("none-when-none-passes", lambda run, ws, m: _w_loop(run, ws, m) or None,
-                                  "return 0"))),
-            Rule("forbidden", "run(None) once, run(w) at most once per window",
-                 ("the copy at a gap of 3, windows 1-8",), lambda *a: True,
-                 quote="call `run(None)` once and `run(w)` at most once per window",
-                 breaches=(Breach("full-attention-rerun", _w_rerun_full, "each call trains a model"),)),
+            Rule("threshold", "t - s < w: the query and the w - 1 positions before it",
+                 ("T=6, w=3", "T=8, w=2"), lambda T, w: w is not None and 1 < w < T,
+                 ("one-too-wide", "one-too-narrow", "without-itself"), quote="that is when `0 <= t - s < w`"),
+            Rule("edge-size", "w = 1: each position reads only itself",
+                 ("T=5, w=1", "T=1, w=1"), lambda T, w: w == 1, ("without-itself", "one-too-narrow"),
+                 quote="`w = 1` lets each position read only itself"),
+            Rule("edge-size", "w = None: the causal mask alone",
+                 ("T=4, w=None",), lambda T, w: w is None, ("none-means-all",),
+                 quote="`w = None` means no window, the causal mask alone"),
+            Rule("edge-size", "a window as long as T or longer is the causal mask",
+                 ("T=4, w=4", "T=3, w=10"), lambda T, w: w is not None and w >= T, ("two-sided", "forward"),
+                 quote="a window as long as `T` or longer is the causal mask too"),
+            Rule("range", "causal: a window looks back only, s <= t",
+                 ("T=6, w=3",), lambda T, w: T > 1, ("two-sided", "forward", "inverted"),
+                 quote="the query itself and the $w - 1$ positions before it"),
+            Rule("output", "a boolean array (T, T)", ("T=6, w=3",), lambda *a: True,
+                 quote="returning a boolean array of shape `(T, T)`",
+                 breaches=output_breaches(_window_reference, "float-for-bool", "list")),
         ),
-        structure_hint=_window_structure,
-        usage=_run_twice,
-        error_tips=(("empty sequence", " Tip: when no window passes the answer is 0: min(good, default=0)."),),
-        framing=("A copy at a gap of", "Predict the smallest window that copies",
-                 "Write `my_smallest_window(run, windows, margin)`", "`run(w)` trains softmax attention",
-                 "Run it at each gap", "Does your prediction hold?"),
+        framing=("A copy at a gap of", "lets each position read itself and the", "Predict the smallest window that copies",
+                 "write `my_window_mask(T, w)`",
+                 "`ch.window_copy_sweep(my_window_mask)`", "Does your prediction hold?"),
         difficulty=1,
         minutes=15,
-        passed_note=_window_conclusion,
     ))
 
-EXERCISES = ("hopfield-retrieval", "window-sweep")
+EXERCISES = ("hopfield-retrieval", "window-mask")

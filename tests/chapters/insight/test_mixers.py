@@ -125,20 +125,32 @@ def test_previous_token_targets():
     assert torch.equal(y[:, 1:], x[:, :-1, 0]) and not m[:, 0].any()
 
 
-@pytest.mark.extended  # it trains the check's models (about 25 s), as the window-sweep battery does
-def test_window_sweep_check_trains_the_copy_and_finds_the_gap_plus_one():
-    """The window-sweep check's trained cases: a causal window of w positions sees the token
-    `gap` back only when w > gap, so the smallest window within 0.05 of full attention is gap + 1
-    (a closed-form prediction; the models are trained here, not read from a table)."""
-    from attention_course.chapters.insight import exercises as ex
-    from attention_course.exercises._core import REGISTRY, _prepared
+@pytest.mark.extended  # it trains 2 x 5 small models (about 10 s)
+def test_window_copy_sweep_finds_the_gap_plus_one():
+    """A causal window of w positions sees the token `gap` back only when w > gap (closed form): trained
+    with the window-mask solution, the copy is near chance at w = gap and solved at w = gap + 1."""
+    from attention_course.chapters.insight.window_sweep import window_copy_sweep
+    from attention_course.course.solutions import SOLUTIONS
 
-    cases, expected = _prepared(REGISTRY["window-sweep"])
-    trained = {c.label: e for c, e in zip(cases, expected) if c.label.startswith("the trained copy")}
-    assert len(trained) == len(ex.TRAINED_GAPS) == 2
-    for (gap, windows), (label, found) in zip(ex.TRAINED_GAPS, trained.items()):
-        assert f"gap of {gap}" in label and found == gap + 1, (label, found)
-        assert ex._trained_copy(gap, gap) < 0.2 < 0.95 < ex._trained_copy(gap + 1, gap)  # chance is 1/64
+    fig = window_copy_sweep(SOLUTIONS["window-mask"], gaps=(1, 3), windows=(1, 2, 3, 4))
+    lines = {l.get_label(): dict(zip(l.get_xdata(), l.get_ydata())) for l in fig.axes[0].get_lines()
+             if l.get_label().startswith("gap")}
+    for gap in (1, 3):
+        assert lines[f"gap {gap}"][gap] < 0.2 < 0.95 < lines[f"gap {gap}"][gap + 1], lines  # chance is 1/64
+
+
+@pytest.mark.parametrize("mask_fn,says", [
+    (lambda T, w: np.ones((T, T), dtype=bool), "[0, 1] is True; expected False"),
+    (lambda T, w: np.tril(np.ones((T, T))), "dtype float64; expected booleans"),
+    (lambda T, w: np.ones((T, 2), dtype=bool), "shape (16, 2); expected (16, 16)"),
+    (lambda T, w: 1 / 0, "raised ZeroDivisionError"),
+])
+def test_window_copy_sweep_trains_nothing_on_a_wrong_mask(monkeypatch, capsys, mask_fn, says):
+    from attention_course.chapters.insight import window_sweep
+
+    monkeypatch.setattr(window_sweep, "window_copy_accuracy", lambda *a, **k: pytest.fail("trained"))
+    assert window_sweep.window_copy_sweep(mask_fn) is None
+    assert says in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ symmetric normalisation

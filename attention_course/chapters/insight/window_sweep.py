@@ -1,0 +1,101 @@
+r"""Chapter 7's window exercise: train the copy at several gaps with the learner's window mask, and plot.
+
+A window of :math:`w` lets query position :math:`t` read key position :math:`s` when
+:math:`0 \le t - s < w`: itself and the :math:`w - 1` positions before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Optional
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ...figures.style import book_figure
+from .ablations import window_copy_accuracy
+from .mixers import mixing_mask
+
+__all__ = ["window_copy_sweep"]
+
+#: The sequence length of the copy task that :func:`window_copy_sweep` trains on.
+LENGTH = 16
+
+
+def _mask_problem(mask_fn: Callable, T: int, window: Optional[int]) -> Optional[str]:
+    """Why ``mask_fn(T, window)`` is not the window's mask, or None when it is (never raises)."""
+    call = f"{getattr(mask_fn, '__name__', 'mask_fn')}({T}, {window})"
+    try:
+        got = mask_fn(T, window)
+        got = np.asarray(got.detach() if hasattr(got, "detach") else got)  # torch or numpy -> numpy
+    except Exception as err:  # the learner's function: report, never raise
+        return f"{call} raised {type(err).__name__}: {err}"
+    want = mixing_mask(T, window).numpy()  # (T, T) bool
+    if got.shape != want.shape:
+        return f"{call} has shape {got.shape}; expected {want.shape}"
+    if got.dtype != bool:
+        return f"{call} has dtype {got.dtype}; expected booleans (True: may read)"
+    wrong = np.argwhere(got != want)
+    if len(wrong):
+        t, s = wrong[0]
+        return f"{call}[{t}, {s}] is {bool(got[t, s])}; expected {bool(want[t, s])}"
+    return None
+
+
+def window_copy_sweep(mask_fn: Callable, gaps: Iterable[int] = (1, 2, 3),
+                      windows: Iterable[int] = range(1, 7)) -> Optional[Figure]:
+    r"""Train softmax attention on the copy at each gap with each window ``mask_fn`` builds, and plot.
+
+    First ``mask_fn(T, w)`` is compared with the window's mask, :math:`0 \le t - s < w`, for every
+    window and for ``w = None`` (the causal mask alone). If it differs, the first wrong entry is
+    printed and nothing is trained (returns None). Otherwise each (gap, window) and each gap's full
+    attention is trained once with that mask (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`,
+    a fraction of a second each) and the held-out accuracies are plotted.
+
+    Parameters
+    ----------
+    mask_fn : callable (T, w) -> (T, T) boolean array, True where query t may read key s
+    gaps : the copy's gaps g (the answer sits g positions back)
+    windows : the windows w to train
+
+    Returns
+    -------
+    Figure or None
+
+    Examples
+    --------
+    >>> window_copy_sweep(lambda T, w: np.ones((T, T), dtype=bool), gaps=(1,), windows=(2,))
+    Your mask is not yet the window's: <lambda>(16, None)[0, 1] is True; expected False. Fix it with check() first; nothing was trained.
+    """
+    gaps, windows = list(gaps), list(windows)
+    for w in (None, *windows):
+        problem = _mask_problem(mask_fn, LENGTH, w)
+        if problem:
+            print(f"Your mask is not yet the window's: {problem}. Fix it with check() first; nothing was trained.")
+            return None
+    accuracies = {g: {w: window_copy_accuracy(w, gap=g, length=LENGTH) for w in (None, *windows)} for g in gaps}
+    return plot_window_sweep(accuracies)
+
+
+@book_figure
+def plot_window_sweep(accuracies: Mapping[int, Mapping[Optional[int], float]]) -> Figure:
+    """Held-out accuracy of the copy against the window, one line per gap; full attention (key None) dashed.
+
+    Examples
+    --------
+    >>> fig = plot_window_sweep({1: {None: 1.0, 1: 0.02, 2: 1.0}, 2: {None: 1.0, 1: 0.02, 2: 0.03}})
+    >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ['gap 1', 'gap 2']
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
+    for i, (gap, acc) in enumerate(accuracies.items()):
+        ws = sorted(w for w in acc if w is not None)
+        line, = ax.plot(ws, [acc[w] for w in ws], "o-", ms=4, label=f"gap {gap}", zorder=3 - 0.1 * i)
+        if None in acc:
+            ax.axhline(acc[None], color=line.get_color(), ls="--", lw=1, alpha=0.6)
+    ax.set(xlabel="window w (positions each query may read)", ylabel="held-out accuracy", ylim=(-0.03, 1.05),
+           title="The copy at each gap (dashed: full attention)")
+    ax.set_xticks(sorted({w for acc in accuracies.values() for w in acc if w is not None}))
+    ax.legend(loc="center right")
+    return fig
