@@ -1,13 +1,8 @@
-r"""Train a variant until its validation accuracy stops rising: a stated convergence rule.
+r"""Train a variant until its validation accuracy stops rising, by a rule fixed in advance.
 
-The ablations of :mod:`~attention_course.chapters.insight.ablations` train every variant for the
-same fixed number of steps. A comparison of two mixers as a task grows harder (linear against
-softmax attention as the number of pairs grows) needs each trained *to convergence*, by a rule
-fixed in advance (:class:`ConvergenceRule`): every ``check_every`` steps measure the accuracy on
-the validation batch, and stop at the first check from ``min_steps`` on where it is at least
-``target``, or (from ``plateau_from`` on) where it rose by less than ``min_gain`` over the last
-``window`` steps; stop at ``max_steps`` in any case. The training itself is the package's one loop,
-:func:`attention_course.models.training.train`; the rule is applied from its ``callback``.
+:class:`ConvergenceRule`: every ``check_every`` steps measure validation accuracy; stop at ``target``
+(from ``min_steps``), on a gain below ``min_gain`` over ``window`` steps (from ``plateau_from``), or at
+``max_steps``. The loop is :func:`attention_course.models.training.train`, the rule its ``callback``.
 """
 
 from __future__ import annotations
@@ -51,10 +46,11 @@ class ConvergenceRule:
                              f"check_every={self.check_every}")
 
 
-def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
+def stop_reason(curve: Sequence[float], rule: ConvergenceRule, best: bool = False) -> Optional[str]:
     """Apply ``rule`` to a validation curve (one value per check, the last taken at ``len * check_every`` steps).
 
-    Returns ``"target"``, ``"plateau"``, ``"max steps"`` or ``None`` (go on).
+    Returns ``"target"``, ``"plateau"``, ``"max steps"`` or ``None`` (go on). The plateau compares the last
+    check with the one ``window`` back, or with ``best`` the best checks (a noisy last check cannot stop a rise).
 
     Examples
     --------
@@ -78,8 +74,10 @@ def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
     if curve[-1] >= rule.target:
         return "target"
     back = rule.window // rule.check_every
-    if steps >= rule.plateau_from and len(curve) > back and curve[-1] - curve[-1 - back] < rule.min_gain:
-        return "plateau"
+    if steps >= rule.plateau_from and len(curve) > back:
+        gain = max(curve) - max(curve[:-back]) if best else curve[-1] - curve[-1 - back]
+        if gain < rule.min_gain:
+            return "plateau"
     return "max steps" if steps >= rule.max_steps else None
 
 
