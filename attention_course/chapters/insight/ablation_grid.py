@@ -1,13 +1,8 @@
 """The ablation grid of chapter 7: every ingredient of attention taken away, on recall and a copy, over seeds.
 
-``python -m attention_course insight-run`` (:data:`INSIGHT_RUN`) has two parts. ``memory``
-(:data:`MEMORY`): :func:`~attention_course.chapters.insight.memory.capacity_sweep` over
-d = 16, 32, 64 and three seeds, written to ``attention_course/data/insight_memory.json``
-(12 s measured on a quiet 2-core machine). ``ablations`` (:data:`ABLATIONS`): every variant of :data:`GRID` trained by
-:func:`~attention_course.chapters.insight.ablations.tune_and_train` (learning rate picked on
-seed 0 from 3e-3 and 1e-2, then seeds 0-2 at it, 300 AdamW steps, batch 32, d_model 64), written to
-``attention_course/data/insight_ablations.json`` (58 s with two workers of one thread on a quiet
-2-core machine; 38 minutes on one shared with other work).
+``python -m attention_course insight-run`` (:data:`INSIGHT_RUN`): part ``memory`` (:data:`MEMORY`,
+``insight_memory.json``) and part ``ablations`` (:data:`ABLATIONS`, every variant of :data:`GRID` by
+:func:`~attention_course.chapters.insight.ablations.tune_and_train`, ``insight_ablations.json``).
 """
 
 from __future__ import annotations

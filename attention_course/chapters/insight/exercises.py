@@ -1,20 +1,12 @@
 """Chapter 7 exercises: run the memory experiment yourself, and find the smallest window that solves a copy.
 
-``hopfield-retrieval``: ``fn(X, queries, clean, beta) -> float``. ``X`` (d, M) holds the stored +-1
-patterns as columns, ``queries`` (d, n) the corrupted queries, ``clean`` (d, n) the patterns they
-came from. One step of softmax attention, :math:`\\xi \\leftarrow X \\operatorname{softmax}(\\beta X^\\top \\xi)`
-(the softmax over the M stored patterns), then ``sign``; the result is the share of the n queries whose
-every sign comes out right. ``beta=None`` means the outer-product memory, :math:`X X^\\top \\xi`.
-The learner then uses it, on the cues of :func:`~attention_course.chapters.insight.memory.memory_cues`, to
-find the capacities at d = 16 that the lesson prints.
+``hopfield-retrieval``: ``fn(X, queries, clean, beta) -> float``, the share of the n queries whose every
+sign comes out right after one step :math:`\\xi \\leftarrow X \\operatorname{softmax}(\\beta X^\\top \\xi)`
+(``beta=None``: the outer-product memory :math:`X X^\\top \\xi`).
 
-``window-sweep``: ``fn(run, windows, margin) -> int``. ``run(w)`` is the held-out accuracy of softmax
-attention restricted to a causal window of ``w`` positions (``run(None)``: full attention); the result
-is the smallest window in ``windows`` whose accuracy is at least full attention's minus ``margin``, or 0
-when none is. The learner then runs it on the copy at a gap (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`)
-and compares the answer with the gap. Beside the tables, the check runs that experiment itself (the
-copy at gaps 2 and 3, trained once per process, about 2 s), so the learner's rule is also tested on
-the trained accuracies; the feedback leaves the answer at a gap of 3 to the learner's own run.
+``window-sweep``: ``fn(run, windows, margin) -> int``, the smallest window whose accuracy ``run(w)`` is at
+least full attention's ``run(None)`` minus ``margin``, or 0; besides the tables, the check runs the copy
+at gaps 2 and 3 itself (trained once per process).
 """
 
 from __future__ import annotations

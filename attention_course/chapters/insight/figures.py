@@ -1,9 +1,7 @@
 """Figures for chapter 7: the memory capacities, the ingredient ablations, heads by kind, and the ledger by verdict.
 
-:func:`plot_head_kinds` draws the per-head scores of
-:mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
-:data:`attention_course.course.claims.CLAIMS`: figures do not import the course layer).
-Each helper returns the :class:`matplotlib.figure.Figure` and changes no global state.
+Each helper returns the :class:`matplotlib.figure.Figure` and changes no global state; :func:`plot_verdicts`
+is given the claims (figures do not import the course layer).
 """
 
 from __future__ import annotations

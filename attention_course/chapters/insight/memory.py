@@ -1,22 +1,13 @@
-r"""Attention as an associative memory: store patterns, corrupt one, retrieve it.
+r"""Attention as an associative memory: store :math:`\pm 1` patterns, corrupt one, retrieve it (chapter 7).
 
-Store :math:`M` patterns :math:`x_1, \dots, x_M \in \{-1, +1\}^d` as the columns of
-:math:`X` (shape ``(d, M)``). A query :math:`\xi` is one stored pattern with a fraction
-``flip`` of its signs flipped. Two memories retrieve from it in one step:
+The patterns are the columns of :math:`X` (``(d, M)``); a query :math:`\xi` is a stored pattern with a
+share ``flip`` of its signs flipped. Softmax attention (the modern Hopfield update) and the
+outer-product memory (linear attention with the identity feature map) retrieve in one step:
 
-- **softmax attention** (the modern Hopfield update, Ramsauer et al. 2021): keys and values
-  are the stored patterns,
+.. math:: \xi \leftarrow X \operatorname{softmax}(\beta X^\top \xi), \qquad \xi \leftarrow X X^\top \xi .
 
-  .. math:: \xi \leftarrow X \operatorname{softmax}(\beta X^\top \xi) ;
-
-- **the outer-product (linear) memory** (Hopfield 1982): the patterns are summed into one
-  :math:`d \times d` matrix, which is linear attention with the identity feature map,
-
-  .. math:: \xi \leftarrow X X^\top \xi = \sum_j x_j (x_j^\top \xi) .
-
-Retrieval is exact when ``sign`` of the result is the stored pattern. The *capacity* at a
-given ``d`` is the largest number of stored patterns retrieved exactly in at least a share
-``level`` of the trials. Everything is numpy, float64, seeded.
+Retrieval is exact when the signs of the result are the stored pattern; the *capacity* at a ``d`` is
+the largest ``M`` retrieved exactly in at least a share ``level`` of the trials. Numpy, float64, seeded.
 """
 
 from __future__ import annotations
