@@ -51,9 +51,7 @@ def cyclic_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, cycle: int
 
         x_j = (k_j, v_j),\ j < N; \qquad x_{N+i} = (a_i, \varnothing),\quad y_{N+i} = v_j \text{ where } k_j = f(a_i),
 
-    with :func:`successor` :math:`f` over cycles of ``cycle`` key ids. The ``N`` stored keys are
-    ``N / cycle`` whole cycles drawn from the ``n_keys / cycle``, in a random order, with values from
-    ``[0, 64)``; every stored key is queried once, in a random order. Chance is 1/64.
+    with :func:`successor` :math:`f`; the ``N`` stored keys are ``N / cycle`` whole cycles. Chance is 1/64.
 
     Returns
     -------
@@ -111,9 +109,8 @@ METRIC_BUDGET = ConvergenceRule(max_steps=4000, plateau_from=4100)
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm of the score comparisons: the score form, the number of heads, frozen embeddings or not; how the
-    scores become weights (``weights``: row softmax or symmetric), whether the causal mask applies (``causal``) and
-    what the score sees (``score_input``: the whole token or its key embedding only).
+    """One arm of the score comparisons: score form (:data:`SCORES`), heads, frozen embeddings, ``weights``
+    (:data:`WEIGHTS`), ``causal`` mask and what the score reads (:data:`SCORE_INPUTS`).
 
     Examples
     --------
@@ -152,10 +149,8 @@ class Arm:
 class ArmModel(MixerModel):
     r""":class:`~attention_course.chapters.insight.mixers.MixerModel` with the score of an :class:`Arm`.
 
-    Head :math:`h` uses columns :math:`h d_h, \dots, (h + 1) d_h - 1` of :math:`W_Q, W_K, W_V`
-    (:math:`d_h = d / H`), scores :math:`s_h\, q^h_t \cdot k^h_s / \sqrt{d_h}` with its own learnable scale
-    :math:`s_h` started at :math:`1/\sqrt{d}`, and the heads' outputs are concatenated before :math:`W_O`.
-    With one untied head it is the ``learn_scale`` model exactly.
+    Head :math:`h` scores :math:`s_h\, q^h_t \cdot k^h_s / \sqrt{d_h}` on its block of :math:`d_h = d / H` columns,
+    with its own learnable scale :math:`s_h` (started at :math:`1/\sqrt{d}`); one untied head is the ``learn_scale`` model.
 
     Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 64), [A (B, T, T)])``, ``A`` the heads' mean weights.
 
@@ -259,13 +254,9 @@ def steps_to(curve: Sequence[float], level: float = SPEED_LEVEL, check_every: in
 
 def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: int = 64,
                rule: ConvergenceRule = CYCLIC_BUDGET, batch_size: int = 32) -> tuple[ArmModel, dict]:
-    """Train the seeded arm until ``rule`` stops it (at its target, or at ``max_steps``; :data:`CONVERGED` also
-    on :func:`best_plateau`); keep the best check.
+    """Train the seeded arm until ``rule`` stops it (:data:`CONVERGED` by :func:`best_plateau`); keep the best check.
 
-    Returns
-    -------
-    (ArmModel, dict)
-        The model at its best validation check, and ``{"steps", "best_step", "stopped", "curve"}``.
+    Returns the model at its best check and ``{"steps", "best_step", "stopped", "curve"}``.
 
     Examples
     --------
@@ -284,13 +275,8 @@ def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: in
 
 def tune_best(arm: Arm, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), lrs: Sequence[float] = (3e-3, 1e-2),
               d_model: int = 64, rule: ConvergenceRule = CYCLIC_BUDGET) -> dict:
-    """The learning rate whose seed-``seeds[0]`` model has the best validation check (ties: the smaller), every
-    seed trained at it by :func:`train_best`; held-out accuracy of each seed's kept model.
-
-    Returns
-    -------
-    dict
-        ``{"lr", "sweep", "accuracy", "steps", "best_step", "stopped", "curves", "seeds", "rule"}``.
+    """:func:`train_best` at the learning rate of ``seeds[0]``'s best check (ties: the smaller), every seed;
+    ``{"lr", "sweep", "accuracy", "steps", "best_step", "stopped", "curves", "seeds", "rule"}``.
     """
     torch.set_num_threads(1)
     runs = {lr: train_best(arm, task, lr, seeds[0], d_model, rule) for lr in lrs}

@@ -99,13 +99,8 @@ def best_check(curve: list[float]) -> int:
 def train_until(model: torch.nn.Module, task: RecallTask, lr: float, seed: int, rule: ConvergenceRule,
                 batch_size: int = 32, stop: Optional[Callable[[list[float], ConvergenceRule], Optional[str]]] = None,
                 keep_best: bool = False) -> dict:
-    """Train ``model`` in place with :func:`~attention_course.models.training.train`, checking its validation
-    accuracy every ``rule.check_every`` steps, until ``stop(curve, rule)`` (default :func:`stop_reason`) names a
-    reason or ``rule.max_steps`` pass. With ``keep_best`` the model is left at its best check.
-
-    Returns ``{"steps", "stopped", "curve"}``: the updates made, the reason and the accuracy at each check.
-    The model's ``forward`` must return ``(logits, weights)`` as :func:`train` expects.
-    """
+    """Train ``model`` in place until ``stop(curve, rule)`` (default :func:`stop_reason`) names a reason; with
+    ``keep_best`` leave it at its best check. Returns ``{"steps", "stopped", "curve"}``."""
     stop = stop_reason if stop is None else stop
     curve: list[float] = []
     reason: list[str] = []
@@ -135,11 +130,7 @@ def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0
                     rule: ConvergenceRule = ConvergenceRule(), batch_size: int = 32) -> tuple[MixerModel, dict]:
     """Train the seeded variant with :func:`train_until` until ``rule`` stops it.
 
-    Returns
-    -------
-    (MixerModel, dict)
-        The model after the stopping check, and ``{"steps", "stopped", "curve"}``: the number of updates,
-        the rule's reason and the validation accuracy at each check.
+    Returns the model after the stopping check and :func:`train_until`'s record.
 
     Examples
     --------
@@ -156,10 +147,8 @@ def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0
 def tune_converged(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1),
                    lrs: Sequence[float] = (3e-3, 1e-2), d_model: int = 64,
                    rule: ConvergenceRule = ConvergenceRule()) -> dict:
-    """As :func:`~attention_course.chapters.insight.ablations.tune_and_train`, each model trained by ``rule``.
-
-    The learning rate is the one whose seed-``seeds[0]`` model scores best on the validation batch
-    (ties: the smaller); every other seed is trained at it.
+    """As :func:`~attention_course.chapters.insight.ablations.tune_and_train`, each model trained by ``rule``
+    (the learning rate of ``seeds[0]``'s best last check, ties the smaller).
 
     Returns
     -------

@@ -71,11 +71,7 @@ def corrupt(patterns: np.ndarray, flip: float, seed: int = 0) -> np.ndarray:
 
 def memory_cues(d: int, n_patterns: int, n_queries: int = 200, flip: float = 0.1,
                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One memory and its test cues, as the capacity sweep builds them.
-
-    ``X`` holds ``n_patterns`` random sign patterns of length ``d`` (:func:`store_patterns` with
-    ``seed``); the ``n_queries`` cues are the stored patterns in turn (pattern ``i % n_patterns`` for
-    cue ``i``), each with exactly ``round(flip * d)`` signs flipped (:func:`corrupt` with ``seed + 1``).
+    """One memory and its test cues: cue ``i`` is pattern ``i % n_patterns`` with ``round(flip * d)`` signs flipped.
 
     Returns
     -------
@@ -127,10 +123,7 @@ def retrieve(X: np.ndarray, queries: np.ndarray, beta: Optional[float]) -> np.nd
 
 def retrieval_accuracy(d: int, n_patterns: int, beta: Optional[float], flip: float = 0.1,
                        n_queries: int = 200, seed: int = 0) -> float:
-    """Share of ``n_queries`` corrupted stored patterns that one step retrieves exactly.
-
-    The queried patterns are the first ``min(n_queries, n_patterns)`` stored ones,
-    repeated (with fresh corruption) when fewer are stored.
+    """Share of the ``n_queries`` cues of :func:`memory_cues` that one step retrieves exactly.
 
     Examples
     --------
@@ -156,14 +149,7 @@ def capacity(accuracies: Sequence[float], sizes: Sequence[int], level: float = 0
 
 def recall_shares(d: int, sizes: Sequence[int], n_cues: int = 200, flip: float = 0.1,
                   seed: int = 0) -> dict[str, list[float]]:
-    """For each memory of :data:`MEMORIES`, the share of ``n_cues`` damaged cues it recalls exactly, per size.
-
-    The memory of ``M`` patterns and its cues are :func:`memory_cues` ``(d, M, n_cues, flip, seed)``.
-
-    Returns
-    -------
-    dict
-        memory name -> one share per entry of ``sizes``.
+    """Memory name (:data:`MEMORIES`) -> the share of ``n_cues`` damaged cues recalled exactly, one per size.
 
     Examples
     --------
