@@ -302,11 +302,15 @@ def _smallest(good) -> int:
     return int(min(good)) if good else 0
 
 
-def _w_threshold(passes):
-    """A rule that keeps the windows ``passes(accuracy, full, margin)`` and returns the smallest."""
+def _largest(windows) -> int:
+    return int(max(windows)) if windows else 0
+
+
+def _w_threshold(passes, pick=_smallest):
+    """A rule that keeps the windows ``passes(accuracy, full, margin)`` and returns the smallest (or ``pick``)."""
     def f(run, windows, margin):
         full, acc = run(None), _accuracies(run, windows)
-        return _smallest([w for w, a in acc.items() if passes(a, full, margin)])
+        return pick([w for w, a in acc.items() if passes(a, full, margin)])
     return f
 
 
@@ -319,18 +323,6 @@ def _w_best_window(run, windows, margin):
     acc = _accuracies(run, windows)
     best = max(acc.values())
     return _smallest([w for w, a in acc.items() if a >= best - margin])
-
-
-def _w_last_failing(run, windows, margin):
-    full, acc = run(None), _accuracies(run, windows)
-    bad = [w for w, a in acc.items() if a < full - margin]
-    return int(max(bad)) if bad else 0
-
-
-def _w_largest(run, windows, margin):
-    full, acc = run(None), _accuracies(run, windows)
-    good = [w for w, a in acc.items() if a >= full - margin]
-    return int(max(good)) if good else 0
 
 
 def _w_largest_when_none(run, windows, margin):
@@ -448,12 +440,12 @@ register(Exercise(
             Mutant("two-sided", _w_threshold(lambda a, full, m: abs(a - full) <= m),
                    "a window that scores more than full attention also solves the task: keep every window with "
                    "accuracy >= full - margin, not only those within the margin on both sides."),
-            Mutant("last-failing", _w_last_failing,
+            Mutant("last-failing", _w_threshold(lambda a, full, m: a < full - m, _largest),
                    "that is the largest window that fails; the answer is the smallest window that passes."),
             Mutant("window-before-the-answer", _w_previous,
                    "that is the window just before the answer in sorted order, the last one that fails below it; "
                    "return the smallest window that passes itself."),
-            Mutant("largest", _w_largest,
+            Mutant("largest", _w_threshold(lambda a, full, m: a >= full - m, _largest),
                    "that is the largest window that passes: return the smallest one."),
             Mutant("largest-when-none-passes", _w_largest_when_none,
                    "when no window passes you returned the largest window; the statement asks for 0 then."),
