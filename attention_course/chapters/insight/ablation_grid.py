@@ -15,7 +15,7 @@ import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
-from .ablations import TASKS, RecallTask, tune_and_train
+from .ablations import task_of, tune_and_train
 from .memory import MEMORY_FILE, capacity_sweep
 from .mixers import VARIANTS, Variant
 
@@ -58,18 +58,11 @@ def _variant(name: str) -> Variant:
     raise KeyError(f"unknown variant {name!r}")
 
 
-def _task(label: str) -> RecallTask:
-    if label in TASKS:
-        return TASKS[label]
-    n = int(label.split("(MQAR, ")[1].split()[0])
-    return RecallTask("stacked_mqar", {"n_pairs": n})
-
-
 def run_job(task_label: str, variant_name: str, steps: int = 300, seeds=(0, 1, 2), lrs=(3e-3, 1e-2)) -> dict:
     """Train one configuration of :data:`GRID` (one thread) and return its record."""
     torch.set_num_threads(1)
     start = time.perf_counter()
-    r = tune_and_train(_variant(variant_name), _task(task_label), seeds=seeds, lrs=lrs, steps=steps)
+    r = tune_and_train(_variant(variant_name), task_of(task_label), seeds=seeds, lrs=lrs, steps=steps)
     return {"task": task_label, "variant": variant_name, "steps": steps, **r,
             "seconds": round(time.perf_counter() - start, 1)}
 

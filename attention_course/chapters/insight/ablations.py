@@ -54,6 +54,13 @@ TASKS = {
 }
 
 
+def task_of(label: str, known: dict = TASKS) -> RecallTask:
+    """The task of a run's label: one of ``known``, else stacked MQAR with the label's N, "recall (MQAR, N pairs)"."""
+    if label in known:
+        return known[label]
+    return RecallTask("stacked_mqar", {"n_pairs": int(label.split("(MQAR, ")[1].split()[0])})
+
+
 @torch.no_grad()
 def accuracy(model: MixerModel, task: RecallTask, batch_size: int = 512, seed: int = TEST_SEED) -> float:
     """Share of the scored positions of one seeded batch where the top output is the target.

@@ -22,7 +22,7 @@ import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
-from .ablations import TEST_SEED, RecallTask, accuracy
+from .ablations import TEST_SEED, RecallTask, accuracy, task_of
 from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, train_best, tune_best
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
@@ -163,9 +163,7 @@ def linear_grid(widths: Sequence[int] = WIDTHS, pairs: Sequence[int] = PAIRS) ->
 
 
 def _task(label: str) -> RecallTask:
-    if label in _TASKS:
-        return _TASKS[label]
-    return RecallTask("stacked_mqar", {"n_pairs": int(label.split("(MQAR, ")[1].split()[0])})
+    return task_of(label, _TASKS)
 
 
 def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=(0, 1, 2),
@@ -856,7 +854,8 @@ def load_speed(path=SPEED_FILE) -> dict:
 
 
 def fine_speed(runs: Sequence[Mapping], heads: int = 2, lrs: Optional[Mapping[str, float]] = None) -> dict[str, float]:
-    """r_H from the finely checked runs, at each shared learning rate and at each arm's own (``lrs``, by score).
+    """r_H = mean steps to 0.95 of W_K = W_Q D over untied's, from the finely checked runs, at each shared
+    learning rate and at each arm's own (``lrs``, by score).
 
     Examples
     --------
