@@ -1,13 +1,8 @@
 """The ablation grid of chapter 7: every ingredient of attention taken away, on recall and a copy, over seeds.
 
-``python -m attention_course insight-run`` (:data:`INSIGHT_RUN`) has two parts. ``memory``
-(:data:`MEMORY`): :func:`~attention_course.chapters.insight.memory.capacity_sweep` over
-d = 16, 32, 64 and three seeds, written to ``attention_course/data/insight_memory.json``
-(12 s measured on a quiet 2-core machine). ``ablations`` (:data:`ABLATIONS`): every variant of :data:`GRID` trained by
-:func:`~attention_course.chapters.insight.ablations.tune_and_train` (learning rate picked on
-seed 0 from 3e-3 and 1e-2, then seeds 0-2 at it, 300 AdamW steps, batch 32, d_model 64), written to
-``attention_course/data/insight_ablations.json`` (58 s with two workers of one thread on a quiet
-2-core machine; 38 minutes on one shared with other work).
+``python -m attention_course insight-run`` (:data:`INSIGHT_RUN`): part ``memory`` (:data:`MEMORY`,
+``insight_memory.json``) and part ``ablations`` (:data:`ABLATIONS`, every variant of :data:`GRID` by
+:func:`~attention_course.chapters.insight.ablations.tune_and_train`, ``insight_ablations.json``).
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
-from .ablations import TASKS, RecallTask, tune_and_train
+from .ablations import task_of, tune_and_train
 from .memory import MEMORY_FILE, capacity_sweep
 from .mixers import VARIANTS, Variant
 
@@ -63,18 +58,11 @@ def _variant(name: str) -> Variant:
     raise KeyError(f"unknown variant {name!r}")
 
 
-def _task(label: str) -> RecallTask:
-    if label in TASKS:
-        return TASKS[label]
-    n = int(label.split("(MQAR, ")[1].split()[0])
-    return RecallTask("stacked_mqar", {"n_pairs": n})
-
-
 def run_job(task_label: str, variant_name: str, steps: int = 300, seeds=(0, 1, 2), lrs=(3e-3, 1e-2)) -> dict:
     """Train one configuration of :data:`GRID` (one thread) and return its record."""
     torch.set_num_threads(1)
     start = time.perf_counter()
-    r = tune_and_train(_variant(variant_name), _task(task_label), seeds=seeds, lrs=lrs, steps=steps)
+    r = tune_and_train(_variant(variant_name), task_of(task_label), seeds=seeds, lrs=lrs, steps=steps)
     return {"task": task_label, "variant": variant_name, "steps": steps, **r,
             "seconds": round(time.perf_counter() - start, 1)}
 

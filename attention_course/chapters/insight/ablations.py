@@ -1,11 +1,8 @@
 r"""Train one :class:`~attention_course.chapters.insight.mixers.Variant` on one task, and score it.
 
-Every variant is a configuration of the same model and the package's one training loop,
-:func:`attention_course.models.training.train` (AdamW, fresh seeded batches): the same width
-(``d_model = 64``), the same steps and batch size, and the learning rate picked from a small
-sweep on a validation batch (:func:`tune_and_train`). Accuracy is the share of the positions the
-task scores (the queries of MQAR, every position after the first of the copy task) where the
-most likely output is the right one, on a held-out batch.
+Every variant uses the same width, steps and batch and the package's one training loop; the learning
+rate is picked on a validation batch (:func:`tune_and_train`). Accuracy is the share of the scored
+positions whose most likely output is right, on a held-out batch.
 """
 
 from __future__ import annotations
@@ -55,6 +52,13 @@ TASKS = {
     "recall (MQAR, 16 pairs)": RecallTask("stacked_mqar", {"n_pairs": 16}),
     "previous token": RecallTask("previous_token", {"length": 32}),
 }
+
+
+def task_of(label: str, known: dict = TASKS) -> RecallTask:
+    """The task of a run's label: one of ``known``, else stacked MQAR with the label's N, "recall (MQAR, N pairs)"."""
+    if label in known:
+        return known[label]
+    return RecallTask("stacked_mqar", {"n_pairs": int(label.split("(MQAR, ")[1].split()[0])})
 
 
 @torch.no_grad()

@@ -1,32 +1,15 @@
-r"""What asymmetric scores buy: a directional task, the score's bilinear form, and the untrained baseline.
+r"""What asymmetric scores buy (chapter 7's evidence page): cyclic successor recall and the score arms.
 
-A score :math:`s(x, y) = x^\top W_Q W_K^\top y` is symmetric when :math:`M = W_Q W_K^\top` is. Tying
-:math:`W_K = W_Q` makes :math:`M = W_Q W_Q^\top` symmetric *and* positive semi-definite (PSD); the
-``signed`` variant, :math:`W_K = W_Q D` with :math:`D = \operatorname{diag}(\pm 1)` half and half
-(:func:`~attention_course.chapters.insight.mixers.signature`), keeps the symmetry and drops the PSD.
+A score :math:`x^\top W_Q W_K^\top y` is symmetric when :math:`W_Q W_K^\top` is: tied :math:`W_K = W_Q`
+(symmetric and PSD) or ``signed`` :math:`W_K = W_Q D` (symmetric, indefinite). On :func:`cyclic_mqar` a
+symmetric key-key score :math:`s` (plus any term :math:`c` of the stored key) cannot order a cycle,
 
-**Cyclic successor recall** (:func:`cyclic_mqar`) is a relation a symmetric score cannot order. The
-``n_keys`` key ids form cycles of ``cycle`` ids, :math:`\{c m, \dots, c m + m - 1\}`, and the query key
-:math:`a` must fetch the value stored under its successor :math:`f(a)` in its cycle. Each sequence
-stores whole cycles, so a query's successor and predecessor are both in its context. With a symmetric
-key-key score :math:`s(a, b) = s(b, a)`, plus any term :math:`c(b)` of the stored key alone,
+.. math:: \sum_{a} \big[s(a, f(a)) + c(f(a))\big] - \big[s(a, f^{-1}(a)) + c(f^{-1}(a))\big] = 0 ,
 
-.. math::
-
-    \sum_{a \in \text{cycle}} \big[s(a, f(a)) + c(f(a))\big] - \big[s(a, f^{-1}(a)) + c(f^{-1}(a))\big] = 0 ,
-
-since both sums run over the same edges and the same keys. So if the model read out the single
-top-scoring stored key, some query of every cycle would fetch its predecessor: that read-out is right on
-at most :math:`1 - 1/m` of the queries (3/4 for cycles of 4). A trained layer is not held to it: the
-softmax mixes several keys' values and the score has value and position terms, and a single symmetric
-head trained long enough goes past 3/4 (:data:`CYCLIC_BUDGET`); two symmetric heads solve the task.
-
-**Arms** (:class:`Arm`, :class:`ArmModel`) change the score and nothing else: the score form (untied,
-``signed`` :math:`W_K = W_Q D`, tied, or a fixed metric: identity, :math:`W_Q = I, W_K = D`, or
-:math:`W_Q, W_K` frozen at their random start), the number of heads (the same :math:`d \times d`
-projections split into ``heads`` blocks of width :math:`d / H`), and whether the embeddings are
-frozen (the points of a kernel smoother are given, only its metric learns). :func:`train_best` trains
-one to a fixed budget and keeps the model at its best validation check.
+so reading out the top-scoring key is right on at most :math:`1 - 1/m` of the queries (3/4 for cycles
+of 4); trained layers, which mix several keys, are not held to that bound.
+:class:`Arm` and :class:`ArmModel` change the score (form, heads, frozen embeddings) and nothing else;
+:func:`train_best` trains one to a budget and keeps its best validation check.
 """
 
 from __future__ import annotations
@@ -43,7 +26,7 @@ from ...models.tasks import Batch
 from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
 from .convergence import ConvergenceRule, best_check, stop_reason, train_until
 from .mixers import MixerModel, Variant, mixing_mask, signature, symmetric_weights
-from .recall_tasks import N_VALUES, _gen, _recall_batch
+from .recall_tasks import N_VALUES, _gen, _group_recall
 
 __all__ = []  # the chapter reads these through converged_comparisons
 
@@ -68,9 +51,7 @@ def cyclic_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, cycle: int
 
         x_j = (k_j, v_j),\ j < N; \qquad x_{N+i} = (a_i, \varnothing),\quad y_{N+i} = v_j \text{ where } k_j = f(a_i),
 
-    with :func:`successor` :math:`f` over cycles of ``cycle`` key ids. The ``N`` stored keys are
-    ``N / cycle`` whole cycles drawn from the ``n_keys / cycle``, in a random order, with values from
-    ``[0, 64)``; every stored key is queried once, in a random order. Chance is 1/64.
+    with :func:`successor` :math:`f`; the ``N`` stored keys are ``N / cycle`` whole cycles. Chance is 1/64.
 
     Returns
     -------
@@ -89,16 +70,7 @@ def cyclic_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, cycle: int
     if cycle < 3 or n_pairs % cycle or n_keys % cycle or n_keys < n_pairs:
         raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}, cycle={cycle}; expected cycle >= 3 dividing both "
                          f"n_pairs and n_keys, n_pairs <= n_keys")
-    g = _gen(seed, generator)
-    B, N, m = batch_size, n_pairs, cycle
-    cycles = torch.rand(B, n_keys // m, generator=g).argsort(dim=1)[:, :N // m]  # (B, N/m): whole cycles
-    members = (m * cycles[:, :, None] + torch.arange(m)).reshape(B, N)  # (B, N): every id of those cycles
-    keys = members.gather(1, torch.rand(B, N, generator=g).argsort(dim=1))  # (B, N): storage order
-    values = torch.randint(0, N_VALUES, (B, N), generator=g)  # (B, N)
-    queried = keys.gather(1, torch.rand(B, N, generator=g).argsort(dim=1))  # (B, N): the queried key at each query
-    where = (keys[:, None, :] == successor(queried, m)[:, :, None]).float().argmax(dim=2)  # (B, N): f(a)'s slot
-    return _recall_batch(keys, values, queried, values.gather(1, where))
-
+    return _group_recall(batch_size, n_pairs, n_keys, cycle, _gen(seed, generator), lambda a: successor(a, cycle))
 
 
 @dataclass(frozen=True)
@@ -116,21 +88,6 @@ class CyclicRecallTask(RecallTask):
 
     def __call__(self, batch_size: int, seed: int = 0, generator: Optional[torch.Generator] = None):
         return cyclic_mqar(batch_size, seed=seed, generator=generator, **self.kwargs)
-
-
-def untrained_accuracy(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), d_model: int = 64,
-                       batch_size: int = 512) -> list[float]:
-    """Held-out accuracy of the variant's model at its seeded initialisation (no training), one per seed.
-
-    Examples
-    --------
-    >>> acc = untrained_accuracy(Variant(), RecallTask("stacked_mqar", {"n_pairs": 4}), seeds=(0,), d_model=8,
-    ...                          batch_size=16)
-    >>> len(acc), 0.0 <= acc[0] <= 1.0
-    (1, True)
-    """
-    return [round(accuracy(MixerModel(variant, task.seq_len, d_model=d_model, seed=s), task, batch_size, TEST_SEED), 4)
-            for s in seeds]
 
 
 #: Score forms of an :class:`Arm`: learned (untied, signed, tied) and fixed (identity, fixed D, frozen random).
@@ -152,9 +109,8 @@ METRIC_BUDGET = ConvergenceRule(max_steps=4000, plateau_from=4100)
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm of the score comparisons: the score form, the number of heads, frozen embeddings or not; how the
-    scores become weights (``weights``: row softmax or symmetric), whether the causal mask applies (``causal``) and
-    what the score sees (``score_input``: the whole token or its key embedding only).
+    """One arm of the score comparisons: score form (:data:`SCORES`), heads, frozen embeddings, ``weights``
+    (:data:`WEIGHTS`), ``causal`` mask and what the score reads (:data:`SCORE_INPUTS`).
 
     Examples
     --------
@@ -193,10 +149,8 @@ class Arm:
 class ArmModel(MixerModel):
     r""":class:`~attention_course.chapters.insight.mixers.MixerModel` with the score of an :class:`Arm`.
 
-    Head :math:`h` uses columns :math:`h d_h, \dots, (h + 1) d_h - 1` of :math:`W_Q, W_K, W_V`
-    (:math:`d_h = d / H`), scores :math:`s_h\, q^h_t \cdot k^h_s / \sqrt{d_h}` with its own learnable scale
-    :math:`s_h` started at :math:`1/\sqrt{d}`, and the heads' outputs are concatenated before :math:`W_O`.
-    With one untied head it is the ``learn_scale`` model exactly.
+    Head :math:`h` scores :math:`s_h\, q^h_t \cdot k^h_s / \sqrt{d_h}` on its block of :math:`d_h = d / H` columns,
+    with its own learnable scale :math:`s_h` (started at :math:`1/\sqrt{d}`); one untied head is the ``learn_scale`` model.
 
     Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 64), [A (B, T, T)])``, ``A`` the heads' mean weights.
 
@@ -270,11 +224,7 @@ class ArmModel(MixerModel):
 
 
 def best_plateau(curve: Sequence[float], rule: ConvergenceRule = CONVERGED) -> Optional[str]:
-    """:data:`CONVERGED`'s stop: ``"target"``, ``"plateau"`` (the best check gained less than ``min_gain`` over the
-    last ``window`` steps, judged from ``plateau_from`` on), ``"max steps"`` or ``None`` (go on).
-
-    Unlike :func:`~attention_course.chapters.insight.convergence.stop_reason` it compares best checks, so a
-    noisy last check cannot stop a run that is still rising.
+    """:data:`CONVERGED`'s stop: :func:`~attention_course.chapters.insight.convergence.stop_reason` on best checks.
 
     Examples
     --------
@@ -288,15 +238,7 @@ def best_plateau(curve: Sequence[float], rule: ConvergenceRule = CONVERGED) -> O
     >>> best_plateau([0.1 + 0.01 * i for i in range(20)], rule)
     'max steps'
     """
-    steps = len(curve) * rule.check_every
-    if steps < rule.min_steps and steps < rule.max_steps:
-        return None
-    if curve[-1] >= rule.target:
-        return "target"
-    back = rule.window // rule.check_every
-    if steps >= rule.plateau_from and len(curve) > back and max(curve) - max(curve[:-back]) < rule.min_gain:
-        return "plateau"
-    return "max steps" if steps >= rule.max_steps else None
+    return stop_reason(curve, rule, best=True)
 
 
 def steps_to(curve: Sequence[float], level: float = SPEED_LEVEL, check_every: int = 100) -> Optional[int]:
@@ -312,13 +254,9 @@ def steps_to(curve: Sequence[float], level: float = SPEED_LEVEL, check_every: in
 
 def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: int = 64,
                rule: ConvergenceRule = CYCLIC_BUDGET, batch_size: int = 32) -> tuple[ArmModel, dict]:
-    """Train the seeded arm until ``rule`` stops it (at its target, or at ``max_steps``; :data:`CONVERGED` also
-    on :func:`best_plateau`); keep the best check.
+    """Train the seeded arm until ``rule`` stops it (:data:`CONVERGED` by :func:`best_plateau`); keep the best check.
 
-    Returns
-    -------
-    (ArmModel, dict)
-        The model at its best validation check, and ``{"steps", "best_step", "stopped", "curve"}``.
+    Returns the model at its best check and ``{"steps", "best_step", "stopped", "curve"}``.
 
     Examples
     --------
@@ -337,13 +275,8 @@ def train_best(arm: Arm, task: RecallTask, lr: float, seed: int = 0, d_model: in
 
 def tune_best(arm: Arm, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), lrs: Sequence[float] = (3e-3, 1e-2),
               d_model: int = 64, rule: ConvergenceRule = CYCLIC_BUDGET) -> dict:
-    """The learning rate whose seed-``seeds[0]`` model has the best validation check (ties: the smaller), every
-    seed trained at it by :func:`train_best`; held-out accuracy of each seed's kept model.
-
-    Returns
-    -------
-    dict
-        ``{"lr", "sweep", "accuracy", "steps", "best_step", "stopped", "curves", "seeds", "rule"}``.
+    """:func:`train_best` at the learning rate of ``seeds[0]``'s best check (ties: the smaller), every seed;
+    ``{"lr", "sweep", "accuracy", "steps", "best_step", "stopped", "curves", "seeds", "rule"}``.
     """
     torch.set_num_threads(1)
     runs = {lr: train_best(arm, task, lr, seeds[0], d_model, rule) for lr in lrs}

@@ -1,6 +1,5 @@
-"""The figures of the asymmetry and metric tests: held-out accuracy per task and arm, each seed a dot, beside
-chance and the untrained model; and the verdicts against the margin that decides them. Each returns the
-:class:`matplotlib.figure.Figure` and changes no global state."""
+"""The figures of the asymmetry and metric tests: accuracy per task and arm, verdicts against their margin,
+learning curves. Each returns the :class:`matplotlib.figure.Figure` and changes no global state."""
 
 from __future__ import annotations
 
@@ -33,11 +32,9 @@ def plot_asymmetry(accuracy: Mapping[tuple[str, str], Sequence[float]], tasks: S
     accuracy : mapping (task, variant) -> accuracy per seed
     tasks, variants : sequences of (label shown, key in ``accuracy``)
     chance : float
-        Drawn as a dotted line across the panel.
     untrained : mapping (task, variant) -> accuracy per seed at initialisation, optional (grey crosses)
     bound : (task key, value), optional
-        A dashed segment over one task's group: the most a symmetric score reaches when the single top-scoring
-        key is read out (not a bound for the trained model, which mixes several keys).
+        The top-1 read-out bound, dashed over one task's group.
 
     Examples
     --------

@@ -1,15 +1,10 @@
 r"""``content-not-position``'s deciding run: every head of MiniLM and SmolLM2-135M under word shuffles.
 
-``python -m attention_course content-position`` (:data:`CONTENT_POSITION`) scores every head of
-all-MiniLM-L6-v2 (72), of MiniLM with its layer matrices scrambled (chapter 5's baseline), of
-MiniLM with its queries scaled by 3 and keys by 1/3 (the same maps: the invariance), and of
-SmolLM2-135M (270 heads, after RoPE, causal rows) on :data:`SHUFFLE_SENTENCES` and five seeded
-shuffles of each (:func:`~attention_course.chapters.insight.position_content.content_position_scores`),
-and stores the per-sentence scores in ``attention_course/data/content_position.json``.
-SmolLM2 reads each version after its end-of-text token and a space: the first token, its sink,
-is the same in every order, and every word is the same single token wherever it stands.
-:func:`load_content_position` reads the file and :func:`stored_scores` turns one model's record
-back into :class:`~attention_course.chapters.insight.position_content.ContentPositionScores`.
+``python -m attention_course content-position`` (:data:`CONTENT_POSITION`) scores every head of MiniLM,
+its scrambled and rescaled controls and SmolLM2-135M on :data:`SHUFFLE_SENTENCES` and five shuffles of
+each, into ``attention_course/data/content_position.json``; :func:`load_content_position` reads it and
+:func:`stored_scores` rebuilds one model's
+:class:`~attention_course.chapters.insight.position_content.ContentPositionScores`.
 """
 
 from __future__ import annotations

@@ -1,52 +1,14 @@
-r"""Chapter 7's comparisons trained to convergence: the learned metric, and softmax against linear attention as N grows.
+r"""Chapter 7's comparisons trained to convergence: the learned metric, the score arms, softmax against linear.
 
-``python -m attention_course insight-metric --part PART`` (:data:`INSIGHT_METRIC`) runs one of them.
-
-Two parts, each trained by the :class:`~attention_course.chapters.insight.convergence.ConvergenceRule`
-(learning rate picked from 3e-3 and 1e-2 on seed 0's validation batch, as ``insight-run`` does):
-
-``metric`` (``attention_course/data/insight_metric.json``)
-    d_model = 64, every variant with one learnable score scale started at :math:`1/\sqrt{d}`
-    (:class:`~attention_course.chapters.insight.mixers.Variant` ``learn_scale``): learned
-    :math:`W_Q, W_K`; :math:`W_Q = W_K = I`; tied :math:`W_Q = W_K`; on the copy also identity and
-    tied with the self-score masked. Stacked MQAR (16 pairs) and the previous-token copy (32 tokens),
-    seeds 0-2.
-``linear`` (``attention_course/data/insight_linear.json``)
-    Stacked MQAR with N = 8, 16, 32, 64 pairs at d_model = 16, 32, 64, softmax and linear (elu + 1)
-    attention, seeds 0 and 1. Run one width at a time (``--widths 16``; each under 15 minutes on one
-    thread); the file keeps the other widths' records.
-
-``partner`` (``attention_course/data/insight_partner.json``)
-    Partner recall (:func:`~attention_course.chapters.insight.recall_tasks.partner_mqar`, 16 pairs),
-    d_model = 64: learned :math:`W_Q, W_K`, :math:`W_Q = W_K = I`, tied :math:`W_Q = W_K`, seeds 0-2.
-``signed`` (``attention_course/data/insight_signed.json``)
-    The symmetric indefinite :math:`W_K = W_Q D` on MQAR, partner recall and the copy, seeds 0-2 (the
-    other variants on those tasks are the ``metric`` and ``partner`` parts' records: the same model and rule).
-``heads`` (``attention_course/data/insight_heads.json``)
-    Cyclic successor recall, untied :math:`W_Q, W_K` and :math:`W_K = W_Q D` per head, at 1 head of width
-    64 and 2 heads of width 32 (:class:`~attention_course.chapters.insight.asymmetry.ArmModel`), each trained
-    to :data:`~attention_course.chapters.insight.asymmetry.CYCLIC_BUDGET` and kept at its best validation
-    check, seeds 0-2. ``heads-tied`` (``insight_heads_tied.json``): the tied arm the same way.
-    ``heads-other`` (``insight_heads_other.json``): untied and :math:`W_K = W_Q D` on partner recall and MQAR.
-``converged`` (``attention_course/data/insight_converged.json``)
-    Cyclic successor recall, untied, :math:`W_K = W_Q D` and tied at 1 head of 64 and 2 heads of 32, each trained
-    by :data:`~attention_course.chapters.insight.asymmetry.CONVERGED` (up to 48,000 steps, stopping only at 0.99 or
-    once the best validation check stops rising), seeds 0-2. One arm a call (``--scores signed --heads 1``); the
-    file keeps the other arms' records.
-``frozen`` (``attention_course/data/insight_frozen.json``)
-    Learned :math:`W_Q, W_K` against three fixed metrics (identity; :math:`W_Q = I, W_K = D`; :math:`W_Q, W_K`
-    frozen at their random start) on partner recall and MQAR, with the embeddings frozen and learned, each
-    trained to :data:`~attention_course.chapters.insight.asymmetry.METRIC_BUDGET`, seeds 0-2.
-``linear --long`` (``attention_course/data/insight_linear_long.json``)
-    The N > d points and every point where a mixer stopped on the plateau, rerun by :data:`LONG_RULE`
-    (at most 4,000 steps, no plateau stop before 2,000) in :func:`long_grid`'s order; the file is
-    written after each point, so a run cut short keeps what it finished.
+``python -m attention_course insight-metric --part PART`` (:data:`INSIGHT_METRIC`; its ``--help`` lists the
+parts and the files in ``attention_course/data/`` they write) runs one of them, each trained by the
+:class:`~attention_course.chapters.insight.convergence.ConvergenceRule` (learning rate picked from 3e-3 and
+1e-2 on seed 0's validation batch) or one of the budgets of :mod:`~attention_course.chapters.insight.asymmetry`.
 
 The pre-registered decisions (``asymmetric``, ``metric-learned``, ``softmax-over-linear`` in
 ``attention_course/data/claims.toml``) are :func:`decide_asymmetric_heads`, :func:`decide_metric_frozen` and
-:func:`decide_softmax_linear`. :func:`decide_metric_learned` and :func:`weights_clause` are the rules of the
-``metric`` and ``partner`` parts (learned against the identity, tied and :math:`W_K = W_Q D` with learned
-embeddings), reported on the page beside the frozen-input test.
+:func:`decide_softmax_linear`; :func:`decide_metric_learned` and :func:`weights_clause` are the rules of the
+``metric`` and ``partner`` parts, reported beside the frozen-input test.
 """
 
 from __future__ import annotations
@@ -60,8 +22,8 @@ import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.records import DATA_DIR
-from .ablations import TEST_SEED, RecallTask, accuracy
-from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, train_best, tune_best, untrained_accuracy
+from .ablations import TEST_SEED, RecallTask, accuracy, task_of
+from .asymmetry import CONVERGED, CYCLIC_BUDGET, METRIC_BUDGET, SPEED_LEVEL, steps_to, Arm, ArmModel, CyclicRecallTask, train_best, tune_best
 from .convergence import ConvergenceRule, tune_converged
 from .ingredients import Score, accuracy_table
 from .mixers import Variant, mixing_mask
@@ -159,8 +121,7 @@ def heads_grid(scores: Sequence[str] = ("untied", "signed"), tasks: Sequence[str
 
 
 def frozen_grid() -> list[tuple]:
-    """(task, score, heads, frozen_inputs) of the ``frozen`` part: learned and the three fixed metrics, one head,
-    embeddings frozen then learned, on partner recall and MQAR.
+    """(task, score, heads, frozen_inputs) of the ``frozen`` part: learned and the fixed metrics, one head.
 
     Examples
     --------
@@ -171,10 +132,7 @@ def frozen_grid() -> list[tuple]:
 
 
 def long_grid(runs: Sequence[Mapping]) -> list[tuple[str, str, int]]:
-    """The points the longer budget reruns, in the registered order, from the 1,200-step ``runs``.
-
-    Softmax at N > d, linear at N > d, then every other (mixer, N, d) of a point where either mixer
-    stopped on the plateau.
+    """The points the longer budget reruns, in the registered order: N > d (softmax, then linear), then plateau stops.
 
     Examples
     --------
@@ -205,9 +163,7 @@ def linear_grid(widths: Sequence[int] = WIDTHS, pairs: Sequence[int] = PAIRS) ->
 
 
 def _task(label: str) -> RecallTask:
-    if label in _TASKS:
-        return _TASKS[label]
-    return RecallTask("stacked_mqar", {"n_pairs": int(label.split("(MQAR, ")[1].split()[0])})
+    return task_of(label, _TASKS)
 
 
 def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=(0, 1, 2),
@@ -222,17 +178,14 @@ def run_metric_job(task_label: str, variant_name: str, d_model: int = 64, seeds=
             "n_pairs": task.kwargs.get("n_pairs"), **r, "seconds": round(time.perf_counter() - start, 1)}
 
 
-#: An :class:`~attention_course.chapters.insight.asymmetry.Arm`'s settings beyond (score, heads, frozen_inputs), with
-#: their defaults; a record carries them only where they differ.
+#: An :class:`~attention_course.chapters.insight.asymmetry.Arm`'s other settings and their defaults.
 ARM_DEFAULTS = {"weights": "row", "causal": True, "score_input": "token"}
 
 
 def run_arm_job(task_label: str, score: str, heads: int, frozen_inputs: bool, seeds=(0, 1, 2),
                 lrs=(3e-3, 1e-2), rule: ConvergenceRule = CYCLIC_BUDGET, **settings) -> dict:
-    """Train one :class:`~attention_course.chapters.insight.asymmetry.Arm` on a task (one thread); its record.
-
-    ``settings``: the arm's ``weights``, ``causal`` and ``score_input``; those that differ from
-    :data:`ARM_DEFAULTS` are written into the record."""
+    """Train one :class:`~attention_course.chapters.insight.asymmetry.Arm` on a task (one thread); its record
+    carries the ``settings`` that differ from :data:`ARM_DEFAULTS`."""
     torch.set_num_threads(1)
     start = time.perf_counter()
     r = tune_best(Arm(score, heads, frozen_inputs, **settings), _task(task_label), seeds=seeds, lrs=lrs, rule=rule)
@@ -270,10 +223,8 @@ def _is_variant(record: Mapping) -> bool:
 
 
 def arm_runs(paths=None) -> list[dict]:
-    """The records of the stored ``converged``, ``heads``, ``heads-tied``, ``heads-other`` and ``frozen`` parts, in
-    that order, each arm once: an arm of the ``converged`` part replaces its 12,000-step record.
-
-    Each file is ``{"meta", "runs": [record of run_arm_job, ...]}``."""
+    """The score arms' records of the ``converged``, ``heads``, ``heads-tied``, ``heads-other`` and ``frozen`` parts,
+    each arm once (a ``converged`` record replaces its 12,000-step one)."""
     paths = paths or tuple(p for p in (CONVERGED_FILE, HEADS_FILE, HEADS_TIED_FILE, HEADS_OTHER_FILE, FROZEN_FILE)
                            if p != CONVERGED_FILE or p.exists())
     seen, out = set(), []
@@ -356,20 +307,6 @@ def load_signed(path=SIGNED_FILE) -> dict:
     return read_json(path)
 
 
-def untrained_baseline(pairs: Sequence[tuple[str, str]], seeds: Sequence[int] = (0, 1, 2),
-                       d_model: int = 64) -> dict[tuple[str, str], list[float]]:
-    """``(task, variant) -> held-out accuracy per seed`` of each variant's model at its seeded start (no training).
-
-    Examples
-    --------
-    >>> b = untrained_baseline([(CYCLIC, SIGNED)], seeds=(0,), d_model=8)
-    >>> 0.0 <= b[CYCLIC, SIGNED][0] < 0.2
-    True
-    """
-    variants = {**METRIC_VARIANTS, **_SIGNED}
-    return {(t, v): untrained_accuracy(variants[v], _task(t), seeds, d_model) for t, v in pairs}
-
-
 def load_long(path=LONG_FILE) -> dict:
     """The stored longer-budget reruns: ``{"meta", "runs": [...]}`` (records as in :func:`load_linear`)."""
     return read_json(path)
@@ -389,17 +326,6 @@ def merged_linear(runs: Sequence[Mapping], long_runs: Sequence[Mapping]) -> list
     return [new.get(key(r), dict(r, budget="short")) for r in runs]
 
 
-def accuracy_table_of(runs: Sequence[Mapping]) -> dict[tuple[str, str], Score]:
-    """``(task, variant) -> Score`` over each record's seeds (the table the decisions read).
-
-    Examples
-    --------
-    >>> accuracy_table_of([{"task": PARTNER, "variant": "W_Q = W_K = I", "accuracy": [0.5, 0.7]}])[PARTNER, "W_Q = W_K = I"].n
-    2
-    """
-    return accuracy_table(list(runs))
-
-
 def linear_table(runs: Sequence[Mapping]) -> dict[tuple[str, int, int], Score]:
     """``(mixer, N, d) -> Score`` over each record's seeds.
 
@@ -415,11 +341,8 @@ def linear_table(runs: Sequence[Mapping]) -> dict[tuple[str, int, int], Score]:
 
 # ------------------------------------------------------------------ the pre-registered decisions
 def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
-    """``metric-learned``: gap_r = learned - identity on recall, gap_c = tied-masked - identity-masked on the copy,
-    and, when ``t`` has partner recall, gap_p = learned - identity and gap_t = learned - tied there.
-
-    Returns ``"holds when"`` with the condition "the match is not the embeddings' own similarity"
-    when only gap_p exceeds 0.05; :func:`weights_clause` adds the clause on the weights.
+    """``metric-learned`` (learned embeddings): gap_r = learned - identity on recall, gap_c = tied-masked -
+    identity-masked on the copy and, when ``t`` has partner recall, gap_p = learned - identity there.
 
     Examples
     --------
@@ -457,9 +380,8 @@ def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
 
 
 def weights_clause(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) -> str:
-    """``metric-learned``'s clause on the weights, from gap_t = learned - tied and gap_s = learned - symmetric
-    indefinite on partner recall: ``"then only with an indefinite metric"`` if only gap_t exceeds ``threshold``,
-    ``"then only with untied W_Q, W_K"`` if both do, ``""`` otherwise.
+    """``metric-learned``'s clause on the weights, from gap_t = learned - tied and gap_s = learned - signed on
+    partner recall.
 
     Examples
     --------
@@ -535,11 +457,9 @@ def decide_speed(ratios: Mapping[int, float], factor: float = SPEED_FACTOR) -> s
 
 
 def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05, unconverged: Collection[int] = ()) -> str:
-    """``asymmetric``: gap_H = untied - (W_K = W_Q D) on cyclic recall at H = 1 and H = 2 heads (means over seeds).
+    """``asymmetric``: gap_H = untied - (W_K = W_Q D) on cyclic recall at H = 1 and 2 heads (means over seeds).
 
-    ``undecided`` if untied is below 0.9 at either head count, only gap_2 exceeds ``threshold``, or a gap above
-    ``threshold`` belongs to a head count in ``unconverged`` (the symmetric arm stopped at its step cap: more
-    steps could only shrink that gap).
+    A gap above ``threshold`` at a head count in ``unconverged`` (step cap reached) leaves it undecided.
 
     Examples
     --------
@@ -589,9 +509,7 @@ def decide_directed_weights(t: Mapping[tuple[str, str, int], Score], threshold: 
                             unconverged: Collection[int] = ()) -> str:
     """``asymmetric``: gap_H = row softmax - symmetric weights (both W_K = W_Q D, no mask) on cyclic recall at H = 1, 2.
 
-    ``t`` is :func:`variant_table`'s ``(task, arm_label, heads) -> Score``. Undecided if the control is below 0.9 at
-    either head count, if the symmetric-weights arm is below 0.9 on partner recall or MQAR at either head count, or
-    if a gap above the margin comes from a head count in ``unconverged``.
+    ``t`` is :func:`variant_table`'s. Undecided if a control is below 0.9 or a gap comes from ``unconverged``.
 
     Examples
     --------
@@ -635,11 +553,9 @@ def fixed_ceiling(score: str, task_label: str, keys_only: bool = False, seed: in
                   scales: Sequence[float] = tuple(10 ** (e / 4) for e in range(-12, 7))) -> float:
     r"""The most a fixed metric with frozen embeddings could recall, however long it trained: an upper bound.
 
-    With :math:`E_K, E_V, P` frozen at ``seed``'s start and :math:`W_Q, W_K` fixed, training moves only the score
-    scale and the read-out, so each query's ranking of the keys never changes. Each query's weights at scale
-    :math:`c`, :math:`A = \operatorname{softmax}(c\, s)` (causal, rows over keys), are read out ideally: the value
-    with the largest total weight. The best held-out accuracy over ``scales`` is returned. ``keys_only``: the score
-    compares key embeddings only, as a kernel smoother compares its points.
+    Only the scale :math:`c` can move, so the weights :math:`A = \operatorname{softmax}(c\, s)` are read out ideally
+    (the value of largest total weight) and the best held-out accuracy over ``scales`` is returned.
+    ``keys_only``: the score compares key embeddings only.
 
     Examples
     --------
@@ -702,9 +618,8 @@ def decide_metric_frozen(t: Mapping[tuple, Score], threshold: float = 0.05) -> s
 
 
 def decide_metric_both(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
-    """``metric-learned``: gap_F (embeddings frozen, against every fixed metric) and gap_L (embeddings learned,
-    against the fixed metrics that are not positive semi-definite), each on partner recall and MQAR; a reading
-    passes if its gap exceeds ``threshold`` on both tasks.
+    """``metric-learned``: gap_F (embeddings frozen, against every fixed metric) and gap_L (learned, against the
+    :data:`NON_PSD` ones), each above ``threshold`` on partner recall and MQAR.
 
     Examples
     --------
@@ -787,8 +702,7 @@ def ratio_threshold(t: Mapping[tuple[str, int, int], Score], pairs: Sequence[int
 # ------------------------------------------------------------------ the command
 @dataclass(frozen=True)
 class ComparisonConfig:
-    """The configuration of ``insight-metric``: which part; the linear part's widths and pairs and
-    ``long`` (the longer budget); the seeds (default: 0 1 2 for metric and partner, 0 1 for linear)."""
+    """The configuration of ``insight-metric`` (its flags); seeds default to 0 1 2, 0 1 for linear."""
 
     part: Optional[str] = None
     long: bool = False
@@ -846,12 +760,7 @@ def _keep_other_widths(doc: Mapping, previous: Mapping) -> dict:
 def converged_grid(config: ComparisonConfig) -> list[tuple]:
     """The ``converged`` part's arms that ``config`` runs, longest first (W_K = W_Q D, tied, untied; 1 head first).
 
-    With ``weights`` (``--weights symmetric row``): W_K = W_Q D with no mask, weights symmetric
-    (:func:`~attention_course.chapters.insight.mixers.symmetric_weights`) or row softmax, on cyclic recall, the
-    symmetric arm also on partner recall and MQAR (with ``score_input="key"`` the score reads the key embedding only).
-    Otherwise, with ``score_input="key"``: the ``scores`` (untied and W_K = W_Q D when not given) with the score
-    reading the key embedding only. Those rows carry
-    ``(weights, causal, score_input)`` after the first four.
+    With ``weights`` or ``score_input="key"`` the rows carry ``(weights, causal, score_input)`` after the first four.
 
     Examples
     --------
@@ -884,11 +793,7 @@ def _arm_order(record: Mapping) -> tuple:
 
 
 def _keep_other_arms(doc: Mapping, previous: Mapping) -> dict:
-    """Some arms of the ``converged`` part merged into the stored file: the other arms' records kept.
-
-    ``doc`` is a new :func:`_converged_document`, ``{"meta": {"arms": {name: meta}}, "runs"}``: its arms' metas
-    replace the previous ones of the same name, one level deep (each name maps to one run's meta, never to a
-    document).
+    """Some arms of the ``converged`` part merged into the stored file: the other arms' records and metas kept.
 
     Examples
     --------
@@ -949,8 +854,8 @@ def load_speed(path=SPEED_FILE) -> dict:
 
 
 def fine_speed(runs: Sequence[Mapping], heads: int = 2, lrs: Optional[Mapping[str, float]] = None) -> dict[str, float]:
-    """r_H from the finely checked runs: mean steps to 0.95 of W_K = W_Q D over untied's, at each arm's own
-    learning rate (``lrs``, keyed by score) and at each shared one.
+    """r_H = mean steps to 0.95 of W_K = W_Q D over untied's, from the finely checked runs, at each shared
+    learning rate and at each arm's own (``lrs``, by score).
 
     Examples
     --------

@@ -1,13 +1,8 @@
-r"""Train a variant until its validation accuracy stops rising: a stated convergence rule.
+r"""Train a variant until its validation accuracy stops rising, by a rule fixed in advance.
 
-The ablations of :mod:`~attention_course.chapters.insight.ablations` train every variant for the
-same fixed number of steps. A comparison of two mixers as a task grows harder (linear against
-softmax attention as the number of pairs grows) needs each trained *to convergence*, by a rule
-fixed in advance (:class:`ConvergenceRule`): every ``check_every`` steps measure the accuracy on
-the validation batch, and stop at the first check from ``min_steps`` on where it is at least
-``target``, or (from ``plateau_from`` on) where it rose by less than ``min_gain`` over the last
-``window`` steps; stop at ``max_steps`` in any case. The training itself is the package's one loop,
-:func:`attention_course.models.training.train`; the rule is applied from its ``callback``.
+:class:`ConvergenceRule`: every ``check_every`` steps measure validation accuracy; stop at ``target``
+(from ``min_steps``), on a gain below ``min_gain`` over ``window`` steps (from ``plateau_from``), or at
+``max_steps``. The loop is :func:`attention_course.models.training.train`, the rule its ``callback``.
 """
 
 from __future__ import annotations
@@ -51,10 +46,11 @@ class ConvergenceRule:
                              f"check_every={self.check_every}")
 
 
-def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
+def stop_reason(curve: Sequence[float], rule: ConvergenceRule, best: bool = False) -> Optional[str]:
     """Apply ``rule`` to a validation curve (one value per check, the last taken at ``len * check_every`` steps).
 
-    Returns ``"target"``, ``"plateau"``, ``"max steps"`` or ``None`` (go on).
+    Returns ``"target"``, ``"plateau"``, ``"max steps"`` or ``None`` (go on). The plateau compares the last
+    check with the one ``window`` back, or with ``best`` the best checks (a noisy last check cannot stop a rise).
 
     Examples
     --------
@@ -78,8 +74,10 @@ def stop_reason(curve: Sequence[float], rule: ConvergenceRule) -> Optional[str]:
     if curve[-1] >= rule.target:
         return "target"
     back = rule.window // rule.check_every
-    if steps >= rule.plateau_from and len(curve) > back and curve[-1] - curve[-1 - back] < rule.min_gain:
-        return "plateau"
+    if steps >= rule.plateau_from and len(curve) > back:
+        gain = max(curve) - max(curve[:-back]) if best else curve[-1] - curve[-1 - back]
+        if gain < rule.min_gain:
+            return "plateau"
     return "max steps" if steps >= rule.max_steps else None
 
 
@@ -101,13 +99,8 @@ def best_check(curve: list[float]) -> int:
 def train_until(model: torch.nn.Module, task: RecallTask, lr: float, seed: int, rule: ConvergenceRule,
                 batch_size: int = 32, stop: Optional[Callable[[list[float], ConvergenceRule], Optional[str]]] = None,
                 keep_best: bool = False) -> dict:
-    """Train ``model`` in place with :func:`~attention_course.models.training.train`, checking its validation
-    accuracy every ``rule.check_every`` steps, until ``stop(curve, rule)`` (default :func:`stop_reason`) names a
-    reason or ``rule.max_steps`` pass. With ``keep_best`` the model is left at its best check.
-
-    Returns ``{"steps", "stopped", "curve"}``: the updates made, the reason and the accuracy at each check.
-    The model's ``forward`` must return ``(logits, weights)`` as :func:`train` expects.
-    """
+    """Train ``model`` in place until ``stop(curve, rule)`` (default :func:`stop_reason`) names a reason; with
+    ``keep_best`` leave it at its best check. Returns ``{"steps", "stopped", "curve"}``."""
     stop = stop_reason if stop is None else stop
     curve: list[float] = []
     reason: list[str] = []
@@ -137,11 +130,7 @@ def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0
                     rule: ConvergenceRule = ConvergenceRule(), batch_size: int = 32) -> tuple[MixerModel, dict]:
     """Train the seeded variant with :func:`train_until` until ``rule`` stops it.
 
-    Returns
-    -------
-    (MixerModel, dict)
-        The model after the stopping check, and ``{"steps", "stopped", "curve"}``: the number of updates,
-        the rule's reason and the validation accuracy at each check.
+    Returns the model after the stopping check and :func:`train_until`'s record.
 
     Examples
     --------
@@ -158,10 +147,8 @@ def train_converged(variant: Variant, task: RecallTask, lr: float, seed: int = 0
 def tune_converged(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0, 1),
                    lrs: Sequence[float] = (3e-3, 1e-2), d_model: int = 64,
                    rule: ConvergenceRule = ConvergenceRule()) -> dict:
-    """As :func:`~attention_course.chapters.insight.ablations.tune_and_train`, each model trained by ``rule``.
-
-    The learning rate is the one whose seed-``seeds[0]`` model scores best on the validation batch
-    (ties: the smaller); every other seed is trained at it.
+    """As :func:`~attention_course.chapters.insight.ablations.tune_and_train`, each model trained by ``rule``
+    (the learning rate of ``seeds[0]``'s best last check, ties the smaller).
 
     Returns
     -------

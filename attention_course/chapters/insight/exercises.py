@@ -1,12 +1,8 @@
 """Chapter 7 exercises: run the memory experiment yourself, and build the window mask of a copy.
 
-``hopfield-retrieval``: ``fn(X, queries, clean, beta) -> float``. ``X`` (d, M) holds the stored +-1
-patterns as columns, ``queries`` (d, n) the corrupted queries, ``clean`` (d, n) the patterns they
-came from. One step of softmax attention, :math:`\\xi \\leftarrow X \\operatorname{softmax}(\\beta X^\\top \\xi)`
-(the softmax over the M stored patterns), then ``sign``; the result is the share of the n queries whose
-every sign comes out right. ``beta=None`` means the outer-product memory, :math:`X X^\\top \\xi`.
-The learner then uses it, on the cues of :func:`~attention_course.chapters.insight.memory.memory_cues`, to
-find the capacities at d = 16 that the lesson prints.
+``hopfield-retrieval``: ``fn(X, queries, clean, beta) -> float``, the share of the n queries whose every
+sign comes out right after one step :math:`\\xi \\leftarrow X \\operatorname{softmax}(\\beta X^\\top \\xi)`
+(``beta=None``: the outer-product memory :math:`X X^\\top \\xi`).
 
 ``window-mask``: ``fn(T, w) -> (T, T) bool``, True where query t may read key s, ``0 <= t - s < w``
 (``w=None``: the causal mask). The learner then trains the copy with it

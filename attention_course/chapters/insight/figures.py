@@ -1,9 +1,7 @@
 """Figures for chapter 7: the memory capacities, the ingredient ablations, heads by kind, and the ledger by verdict.
 
-:func:`plot_head_kinds` draws the per-head scores of
-:mod:`attention_course.chapters.insight.position_content`; :func:`plot_verdicts` counts the claims it is given (the chapter passes
-:data:`attention_course.course.claims.CLAIMS`: figures do not import the course layer).
-Each helper returns the :class:`matplotlib.figure.Figure` and changes no global state.
+Each helper returns the :class:`matplotlib.figure.Figure` and changes no global state; :func:`plot_verdicts`
+is given the claims (figures do not import the course layer).
 """
 
 from __future__ import annotations
@@ -39,15 +37,14 @@ def plot_head_kinds(by_word: np.ndarray, by_offset: np.ndarray, labels: np.ndarr
     Parameters
     ----------
     by_word, by_offset : arrays (L, H)
-        Mean over sentences of :func:`attention_course.chapters.insight.position_content.follow_scores`.
+        Mean follow scores over sentences.
     labels : array (L, H) of str
-        Each head's kind (content, position, sink, mixed), e.g. from the mean scores.
     counts : mapping kind -> per-sentence counts (S,)
     baselines : mapping name -> (by_word, by_offset) of a baseline head, drawn as black markers
     control : (by_word, by_offset), optional
-        Scores of a control model's heads (e.g. weight-shuffled), drawn as grey crosses.
+        A control model's heads, drawn as grey crosses.
     margin : float
-        The margin of :func:`~attention_course.chapters.insight.position_content.classify_heads` (dashed lines).
+        The classification margin (dashed lines).
 
     Examples
     --------
@@ -103,10 +100,8 @@ def plot_verdicts(claims: Iterable, sections: Mapping[int, str], verdicts: Seque
     Parameters
     ----------
     claims : iterable of objects with ``.section`` (a key of ``sections``) and ``.verdict``
-        E.g. :data:`attention_course.course.claims.CLAIMS`.
-    sections : mapping section number -> name, in the order of the bars (top to bottom)
-    verdicts : the verdicts, in the order they are stacked
-    colours : one colour per verdict, in the same order
+    sections : mapping section number -> name, bars top to bottom
+    verdicts, colours : the verdicts in the order they are stacked, one colour each
 
     Examples
     --------
@@ -144,9 +139,8 @@ _MEMORY_COLORS = {"softmax, beta = 1": "#0072B2", "softmax, beta = 1/sqrt(d)": "
 def plot_memory(doc: Mapping, d_curve: int = 32, level: float = 0.9, title: str = "") -> Figure:
     r"""Left: exact retrieval against the number of stored patterns at one ``d``; right: capacity against ``d``.
 
-    ``doc`` is :func:`~attention_course.chapters.insight.memory.capacity_sweep`'s result. The right panel
-    draws the worst seed's capacity per memory and ``d`` (an open marker where even the largest size
-    tried was retrieved: a lower bound) beside the laws :math:`d/(4\ln d)` and :math:`e^{\alpha d}`.
+    ``doc`` is :func:`~attention_course.chapters.insight.memory.capacity_sweep`'s result; the right panel draws the
+    worst seed's capacity (open marker: a lower bound) beside the laws :math:`d/(4\ln d)` and :math:`e^{\alpha d}`.
 
     Examples
     --------
@@ -193,9 +187,8 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
                      title: str = "", spread: bool = True) -> Figure:
     """Heat map: ingredient taken away (rows) x task (columns), mean accuracy over seeds, spread annotated.
 
-    ``table`` maps ``(task, variant)`` to a :class:`~attention_course.chapters.insight.ingredients.Score`;
-    ``rows`` are ``(label, variant)``, ``tasks`` ``(label, task)``. A cell not run is left grey. With
-    ``spread=False`` a cell shows the mean only (the lesson's version); text is 10 pt either way.
+    ``table`` maps ``(task, variant)`` to a ``Score``; ``rows`` are ``(label, variant)``, ``tasks``
+    ``(label, task)``; a cell not run is grey. ``spread=False``: the mean only.
 
     Examples
     --------
@@ -229,9 +222,7 @@ def plot_ingredients(table: Mapping, rows: Sequence[tuple[str, str]], tasks: Seq
 
 @book_figure
 def plot_take_away(table: Mapping, title: str = "") -> Figure:
-    """The lesson's bars: one ingredient of attention taken away per row
-    (:data:`~attention_course.chapters.insight.take_away.TAKE_AWAY_ROWS`), held-out accuracy on recall and
-    on the copy side by side (mean over seeds; "recall only" where a variant has no copy result).
+    """The lesson's bars: one ingredient taken away per row, held-out accuracy on recall and the copy side by side.
 
     Examples
     --------
@@ -270,10 +261,8 @@ def plot_take_away(table: Mapping, title: str = "") -> Figure:
 def plot_linear_capacity(table: Mapping, pairs: Sequence[int], widths: Sequence[int], title: str = "") -> Figure:
     """Recall against the number of pairs N, one panel per width d: softmax and linear attention.
 
-    ``table`` maps ``(mixer, N, d)`` to a :class:`~attention_course.chapters.insight.ingredients.Score`
-    (:func:`~attention_course.chapters.insight.metric_runs.linear_table`); each point is the mean over
-    seeds, the bar the worst and best seed. The dotted line is N = d, where linear attention's d x d
-    state holds as many pairs as it has dimensions.
+    ``table`` maps ``(mixer, N, d)`` to a ``Score``: the mean over seeds, bars to the worst and best seed.
+    The dotted line is N = d.
 
     Examples
     --------
@@ -314,11 +303,9 @@ def plot_lookup(keys: np.ndarray, query: np.ndarray, target: int, title: str = "
     Parameters
     ----------
     keys : array (M, d) of +-1
-        The stored keys, one per row.
     query : array (d,) of +-1
-        The cue: key ``target`` with some signs flipped (the flipped squares are outlined).
+        Key ``target`` with some signs flipped (outlined).
     target : int
-        The row the query was made from.
 
     Examples
     --------
@@ -361,9 +348,7 @@ def plot_retrieval(sizes: Sequence[int], shares: Mapping[str, Sequence[float]], 
                    title: str = "") -> Figure:
     """Share of damaged cues recalled exactly against the number of stored patterns, one line per memory.
 
-    ``shares`` maps a memory's name to one share per entry of ``sizes``
-    (:func:`~attention_course.chapters.insight.memory.recall_shares`). The dotted lines mark the 90% level
-    and M = d.
+    ``shares``: memory name -> one share per size (``recall_shares``). Dotted: the 90% level and M = d.
 
     Examples
     --------
@@ -390,13 +375,12 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
                         heads: Mapping[str, tuple[int, int]], title: str = "") -> Figure:
     """Two heads on a sentence and on a shuffle of its words: rows are queries, columns keys, both labelled.
 
-    Each head gets its own colour scale, from 0 to its largest weight rounded up to a tenth (at most 1),
-    shared by its two panels, so that a head that spreads its weight is not drawn almost white.
+    Each head has its own colour scale (0 to its largest weight, rounded up to a tenth).
 
     Parameters
     ----------
     words : two word lists, the sentence and its shuffle
-    maps : two arrays (L, H, m, m), each word's weights over the words (e.g. ``word_maps``)
+    maps : two arrays (L, H, m, m)
     heads : mapping name -> (layer, head), 0-based; one row of panels per head
 
     Examples
@@ -430,9 +414,7 @@ def plot_shuffled_heads(words: Sequence[Sequence[str]], maps: Sequence[np.ndarra
 
 @book_figure
 def plot_kind_shares(shares: Mapping[str, Mapping[str, float]], title: str = "") -> Figure:
-    """One stacked bar per model: the shares of all its heads that are sink, content, position and mixed heads.
-
-    The dashed line marks half of all heads (``content-not-position``'s line for *holds*).
+    """One stacked bar per model: the shares of its heads by kind; dashed, half of all heads.
 
     Examples
     --------
@@ -465,9 +447,8 @@ def plot_kind_sweep(panels: Sequence[tuple[str, Sequence[float], float, Mapping[
                     title: str = "") -> Figure:
     """Shares of all heads against a threshold, one panel per threshold; the chosen value dotted, half of all heads dashed.
 
-    ``panels`` holds ``(xlabel, values, chosen, {line name: shares})``; a name ending in ``"content"``
-    is drawn in the content colour, one ending in ``"position"`` in the position colour, and a name
-    starting with ``"SmolLM2"`` dashed.
+    ``panels`` holds ``(xlabel, values, chosen, {line name: shares})``; a line's colour is its last word's
+    kind, a name starting with ``"SmolLM2"`` dashed.
 
     Examples
     --------

@@ -1,11 +1,8 @@
-r"""Read the ablation runs: each ingredient, each task, mean accuracy over seeds and its spread.
+r"""Read the ablation runs: mean accuracy over seeds and its spread, per task and variant, and the decisions.
 
-The runs are records of :func:`~attention_course.chapters.insight.ablation_grid.run_job` (stored by
-``python -m attention_course insight-run``, or produced live on a smaller grid). This module only
-summarises them: :func:`accuracy_table` (mean, worst and best seed per task and variant),
-:func:`window_curve` (recall against the window, beside the share of queries whose key the window
-covers) and :func:`first_within` (where a curve first comes within a margin of its end: the flag of
-the window slider).
+:func:`accuracy_table` summarises the records of
+:func:`~attention_course.chapters.insight.ablation_grid.run_job`; :func:`window_curve` and
+:func:`first_within` feed the window slider.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-r"""Attention as an associative memory: store patterns, corrupt one, retrieve it.
+r"""Attention as an associative memory: store :math:`\pm 1` patterns, corrupt one, retrieve it (chapter 7).
 
-Store :math:`M` patterns :math:`x_1, \dots, x_M \in \{-1, +1\}^d` as the columns of
-:math:`X` (shape ``(d, M)``). A query :math:`\xi` is one stored pattern with a fraction
-``flip`` of its signs flipped. Two memories retrieve from it in one step:
+The patterns are the columns of :math:`X` (``(d, M)``); a query :math:`\xi` is a stored pattern with a
+share ``flip`` of its signs flipped. Softmax attention (the modern Hopfield update) and the
+outer-product memory (linear attention with the identity feature map) retrieve in one step:
 
-- **softmax attention** (the modern Hopfield update, Ramsauer et al. 2021): keys and values
-  are the stored patterns,
+.. math:: \xi \leftarrow X \operatorname{softmax}(\beta X^\top \xi), \qquad \xi \leftarrow X X^\top \xi .
 
-  .. math:: \xi \leftarrow X \operatorname{softmax}(\beta X^\top \xi) ;
-
-- **the outer-product (linear) memory** (Hopfield 1982): the patterns are summed into one
-  :math:`d \times d` matrix, which is linear attention with the identity feature map,
-
-  .. math:: \xi \leftarrow X X^\top \xi = \sum_j x_j (x_j^\top \xi) .
-
-Retrieval is exact when ``sign`` of the result is the stored pattern. The *capacity* at a
-given ``d`` is the largest number of stored patterns retrieved exactly in at least a share
-``level`` of the trials. Everything is numpy, float64, seeded.
+Retrieval is exact when the signs of the result are the stored pattern; the *capacity* at a ``d`` is
+the largest ``M`` retrieved exactly in at least a share ``level`` of the trials. Numpy, float64, seeded.
 """
 
 from __future__ import annotations
@@ -80,11 +71,7 @@ def corrupt(patterns: np.ndarray, flip: float, seed: int = 0) -> np.ndarray:
 
 def memory_cues(d: int, n_patterns: int, n_queries: int = 200, flip: float = 0.1,
                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One memory and its test cues, as the capacity sweep builds them.
-
-    ``X`` holds ``n_patterns`` random sign patterns of length ``d`` (:func:`store_patterns` with
-    ``seed``); the ``n_queries`` cues are the stored patterns in turn (pattern ``i % n_patterns`` for
-    cue ``i``), each with exactly ``round(flip * d)`` signs flipped (:func:`corrupt` with ``seed + 1``).
+    """One memory and its test cues: cue ``i`` is pattern ``i % n_patterns`` with ``round(flip * d)`` signs flipped.
 
     Returns
     -------
@@ -136,10 +123,7 @@ def retrieve(X: np.ndarray, queries: np.ndarray, beta: Optional[float]) -> np.nd
 
 def retrieval_accuracy(d: int, n_patterns: int, beta: Optional[float], flip: float = 0.1,
                        n_queries: int = 200, seed: int = 0) -> float:
-    """Share of ``n_queries`` corrupted stored patterns that one step retrieves exactly.
-
-    The queried patterns are the first ``min(n_queries, n_patterns)`` stored ones,
-    repeated (with fresh corruption) when fewer are stored.
+    """Share of the ``n_queries`` cues of :func:`memory_cues` that one step retrieves exactly.
 
     Examples
     --------
@@ -165,14 +149,7 @@ def capacity(accuracies: Sequence[float], sizes: Sequence[int], level: float = 0
 
 def recall_shares(d: int, sizes: Sequence[int], n_cues: int = 200, flip: float = 0.1,
                   seed: int = 0) -> dict[str, list[float]]:
-    """For each memory of :data:`MEMORIES`, the share of ``n_cues`` damaged cues it recalls exactly, per size.
-
-    The memory of ``M`` patterns and its cues are :func:`memory_cues` ``(d, M, n_cues, flip, seed)``.
-
-    Returns
-    -------
-    dict
-        memory name -> one share per entry of ``sizes``.
+    """Memory name (:data:`MEMORIES`) -> the share of ``n_cues`` damaged cues recalled exactly, one per size.
 
     Examples
     --------

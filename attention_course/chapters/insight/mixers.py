@@ -102,9 +102,6 @@ VARIANTS: dict[str, Variant] = {
 def signature(d: int) -> torch.Tensor:
     r"""The fixed signs :math:`D = \operatorname{diag}(+1, \dots, +1, -1, \dots, -1)` of the ``signed`` variant, shape (d,).
 
-    The first :math:`\lceil d/2 \rceil` entries are +1, the rest -1, so :math:`W_Q D W_Q^\top` is symmetric with as
-    many negative as positive directions (for a generic :math:`W_Q`).
-
     Examples
     --------
     >>> signature(4).tolist(), signature(3).tolist()
@@ -149,19 +146,13 @@ def symmetric_weights(scores: torch.Tensor, allowed: Optional[torch.Tensor] = No
         A_{ij} = \frac{E_{ij}}{\sqrt{r_i\, r_j}}
         = \exp\big(s_{ij} - \tfrac12 \log r_i - \tfrac12 \log r_j\big) .
 
-    Softmax divides row :math:`i` by :math:`r_i` alone, which makes :math:`A_{ij} \ne A_{ji}` even when
-    :math:`s` is symmetric; here both ends share the division, so a symmetric score gives symmetric
-    weights. The rows do not in general sum to 1: what is normalised is the matrix as a whole, whose
-    largest eigenvalue is 1 (it is similar to the row-stochastic :math:`R^{-1} E`). Computed in log space
-    (:math:`\log r` by ``logsumexp``), so no entry overflows.
+    Rows need not sum to 1 (the matrix's largest eigenvalue is 1). Computed in log space.
 
     Parameters
     ----------
     scores : Tensor, shape (..., T, T)
-        Scores :math:`s_{ij}` of query :math:`i` and key :math:`j` (the keys are the same positions).
     allowed : Tensor of bool, shape (T, T), optional
-        True = may attend (the package's mask convention); a masked pair gets weight 0. The weights are
-        symmetric only if ``scores`` and ``allowed`` are; a fully masked row gives NaN. None: no mask.
+        True = may attend; a masked pair gets weight 0, a fully masked row NaN.
 
     Returns
     -------
@@ -189,8 +180,7 @@ def symmetric_weights(scores: torch.Tensor, allowed: Optional[torch.Tensor] = No
 def linear_weights(fq: torch.Tensor, fk: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     r"""Linear attention's weights from positive features: :math:`A_{ts} = \phi(q_t)\cdot\phi(k_s) / \sum_{s'} \phi(q_t)\cdot\phi(k_{s'})`.
 
-    ``fq``, ``fk`` (B, T, d) positive features, ``allowed`` (T, T) boolean, True = may attend. Unchanged
-    when every ``fq`` is multiplied by one number and every ``fk`` by another (the normalisation cancels them).
+    ``fq``, ``fk`` (B, T, d) positive features, ``allowed`` (T, T) boolean, True = may attend.
 
     Examples
     --------
@@ -225,17 +215,7 @@ def mixing_mask(T: int, window: Optional[int] = None, mask_self: bool = False) -
 class MixerModel(nn.Module):
     """One mixing layer over summed (key, value, position) embeddings, with a linear read-out.
 
-    Parameters
-    ----------
-    variant : Variant
-    seq_len : int
-        The longest sequence (the fixed mixer's and the convolution's length).
-    d_model : int, default 64
-    n_keys : int, default 64
-        Key (or token) ids.
-    seed : int, default 0
-
-    Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 64), [A (B, T, T)])``, the interface of
+    ``seq_len`` is the longest sequence (the fixed mixer's and the convolution's length). Forward: ``inputs`` (B, T, 2) -> ``(logits (B, T, 64), [A (B, T, T)])``, the interface of
     :func:`attention_course.models.training.train`.
 
     Examples

@@ -1,31 +1,16 @@
 r"""Does a head attend by content or by position? A per-head count from word shuffles (chapter 7).
 
-Shuffling the words of a sentence moves every word to a new place. Follow query word
-:math:`i` (original index) to its new position :math:`\pi^{-1}(i)` and compare its row
-:math:`a_i` over the words with its row :math:`b` in the shuffled sentence, read two ways:
+Follow query word :math:`i` to its new place :math:`\pi^{-1}(i)` in a shuffle and correlate its row
+:math:`a_i` with its shuffled row :math:`b`, read two ways (:func:`follow_scores`):
 
 .. math::
 
     \text{by word:}\quad a_{ij} \leftrightarrow b_{\pi^{-1}(i),\,\pi^{-1}(j)}, \qquad
     \text{by offset:}\quad a_{ij} \leftrightarrow b_{\pi^{-1}(i),\,\pi^{-1}(i) + (j - i)}.
 
-A head that attends by content keeps its weight on the same *words* (the first reading
-matches); a head that attends by position keeps it at the same *offsets* (the second
-does). "Matches" is the Pearson correlation of the two rows, so that a head spreading its
-weight evenly, which any shuffle leaves unchanged in both readings, scores 0 in both
-instead of full marks. :func:`follow_scores` computes both on each head's content part; in a
-causal model (``causal=True``) a shuffle moves query-key pairs across the mask, so only the pairs
-visible in both orders are compared, and the offsets look back only. Chapter 5's
-:func:`~attention_course.chapters.graphs.topology_rule_table.head_sink_shares` gives each head's
-sink share (the mean weight on ``[CLS]`` and ``[SEP]``, a decoder's first token, over all rows),
-:func:`best_offset_share` how much one fixed offset explains, and :func:`classify_heads` sorts the
-heads into content, position, sink and mixed under the course's one treatment of sinks (a sink
-head is a bin of its own, at a sink share of at least
-:data:`~attention_course.chapters.lowrank.baselines.SINK_THRESHOLD`). :func:`kind_shares` gives
-the kinds as shares of all heads and :func:`content_verdict` applies ``content-not-position``'s
-rule to them. :func:`rule_maps` builds the baselines (uniform, a previous-token rule, a
-fixed-word rule); the scrambled model is chapter 5's
-(:func:`attention_course.models.perturb.scrambled_weights`, the layer matrices permuted).
+A content head matches by word, a position head by offset; uniform attention scores 0 in both.
+:func:`classify_heads` sorts heads into content, position, sink and mixed, :func:`content_verdict`
+applies ``content-not-position``'s rule to :func:`kind_shares`.
 """
 
 from __future__ import annotations
@@ -99,19 +84,13 @@ def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Se
     perms : sequence of int sequences, each of length m
         ``perms[s][p]`` is the original index of the word at place ``p`` of version ``s``.
     causal : bool
-        Whether row ``i`` sees only keys ``j <= i`` (a decoder). Then the word reading compares
-        only the keys that precede the query in both orders, and the offset reading only offsets
-        that look back (:math:`j \le i`) and exist in the shuffle. Renormalising a row over the
-        compared keys would scale it, which leaves a correlation unchanged.
+        Row ``i`` sees only keys ``j <= i`` (a decoder): only pairs visible in both orders are compared.
 
     Returns
     -------
     by_word, by_offset : numpy.ndarray, each (L, H)
-        The Pearson correlation between query word :math:`i`'s original row and its row in
-        the shuffle, matched by word and by offset (see the module docstring), averaged over
-        the query words and the shuffles. By offset, only the keys whose offset exists in
-        both sentences are compared. A constant row correlates 0; a row with fewer than two
-        keys compared has no correlation and is left out of the mean.
+        Pearson correlations averaged over the query words and the shuffles, over the keys compared in
+        both sentences (a constant row correlates 0; a row with fewer than two keys is left out).
 
     Examples
     --------
@@ -148,11 +127,7 @@ def follow_scores(original: Array, shuffled: Sequence[Array], perms: Sequence[Se
 
 
 def best_offset_share(maps: Sequence[Array]) -> tuple[np.ndarray, np.ndarray]:
-    r"""The weight one fixed offset carries, for the head's best offset, over several maps.
-
-    For offset :math:`d`, the share is :math:`\operatorname{mean}_i a_{i,i+d}` over the rows
-    where :math:`i + d` exists, averaged over the maps (e.g. a sentence and its shuffles,
-    :func:`word_maps` of each); the head's best offset is the one with the largest share.
+    r"""The head's best fixed offset :math:`d` and its share :math:`\operatorname{mean}_i a_{i,i+d}`, averaged over maps.
 
     Returns ``(share, offset)``, each (L, H). Uniform attention over m words scores 1/m.
 
@@ -182,11 +157,8 @@ def classify_heads(sink: np.ndarray, by_word: np.ndarray, by_offset: np.ndarray,
                    sink_tol: float = SINK_THRESHOLD, margin_tol: float = MARGIN) -> np.ndarray:
     r"""Sort heads into ``"sink"``, ``"content"``, ``"position"`` and ``"mixed"``.
 
-    A head is a *sink* when its sink share is at least ``sink_tol`` (the course's one line,
-    :data:`~attention_course.chapters.lowrank.baselines.SINK_THRESHOLD`); otherwise it follows
-    *content* when ``by_word`` exceeds ``by_offset`` by more than ``margin_tol``, *position* in
-    the opposite case, and is *mixed* when neither reading wins by that margin (both thresholds
-    are choices, swept on the page).
+    A *sink* has a sink share of at least ``sink_tol``; otherwise *content* or *position* when that reading
+    wins by more than ``margin_tol``, else *mixed*.
 
     Examples
     --------
@@ -228,10 +200,6 @@ def kind_shares(labels: np.ndarray) -> dict[str, float]:
 def content_verdict(shares: Mapping[str, float]) -> str:
     """``content-not-position``'s rule on one model's shares of all heads (:func:`kind_shares`), fixed before its run.
 
-    ``"holds"`` if content heads are at least half of all heads; ``"wrong as stated"`` if position
-    heads are at least as many as content heads; otherwise ``"holds when"`` (more content heads than
-    position heads, but under half of all heads: the rest are sink or mixed heads).
-
     Examples
     --------
     >>> content_verdict({"content": 0.5, "position": 0.1, "sink": 0.4, "mixed": 0.0})
@@ -267,12 +235,10 @@ def verdict_range(values: Sequence[float], verdicts: Sequence[str], chosen: floa
 
 
 def rule_maps(perms: Sequence[Sequence[int]], rule: str) -> list[np.ndarray]:
-    r"""Baseline heads on a sentence of ``m`` words and its shuffles: one (1, 1, m, m) map per version.
+    r"""Baseline heads on a sentence and its shuffles (the original first): one (1, 1, m, m) map per version.
 
-    ``rule`` is ``"uniform"`` (every word the same weight), ``"previous"`` (all weight on
-    the word one place back; the first word reads itself: a positional rule) or
-    ``"first word"`` (all weight on the sentence's first word wherever the shuffle put it: a
-    content rule). The first map is the original sentence, then one per permutation.
+    ``rule``: ``"uniform"``, ``"previous"`` (the word one place back; a position rule) or ``"first word"``
+    (the sentence's first word wherever it stands; a content rule).
 
     Examples
     --------
@@ -355,27 +321,18 @@ def content_position_scores(maps_of: Callable[[list[str]], tuple[Any, Any]], sen
                             n_shuffles: int = 5, seed: int = 0, causal: bool = False) -> ContentPositionScores:
     r"""Score every head, content against position, on each sentence and ``n_shuffles`` shuffles of it.
 
-    Not :func:`attention_course.models.probes.head_scores`, which scores a tiny model's heads on a toy
-    task (previous token, induction).
-
     Parameters
     ----------
     maps_of : callable
-        ``maps_of(texts) -> (tokens, maps)`` for a list of texts, one (L, H, n, n) map per text
-        (e.g. :func:`attention_course.models.pretrained.attention_maps`); ``tokens`` may be None.
-        It is called once, with every version of every sentence.
+        ``maps_of(texts) -> (tokens, maps)``, one (L, H, n, n) map per text (``tokens`` may be None);
+        called once, with every version of every sentence.
     sentences : sequence of str
         Each ends with a full stop; each word must be one token (checked on the maps' size).
     n_shuffles, seed : int
-        Sentence ``s`` is shuffled with seed ``seed + s`` (:func:`~attention_course.chapters.graphs.topology.shuffled_sentences`).
+        Sentence ``s`` is shuffled with seed ``seed + s``.
     causal : bool
-        False: an encoder's maps, ``[CLS]``, the words, the full stop, ``[SEP]`` (sinks: the first
-        and last token). True: a decoder's causal maps of one start token, the words and the full
-        stop (sink: the first token); :func:`follow_scores` then compares only pairs visible in both orders.
-
-    Returns
-    -------
-    ContentPositionScores
+        False: an encoder's maps (sinks ``[CLS]`` and ``[SEP]``). True: a decoder's causal maps after one
+        start token (its sink).
 
     Examples
     --------

@@ -1,22 +1,10 @@
-r"""The two tasks of the ablations: stacked multi-query associative recall, and a previous-token copy.
+r"""The tasks of the ablations: stacked MQAR, partner recall and a previous-token copy.
 
-Both return a :class:`~attention_course.models.tasks.Batch` whose ``inputs`` hold *two* ids per
-position, shape ``(B, T, 2)``: a key (or token) id and a value id, embedded and summed into one
-vector (:class:`~attention_course.chapters.insight.mixers.MixerModel`). :data:`BLANK` in the
-value slot means "no value here".
-
-- **Stacked MQAR** (Arora et al. 2023, ``zoology/data/stacked_mqar.py``): the first ``N``
-  positions each carry a key and its value, :math:`(k_j, v_j)`; the next ``N`` positions carry
-  the same keys in a random order with a blank value, and each must output the value stored with
-  its key. One layer that matches the query's key against the earlier keys solves it; nothing that
-  mixes positions with weights fixed in advance can, because where the key sits changes with every
-  sequence.
-- **Partner recall**: stacked MQAR whose keys come in partner pairs :math:`f(2i) = 2i + 1`,
-  :math:`f(2i + 1) = 2i`, both members stored; the query key :math:`a` must output the value stored
-  under :math:`f(a)`. The right match is a *different* key, not the embeddings' own similarity.
-- **Previous-token copy**: random tokens; position :math:`t \ge 1` must output the token at
-  :math:`t - 1`. The relation is directional (the previous token, not the next, not itself), and
-  the offset never changes, so fixed mixing solves it.
+Each returns a :class:`~attention_course.models.tasks.Batch` with two ids per position, ``inputs``
+``(B, T, 2)``: a key (or token) id and a value id (:data:`BLANK`: no value).
+Stacked MQAR (Arora et al. 2023) stores ``N`` pairs :math:`(k_j, v_j)`, then queries each key;
+partner recall asks for the value of the partner key :math:`f(2i) = 2i + 1`, :math:`f(2i + 1) = 2i`;
+the copy asks position :math:`t \ge 1` for the token at :math:`t - 1`.
 """
 
 from __future__ import annotations
@@ -118,16 +106,18 @@ def partner_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     """
     if n_pairs < 2 or n_pairs % 2 or n_keys < n_pairs or n_keys % 2:
         raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}; expected even 2 <= n_pairs <= n_keys, n_keys even")
-    g = _gen(seed, generator)
-    B, N = batch_size, n_pairs
-    couples = torch.rand(B, n_keys // 2, generator=g).argsort(dim=1)[:, :N // 2]  # (B, N/2): partner pairs
-    both = torch.stack([2 * couples, 2 * couples + 1], dim=2).reshape(B, N)  # (B, N): a and f(a)
-    shuffle = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): storage order
-    keys = both.gather(1, shuffle)  # (B, N)
+    return _group_recall(batch_size, n_pairs, n_keys, 2, _gen(seed, generator), lambda a: a ^ 1)
+
+
+def _group_recall(B: int, N: int, n_keys: int, m: int, g: torch.Generator, follow) -> Batch:
+    """``N / m`` whole groups of ``m`` key ids stored in a random order, each key queried once, in a random
+    order, for the value stored under ``follow(key)``."""
+    groups = torch.rand(B, n_keys // m, generator=g).argsort(dim=1)[:, :N // m]  # (B, N/m): whole groups
+    members = (m * groups[:, :, None] + torch.arange(m)).reshape(B, N)  # (B, N): every id of those groups
+    keys = members.gather(1, torch.rand(B, N, generator=g).argsort(dim=1))  # (B, N): storage order
     values = torch.randint(0, N_VALUES, (B, N), generator=g)  # (B, N)
-    order = torch.rand(B, N, generator=g).argsort(dim=1)  # (B, N): the queried key at each query
-    queried = keys.gather(1, order)  # (B, N)
-    where = (keys[:, None, :] == (queried ^ 1)[:, :, None]).float().argmax(dim=2)  # (B, N): partner's slot
+    queried = keys.gather(1, torch.rand(B, N, generator=g).argsort(dim=1))  # (B, N): the queried key at each query
+    where = (keys[:, None, :] == follow(queried)[:, :, None]).float().argmax(dim=2)  # (B, N): follow(a)'s slot
     return _recall_batch(keys, values, queried, values.gather(1, where))
 
 

@@ -1,18 +1,7 @@
 r"""Chapter 7's sliders: the lesson's inverse-temperature slider, and the evidence page's flagged sliders.
 
-:func:`temperature_explorer` teaches: it sharpens one lookup in an associative memory and shows where
-the weight goes. The others push on a verdict and carry its flag.
-
-The window slider: shrink attention to a local window and watch recall follow the window.
-
-The verdict ``all-pairs`` holds *when what a query must fetch can lie anywhere*. On stacked MQAR a
-query's key sits 1 to 2N - 1 positions back; a causal window of :math:`w` positions sees it only when
-the gap is below :math:`w`. The slider moves :math:`w` over the stored runs (softmax attention with
-the window, three seeds each) and shows the trained accuracy beside the share of queries whose key
-the window covers (:func:`~attention_course.chapters.insight.ingredients.covered_share`). The flag sits
-at the first window whose accuracy is within 0.05 of full attention
-(:func:`~attention_course.chapters.insight.ingredients.first_within`): there the verdict's condition,
-"the window covers every dependency", is met. This module only reads and draws.
+:func:`temperature_explorer` teaches (one lookup sharpening as :math:`\beta` grows); the others move
+over stored runs and flag where a verdict's condition changes. They only read and draw.
 """
 
 from __future__ import annotations
@@ -35,6 +24,19 @@ __all__ = ["window_explorer", "task_explorer", "metric_explorer", "pairs_explore
 #: How close to full attention a window must come to count as "enough" (the pre-registered 0.05).
 WINDOW_MARGIN = 0.05
 _ACC, _COVER = "#0072B2", "#999999"
+
+
+def _error_y(scores: Sequence[Score]) -> dict:
+    """Plotly error bars from the mean down to the worst seed and up to the best."""
+    return {"type": "data", "symmetric": False, "array": [x.high - x.mean for x in scores],
+            "arrayminus": [x.mean - x.low for x in scores]}
+
+
+def _bar_frame(label: str, names: Sequence[str], scores: Sequence[Score], end: str = ".") -> dict:
+    """One frame: a bar per name with its seeds' spread, and the means in the readout."""
+    return {"data": [{"type": "bar", "x": list(names), "y": [x.mean for x in scores], "marker": {"color": _ACC},
+                      "error_y": _error_y(scores)}],
+            "readout": f"{label}: " + "; ".join(f"{v} <b>{x.mean:.2f}</b>" for v, x in zip(names, scores)) + end}
 
 
 def window_explorer(table: Mapping[tuple[str, str], Score], task: str = "recall (MQAR, 16 pairs)",
@@ -60,9 +62,7 @@ def window_explorer(table: Mapping[tuple[str, str], Score], task: str = "recall 
         frames.append({
             "data": [{"type": "bar", "x": [str(v) for v in windows], "y": acc, "name": "trained recall",
                       "marker": {"color": colors},
-                      "error_y": {"type": "data", "symmetric": False,
-                                  "array": [x.high - x.mean for x in scores],
-                                  "arrayminus": [x.mean - x.low for x in scores]}},
+                      "error_y": _error_y(scores)},
                      {"type": "scatter", "mode": "lines+markers", "x": [str(v) for v in windows], "y": cover,
                       "name": "keys inside the window", "line": {"color": _COVER, "dash": "dot"}}],
             "readout": (f"A window of <b>{w}</b> positions: recall {s.mean:.2f} (seeds {s.low:.2f}-{s.high:.2f}); "
@@ -100,11 +100,8 @@ TASK_SLIDERS = {
 
 
 def task_explorer(table: Mapping[tuple[str, str], Score], claim: str) -> SliderFigure:
-    """Switch the task (recall, previous token) and compare softmax with the variants of one claim.
-
-    The flag sits at the first task where the compared variant's mean differs from softmax's by more
-    than :data:`WINDOW_MARGIN` (``asymmetric``) or comes within it (``data-dependent``): where the
-    verdict's condition changes.
+    """Switch the task (recall, previous token) and compare softmax with the variants of one claim; the flag sits
+    where the compared variant crosses :data:`WINDOW_MARGIN` of softmax.
 
     Examples
     --------
@@ -121,15 +118,7 @@ def task_explorer(table: Mapping[tuple[str, str], Score], claim: str) -> SliderF
     gaps_ = [table[t, "softmax attention"].mean - table[t, compared].mean for _, t in tasks]
     close = [abs(g) <= WINDOW_MARGIN for g in gaps_]
     flip = next((i for i, c in enumerate(close) if c != close[0]), None)
-    frames = []
-    for label, t in tasks:
-        s = [table[t, v] for v in variants]
-        frames.append({
-            "data": [{"type": "bar", "x": list(variants), "y": [x.mean for x in s], "marker": {"color": _ACC},
-                      "error_y": {"type": "data", "symmetric": False, "array": [x.high - x.mean for x in s],
-                                  "arrayminus": [x.mean - x.low for x in s]}}],
-            "readout": f"{label}: " + "; ".join(f"{v} <b>{x.mean:.2f}</b>" for v, x in zip(variants, s)) + ".",
-        })
+    frames = [_bar_frame(label, variants, [table[t, v] for v in variants]) for label, t in tasks]
     layout = {"height": 340, "margin": {"l": 55, "r": 10, "t": 10, "b": 90}, "font": {"size": 13},
               "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1.05]}}
 
@@ -160,11 +149,8 @@ METRIC_MARGIN = 0.05
 
 
 def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
-    """Switch the task and compare a learned query-key metric with the fixed one (``metric-learned``).
-
-    Each frame shows the two variants whose gap the first comparison (learned embeddings) reads on that task;
-    the flag sits at the first task where the gap exceeds :data:`METRIC_MARGIN`: where the identity metric
-    stops being enough.
+    """Switch the task and compare a learned query-key metric with the fixed one (``metric-learned``); the flag
+    sits at the first task where the gap exceeds :data:`METRIC_MARGIN`.
 
     Examples
     --------
@@ -177,16 +163,8 @@ def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
     """
     gaps_ = [table[t, a].mean - table[t, b].mean for _, t, (a, b) in METRIC_TASKS]
     flip = next((i for i, g in enumerate(gaps_) if g > METRIC_MARGIN), None)
-    frames = []
-    for (label, t, pair), g in zip(METRIC_TASKS, gaps_):
-        s = [table[t, v] for v in pair]
-        frames.append({
-            "data": [{"type": "bar", "x": list(pair), "y": [x.mean for x in s], "marker": {"color": _ACC},
-                      "error_y": {"type": "data", "symmetric": False, "array": [x.high - x.mean for x in s],
-                                  "arrayminus": [x.mean - x.low for x in s]}}],
-            "readout": f"{label}: " + "; ".join(f"{v} <b>{x.mean:.2f}</b>" for v, x in zip(pair, s))
-                       + f". Gap {g:+.2f}.",
-        })
+    frames = [_bar_frame(label, pair, [table[t, v] for v in pair], f". Gap {g:+.2f}.")
+              for (label, t, pair), g in zip(METRIC_TASKS, gaps_)]
     layout = {"height": 340, "margin": {"l": 55, "r": 10, "t": 10, "b": 70}, "font": {"size": 13},
               "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1.05]}}
 
@@ -210,11 +188,8 @@ def metric_explorer(table: Mapping[tuple[str, str], Score]) -> SliderFigure:
 
 def pairs_explorer(table: Mapping[tuple[str, int, int], Score], pairs=(8, 16, 32, 64),
                    widths=(16, 32, 64)) -> SliderFigure:
-    """A slider over the load N/d: softmax against linear attention at every width with that ratio.
-
-    The flag sits at :func:`~attention_course.chapters.insight.converged_comparisons.ratio_threshold`, the
-    smallest ratio from which linear attention is more than 0.1 behind at every informative point
-    (``softmax-over-linear``'s condition).
+    """A slider over the load N/d: softmax against linear attention at every width with that ratio; the flag sits
+    at :func:`~attention_course.chapters.insight.converged_comparisons.ratio_threshold`.
 
     Examples
     --------
@@ -272,9 +247,8 @@ def temperature_explorer(keys: np.ndarray, values: np.ndarray, query: np.ndarray
                          betas: Optional[Sequence[float]] = None, start: Optional[int] = None) -> SliderFigure:
     r"""The lesson's slider: one lookup in a memory of sign keys, as the inverse temperature :math:`\beta` grows.
 
-    Each frame shows the weights :math:`\operatorname{softmax}(\beta K \xi)` the query gives each
-    stored key (the key it was made from in blue) and, in the readout, the value read out,
-    :math:`\sum_j w_j v_j`, beside the stored value it should return. Nothing here decides a verdict.
+    Each frame shows the weights :math:`\operatorname{softmax}(\beta K \xi)` over the stored keys and reads out
+    :math:`\sum_j w_j v_j` beside the stored value.
 
     Parameters
     ----------
@@ -341,11 +315,8 @@ def content_explorer(scores: Mapping[str, ContentPositionScores], margins: Seque
                      chosen: float = MARGIN, decides: Optional[str] = None, beside: Sequence[str] = ()) -> SliderFigure:
     """A slider over the margin between the two correlations: each model's kinds of head and the verdict.
 
-    For every margin, one stacked bar per model of ``scores`` (shares of all heads: sink, content,
-    position, mixed; :meth:`~attention_course.chapters.insight.position_content.ContentPositionScores.shares`)
-    and the verdict ``content-not-position``'s rule gives each. Flags mark each margin where a model's
-    verdict changes (``decides``, by default the first model, is the one whose verdict is the claim's;
-    the models in ``beside``, baselines, are drawn but not flagged); the slider starts at ``chosen``.
+    Flags mark each margin where a model's verdict changes (``decides``, default the first model, gives the
+    claim's; the baselines in ``beside`` are not flagged); the slider starts at ``chosen``.
 
     Examples
     --------

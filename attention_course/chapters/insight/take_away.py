@@ -1,11 +1,8 @@
 """The lesson's table of ingredients taken away: the ablation grid with the learned-metric runs beside it.
 
-The ablation grid trains every variant for a fixed number of steps with the scores scaled by
-:math:`1/\\sqrt{d}`; the learned-metric runs give the symmetric variants (tied :math:`W_Q = W_K`, and
-:math:`W_Q = W_K = I`) a learnable score scale and train them until their accuracy stops rising, on
-recall, the copy and partner recall. :func:`take_away_table` merges the three result files into one
-``(task, variant) -> Score`` table, and :data:`TAKE_AWAY_ROWS` / :data:`TAKE_AWAY_TASKS` are the rows and
-tasks the lesson draws, :data:`PARTNER_ROWS` its partner-recall bars (the evidence page draws every variant, partner recall and the learned-metric runs).
+:func:`take_away_table` merges the three result files into one ``(task, variant) -> Score`` table;
+:data:`TAKE_AWAY_ROWS` and :data:`TAKE_AWAY_TASKS` are what the lesson draws, :data:`PARTNER_ROWS` its
+partner-recall bars.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import torch
 from attention_course.chapters.insight import converged_comparisons as mr
 from attention_course.chapters.insight.ablations import RecallTask
 from attention_course.chapters.insight.convergence import ConvergenceRule, stop_reason
-from attention_course.chapters.insight.ingredients import Score
+from attention_course.chapters.insight.ingredients import Score, accuracy_table
 from attention_course.chapters.insight.mixers import MixerModel, Variant, linear_weights, mixing_mask
 from attention_course.chapters.insight.recall_tasks import previous_token, stacked_mqar
 from attention_course.course.claims import by_id
@@ -223,7 +223,7 @@ def stored_new():
 def test_stored_partner_and_long_runs_decide_the_ledger(stored, stored_new):
     metric, linear = stored
     partner, long = stored_new
-    t = mr.accuracy_table_of(metric["runs"] + partner["runs"])
+    t = accuracy_table(metric["runs"] + partner["runs"])
     assert mr.decide_metric_learned(t) == "holds when"  # the earlier rule: learned beats the identity on partner recall only
     merged = mr.merged_linear(linear["runs"], long["runs"])
     assert mr.decide_softmax_linear(mr.linear_table(merged)) == by_id("softmax-over-linear").verdict
