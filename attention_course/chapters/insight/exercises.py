@@ -225,7 +225,7 @@ def _window_reference(T, w):
 
 
 def _window_cases() -> list[Case]:
-    return [Case(f"T={T}, w={w}", (T, w)) for T, w in ((6, 3), (5, 1), (4, None), (4, 4), (3, 10), (1, 1), (8, 2))]
+    return [Case(f"T={T}, w={w}", (T, w)) for T, w in ((6, 3), (5, 1), (4, None), (4, 4), (3, 10), (1, 1), (8, 2), (6, None))]
 
 
 def _band(lo, hi_of_w, none_means_all: bool = False):

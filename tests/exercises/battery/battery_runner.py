@@ -26,7 +26,9 @@ FIRST = ("hopfield-retrieval", "bert-attention", "post-ln-block", "bert-encoder"
 #: The second battery: chapters 9 and 10.
 SECOND = ("rms-norm", "rope", "grouped-attention", "decoder-block", "decoder-forward", "next-token-probs",
           "next-token-loss")
-EXERCISES = FIRST + SECOND
+#: The third: chapter 7's window-mask, written blind from its statement and the lesson (answers/NOTES_window_mask.md).
+THIRD = ("window-mask",)
+EXERCISES = FIRST + SECOND + THIRD
 
 
 def _parts(eid: str) -> dict:
