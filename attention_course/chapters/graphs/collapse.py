@@ -1,19 +1,14 @@
-r"""Deep stacks of self-attention and rank collapse (Dong et al. 2021).
+r"""Deep stacks of self-attention and rank collapse (Dong et al. 2021), for chapter 5.
 
-A stack of single-head self-attention layers, with or without skip
-connections, MLPs and LayerNorm, on random weights, and the quantity Dong et
-al. track through it: the distance of the token matrix from rank 1,
+Random stacks of single-head self-attention, with or without skip connections, MLPs and
+LayerNorm, and the distance of the token matrix from rank 1,
 
 .. math::
 
-    \operatorname{res}(X) = \frac{\min_x \|X - \mathbf 1 x^\top\|_F}{\|X\|_F}.
+    \operatorname{res}(X) = \frac{\min_x \|X - \mathbf 1 x^\top\|_F}{\|X\|_F},
 
-Every attention layer averages tokens, so without skip connections the tokens
-become one and the same vector after a few layers; the residual shrinks
-*doubly* exponentially (each layer roughly raises it to a power).
-
-:func:`attention_stack` runs on numpy arrays or torch tensors, so autograd can
-differentiate through it (see :func:`attention_course.chapters.graphs.propagation.dependency_support`).
+which pure attention shrinks doubly exponentially. :func:`attention_stack` also runs on torch
+tensors, so autograd can differentiate through it.
 """
 
 from __future__ import annotations
@@ -28,21 +23,16 @@ import torch
 from ...core import attention as att
 from ...core._backend import Array, ShapeError, is_torch, shape_str, to_numpy
 
-__all__ = [
-    "init_stack_params", "rank_one_residual", "rank_collapse_curves", "shrink_factor", "rank_one_parts",
-    "rank_one_part_curves",
-]
+__all__ = ["init_stack_params", "rank_one_residual", "rank_collapse_curves", "shrink_factor", "rank_one_parts",
+           "rank_one_part_curves"]
 
 
-def init_stack_params(
-    d_model: int, n_layers: int, *, seed: int, mlp: bool = False, d_ff: Optional[int] = None,
-    value_scale: float = 1.0,
-) -> list[dict[str, np.ndarray]]:
-    """Random weights for :func:`attention_stack`, entries N(0, 1/fan_in), float64.
+def init_stack_params(d_model: int, n_layers: int, *, seed: int, mlp: bool = False, d_ff: Optional[int] = None,
+                      value_scale: float = 1.0) -> list[dict[str, np.ndarray]]:
+    """Random float64 weights for :func:`attention_stack`, entries N(0, 1/fan_in).
 
-    Each layer has ``W_q, W_k, W_v`` (d_model, d_model) and, with ``mlp``,
-    ``W_1`` (d_model, d_ff) and ``W_2`` (d_ff, d_model), ``d_ff = 4 d_model``.
-    ``value_scale`` multiplies every ``W_v`` (the gain of the attention branch).
+    Each layer has ``W_q, W_k, W_v`` (d_model, d_model), ``W_v`` times ``value_scale``, and with
+    ``mlp`` ``W_1`` (d_model, d_ff) and ``W_2`` (d_ff, d_model), ``d_ff = 4 d_model`` by default.
 
     Examples
     --------
@@ -72,25 +62,14 @@ def _layer_norm(x: Array, eps: float = 1e-5) -> Array:
     return (x - mu) / (var + eps) ** 0.5  # (T, d_model), no affine parameters
 
 
-def attention_stack(
-    x: Array, params: list[dict], mask: Optional[Array] = None, *,
-    skip: bool = False, mlp: bool = False, layernorm: bool = False,
-) -> list[Array]:
-    r"""Run single-head self-attention layers; returns ``[x_0, x_1, ..., x_L]``.
+def attention_stack(x: Array, params: list[dict], mask: Optional[Array] = None, *, skip: bool = False,
+                    mlp: bool = False, layernorm: bool = False) -> list[Array]:
+    r"""Run single-head self-attention layers on ``x`` (T, d_model) or (B, T, d_model); returns ``[x_0, ..., x_L]``.
 
-    Pure attention (default): :math:`x_{\ell+1} = \operatorname{SA}(x_\ell)`. With
-    ``skip``: :math:`x + \operatorname{SA}(x)`; ``mlp`` adds a ReLU MLP sublayer
-    (with its own skip when ``skip``); ``layernorm`` applies LayerNorm (no affine)
-    after each sublayer (post-LN).
-
-    Parameters
-    ----------
-    x : array or tensor, shape (T, d_model) or (B, T, d_model)
-        One sequence of tokens, or a batch of them run through the same weights.
-    params : list of dict
-        From :func:`init_stack_params`.
-    mask : bool array, shape (T, T), optional
-        ``True`` = may attend (edge j -> i); a fully masked query gets output 0.
+    Pure attention (default) is :math:`x_{\ell+1} = \operatorname{SA}(x_\ell)`; ``skip`` makes it
+    :math:`x + \operatorname{SA}(x)`; ``mlp`` adds a ReLU MLP sublayer; ``layernorm`` applies
+    LayerNorm without affine parameters after each sublayer (post-LN). ``mask`` (T, T): ``True`` =
+    may attend.
 
     Examples
     --------
@@ -100,10 +79,8 @@ def attention_stack(
     (4, (6, 8))
     """
     if x.ndim not in (2, 3) or x.shape[-1] != params[0]["W_q"].shape[0]:
-        raise ShapeError(
-            f"x has shape {shape_str(x)}; "
-            f"expected (T, {params[0]['W_q'].shape[0]}) or (B, T, {params[0]['W_q'].shape[0]}) for these params"
-        )
+        d = params[0]["W_q"].shape[0]
+        raise ShapeError(f"x has shape {shape_str(x)}; expected (T, {d}) or (B, T, {d}) for these params")
     conv = (lambda p: torch.as_tensor(p, dtype=x.dtype)) if is_torch(x) else (lambda p: p)
     outs = [x]
     for layer in params:
@@ -121,36 +98,37 @@ def attention_stack(
     return outs
 
 
+def _tokens(x: Array) -> np.ndarray:
+    X = to_numpy(x).astype(float)
+    if X.ndim != 2:
+        raise ShapeError(f"x has shape {X.shape}; expected (T, d) tokens by features")
+    return X
+
+
 def rank_one_residual(x: Array) -> float:
-    r"""Relative distance to rank 1 (Dong et al. 2021), in the Frobenius norm.
+    r"""Relative distance to rank 1 in the Frobenius norm, minimised by the mean row :math:`\bar x`.
 
     .. math::
 
-        \operatorname{res}(X) = \frac{\min_x \|X - \mathbf 1 x^\top\|_F}{\|X\|_F}, \qquad
-        \text{minimised by } x = \text{the mean row of } X.
+        \operatorname{res}(X) = \frac{\|X - \mathbf 1 \bar x^\top\|_F}{\|X\|_F}
 
     Examples
     --------
     >>> rank_one_residual(np.array([[1.0, 2.0], [1.0, 2.0]]))
     0.0
     """
-    X = to_numpy(x).astype(float)
-    if X.ndim != 2:
-        raise ShapeError(f"x has shape {X.shape}; expected (T, d) tokens by features")
+    X = _tokens(x)
     return float(np.linalg.norm(X - X.mean(axis=0, keepdims=True)) / np.linalg.norm(X))
 
 
 def rank_one_parts(x: Array) -> tuple[float, float]:
-    r"""The two absolute sizes behind :func:`rank_one_residual`: spread and shared part.
+    r"""The two absolute sizes behind :func:`rank_one_residual` for ``x`` (T, d): spread and shared part.
 
     .. math::
 
-        D(X) = \min_x \|X - \mathbf 1 x^\top\|_F = \|X - \mathbf 1 \bar x^\top\|_F, \qquad
-        S(X) = \|\mathbf 1 \bar x^\top\|_F = \sqrt{T}\,\|\bar x\|_2,
+        D(X) = \|X - \mathbf 1 \bar x^\top\|_F, \qquad S(X) = \sqrt{T}\,\|\bar x\|_2,
 
-    with :math:`\bar x` the mean row of ``x`` (T, d). The two parts are orthogonal, so
-    :math:`\|X\|_F^2 = D^2 + S^2` and :func:`rank_one_residual` is :math:`D / \sqrt{D^2 + S^2}`:
-    the ratio can shrink because *S* grows while *D* does not shrink at all.
+    orthogonal parts, so the residual is :math:`D / \sqrt{D^2 + S^2}` and can shrink because *S* grows.
 
     Examples
     --------
@@ -158,9 +136,7 @@ def rank_one_parts(x: Array) -> tuple[float, float]:
     >>> round(D ** 2, 12), round(S ** 2, 12)  # rows differ by (-1, 0), (1, 0); sqrt(2) * |(2, 2)|
     (2.0, 16.0)
     """
-    X = to_numpy(x).astype(float)
-    if X.ndim != 2:
-        raise ShapeError(f"x has shape {X.shape}; expected (T, d) tokens by features")
+    X = _tokens(x)
     mean = X.mean(axis=0, keepdims=True)  # (1, d)
     return float(np.linalg.norm(X - mean)), float(math.sqrt(X.shape[0]) * np.linalg.norm(mean))
 
@@ -173,18 +149,10 @@ def _random_stack(n_tokens: int, d_model: int, n_layers: int, seed: int, *, skip
     return attention_stack(x, params, skip=skip, mlp=mlp, layernorm=layernorm)
 
 
-def rank_one_part_curves(
-    n_tokens: int = 16, d_model: int = 64, n_layers: int = 48, *, seeds: Sequence[int] = range(5),
-    skip: bool = False, mlp: bool = False, layernorm: bool = False, value_scale: float = 1.0,
-) -> np.ndarray:
-    """:func:`rank_one_parts` after each layer of the random stacks of :func:`rank_collapse`.
-
-    Returns
-    -------
-    numpy.ndarray, shape (len(seeds), n_layers + 1, 2)
-        ``[s, l, 0]`` is the distance *D* to rank 1 and ``[s, l, 1]`` the shared part *S*
-        after layer ``l`` (input first) for the ``s``-th seed; the same stacks as
-        :func:`rank_collapse`, so ``D / sqrt(D**2 + S**2)`` is its curve.
+def rank_one_part_curves(n_tokens: int = 16, d_model: int = 64, n_layers: int = 48, *,
+                         seeds: Sequence[int] = range(5), skip: bool = False, mlp: bool = False,
+                         layernorm: bool = False, value_scale: float = 1.0) -> np.ndarray:
+    """:func:`rank_one_parts` (D, S) after each layer of :func:`rank_collapse`'s stacks: (len(seeds), n_layers + 1, 2).
 
     Examples
     --------
@@ -200,15 +168,11 @@ def rank_one_part_curves(
         for s in seeds])
 
 
-def rank_collapse(
-    n_tokens: int = 16, d_model: int = 64, n_layers: int = 5, *, seed: int = 0,
-    skip: bool = False, mlp: bool = False, layernorm: bool = False, value_scale: float = 1.0,
-) -> np.ndarray:
+def rank_collapse(n_tokens: int = 16, d_model: int = 64, n_layers: int = 5, *, seed: int = 0, skip: bool = False,
+                  mlp: bool = False, layernorm: bool = False, value_scale: float = 1.0) -> np.ndarray:
     """Distance to rank 1 after each layer of a random stack, input first: (n_layers + 1,).
 
-    Input tokens are standard normal; weights come from :func:`init_stack_params`
-    (seed ``seed + 1``, ``value_scale`` on ``W_v``). Pure attention collapses
-    doubly exponentially (Dong et al. 2021).
+    Inputs are standard normal (seed ``seed``), weights from :func:`init_stack_params` (seed ``seed + 1``).
 
     Examples
     --------
@@ -222,18 +186,9 @@ def rank_collapse(
     return np.array([rank_one_residual(o) for o in outs])
 
 
-def rank_collapse_curves(
-    stacks: dict[str, dict], n_tokens: int = 16, d_model: int = 64, n_layers: int = 48,
-    seeds: Sequence[int] = range(5),
-) -> dict[str, np.ndarray]:
-    """The median over ``seeds`` of :func:`rank_collapse`, for each named stack.
-
-    ``stacks`` maps a name to the keyword arguments of :func:`rank_collapse` (``skip``,
-    ``mlp``, ``layernorm``, ``value_scale``); the median is taken layer by layer.
-
-    Returns
-    -------
-    dict of numpy.ndarray, each of shape (n_layers + 1,), input first.
+def rank_collapse_curves(stacks: dict[str, dict], n_tokens: int = 16, d_model: int = 64, n_layers: int = 48,
+                         seeds: Sequence[int] = range(5)) -> dict[str, np.ndarray]:
+    """Per named stack (keywords of :func:`rank_collapse`), the layer-wise median over ``seeds``: (n_layers + 1,).
 
     Examples
     --------
@@ -246,13 +201,7 @@ def rank_collapse_curves(
 
 
 def shrink_factor(residuals: Array, a: int, b: int) -> float:
-    r"""Geometric-mean factor per layer by which a residual curve shrinks from layer ``a`` to ``b``.
-
-    .. math::
-
-        \Big(\frac{r_b}{r_a}\Big)^{1/(b - a)}
-
-    1 means no shrinking; a pure exponential decay :math:`r_\ell = c\,\rho^\ell` gives :math:`\rho`.
+    r"""Geometric-mean factor per layer by which residuals shrink from ``a`` to ``b``: :math:`(r_b/r_a)^{1/(b - a)}`.
 
     Examples
     --------

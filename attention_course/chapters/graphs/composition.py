@@ -1,36 +1,19 @@
 r"""Chapter 5's composition run: how many layers does the tiny transformer need for ``k`` hops?
 
-Reach is not the question on a complete graph: one layer already connects every
-position to every other. What depth can buy is **composition**, lookups whose
-input is the output of an earlier lookup. The task is
-:func:`~attention_course.models.pointer_chasing.pointer_chasing`: the edges of a
-random cycle on ``n`` nodes, then a start node :math:`q`; the answer is
-:math:`f^{k}(q)`. For each number of hops ``k`` and each depth ``L``, the
-attention-only :class:`~attention_course.models.tiny.TinyTransformer` is trained
-(:func:`~attention_course.models.training.train`: AdamW, one thread, batches seeded
-by the seed) on the training maps, and scored by its **held-out accuracy**,
+On a complete graph one layer already reaches every position; what depth buys is composition,
+lookups whose input is an earlier lookup's output. The task is
+:func:`~attention_course.models.pointer_chasing.pointer_chasing` (a random cycle on ``n`` nodes,
+then a start node :math:`q`; the answer is :math:`f^{k}(q)`), scored by held-out accuracy on maps
+no training batch contains,
 
 .. math::
 
-    \operatorname{acc} = \frac{1}{N}\sum_{b=1}^{N}
-        \big[\arg\max_c z_{b, T-1, c} = f_b^{k}(q_b)\big],
+    \operatorname{acc} = \frac{1}{N}\sum_{b=1}^{N} \big[\arg\max_c z_{b, T-1, c} = f_b^{k}(q_b)\big].
 
-on :math:`N` sequences whose maps no training batch contains
-(:func:`~attention_course.models.pointer_chasing.map_split`). Two hypotheses give
-different predictions: one hop per layer (``L >= k``), or pointer doubling, where
-the edges compose with each other so that ``L`` layers cover :math:`2^{L-1}` hops.
-A causal model can double only with edges listed *earlier*, so doubling is partial.
-They part at ``k = 4, L = 3``; the stored grid (``k, L`` in 1, 2, 3 seeds) tests the
-first step of both, that one layer cannot compose two lookups and two layers can.
-In a pilot (one seed, 3,000 steps) ``k = 3, L = 3`` and ``k = 4, L = 4`` were not
-learned (held-out accuracy 0.32 and 0.17): deeper compositions need far longer training.
-
-:data:`K_HOPS` is the run's configuration of the course's one runner; ``python -m attention_course
-composition-run`` writes it (3 seeds for every ``(k, L)``; 12 minutes with two workers on a busy
-2-core machine) to ``attention_course/data/composition.json``; :func:`load_runs` reads it back and
-:func:`summarise` gives the mean, min and max over seeds. :func:`live_run` is the reduced run a
-notebook can afford. The command's other parts (``--matched``: heads against depth at equal
-parameters) are in :mod:`~attention_course.chapters.graphs.head_budget`.
+``python -m attention_course composition-run`` (:data:`K_HOPS`) writes ``composition.json``;
+:func:`load_runs` reads it, :func:`summarise` gives mean, min and max over seeds, and
+:func:`live_run` is the reduced run a notebook can afford. The ``--matched`` parts are in
+:mod:`~attention_course.chapters.graphs.head_budget`.
 """
 
 from __future__ import annotations
@@ -63,13 +46,11 @@ HELD_OUT_SEED = 12345
 
 @dataclass(frozen=True)
 class CompositionConfig(Training):
-    """The configuration of ``composition-run``: the training keywords (chapter 5's: :math:`d_{model} = 64`,
-    4 heads, learning rate 3e-3, batch 64, 2,000 held-out sequences) and each part's grid.
+    """The configuration of ``composition-run``: chapter 5's training keywords and each part's grid.
 
     ``hops``, ``layers``, ``seeds`` and ``hop_steps`` (one per ``k``, or one for all) are the k-hop
-    grid; ``every`` averages its training curves. ``matched`` and what follows choose and configure
-    the parts of :mod:`~attention_course.chapters.graphs.head_budget`; ``hops_sweep``, ``controls``
-    and ``lrs`` those of :mod:`~attention_course.chapters.graphs.hop_sweep`.
+    grid; ``matched`` and what follows configure :mod:`~attention_course.chapters.graphs.head_budget`,
+    ``hops_sweep``, ``controls`` and ``lrs`` :mod:`~attention_course.chapters.graphs.hop_sweep`.
     """
 
     lr: float = 3e-3
@@ -121,19 +102,12 @@ def accuracy(model: TinyTransformer, task: PointerChasingTask, batch_size: int =
 
 def run_one(hops: int, n_layers: int, seed: int, steps: int, n_nodes: int = 8, every: int = 50,
             **training: Any) -> dict:
-    r"""Train one model on ``k = hops`` and return its held-out accuracy, loss and training curve.
+    r"""Train one attention-only model on ``k = hops``; return its held-out accuracy, loss and training curve.
 
-    The model is ``TinyTransformer(ModelConfig(vocab_size=n + n**2, max_len=n + 1, d_model,
-    n_heads, n_layers), seed)`` (attention only, pre-LayerNorm); the training curve is the
-    training loss averaged over blocks of ``every`` steps. ``training`` holds the training
-    keywords ``lr``, ``n_heads``, ``d_model``, ``batch_size`` and ``eval_batch`` (held-out
-    sequences), :class:`CompositionConfig`'s for those not given.
-
-    Returns
-    -------
-    dict with ``hops, n_layers, seed, steps`` (ints), ``accuracy`` (held-out, float),
-    ``train_accuracy`` (a seeded batch of training maps), ``held_out_loss`` (nats),
-    ``train_curve`` (``steps // every`` floats) and ``seconds`` (wall time).
+    ``training`` holds ``lr``, ``n_heads``, ``d_model``, ``batch_size``, ``eval_batch``
+    (:class:`CompositionConfig`'s for those not given). The record has ``hops, n_layers, seed,
+    steps, accuracy, train_accuracy, held_out_loss, train_curve`` (training loss averaged over
+    blocks of ``every`` steps) and ``seconds``.
 
     Examples
     --------
@@ -222,9 +196,8 @@ def composition_study(hops: Iterable[int], layers: Iterable[int], seeds: Iterabl
                       eval_size: int = 2000, jobs: int = 1, **settings: Any) -> list[dict]:
     """:func:`run_one` for every ``(k, L, seed)``, in that order; ``settings`` override :class:`CompositionConfig`.
 
-    ``steps`` is one number for every run or a mapping ``k -> steps``. With ``jobs > 1`` the
-    runs go to that many worker processes (each on one thread; the results do not depend on
-    ``jobs``), the longest first. ``progress`` shows a progress bar on stderr.
+    ``steps`` is one number or a mapping ``k -> steps``; ``jobs > 1`` runs on that many worker
+    processes (the results do not depend on ``jobs``).
 
     Examples
     --------
@@ -295,10 +268,7 @@ def layers_needed(runs: Iterable[dict], threshold: float = 0.9) -> dict:
 
 def live_run(hops: Sequence[int] = (1, 2), n_layers: Sequence[int] = (1, 2), seed: int = 0,
              steps: int = 400, eval_size: int = 1000, **settings: Any) -> list[dict]:
-    """The reduced run for a notebook: one seed, few steps, every ``(k, L)`` of the grids given.
-
-    Same model and task as the stored run (:data:`K_HOPS`), shorter training, so the
-    accuracies are lower bounds on the stored ones. Nothing is printed.
+    """The reduced run for a notebook: one seed, few steps (accuracies are lower bounds on the stored run's).
 
     Examples
     --------

@@ -1,20 +1,12 @@
-r"""What a deep stack keeps: a linear probe that reads each token's input label back from layer :math:`\ell`.
-
-The spread between tokens (:func:`attention_course.chapters.graphs.collapse.rank_one_parts`) can grow while
-what the tokens carry is scrambled. A *function* test asks whether the input can still be read
-out. Each token of a sequence gets one of ``n_labels`` labels, embedded as a fixed random vector;
-after layer :math:`\ell` a least-squares probe :math:`W` maps the token's state to the one-hot
-label,
+r"""What a deep stack keeps: linear probes that read each token's input (or a neighbour's) back from layer :math:`\ell`.
 
 .. math::
 
     W = \arg\min_W \|[X_\ell\; \mathbf 1] W - Y\|_F^2 + \lambda \|W\|_F^2, \qquad
     \hat y = \arg\max_c\, ([x\; 1] W)_c,
 
-fitted on training sequences and scored on held-out ones. Chance is about ``1 / n_labels``.
-The same probe reads a token's *neighbour's* label, which measures information that moved.
-:func:`guess_depth` finds the depth at which a stack's probe falls to guessing (chapter 5's
-``depth-keeps-information`` flags).
+fitted on training sequences and scored on held-out ones (chance is about ``1 / n_labels``).
+Chapter 5's ``depth-keeps-information`` flags and evidence page.
 """
 
 from __future__ import annotations
@@ -34,11 +26,9 @@ __all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "en
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
     r"""Held-out accuracy of a least-squares linear probe from ``features`` (N, d) to ``labels``.
 
-    The first ``n_train`` rows fit the probe (one-hot targets, an intercept, ridge
-    :math:`\lambda` = ``ridge`` times the mean diagonal of :math:`X^\top X`, so the penalty does
-    not depend on the features' scale); the rest are scored. A label unseen in training counts
-    as an error. ``labels`` (N,) gives a float; (N, K), K label columns read from the same
-    features with one factorisation, gives an array (K,).
+    The first ``n_train`` rows fit the probe (one-hot targets, an intercept, ridge :math:`\lambda` =
+    ``ridge`` times the mean diagonal of :math:`X^\top X`, so the scale of the features does not
+    matter); the rest are scored. ``labels`` (N,) gives a float; (N, K) gives K accuracies (K,).
 
     Examples
     --------
@@ -59,10 +49,9 @@ def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 
 
 
 def _ridge_predict(X_fit: np.ndarray, Y_fit: np.ndarray, X_eval: np.ndarray, ridges: Sequence[float]) -> np.ndarray:
-    """Labels that least-squares probes (one per column of ``Y_fit`` (n, K), one per ridge) give ``X_eval``.
+    """Labels that :func:`probe_accuracy`'s probes (one per column of ``Y_fit`` (n, K), one per ridge) give ``X_eval``.
 
-    The probe of :func:`probe_accuracy`: one-hot targets over the labels seen in fitting, an intercept,
-    ridge times the mean diagonal of the Gram matrix. Returns (len(ridges), K, len(X_eval)).
+    Returns (len(ridges), K, len(X_eval)).
     """
     A = np.hstack([X_fit, np.ones((len(X_fit), 1))])  # (n, d + 1), with an intercept
     B = np.hstack([X_eval, np.ones((len(X_eval), 1))])  # (m, d + 1)
@@ -81,20 +70,12 @@ def _ridge_predict(X_fit: np.ndarray, Y_fit: np.ndarray, X_eval: np.ndarray, rid
 def cross_validated_hits(features: Array, labels: Array, n_train: int,
                          ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0),
                          folds: int = 5) -> tuple[np.ndarray, float]:
-    """Which held-out labels a probe reads, its ridge chosen by cross-validation over the fitting sequences.
+    """Labels read right per held-out sequence by a probe whose ridge is chosen by cross-validation.
 
-    ``features`` (N, P, d) and ``labels`` (N, P) hold P read positions of N sequences; the first
-    ``n_train`` sequences fit the probe of :func:`probe_accuracy`, the rest are scored. The ridge
-    is the one of ``ridges`` with the best mean accuracy over ``folds`` folds of the fitting
-    sequences (sequence s in fold s mod folds; ties: the smaller ridge). Scoring per sequence lets
-    a bootstrap resample sequences, the unit that was drawn.
-
-    Returns
-    -------
-    hits : numpy.ndarray, shape (N - n_train,)
-        Labels read right in each held-out sequence (0..P).
-    ridge : float
-        The ridge chosen.
+    ``features`` (N, P, d) and ``labels`` (N, P): P read positions of N sequences, the first
+    ``n_train`` fit. The ridge has the best mean accuracy over ``folds`` folds of the fitting
+    sequences (sequence s in fold s mod folds; ties: the smaller). Returns ``hits``
+    (N - n_train,), 0..P, and the ridge.
 
     Examples
     --------
@@ -129,20 +110,9 @@ def halves_difference(hits: Array, n_read: int, first: Sequence[int], second: Se
 
         D = \frac{1}{|S|}\sum_{\ell \in S} a_\ell - \frac{1}{|F|}\sum_{\ell \in F} a_\ell,
 
-    with :math:`a_\ell` the held-out accuracy after layer :math:`\ell` (``first`` F, ``second`` S).
-    The 95% interval resamples the held-out sequences with replacement (percentiles 2.5 and
-    97.5 of ``n_boot`` draws, seeded).
-
-    Parameters
-    ----------
-    hits : array, shape (L + 1, M)
-        Words read right in each of M held-out sequences after each layer (``cross_validated_hits``).
-    n_read : int
-        Words read per sequence.
-
-    Returns
-    -------
-    (D, low, high)
+    with :math:`a_\ell` the accuracy after layer :math:`\ell`. ``hits`` (L + 1, M) are words read
+    right per held-out sequence, ``n_read`` words per sequence. Returns ``(D, low, high)``, the
+    95% interval from ``n_boot`` seeded resamples of the sequences.
 
     Examples
     --------
@@ -169,12 +139,9 @@ def _resamples(m: int, n_boot: int, seed: int) -> np.ndarray:
 
 
 def last_minus_best(hits: Array, n_read: int, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """The last layer's accuracy minus the best layer's (layers 1..L), with a bootstrap interval.
+    """The last layer's accuracy minus the best layer's (1..L), with a bootstrap interval over sequences.
 
-    MiniLM's statistic (:func:`depth_pattern` compares the last layer with the peak), on the
-    per-sequence hits of :func:`halves_difference`, so that both statistics can be read on one
-    model. The interval resamples sequences (percentiles 2.5 and 97.5); each resample takes its own
-    best layer.
+    MiniLM's statistic on the hits of :func:`halves_difference`; each resample takes its own best layer.
 
     Examples
     --------
@@ -194,11 +161,10 @@ def last_minus_best(hits: Array, n_read: int, n_boot: int = 2000, seed: int = 0)
 
 def halves_label(difference: tuple[float, float, float], last: float, scrambled_last: float,
                  margin: float = 0.05) -> str:
-    """One offset of a deep model by the halves rule: ``"lost"``, ``"kept"``, ``"fades"`` or ``"undecided"``.
+    """One offset by the halves rule: ``"lost"``, ``"kept"``, ``"fades"`` or ``"undecided"``.
 
-    In this order: lost if the last layer's accuracy is within ``margin`` of the scrambled model's
-    last layer; kept if the interval of D (:func:`halves_difference`) lies above ``-margin``; fades if
-    it lies below ``-margin``; else undecided.
+    In this order: lost if the last layer is within ``margin`` of the scrambled model's; kept if
+    D's interval lies above ``-margin``; fades if below; else undecided.
 
     Examples
     --------
@@ -218,9 +184,7 @@ def halves_label(difference: tuple[float, float, float], last: float, scrambled_
 def labelled_sequences(
     n_seq: int, n_tokens: int, d_model: int, n_labels: int, *, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Random sequences of labelled tokens: labels (n_seq, T) and inputs x_0 (n_seq, T, d_model).
-
-    Each label is a fixed standard-normal vector; a token's input is its label's vector.
+    """Random labelled tokens: labels (n_seq, T) and inputs x_0 (n_seq, T, d_model), each label a fixed normal vector.
 
     Examples
     --------
@@ -234,25 +198,14 @@ def labelled_sequences(
     return labels, embed[labels]  # (n_seq, T), (n_seq, T, d_model)
 
 
-def stack_probe_curves(
-    stacks: dict[str, dict], layers: Sequence[int], *, n_seq: int = 200, n_train: int = 150,
-    n_tokens: int = 16, d_model: int = 64, n_labels: int = 16, seeds: Sequence[int] = range(3),
-    mask: Optional[dict[str, np.ndarray]] = None,
-) -> dict[str, np.ndarray]:
-    r"""Probe accuracy for each token's own input label after each of ``layers``, per named stack.
+def stack_probe_curves(stacks: dict[str, dict], layers: Sequence[int], *, n_seq: int = 200, n_train: int = 150,
+                       n_tokens: int = 16, d_model: int = 64, n_labels: int = 16, seeds: Sequence[int] = range(3),
+                       mask: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+    r"""Probe accuracy for each token's own label after each of ``layers``: name -> (len(seeds), len(layers)).
 
-    ``stacks`` maps a name to the keyword arguments of
-    :func:`attention_course.chapters.graphs.collapse.attention_stack` (``skip``, ``mlp``, ``layernorm``);
-    ``mask`` optionally maps a name to its boolean (T, T) mask (``True`` = may attend), e.g. the
-    identity, a stack whose tokens exchange nothing. For each seed: ``n_seq`` sequences from
-    :func:`labelled_sequences` (seed ``seed``), weights from
-    :func:`attention_course.chapters.graphs.collapse.init_stack_params` (seed ``seed + 1``, with MLP weights),
-    the first ``n_train`` sequences fit the probe and the rest score it.
-
-    Returns
-    -------
-    dict of numpy.ndarray, each (len(seeds), len(layers)): held-out accuracy; chance is
-    about ``1 / n_labels``.
+    ``stacks`` maps a name to the keywords of
+    :func:`~attention_course.chapters.graphs.collapse.attention_stack`; ``mask`` optionally maps a
+    name to its (T, T) mask. Per seed: sequences with seed ``seed``, weights with ``seed + 1``.
 
     Examples
     --------
@@ -279,6 +232,8 @@ _ADJS = ("old", "young", "small", "big", "red", "green", "tall", "quiet", "busy"
 _NOUNS = ("cat", "dog", "girl", "boy", "tree", "river", "book", "friend", "teacher", "bird", "car", "house")
 _VERBS = ("saw", "chased", "found", "liked", "helped", "followed", "painted", "watched")
 _PREPS = ("near", "under", "behind", "beside", "above")
+#: The ten slots of the template sentence.
+_SLOTS = (_DETS, _ADJS, _NOUNS, _VERBS, _DETS, _NOUNS, _PREPS, _DETS, _ADJS, _NOUNS)
 
 
 def template_sentences(n: int, seed: int) -> list[str]:
@@ -290,32 +245,16 @@ def template_sentences(n: int, seed: int) -> list[str]:
     9
     """
     rng = np.random.default_rng(seed)
-    slots = (_DETS, _ADJS, _NOUNS, _VERBS, _DETS, _NOUNS, _PREPS, _DETS, _ADJS, _NOUNS)
-    return [" ".join(str(rng.choice(words)) for words in slots) + "." for _ in range(n)]
+    return [" ".join(str(rng.choice(words)) for words in _SLOTS) + "." for _ in range(n)]
 
 
 def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Sequence[int] = (0, -1, 1),
                   words: Optional[Sequence[int]] = None) -> np.ndarray:
-    """Probe accuracy for the token ``offset`` places away, read from each layer's states.
+    """Probe accuracy for the token ``offset`` places away, from each layer's states: (len(offsets), len(hidden)).
 
-    Parameters
-    ----------
-    hidden : sequence of arrays, each (N, n, d)
-        The states after each layer (embeddings first) of N sequences of the same length n,
-        ``[CLS]`` first and ``[SEP]`` last.
-    ids : int array, shape (N, n)
-        The token ids, the labels to read.
-    n_train : int
-        Sequences that fit the probe; the rest score it.
-    offsets : the token read from position i's state is i + offset (0: its own token).
-    words : positions of the words, optional
-        With it, an offset reads only from positions ``i`` with ``i`` and ``i + offset`` both in
-        ``words`` (neither ``[CLS]``, ``[SEP]`` nor punctuation is read or read from). Without it,
-        every position 1..n-2 is read from and every target is a real token (even ``[CLS]`` at -1).
-
-    Returns
-    -------
-    numpy.ndarray, shape (len(offsets), len(hidden)): held-out accuracy.
+    ``hidden``: each (N, n, d), ``[CLS]`` first and ``[SEP]`` last; ``ids`` (N, n) are the labels;
+    the first ``n_train`` sequences fit. Without ``words`` every position 1..n-2 is read from; with
+    it, only positions ``i`` with ``i`` and ``i + offset`` both in ``words``.
 
     Examples
     --------
@@ -351,30 +290,11 @@ def encoder_probe(hidden: Sequence[Array], ids: Array, n_train: int, offsets: Se
 
 def word_end_ids(encode: Callable[[str], Sequence[int]], sentences: Sequence[str], start: Sequence[int],
                  pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A decoder's token ids of sentences read after ``start``, and where each word's last token stands.
+    """A decoder's token ids (N, T) of sentences read after ``start``, and each word's last position (N, W).
 
-    Each sentence is read as ``start``, then a space and the sentence, so that every word has
-    its leading space wherever it stands. A word that the tokenizer splits is stood for by its
-    **last** token: in a causal model the last token's state is the first that has seen the
-    whole word. The full stop (the text after the last word) is tokenized but not a word.
-    Sequences of different lengths are padded on the right with ``pad``; in a causal model
-    padding after a position cannot change that position's state.
-
-    Parameters
-    ----------
-    encode : callable
-        ``encode(text) -> token ids``, e.g. ``lambda t: tok.encode(t).ids``.
-    sentences : sequence of str
-        Words separated by single spaces, ending with a full stop; the same number of words each.
-    start : sequence of int
-        Token ids read before each sentence (SmolLM2: its ``<|endoftext|>`` token).
-
-    Returns
-    -------
-    ids : numpy.ndarray, shape (N, T), int64
-        Right-padded token ids, ``T`` the longest sequence.
-    ends : numpy.ndarray, shape (N, W), int64
-        The position of each word's last token.
+    Each sentence is read as ``start``, a space and the sentence, so every word has its leading
+    space. A split word is stood for by its last token (the first causal state that has seen the
+    whole word). Rows are right-padded with ``pad``, which changes no earlier causal state.
 
     Examples
     --------
@@ -415,29 +335,9 @@ def causal_word_hits(hidden: Sequence[Array], ids: Array, ends: Array, n_train: 
                      folds: int = 5) -> tuple[np.ndarray, np.ndarray, list]:
     """Words read right per held-out sentence, for the word ``offset`` places before, from a decoder's word states.
 
-    The state of each word is the state at its last token (``ends``, from :func:`word_end_ids`);
-    the label read is the last token of the word ``offset`` places before, for every word that has
-    one. Each (offset, layer) probe is :func:`cross_validated_hits`'s. A causal state has seen only
-    the tokens at or before it, so ``offsets`` must be negative.
-
-    Parameters
-    ----------
-    hidden : sequence of arrays, each (N, T, d)
-        The states after each layer (embeddings first).
-    ids : int array, shape (N, T)
-    ends : int array, shape (N, W)
-        The position of each word's last token.
-    n_train : int
-        Sentences that fit the probe; the rest score it.
-
-    Returns
-    -------
-    hits : numpy.ndarray, shape (len(offsets), len(hidden), N - n_train)
-        Words read right in each held-out sentence.
-    ridge : numpy.ndarray, shape (len(offsets), len(hidden))
-        The ridges chosen.
-    n_read : list of int
-        Words read per sentence, for each offset (W - |offset|).
+    A word's state is the state at its last token (``ends`` (N, W)); each (offset, layer) probe is
+    :func:`cross_validated_hits`'s. Returns ``hits`` (len(offsets), len(hidden), N - n_train), the
+    ridges (len(offsets), len(hidden)) and ``n_read``, words read per sentence for each offset.
 
     Examples
     --------
@@ -472,24 +372,13 @@ def causal_word_hits(hidden: Sequence[Array], ids: Array, ends: Array, n_train: 
 
 
 def depth_pattern(acc: Array, scrambled: Array, early: int, need: int, margin: float = 0.05) -> str:
-    """Which of four patterns a model's probe curves follow over depth (chapter 5's decision rule).
+    """Which pattern a model's probe curves ``acc`` (offsets, L + 1) follow over depth (chapter 5's rule).
 
-    For each offset (a row), the peak over layers 1..L (column 0 is the embeddings) is compared
-    with the last layer, and the last layer with the scrambled model's last layer. In this order:
-
-    * ``"keeps"``: for every offset the last layer is within ``margin`` of the peak;
-    * ``"loses"``: for at least ``need`` offsets the last layer is within ``margin`` of scrambled;
-    * ``"peaks early and fades"``: for at least ``need`` offsets the peak comes at layer ``early``
-      or before, and the last layer is more than ``margin`` below it and more than ``margin``
-      above the scrambled model's last layer;
-    * ``"other"``: any other pattern.
-
-    The accuracies are of a probe whose ridge scales with the features (:func:`probe_accuracy`),
-    so the pattern does not move under any change that leaves the states alone.
-
-    Parameters
-    ----------
-    acc, scrambled : arrays, shape (offsets, L + 1)
+    Per offset the peak over layers 1..L is compared with the last layer, and the last layer with
+    ``scrambled``'s. In this order: ``"keeps"`` if for every offset the last is within ``margin`` of
+    the peak; ``"loses"`` if for ``need`` offsets it is within ``margin`` of scrambled;
+    ``"peaks early and fades"`` if for ``need`` offsets the peak is at layer ``early`` or before and
+    the last is more than ``margin`` below it and above scrambled; else ``"other"``.
 
     Examples
     --------
@@ -515,10 +404,7 @@ def depth_pattern(acc: Array, scrambled: Array, early: int, need: int, margin: f
 
 
 def guessing_line(chance: float, n_test: int) -> float:
-    r"""The highest accuracy still "at guessing": :math:`p + 2\sqrt{p(1-p)/N}`.
-
-    A guesser right with probability :math:`p` scores :math:`p \pm \sqrt{p(1-p)/N}` on :math:`N`
-    held-out tokens; two standard errors above :math:`p` is the line.
+    r"""The highest accuracy still "at guessing", two standard errors above chance: :math:`p + 2\sqrt{p(1-p)/N}`.
 
     Examples
     --------
@@ -531,13 +417,7 @@ def guessing_line(chance: float, n_test: int) -> float:
 
 
 def guess_depth(acc: Array, chance: float, n_test: int) -> Optional[int]:
-    r"""The first depth at which the median accuracy over seeds is within two standard errors of guessing.
-
-    "At guessing" is at most :func:`guessing_line` ``(chance, n_test)``.
-
-    Parameters
-    ----------
-    acc : array, shape (seeds, depths)
+    """The first depth at which the median accuracy over seeds of ``acc`` (seeds, depths) is at :func:`guessing_line`.
 
     Examples
     --------

@@ -1,19 +1,9 @@
-r"""``depth-keeps-information`` on the decoder: linear probes on SmolLM2-135M's residual stream, layer by layer.
+"""``depth-keeps-information`` on the decoder: linear probes on SmolLM2-135M's residual stream, layer by layer.
 
-``python -m attention_course depth-probe-decoder`` (:data:`DEPTH_PROBE_DECODER`) reads 480 of
-chapter 5's template sentences (:func:`~attention_course.chapters.graphs.depth_probe.template_sentences`,
-seed 0; the first 160 are MiniLM's) with SmolLM2-135M, each after its ``<|endoftext|>`` token and a space
-(:func:`~attention_course.chapters.graphs.depth_probe.word_end_ids`), keeps its residual stream
-after each of its 30 layers (the embeddings first, before the final norm), and fits the
-least-squares probes of MiniLM's for the word 2 and 1 places before each word, 360 sentences fit
-and 120 score, each probe's ridge chosen by 5-fold cross-validation over the fitting sentences
-(:func:`~attention_course.chapters.graphs.depth_probe.causal_word_hits`); it keeps the words
-read right in each held-out sentence, so that the page can bootstrap over sentences
-(:func:`~attention_course.chapters.graphs.depth_probe.halves_difference`). A causal state has not
-seen the words after it, so the words after are not read. The control is SmolLM2
-with every layer matrix's entries permuted (W_Q, W_K, W_V, W_O and the SwiGLU block, seed 0), its embeddings
-and norm gains kept. The accuracies go to ``attention_course/data/depth_probe_decoder.json``;
-:func:`load_depth_probe_decoder` reads them back.
+``python -m attention_course depth-probe-decoder`` (:data:`DEPTH_PROBE_DECODER`) reads 480 of chapter 5's
+template sentences, fits the probes of :func:`~attention_course.chapters.graphs.depth_probe.causal_word_hits`
+for the words 2 and 1 places before each word after each layer (360 fit, 120 score), against a control
+with every layer matrix's entries permuted, and writes ``attention_course/data/depth_probe_decoder.json``.
 """
 
 from __future__ import annotations
@@ -53,11 +43,7 @@ class DepthProbeDecoderConfig:
 
 
 def decoder_word_states(weights, ids: torch.Tensor, batch: int = 20) -> np.ndarray:
-    """The residual stream of every layer, ``(L + 1, N, T, d)`` float32, the embeddings first.
-
-    ``ids`` (N, T) may be right-padded: the attention is causal, so padding changes no earlier state.
-    The sentences run ``batch`` at a time (each batch's logits are (batch, T, V) and dropped).
-    """
+    """The residual stream of every layer, ``(L + 1, N, T, d)`` float32, the embeddings first, ``batch`` at a time."""
     parts = []
     with torch.no_grad():
         for lo in range(0, len(ids), batch):
@@ -67,9 +53,8 @@ def decoder_word_states(weights, ids: torch.Tensor, batch: int = 20) -> np.ndarr
 
 
 def depth_probe_decoder_record(config: DepthProbeDecoderConfig, digits: int = 4) -> dict:
-    """Both models' probe accuracies, ``{"SmolLM2": ..., "scrambled": ...}``, each (offsets, L + 1) as lists, and
-    ``"hits"`` and ``"ridge"`` for each model: words read right per held-out sentence (offsets, L + 1, sentences)
-    and the ridges chosen (offsets, L + 1); ``"n_read"``: words read per sentence for each offset."""
+    """Both models' accuracies (offsets, L + 1), keyed ``"SmolLM2"`` and ``"scrambled"``, with their ``"hits"``
+    (offsets, L + 1, sentences), ``"ridge"`` (offsets, L + 1) and ``"n_read"`` per offset."""
     tok = smollm2_tokenizer()
     start = tok.token_to_id(SMOLLM2_START)
     sentences = template_sentences(config.n_sentences, seed=config.seed)

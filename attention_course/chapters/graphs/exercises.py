@@ -1,27 +1,13 @@
 """Chapter 5 exercises: a message-passing step, a receptive field, attention rollout, a graph's overlap.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; the tests check that every mutant is caught with its own message
-(``tests/exercises/test_exercises.py``) and that every rule is probed
-(``tests/exercises/test_rules.py``).
+Each exercise lists typical mistakes (mutants) with their feedback, and the rules its statement
+draws with the cases that probe them. The stubs' signatures:
 
-Signatures the notebook's stubs should use:
-
-* ``message-passing-step``: ``fn(q, k, v, mask) -> output`` with ``q``, ``k``
-  (T, d_k), ``v`` (T, d_v), ``mask`` bool (T, T), ``True`` = edge j -> i; returns
-  (T, d_v). A node with no in-neighbours outputs a row of zeros.
-* ``banded-receptive-field``: ``fn(T, window, n_layers) -> R`` bool (T, T),
-  ``R[i, j]`` = output i depends on input j after ``n_layers`` layers of
-  self-attention under the banded mask ``|i - j| <= window``.
-* ``attention-rollout``: ``fn(weights) -> R`` with ``weights`` (L, T, T), layer 1
-  first; returns (T, T) = ``Â_L ... Â_1``, ``Â = rownorm(0.5 A + 0.5 I)``.
-* ``effective-graph-overlap``: ``fn(A, B, perm, mass) -> float`` with ``A``, ``B`` (n, n) one
-  head's attention over a sentence's words and over a shuffle of them, ``perm[p]`` the original
-  index of the word at position p of the shuffle; returns the mean over words of the Jaccard
-  overlap of the word's ``mass`` key set in ``A`` and in ``B`` (keys compared as words). A key set
-  is the heaviest keys (equal weights: the lower index first) until their weight reaches at least
-  ``mass`` times the row's sum (rows need not sum to 1; 0 < mass <= 1).
+* ``message-passing-step``: ``fn(q, k, v, mask) -> (T, d_v)``, ``mask`` bool (T, T), ``True`` = edge j -> i.
+* ``banded-receptive-field``: ``fn(T, window, n_layers) -> R`` bool (T, T) under ``|i - j| <= window``.
+* ``attention-rollout``: ``fn(weights (L, T, T)) -> Â_L ... Â_1``, ``Â = rownorm(0.5 A + 0.5 I)``.
+* ``effective-graph-overlap``: ``fn(A, B, perm, mass) -> float``, the mean Jaccard overlap of each
+  word's ``mass`` key set in ``A`` (n, n) and in its shuffle ``B``, ``perm[p]`` the word at ``p``.
 """
 
 from __future__ import annotations
@@ -34,11 +20,10 @@ import torch
 from ...core import attention as att
 from . import propagation as g
 from .rollout import attention_rollout
-from .topology import shuffle_overlap
+from .topology import jaccard, shuffle_overlap
 from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
-
 
 
 # ------------------------------------------------------------ message passing
@@ -90,10 +75,8 @@ def _mp_big_negative(q, k, v, mask):
 
 def _nan_output(got, expected, args):
     if np.isnan(np.asarray(got, dtype=float)).any():
-        return (
-            "your output has NaN: a node with no in-neighbours (an all-False row of mask) "
-            "receives no messages, so its output is a row of zeros; avoid dividing 0 by 0"
-        )
+        return ("your output has NaN: a node with no in-neighbours (an all-False row of mask) "
+                "receives no messages, so its output is a row of zeros; avoid dividing 0 by 0")
     return None
 
 
@@ -130,37 +113,24 @@ register(
         make_cases=_mp_cases,
         reference=_mp_reference,
         mutants=(
-            Mutant(
-                "ignore-mask", _mp_with(ignore_mask=True),
-                "every node listens to every node: the sum (and the softmax) run only over "
-                "node i's in-neighbours, the j with mask[i, j] True.",
-            ),
-            Mutant(
-                "out-neighbours", _mp_with(transpose=True),
-                "you used node i's out-neighbours (column i of mask). Its in-neighbours, "
-                "the senders of its messages, are row i: the j with mask[i, j] True.",
-            ),
-            Mutant(
-                "no-scale", _mp_with(scale=False),
-                "close: the score of edge j -> i is q_i . k_j / sqrt(d_k); you left out the scale.",
-            ),
-            Mutant(
-                "mean-aggregation", _mp_mean,
-                "you averaged the neighbours' values with equal weights (a GCN-style mean). "
-                "Attention weights each message: alpha_ij = softmax over j in N(i) of "
-                "q_i . k_j / sqrt(d_k).",
-            ),
-            Mutant(
-                "mask-after-softmax", _mp_mask_after_softmax,
-                "you normalised over all nodes and then dropped the non-neighbours, so a node's "
-                "weights no longer sum to 1: apply the mask before the softmax.",
-            ),
-            Mutant(
-                "big-negative-fill", _mp_big_negative,
-                "a node with no in-neighbours receives nothing, so its output is a row of zeros; filling "
-                "the masked scores with -1e9 gives it equal weights on every node instead. Set its row to "
-                "0 (or use -inf and turn its 0/0 into 0).",
-            ),
+            Mutant("ignore-mask", _mp_with(ignore_mask=True),
+                   "every node listens to every node: the sum (and the softmax) run only over node i's "
+                   "in-neighbours, the j with mask[i, j] True."),
+            Mutant("out-neighbours", _mp_with(transpose=True),
+                   "you used node i's out-neighbours (column i of mask). Its in-neighbours, the senders of its "
+                   "messages, are row i: the j with mask[i, j] True."),
+            Mutant("no-scale", _mp_with(scale=False),
+                   "close: the score of edge j -> i is q_i . k_j / sqrt(d_k); you left out the scale."),
+            Mutant("mean-aggregation", _mp_mean,
+                   "you averaged the neighbours' values with equal weights (a GCN-style mean). Attention weights "
+                   "each message: alpha_ij = softmax over j in N(i) of q_i . k_j / sqrt(d_k)."),
+            Mutant("mask-after-softmax", _mp_mask_after_softmax,
+                   "you normalised over all nodes and then dropped the non-neighbours, so a node's weights no longer "
+                   "sum to 1: apply the mask before the softmax."),
+            Mutant("big-negative-fill", _mp_big_negative,
+                   "a node with no in-neighbours receives nothing, so its output is a row of zeros; filling the "
+                   "masked scores with -1e9 gives it equal weights on every node instead. Set its row to 0 (or use "
+                   "-inf and turn its 0/0 into 0)."),
         ),
         hints=(_nan_output, _empty_rows_wrong),
         alternatives=(
@@ -242,31 +212,21 @@ register(
         make_cases=_rf_cases,
         reference=lambda T, window, n_layers: g.receptive_field(g.banded_mask(T, window), n_layers),
         mutants=(
-            Mutant(
-                "one-layer", lambda T, w, L: np.abs(_offset(T)) <= w,
-                "that is the receptive field of one layer. Each extra layer widens the band by "
-                "another window: after L layers |i - j| <= L * window (and only i itself at L = 0).",
-            ),
-            Mutant(
-                "looks-back-only", lambda T, w, L: (_offset(T) >= 0) & (_offset(T) <= L * w),
-                "you only looked backwards. A banded mask is symmetric: node i also hears "
-                "j > i, so the band spreads in both directions.",
-            ),
-            Mutant(
-                "strict", lambda T, w, L: np.abs(_offset(T)) < L * w,
-                "off by one: node i still depends on inputs exactly L * window away, and on "
-                "itself (use <=, not <).",
-            ),
-            Mutant(
-                "window-plus-layers", lambda T, w, L: np.abs(_offset(T)) <= L + w,
-                "you added the window and the number of layers. Each layer widens the band by a whole "
-                "window, so after L layers the reach is L * window.",
-            ),
-            Mutant(
-                "window-to-the-power", lambda T, w, L: np.abs(_offset(T)) <= w**L,
-                "the reach grows linearly, one window per layer (L * window), not as window ** L: a chain "
-                "of L hops of at most window each.",
-            ),
+            Mutant("one-layer", lambda T, w, L: np.abs(_offset(T)) <= w,
+                   "that is the receptive field of one layer. Each extra layer widens the band by another window: "
+                   "after L layers |i - j| <= L * window (and only i itself at L = 0)."),
+            Mutant("looks-back-only", lambda T, w, L: (_offset(T) >= 0) & (_offset(T) <= L * w),
+                   "you only looked backwards. A banded mask is symmetric: node i also hears j > i, so the band "
+                   "spreads in both directions."),
+            Mutant("strict", lambda T, w, L: np.abs(_offset(T)) < L * w,
+                   "off by one: node i still depends on inputs exactly L * window away, and on itself (use <=, not "
+                   "<)."),
+            Mutant("window-plus-layers", lambda T, w, L: np.abs(_offset(T)) <= L + w,
+                   "you added the window and the number of layers. Each layer widens the band by a whole window, so "
+                   "after L layers the reach is L * window."),
+            Mutant("window-to-the-power", lambda T, w, L: np.abs(_offset(T)) <= w**L,
+                   "the reach grows linearly, one window per layer (L * window), not as window ** L: a chain of L "
+                   "hops of at most window each."),
         ),
         explain=_explain_reach,
         alternatives=(
@@ -341,10 +301,7 @@ def _rollout_unhalved(w):
 def _rows_do_not_sum_to_one(got, expected, args):
     sums = np.asarray(got, dtype=float).sum(axis=-1)
     if np.all(np.isfinite(sums)) and not np.allclose(sums, 1.0, atol=1e-6):
-        return (
-            "the rows of your rollout do not sum to 1: normalise each layer's "
-            "0.5 A + 0.5 I by its row sums"
-        )
+        return "the rows of your rollout do not sum to 1: normalise each layer's 0.5 A + 0.5 I by its row sums"
     return None
 
 
@@ -371,37 +328,27 @@ register(
         make_cases=_rollout_cases,
         reference=attention_rollout,
         mutants=(
-            Mutant(
-                "no-residual", _rollout_no_residual,
-                "you multiplied the raw attention maps. Rollout accounts for the skip "
-                "connection: use 0.5 * A + 0.5 * I for each layer.",
-            ),
-            Mutant(
-                "wrong-order", _rollout_wrong_order,
-                "your product runs in the wrong order. Layer 1 acts first, so later layers "
-                "multiply on the left: R = Â_L @ ... @ Â_2 @ Â_1.",
-            ),
-            Mutant(
-                "no-renormalise", _rollout_no_renorm,
-                "almost: a fully masked query has a row of zeros, so its row of 0.5 A + 0.5 I "
-                "sums to 0.5. Divide each layer's rows by their sums.",
-            ),
-            Mutant(
-                "unhalved", _rollout_unhalved,
-                "your rows sum to 2 ** L: A + I has rows summing to 2. Use 0.5 * A + 0.5 * I, "
-                "or divide A + I by its row sums.",
-            ),
+            Mutant("no-residual", _rollout_no_residual,
+                   "you multiplied the raw attention maps. Rollout accounts for the skip connection: use 0.5 * A + "
+                   "0.5 * I for each layer."),
+            Mutant("wrong-order", _rollout_wrong_order,
+                   "your product runs in the wrong order. Layer 1 acts first, so later layers multiply on the left: "
+                   "R = Â_L @ ... @ Â_2 @ Â_1."),
+            Mutant("no-renormalise", _rollout_no_renorm,
+                   "almost: a fully masked query has a row of zeros, so its row of 0.5 A + 0.5 I sums to 0.5. Divide "
+                   "each layer's rows by their sums."),
+            Mutant("unhalved", _rollout_unhalved,
+                   "your rows sum to 2 ** L: A + I has rows summing to 2. Use 0.5 * A + 0.5 * I, or divide A + I by "
+                   "its row sums."),
             Mutant(
                 "averaged-layers",
                 lambda w: np.mean([_aug(A) / _aug(A).sum(axis=-1, keepdims=True) for A in w], axis=0),
                 "you averaged the layers' maps. Rollout follows attention through the stack: it MULTIPLIES "
                 "them, R = Â_L @ ... @ Â_1.",
             ),
-            Mutant(
-                "last-layer-only", lambda w: _aug(w[-1]) / _aug(w[-1]).sum(axis=-1, keepdims=True),
-                "that is the last layer's Â alone; rollout multiplies every layer's, layer 1 first: "
-                "R = Â_L @ ... @ Â_2 @ Â_1.",
-            ),
+            Mutant("last-layer-only", lambda w: _aug(w[-1]) / _aug(w[-1]).sum(axis=-1, keepdims=True),
+                   "that is the last layer's Â alone; rollout multiplies every layer's, layer 1 first: R = Â_L @ ... "
+                   "@ Â_2 @ Â_1."),
         ),
         hints=(_rows_do_not_sum_to_one,),
         alternatives=(_rollout_abnar, _rollout_torch),
@@ -424,7 +371,6 @@ register(
         minutes=10,
     )
 )
-
 
 
 # ------------------------------------------------------------ effective graph under a shuffle
@@ -515,10 +461,6 @@ def _tied_at_mark(A, B, perm, mass) -> bool:
     return False
 
 
-def _jaccard(a, b):
-    return len(a & b) / len(a | b) if a | b else 1.0
-
-
 def _overlap_coefficient(a, b):
     return len(a & b) / min(len(a), len(b))
 
@@ -529,7 +471,7 @@ def _dice(a, b):
 
 def _overlap_with(follow_query=True, map_keys=True, inverse=False, columns=False, total=False,
                   similarity=None, query_inverse=False, **keys):
-    jaccard = similarity or _jaccard
+    similarity = similarity or jaccard
 
     def f(A, B, perm, mass):
         if columns:
@@ -540,7 +482,7 @@ def _overlap_with(follow_query=True, map_keys=True, inverse=False, columns=False
         out = 0.0
         for i in range(len(A)):
             kb = _keys(B[where[i] if follow_query else i], mass, **keys)
-            out += jaccard(_keys(A[i], mass, **keys), {int(to_word[j]) for j in kb} if map_keys else kb)
+            out += similarity(_keys(A[i], mass, **keys), {int(to_word[j]) for j in kb} if map_keys else kb)
         return out if total else out / len(A)
 
     return f
@@ -594,86 +536,53 @@ register(
         make_cases=_overlap_cases,
         reference=_overlap_reference,
         mutants=(
-            Mutant(
-                "same-positions", _overlap_with(follow_query=False, map_keys=False),
-                "you compared row i of B with row i of A, position by position. After the shuffle "
-                "word i stands elsewhere: use the row of B at its new position (the p with "
-                "perm[p] == i), and translate that row's keys back to words with perm.",
-            ),
-            Mutant(
-                "keys-not-translated", _overlap_with(map_keys=False),
-                "you followed the query word, but compared B's keys as positions. Translate each "
-                "key position p of the shuffled sentence to its original word, perm[p], before "
-                "comparing with A's keys.",
-            ),
-            Mutant(
-                "query-not-followed", _overlap_with(follow_query=False),
-                "you translated B's keys to words but read row i of B, which belongs to another "
-                "word after the shuffle: word i's row in B is the position p with perm[p] == i "
-                "(np.argsort(perm)[i]).",
-            ),
-            Mutant(
-                "inverse-perm", _overlap_with(inverse=True),
-                "perm runs the other way: perm[p] is the original word at position p of the "
-                "shuffle, so word i stands at np.argsort(perm)[i], and key p is word perm[p].",
-            ),
-            Mutant(
-                "stops-below-mass", _overlap_with(strict=True),
-                "your key sets stop just short of the mass: keep adding keys, heaviest first, "
-                "until their weight reaches mass times the row's sum, including the key that "
-                "crosses it (so every set holds at least one key).",
-            ),
-            Mutant(
-                "columns", _overlap_with(columns=True),
-                "you used columns. A query's keys are its row: A[i, j] is how much query i "
-                "reads key j.",
-            ),
-            Mutant(
-                "sum-not-mean", _overlap_with(total=True),
-                "you summed the overlaps; return their mean over the n words.",
-            ),
-            Mutant(
-                "stops-above-mass", _overlap_with(above=True),
-                "your key sets go one key too far when the weight lands exactly on the mark: 'reaches' "
-                "means at least mass times the row's sum (>=), so the key that brings the weight exactly "
-                "to the mark is the last one in.",
-            ),
-            Mutant(
-                "ignores-row-sum", _overlap_with(raw=True),
-                "the rows need not sum to 1: compare the running weight with mass times the row's own "
-                "sum (or divide the row by its sum first), not with mass itself.",
-            ),
-            Mutant(
-                "lightest-first", _overlap_with(lightest=True),
-                "you added the keys lightest first (an ascending sort). The key set is the FEWEST keys that "
-                "reach the mark, so take the heaviest first: np.argsort(-row, kind='stable').",
-            ),
-            Mutant(
-                "overlap-coefficient", _overlap_with(similarity=_overlap_coefficient),
-                "you divided |K & K'| by the smaller set, min(|K|, |K'|) (the overlap coefficient). The "
-                "Jaccard overlap divides by the union, |K | K'|.",
-            ),
-            Mutant(
-                "dice", _overlap_with(similarity=_dice),
-                "that is the Dice coefficient, 2 |K & K'| / (|K| + |K'|). The Jaccard overlap divides the "
-                "intersection by the union: |K & K'| / |K | K'|.",
-            ),
-            Mutant(
-                "query-row-perm", _overlap_with(query_inverse=True),
-                "you read row perm[i] of B for word i; word i stands at the position p with perm[p] == i, "
-                "np.argsort(perm)[i] (your keys, translated with perm[p], are right).",
-            ),
-            Mutant(
-                "ties-all-kept", _overlap_with(ties_all=True),
-                "where equal weights straddle the end of a set you kept all of them; the set stops at the key that "
-                "reaches the mark, taking equal weights lowest index first, so only the lower of two tied keys is in.",
-            ),
-            Mutant(
-                "ties-reversed", _overlap_with(ties_reversed=True),
-                "among equal weights you took the higher index first (np.argsort(row)[::-1] reverses "
-                "ties). The statement takes them lowest index first, as np.argsort(-row, kind='stable') "
-                "orders them.",
-            ),
+            Mutant("same-positions", _overlap_with(follow_query=False, map_keys=False),
+                   "you compared row i of B with row i of A, position by position. After the shuffle word i stands "
+                   "elsewhere: use the row of B at its new position (the p with perm[p] == i), and translate that "
+                   "row's keys back to words with perm."),
+            Mutant("keys-not-translated", _overlap_with(map_keys=False),
+                   "you followed the query word, but compared B's keys as positions. Translate each key position p "
+                   "of the shuffled sentence to its original word, perm[p], before comparing with A's keys."),
+            Mutant("query-not-followed", _overlap_with(follow_query=False),
+                   "you translated B's keys to words but read row i of B, which belongs to another word after the "
+                   "shuffle: word i's row in B is the position p with perm[p] == i (np.argsort(perm)[i])."),
+            Mutant("inverse-perm", _overlap_with(inverse=True),
+                   "perm runs the other way: perm[p] is the original word at position p of the shuffle, so word i "
+                   "stands at np.argsort(perm)[i], and key p is word perm[p]."),
+            Mutant("stops-below-mass", _overlap_with(strict=True),
+                   "your key sets stop just short of the mass: keep adding keys, heaviest first, until their weight "
+                   "reaches mass times the row's sum, including the key that crosses it (so every set holds at least "
+                   "one key)."),
+            Mutant("columns", _overlap_with(columns=True),
+                   "you used columns. A query's keys are its row: A[i, j] is how much query i reads key j."),
+            Mutant("sum-not-mean", _overlap_with(total=True),
+                   "you summed the overlaps; return their mean over the n words."),
+            Mutant("stops-above-mass", _overlap_with(above=True),
+                   "your key sets go one key too far when the weight lands exactly on the mark: 'reaches' means at "
+                   "least mass times the row's sum (>=), so the key that brings the weight exactly to the mark is "
+                   "the last one in."),
+            Mutant("ignores-row-sum", _overlap_with(raw=True),
+                   "the rows need not sum to 1: compare the running weight with mass times the row's own sum (or "
+                   "divide the row by its sum first), not with mass itself."),
+            Mutant("lightest-first", _overlap_with(lightest=True),
+                   "you added the keys lightest first (an ascending sort). The key set is the FEWEST keys that reach "
+                   "the mark, so take the heaviest first: np.argsort(-row, kind='stable')."),
+            Mutant("overlap-coefficient", _overlap_with(similarity=_overlap_coefficient),
+                   "you divided |K & K'| by the smaller set, min(|K|, |K'|) (the overlap coefficient). The Jaccard "
+                   "overlap divides by the union, |K | K'|."),
+            Mutant("dice", _overlap_with(similarity=_dice),
+                   "that is the Dice coefficient, 2 |K & K'| / (|K| + |K'|). The Jaccard overlap divides the "
+                   "intersection by the union: |K & K'| / |K | K'|."),
+            Mutant("query-row-perm", _overlap_with(query_inverse=True),
+                   "you read row perm[i] of B for word i; word i stands at the position p with perm[p] == i, "
+                   "np.argsort(perm)[i] (your keys, translated with perm[p], are right)."),
+            Mutant("ties-all-kept", _overlap_with(ties_all=True),
+                   "where equal weights straddle the end of a set you kept all of them; the set stops at the key "
+                   "that reaches the mark, taking equal weights lowest index first, so only the lower of two tied "
+                   "keys is in."),
+            Mutant("ties-reversed", _overlap_with(ties_reversed=True),
+                   "among equal weights you took the higher index first (np.argsort(row)[::-1] reverses ties). The "
+                   "statement takes them lowest index first, as np.argsort(-row, kind='stable') orders them."),
         ),
         hints=(_overlap_nan, _overlap_out_of_range),
         alternatives=(_overlap_sets, _overlap_boolean),

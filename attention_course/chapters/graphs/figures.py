@@ -1,9 +1,7 @@
-"""Figures for chapter 5: attention drawn as a graph, receptive fields, rank collapse.
+"""Figures for chapter 5: attention drawn as a graph, receptive fields, rank collapse, probes, two-hop runs.
 
-Like :mod:`attention_course.chapters.mechanics.figures`, every helper labels its axes, adds a
-colour bar where colour carries a value, returns the
-:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
-networkx is not needed: nodes sit on a line (arcs) or on a circle.
+Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no global
+matplotlib state; nodes sit on a line (arcs) or on a circle, without networkx.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from ...core._backend import Array, ShapeError, to_numpy
 from ...figures.style import book_figure, new_axes
 
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
+_NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")  # one colour per number of nodes
 
 __all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_relative_depth_probe", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
 
@@ -36,40 +35,15 @@ def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.nda
 
 
 @book_figure
-def plot_attention_graph(
-    weights: Array,
-    labels: Optional[Sequence[str]] = None,
-    *,
-    threshold: float = 0.1,
-    top_k: Optional[int] = None,
-    layout: str = "arc",
-    ax: Optional[Axes] = None,
-    title: str = "",
-    cmap: str = "viridis",
-    max_width: float = 6.0,
-    colorbar: bool = True,
-) -> Figure:
-    """Draw one attention map as a directed graph: an arrow j -> i carries ``weights[i, j]``.
+def plot_attention_graph(weights: Array, labels: Optional[Sequence[str]] = None, *, threshold: float = 0.1,
+                         top_k: Optional[int] = None, layout: str = "arc", ax: Optional[Axes] = None, title: str = "",
+                         cmap: str = "viridis", max_width: float = 6.0, colorbar: bool = True) -> Figure:
+    """Draw one attention map (T, T) as a directed graph: an arrow j -> i carries ``weights[i, j]``.
 
-    Arrows follow the messages (from the key ``j`` that is read to the query
-    ``i`` that reads it). Width and colour are proportional to the weight; a
-    node's fill colour is its self-loop weight ``weights[i, i]``.
-
-    Parameters
-    ----------
-    weights : array, shape (T, T)
-        Rows are receivers (queries) and sum to 1.
-    labels : sequence of str, optional
-        Node labels (tokens); default ``0..T-1``.
-    threshold : float
-        Only edges with weight ``> threshold`` are drawn.
-    top_k : int, optional
-        Also keep only each node's ``top_k`` strongest incoming edges. The self
-        loop counts in this ranking: when it is kept, the node gets a thick
-        red outline instead of an arrow.
-    layout : {"arc", "circle"}
-        ``arc``: nodes on a line, messages from earlier tokens arc *above*
-        the line and messages from later tokens *below*. ``circle``: nodes on a circle.
+    Width and colour follow the weight; a node's fill is its self weight ``weights[i, i]``. Only
+    edges above ``threshold`` (and, with ``top_k``, among each row's ``top_k`` strongest, the self
+    loop included: a kept one is a red outline) are drawn. ``layout="arc"`` puts nodes on a line,
+    messages from earlier tokens above it; ``"circle"`` on a circle.
 
     Examples
     --------
@@ -141,19 +115,10 @@ def _weight_colorbar(fig: Figure, ax: object, cmap: str, horizontal: bool = Fals
 
 
 @book_figure
-def plot_attention_graphs(
-    maps: Mapping[str, Array],
-    labels: Optional[Sequence[str]] = None,
-    *,
-    layout: str = "circle",
-    title: str = "",
-    cmap: str = "viridis",
-    **graph_kw: object,
-) -> Figure:
-    """Several attention maps as graphs side by side (one panel per map, one colour bar).
-
-    ``maps`` maps a panel title to a (T, T) weight matrix; other keywords
-    (``threshold``, ``top_k``, ``max_width``) go to :func:`plot_attention_graph`.
+def plot_attention_graphs(maps: Mapping[str, Array], labels: Optional[Sequence[str]] = None, *,
+                          layout: str = "circle", title: str = "", cmap: str = "viridis", **graph_kw: object
+                          ) -> Figure:
+    """Several (T, T) maps as graphs side by side, one colour bar; other keywords go to :func:`plot_attention_graph`.
 
     Examples
     --------
@@ -181,18 +146,9 @@ def plot_attention_graphs(
 
 
 @book_figure
-def plot_maps_log(
-    maps: Mapping[str, Array],
-    labels: Optional[Sequence[str]] = None,
-    *,
-    vmin: float = 1e-3,
-    title: str = "",
-) -> Figure:
-    """(T, T) attention-like maps side by side on one logarithmic colour scale.
-
-    Rows are receivers (queries), columns senders (keys). A log scale keeps the
-    small weights visible next to a few large ones (values below ``vmin`` get
-    the lowest colour). Useful to set raw attention beside its rollout.
+def plot_maps_log(maps: Mapping[str, Array], labels: Optional[Sequence[str]] = None, *, vmin: float = 1e-3,
+                  title: str = "") -> Figure:
+    """(T, T) attention-like maps side by side on one logarithmic colour scale (values below ``vmin`` clipped).
 
     Examples
     --------
@@ -227,20 +183,13 @@ def plot_maps_log(
 
 
 @book_figure
-def plot_rank_collapse(
-    curves: Mapping[str, Array],
-    ax: Optional[Axes] = None,
-    title: str = "Rank collapse in deep attention stacks",
-    floor: Optional[float] = float(np.finfo(float).eps),
-) -> Figure:
+def plot_rank_collapse(curves: Mapping[str, Array], ax: Optional[Axes] = None,
+                       title: str = "Rank collapse in deep attention stacks",
+                       floor: Optional[float] = float(np.finfo(float).eps)) -> Figure:
     """Distance to rank 1 against depth on a log scale, one line per stack.
 
-    Parameters
-    ----------
-    curves : mapping of label -> array (L + 1,)
-        From :func:`attention_course.chapters.graphs.collapse.rank_collapse` (input first).
-    floor : float, optional
-        A dotted line at float64's resolution (the residual cannot go lower).
+    ``curves`` maps a label to an (L + 1,) array from
+    :func:`attention_course.chapters.graphs.collapse.rank_collapse`; ``floor`` draws float64's resolution.
 
     Examples
     --------
@@ -266,20 +215,12 @@ def plot_rank_collapse(
 
 
 @book_figure
-def plot_rank_one_parts(
-    parts: Mapping[str, Array],
-    title: str = "Spread between tokens and shared part, absolute sizes",
-) -> Figure:
-    r"""The two absolute sizes behind the distance to rank 1, against depth: median and range over seeds.
+def plot_rank_one_parts(parts: Mapping[str, Array],
+                        title: str = "Spread between tokens and shared part, absolute sizes") -> Figure:
+    r"""The spread :math:`D = \|X - \mathbf 1 \bar x^\top\|_F` (left) and shared part :math:`S = \sqrt{T}\,\|\bar x\|`.
 
-    Left: the spread :math:`D = \|X - \mathbf 1 \bar x^\top\|_F`; right: the shared part
-    :math:`S = \sqrt{T}\,\|\bar x\|`, both on a log scale, one line (median) and one band
-    (smallest to largest seed) per stack.
-
-    Parameters
-    ----------
-    parts : mapping of label -> array (seeds, L + 1, 2)
-        From :func:`attention_course.chapters.graphs.collapse.rank_one_part_curves`.
+    ``parts`` maps a label to (seeds, L + 1, 2) from
+    :func:`attention_course.chapters.graphs.collapse.rank_one_part_curves`: median line, seed range band.
 
     Examples
     --------
@@ -336,21 +277,15 @@ def plot_head_grid(values: Array, *, label: str, title: str = "", vmax: Optional
 
 
 @book_figure
-def plot_probe_curves(
-    stacks: Mapping[str, Array], layers: Sequence[int], encoder: Mapping[str, Array], *,
-    chance: float, title: str = "",
-) -> Figure:
+def plot_probe_curves(stacks: Mapping[str, Array], layers: Sequence[int], encoder: Mapping[str, Array], *,
+                      chance: float, title: str = "") -> Figure:
     """Linear-probe accuracy against depth: random stacks (left) and a trained encoder (right).
 
-    Parameters
-    ----------
-    stacks : mapping of label -> array (seeds, len(layers))
-        From :func:`attention_course.chapters.graphs.depth_probe.stack_probe_curves`: median line, range band.
-    layers : the layers the stacks were probed after.
-    encoder : mapping of label -> array (n_layers + 1,)
-        Rows of :func:`attention_course.chapters.graphs.depth_probe.encoder_probe`; a label containing
-        "scrambled" is drawn dashed.
-    chance : the accuracy of guessing the most common label (a dotted line on the left).
+    ``stacks``: label -> (seeds, len(layers)) from
+    :func:`~attention_course.chapters.graphs.depth_probe.stack_probe_curves` (median, range band);
+    ``encoder``: label -> (n_layers + 1,) rows of
+    :func:`~attention_course.chapters.graphs.depth_probe.encoder_probe`, dashed if "scrambled";
+    ``chance``: a dotted line on the left.
 
     Examples
     --------
@@ -385,17 +320,10 @@ def plot_probe_curves(
 
 @book_figure
 def plot_relative_depth_probe(curves: Mapping[str, Array], offsets: Sequence[int], *, title: str = "") -> Figure:
-    """Probe accuracy against relative depth (layer / number of layers), one panel per offset.
+    """Probe accuracy against relative depth (0 the embeddings, 1 the last layer), one panel per offset.
 
-    Models of different depths share one axis: 0 is the embeddings, 1 the last layer. A label
-    containing "scrambled" is drawn dashed in its model's colour (the text before its first space).
-
-    Parameters
-    ----------
-    curves : mapping of label -> array (len(offsets), L + 1)
-        Rows of :func:`attention_course.chapters.graphs.depth_probe.encoder_probe` or
-        :func:`~attention_course.chapters.graphs.depth_probe.causal_word_hits` (as accuracies), one per offset.
-    offsets : the offset of each row (-1: the word before).
+    ``curves`` maps a label to (len(offsets), L + 1) accuracies; a label containing "scrambled" is
+    dashed in its model's colour (the text before its first space).
 
     Examples
     --------
@@ -427,29 +355,15 @@ def plot_relative_depth_probe(curves: Mapping[str, Array], offsets: Sequence[int
     return fig
 
 
-# Figure for chapter 5's composition run: held-out accuracy on k-hop pointer chasing against depth.
-
-
 @book_figure
 def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optional[float] = None,
                      baselines: Optional[Mapping[str, float]] = None, title: str = "",
                      ax: Optional[Axes] = None) -> Figure:
     """Held-out accuracy against the number of layers L, one line per number of hops k.
 
-    Markers are the mean over seeds, bars span the lowest to the highest seed.
-    ``chance`` draws the guessing rate as a dashed line; ``baselines`` (label -> accuracy)
-    draws further reference levels as dotted lines, e.g. ``{"follow one link": 0.0}``.
-
-    Parameters
-    ----------
-    summary : mapping of (k, L) to dict
-        Each value with ``mean``, ``min`` and ``max`` over seeds, as
-        :func:`attention_course.chapters.graphs.composition.summarise` returns them.
-    chance : float, optional
-    baselines : mapping of str to float, optional
-    title : str
-    ax : matplotlib.axes.Axes, optional
-        Draw into this axes instead of a new figure.
+    ``summary`` maps (k, L) to ``mean``, ``min``, ``max`` over seeds
+    (:func:`attention_course.chapters.graphs.composition.summarise`): markers the mean, bars the range.
+    ``chance`` is dashed; ``baselines`` (label -> accuracy) are dotted.
 
     Examples
     --------
@@ -481,16 +395,7 @@ def plot_composition(summary: Mapping[tuple, Mapping[str, float]], chance: Optio
         handles.append(ax.axhline(level, color="0.3", ls=ls, lw=1, label=f"{name}: {level:.2g}"))
     ax.set_xticks(layers)
     ax.set_xlim(layers[0] - 0.3, layers[-1] + 0.3)
-    ax.set_xlabel("number of layers L")
-    ax.set_ylabel("held-out accuracy")
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    if own:
-        fig.legend(handles=handles, loc="outside lower center", ncols=2)  # below the axes, inside the width
-    else:
-        ax.legend(handles=handles, loc="best")
-    ax.set_title(title)
-    return fig
+    return _finish_accuracy_axes(ax, handles, "number of layers L", title, own, ylabel="held-out accuracy")
 
 
 @book_figure
@@ -498,15 +403,9 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
                      ax: Optional[Axes] = None) -> Figure:
     """Held-out accuracy against the total number of heads: one colour per ``n``, one layer solid, two dashed.
 
-    Markers are the mean over the seeds run, bars span the lowest to the highest; a hollow marker
-    is a run whose held-out loss was still falling (a lower bound). Configurations the search did
-    not run are left out. ``threshold`` draws the success line.
-
-    Parameters
-    ----------
-    table : mapping of (n, L, H) to dict
-        Each value with ``accuracy`` (one per seed) and ``converged``, as
-        :func:`attention_course.chapters.graphs.head_budget.grid_table` returns them.
+    ``table`` maps (n, L, H) to ``accuracy`` (one per seed) and ``converged``
+    (:func:`attention_course.chapters.graphs.head_budget.grid_table`). Markers are the mean, bars
+    the seed range; a hollow marker is a run whose loss was still falling.
 
     Examples
     --------
@@ -521,7 +420,7 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     fig, ax = new_axes(ax, (6.4, 4.6))
     nodes = sorted({n for n, _, _ in table})
     heads = sorted({H for _, _, H in table})
-    colours = dict(zip(nodes, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")))
+    colours = dict(zip(nodes, _NODE_COLOURS))
     handles = []
     for i, n in enumerate(nodes):
         shift = 0.07 * (i - (len(nodes) - 1) / 2)  # each n a little apart, so equal points stay visible
@@ -542,11 +441,7 @@ def plot_head_budget(table: Mapping[tuple, Mapping], threshold: float = 0.9, tit
     handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g} on every seed"))
     handles.append(ax.plot([], [], "o", mfc="white", mec="0.3", label="loss still falling")[0])
     ax.set_xticks(np.log2(heads), [str(H) for H in heads])
-    return _finish_two_hop_axes(ax, handles, "heads in total (one layer of H, or two of H / 2)", title, own)
-
-
-#: One colour per number of nodes in the training-curve figures.
-_NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
+    return _finish_accuracy_axes(ax, handles, "heads in total (one layer of H, or two of H / 2)", title, own)
 
 
 def _accuracy_curve(ax: Axes, record: Mapping, **style: Any):
@@ -559,18 +454,10 @@ def _accuracy_curve(ax: Axes, record: Mapping, **style: Any):
 
 def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, float]] = None,
                          threshold: float = 0.9, title: str = "", ax: Optional[Axes] = None) -> Figure:
-    """Held-out accuracy against training steps, one line per run (log-scaled steps).
+    """Held-out accuracy against training steps (log scale), one line per run.
 
-    Colour is the number of nodes ``n``, the line style the depth (one layer solid, two dashed);
-    a dotted line of the same colour marks guessing, ``chance[n]``.
-
-    Parameters
-    ----------
-    runs : sequence of dict
-        Each with ``n_nodes``, ``n_layers``, ``n_heads``, ``seed``, ``checks`` (steps) and
-        ``check_accuracy``, as :func:`attention_course.chapters.graphs.head_budget.run_matched` returns them.
-    chance : mapping of n to float, optional
-        The guessing line for each ``n`` (for example ``1 / n``).
+    Colour is ``n``, one layer solid and two dashed, ``chance[n]`` dotted. ``runs`` are records of
+    :func:`attention_course.chapters.graphs.head_budget.run_matched`.
 
     Examples
     --------
@@ -594,13 +481,14 @@ def plot_training_curves(runs: Sequence[Mapping], chance: Optional[Mapping[int, 
         ax.axhline(p, color=colours.get(n, "0.5"), ls=":", lw=1)
     handles.append(ax.axhline(threshold, color="0.3", ls=":", lw=1, label=f"success: {threshold:g}"))
     ax.set_xscale("log")
-    return _finish_two_hop_axes(ax, handles, "training steps (log scale)", title, own)
+    return _finish_accuracy_axes(ax, handles, "training steps (log scale)", title, own)
 
 
-def _finish_two_hop_axes(ax: Axes, handles: list, xlabel: str, title: str, own: bool) -> Figure:
-    """Labels, limits and legend shared by the two-hop accuracy figures (below the axes when the figure is ours)."""
+def _finish_accuracy_axes(ax: Axes, handles: list, xlabel: str, title: str, own: bool,
+                          ylabel: str = "held-out accuracy, two hops") -> Figure:
+    """Labels, limits and legend shared by the accuracy figures (below the axes when the figure is ours)."""
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("held-out accuracy, two hops")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3)
     if own:
@@ -611,22 +499,12 @@ def _finish_two_hop_axes(ax: Axes, handles: list, xlabel: str, title: str, own: 
     return ax.figure
 
 
-
-
 @book_figure
 def plot_hop_sweep(runs: Sequence[Mapping], threshold: float = 0.9, title: str = "") -> Figure:
     """Held-out accuracy against training steps for ``L`` layers on ``k = L`` hops: one panel per depth.
 
-    Colour is the number of nodes ``n`` (its guessing line, :math:`1/n`, dotted in the same colour),
-    the line style the learning rate; seed 0 is drawn thick, later seeds thin. ``threshold`` draws
-    the pass line.
-
-    Parameters
-    ----------
-    runs : sequence of dict
-        The sweep's records (``kind == "sweep"``), each with ``n_nodes``, ``n_layers``, ``lr``,
-        ``seed``, ``checks`` (steps) and ``check_accuracy``, as
-        :func:`attention_course.chapters.graphs.hop_sweep.sweep_run` returns them.
+    Colour is ``n`` (its guess line 1/n dotted), line style the learning rate, seed 0 thick.
+    ``runs`` are :func:`attention_course.chapters.graphs.hop_sweep.sweep_run` records.
 
     Examples
     --------
@@ -676,17 +554,10 @@ _VERDICT_COLOURS = {"holds": "#009E73", "holds when": "#E69F00", "wrong as state
 @book_figure
 def plot_hop_threshold(thresholds: Sequence[float], decisions: Sequence[Mapping], chosen: float = 0.9,
                        title: str = "", ax: Optional[Axes] = None) -> Figure:
-    """Cells ``(L, n)`` that pass, and the verdict, against the pass line.
+    """Cells ``(L, n)`` that pass against the pass line, the background coloured by the verdict.
 
-    One step line per depth ``L`` (cells of that depth passing); the background is coloured by the
-    verdict the rule gives at each line; ``chosen`` marks the line fixed in advance.
-
-    Parameters
-    ----------
-    thresholds : sequence of float
-    decisions : sequence of dict
-        One per threshold, as :func:`attention_course.chapters.graphs.hop_sweep.sweep_decision` returns
-        them (``passes``: ``{(L, n): bool}`` and ``verdict``).
+    ``decisions`` holds one :func:`attention_course.chapters.graphs.hop_sweep.sweep_decision` result
+    per threshold; ``chosen`` marks the line fixed in advance.
 
     Examples
     --------
@@ -734,16 +605,10 @@ _BIN_COLOURS = ("#0072B2", "#E69F00", "0.75")  # property, no property, sink
 def plot_head_bins(lines: Sequence[float], sweeps: Mapping[str, Array], *, chosen: float,
                    labels: Sequence[str] = ("property", "no property", "sink head"), xlabel: str = "line",
                    title: str = "") -> Figure:
-    """Shares of all heads in each bin (property, no property, sink) against the line that decides the property.
+    """Shares of all heads per bin (property, no property, sink) against the deciding line, one panel per model.
 
-    One panel per model: the three shares stacked (they sum to 1); a dashed line at the ``chosen``
-    line fixed in advance and a dotted one at half of all heads.
-
-    Parameters
-    ----------
-    lines : sequence of float, the lines swept (x axis).
-    sweeps : mapping of model name -> array (len(lines), 3), as
-        :func:`attention_course.chapters.graphs.topology_rule_table.bin_sweep` returns it.
+    ``sweeps`` maps a model to (len(lines), 3) from
+    :func:`attention_course.chapters.graphs.topology_rule_table.bin_sweep`.
 
     Examples
     --------

@@ -1,19 +1,9 @@
-r"""Graph neural networks beside attention: how GCN, GAT and GATv2 weigh their edges.
+r"""Graph neural networks beside attention: how GCN, GAT and GATv2 weigh their edges (chapter 5).
 
-The same message-passing template, :math:`h_i' = \sum_{j \in N(i)} \alpha_{ij} W h_j`
-(:func:`attention_course.chapters.graphs.propagation.message_passing` runs it for attention),
-with three ways of choosing the weights :math:`\alpha_{ij}`:
-
-* GCN (Kipf & Welling 2017): fixed by the graph, :math:`1/\sqrt{d_i d_j}`.
-* GAT (Velickovic et al. 2018): computed from the features, but every node
-  ranks its neighbours in the same order (*static* attention, Brody et al. 2022).
-* GATv2 and dot-product attention: the ranking can change from query to query
-  (*dynamic* attention).
-
-Graph convention as in :mod:`attention_course.chapters.graphs.propagation`: ``A[i, j]`` is the weight
-of the message from ``j`` to ``i``; a mask's ``True`` = edge j -> i (may attend).
-Functions take and return numpy arrays. Chapter 5 compares the weights and the
-rankings they induce, so this module computes scores and weights, not full layers.
+One template, :math:`h_i' = \sum_{j \in N(i)} \alpha_{ij} W h_j`, three ways of choosing
+:math:`\alpha_{ij}`: GCN fixes them by the graph; GAT computes them from the features but every
+node ranks its neighbours in the same order (*static* attention); GATv2 and dot-product attention
+rank them query by query (*dynamic*). ``A[i, j]`` is the weight of the message from ``j`` to ``i``.
 """
 
 from __future__ import annotations
@@ -35,10 +25,7 @@ def _leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
 
 
 def gcn_normalise(adjacency: Array) -> np.ndarray:
-    r"""Kipf & Welling's fixed propagation matrix :math:`D^{-1/2}(A + I)D^{-1/2}`.
-
-    ``A`` should not contain self loops (they are added); ``D`` holds the row
-    sums (in-degrees) of ``A + I``.
+    r"""Kipf & Welling's fixed propagation matrix :math:`D^{-1/2}(A + I)D^{-1/2}` (self loops are added).
 
     Examples
     --------
@@ -53,18 +40,15 @@ def gcn_normalise(adjacency: Array) -> np.ndarray:
 
 def _check_features(x: np.ndarray, n: int, W: np.ndarray, rows: int) -> None:
     if x.ndim != 2 or x.shape[0] != n or W.ndim != 2 or W.shape[0] != rows:
-        raise ShapeError(
-            f"x has shape {x.shape}, W has shape {W.shape}, graph has {n} nodes; "
-            f"expected x ({n}, d_in) and W ({rows}, d_out)"
-        )
+        raise ShapeError(f"x has shape {x.shape}, W has shape {W.shape}, graph has {n} nodes; "
+                         f"expected x ({n}, d_in) and W ({rows}, d_out)")
 
 
 def gat_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> np.ndarray:
-    r"""GAT scores (Velickovic 2018): :math:`e_{ij} = \mathrm{LeakyReLU}(a^\top [W h_i \| W h_j])`.
+    r"""GAT scores (Velickovic 2018): :math:`e_{ij} = \mathrm{LeakyReLU}(a^\top [W h_i \| W h_j])`, (N, N).
 
-    ``x`` (N, d_in), ``W`` (d_in, d_out), ``a`` (2 d_out,); returns ``e`` (N, N).
-    Since LeakyReLU is increasing, every row ranks the keys ``j`` by the same
-    number :math:`a_2^\top W h_j`: the ranking is *static*.
+    ``x`` (N, d_in), ``W`` (d_in, d_out), ``a`` (2 d_out,). LeakyReLU is increasing, so every row
+    ranks the keys by the same number :math:`a_2^\top W h_j`.
 
     Examples
     --------
@@ -77,20 +61,16 @@ def gat_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> np.
     _check_features(x, len(x), W, x.shape[-1])
     d_out = W.shape[1]
     if a.shape != (2 * d_out,):
-        raise ShapeError(
-            f"a has shape {a.shape} but W has shape {W.shape}; expected a ({2 * d_out},)"
-        )
+        raise ShapeError(f"a has shape {a.shape} but W has shape {W.shape}; expected a ({2 * d_out},)")
     h = x @ W  # (N, d_out)
     s_dst, s_src = h @ a[:d_out], h @ a[d_out:]  # (N,), (N,)
     return _leaky_relu(s_dst[:, None] + s_src[None, :], negative_slope)  # (N, N)
 
 
 def gatv2_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> np.ndarray:
-    r"""GATv2 scores (Brody 2022): :math:`e_{ij} = a^\top \mathrm{LeakyReLU}(W [h_i \| h_j])`.
+    r"""GATv2 scores (Brody 2022): :math:`e_{ij} = a^\top \mathrm{LeakyReLU}(W [h_i \| h_j])`, (N, N).
 
-    ``x`` (N, d_in), ``W`` (2 d_in, d_out) acting on ``[h_i || h_j]``, ``a`` (d_out,);
-    returns ``e`` (N, N). The nonlinearity sits *before* ``a``, so rankings can
-    differ per query (*dynamic* attention).
+    ``x`` (N, d_in), ``W`` (2 d_in, d_out), ``a`` (d_out,).
 
     Examples
     --------
@@ -102,18 +82,13 @@ def gatv2_scores(x: Array, W: Array, a: Array, negative_slope: float = 0.2) -> n
     d_in = x.shape[-1]
     _check_features(x, len(x), W, 2 * d_in)
     if a.shape != (W.shape[1],):
-        raise ShapeError(
-            f"a has shape {a.shape} but W has shape {W.shape}; expected a ({W.shape[1]},)"
-        )
+        raise ShapeError(f"a has shape {a.shape} but W has shape {W.shape}; expected a ({W.shape[1]},)")
     u, w = x @ W[:d_in], x @ W[d_in:]  # the h_i and h_j halves, (N, d_out) each
     return _leaky_relu(u[:, None, :] + w[None, :, :], negative_slope) @ a  # (N, N)
 
 
 def dot_product_scores(x: Array, W_q: Array, W_k: Array) -> np.ndarray:
-    r"""Transformer scores :math:`e_{ij} = (x_i W_q)\cdot(x_j W_k)/\sqrt{d_k}`, (N, N).
-
-    ``x`` (N, d), ``W_q`` and ``W_k`` (d, d_k). Each query ranks the keys by its
-    own vector :math:`q_i`, so rankings differ from query to query.
+    r"""Transformer scores :math:`e_{ij} = (x_i W_q)\cdot(x_j W_k)/\sqrt{d_k}`, (N, N); ``W_q``, ``W_k`` (d, d_k).
 
     Examples
     --------
@@ -141,10 +116,7 @@ def top_neighbour(scores: Array, mask: Optional[Array] = None) -> np.ndarray:
 
 
 def ranking_comparison(n_nodes: int = 6, d: int = 4, *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Score matrices (N, N) of GAT, GATv2 and dot-product attention on one random complete graph.
-
-    Random features and parameters (standard normal, seeded). Feed each to
-    :func:`top_neighbour`: GAT's argmax key is the same for every query.
+    """Score matrices (N, N) of GAT, GATv2 and dot-product attention on one random complete graph (seeded).
 
     Examples
     --------
@@ -161,15 +133,11 @@ def ranking_comparison(n_nodes: int = 6, d: int = 4, *, seed: int = 0) -> dict[s
     }
 
 
-def shared_top_fraction(
-    n_graphs: int = 200, n_nodes: int = 6, d: int = 4, *, seed: int = 0
-) -> dict[str, float]:
-    """Fraction of random graphs on which every query picks the same top key, per scoring.
+def shared_top_fraction(n_graphs: int = 200, n_nodes: int = 6, d: int = 4, *, seed: int = 0) -> dict[str, float]:
+    """Fraction of random graphs on which every query picks one top key, per scoring.
 
-    Runs :func:`ranking_comparison` with seeds ``seed, seed + 1, ...`` and counts
-    the graphs whose :func:`top_neighbour` is one node for all queries. GAT's is
-    1.0 by construction (static attention); for GATv2 and dot products it is a
-    property of random weights, not a law.
+    The graphs are :func:`ranking_comparison`'s, seeds ``seed, seed + 1, ...``. GAT's is 1.0 by
+    construction; for GATv2 and dot products it is a property of random weights.
 
     Examples
     --------
@@ -184,23 +152,11 @@ def shared_top_fraction(
 
 
 def shared_top_key(weights: Array) -> np.ndarray:
-    r"""Per head, the share of queries whose top key is the head's most common top key.
+    r"""Per head, the share of queries whose top key is the head's most common top key, in [1/T, 1].
 
-    For a head with weights :math:`\alpha` (rows = queries), let :math:`t_i = \arg\max_j \alpha_{ij}`;
-    the share is :math:`\max_c \frac1T \#\{i : t_i = c\}`. A GAT head scores 1 on every
-    input, since its ranking of the senders is the same for every receiver (static attention);
-    a head that ranks keys query by query scores lower. The argmax, and so the share, does
-    not move under any change that leaves the weights as they are (scaling q by a and k by
-    1/a, adding one vector to every key) and permuting heads permutes the shares.
-
-    Parameters
-    ----------
-    weights : array, shape (..., T, S)
-        Attention rows; the leading axes are heads (for instance (layers, heads)).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...): one share per head, in [1/T, 1].
+    With :math:`t_i = \arg\max_j \alpha_{ij}` the share is :math:`\max_c \frac1T \#\{i : t_i = c\}`;
+    a GAT head scores 1 on every input. ``weights`` is (..., T, S), the leading axes heads;
+    returns (...).
 
     Examples
     --------
@@ -217,12 +173,8 @@ def shared_top_key(weights: Array) -> np.ndarray:
     return (counts / top.shape[-1]).reshape(top.shape[:-1])
 
 
-
 def static_counts(shares: Array, lines: Sequence[float]) -> np.ndarray:
-    r"""For each line :math:`t`, the heads whose shared-top-key share is at least :math:`t`; ``(len(lines),)`` int.
-
-    A head with share :math:`\ge t` gives most of its queries one top key, as a GAT head gives all of
-    them: it counts as *static-like* at that line.
+    r"""For each line :math:`t`, how many heads are static-like (shared-top-key share at least :math:`t`).
 
     Examples
     --------
@@ -234,10 +186,7 @@ def static_counts(shares: Array, lines: Sequence[float]) -> np.ndarray:
 
 
 def static_flip(shares: Array, lines: Sequence[float]) -> Optional[int]:
-    r"""The first line at which fewer than half of the heads are static-like (share :math:`\ge t`).
-
-    ``unlike-gnns``'s decision rule: *holds when* (against fixed-weight networks) while at least half
-    the heads are static-like, *holds* below half. ``None`` if half stay static-like at every line.
+    r"""The first line at which fewer than half of the heads are static-like (``None`` if never).
 
     Examples
     --------

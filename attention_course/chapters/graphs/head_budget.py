@@ -1,29 +1,12 @@
 r"""Chapter 5's head budget: do two layers compose with fewer heads than one layer needs?
 
-One layer with ``H`` heads against two layers with ``H / 2`` heads each, every head of the same
-width ``d_k``, so that both have the same parameters (attention has :math:`4\, d_{model}\, h\, d_k`
-weights per layer), on 2-hop pointer chasing
-(:mod:`~attention_course.chapters.graphs.composition`). Each run stops once its held-out
-accuracy reaches 0.99; its held-out loss and accuracy every 250 steps are the convergence curve
-(:func:`run_matched`, :func:`converged`). These are the parts of ``python -m attention_course
-composition-run --matched`` (:data:`COMPOSITION_RUN`), each stored in ``attention_course/data/``:
-
-* ``--matched`` (:data:`MATCHED`): :data:`MATCHED_GRID`, in ``composition_matched.json``;
-* ``--matched --grid --nodes N`` (:data:`HEAD_GRID`): at ``n`` = 6, 8 and 16 nodes, 4, 8 and 16
-  heads in total as one layer of ``H`` or two of ``H / 2``, searched in the order fixed in the
-  ledger (:func:`grid_order`, :func:`grid_search`); one ``n`` per call, each part under 15
-  minutes on one thread, added to ``composition_grid.json`` (:func:`load_grid`,
-  :func:`grid_table`, :func:`fewest_heads`);
-* ``--matched --grid --long --nodes N`` (:data:`LONG_HEAD_GRID`): the same search at ``n`` = 8, 12
-  and 16, with 4 to 32 heads and up to 10,000 steps (:data:`LONG_GRID`); parts may run at the same
-  time, since every save merges with the file (:func:`merge_grid`). Stored in
-  ``composition_grid_long.json`` (17 runs, with ``--seeds 0 1``). On one thread each part stays
-  under 15 minutes: ``--nodes 8`` (9 minutes), ``--nodes 12`` (10), ``--nodes 16 --grid-layers
-  1`` (12), ``--nodes 16 --grid-layers 2`` (11); two parts can run side by side.
-  :func:`grid_decision` applies the ledger's rule to the runs;
-* ``--matched --follow-up [--second]`` (:data:`FOLLOW_UP_RUNS`, :data:`SECOND_FOLLOW_UP_RUNS`): the
-  long grid's follow-ups (:data:`FOLLOW_UP`, :data:`SECOND_FOLLOW_UP`), decided by
-  :func:`follow_up_decision`.
+One layer of ``H`` heads against two of ``H / 2``, every head of width ``d_k`` (so both have the
+same :math:`4\, d_{model}\, h\, d_k` attention weights per layer), on 2-hop pointer chasing. These
+are the parts of ``python -m attention_course composition-run --matched`` (:data:`COMPOSITION_RUN`):
+the matched run (:data:`MATCHED`), the head grid (``--grid``, :data:`HEAD_GRID`) and the long grid
+(``--grid --long``, :data:`LONG_HEAD_GRID`, one ``n`` a part, merged on save by :func:`merge_grid`),
+and the follow-ups (``--follow-up [--second]``); :func:`grid_decision` and
+:func:`follow_up_decision` apply the ledger's rules.
 """
 
 from __future__ import annotations
@@ -61,21 +44,14 @@ GRID_RUN = DATA_DIR / "composition_grid.json"
 GRID_NODES, GRID_HEADS = (6, 8, 16), (4, 8, 16)
 #: The long head grid (``composition-run --matched --grid --long``), shipped with the package.
 LONG_GRID_RUN = DATA_DIR / "composition_grid_long.json"
-#: Its design, as pre-registered in the ledger: nodes, total heads, most steps, and the window
-#: (steps) over which a failure must be flat to count as unable (:func:`converged`).
+#: Its design, as pre-registered: nodes, total heads, most steps, and the window a failure must be flat over.
 LONG_GRID = {"nodes": (8, 12, 16), "heads": (4, 8, 16, 32), "max_steps": 10_000, "flat_window": 2_000}
 #: The follow-up of the long grid (``composition-run --matched --follow-up``), shipped with the package.
 FOLLOW_UP_RUN = DATA_DIR / "composition_follow_up.json"
 #: Its runs, as pre-registered in the ledger: (n_nodes, n_layers, heads per layer, seed, most steps).
-#: Two layers of 2 + 2 heads on 16 nodes, given the steps the plateau may need, against one layer
-#: of the same 4 heads trained as long; and one layer of 4 heads on 8 and 12 nodes, three times
-#: longer than the two layers needed there.
 FOLLOW_UP = ((16, 2, 2, 0, 150_000), (16, 2, 2, 1, 150_000), (16, 1, 4, 0, 150_000),
              (12, 1, 4, 0, 30_000), (8, 1, 4, 0, 30_000))
-#: The second follow-up (``composition-run --matched --follow-up --second``), shipped with the package:
-#: one layer of 4 heads on 12 and on 8 nodes again, up to 100,000 steps, since after 30,000 the
-#: 12-node run was still rising and the 8-node run's accuracy still creeping up. Decided by
-#: :func:`follow_up_decision`: a pass on either gives "reach only"; otherwise composition stays undecided.
+#: The second follow-up (``--follow-up --second``): one layer of 4 heads on 12 and 8 nodes, up to 100,000 steps.
 SECOND_FOLLOW_UP_RUN = DATA_DIR / "composition_follow_up_2.json"
 SECOND_FOLLOW_UP = ((12, 1, 4, 0, 100_000), (8, 1, 4, 0, 100_000))
 #: The width of every head in the matched runs.
@@ -86,26 +62,19 @@ class _Stop(Exception):
     """Raised by :func:`run_matched`'s callback to end training early."""
 
 
-def run_matched(n_nodes: int, n_layers: int, n_heads: int, seed: int, max_steps: int = 3000,
-                d_k: int = HEAD_WIDTH, hops: int = 2, check_every: int = 250, check_size: int = 500,
-                stop_at: float = 0.99, train_task: Optional[Callable[[PointerChasingTask], Any]] = None,
-                **training: Any) -> dict:
-    r"""Train one model of ``n_layers`` x ``n_heads`` heads of width ``d_k`` on ``k = hops``; stop at ``stop_at``.
+def run_matched(n_nodes: int, n_layers: int, n_heads: int, seed: int, max_steps: int = 3000, d_k: int = HEAD_WIDTH,
+                hops: int = 2, check_every: int = 250, check_size: int = 500, stop_at: float = 0.99,
+                train_task: Optional[Callable[[PointerChasingTask], Any]] = None, **training: Any) -> dict:
+    r"""Train ``n_layers`` x ``n_heads`` heads of width ``d_k`` on ``k = hops`` until held-out accuracy hits ``stop_at``.
 
     Every ``check_every`` steps the held-out accuracy and loss on ``check_size`` sequences (seed
-    ``HELD_OUT_SEED + 1``) are recorded; training stops after the first check that reaches
-    ``stop_at``, or after ``max_steps``. The final scores use ``eval_batch`` other held-out
-    sequences (seed ``HELD_OUT_SEED``). ``train_task``, if given, wraps the training task (e.g.
-    random answers; the held-out maps are still scored on their true answers). Heads of a fixed width make ``1 x 2h`` and ``2 x h``
-    models the same size: attention has :math:`4\, d_{model}\, h\, d_k` weights per layer.
-    ``training`` holds ``lr``, ``d_model``, ``batch_size`` and ``eval_batch``
-    (:class:`~attention_course.chapters.graphs.composition.CompositionConfig`'s for those not given).
+    ``HELD_OUT_SEED + 1``) are recorded; the final scores use ``eval_batch`` sequences of seed
+    ``HELD_OUT_SEED``. ``train_task`` optionally wraps the training task. ``training`` holds
+    ``lr``, ``d_model``, ``batch_size``, ``eval_batch`` (defaults from
+    :class:`~attention_course.chapters.graphs.composition.CompositionConfig`).
 
-    Returns
-    -------
-    dict with ``n_nodes, n_layers, n_heads, seed, steps`` (the updates made), ``parameters``,
-    ``accuracy``, ``held_out_loss``, ``checks`` (steps), ``check_accuracy`` and ``check_loss``
-    (one per check) and ``seconds``.
+    Returns a dict with ``n_nodes, n_layers, n_heads, seed, hops, steps, parameters, accuracy,
+    held_out_loss, checks, check_accuracy, check_loss, seconds``.
 
     Examples
     --------
@@ -134,7 +103,8 @@ def run_matched(n_nodes: int, n_layers: int, n_heads: int, seed: int, max_steps:
             raise _Stop
 
     try:
-        train(model, task if train_task is None else train_task(task), steps=max_steps, seed=seed, lr=t.lr, batch_size=t.batch_size, callback=check)
+        train(model, task if train_task is None else train_task(task), steps=max_steps, seed=seed, lr=t.lr,
+              batch_size=t.batch_size, callback=check)
     except _Stop:
         pass
     model.eval()
@@ -187,8 +157,7 @@ def fewest_heads(runs: Iterable[Mapping], n_nodes: int, n_layers: int, threshold
 
 # ------------------------------------------------------------------ the head grid
 def grid_order(n_layers: int, heads: Sequence[int] = GRID_HEADS) -> list[int]:
-    """The order in which :func:`grid_search` tries total head counts: one layer from the most heads
-    down (stopping at its first failure), two layers from the fewest up (stopping at the first success).
+    """The order :func:`grid_search` tries total head counts: one layer from the most down, two layers from the fewest up.
 
     Examples
     --------
@@ -207,12 +176,9 @@ def grid_search(nodes: Sequence[int], seeds: Sequence[int] = (0,), layers: Seque
                 run=None, **settings: Any) -> list[dict]:
     """The pre-registered search for the fewest heads, at each ``n`` and depth, over :func:`run_matched`.
 
-    The first seed walks :func:`grid_order` (one layer: ``16, 8, 4`` heads, stopping after the first
-    configuration below ``threshold``; two layers: ``2 x 2, 2 x 4, 2 x 8``, stopping after the first
-    at or above it). Every later seed repeats only the configurations the first seed passed (a
-    failure on one seed already fails "every seed"). Runs already in ``runs`` (same ``n``, depth,
-    heads and seed) are reused, not repeated. ``run(n, L, h, seed, **settings)`` defaults to
-    :func:`run_matched`.
+    The first seed walks :func:`grid_order` (one layer stops after its first failure, two layers
+    after their first pass); later seeds repeat only what the first seed passed. Runs already in
+    ``runs`` are reused. ``run(n, L, h, seed, **settings)`` defaults to :func:`run_matched`.
 
     Examples
     --------
@@ -250,8 +216,7 @@ def grid_search(nodes: Sequence[int], seeds: Sequence[int] = (0,), layers: Seque
 
 
 def grid_table(runs: Iterable[Mapping], threshold: float = 0.9, window: int = 1000) -> dict:
-    """Per ``(n, L, H)``: accuracies over seeds, whether every seed passes ``threshold``, and convergence
-    (:func:`converged` over the last ``window`` steps).
+    """Per ``(n, L, H)``: accuracies over seeds, whether every seed passes ``threshold``, and :func:`converged`.
 
     Examples
     --------
@@ -274,13 +239,11 @@ def grid_table(runs: Iterable[Mapping], threshold: float = 0.9, window: int = 10
 def grid_decision(runs: Sequence[Mapping], nodes: Sequence[int], threshold: float = 0.9, window: int = 1000) -> dict:
     """The ledger's pre-registered decision on the head grid, read off its runs.
 
-    ``h1[n]``, ``h2[n]`` are :func:`fewest_heads` for one and two layers (``None``: no configuration
-    tried passes, "more than" the most heads). The one-layer failures the verdict rests on are, at
-    each ``n``, the one-layer runs with ``h2[n]`` heads or fewer (they show ``h1 > h2``); the
-    two-layer failures are those with more heads than ``h2`` at the smallest ``n``. A failure counts
-    only when flat (:func:`converged` over ``window`` steps). ``composition`` is ``"holds"`` (``h2``
-    constant and ``h1 > h2`` at every ``n``, the failures flat), ``"reach only"`` (one layer does as
-    well as two at some ``n``, or ``h2`` grows with ``n``, on flat failures) or ``"undecided"``.
+    ``h1[n]``, ``h2[n]``: :func:`fewest_heads` for one and two layers (``None``: more than any tried).
+    ``composition`` is ``"holds"`` when ``h2`` is the same at every ``n`` and ``h1 > h2`` there, the
+    one-layer failures at ``h2[n]`` heads or fewer flat (:func:`converged` over ``window``);
+    ``"reach only"`` when one layer does as well as two at some ``n``, or ``h2`` grows with ``n`` on
+    flat two-layer failures; else ``"undecided"``.
 
     Examples
     --------
@@ -320,11 +283,8 @@ def grid_decision(runs: Sequence[Mapping], nodes: Sequence[int], threshold: floa
 
 
 def follow_up_decision(runs: Sequence[Mapping], threshold: float = 0.9) -> dict:
-    """The ledger's rule for the follow-up: two layers of 2 + 2 heads on 16 nodes against one layer of 4.
-
-    A failure counts only when flat over its last third (:func:`converged` with ``window`` a third of
-    its steps). ``composition`` is ``"holds"`` when the two-layer runs pass on every seed and every
-    one-layer run fails flat; ``"reach only"`` when a one-layer run passes; otherwise ``"undecided"``.
+    """The ledger's rule for the follow-up: ``"holds"`` when the two-layer runs pass on every seed and every
+    one-layer run fails flat over its last third; ``"reach only"`` when a one-layer run passes; else ``"undecided"``.
 
     Examples
     --------
@@ -349,9 +309,7 @@ def follow_up_decision(runs: Sequence[Mapping], threshold: float = 0.9) -> dict:
 
 
 def map_counts(n_nodes: int) -> dict:
-    """How many single cycles on ``n_nodes`` nodes exist, and how many fall in the training and held-out parts.
-
-    Every cycle is enumerated ((n - 1)! of them), so keep ``n_nodes`` small.
+    """How many single cycles on ``n_nodes`` nodes exist (all (n - 1)! enumerated), and how many are held out.
 
     Examples
     --------
@@ -380,9 +338,8 @@ def _key(r: Mapping) -> tuple:
 
 
 def merge_grid(doc: Mapping, previous: Mapping, key: Callable[[Mapping], tuple] = _key) -> dict:
-    """A grid part's document merged into the file's ``previous`` one: runs already there (same
-    ``key``: ``n``, depth, heads and seed by default) are kept as they are, new ones added; each
-    part's machine and arguments are recorded once in ``meta["parts"]``.
+    """A grid part's document merged into the file's ``previous`` one: runs already there (same ``key``) are
+    kept, new ones added; each part's machine and arguments go once into ``meta["parts"]``.
 
     Examples
     --------
@@ -451,19 +408,24 @@ class _Missing(Exception):
     """A run the search asks for that is not run yet."""
 
 
-def _grid_next(config: CompositionConfig, runs: Runs) -> list[tuple]:
-    """The search's next run given the runs so far (none: the search is over)."""
-    design = _design(config)
-
-    def missing(n: int, L: int, h: int, seed: int, **kw: Any) -> dict:
-        raise _Missing((n, L, h, seed))
+def _first_missing(search: Callable[[Callable[..., dict]], Any], job: Callable[..., tuple]) -> list[tuple]:
+    """The first run ``search(run)`` asks for that is not run yet, as ``[job(*its arguments)]`` (none: all are run)."""
+    def missing(*args: Any, **kw: Any) -> dict:
+        raise _Missing(job(*args, **kw))
 
     try:
-        grid_search(config.nodes or design["nodes"], config.seeds, layers=config.grid_layers, heads=design["heads"],
-                    runs=runs.records, run=missing)
+        search(missing)
     except _Missing as m:
         return [m.args[0]]
     return []
+
+
+def _grid_next(config: CompositionConfig, runs: Runs) -> list[tuple]:
+    design = _design(config)
+    return _first_missing(lambda run: grid_search(config.nodes or design["nodes"], config.seeds,
+                                                  layers=config.grid_layers, heads=design["heads"],
+                                                  runs=runs.records, run=run),
+                          lambda n, L, h, seed, **kw: (n, L, h, seed))
 
 
 def _grid_run(config: CompositionConfig, n: int, L: int, h: int, seed: int) -> dict:

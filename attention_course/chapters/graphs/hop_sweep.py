@@ -1,26 +1,13 @@
 r"""Chapter 5's hop sweep: can ``L`` layers learn to follow ``L`` pointers?
 
-The essay says that stacking :math:`L` layers *allows* information to travel :math:`L` hops:
-a claim of sufficiency, shown by one working configuration. On a complete graph every node is
-one hop from every other, so the informative sense is **chained lookups**: :math:`k`-hop pointer
-chasing (:mod:`~attention_course.models.pointer_chasing`) with :math:`k = L`, where each lookup
-asks about the answer of the one before. For each depth :math:`L` the attention-only tiny
-transformer with 4 heads of width 16 in every layer is trained at ``n`` = 8, 12 and 16 nodes over
-a learning-rate sweep (:data:`HOP_SWEEP`), and scored by its held-out accuracy; a configuration
-(``L`` layers, one learning rate) **passes** at ``n`` when every seed reaches 0.9
-(:func:`sweep_table`, :func:`sweep_decision`). The search is fixed in advance
-(:func:`sweep_search`): seed 0 tries every learning rate, seed 1 repeats the ones seed 0 passed
-at, fewest steps first, until one passes.
-
-Two runs could make the number come out the other way (:func:`control_jobs`): ``L`` layers on
-``k = L + 1`` hops at the same settings (reported, not deciding: the claim is not that fewer
-layers cannot), and the passing model trained on answers drawn at random
-(:class:`RandomAnswers`), whose held-out accuracy must stay at the guess, :math:`1/n`.
-
-``python -m attention_course composition-run --hops-sweep --layers L [--nodes N]`` runs the
-search (:data:`HOP_SWEEP_RUNS`), ``... --hops-sweep --controls`` the controls; both add their
-runs to ``attention_course/data/composition_hops.json`` (:data:`HOP_SWEEP_RUN`), so parts may run
-side by side.
+On a complete graph every node is one hop from every other, so the informative sense of "L layers
+allow L hops" is chained lookups: :math:`k`-hop pointer chasing with :math:`k = L`. For each depth,
+4 heads of width 16 per layer are trained at ``n`` = 8, 12, 16 over a learning-rate sweep
+(:data:`HOP_SWEEP`), searched in the order fixed in advance (:func:`sweep_search`); a
+configuration passes at ``n`` when every seed reaches 0.9 (:func:`sweep_decision`). Controls
+(:func:`control_jobs`): ``k = L + 1`` hops, and random answers (:class:`RandomAnswers`), which
+must stay at the guess :math:`1/n`. ``python -m attention_course composition-run --hops-sweep``
+(:data:`HOP_SWEEP_RUNS`) adds its runs to ``composition_hops.json``.
 """
 
 from __future__ import annotations
@@ -52,11 +39,7 @@ HOP_SWEEP = {"nodes": (8, 12, 16), "lrs": (1e-3, 3e-3, 1e-2), "heads": 4, "max_s
 
 @dataclass(frozen=True)
 class RandomAnswers:
-    """A pointer-chasing task whose answers are replaced by nodes drawn uniformly at random.
-
-    The inputs are the task's; only the target at the last position changes, so a model trained on
-    it can learn nothing about the answer, and its accuracy on the true answers of held-out maps
-    must stay near the guess :math:`1/n`. Called like the task it wraps.
+    """A pointer-chasing task whose answers (the target at the last position) are uniform random nodes.
 
     Examples
     --------
@@ -93,16 +76,8 @@ def sweep_run(n_nodes: int, n_layers: int, lr: float, seed: int, hops: Optional[
               n_heads: int = HOP_SWEEP["heads"], **training: Any) -> dict:
     r"""Train ``n_layers`` layers of ``n_heads`` heads (width 16) on ``k = hops`` hops (default ``k = L``) at ``lr``.
 
-    :func:`~attention_course.chapters.graphs.head_budget.run_matched` with the learning rate given:
-    held-out accuracy and loss every 250 steps on 500 sequences, stopping at 0.99, final scores on
-    2,000 others. ``random_answers`` trains on :class:`RandomAnswers` instead (the held-out maps
-    are still scored against their true answers). ``training`` holds ``d_model``, ``batch_size``,
-    ``eval_batch``, ``check_every`` and ``check_size``.
-
-    Returns
-    -------
-    dict: :func:`run_matched`'s record (``checks``, ``check_accuracy``, ``check_loss``, ``accuracy``
-    ...) with ``kind``, ``lr`` and ``max_steps``.
+    :func:`~attention_course.chapters.graphs.head_budget.run_matched`'s record with ``kind``, ``lr``
+    and ``max_steps``; ``random_answers`` trains on :class:`RandomAnswers`.
 
     Examples
     --------
@@ -129,8 +104,7 @@ def sweep_search(layers: Sequence[int], nodes: Optional[Sequence[int]] = None, l
     """The ledger's search: at each depth ``L`` and ``n``, seed 0 at every learning rate; each later
     seed at the learning rates the first passed at (fewest steps first) until one passes.
 
-    Runs already in ``runs`` (same job, :func:`_key`) are reused. ``run(n, L, lr, seed, max_steps=...)``
-    defaults to :func:`sweep_run`; ``nodes``, ``lrs``, ``seeds`` and ``max_steps`` to :data:`HOP_SWEEP`'s.
+    Runs already in ``runs`` are reused; ``run`` defaults to :func:`sweep_run`, the rest to :data:`HOP_SWEEP`.
 
     Examples
     --------
@@ -168,11 +142,8 @@ def sweep_search(layers: Sequence[int], nodes: Optional[Sequence[int]] = None, l
 def control_jobs(runs: Sequence[Mapping], layers: Sequence[int], n_nodes: Optional[int] = None,
                  lrs: Optional[Sequence[float]] = None, max_steps: Optional[int] = None,
                  threshold: float = 0.9) -> list[tuple]:
-    """The controls' jobs for the depths ``layers``, given the sweep's ``runs``.
-
-    ``L`` layers on ``k = L + 1`` hops at every learning rate (seed 0, ``max_steps``); and, where seed 0
-    of ``L`` layers passed at ``n_nodes``, the fastest such run again on random answers, with its
-    learning rate and as many steps as it took. Defaults: :data:`HOP_SWEEP`'s.
+    """The controls' jobs for the depths ``layers``: ``k = L + 1`` hops at every learning rate, and the
+    fastest passing seed-0 run at ``n_nodes`` again on random answers, for as many steps as it took.
 
     Examples
     --------
@@ -197,10 +168,9 @@ def control_jobs(runs: Sequence[Mapping], layers: Sequence[int], n_nodes: Option
 # ------------------------------------------------------------------ reading the runs
 def sweep_table(runs: Sequence[Mapping], threshold: float = 0.9, seeds: Optional[Sequence[int]] = HOP_SWEEP["seeds"],
                 window: int = HOP_SWEEP["flat_window"]) -> dict:
-    """Per ``(L, n)`` of the sweep: accuracies per learning rate (in seed order), the passing learning
-    rates (every seed in ``seeds`` run, or with ``seeds=None`` the seeds that were run, and at least
-    ``threshold``), the cell's score (the best learning rate's lowest accuracy over the seeds run),
-    and whether the best run of the first seed ended flat (:func:`converged`).
+    """Per ``(L, n)``: accuracies per learning rate, the passing learning rates (every seed of ``seeds``
+    run, or with ``None`` those run, at least ``threshold``), the score (the best learning rate's lowest
+    accuracy) and whether the first seed's best run ended flat (:func:`converged`).
 
     Examples
     --------
@@ -273,10 +243,7 @@ def sweep_decision(runs: Sequence[Mapping], threshold: float = 0.9, nodes: Seque
 
 
 def decision_by_threshold(runs: Sequence[Mapping], thresholds: Sequence[float], **kw: Any) -> list[dict]:
-    """:func:`sweep_decision` at each pass line in ``thresholds`` (the sweep drawn on the page).
-
-    A learning rate passes at a line when every seed run with it reaches the line (``seeds=None``):
-    below 0.9 the search did not repeat on seed 1 the learning rates that seed 0 failed at 0.9.
+    """:func:`sweep_decision` at each pass line in ``thresholds``, with the seeds that were run (``seeds=None``).
 
     Examples
     --------
@@ -304,18 +271,8 @@ def _next(config: CompositionConfig, runs: Runs) -> list[tuple]:
     if config.controls:
         return control_jobs(runs.records, config.layers, lrs=config.lrs)
     nodes = config.nodes or HOP_SWEEP["nodes"]
-
-    class Missing(Exception):
-        pass
-
-    def missing(n: int, L: int, lr: float, seed: int, max_steps: int) -> dict:
-        raise Missing(("sweep", n, L, L, lr, seed, max_steps))
-
-    try:
-        sweep_search(config.layers, nodes, config.lrs, runs=runs.records, run=missing)
-    except Missing as m:
-        return [m.args[0]]
-    return []
+    search = lambda run: sweep_search(config.layers, nodes, config.lrs, runs=runs.records, run=run)  # noqa: E731
+    return head_budget._first_missing(search, lambda n, L, lr, seed, max_steps: ("sweep", n, L, L, lr, seed, max_steps))
 
 
 def _run(config: CompositionConfig, kind: str, n: int, L: int, k: int, lr: float, seed: int, max_steps: int) -> dict:

@@ -1,11 +1,6 @@
-"""Chapter 5's two pages: which of its exercises sit on the evidence page rather than in the lesson.
+"""Chapter 5's exercises that sit on the evidence page (``book/05_message_passing_evidence.ipynb``), not in the lesson.
 
-The lesson (``book/05_message_passing.ipynb``) holds the exercises that build the chapter's ideas;
-the evidence page (``book/05_message_passing_evidence.ipynb``) holds the one that is an experiment
-on an essay claim: measuring, for one head, how much of its graph survives a shuffle of the words
-is the question of the ``learned-topology`` verdict asked by hand. The progress command
-(:func:`attention_course.course.progress.declared_exercises`) reads :data:`EVIDENCE_EXERCISES` to
-expect each exercise on its own page.
+:func:`attention_course.course.progress.declared_exercises` reads :data:`EVIDENCE_EXERCISES`.
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
-r"""Self-attention as message passing on a learned, weighted, directed graph.
+r"""Self-attention as message passing on a learned, weighted, directed graph (chapter 5).
 
-Graph convention (used by every function here): the nodes are the positions
-``0..T-1`` and
-
-.. math::
-
-    A_{ij} = \text{weight of the message from node } j \text{ to node } i,
-
-so row ``i`` lists node ``i``'s *in*-neighbours. An attention weight matrix
-(rows = queries = receivers, columns = keys = senders) is such an ``A``, and a
-boolean mask (``True`` = may attend, the package convention) is its edge set:
-the topology is fixed by the mask, the weights on it are computed from the data.
-
-One layer of self-attention is one round of message passing,
+Nodes are positions ``0..T-1`` and :math:`A_{ij}` is the weight of the message from node
+:math:`j` to node :math:`i`, so an attention matrix is such an ``A`` and a boolean mask
+(``True`` = may attend) is its edge set. One layer is one round of message passing,
 
 .. math::
 
-    m_{ij} = \alpha_{ij} v_j, \qquad
-    \alpha_{ij} = \frac{\exp e(q_i, k_j)}{\sum_{j' \in N(i)} \exp e(q_i, k_{j'})}, \qquad
-    h_i' = \sum_{j \in N(i)} m_{ij}.
+    \alpha_{ij} = \operatorname{softmax}_{j \in N(i)} e(q_i, k_j), \qquad
+    h_i' = \sum_{j \in N(i)} \alpha_{ij} v_j,
 
-A node with no in-neighbours receives nothing: its output and its row of
-weights are 0 (the package's fully-masked-row rule).
-
-Functions take and return numpy arrays (torch inputs are converted). Related
-modules: :mod:`~attention_course.chapters.graphs.rollout` (tracing inputs through many layers),
-:mod:`~attention_course.chapters.graphs.gnn` (GCN, GAT, GATv2) and :mod:`~attention_course.chapters.graphs.collapse`
-(deep stacks and rank collapse).
-
-Chapter 5's ``l-hops`` slider: :func:`banded_stack_reach` measures the reach of stacks of
-banded layers, and :func:`hops_flip` finds the fewest layers that learn two hops on every seed
-from a summary of the stored pointer-chasing runs.
+and a node with no in-neighbours receives 0. :func:`banded_stack_reach` and :func:`hops_flip`
+serve the ``l-hops`` slider.
 """
 
 from __future__ import annotations
@@ -78,23 +58,11 @@ def banded_mask(T: int, window: int, causal: bool = False) -> np.ndarray:
     return allowed & (offset >= 0) if causal else allowed
 
 
-def topology_mask(
-    kind: str, T: int, window: Optional[int] = None, adjacency: Optional[Array] = None
-) -> np.ndarray:
-    """A graph topology as a boolean mask (``True`` = may attend, i.e. edge j -> i).
+def topology_mask(kind: str, T: int, window: Optional[int] = None, adjacency: Optional[Array] = None) -> np.ndarray:
+    """A graph topology as a boolean (T, T) mask (``True`` = edge j -> i).
 
-    Parameters
-    ----------
-    kind : {"complete", "causal", "banded", "causal-banded", "adjacency"}
-        ``banded`` needs ``window``; ``adjacency`` uses ``adjacency != 0`` as it is
-        (add self loops yourself if you want them; a row without edges is a
-        fully masked query and gets weights and output 0).
-    T : int
-        Number of nodes.
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (T, T)
+    ``kind`` is one of complete, causal, banded, causal-banded (these need ``window``) or
+    adjacency (``adjacency != 0`` as it is, without added self loops).
 
     Examples
     --------
@@ -119,19 +87,15 @@ def topology_mask(
         if A.shape[0] != T:
             raise ShapeError(f"adjacency has shape {A.shape} but T={T}; expected ({T}, {T})")
         return A != 0
-    raise ValueError(
-        f"kind={kind!r}; expected complete, causal, banded, causal-banded or adjacency"
-    )
+    raise ValueError(f"kind={kind!r}; expected complete, causal, banded, causal-banded or adjacency")
 
 
 # ------------------------------------------------------------- message passing
 def example_topologies(T: int, rng: np.random.Generator, p_edge: float = 0.3) -> dict[str, np.ndarray]:
-    """Five graphs on ``T`` nodes, as boolean masks: the ones chapter 5 runs message passing on.
+    """Chapter 5's five graphs on ``T`` nodes, as boolean masks.
 
-    ``complete``, ``causal``, ``banded, w = 1``, ``random + self loops`` (each edge
-    j -> i with probability ``p_edge``, drawn from ``rng``, plus the diagonal) and
-    ``node 2 isolated`` (the random graph with node 2's in-edges removed: a fully
-    masked row).
+    ``random + self loops`` draws each edge with probability ``p_edge`` from ``rng``;
+    ``node 2 isolated`` is that graph with node 2's in-edges removed (a fully masked row).
 
     Examples
     --------
@@ -157,15 +121,10 @@ def _scaled_dot(q_dst: np.ndarray, k_src: np.ndarray) -> np.ndarray:
     return (q_dst * k_src).sum(axis=-1) * att.resolve_scale(q_dst.shape[-1])  # (E,)
 
 
-def message_passing(
-    q: Array, k: Array, v: Array, mask: Array,
-    score: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    r"""One GNN-style round: per-edge scores, softmax per in-neighbourhood, sum of messages.
-
-    Written edge by edge (as graph libraries do) rather than with a matrix
-    product; with the default score it equals
-    :func:`~attention_course.core.attention.scaled_dot_product_attention` with ``mask``.
+def message_passing(q: Array, k: Array, v: Array, mask: Array,
+                    score: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    r"""One GNN-style round, written edge by edge: per-edge scores, softmax per in-neighbourhood, sum.
 
     .. math::
 
@@ -175,19 +134,16 @@ def message_passing(
 
     Parameters
     ----------
-    q : array, shape (T, d_k)
-    k : array, shape (S, d_k)
-    v : array, shape (S, d_v)
+    q, k, v : arrays, shapes (T, d_k), (S, d_k), (S, d_v)
     mask : bool array, shape (T, S)
-        ``True`` = edge j -> i (may attend). Nodes without in-edges get output 0.
+        ``True`` = edge j -> i. Nodes without in-edges get output 0.
     score : callable, optional
         ``score(q_dst, k_src) -> e`` on edge-aligned arrays ``(E, d_k) -> (E,)``.
 
     Returns
     -------
     output : numpy.ndarray, shape (T, d_v)
-    alpha : numpy.ndarray, shape (T, S)
-        Edge weights as a dense adjacency matrix (0 off the edge set).
+    alpha : numpy.ndarray, shape (T, S), 0 off the edge set
 
     Examples
     --------
@@ -200,14 +156,10 @@ def message_passing(
     q, k, v, mask = (to_numpy(t) for t in (q, k, v, mask))
     two_d = q.ndim == k.ndim == v.ndim == 2
     if not two_d or k.shape[1] != q.shape[1] or v.shape[0] != k.shape[0]:
-        raise ShapeError(
-            f"q {q.shape}, k {k.shape}, v {v.shape}; expected q (T, d_k), k (S, d_k), v (S, d_v)"
-        )
+        raise ShapeError(f"q {q.shape}, k {k.shape}, v {v.shape}; expected q (T, d_k), k (S, d_k), v (S, d_v)")
     T, S = q.shape[0], k.shape[0]
     if mask.shape != (T, S) or mask.dtype != np.bool_:
-        raise ShapeError(
-            f"mask has shape {mask.shape} and dtype {mask.dtype}; expected bool ({T}, {S})"
-        )
+        raise ShapeError(f"mask has shape {mask.shape} and dtype {mask.dtype}; expected bool ({T}, {S})")
     score = _scaled_dot if score is None else score
     dst, src = np.nonzero(mask)  # edge j=src -> i=dst, (E,) each
     e = score(q[dst], k[src])  # $e_{ij}$   (E,)
@@ -226,11 +178,7 @@ def message_passing(
 
 
 def message_passing_gap(q: Array, k: Array, v: Array, mask: Array) -> float:
-    """Largest difference between edge-by-edge :func:`message_passing` and matrix attention.
-
-    The maximum over the outputs (T, d_v) and the weights (T, S) of
-    ``|message passing - scaled_dot_product_attention(q, k, v, mask)|``: float64
-    round-off when one layer of attention is one round of message passing.
+    """Largest difference, outputs and weights, between :func:`message_passing` and matrix attention.
 
     Examples
     --------
@@ -246,34 +194,12 @@ def message_passing_gap(q: Array, k: Array, v: Array, mask: Array) -> float:
 
 
 def receptive_field(mask: Array, n_layers: int, skip: bool = False) -> np.ndarray:
-    r"""Which inputs each node depends on after ``n_layers`` rounds: support of (A+I)^L.
-
-    Node ``i``'s output depends on its in-neighbours' inputs (keys and values)
-    and on its own input (through its query, or through the skip connection),
-    so one layer reaches the support of ``A + I`` and ``L`` layers reach the
-    boolean matrix power
+    r"""Which inputs each node depends on after ``n_layers`` rounds: (T, T) bool, ``R[i, j]``.
 
     .. math:: R^{(L)} = \operatorname{supp}\big((A + I)^L\big), \qquad R^{(0)} = I.
 
-    One exception, handled exactly here: without ``skip``, a node with a single
-    in-neighbour ``j != i`` gets weight 1 on it whatever its query, so it does
-    *not* depend on itself (and a node with no in-neighbour outputs 0, which
-    depends on nothing). Masks with a ``True`` diagonal (complete, causal,
-    banded) never hit this case. Dependence means "generically non-zero
-    Jacobian" (random weights; see :func:`dependency_support`).
-
-    Parameters
-    ----------
-    mask : bool array, shape (T, T)
-        The topology (``True`` = edge j -> i).
-    n_layers : int, >= 0
-    skip : bool
-        Layers with a skip connection ``x + SA(x)``.
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (T, T)
-        ``R[i, j]`` = output ``i`` depends on input ``j``.
+    One exception: without ``skip``, a node with a single in-neighbour ``j != i`` gets weight 1
+    whatever its query, so it does not depend on itself (and one with none depends on nothing).
 
     Examples
     --------
@@ -292,29 +218,11 @@ def receptive_field(mask: Array, n_layers: int, skip: bool = False) -> np.ndarra
     return R > 0
 
 
-def dependency_support(
-    x: Array, params: list[dict], mask: Optional[Array] = None, **stack_kw: bool
-) -> np.ndarray:
-    """Jacobian sparsity of a stack of attention layers: ``D[i, j]`` = output i moves with input j.
+def dependency_support(x: Array, params: list[dict], mask: Optional[Array] = None, **stack_kw: bool) -> np.ndarray:
+    """Jacobian sparsity of an attention stack: ``D[i, j]`` = output i moves with input j, (T, T) bool.
 
-    Runs :func:`~attention_course.chapters.graphs.collapse.attention_stack`, computes
-    ``d out[i, :] / d x[j, :]`` with :func:`torch.autograd.functional.jacobian`
-    (in float64) and reports which blocks are non-zero. Masked weights are
-    exactly 0 (scores of ``-inf``), so their gradients are exactly 0 too.
-    Compare with :func:`receptive_field`.
-
-    Parameters
-    ----------
-    x : array, shape (T, d_model)
-    params : list of dict
-        From :func:`~attention_course.chapters.graphs.collapse.init_stack_params`.
-    mask : bool array, shape (T, T), optional
-    **stack_kw
-        ``skip``, ``mlp``, ``layernorm`` for :func:`~attention_course.chapters.graphs.collapse.attention_stack`.
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (T, T)
+    ``x`` is (T, d_model); ``params`` and ``**stack_kw`` (``skip``, ``mlp``, ``layernorm``) go to
+    :func:`~attention_course.chapters.graphs.collapse.attention_stack`. The Jacobian is taken in float64.
 
     Examples
     --------
@@ -324,17 +232,12 @@ def dependency_support(
     array([1, 1, 1, 0, 0])
     """
     x_t = torch.as_tensor(to_numpy(x)).double()
-    J = torch.autograd.functional.jacobian(
-        lambda z: attention_stack(z, params, mask, **stack_kw)[-1], x_t
-    )  # (T, d, T, d)
+    J = torch.autograd.functional.jacobian(lambda z: attention_stack(z, params, mask, **stack_kw)[-1], x_t)  # (T,d,T,d)
     return to_numpy(J.abs().amax(dim=(1, 3)) > 0)  # (T, T)
 
 
 def band_width(support: Array) -> int:
-    """Largest ``|i - j|`` over the ``True`` entries of a (T, T) dependency matrix.
-
-    For a banded receptive field this is its half-width: after ``L`` layers of a
-    band of half-width ``w`` it is ``min(L * w, T - 1)``. ``-1`` if nothing is ``True``.
+    """Largest ``|i - j|`` over the ``True`` entries of a (T, T) dependency matrix (-1 if none).
 
     Examples
     --------
@@ -350,12 +253,8 @@ def banded_stack_reach(T: int = 16, window: int = 2, d_model: int = 4, max_layer
                        x_seed: int = 1, w_seed: int = 2) -> list[np.ndarray]:
     r"""Measured dependency matrices of random stacks of 1..``max_layers`` banded attention layers.
 
-    Inputs :math:`x` (T, d_model) from ``default_rng(x_seed)``, weights
-    :func:`~attention_course.chapters.graphs.collapse.init_stack_params` ``(d_model, max_layers, seed=w_seed)``
-    (chapter 5's seeds 1 and 2); each layer may attend within ``|i - j| <= window``
-    (:func:`banded_mask`). Entry ``L - 1`` is :func:`dependency_support` of the first ``L`` layers,
-    (T, T) bool, which the closed form says is the support of :math:`(A + I)^L`
-    (:func:`receptive_field`).
+    Entry ``L - 1`` is :func:`dependency_support` of the first ``L`` layers, (T, T) bool, which
+    should be the support of :math:`(A + I)^L` (:func:`receptive_field`). Chapter 5's seeds.
 
     Examples
     --------
@@ -373,9 +272,8 @@ def banded_stack_reach(T: int = 16, window: int = 2, d_model: int = 4, max_layer
 def hops_flip(summary: dict, layers: list[int], hops: int = 2, threshold: float = 0.9) -> Optional[int]:
     """Index in ``layers`` of the fewest layers at which every seed reaches ``threshold`` on ``hops``.
 
-    ``summary`` maps ``(k, L)`` to ``{"mean", "min", "max"}`` over seeds (what
-    :func:`attention_course.chapters.graphs.composition.summarise` returns); pairs not in it were not
-    trained and never count.
+    ``summary`` maps ``(k, L)`` to ``{"mean", "min", "max"}`` over seeds (from
+    :func:`attention_course.chapters.graphs.composition.summarise`); missing pairs never count.
 
     Examples
     --------

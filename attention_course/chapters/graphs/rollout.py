@@ -1,18 +1,7 @@
-r"""Attention rollout (Abnar & Zuidema 2020): tracing inputs through layers.
+r"""Attention rollout (Abnar & Zuidema 2020): the total weight of all paths from input ``j`` to output ``i``.
 
-A stack of attention layers is a layered graph: node ``j`` at layer ``l-1``
-sends to node ``i`` at layer ``l`` with weight :math:`A_\ell[i, j]`. The skip
-connection keeps half of each token where it is, so each layer is modelled as
-
-.. math::
-
-    \hat A_\ell = \operatorname{rownorm}\big(\tfrac12 A_\ell + \tfrac12 I\big)
-
-(rows sum to 1; heads are averaged first). *Rollout* multiplies these maps:
-the total weight of all paths from input ``j`` to output ``i``. (The paper's second
-method, attention *flow*, treats the maps as capacities of a maximum-flow problem;
-chapter 5 does not use it.) Takes numpy arrays (torch inputs are converted) and
-returns numpy arrays.
+Each layer is modelled as :math:`\hat A_\ell = \operatorname{rownorm}(\tfrac12 A_\ell + \tfrac12 I)`
+(the skip connection keeps half of each token; heads are averaged first).
 """
 
 from __future__ import annotations
@@ -30,31 +19,18 @@ def _augmented(weights: Array) -> np.ndarray:
     if W.ndim == 4:
         W = W.mean(axis=1)  # average the heads, (L, T, T)
     if W.ndim != 3 or W.shape[1] != W.shape[2]:
-        raise ShapeError(
-            f"weights has shape {tuple(W.shape)}; expected (L, T, T) or (L, h, T, T) "
-            f"(one square attention map per layer)"
-        )
+        raise ShapeError(f"weights has shape {tuple(W.shape)}; expected (L, T, T) or (L, h, T, T) "
+                         f"(one square attention map per layer)")
     aug = 0.5 * W + 0.5 * np.eye(W.shape[1])  # residual: half the token stays put
     return aug / aug.sum(axis=-1, keepdims=True)  # rows sum to 1, (L, T, T)
 
 
 def attention_rollout(weights: Array) -> np.ndarray:
-    r"""Attention rollout (Abnar & Zuidema 2020): how much of input j reaches output i.
+    r"""Attention rollout of maps (L, T, T) or (L, h, T, T): a (T, T) matrix whose rows sum to 1.
 
     .. math::
 
-        \hat A_\ell = \operatorname{rownorm}\big(\tfrac12 A_\ell + \tfrac12 I\big), \qquad
         \tilde A = \hat A_L \hat A_{L-1} \cdots \hat A_1
-
-    Parameters
-    ----------
-    weights : array, shape (L, T, T) or (L, h, T, T)
-        Attention maps of layers 1..L (heads are averaged).
-
-    Returns
-    -------
-    numpy.ndarray, shape (T, T)
-        Rows sum to 1.
 
     Examples
     --------

@@ -1,12 +1,5 @@
-"""The stored data of two of chapter 5's sliders: linear probes through depth, and each head's top key.
-
-Both are computed once and shipped (the sliders only read them): :func:`probe_data` (the
-``depth-keeps-information`` slider: probe accuracies through random stacks and through MiniLM and
-its scrambled copy, :data:`PROBE_DATA`) and :func:`top_key_data` (the ``unlike-gnns`` slider: per
-MiniLM head and sentence, the share of queries whose top key is the head's commonest one,
-:data:`TOP_KEY_DATA`). The third slider's data, the fixed rule's miss per head, is
-:func:`~attention_course.chapters.graphs.topology_rules.rule_miss_data`.
-"""
+"""The stored data of two of chapter 5's sliders: linear probes through depth (:data:`PROBE_DATA`) and each
+head's top key (:data:`TOP_KEY_DATA`)."""
 
 from __future__ import annotations
 
@@ -42,10 +35,9 @@ TOP_KEY_DATA = DATA_DIR / "slider_top_key.json"
 def probe_data(max_depth: int = 24, seeds: Sequence[int] = range(3), digits: int = 4) -> dict:
     """Chapter 5's probe accuracies at every depth ``0..max_depth``: what :data:`PROBE_DATA` stores.
 
-    Random stacks (:data:`PROBE_STACKS`; 100 sequences, 75 to fit, 25 to score, the last with the
-    identity mask) per seed, guessing each sequence's commonest label (seed 0's held-out
-    sequences), and MiniLM and its scrambled copy (seed 0) on 160 template sentences (120 to fit):
-    the word at each of :data:`PROBE_OFFSETS` read from a word's state, x 7 layers.
+    Random stacks (:data:`PROBE_STACKS`, 75 sequences fit, 25 score) per seed, guessing each
+    sequence's commonest label, and MiniLM and its scrambled copy on 160 template sentences
+    (120 fit), reading the word at each of :data:`PROBE_OFFSETS`.
     """
     layers = list(range(max_depth + 1))
     acc = depth_probe.stack_probe_curves(PROBE_STACKS, layers, n_seq=100, n_train=75, seeds=seeds,
@@ -73,9 +65,8 @@ def write_probe_data(path: Path = PROBE_DATA) -> dict:
 def top_key_data(sentences: Sequence[str], digits: int = 6) -> dict:
     """:func:`~attention_course.chapters.graphs.gnn.shared_top_key` of every MiniLM head on each sentence.
 
-    Returns ``{"sentences", "shares", "shares_words"}``: two lists of (sentences, 72) shares
-    (layer-major), with [CLS] and [SEP] as queries and keys, and on the words alone; rounded to
-    ``digits`` decimals (each share is a count over the sentence's tokens). What :data:`TOP_KEY_DATA` stores.
+    Returns ``{"sentences", "shares", "shares_words"}``: (sentences, 72) shares, with [CLS] and
+    [SEP] and on the words alone. What :data:`TOP_KEY_DATA` stores.
     """
     _, maps = attention_maps(list(sentences))  # one (6, 12, n, n) per sentence
     shares = [shared_top_key(m).ravel() for m in maps]  # (72,) each

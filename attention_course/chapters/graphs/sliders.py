@@ -1,37 +1,19 @@
-r"""Chapter 5's sliders: where the three "holds when" verdicts on graphs change.
+r"""Chapter 5's sliders: where the "holds when" verdicts on graphs change.
 
-* :func:`rule_mass_explorer` (``learned-topology``): the share of mass :math:`m` that defines the
-  effective graph. A head's graph is *placed by a fixed rule* when the rule's miss (total variation
-  on held-out shuffles, :func:`attention_course.chapters.graphs.topology_rule.rule_miss`) is below the share
-  :math:`1 - m` that graph leaves out; the flag sits where fewer than half of the heads pass
-  (:func:`~attention_course.chapters.graphs.topology_rule.rule_flip`).
-* :func:`hops_explorer` (``l-hops``): the depth :math:`L`. Reach under a banded mask, measured by
-  autograd (:func:`attention_course.chapters.graphs.propagation.dependency_support`), and the stored held-out
-  accuracy of :math:`k`-hop pointer chasing (``composition.json``, summarised and passed in by the
-  caller); the flag sits at the fewest layers that learn two hops on every seed
-  (:func:`~attention_course.chapters.graphs.propagation.hops_flip`). Depths above two and more than two
-  hops were not trained: the figure says so and shows no number there.
-* :func:`top_key_explorer` (``unlike-gnns``): the line :math:`t` on the share of a head's queries that
-  take one top key. A head is *static-like*, as every GAT head is, when its share (median over the
-  chapter's four sentences) is at least :math:`t`; the flag sits at the first line where fewer than
-  half of MiniLM's 72 heads are (:func:`~attention_course.chapters.graphs.gnn.static_flip`).
-* :func:`probe_depth_explorer` (``depth-keeps-information``): the depth. Held-out linear-probe
-  accuracy of each token's own label in random stacks, and of MiniLM's own and neighbouring
-  tokens; the flags sit where each random stack falls to guessing
-  (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`).
+* :func:`rule_mass_explorer` (``learned-topology``): the mass :math:`m` of the effective graph;
+  a fixed rule places a head's graph when its miss is below :math:`1 - m`.
+* :func:`hops_explorer` (``l-hops``): the depth :math:`L`: reach under a banded mask, and the
+  stored accuracy of :math:`k`-hop pointer chasing.
+* :func:`top_key_explorer` (``unlike-gnns``): the line :math:`t` above which a head is static-like.
+* :func:`probe_depth_explorer` (``depth-keeps-information``): the depth at which probes fall to guessing.
 
-Every number and flag comes from the chapter's measure modules; this module only reads stored data and draws.
-MiniLM and the fixed rule's fit run in float32 or iterate, so their numbers are stored
-(:data:`RULE_DATA`, :data:`PROBE_DATA`, :data:`TOP_KEY_DATA`, written by
-:func:`attention_course.chapters.graphs.topology_rules.rule_miss_data`,
-:func:`~attention_course.chapters.graphs.slider_data.probe_data` and
-:func:`~attention_course.chapters.graphs.slider_data.top_key_data`); the figures' HTML is then the same
-on every CPU.
+Numbers and flags come from the chapter's measure modules; MiniLM's and the fixed rule's are
+read from stored data (:data:`RULE_DATA`, :data:`PROBE_DATA`, :data:`TOP_KEY_DATA`), so the
+figures' HTML is the same on every CPU.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
@@ -39,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from ...figures.widgets import PLOTLY_FONT, PickerFigure, SliderFigure, static_fallback
-from ...models.records import DATA_DIR
+from ...models.experiments import read_json
 from ..heads.sliders import stored_head_explorer  # chapter 4's explorer of MiniLM's heads
 from .depth_probe import guess_depth, guessing_line
 from .propagation import band_width, banded_mask, banded_stack_reach, hops_flip, receptive_field
@@ -48,15 +30,8 @@ from .slider_data import PROBE_DATA, TOP_KEY_DATA
 from .topology_rules import RULE_DATA
 from .topology_rule import placed_counts, rule_flip
 
-__all__ = [
-    "rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "top_key_explorer",
-    "minilm_head_explorer",
-]
+__all__ = ["rule_mass_explorer", "hops_explorer", "probe_depth_explorer", "top_key_explorer", "minilm_head_explorer"]
 
-_DATA = DATA_DIR
-#: The fixed rule's miss per head (regenerate: :func:`attention_course.chapters.graphs.topology_rules.write_rule_miss`).
-#: The probe accuracies of chapter 5 at every depth (regenerate:
-#: :func:`attention_course.chapters.graphs.slider_data.write_probe_data`).
 _COLORS = {"pure attention": "#D55E00", "+ skip": "#0072B2", "+ skip + MLP + LayerNorm": "#009E73",
            "+ skip, no exchange": "#777777", "MiniLM, previous word": "#CC79A7",
            "MiniLM, next word": "#E69F00", "scrambled, previous word": "#BBBBBB"}
@@ -72,8 +47,7 @@ def load_rule_miss(path: Path = RULE_DATA) -> tuple[np.ndarray, np.ndarray]:
     >>> miss.shape, bool(np.median(miss) < np.median(uniform))
     ((72,), True)
     """
-    with open(path, encoding="utf-8") as f:
-        d = json.load(f)
+    d = read_json(path)
     return np.asarray(d["miss"], dtype=float), np.asarray(d["uniform"], dtype=float)
 
 
@@ -111,9 +85,6 @@ def _half_and_here(values: Sequence[float], n: int, value: float, count: int, co
 def rule_mass_explorer(miss: Optional[np.ndarray] = None, uniform: Optional[np.ndarray] = None,
                        masses: Optional[Sequence[float]] = None) -> SliderFigure:
     r"""Chapter 5: the effective graph's mass, and the heads whose graph a fixed rule places.
-
-    Each frame sorts the 72 heads by the rule's miss, colours those below :math:`1 - m` (the
-    rule places their effective graph) and shows, over all masses, how many pass.
 
     Examples
     --------
@@ -173,17 +144,9 @@ def hops_explorer(summary: Mapping[tuple[int, int], Mapping[str, float]], n_node
                   window: int = 2, d_model: int = 4, max_layers: int = 4, max_hops: int = 4) -> SliderFigure:
     r"""Chapter 5: depth :math:`L`, reach under a banded mask and composition of lookups.
 
-    The top panel is the measured dependency matrix of a random stack of :math:`L` banded layers
-    (:func:`~attention_course.chapters.graphs.propagation.banded_stack_reach`: chapter 5's ``T`` tokens,
-    half-width ``window``, inputs seed 1, weights seed 2); the bottom one the held-out accuracy of
-    :math:`k`-hop pointer chasing at depth :math:`L` (mean, bars from min to max over seeds) against
-    the guess :math:`1/n`. Pairs that were not trained are left empty and named in the readout.
-
-    Parameters
-    ----------
-    summary : ``(k, L) -> {"mean", "min", "max"}``, the stored runs summarised over seeds
-        (:func:`attention_course.chapters.graphs.composition.summarise` of ``composition.json``).
-    n_nodes : the runs' number of nodes :math:`n`.
+    Top: :func:`~attention_course.chapters.graphs.propagation.banded_stack_reach` at depth :math:`L`;
+    bottom: held-out accuracy of :math:`k`-hop pointer chasing from ``summary``, ``(k, L) ->
+    {"mean", "min", "max"}`` over seeds, on ``n_nodes`` nodes. Untrained pairs are left empty.
 
     Examples
     --------
@@ -270,8 +233,7 @@ def load_probe_data(path: Path = PROBE_DATA) -> dict:
     >>> d["stacks"]["+ skip"].shape, d["minilm"]["MiniLM"].shape
     ((3, 25), (4, 7))
     """
-    with open(path, encoding="utf-8") as f:
-        d = json.load(f)
+    d = read_json(path)
     d["stacks"] = {k: np.asarray(v, dtype=float) for k, v in d["stacks"].items()}
     d["minilm"] = {k: np.asarray(v, dtype=float) for k, v in d["minilm"].items()}
     return d
@@ -280,11 +242,9 @@ def load_probe_data(path: Path = PROBE_DATA) -> dict:
 def probe_depth_explorer(data: Optional[Mapping] = None) -> SliderFigure:
     r"""Chapter 5: depth, and what a linear probe still reads back from each token's state.
 
-    Curves: the median over seeds of the own-label accuracy of each random stack, MiniLM's previous
-    and next word read from a word's state (layers 0-6) and its scrambled copy's previous word, against
-    guessing; each frame marks the current depth. Flags: the depth at which each random stack
-    falls to guessing (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`); the verdict's at
-    the last of them.
+    Random stacks' own-label accuracy (median over seeds) and MiniLM's neighbouring words, against
+    guessing; flags where each random stack falls to guessing
+    (:func:`~attention_course.chapters.graphs.depth_probe.guess_depth`), the verdict's at the last.
 
     Examples
     --------
@@ -361,8 +321,7 @@ def load_top_key_data(path: Path = TOP_KEY_DATA) -> tuple[np.ndarray, np.ndarray
     >>> shares.shape, bool((words <= shares + 0.5).all())
     ((72,), True)
     """
-    with open(path, encoding="utf-8") as f:
-        d = json.load(f)
+    d = read_json(path)
     return (np.median(np.asarray(d["shares"], dtype=float), axis=0),
             np.median(np.asarray(d["shares_words"], dtype=float), axis=0))
 
@@ -370,11 +329,6 @@ def load_top_key_data(path: Path = TOP_KEY_DATA) -> tuple[np.ndarray, np.ndarray
 def top_key_explorer(shares: Optional[np.ndarray] = None, words: Optional[np.ndarray] = None,
                      lines: Optional[Sequence[float]] = None) -> SliderFigure:
     r"""Chapter 5: the line :math:`t` that makes a head static-like, and how many of MiniLM's heads are.
-
-    Each frame sorts the heads by their shared-top-key share (the share of queries whose top key
-    is the head's commonest, median over the sentences) and colours those at or above :math:`t`;
-    the lower panel counts them at every line, with and without [CLS] and [SEP]. The flag sits at the
-    first line where fewer than half are static-like (:func:`~attention_course.chapters.graphs.gnn.static_flip`).
 
     Examples
     --------
@@ -430,11 +384,9 @@ def top_key_explorer(shares: Optional[np.ndarray] = None, words: Optional[np.nda
 
 
 def minilm_head_explorer(start: tuple[int, int] = (5, 11)) -> PickerFigure:
-    """Every head of MiniLM on one short sentence, as adjacency matrices; opens at ``start`` (layer, head), from 0.
+    """Every head of MiniLM on one short sentence; opens at ``start`` (layer, head), from 0.
 
-    Chapter 4's explorer (:func:`attention_course.chapters.heads.sliders.stored_head_explorer`), whose maps
-    ship with the package so that the figure is the same on every CPU; as a lesson's figure, without
-    chapter 4's subspace angles or links to verdicts.
+    Chapter 4's :func:`attention_course.chapters.heads.sliders.stored_head_explorer`, as a lesson's figure.
 
     Examples
     --------

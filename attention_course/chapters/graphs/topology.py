@@ -1,18 +1,8 @@
-r"""The effective, input-dependent graph of an attention head, and how it moves when words move.
+r"""The effective, input-dependent graph of an attention head, and how it moves when words move (chapter 5).
 
-A softmax gives every edge a positive weight, so the edge set of an unmasked head is
-always complete. The graph a head *uses* is smaller: for query :math:`i`, the
-smallest set of keys holding a share ``mass`` of the row's weight,
-
-.. math::
-
-    K_i = \text{the first } k \text{ keys in order of decreasing } \alpha_{ij},
-    \quad k = \min\{k : \textstyle\sum_{r \le k} \alpha_{i(r)} \ge \text{mass} \cdot \sum_j \alpha_{ij}\}.
-
-Shuffling the words of a sentence tells content from position. Following each word to
-its new place, a head whose :math:`K_i` keeps the same *words* routes by content; a
-head that keeps the same *offsets* :math:`j - i` routes by position; a head that keeps
-neither builds a graph that depends on the whole input.
+For query :math:`i` the effective graph keeps the fewest keys holding a share ``mass`` of the
+row's weight. After a shuffle of the words, a head that keeps the same *words* routes by content,
+one that keeps the same *offsets* :math:`j - i` by position (:func:`shuffle_overlap`).
 """
 
 from __future__ import annotations
@@ -31,9 +21,8 @@ __all__ = ["shuffled_sentences"]
 def shuffled_sentences(sentence: str, n_shuffles: int, seed: int = 0) -> tuple[list[str], list[list[int]]]:
     """The sentence and ``n_shuffles`` seeded shuffles of its words, the full stop kept last.
 
-    Returns ``(texts, perms)``: ``texts[0]`` is the sentence, ``texts[s + 1]`` its ``s``-th
-    shuffle, and ``perms[s][p]`` the original index of the word (or full stop) at place ``p``
-    of that shuffle.
+    Returns ``(texts, perms)``, ``perms[s][p]`` the original index of the word at place ``p`` of
+    shuffle ``s`` (``texts[s + 1]``).
 
     Examples
     --------
@@ -49,7 +38,6 @@ def shuffled_sentences(sentence: str, n_shuffles: int, seed: int = 0) -> tuple[l
     return [sentence] + [" ".join(words[i] for i in p[:-1]) + "." for p in perms], perms
 
 
-
 def jaccard(a: frozenset, b: frozenset) -> float:
     r"""Jaccard overlap :math:`|a \cap b| / |a \cup b|` (1 for two empty sets).
 
@@ -63,9 +51,7 @@ def jaccard(a: frozenset, b: frozenset) -> float:
 
 
 def chance_jaccard(a: int, b: int, n: int) -> float:
-    r"""Expected :func:`jaccard` of a fixed a-set and a uniformly random b-set of ``range(n)``.
-
-    The overlap :math:`k` is hypergeometric:
+    r"""Expected :func:`jaccard` of a fixed a-set and a uniformly random b-set of ``range(n)`` (hypergeometric overlap).
 
     .. math::
 
@@ -82,29 +68,15 @@ def chance_jaccard(a: int, b: int, n: int) -> float:
                for k in range(max(0, a + b - n), min(a, b) + 1)) / math.comb(n, b)
 
 
-def shuffle_overlap(
-    original: Array, shuffled: Sequence[Array], perms: Sequence[Sequence[int]], mass: float = 0.8
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def shuffle_overlap(original: Array, shuffled: Sequence[Array], perms: Sequence[Sequence[int]],
+                    mass: float = 0.8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""How much of each head's effective graph survives a shuffle of the words: by word and by offset.
 
-    Parameters
-    ----------
-    original : array, shape (L, H, n, n)
-        Attention over the ``n`` words of a sentence (special tokens already cut away).
-    shuffled : sequence of arrays, each (L, H, n, n)
-        The same over shuffled versions of it.
-    perms : sequence of int sequences, each of length n
-        ``perms[s][p]`` is the original index of the word at position ``p`` of version ``s``.
-    mass : float
-        The share of a row's weight the effective key set must hold.
-
-    Returns
-    -------
-    words, offsets, chance : numpy.ndarray, each (L, H)
-        The :func:`jaccard` overlap of :func:`effective_keys` of the same query word in the two
-        sentences, averaged over queries and versions; ``words`` compares the keys' original
-        indices, ``offsets`` their offsets :math:`j - i` from the query, and ``chance`` is
-        :func:`chance_jaccard` for the same set sizes (keys drawn at random).
+    ``original`` (L, H, n, n) and each of ``shuffled`` are maps over the words (special tokens cut);
+    ``perms[s][p]`` is the original index of the word at ``p`` in version ``s``. Returns ``words``,
+    ``offsets`` and ``chance``, each (L, H): the :func:`jaccard` overlap of the same query word's
+    effective keys, averaged over queries and versions, by original index, by offset :math:`j - i`,
+    and for random keys of the same sizes.
 
     Examples
     --------

@@ -1,28 +1,16 @@
 r"""Is a head's graph rebuilt from the content, or placed by a fixed rule? Shuffles, baselines, a rule fit.
 
-:mod:`attention_course.chapters.graphs.topology` measures how much of a head's effective graph survives a
-shuffle of the words. This module supplies what that number is compared with:
+What :mod:`attention_course.chapters.graphs.topology`'s shuffle overlap is compared with: the
+overlap over sentences and masses for any ``encode`` (trained or scrambled, :func:`overlap_study`),
+and a fixed rule per head that ignores the query's content,
 
-* the same overlap over several sentences, shares of mass, with and without ``[CLS]``/``[SEP]``
-  (:func:`overlap_study`), for any model passed in as an ``encode`` function: the trained encoder,
-  or one whose weights were scrambled (:func:`attention_course.models.perturb.scrambled_weights`:
-  every weight matrix's entries permuted, so the scales are kept and everything learned is lost);
-* a **fixed rule** per head that ignores the query's content: a score for the key's token, one
-  for its position and one for its offset from the query,
+.. math::
 
-  .. math::
+    \hat\alpha_{ij} = \operatorname{softmax}_j\big(a_h[\text{token}_j] + b_h[j] + c_h[j - i]\big),
 
-      \hat\alpha_{ij} = \operatorname{softmax}_j\big(a_h[\text{token}_j] + b_h[j] + c_h[j - i]\big),
-
-  fitted to the head's rows by cross-entropy (convex in :math:`a, b, c`; :func:`fit_fixed_rule`).
-  ``[CLS]`` and ``[SEP]`` are tokens, so :math:`a_h` includes the sink. On held-out shuffles,
-  :func:`rule_miss` reports the weight the rule puts in the wrong place, the total-variation
-  distance :math:`\tfrac12 \sum_j |\alpha_{ij} - \hat\alpha_{ij}|` averaged over rows. What the rule
-  misses is the part of the graph that depends on which query meets which key.
-
-A head's graph is *placed by the rule* at mass :math:`m` when its miss is below the share
-:math:`1 - m` that the effective graph leaves out (:func:`placed_counts`); :func:`rule_flip` is
-the first mass at which fewer than half of the heads are placed (chapter 5's ``learned-topology`` flag).
+fitted by cross-entropy (:func:`fit_fixed_rule`) and scored on held-out shuffles by the weight it
+misplaces, :math:`\tfrac12 \sum_j |\alpha_{ij} - \hat\alpha_{ij}|` averaged over rows
+(:func:`rule_miss`). :func:`rule_flip` gives chapter 5's ``learned-topology`` flag.
 """
 
 from __future__ import annotations
@@ -46,21 +34,13 @@ Encode = Callable[[Sequence[str]], tuple[list, list]]
 __all__ = ["RULES", "fit_fixed_rule", "rule_miss", "held_out_shuffles"]
 
 
-
-def overlap_study(
-    encode: Encode, sentences: Sequence[str], masses: Sequence[float], *,
-    n_shuffles: int = 5, seed: int = 0, specials: bool = False,
-) -> dict[str, np.ndarray]:
+def overlap_study(encode: Encode, sentences: Sequence[str], masses: Sequence[float], *, n_shuffles: int = 5,
+                  seed: int = 0, specials: bool = False) -> dict[str, np.ndarray]:
     """:func:`~attention_course.chapters.graphs.topology.shuffle_overlap` over sentences and shares of mass.
 
-    Every sentence must give one token per word (plus the full stop, ``[CLS]`` and ``[SEP]``).
-    With ``specials`` the rows and keys include ``[CLS]`` and ``[SEP]`` (which stay in place);
-    without, they are cut away.
-
-    Returns
-    -------
-    dict with ``words``, ``offsets``, ``chance``: arrays (len(sentences), len(masses), L, H),
-    and ``cls``: (len(sentences), L, H), the mean weight each head puts on ``[CLS]``.
+    Every sentence must give one token per word; with ``specials`` the rows and keys include
+    ``[CLS]`` and ``[SEP]`` (kept in place). Returns ``words``, ``offsets``, ``chance``, each
+    (len(sentences), len(masses), L, H), and ``cls`` (len(sentences), L, H), the weight on ``[CLS]``.
     """
     words, offsets, chance, cls = [], [], [], []
     for s, sentence in enumerate(sentences):
@@ -100,18 +80,12 @@ def summarise_overlap(study: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "below": (flat["words"] < 0.5).sum(axis=-1), "positional": (flat["offsets"] >= 0.5).sum(axis=-1)}
 
 
-def held_out_shuffles(
-    encode: Encode, sentences: Sequence[str], *, n_shuffles: int = 5, n_fit: int = 4, seed: int = 0,
-) -> tuple[tuple[list, list], tuple[list, list]]:
-    """Token ids and per-head maps (L * H, n, n) of each sentence and its shuffles, split in two.
+def held_out_shuffles(encode: Encode, sentences: Sequence[str], *, n_shuffles: int = 5, n_fit: int = 4,
+                      seed: int = 0) -> tuple[tuple[list, list], tuple[list, list]]:
+    """Token ids and per-head maps (L * H, n, n) of each sentence's versions, split in two.
 
-    The first ``n_fit`` versions of each sentence (the original and ``n_fit - 1`` shuffles, made by
-    :func:`shuffled_versions` with seed ``seed + s`` as in :func:`overlap_study`) go to the first
-    part, to fit a rule; the remaining shuffles to the second, to test it.
-
-    Returns
-    -------
-    ((fit_ids, fit_maps), (held_ids, held_maps)), lists in sentence order.
+    The first ``n_fit`` versions (the original and ``n_fit - 1`` shuffles, seed ``seed + s``) fit
+    a rule, the rest test it. Returns ``((fit_ids, fit_maps), (held_ids, held_maps))``.
     """
     fit, held = ([], []), ([], [])
     for s, sentence in enumerate(sentences):
@@ -134,7 +108,7 @@ RULES = {"key token": ("token",), "position + offset": ("position", "offset"),
 
 @dataclass(frozen=True)
 class FixedRule:
-    r"""Per-head scores for each feature part of a (query, key) pair (see the module docstring).
+    r"""Per-head scores for each feature part of a (query, key) pair.
 
     .. math::
         \hat\alpha_{ij} = \operatorname{softmax}_j\big(\sum_{p \in \text{parts}} \theta_h[\phi_p(i, j)]\big),
@@ -187,19 +161,13 @@ class FixedRule:
 
 def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge: float = 1e-3,
                    max_iter: int = 200, parts: Sequence[str] = ("token", "position", "offset")) -> FixedRule:
-    r"""Fit :class:`FixedRule` with the feature ``parts`` to every head at once: minimise the mean cross-entropy.
+    r"""Fit :class:`FixedRule` with the feature ``parts`` to every head at once (L-BFGS, float64).
 
     .. math::
         \min_\theta \; -\frac1N \sum_{\text{maps}} \sum_{i, j} \alpha_{ij} \log \hat\alpha_{ij}(\theta)
-        + \lambda \|\theta\|^2,
+        + \lambda \|\theta\|^2
 
-    convex in :math:`\theta`, solved with L-BFGS in float64.
-
-    Parameters
-    ----------
-    maps : sequence of arrays, each (H, n, n), n may differ; rows sum to 1.
-    ids : the token ids of each map's sequence, each of length n.
-    parts : a subset of :data:`RULE_PARTS`; the default cannot see the query's content.
+    ``maps``: each (H, n, n), n may differ; ``ids``: each map's token ids.
 
     Examples
     --------
@@ -247,8 +215,6 @@ def fit_fixed_rule(maps: Sequence[Array], ids: Sequence[Sequence[int]], *, ridge
 def uniform_miss(maps: Sequence[Array]) -> np.ndarray:
     """Per head, the mean total-variation distance between the maps' rows and uniform rows: (H,).
 
-    Rows are compared by :func:`~attention_course.chapters.heads.subspaces.total_variation`.
-
     Examples
     --------
     >>> uniform_miss([np.eye(2)[None]]).tolist()
@@ -277,9 +243,7 @@ def placed_counts(miss: Array, masses: Sequence[float]) -> np.ndarray:
 
 
 def rule_flip(miss: Array, masses: Sequence[float]) -> int | None:
-    r"""The first mass :math:`m` at which fewer than half of the heads have a miss below :math:`1 - m`.
-
-    ``None`` if at least half pass at every mass.
+    r"""The first mass :math:`m` at which fewer than half of the heads have a miss below :math:`1 - m` (or ``None``).
 
     Examples
     --------

@@ -1,26 +1,17 @@
 r"""Does a head's graph move with the input? A matched fixed graph, sink heads as a bin, held-out sentences.
 
-Chapter 5's ``learned-topology`` and ``unlike-gnns`` counts, under the course's one treatment of
-attention sinks (:mod:`attention_course.chapters.lowrank.baselines`): a head whose queries put at
-least half their weight on the sinks (an encoder's ``[CLS]`` and ``[SEP]``, a decoder's first
-token) is a *sink head*, a bin of its own; every other head is measured on its **content part**
-(:func:`content_maps`: sink rows and columns removed, rows renormalised), and the bins are shares
-of all heads (:func:`bin_shares`).
-
-The matched fixed graph of a head is a free table of weights for each sequence length, one
-distribution per query row, the same for every input. Fitted by cross-entropy over maps
-:math:`A^{(1)}, \dots, A^{(N)}` of one length, its best fit is their mean (:func:`fixed_table`):
+Chapter 5's ``learned-topology`` and ``unlike-gnns`` counts. A head putting at least half its
+weight on the sinks is a *sink head*, a bin of its own; every other head is measured on its
+content part (:func:`content_maps`), and bins are shares of all heads (:func:`bin_shares`). The
+matched fixed graph for one length is the cross-entropy-optimal row-stochastic table, the mean
+of the maps (:func:`fixed_table`),
 
 .. math::
 
-    \hat T = \arg\min_{T \text{ row-stochastic}} -\frac1N \sum_s \sum_{i, j} A^{(s)}_{ij} \log T_{ij}
-    = \frac1N \sum_s A^{(s)},
+    \hat T = \arg\min_{T} -\frac1N \sum_s \sum_{i, j} A^{(s)}_{ij} \log T_{ij} = \frac1N \sum_s A^{(s)},
 
-because, row by row, :math:`\sum_j \bar a_j \log t_j` is largest at :math:`t = \bar a` (Gibbs'
-inequality). Scored on held-out maps by the weight it puts in the wrong place,
-:math:`\tfrac12 \sum_j |A_{ij} - \hat T_{ij}|` averaged over rows (:func:`table_miss`), it says
-how far the head's graph moves with the input beyond anything a fixed graph of that length can
-follow. :func:`top_key_share` is ``unlike-gnns``' static-likeness on the content part.
+scored on held-out maps by the weight it misplaces, :math:`\tfrac12 \sum_j |A_{ij} - \hat T_{ij}|`
+averaged over rows (:func:`table_miss`).
 """
 
 from __future__ import annotations
@@ -33,20 +24,16 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from ..heads.subspaces import total_variation
 from ..lowrank.baselines import SINK_THRESHOLD, classify_heads, content_part, head_bins, sink_share
-from .depth_probe import _ADJS, _DETS, _NOUNS, _PREPS, _VERBS
+from .depth_probe import _SLOTS
+from .gnn import shared_top_key
 
 __all__ = ["bin_shares", "bin_sweep", "topology_verdict", "static_verdict"]
-
-#: The ten slots of chapter 5's template sentence (:func:`~attention_course.chapters.graphs.depth_probe.template_sentences`).
-_SLOTS = (_DETS, _ADJS, _NOUNS, _VERBS, _DETS, _NOUNS, _PREPS, _DETS, _ADJS, _NOUNS)
 
 
 def template_halves(n_fit: int, n_held: int, seed: int = 0) -> tuple[list[str], list[str]]:
     """Seeded template sentences in two sets with no word in common: ``n_fit`` to fit, ``n_held`` held out.
 
-    Each slot's word list is cut in two (even and odd places); the first set draws from the first
-    halves, the second from the second, so no token, and no pair of tokens, of a held-out sentence
-    was seen in fitting (the full stop aside). Every sentence has ten words and a full stop.
+    Each slot's word list is cut in two (even and odd places), one half per set.
 
     Examples
     --------
@@ -63,26 +50,14 @@ def template_halves(n_fit: int, n_held: int, seed: int = 0) -> tuple[list[str], 
 
 
 def content_maps(A: Array, sinks: Sequence[int], causal: bool = False) -> np.ndarray:
-    r"""A head's content part: the sink rows and columns removed, each row renormalised.
+    r"""A head's content part: the sink rows and columns removed, each row renormalised, (..., m, m) float64.
 
     .. math::
 
         C_{ij} = \frac{A_{ij}}{\sum_{j' \notin \mathcal S} A_{ij'}}, \qquad i, j \notin \mathcal S
 
-    Parameters
-    ----------
-    A : array, shape (..., n, n)
-        Attention maps, rows summing to 1 (causal rows allowed).
-    sinks : sequence of int
-        The sink positions, e.g. ``[0, n - 1]`` ([CLS], [SEP]) or ``[0]`` (a decoder's first token).
-    causal : bool
-        Whether row ``i`` sees only keys ``j <= i``. A row with no weight off the sinks (all of it
-        parked, down to float round-off) has no content part; it is given uniform weights over the
-        content keys it sees, so it favours no key.
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., m, m), m = n - number of sinks, float64.
+    ``A`` is (..., n, n); ``sinks`` e.g. ``[0, n - 1]`` ([CLS], [SEP]) or ``[0]``. A row with all its
+    weight on the sinks gets uniform weights over the content keys it sees (``causal``: ``j <= i``).
 
     Examples
     --------
@@ -105,10 +80,7 @@ def content_maps(A: Array, sinks: Sequence[int], causal: bool = False) -> np.nda
 
 
 def fixed_table(maps: Sequence[Array]) -> dict[int, np.ndarray]:
-    r"""The matched fixed graph: per length :math:`m`, the mean of the maps of that length, (H, m, m).
-
-    The cross-entropy-optimal row-stochastic table that is the same for every input (module
-    docstring). Maps of different lengths get tables of their own.
+    r"""The matched fixed graph: per length :math:`m`, the mean of the (H, m, m) maps of that length.
 
     Examples
     --------
@@ -146,12 +118,9 @@ def table_miss(table: dict[int, np.ndarray], maps: Sequence[Array]) -> np.ndarra
 
 
 def top_key_share(C: Array, skip: int = 0) -> np.ndarray:
-    r"""Per head, the share of queries whose top key is the head's most common top key, (H,).
+    r"""Per head, the share of queries (rows from ``skip`` on) whose top key is the head's most common one, (H,).
 
-    :math:`t_i = \arg\max_j C_{ij}`; the share is :math:`\max_c \frac1T \#\{i : t_i = c\}` over the
-    rows from ``skip`` on (a causal content part's first row sees one key: ``skip=1``). A GAT
-    head scores 1 (static attention). Equal to
-    :func:`~attention_course.chapters.graphs.gnn.shared_top_key` on the kept rows.
+    :math:`\max_c \frac1T \#\{i : \arg\max_j C_{ij} = c\}`; a GAT head (static attention) scores 1.
 
     Examples
     --------
@@ -162,8 +131,7 @@ def top_key_share(C: Array, skip: int = 0) -> np.ndarray:
     c = np.asarray(to_numpy(C), dtype=float)[..., skip:, :]  # (H, T - skip, m)
     if c.ndim != 3 or c.shape[-2] == 0:
         raise ShapeError(f"C has shape {np.shape(C)}; expected (H, T, m) with more than {skip} rows")
-    top = c.argmax(axis=-1)  # (H, T')
-    return np.array([np.bincount(row, minlength=c.shape[-1]).max() for row in top]) / top.shape[-1]
+    return shared_top_key(c)
 
 
 def bin_shares(has_property: Array, sink_shares: Array, sink_threshold: float = SINK_THRESHOLD) -> dict[str, float]:
@@ -208,11 +176,10 @@ def head_sink_shares(maps: Sequence[Array], sinks: Sequence[int]) -> np.ndarray:
 
 
 def topology_verdict(bins: dict[str, float]) -> str:
-    """``learned-topology``'s rule on MiniLM's bins (shares of all heads, :func:`bin_shares`).
+    """``learned-topology``'s rule on MiniLM's bins (:func:`bin_shares`).
 
-    ``"holds"`` if the heads with the property (the input moves their graph) are at least half of
-    all heads; ``"wrong as stated"`` if the heads without it are at least as many; otherwise
-    ``"holds when"`` (more with it than without, the rest sink heads).
+    ``"holds"`` if heads with the property are at least half of all heads; ``"wrong as stated"``
+    if those without are at least as many; otherwise ``"holds when"``.
 
     Examples
     --------
@@ -231,9 +198,8 @@ def topology_verdict(bins: dict[str, float]) -> str:
 def static_verdict(bins: dict[str, float]) -> str:
     """``unlike-gnns``' rule on MiniLM's bins, the property being static-like (one shared top key).
 
-    ``"holds"`` if static-like heads are under half of all heads and fewer than those that rank
-    their keys query by query (no property); otherwise ``"holds when"`` (against fixed-weight
-    networks such as GCN).
+    ``"holds"`` if static-like heads are under half of all heads and fewer than those without the
+    property; otherwise ``"holds when"``.
 
     Examples
     --------

@@ -1,14 +1,10 @@
 r"""Chapter 5's rule comparison: which fixed rule places each MiniLM head's weight?
 
-Every rule of :data:`~attention_course.chapters.graphs.topology_rule.RULES` (uniform; key token;
-position + offset; key token + position + offset; query token x key token + offset) is fitted
-to every head of all-MiniLM-L6-v2 on each of four sentences and three shuffles of it, and scored
-on two held-out shuffles by the weight it misplaces (mean total variation over rows;
-:func:`~attention_course.chapters.graphs.topology_rule.rule_miss`). ``python -m attention_course
-topology-rules`` (:data:`TOPOLOGY_RULES`) writes it to ``attention_course/data/topology_rules.json``;
-:func:`load_rules` reads it back. The ``rule-mass`` slider's data is the default rule (key token +
-position + offset) and uniform attention the same way (:func:`rule_miss_data`, :data:`RULE_DATA`,
-which also holds chapter 5's four sentences).
+Every rule of :data:`~attention_course.chapters.graphs.topology_rule.RULES` is fitted to every
+MiniLM head on four sentences and three shuffles each and scored on two held-out shuffles
+(``python -m attention_course topology-rules``, :data:`TOPOLOGY_RULES`); the ``rule-mass``
+slider's data is :func:`rule_miss_data` (:data:`RULE_DATA`). The matched fixed graph with sink
+heads as a bin is ``topology-matched`` (:data:`TOPOLOGY_MATCHED`).
 """
 
 from __future__ import annotations
@@ -39,21 +35,15 @@ RULES_DATA = DATA_DIR / "topology_rules.json"
 
 
 def _held_out_maps(sentences: Sequence[str]) -> tuple:
-    """MiniLM's maps of each sentence and three shuffles (to fit), and of two other shuffles (to score).
-
-    Returns ``((fit_ids, fit_maps), (held_ids, held_maps))`` of
-    :func:`~attention_course.chapters.graphs.topology_rule.held_out_shuffles`.
-    """
+    """MiniLM's ids and maps of each sentence and three shuffles (to fit) and two others (to score)."""
     tokenizer, weights = minilm_tokenizer(), minilm_weights()
     return topology_rule.held_out_shuffles(lambda texts: encoder_maps(weights, tokenizer, texts), sentences)
 
 
 def rule_miss_data(sentences: Sequence[str], digits: int = 4) -> dict:
-    """The fixed rule's and uniform attention's miss per MiniLM head, as chapter 5 computes them.
+    """The fixed rule's and uniform attention's miss per MiniLM head: what :data:`RULE_DATA` stores.
 
-    Fits :func:`~attention_course.chapters.graphs.topology_rule.fit_fixed_rule` on each sentence and three
-    shuffles and scores it on two held-out shuffles. Returns ``{"sentences", "miss", "uniform"}``,
-    each miss a list of 72 (layer-major), rounded to ``digits`` decimals: what :data:`RULE_DATA` stores.
+    Returns ``{"sentences", "miss", "uniform"}``, each miss a list of 72 (layer-major).
     """
     (fit_ids, fit_maps), (held_ids, held_maps) = _held_out_maps(sentences)
     rule = topology_rule.fit_fixed_rule(fit_maps, fit_ids)
@@ -71,9 +61,7 @@ def write_rule_miss(sentences: Optional[Sequence[str]] = None, path: Path = RULE
 def rules_data(sentences: Sequence[str], digits: int = 4) -> dict:
     """Every rule of :data:`~attention_course.chapters.graphs.topology_rule.RULES` fitted to each MiniLM head.
 
-    Fitted on each sentence and three shuffles, scored on two held-out shuffles. Returns
-    ``{"sentences", "uniform", "rules": {name: miss}}``, each miss a list of 72 (layer-major): the
-    weight the rule misplaces (mean total variation over rows).
+    Returns ``{"sentences", "uniform", "rules": {name: miss}}``, each miss a list of 72 (layer-major).
     """
     (fit_ids, fit_maps), (held_ids, held_maps) = _held_out_maps(sentences)
     rules = {}
@@ -157,10 +145,8 @@ def matched_record(fit_maps: Sequence[np.ndarray], held_maps: Sequence[np.ndarra
                    digits: int = 4) -> dict:
     """Per head (lists, layer-major): sink share, the fixed table's held-out and fitted miss, uniform's, top-key share.
 
-    Sinks: the first and last token (an encoder's [CLS] and [SEP]), or the first (``causal``).
-    Every measure but the sink share is on the content part
-    (:func:`~attention_course.chapters.graphs.topology_rule_table.content_maps`); the top-key
-    share is the median over all sentences.
+    Sinks are the first and last token, or the first (``causal``); every measure but the sink share
+    is on the content part; the top-key share is the median over all sentences.
     """
     sinks = [0] if causal else [0, -1]
     C_fit = [tt.content_maps(m, sinks, causal) for m in fit_maps]  # each (H, m, m)
