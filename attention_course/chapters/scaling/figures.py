@@ -1,18 +1,9 @@
 r"""Figures for chapter 6: why attention divides the scores by :math:`\sqrt{d_k}`.
 
-Every helper takes what the chapter has already measured (with
-:mod:`attention_course.chapters.scaling.measures` or
-:mod:`attention_course.chapters.scaling.training`, or a few lines of numpy on the lesson's
-page), draws it for the book's column, labels its axes, returns the
-:class:`matplotlib.figure.Figure` and changes no global matplotlib state. One colour per scale
-across the chapter: :data:`SCALE_COLOR`.
-
-The lesson's figures (:func:`plot_score_histograms`,
-:func:`plot_gradient_vs_spread`, :func:`plot_training_watch`) are drawn for a phone as well as
-the column: :data:`LESSON_WIDTH` inches wide, with :data:`LESSON_RC`'s larger type, so that their
-smallest text (11.5 pt at 5 in) is shown at about 11 CSS px on a 390-px screen, where a 7-in
-figure with 10-pt ticks shows 7. The evidence page's figures use :data:`PHONE_RC` (11-pt ticks),
-and those stacked in a column are :data:`STACKED_WIDTH` wide.
+Each helper draws what the chapter has measured and returns the :class:`matplotlib.figure.Figure`,
+changing no global state; one colour per scale (:data:`SCALE_COLOR`). The lesson's figures are
+:data:`LESSON_WIDTH` wide with :data:`LESSON_RC`'s type and the evidence page's use :data:`PHONE_RC`, so
+that their text stays readable on a phone.
 """
 
 from __future__ import annotations
@@ -86,9 +77,8 @@ def plot_score_histograms(scores: Mapping[int, Array]) -> Figure:
     Parameters
     ----------
     scores : dict of d_k -> array, shape (N,)
-        Dot products :math:`q \cdot k` of random vectors of width ``d_k`` with unit-variance
-        entries. The bottom panel draws each divided by :math:`\sqrt{d_k}`, with the standard
-        normal density (dashed) that the scaled scores follow.
+        Dot products of random vectors of width ``d_k`` with unit-variance entries; the bottom panel adds
+        the standard normal density.
 
     Examples
     --------
@@ -126,14 +116,12 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     Parameters
     ----------
     sigmas, through : array, shape (M,)
-        The spreads and the median :math:`\lVert J\rVert_F` of the rows' softmax Jacobians at each.
+        The spreads and the median :math:`\lVert J\rVert_F` at each.
     marks : dict of label -> sigma
-        Points to mark on the curve; a label starting with ``"scaled"`` is drawn in the scaled
-        colour, the others in the unscaled one, then (from the second on) in
-        :data:`UNSCALED_SHADES`, each with its own marker, so that no two marks look alike.
-        A mark near 0 is drawn whole, above the axis.
+        Points to mark; a label starting with ``"scaled"`` in the scaled colour, the others in the unscaled
+        one, then :data:`UNSCALED_SHADES`, each with its own marker.
     band : (lo, hi), optional
-        The spreads of the softmax's sensitive regime, shaded behind the curve and named in the legend.
+        The sensitive regime, shaded.
 
     Examples
     --------
@@ -168,12 +156,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
 
 @chapter_figure
 def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: int = 64) -> Figure:
-    """The lesson's training run: loss (top) and the sharpness of layer 1 (bottom).
-
-    Top: the training loss (``window``-step mean, a line per scale) and, at the last step, the
-    held-out loss after training (``result.eval_loss``, a dot per scale: the number the lesson
-    quotes); chance is :math:`\\ln` ``vocab_size``. ``result`` is an unthinned
-    :class:`~attention_course.chapters.scaling.training.ScaleComparison` of one width.
+    """The lesson's training run of one width: loss (top, ``window``-step mean, held-out loss as a dot) and layer 1's sharpness (bottom).
 
     Examples
     --------
@@ -208,12 +191,8 @@ def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: i
 def plot_score_variance(sweep: VarianceSweep) -> Figure:
     r"""The variance of :math:`q\cdot k` and of :math:`q\cdot k/\sqrt{d_k}` against :math:`d_k`, with the closed form.
 
-    Parameters
-    ----------
-    sweep : VarianceSweep
-        An unscaled :func:`~attention_course.chapters.scaling.measures.variance_vs_dim`; the scaled
-        variance is ``empirical / d_k`` (the same draws divided by :math:`\sqrt{d_k}`),
-        error bars are 2 standard errors.
+    ``sweep`` is an unscaled :func:`~attention_course.chapters.scaling.measures.variance_vs_dim`; the scaled
+    variance is ``empirical / d_k``; error bars are 2 standard errors.
 
     Examples
     --------
@@ -239,15 +218,14 @@ def plot_score_variance(sweep: VarianceSweep) -> Figure:
 
 @chapter_figure
 def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) -> Figure:
-    r"""A pretrained model's score variance per head against the prediction, and its scores.
+    r"""A pretrained model's score variance per head against the prediction (top), and its scores (bottom).
 
     Parameters
     ----------
     theory, measured : array, shape (L, h)
-        :func:`~attention_course.chapters.scaling.measures.pair_logit_variance` of every layer's heads.
+        :func:`~attention_course.chapters.scaling.measures.pair_logit_variance` of every layer.
     scores : array, shape (N,)
-        Unscaled scores :math:`q_i \cdot k_j` of real token pairs; also drawn divided by
-        :math:`\sqrt{d_k}`.
+        Unscaled scores of real token pairs; also drawn divided by :math:`\sqrt{d_k}`.
 
     Examples
     --------
@@ -287,11 +265,8 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
 def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> Figure:
     """Entropy, largest weight and share of saturated rows against :math:`d_k`, one line per scale.
 
-    Parameters
-    ----------
-    stats : dict of scale name -> SaturationStats
-        :func:`~attention_course.chapters.scaling.measures.saturation_stats` over the same ``d_k``
-        with ``n_keys`` keys and threshold 0.99.
+    ``stats`` maps a scale name to :func:`~attention_course.chapters.scaling.measures.saturation_stats` with
+    ``n_keys`` keys and threshold 0.99.
 
     Examples
     --------
@@ -322,20 +297,16 @@ def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> F
 def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_norm: Array,
                   d_k: int = 64, unscaled_dims: Sequence[int] = (64, 1024),
                   band: Optional[tuple[float, float]] = None, floor: Optional[float] = None) -> Figure:
-    r"""Median softmax Jacobian norm against :math:`d_k` (left) and against the score spread :math:`\sigma` (right).
+    r"""Median softmax Jacobian norm against :math:`d_k` (top) and against the score spread :math:`\sigma` (bottom).
 
     Parameters
     ----------
     stats : dict of scale name -> SaturationStats
-        As for :func:`plot_saturation`; the left panel draws ``jacobian_norm``.
     sigmas, jacobian_norm : array, shape (M,)
-        The median norm at ``d_k`` with scores of standard deviation ``sigmas``. Marked
-        on it: the scaled scores (:math:`\sigma = 1`, any width) and unscaled ones at each
-        of ``unscaled_dims`` (:math:`\sigma = \sqrt{d_k}`; hollow beyond ``d_k``).
+        The curve at ``d_k``; marked on it the scaled scores (:math:`\sigma = 1`) and the unscaled ones at
+        ``unscaled_dims`` (:math:`\sigma = \sqrt{d_k}`; hollow beyond ``d_k``).
     band, floor : optional
-        A band of :math:`\sigma` to shade (the half-maximum band of
-        :func:`~attention_course.chapters.scaling.sensitive_regime.half_maximum_band`) and the
-        uniform row's norm, drawn dotted.
+        A band of :math:`\sigma` to shade and the uniform row's norm.
 
     Examples
     --------
@@ -406,19 +377,14 @@ def plot_full_comparison(results: Sequence[ScaleComparison], vocab_size: int = 6
 
 @chapter_figure
 def plot_scale_pair(scaled: Array, unscaled: Array, tokens: Sequence[str], d_k: int, title: str = "") -> Figure:
-    r"""One head's attention matrix with the :math:`1/\sqrt{d_k}` (left) and without it (right).
-
-    Both panels share one colour scale, 0 to the largest weight shown (1 when a row is
-    one-hot), and one colour bar.
+    r"""One head's attention matrix with the :math:`1/\sqrt{d_k}` (left) and without it (right), on one colour scale.
 
     Parameters
     ----------
     scaled, unscaled : array, shape (T, T)
-        :func:`~attention_course.chapters.scaling.saturated_rows.scale_pair` of one head and sentence;
-        rows are queries, columns keys.
+        :func:`~attention_course.chapters.scaling.saturated_rows.scale_pair`; rows are queries.
     tokens : sequence of str, length T
     d_k : int
-        The head's width, for the titles.
 
     Examples
     --------
@@ -464,18 +430,10 @@ VARIANT_STYLE = {"scaled": dict(color=SCALE_COLOR["sqrt"], label=r"$1/\sqrt{d_k}
 
 @chapter_figure
 def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0, vocab_size: int = 64) -> Figure:
-    r"""Held-out loss, share of saturated rows and the gradient through them, over training.
+    r"""Held-out loss, share of saturated rows in ``layer``, and the gradient through them (dashed) and the others, over training.
 
-    Top: held-out loss. Middle: share of rows with largest weight above the threshold, in
-    ``layer``. Bottom: mean :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` at the
-    softmax's input over saturated rows (dashed) and over the other rows (solid), in
-    ``layer``. Lines are means over seeds, bands their range; one colour per variant.
-
-    Parameters
-    ----------
-    grid : SaturationGrid
-        :func:`~attention_course.chapters.scaling.saturation_training.run_saturation` or
-        :func:`~attention_course.chapters.scaling.saturation_training.load_saturation`.
+    Lines are means over seeds, bands their range; ``grid`` from
+    :func:`~attention_course.chapters.scaling.saturation_training.load_saturation`.
 
     Examples
     --------
@@ -516,18 +474,7 @@ BACKWARD_LABEL = {"true": "true backward", "tempered": "tempered backward (size 
 
 @chapter_figure
 def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
-    r"""Held-out loss of every backward-swap run: one row per variant, one dot per seed.
-
-    Rows are :func:`~attention_course.chapters.scaling.backward_swap.run_backward`'s variants in
-    order, top to bottom; the colour says which backward pass trained the model
-    (:data:`BACKWARD_COLOR`), a short bar marks the mean over seeds, and a dotted line the
-    chance level :math:`\ln V`.
-
-    Parameters
-    ----------
-    grid : BackwardGrid
-        :func:`~attention_course.chapters.scaling.backward_swap.run_backward` or
-        :func:`~attention_course.chapters.scaling.backward_swap.load_backward`.
+    r"""Held-out loss of every backward-swap run: one row per variant, one dot per seed, a bar at the mean.
 
     Examples
     --------
@@ -574,7 +521,7 @@ def plot_typical_row(sigmas: Array, ratios: Mapping[int, Mapping[str, Array]], t
     ratios : dict S -> dict statistic ("median", "mean") -> array (M,)
         From :func:`~attention_course.chapters.scaling.sensitive_regime.flow_ratio`.
     thetas : array, shape (N,)
-    verdicts : sequence of str, shape (N,)
+    verdicts : sequence of str, length N
         :func:`~attention_course.chapters.scaling.sensitive_regime.typical_row_verdict` at each threshold.
 
     Examples
@@ -615,13 +562,8 @@ def plot_typical_row(sigmas: Array, ratios: Mapping[int, Mapping[str, Array]], t
 def plot_init_spread(results: Sequence["InitSpread"], trained: Optional[float] = None, d_trained: int = 32) -> Figure:
     r"""Median within-row spread of a query's scores against :math:`d_k`, unscaled and scaled, at initialisation.
 
-    Parameters
-    ----------
-    results : sequence of InitSpread
-        :func:`~attention_course.chapters.scaling.init_spread.init_spread`, one per layer input; each
-        seed's curve is drawn thin, the median over layers and seeds thick.
-    trained : float, optional
-        A trained model's median scaled spread, marked at ``d_trained`` with the band :math:`[1/3, 3]`.
+    ``results``: :func:`~attention_course.chapters.scaling.init_spread.init_spread` per layer input (each seed
+    thin, the median thick); ``trained``: a trained model's median scaled spread, marked at ``d_trained``.
 
     Examples
     --------
