@@ -14,17 +14,12 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ...core.attention import softmax
 from .measures import softmax_jacobian_norm
 
 __all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread",
            "largest_rows_in_band", "flow_ratio", "typical_row_verdict", "query_gradient_norms",
            "saturation_width"]
-
-
-def _softmax_rows(x: np.ndarray) -> np.ndarray:
-    p = np.exp(x - x.max(-1, keepdims=True))  # stable: the largest logit is 0
-    p /= p.sum(-1, keepdims=True)  # (..., S), over the last axis
-    return p
 
 
 def _logit_draws(n_rows: int, n_keys: int, seed: int, d_k: Optional[int]) -> np.ndarray:
@@ -57,7 +52,7 @@ def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
     x = np.asarray(logits, dtype=np.float64)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"logits has shape {x.shape}; expected (..., S) with S >= 1")
-    return softmax_jacobian_norm(_softmax_rows(x))
+    return softmax_jacobian_norm(softmax(x))
 
 
 def jacobian_floor(n_keys: int) -> float:
@@ -171,7 +166,7 @@ def passed_gradient(logits: np.ndarray, g: np.ndarray) -> np.ndarray:
     x, up = np.asarray(logits, dtype=np.float64), np.asarray(g, dtype=np.float64)
     if x.ndim < 1 or x.shape != up.shape:
         raise ValueError(f"logits has shape {x.shape} and g {up.shape}; expected the same shape (..., S)")
-    p = _softmax_rows(x)
+    p = softmax(x)
     return p * (up - (p * up).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (..., S)
 
 
@@ -203,7 +198,7 @@ def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 
         if measure == "jg":
             out.append(float(reduce(np.linalg.norm(passed_gradient(x, g), axis=-1))))  # $\lVert J g\rVert$ per row
         else:
-            out.append(float(reduce(softmax_jacobian_norm(_softmax_rows(x), measure))))
+            out.append(float(reduce(softmax_jacobian_norm(softmax(x), measure))))
     return np.array(out)
 
 
