@@ -29,10 +29,8 @@ def _variance_cases() -> list[Case]:
         Case("N=2000 samples, d_k=4", (rng.normal(size=(2000, 4)), rng.normal(size=(2000, 4)))),
         Case("N=2000 samples, d_k=64", (rng.normal(size=(2000, 64)), rng.normal(size=(2000, 64)))),
         Case("d_k=1", (rng.normal(size=(500, 1)), rng.normal(size=(500, 1)))),
-        Case(
-            "queries with mean 1 and keys with variance 4",
-            (rng.normal(loc=1.0, size=(1000, 16)), rng.normal(scale=2.0, size=(1000, 16))),
-        ),
+        Case("queries with mean 1 and keys with variance 4",
+             (rng.normal(loc=1.0, size=(1000, 16)), rng.normal(scale=2.0, size=(1000, 16)))),
         Case("only N=3 samples", (rng.normal(size=(3, 8)), rng.normal(size=(3, 8)))),
     ]
 
@@ -69,11 +67,8 @@ register(
         ),
         alternatives=(
             lambda q, k: float(
-                torch.var(torch.einsum("nd,nd->n", torch.as_tensor(q), torch.as_tensor(k)), unbiased=False)
-            ),
-            lambda q, k: (
-                lambda s: ((s - s.mean()) ** 2).mean()
-            )(np.array([qn @ kn for qn, kn in zip(q, k)])),
+                torch.var(torch.einsum("nd,nd->n", torch.as_tensor(q), torch.as_tensor(k)), unbiased=False)),
+            lambda q, k: (lambda s: ((s - s.mean()) ** 2).mean())(np.array([qn @ kn for qn, kn in zip(q, k)])),
         ),
         rules=(
             Rule("range", "queries with a nonzero mean: subtract the mean of the dot products",
@@ -175,9 +170,8 @@ register(
         hints=(_has_nan,),
         alternatives=(
             lambda x, t: torch.distributions.Categorical(logits=torch.as_tensor(x) / t).entropy().numpy(),
-            lambda x, t: (
-                lambda logp: -(np.exp(logp) * logp).sum(axis=-1)
-            )(x / t - np.logaddexp.reduce(x / t, axis=-1, keepdims=True)),
+            lambda x, t: (lambda logp: -(np.exp(logp) * logp).sum(axis=-1))(
+                x / t - np.logaddexp.reduce(x / t, axis=-1, keepdims=True)),
         ),
         rules=(
             Rule("range", "a saturated row (weights that underflow to 0) has entropy 0, not NaN",
@@ -257,8 +251,7 @@ register(
         hints=(_rows_do_not_sum_to_zero,),
         alternatives=(
             lambda p: torch.autograd.functional.jacobian(
-                lambda s: torch.softmax(s, dim=-1), torch.log(torch.as_tensor(p))
-            ).numpy(),
+                lambda s: torch.softmax(s, dim=-1), torch.log(torch.as_tensor(p))).numpy(),
             lambda p: np.einsum("i,ij->ij", p, np.eye(len(p))) - np.einsum("i,j->ij", p, p),
             lambda p: np.array([[p[i] * ((i == j) - p[j]) for j in range(len(p))] for i in range(len(p))]),
         ),
