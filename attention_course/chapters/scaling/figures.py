@@ -66,6 +66,15 @@ LESSON_RC = {**PHONE_RC, "xtick.labelsize": 11.5, "ytick.labelsize": 11.5, "lege
 WIDTH_COLOR = {4: "tab:orange", 64: "tab:purple", 1024: "tab:red"}
 
 
+def _equal_shapes(expected: str, **arrays: Array) -> tuple[np.ndarray, np.ndarray]:
+    """Two named inputs as float arrays of one ``expected`` shape, e.g. ``"(L, h)"``, or a ShapeError naming both."""
+    (name_a, a), (name_b, b) = ((name, np.asarray(to_numpy(x), float)) for name, x in arrays.items())
+    if a.ndim != len(expected.strip("(,)").split(", ")) or a.shape != b.shape:
+        raise ShapeError(f"{name_a} has shape {shape_str(a)} and {name_b} {shape_str(b)}; "
+                         f"expected equal shapes {expected}")
+    return a, b
+
+
 def _width_color(d: int, i: int) -> str:
     return WIDTH_COLOR.get(int(d), ("tab:orange", "tab:purple", "tab:red", "tab:brown")[i % 4])
 
@@ -132,10 +141,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     """
     if band is not None and not 0 < band[0] < band[1]:
         raise ValueError(f"band={band} must be two spreads 0 < lo < hi")
-    sigmas, through = np.asarray(to_numpy(sigmas), float), np.asarray(to_numpy(through), float)
-    if sigmas.ndim != 1 or sigmas.shape != through.shape:
-        raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and through {shape_str(through)}; "
-                         f"expected equal shapes (M,)")
+    sigmas, through = _equal_shapes("(M,)", sigmas=sigmas, through=through)
     unscaled_styles = iter(zip((SCALE_COLOR["none"], *UNSCALED_SHADES), ("s", "D", "^", "v")))
     with plt.rc_context(LESSON_RC):
         fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * (len(marks) + (band is not None))), layout="constrained")
@@ -234,10 +240,7 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
     >>> fig.axes[0].get_title(), fig.axes[2].get_ylabel()
     ('6 heads, $d_k$ = 32', 'layer')
     """
-    theory, measured = np.asarray(to_numpy(theory), float), np.asarray(to_numpy(measured), float)
-    if theory.ndim != 2 or theory.shape != measured.shape:
-        raise ShapeError(f"theory has shape {shape_str(theory)} and measured {shape_str(measured)}; "
-                         f"expected equal shapes (L, h)")
+    theory, measured = _equal_shapes("(L, h)", theory=theory, measured=measured)
     n_layers, n_heads = theory.shape
     scores = np.asarray(to_numpy(scores), float).ravel()
     fig, (ax, ax_h) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.0), layout="constrained")
@@ -316,10 +319,7 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
     >>> fig.axes[1].get_xscale(), len(fig.axes[1].get_legend().get_texts())
     ('log', 3)
     """
-    sigmas, jac = np.asarray(to_numpy(sigmas), float), np.asarray(to_numpy(jacobian_norm), float)
-    if sigmas.ndim != 1 or sigmas.shape != jac.shape:
-        raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and jacobian_norm {shape_str(jac)}; "
-                         f"expected equal shapes (M,)")
+    sigmas, jac = _equal_shapes("(M,)", sigmas=sigmas, jacobian_norm=jacobian_norm)
     marks = [("scaled, any $d_k$", 1.0, "sqrt", True)]
     marks += [(f"unscaled, $d_k$ = {d}", float(np.sqrt(d)), "none", d <= d_k) for d in unscaled_dims]
     fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.2), layout="constrained")
