@@ -98,19 +98,12 @@ def train_one(d_k: int, scale: Scale, seed: int = 0, task: Optional[Task] = None
     run = train_run(model, task, steps=t.steps, seed=seed, lr=t.lr, batch_size=t.batch_size)
     grad_qk = np.sqrt((run.grad_norm_q**2 + run.grad_norm_k**2).sum(axis=1))  # (steps,), sum over layers
     scores = head_scores(model, task, batch_size=t.eval_batch)  # each (L, h)
-    return ScaleRun(
-        factor=cfg.score_scale,
-        loss=run.loss,
-        grad_norm_qk=grad_qk,
-        grad_norm_init=run.grad_norm[0],
-        grad_norm_qk_init=grad_qk[0],
-        max_weight=run.max_weight,
-        eval_loss=evaluate_loss(model, task, batch_size=t.eval_batch),
-        logit_std_init=std_init,
-        logit_std_final=_logit_std(model, held_out),
-        previous_token=scores["previous_token"].max(axis=1),  # (L,), best head per layer
-        induction=scores["induction"].max(axis=1),
-    )
+    return ScaleRun(factor=cfg.score_scale, loss=run.loss, grad_norm_qk=grad_qk, grad_norm_init=run.grad_norm[0],
+                    grad_norm_qk_init=grad_qk[0], max_weight=run.max_weight,
+                    eval_loss=evaluate_loss(model, task, batch_size=t.eval_batch),
+                    logit_std_init=std_init, logit_std_final=_logit_std(model, held_out),
+                    previous_token=scores["previous_token"].max(axis=1),  # (L,), best head per layer
+                    induction=scores["induction"].max(axis=1))
 
 
 @dataclass(frozen=True)
@@ -178,13 +171,8 @@ def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
     def block_means(x: np.ndarray, axis: int) -> np.ndarray:
         return np.stack([np.take(x, b, axis=axis).mean(axis=axis) for b in blocks], axis=axis)
 
-    return replace(
-        result,
-        step=block_means(result.step.astype(float), 0),
-        loss=block_means(result.loss, 2),
-        grad_norm_qk=block_means(result.grad_norm_qk, 2),
-        max_weight=block_means(result.max_weight, 2),
-    )
+    return replace(result, step=block_means(result.step.astype(float), 0), loss=block_means(result.loss, 2),
+                   grad_norm_qk=block_means(result.grad_norm_qk, 2), max_weight=block_means(result.max_weight, 2))
 
 
 #: The fuller comparison of chapter 6 (``python -m attention_course scaling-run``): 3 seeds,
