@@ -1,20 +1,8 @@
-r"""Why a trained model's scores spread more than :math:`d_k\,\sigma_q^2\sigma_k^2`: controls for the excess.
+r"""Why a trained model's scores spread more than :math:`d_k\,\sigma_q^2\sigma_k^2`: controls for the excess (chapter 6).
 
-For independent entries, :math:`\operatorname{Var}(q\cdot k) = d_k\,\sigma_q^2\sigma_k^2`. In a trained
-model the measured variance is larger. Two explanations predict different controls:
-
-* *alignment*: training makes a query point at the keys of the tokens it should attend to, so
-  the excess lives in pairs of tokens of the **same** sentence;
-* *anisotropy*: all queries (and all keys) share a few dominant directions whatever the token,
-  so the excess is the same for pairs from **different** sentences and for random token pairs,
-  and it disappears when each coordinate is shuffled across tokens **independently** (which
-  keeps every coordinate's distribution and destroys the dependence between coordinates).
-
-:func:`variance_ratio_controls` measures the ratio measured / predicted for each of these pair
-sets. Keys are centred per head first (subtracting the mean key changes no attention weight,
-since it shifts each query's scores by one constant), so the ratio cannot move under that shift.
-:func:`within_row_spread` measures what the softmax actually sees: for each query, the standard
-deviation of its scaled scores :math:`q_i\cdot k_j/\sqrt{d_k}` over the keys of its sentence.
+*Alignment* puts the excess in pairs of the same sentence; *anisotropy* (shared dominant directions) puts
+it in every pair, and shuffling each coordinate across tokens removes it. :func:`variance_ratio_controls`
+measures the ratio for each pair set; :func:`within_row_spread` the spread each softmax row sees.
 """
 
 from __future__ import annotations
@@ -46,23 +34,18 @@ def _check(q: Array, k: Array, valid: Optional[Array]) -> tuple[np.ndarray, np.n
 
 def variance_ratio_controls(q: Array, k: Array, valid: Optional[Array] = None, seed: int = 0,
                             n_random: int = 20000) -> dict[str, np.ndarray]:
-    r"""Measured over predicted variance of :math:`q_i\cdot k_j` per head, for four sets of pairs.
+    r"""Measured over predicted variance of :math:`q_i\cdot k_j` per head, for the pair sets :data:`PAIR_SETS`.
 
-    With the real tokens of all sequences pooled (:math:`N` of them), keys centred per head, the
-    prediction is :math:`d_k\,\widehat{\operatorname{Var}}(q)\,\widehat{\operatorname{Var}}(k)`,
-    the variances pooled over tokens and coordinates. The measured variance is taken over
-
-    * ``"same sentence"``: every pair :math:`(i, j)` of real tokens of one sequence;
-    * ``"different sentences"``: every pair from two different sequences;
-    * ``"random pairs"``: ``n_random`` pairs of tokens drawn independently from the pool;
-    * ``"shuffled coordinates"``: every pair of the pool after each coordinate of :math:`q` and of
-      :math:`k` is permuted across tokens independently (``seed``).
+    Keys are centred per head (no attention weight changes); the prediction is
+    :math:`d_k\,\widehat{\operatorname{Var}}(q)\,\widehat{\operatorname{Var}}(k)` over the pooled real tokens.
+    ``"random pairs"`` draws ``n_random`` pairs; ``"shuffled coordinates"`` permutes each coordinate across
+    tokens independently (``seed``).
 
     Parameters
     ----------
     q, k : array, shape (B, h, T, d_k)
     valid : array of bool, shape (B, T), optional
-        ``True`` = a real token (padding is left out). Default: all tokens.
+        ``True`` = a real token. Default: all tokens.
 
     Returns
     -------
@@ -96,18 +79,14 @@ def variance_ratio_controls(q: Array, k: Array, valid: Optional[Array] = None, s
 
 
 def within_row_spread(q: Array, k: Array, valid: Optional[Array] = None, causal: bool = False) -> np.ndarray:
-    r"""For every real query, the standard deviation of :math:`q_i\cdot k_j/\sqrt{d_k}` over the real keys of its sequence.
+    r"""For every real query, the std of :math:`q_i\cdot k_j/\sqrt{d_k}` over the real keys of its sequence.
 
-    This is the spread the softmax of row :math:`i` sees. It is unchanged by :math:`q \to aq` with
-    :math:`k \to k/a`, by adding one vector to every key (one constant per row) and by permuting heads.
-    With ``causal=True`` (a decoder's rows) the keys of row :math:`i` are the real keys :math:`j \le i`,
-    and a row with fewer than two of them, which has no spread, is left out.
+    With ``causal=True`` the keys are :math:`j \le i`, and rows with fewer than two keys are left out.
 
     Returns
     -------
     np.ndarray, shape (h, N)
-        One value per head and real query (the N real tokens, sequence by sequence; with ``causal``,
-        the real queries that see at least two real keys).
+        One value per head and real query kept.
 
     Examples
     --------

@@ -1,25 +1,11 @@
 r"""The backward-swap test of chapter 6: is the vanishing softmax gradient what stops training?
 
-The unscaled model's forward pass is kept (its rows still saturate); only the backward pass
-through each softmax is swapped, with :func:`~attention_course.chapters.scaling.saturated_rows.swapped_softmax`,
-for the gradient a softmax at the scaled model's temperature would pass back
-(:math:`\tau = 1/\sqrt{d_k}` on the scores :math:`q\cdot k`), or for only its row norm
-("size") or only its direction ("direction"), or for the tempered gradient on the saturated
-rows only (largest weight above 0.99, "saturated"; the other rows keep their true gradient). The reverse swap gives the scaled model the
-unscaled softmax's backward (:math:`\tau = \sqrt{d_k}`). If the vanishing gradient is the cause,
-the tempered backward must rescue the unscaled model and the reverse swap must break the
-scaled one. :data:`VARIANTS` lists the runs, :data:`BACKWARD` is their configuration of chapter
-6's grid (:mod:`~attention_course.chapters.scaling.training_grid`); the stored run is
-
-    python -m attention_course scaling-backward --out attention_course/data/scale_backward.json --jobs 2
-
-and the saturated-rows run (:data:`ROWS_VARIANTS`) is
-
-    python -m attention_course scaling-backward --out attention_course/data/scale_backward_rows.json \
-        --variants "unscaled" "unscaled, tempered backward" "unscaled, saturated rows tempered" \
-        "small W_Q init" "small W_Q init, saturated rows tempered" --motion-every 0 --jobs 2
-
-:func:`load_backward` reads either back.
+The unscaled model keeps its forward pass (its rows still saturate); only the backward pass through each
+softmax is swapped (:func:`~attention_course.chapters.scaling.saturated_rows.swapped_softmax`) for the
+scaled model's (:math:`\tau = 1/\sqrt{d_k}`), its size or direction only, or on saturated rows only; the
+reverse swap gives the scaled model the unscaled backward. :data:`VARIANTS` lists the runs; the stored runs
+are ``python -m attention_course scaling-backward`` (all variants, and :data:`ROWS_VARIANTS` with
+``--motion-every 0``), read back by :func:`load_backward`.
 """
 
 from __future__ import annotations
@@ -73,14 +59,8 @@ VARIANTS = {
 ROWS_VARIANTS = ("unscaled", "unscaled, tempered backward", "unscaled, saturated rows tempered",
                  "small W_Q init", "small W_Q init, saturated rows tempered")
 
-#: The slider over the starting score scale (``gradient-vanishes``): the saturated-rows swap from W_Q
-#: started a times its own size, for the factors between the two starts of :data:`ROWS_VARIANTS`
-#: (1/sqrt(d_k) = 1/8 at d_k = 64, and 1). The slider's rule, the ledger's: at each factor count the seeds
-#: whose held-out loss ends below 1 nat; the scores 'start small' where at least 4 of 5 train, and the flag
-#: sits at the first factor, from 1/8 up, where at most 3 do. Not part of the default run; stored by
-#: ``python -m attention_course scaling-backward --out attention_course/data/scale_backward_start.json
-#: --variants <these names> --motion-every 0`` (run in three parts, 0.25 and 0.5, then 0.707, then 0.85,
-#: joined with :func:`combine_backward`; the file's ``meta`` lists the three runs; about 2.5 min per factor).
+#: The slider's start-scale run (``gradient-vanishes``): the saturated-rows swap from W_Q started a times its
+#: own size, between the two starts of :data:`ROWS_VARIANTS`; stored in three parts joined by :func:`combine_backward`.
 START_FACTORS = (0.25, 0.5, 0.707, 0.85)  # 0.707 (about 1/sqrt 2) added after 0.5 trained 5 of 5, 0.85 after 0.707 did
 START_VARIANTS = {f"W_Q init x{a:g}, saturated rows tempered": ("none", a, 1, "saturated", "sqrt")
                   for a in START_FACTORS}
@@ -95,11 +75,7 @@ STORED_BACKWARD_START = DATA_DIR / "scale_backward_start.json"
 
 @contextlib.contextmanager
 def swapped_backward(tau: float, backward: str) -> Iterator[None]:
-    r"""Within the block, the tiny transformer's softmaxes pass back ``backward`` at ``tau``.
-
-    Replaces the attention function that :func:`~attention_course.models.tiny.attention_block`
-    calls by one whose weights come from :func:`~attention_course.chapters.scaling.saturated_rows.swapped_softmax`
-    (same forward numbers, causal mask); restores it on leaving, also after an error.
+    r"""Within the block, the tiny transformer's softmaxes pass back ``backward`` at ``tau`` (same forward numbers).
 
     Examples
     --------
@@ -129,17 +105,7 @@ def swapped_backward(tau: float, backward: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class SwapRun:
-    """What :func:`train_swapped` measures on one model, with ``L`` layers.
-
-    Attributes
-    ----------
-    eval_loss : float
-        Held-out loss after training (the forward pass is never swapped).
-    saturated : (L,)
-        Share of each layer's rows with largest weight above 0.99 on the held-out batch.
-    seconds : float
-        Wall time of the run.
-    """
+    """What :func:`train_swapped` measures: held-out ``eval_loss``, ``saturated`` (L,) share of rows above 0.99, ``seconds``."""
 
     eval_loss: float
     saturated: np.ndarray
@@ -156,17 +122,9 @@ def train_swapped(d_k: int, scale: Union[str, float] = "none", q_init: Union[str
                   seed: int = 0, **training: Any) -> SwapRun:
     r"""Train one variant (a row of :data:`VARIANTS`) with its backward swapped; measure it unswapped.
 
-    The model and optimiser are :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s
-    (``scale``, ``q_init``, ``q_lr``), trained by :func:`~attention_course.models.training.train`
-    inside :func:`swapped_backward`, whose backward softmax has
-    :math:`\tau = c_{\text{backward}}/c_{\text{forward}}` (``back_scale`` over ``scale``).
-    A ``"true"`` backward runs the package's attention unpatched. One run of :data:`BACKWARD`.
-    ``training`` holds the training keywords (:func:`~attention_course.chapters.scaling.training.train_one`;
-    chapter 6's defaults, 200 steps: :data:`BACKWARD` trains 1,000).
-
-    Returns
-    -------
-    SwapRun
+    :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s model inside :func:`swapped_backward`
+    with :math:`\tau = c_{\text{backward}}/c_{\text{forward}}`; ``**training`` as in
+    :func:`~attention_course.chapters.scaling.training.train_one`.
 
     Examples
     --------
@@ -189,19 +147,14 @@ def train_swapped(d_k: int, scale: Union[str, float] = "none", q_init: Union[str
 
 def score_motion(d_k: int = 64, variant: str = "unscaled", steps: int = 200, every: int = 50, seed: int = 0,
                  layer: int = 0, eval_batch: int = 128) -> dict[str, np.ndarray]:
-    r"""Do saturated rows move? Their scores and top keys between checkpoints, during training.
-
-    Trains ``variant`` of :data:`VARIANTS` (its backward as listed) and, every ``every`` steps,
-    reads layer ``layer``'s scores :math:`c\,q\cdot k` on a held-out batch (queries
-    :math:`t \ge 1`, causal keys). Between consecutive checkpoints it records the median
-    :math:`|\Delta s|` over all entries, and, among the rows saturated (largest weight above 0.99)
-    at both checkpoints, the share whose largest weight moved to another key.
+    r"""Do saturated rows move? Layer ``layer``'s scores on a held-out batch every ``every`` steps of training ``variant``.
 
     Returns
     -------
     dict of np.ndarray
-        ``"step"`` (K,); ``"saturated"`` (K,), share of saturated rows; ``"median_change"`` and
-        ``"top_key_changed"`` (K - 1,), each for the interval ending at ``step[1:]``.
+        ``"step"`` (K,); ``"saturated"`` (K,), share of saturated rows; ``"median_change"`` (K - 1,), the
+        median :math:`|\Delta s|` between checkpoints; ``"top_key_changed"`` (K - 1,), among rows saturated at
+        both, the share whose top key moved.
 
     Examples
     --------
@@ -243,11 +196,7 @@ def score_motion(d_k: int = 64, variant: str = "unscaled", steps: int = 200, eve
 
 @dataclass(frozen=True)
 class BackwardGrid:
-    """Result of :func:`run_backward`: ``eval_loss`` and ``seconds`` (V, S), ``saturated`` (V, S, L).
-
-    ``motion`` holds :func:`score_motion` of the unscaled model for each seed, stacked
-    (S, K) or (S, K - 1), when it was measured (:func:`with_motion`); else it is empty.
-    """
+    """Result of :func:`run_backward`: ``eval_loss``, ``seconds`` (V, S), ``saturated`` (V, S, L); ``motion`` from :func:`with_motion`, or empty."""
 
     variants: tuple
     seeds: np.ndarray
@@ -288,10 +237,7 @@ BACKWARD = grid_experiment(
 
 def run_backward(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int = 1000, lr: float = 1e-2,
                  variants: Sequence[str] = tuple(VARIANTS), jobs: int = 1, motion_every: int = 0) -> BackwardGrid:
-    """:func:`train_swapped` for every variant and seed (:data:`BACKWARD`); ``jobs`` processes in parallel.
-
-    Each run is deterministic and single-threaded, so ``jobs`` changes only the wall time.
-    With ``motion_every`` > 0 it also runs :func:`with_motion`.
+    """:func:`train_swapped` for every variant and seed (:data:`BACKWARD`); ``jobs`` processes change only the wall time.
 
     Examples
     --------
@@ -331,9 +277,7 @@ def load_backward(path: Union[str, Path] = STORED_BACKWARD) -> tuple[BackwardGri
 
 
 def combine_backward(*grids: BackwardGrid) -> BackwardGrid:
-    """Several stored runs of the same settings (width, steps, seeds) as one grid, variants in order.
-
-    The ``motion`` is the first grid's.
+    """Several stored runs of the same width, steps and seeds as one grid, variants in order (the first grid's ``motion``).
 
     Examples
     --------

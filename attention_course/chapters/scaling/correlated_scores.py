@@ -1,21 +1,14 @@
 r"""How correlated entries break :math:`\operatorname{Var}(q\cdot k) = d_k` (chapter 6's ``variance-dk`` flip).
 
-The derivation of chapter 6 assumes independent entries. Here each query has equicorrelated
-entries, :math:`q_i = \sqrt{1-c}\,z_i + \sqrt{c}\,w` with :math:`z_i, w \sim N(0, 1)` independent
-(every entry still has variance 1, any two entries correlation :math:`c`), and each key likewise,
-independently of the query. Then
+With equicorrelated entries :math:`q_i = \sqrt{1-c}\,z_i + \sqrt{c}\,w` (unit variance, pairwise
+correlation :math:`c`), and keys likewise,
 
 .. math::
 
-    \operatorname{Var}(q\cdot k) = \sum_{i,j} E[q_i q_j]\,E[k_i k_j] = d_k\bigl(1 + (d_k - 1)\,c^2\bigr),
+    \operatorname{Var}(q\cdot k) = d_k\bigl(1 + (d_k - 1)\,c^2\bigr),
 
-which is the independence formula :math:`d_k\sigma_q^2\sigma_k^2 = d_k` only at :math:`c = 0`
-(:func:`correlated_variance_theory`). :func:`correlated_dot_variance` measures it with the
-chapter's samples (at :math:`c = 0` it returns exactly
-:func:`~attention_course.chapters.scaling.measures.variance_vs_dim`'s estimates), and
-:func:`independence_rejected` finds the first :math:`c` at which some width's estimate is further
-from :math:`d_k` than its Monte-Carlo error allows (:func:`bonferroni_z` standard errors).
-:func:`minilm_correlation` inverts the closed form for a measured ratio.
+the independence formula only at :math:`c = 0`. :func:`independence_rejected` finds the first :math:`c`
+at which some width's estimate leaves the formula beyond its Monte-Carlo error.
 """
 
 from __future__ import annotations
@@ -54,18 +47,14 @@ def correlated_dot_variance(corrs: Sequence[float], d_ks: Sequence[int] = D_KS, 
                             seed: int = 0) -> list[VarianceSweep]:
     r"""Measured :math:`\operatorname{Var}(q\cdot k)` for entries with correlation :math:`c`, one sweep per ``c``.
 
-    For each ``d_k`` the independent parts :math:`z, z'` are drawn exactly as
-    :func:`~attention_course.chapters.scaling.measures.variance_vs_dim` draws ``q`` and ``k`` (generator
-    ``(seed, d_k)``, chunks of 4096), and the shared factors :math:`w_q, w_k` from the generator
-    ``(seed, d_k, 1)``; then, for every ``c``, from the same draws,
+    The independent parts are :func:`~attention_course.chapters.scaling.measures.variance_vs_dim`'s draws
+    (at :math:`c = 0` its estimates exactly), the shared factors from generator ``(seed, d_k, 1)``:
 
     .. math::
 
         q\cdot k = (1-c)\,z\cdot z' + \sqrt{c(1-c)}\,\Bigl(w_k\sum_i z_i + w_q\sum_i z'_i\Bigr) + c\,d_k\,w_q w_k .
 
-    Each :class:`~attention_course.chapters.scaling.measures.VarianceSweep` has ``theory`` the
-    independence formula :math:`d_k` (not the correlated closed form: the question is when it
-    stops holding) and ``std_error`` its Monte-Carlo standard error under independence.
+    ``theory`` and ``std_error`` are those of the independence formula :math:`d_k`.
 
     Examples
     --------
@@ -100,11 +89,7 @@ def correlated_dot_variance(corrs: Sequence[float], d_ks: Sequence[int] = D_KS, 
 
 
 def bonferroni_z(n_tests: int, alpha: float = 0.01) -> float:
-    r"""Two-sided normal critical value for ``n_tests`` estimates at family-wise level ``alpha``.
-
-    :math:`z^* = \Phi^{-1}(1 - \alpha / (2 n))`: under independence all ``n_tests`` estimates
-    fall within :math:`z^*` standard errors of the formula with probability at least
-    :math:`1 - \alpha`.
+    r"""Two-sided normal critical value :math:`\Phi^{-1}(1 - \alpha / (2 n))` for ``n_tests`` estimates at family-wise level ``alpha``.
 
     Examples
     --------
@@ -119,10 +104,8 @@ def bonferroni_z(n_tests: int, alpha: float = 0.01) -> float:
 def independence_rejected(sweeps: Sequence[VarianceSweep], alpha: float = 0.01) -> tuple[np.ndarray, float, Optional[int]]:
     r"""Largest deviation from the independence formula per sweep, the line, and the first sweep over it.
 
-    Returns ``(max_z, z_star, first)``: ``max_z[s]`` is
-    :math:`\max_{d_k} |\widehat{\operatorname{Var}} - d_k| / \mathrm{se}` of sweep ``s``, ``z_star``
-    the :func:`bonferroni_z` line for its number of widths, ``first`` the index of the first
-    sweep whose ``max_z`` exceeds it (:func:`~attention_course.chapters.mechanics.properties.first_crossing`), or ``None``.
+    Returns ``(max_z, z_star, first)``: ``max_z[s]`` is :math:`\max_{d_k} |\widehat{\operatorname{Var}} - d_k| / \mathrm{se}`,
+    ``z_star`` the :func:`bonferroni_z` line, ``first`` the first sweep above it or ``None``.
 
     Examples
     --------

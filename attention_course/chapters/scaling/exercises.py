@@ -1,23 +1,9 @@
 """Chapter 6 exercises: the variance of q.k, a temperature-scaled entropy, the softmax Jacobian,
-the gradient at the softmax with and without the scale, and through saturated rows.
+the gradient at the softmax with and without the scale (``softmax-gradient``), and through
+saturated rows (``saturated-gradient``).
 
-* ``softmax-gradient``: ``fn(s, g, d_k) -> (unscaled, scaled, vanishes)`` for raw dot products
-  ``s`` (N, S) and the loss gradient ``g`` (N, S) with respect to the attention weights: the
-  Frobenius norms of the gradient at the softmax's input, ``p * (g - (p * g).sum(-1))`` with
-  ``p = softmax(x)``, for ``x = s`` and ``x = s / sqrt(d_k)`` (floats), and whether the first is
-  below a tenth of the second (a bool; False when both are 0, as with one key per row).
-* ``saturated-gradient``: ``fn(p, g) -> (share, on_saturated, on_others, vanishes)`` for attention
-  rows ``p`` (N, S) of the tiny transformer and the loss gradient ``g`` with respect to them: the
-  share of rows whose largest weight exceeds 0.99, the mean row norm of ``p * (g - <p, g>)`` over
-  those rows and over the others (NaN for an empty group), and whether the first is below a tenth
-  of the second (False when a group is empty or both means are 0). The cases are the chapter's
-  experiment, the model at initialisation with and without the scale, and rows written by hand
-  that land on each rule.
-
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
-its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
+Each exercise lists typical mistakes (mutants) with their feedback, and the rules its statement draws
+with the cases that land on them (checked by ``tests/exercises/``).
 """
 
 from __future__ import annotations
@@ -43,10 +29,8 @@ def _variance_cases() -> list[Case]:
         Case("N=2000 samples, d_k=4", (rng.normal(size=(2000, 4)), rng.normal(size=(2000, 4)))),
         Case("N=2000 samples, d_k=64", (rng.normal(size=(2000, 64)), rng.normal(size=(2000, 64)))),
         Case("d_k=1", (rng.normal(size=(500, 1)), rng.normal(size=(500, 1)))),
-        Case(
-            "queries with mean 1 and keys with variance 4",
-            (rng.normal(loc=1.0, size=(1000, 16)), rng.normal(scale=2.0, size=(1000, 16))),
-        ),
+        Case("queries with mean 1 and keys with variance 4",
+             (rng.normal(loc=1.0, size=(1000, 16)), rng.normal(scale=2.0, size=(1000, 16)))),
         Case("only N=3 samples", (rng.normal(size=(3, 8)), rng.normal(size=(3, 8)))),
     ]
 
@@ -62,44 +46,29 @@ register(
         make_cases=_variance_cases,
         reference=lambda q, k: sc.dot_product_variance(q, k),
         mutants=(
-            Mutant(
-                "all-pairs", lambda q, k: np.var(q @ k.T),
-                "you took every pair q_n . k_m (q @ k.T). Pair sample n of q with sample n "
-                "of k only: s = (q * k).sum(axis=-1), one dot product per row.",
-            ),
-            Mutant(
-                "std", lambda q, k: np.std(_paired(q, k)),
-                "that is the standard deviation of q . k (it grows like sqrt(d_k)); "
-                "the variance is its square.",
-            ),
-            Mutant(
-                "no-mean", lambda q, k: np.mean(_paired(q, k) ** 2),
-                "you averaged s**2 without subtracting the mean of s. The variance is "
-                "mean((s - mean(s))**2); look at the case where the queries have mean 1.",
-            ),
-            Mutant(
-                "ddof-1", lambda q, k: np.var(_paired(q, k), ddof=1),
-                "you divided by N - 1 (ddof=1). This exercise uses the plain average over "
-                "the N samples, like np.var's default (ddof=0).",
-            ),
-            Mutant(
-                "elementwise", lambda q, k: np.var(q * k),
-                "you took the variance of every product q_nd k_nd; the dot product sums them first: "
-                "s = (q * k).sum(axis=-1), one number per sample, then np.var(s).",
-            ),
-            Mutant(
-                "scaled", lambda q, k: np.var(_paired(q, k) / np.sqrt(q.shape[-1])),
-                "you divided the dot products by sqrt(d_k), which brings the variance to "
-                "about 1. Measure the raw q . k here: its variance is what grows like d_k.",
-            ),
+            Mutant("all-pairs", lambda q, k: np.var(q @ k.T),
+                   "you took every pair q_n . k_m (q @ k.T). Pair sample n of q with sample n "
+                   "of k only: s = (q * k).sum(axis=-1), one dot product per row."),
+            Mutant("std", lambda q, k: np.std(_paired(q, k)),
+                   "that is the standard deviation of q . k (it grows like sqrt(d_k)); "
+                   "the variance is its square."),
+            Mutant("no-mean", lambda q, k: np.mean(_paired(q, k) ** 2),
+                   "you averaged s**2 without subtracting the mean of s. The variance is "
+                   "mean((s - mean(s))**2); look at the case where the queries have mean 1."),
+            Mutant("ddof-1", lambda q, k: np.var(_paired(q, k), ddof=1),
+                   "you divided by N - 1 (ddof=1). This exercise uses the plain average over "
+                   "the N samples, like np.var's default (ddof=0)."),
+            Mutant("elementwise", lambda q, k: np.var(q * k),
+                   "you took the variance of every product q_nd k_nd; the dot product sums them first: "
+                   "s = (q * k).sum(axis=-1), one number per sample, then np.var(s)."),
+            Mutant("scaled", lambda q, k: np.var(_paired(q, k) / np.sqrt(q.shape[-1])),
+                   "you divided the dot products by sqrt(d_k), which brings the variance to "
+                   "about 1. Measure the raw q . k here: its variance is what grows like d_k."),
         ),
         alternatives=(
             lambda q, k: float(
-                torch.var(torch.einsum("nd,nd->n", torch.as_tensor(q), torch.as_tensor(k)), unbiased=False)
-            ),
-            lambda q, k: (
-                lambda s: ((s - s.mean()) ** 2).mean()
-            )(np.array([qn @ kn for qn, kn in zip(q, k)])),
+                torch.var(torch.einsum("nd,nd->n", torch.as_tensor(q), torch.as_tensor(k)), unbiased=False)),
+            lambda q, k: (lambda s: ((s - s.mean()) ** 2).mean())(np.array([qn @ kn for qn, kn in zip(q, k)])),
         ),
         rules=(
             Rule("range", "queries with a nonzero mean: subtract the mean of the dot products",
@@ -176,46 +145,33 @@ register(
         make_cases=_entropy_cases,
         reference=lambda x, temperature: sc.softmax_entropy(x, temperature=temperature),
         mutants=(
-            Mutant(
-                "times-temperature", _entropy_with(lambda x, t: x * t),
-                "you multiplied the logits by the temperature; divide them: "
-                "softmax(x / temperature). A higher temperature should flatten the weights "
-                "and raise the entropy.",
-            ),
-            Mutant(
-                "ignores-temperature", _entropy_with(lambda x, t: x),
-                "your result does not change with the temperature: divide the logits by it "
-                "before the softmax.",
-            ),
-            Mutant(
-                "log2", _entropy_with(lambda x, t: x / t, log=np.log2),
-                "your entropy is in bits (log base 2); this course measures it in nats, "
-                "with the natural logarithm np.log.",
-            ),
-            Mutant(
-                "no-minus", lambda x, t: -_entropy_with(lambda x, t: x / t)(x, t),
-                "your entropies are negative: H = -sum_j p_j log p_j. Don't forget the minus sign.",
-            ),
-            Mutant(
-                "zero-log-zero", _entropy_naive,
-                "NaN for the saturated row: a weight that underflows to 0 gives "
-                "0 * log(0) = 0 * (-inf) = NaN. Such a term should count as 0: use "
-                "np.where(p > 0, p * np.log(p), 0) or the log-softmax z - logsumexp(z).",
-            ),
-            Mutant(
-                "unstable-nansum", _entropy_nansum,
-                "for logits near 1000 you return 0 (or NaN): exp(1000) overflows to inf, inf / inf "
-                "is NaN, and nansum (or np.where(p > 0, ...)) turns the NaN into 0, which only looks right "
-                "for a saturated row. "
-                "Subtract each row's maximum before exp (softmax(z) = softmax(z - max z)).",
-            ),
+            Mutant("times-temperature", _entropy_with(lambda x, t: x * t),
+                   "you multiplied the logits by the temperature; divide them: "
+                   "softmax(x / temperature). A higher temperature should flatten the weights "
+                   "and raise the entropy."),
+            Mutant("ignores-temperature", _entropy_with(lambda x, t: x),
+                   "your result does not change with the temperature: divide the logits by it "
+                   "before the softmax."),
+            Mutant("log2", _entropy_with(lambda x, t: x / t, log=np.log2),
+                   "your entropy is in bits (log base 2); this course measures it in nats, "
+                   "with the natural logarithm np.log."),
+            Mutant("no-minus", lambda x, t: -_entropy_with(lambda x, t: x / t)(x, t),
+                   "your entropies are negative: H = -sum_j p_j log p_j. Don't forget the minus sign."),
+            Mutant("zero-log-zero", _entropy_naive,
+                   "NaN for the saturated row: a weight that underflows to 0 gives "
+                   "0 * log(0) = 0 * (-inf) = NaN. Such a term should count as 0: use "
+                   "np.where(p > 0, p * np.log(p), 0) or the log-softmax z - logsumexp(z)."),
+            Mutant("unstable-nansum", _entropy_nansum,
+                   "for logits near 1000 you return 0 (or NaN): exp(1000) overflows to inf, inf / inf "
+                   "is NaN, and nansum (or np.where(p > 0, ...)) turns the NaN into 0, which only looks right "
+                   "for a saturated row. "
+                   "Subtract each row's maximum before exp (softmax(z) = softmax(z - max z))."),
         ),
         hints=(_has_nan,),
         alternatives=(
             lambda x, t: torch.distributions.Categorical(logits=torch.as_tensor(x) / t).entropy().numpy(),
-            lambda x, t: (
-                lambda logp: -(np.exp(logp) * logp).sum(axis=-1)
-            )(x / t - np.logaddexp.reduce(x / t, axis=-1, keepdims=True)),
+            lambda x, t: (lambda logp: -(np.exp(logp) * logp).sum(axis=-1))(
+                x / t - np.logaddexp.reduce(x / t, axis=-1, keepdims=True)),
         ),
         rules=(
             Rule("range", "a saturated row (weights that underflow to 0) has entropy 0, not NaN",
@@ -270,47 +226,32 @@ register(
         make_cases=_jacobian_cases,
         reference=lambda p: sc.softmax_jacobian(p),
         mutants=(
-            Mutant(
-                "diag-only", lambda p: np.diag(p),
-                "you have diag(p) only: the off-diagonal entries -p_i p_j are missing "
-                "(subtract np.outer(p, p)).",
-            ),
-            Mutant(
-                "no-cross-terms", lambda p: np.diag(p * (1 - p)),
-                "your diagonal p_i (1 - p_i) is right, but the off-diagonal entries are "
-                "-p_i p_j, not 0: raising score j lowers every other probability.",
-            ),
-            Mutant(
-                "flipped-sign", lambda p: np.outer(p, p) - np.diag(p),
-                "your signs are flipped: J = diag(p) - p p^T, so the diagonal p_i (1 - p_i) "
-                "is positive and the off-diagonal -p_i p_j is negative.",
-            ),
-            Mutant(
-                "wrong-broadcast", lambda p: p * (np.eye(p.shape[0]) - p),
-                "entry (i, j) should be p_i (delta_ij - p_j); yours is p_j (delta_ij - p_j), "
-                "because p broadcasts over the last axis. Use p[:, None] for the row factor.",
-            ),
-            Mutant(
-                "outer-one-minus", lambda p: np.outer(p, 1 - p),
-                "you used p_i (1 - p_j) for every entry; that is right on the diagonal only. Off the "
-                "diagonal the entry is -p_i p_j: J = diag(p) - p p^T.",
-            ),
-            Mutant(
-                "minus-inner", lambda p: np.diag(p) - p @ p,
-                "you subtracted p @ p, which for a vector is the single number sum_j p_j^2 (the inner "
-                "product), from every entry. The matrix p p^T with entries p_i p_j is the outer product: "
-                "np.outer(p, p), or p[:, None] * p[None, :].",
-            ),
-            Mutant(
-                "identity-minus-outer", lambda p: np.eye(len(p)) - np.outer(p, p),
-                "the diagonal part is diag(p), not the identity: J = diag(p) - p p^T, so J_ii = p_i (1 - p_i).",
-            ),
+            Mutant("diag-only", lambda p: np.diag(p),
+                   "you have diag(p) only: the off-diagonal entries -p_i p_j are missing "
+                   "(subtract np.outer(p, p))."),
+            Mutant("no-cross-terms", lambda p: np.diag(p * (1 - p)),
+                   "your diagonal p_i (1 - p_i) is right, but the off-diagonal entries are "
+                   "-p_i p_j, not 0: raising score j lowers every other probability."),
+            Mutant("flipped-sign", lambda p: np.outer(p, p) - np.diag(p),
+                   "your signs are flipped: J = diag(p) - p p^T, so the diagonal p_i (1 - p_i) "
+                   "is positive and the off-diagonal -p_i p_j is negative."),
+            Mutant("wrong-broadcast", lambda p: p * (np.eye(p.shape[0]) - p),
+                   "entry (i, j) should be p_i (delta_ij - p_j); yours is p_j (delta_ij - p_j), "
+                   "because p broadcasts over the last axis. Use p[:, None] for the row factor."),
+            Mutant("outer-one-minus", lambda p: np.outer(p, 1 - p),
+                   "you used p_i (1 - p_j) for every entry; that is right on the diagonal only. Off the "
+                   "diagonal the entry is -p_i p_j: J = diag(p) - p p^T."),
+            Mutant("minus-inner", lambda p: np.diag(p) - p @ p,
+                   "you subtracted p @ p, which for a vector is the single number sum_j p_j^2 (the inner "
+                   "product), from every entry. The matrix p p^T with entries p_i p_j is the outer product: "
+                   "np.outer(p, p), or p[:, None] * p[None, :]."),
+            Mutant("identity-minus-outer", lambda p: np.eye(len(p)) - np.outer(p, p),
+                   "the diagonal part is diag(p), not the identity: J = diag(p) - p p^T, so J_ii = p_i (1 - p_i)."),
         ),
         hints=(_rows_do_not_sum_to_zero,),
         alternatives=(
             lambda p: torch.autograd.functional.jacobian(
-                lambda s: torch.softmax(s, dim=-1), torch.log(torch.as_tensor(p))
-            ).numpy(),
+                lambda s: torch.softmax(s, dim=-1), torch.log(torch.as_tensor(p))).numpy(),
             lambda p: np.einsum("i,ij->ij", p, np.eye(len(p))) - np.einsum("i,j->ij", p, p),
             lambda p: np.array([[p[i] * ((i == j) - p[j]) for j in range(len(p))] for i in range(len(p))]),
         ),
@@ -406,97 +347,61 @@ register(
         make_cases=_softmax_gradient_cases,
         reference=_softmax_gradient_with(),
         mutants=(
-            Mutant(
-                "chain-factor", _softmax_gradient_with(chain=True),
-                "your scaled gradient is 1/sqrt(d_k) times too small: you measured it with respect to the raw "
-                "dot products s, so it carries the scale's own chain-rule factor. Measure both at the softmax's "
-                "input x (x = s without the scale, x = s / sqrt(d_k) with it).",
-            ),
-            Mutant(
-                "no-subtract", _softmax_gradient_with(backward=lambda x, g: softmax(x, axis=-1) * g),
-                "you computed p * g. The softmax's backward pass also subtracts each row's <p, g>: "
-                "dL/dx = p * (g - (p * g).sum(-1, keepdims=True)), because raising one score lowers the others.",
-            ),
-            Mutant(
-                "scale-by-d", _softmax_gradient_with(transform=lambda s, d: s / d),
-                "you divided the scores by d_k; the scale of the formula is 1/sqrt(d_k).",
-            ),
-            Mutant(
-                "wrong-axis", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (
-                    g - (p * g).sum(axis=0, keepdims=True)))(softmax(x, axis=0))),
-                "your softmax normalises over the queries (axis 0). Each row (one query) is a distribution "
-                "over the keys: normalise over the last axis.",
-            ),
-            Mutant(
-                "swapped", _softmax_gradient_with(swap=True),
-                "your two norms are swapped: return the unscaled one (x = s) first, then the scaled one.",
-            ),
-            Mutant(
-                "conclusion-inverted", _softmax_gradient_with(invert=True),
-                "your norms are right but the conclusion is upside down: vanishes is True when the unscaled "
-                "gradient is BELOW a tenth of the scaled one.",
-            ),
-            Mutant(
-                "no-max-shift", _softmax_gradient_with(backward=_unstable_input_grad),
-                "for scores near 1000 your softmax overflows: exp(1000) is inf and inf / inf is NaN. "
-                "Subtract each row's maximum before exp (softmax(x) = softmax(x - max x)).",
-            ),
-            Mutant(
-                "at-most-a-tenth", _softmax_gradient_with(vanish=lambda u, c: u <= 0.1 * c),
-                "with one key per row both norms are 0, and 0 is not BELOW a tenth of 0: vanishes is "
-                "unscaled < 0.1 * scaled, strictly, not <=.",
-            ),
-            Mutant(
-                "a-hundredth", _softmax_gradient_with(vanish=lambda u, c: u < 0.01 * c),
-                "your threshold is a decade too small: vanishes when the unscaled norm is below a TENTH of "
-                "the scaled one, unscaled < 0.1 * scaled (a ratio of 0.07 vanishes).",
-            ),
-            Mutant(
-                "absolute-threshold", _softmax_gradient_with(vanish=lambda u, c: u < 0.1),
-                "you compared the unscaled norm with 0.1 itself. The test is relative: below a tenth of the "
-                "SCALED norm, unscaled < 0.1 * scaled, whatever the size of the loss gradient g.",
-            ),
-            Mutant(
-                "squared-norms", _softmax_gradient_with(vanish=lambda u, c: u**2 < 0.1 * c**2),
-                "you compared squared norms: unscaled^2 < 0.1 scaled^2 is a ratio of 0.32, not 0.1. "
-                "Compare the norms themselves: unscaled < 0.1 * scaled.",
-            ),
-            Mutant(
-                "below-the-scaled", _softmax_gradient_with(vanish=lambda u, c: u < c),
-                "you asked whether the unscaled norm is below the scaled one; the test is below a TENTH "
-                "of it: unscaled < 0.1 * scaled.",
-            ),
-            Mutant(
-                "diagonal-only", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (1 - p) * g)(
-                    softmax(x, axis=-1))),
-                "you used only the diagonal of the softmax's Jacobian, p_i (1 - p_i) g_i. The off-diagonal "
-                "entries -p_i p_j count too: dL/dx = p * (g - (p * g).sum(-1, keepdims=True)).",
-            ),
-            Mutant(
-                "mean-not-weighted", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (
-                    g - g.mean(axis=-1, keepdims=True)))(softmax(x, axis=-1))),
-                "you subtracted the plain mean of g; the softmax's backward pass subtracts the WEIGHTED "
-                "mean <p, g> = (p * g).sum(-1, keepdims=True): dL/dx = p * (g - <p, g>).",
-            ),
-            Mutant(
-                "times-sqrt-d", _softmax_gradient_with(transform=lambda s, d: s * np.sqrt(d)),
-                "you multiplied the scores by sqrt(d_k); the scaled softmax sees x = s / sqrt(d_k).",
-            ),
-            Mutant(
-                "squared-returned", _softmax_gradient_with(size=lambda dx: np.linalg.norm(dx) ** 2),
-                "you returned squared norms (the sum of squared entries); return the Frobenius norms "
-                "themselves, np.linalg.norm(dx), the square roots.",
-            ),
-            Mutant(
-                "roles-swapped", _softmax_gradient_with(vanish=lambda u, c: c < 0.1 * u),
-                "you asked whether the SCALED norm is below a tenth of the unscaled one. The gradient "
-                "vanishes without the scale: unscaled < 0.1 * scaled.",
-            ),
-            Mutant(
-                "mean-row-norm", _softmax_gradient_with(size=lambda dx: np.linalg.norm(dx, axis=-1).mean()),
-                "you averaged the rows' norms. Return the Frobenius norm of the whole (N, S) gradient, "
-                "np.linalg.norm(dx): the square root of the sum of all its squared entries.",
-            ),
+            Mutant("chain-factor", _softmax_gradient_with(chain=True),
+                   "your scaled gradient is 1/sqrt(d_k) times too small: you measured it with respect to the raw "
+                   "dot products s, so it carries the scale's own chain-rule factor. Measure both at the softmax's "
+                   "input x (x = s without the scale, x = s / sqrt(d_k) with it)."),
+            Mutant("no-subtract", _softmax_gradient_with(backward=lambda x, g: softmax(x, axis=-1) * g),
+                   "you computed p * g. The softmax's backward pass also subtracts each row's <p, g>: "
+                   "dL/dx = p * (g - (p * g).sum(-1, keepdims=True)), because raising one score lowers the others."),
+            Mutant("scale-by-d", _softmax_gradient_with(transform=lambda s, d: s / d),
+                   "you divided the scores by d_k; the scale of the formula is 1/sqrt(d_k)."),
+            Mutant("wrong-axis", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (
+                       g - (p * g).sum(axis=0, keepdims=True)))(softmax(x, axis=0))),
+                   "your softmax normalises over the queries (axis 0). Each row (one query) is a distribution "
+                   "over the keys: normalise over the last axis."),
+            Mutant("swapped", _softmax_gradient_with(swap=True),
+                   "your two norms are swapped: return the unscaled one (x = s) first, then the scaled one."),
+            Mutant("conclusion-inverted", _softmax_gradient_with(invert=True),
+                   "your norms are right but the conclusion is upside down: vanishes is True when the unscaled "
+                   "gradient is BELOW a tenth of the scaled one."),
+            Mutant("no-max-shift", _softmax_gradient_with(backward=_unstable_input_grad),
+                   "for scores near 1000 your softmax overflows: exp(1000) is inf and inf / inf is NaN. "
+                   "Subtract each row's maximum before exp (softmax(x) = softmax(x - max x))."),
+            Mutant("at-most-a-tenth", _softmax_gradient_with(vanish=lambda u, c: u <= 0.1 * c),
+                   "with one key per row both norms are 0, and 0 is not BELOW a tenth of 0: vanishes is "
+                   "unscaled < 0.1 * scaled, strictly, not <=."),
+            Mutant("a-hundredth", _softmax_gradient_with(vanish=lambda u, c: u < 0.01 * c),
+                   "your threshold is a decade too small: vanishes when the unscaled norm is below a TENTH of "
+                   "the scaled one, unscaled < 0.1 * scaled (a ratio of 0.07 vanishes)."),
+            Mutant("absolute-threshold", _softmax_gradient_with(vanish=lambda u, c: u < 0.1),
+                   "you compared the unscaled norm with 0.1 itself. The test is relative: below a tenth of the "
+                   "SCALED norm, unscaled < 0.1 * scaled, whatever the size of the loss gradient g."),
+            Mutant("squared-norms", _softmax_gradient_with(vanish=lambda u, c: u**2 < 0.1 * c**2),
+                   "you compared squared norms: unscaled^2 < 0.1 scaled^2 is a ratio of 0.32, not 0.1. "
+                   "Compare the norms themselves: unscaled < 0.1 * scaled."),
+            Mutant("below-the-scaled", _softmax_gradient_with(vanish=lambda u, c: u < c),
+                   "you asked whether the unscaled norm is below the scaled one; the test is below a TENTH "
+                   "of it: unscaled < 0.1 * scaled."),
+            Mutant("diagonal-only", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (1 - p) * g)(
+                       softmax(x, axis=-1))),
+                   "you used only the diagonal of the softmax's Jacobian, p_i (1 - p_i) g_i. The off-diagonal "
+                   "entries -p_i p_j count too: dL/dx = p * (g - (p * g).sum(-1, keepdims=True))."),
+            Mutant("mean-not-weighted", _softmax_gradient_with(backward=lambda x, g: (lambda p: p * (
+                       g - g.mean(axis=-1, keepdims=True)))(softmax(x, axis=-1))),
+                   "you subtracted the plain mean of g; the softmax's backward pass subtracts the WEIGHTED "
+                   "mean <p, g> = (p * g).sum(-1, keepdims=True): dL/dx = p * (g - <p, g>)."),
+            Mutant("times-sqrt-d", _softmax_gradient_with(transform=lambda s, d: s * np.sqrt(d)),
+                   "you multiplied the scores by sqrt(d_k); the scaled softmax sees x = s / sqrt(d_k)."),
+            Mutant("squared-returned", _softmax_gradient_with(size=lambda dx: np.linalg.norm(dx) ** 2),
+                   "you returned squared norms (the sum of squared entries); return the Frobenius norms "
+                   "themselves, np.linalg.norm(dx), the square roots."),
+            Mutant("roles-swapped", _softmax_gradient_with(vanish=lambda u, c: c < 0.1 * u),
+                   "you asked whether the SCALED norm is below a tenth of the unscaled one. The gradient "
+                   "vanishes without the scale: unscaled < 0.1 * scaled."),
+            Mutant("mean-row-norm", _softmax_gradient_with(size=lambda dx: np.linalg.norm(dx, axis=-1).mean()),
+                   "you averaged the rows' norms. Return the Frobenius norm of the whole (N, S) gradient, "
+                   "np.linalg.norm(dx): the square root of the sum of all its squared entries."),
         ),
         returns=("unscaled", "scaled", "vanishes"),
         explain=_gradient_explain,
@@ -638,98 +543,62 @@ register(
         rtol=1e-7,
         atol=1e-14,
         mutants=(
-            Mutant(
-                "no-subtract", _saturated_gradient_with(backward=lambda p, g: p * g),
-                "you computed p * g. The softmax's backward pass also subtracts each row's <p, g>: "
-                "dL/dx = p * (g - (p * g).sum(-1, keepdims=True)).",
-            ),
-            Mutant(
-                "row-sum", _saturated_gradient_with(size=lambda dx: dx.sum(axis=-1)),
-                "you summed each row of dL/dx. That sum is always 0 (adding the same number to every score of "
-                "a row changes no weight), so it cannot measure size: take each row's norm, "
-                "np.linalg.norm(dx, axis=-1).",
-            ),
-            Mutant(
-                "pooled-norm", _saturated_gradient_with(group="frobenius"),
-                "you took one norm over all the saturated rows together (and over all the others). That grows "
-                "with the number of rows in the group; average the rows' norms instead, so that the two groups "
-                "compare row for row.",
-            ),
-            Mutant(
-                "empty-zero", _saturated_gradient_with(empty=0.0),
-                "with no saturated rows (the scaled model) you returned 0 for their mean gradient, which reads as "
-                "a gradient that vanished. There is nothing to average: return float('nan').",
-            ),
-            Mutant(
-                "swapped", _saturated_gradient_with(swap=True),
-                "your two means are swapped: return the saturated rows' mean first, then the other rows'.",
-            ),
-            Mutant(
-                "conclusion-inverted", _saturated_gradient_with(invert=True),
-                "your numbers are right but the conclusion is upside down: vanishes is True when the saturated "
-                "rows' mean gradient is BELOW a tenth of the other rows'.",
-            ),
-            Mutant(
-                "at-least-0.99", _saturated_gradient_with(saturated=lambda top: top >= THRESHOLD),
-                "a row is saturated when its largest weight EXCEEDS 0.99, strictly: p.max(axis=-1) > 0.99, "
-                "so a row whose largest weight is exactly 0.99 is not.",
-            ),
-            Mutant(
-                "absolute-threshold", _saturated_gradient_with(vanish=lambda a, b: a < 0.1),
-                "you compared the saturated rows' mean with 0.1 itself. The test is relative: below a tenth "
-                "of the OTHER rows' mean, on_saturated < 0.1 * on_others, whatever the size of g.",
-            ),
-            Mutant(
-                "a-hundredth", _saturated_gradient_with(vanish=lambda a, b: a < 0.01 * b),
-                "your threshold is a decade too small: vanishes when the saturated rows' mean is below a "
-                "TENTH of the others', on_saturated < 0.1 * on_others.",
-            ),
-            Mutant(
-                "below-the-others", _saturated_gradient_with(vanish=lambda a, b: a < b),
-                "you asked whether the saturated rows' mean is below the others'; the test is below a TENTH "
-                "of it: on_saturated < 0.1 * on_others.",
-            ),
-            Mutant(
-                "at-most-a-tenth", _saturated_gradient_with(vanish=lambda a, b: a <= 0.1 * b),
-                "with a zero loss gradient both means are 0, and 0 is not BELOW a tenth of 0: vanishes is "
-                "on_saturated < 0.1 * on_others, strictly, not <=.",
-            ),
-            Mutant(
-                "roles-swapped", _saturated_gradient_with(vanish=lambda a, b: b < 0.1 * a),
-                "you asked whether the OTHER rows' mean is below a tenth of the saturated rows'. The "
-                "gradient vanishes through the saturated rows: on_saturated < 0.1 * on_others.",
-            ),
-            Mutant(
-                "softmax-of-p", _saturated_gradient_with(backward=lambda p, g: (lambda q: q * (
-                    g - (q * g).sum(-1, keepdims=True)))(softmax(p, axis=-1))),
-                "p already holds the attention weights: use them as they are in p * (g - <p, g>); "
-                "softmax(p) is another, much flatter, distribution.",
-            ),
-            Mutant(
-                "mean-not-weighted", _saturated_gradient_with(backward=lambda p, g: p * (g - g.mean(-1, keepdims=True))),
-                "you subtracted the plain mean of each row of g; the softmax's backward pass subtracts the "
-                "WEIGHTED mean <p, g> = (p * g).sum(-1, keepdims=True): dL/dx = p * (g - <p, g>).",
-            ),
-            Mutant(
-                "squared-norms", _saturated_gradient_with(size=lambda dx: (dx**2).sum(axis=-1)),
-                "you averaged the rows' SQUARED norms; average the norms themselves, "
-                "np.linalg.norm(dx, axis=-1).",
-            ),
-            Mutant(
-                "others-are-all", _saturated_gradient_with(others_all=True),
-                "your second mean runs over every row; on_others is the mean over the rows that are NOT "
-                "saturated (p.max(axis=-1) <= 0.99).",
-            ),
-            Mutant(
-                "count-not-share", _saturated_gradient_with(share=lambda sat: float(sat.sum())),
-                "you returned the NUMBER of saturated rows; share is their fraction of all N rows, "
-                "sat.mean() (a number between 0 and 1).",
-            ),
-            Mutant(
-                "summed-norms", _saturated_gradient_with(group="sum"),
-                "you summed the rows' norms in each group; take their mean, so that a group of many rows "
-                "and a group of few compare row for row.",
-            ),
+            Mutant("no-subtract", _saturated_gradient_with(backward=lambda p, g: p * g),
+                   "you computed p * g. The softmax's backward pass also subtracts each row's <p, g>: "
+                   "dL/dx = p * (g - (p * g).sum(-1, keepdims=True))."),
+            Mutant("row-sum", _saturated_gradient_with(size=lambda dx: dx.sum(axis=-1)),
+                   "you summed each row of dL/dx. That sum is always 0 (adding the same number to every score of "
+                   "a row changes no weight), so it cannot measure size: take each row's norm, "
+                   "np.linalg.norm(dx, axis=-1)."),
+            Mutant("pooled-norm", _saturated_gradient_with(group="frobenius"),
+                   "you took one norm over all the saturated rows together (and over all the others). That grows "
+                   "with the number of rows in the group; average the rows' norms instead, so that the two groups "
+                   "compare row for row."),
+            Mutant("empty-zero", _saturated_gradient_with(empty=0.0),
+                   "with no saturated rows (the scaled model) you returned 0 for their mean gradient, which reads as "
+                   "a gradient that vanished. There is nothing to average: return float('nan')."),
+            Mutant("swapped", _saturated_gradient_with(swap=True),
+                   "your two means are swapped: return the saturated rows' mean first, then the other rows'."),
+            Mutant("conclusion-inverted", _saturated_gradient_with(invert=True),
+                   "your numbers are right but the conclusion is upside down: vanishes is True when the saturated "
+                   "rows' mean gradient is BELOW a tenth of the other rows'."),
+            Mutant("at-least-0.99", _saturated_gradient_with(saturated=lambda top: top >= THRESHOLD),
+                   "a row is saturated when its largest weight EXCEEDS 0.99, strictly: p.max(axis=-1) > 0.99, "
+                   "so a row whose largest weight is exactly 0.99 is not."),
+            Mutant("absolute-threshold", _saturated_gradient_with(vanish=lambda a, b: a < 0.1),
+                   "you compared the saturated rows' mean with 0.1 itself. The test is relative: below a tenth "
+                   "of the OTHER rows' mean, on_saturated < 0.1 * on_others, whatever the size of g."),
+            Mutant("a-hundredth", _saturated_gradient_with(vanish=lambda a, b: a < 0.01 * b),
+                   "your threshold is a decade too small: vanishes when the saturated rows' mean is below a "
+                   "TENTH of the others', on_saturated < 0.1 * on_others."),
+            Mutant("below-the-others", _saturated_gradient_with(vanish=lambda a, b: a < b),
+                   "you asked whether the saturated rows' mean is below the others'; the test is below a TENTH "
+                   "of it: on_saturated < 0.1 * on_others."),
+            Mutant("at-most-a-tenth", _saturated_gradient_with(vanish=lambda a, b: a <= 0.1 * b),
+                   "with a zero loss gradient both means are 0, and 0 is not BELOW a tenth of 0: vanishes is "
+                   "on_saturated < 0.1 * on_others, strictly, not <=."),
+            Mutant("roles-swapped", _saturated_gradient_with(vanish=lambda a, b: b < 0.1 * a),
+                   "you asked whether the OTHER rows' mean is below a tenth of the saturated rows'. The "
+                   "gradient vanishes through the saturated rows: on_saturated < 0.1 * on_others."),
+            Mutant("softmax-of-p", _saturated_gradient_with(backward=lambda p, g: (lambda q: q * (
+                       g - (q * g).sum(-1, keepdims=True)))(softmax(p, axis=-1))),
+                   "p already holds the attention weights: use them as they are in p * (g - <p, g>); "
+                   "softmax(p) is another, much flatter, distribution."),
+            Mutant("mean-not-weighted", _saturated_gradient_with(backward=lambda p, g: p * (g - g.mean(-1, keepdims=True))),
+                   "you subtracted the plain mean of each row of g; the softmax's backward pass subtracts the "
+                   "WEIGHTED mean <p, g> = (p * g).sum(-1, keepdims=True): dL/dx = p * (g - <p, g>)."),
+            Mutant("squared-norms", _saturated_gradient_with(size=lambda dx: (dx**2).sum(axis=-1)),
+                   "you averaged the rows' SQUARED norms; average the norms themselves, "
+                   "np.linalg.norm(dx, axis=-1)."),
+            Mutant("others-are-all", _saturated_gradient_with(others_all=True),
+                   "your second mean runs over every row; on_others is the mean over the rows that are NOT "
+                   "saturated (p.max(axis=-1) <= 0.99)."),
+            Mutant("count-not-share", _saturated_gradient_with(share=lambda sat: float(sat.sum())),
+                   "you returned the NUMBER of saturated rows; share is their fraction of all N rows, "
+                   "sat.mean() (a number between 0 and 1)."),
+            Mutant("summed-norms", _saturated_gradient_with(group="sum"),
+                   "you summed the rows' norms in each group; take their mean, so that a group of many rows "
+                   "and a group of few compare row for row."),
         ),
         returns=("share", "on_saturated", "on_others", "vanishes"),
         explain=_saturated_explain,

@@ -1,18 +1,9 @@
 r"""Figures for chapter 6: why attention divides the scores by :math:`\sqrt{d_k}`.
 
-Every helper takes what the chapter has already measured (with
-:mod:`attention_course.chapters.scaling.measures` or
-:mod:`attention_course.chapters.scaling.training`, or a few lines of numpy on the lesson's
-page), draws it for the book's column, labels its axes, returns the
-:class:`matplotlib.figure.Figure` and changes no global matplotlib state. One colour per scale
-across the chapter: :data:`SCALE_COLOR`.
-
-The lesson's figures (:func:`plot_score_histograms`,
-:func:`plot_gradient_vs_spread`, :func:`plot_training_watch`) are drawn for a phone as well as
-the column: :data:`LESSON_WIDTH` inches wide, with :data:`LESSON_RC`'s larger type, so that their
-smallest text (11.5 pt at 5 in) is shown at about 11 CSS px on a 390-px screen, where a 7-in
-figure with 10-pt ticks shows 7. The evidence page's figures use :data:`PHONE_RC` (11-pt ticks),
-and those stacked in a column are :data:`STACKED_WIDTH` wide.
+Each helper draws what the chapter has measured and returns the :class:`matplotlib.figure.Figure`,
+changing no global state; one colour per scale (:data:`SCALE_COLOR`). The lesson's figures are
+:data:`LESSON_WIDTH` wide with :data:`LESSON_RC`'s type and the evidence page's use :data:`PHONE_RC`, so
+that their text stays readable on a phone.
 """
 
 from __future__ import annotations
@@ -75,6 +66,15 @@ LESSON_RC = {**PHONE_RC, "xtick.labelsize": 11.5, "ytick.labelsize": 11.5, "lege
 WIDTH_COLOR = {4: "tab:orange", 64: "tab:purple", 1024: "tab:red"}
 
 
+def _equal_shapes(expected: str, **arrays: Array) -> tuple[np.ndarray, np.ndarray]:
+    """Two named inputs as float arrays of one ``expected`` shape, e.g. ``"(L, h)"``, or a ShapeError naming both."""
+    (name_a, a), (name_b, b) = ((name, np.asarray(to_numpy(x), float)) for name, x in arrays.items())
+    if a.ndim != len(expected.strip("(,)").split(", ")) or a.shape != b.shape:
+        raise ShapeError(f"{name_a} has shape {shape_str(a)} and {name_b} {shape_str(b)}; "
+                         f"expected equal shapes {expected}")
+    return a, b
+
+
 def _width_color(d: int, i: int) -> str:
     return WIDTH_COLOR.get(int(d), ("tab:orange", "tab:purple", "tab:red", "tab:brown")[i % 4])
 
@@ -86,9 +86,8 @@ def plot_score_histograms(scores: Mapping[int, Array]) -> Figure:
     Parameters
     ----------
     scores : dict of d_k -> array, shape (N,)
-        Dot products :math:`q \cdot k` of random vectors of width ``d_k`` with unit-variance
-        entries. The bottom panel draws each divided by :math:`\sqrt{d_k}`, with the standard
-        normal density (dashed) that the scaled scores follow.
+        Dot products of random vectors of width ``d_k`` with unit-variance entries; the bottom panel adds
+        the standard normal density.
 
     Examples
     --------
@@ -126,14 +125,12 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     Parameters
     ----------
     sigmas, through : array, shape (M,)
-        The spreads and the median :math:`\lVert J\rVert_F` of the rows' softmax Jacobians at each.
+        The spreads and the median :math:`\lVert J\rVert_F` at each.
     marks : dict of label -> sigma
-        Points to mark on the curve; a label starting with ``"scaled"`` is drawn in the scaled
-        colour, the others in the unscaled one, then (from the second on) in
-        :data:`UNSCALED_SHADES`, each with its own marker, so that no two marks look alike.
-        A mark near 0 is drawn whole, above the axis.
+        Points to mark; a label starting with ``"scaled"`` in the scaled colour, the others in the unscaled
+        one, then :data:`UNSCALED_SHADES`, each with its own marker.
     band : (lo, hi), optional
-        The spreads of the softmax's sensitive regime, shaded behind the curve and named in the legend.
+        The sensitive regime, shaded.
 
     Examples
     --------
@@ -144,10 +141,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
     """
     if band is not None and not 0 < band[0] < band[1]:
         raise ValueError(f"band={band} must be two spreads 0 < lo < hi")
-    sigmas, through = np.asarray(to_numpy(sigmas), float), np.asarray(to_numpy(through), float)
-    if sigmas.ndim != 1 or sigmas.shape != through.shape:
-        raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and through {shape_str(through)}; "
-                         f"expected equal shapes (M,)")
+    sigmas, through = _equal_shapes("(M,)", sigmas=sigmas, through=through)
     unscaled_styles = iter(zip((SCALE_COLOR["none"], *UNSCALED_SHADES), ("s", "D", "^", "v")))
     with plt.rc_context(LESSON_RC):
         fig, ax = plt.subplots(figsize=(LESSON_WIDTH, 3.6 + 0.3 * (len(marks) + (band is not None))), layout="constrained")
@@ -168,12 +162,7 @@ def plot_gradient_vs_spread(sigmas: Array, through: Array, marks: Mapping[str, f
 
 @chapter_figure
 def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: int = 64) -> Figure:
-    """The lesson's training run: loss (top) and the sharpness of layer 1 (bottom).
-
-    Top: the training loss (``window``-step mean, a line per scale) and, at the last step, the
-    held-out loss after training (``result.eval_loss``, a dot per scale: the number the lesson
-    quotes); chance is :math:`\\ln` ``vocab_size``. ``result`` is an unthinned
-    :class:`~attention_course.chapters.scaling.training.ScaleComparison` of one width.
+    """The lesson's training run of one width: loss (top, ``window``-step mean, held-out loss as a dot) and layer 1's sharpness (bottom).
 
     Examples
     --------
@@ -208,12 +197,8 @@ def plot_training_watch(result: ScaleComparison, window: int = 10, vocab_size: i
 def plot_score_variance(sweep: VarianceSweep) -> Figure:
     r"""The variance of :math:`q\cdot k` and of :math:`q\cdot k/\sqrt{d_k}` against :math:`d_k`, with the closed form.
 
-    Parameters
-    ----------
-    sweep : VarianceSweep
-        An unscaled :func:`~attention_course.chapters.scaling.measures.variance_vs_dim`; the scaled
-        variance is ``empirical / d_k`` (the same draws divided by :math:`\sqrt{d_k}`),
-        error bars are 2 standard errors.
+    ``sweep`` is an unscaled :func:`~attention_course.chapters.scaling.measures.variance_vs_dim`; the scaled
+    variance is ``empirical / d_k``; error bars are 2 standard errors.
 
     Examples
     --------
@@ -239,15 +224,14 @@ def plot_score_variance(sweep: VarianceSweep) -> Figure:
 
 @chapter_figure
 def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) -> Figure:
-    r"""A pretrained model's score variance per head against the prediction, and its scores.
+    r"""A pretrained model's score variance per head against the prediction (top), and its scores (bottom).
 
     Parameters
     ----------
     theory, measured : array, shape (L, h)
-        :func:`~attention_course.chapters.scaling.measures.pair_logit_variance` of every layer's heads.
+        :func:`~attention_course.chapters.scaling.measures.pair_logit_variance` of every layer.
     scores : array, shape (N,)
-        Unscaled scores :math:`q_i \cdot k_j` of real token pairs; also drawn divided by
-        :math:`\sqrt{d_k}`.
+        Unscaled scores of real token pairs; also drawn divided by :math:`\sqrt{d_k}`.
 
     Examples
     --------
@@ -256,10 +240,7 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
     >>> fig.axes[0].get_title(), fig.axes[2].get_ylabel()
     ('6 heads, $d_k$ = 32', 'layer')
     """
-    theory, measured = np.asarray(to_numpy(theory), float), np.asarray(to_numpy(measured), float)
-    if theory.ndim != 2 or theory.shape != measured.shape:
-        raise ShapeError(f"theory has shape {shape_str(theory)} and measured {shape_str(measured)}; "
-                         f"expected equal shapes (L, h)")
+    theory, measured = _equal_shapes("(L, h)", theory=theory, measured=measured)
     n_layers, n_heads = theory.shape
     scores = np.asarray(to_numpy(scores), float).ravel()
     fig, (ax, ax_h) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.0), layout="constrained")
@@ -287,11 +268,8 @@ def plot_minilm_scores(theory: Array, measured: Array, scores: Array, d_k: int) 
 def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> Figure:
     """Entropy, largest weight and share of saturated rows against :math:`d_k`, one line per scale.
 
-    Parameters
-    ----------
-    stats : dict of scale name -> SaturationStats
-        :func:`~attention_course.chapters.scaling.measures.saturation_stats` over the same ``d_k``
-        with ``n_keys`` keys and threshold 0.99.
+    ``stats`` maps a scale name to :func:`~attention_course.chapters.scaling.measures.saturation_stats` with
+    ``n_keys`` keys and threshold 0.99.
 
     Examples
     --------
@@ -322,20 +300,16 @@ def plot_saturation(stats: Mapping[str, SaturationStats], n_keys: int = 64) -> F
 def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_norm: Array,
                   d_k: int = 64, unscaled_dims: Sequence[int] = (64, 1024),
                   band: Optional[tuple[float, float]] = None, floor: Optional[float] = None) -> Figure:
-    r"""Median softmax Jacobian norm against :math:`d_k` (left) and against the score spread :math:`\sigma` (right).
+    r"""Median softmax Jacobian norm against :math:`d_k` (top) and against the score spread :math:`\sigma` (bottom).
 
     Parameters
     ----------
     stats : dict of scale name -> SaturationStats
-        As for :func:`plot_saturation`; the left panel draws ``jacobian_norm``.
     sigmas, jacobian_norm : array, shape (M,)
-        The median norm at ``d_k`` with scores of standard deviation ``sigmas``. Marked
-        on it: the scaled scores (:math:`\sigma = 1`, any width) and unscaled ones at each
-        of ``unscaled_dims`` (:math:`\sigma = \sqrt{d_k}`; hollow beyond ``d_k``).
+        The curve at ``d_k``; marked on it the scaled scores (:math:`\sigma = 1`) and the unscaled ones at
+        ``unscaled_dims`` (:math:`\sigma = \sqrt{d_k}`; hollow beyond ``d_k``).
     band, floor : optional
-        A band of :math:`\sigma` to shade (the half-maximum band of
-        :func:`~attention_course.chapters.scaling.sensitive_regime.half_maximum_band`) and the
-        uniform row's norm, drawn dotted.
+        A band of :math:`\sigma` to shade and the uniform row's norm.
 
     Examples
     --------
@@ -345,10 +319,7 @@ def plot_jacobian(stats: Mapping[str, SaturationStats], sigmas: Array, jacobian_
     >>> fig.axes[1].get_xscale(), len(fig.axes[1].get_legend().get_texts())
     ('log', 3)
     """
-    sigmas, jac = np.asarray(to_numpy(sigmas), float), np.asarray(to_numpy(jacobian_norm), float)
-    if sigmas.ndim != 1 or sigmas.shape != jac.shape:
-        raise ShapeError(f"sigmas has shape {shape_str(sigmas)} and jacobian_norm {shape_str(jac)}; "
-                         f"expected equal shapes (M,)")
+    sigmas, jac = _equal_shapes("(M,)", sigmas=sigmas, jacobian_norm=jacobian_norm)
     marks = [("scaled, any $d_k$", 1.0, "sqrt", True)]
     marks += [(f"unscaled, $d_k$ = {d}", float(np.sqrt(d)), "none", d <= d_k) for d in unscaled_dims]
     fig, (ax, ax_s) = plt.subplots(2, 1, figsize=(STACKED_WIDTH, 7.2), layout="constrained")
@@ -406,19 +377,14 @@ def plot_full_comparison(results: Sequence[ScaleComparison], vocab_size: int = 6
 
 @chapter_figure
 def plot_scale_pair(scaled: Array, unscaled: Array, tokens: Sequence[str], d_k: int, title: str = "") -> Figure:
-    r"""One head's attention matrix with the :math:`1/\sqrt{d_k}` (left) and without it (right).
-
-    Both panels share one colour scale, 0 to the largest weight shown (1 when a row is
-    one-hot), and one colour bar.
+    r"""One head's attention matrix with the :math:`1/\sqrt{d_k}` (left) and without it (right), on one colour scale.
 
     Parameters
     ----------
     scaled, unscaled : array, shape (T, T)
-        :func:`~attention_course.chapters.scaling.saturated_rows.scale_pair` of one head and sentence;
-        rows are queries, columns keys.
+        :func:`~attention_course.chapters.scaling.saturated_rows.scale_pair`; rows are queries.
     tokens : sequence of str, length T
     d_k : int
-        The head's width, for the titles.
 
     Examples
     --------
@@ -464,18 +430,10 @@ VARIANT_STYLE = {"scaled": dict(color=SCALE_COLOR["sqrt"], label=r"$1/\sqrt{d_k}
 
 @chapter_figure
 def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0, vocab_size: int = 64) -> Figure:
-    r"""Held-out loss, share of saturated rows and the gradient through them, over training.
+    r"""Held-out loss, share of saturated rows in ``layer``, and the gradient through them (dashed) and the others, over training.
 
-    Top: held-out loss. Middle: share of rows with largest weight above the threshold, in
-    ``layer``. Bottom: mean :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` at the
-    softmax's input over saturated rows (dashed) and over the other rows (solid), in
-    ``layer``. Lines are means over seeds, bands their range; one colour per variant.
-
-    Parameters
-    ----------
-    grid : SaturationGrid
-        :func:`~attention_course.chapters.scaling.saturation_training.run_saturation` or
-        :func:`~attention_course.chapters.scaling.saturation_training.load_saturation`.
+    Lines are means over seeds, bands their range; ``grid`` from
+    :func:`~attention_course.chapters.scaling.saturation_training.load_saturation`.
 
     Examples
     --------
@@ -516,18 +474,7 @@ BACKWARD_LABEL = {"true": "true backward", "tempered": "tempered backward (size 
 
 @chapter_figure
 def plot_backward_swap(grid: BackwardGrid, vocab_size: int = 64) -> Figure:
-    r"""Held-out loss of every backward-swap run: one row per variant, one dot per seed.
-
-    Rows are :func:`~attention_course.chapters.scaling.backward_swap.run_backward`'s variants in
-    order, top to bottom; the colour says which backward pass trained the model
-    (:data:`BACKWARD_COLOR`), a short bar marks the mean over seeds, and a dotted line the
-    chance level :math:`\ln V`.
-
-    Parameters
-    ----------
-    grid : BackwardGrid
-        :func:`~attention_course.chapters.scaling.backward_swap.run_backward` or
-        :func:`~attention_course.chapters.scaling.backward_swap.load_backward`.
+    r"""Held-out loss of every backward-swap run: one row per variant, one dot per seed, a bar at the mean.
 
     Examples
     --------
@@ -574,7 +521,7 @@ def plot_typical_row(sigmas: Array, ratios: Mapping[int, Mapping[str, Array]], t
     ratios : dict S -> dict statistic ("median", "mean") -> array (M,)
         From :func:`~attention_course.chapters.scaling.sensitive_regime.flow_ratio`.
     thetas : array, shape (N,)
-    verdicts : sequence of str, shape (N,)
+    verdicts : sequence of str, length N
         :func:`~attention_course.chapters.scaling.sensitive_regime.typical_row_verdict` at each threshold.
 
     Examples
@@ -615,13 +562,8 @@ def plot_typical_row(sigmas: Array, ratios: Mapping[int, Mapping[str, Array]], t
 def plot_init_spread(results: Sequence["InitSpread"], trained: Optional[float] = None, d_trained: int = 32) -> Figure:
     r"""Median within-row spread of a query's scores against :math:`d_k`, unscaled and scaled, at initialisation.
 
-    Parameters
-    ----------
-    results : sequence of InitSpread
-        :func:`~attention_course.chapters.scaling.init_spread.init_spread`, one per layer input; each
-        seed's curve is drawn thin, the median over layers and seeds thick.
-    trained : float, optional
-        A trained model's median scaled spread, marked at ``d_trained`` with the band :math:`[1/3, 3]`.
+    ``results``: :func:`~attention_course.chapters.scaling.init_spread.init_spread` per layer input (each seed
+    thin, the median thick); ``trained``: a trained model's median scaled spread, marked at ``d_trained``.
 
     Examples
     --------

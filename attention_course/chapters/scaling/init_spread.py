@@ -1,16 +1,9 @@
-r"""The variance law where its argument applies: real inputs, fresh random projections, every width.
+r"""The variance law where its argument applies: real inputs, fresh random projections, every width (chapter 6).
 
-The argument for :math:`1/\sqrt{d_k}` is about the start of training: with random :math:`W_Q, W_K`
-(entries :math:`N(0, 1/D)` for a layer input of width :math:`D`), each score
-:math:`q_i\cdot k_j` is a sum of :math:`d_k` terms, so a query's scores spread like
-:math:`\sqrt{d_k}`, and divided by :math:`\sqrt{d_k}` they do not grow. A trained model has one
-:math:`d_k` and cannot show the growth; real layer inputs with fresh projections at many widths can.
-
-:func:`init_spread` measures, for each seed and width, the median over queries of the within-row
-spread (:func:`~.anisotropy.within_row_spread`) of the unscaled and the scaled scores;
-:func:`spread_slopes` fits the log-log slope of each against :math:`d_k` (the law: 1/2 unscaled, 0
-scaled). :func:`band_exponents` says which scalings :math:`d_k^{-p}` put a median spread inside a
-band :math:`[1/c, c]`: the band's resolution.
+With random :math:`W_Q, W_K` (entries :math:`N(0, 1/D)`) a query's scores spread like :math:`\sqrt{d_k}`.
+:func:`init_spread` measures the median within-row spread at many widths, :func:`spread_slopes` its
+log-log slope (the law: 1/2 unscaled, 0 scaled), :func:`band_exponents` which scalings :math:`d_k^{-p}`
+land in a band :math:`[1/c, c]`.
 """
 
 from __future__ import annotations
@@ -40,10 +33,7 @@ class InitSpread:
 def init_spread(x: Array, valid: Optional[Array], dims: Sequence[int], seeds: Sequence[int]) -> InitSpread:
     r"""Median within-row spread of :math:`q_i\cdot k_j` and :math:`q_i\cdot k_j/\sqrt{d_k}` for fresh random projections.
 
-    For each seed and width :math:`d_k`, draw :math:`W_Q, W_K \in \mathbb{R}^{D\times d_k}` with entries
-    :math:`N(0, 1/D)` (generator seeded with ``(seed, d_k)``), form :math:`q = xW_Q`, :math:`k = xW_K`
-    and take the median over real queries of the standard deviation of the row's scores over its
-    sequence's real keys.
+    :math:`W_Q, W_K \in \mathbb{R}^{D\times d_k}` with entries :math:`N(0, 1/D)`, seeded by ``(seed, d_k)``.
 
     Parameters
     ----------
@@ -56,7 +46,7 @@ def init_spread(x: Array, valid: Optional[Array], dims: Sequence[int], seeds: Se
     Returns
     -------
     InitSpread
-        ``unscaled`` and ``scaled`` of shape (len(seeds), len(dims)); ``scaled = unscaled / sqrt(d_k)``.
+        ``unscaled`` and ``scaled`` of shape (len(seeds), len(dims)).
 
     Examples
     --------
@@ -92,10 +82,7 @@ def spread_slopes(result: InitSpread) -> tuple[np.ndarray, np.ndarray]:
 
 
 def band_exponents(unscaled_median: float, d_k: int, band: float = 3.0) -> tuple[float, float]:
-    r"""The exponents :math:`p` for which :math:`d_k^{-p}` times a median spread lies in :math:`[1/c, c]`.
-
-    The median of :math:`s/d_k^{p}` is the median of :math:`s` over :math:`d_k^{p}`, so
-    :math:`p \in [\ln(m/c)/\ln d_k,\ \ln(mc)/\ln d_k]` for an unscaled median :math:`m`.
+    r"""The exponents :math:`p \in [\ln(m/c)/\ln d_k,\ \ln(mc)/\ln d_k]` for which :math:`d_k^{-p}` times a median :math:`m` lies in :math:`[1/c, c]`.
 
     >>> lo, hi = band_exponents(8.0, 64)  # sqrt(64) = 8: p = 1/2 lands exactly on 1
     >>> round(lo, 3), round(hi, 3)

@@ -1,29 +1,10 @@
 r"""Why the unscaled model fails: the gradient at the softmax, and a 2x2 experiment (chapter 6).
 
-Two measurements on the tiny transformer of chapter 6.
-
-:func:`score_gradient_norms` separates the gradient that passes *through* the softmax from
-the chain-rule factor of the scale. With scores :math:`s = c\,q k^\top` and :math:`q = x W_Q`,
-
-.. math::
-
-    \frac{\partial \mathcal{L}}{\partial W_Q} = c\, x^\top \frac{\partial \mathcal{L}}{\partial s}\, k ,
-
-so the gradient of :math:`W_Q` carries the factor :math:`c` itself (1 without a scale,
-:math:`1/\sqrt{d_k}` with it); :math:`\partial\mathcal{L}/\partial s`, the gradient at the
-softmax's input, does not.
-
-:func:`run_causes` trains the same model five ways (:data:`VARIANTS`, built by
-:func:`build_variant`): with :math:`c = 1/\sqrt{d_k}`; with :math:`c = 1`; with :math:`c = 1`
-and :math:`W_Q` initialised :math:`\sqrt{d_k}` times smaller (the scores start as the scaled
-model's do); with :math:`c = 1` and a :math:`\sqrt{d_k}` times smaller learning rate on
-:math:`W_Q` (Adam's steps move the scores as slowly as the scaled model's); and with both.
-It is the configuration :data:`CAUSES` of chapter 6's grid
-(:mod:`~attention_course.chapters.scaling.training_grid`); the stored run is
-
-    python -m attention_course scaling-causes --out attention_course/data/scale_causes.json
-
-and :func:`load_causes` reads it back.
+With :math:`s = c\,q k^\top` and :math:`q = x W_Q`, :math:`\partial\mathcal{L}/\partial W_Q = c\, x^\top (\partial\mathcal{L}/\partial s)\, k`:
+the gradient of :math:`W_Q` carries the factor :math:`c`, the gradient at the softmax's input does not
+(:func:`score_gradient_norms`). :func:`run_causes` trains :data:`VARIANTS` (unscaled with :math:`W_Q`
+started and/or stepped :math:`\sqrt{d_k}` times smaller); the stored run is ``python -m attention_course
+scaling-causes``, read back by :func:`load_causes`.
 """
 
 from __future__ import annotations
@@ -65,32 +46,23 @@ STORED_CAUSES = DATA_DIR / "scale_causes.json"
 
 def score_gradients(model: TinyTransformer, inputs: torch.Tensor, targets: torch.Tensor,
                     mask: torch.Tensor) -> dict[str, list]:
-    r"""The loss gradient at each layer's softmax input, and at ``W_Q, W_K``.
+    r"""The loss gradient at each layer's softmax input, :math:`p \odot (g - \langle p, g\rangle)`, and at ``W_Q, W_K``.
 
-    With :math:`g = \partial\mathcal{L}/\partial p` the gradient at the attention weights
-    :math:`p = \operatorname{softmax}(s)` that the model returns, the softmax's backward pass
-
-    .. math::
-
-        \frac{\partial \mathcal{L}}{\partial s_{ij}} = p_{ij}\Big(g_{ij} - \sum_l p_{il}\, g_{il}\Big)
-
-    gives the gradient at the scores :math:`s = c\,qk^\top` (masked keys have :math:`p = 0`,
-    hence gradient 0). The gradients come from :func:`torch.autograd.grad`: nothing is updated
-    and the parameters' ``.grad`` are left as they were, so it can measure a model in the middle
-    of a training step (a callback of :func:`~attention_course.models.training.train`).
+    By :func:`torch.autograd.grad`: the parameters' ``.grad`` are left as they were, so it can run inside a
+    training step.
 
     Parameters
     ----------
     model : TinyTransformer
     inputs, targets : torch.LongTensor, shape (B, T)
     mask : torch.BoolTensor, shape (B, T)
-        Positions that count in the loss (:func:`~attention_course.models.training.masked_loss`).
+        Positions that count in the loss.
 
     Returns
     -------
     dict of lists, one entry per layer
         ``"score"``: :math:`\partial\mathcal{L}/\partial s`, each (B, h, T, T);
-        ``"W_q"``, ``"W_k"``: :math:`\nabla W_Q, \nabla W_K`, each (h, d_model, d_k).
+        ``"W_q"``, ``"W_k"``: each (h, d_model, d_k).
 
     Examples
     --------
@@ -113,9 +85,6 @@ def score_gradient_norms(model: TinyTransformer, inputs: torch.Tensor, targets: 
                          mask: torch.Tensor) -> dict[str, np.ndarray]:
     r"""Frobenius norms of :func:`score_gradients`, per layer: each entry (L,).
 
-    ``"score"`` is :math:`\lVert\partial\mathcal{L}/\partial s\rVert_F` over the batch and
-    the heads, free of the factor :math:`c`; ``"W_q"`` and ``"W_k"`` carry it.
-
     Examples
     --------
     >>> task = make_task("repeated_sequences")
@@ -136,10 +105,6 @@ def _factor(x: Union[str, float], d_k: int) -> float:
 def adamw_q_lr(model: TinyTransformer, lr: float, weight_decay: float, q_lr: float = 1.0) -> AdamW:
     r"""AdamW with learning rate ``q_lr * lr`` on every layer's ``W_q`` and ``lr`` on the rest.
 
-    An ``optimizer`` for :func:`~attention_course.models.training.train` once ``q_lr`` is
-    fixed (``functools.partial``). Adam's update of an entry is about ``lr`` whatever the size
-    of its gradient, so a smaller ``lr`` is what slows :math:`W_Q`'s steps.
-
     Examples
     --------
     >>> opt = adamw_q_lr(TinyTransformer(ModelConfig(d_model=8), seed=0), lr=1e-2, weight_decay=0.0, q_lr=0.5)
@@ -155,12 +120,9 @@ def adamw_q_lr(model: TinyTransformer, lr: float, weight_decay: float, q_lr: flo
 def build_variant(d_k: int, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
                   q_lr: Union[str, float] = 1, seed: int = 0, d_model: int = 32, n_heads: int = 1,
                   n_layers: int = 2) -> tuple[TinyTransformer, OptimizerFactory]:
-    r"""The model of a variant, and the ``optimizer`` it is trained with.
+    r"""The model of a variant (``W_q`` multiplied by ``q_init``) and its ``optimizer`` (:func:`adamw_q_lr` with ``q_lr``).
 
-    :class:`~attention_course.models.tiny.TinyTransformer` built with ``seed``, every layer's
-    ``W_q`` multiplied by ``q_init``; and :func:`adamw_q_lr` with ``q_lr``, to pass to
-    :func:`~attention_course.models.training.train`. ``"sqrt"`` as a factor is
-    :math:`1/\sqrt{d_k}`.
+    ``"sqrt"`` as a factor is :math:`1/\sqrt{d_k}`.
 
     Examples
     --------
@@ -182,17 +144,9 @@ def build_variant(d_k: int, scale: Union[str, float] = "none", q_init: Union[str
 class VariantRun:
     r"""What :func:`train_variant` measures; ``N`` steps, ``L`` layers.
 
-    Attributes
-    ----------
-    loss : (N,)
-        Training loss before each update.
-    eval_loss : float
-        Held-out loss after training.
-    score_grad0, wq_grad0 : (L,)
-        :func:`score_gradient_norms` ``"score"`` and ``"W_q"`` on the held-out batch, at
-        initialisation.
-    previous_token, induction : (L,)
-        Best head's score per layer after training.
+    ``loss`` (N,) before each update; ``eval_loss`` held out after training; ``score_grad0``, ``wq_grad0``
+    (L,) :func:`score_gradient_norms` at initialisation; ``previous_token``, ``induction`` (L,) the best
+    head's score per layer after training.
     """
 
     loss: np.ndarray
@@ -206,30 +160,11 @@ class VariantRun:
 def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Union[str, float] = 1,
                   q_lr: Union[str, float] = 1, seed: int = 0, task: Optional[Task] = None,
                   **training: Any) -> VariantRun:
-    r"""Train the tiny transformer with :math:`W_Q` initialised and stepped by given factors.
+    r"""Train the tiny transformer with :math:`W_Q` initialised and stepped by the factors ``q_init``, ``q_lr``.
 
-    The model and optimiser are :func:`build_variant`'s, trained by
-    :func:`~attention_course.models.training.train` (same batches, one thread,
-    deterministic): with ``q_init = q_lr = 1`` its losses equal ``train``'s with AdamW bit for
-    bit. One run of :data:`CAUSES`.
-
-    Parameters
-    ----------
-    d_k : int
-    scale : {"sqrt", "none", "mup"} or float
-        The factor :math:`c` on :math:`q \cdot k`.
-    q_init, q_lr : float or "sqrt"
-        Factors on ``W_q``'s initial value and on its learning rate; ``"sqrt"`` is
-        :math:`1/\sqrt{d_k}`.
-    seed : int, default 0
-    task : Task, optional
-        Default: ``make_task("repeated_sequences")``.
-    **training
-        As in :func:`~attention_course.chapters.scaling.training.train_one` (chapter 6's defaults).
-
-    Returns
-    -------
-    VariantRun
+    :func:`build_variant`'s model and optimiser, trained by :func:`~attention_course.models.training.train`;
+    with ``q_init = q_lr = 1`` the losses equal ``train``'s with AdamW bit for bit. ``**training`` as in
+    :func:`~attention_course.chapters.scaling.training.train_one`.
 
     Examples
     --------
@@ -252,11 +187,7 @@ def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Unio
 
 @dataclass(frozen=True)
 class CauseGrid:
-    """Result of :func:`run_causes`: :class:`VariantRun` fields stacked as (variant, seed, ...).
-
-    ``loss`` is (V, S, N), the others (V, S) or (V, S, L); ``settings`` holds ``d_k`` and the
-    runner's settings (sizes, steps, learning rate, batch sizes).
-    """
+    """Result of :func:`run_causes`: :class:`VariantRun` fields stacked as (variant, seed, ...); ``settings`` the run's."""
 
     variants: tuple
     seeds: np.ndarray

@@ -1,26 +1,10 @@
-r"""Why attention divides the scores by :math:`\sqrt{d_k}`, measured.
+r"""Why attention divides the scores by :math:`\sqrt{d_k}`, measured (chapter 6's lesson).
 
-For independent queries and keys with i.i.d. zero-mean entries,
-
-.. math::
-
-    \operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i)
-    = d_k \, \operatorname{Var}(q_i)\, \operatorname{Var}(k_i),
-
-so the raw scores spread out like :math:`\sqrt{d_k}`. A softmax fed such scores
-saturates (one weight near 1), and its Jacobian
-:math:`J = \partial \operatorname{softmax}(s) / \partial s = \operatorname{diag}(p) - p p^\top`
-goes to 0 with it. Multiplying the scores by a scale :math:`c(d_k)` fixes the spread;
-``scale`` is ``"sqrt"`` (:math:`1/\sqrt{d_k}`, Vaswani et al. 2017, score variance 1),
-``"none"`` (:math:`c = 1`, variance :math:`d_k`), ``"mup"`` (:math:`1/d_k`, Yang et al.
-2022) or a positive number (:func:`~attention_course.core.attention.resolve_scale`).
-
-The module measures the variance, the saturation of softmax rows and the size of the
-softmax Jacobian as functions of :math:`d_k`, in random vectors and in a pretrained
-BERT, and holds the caveats: the scale can be folded into :math:`W_Q`, and
-QK-normalisation bounds the scores instead of rescaling them. Training the tiny
-transformer with each scale is an experiment:
-:mod:`attention_course.chapters.scaling.training`.
+For independent zero-mean entries, :math:`\operatorname{Var}(q \cdot k) = d_k \operatorname{Var}(q_i) \operatorname{Var}(k_i)`;
+a softmax fed such scores saturates and its Jacobian :math:`\operatorname{diag}(p) - pp^\top` goes to 0.
+This module measures the variance, the saturation and the Jacobian against :math:`d_k`, and holds the
+caveats (folding the scale into :math:`W_Q`, QK-normalisation). ``scale`` is as in
+:func:`~attention_course.core.attention.resolve_scale`.
 """
 
 from __future__ import annotations
@@ -53,19 +37,12 @@ def _check_dims(d_ks: Sequence[int]) -> list[int]:
 
 # --------------------------------------------------------------------- variance
 def dot_product_variance(q: Array, k: Array) -> float:
-    r"""Empirical variance of the paired dot products :math:`q_n \cdot k_n`.
-
-    .. math::
-
-        \widehat{\operatorname{Var}} = \frac1N \sum_n (s_n - \bar s)^2,
-        \qquad s_n = \sum_i q_{n,i} k_{n,i}
-
-    (``ddof=0``, like ``np.var``). Query ``n`` is paired with key ``n`` only.
+    r"""Empirical variance (``ddof=0``) of the paired dot products :math:`s_n = q_n \cdot k_n`.
 
     Parameters
     ----------
     q, k : array or tensor, shape (..., d_k)
-        Samples; all leading axes are pooled into the ``N`` samples.
+        Samples; leading axes are pooled. Query ``n`` is paired with key ``n`` only.
 
     Examples
     --------
@@ -84,15 +61,7 @@ def dot_product_variance(q: Array, k: Array) -> float:
 
 
 def dot_variance_standard_error(d_k: int, n_samples: int) -> float:
-    r"""Relative standard error of :func:`dot_product_variance` for Gaussian ``q``, ``k``.
-
-    With Gaussian entries :math:`x_i = q_i k_i` has :math:`E x^4 = 9 (E x^2)^2`, so
-    :math:`s = q \cdot k` has kurtosis :math:`3 + 6/d_k` and the sample variance has
-
-    .. math::
-
-        \frac{\operatorname{sd}(\widehat{\operatorname{Var}})}{\operatorname{Var}}
-        \approx \sqrt{\frac{2 + 6/d_k}{N}}.
+    r"""Relative standard error of :func:`dot_product_variance` for Gaussian ``q``, ``k``: :math:`\sqrt{(2 + 6/d_k)/N}`.
 
     Examples
     --------
@@ -119,11 +88,8 @@ def variance_vs_dim(d_ks: Sequence[int], n_samples: int = 20000, var_q: float = 
                     scale: Scale = "none", seed: int = 0) -> VarianceSweep:
     r"""Measure :math:`\operatorname{Var}(c\, q \cdot k)` against its theory :math:`c^2 d_k \sigma_q^2 \sigma_k^2`.
 
-    For each ``d_k`` in ``d_ks``, draws ``n_samples`` Gaussian pairs with entry variances
-    ``var_q`` and ``var_k``, seeded by ``(seed, d_k)`` (one dimension's sample does not
-    depend on the others in the list), and multiplies ``q . k`` by ``c`` = ``scale``
-    (see :func:`resolve_scale`). Returns a :class:`VarianceSweep`: ``d_k``, ``empirical``,
-    ``theory`` and ``std_error`` (from :func:`dot_variance_standard_error`), one entry per ``d_k``.
+    For each ``d_k``, ``n_samples`` Gaussian pairs seeded by ``(seed, d_k)`` (independent of the other
+    widths in the list); ``c`` from ``scale``.
 
     Examples
     --------
@@ -156,19 +122,10 @@ def variance_vs_dim(d_ks: Sequence[int], n_samples: int = 20000, var_q: float = 
 
 # ------------------------------------------------------------ softmax geometry
 def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> Array:
-    r"""Entropy (in nats) of :math:`p = \operatorname{softmax}(x / \tau)` along ``axis``.
+    r"""Entropy (nats) of :math:`p = \operatorname{softmax}(x / \tau)` along ``axis``: :math:`H = -\sum_j p_j \log p_j`.
 
-    .. math::
-
-        H = -\sum_j p_j \log p_j, \qquad
-        \log p_j = \frac{x_j}{\tau} - \log \sum_{j'} e^{x_{j'}/\tau}
-
-    Computed from the log-softmax, so a saturated row (some :math:`p_j = 0`)
-    gives 0, not NaN: :func:`~attention_course.chapters.mechanics.properties.row_entropy` of
-    :math:`p` with that :math:`\log p`. :math:`0 \le H \le \log S`; :math:`H` grows with :math:`\tau`
-    (positive; ``temperature = 1 / scale`` links it to the attention scale).
-    ``logits`` has shape (..., S, ...) with the S keys on ``axis``; the result has
-    ``logits.shape`` without ``axis``.
+    From the log-softmax, so a saturated row gives 0, not NaN. ``logits`` (..., S, ...) with the keys on
+    ``axis``; the result drops ``axis``.
 
     Examples
     --------
@@ -191,16 +148,9 @@ def softmax_entropy(logits: Array, temperature: float = 1.0, axis: int = -1) -> 
 
 
 def softmax_jacobian(p: Array) -> Array:
-    r"""Closed-form Jacobian of the softmax at probabilities ``p``.
+    r"""Jacobian of the softmax at probabilities ``p``: :math:`J = \operatorname{diag}(p) - p p^\top`.
 
-    .. math::
-
-        J_{ij} = \frac{\partial p_i}{\partial s_j} = p_i (\delta_{ij} - p_j),
-        \qquad J = \operatorname{diag}(p) - p p^\top
-
-    :math:`J` is symmetric and positive semi-definite, and each row sums to 0
-    (adding a constant to every score changes nothing). ``p`` has shape (..., S)
-    (softmax outputs, rows summing to 1); the result has shape (..., S, S).
+    ``p`` (..., S) gives (..., S, S); each row of :math:`J` sums to 0.
 
     Examples
     --------
@@ -220,20 +170,11 @@ def softmax_jacobian(p: Array) -> Array:
 
 
 def softmax_jacobian_norm(p: Array, ord: str = "fro") -> np.ndarray:
-    r"""Norm of :func:`softmax_jacobian` for each row of ``p``.
+    r"""Norm of :func:`softmax_jacobian` for each row of ``p`` (..., S), a numpy array (...,).
 
-    ``ord="fro"`` gives the Frobenius norm, from the closed form
-
-    .. math::
-
-        \|J\|_F^2 = \sum_i p_i^2 \Big( (1 - p_i)^2 + \sum_{j \ne i} p_j^2 \Big),
-
-    where, for the largest weight, :math:`1 - p_i` and :math:`\sum_{j\ne i} p_j^2` are
-    summed from the other weights (no cancellation), so a nearly one-hot row
-    keeps full relative accuracy. ``ord="spectral"`` gives the largest eigenvalue
-    (:math:`J` is PSD, so this is :math:`\|J\|_2`). A uniform row over ``S`` keys
-    has :math:`\|J\|_F = \sqrt{S-1}/S`; a one-hot row has 0. ``p`` has shape (..., S);
-    the result is a numpy array of shape (...,).
+    ``ord="fro"``: :math:`\|J\|_F^2 = \sum_i p_i^2 ((1 - p_i)^2 + \sum_{j \ne i} p_j^2)`, with the largest
+    weight's terms summed from the other weights, so a nearly one-hot row keeps full relative accuracy.
+    ``ord="spectral"``: the largest eigenvalue.
 
     Examples
     --------
@@ -261,12 +202,10 @@ def softmax_jacobian_norm(p: Array, ord: str = "fro") -> np.ndarray:
 
 @dataclass(frozen=True)
 class SaturationStats:
-    """Result of :func:`saturation_stats`; every field has shape (len(d_k),).
+    r"""Result of :func:`saturation_stats`; every field has shape (len(d_k),).
 
-    ``entropy``, ``max_weight`` and ``frac_saturated`` are means over all rows;
-    ``jacobian_norm`` is the median Frobenius norm of ``diag(p) - p p^T`` (the
-    derivative with respect to the *scaled* scores); ``score_gradient_norm`` is
-    ``scale * jacobian_norm``, the derivative with respect to the raw ``q . k``.
+    Means over rows, but ``jacobian_norm``: the median :math:`\|J\|_F` with respect to the scaled scores;
+    ``score_gradient_norm`` is ``scale * jacobian_norm``, with respect to the raw ``q . k``.
     """
 
     d_k: np.ndarray
@@ -280,19 +219,10 @@ class SaturationStats:
 
 def saturation_stats(d_ks: Sequence[int], scale: Scale = "none", n_keys: int = 64, n_queries: int = 64,
                      n_batches: int = 64, threshold: float = 0.99, seed: int = 0) -> SaturationStats:
-    r"""How saturated are softmax rows of :math:`c(d_k)\, q k^\top` with Gaussian ``q``, ``k``?
+    r"""How saturated are softmax rows of :math:`c(d_k)\, q k^\top` with Gaussian ``q`` (T, d_k), ``k`` (S, d_k)?
 
-    For each ``d_k``: ``n_batches`` independent score matrices
-
-    .. math::
-
-        S = c(d_k)\, q k^\top, \qquad q \in \mathbb{R}^{T \times d_k},\;
-        k \in \mathbb{R}^{S \times d_k},\; q_{ti}, k_{si} \sim \mathcal{N}(0, 1),
-
-    and the softmax of each row, with ``S = n_keys``, ``T = n_queries`` (``n_batches * T``
-    rows in all). The draws are seeded by ``(seed, d_k)``: the same ``q`` and ``k`` for
-    every ``scale`` (see :func:`resolve_scale`), so scales are compared on paired samples.
-    A row is saturated when its largest weight exceeds ``threshold``.
+    For each ``d_k``, ``n_batches`` score matrices seeded by ``(seed, d_k)``, the same for every ``scale``
+    (paired samples). A row is saturated when its largest weight exceeds ``threshold``.
 
     Examples
     --------
@@ -332,13 +262,9 @@ def saturation_stats(d_ks: Sequence[int], scale: Scale = "none", n_keys: int = 6
 
 # --------------------------------------------------------------------- caveats
 def absorb_scale(W_q: Array, scale: Scale = "sqrt") -> Array:
-    r"""Fold the score scale into the query projection: :math:`W_Q' = c(d_k)\, W_Q`.
+    r"""Fold the score scale into the query projection ``W_q`` (d_model, d_k): :math:`W_Q' = c(d_k)\, W_Q`.
 
-    Because :math:`(x W_Q')(x W_K)^\top = c\,(x W_Q)(x W_K)^\top`, attention with
-    :math:`W_Q'` and scale 1 equals attention with :math:`W_Q` and scale ``c``: the
-    scale is a reparametrisation, which matters for initialisation and learning
-    rates but not for what the model can express. ``W_q`` has shape (d_model, d_k)
-    and acts as ``q = x @ W_q``.
+    Attention with :math:`W_Q'` and scale 1 equals attention with :math:`W_Q` and scale ``c``.
 
     Examples
     --------
@@ -381,19 +307,11 @@ def _normalise(x: Array, norm: str, eps: float) -> Array:
 
 def qk_norm_scores(q: Array, k: Array, norm: str = "l2", temperature: Union[float, Array] = 1.0,
                    scale: Scale = "none", eps: float = 1e-12) -> Array:
-    r"""QK-normalised scores: normalise ``q`` and ``k`` *before* the dot product.
+    r"""QK-normalised scores :math:`s_{ij} = g \, c(d_k)\, n(q_i) \cdot n(k_j)`, ``q`` (..., T, d_k), ``k`` (..., S, d_k) -> (..., T, S).
 
-    .. math::
-
-        s_{ij} = g \, c(d_k)\, n(q_i) \cdot n(k_j)
-
-    with :math:`n` an L2 normalisation (``norm="l2"``: :math:`s` is :math:`g` times
-    a cosine, bounded by :math:`|g|` whatever :math:`d_k`; Henry et al. 2020) or a
-    LayerNorm without affine parameters (``norm="layer"``: :math:`|n(q)|^2 = d_k`, so
-    the scores still grow with :math:`d_k` unless ``scale="sqrt"``, as in
-    ViT-22B, Dehghani et al. 2023). The temperature :math:`g` may be a torch tensor
-    with ``requires_grad=True`` (a learnable temperature). ``q`` (..., T, d_k) and
-    ``k`` (..., S, d_k) give scores of shape (..., T, S).
+    :math:`n` is an L2 normalisation (``"l2"``: bounded by :math:`|g|`) or a LayerNorm without affine
+    parameters (``"layer"``: still grows with :math:`d_k` unless ``scale="sqrt"``). The temperature
+    :math:`g` may be a learnable tensor.
 
     Examples
     --------
@@ -420,23 +338,23 @@ def qk_norm_scores(q: Array, k: Array, norm: str = "l2", temperature: Union[floa
 def pair_logit_variance(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Measured variance of :math:`q_i \cdot k_j` per head, and the independent-entries prediction.
 
-    Over all pairs :math:`(i, j)` of real tokens of the same sequence,
-
     .. math::
 
-        \text{measured}_h = \widehat{\operatorname{Var}}_{b,i,j}(q_{bhi} \cdot k_{bhj}),
-        \qquad
-        \text{theory}_h = d_k\, \widehat{\operatorname{Var}}(q_{bhi\,c})\,
-        \widehat{\operatorname{Var}}(k_{bhj\,c}),
+        \text{measured}_h = \widehat{\operatorname{Var}}_{b,i,j}(q_{bhi} \cdot k_{bhj}), \qquad
+        \text{theory}_h = d_k\, \widehat{\operatorname{Var}}(q)\, \widehat{\operatorname{Var}}(k),
 
-    where the variances of the entries pool all real tokens and all :math:`d_k`
-    coordinates (``ddof=0``). The two agree when the entries are independent with
-    mean 0; a ratio above 1 means the coordinates are correlated, or :math:`q` and
-    :math:`k` share directions. ``q`` and ``k`` are self-attention queries and keys
-    of shape (B, h, T, d_k), e.g. one layer's from
-    :func:`~attention_course.models.queries_keys.bert_queries_keys`; ``valid`` (B, T) is
-    ``True`` for a real token (padding is left out; default: all tokens). Returns
-    ``measured`` and ``theory``, each (h,).
+    over pairs of real tokens of one sequence; the entry variances pool tokens and coordinates.
+
+    Parameters
+    ----------
+    q, k : array, shape (B, h, T, d_k)
+        Self-attention queries and keys.
+    valid : array of bool, shape (B, T), optional
+        ``True`` for a real token (default: all).
+
+    Returns
+    -------
+    measured, theory : np.ndarray, each (h,)
 
     Examples
     --------

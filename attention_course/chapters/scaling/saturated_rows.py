@@ -1,19 +1,7 @@
-r"""One head's attention with and without the :math:`1/\sqrt{d_k}`, and how saturated its rows are.
+r"""One head's attention with and without the :math:`1/\sqrt{d_k}`, and how saturated its rows are (chapter 6).
 
-The same queries and keys give two attention matrices,
-
-.. math::
-
-    A_{\text{scaled}} = \operatorname{softmax}\!\Big(\frac{q k^\top}{\sqrt{d_k}}\Big), \qquad
-    A_{\text{unscaled}} = \operatorname{softmax}\big(q k^\top\big),
-
-each row normalised over the keys. Dropping the scale multiplies every logit by
-:math:`\sqrt{d_k}`: a temperature :math:`\sqrt{d_k}` times lower, so rows sharpen towards
-one-hot. A row is *saturated* when its largest weight exceeds a threshold (0.99 in chapter 6).
-The variance, entropy and Jacobian measurements are in :mod:`attention_course.chapters.scaling.measures`.
-
-:func:`swapped_softmax` keeps a softmax's forward pass and swaps its backward pass for the one
-a softmax at another temperature :math:`\tau` would pass (chapter 6's backward-swap test).
+A row is *saturated* when its largest weight exceeds a threshold (0.99). :func:`swapped_softmax`
+keeps a softmax's forward pass and swaps its backward pass (the backward-swap test).
 """
 
 from __future__ import annotations
@@ -38,13 +26,11 @@ def scale_pair(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.nd
     q : array, shape (..., T, d_k)
     k : array, shape (..., S, d_k)
     valid : array of bool, shape (..., S), optional
-        ``True`` = a key that may be attended (a real token, not padding); masked keys get
-        weight 0. Default: every key.
+        ``True`` = a key that may be attended; masked keys get weight 0.
 
     Returns
     -------
     scaled, unscaled : np.ndarray (float64), shape (..., T, S)
-        Rows sum to 1 over the keys.
 
     Examples
     --------
@@ -69,12 +55,7 @@ def scale_pair(q: Array, k: Array, valid: Optional[Array] = None) -> tuple[np.nd
 
 
 def saturated_share(weights: Array, threshold: float = 0.99) -> float:
-    """Share of rows whose largest weight exceeds ``threshold``.
-
-    Parameters
-    ----------
-    weights : array, shape (..., T, S)
-        Attention weights, rows over the last axis.
+    """Share of rows of ``weights`` (..., T, S) whose largest weight exceeds ``threshold``.
 
     Examples
     --------
@@ -104,8 +85,7 @@ def _softmax_vjp(p: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 
 def _row_norm(x: torch.Tensor, tiny: float) -> torch.Tensor:
-    """Euclidean norm of each row, (..., T, 1), without underflow: a saturated row's gradient
-    can have entries near 1e-25, whose squares are 0 in float32."""
+    """Norm of each row, (..., T, 1), without float32 underflow (a saturated row's entries reach 1e-25)."""
     m = x.abs().amax(-1, keepdim=True)  # (..., T, 1)
     return m * torch.linalg.vector_norm(x / m.clamp_min(tiny), dim=-1, keepdim=True)
 
@@ -145,9 +125,7 @@ def swapped_softmax(s: torch.Tensor, mask: Optional[torch.Tensor] = None, tau: f
                     backward: str = "tempered") -> torch.Tensor:
     r"""Softmax of the scores on the way forward; another softmax's gradient on the way back.
 
-    The forward pass is :math:`p = \operatorname{softmax}(s)` row by row. With
-    :math:`g = \partial\mathcal{L}/\partial p` and the row-wise vector-Jacobian product
-    :math:`J(p)\,g = p \odot (g - \langle p, g\rangle)`, the backward pass returns
+    With :math:`g = \partial\mathcal{L}/\partial p` and :math:`J(p)\,g = p \odot (g - \langle p, g\rangle)` per row:
 
     .. math::
 
@@ -158,32 +136,24 @@ def swapped_softmax(s: torch.Tensor, mask: Optional[torch.Tensor] = None, tau: f
         \text{size:}\quad & \delta\, \lVert\delta_\tau\rVert / \lVert\delta\rVert, \qquad
         \text{direction:}\quad \delta_\tau\, \lVert\delta\rVert / \lVert\delta_\tau\rVert , \\
         \text{saturated:}\quad & \delta_\tau \text{ on rows with } \max_j p_j > 0.99
-        \text{ (:data:`SATURATED`)}, \ \delta \text{ on the others},
+        \text{ (:data:`SATURATED`)}, \ \delta \text{ on the others}.
         \end{aligned}
 
-    norms taken per row. "tempered" is what the softmax at temperature :math:`1/\tau` would
-    pass back per unit of *its* input (:math:`\partial p_\tau/\partial s = \tau J(p_\tau)`,
-    without the chain factor :math:`\tau`): for scores :math:`s = q\cdot k` and
-    :math:`\tau = 1/\sqrt{d_k}` it is the scaled model's softmax gradient while the rows stay
-    as saturated as the unscaled forward pass makes them. "size" keeps the true direction
-    and takes the tempered row norm; "direction" the other way round. With :math:`\tau = 1`
-    every kind is the true gradient.
+    "tempered" omits the chain factor :math:`\tau`: with :math:`\tau = 1/\sqrt{d_k}` it is the scaled model's
+    softmax gradient on the unscaled model's rows. With :math:`\tau = 1` every kind is the true gradient.
 
     Parameters
     ----------
     s : torch.Tensor, shape (..., T, S)
-        Scores; the softmax normalises over the last axis (the keys).
     mask : torch.BoolTensor, optional, broadcastable to (..., T, S)
-        ``True`` = may attend. Masked keys get weight 0 and gradient 0; a row with every key
-        masked is not allowed (no weights to normalise). Default: every key.
+        ``True`` = may attend (at least one key per row). Masked keys get weight 0 and gradient 0.
     tau : float
-        Temperature factor of the backward softmax, :math:`p_\tau = \operatorname{softmax}(\tau s)`.
     backward : {"true", "tempered", "size", "direction", "saturated"}
 
     Returns
     -------
     torch.Tensor, shape (..., T, S)
-        The attention weights :math:`p` (the same numbers for every ``backward``).
+        The attention weights :math:`p`, whatever ``backward``.
 
     Examples
     --------

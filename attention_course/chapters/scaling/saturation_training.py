@@ -1,32 +1,11 @@
 r"""Saturated rows and their gradient, through training, with and without the scale (chapter 6).
 
-The essay's third step says that a saturated softmax passes almost no gradient back. A norm
-over a whole attention matrix can hide this: it is dominated by the rows that are *not*
-saturated. So we look row by row. For query row :math:`i` of a layer, with weights
-:math:`p_i = \operatorname{softmax}(x_i)` and :math:`g_i = \partial\mathcal{L}/\partial p_i`,
-the gradient at the softmax's input is
-
-.. math::
-
-    \frac{\partial\mathcal{L}}{\partial x_i} = p_i \odot \big(g_i - \langle p_i, g_i\rangle\big),
-
-and a row is *saturated* when :math:`\max_j p_{ij} > 0.99` (:data:`THRESHOLD`). At checkpoints
-during training, on a held-out batch, :func:`track_saturation` records the share of saturated
-rows and the mean of :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` over the saturated
-and over the other rows. :func:`run_saturation` trains every ``(d_k, variant, seed)``
-(variants of :data:`~attention_course.chapters.scaling.init_vs_step.VARIANTS`; the configuration
-:data:`SATURATION` of chapter 6's grid, :mod:`~attention_course.chapters.scaling.training_grid`) and
-:func:`matched_loss_ratio` compares the unscaled model's gradient with the scaled model's *at
-the same held-out loss*. The stored run is
-
-    python -m attention_course scaling-saturation --out attention_course/data/scale_saturation.json --d-k 64
-
-for the width :math:`d_k = 64` (three variants, 2,000 steps), and
-
-    python -m attention_course scaling-saturation --out attention_course/data/scale_sweep.json \
-        --d-k 16 256 --variants scaled unscaled --steps 1000
-
-for the other widths; :func:`load_saturation` reads either back.
+Row by row (a norm over a whole matrix is dominated by the unsaturated rows): for query row :math:`i`,
+:math:`\partial\mathcal{L}/\partial x_i = p_i \odot (g_i - \langle p_i, g_i\rangle)`.
+:func:`track_saturation` records the share of saturated rows and the mean gradient on them and on the
+others; :func:`matched_loss_ratio` compares models at the same held-out loss. The stored runs are
+``python -m attention_course scaling-saturation`` (``--d-k 64``, and ``--d-k 16 256 --variants scaled
+unscaled --steps 1000``), read back by :func:`load_saturation`.
 """
 
 from __future__ import annotations
@@ -74,15 +53,12 @@ def row_gradients(model: TinyTransformer, inputs: torch.Tensor, targets: torch.T
                   mask: torch.Tensor) -> tuple[float, list[np.ndarray], list[np.ndarray]]:
     r"""Loss, each row's largest weight and each row's :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert`.
 
-    Rows are the query positions ``t >= 1`` (query 0 sees one key) that can reach the loss:
-    in the last layer the positions the loss counts (``mask``), in earlier layers every
-    position at or before the last counted one. Rows that cannot reach the loss have a zero
-    gradient whatever the softmax does, so they are left out.
+    Rows are the queries ``t >= 1`` that can reach the loss (the last layer: the counted positions; earlier
+    layers: those at or before the last counted one).
 
     Returns
     -------
     loss : float
-        :func:`~attention_course.models.training.masked_loss` on the batch.
     max_weight, grad_norm : lists (one per layer) of 1-d arrays, one entry per row kept
 
     Examples
@@ -123,14 +99,10 @@ def summarise_rows(peak: np.ndarray, grad_norm: np.ndarray, threshold: float = T
 
 def init_row_ratio(d_k: int, seed: int = 0, batch_size: int = 256, n_heads: int = 1,
                    task: Optional[Task] = None) -> np.ndarray:
-    r"""At initialisation, per layer: share of rows saturated without the scale, and the gradient ratio on them.
+    r"""At initialisation, per layer: the share of rows saturated without the scale, and the gradient ratio on them.
 
-    Two models with the same initial weights (``seed``) differ only in the factor on
-    :math:`q\cdot k` (1 or :math:`1/\sqrt{d_k}`). On the held-out batch, for the rows that are
-    saturated in the unscaled model, it returns the median over those rows of
-    :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert_{\text{unscaled}} /
-    \lVert\partial\mathcal{L}/\partial x_i\rVert_{\text{scaled}}` (the same row, the same
-    input), next to the same median over the unsaturated rows.
+    Two models with the same weights (``seed``) but the factor on :math:`q\cdot k`; per row, the ratio
+    unscaled / scaled of :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` on the held-out batch.
 
     Returns
     -------
@@ -156,19 +128,7 @@ def init_row_ratio(d_k: int, seed: int = 0, batch_size: int = 256, n_heads: int 
 
 @dataclass(frozen=True)
 class SaturationRun:
-    r"""What :func:`track_saturation` records; ``K`` checkpoints, ``L`` layers.
-
-    Attributes
-    ----------
-    step : (K,)
-        Updates made before each measurement.
-    eval_loss : (K,)
-        Held-out loss.
-    rows : (K, L, 4)
-        :func:`summarise_rows` per layer: share of saturated rows, mean row gradient
-        :math:`\lVert\partial\mathcal{L}/\partial x_i\rVert` over saturated rows and over the
-        others, and the Frobenius norm over all rows.
-    """
+    r"""What :func:`track_saturation` records: ``step`` (K,), held-out ``eval_loss`` (K,), ``rows`` (K, L, 4) of :func:`summarise_rows`."""
 
     step: np.ndarray
     eval_loss: np.ndarray
@@ -180,14 +140,9 @@ def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: U
                      **training: Any) -> SaturationRun:
     """Train one variant and measure its rows at :func:`checkpoints`; one run of :data:`SATURATION`.
 
-    The model and optimiser are
-    :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s (``scale``,
-    ``q_init``, ``q_lr`` as there), trained by :func:`~attention_course.models.training.train`.
-    At every step of :func:`checkpoints` a callback of ``train`` passes the held-out batch
-    (seed 12345) through :func:`row_gradients`, which leaves the parameters and their gradients
-    alone: the training itself is unchanged by the measurements. ``training`` holds the training
-    keywords (:func:`~attention_course.chapters.scaling.training.train_one`; chapter 6's defaults,
-    200 steps: :data:`SATURATION` trains 2,000).
+    :func:`~attention_course.chapters.scaling.init_vs_step.build_variant`'s model; the measurements (a callback
+    on the held-out batch) leave the training unchanged. ``**training`` as in
+    :func:`~attention_course.chapters.scaling.training.train_one`.
 
     Examples
     --------
@@ -215,10 +170,7 @@ def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: U
 
 @dataclass(frozen=True)
 class SaturationGrid:
-    """Result of :func:`run_saturation`: :class:`SaturationRun` fields as (d_k, variant, seed, ...).
-
-    ``eval_loss`` is (D, V, S, K), ``rows`` (D, V, S, K, L, 4); ``step`` (K,).
-    """
+    """Result of :func:`run_saturation`: ``eval_loss`` (D, V, S, K), ``rows`` (D, V, S, K, L, 4), ``step`` (K,)."""
 
     d_k: np.ndarray
     variants: tuple
@@ -268,9 +220,7 @@ SATURATION = grid_experiment(
 def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] = (16, 64, 256),
                    variants: Sequence[str] = ("scaled", "unscaled", "unscaled, small W_Q init"),
                    steps: int = 2000, lr: float = 1e-2, n_heads: int = 1, jobs: int = 1) -> SaturationGrid:
-    """:func:`track_saturation` for every width, variant and seed (:data:`SATURATION`); ``jobs`` processes.
-
-    Each run is deterministic and single-threaded, so ``jobs`` changes only the wall time.
+    """:func:`track_saturation` for every width, variant and seed (:data:`SATURATION`); ``jobs`` changes only the wall time.
 
     Examples
     --------
@@ -283,18 +233,10 @@ def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] =
 
 
 def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    r"""``grad`` divided by the reference's gradient at the same held-out loss.
+    r"""``grad`` (M,) divided by the reference's gradient at the same held-out loss.
 
-    The reference (the scaled model) is read along its curve until its loss first falls below
-    the target, and its gradient interpolated linearly in the loss between the two checkpoints
-    around the target. Targets above the reference's starting loss, or below its lowest, give NaN.
-
-    Parameters
-    ----------
-    loss_ref, grad_ref : (K,)
-        The reference's held-out loss and gradient at its checkpoints.
-    loss, grad : (M,)
-        The compared model's.
+    The reference's gradient is interpolated linearly in its loss between the two checkpoints around the
+    target, where its loss first falls below it; targets outside its range give NaN.
 
     Examples
     --------

@@ -1,20 +1,9 @@
-r"""Where is the softmax most sensitive? Its Jacobian's size against the spread of its logits.
+r"""Where is the softmax most sensitive? Its Jacobian's size against the spread of its logits (chapter 6).
 
-For one row of logits :math:`x` (length :math:`S`) with :math:`p = \operatorname{softmax}(x)`,
-the Jacobian :math:`J = \operatorname{diag}(p) - pp^\top` is what a gradient passes through, and
-
-.. math::
-
-    \lVert J\rVert_F^2 = \sum_i p_i^2 - 2\sum_i p_i^3 + \Big(\sum_i p_i^2\Big)^2 .
-
-A uniform row (:math:`x` constant) has :math:`\lVert J\rVert_F = \sqrt{S-1}/S`, the *floor*;
-a one-hot row has 0. In between the norm peaks. :func:`jacobian_vs_spread` measures the median
-norm over rows of independent :math:`N(0, \sigma^2)` logits, and :func:`half_maximum_band` finds
-the band of :math:`\sigma` where it is at least half its peak above the floor (a full width at
-half maximum): the softmax's *sensitive regime*, the reading tested by chapter 6's
-``sensitive-regime`` verdict. The logits are the softmax's own input, so nothing that leaves
-attention unchanged (:math:`q \to aq` with :math:`k \to k/a`, a shift of every key) can move
-the result; the width :math:`d_k` enters only through :math:`\sigma`.
+For one row of logits with :math:`p = \operatorname{softmax}(x)`, :math:`J = \operatorname{diag}(p) - pp^\top`;
+a uniform row has :math:`\lVert J\rVert_F = \sqrt{S-1}/S` (the *floor*), a one-hot row 0, and the norm
+peaks in between. The band of spreads :math:`\sigma` around the peak is the softmax's *sensitive
+regime*, read by the ``sensitive-regime`` verdict; :math:`d_k` enters only through :math:`\sigma`.
 """
 
 from __future__ import annotations
@@ -25,6 +14,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ...core.attention import softmax
 from .measures import softmax_jacobian_norm
 
 __all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_gradient", "gradient_vs_spread",
@@ -32,22 +22,25 @@ __all__ = ["jacobian_floor", "jacobian_vs_spread", "half_maximum_band", "passed_
            "saturation_width"]
 
 
+def _logit_draws(n_rows: int, n_keys: int, seed: int, d_k: Optional[int]) -> np.ndarray:
+    """Rows of unit-spread logits (n_rows, n_keys): independent N(0, 1), or with ``d_k`` Gaussian q . k / sqrt(d_k)."""
+    rng = np.random.default_rng(seed)
+    if d_k is None:
+        return rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S)
+    q = rng.standard_normal((-(-int(n_rows) // 64), 64, int(d_k)))  # (blocks, 64, d_k): 64 queries share keys
+    k = rng.standard_normal((q.shape[0], int(n_keys), int(d_k)))  # (blocks, S, d_k)
+    return (q @ np.swapaxes(k, -1, -2)).reshape(-1, int(n_keys))[:int(n_rows)] / math.sqrt(d_k)  # (rows, S)
+
+
+def _edge(s: np.ndarray, y: np.ndarray, cut: float, j: int, k: int) -> float:
+    """The sigma where the curve ``y`` crosses ``cut`` between grid points j and k, linear in log sigma."""
+    xs, ys = np.log(s[[j, k]]), y[[j, k]]
+    order = np.argsort(ys)
+    return float(np.exp(np.interp(cut, ys[order], xs[order])))
+
+
 def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
-    r"""Frobenius norm of the softmax Jacobian :math:`\operatorname{diag}(p) - pp^\top` of each row.
-
-    Parameters
-    ----------
-    logits : array, shape (..., S)
-        The softmax normalises over the last axis.
-
-    Returns
-    -------
-    np.ndarray, shape (...)
-        :math:`\lVert J\rVert_F` per row, by :func:`~attention_course.chapters.scaling.measures.softmax_jacobian_norm`
-        (closed form, no S x S matrix). Its terms are summed so that a nearly one-hot row keeps
-        full relative accuracy: the shorter :math:`\sqrt{\sum p^2 - 2\sum p^3 + (\sum p^2)^2}`
-        cancels to about :math:`10^{-16}` there, and a norm of :math:`10^{-7}` would then change
-        in its third digit with the order of the sums (by CPU).
+    r"""Frobenius norm of the softmax Jacobian of each row of ``logits`` (..., S), shape (...).
 
     Examples
     --------
@@ -59,10 +52,7 @@ def jacobian_norm_rows(logits: np.ndarray) -> np.ndarray:
     x = np.asarray(logits, dtype=np.float64)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"logits has shape {x.shape}; expected (..., S) with S >= 1")
-    z = x - x.max(axis=-1, keepdims=True)  # stable: the largest logit is 0
-    p = np.exp(z)
-    p /= p.sum(axis=-1, keepdims=True)  # (..., S), over the last axis
-    return softmax_jacobian_norm(p)
+    return softmax_jacobian_norm(softmax(x))
 
 
 def jacobian_floor(n_keys: int) -> float:
@@ -78,34 +68,22 @@ def jacobian_floor(n_keys: int) -> float:
 
 def jacobian_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 4096, seed: int = 0,
                        d_k: Optional[int] = None) -> np.ndarray:
-    r"""Median :math:`\lVert J\rVert_F` over ``n_rows`` rows of ``n_keys`` logits drawn from :math:`N(0, \sigma^2)`.
+    r"""Median :math:`\lVert J\rVert_F` over ``n_rows`` rows of ``n_keys`` logits of spread :math:`\sigma`, shape (len(sigmas),).
 
-    The same draws are multiplied by each :math:`\sigma`, so the curve is smooth in :math:`\sigma`
-    (common random numbers). With ``d_k``, the logits are instead :math:`\sigma\, q\cdot k/\sqrt{d_k}`
-    for Gaussian queries and keys of width ``d_k`` (blocks of 64 queries share their keys): the
-    scores of a head at initialisation, whose entries are not independent within a row.
-
-    Returns
-    -------
-    np.ndarray, shape (len(sigmas),)
+    The same draws are multiplied by each :math:`\sigma` (a smooth curve). With ``d_k`` the logits are
+    :math:`\sigma\, q\cdot k/\sqrt{d_k}` of Gaussian queries and keys (a head at initialisation).
 
     Examples
     --------
     >>> jacobian_vs_spread([0.01, 4.0, 100.0], n_keys=64, n_rows=512).round(3)
     array([0.124, 0.335, 0.   ])
     """
-    rng = np.random.default_rng(seed)
-    if d_k is None:
-        z = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S)
-    else:
-        q = rng.standard_normal((-(-int(n_rows) // 64), 64, int(d_k)))  # (blocks, 64, d_k)
-        k = rng.standard_normal((q.shape[0], int(n_keys), int(d_k)))  # (blocks, S, d_k)
-        z = (q @ np.swapaxes(k, -1, -2)).reshape(-1, int(n_keys))[:int(n_rows)] / math.sqrt(d_k)  # (rows, S)
+    z = _logit_draws(n_rows, n_keys, seed, d_k)
     return np.array([float(np.median(jacobian_norm_rows(float(s) * z))) for s in sigmas])
 
 
 class Band(NamedTuple):
-    """The half-maximum band of a Jacobian curve: ``lo``, ``hi`` (interpolated sigma), ``peak`` (sigma at the maximum)."""
+    """A band of sigma: ``lo``, ``hi`` (interpolated) and ``peak`` (sigma at the curve's maximum)."""
 
     lo: float
     hi: float
@@ -113,10 +91,9 @@ class Band(NamedTuple):
 
 
 def half_maximum_band(sigmas: Sequence[float], J: Sequence[float], floor: float) -> Band:
-    r"""The band of :math:`\sigma` where :math:`J - \text{floor}` is at least half its maximum.
+    r"""The band of :math:`\sigma` where :math:`J - \text{floor}` is at least half its maximum (edges linear in :math:`\log\sigma`).
 
-    Edges are interpolated linearly in :math:`\log\sigma`. ``sigmas`` must increase, and the curve
-    must cross half its height on both sides of the peak inside the grid.
+    ``sigmas`` must increase, and the curve must cross half its height on both sides of the peak.
 
     Examples
     --------
@@ -134,13 +111,11 @@ def half_maximum_band(sigmas: Sequence[float], J: Sequence[float], floor: float)
     if not left.size or not right.size:
         raise ValueError("the curve does not fall below half its height on both sides of its peak; widen the grid")
     a, b = left[-1], right[0]  # last point below half before the peak, first after it
-    edge = lambda j, k: float(np.exp(np.interp(half, sorted([y[j], y[k]]),  # noqa: E731
-                                               [np.log(s[j]), np.log(s[k])] if y[j] < y[k] else [np.log(s[k]), np.log(s[j])])))
-    return Band(lo=edge(a, a + 1), hi=edge(b - 1, b), peak=float(s[i]))
+    return Band(lo=_edge(s, y, half, a, a + 1), hi=_edge(s, y, half, b - 1, b), peak=float(s[i]))
 
 
 def jacobian_at(sigmas: Sequence[float], J: Sequence[float], sigma: float = 1.0) -> float:
-    r"""The curve ``J`` at ``sigma``, interpolated linearly in :math:`(\log\sigma, \log J)` (as chapter 6 reads it).
+    r"""The curve ``J`` at ``sigma``, interpolated linearly in :math:`(\log\sigma, \log J)`.
 
     Examples
     --------
@@ -155,11 +130,10 @@ def jacobian_at(sigmas: Sequence[float], J: Sequence[float], sigma: float = 1.0)
 
 
 def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0) -> str:
-    r"""The ``sensitive-regime`` decision rule, for one curve: where does ``sigma`` (the scaled spread) lie?
+    r"""The ``sensitive-regime`` decision for one curve: where does ``sigma`` lie against ``band``?
 
-    ``"holds"`` if ``band.lo <= sigma <= band.hi``; ``"holds when"`` if ``sigma`` is below the
-    band while its Jacobian ``j_one`` is above the uniform ``floor`` (and the band's upper edge
-    is above ``sigma``); ``"wrong as stated"`` otherwise (above the band, or not above the floor).
+    ``"holds"`` inside the band; ``"holds when"`` below it with ``j_one`` above the uniform ``floor``;
+    ``"wrong as stated"`` otherwise.
 
     Examples
     --------
@@ -173,14 +147,12 @@ def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0
 
 # ------------------------------------------------------------------ the essay's definition: "where gradients flow"
 def passed_gradient(logits: np.ndarray, g: np.ndarray) -> np.ndarray:
-    r"""The gradient a softmax row passes back to its logits, :math:`J g = p \odot (g - p\cdot g)` with :math:`J = \operatorname{diag}(p) - pp^\top`.
+    r"""The gradient a softmax row passes back to its logits, :math:`J g = p \odot (g - p\cdot g)`.
 
     Parameters
     ----------
-    logits : array, shape (..., S)
-        The softmax normalises over the last axis.
-    g : array, shape (..., S)
-        The upstream gradient on the weights :math:`p`.
+    logits, g : array, shape (..., S)
+        The logits, and the upstream gradient on the weights :math:`p`.
 
     Returns
     -------
@@ -194,27 +166,17 @@ def passed_gradient(logits: np.ndarray, g: np.ndarray) -> np.ndarray:
     x, up = np.asarray(logits, dtype=np.float64), np.asarray(g, dtype=np.float64)
     if x.ndim < 1 or x.shape != up.shape:
         raise ValueError(f"logits has shape {x.shape} and g {up.shape}; expected the same shape (..., S)")
-    p = np.exp(x - x.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)  # (..., S), softmax over the keys
+    p = softmax(x)
     return p * (up - (p * up).sum(-1, keepdims=True))  # $J g = p \odot (g - p\cdot g)$   (..., S)
 
 
 def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
                        measure: str = "jg", d_k: Optional[int] = None, stat: str = "median") -> np.ndarray:
-    r"""Median (or mean, or rms) over rows of the gradient a softmax row passes back, against the spread :math:`\sigma` of its logits.
+    r"""A statistic over rows of the gradient a softmax row passes back, against the spread :math:`\sigma`, shape (len(sigmas),).
 
-    ``measure="jg"``: :math:`\lVert J g\rVert` for one upstream gradient :math:`g \sim N(0, I_S)` per
-    row (the same :math:`g` at every :math:`\sigma`), :math:`J = \operatorname{diag}(p) - pp^\top`, so
-    :math:`J g = p \odot (g - p\cdot g)`; ``"fro"`` and ``"spectral"``: the norms of :math:`J` itself.
-    The logits are :func:`jacobian_vs_spread`'s draws (the same seed), independent
-    :math:`N(0, \sigma^2)`, or with ``d_k`` the scores :math:`\sigma\,q\cdot k/\sqrt{d_k}` of Gaussian
-    queries and keys. ``stat``: ``"median"`` (the typical row), ``"mean"`` or ``"rms"`` over the rows
-    (a gradient summed over rows with independent upstream gradients has the rms's size). :math:`\sigma = 0`
-    is the uniform row.
-
-    Returns
-    -------
-    np.ndarray, shape (len(sigmas),)
+    ``measure="jg"``: :math:`\lVert J g\rVert` for one upstream gradient :math:`g \sim N(0, I_S)` per row
+    (the same at every :math:`\sigma`); ``"fro"``, ``"spectral"``: norms of :math:`J`. The logits are
+    :func:`jacobian_vs_spread`'s draws. ``stat``: ``"median"`` (the typical row), ``"mean"`` or ``"rms"``.
 
     Examples
     --------
@@ -228,13 +190,7 @@ def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 
     reduce = {"median": np.median, "mean": np.mean, "rms": lambda x: np.sqrt(np.mean(np.square(x)))}.get(stat)
     if reduce is None:
         raise ValueError(f"stat={stat!r}; expected 'median', 'mean' or 'rms'")
-    rng = np.random.default_rng(seed)
-    if d_k is None:
-        z = rng.standard_normal((int(n_rows), int(n_keys)))  # (rows, S), jacobian_vs_spread's draws
-    else:
-        q = rng.standard_normal((-(-int(n_rows) // 64), 64, int(d_k)))  # (blocks, 64, d_k)
-        k = rng.standard_normal((q.shape[0], int(n_keys), int(d_k)))  # (blocks, S, d_k)
-        z = (q @ np.swapaxes(k, -1, -2)).reshape(-1, int(n_keys))[:int(n_rows)] / math.sqrt(d_k)  # (rows, S)
+    z = _logit_draws(n_rows, n_keys, seed, d_k)
     g = np.random.default_rng([seed, 1]).standard_normal(z.shape)  # (rows, S) upstream gradient, fixed over sigma
     out = []
     for s in sigmas:
@@ -242,26 +198,15 @@ def gradient_vs_spread(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 
         if measure == "jg":
             out.append(float(reduce(np.linalg.norm(passed_gradient(x, g), axis=-1))))  # $\lVert J g\rVert$ per row
         else:
-            p = np.exp(x - x.max(-1, keepdims=True))
-            p /= p.sum(-1, keepdims=True)  # (rows, S), softmax over the keys
-            out.append(float(reduce(softmax_jacobian_norm(p, measure))))
+            out.append(float(reduce(softmax_jacobian_norm(softmax(x), measure))))
     return np.array(out)
 
 
-class FlowBand(NamedTuple):
-    """Where a gradient curve is at least ``theta`` of its peak: ``lo``, ``hi`` (interpolated sigma), ``peak`` (sigma at the maximum)."""
-
-    lo: float
-    hi: float
-    peak: float
-
-
-def flow_band(sigmas: Sequence[float], G: Sequence[float], theta: float = 0.5) -> FlowBand:
+def flow_band(sigmas: Sequence[float], G: Sequence[float], theta: float = 0.5) -> Band:
     r"""The band of :math:`\sigma` where the curve ``G`` is at least ``theta`` times its maximum (no floor subtracted).
 
-    Edges are interpolated linearly in :math:`\log\sigma`; a curve already above ``theta`` of its
-    peak at the grid's first point has ``lo = 0`` (the uniform row passes gradient too). It must fall
-    below ``theta`` of its peak after the peak, inside the grid.
+    A curve already above the cut at the grid's first point has ``lo = 0``; it must fall below the cut
+    after the peak, inside the grid.
 
     Examples
     --------
@@ -279,21 +224,14 @@ def flow_band(sigmas: Sequence[float], G: Sequence[float], theta: float = 0.5) -
     left, right = np.flatnonzero(y[:i] < cut), np.flatnonzero(y[i:] < cut) + i
     if not right.size:
         raise ValueError("the curve does not fall below theta of its peak after the peak; widen the grid")
-
-    def edge(j: int, k: int) -> float:  # sigma where the curve crosses the cut between grid points j and k
-        xs, ys = np.log(s[[j, k]]), y[[j, k]]
-        order = np.argsort(ys)
-        return float(np.exp(np.interp(cut, ys[order], xs[order])))
-
-    lo = edge(left[-1], left[-1] + 1) if left.size else 0.0
-    return FlowBand(lo=lo, hi=edge(right[0] - 1, right[0]), peak=float(s[i]))
+    lo = _edge(s, y, cut, left[-1], left[-1] + 1) if left.size else 0.0
+    return Band(lo=lo, hi=_edge(s, y, cut, right[0] - 1, right[0]), peak=float(s[i]))
 
 
 def largest_rows_in_band(sigmas: Sequence[float], curves: dict, thetas: Sequence[float], sigma: float = 1.0) -> np.ndarray:
-    r"""For each threshold :math:`\theta`, the largest row length S (a key of ``curves``) whose flow band holds ``sigma``.
+    r"""For each threshold :math:`\theta`, the largest row length S whose :func:`flow_band` holds ``sigma`` (0 if none).
 
-    ``curves`` maps S to a gradient curve on ``sigmas`` (:func:`gradient_vs_spread`). Returns 0 where
-    no S holds it. This is the decision plotted against its threshold.
+    ``curves`` maps S to a gradient curve on ``sigmas`` (:func:`gradient_vs_spread`).
 
     Examples
     --------
@@ -312,16 +250,14 @@ def largest_rows_in_band(sigmas: Sequence[float], curves: dict, thetas: Sequence
 # ------------------------------------------------------------------ the typical row against the unsaturated row
 def flow_ratio(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, seed: int = 0,
                stat: str = "median") -> np.ndarray:
-    r"""The gradient a row passes at spread :math:`\sigma`, over what the uniform (least saturated) row passes.
+    r"""The gradient a row passes at spread :math:`\sigma`, over what the uniform row passes.
 
     .. math::
 
         R(\sigma) = \frac{\operatorname{stat}_{\text{rows}} \lVert J_\sigma g\rVert}
-                          {\operatorname{stat}_{\text{rows}} \lVert J_0 g\rVert},
-        \qquad J_0 g = (g - \bar g)/S ,
+                          {\operatorname{stat}_{\text{rows}} \lVert J_0 g\rVert}
 
-    with :func:`gradient_vs_spread`'s rows and upstream gradients (the same :math:`g` in both).
-    Gradients flow at :math:`\sigma` when :math:`R(\sigma) \ge \theta`; saturation drives it to 0.
+    with :func:`gradient_vs_spread`'s rows and upstream gradients.
 
     Examples
     --------
@@ -335,9 +271,8 @@ def flow_ratio(sigmas: Sequence[float], n_keys: int = 64, n_rows: int = 1024, se
 def saturation_width(sigmas: Sequence[float], R: Sequence[float], theta: float = 0.5) -> float:
     r"""The key width :math:`d_k = \sigma^2` from which the unscaled typical row passes less than ``theta``.
 
-    ``R`` is :func:`flow_ratio` on ``sigmas``; past its peak, the first :math:`\sigma` where it falls below
-    ``theta`` (interpolated linearly in :math:`\log\sigma`), squared: without the scale the logits of
-    Gaussian :math:`q, k` spread like :math:`\sigma = \sqrt{d_k}`.
+    ``R`` is :func:`flow_ratio` on ``sigmas``: the first :math:`\sigma` past its peak where it falls below
+    ``theta`` (linear in :math:`\log\sigma`), squared.
 
     Examples
     --------
@@ -355,18 +290,16 @@ def saturation_width(sigmas: Sequence[float], R: Sequence[float], theta: float =
     if not below.size:
         raise ValueError("the curve does not fall below theta after its peak; widen the grid")
     j = int(below[0])
-    xs, ys = np.log(s[[j - 1, j]]), y[[j - 1, j]]
-    return float(np.exp(np.interp(theta, ys[::-1], xs[::-1]))) ** 2
+    return _edge(s, y, theta, j - 1, j) ** 2
 
 
 def typical_row_verdict(r_one: dict, r32_median: float, r32_mean: float, theta: float = 0.5) -> str:
     r"""The ``sensitive-regime`` rule, stated before the run.
 
-    ``r_one`` maps S (16, 64, 256) to the median :math:`R(1)`; ``r32_median`` and ``r32_mean`` are
-    :math:`R(32)` at S = 64 for the median and the mean row. ``"undecided"`` if the median does not separate
-    (:math:`R(32) \ge \theta`); ``"wrong as stated"`` if :math:`R(1) < \theta` at S = 16 and 64;
-    ``"holds when S"`` if it passes at some S only; ``"holds when typical"`` if it passes at every S but
-    the mean does not separate; ``"holds"`` otherwise.
+    ``r_one`` maps S (16, 64, 256) to the median :math:`R(1)`; ``r32_median``, ``r32_mean``: :math:`R(32)` at
+    S = 64. ``"undecided"`` if the median does not separate (:math:`R(32) \ge \theta`); ``"wrong as stated"``
+    if :math:`R(1) < \theta` at S = 16 and 64; ``"holds when S"`` if it passes at some S only; ``"holds when
+    typical"`` if the mean does not separate; ``"holds"`` otherwise.
 
     Examples
     --------
@@ -387,35 +320,17 @@ def typical_row_verdict(r_one: dict, r32_median: float, r32_mean: float, theta: 
 
 def query_gradient_norms(d_k: int = 1024, n_keys: int = 64, n_rows: int = 4096, seed: int = 0,
                          scaled: bool = True) -> np.ndarray:
-    r"""Per row, the gradient that reaches the query through the scores, with or without the scale.
+    r"""Per row, the norm of the gradient that reaches the query, :math:`\frac1c \sum_j (J g)_j\, k_j`, shape (n_rows,).
 
-    For Gaussian :math:`q, k_j \in \mathbb R^{d_k}`, logits :math:`x_j = q\cdot k_j / c` (:math:`c = \sqrt{d_k}`
-    when ``scaled``, else 1) and an upstream gradient :math:`g \sim N(0, I_S)` on the weights,
-
-    .. math::
-
-        \frac{\partial\mathcal L}{\partial q} = \frac1c \sum_j (J g)_j\, k_j ,
-
-    the chain rule's :math:`1/c` included: an unscaled row that does not saturate passes a gradient
-    :math:`\sqrt{d_k}` times larger.
-
-    The rows are drawn in :math:`O(S)` each, not :math:`O(S d_k)`, by splitting every key into its part
-    along :math:`\hat q = q/\lVert q\rVert` and the rest: :math:`k_j = u_j \hat q + k_j^\perp` with
-    :math:`u_j \sim N(0, 1)`, so :math:`x_j = \lVert q\rVert u_j / c`, and
-    :math:`\sum_j (Jg)_j k_j^\perp \sim N(0, \lVert Jg\rVert^2 I_{d_k - 1})` in the plane orthogonal to
-    :math:`\hat q`, independent of the logits. Hence, exactly in distribution,
+    Logits :math:`x_j = q\cdot k_j / c` of Gaussian :math:`q, k_j \in \mathbb R^{d_k}` (:math:`c = \sqrt{d_k}`
+    when ``scaled``, else 1), upstream gradient :math:`g \sim N(0, I_S)`. Drawn in :math:`O(S)` per row, exactly
+    in distribution, by splitting each key along :math:`\hat q` (:math:`k_j = u_j \hat q + k_j^\perp`):
 
     .. math::
 
         \Big\lVert\frac{\partial\mathcal L}{\partial q}\Big\rVert^2
         = \frac1{c^2}\Big[\Big(\sum_j (Jg)_j u_j\Big)^2 + \lVert Jg\rVert^2\, \chi^2_{d_k - 1}\Big],
         \qquad \lVert q\rVert^2 \sim \chi^2_{d_k} .
-
-    The tests compare it with the gradient autograd computes for explicit Gaussian vectors.
-
-    Returns
-    -------
-    np.ndarray, shape (n_rows,), the norms
 
     Examples
     --------

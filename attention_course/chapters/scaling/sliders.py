@@ -1,13 +1,7 @@
-r"""Chapter 6's flagged sliders: ``variance-dk`` (how much correlation breaks :math:`\operatorname{Var}(q\cdot k) = d_k`),
-``sensitive-regime`` (:func:`keys_explorer`, the number of keys) and ``gradient-vanishes``
-(:func:`start_scale_explorer`, the starting size of :math:`W_Q`, from the stored runs of
-:mod:`~attention_course.chapters.scaling.backward_swap`).
-
-Every number comes from :mod:`attention_course.chapters.scaling.correlated_scores` (the measured variance
-with correlated entries, its closed form and the Monte-Carlo line); this module only draws:
-:func:`correlation_explorer` flags the first correlation :math:`c` at which the independence
-formula is rejected
-(:func:`~attention_course.chapters.scaling.correlated_scores.independence_rejected`).
+r"""Chapter 6's sliders: the lesson's :func:`width_explorer`, and the flagged ``variance-dk``
+(:func:`correlation_explorer`), ``scale-decides-training`` (:func:`scale_explorer`), ``sensitive-regime``
+(:func:`keys_explorer`) and ``gradient-vanishes`` (:func:`start_scale_explorer`). The numbers come from the
+chapter's modules; this one only draws.
 """
 
 from __future__ import annotations
@@ -42,6 +36,8 @@ __all__ = [
 #: The slider's numbers of keys (``sensitive-regime``), and the grid of spreads chapter 6 measures on.
 KEY_COUNTS = (8, 12, 16, 20, 24, 32, 64, 256)
 SPREADS = np.geomspace(0.05, 50, 61)
+#: The widths of :func:`scale_explorer` and :func:`width_explorer`.
+D_KS_SLIDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 _FONT = {"size": 13}
 
@@ -58,17 +54,11 @@ def correlation_explorer(corrs: Sequence[float] = CORRELATIONS, minilm_ratio: Op
                          seed: int = 0, alpha: float = 0.01) -> SliderFigure:
     r"""Chapter 6: correlate the entries of :math:`q` and of :math:`k`, and watch :math:`\operatorname{Var}(q\cdot k)/d_k`.
 
-    Each frame plots, against :math:`d_k`, the measured :math:`\operatorname{Var}(q\cdot k)/d_k`
-    (:func:`~attention_course.chapters.scaling.correlated_scores.correlated_dot_variance`, with error bars of
-    :func:`~attention_course.chapters.scaling.correlated_scores.bonferroni_z` standard errors: a bar
-    that misses 1 rejects the independence formula), the
-    independence formula (1) and the closed form :math:`1 + (d_k - 1)c^2`. The flag sits at the
-    first :math:`c` where the independence formula is rejected beyond the Monte-Carlo error
-    (:func:`~attention_course.chapters.scaling.correlated_scores.independence_rejected`). ``minilm_ratio`` (the chapter's median measured-over-predicted
-    ratio of MiniLM's heads, :math:`d_k` = ``minilm_d_k``) adds the frame
-    :func:`~attention_course.chapters.scaling.correlated_scores.minilm_correlation` and a second flag (frame ``i``
-    is :func:`~attention_course.chapters.scaling.correlated_scores.correlation_grid` ``[i]``): the correlation that would explain it, if all
-    of it came from correlated entries.
+    Each frame plots against :math:`d_k` the measured ratio with
+    :func:`~attention_course.chapters.scaling.correlated_scores.bonferroni_z` standard-error bars, the
+    independence formula (1) and the closed form :math:`1 + (d_k - 1)c^2`; the flag sits at the first
+    rejected :math:`c`. ``minilm_ratio`` (MiniLM's median ratio at ``minilm_d_k``) adds the frame of the
+    correlation that would explain it, and a second flag.
 
     Examples
     --------
@@ -141,11 +131,10 @@ _LESSON_SCALE_COLORS = (("unscaled", "#d62728"), ("scaled", "#1f77b4"))
 
 def _dk_frames(d_ks: list[int], n: int, seed: int, threshold: float, n_batches: int,
                colors: tuple[tuple[str, str], ...] = _SCALE_COLORS):
-    """The frames of :func:`scale_explorer` and :func:`width_explorer`, one per width, with what their static images draw.
+    """The frames of :func:`scale_explorer` and :func:`width_explorer`, one per width.
 
-    Returns ``(frames, share_un, first)``: ``share_un[i]`` the share of saturated unscaled rows at
-    ``d_ks[i]``, ``first[i]`` maps ``"unscaled"``/``"scaled"`` to the first batch's scores (T, S) and
-    its rows' largest weights (T,). ``colors`` pairs each scale's name with its colour.
+    Returns ``(frames, share_un, first)``: the share of saturated unscaled rows per width, and per width
+    ``{"unscaled"/"scaled": (first batch's scores (T, S), its rows' largest weights (T,))}``.
     """
     frames, share_un, first = [], [], []
     for d in d_ks:
@@ -190,20 +179,12 @@ _DK_LAYOUT = {"height": 600, "barmode": "overlay", "margin": {"l": 55, "r": 10, 
 
 def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
                    threshold: float = 0.99, flags: bool = True, n_batches: int = 64) -> SliderFigure:
-    r"""Chapter 6: at each :math:`d_k`, the spread of the scores, the share of saturated rows and
-    the size of the softmax's Jacobian (the gradient it lets through), with and without the
-    :math:`1/\sqrt{d_k}` scale (queries and keys with unit-variance entries).
+    r"""Chapter 6: at each :math:`d_k`, the spread of the scores, the share of saturated rows and the softmax's Jacobian, with and without :math:`1/\sqrt{d_k}`.
 
-    The rows are those of :func:`~attention_course.chapters.scaling.measures.saturation_stats` (and of
-    the lesson): ``n_batches`` batches of ``n`` queries and ``n`` keys drawn from
-    ``np.random.default_rng([seed, d_k])``, so the readout's share of saturated rows and median
-    :math:`\lVert J\rVert_F` are its numbers. The histograms show the first batch. A row is
-    *saturated* when its largest weight exceeds ``threshold``. With ``flags`` (the
-    evidence page) one flag sits at :math:`d_k = 64`, from which the unscaled model failed to
-    train in every run of chapter 6 (the ``scale-decides-training`` verdict), another at the
-    first :math:`d_k` where most unscaled rows are saturated at initialisation. Its static image
-    (shown without plotly) is the share of saturated rows against :math:`d_k`. The lesson's
-    slider is :func:`width_explorer`: the same frames, without flags.
+    The rows of :func:`~attention_course.chapters.scaling.measures.saturation_stats` (seeded ``[seed, d_k]``);
+    the histograms show the first batch. With ``flags`` (the evidence page), a flag at :math:`d_k = 64`
+    (``scale-decides-training``) and one where most unscaled rows start saturated. The static image is the
+    share of saturated rows against :math:`d_k`.
 
     Examples
     --------
@@ -214,7 +195,7 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
     >>> plain.flip, plain.flips, plain.verdict
     (None, [], '')
     """
-    d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
+    d_ks = list(D_KS_SLIDER if d_ks is None else d_ks)
     frames, share_un, _ = _dk_frames(d_ks, n, seed, threshold, n_batches)
     over = [i for i, s in enumerate(share_un) if s > 0.5]
     flagged = dict(flip=d_ks.index(64) if 64 in d_ks else None,
@@ -238,13 +219,7 @@ def scale_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
 
 def width_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int = 0,
                    threshold: float = 0.99, n_batches: int = 64, start: int = 64) -> SliderFigure:
-    r"""The lesson's slider: grow :math:`d_k` and watch one batch's scores and its rows' largest weights.
-
-    The frames and readout of :func:`scale_explorer` (upper panel: the scores of the first batch,
-    ``n`` rows, with and without :math:`1/\sqrt{d_k}`; lower panel: those rows' largest weights;
-    readout: all ``n_batches * n`` rows), with no verdict flags. Without plotly its static image
-    draws the same two panels at ``start`` (the frame the slider opens on), so the prose's "upper
-    panel" and "lower panel" describe both.
+    r"""The lesson's slider: :func:`scale_explorer`'s frames without flags; its static image draws both panels at ``start``.
 
     Examples
     --------
@@ -254,7 +229,7 @@ def width_explorer(d_ks: Optional[Sequence[int]] = None, n: int = 64, seed: int 
     >>> [ax.get_xlabel() for ax in fig.fallback.axes]
     ['score q·k (or q·k/√d_k)', 'largest weight in the row']
     """
-    d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] if d_ks is None else list(d_ks)
+    d_ks = list(D_KS_SLIDER if d_ks is None else d_ks)
     if start not in d_ks:
         raise ValueError(f"start={start} is not one of the widths d_ks={d_ks}")
     frames, _, first = _dk_frames(d_ks, n, seed, threshold, n_batches, _LESSON_SCALE_COLORS)
@@ -283,15 +258,10 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
                   seed: int = 0) -> SliderFigure:
     r"""Chapter 6: with how many keys does :math:`\sigma = 1` sit inside the softmax's sensitive band?
 
-    Frame ``S``: the median Jacobian norm of rows of ``S`` independent :math:`N(0, \sigma^2)` logits
-    against :math:`\sigma`
-    (:func:`~attention_course.chapters.scaling.sensitive_regime.jacobian_vs_spread`, ``n_rows`` rows,
-    ``deciding[1]`` rows at ``S = deciding[0]``, as chapter 6 measures), its uniform floor, the
-    half-maximum band (:func:`~attention_course.chapters.scaling.sensitive_regime.half_maximum_band`) and
-    :math:`\sigma = 1`. Each frame says where :math:`\sigma = 1` lies against the band (inside, below or
-    above: a description of the stricter, most-sensitive reading, not a verdict); the flag sits at the first
-    ``S`` where that differs from the first frame's. ``curves`` maps ``S`` to a curve
-    already measured on ``sigmas`` (the chapter's), so it is not measured twice.
+    Frame ``S``: :func:`~attention_course.chapters.scaling.sensitive_regime.jacobian_vs_spread` (``deciding[1]``
+    rows at ``S = deciding[0]``, else ``n_rows``), its floor, the half-maximum band and :math:`\sigma = 1`; the
+    flag sits at the first ``S`` where :math:`\sigma = 1`'s place against the band changes. ``curves`` maps
+    ``S`` to a curve already measured on ``sigmas``.
 
     Examples
     --------
@@ -358,18 +328,13 @@ def keys_explorer(n_keys: Sequence[int] = KEY_COUNTS, curves: Optional[dict] = N
 
 def start_scale_runs(rows: Optional[Path] = None, start: Optional[Path] = None,
                      true: Optional[Path] = None) -> dict:
-    r"""The stored saturated-rows swap at each starting size of :math:`W_Q`, factor :math:`a` of its own start.
-
-    :math:`a = 1/\sqrt{d_k}` (``"small W_Q init, saturated rows tempered"``) and :math:`a = 1`
-    (``"unscaled, saturated rows tempered"``) from the ledger's run, the factors of
-    :data:`~attention_course.chapters.scaling.backward_swap.START_FACTORS` from the start-scale run;
-    the true backward at the two ends (``"small W_Q init"``, ``"unscaled"``) from chapter 6's run.
+    r"""The stored saturated-rows swap at each starting size of :math:`W_Q`, a factor :math:`a` of its own start.
 
     Returns
     -------
     dict
-        ``factor`` (F,), increasing; ``eval_loss`` (F, seeds); ``true_factor``, ``true_loss`` (2, seeds);
-        ``seeds``; ``d_k``.
+        ``factor`` (F,), increasing; ``eval_loss`` (F, seeds); ``true_factor``, ``true_loss`` (2, seeds), the true
+        backward at the two ends; ``seeds``; ``d_k``.
 
     Examples
     --------
@@ -401,11 +366,8 @@ def start_scale_runs(rows: Optional[Path] = None, start: Optional[Path] = None,
 def start_scale_explorer(runs: Optional[dict] = None, trains_below: float = 1.0, need: int = 4) -> SliderFigure:
     r"""Chapter 6 (``gradient-vanishes``): start :math:`W_Q` at :math:`a` times its size; does restoring the saturated rows' gradient train?
 
-    Each frame: every seed's held-out loss after 1,000 steps with the saturated rows' backward
-    tempered, against the starting factor :math:`a` (the starting scores are :math:`a\sqrt{d_k}`
-    times the scaled model's), the true backward's at the two ends, the 1-nat line and chance
-    :math:`\ln 64`. The ledger's rule: a start counts as small where at least ``need`` of the
-    seeds end below ``trains_below`` nats; the flag sits at the first factor where they do not.
+    Each frame: every seed's held-out loss against :math:`a`. The rule: a start counts as small where at least
+    ``need`` seeds end below ``trains_below`` nats; the flag sits at the first factor where they do not.
 
     Examples
     --------

@@ -1,24 +1,10 @@
 r"""Train the tiny transformer with each score scale and measure what happens (chapter 6).
 
-One experiment, :func:`train_one`: build a
-:class:`~attention_course.models.tiny.TinyTransformer` with per-head width ``d_k`` and
-score factor :math:`c(d_k)` (``"sqrt"`` :math:`1/\sqrt{d_k}`, ``"none"`` 1, ``"mup"``
-:math:`1/d_k`, see :func:`~attention_course.core.attention.resolve_scale`), train it on
-the induction task ``"repeated_sequences"`` and record its loss, the gradient of
-:math:`W_Q, W_K`, the sharpness of its attention, the spread of the scores
-
-.. math::
-
-    \operatorname{std}\big(c\, q_i \cdot k_j\big), \quad j \le i,
-
-before and after training, and its best previous-token and induction heads.
-:func:`compare_scales` runs it over a grid of widths and scales and stacks the
-records into a :class:`ScaleComparison`; :data:`SCALE_RUN` is the fuller comparison of chapter 6,
-a configuration of its grid (:mod:`~attention_course.chapters.scaling.training_grid`):
-
-    python -m attention_course scaling-run --out attention_course/data/scaling_training.json
-
-runs it (about half an hour) and writes it as JSON, which :func:`load_comparisons` reads back.
+:func:`train_one` trains one model on ``"repeated_sequences"`` and records its loss, the gradient of
+:math:`W_Q, W_K`, the sharpness of its attention, the spread :math:`\operatorname{std}(c\, q_i \cdot k_j)`,
+:math:`j \le i`, before and after training, and its best previous-token and induction heads.
+:func:`compare_scales` runs a grid of widths and scales; :data:`SCALE_RUN` is the stored comparison
+(``python -m attention_course scaling-run``), read back by :func:`load_comparisons`.
 """
 
 from __future__ import annotations
@@ -55,23 +41,19 @@ class ScaleRun:
     ----------
     factor : float
         The factor :math:`c(d_k)` on :math:`q \cdot k`.
-    loss : (N,)
-        Training loss before each update.
-    grad_norm_qk : (N,)
-        :math:`\big(\sum_\ell \lVert\nabla W_Q^{(\ell)}\rVert_F^2
-        + \lVert\nabla W_K^{(\ell)}\rVert_F^2\big)^{1/2}` before each update.
+    loss, grad_norm_qk : (N,)
+        Before each update; ``grad_norm_qk`` is :math:`(\sum_\ell \lVert\nabla W_Q^{(\ell)}\rVert_F^2
+        + \lVert\nabla W_K^{(\ell)}\rVert_F^2)^{1/2}`.
     grad_norm_init, grad_norm_qk_init : float
         All-parameter and :math:`W_Q, W_K` gradient norms at step 0.
     max_weight : (N, L)
-        Mean largest attention weight per row (queries ``t >= 1``), per layer.
+        Mean largest attention weight per row (queries ``t >= 1``).
     eval_loss : float
         Held-out loss after training.
     logit_std_init, logit_std_final : (L,)
-        Standard deviation of the scaled scores :math:`c\,q\cdot k` that the softmax
-        sees (pairs ``j <= i`` of the held-out batch), before and after training.
+        Std of the scaled scores over the held-out pairs ``j <= i``, before and after training.
     previous_token, induction : (L,)
-        Best head's score per layer after training
-        (:func:`~attention_course.models.probes.head_scores`).
+        Best head's score per layer after training.
     """
 
     factor: float
@@ -94,34 +76,12 @@ def _logit_std(model: TinyTransformer, tokens: torch.Tensor) -> np.ndarray:
 
 
 def train_one(d_k: int, scale: Scale, seed: int = 0, task: Optional[Task] = None, **training: Any) -> ScaleRun:
-    r"""Train one tiny transformer with width ``d_k`` and score factor :math:`c(d_k)`.
+    r"""Train one tiny transformer with width ``d_k`` and score factor :math:`c(d_k)` (``scale``).
 
-    The model is built with ``seed`` and trained with
-    :func:`~attention_course.models.training.train_run` (AdamW, one thread, deterministic).
-    Its initial ``W_Q, W_K`` entries have variance ``1/d_model`` whatever ``d_k``, so at
-    initialisation :math:`\operatorname{Var}(q \cdot k) \approx d_k`; only ``scale`` and
-    ``d_k`` differ between the runs of :func:`compare_scales`.
-
-    Parameters
-    ----------
-    d_k : int
-        Per-head width of queries and keys.
-    scale : {"sqrt", "none", "mup"} or float
-        See :func:`~attention_course.core.attention.resolve_scale`.
-    seed : int, default 0
-        Seeds the initialisation and the batches.
-    task : Task, optional
-        Default: ``make_task("repeated_sequences")``.
-    **training
-        The training keywords of :class:`~attention_course.models.experiments.Training`
-        (``steps``, ``lr``, ``n_heads``, ``d_model``, ``n_layers``, ``batch_size``, and
-        ``eval_batch``, the held-out batch of ``eval_loss``, the score spread and the head
-        scores); chapter 6's :data:`~attention_course.chapters.scaling.training_grid.CHAPTER_6`
-        for those not given (200 steps, learning rate 1e-2, one head of :math:`d_{model} = 32`).
-
-    Returns
-    -------
-    ScaleRun
+    Initial ``W_Q, W_K`` entries have variance ``1/d_model`` whatever ``d_k``, so at initialisation
+    :math:`\operatorname{Var}(q \cdot k) \approx d_k`. ``**training``: the keywords of
+    :class:`~attention_course.models.experiments.Training`, defaulting to
+    :data:`~attention_course.chapters.scaling.training_grid.CHAPTER_6`.
 
     Examples
     --------
@@ -138,31 +98,20 @@ def train_one(d_k: int, scale: Scale, seed: int = 0, task: Optional[Task] = None
     run = train_run(model, task, steps=t.steps, seed=seed, lr=t.lr, batch_size=t.batch_size)
     grad_qk = np.sqrt((run.grad_norm_q**2 + run.grad_norm_k**2).sum(axis=1))  # (steps,), sum over layers
     scores = head_scores(model, task, batch_size=t.eval_batch)  # each (L, h)
-    return ScaleRun(
-        factor=cfg.score_scale,
-        loss=run.loss,
-        grad_norm_qk=grad_qk,
-        grad_norm_init=run.grad_norm[0],
-        grad_norm_qk_init=grad_qk[0],
-        max_weight=run.max_weight,
-        eval_loss=evaluate_loss(model, task, batch_size=t.eval_batch),
-        logit_std_init=std_init,
-        logit_std_final=_logit_std(model, held_out),
-        previous_token=scores["previous_token"].max(axis=1),  # (L,), best head per layer
-        induction=scores["induction"].max(axis=1),
-    )
+    return ScaleRun(factor=cfg.score_scale, loss=run.loss, grad_norm_qk=grad_qk, grad_norm_init=run.grad_norm[0],
+                    grad_norm_qk_init=grad_qk[0], max_weight=run.max_weight,
+                    eval_loss=evaluate_loss(model, task, batch_size=t.eval_batch),
+                    logit_std_init=std_init, logit_std_final=_logit_std(model, held_out),
+                    previous_token=scores["previous_token"].max(axis=1),  # (L,), best head per layer
+                    induction=scores["induction"].max(axis=1))
 
 
 @dataclass(frozen=True)
 class ScaleComparison:
-    r"""Result of :func:`compare_scales` (one seed): :class:`ScaleRun` fields on a grid.
+    r"""Result of :func:`compare_scales` (one seed): :class:`ScaleRun` fields on a (D, C) grid of widths and scales.
 
-    Axes: ``D = len(d_k)``, ``C = len(scales)``, ``N = len(step)``, ``L`` layers. Each
-    measurement has the shape ``(D, C)`` followed by the shape it has in
-    :class:`ScaleRun`: ``loss`` is (D, C, N), ``max_weight`` (D, C, N, L),
-    ``eval_loss`` (D, C), ``logit_std_final`` (D, C, L). Curves are per training step,
-    or block means after :func:`thin_comparison` (``step`` then holds the block centres).
-    ``settings`` holds everything needed to rerun: model sizes, steps, lr, batch size, seed.
+    ``loss`` is (D, C, N), ``max_weight`` (D, C, N, L), ``eval_loss`` (D, C); curves per step, or block means
+    after :func:`thin_comparison`. ``settings`` holds what is needed to rerun.
     """
 
     d_k: np.ndarray
@@ -205,10 +154,7 @@ class ScaleComparison:
 
 
 def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
-    """Average the curves over blocks of ``every`` steps (a smaller file, smoother plots).
-
-    ``step`` becomes the block centres; a last, shorter block is averaged too.
-    Step-0 gradient norms stay in ``grad_norm_init`` and ``grad_norm_qk_init``.
+    """Average the curves over blocks of ``every`` steps (the last block may be shorter); ``step`` becomes the block centres.
 
     Examples
     --------
@@ -225,13 +171,8 @@ def thin_comparison(result: ScaleComparison, every: int) -> ScaleComparison:
     def block_means(x: np.ndarray, axis: int) -> np.ndarray:
         return np.stack([np.take(x, b, axis=axis).mean(axis=axis) for b in blocks], axis=axis)
 
-    return replace(
-        result,
-        step=block_means(result.step.astype(float), 0),
-        loss=block_means(result.loss, 2),
-        grad_norm_qk=block_means(result.grad_norm_qk, 2),
-        max_weight=block_means(result.max_weight, 2),
-    )
+    return replace(result, step=block_means(result.step.astype(float), 0), loss=block_means(result.loss, 2),
+                   grad_norm_qk=block_means(result.grad_norm_qk, 2), max_weight=block_means(result.max_weight, 2))
 
 
 #: The fuller comparison of chapter 6 (``python -m attention_course scaling-run``): 3 seeds,
@@ -249,22 +190,7 @@ SCALE_RUN = grid_experiment(
 
 def compare_scales(d_ks: Sequence[int] = (16, 64, 256), scales: Sequence[Scale] = SCALES, seed: int = 0,
                    **training: Any) -> ScaleComparison:
-    """Run :func:`train_one` for every ``(d_k, scale)`` and stack the records: :data:`SCALE_RUN`, one seed.
-
-    Every run uses the same ``seed``, so the models start from the same weights
-    (up to their width) and see the same batches. Nothing is printed.
-
-    Parameters
-    ----------
-    d_ks : sequence of int, default (16, 64, 256)
-    scales : sequence of scale names or numbers, default ("sqrt", "none", "mup")
-    seed : int, default 0
-    **training
-        Passed to :func:`train_one` (chapter 6's defaults for those not given).
-
-    Returns
-    -------
-    ScaleComparison
+    """Run :func:`train_one` for every ``(d_k, scale)`` with one ``seed`` and stack the records: :data:`SCALE_RUN`, one seed.
 
     Examples
     --------
@@ -283,9 +209,7 @@ def compare_scales(d_ks: Sequence[int] = (16, 64, 256), scales: Sequence[Scale] 
 
 
 def load_comparisons(path: Union[str, Path] = STORED_RUN) -> tuple[list[ScaleComparison], dict]:
-    """Read stored comparisons (one per seed): ``(results, meta)``.
-
-    The default is the fuller run of chapter 6, :data:`SCALE_RUN`, shipped with the package.
+    """Read stored comparisons (one per seed): ``(results, meta)``; default, the shipped :data:`SCALE_RUN`.
 
     Examples
     --------

@@ -1,23 +1,10 @@
 r"""Chapter 6's grid of training runs: every width :math:`d_k`, variant and seed, the records stacked.
 
-Every experiment of the chapter trains the tiny
-:class:`~attention_course.models.tiny.TinyTransformer` on the induction task ``"repeated_sequences"``
-(:data:`TASK`) with AdamW on one thread, once per width ``d_k``, variant and seed, and measures
-each model on the held-out batch (seed :data:`HELD_OUT_SEED`). A :class:`ScalingGrid` is such a
-configuration of the course's one runner (:mod:`attention_course.models.experiments`): the
-chapter's training defaults (:data:`CHAPTER_6`: :math:`d_{model} = 32`, 2 layers, one head,
-learning rate :math:`10^{-2}`, batch 32, held-out batch 256), the grid, the function that trains
-one variant, and the result its records are stacked into (each field as (D, V, S, ...) for ``D``
-widths, ``V`` variants and ``S`` seeds). The four stored configurations, each a command:
-
-* ``scaling-run``: ``SCALE_RUN`` in :mod:`~attention_course.chapters.scaling.training`
-  (each score scale; ``scaling_training.json``);
-* ``scaling-causes``: ``CAUSES`` in :mod:`~attention_course.chapters.scaling.init_vs_step`
-  (:math:`W_Q` started or stepped smaller; ``scale_causes.json``);
-* ``scaling-saturation``: ``SATURATION`` in :mod:`~attention_course.chapters.scaling.saturation_training`
-  (saturated rows through training; ``scale_saturation.json`` and ``scale_sweep.json``);
-* ``scaling-backward``: ``BACKWARD`` in :mod:`~attention_course.chapters.scaling.backward_swap`
-  (the softmax's backward swapped; ``scale_backward.json`` and ``scale_backward_rows.json``).
+Every experiment trains the tiny transformer on :data:`TASK` with the defaults :data:`CHAPTER_6` and
+measures it on the held-out batch (:data:`HELD_OUT_SEED`). A :class:`ScalingGrid` configures the course's
+runner (:mod:`attention_course.models.experiments`); the stored configurations are the commands
+``scaling-run`` (``training``), ``scaling-causes`` (``init_vs_step``), ``scaling-saturation``
+(``saturation_training``) and ``scaling-backward`` (``backward_swap``).
 """
 
 from __future__ import annotations
@@ -49,21 +36,17 @@ class ScalingGrid(Training):
     Attributes
     ----------
     train : callable
-        ``train(d_k, *definitions[variant], seed=..., **training)`` trains one model and returns
-        a frozen dataclass (its record).
+        ``train(d_k, *definitions[variant], seed=..., **training)`` returns one frozen record.
     result : type
-        ``result.from_runs(config, runs)`` builds the result from the records' fields stacked on
-        the grid, each (D, V, S, ...); its ``ROUNDING`` says how the stored JSON rounds its fields.
+        ``result.from_runs(config, runs)`` builds the result from the records stacked as (D, V, S, ...).
     definitions : mapping
         Variant name -> the arguments of ``train`` after ``d_k``.
     variants, d_ks, seeds : tuple
-        The grid.
     jobs : int
-        Processes in parallel.
     every : int, optional
-        If set, curves are averaged over blocks of ``every`` steps (``SCALE_RUN``).
+        Average curves over blocks of ``every`` steps (``SCALE_RUN``).
     motion_every : int
-        If positive, ``BACKWARD`` also tracks the unscaled model's scores every so many steps.
+        If positive, ``BACKWARD`` also tracks the unscaled model's scores.
     """
 
     steps: int = CHAPTER_6.steps
@@ -123,11 +106,9 @@ def _result(config: ScalingGrid, runs: Runs) -> Any:
 
 
 def run_grid(config: ScalingGrid, show: bool = False) -> Any:
-    """Train every ``(d_k, variant, seed)`` of ``config`` and stack the records into its result.
+    """Train every ``(d_k, variant, seed)`` of ``config`` (d_k-major) and stack the records into its result.
 
-    The runs go d_k-major, then variant, then seed; in ``config.jobs`` processes when it is
-    above one (each run is deterministic and single-threaded, so only the wall time changes).
-    ``show`` draws a progress bar on stderr; by default nothing is printed.
+    ``config.jobs`` processes change only the wall time; ``show`` draws a progress bar on stderr.
 
     Examples
     --------
@@ -146,11 +127,7 @@ def run_grid(config: ScalingGrid, show: bool = False) -> Any:
 
 def grid_experiment(name: str, config: ScalingGrid, out: Path, description: str, help: str,
                     flags: Sequence[str], also: tuple = ()) -> Experiment:
-    """Register the command ``name``: ``config`` run by :func:`run_grid` and stored at ``out``.
-
-    ``flags`` are the command-line flags it offers, of ``--seeds``, ``--d-k``, ``--variants``
-    (or ``--scales``), ``--steps``, ``--n-heads``, ``--lr``, ``--every``, ``--jobs`` and ``--motion-every``.
-    """
+    """Register the command ``name``: ``config`` run by :func:`run_grid`, stored at ``out``, offering ``flags``."""
     offered = {
         "--seeds": dict(type=int, nargs="+", help="seeds: each (d_k, variant) is trained once per seed"),
         "--d-k": dict(type=int, nargs="+", dest="d_k", field="d_ks", help="per-head widths d_k"),
