@@ -205,16 +205,16 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
         best = int(r[:, pick].mean(1).argmax())
         out[f"{name}_value"] = best + 1
         out[f"{name}_share"] = float(r[best, score].mean())
-    nouns = [(k, h) for k, h in (("other_share", other), ("first_other_share", first)) if h is not None]
-    for k, h in nouns:
-        out[k] = float(h[head, score].mean())
+    nouns = [(key, on) for key, on in (("other_share", other), ("first_other_share", first)) if on is not None]
+    for key, on in nouns:
+        out[key] = float(on[head, score].mean())
     for g, mask in (groups or {}).items():
         sub = score[np.asarray(mask)[score]]
         out[f"head_share_{g}"] = float(hits[head, sub].mean())
         for name, r in rules.items():
             out[f"{name}_share_{g}"] = float(r[out[f"{name}_value"] - 1, sub].mean())
-        for k, h in nouns:
-            out[f"{k}_{g}"] = float(h[head, sub].mean())
+        for key, on in nouns:
+            out[f"{key}_{g}"] = float(on[head, sub].mean())
     return out
 
 
