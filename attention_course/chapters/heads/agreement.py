@@ -1,22 +1,10 @@
 r"""Does a head track subject-verb agreement? The verb's heaviest key, against position-only rules.
 
-Sentences are built in code from a seed (:func:`agreement_sentences`): a subject, optional words,
-then a verb that must agree with it (*the dogs near the old house* **are** *here*). In the
-*attractor* set a noun of the other number stands between them; in the *crossed* set
-(:func:`crossed_sentences`) the subject is neither the first noun nor the nearest noun before the
-verb (*near the houses , the dog that the cats chase* **is** *here*). For a head, a verb *hits* when
-its largest weight, over the words of the sentence other than itself ([CLS] and [SEP] left out),
-is on the subject:
-
-.. math::
-
-    \text{hit}(s) = \big[\arg\max_{j \notin \{\text{CLS}, \text{SEP}, v\}} a_{v j} = \text{subject}\big].
-
-Two rules that read no content score the same way: a fixed offset (the token :math:`o` before the
-verb) and a fixed position :math:`p`; two rules read content, not syntax: the nearest noun before
-the verb and the first noun of the sentence. The best of 72 heads looks better than any one head by
-selection alone, so :func:`held_out_best` picks the head (and the best :math:`o` and :math:`p`) on
-one half of the sentences and scores it on the other half.
+Seeded sentences (plain, *attractor*, *crossed*: the subject neither the first nor the nearest noun);
+a verb *hits* when its largest weight over the other words is on the subject,
+:math:`\text{hit}(s) = \big[\arg\max_{j \notin \{\text{CLS}, \text{SEP}, v\}} a_{v j} = \text{subject}\big]`.
+Rules score the same way: a fixed offset, a fixed position, the nearest noun, the first noun.
+The head and the rules' values are picked on one half of the sentences and scored on the other.
 """
 
 from __future__ import annotations
@@ -55,10 +43,9 @@ _PREPOSITIONS = ("near", "behind", "with", "beside")
 def agreement_sentences(n: int, attractor: bool, seed: int = 0) -> list[dict]:
     """``n`` seeded agreement sentences, each ``{"words", "subject", "verb", "attractor"}``.
 
-    Positions count the words from 1, as token positions do once [CLS] is put first (every word
-    is one token). Plain: ``[prefix] the [adjective] subject [0-2 adverbs] verb rest .``;
-    attractor: ``[prefix] the subject preposition the [adjective] noun [0-1 adverb] verb rest .``,
-    the noun of the other number (``"attractor"`` is its position, else ``None``).
+    Positions count the words from 1 (token positions after [CLS]). Plain: ``[prefix] the [adjective]
+    subject [0-2 adverbs] verb rest .``; attractor: ``[prefix] the subject preposition the [adjective]
+    noun [0-1 adverb] verb rest .``, the noun of the other number at ``"attractor"`` (else ``None``).
 
     Examples
     --------
@@ -105,10 +92,8 @@ def crossed_sentences(n: int, seed: int = 0) -> list[dict]:
     """``n`` seeded sentences whose subject is neither the first noun nor the nearest before the verb.
 
     ``preposition the [adjective] noun1 , the [adjective] subject that the [adjective] noun2 verb2
-    [0-2 adverbs] verb rest .``: noun2 (``"attractor"``, the nearest noun before the verb) has the
-    other number than the subject; the subject's number alternates (half singular, half plural) and
-    noun1's (``"first"``) goes through both numbers for each; the three nouns differ.
-    Entries as :func:`agreement_sentences`, plus ``"first"``.
+    [0-2 adverbs] verb rest .``: noun2 (``"attractor"``) has the other number; the subject's and noun1's
+    (``"first"``) numbers are counterbalanced. Entries as :func:`agreement_sentences`, plus ``"first"``.
 
     Examples
     --------
@@ -143,15 +128,8 @@ def crossed_sentences(n: int, seed: int = 0) -> list[dict]:
 def verb_hits(maps: Sequence[np.ndarray], sentences: Sequence[dict], target: str = "subject") -> np.ndarray:
     """Per head and sentence, whether the verb's heaviest word key is the ``target`` position.
 
-    Parameters
-    ----------
-    maps : sequence of arrays, each (L, h, n, n) with [CLS] first and [SEP] last
-    sentences : the matching :func:`agreement_sentences` entries
-    target : ``"subject"``, ``"attractor"`` or ``"first"`` (a key of the sentences)
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (L * h, len(sentences)), layer-major
+    ``maps``: each (L, h, n, n) with [CLS] first and [SEP] last; ``target``: a key of the sentences.
+    Returns bool (L * h, len(sentences)), layer-major.
 
     Examples
     --------
@@ -201,18 +179,9 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
                   groups: Optional[dict[str, np.ndarray]] = None, eligible: Optional[np.ndarray] = None) -> dict:
     """Pick the best head and the best value of each rule on a random half; score them on the other.
 
-    Parameters
-    ----------
-    hits : bool array (heads, sentences), from :func:`verb_hits`
-    rules : from :func:`rule_hits`
-    split_seed : seeds the random half (``numpy.random.default_rng``)
-    other : optional bool array (heads, sentences): the selected head's share of these hits on the
-        held-out half is reported too (e.g. hits on the attractor); ``first`` likewise (hits on the
-        first noun, as ``first_other_share``)
-    groups : optional name -> bool mask over sentences: every share is reported again on the
-        held-out sentences of each group (``"<share>_<name>"``), with the same selection
-    eligible : optional bool array (heads,): only these heads may be picked (the non-sink heads);
-        ``"eligible"`` in the result counts them
+    ``hits`` bool (heads, sentences); ``other``, ``first``: hits on the attractor and the first noun,
+    reported as ``other_share``, ``first_other_share``; ``groups``: name -> mask over sentences, every
+    share again per group (``"<share>_<name>"``); ``eligible`` bool (heads,): the heads that may be picked.
 
     Examples
     --------
@@ -236,19 +205,16 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
         best = int(r[:, pick].mean(1).argmax())
         out[f"{name}_value"] = best + 1
         out[f"{name}_share"] = float(r[best, score].mean())
-    if other is not None:
-        out["other_share"] = float(other[head, score].mean())
-    if first is not None:
-        out["first_other_share"] = float(first[head, score].mean())
+    nouns = [(key, on) for key, on in (("other_share", other), ("first_other_share", first)) if on is not None]
+    for key, on in nouns:
+        out[key] = float(on[head, score].mean())
     for g, mask in (groups or {}).items():
         sub = score[np.asarray(mask)[score]]
         out[f"head_share_{g}"] = float(hits[head, sub].mean())
         for name, r in rules.items():
             out[f"{name}_share_{g}"] = float(r[out[f"{name}_value"] - 1, sub].mean())
-        if other is not None:
-            out[f"other_share_{g}"] = float(other[head, sub].mean())
-        if first is not None:
-            out[f"first_other_share_{g}"] = float(first[head, sub].mean())
+        for key, on in nouns:
+            out[f"{key}_{g}"] = float(on[head, sub].mean())
     return out
 
 
@@ -256,13 +222,11 @@ POSITION_RULES, CONTENT_RULES = ("offset", "position"), ("nearest", "first")
 
 
 def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5, margin: float = 0.2) -> dict:
-    """The pre-registered rule on one set: split means of :func:`held_out_best` against ``level``,
-    the rules plus ``margin``, and the head's shares on other nouns.
+    """The pre-registered rule on one set of :func:`held_out_best` splits; ``suffix`` picks a group (``"_plural"``).
 
-    Returns the means ``head``, ``position`` (better position rule), ``content`` (better content rule,
-    ``nan`` without one), ``other`` (largest share on another noun, 0 without one) and booleans
-    ``beats_position`` (share >= level and >= position + margin), ``passes`` (that, and >= content
-    + margin, and above ``other``). ``suffix`` picks a group (``"_plural"``).
+    Returns the split means ``head``, ``position``, ``content`` (``nan`` without one), ``other`` (0 without
+    one), ``beats_position`` (head >= level and >= position + margin) and ``passes`` (that, >= content +
+    margin, and > other).
 
     Examples
     --------
@@ -306,6 +270,12 @@ def set_sentences(name: str, n: int, seed: int) -> list[dict]:
     return crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)
 
 
+def _number_groups(sentences: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Masks of the sentences whose subject is singular, and plural (the crossed set's groups)."""
+    num = np.array([s["number"] for s in sentences])
+    return {"singular": num == 0, "plural": num == 1}
+
+
 def _unbits(rows: Optional[Sequence[str]]) -> Optional[np.ndarray]:
     return None if rows is None else np.array([[c == "1" for c in r] for r in rows])  # (heads, sentences)
 
@@ -324,10 +294,7 @@ def stored_splits(record: Mapping, name: str, config: Mapping, sink_threshold: O
     Heads whose sink share is at least ``sink_threshold`` may not be picked (None: every head may).
     """
     sents = _stored_sentences(record, name, config)
-    groups = None
-    if name == "crossed":
-        num = np.array([s["number"] for s in sents])
-        groups = {"singular": num == 0, "plural": num == 1}
+    groups = _number_groups(sents) if name == "crossed" else None
     share = np.asarray(record["sink_share"])
     eligible = None if sink_threshold is None else share < sink_threshold
     if eligible is not None and not eligible.any():
@@ -349,8 +316,8 @@ def model_decision(record: Mapping, config: Mapping, level: float = 0.5, margin:
     d = set_decision(splits, level=level, margin=margin)
     out = {**d, "heads": sorted({s["head"] for s in splits}), "splits": splits}
     for g in ("singular", "plural"):
-        out[f"passes_{g}"] = set_decision(splits, f"_{g}", level, margin)["passes"]
-        out[g] = set_decision(splits, f"_{g}", level, margin)
+        d_g = set_decision(splits, f"_{g}", level, margin)
+        out[f"passes_{g}"], out[g] = d_g["passes"], d_g
     return out
 
 
@@ -376,12 +343,8 @@ def head_property_bins(record: Mapping, config: Mapping, level: float = 0.5, mar
 
 
 def head_on_set(record: Mapping, name: str, config: Mapping, head: int) -> dict[str, float]:
-    """One head, chosen elsewhere, on every sentence of a stored set (no halves: nothing is picked here).
-
-    Returns its share of verbs whose heaviest word is the subject (``"subject"``), its largest share on
-    another noun (``"other"``, 0 when the set has none) and the better position rule's share on the same
-    sentences, its offset or position picked on all of them (``"position"``).
-    """
+    """One head, chosen elsewhere, on every sentence of a stored set: its ``"subject"`` share, its largest
+    ``"other"`` noun share (0 without one) and the better ``"position"`` rule's, picked on all of them."""
     sents = _stored_sentences(record, name, config)
     others = [_unbits(record[k])[head].mean() for k in ("attractor_hits", "first_hits") if record.get(k) is not None]
     rules = rule_hits(sents)
@@ -392,9 +355,9 @@ def head_on_set(record: Mapping, name: str, config: Mapping, head: int) -> dict[
 def agreement_verdict(run: Mapping, level: float = 0.5, margin: float = 0.2, sink_threshold: Optional[float] = 0.5) -> dict:
     """The pre-registered verdict of ``agreement-head`` on a stored run (claims.toml: decision).
 
-    Returns ``{"verdict", "passing", "scrambled_passing", "groups", "models": {name: model_decision}}``:
-    *holds* if a model passes and its scrambled copy does not; *holds when* if a model passes only within
-    one subject number (``groups`` names it); *undecided* otherwise or when a scrambled copy passes.
+    Returns ``{"verdict", "passing", "scrambled_passing", "groups", "models", "scrambled"}``: *holds* if a
+    model passes and its scrambled copy does not; *holds when* if one passes only within one subject number
+    (``groups``); *undecided* otherwise.
 
     Examples
     --------

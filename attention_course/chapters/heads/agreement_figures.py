@@ -31,10 +31,8 @@ def _name(model: str, head: int) -> str:
 def plot_agreement(run: Mapping, level: float = 0.5, margin: float = 0.2) -> Figure:
     """Held-out share of crossed sentences whose verb's heaviest word is the subject, one panel per model.
 
-    Bars are means over the random halves of the selected non-sink head (all subjects, then plural and
-    singular ones), the rules (fixed position and offset, nearest and first noun), the head's share on
-    the other nouns, and the same head choice on the copy with scrambled W_Q and W_K; dots are single
-    halves. Dotted: ``level``; dashed: the best position rule plus ``margin``.
+    Bars: means over the random halves (the head, the rules, the head on other nouns, the scrambled copy);
+    dots: single halves. Dotted: ``level``; dashed: the best position rule plus ``margin``.
 
     Examples
     --------

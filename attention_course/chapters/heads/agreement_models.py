@@ -1,27 +1,10 @@
 r"""The agreement test on two trained models: the verb's row of every head, word by word, on its content part.
 
-An encoder (all-MiniLM-L6-v2) and a decoder (SmolLM2-135M-Instruct) read the same sentences
-(:mod:`~attention_course.chapters.heads.agreement`). Each word is one MiniLM WordPiece token and one
-SmolLM2 token, except a sentence's first word, which SmolLM2's byte-level BPE may split
-(*behind* = *be* + *hind*): :func:`word_spans` finds each word's tokens, a word's weight is the sum
-of its tokens' weights, and the verb's query is its last token (in a decoder the last token has
-read the whole word).
-
-The course's one treatment of attention sinks (:mod:`~attention_course.chapters.lowrank.baselines`):
-the sinks are MiniLM's ``[CLS]`` and ``[SEP]`` and SmolLM2's first position; a head's sink share is
-its mean weight on them over every query of a sentence; the verb's row is read on the head's
-*content part* (sink columns removed, the row renormalised), so
-
-.. math::
-
-    \text{hit}(s) = \Big[\arg\max_{w \ne v} \sum_{t \in w} C_{v t} = \text{subject}\Big],
-    \qquad C = \text{content part of } A,
-
-with :math:`v` the verb and :math:`t \in w` the tokens of word :math:`w`.
-
-:func:`agreement_study` is the deciding run (``python -m attention_course agreement-run``): both models,
-a copy of each with its W_Q and W_K scrambled (:func:`~attention_course.models.perturb.scrambled_weights`
-with ``tensors=QUERY_KEY``, the baseline that must fail), and the invariance check (:func:`invariance_changes`).
+MiniLM and SmolLM2-135M read the same sentences; a word's weight is the sum of its tokens' (SmolLM2 may
+split the first word) and the verb's query is its last token. The row is read on the head's *content
+part* :math:`C` (the sinks removed, renormalised):
+:math:`\text{hit}(s) = \big[\arg\max_{w \ne v} \sum_{t \in w} C_{v t} = \text{subject}\big]`.
+:func:`agreement_study` is the deciding run, with copies whose W_Q and W_K are scrambled.
 """
 
 from __future__ import annotations
@@ -42,7 +25,8 @@ from ...models.pretrained import minilm_tokenizer, minilm_weights
 from ...models.queries_keys import bert_queries_keys
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from ..lowrank.baselines import content_part, sink_share
-from .agreement import AGREEMENT_FIRST_PATH, AGREEMENT_PATH, agreement_sentences, crossed_sentences, held_out_best, rule_hits
+from .agreement import (AGREEMENT_FIRST_PATH, AGREEMENT_PATH, _number_groups, crossed_sentences, held_out_best,
+                        rule_hits, set_sentences)
 
 __all__ = ["read_set"]
 
@@ -57,8 +41,7 @@ QUERY_KEY = ("W_q", "W_k")
 def word_spans(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
     """The word (counted from 1) of each token, from the tokens' character ``offsets`` in ``text``; 0 for a special token.
 
-    Words are the text's space-separated pieces. A token belongs to the word holding its last character
-    (a byte-level token ``" dog"`` starts with the space before the word).
+    A token belongs to the space-separated word holding its last character.
 
     Examples
     --------
@@ -74,17 +57,9 @@ def word_spans(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
 def verb_word_rows(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
     """Each head's weight from the verb on every word, on the head's content part; -1 where a word may not win.
 
-    Parameters
-    ----------
-    weights : array (heads, T, T), one sentence's maps (a decoder's rows causal)
-    words : length T, the word of each token (:func:`word_spans`; 0 = a special token)
-    verb : the verb's word (from 1); its query is its last token
-    sinks : token positions of the sinks (removed, each row renormalised: ``content_part``)
-
-    Returns
-    -------
-    numpy.ndarray, shape (heads, n_words + 1): column ``w`` is the weight on word ``w``; column 0, the
-    verb itself and a word with no token outside the sinks are -1, so an argmax never lands there.
+    ``weights`` (heads, T, T); ``words`` the word of each token (:func:`word_spans`); ``verb`` counted from 1;
+    ``sinks`` token positions. Returns (heads, n_words + 1); column 0, the verb and a word wholly inside
+    the sinks are -1.
 
     Examples
     --------
@@ -108,19 +83,7 @@ def verb_word_rows(weights: np.ndarray, words: Sequence[int], verb: int, sinks: 
 def verb_sink_weight(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
     """Each head's weight on the sinks in the verb's own row (its last token), before the sinks are set aside.
 
-    Reported beside the sink share (the mean over every query), which can differ from it a lot: a head may
-    park most of its weight on the sinks elsewhere and little at the verb.
-
-    Parameters
-    ----------
-    weights : array (heads, T, T), one sentence's maps
-    words : length T, the word of each token (:func:`word_spans`)
-    verb : the verb's word (from 1)
-    sinks : token positions of the sinks (negative positions count from the end)
-
-    Returns
-    -------
-    numpy.ndarray, shape (heads,)
+    Arguments as :func:`verb_word_rows`; returns shape (heads,).
 
     Examples
     --------
@@ -188,11 +151,9 @@ def read_set(model: str, weights: Any, sentences: Sequence[dict], targets: Seque
 def invariance_changes(model: str, sentences: Sequence[dict], scale: float = 3.0, seed: int = 0) -> dict:
     """How many hits change when attention is left unchanged by its parameters.
 
-    From every layer's own queries and keys (SmolLM2: after RoPE), each sentence's maps are recomputed
-    in float64 as they are, with ``q -> scale q, k -> k / scale``, and with one random vector added to
-    every key (each row's scores shift by a constant, which the softmax ignores). Returns the number of
-    (head, sentence) hits on the subject that differ from the unchanged recomputation, per change, and
-    how many differ between the recomputation and the model's own float32 maps.
+    The maps are recomputed in float64 from each layer's queries and keys, then with ``q -> scale q,
+    k -> k / scale`` and with one random vector added to every key. Returns the hits that change, per
+    change, and those that differ from the model's own float32 maps.
     """
     weights = model_weights(model)
     gen = torch.Generator().manual_seed(seed)
@@ -238,15 +199,12 @@ def _bits(h: np.ndarray) -> list[str]:
 def study_set(model: str, weights: Any, name: str, n: int, seed: int, split_seeds: Sequence[int],
               sink_threshold: float = 0.5) -> dict:
     """One model on one set: sentences, hit strings per head, sink shares, and the held-out choice per split."""
-    sents = crossed_sentences(n, seed) if name == "crossed" else agreement_sentences(n, name == "attractor", seed)
+    sents = set_sentences(name, n, seed)
     targets = ("subject",) + (("attractor",) if name != "plain" else ()) + (("first",) if name == "crossed" else ())
     read = read_set(model, weights, sents, targets)
     hits = read["hits"]
     shares = read["sink_share"].mean(1)  # (heads,)
-    groups = None
-    if name == "crossed":
-        num = np.array([s["number"] for s in sents])
-        groups = {"singular": num == 0, "plural": num == 1}
+    groups = _number_groups(sents) if name == "crossed" else None
     rules = rule_hits(sents)
     eligible = shares < sink_threshold
     return {
@@ -272,8 +230,7 @@ def agreement_study(config: Optional[dict] = None, progress: Optional[bool] = No
     """The deciding run of ``agreement-head``: each model and its scrambled copy on the sentence sets.
 
     ``config`` overrides :data:`STUDY_CONFIG`. Returns ``{"config", "models": {name: {set: ...,
-    "scrambled": {"crossed": ...}, "invariance": ...}}}`` (each set as :func:`study_set`); the invariance
-    check runs on the first ``invariance_sentences`` crossed sentences.
+    "scrambled": {"crossed": ...}, "invariance": ...}}}``.
     """
     cfg = {**STUDY_CONFIG, **(config or {})}
     out: dict = {"config": cfg, "models": {}}

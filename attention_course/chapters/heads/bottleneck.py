@@ -1,12 +1,7 @@
 r"""The low-rank bottleneck of a single head (Bhojanapalli et al. 2020; chapter 4).
 
-A head of dimension ``r`` produces :math:`\operatorname{softmax}(QK^\top)` with
-:math:`Q \in \mathbb{R}^{T\times r}`, :math:`K \in \mathbb{R}^{S\times r}`.
-:func:`fit_low_rank_attention` finds the closest such pattern to a target
-:math:`P` in KL divergence (:func:`row_kl`). With a fixed input :math:`X` of
-full row rank, :math:`Q = XW_Q` can be any matrix, so this is also the best a
-head :math:`\operatorname{softmax}(XW_QW_K^\top X^\top)` can do. Two kinds of
-target: :func:`dirichlet_attention` (dense) and :func:`near_permutation` (sparse).
+How close can :math:`\operatorname{softmax}(QK^\top)`, :math:`Q, K` of width ``r``, come to a dense or a
+sparse target pattern, in KL divergence?
 """
 
 from __future__ import annotations
@@ -88,17 +83,9 @@ def fit_low_rank_attention(P: Array, r: int, restarts: int = 2, seed: int = 0,
     .. math:: \min_{Q \in \mathbb{R}^{T\times r},\, K \in \mathbb{R}^{S\times r}}
               \frac1T\sum_i \mathrm{KL}\!\left(P_i \,\big\|\, \operatorname{softmax}(QK^\top)_i\right)
 
-    Solved with L-BFGS in float64. The first start is the best rank-``r`` SVD
-    approximation of :math:`\log P` with each row centred (softmax ignores row
-    shifts); the other ``restarts - 1`` starts are seeded Gaussians. The best run
-    is returned (an upper bound on the global minimum). Any ``P`` with positive
-    entries is matched exactly at ``r = S - 1``; ``r = 0`` gives uniform rows.
-
-    Parameters
-    ----------
-    P : shape (T, S), rows are distributions with positive entries
-    r : int, 0 <= r <= S
-    restarts, seed, max_iter : the number of starts, their seed, L-BFGS iterations per start
+    L-BFGS in float64 from the rank-``r`` SVD of the row-centred :math:`\log P` and ``restarts - 1``
+    seeded Gaussian starts; the best run is returned (an upper bound on the minimum).
+    ``P`` (T, S) has positive entries and rows summing to 1; ``0 <= r <= S``.
 
     Examples
     --------

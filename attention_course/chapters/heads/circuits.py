@@ -1,29 +1,8 @@
-r"""Heads as circuits: how much two heads' subspaces overlap, and their OV maps (chapter 4).
+r"""Heads as circuits (chapter 4): how much two heads' subspaces overlap, against three baselines, and OV maps.
 
-:mod:`attention_course.chapters.heads.subspaces` gives the principal angles between heads'
-subspaces; one angle (the smallest) says whether two subspaces share a
-direction, not how much they overlap. This module summarises **all** of them,
-
-.. math::
-
-    \operatorname{overlap}(A, B) = \frac1m \sum_{j=1}^{m} \cos^2\theta_j
-    = \frac{\lVert Q_A^\top Q_B \rVert_F^2}{m}, \qquad m = \min(p, q),
-
-1 for one subspace inside the other, 0 for orthogonal ones, and
-:math:`\max(p, q)/n` on average for random subspaces of :math:`\mathbb{R}^n`
-(:func:`random_overlaps` samples that baseline). A layer's weights are not
-isotropic, so two baselines keep its geometry: :func:`shuffled_head_overlaps`
-regroups the layer's own directions into random heads, and
-:func:`matched_random_overlaps` draws subspaces with the layer's covariance.
-How many directions of a head's map carry its weight is chapter 3's stable rank
-(:func:`~attention_course.chapters.lowrank.spectra.stable_rank_from_singular_values` of
-:func:`~attention_course.chapters.heads.subspaces.form_singular_values`). The module also reads a head as
-Elhage et al. (2021) do, as two circuits: the **QK** form
-:math:`M_i = W_Q^{(i)} W_K^{(i)\top}` (where it looks,
-:func:`~attention_course.chapters.heads.subspaces.head_bilinear_forms`) and the **OV** map
-:math:`W_V^{(i)} W_O^{(i)}` (what it writes, :func:`head_ov_maps`). Both are
-unchanged by a change of basis inside the head (:func:`reparametrise_ov` for OV),
-so they, not the factors, are what a head is.
+:math:`\operatorname{overlap}(A, B) = \frac1m \sum_{j=1}^{m} \cos^2\theta_j`, :math:`m = \min(p, q)`:
+1 for one subspace inside the other, 0 for orthogonal ones, :math:`\max(p, q)/n` on average at random.
+The OV map :math:`W_V^{(i)} W_O^{(i)}` is what a head writes (Elhage et al. 2021).
 """
 
 from __future__ import annotations
@@ -45,17 +24,7 @@ def subspace_overlap(A: Array, B: Array) -> np.ndarray:
 
     .. math:: \operatorname{overlap} = \frac1m \sum_{j=1}^{m} \cos^2\theta_j, \quad m = \min(\operatorname{rank} A, \operatorname{rank} B)
 
-    With orthonormal bases :math:`Q_A, Q_B` (from SVDs), the cosines are the singular
-    values of :math:`Q_A^\top Q_B`, so the sum is :math:`\lVert Q_A^\top Q_B \rVert_F^2`.
-
-    Parameters
-    ----------
-    A : shape (..., n, p);  B : shape (..., n, q)
-        Leading dimensions broadcast, as in :func:`~attention_course.chapters.heads.subspaces.principal_angles`.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...): 1 = one subspace contains the other, 0 = orthogonal.
+    ``A`` (..., n, p) and ``B`` (..., n, q), leading dimensions broadcast; returns shape (...).
 
     Examples
     --------
@@ -77,9 +46,7 @@ def subspace_overlap(A: Array, B: Array) -> np.ndarray:
 def head_overlaps(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     """:func:`subspace_overlap` between every pair of heads' subspaces, shape (h, h), diagonal 1.
 
-    ``axis=1`` for ``W_q``/``W_k``/``W_v`` (d_model, h*d_k): a head's subspace is the
-    span of its columns, the directions it reads. ``axis=0`` for ``W_o`` (h*d_v, d_out):
-    the span of its rows, the directions it writes.
+    ``axis=1`` for ``W_q``/``W_k``/``W_v`` (the columns a head reads), ``axis=0`` for ``W_o`` (the rows it writes).
 
     Examples
     --------
@@ -93,14 +60,7 @@ def head_overlaps(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
 
 
 def random_overlaps(n: int, p: int, n_pairs: int = 1000, seed: int = 0) -> np.ndarray:
-    r""":func:`subspace_overlap` of ``n_pairs`` pairs of independent uniformly random p-dim subspaces of R^n.
-
-    The baseline for :func:`head_overlaps`. Its mean is :math:`p/n` (each of the
-    :math:`p^2` entries of :math:`Q_A^\top Q_B` has mean square :math:`1/n`).
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_pairs,)
+    r""":func:`subspace_overlap` of ``n_pairs`` pairs of random p-dim subspaces of R^n, shape (n_pairs,); mean :math:`p/n`.
 
     Examples
     --------
@@ -116,11 +76,8 @@ def random_overlaps(n: int, p: int, n_pairs: int = 1000, seed: int = 0) -> np.nd
 def shuffled_head_overlaps(W: Array, num_heads: int, n_draws: int = 10, seed: int = 0, axis: int = 1) -> np.ndarray:
     r""":func:`head_overlaps` after regrouping the layer's directions into random heads, shape (n_draws, h, h).
 
-    Each draw permutes the ``h*d_head`` columns (``axis=1``) or rows (``axis=0``) of
-    ``W`` at random and splits them into heads again. The directions, and so the
-    layer's anisotropy, are the same; only their grouping into heads is random.
-    This is the baseline for "the heads overlap more than random groupings of the
-    layer's own directions would".
+    Each draw permutes the columns (``axis=1``) or rows (``axis=0``) of ``W`` and splits them into heads
+    again: the layer's directions stay, only their grouping is random.
 
     Examples
     --------
@@ -141,15 +98,8 @@ def shuffled_head_overlaps(W: Array, num_heads: int, n_draws: int = 10, seed: in
 def matched_random_overlaps(W: Array, p: int, n_pairs: int = 100, seed: int = 0, axis: int = 1) -> np.ndarray:
     r""":func:`subspace_overlap` of random p-dim subspaces drawn with the covariance of ``W``'s directions.
 
-    With the directions as the columns of :math:`V` (``W`` for ``axis=1``,
-    :math:`W^\top` for ``axis=0``), each subspace is the span of :math:`V G`,
-    :math:`G` a standard Gaussian matrix: its columns are Gaussian with covariance
-    :math:`V V^\top`, the layer's own second moment. Isotropic :math:`V` gives
-    :func:`random_overlaps`.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_pairs,)
+    Each subspace is the span of :math:`V G` (:math:`V` = ``W``, or :math:`W^\top` for ``axis=0``; :math:`G`
+    standard Gaussian): columns with covariance :math:`V V^\top`. Returns shape (n_pairs,).
 
     Examples
     --------
@@ -168,13 +118,8 @@ def matched_random_overlaps(W: Array, p: int, n_pairs: int = 100, seed: int = 0,
 def head_ov_maps(W_v: Array, W_o: Array, num_heads: int) -> np.ndarray:
     r"""Each head's OV map :math:`W_V^{(i)} W_O^{(i)}`, shape (h, d_model, d_out), float64.
 
-    Head ``i`` adds :math:`A_i X W_V^{(i)} W_O^{(i)}` to the output: the map says
-    what it writes, given where it looks. It has rank at most :math:`d_v`, and
-    :math:`\sum_i W_V^{(i)} W_O^{(i)} = W_V W_O`.
-
-    Parameters
-    ----------
-    W_v : (d_model, h*d_v), used as ``x @ W_v``;  W_o : (h*d_v, d_out)
+    Head ``i`` adds :math:`A_i X W_V^{(i)} W_O^{(i)}` to the output. ``W_v`` (d_model, h*d_v), used as
+    ``x @ W_v``; ``W_o`` (h*d_v, d_out).
 
     Examples
     --------
@@ -194,12 +139,7 @@ def head_ov_maps(W_v: Array, W_o: Array, num_heads: int) -> np.ndarray:
 def reparametrise_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: int) -> tuple:
     r"""Return copies with head ``head`` changed to :math:`W_V^{(i)} R` and :math:`R^{-1} W_O^{(i)}`.
 
-    :math:`(W_V^{(i)} R)(R^{-1} W_O^{(i)}) = W_V^{(i)} W_O^{(i)}`: the OV map, and so the
-    layer's output, is unchanged, while the factors move.
-
-    Returns
-    -------
-    (W_v, W_o), new arrays of the input shapes.
+    :math:`(W_V^{(i)} R)(R^{-1} W_O^{(i)}) = W_V^{(i)} W_O^{(i)}`: the OV map is unchanged. Returns new ``(W_v, W_o)``.
 
     Examples
     --------
@@ -216,14 +156,8 @@ def reparametrise_ov(W_v: Array, W_o: Array, R: Array, *, head: int, num_heads: 
 def model_head_overlaps(W_q: Array, W_k: Array, W_v: Array, W_o: Array) -> dict[str, np.ndarray]:
     r""":func:`head_overlaps` of one layer stored per head, as :class:`~attention_course.models.tiny.TinyTransformer` stores it.
 
-    Parameters
-    ----------
-    W_q, W_k, W_v : shape (h, d_model, d_k);  W_o : shape (h, d_k, d_model)
-
-    Returns
-    -------
-    dict ``{"q", "k", "v", "o"}`` of (h, h) arrays: the read subspaces (columns of each head's
-    :math:`W_Q, W_K, W_V`) and the write subspaces (rows of its :math:`W_O`).
+    ``W_q, W_k, W_v`` (h, d_model, d_k), ``W_o`` (h, d_k, d_model); returns ``{"q", "k", "v", "o"}`` of (h, h):
+    the read subspaces (columns) and the write subspace (rows of :math:`W_O`).
 
     Examples
     --------

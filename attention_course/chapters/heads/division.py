@@ -1,31 +1,9 @@
 r"""Do the heads of one layer divide the work? A task with two relations per output (chapter 4).
 
-An induction circuit needs two layers, so comparing two layers with one measures depth, not
-how the heads of a layer share the work. This module builds a task whose every output needs
-**two relations inside one layer**, and measures which head carries which.
-
-**The two-offset task** (:class:`TwoOffsetTask`). Tokens are uniform over
-:math:`V = F^2` (``F = 8``), each read as two fields, :math:`a(x) = \lfloor x / F \rfloor` and
-:math:`b(x) = x \bmod F`. The target at position :math:`t` takes its high field from the token
-``offsets[0]`` back and its low field from the token ``offsets[1]`` back,
-
-.. math:: y_t = F\, a(x_{t - o_1}) + b(x_{t - o_2}), \qquad t \ge \max(o_1, o_2),
-
-so a model must look at two positions at once. One head puts one mixture of weights on the
-positions; two heads can look at one position each.
-
-**Which head carries which relation.** The loss splits into the two fields' marginal
-cross-entropies (:func:`field_losses`),
-
-.. math:: \mathcal L_a = -\overline{\log \textstyle\sum_{b} p(F a^\star + b)}, \qquad
-          \mathcal L_b = -\overline{\log \textstyle\sum_{a} p(F a + b^\star)},
-
-each :math:`\ln F` for a model that knows nothing. :func:`keep_one_gains` keeps one head at a
-time (the others zeroed) and measures how much it alone lowers each field's loss from the
-model with every head zeroed; :func:`single_ablation_rises` zeroes one head at a time and
-measures how much each field's loss rises (Michel et al. 2019). Both read only the model's
-function, so they do not move when :math:`q \to \alpha q, k \to k/\alpha` or when the heads
-are permuted (they permute with them). :func:`carried_relations` applies the threshold.
+Tokens of :math:`V = F^2` read as two fields, :math:`a(x) = \lfloor x / F \rfloor`, :math:`b(x) = x \bmod F`;
+the target is :math:`y_t = F\, a(x_{t - o_1}) + b(x_{t - o_2})`. The loss splits into the fields' marginal
+cross-entropies :math:`\mathcal L_a, \mathcal L_b` (each :math:`\ln F` for a model that knows nothing);
+keeping or zeroing one head at a time says which head carries which relation.
 """
 
 from __future__ import annotations
@@ -50,18 +28,8 @@ RELATION_NAMES = ("previous token", "three back")
 class TwoOffsetTask:
     r"""Random tokens; the target joins a field of the token ``o_1`` back and one of the token ``o_2`` back.
 
-    Called like a :class:`~attention_course.models.tasks.Task`: ``task(batch_size, seed=0,
-    generator=None) -> Batch``, so :func:`~attention_course.models.training.train` and
-    :func:`~attention_course.models.training.evaluate_loss` take it as it is.
-
-    Attributes
-    ----------
-    seq_len : int, default 16
-        Length T of the inputs.
-    offsets : (int, int), default (1, 3)
-        :math:`o_1` (whose token gives the high field) and :math:`o_2` (the low field).
-    fields : int, default 8
-        F; the vocabulary has :math:`F^2` tokens.
+    Called like a :class:`~attention_course.models.tasks.Task`: ``task(batch_size, seed=0, generator=None) -> Batch``.
+    ``offsets`` are :math:`(o_1, o_2)`, for the high and the low field; ``fields`` is F.
 
     Examples
     --------
@@ -104,11 +72,8 @@ def field_losses(model: TinyTransformer, batch: Batch, fields: int = 8,
                  head_mask: Optional[torch.Tensor] = None) -> np.ndarray:
     r"""The two fields' marginal cross-entropies :math:`(\mathcal L_a, \mathcal L_b)` in nats, shape (2,).
 
-    Parameters
-    ----------
-    model : TinyTransformer with ``vocab_size = fields ** 2``
-    batch : Batch of :class:`TwoOffsetTask`
-    head_mask : optional, shape (n_layers, n_heads); 0 zeroes a head
+    :math:`\mathcal L_a = -\overline{\log \textstyle\sum_{b} p(F a^\star + b)}`, and :math:`\mathcal L_b` likewise.
+    ``head_mask``: optional, shape (n_layers, n_heads); 0 zeroes a head.
 
     Examples
     --------
@@ -132,9 +97,7 @@ def field_losses(model: TinyTransformer, batch: Batch, fields: int = 8,
 def keep_one_losses(model: TinyTransformer, batch: Batch, layer: int = 0, fields: int = 8) -> np.ndarray:
     r"""Each field's loss when only one head of ``layer`` is kept (the others zeroed), shape (h, 2).
 
-    :math:`\mathcal L_R(\text{only head } i)`; :math:`\ln F` is what a head that supplies nothing
-    about relation R could at best leave. A head *carries* R when this is at most half of
-    :math:`\ln F` (:func:`carried_relations` with ``losses=True``).
+    A head *carries* R when this is at most half of :math:`\ln F` (:func:`carried_relations` with ``losses=True``).
 
     Examples
     --------
@@ -142,14 +105,15 @@ def keep_one_losses(model: TinyTransformer, batch: Batch, layer: int = 0, fields
     >>> keep_one_losses(TinyTransformer(ModelConfig(n_layers=1), seed=0), TwoOffsetTask()(64, seed=1)).shape
     (4, 2)
     """
-    L, h = model.config.n_layers, model.config.n_heads
-    out = []
-    for i in range(h):
-        only = torch.ones(L, h)
-        only[layer] = 0.0
-        only[layer, i] = 1.0
-        out.append(field_losses(model, batch, fields, only))
-    return np.stack(out)  # (h, 2)
+    eye = torch.eye(model.config.n_heads)
+    return np.stack([field_losses(model, batch, fields, _layer_mask(model, layer, on)) for on in eye])  # (h, 2)
+
+
+def _layer_mask(model: TinyTransformer, layer: int, on: torch.Tensor) -> torch.Tensor:
+    """A head mask (n_layers, n_heads) of ones, with row ``layer`` set to ``on`` (n_heads,)."""
+    mask = torch.ones(model.config.n_layers, model.config.n_heads)
+    mask[layer] = on
+    return mask
 
 
 def keep_one_gains(model: TinyTransformer, batch: Batch, layer: int = 0, fields: int = 8) -> np.ndarray:
@@ -163,9 +127,7 @@ def keep_one_gains(model: TinyTransformer, batch: Batch, layer: int = 0, fields:
     >>> keep_one_gains(TinyTransformer(ModelConfig(n_layers=1), seed=0), TwoOffsetTask()(64, seed=1)).shape
     (4, 2)
     """
-    silenced = torch.ones(model.config.n_layers, model.config.n_heads)
-    silenced[layer] = 0.0
-    none = field_losses(model, batch, fields, silenced)  # (2,): the layer silenced
+    none = field_losses(model, batch, fields, _layer_mask(model, layer, torch.zeros(model.config.n_heads)))  # (2,)
     return none[None, :] - keep_one_losses(model, batch, layer, fields)  # (h, 2)
 
 
@@ -180,31 +142,17 @@ def single_ablation_rises(model: TinyTransformer, batch: Batch, layer: int = 0, 
     >>> single_ablation_rises(TinyTransformer(ModelConfig(n_layers=1), seed=0), TwoOffsetTask()(64, seed=1)).shape
     (4, 2)
     """
-    L, h = model.config.n_layers, model.config.n_heads
     full = field_losses(model, batch, fields)  # (2,)
-    rises = []
-    for i in range(h):
-        mask = torch.ones(L, h)
-        mask[layer, i] = 0.0
-        rises.append(field_losses(model, batch, fields, mask) - full)
-    return np.stack(rises)  # (h, 2)
+    off = 1.0 - torch.eye(model.config.n_heads)  # row i: every head but i
+    return np.stack([field_losses(model, batch, fields, _layer_mask(model, layer, on)) - full for on in off])  # (h, 2)
 
 
 def carried_relations(gains: np.ndarray, threshold: float, losses: bool = False) -> dict:
     r"""Which relations each head carries, and whether the heads divide them.
 
-    Parameters
-    ----------
-    gains : shape (h, R): keep-one gains (:func:`keep_one_gains`; a head carries R when its gain is
-        at least ``threshold``), or with ``losses=True`` keep-one losses (:func:`keep_one_losses`;
-        a head carries R when its loss is at most ``threshold``)
-    threshold : nats; the chapter uses half of :math:`\ln F`
-
-    Returns
-    -------
-    dict with ``carries`` (h, R) bool, ``n_both`` (heads carrying more than one relation),
-    ``uncarried`` (relations no head carries) and ``divided`` (no head carries two, every
-    relation is carried).
+    ``gains`` (h, R): keep-one gains (carried when at least ``threshold``), or with ``losses=True``
+    keep-one losses (carried when at most ``threshold``). Returns ``carries`` (h, R) bool, ``n_both``
+    (heads carrying more than one), ``uncarried`` and ``divided`` (no head carries two, all carried).
 
     Examples
     --------

@@ -1,12 +1,7 @@
 """Chapter 4 exercises: split heads, a multi-head forward pass, the parameter count, head ablation, overlap.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; the tests check that every mutant is caught with its own message
-(``tests/exercises/test_exercises.py``) and that every rule is probed
-(``tests/exercises/test_rules.py``).
-
-Signatures the notebook's stubs should use:
+Each exercise lists typical mistakes (mutants) with their feedback, and the rules its statement draws.
+Signatures of the notebook's stubs:
 
 * ``split-heads``: ``fn(x, h) -> (B, h, T, d_k)`` for ``x`` of shape (B, T, h*d_k);
   head ``i`` gets the features ``i*d_k:(i+1)*d_k``.
@@ -37,6 +32,16 @@ from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_b
 
 __all__ = ["EXERCISES"]
 
+
+def _output_rule(text: str, case: str, quote: str, reference, *kinds: str) -> Rule:
+    """The rule that the answer has the output's type and shape, ``case`` its probe."""
+    return Rule("output", text, (case,), lambda *a: True, quote=quote, breaches=output_breaches(reference, *kinds))
+
+
+def _in_place_rule(case: str, reference, quote: str = 'Do not change the inputs in place') -> Rule:
+    """The rule that the inputs are not changed in place, ``case`` its probe."""
+    return Rule("forbidden", "the inputs are not changed in place", (case,), lambda *a: True,
+                quote=quote, breaches=(in_place_breach(reference, index=0),))
 
 
 # ------------------------------------------------------------ split heads
@@ -83,36 +88,26 @@ register(
         make_cases=_split_cases,
         reference=lambda x, h: mh.split_heads(x, h),
         mutants=(
-            Mutant(
-                "no-transpose", _split_no_transpose,
-                "you reshaped straight to (B, h, T, d_k), which cuts the sequence of features "
-                "in memory order and mixes positions into heads. Reshape to (B, T, h, d_k) first, "
-                "then swap axes 1 and 2.",
-            ),
-            Mutant(
-                "interleaved", _split_interleaved,
-                "head i should own the contiguous block of features i*d_k:(i+1)*d_k; you gave it "
-                "every h-th feature. Reshape the last axis to (h, d_k), not (d_k, h).",
-            ),
-            Mutant(
-                "transpose-then-reshape", _split_transpose_first,
-                "you transposed x to (B, h*d_k, T) and then reshaped to (B, h, T, d_k): a reshape "
-                "reads the array in memory order, so each head's block mixes features and positions. "
-                "Reshape the last axis into (h, d_k) first, (B, T, h, d_k), then swap axes 1 and 2.",
-            ),
-            Mutant(
-                "full-transpose", _split_full_transpose,
-                "x.T reverses ALL the axes of a 3-D array, (h*d_k, T, B), so the reshape mixes the batch, "
-                "the positions and the features. Reshape the last axis into (h, d_k) first, then swap "
-                "axes 1 and 2: x.reshape(B, T, h, d_k).transpose(0, 2, 1, 3).",
-            ),
-            Mutant(
-                "heads-first-reshape", _split_heads_first,
-                "the heads ended up first, (h, B, T, d_k) (as np.split stacks them, or a reshape to "
-                "(B*T, h, d_k) then a transpose), and a reshape to (B, h, T, d_k) only relabels memory: "
-                "heads and sequences mix. Move the axis instead: .transpose(1, 0, 2, 3), or "
-                "np.stack(..., axis=1).",
-            ),
+            Mutant("no-transpose", _split_no_transpose,
+                   "you reshaped straight to (B, h, T, d_k), which cuts the sequence of features "
+                   "in memory order and mixes positions into heads. Reshape to (B, T, h, d_k) first, "
+                   "then swap axes 1 and 2."),
+            Mutant("interleaved", _split_interleaved,
+                   "head i should own the contiguous block of features i*d_k:(i+1)*d_k; you gave it "
+                   "every h-th feature. Reshape the last axis to (h, d_k), not (d_k, h)."),
+            Mutant("transpose-then-reshape", _split_transpose_first,
+                   "you transposed x to (B, h*d_k, T) and then reshaped to (B, h, T, d_k): a reshape "
+                   "reads the array in memory order, so each head's block mixes features and positions. "
+                   "Reshape the last axis into (h, d_k) first, (B, T, h, d_k), then swap axes 1 and 2."),
+            Mutant("full-transpose", _split_full_transpose,
+                   "x.T reverses ALL the axes of a 3-D array, (h*d_k, T, B), so the reshape mixes the batch, "
+                   "the positions and the features. Reshape the last axis into (h, d_k) first, then swap "
+                   "axes 1 and 2: x.reshape(B, T, h, d_k).transpose(0, 2, 1, 3)."),
+            Mutant("heads-first-reshape", _split_heads_first,
+                   "the heads ended up first, (h, B, T, d_k) (as np.split stacks them, or a reshape to "
+                   "(B*T, h, d_k) then a transpose), and a reshape to (B, h, T, d_k) only relabels memory: "
+                   "heads and sequences mix. Move the axis instead: .transpose(1, 0, 2, 3), or "
+                   "np.stack(..., axis=1)."),
         ),
         rules=(
             Rule("edge-size", "a batch of several sequences (B > 1): each keeps its own heads",
@@ -123,11 +118,9 @@ register(
             Rule("edge-size", "several positions (T > 1) and heads (h > 1): head i owns features i*d_k:(i+1)*d_k",
                  ("B=1, T=5, 3 heads of d_k=2",), lambda x, h: x.shape[1] > 1 and h > 1,
                  ("no-transpose", "interleaved", "transpose-then-reshape"), quote='head `i` holds the features `i * d_k` to `(i + 1) * d_k` of every'),
-            Rule("output", "a float64 numpy array (B, h, T, d_k)", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True,
-                 quote="return a float64 numpy array of shape `(B, h, T, d_k)`",
-                 breaches=output_breaches(lambda x, h: mh.split_heads(x, h), 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('B=2, T=3, 4 heads of d_k=2',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda x, h: mh.split_heads(x, h), index=0),)),
+            _output_rule("a float64 numpy array (B, h, T, d_k)", 'B=2, T=3, 4 heads of d_k=2',
+                         "return a float64 numpy array of shape `(B, h, T, d_k)`", mh.split_heads, 'float32', 'list'),
+            _in_place_rule('B=2, T=3, 4 heads of d_k=2', mh.split_heads),
         ),
         framing=('Write `my_split_heads(x, h)`', '(Merging the heads back is the reverse'),
         error_tips=(("axes don't match array",
@@ -225,45 +218,29 @@ register(
         make_cases=_mha_cases,
         reference=_mha_reference,
         mutants=(
-            Mutant(
-                "scale-by-d-model", _mha_with(scale="d_model"),
-                "each head compares vectors of size d_k = d_model / h, so divide its scores by "
-                "sqrt(d_k), not by sqrt(d_model).",
-            ),
-            Mutant(
-                "split-without-transpose", _mha_with(split="no-transpose"),
-                "your heads mix positions: reshape q, k and v to (B, T, h, d_k) and then swap the "
-                "T and h axes; reshaping straight to (B, h, T, d_k) scrambles them.",
-            ),
-            Mutant(
-                "merge-without-transpose", _mha_with(merge="no-transpose"),
-                "the weights are right but the concatenation is not: move the head axis back next to "
-                "the features, (B, h, T, d_v) -> (B, T, h, d_v), before reshaping to (B, T, h*d_v).",
-            ),
-            Mutant(
-                "no-output-projection", _mha_with(project=False),
-                "you returned the concatenated heads; multiply them by W_o to get the output.",
-            ),
-            Mutant(
-                "no-scale", _mha_with(scale="none"),
-                "each head's scores need the scale 1/sqrt(d_k), with d_k = d_model / h, before "
-                "the softmax; yours have none.",
-            ),
-            Mutant(
-                "softmax-over-queries", _mha_with(axis=-2),
-                "your weights' columns sum to 1: each head's softmax normalises over the keys, "
-                "the last axis of its (T, T) score matrix.",
-            ),
-            Mutant(
-                "weights-transposed", _mha_with(transpose_w=True),
-                "you used the weights transposed (x @ W.T, as nn.Linear stores them); here every "
-                "weight matrix is used as x @ W.",
-            ),
-            Mutant(
-                "interleaved-heads", _mha_with(split="interleaved", merge="interleaved"),
-                "head i should own the contiguous features i*d_k:(i+1)*d_k of q, k and v; you gave it "
-                "every h-th feature. Reshape the last axis to (h, d_k), not (d_k, h).",
-            ),
+            Mutant("scale-by-d-model", _mha_with(scale="d_model"),
+                   "each head compares vectors of size d_k = d_model / h, so divide its scores by "
+                   "sqrt(d_k), not by sqrt(d_model)."),
+            Mutant("split-without-transpose", _mha_with(split="no-transpose"),
+                   "your heads mix positions: reshape q, k and v to (B, T, h, d_k) and then swap the "
+                   "T and h axes; reshaping straight to (B, h, T, d_k) scrambles them."),
+            Mutant("merge-without-transpose", _mha_with(merge="no-transpose"),
+                   "the weights are right but the concatenation is not: move the head axis back next to "
+                   "the features, (B, h, T, d_v) -> (B, T, h, d_v), before reshaping to (B, T, h*d_v)."),
+            Mutant("no-output-projection", _mha_with(project=False),
+                   "you returned the concatenated heads; multiply them by W_o to get the output."),
+            Mutant("no-scale", _mha_with(scale="none"),
+                   "each head's scores need the scale 1/sqrt(d_k), with d_k = d_model / h, before "
+                   "the softmax; yours have none."),
+            Mutant("softmax-over-queries", _mha_with(axis=-2),
+                   "your weights' columns sum to 1: each head's softmax normalises over the keys, "
+                   "the last axis of its (T, T) score matrix."),
+            Mutant("weights-transposed", _mha_with(transpose_w=True),
+                   "you used the weights transposed (x @ W.T, as nn.Linear stores them); here every "
+                   "weight matrix is used as x @ W."),
+            Mutant("interleaved-heads", _mha_with(split="interleaved", merge="interleaved"),
+                   "head i should own the contiguous features i*d_k:(i+1)*d_k of q, k and v; you gave it "
+                   "every h-th feature. Reshape the last axis to (h, d_k), not (d_k, h)."),
         ),
         alternatives=(
             lambda x, W_q, W_k, W_v, W_o, h: tuple(
@@ -283,10 +260,10 @@ register(
             Rule("edge-size", "h > 1 heads: each with its own scale 1/sqrt(d_k), d_k = d_model / h",
                  ("B=2, T=4, d_model=8, 2 heads", "d_model=12, 4 heads of d_k=3"), lambda x, *W: W[-1] > 1,
                  ("scale-by-d-model", "split-without-transpose", "merge-without-transpose", "interleaved-heads"), quote='attend in each head with its own scale $1/\\sqrt{d_k}$'),
-            Rule("output", 'a tuple of float64 arrays (B, T, d_model), (B, h, T, T)', ('B=2, T=4, d_model=8, 2 heads',), lambda *a: True, quote='Return the tuple `(output, weights)`, float64 arrays of shapes',
-                 breaches=output_breaches(_mha_reference, 'float32', 'tuple-as-list')),
-            Rule("forbidden", "the inputs are not changed in place", ('B=2, T=4, d_model=8, 2 heads',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_mha_reference, index=0),)),
+            _output_rule('a tuple of float64 arrays (B, T, d_model), (B, h, T, T)', 'B=2, T=4, d_model=8, 2 heads',
+                         'Return the tuple `(output, weights)`, float64 arrays of shapes', _mha_reference,
+                         'float32', 'tuple-as-list'),
+            _in_place_rule('B=2, T=4, d_model=8, 2 heads', _mha_reference),
         ),
         framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads',
                  '`d_model` is always a multiple of `h`'),
@@ -312,11 +289,7 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def _param_count_hint(got, expected, args):
-    """Name the difference in units of one weight matrix (d_model^2) and one bias (d_model).
-
-    A surplus of (num_heads - 1) times a few such units is a count that grows with the number of
-    heads (each head given its own d_model x d_model projections): named as such.
-    """
+    """Name the difference in weight matrices (d_model^2) and biases (d_model), or as a count that grows with the heads."""
     d, h = args[0], args[1]
     diff = int(got) - int(expected)
     if h > 1 and diff > 0 and diff % (h - 1) == 0:
@@ -351,52 +324,34 @@ register(
         make_cases=_count_cases,
         reference=mha_parameter_count,
         mutants=(
-            Mutant(
-                "full-matrices-per-head", lambda d, h, b: h * 4 * d * d + (4 * d if b else 0),
-                "your count grows with the number of heads: you gave every head its own d_model x d_model "
-                "query, key, value and output projections. " + _GROWS_WITH_HEADS,
-            ),
-            Mutant(
-                "full-qkv-per-head", lambda d, h, b: h * 3 * d * d + d * d + (4 * d if b else 0),
-                "your count grows with the number of heads: you gave every head its own d_model x d_model "
-                "query, key and value projections. " + _GROWS_WITH_HEADS,
-            ),
-            Mutant(
-                "times-num-heads", lambda d, h, b: h * mha_parameter_count(d, h, b),
-                "you multiplied the whole count by num_heads, as if every head had its own d_model x d_model "
-                "projections and biases. Each head projects to d_k = d_model / num_heads features only: side by "
-                "side, the heads' projections form one d_model x d_model matrix each (and one bias of d_model "
-                "entries), so the count does not depend on num_heads.",
-            ),
-            Mutant(
-                "forgot-W_o", lambda d, h, b: 3 * d * d + (3 * d if b else 0),
-                "you counted the query, key and value projections; don't forget the output "
-                "projection W_O (d_model x d_model, plus its bias).",
-            ),
-            Mutant(
-                "bias-per-head", lambda d, h, b: 4 * d * d + ((3 * h + 1) * d if b else 0),
-                "each head's bias has d_k = d_model / h entries, so the heads' query (or key, or "
-                "value) biases together have d_model entries, not h * d_model.",
-            ),
-            Mutant(
-                "ignores-bias-flag", lambda d, h, b: 4 * d * d + 4 * d,
-                "with bias=False there are no bias vectors: only the four weight matrices count.",
-            ),
-            Mutant(
-                "forgot-b_o", lambda d, h, b: 4 * d * d + (3 * d if b else 0),
-                "you counted the biases of the query, key and value projections but not the output "
-                "projection's bias b_O (d_model more).",
-            ),
-            Mutant(
-                "no-biases", lambda d, h, b: 4 * d * d,
-                "with bias=True each of the four projections also has a bias vector of d_model "
-                "entries: 4 * d_model more.",
-            ),
-            Mutant(
-                "one-head-only", lambda d, h, b: 4 * d * (d // h) + (4 * (d // h) if b else 0),
-                "you counted the parameters of one head (d_model x d_k per projection); there are "
-                "num_heads of them, which together make four d_model x d_model matrices.",
-            ),
+            Mutant("full-matrices-per-head", lambda d, h, b: h * 4 * d * d + (4 * d if b else 0),
+                   "your count grows with the number of heads: you gave every head its own d_model x d_model "
+                   "query, key, value and output projections. " + _GROWS_WITH_HEADS),
+            Mutant("full-qkv-per-head", lambda d, h, b: h * 3 * d * d + d * d + (4 * d if b else 0),
+                   "your count grows with the number of heads: you gave every head its own d_model x d_model "
+                   "query, key and value projections. " + _GROWS_WITH_HEADS),
+            Mutant("times-num-heads", lambda d, h, b: h * mha_parameter_count(d, h, b),
+                   "you multiplied the whole count by num_heads, as if every head had its own d_model x d_model "
+                   "projections and biases. Each head projects to d_k = d_model / num_heads features only: side by "
+                   "side, the heads' projections form one d_model x d_model matrix each (and one bias of d_model "
+                   "entries), so the count does not depend on num_heads."),
+            Mutant("forgot-W_o", lambda d, h, b: 3 * d * d + (3 * d if b else 0),
+                   "you counted the query, key and value projections; don't forget the output "
+                   "projection W_O (d_model x d_model, plus its bias)."),
+            Mutant("bias-per-head", lambda d, h, b: 4 * d * d + ((3 * h + 1) * d if b else 0),
+                   "each head's bias has d_k = d_model / h entries, so the heads' query (or key, or "
+                   "value) biases together have d_model entries, not h * d_model."),
+            Mutant("ignores-bias-flag", lambda d, h, b: 4 * d * d + 4 * d,
+                   "with bias=False there are no bias vectors: only the four weight matrices count."),
+            Mutant("forgot-b_o", lambda d, h, b: 4 * d * d + (3 * d if b else 0),
+                   "you counted the biases of the query, key and value projections but not the output "
+                   "projection's bias b_O (d_model more)."),
+            Mutant("no-biases", lambda d, h, b: 4 * d * d,
+                   "with bias=True each of the four projections also has a bias vector of d_model "
+                   "entries: 4 * d_model more."),
+            Mutant("one-head-only", lambda d, h, b: 4 * d * (d // h) + (4 * (d // h) if b else 0),
+                   "you counted the parameters of one head (d_model x d_k per projection); there are "
+                   "num_heads of them, which together make four d_model x d_model matrices."),
         ),
         hints=(_param_count_hint,),
         alternatives=(
@@ -410,8 +365,7 @@ register(
             Rule("edge-size", "num_heads > 1: the count does not depend on num_heads",
                  ("MiniLM: d_model=384, 12 heads", "d_model=512, 8 heads"), lambda d, h, b: h > 1,
                  ("full-matrices-per-head", "full-qkv-per-head", "times-num-heads", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
-            Rule("output", 'an int', ('MiniLM: d_model=384, 12 heads',), lambda *a: True, quote='(an `int`)',
-                 breaches=output_breaches(mha_parameter_count, 'float-for-int')),
+            _output_rule('an int', 'MiniLM: d_model=384, 12 heads', '(an `int`)', mha_parameter_count, 'float-for-int'),
         ),
         framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?',
                  '`d_model` is always a multiple of `num_heads`'),
@@ -492,58 +446,38 @@ register(
         make_cases=_ablation_cases,
         reference=_ablation_reference,
         mutants=(
-            Mutant(
-                "zeroed-columns", _ablate_columns,
-                "you zeroed columns of W_o, which are output features. Head i reaches the output "
-                "through the ROWS i*d_v:(i+1)*d_v of W_o: zero those, or zero the head's output "
-                "before the projection.",
-            ),
-            Mutant(
-                "rescaled", _ablate_rescaled,
-                "ablation only removes the head: do not rescale the remaining heads by h / (h - 1).",
-            ),
-            Mutant(
-                "interleaved", _ablate_interleaved,
-                "in the concatenation head i occupies the block i*d_v:(i+1)*d_v, not every h-th feature.",
-            ),
-            Mutant(
-                "only-that-head", _ablate_only_that_head,
-                "that is the ablated head's own contribution; the answer keeps every other head "
-                "and drops this one.",
-            ),
-            Mutant(
-                "nothing-removed", lambda heads, W_o, head: mh.merge_heads(heads) @ W_o,
-                "that is the output with every head; head `head` must contribute nothing (zero its "
-                "output, or leave out its term head_i W_o^(i) from the sum).",
-            ),
-            Mutant(
-                "rows-of-head-0", _ablate_rows_of_head_0,
-                "you subtracted head `head`'s output through the first rows of W_o, W_o[:d_v], whatever the "
-                "head: head i's rows are W_o[i * d_v:(i + 1) * d_v].",
-            ),
-            Mutant(
-                "one-based", _ablate_one_based,
-                "off by one: you switched off head `head` - 1, the head before the one asked for. `head` "
-                "counts from 0, as Python does (head 0 is the first head, heads[:, 0]), not from 1 as the "
-                "lesson's text numbers heads.",
-            ),
-            Mutant(
-                "next-head", _ablate_next_head,
-                "off by one: you switched off head `head` + 1, the head after the one asked for. `head` "
-                "counts from 0 (head 0 is heads[:, 0]), so zero heads[:, head], or leave out the rows "
-                "W_o[head * d_v:(head + 1) * d_v].",
-            ),
-            Mutant(
-                "strided-rows", _ablate_strided_rows,
-                "you sent head i through every h-th row of W_o, W_o[i::h]; in the concatenation head i "
-                "fills the contiguous block of features i*d_v:(i+1)*d_v, so its rows of W_o are "
-                "W_o[i * d_v:(i + 1) * d_v].",
-            ),
-            Mutant(
-                "merge-without-transpose", _ablate_merge_without_transpose,
-                "you reshaped (B, h, T, d_v) straight to (B, T, h*d_v), which mixes positions and "
-                "heads: move the head axis after the positions first, (B, T, h, d_v), then reshape.",
-            ),
+            Mutant("zeroed-columns", _ablate_columns,
+                   "you zeroed columns of W_o, which are output features. Head i reaches the output "
+                   "through the ROWS i*d_v:(i+1)*d_v of W_o: zero those, or zero the head's output "
+                   "before the projection."),
+            Mutant("rescaled", _ablate_rescaled,
+                   "ablation only removes the head: do not rescale the remaining heads by h / (h - 1)."),
+            Mutant("interleaved", _ablate_interleaved,
+                   "in the concatenation head i occupies the block i*d_v:(i+1)*d_v, not every h-th feature."),
+            Mutant("only-that-head", _ablate_only_that_head,
+                   "that is the ablated head's own contribution; the answer keeps every other head "
+                   "and drops this one."),
+            Mutant("nothing-removed", lambda heads, W_o, head: mh.merge_heads(heads) @ W_o,
+                   "that is the output with every head; head `head` must contribute nothing (zero its "
+                   "output, or leave out its term head_i W_o^(i) from the sum)."),
+            Mutant("rows-of-head-0", _ablate_rows_of_head_0,
+                   "you subtracted head `head`'s output through the first rows of W_o, W_o[:d_v], whatever the "
+                   "head: head i's rows are W_o[i * d_v:(i + 1) * d_v]."),
+            Mutant("one-based", _ablate_one_based,
+                   "off by one: you switched off head `head` - 1, the head before the one asked for. `head` "
+                   "counts from 0, as Python does (head 0 is the first head, heads[:, 0]), not from 1 as the "
+                   "lesson's text numbers heads."),
+            Mutant("next-head", _ablate_next_head,
+                   "off by one: you switched off head `head` + 1, the head after the one asked for. `head` "
+                   "counts from 0 (head 0 is heads[:, 0]), so zero heads[:, head], or leave out the rows "
+                   "W_o[head * d_v:(head + 1) * d_v]."),
+            Mutant("strided-rows", _ablate_strided_rows,
+                   "you sent head i through every h-th row of W_o, W_o[i::h]; in the concatenation head i "
+                   "fills the contiguous block of features i*d_v:(i+1)*d_v, so its rows of W_o are "
+                   "W_o[i * d_v:(i + 1) * d_v]."),
+            Mutant("merge-without-transpose", _ablate_merge_without_transpose,
+                   "you reshaped (B, h, T, d_v) straight to (B, T, h*d_v), which mixes positions and "
+                   "heads: move the head axis after the positions first, (B, T, h, d_v), then reshape."),
         ),
         alternatives=(
             lambda heads, W_o, head: mh.merge_heads(
@@ -564,10 +498,9 @@ register(
             Rule("edge-size", "d_v = 1 and T = 1",
                  ("2 heads, d_v=1, T=1",), lambda heads, W_o, head: heads.shape[-1] == 1 and heads.shape[2] == 1,
                  ("rescaled", "zeroed-columns"), quote="given the heads' outputs `heads` of shape"),
-            Rule("output", 'a float64 array (B, T, d_out)', ('3 heads, remove head 0',), lambda *a: True, quote='a float64 array of shape',
-                 breaches=output_breaches(_ablation_reference, 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('3 heads, remove head 0',), lambda *a: True,
-                 quote='Do not change `heads` or\n`W_o` in place', breaches=(in_place_breach(_ablation_reference, index=0),)),
+            _output_rule('a float64 array (B, T, d_out)', '3 heads, remove head 0', 'a float64 array of shape',
+                         _ablation_reference, 'float32', 'list'),
+            _in_place_rule('3 heads, remove head 0', _ablation_reference, quote='Do not change `heads` or\n`W_o` in place'),
         ),
         framing=('Write `my_ablate(heads, W_o, head)`',),
         difficulty=1,
@@ -642,94 +575,62 @@ register(
         make_cases=_overlap_cases,
         reference=_overlap_reference,
         mutants=(
-            Mutant(
-                "smallest-angle-only", _overlap_with(overlap_fn=lambda A, B: _cosines(A, B)[0] ** 2),
-                "you kept only the smallest principal angle (the largest cosine). One angle says whether "
-                "the subspaces share a direction, not how much they overlap: average cos^2 over all "
-                "min(p, q) angles.",
-            ),
-            Mutant(
-                "not-orthonormalised", _overlap_with(
-                    overlap_fn=lambda A, B: (np.linalg.norm(A.T @ B) ** 2) / min(A.shape[1], B.shape[1])),
-                "you used A and B as they are. Principal angles need orthonormal bases of the two column "
-                "spaces: take Q_A, Q_B from np.linalg.qr (or the U of an SVD), then the singular "
-                "values of Q_A^T Q_B are the cosines.",
-            ),
-            Mutant(
-                "cos-not-squared", _overlap_with(overlap_fn=lambda A, B: _cosines(A, B).mean()),
-                "you averaged the cosines; the overlap averages their squares, cos^2 (the fraction of a "
-                "direction's length that lies in the other subspace).",
-            ),
-            Mutant(
-                "divided-by-max", _overlap_with(
-                    overlap_fn=lambda A, B: (_cosines(A, B) ** 2).sum() / max(A.shape[1], B.shape[1])),
-                "there are min(p, q) principal angles: divide the sum of cos^2 by min(p, q), not "
-                "max(p, q), so that a subspace inside the other has overlap 1.",
-            ),
-            Mutant(
-                "chance-min", _overlap_with(chance_fn=lambda A, B: min(A.shape[1], B.shape[1]) / A.shape[0]),
-                "for random subspaces the expected sum of cos^2 is p q / n; divided by the min(p, q) "
-                "angles that is max(p, q) / n, not min(p, q) / n.",
-            ),
-            Mutant(
-                "chance-sum", _overlap_with(chance_fn=lambda A, B: A.shape[1] * B.shape[1] / A.shape[0]),
-                "p q / n is the expected SUM of cos^2 for random subspaces; the overlap is a mean over "
-                "min(p, q) angles, so its chance level is max(p, q) / n.",
-            ),
-            Mutant(
-                "conclusion-inverted", _overlap_with(invert=True),
-                "your two numbers are right but the conclusion is upside down: closer_than_chance is "
-                "True when the overlap is LARGER than the random baseline.",
-            ),
-            Mutant(
-                "ties-count", _overlap_with(compare=lambda o, c: o >= c),
-                "an overlap equal to chance is not closer than chance: closer_than_chance is "
-                "overlap > chance, strictly, not >=.",
-            ),
-            Mutant(
-                "chance-of-B", _overlap_with(chance_fn=lambda A, B: B.shape[1] / A.shape[0]),
-                "you used B's dimension q for the chance level; it is max(p, q) / n, whichever subspace "
-                "is larger (here A's).",
-            ),
-            Mutant(
-                "chance-of-A", _overlap_with(chance_fn=lambda A, B: A.shape[1] / A.shape[0]),
-                "you used A's dimension p for the chance level; it is max(p, q) / n, whichever subspace "
-                "is larger (here B's).",
-            ),
-            Mutant(
-                "full-bases", _overlap_with(overlap_fn=_full_bases),
-                "your bases span the whole space: np.linalg.svd(A)[0] is n x n (full_matrices=True), and so "
-                "is np.linalg.qr(A, mode='complete')[0]. Use np.linalg.svd(A, full_matrices=False)[0] or "
-                "np.linalg.qr(A)[0], an (n, p) basis of A's column space.",
-            ),
-            Mutant(
-                "unit-columns", _overlap_with(overlap_fn=lambda A, B: (np.linalg.svd(
-                    _unit_columns(A).T @ _unit_columns(B), compute_uv=False) ** 2).mean()),
-                "you scaled the columns to unit length but did not make them orthogonal. Principal angles "
-                "need orthonormal bases: np.linalg.qr(A)[0] (or the U of a thin SVD).",
-            ),
-            Mutant(
-                "one-basis", _overlap_with(overlap_fn=lambda A, B: (np.linalg.svd(
-                    _orthonormal(A).T @ B, compute_uv=False) ** 2).mean()),
-                "you orthonormalised only one of the two matrices: both need orthonormal bases, Q_A and Q_B, "
-                "before the singular values of Q_A^T Q_B are cosines.",
-            ),
-            Mutant(
-                "norm-not-squared", _overlap_with(overlap_fn=lambda A, B: np.linalg.norm(
-                    _orthonormal(A).T @ _orthonormal(B)) / min(A.shape[1], B.shape[1])),
-                "you divided the Frobenius norm |Q_A^T Q_B| by min(p, q); the sum of cos^2 is its SQUARE, "
-                "|Q_A^T Q_B|_F^2, and the overlap that square divided by min(p, q).",
-            ),
-            Mutant(
-                "mean-angle", _overlap_with(overlap_fn=lambda A, B: np.arccos(np.clip(_cosines(A, B), -1, 1)).mean()),
-                "you averaged the principal angles themselves (in radians). The overlap averages their "
-                "squared cosines, cos^2(theta_j): the singular values of Q_A^T Q_B, squared.",
-            ),
-            Mutant(
-                "overlap-sum", _overlap_with(overlap_fn=lambda A, B: (_cosines(A, B) ** 2).sum()),
-                "you summed cos^2 over the principal angles; the overlap is their mean, the sum divided "
-                "by min(p, q), so that it lies between 0 and 1.",
-            ),
+            Mutant("smallest-angle-only", _overlap_with(overlap_fn=lambda A, B: _cosines(A, B)[0] ** 2),
+                   "you kept only the smallest principal angle (the largest cosine). One angle says whether "
+                   "the subspaces share a direction, not how much they overlap: average cos^2 over all "
+                   "min(p, q) angles."),
+            Mutant("not-orthonormalised", _overlap_with(
+                       overlap_fn=lambda A, B: (np.linalg.norm(A.T @ B) ** 2) / min(A.shape[1], B.shape[1])),
+                   "you used A and B as they are. Principal angles need orthonormal bases of the two column "
+                   "spaces: take Q_A, Q_B from np.linalg.qr (or the U of an SVD), then the singular "
+                   "values of Q_A^T Q_B are the cosines."),
+            Mutant("cos-not-squared", _overlap_with(overlap_fn=lambda A, B: _cosines(A, B).mean()),
+                   "you averaged the cosines; the overlap averages their squares, cos^2 (the fraction of a "
+                   "direction's length that lies in the other subspace)."),
+            Mutant("divided-by-max", _overlap_with(
+                       overlap_fn=lambda A, B: (_cosines(A, B) ** 2).sum() / max(A.shape[1], B.shape[1])),
+                   "there are min(p, q) principal angles: divide the sum of cos^2 by min(p, q), not "
+                   "max(p, q), so that a subspace inside the other has overlap 1."),
+            Mutant("chance-min", _overlap_with(chance_fn=lambda A, B: min(A.shape[1], B.shape[1]) / A.shape[0]),
+                   "for random subspaces the expected sum of cos^2 is p q / n; divided by the min(p, q) "
+                   "angles that is max(p, q) / n, not min(p, q) / n."),
+            Mutant("chance-sum", _overlap_with(chance_fn=lambda A, B: A.shape[1] * B.shape[1] / A.shape[0]),
+                   "p q / n is the expected SUM of cos^2 for random subspaces; the overlap is a mean over "
+                   "min(p, q) angles, so its chance level is max(p, q) / n."),
+            Mutant("conclusion-inverted", _overlap_with(invert=True),
+                   "your two numbers are right but the conclusion is upside down: closer_than_chance is "
+                   "True when the overlap is LARGER than the random baseline."),
+            Mutant("ties-count", _overlap_with(compare=lambda o, c: o >= c),
+                   "an overlap equal to chance is not closer than chance: closer_than_chance is "
+                   "overlap > chance, strictly, not >=."),
+            Mutant("chance-of-B", _overlap_with(chance_fn=lambda A, B: B.shape[1] / A.shape[0]),
+                   "you used B's dimension q for the chance level; it is max(p, q) / n, whichever subspace "
+                   "is larger (here A's)."),
+            Mutant("chance-of-A", _overlap_with(chance_fn=lambda A, B: A.shape[1] / A.shape[0]),
+                   "you used A's dimension p for the chance level; it is max(p, q) / n, whichever subspace "
+                   "is larger (here B's)."),
+            Mutant("full-bases", _overlap_with(overlap_fn=_full_bases),
+                   "your bases span the whole space: np.linalg.svd(A)[0] is n x n (full_matrices=True), and so "
+                   "is np.linalg.qr(A, mode='complete')[0]. Use np.linalg.svd(A, full_matrices=False)[0] or "
+                   "np.linalg.qr(A)[0], an (n, p) basis of A's column space."),
+            Mutant("unit-columns", _overlap_with(overlap_fn=lambda A, B: (np.linalg.svd(
+                       _unit_columns(A).T @ _unit_columns(B), compute_uv=False) ** 2).mean()),
+                   "you scaled the columns to unit length but did not make them orthogonal. Principal angles "
+                   "need orthonormal bases: np.linalg.qr(A)[0] (or the U of a thin SVD)."),
+            Mutant("one-basis", _overlap_with(overlap_fn=lambda A, B: (np.linalg.svd(
+                       _orthonormal(A).T @ B, compute_uv=False) ** 2).mean()),
+                   "you orthonormalised only one of the two matrices: both need orthonormal bases, Q_A and Q_B, "
+                   "before the singular values of Q_A^T Q_B are cosines."),
+            Mutant("norm-not-squared", _overlap_with(overlap_fn=lambda A, B: np.linalg.norm(
+                       _orthonormal(A).T @ _orthonormal(B)) / min(A.shape[1], B.shape[1])),
+                   "you divided the Frobenius norm |Q_A^T Q_B| by min(p, q); the sum of cos^2 is its SQUARE, "
+                   "|Q_A^T Q_B|_F^2, and the overlap that square divided by min(p, q)."),
+            Mutant("mean-angle", _overlap_with(overlap_fn=lambda A, B: np.arccos(np.clip(_cosines(A, B), -1, 1)).mean()),
+                   "you averaged the principal angles themselves (in radians). The overlap averages their "
+                   "squared cosines, cos^2(theta_j): the singular values of Q_A^T Q_B, squared."),
+            Mutant("overlap-sum", _overlap_with(overlap_fn=lambda A, B: (_cosines(A, B) ** 2).sum()),
+                   "you summed cos^2 over the principal angles; the overlap is their mean, the sum divided "
+                   "by min(p, q), so that it lies between 0 and 1."),
         ),
         returns=("overlap", "chance", "closer_than_chance"),
         explain=_overlap_explain,
@@ -747,10 +648,10 @@ register(
                  ("orthogonal: span(e1, e2) and span(e3)", "one subspace inside the other"),
                  lambda A, B: _overlap_reference(A, B)[0] in (0.0, 1.0) or abs(_overlap_reference(A, B)[0] - 1) < 1e-12,
                  ("full-bases", "divided-by-max"), quote='is the mean of'),
-            Rule("output", 'a tuple (float, float, bool)', ('two random 3-dim subspaces of R^24',), lambda *a: True, quote='Return a tuple `(overlap, chance, closer_than_chance)`',
-                 breaches=output_breaches(_overlap_reference, 'tuple-as-list', 'float-for-bool')),
-            Rule("forbidden", "the inputs are not changed in place", ('two random 3-dim subspaces of R^24',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_overlap_reference, index=0),)),
+            _output_rule('a tuple (float, float, bool)', 'two random 3-dim subspaces of R^24',
+                         'Return a tuple `(overlap, chance, closer_than_chance)`', _overlap_reference,
+                         'tuple-as-list', 'float-for-bool'),
+            _in_place_rule('two random 3-dim subspaces of R^24', _overlap_reference),
         ),
         framing=('Write `my_overlap(A, B)`', 'Then run it on two heads of MiniLM'),
         difficulty=2,

@@ -1,10 +1,6 @@
-"""Figures for chapter 4: the low-rank bottleneck, heads' spectra, galleries of heads, roles, ablations.
+"""Figures for chapter 4: the multi-head path, the bottleneck, heads' spectra, galleries, roles, ablations.
 
-Every helper takes numbers the chapter has already computed (with
-:mod:`attention_course.chapters.heads.bottleneck`, :mod:`attention_course.chapters.heads.subspaces`,
-:mod:`attention_course.chapters.heads.roles` or :mod:`attention_course.models.probes`),
-labels its axes, adds a colour bar where colour carries a value, returns the
-:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
+Each takes numbers the chapter has computed and returns a :class:`matplotlib.figure.Figure`.
 """
 
 from __future__ import annotations
@@ -34,11 +30,7 @@ HEAD_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
 
 def _blocks(ax: Axes, x: float, y: float, rows: int, widths: Sequence[int], colors: Sequence[str],
             z: float = 1.0) -> None:
-    """A ``rows``-tall box at (x, y) made of side-by-side blocks ``widths`` wide, one colour each.
-
-    Everything of the box is drawn between ``z`` and ``z + 0.3``, so a box with a higher ``z``
-    hides the one behind it, grid lines included.
-    """
+    """A ``rows``-tall box at (x, y) of side-by-side blocks ``widths`` wide, drawn between ``z`` and ``z + 0.3``."""
     left, right = x, x + sum(widths)
     ax.add_patch(Rectangle((left, y), right - left, rows, facecolor="white", edgecolor="none", zorder=z))
     for w, c in zip(widths, colors):
@@ -79,11 +71,7 @@ def plot_multihead_path(T: int = 4, d: int = 6, h: int = 3, title: str = "") -> 
     .. math:: X \to Q = XW_Q \to (Q_i)_{i \le h} \to A_i = \operatorname{softmax}(Q_i K_i^\top/\sqrt{d_k})
               \to \operatorname{head}_i = A_i V_i \to \operatorname{Concat}_i(\operatorname{head}_i)\, W_O
 
-    One unit of length is one entry (a ``T x d`` box is ``d`` wide and ``T`` tall). Head ``i`` has
-    one colour throughout: its ``d_k = d / h`` columns of ``Q``, its own ``Q_i``, ``A_i`` and
-    ``head_i``, and its block of the concatenation. Each box carries its shape, with the batch
-    axis ``B``. The top row projects and splits (``K`` and ``V`` go the same way as ``Q``); the
-    bottom row attends in every head at once, concatenates and projects.
+    One unit of length is one entry; head ``i`` has one colour throughout; each box carries its shape.
 
     Examples
     --------
@@ -195,7 +183,7 @@ def plot_bottleneck(ranks: Sequence[int], curves: Mapping[str, Sequence[float]],
 def plot_form_spectra(full: Array, heads: Array, title: str = "") -> Figure:
     """Singular values of the full bilinear form (one line) and of each head's form (thin lines).
 
-    ``full`` has shape (d_model,), ``heads`` (h, d_k); a dashed line marks ``d_k``.
+    ``full`` (d_model,), ``heads`` (h, d_k); a dashed line marks ``d_k``.
 
     Examples
     --------
@@ -228,13 +216,8 @@ def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float =
                       tick_size: float = 9.0) -> Figure:
     """A grid of attention heatmaps sharing one colour scale (capped at ``vmax``).
 
-    ``panels`` maps a panel title to ``(matrix (T, S), tokens or None)`` (tokens label both axes).
-    When every panel has the same tokens, only the outer panels carry tick labels.
-    ``panel_size`` is the height of one panel in inches, reduced when needed so that
-    ``ncols`` panels and the colour bar fit the column (:data:`~.style.MAX_WIDTH`).
-    ``title_colors`` gives each panel's title a colour, e.g. its head role's
-    (:func:`~.style.role_color`). ``tick_size`` is the tokens' font size in points: a narrow
-    figure with 10-pt tokens stays legible on a phone.
+    ``panels`` maps a panel title to ``(matrix (T, S), tokens or None)``; ``panel_size`` (inches) shrinks
+    so that ``ncols`` panels and the colour bar fit :data:`~.style.MAX_WIDTH`; ``title_colors``, one per panel.
 
     Examples
     --------
@@ -277,12 +260,9 @@ def plot_head_gallery(panels: Mapping[str, tuple], ncols: int = 3, vmax: float =
 
 @book_figure
 def plot_role_scores(scores: Mapping[str, np.ndarray], ncols: int = 2, title: str = "") -> Figure:
-    """One layer x head heatmap per role on a shared 0-1 colour scale; layers and heads counted from 1.
+    """One layer x head heatmap per role, in the role's colour, on a shared 0-1 scale; counted from 1.
 
-    Each panel's title and frame take the role's colour (:func:`~.style.role_color`).
-
-    ``scores`` maps a role to an array (n_layers, n_heads), as from
-    :func:`~attention_course.chapters.heads.roles.head_role_scores`.
+    ``scores`` maps a role to an array (n_layers, n_heads).
 
     Examples
     --------
@@ -321,12 +301,8 @@ def plot_sorted_role_scores(panels: Mapping[str, Mapping[str, Array]], roles: Se
                             title: str = "") -> Figure:
     """One panel per role: each model's heads sorted by score, against the share of its heads.
 
-    The x axis is the share of heads (head :math:`k` of :math:`N` at :math:`(k + 1/2)/N`), so models with
-    72 and 270 heads sit on one axis. ``panels`` maps a panel title to ``{model: scores}`` (any shape,
-    one value per head); ``roles[i]`` gives panel ``i`` its colour (:func:`~.style.role_color`): the first
-    model is drawn in black, the second in the role's colour, a third and later dashed in grey.
-    ``chance`` (panel -> {model: level}) draws each model's chance level as a thin line; ``threshold``
-    is the dashed line a clear job must pass.
+    Head :math:`k` of :math:`N` sits at :math:`(k + 1/2)/N`. ``panels``: title -> ``{model: scores}``;
+    ``roles[i]`` colours panel ``i``; ``chance``: title -> {model: level}, drawn as thin lines.
 
     Examples
     --------
@@ -377,8 +353,7 @@ def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, bas
                      window: int = 20, title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Training losses smoothed by a moving average over ``window`` steps, with a dashed baseline.
 
-    ``losses`` maps a label to one loss per step; point ``t`` of a curve is the mean
-    of steps ``t - window + 1 .. t`` (counted from 1), so curves start at step ``window``.
+    ``losses`` maps a label to one loss per step; curves start at step ``window``.
 
     Examples
     --------
@@ -399,9 +374,7 @@ def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, b
                      title: str = "", ax: Optional[Axes] = None) -> Figure:
     """Block-averaged training losses over seeds: the mean as a line, the min-max range as a band.
 
-    ``curves`` maps a label to an array (seeds, blocks) whose entry ``b`` is the mean
-    training loss of steps ``b*every .. (b+1)*every - 1``; it is drawn at the block's
-    last step, ``(b + 1) * every``.
+    ``curves`` maps a label to (seeds, blocks) of mean losses over ``every`` steps, drawn at each block's last step.
 
     Examples
     --------
@@ -423,10 +396,8 @@ def plot_relation_gains(gains: Array, relations: Sequence[str], row_labels: Sequ
                         threshold: Optional[float] = None) -> Figure:
     """Side-by-side heatmaps of what each head alone supplies to each relation, one row per run.
 
-    ``gains`` has shape (runs, h, R), e.g. :func:`~attention_course.chapters.heads.division.keep_one_gains`
-    stacked over seeds; panel ``r`` shows ``gains[:, :, r]``. Heads are counted from 1. The colour
-    scale is centred on 0 (blue: better than a guess; red: worse, a head that alone fetches the wrong
-    token). With a ``threshold``, cells at or above it are framed.
+    ``gains`` (runs, h, R); panel ``r`` shows ``gains[:, :, r]`` on a scale centred on 0. With a
+    ``threshold``, cells at or above it are framed.
 
     Examples
     --------

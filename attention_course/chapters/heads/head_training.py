@@ -1,29 +1,9 @@
-r"""Chapter 4's training runs, over seeds: depth at equal steps, heads at fixed width, division of labour.
+r"""Chapter 4's training runs over seeds (``python -m attention_course heads-run``, read by :func:`load_runs`).
 
-Two studies on the induction task ``"repeated_sequences"`` (tokens that repeat
-with a random period of 6-14), both with the tiny attention-only
-:class:`~attention_course.models.tiny.TinyTransformer` (:math:`d_{model} = 32`):
-
-* **depth**: a 2-layer model and its 1-layer control, each
-  trained for the **same** number of steps with the same seed, for several seeds;
-* **heads**: at fixed :math:`d_{model}`, ``h`` heads whose
-  width is tied to it, :math:`d_k = d_{model}/h`, or decoupled from it
-  (:math:`d_k = d_{model}` for every ``h``, as :cite:t:`bhojanapalli2020` propose);
-
-and two more: **division** (:func:`division_run`: one layer of 4 heads against one head on the
-two-offset task, which head carries which relation) and **subspaces** (the 2-layer induction
-model's heads' pairwise overlaps at initialisation and after training).
-
-Each run records the **held-out** loss after training
-(:func:`~attention_course.models.training.evaluate_loss`, a batch of 256 sequences
-no run trains on) and its **training** loss, averaged over blocks of ``every`` steps.
-:func:`run_one` is the unit; :data:`HEADS_RUN` is the studies' configuration of the course's one
-runner, and
-
-    python -m attention_course heads-run
-
-writes the fuller runs (5 seeds) as ``attention_course/data/head_training.json``,
-which :func:`load_runs` reads back (``--study`` reruns one study and keeps the others).
+Four studies with the attention-only :class:`~attention_course.models.tiny.TinyTransformer`
+(:math:`d_{model} = 32`): **depth** (2 layers against 1, same steps, on ``"repeated_sequences"``),
+**heads** (``h`` heads of width :math:`d_{model}/h` or :math:`d_{model}`, :cite:t:`bhojanapalli2020`),
+**division** (the two-offset task) and **subspaces** (head overlaps before and after training).
 """
 
 from __future__ import annotations
@@ -62,18 +42,12 @@ def run_one(n_layers: int, steps: int, seed: int, n_heads: int = 4, d_k: Optiona
             d_model: int = 32, every: int = 20) -> dict:
     r"""Train one model and return its held-out loss and its block-averaged training loss.
 
-    The model is ``TinyTransformer(ModelConfig(n_layers, n_heads, d_k, d_model), seed)``,
-    trained by :func:`~attention_course.models.training.train` (AdamW, lr 3e-3,
-    batch 32, one thread; batches seeded by ``seed``). The training curve is
+    Trained on ``"repeated_sequences"`` by :func:`~attention_course.models.training.train`, batches
+    seeded by ``seed``. The training curve is
+    :math:`\bar\ell_b = \frac1{e}\sum_{t = be}^{(b+1)e - 1} \ell_t` with :math:`e` = ``every``.
 
-    .. math:: \bar\ell_b = \frac1{e}\sum_{t = be}^{(b+1)e - 1} \ell_t, \qquad b = 0, \dots, \lfloor N/e \rfloor - 1,
-
-    with :math:`e` = ``every`` and :math:`\ell_t` the training loss before update ``t``.
-
-    Returns
-    -------
-    dict with ``n_layers, n_heads, d_k, steps, seed`` (ints), ``held_out`` (float, nats),
-    ``train_curve`` (list of ``steps // every`` floats) and ``parameters`` (int).
+    Returns ``n_layers, n_heads, d_k, steps, seed``, ``held_out`` (nats), ``train_curve``
+    (``steps // every`` floats), ``parameters``, and with several heads the overlaps before and after.
 
     Examples
     --------
@@ -86,21 +60,24 @@ def run_one(n_layers: int, steps: int, seed: int, n_heads: int = 4, d_k: Optiona
     task = make_task(TASK)
     overlaps_init = layer_overlaps(model) if n_heads > 1 else None
     history = train(model, task, steps=steps, seed=seed)  # (steps,) training loss
-    blocks = steps // every
-    curve = history[: blocks * every].reshape(blocks, every).mean(1)  # (blocks,)
     run = {"n_layers": n_layers, "n_heads": n_heads, "d_k": config.head_dim, "steps": steps, "seed": seed,
-           "held_out": round(evaluate_loss(model, task), 5), "train_curve": [round(float(v), 4) for v in curve],
+           "held_out": round(evaluate_loss(model, task), 5), "train_curve": _block_means(history, steps, every),
            "parameters": int(sum(p.numel() for p in model.parameters()))}
     if overlaps_init is not None:
         run.update(overlaps_init=overlaps_init, overlaps_trained=layer_overlaps(model))
     return run
 
 
+def _block_means(history: np.ndarray, steps: int, every: int) -> list[float]:
+    """The training loss averaged over each block of ``every`` steps, rounded as stored."""
+    blocks = steps // every
+    return [round(float(v), 4) for v in history[: blocks * every].reshape(blocks, every).mean(1)]
+
+
 def layer_overlaps(model: TinyTransformer, digits: int = 5) -> list[dict]:
     """Per layer, the pairwise overlaps of the heads' q, k, v (read) and o (write) subspaces.
 
-    A list (one dict per layer) of ``{"q", "k", "v", "o"}`` -> list of the ``h(h-1)/2``
-    overlaps of the pairs ``i < j`` (:func:`~attention_course.chapters.heads.circuits.model_head_overlaps`).
+    One dict per layer: ``{"q", "k", "v", "o"}`` -> the ``h(h-1)/2`` overlaps of the pairs ``i < j``.
     """
     h = model.config.n_heads
     pairs = np.triu_indices(h, k=1)
@@ -128,11 +105,8 @@ def division_run(n_heads: int, seed: int, steps: int, d_model: int = 32, every: 
                  task: TwoOffsetTask = TwoOffsetTask()) -> dict:
     r"""Train a one-layer model with ``n_heads`` heads of width ``d_model // n_heads`` on the two-offset task.
 
-    Records the held-out loss and field losses, every head's keep-one gains and single-ablation
-    rises (:mod:`attention_course.chapters.heads.division`, on the held-out batch of
-    :func:`~attention_course.models.training.evaluate_loss`), the training curve, whether it
-    converged (:func:`converged`), and the heads' pairwise overlaps at initialisation and after
-    training (:func:`layer_overlaps`; with more than one head).
+    Records as :func:`run_one`, plus the field losses, every head's keep-one losses and gains and
+    single-ablation rises on the held-out batch, and whether it converged.
 
     Examples
     --------
@@ -144,8 +118,6 @@ def division_run(n_heads: int, seed: int, steps: int, d_model: int = 32, every: 
     model = TinyTransformer(config, seed=seed)
     overlaps_init = layer_overlaps(model) if n_heads > 1 else None
     history = train(model, task, steps=steps, seed=seed)  # (steps,)
-    blocks = steps // every
-    curve = history[: blocks * every].reshape(blocks, every).mean(1)  # (blocks,)
     held = task(256, seed=12345)  # evaluate_loss's held-out batch
     gains, rises = keep_one_gains(model, held, fields=task.fields), single_ablation_rises(model, held, fields=task.fields)
     alone = keep_one_losses(model, held, fields=task.fields)
@@ -157,7 +129,7 @@ def division_run(n_heads: int, seed: int, steps: int, d_model: int = 32, every: 
            "alone": np.round(alone, 5).tolist(),
            "divided_gains": carried_relations(gains, threshold)["divided"],
            "divided": carried_relations(alone, threshold, losses=True)["divided"], "converged": converged(history),
-           "train_curve": [round(float(v), 4) for v in curve],
+           "train_curve": _block_means(history, steps, every),
            "parameters": int(sum(p.numel() for p in model.parameters()))}
     if overlaps_init is not None:
         run.update(overlaps_init=overlaps_init, overlaps_trained=layer_overlaps(model))
@@ -166,12 +138,10 @@ def division_run(n_heads: int, seed: int, steps: int, d_model: int = 32, every: 
 
 @dataclass(frozen=True)
 class HeadStudies(Training):
-    """The configuration of ``heads-run``: each study's seeds and steps (the training keywords are
-    :func:`~attention_course.models.training.train`'s: AdamW, learning rate 3e-3, batch 32; :math:`d_{model} = 32`).
+    """The configuration of ``heads-run``: each study's seeds and steps.
 
-    ``seeds`` and ``steps`` are the depth study's (and the subspace study's steps); ``heads``,
-    ``head_seeds``, ``head_steps`` the heads study's; ``division_*`` the division study's; ``study``
-    which study to run (``"all"``, or one: the others are kept from the file).
+    ``seeds`` and ``steps`` are the depth study's (``steps`` also the subspace study's); ``study``:
+    ``"all"``, or one (the others are kept from the file).
     """
 
     steps: int = 2000

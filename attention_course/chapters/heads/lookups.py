@@ -1,18 +1,9 @@
 r"""Several heads as several lookups at once: a layer built by hand (chapter 4's first picture).
 
-Each position's input is a word part and a position part, :math:`x_i = [e_{w_i};\, p_i]`
-(one-hot vectors of the vocabulary and of the positions). Two heads are written down, not
-trained:
-
-* head 1, **the previous word**: :math:`q_i = \beta\, p_{i-1}`, :math:`k_j = p_j`, so its score
-  :math:`q_i \cdot k_j = \beta` exactly when :math:`j = i - 1`;
-* head 2, **the same word elsewhere**: :math:`q_i = \beta\, e_{w_i}`, :math:`k_j = e_{w_j}`, a
-  score :math:`\beta` wherever the word repeats (a lookup by content).
-
-Each head's row is :math:`\operatorname{softmax}(S_i)`, its own lookup. One head cannot do both:
-a head whose scores are the sum :math:`S_1 + S_2` (what a single head with the summed bilinear
-form computes) gives :math:`\operatorname{softmax}(S_1 + S_2) \propto \operatorname{softmax}(S_1)
-\odot \operatorname{softmax}(S_2)`, weight only where both lookups agree.
+Inputs :math:`x_i = [e_{w_i};\, p_i]` (one-hot word and position). Head 1, the previous word:
+:math:`q_i = \beta\, p_{i-1}`, :math:`k_j = p_j`; head 2, the same word elsewhere:
+:math:`q_i = \beta\, e_{w_i}`, :math:`k_j = e_{w_j}`. One head with the summed scores gives
+:math:`\operatorname{softmax}(S_1 + S_2) \propto \operatorname{softmax}(S_1) \odot \operatorname{softmax}(S_2)`.
 """
 
 from __future__ import annotations
@@ -27,34 +18,21 @@ __all__ = ["hand_built_heads"]
 
 
 class HandBuiltHeads(NamedTuple):
-    """The inputs, the two heads' projections and their score matrices.
+    """The inputs, the two heads' projections (used as ``X @ W``) and their score matrices."""
 
-    Attributes
-    ----------
-    tokens : list of str, length T
-    X : (T, V + T) inputs, word one-hot then position one-hot
-    W_q, W_k : (2, V + T, V + T), one pair per head, used as ``X @ W``
-    scores : (2, T, T) the heads' scores :math:`S_i = (XW_Q^{(i)})(XW_K^{(i)})^\\top`
-    weights : (2, T, T) :math:`\\operatorname{softmax}(S_i)`, one lookup per head
-    merged : (T, T) :math:`\\operatorname{softmax}(S_1 + S_2)`, one head asked to do both
-    """
-
-    tokens: list
-    X: np.ndarray
-    W_q: np.ndarray
-    W_k: np.ndarray
-    scores: np.ndarray
-    weights: np.ndarray
-    merged: np.ndarray
+    tokens: list  # T words
+    X: np.ndarray  # (T, V + T): word one-hot, then position one-hot
+    W_q: np.ndarray  # (2, V + T, V + T), one per head
+    W_k: np.ndarray  # (2, V + T, V + T)
+    scores: np.ndarray  # (2, T, T): S_i = (X W_q[i]) (X W_k[i])^T
+    weights: np.ndarray  # (2, T, T): softmax(S_i), one lookup per head
+    merged: np.ndarray  # (T, T): softmax(S_1 + S_2), one head asked to do both
 
 
 def hand_built_heads(text: str = "the cat saw the dog and the dog saw the cat", beta: float = 6.0) -> HandBuiltHeads:
     r"""Two hand-written heads on one sentence: the previous word, and the same word elsewhere.
 
-    Parameters
-    ----------
-    text : words separated by spaces (at least two)
-    beta : the score of a match; larger = sharper lookups
+    ``text``: at least two words separated by spaces; ``beta``: the score of a match.
 
     Examples
     --------

@@ -1,21 +1,7 @@
-r"""Head roles in a pretrained encoder (Clark et al. 2019; chapters 4 and 7).
+r"""Head roles (Clark et al. 2019; chapters 4 and 7): every head's score for each role, against uniform attention.
 
-:func:`head_role_scores` scores every head of every layer for six roles
-(:data:`ROLES`), :func:`uniform_role_baselines` gives what uniform attention
-scores on the same texts (the chance level) and :func:`top_heads` picks the
-best head per role.
-
-How strict must "one clear job" be? :func:`clear_job_counts` counts the heads whose score
-for a role exceeds a threshold :math:`t`, :math:`N_r(t) = \#\{(\ell, h) : s_r(\ell, h) > t\}`,
-beside uniform attention's count (all heads while :math:`t < c_r`, none after);
-:func:`clear_job_flips` finds where each role's count falls to uniform attention's 0, and
-:func:`last_relation_flip` where the last relation (:data:`RELATIONS`) does: chapter 4's
-``head-relations`` flag.
-
-A decoder (SmolLM2-135M) is scored on causal rows by :func:`causal_role_scores`, whose maps
-:func:`decoder_maps` computes after a start token (:func:`start_token_ids`), against
-:func:`causal_uniform_baselines`: uniform attention over each causal row, :math:`1/(i+1)` for row
-:math:`i`. It has no next-token role, since row :math:`i` cannot see key :math:`i + 1`.
+MiniLM's heads for :data:`ROLES`; a decoder's (SmolLM2-135M) on causal rows for :data:`CAUSAL_ROLES`;
+and the counts :math:`N_r(t) = \#\{(\ell, h) : s_r(\ell, h) > t\}` behind chapter 4's ``head-relations`` slider.
 """
 
 from __future__ import annotations
@@ -57,8 +43,7 @@ def _is_punct(token: str) -> bool:
 def head_role_scores(maps: Union[Array, Sequence[Array]], tokens: Sequence) -> dict[str, np.ndarray]:
     r"""Score every head for six roles, averaged over the words of one or more texts.
 
-    For a map :math:`A` (rows = queries) and the query rows :math:`i` of the words
-    between ``[CLS]`` (position 0) and ``[SEP]`` (position n-1):
+    For a map :math:`A` (rows = queries) and the rows :math:`i` of the words between ``[CLS]`` and ``[SEP]``:
 
     ============== =====================================================================
     previous token :math:`A_{i,i-1}`
@@ -68,14 +53,8 @@ def head_role_scores(maps: Union[Array, Sequence[Array]], tokens: Sequence) -> d
     broad          :math:`H(A_i)/\log n`: 1 for uniform attention, 0 for one key
     ============== =====================================================================
 
-    Parameters
-    ----------
-    maps : shape (L, H, n, n), or a list of them (one per text, n may differ)
-    tokens : list of str (length n), or a list of such lists
-
-    Returns
-    -------
-    dict role -> numpy.ndarray (L, H), the mean over all words of all texts.
+    ``maps`` (L, H, n, n) and ``tokens`` (n strings), or lists of them (one per text); returns role -> (L, H),
+    the mean over all words of all texts.
 
     Examples
     --------
@@ -150,17 +129,9 @@ def causal_role_scores(maps: Union[Array, Sequence[Array]]) -> dict[str, np.ndar
     start token    :math:`A_{i,0}`        rows :math:`i \ge 1`
     ============== ====================== ==============================================================
 
-    Row 0 sees only itself (the mask gives it weight 1 there) and is left out. There is no
-    next-token role: row :math:`i` cannot see key :math:`i + 1`. A score is a function of the maps
-    alone, so :math:`q \to aq` with :math:`k \to k/a` leaves it unchanged.
-
-    Parameters
-    ----------
-    maps : shape (L, H, n, n) with n >= 3, or a list of them (one per text, n may differ)
-
-    Returns
-    -------
-    dict role -> numpy.ndarray (L, H): the mean over the rows of all texts.
+    Row 0 sees only itself and is left out; there is no next-token role.
+    ``maps``: shape (L, H, n, n) with n >= 3, or a list of them (one per text); returns role -> (L, H),
+    the mean over the rows of all texts.
 
     Examples
     --------
@@ -189,8 +160,7 @@ def causal_role_scores(maps: Union[Array, Sequence[Array]]) -> dict[str, np.ndar
 def causal_uniform_baselines(lengths: Sequence[int]) -> dict[str, float]:
     r"""What :func:`causal_role_scores` gives for uniform attention over each causal row: the chance level.
 
-    Row :math:`i` spreads :math:`1/(i+1)` over its keys :math:`0, \dots, i`, so the chance of a role is the
-    mean of :math:`1/(i+1)` over the role's rows of all texts (lengths ``n``, start token included).
+    The mean of :math:`1/(i+1)` over the role's rows of all texts (``lengths`` include the start token).
 
     Examples
     --------
@@ -225,8 +195,7 @@ def start_token_ids(texts: Sequence[str]) -> list[list[int]]:
 def decoder_maps(weights: DecoderWeights, ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
     """Every head's causal map of each text, (L, H, n, n) float64, from a Llama-style decoder's own forward pass.
 
-    ``weights`` from :func:`~attention_course.models.smollm2.load_smollm2` (maps after RoPE) or any
-    :class:`~attention_course.models.smollm2.DecoderWeights`; ``ids`` one list of token ids per text.
+    ``ids``: one list of token ids per text.
 
     Examples
     --------
@@ -245,14 +214,9 @@ def decoder_agreement(top_prev: float, top_prev_scrambled: float, sink_share: fl
                       sink_share_scrambled: float, cls_share: float, t: float = 0.5) -> dict[str, str]:
     """Chapter 4's rule for whether a decoder agrees with MiniLM's head roles, stated before its run.
 
-    Previous token: the decoder's top head scores above ``t`` while its scrambled copy's stays at or
-    below ``t`` ("agrees"); if the copy passes too, "undecided"; else "differs". Sink: the share of the
-    decoder's heads with more than half their weight on its start token lies within a factor 2 of
-    MiniLM's share on [CLS] ("agrees"), else "more heads park" or "fewer heads park"; "undecided" if the
-    scrambled copy's share is at least half the decoder's.
-
-    Returns ``{"previous token": ..., "sink": ..., "overall": ...}``; overall "agrees" when both agree,
-    "differs" when one differs, else "undecided".
+    Previous token "agrees" when the top head scores above ``t`` and the scrambled copy's does not.
+    Sink "agrees" when the share of sink heads is within a factor 2 of MiniLM's on [CLS]. Either is
+    "undecided" when the scrambled copy passes too (a sink share at least half the decoder's).
 
     Examples
     --------
@@ -283,9 +247,8 @@ def clear_job_counts(scores: Mapping[str, np.ndarray], chance: Mapping[str, floa
                      thresholds: Sequence[float]) -> dict[str, np.ndarray]:
     r"""For each role, the heads scoring above each threshold, and uniform attention's count.
 
-    Returns ``{role: (len(thresholds),) int}`` for MiniLM and ``{"uniform " + role: ...}``:
-    uniform attention scores ``chance[role]`` on every head, so it counts all of them while
-    :math:`t < c_r` and none after.
+    Returns ``{role: (len(thresholds),) int}`` and ``{"uniform " + role: ...}`` (all heads while
+    :math:`t < c_r`, none after).
 
     Examples
     --------
@@ -306,9 +269,7 @@ def clear_job_counts(scores: Mapping[str, np.ndarray], chance: Mapping[str, floa
 
 
 def clear_job_flips(counts: Mapping[str, np.ndarray], roles: Sequence[str]) -> dict[str, Optional[int]]:
-    """For each role, the first threshold index from which its count stays at uniform attention's 0.
-
-    ``None`` if some head still clears the largest threshold.
+    """For each role, the first threshold index from which its count stays at 0 (``None``: it never does).
 
     Examples
     --------
@@ -327,8 +288,7 @@ def clear_job_flips(counts: Mapping[str, np.ndarray], roles: Sequence[str]) -> d
 def last_relation_flip(flips: Mapping[str, Optional[int]], relations: Sequence[str]) -> tuple[str, Optional[int]]:
     """The relation whose :func:`clear_job_flips` index comes last, and that index: where ``head-relations`` flips.
 
-    The verdict holds while some head has a clear relation, so it flips where the last relation
-    drops to uniform attention's count; a relation that never drops (``None``) is last of all.
+    A relation that never drops (``None``) is last of all.
 
     Examples
     --------
@@ -350,8 +310,7 @@ ROLES_DATA = DATA_DIR / "slider_role_scores.json"
 def role_scores_data(texts: Sequence[str], digits: int = 4) -> dict:
     """MiniLM's role scores on ``texts`` and uniform attention's, rounded to ``digits`` decimals.
 
-    Returns ``{"texts", "scores": {role: (6, 12) nested list}, "chance": {role: float}}`` for the
-    roles in :data:`RELATIONS` and :data:`PARKING`: what :data:`ROLES_DATA` stores.
+    Returns ``{"texts", "scores": {role: (6, 12) nested list}, "chance": {role: float}}`` (:data:`ROLES_DATA`).
     """
     tokens, maps = attention_maps(list(texts))  # lists: tokens, (6, 12, n, n) each
     scores, chance = head_role_scores(maps, tokens), uniform_role_baselines(tokens)
@@ -376,9 +335,7 @@ DECODER_MODELS = ("SmolLM2", "scrambled")
 def decoder_role_data(texts: Sequence[str], digits: int = 4) -> dict:
     """SmolLM2's and its scrambled copy's :func:`causal_role_scores` on ``texts``, whole and per text, rounded.
 
-    Returns ``{"texts", "lengths" (with the start token), "chance": {role: float},
-    "models": {model: {role: (30, 9) nested list, role + " per text": list of (30, 9)}}}`` for
-    :data:`DECODER_MODELS`; the scrambled copy permutes the entries of every W_Q and W_K (seed 0).
+    Returns ``{"texts", "lengths", "chance", "models": {model: {role: (30, 9), role + " per text": [(30, 9)]}}}``.
     """
     weights = load_smollm2()
     ids = start_token_ids(texts)

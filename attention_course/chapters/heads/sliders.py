@@ -1,28 +1,8 @@
-r"""Chapter 4's slider: how strict must "one clear job" be before no head has one?
+r"""Chapter 4's interactive figures: the "one clear job" threshold, the agreement sets, every MiniLM head, focus.
 
-The verdict ``head-relations`` holds *when a head has one clear job*. A head's score for a role
-(:func:`attention_course.chapters.heads.roles.head_role_scores`) is the mean share of a word's weight on
-the role's target: the previous token, the next token, the punctuation marks (relations), or
-``[CLS]`` and ``[SEP]`` (the parking spots). The slider moves the threshold :math:`t` above which
-a head counts as doing that job and shows, for each role, how many of the 72 heads clear it,
-
-.. math::
-
-    N_r(t) = \#\{(\ell, h) : s_r(\ell, h) > t\},
-
-against what uniform attention clears: it scores the chance level :math:`c_r` (one key in
-:math:`n`, or the share of punctuation) on every head, so it clears all 72 below :math:`c_r` and
-none above. The flags sit where a role's count falls to uniform attention's 0
-(:func:`~attention_course.chapters.heads.roles.clear_job_flips`); the verdict flips where the last
-relation does (:func:`~attention_course.chapters.heads.roles.last_relation_flip`). The counts and flags
-come from :mod:`attention_course.chapters.heads.roles`; this module only reads the stored scores and draws.
-
-The role ``broad`` (row entropy over :math:`\log n`) is left out: uniform attention scores 1 on
-it, so a "clear" broad head is one with no particular job.
-
-MiniLM's maps are float32 and differ in their last bits across CPUs, so the scores are stored
-(:data:`ROLES_DATA`, written by :func:`attention_course.chapters.heads.roles.role_scores_data`)
-and the figure's HTML is the same on every machine.
+Each reads stored numbers (MiniLM's float32 maps differ in their last bits across CPUs), so the
+figures' HTML is the same on every machine. The role ``broad`` is left out of the clear-job slider:
+uniform attention scores 1 on it.
 """
 
 from __future__ import annotations
@@ -64,9 +44,7 @@ __all__ = [
     "sentence_maps", "focus_explorer",
 ]
 
-#: The five sentences' role scores of chapter 4 (regenerate:
-#: ``python -c "from attention_course.chapters.heads.roles import write_role_scores; write_role_scores()"``;
-#: the texts are those of the chapter's role-score cell).
+#: The roles' short names on the bars.
 _SHORT = {"previous token": "previous", "next token": "next", "punctuation": "punctuation",
           "[CLS]": "[CLS]", "[SEP]": "[SEP]"}
 
@@ -90,17 +68,10 @@ def clear_job_explorer(scores: Optional[Mapping[str, np.ndarray]] = None,
                        thresholds: Optional[Sequence[float]] = None) -> SliderFigure:
     r"""Chapter 4: move the threshold for "one clear job" and count the heads of each role.
 
-    Each frame shows the 72 heads' scores per role (dots; coloured when above :math:`t`) with
-    the threshold and each role's chance level, and the counts :math:`N_r(t)`
-    (:func:`~attention_course.chapters.heads.roles.clear_job_counts`) as bars beside uniform attention's.
-    A flag marks each role's :func:`~attention_course.chapters.heads.roles.clear_job_flips` index; the one
-    of the last relation carries the verdict.
-
-    Parameters
-    ----------
-    scores, chance : role -> (layers, heads) array and role -> float; default the stored
-        :data:`ROLES_DATA` (:func:`load_role_scores`).
-    thresholds : increasing values in (0, 1]; default 0.05, 0.10, ..., 1.00.
+    Each frame: the heads' scores per role against :math:`t` and the chance level, and the counts
+    :math:`N_r(t) = \#\{(\ell, h) : s_r(\ell, h) > t\}` beside uniform attention's. Flags: where each
+    role's count falls to 0; the last relation's carries the verdict.
+    ``scores``, ``chance`` default to the stored ones; ``thresholds`` increase (default 0.05, ..., 1.00).
 
     Examples
     --------
@@ -204,16 +175,11 @@ _AG_BARS = (("head_share", "best head → subject", "previous token"), ("offset_
 
 def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin: float = 0.2,
                        model: str = "SmolLM2") -> SliderFigure:
-    r"""Chapter 4: move across the agreement sets, from no noun between subject and verb to a subject
-    that is neither the first nor the nearest noun (:data:`AGREEMENT_SETS`).
+    r"""Chapter 4: move across the agreement sets (:data:`AGREEMENT_SETS`), the head against the rules.
 
-    Each frame shows the held-out shares of :mod:`~attention_course.chapters.heads.agreement` (bars
-    the mean over the random splits): the selected head on the subject, the position rules, the
-    content rules (nearest noun before the verb, first noun) and the head on the other nouns, with
-    the level and the best position rule plus the margin. The readout says which way
-    :func:`~attention_course.chapters.heads.agreement.set_decision` goes. The flag sits at the first set where the
-    head no longer beats the position rules. ``run`` is one model's record (default: ``model``'s in the
-    stored run); the heads picked are its non-sink heads.
+    Each frame: the held-out shares (mean over the splits) with the level and the best position rule
+    plus the margin; the flag sits at the first set where the head no longer beats the position rules.
+    ``run`` is one model's record (default: ``model``'s in the stored run).
 
     Examples
     --------
@@ -287,9 +253,6 @@ def agreement_explorer(run: Optional[Mapping] = None, level: float = 0.5, margin
                         verdict="agreement-head")
 
 
-# The book's interactive figures, one per chapter 1-6 and a head explorer for chapters 4, 5 and 7.
-
-
 #: The sentence of the head explorer: repeated words (the, cat), punctuation, two clauses.
 EXPLORER_SENTENCE = "The cat sat on the mat, and then the cat slept."
 
@@ -303,10 +266,8 @@ EXPLORER_DATA = DATA_DIR / "head_explorer.json"
 def head_explorer_data(text: str = EXPLORER_SENTENCE, digits: int = 4) -> dict:
     """MiniLM's attention maps for ``text``, rounded to ``digits`` decimals (what is stored).
 
-    Returns ``{"text", "tokens", "maps", "query_angle"}``: ``maps`` a nested list of shape
-    (6, 12, n, n); ``query_angle`` (6, 12), in degrees, the smallest principal angle between a
-    head's query subspace (its columns of W_Q) and that of any other head of its layer.
-    Write it with ``json.dump`` to :data:`EXPLORER_DATA` after changing the sentence.
+    Returns ``{"text", "tokens", "maps" (6, 12, n, n), "query_angle" (6, 12)}``: each head's smallest
+    angle (degrees) to another query subspace of its layer. Stored with ``json.dump`` at :data:`EXPLORER_DATA`.
     """
     tokens, maps = attention_maps(text)  # maps: (6, 12, n, n)
     w = minilm_weights().to(torch.float64)
@@ -391,21 +352,9 @@ def head_explorer(maps: np.ndarray, tokens: Sequence[str], start: tuple[int, int
                   query_angle: Optional[np.ndarray] = None, verdict_links: bool = True) -> PickerFigure:
     r"""Chapters 4, 5, 7: every MiniLM head on one sentence, with the course's measurements.
 
-    Parameters
-    ----------
-    maps : array, shape (layers, heads, n, n)
-        Attention weights for one sentence (:func:`attention_course.models.pretrained.attention_maps`).
-    tokens : sequence of str, length n
-    query_angle : array, shape (layers, heads), optional
-        Each head's smallest principal angle (degrees) to another head's query subspace in
-        its layer (chapter 4's measure), shown in the readout when given.
-    verdict_links : bool
-        End each readout with links to the verdicts its numbers bear on (an evidence page's
-        explorer); a lesson's explorer leaves them out.
-
-    The readout of each head gives its mean row entropy, the effective rank of its matrix, its
-    strongest role (:mod:`attention_course.chapters.heads.roles`) and the mean number of keys holding 80%
-    of a row's weight, and links the verdicts these numbers bear on.
+    ``maps`` (layers, heads, n, n) for ``tokens``; ``query_angle`` (layers, heads), optional, in degrees;
+    ``verdict_links`` ends each readout with links to the verdicts. Each readout gives the head's row
+    entropy, effective rank, strongest role and keys holding 80% of a row's weight.
 
     Examples
     --------
@@ -468,21 +417,19 @@ _FOCUS_BINS = (("property", "focused", "#4c72b0"), ("no property", "not focused"
 def focus_explorer(focus: Mapping, threshold: float = 0.5) -> SliderFigure:
     """Slide k, the number of heaviest keys, and watch each model's focused heads and the verdict of ``few-relevant-positions``.
 
-    For every k of the stored run (``focus``, :func:`~attention_course.chapters.lowrank.focus.focus_models_study`),
-    each model's heads in three bins (shares of all heads: focused, not focused, sink heads) beside the most
-    focused of its copies with scrambled W_Q, W_K, and the rule's outcome per model and for the claim
-    (:func:`~attention_course.chapters.lowrank.focus.verdicts_over_k`). Flags mark each k where the claim's
-    verdict changes; the slider starts at the k fixed before the run.
+    Each frame: each model's heads in three bins beside its most focused scrambled copy, and the verdicts.
+    Flags mark each k where the claim's verdict changes; the slider starts at the k fixed before the run.
     """
     cfg = focus["config"]
     ks, grid = list(cfg["ks"]), dict(ks=cfg["ks"], thresholds=cfg["thresholds"])
     verdicts = lowrank_focus.verdicts_over_k(focus, threshold)
     models = list(focus["models"])
+    bins_k = [{m: lowrank_focus.bins_at(focus["models"][m]["trained"], k=k, threshold=threshold, **grid) for m in models}
+              for k in ks]
+    scr_k = [{m: max(lowrank_focus.bins_at(s, k=k, threshold=threshold, **grid)["property"]
+                     for s in focus["models"][m]["scrambled"]) for m in models} for k in ks]
     frames = []
-    for k, v in zip(ks, verdicts):
-        bins = {m: lowrank_focus.bins_at(focus["models"][m]["trained"], k=k, threshold=threshold, **grid) for m in models}
-        scr = {m: max(lowrank_focus.bins_at(s, k=k, threshold=threshold, **grid)["property"]
-                      for s in focus["models"][m]["scrambled"]) for m in models}
+    for k, v, bins, scr in zip(ks, verdicts, bins_k, scr_k):
         traces = [{"type": "bar", "orientation": "h", "name": name, "y": models, "x": [bins[m][b] for m in models],
                    "marker": {"color": color}, "hovertemplate": f"{name}: %{{x:.3f}}<extra></extra>"}
                   for b, name, color in _FOCUS_BINS]
@@ -503,12 +450,8 @@ def focus_explorer(focus: Mapping, threshold: float = 0.5) -> SliderFigure:
 
     def draw(fig, ax):
         for m, style in zip(models, ("o-", "s-")):
-            trained = [lowrank_focus.bins_at(focus["models"][m]["trained"], k=k, threshold=threshold, **grid)["property"]
-                       for k in ks]
-            scrambled = [max(lowrank_focus.bins_at(s, k=k, threshold=threshold, **grid)["property"]
-                             for s in focus["models"][m]["scrambled"]) for k in ks]
-            line, = ax.plot(ks, trained, style, label=f"{m}, focused")
-            ax.plot(ks, scrambled, style[0] + ":", color=line.get_color(), mfc="none", label=f"{m}, scrambled")
+            line, = ax.plot(ks, [b[m]["property"] for b in bins_k], style, label=f"{m}, focused")
+            ax.plot(ks, [s[m] for s in scr_k], style[0] + ":", color=line.get_color(), mfc="none", label=f"{m}, scrambled")
         for i in changes:
             ax.axvline(ks[i] - 0.5, color="0.6", lw=1)
         ax.set(xlabel="k (heaviest keys)", ylabel="share of all heads", ylim=(0, 1.05), xticks=ks)

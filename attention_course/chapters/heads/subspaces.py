@@ -1,23 +1,8 @@
-r"""What heads are made of: their subspaces, their bilinear forms, and how they combine (chapter 4).
+r"""What heads are made of (chapter 4): their blocks of the weights, bilinear forms, subspaces and combination.
 
-Head ``i`` of multi-head attention owns the columns ``i*d_k:(i+1)*d_k`` of
-:math:`W_Q, W_K, W_V` (and the same rows of :math:`W_O`). Its scores are the
-bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}` of rank at most :math:`d_k`.
-This module looks at those blocks, all as pure functions:
-
-* **forms**: :func:`head_bilinear_forms`, :func:`form_singular_values` (their
-  spectra, from the thin factors) and :func:`reparametrise_head` (a head's weights
-  are not unique: only :math:`M_i` is);
-* **subspaces**: :func:`principal_angles`, the one routine for principal angles,
-  which :func:`head_subspace_angles`, :func:`smallest_head_angles` and
-  :func:`random_subspace_angles` (the random baseline) call;
-* **combining heads**: :func:`head_score_matrices`, :func:`combine_head_patterns`
-  (the softmax does not add up across heads) and :func:`total_variation` (per row);
-* :func:`mha_parameter_count`: heads split the width, they do not add parameters.
-
-The mechanism itself is in :mod:`attention_course.core.multihead`; the low-rank
-bottleneck of one head in :mod:`attention_course.chapters.heads.bottleneck`; head roles
-in a pretrained encoder in :mod:`attention_course.chapters.heads.roles`.
+Head ``i`` owns the columns ``i*d_k:(i+1)*d_k`` of :math:`W_Q, W_K, W_V` (and those rows of
+:math:`W_O`); its scores are the bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}`, of rank at most
+:math:`d_k`. :func:`principal_angles` is the package's one principal-angle routine.
 """
 
 from __future__ import annotations
@@ -69,11 +54,7 @@ def _head_bases(W: Array, num_heads: int, axis: int) -> torch.Tensor:
 def head_bilinear_forms(W_q: Array, W_k: Array, num_heads: int) -> Array:
     r"""Each head's bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}`, shape (h, d_model, d_model).
 
-    Without biases, head ``i``'s scores are :math:`x_q^\top M_i\, x_k / \sqrt{d_k}`,
-    so :math:`M_i` (rank at most ``d_k``) is what the head really computes.
-    Public API as the definition written out: :func:`form_singular_values` gets
-    the same spectra without forming these ``d_model x d_model`` matrices, and is
-    tested against them.
+    Without biases, head ``i``'s scores are :math:`x_q^\top M_i\, x_k / \sqrt{d_k}`.
 
     Examples
     --------
@@ -90,9 +71,7 @@ def head_bilinear_forms(W_q: Array, W_k: Array, num_heads: int) -> Array:
 def form_singular_values(W_q: Array, W_k: Array, num_heads: int) -> np.ndarray:
     r"""Singular values of every head's bilinear form :math:`M_i = W_Q^{(i)} W_K^{(i)\top}`, shape (h, d_k).
 
-    Computed from the thin factors: with QR factorisations :math:`W_Q^{(i)} = Q_a R_a`
-    and :math:`W_K^{(i)} = Q_b R_b`, :math:`M_i = Q_a (R_a R_b^\top) Q_b^\top`, so the
-    singular values of :math:`M_i` (d_model x d_model) are those of the small
+    With :math:`W_Q^{(i)} = Q_a R_a`, :math:`W_K^{(i)} = Q_b R_b` (QR), they are those of the small
     :math:`R_a R_b^\top` (d_k x d_k). Descending in each row.
 
     Examples
@@ -113,8 +92,7 @@ def reparametrise_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads
                        b_q: Optional[Array] = None, b_k: Optional[Array] = None) -> tuple:
     r"""Return copies with head ``head`` changed to :math:`W_Q R` and :math:`W_K R^{-\top}`.
 
-    Since :math:`(W_Q R)(W_K R^{-\top})^\top = W_Q W_K^\top`, the head's scores do
-    not change: a head's weights are not unique. Biases transform the same way.
+    :math:`(W_Q R)(W_K R^{-\top})^\top = W_Q W_K^\top`: the scores do not change. Biases transform the same way.
 
     Returns
     -------
@@ -146,9 +124,8 @@ def reparametrise_head(W_q: Array, W_k: Array, R: Array, *, head: int, num_heads
 
 
 # ------------------------------------------------------------ subspaces and principal angles
-#: A QR basis is used when every diagonal entry of R is at least this share of the largest:
-#: the columns are then independent, well away from any rank decision, and QR is 2-3 times
-#: faster than the SVD (the subspaces' overlaps and angles do not depend on the basis).
+#: A QR basis (2-3 times faster than the SVD) is used when every diagonal entry of R is at least
+#: this share of the largest: the columns are then well away from any rank decision.
 _QR_CONDITION = 1e-6
 
 
@@ -171,22 +148,12 @@ def _orth(A: torch.Tensor, rtol: float) -> torch.Tensor:
 def principal_angles(A: Array, B: Array, rtol: float = 1e-12) -> np.ndarray:
     r"""Principal angles (radians, ascending) between the column spaces of ``A`` and ``B``.
 
-    With orthonormal bases :math:`Q_A, Q_B` (from SVDs), :math:`\cos\theta_i = \sigma_i(Q_A^\top Q_B)`.
-    Small angles come from the sines, :math:`\sin\theta_i = \sigma_i(Q_B - Q_A Q_A^\top Q_B)`
-    (Knyazev & Argentati 2002), to stay accurate. 0 = a shared direction,
-    :math:`\pi/2` = orthogonal. This is the package's one principal-angle routine;
-    it runs in float64 through ``torch.linalg`` (batched SVDs of tall matrices are
-    many times faster there than in numpy).
+    With orthonormal bases :math:`Q_A, Q_B`, :math:`\cos\theta_i = \sigma_i(Q_A^\top Q_B)`; small angles
+    come from :math:`\sin\theta_i = \sigma_i(Q_B - Q_A Q_A^\top Q_B)` (Knyazev & Argentati 2002).
+    Float64, through ``torch.linalg`` (faster batched SVDs than numpy).
 
-    Parameters
-    ----------
-    A : shape (..., n, p);  B : shape (..., n, q)
-        Leading dimensions broadcast, e.g. (h, 1, n, p) against (1, h, n, q) for all pairs.
-    rtol : directions with singular value below ``rtol`` times the largest are dropped.
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., min(rank A, rank B)); every matrix of a batch must have the same rank.
+    ``A`` (..., n, p) and ``B`` (..., n, q), leading dimensions broadcast; directions below ``rtol`` times
+    the largest singular value are dropped. Returns shape (..., min(rank A, rank B)), one rank per batch.
 
     Examples
     --------
@@ -212,9 +179,8 @@ def principal_angles(A: Array, B: Array, rtol: float = 1e-12) -> np.ndarray:
 def head_subspace_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     """Principal angles between every pair of heads' subspaces, shape (h, h, d_k).
 
-    For ``W_q``/``W_k``/``W_v`` (``axis=1``) a head's subspace is the span of its
-    columns: the input directions it reads. For ``W_o`` use ``axis=0``: the span
-    of a head's rows, the output directions it writes to.
+    ``axis=1`` (``W_q``, ``W_k``, ``W_v``): the span of a head's columns, the directions it reads;
+    ``axis=0`` (``W_o``): the span of its rows, the directions it writes to.
 
     Examples
     --------
@@ -229,8 +195,7 @@ def head_subspace_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
 def smallest_head_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
     r"""Smallest principal angle (radians) between every pair of heads' subspaces, shape (h, h).
 
-    The first column of :func:`head_subspace_angles`: 0 means the heads share a
-    direction. The diagonal is set to exactly 0.
+    0 means the heads share a direction. The diagonal is set to exactly 0.
 
     Examples
     --------
@@ -245,8 +210,6 @@ def smallest_head_angles(W: Array, num_heads: int, axis: int = 1) -> np.ndarray:
 
 def random_subspace_angles(n: int, p: int, n_pairs: int = 100, seed: int = 0) -> np.ndarray:
     """Smallest principal angles (radians) between ``n_pairs`` pairs of random ``p``-dim subspaces of R^n.
-
-    The baseline for :func:`smallest_head_angles`: Gaussian matrices span uniformly random subspaces.
 
     Examples
     --------
@@ -266,14 +229,7 @@ def head_score_matrices(x: Array, W_q: Array, W_k: Array, num_heads: int,
 
     .. math:: S_i = (XW_Q^{(i)} + b_Q^{(i)})(XW_K^{(i)} + b_K^{(i)})^\top / \sqrt{d_k}
 
-    Parameters
-    ----------
-    x : shape (T, d_model), one sequence
-    W_q, W_k : shape (d_model, h*d_k);  b_q, b_k : optional, shape (h*d_k,)
-
-    Returns
-    -------
-    numpy.ndarray of float64, shape (h, T, T); ``softmax(S_i)`` is head ``i``'s attention.
+    ``x`` (T, d_model); ``W_q, W_k`` (d_model, h*d_k); ``b_q, b_k`` optional, (h*d_k,).
 
     Examples
     --------
@@ -296,12 +252,9 @@ def head_score_matrices(x: Array, W_q: Array, W_k: Array, num_heads: int,
 def combine_head_patterns(scores: Array) -> dict[str, np.ndarray]:
     r"""Three ways to merge ``h`` heads' scores (h, T, S) into one pattern (T, S).
 
-    * ``"softmax_of_sum"``: :math:`\operatorname{softmax}(\sum_i S_i)`, the pattern of one head
-      whose bilinear form is the sum of the heads' forms;
-    * ``"mean_of_softmaxes"``: :math:`\frac1h\sum_i \operatorname{softmax}(S_i)`, the heads'
-      patterns averaged;
-    * ``"normalised_product"``: :math:`\prod_i \operatorname{softmax}(S_i)`, each row renormalised.
-      It equals ``softmax_of_sum`` exactly: summing scores multiplies patterns.
+    ``"softmax_of_sum"`` :math:`\operatorname{softmax}(\sum_i S_i)`, ``"mean_of_softmaxes"``
+    :math:`\frac1h\sum_i \operatorname{softmax}(S_i)` and ``"normalised_product"``
+    :math:`\prod_i \operatorname{softmax}(S_i)` renormalised per row (equal to the first).
 
     Examples
     --------
@@ -322,16 +275,7 @@ def combine_head_patterns(scores: Array) -> dict[str, np.ndarray]:
 def total_variation(P: Array, Q: Array) -> np.ndarray:
     r"""Total-variation distance :math:`\tfrac12 \sum_j |P_{ij} - Q_{ij}|` of each row (0 to 1).
 
-    The weight that ``Q`` puts where ``P`` does not: 0 for equal rows, 1 for disjoint ones.
-    Take ``.mean()`` of the result for one number per pair of maps.
-
-    Parameters
-    ----------
-    P, Q : array or tensor, shape (..., S), one distribution per row
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
+    ``P``, ``Q``: shape (..., S), one distribution per row; returns shape (...).
 
     Examples
     --------
@@ -347,8 +291,7 @@ def total_variation(P: Array, Q: Array) -> np.ndarray:
 def mha_parameter_count(d_model: int, num_heads: int, bias: bool = True) -> int:
     r"""Parameters of multi-head attention with :math:`d_k = d_v = d_{model}/h`: :math:`4d^2 (+ 4d)`.
 
-    Each head has :math:`3 \cdot d \cdot d/h` projection weights and :math:`d/h` rows of :math:`W_O`,
-    so the count does not depend on ``num_heads``: heads split the width, they do not add to it.
+    The count does not depend on ``num_heads``: heads split the width, they do not add to it.
 
     Examples
     --------
