@@ -43,8 +43,7 @@ def output_logits(weights: DecoderWeights, h: torch.Tensor) -> torch.Tensor:
 def forward(weights: DecoderWeights, ids: torch.Tensor, cache: Optional[torch.Tensor] = None):
     """Logits of the new tokens and the extended cache: ``(logits (B, T, V), cache (L, 2, B, h_kv, S + T, d_head))``.
 
-    ``ids`` (B, T) are the new tokens, at positions ``S, ..., S + T - 1`` after the ``S`` positions
-    in ``cache`` (None or :func:`empty_cache` for a fresh start).
+    ``ids`` (B, T) are the new tokens, at positions ``S, ..., S + T - 1`` after the ``S`` cached ones.
 
     Examples
     --------

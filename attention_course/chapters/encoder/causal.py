@@ -104,10 +104,7 @@ class CausalLM(nn.Module):
         return embeddings(self.bert_weights(), tokens)  # (B, T, d)
 
     def from_embeddings(self, x: torch.Tensor, causal: Optional[bool] = None) -> torch.Tensor:
-        """Logits (B, T, V) from the first hidden state x (B, T, d): the layers and the unembedding.
-
-        ``causal`` overrides ``config.causal`` for this call (``False``: the same weights, no mask).
-        """
+        """Logits (B, T, V) from the first hidden state x (B, T, d); ``causal`` overrides ``config.causal``."""
         c, w = self.config, self.bert_weights()
         T = x.shape[1]
         causal = c.causal if causal is None else causal
@@ -117,10 +114,7 @@ class CausalLM(nn.Module):
         return x @ self.W_U  # (B, T, V)
 
     def forward(self, tokens: torch.Tensor, head_mask: None = None) -> tuple[torch.Tensor, list]:
-        """``(logits (B, T, V), [])``: next-token logits at every position; no attention maps are kept.
-
-        ``head_mask`` is there for :func:`~attention_course.models.training.evaluate_loss`; only None is accepted.
-        """
+        """``(logits (B, T, V), [])``: next-token logits, no attention maps; ``head_mask`` must be None."""
         if head_mask is not None:
             raise ValueError("CausalLM has no head mask; pass head_mask=None")
         return self.from_embeddings(self.embed(tokens)), []

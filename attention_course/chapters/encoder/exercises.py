@@ -462,9 +462,7 @@ def _returned_pair(got, expected, args) -> str | None:
 def torch_encoder_layer(x, layer, num_heads, mask, eps):
     """The same layer computed by ``torch.nn.TransformerEncoderLayer`` (post-LN, exact GELU, no dropout).
 
-    The weights are copied in (``nn.Linear`` stores ``W.T``); the mask is converted to torch's
-    convention (True = blocked): a key mask (B, 1, 1, T) becomes ``src_key_padding_mask``, a
-    (1, 1, T, T) mask ``src_mask``.
+    The weights are copied in as ``W.T``; the mask is negated (torch's True = blocked).
 
     Examples
     --------

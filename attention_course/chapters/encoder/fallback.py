@@ -68,9 +68,8 @@ def _signature(args: tuple) -> tuple:
 
 
 class Guarded:
-    """A reader's part that passed its check, used with a guard: on the first call with inputs of a new
-    kind its result is compared with the package's (type, dtype, shape); a mismatch or an exception
-    hands the part to the package's ``ours`` from then on, and prints why once.
+    """A reader's part that passed its check, compared with the package's ``ours`` (type, dtype, shape) on
+    each new kind of input; a mismatch or an exception hands over to ``ours`` for good, saying why once.
 
     Examples
     --------
