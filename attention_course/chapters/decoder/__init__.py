@@ -8,7 +8,7 @@ re-exported here, flat, so the notebook imports one thing:
 
 from .block import attention, decoder_block
 from .fallback import solved, yours_or_ours, describe_parts
-from .grouped_attention import decoder_mask, grouped_query_attention
+from .grouped_attention import grouped_query_attention
 from .model import empty_cache, forward, hidden_states, output_logits
 from .random_weights import random_layer, random_decoder
 from .reproduce import (
@@ -34,7 +34,6 @@ __all__ = [
     "solved",
     "yours_or_ours",
     "describe_parts",
-    "decoder_mask",
     "grouped_query_attention",
     "empty_cache",
     "forward",

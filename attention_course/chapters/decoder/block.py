@@ -5,10 +5,7 @@ r"""The pre-norm decoder block of Llama-style models: attention and SwiGLU, each
     a = x + \operatorname{Attn}(\operatorname{RMSNorm}_1(x)), \qquad
     y = a + \operatorname{FFN}(\operatorname{RMSNorm}_2(a))
 
-Attention projects to ``h`` query heads and ``h_kv`` key/value heads, rotates queries and keys
-with RoPE at the tokens' positions, attends causally with the key/value heads shared by groups
-of query heads, and maps the concatenated heads back with ``W_o``. :func:`attention` also takes
-the keys and values of earlier positions (a cache) and returns them with the new ones appended.
+Attention rotates queries and keys with RoPE and shares each key/value head among a group of query heads.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Chapter 9 exercises: the parts of a Llama-style decoder, checked against the package's.
 
-Each exercise lists the mistakes learners typically make (mutants) with the feedback they get;
-``tests/chapters/decoder/test_exercises_decoder.py`` checks that every mutant is caught with its
-own message and that a battery of learner answers gets the right verdict. Inputs are torch
-tensors in float64 (small random decoders).
+Each exercise lists typical mistakes (mutants) with their feedback; inputs are float64 torch tensors.
 
 Signatures the notebook's stubs use (weights are
 :class:`~attention_course.models.smollm2.DecoderLayer` / ``DecoderWeights``, used as ``x @ W``):
@@ -13,9 +10,6 @@ Signatures the notebook's stubs use (weights are
 * ``grouped-attention``: ``fn(q, k, v) -> (B, h, T, d_head)``: causal, the queries the last ``T`` of the
   ``S`` positions, key/value head ``i // (h / h_kv)`` for query head ``i``.
 * ``decoder-block``: ``fn(x, layer, config, positions) -> (B, T, d)``: one pre-norm layer.
-
-Chapter 10 (:mod:`attention_course.chapters.gpt.exercises`) adds the whole decoder with a cache,
-sampling and the next-token loss.
 """
 
 from __future__ import annotations
@@ -29,16 +23,13 @@ from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_b
 from ...models.smollm2 import DecoderConfig
 from .block import decoder_block
 from .grouped_attention import decoder_mask, grouped_query_attention
+from ..encoder.random_weights import _randn
 from .random_weights import TINY_DECODER, random_decoder
 from .rms_norm import rms_norm
 from .rope import apply_rope, apply_rope_interleaved, rotate_half
 from .swiglu import swiglu
 
 __all__ = ["EXERCISES", "TWO_GROUPS"]
-
-
-def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * std
 
 
 # ============================================================ 1. RMSNorm
@@ -336,11 +327,12 @@ def _gqa_variant(*, repeat: str = "interleave", mask: str = "bottom-right", scal
     return f
 
 
-def _gqa_sdpa(q, k, v):
+def _gqa_sdpa(q, k, v, top_left: bool = False):
+    """torch's attention on repeated key/value heads; ``top_left`` aligns the causal mask wrongly (queries at 0..T-1)."""
     T, S = q.shape[2], k.shape[2]
     g = q.shape[1] // k.shape[1]
     return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
-                                          attn_mask=torch.ones(T, S, dtype=torch.bool).tril(S - T))
+                                          attn_mask=torch.ones(T, S, dtype=torch.bool).tril(0 if top_left else S - T))
 
 
 def _gqa_grouped_view(q, k, v):

@@ -1,9 +1,4 @@
-"""Yours once it passes, the package's until then: chapter 8's rule, used for the decoder's parts.
-
-A later cell asks the checker whether the reader's function passes its exercise (the check also
-verifies the type and shape of what it returns) and uses it if so; otherwise the package's
-version of the same part. So "Run All" works on the untouched notebook and on a finished one.
-"""
+"""Yours once it passes, the package's until then: chapter 8's rule, used for the decoder's parts."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Figures for chapter 9: the plan of a decoder, RoPE's rotations, the causal graph, layer gaps against the estimate.
-
-Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no
-global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
-"""
+"""Figures for chapter 9: the plan of a decoder, RoPE's rotations, the causal graph, layer gaps against the estimate."""
 
 from __future__ import annotations
 
@@ -25,11 +21,7 @@ _OURS, _REF, _EST = "#0072B2", "#D55E00", "#444444"
 
 @book_figure
 def plot_decoder_plan(n_layers: int = 30) -> Figure:
-    """The decoder as a block diagram: left, the whole model; right, one pre-norm layer, repeated ``n_layers`` times.
-
-    Each box carries the number of the chapter's step that builds it; the residual connections go round
-    each branch into a "+", and the norms sit at the start of the branches (pre-norm).
-    """
+    """The decoder as a block diagram: left, the whole model; right, one pre-norm layer, repeated ``n_layers`` times."""
     fig, ax = plt.subplots(figsize=(_PLAN_WIDTH, 5.6), layout="constrained")
     ax.set(xlim=(0, 10), ylim=(0, 11), aspect="auto")
     ax.axis("off")

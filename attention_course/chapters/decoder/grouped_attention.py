@@ -1,13 +1,8 @@
 r"""Causal grouped-query attention (Ainslie et al. 2023), with queries that may sit after a cached prefix.
 
-SmolLM2 has 9 query heads but only 3 key/value heads: each key/value head serves a *group*
-of 3 consecutive query heads (query heads 0-2 read key/value head 0, 3-5 head 1, 6-8 head 2).
-So ``k`` and ``v`` are repeated along the head axis with ``repeat_interleave`` (0, 0, 0, 1, 1,
-1, 2, 2, 2), not ``repeat`` (0, 1, 2, 0, 1, 2, ...).
-
-The mask is causal and aligned at the *bottom-right*: the ``T`` queries are the last ``T``
-of the ``S`` positions (``S > T`` when earlier keys come from a cache), so query ``t`` sits at
-position ``S - T + t`` and may read keys ``j <= S - T + t``.
+Each key/value head serves a group of consecutive query heads (SmolLM2: 9 query heads, 3 key/value
+heads), so ``k`` and ``v`` are repeated with ``repeat_interleave`` (0, 0, 0, 1, ...), not ``repeat``.
+The causal mask is aligned bottom-right: the ``T`` queries are the last ``T`` of the ``S`` positions.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ import torch
 
 from ...core._backend import ShapeError, shape_str
 
-__all__ = ["decoder_mask", "grouped_query_attention"]
+__all__ = ["grouped_query_attention"]
 
 
 def repeat_kv(k: torch.Tensor, group: int) -> torch.Tensor:
@@ -58,7 +53,6 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
     ----------
     q : (B, h, T, d)
     k, v : (B, h_kv, S, d), with ``S >= T`` and ``h_kv`` dividing ``h``
-        The queries are the last ``T`` positions; the mask is :func:`decoder_mask`.
 
     Returns
     -------

@@ -5,13 +5,8 @@ r"""The whole decoder: embeddings, the blocks, a final RMSNorm and the tied outp
     h_0 = E[x], \qquad h_\ell = \operatorname{Block}_\ell(h_{\ell-1}), \qquad
     z = \operatorname{RMSNorm}(h_L)\, E^\top
 
-The output head reuses the embedding table ``E`` (V, d): the logit of token ``v`` is the dot
-product of the last state with ``v``'s own embedding.
-
-The cache is one tensor of shape ``(L, 2, B, h_kv, S, d_head)``: for each layer, the rotated
-keys (index 0) and the values (index 1) of the ``S`` positions seen so far. :func:`forward`
-takes the cache of the earlier positions (``S = 0`` at the start) and returns the logits of the
-new tokens and the cache extended by them.
+The cache is one tensor ``(L, 2, B, h_kv, S, d_head)``: each layer's rotated keys (index 0) and values
+(index 1) of the ``S`` positions seen so far.
 """
 
 from __future__ import annotations
@@ -48,8 +43,7 @@ def output_logits(weights: DecoderWeights, h: torch.Tensor) -> torch.Tensor:
 def forward(weights: DecoderWeights, ids: torch.Tensor, cache: Optional[torch.Tensor] = None):
     """Logits of the new tokens and the extended cache: ``(logits (B, T, V), cache (L, 2, B, h_kv, S + T, d_head))``.
 
-    ``ids`` (B, T) are the new tokens, at positions ``S, ..., S + T - 1`` after the ``S`` positions
-    in ``cache`` (None or :func:`empty_cache` for a fresh start).
+    ``ids`` (B, T) are the new tokens, at positions ``S, ..., S + T - 1`` after the ``S`` cached ones.
 
     Examples
     --------
@@ -82,11 +76,7 @@ def forward(weights: DecoderWeights, ids: torch.Tensor, cache: Optional[torch.Te
 
 def hidden_states(weights: DecoderWeights, ids: torch.Tensor,
                   block: Callable = decoder_block) -> torch.Tensor:
-    """Every layer's output, the embeddings first: ``(L+1, B, T, d)`` (before the final norm).
-
-    ``block(x, layer, config, positions)`` is the layer used, the package's :func:`decoder_block`
-    by default.
-    """
+    """Every layer's output (before the final norm) by ``block``, the embeddings first: ``(L+1, B, T, d)``."""
     x = weights.embed[ids]  # (B, T, d)
     positions = torch.arange(ids.shape[1])  # (T,)
     states = [x]

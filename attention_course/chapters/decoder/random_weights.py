@@ -1,8 +1,5 @@
-"""Small random decoders in float64: the weights the checks run on, and the start of a model trained from scratch.
-
-Sizes are the smallest that still show every typical mistake: 4 query heads over 2 key/value
-heads (so repeating the key/value heads in the wrong order changes the result), ``d_head = 4``
-(two rotated pairs, so the pairing convention shows), RMSNorm gains away from 1.
+"""Small random float64 decoders: the smallest sizes that show every typical mistake (4 query heads over
+2 key/value heads, ``d_head = 4``, RMSNorm gains away from 1), and the start of a model trained from scratch.
 """
 
 from __future__ import annotations

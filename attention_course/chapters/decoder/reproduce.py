@@ -1,23 +1,13 @@
 r"""Does a decoder reproduce SmolLM2-135M as ``transformers`` computes it? Layer gaps, an estimate, greedy margins.
 
-The reference is ``transformers``' ``LlamaForCausalLM`` loaded from the *same* GGUF file
-(:func:`transformers_reference`; its GGUF loader dequantizes the tensors and undoes llama.cpp's
-Q/K permutation itself). Importing ``transformers`` and loading the file take about half a
-minute, so the chapter compares with activations stored once by
-``python -m attention_course decoder-reference`` (:data:`REFERENCE_FILE`) and the tests compare live.
-
-How far may two correct float32 programs drift apart? As in chapter 8, an **estimate**, not a
-bound: each layer's longest sum has ``n = d_ff = 1536`` terms, whose rounding errors (each at most
-:math:`u = 2^{-24}` relative) add like a random walk, :math:`\sqrt{n}\,u` times the size of the
-values; a pre-norm decoder never renormalises its residual stream, so the size that matters is
-the largest value of the stream so far at the same position, :math:`\max_{k \le \ell}|h_k[t]|`,
-and every layer adds its own error to the errors carried from below:
+The reference is ``transformers``' ``LlamaForCausalLM`` loaded from the same GGUF file; the chapter reads
+activations stored once by ``python -m attention_course decoder-reference`` (:data:`REFERENCE_FILE`), the
+tests compare live. As in chapter 8, an estimate, not a bound, but a pre-norm decoder never renormalises
+its stream, so the size is the largest value so far at the same position:
 
 .. math::
 
     |h^\text{yours}_\ell[t] - h^\text{ref}_\ell[t]| \lesssim (\ell + 1)\,\sqrt{n}\,u\,\max_{k\le\ell}|h_k[t]| .
-
-The logits: see :func:`logit_estimate`.
 """
 
 from __future__ import annotations
@@ -33,6 +23,7 @@ import torch
 from ...models.experiments import Experiment, register
 from ...models.pretrained import _quiet
 from ...models.smollm2 import DecoderWeights, load_smollm2, locate_smollm2
+from ..encoder.reproduce import UNIT_ROUNDOFF_FLOAT32
 from .model import forward, hidden_states, output_logits
 from .tokenizer import encode
 
@@ -41,8 +32,6 @@ __all__ = [
     "stored_reference", "transformers_outputs", "greedy_with_gaps",
 ]
 
-#: float32's unit roundoff, 2^-24.
-UNIT_ROUNDOFF_FLOAT32 = 2.0**-24
 #: Where the chapter's reference activations are stored (written by ``decoder-reference``).
 REFERENCE_FILE = Path(__file__).resolve().parents[2] / "data" / "decoder_reference.npz"
 #: The chapter's prompts: greedy decoding of each is compared token for token.
@@ -52,9 +41,7 @@ PROMPTS = ("The capital of France is", "Water boils at a temperature of", "The o
 def decoder_estimates(states: torch.Tensor, n: int) -> np.ndarray:
     r"""The float32 estimate :math:`(\ell+1)\sqrt{n}\,u\max_{k\le\ell}|h_k[t]|` per layer and position: (L+1, B, T).
 
-    Each position has its own size: SmolLM2's first token carries values near 22,000 (a
-    "massive activation") while the others stay in the hundreds, so one size for all would
-    over-state the others' round-off a hundredfold.
+    Each position has its own size: SmolLM2's first token reaches about 22,000, the others hundreds.
 
     Examples
     --------
@@ -71,10 +58,7 @@ def decoder_estimates(states: torch.Tensor, n: int) -> np.ndarray:
 def logit_estimate(max_logit: float, n_layers: int, n: int, d: int) -> float:
     r"""The estimate for the logits: :math:`\max|z|\,\big((L+1)\sqrt{n} + \sqrt{d}\big)\,u`.
 
-    Every layer adds to the stream sums of at most ``n`` terms, each rounded to a relative
-    :math:`\sqrt{n}\,u` of its own size, so after ``L`` layers the last state is off by about
-    :math:`(L+1)\sqrt{n}\,u` relative; the final RMSNorm keeps relative errors as they are, and the
-    head adds one sum of ``d`` terms.
+    ``L`` layers of sums of ``n`` terms, then the head's sum of ``d`` terms (RMSNorm keeps relative errors).
 
     Examples
     --------
@@ -105,10 +89,7 @@ def transformers_model():
 
 @torch.no_grad()
 def transformers_reference(ids: torch.Tensor, model=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(states (L+1, B, T, d), logits (B, T, V))`` from ``transformers``, each layer's raw output (no final norm).
-
-    ``model`` defaults to ``transformers``' model loaded from the GGUF file.
-    """
+    """``(states (L+1, B, T, d), logits (B, T, V))`` from ``transformers``, each layer's raw output (no final norm)."""
     model = model or transformers_model()
     states = []
     hooks = [layer.register_forward_hook(lambda m, i, o: states.append(o[0] if isinstance(o, tuple) else o))
@@ -165,10 +146,8 @@ def stored_reference() -> dict:
 
 
 def transformers_outputs() -> dict:
-    """``transformers``' SmolLM2 on the chapter's prompts: ``"states"`` (L+1, T, d) and ``"logits"`` (V,) of
-    the first prompt's last position, and ``"hf_greedy_<i>"``, its greedy tokens for prompt ``i``.
-
-    The same arrays as :func:`stored_reference` (the name a reader sees on the chapter's page)."""
+    """``transformers``' SmolLM2 on the chapter's prompts (:func:`stored_reference`, under the page's name):
+    ``"states"`` (L+1, T, d), ``"logits"`` (V,) of the first prompt's last position, ``"hf_greedy_<i>"``."""
     return stored_reference()
 
 

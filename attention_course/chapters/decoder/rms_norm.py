@@ -1,12 +1,8 @@
-r"""RMSNorm: LayerNorm without the centring and without the shift (Zhang and Sennrich 2019).
+r"""RMSNorm (Zhang and Sennrich 2019): LayerNorm without the centring and the shift, used by Llama-style decoders.
 
 .. math::
 
     \operatorname{RMSNorm}(x) = g \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \varepsilon}}
-
-Each token is divided by the root mean square of its own ``d`` features, then scaled by a
-learned gain ``g``. Llama-style decoders (SmolLM2 among them) use it before every attention
-and feed-forward block and once more before the output head.
 """
 
 from __future__ import annotations

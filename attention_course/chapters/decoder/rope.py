@@ -1,21 +1,10 @@
 r"""Rotary position embeddings (RoPE, Su et al. 2021), in both layouts.
 
-RoPE encodes a token's position by *rotating* its query and key: the features are grouped
-in pairs, and pair ``i`` of the token at position ``m`` is turned by the angle
-:math:`m\,\theta_i`, with :math:`\theta_i = b^{-2i/d}` (``b`` the base, 100,000 in SmolLM2).
-A query at position ``m`` and a key at position ``n`` then meet at the angle
-:math:`(m - n)\,\theta_i`: their score depends on how far apart they are, not where.
-
-Which features form a pair is a convention:
-
-* **rotate half** (Hugging Face, the layout of the weights this chapter loads): feature ``i``
-  pairs with feature ``i + d/2``, :func:`apply_rope`;
-* **interleaved** (the RoFormer paper, llama.cpp): feature ``2i`` pairs with ``2i + 1``,
-  :func:`apply_rope_interleaved`.
-
-The two are the same rotation in a different order of features, so weights trained with one
-work with the other once W_Q's and W_K's output features are permuted
-(:func:`~attention_course.models.smollm2.permute_for_llama_cpp`).
+Pair ``i`` of the features of the token at position ``m`` is turned by :math:`m\,\theta_i`,
+:math:`\theta_i = b^{-2i/d}` (SmolLM2: ``b`` = 100,000), so a query at ``m`` and a key at ``n`` meet at
+:math:`(m - n)\,\theta_i`. Pairs are ``(i, i + d/2)`` in the rotate-half layout (Hugging Face,
+:func:`apply_rope`) and ``(2i, 2i + 1)`` interleaved (RoFormer, llama.cpp, :func:`apply_rope_interleaved`);
+permuting W_Q's and W_K's outputs (:func:`~attention_course.models.smollm2.permute_for_llama_cpp`) maps one to the other.
 """
 
 from __future__ import annotations

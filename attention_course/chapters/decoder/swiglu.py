@@ -1,12 +1,6 @@
-r"""The SwiGLU feed-forward block (Shazeer 2020) of Llama-style decoders.
-
-.. math::
-
-    \operatorname{FFN}(x) = \big(\operatorname{SiLU}(x W_\text{gate}) \odot x W_\text{up}\big) W_\text{down},
-    \qquad \operatorname{SiLU}(z) = z\,\sigma(z)
-
-Two projections of width ``d_ff``: one, through SiLU, is a *gate* that scales the other
-feature by feature. No biases.
+r"""The SwiGLU feed-forward block (Shazeer 2020) of Llama-style decoders, no biases:
+:math:`\operatorname{FFN}(x) = \big(\operatorname{SiLU}(x W_\text{gate}) \odot x W_\text{up}\big) W_\text{down}`,
+:math:`\operatorname{SiLU}(z) = z\,\sigma(z)`.
 """
 
 from __future__ import annotations

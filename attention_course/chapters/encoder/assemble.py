@@ -1,15 +1,7 @@
-r"""The whole encoder, assembled from the chapter's parts: embeddings, then L post-LN layers.
-
-.. math::
-
-    H_0 = \operatorname{Embed}(x), \qquad
-    H_\ell = \operatorname{Block}_\ell(H_{\ell - 1}), \quad \ell = 1, \dots, L
-
-:func:`encode` returns every :math:`H_\ell` stacked, embeddings first, the layout of
-``transformers``' ``output_hidden_states`` (as one tensor). It is the same computation as
-:func:`~attention_course.models.encoder.bert_encode`, written from this chapter's steps
-(:func:`~.embeddings.embeddings`, :func:`~.block.block`), and the tests hold both to
-``transformers.BertModel``.
+r"""The whole encoder from the chapter's parts: :math:`H_0 = \operatorname{Embed}(x)`,
+:math:`H_\ell = \operatorname{Block}_\ell(H_{\ell - 1})`, stacked embeddings first (``transformers``'
+``output_hidden_states`` as one tensor); the same computation as
+:func:`~attention_course.models.encoder.bert_encode`.
 """
 
 from __future__ import annotations
@@ -35,26 +27,20 @@ def encode(weights: BertWeights, input_ids: torch.Tensor, attention_mask: Option
     Parameters
     ----------
     weights : BertWeights
-        E.g. :func:`~attention_course.models.pretrained.minilm_weights` (float32) or its ``.to(torch.float64)``.
     input_ids : LongTensor, shape (B, T)
     attention_mask : tensor, shape (B, T), optional
-        1 = real token, 0 = padding (what the tokenizer returns with ``padding=True``). Only keys
-        are masked: padded positions still get (meaningless) states, as in ``transformers``.
+        1 = real token, 0 = padding. Only keys are masked: padded positions still get states, as in
+        ``transformers``.
     token_type_ids : LongTensor, shape (B, T), optional
         Default 0.
-    norm : ``"post"`` (BERT) or ``"pre"``
-        The block order (see :mod:`.block`); MiniLM's weights need ``"post"``.
-    approximate : ``"none"`` (exact GELU) or ``"tanh"``
-        The GELU of the feed-forward blocks; MiniLM's weights need ``"none"``.
+    norm : ``"post"`` (BERT, MiniLM) or ``"pre"``
+    approximate : ``"none"`` (exact GELU, MiniLM) or ``"tanh"``
 
     Examples
     --------
-    >>> g = torch.Generator().manual_seed(0)
-    >>> r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
-    >>> from attention_course.models.encoder import BertLayerWeights, bert_encode
-    >>> layer = BertLayerWeights(*[r(4, 4) for _ in range(4)], *[r(4) for _ in range(6)],
-    ...                          r(4, 8), r(8), r(8, 4), r(4), r(4), r(4))
-    >>> w = BertWeights(r(10, 4), r(16, 4), r(2, 4), r(4), r(4), (layer, layer), 2, 1e-12)
+    >>> from attention_course.chapters.encoder.random_weights import random_bert
+    >>> from attention_course.models.encoder import bert_encode
+    >>> w = random_bert(0, d=4, d_ff=8, vocab=10, max_len=16)
     >>> ids, mask = torch.tensor([[1, 2, 3], [4, 5, 0]]), torch.tensor([[1, 1, 1], [1, 1, 0]])
     >>> h = encode(w, ids, mask)
     >>> tuple(h.shape), torch.allclose(h, torch.stack(bert_encode(w, ids, mask).hidden_states))

@@ -1,22 +1,14 @@
 r"""One encoder layer: attention and feed-forward, each inside a residual connection with a LayerNorm.
 
-BERT (and MiniLM) normalise **after** adding the residual, *post-LN* (Vaswani et al. 2017):
+BERT (and MiniLM) normalise after the residual, *post-LN*; GPT-2 and most later models normalise the
+branch's input, *pre-LN*, so their residual stream grows with depth (``norm`` of :func:`block`):
 
 .. math::
 
-    a = \operatorname{LN}_1\big(x + \operatorname{MHA}(x)\big), \qquad
-    y = \operatorname{LN}_2\big(a + \operatorname{FFN}(a)\big).
-
-GPT-2 and most models trained since normalise the branch's **input** instead, *pre-LN*:
-
-.. math::
-
-    a = x + \operatorname{MHA}\big(\operatorname{LN}_1(x)\big), \qquad
-    y = a + \operatorname{FFN}\big(\operatorname{LN}_2(a)\big),
-
-so the residual stream itself is never normalised and grows with depth (a pre-LN stack
-ends with one more LayerNorm). The two orders are one parameter, ``norm``, of :func:`block`.
-A model trained with one order gives wrong results with the other.
+    \text{post: } a = \operatorname{LN}_1\big(x + \operatorname{MHA}(x)\big),\;
+    y = \operatorname{LN}_2\big(a + \operatorname{FFN}(a)\big); \qquad
+    \text{pre: } a = x + \operatorname{MHA}\big(\operatorname{LN}_1(x)\big),\;
+    y = a + \operatorname{FFN}\big(\operatorname{LN}_2(a)\big).
 """
 
 from __future__ import annotations
@@ -43,7 +35,6 @@ def block(x: torch.Tensor, layer: BertLayerWeights, num_heads: int, mask: Option
     ----------
     x : torch.Tensor, shape (B, T, d)
     layer : BertLayerWeights
-        Attention weights, ``ln1_*`` (after attention), ``W_1 ... b_2`` (feed-forward) and ``ln2_*``.
     num_heads : int
     mask : bool tensor broadcastable to (B, h, T, T), optional
         ``True`` = may attend: a padding mask (B, 1, 1, T) or a causal mask (T, T).
@@ -80,10 +71,7 @@ def stream_size(norm: str, n_layers: int = 12, d: int = 64, num_heads: int = 4, 
                 seed: int = 0) -> np.ndarray:
     r"""The size of the residual stream through a stack of random layers: rms of :math:`H_\ell`, shape (L+1,).
 
-    :math:`\operatorname{rms}(H) = \sqrt{\operatorname{mean}(H^2)}` over tokens and features, for the
-    input (a random (1, T, d) of rms 1) and after each of ``n_layers`` random float64 layers
-    (:func:`~.random_weights.random_layer`), post-LN or pre-LN. Post-LN ends every layer with a
-    LayerNorm, so the size stays put; pre-LN adds each branch to an unnormalised stream, which grows.
+    For a random input of rms 1 and after each of ``n_layers`` random float64 layers, post-LN or pre-LN.
 
     Examples
     --------

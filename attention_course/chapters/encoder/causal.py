@@ -1,20 +1,10 @@
 r"""The decoder side: the same post-LN block with a causal mask, trained as a next-token model.
 
-A causal mask lets position :math:`i` read the positions :math:`j \le i` only, so the output
-at :math:`i` can be trained to predict token :math:`i + 1` without seeing it. In symbols, every
-later input must leave an earlier output unchanged:
-
-.. math::
-
-    \frac{\partial y_i}{\partial x_j} = 0 \qquad \text{for all } j > i .
-
-:class:`CausalLM` is :func:`~.embeddings.embeddings` (word and learned position vectors, then
-LayerNorm), ``n_layers`` of :func:`~.block.block` with the mask
-:func:`~attention_course.core.attention.causal_mask`, and an unembedding. It has the interface
-:func:`~attention_course.models.training.train` expects (``model(tokens) -> (logits, weights)``
-and ``model.config.n_layers``), so the course's one training loop trains it.
-:func:`dependence` measures :math:`\lVert \partial y_i / \partial x_j \rVert` with autograd and
-:func:`causal_leaks` lists every pair that breaks the rule.
+A causal mask lets position :math:`i` read positions :math:`j \le i` only:
+:math:`\partial y_i / \partial x_j = 0` for all :math:`j > i`. :class:`CausalLM` (embeddings,
+``n_layers`` blocks with :func:`~attention_course.core.attention.causal_mask`, an unembedding) fits
+:func:`~attention_course.models.training.train`; :func:`dependence` measures the gradients by autograd
+and :func:`causal_leaks` lists the pairs that break the rule.
 """
 
 from __future__ import annotations
@@ -77,7 +67,7 @@ class CausalLM(nn.Module):
     ----------
     config : CausalConfig
     seed : int
-        Seeds the initialisation through a private generator (the global random state is untouched).
+        Seeds a private generator (the global random state is untouched).
 
     Examples
     --------
@@ -114,10 +104,7 @@ class CausalLM(nn.Module):
         return embeddings(self.bert_weights(), tokens)  # (B, T, d)
 
     def from_embeddings(self, x: torch.Tensor, causal: Optional[bool] = None) -> torch.Tensor:
-        """Logits (B, T, V) from the first hidden state x (B, T, d): the layers and the unembedding.
-
-        ``causal`` overrides ``config.causal`` for this call (``False``: the same weights, no mask).
-        """
+        """Logits (B, T, V) from the first hidden state x (B, T, d); ``causal`` overrides ``config.causal``."""
         c, w = self.config, self.bert_weights()
         T = x.shape[1]
         causal = c.causal if causal is None else causal
@@ -127,10 +114,7 @@ class CausalLM(nn.Module):
         return x @ self.W_U  # (B, T, V)
 
     def forward(self, tokens: torch.Tensor, head_mask: None = None) -> tuple[torch.Tensor, list]:
-        """``(logits (B, T, V), [])``: next-token logits at every position; no attention maps are kept.
-
-        ``head_mask`` is there for :func:`~attention_course.models.training.evaluate_loss`; only None is accepted.
-        """
+        """``(logits (B, T, V), [])``: next-token logits, no attention maps; ``head_mask`` must be None."""
         if head_mask is not None:
             raise ValueError("CausalLM has no head mask; pass head_mask=None")
         return self.from_embeddings(self.embed(tokens)), []
@@ -139,10 +123,8 @@ class CausalLM(nn.Module):
 def dependence(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, seed: int = 0) -> np.ndarray:
     r"""How much output position ``i`` depends on input position ``j``: a (T, T) matrix, by autograd.
 
-    Entry ``(i, j)`` is :math:`\lVert \partial (r_i \cdot y_i) / \partial x_j \rVert_2`, the
-    gradient of a random projection of output ``i`` (``fn(x)[0, i]``) with respect to input
-    ``j``. It is exactly 0 where ``y_i`` does not depend on ``x_j`` and (almost surely) positive
-    where it does. ``x`` has shape (1, T, d).
+    Entry ``(i, j)`` is :math:`\lVert \partial (r_i \cdot y_i) / \partial x_j \rVert_2` for a random
+    direction :math:`r_i`: exactly 0 where ``y_i`` does not depend on ``x_j``. ``x`` has shape (1, T, d).
 
     Examples
     --------

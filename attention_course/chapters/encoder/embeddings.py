@@ -1,12 +1,10 @@
-r"""BERT's input layer: a word vector, a learned position vector and a segment vector, added and normalised.
+r"""BERT's input layer: word, learned position (from 0) and segment vectors, added and normalised.
 
 .. math::
 
     H_0[b, t] = \operatorname{LN}\big(E_{\text{word}}[x_{bt}] + E_{\text{pos}}[t] + E_{\text{type}}[s_{bt}]\big)
 
-Positions count from 0 in every sequence of a batch; MiniLM learned its 512 position vectors
-(no sinusoids, no scaling by :math:`\sqrt{d}`). The segment ("token type") is 0 for a single
-sentence, but its vector is not zero: it is added to every token.
+The segment is 0 for a single sentence, but its vector is not zero.
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ def embeddings(weights: BertWeights, input_ids: torch.Tensor,
     Parameters
     ----------
     weights : BertWeights
-        Uses ``word_embeddings`` (V, d), ``position_embeddings`` (max_len, d),
-        ``token_type_embeddings`` (types, d), ``ln_weight``, ``ln_bias`` and ``layer_norm_eps``.
     input_ids : LongTensor, shape (B, T)
     token_type_ids : LongTensor, shape (B, T), optional
         Default 0 everywhere (one sentence per sequence).

@@ -1,12 +1,8 @@
 """Chapter 8 exercises: a BERT encoder from its parts, checked against the package and against MiniLM.
 
-Each exercise lists the mistakes learners typically make (mutants) with the feedback they
-get; ``tests/chapters/encoder/test_exercises_encoder.py`` checks that every mutant is caught with
-its own message. Inputs are torch tensors in float64 (small random weights) and, for the
-whole encoder, MiniLM's own float32 weights compared with ``transformers``. LayerNorm, the
-feed-forward block, the embeddings and the mean pooling are worked code in the lesson (the
-learner reads and runs them; chapter 9's RMSNorm and SwiGLU exercises practise the same skills),
-so the three exercises are the parts where the learning is: attention, the block, the encoder.
+Each exercise lists typical mistakes (mutants) with their feedback; inputs are float64 torch tensors
+and, for the whole encoder, MiniLM's own float32 weights. LayerNorm, the feed-forward block, the
+embeddings and the pooling are worked code in the lesson, not exercises.
 
 Signatures the notebook's stubs use (weights are
 :class:`~attention_course.models.encoder.BertLayerWeights` / ``BertWeights``, used as ``x @ W + b``):
@@ -38,15 +34,11 @@ from .assemble import encode
 from .block import block
 from .feed_forward import GELU_GAP, feed_forward
 from .layer_norm import layer_norm
-from .random_weights import random_bert, random_layer
+from .random_weights import _randn, random_bert, random_layer
 from .reproduce import first_departure, float32_bound
 from .self_attention import key_mask, self_attention
 
 __all__ = ["EXERCISES", "ENCODER_ATOL", "MINILM_MAX_ABS"]
-
-def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * std
-
 
 def _lengths_mask(lengths, T: int) -> torch.Tensor:
     """(B, T) attention_mask, 1 for the first ``lengths[b]`` positions."""
@@ -470,9 +462,7 @@ def _returned_pair(got, expected, args) -> str | None:
 def torch_encoder_layer(x, layer, num_heads, mask, eps):
     """The same layer computed by ``torch.nn.TransformerEncoderLayer`` (post-LN, exact GELU, no dropout).
 
-    The weights are copied in (``nn.Linear`` stores ``W.T``); the mask is converted to torch's
-    convention (True = blocked): a key mask (B, 1, 1, T) becomes ``src_key_padding_mask``, a
-    (1, 1, T, T) mask ``src_mask``.
+    The weights are copied in as ``W.T``; the mask is negated (torch's True = blocked).
 
     Examples
     --------

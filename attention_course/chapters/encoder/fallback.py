@@ -1,18 +1,9 @@
 """Yours once it passes, the package's until then: how the chapter runs top to bottom with stubs unsolved.
 
-Each step of the chapter uses the steps before it. A later cell asks the checker whether the
-reader's function passes its exercise and uses it if so; otherwise it uses the package's
-version of the same step. So "Run All" works on the untouched notebook and on a finished one,
-and a reader who solves the exercises runs the whole model on their own code.
-
-A reader's part never surfaces as an error in a later exercise:
-
-* a part that does not pass its check is replaced by the package's, and the cell says which part
-  and why (the check's verdict), unless it is still the untouched stub;
-* a part that passes is wrapped (:class:`Guarded`): the first time it meets inputs of a new kind
-  (other dtypes or shapes than the check's, MiniLM's float32 weights, say) its result is compared
-  with the package's on the same inputs for type, dtype and shape, and if it returns something
-  else, or raises, the package's part takes over for good, with a line that says why.
+A later cell uses the reader's function if it passes its exercise, else the package's, so "Run All"
+works on the untouched notebook and on a finished one. A failing part is replaced with the check's
+verdict (silently while it is the untouched stub); a passing part is :class:`Guarded`, handed to the
+package's part for good if on new kinds of input it returns something else or raises.
 """
 
 from __future__ import annotations
@@ -40,10 +31,7 @@ def _result(exercise_id: str, fn: Any):
 
 
 def solved(exercise_id: str, fn: Any) -> bool:
-    """True when ``fn`` passes exercise ``exercise_id``'s check; never raises.
-
-    The verdict is remembered for this function object, so asking again is free (redefining
-    the function makes a new object, which is checked again).
+    """True when ``fn`` passes exercise ``exercise_id``'s check (remembered per function object); never raises.
 
     Examples
     --------
@@ -80,9 +68,8 @@ def _signature(args: tuple) -> tuple:
 
 
 class Guarded:
-    """A reader's part that passed its check, used with a guard: on the first call with inputs of a new
-    kind its result is compared with the package's (type, dtype, shape); a mismatch or an exception
-    hands the part to the package's ``ours`` from then on, and prints why once.
+    """A reader's part that passed its check, compared with the package's ``ours`` (type, dtype, shape) on
+    each new kind of input; a mismatch or an exception hands over to ``ours`` for good, saying why once.
 
     Examples
     --------
@@ -138,8 +125,7 @@ def _said(structure: Any) -> str:
 def yours_or_ours(exercise_id: str, yours: Any, ours: Callable, name: Optional[str] = None) -> Callable:
     """``yours`` (guarded, see :class:`Guarded`) if it passes exercise ``exercise_id``, else the package's ``ours``.
 
-    When ``yours`` was attempted but does not pass, a line says which part is replaced and why (the
-    check's verdict); the untouched stub is replaced silently.
+    An attempted ``yours`` that fails is replaced with a line saying why; the untouched stub silently.
 
     Examples
     --------

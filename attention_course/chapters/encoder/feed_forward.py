@@ -5,16 +5,9 @@ r"""The feed-forward block of BERT: two linear maps with a GELU between them, ap
     \operatorname{FFN}(x) = \operatorname{GELU}(x W_1 + b_1)\, W_2 + b_2, \qquad
     \operatorname{GELU}(z) = z\,\Phi(z) = \tfrac{z}{2}\left(1 + \operatorname{erf}(z / \sqrt{2})\right)
 
-with :math:`W_1` of shape ``(d, d_ff)`` and :math:`W_2` of shape ``(d_ff, d)`` (MiniLM:
-``d = 384``, ``d_ff = 1536``). BERT uses the exact GELU above (erf); GPT-2 and many
-re-implementations use the tanh approximation
-
-.. math::
-
-    \operatorname{GELU}_{\tanh}(z) = \tfrac{z}{2}\left(1 + \tanh\!\left(\sqrt{2/\pi}\,(z + 0.044715\, z^3)\right)\right),
-
-which differs from it by at most :data:`GELU_GAP` (at :math:`|z|` = :data:`GELU_GAP_AT`). Both are
-:func:`gelu` with a different ``approximate`` (as in ``torch.nn.functional.gelu``).
+BERT uses the exact (erf) GELU; GPT-2's tanh approximation
+:math:`\tfrac{z}{2}(1 + \tanh(\sqrt{2/\pi}\,(z + 0.044715\, z^3)))` differs from it by at most
+:data:`GELU_GAP` (at :math:`|z|` = :data:`GELU_GAP_AT`).
 """
 
 from __future__ import annotations
@@ -75,7 +68,7 @@ def feed_forward(x: torch.Tensor, layer: BertLayerWeights, approximate: str = "n
     ----------
     x : torch.Tensor, shape (..., d)
     layer : BertLayerWeights
-        Uses ``W_1`` (d, d_ff), ``b_1`` (d_ff,), ``W_2`` (d_ff, d), ``b_2`` (d,).
+        ``W_1`` (d, d_ff), ``b_1`` (d_ff,), ``W_2`` (d_ff, d), ``b_2`` (d,).
     approximate : ``"none"`` (erf, as BERT) or ``"tanh"``
 
     Returns
@@ -84,11 +77,9 @@ def feed_forward(x: torch.Tensor, layer: BertLayerWeights, approximate: str = "n
 
     Examples
     --------
-    >>> g = torch.Generator().manual_seed(0)
-    >>> r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
-    >>> layer = BertLayerWeights(*[r(4, 4) for _ in range(4)], *[r(4) for _ in range(6)],
-    ...                          r(4, 8), r(8), r(8, 4), r(4), r(4), r(4))
-    >>> tuple(feed_forward(r(2, 3, 4), layer).shape)
+    >>> from attention_course.chapters.encoder.random_weights import random_layer
+    >>> layer = random_layer(torch.Generator().manual_seed(0), 4, 8)
+    >>> tuple(feed_forward(torch.ones(2, 3, 4, dtype=torch.float64), layer).shape)
     (2, 3, 4)
     """
     if x.shape[-1] != layer.W_1.shape[0]:

@@ -1,8 +1,4 @@
-"""Figures for chapter 8: the two GELUs, the residual stream by depth, the layer-by-layer gaps, the search, causality.
-
-Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no
-global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
-"""
+"""Figures for chapter 8: the two GELUs, the residual stream by depth, the layer-by-layer gaps, the search, causality."""
 
 from __future__ import annotations
 
@@ -160,16 +156,11 @@ _PLAN_WIDTH = 5.2
 _PLAN_FILL = {"attention": "#F3CF7F", "norm": "#DDDDDD", "ffn": "#9CCBEA", "embed": "#8FD3BD", "pool": "#E8B7D3"}
 
 
-def _plan_box(ax, x: float, y: float, w: float, h: float, text: str, fill: str, step: str = "",
-              step_side: str = "right") -> None:
-    """A rounded box centred at (x, y) with ``text`` inside and the chapter's step number beside it."""
+def _plan_box(ax, x: float, y: float, w: float, h: float, text: str, fill: str) -> None:
+    """A rounded box centred at (x, y) with ``text`` inside."""
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
                                 facecolor=fill, edgecolor="0.25", lw=1.2))
     ax.text(x, y, text, ha="center", va="center", fontsize=11, linespacing=1.1)
-    if step:
-        dx = w / 2 + 0.12
-        ax.text(x + dx if step_side == "right" else x - dx, y, step, ha="left" if step_side == "right" else "right",
-                va="center", fontsize=10, color="0.35")
 
 
 def _plan_arrow(ax, start: tuple, end: tuple, color: str = "0.2") -> None:
@@ -179,11 +170,7 @@ def _plan_arrow(ax, start: tuple, end: tuple, color: str = "0.2") -> None:
 
 @book_figure
 def plot_encoder_plan(n_layers: int = 6) -> Figure:
-    """The encoder as a block diagram: left, the whole model; right, one post-LN layer, the box repeated ``n_layers`` times.
-
-    Each box is labelled with the chapter's step that builds it; the residual connections are the arrows
-    that go round a sub-block into a "+".
-    """
+    """The encoder as a block diagram: left, the whole model; right, one post-LN layer, the box repeated ``n_layers`` times."""
     fig, ax = plt.subplots(figsize=(_PLAN_WIDTH, 5.6), layout="constrained")
     ax.set(xlim=(0, 10), ylim=(0, 11), aspect="auto")
     ax.axis("off")

@@ -2,15 +2,10 @@ r"""LayerNorm, written out: each token's features, centred and scaled to unit va
 
 .. math::
 
-    \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta,
-    \qquad \mu = \frac{1}{d}\sum_{i=1}^{d} x_i, \qquad
-    \sigma^2 = \frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2
+    \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta
 
-over the **last** axis (a token's ``d_model`` features), with the *biased* variance (divide
-by ``d``, not ``d - 1``) and :math:`\varepsilon` **inside** the square root, as
-``torch.nn.LayerNorm`` and BERT compute it. Nothing is shared between tokens or between the
-sequences of a batch. MiniLM uses :math:`\varepsilon = 10^{-12}`; ``torch.nn.LayerNorm``
-defaults to :math:`10^{-5}`.
+over the last axis, with the biased variance and :math:`\varepsilon` inside the root, as
+``torch.nn.LayerNorm`` (MiniLM: :math:`\varepsilon = 10^{-12}`; torch's default :math:`10^{-5}`).
 """
 
 from __future__ import annotations
@@ -26,20 +21,13 @@ def layer_norm(x: Array, gamma: Array, beta: Array, eps: float = 1e-12) -> Array
     Parameters
     ----------
     x : array or tensor, shape (..., d)
-        Any leading axes (batch, positions); the statistics are taken over the last axis only.
     gamma, beta : shape (d,)
         The learned gain and shift (``LayerNorm.weight`` and ``LayerNorm.bias``).
     eps : float
-        Added to the variance, inside the square root.
 
     Returns
     -------
     Same kind (numpy or torch), dtype and shape as ``x``.
-
-    Raises
-    ------
-    ShapeError
-        When ``gamma`` or ``beta`` does not have shape ``(d,)``.
 
     Examples
     --------

@@ -1,13 +1,7 @@
 r"""From token states to one sentence vector: all-MiniLM-L6-v2's mean pooling and normalisation.
 
-.. math::
-
-    e_b = \frac{\sum_t m_{bt}\, h_{bt}}{\sum_t m_{bt}}, \qquad
-    \hat e_b = \frac{e_b}{\lVert e_b \rVert_2}
-
-over the real tokens (``m = attention_mask``: padding is left out of both sums). The model was
-trained with exactly this head (sentence-transformers' ``Pooling(mean)`` then ``Normalize``), so
-the dot product of two vectors is their cosine similarity.
+:math:`\hat e_b = e_b / \lVert e_b \rVert_2` with :math:`e_b = \sum_t m_{bt} h_{bt} / \sum_t m_{bt}` over
+the real tokens (``m = attention_mask``), the head the model was trained with, so dot products are cosines.
 """
 
 from __future__ import annotations

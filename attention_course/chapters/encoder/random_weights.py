@@ -1,8 +1,6 @@
-"""Small random encoders in float64: the weights the checks and the depth experiment run on.
-
-The scales are chosen so that every typical mistake shows: weights N(0, 1/d), biases of size
-0.5, LayerNorm gains and shifts away from 1 and 0, and feed-forward pre-activations that often
-reach |z| = 2.7, where the tanh GELU is furthest from the exact one.
+"""Small random float64 encoders, scaled so every typical mistake shows: weights N(0, 1/d), biases of
+size 0.5, LayerNorm gains and shifts away from 1 and 0, feed-forward pre-activations reaching |z| = 2.7
+(where the tanh GELU is furthest from the exact one).
 """
 
 from __future__ import annotations
@@ -19,10 +17,7 @@ def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
 
 
 def random_layer(g: torch.Generator, d: int = 8, d_ff: int = 32) -> BertLayerWeights:
-    """A float64 encoder layer with weights N(0, 1/d), sizeable biases and LayerNorm gains away from 1.
-
-    The scale of ``W_1`` puts many feed-forward pre-activations near |z| = 2.7, where the tanh
-    GELU is furthest from the exact one, so that mistake shows.
+    """A float64 encoder layer with the module's scales.
 
     Examples
     --------

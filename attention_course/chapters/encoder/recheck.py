@@ -1,16 +1,7 @@
-r"""Re-checking an earlier chapter on the assembled model: chapter 3's effective rank of each head.
+r"""Re-checking chapter 3 on the assembled model: the effective rank of each head's attention maps.
 
-:func:`rank_shares` is the measurement the chapter's evidence page runs, on MiniLM and on MiniLM with
-its layer matrices scrambled (:func:`~attention_course.models.perturb.scrambled_weights`), the
-baseline without learned structure that such a re-check needs.
-
-.. math::
-
-    \operatorname{erank}(A) = \exp\Big(-\sum_i p_i \log p_i\Big), \qquad p_i = \frac{\sigma_i}{\sum_j \sigma_j}
-
-(Roy & Vetterli 2007), as :func:`~attention_course.chapters.lowrank.spectra.effective_rank` computes
-it, here from torch's singular values, so that a chapter running on one torch thread does not start
-numpy's threaded BLAS for many small SVDs (which slows to a crawl on a busy 2-core machine).
+:math:`\operatorname{erank}(A) = \exp(-\sum_i p_i \log p_i)`, :math:`p_i = \sigma_i / \sum_j \sigma_j`,
+from torch's singular values (numpy's threaded BLAS crawls for many small SVDs on a busy 2-core machine).
 """
 
 from __future__ import annotations
@@ -44,9 +35,7 @@ def effective_ranks(maps: torch.Tensor) -> np.ndarray:
 def rank_shares(weights: BertWeights, input_ids: torch.Tensor) -> np.ndarray:
     """Each layer's median effective rank of its heads' attention maps, as a share of ``n``: (L,).
 
-    One text without padding, ``input_ids`` of shape (1, n), run through :func:`~.assemble.encode` in
-    float64 (so that round-off plays no part); layer ``l``'s maps are those of its input, the states
-    after layer ``l - 1``.
+    One text without padding, ``input_ids`` (1, n), encoded in float64.
 
     Examples
     --------

@@ -1,29 +1,16 @@
 r"""Does an encoder reproduce a reference, layer by layer? Gaps, a float32 estimate, and where they part.
 
-Two correct float32 implementations of the same network do not agree bit for bit: they add
-the same numbers in different orders. How far apart may they be? An estimate from three
-numbers, written as :func:`float32_bound` computes it (the name is historical: it is an estimate,
-not a proven bound):
-
-* **float32's rounding**: each operation is exact up to a relative error of at most the unit
-  roundoff :math:`u = 2^{-24} \approx 6.0 \times 10^{-8}` (half of float32's epsilon
-  :math:`2^{-23}`);
-* **the longest sum** in a layer: a dot product of :math:`n` terms (MiniLM's feed-forward
-  output adds :math:`n = d_{ff} = 1536` of them). Rounding errors of random sign add up like a
-  random walk, to about :math:`\sqrt{n}\,u` times the size of the terms (the worst case,
-  :math:`n u`, needs every error to have the same sign);
-* **the size of the values** and **the depth**: each layer ends in a LayerNorm, which brings
-  its output back to a fixed size, at most :math:`m = \max|h|` (about 11 for MiniLM), so each
-  layer adds an error of about :math:`\sqrt{n}\,u\,m`, and the errors of the layers before it
-  are carried along, not amplified. After the embeddings and :math:`\ell` layers:
+Two correct float32 implementations add the same numbers in different orders, so they differ by
+round-off. :func:`float32_bound` estimates how much (an estimate, not a proven bound): with the unit
+roundoff :math:`u = 2^{-24}`, the longest sum :math:`n` of a layer (MiniLM: :math:`d_{ff} = 1536`,
+errors of random sign adding like a random walk) and :math:`m = \max|h|` (each LayerNorm resets the
+size), after the embeddings and :math:`\ell` layers
 
 .. math::
 
     |h^{\text{ours}}_\ell - h^{\text{ref}}_\ell| \;\lesssim\; (\ell + 1)\, \sqrt{n}\; u \; m .
 
-This is an estimate with the worst-case sign structure left out, not a theorem, and it is loose: the
-tests and the chapter measure the real gaps against it (for MiniLM they are 20 to 60 times smaller).
-Anything above it is a different computation, not round-off.
+MiniLM's real gaps are 20 to 60 times smaller; anything above it is a different computation.
 """
 
 from __future__ import annotations
@@ -50,8 +37,6 @@ UNIT_ROUNDOFF_FLOAT32 = 2.0**-24
 
 def float32_bound(max_abs: float, depth: int, n: int) -> float:
     r"""The float32 round-off estimate :math:`\text{depth} \cdot \sqrt{n} \cdot 2^{-24} \cdot \text{max\_abs}`.
-
-    An estimate, not a proven bound (errors of random sign, about 60 times above MiniLM's measured gaps).
 
     Parameters
     ----------
@@ -96,10 +81,7 @@ def _minilm_float64():
 
 def transformers_hidden_states(input_ids: torch.Tensor, attention_mask: torch.Tensor,
                                dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """all-MiniLM-L6-v2's hidden states computed by ``transformers``: (L+1, B, T, d), the reference.
-
-    ``dtype=torch.float64`` runs a float64 copy of the model (the cached float32 model is left alone).
-    """
+    """all-MiniLM-L6-v2's hidden states computed by ``transformers`` (float32, or a float64 copy): (L+1, B, T, d)."""
     model = load_minilm()[1] if dtype == torch.float32 else _minilm_float64()
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype={dtype}; expected torch.float32 or torch.float64")

@@ -1,16 +1,8 @@
-r"""A small semantic search: embed sentences with an encoder, rank them by cosine similarity.
+r"""A small semantic search: embed the shipped sentences (``data/search_sentences.json``) with an encoder
+and rank them by cosine similarity, :math:`S = \hat E_{\text{queries}} \hat E_{\text{corpus}}^\top`.
 
-The sentences ship with the package (``data/search_sentences.json``): three queries and ten
-sentences to search. With unit-length sentence vectors the cosine similarity is a dot product,
-
-.. math::
-
-    S = \hat E_{\text{queries}}\, \hat E_{\text{corpus}}^\top \quad (Q \times N), \qquad
-    \text{ranking of query } q = \operatorname{argsort}(-S_q).
-
-:func:`embed` runs *any* encoder with the layout of :func:`~.assemble.encode` (the reader's own, or
-the package's) on MiniLM's tokenizer output; :func:`reference_embeddings` is the independent
-reference: ``transformers``' own ``BertModel`` with sentence-transformers' pooling recipe.
+:func:`embed` runs any encoder with :func:`~.assemble.encode`'s layout; :func:`reference_embeddings`
+is the independent reference (``transformers`` with sentence-transformers' pooling).
 """
 
 from __future__ import annotations
@@ -58,11 +50,7 @@ def search_sentences(path: Path = SENTENCES_FILE) -> SearchSet:
 
 def embed(texts: Sequence[str], encoder: Callable, weights: BertWeights, tokenizer,
           pool: Callable = sentence_embeddings) -> torch.Tensor:
-    """Sentence vectors (N, d) from ``encoder(weights, input_ids, attention_mask)`` and ``pool``.
-
-    ``encoder`` returns hidden states (L+1, B, T, d) as :func:`~.assemble.encode` does; the
-    last layer is pooled. Texts are tokenized together, with padding.
-    """
+    """Sentence vectors (N, d): ``pool`` of the last layer of ``encoder(weights, input_ids, attention_mask)``."""
     enc = tokenizer(list(texts), padding=True, return_tensors="pt")  # input_ids, attention_mask: (N, T)
     with torch.no_grad():
         hidden = encoder(weights, enc["input_ids"], enc["attention_mask"])  # (L+1, N, T, d)
@@ -70,11 +58,7 @@ def embed(texts: Sequence[str], encoder: Callable, weights: BertWeights, tokeniz
 
 
 def reference_embeddings(texts: Sequence[str]) -> torch.Tensor:
-    """all-MiniLM-L6-v2's sentence vectors computed by ``transformers`` (N, d), float32.
-
-    sentence-transformers' recipe on the model's ``last_hidden_state``: the mean over real
-    tokens (the token count clamped at 1e-9) and ``F.normalize``.
-    """
+    """all-MiniLM-L6-v2's sentence vectors (N, d), float32: ``transformers``, then sentence-transformers' pooling."""
     tokenizer, model = load_minilm()
     enc = tokenizer(list(texts), padding=True, return_tensors="pt")
     with torch.no_grad():

@@ -1,20 +1,13 @@
-r"""BERT's self-attention: the multi-head attention of chapter 4, with the biases MiniLM's projections have.
+r"""BERT's self-attention: chapter 4's multi-head attention with the biases MiniLM's projections have.
 
 .. math::
 
-    q = x W_Q + b_Q, \quad k = x W_K + b_K, \quad v = x W_V + b_V, \qquad
-    \operatorname{head}_i = \operatorname{softmax}\!\left(\frac{q_i k_i^\top}{\sqrt{d_k}} + M\right) v_i, \qquad
+    \operatorname{head}_i = \operatorname{softmax}\!\left(\frac{q_i k_i^\top}{\sqrt{d_k}} + M\right) v_i, \quad
+    q = x W_Q + b_Q,\; k = x W_K + b_K,\; v = x W_V + b_V, \quad
     \operatorname{out} = \operatorname{Concat}_i(\operatorname{head}_i)\, W_O + b_O
 
-with ``d_k = d / h`` (MiniLM: 384 / 12 = 32) and head ``i`` owning the features
-``i*d_k:(i+1)*d_k``. This module adds no second implementation: it hands the layer's
-weights to :func:`~attention_course.core.multihead.multi_head_attention`.
-
-Mask convention (the package's): boolean, ``True`` = *may attend*, broadcastable to
-``(B, h, T, S)``. A padding mask is ``(B, 1, 1, S)`` (:func:`key_mask`): every query of every
-head may read the real tokens only; padded *queries* still get an output, as in
-``transformers``. A causal mask is ``(T, T)`` or ``(1, 1, T, T)``. A query with no allowed key
-gets weights 0.
+Masks are boolean, ``True`` = may attend, broadcastable to ``(B, h, T, S)``: padding ``(B, 1, 1, S)``
+(:func:`key_mask`; padded queries still get an output, as in ``transformers``) or causal ``(T, T)``.
 """
 
 from __future__ import annotations
@@ -56,7 +49,6 @@ def self_attention(x: torch.Tensor, layer: BertLayerWeights, num_heads: int,
     num_heads : int
         ``h``; ``d_k = d / h``.
     mask : bool tensor broadcastable to (B, h, T, T), optional
-        ``True`` = may attend (see the module docstring).
 
     Returns
     -------
@@ -65,11 +57,9 @@ def self_attention(x: torch.Tensor, layer: BertLayerWeights, num_heads: int,
 
     Examples
     --------
-    >>> g = torch.Generator().manual_seed(0)
-    >>> r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
-    >>> layer = BertLayerWeights(*[r(4, 4) for _ in range(4)], *[r(4) for _ in range(6)],
-    ...                          r(4, 8), r(8), r(8, 4), r(4), r(4), r(4))
-    >>> out, w = self_attention(r(2, 3, 4), layer, num_heads=2, mask=key_mask(torch.tensor([[1, 1, 1], [1, 1, 0]])))
+    >>> from attention_course.chapters.encoder.random_weights import random_layer
+    >>> layer, x = random_layer(torch.Generator().manual_seed(0), 4, 8), torch.randn(2, 3, 4, dtype=torch.float64)
+    >>> out, w = self_attention(x, layer, num_heads=2, mask=key_mask(torch.tensor([[1, 1, 1], [1, 1, 0]])))
     >>> tuple(out.shape), tuple(w.shape), float(w[1, :, :, 2].abs().max())   # nobody reads the padding
     ((2, 3, 4), (2, 2, 3, 3), 0.0)
     """

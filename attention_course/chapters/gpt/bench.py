@@ -1,15 +1,9 @@
 """How much the key/value cache saves, and how the package's decoder compares with ``transformers``.
 
-:func:`decoder_bench` is a pure function (a :class:`BenchConfig` in, a JSON-able dict out): greedy
-decoding of SmolLM2-135M on one thread, measured side by side in one process,
-
-* the package's cached decoder (:func:`~attention_course.chapters.decoder.model.forward` with its cache),
-* the same model recomputing the whole prefix at every step (no cache),
-* ``transformers``' ``LlamaForCausalLM.generate`` (its own cache), loaded from the same GGUF file,
-
-each from the same prompt of a fixed length for a fixed number of new tokens. It reports
-ratios, which survive a change of machine far better than seconds do.
-``python -m attention_course decoder-bench`` prints them.
+:func:`decoder_bench` (a :class:`BenchConfig` in, a JSON-able dict out) times greedy decoding of
+SmolLM2-135M on one thread, side by side: the package's cached decoder, the same model recomputing the
+prefix at every step, and ``transformers``' ``generate``; it reports ratios, which survive a change of
+machine better than seconds. ``python -m attention_course decoder-bench`` prints them.
 """
 
 from __future__ import annotations
@@ -26,6 +20,7 @@ from ...models.smollm2 import load_smollm2
 from ..decoder.model import forward
 from ..decoder.reproduce import transformers_model
 from ..decoder.tokenizer import encode
+from .generation import greedy
 
 __all__ = ["BenchConfig", "stored_bench"]
 
@@ -44,18 +39,6 @@ class BenchConfig:
     new_tokens: int = 256
     threads: int = 1
     repeats: int = 1
-
-
-@torch.no_grad()
-def decode_cached(weights, ids: torch.Tensor, n_new: int) -> list:
-    """Greedy decoding with the cache: the prompt once, then one token per step."""
-    logits, cache = forward(weights, ids)
-    out = []
-    for _ in range(n_new):
-        nxt = logits[:, -1].argmax(dim=-1, keepdim=True)  # (1, 1)
-        out.append(int(nxt))
-        logits, cache = forward(weights, nxt, cache)
-    return out
 
 
 @torch.no_grad()
@@ -91,11 +74,11 @@ def decoder_bench(config: BenchConfig = BenchConfig()) -> dict:
                                      do_sample=False, pad_token_id=2)
             return out[0, ids.shape[1]:].tolist()
 
-        decode_cached(weights, ids, 2), hf() if n <= 2 else None  # warm up (first calls allocate)
+        greedy(weights, ids, 2), hf() if n <= 2 else None  # warm up (first calls allocate)
         times = {"cached": [], "recomputing": [], "transformers": []}
         tokens = {}
         for _ in range(config.repeats):
-            for name, fn in (("cached", lambda: decode_cached(weights, ids, n)),
+            for name, fn in (("cached", lambda: greedy(weights, ids, n)),
                              ("recomputing", lambda: decode_recomputing(weights, ids, n)), ("transformers", hf)):
                 seconds, tokens[name] = _timed(fn)
                 times[name].append(seconds)

@@ -1,9 +1,7 @@
 """Chapter 10 exercises: the whole decoder with a key/value cache, sampling, and the next-token loss.
 
-Each exercise lists the mistakes learners typically make (mutants) with the feedback they get;
-``tests/chapters/gpt/test_exercises_gpt.py`` checks that every mutant is caught with its own
-message and that a battery of learner answers gets the right verdict. Inputs are torch tensors in
-float64 (small random decoders, logits) and, for the whole decoder, SmolLM2's own float32 weights.
+Each exercise lists typical mistakes (mutants) with their feedback; inputs are float64 torch tensors
+and, for the whole decoder, SmolLM2's own float32 weights.
 
 Signatures the notebook's stubs use:
 
@@ -23,8 +21,7 @@ import torch.nn.functional as F
 
 from ...exercises._core import Breach, Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
 from ...models.smollm2 import load_smollm2
-from ..decoder.exercises import TWO_GROUPS
-from ..decoder.grouped_attention import decoder_mask
+from ..decoder.exercises import TWO_GROUPS, _gqa_sdpa, _randn
 from ..decoder.grouped_attention import grouped_query_attention
 from ..decoder.model import empty_cache, forward
 from ..decoder.random_weights import random_decoder
@@ -37,17 +34,6 @@ from .loss import next_token_loss
 from .sampling import next_token_probs
 
 __all__ = ["EXERCISES"]
-
-
-def _randn(g: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * std
-
-
-def _gqa_sdpa(q, k, v):
-    T, S = q.shape[2], k.shape[2]
-    g = q.shape[1] // k.shape[1]
-    return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
-                                          attn_mask=decoder_mask(T, S))
 
 
 # ============================================================ 1. the whole decoder, with a cache
@@ -174,14 +160,6 @@ def _forward_recompute(weights, ids, cache):
     return rms_norm(x, weights.final_norm, cfg.eps) @ weights.embed.T, buf
 
 
-def _top_left(q, k, v):
-    """Causal attention with the mask aligned at the top-left: the new queries act as positions 0..T-1."""
-    T, S = q.shape[2], k.shape[2]
-    g = q.shape[1] // k.shape[1]
-    return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
-                                          attn_mask=torch.ones(T, S, dtype=torch.bool).tril())
-
-
 register(
     Exercise(
         id="decoder-forward",
@@ -195,7 +173,7 @@ register(
             Mutant("cache-not-read", _forward_variant(use_cache=False),
                    "your new tokens attend only to each other: concatenate the cached keys and values before the "
                    "new ones (along the positions, dim=2) and attend over all S + T."),
-            Mutant("mask-top-left", _forward_variant(mask_fn=_top_left),
+            Mutant("mask-top-left", _forward_variant(mask_fn=functools.partial(_gqa_sdpa, top_left=True)),
                    "with a cache, your causal mask is aligned at the top-left: the new queries are the last T of "
                    "the S + T positions and read keys up to their own position (tril(diagonal=S))."),
             Mutant("no-final-norm", _forward_variant(final_norm=False),

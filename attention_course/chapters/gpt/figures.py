@@ -1,8 +1,4 @@
-"""Figures for chapter 10: the key/value cache's memory, and the Shakespeare run.
-
-Every helper labels its axes, returns the :class:`matplotlib.figure.Figure` and changes no
-global matplotlib state (:func:`~attention_course.figures.style.book_figure`).
-"""
+"""Figures for chapter 10: the key/value cache's memory, and the Shakespeare run."""
 
 from __future__ import annotations
 
@@ -37,9 +33,7 @@ def cache_bytes(config: DecoderConfig, tokens: int, bytes_per_value: int = 4, kv
 def plot_cache_diagram(cached: int = 5, layers: tuple = ("layer 0", "layer 1")) -> Figure:
     """The key/value cache as a picture: per layer, a row of keys and a row of values, one column per position.
 
-    The ``cached`` earlier positions are kept (grey); the new token adds one column (orange) to every row,
-    and its query reads all the keys of its layer and mixes all its values. Layers are numbered from 0, as
-    ``cache[l]`` counts them.
+    The ``cached`` positions are grey; the new token adds one orange column to every row.
 
     Examples
     --------

@@ -1,8 +1,5 @@
-"""Writing with chapter 9's decoder: greedy and sampled decoding, one new token at a time against the cache.
-
-The decoder itself (:func:`~attention_course.chapters.decoder.model.forward`, its cache, the tokenizer
-and the stored reference of ``transformers``' tokens) is chapter 9's; its names are re-exported
-here so that chapter 10's page imports one thing.
+"""Writing with chapter 9's decoder: greedy and sampled decoding, one new token at a time against the cache
+(chapter 9's decoder, tokenizer and reference are re-exported so chapter 10's page imports one thing).
 """
 
 from __future__ import annotations

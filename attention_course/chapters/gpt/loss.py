@@ -1,11 +1,8 @@
-r"""The language-modelling loss: each position predicts the *next* token.
+r"""The language-modelling loss: the logits at position ``t`` (which read tokens ``0..t``) predict token ``t + 1``.
 
 .. math::
 
     \mathcal{L} = -\frac{1}{B (T-1)} \sum_{b} \sum_{t=0}^{T-2} \log \operatorname{softmax}(z_{b,t})_{x_{b,t+1}}
-
-The logits at position ``t`` have read tokens ``0..t`` (the causal mask), so they are scored on
-token ``t + 1``; the last position has nothing to predict within the sequence.
 """
 
 from __future__ import annotations

