@@ -123,7 +123,7 @@ def test_exercise_cells_are_wired(path):
         assert f":pyobject: {SOLUTIONS[eid].__name__}" in text, f"{eid}: dropdown shows the wrong solution"
 
 
-TITLE_RE = re.compile(r"^:::\{exercise\} (?P<title>.+?) \(difficulty (?P<d>\d)/3, (?P<m>\d+) min\)[ \t]*\n"
+TITLE_RE = re.compile(r"^:::\{exercise\} (?P<title>.+?) — difficulty (?P<d>\d)/3, (?P<m>\d+) min[ \t]*\n"
                       r":label: ex-(?P<eid>[\w-]+)$", re.M)
 HINT_RE = re.compile(r"^:::\{dropdown\} Hint (\d)\n", re.M)
 
@@ -134,12 +134,13 @@ def _prose(nb):
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "# EXERCISE: " in p.read_text()], ids=lambda p: p.name)
 def test_exercise_titles_show_the_declared_difficulty_and_minutes(path):
-    """`:::{exercise} A stable softmax (difficulty 1/3, 10 min)`: the numbers are the Exercise's own."""
+    """`:::{exercise} A stable softmax — difficulty 1/3, 10 min`: the numbers are the Exercise's own (not in
+    parentheses: the book already puts the title in parentheses after "Exercise 1.1")."""
     nb = _load(path)
     ids = [m.group(1) for c in _code_cells(nb) for m in [EXERCISE_RE.search(c.source)] if m]
     titles = {m["eid"]: m for m in TITLE_RE.finditer(_prose(nb))}
     for eid in ids:
-        assert eid in titles, f"{eid}: its exercise title should end with (difficulty d/3, m min)"
+        assert eid in titles, f"{eid}: its exercise title should end with — difficulty d/3, m min"
         ex = REGISTRY[eid]
         assert (int(titles[eid]["d"]), int(titles[eid]["m"])) == (ex.difficulty, ex.minutes), eid
         assert ex.difficulty in (1, 2, 3) and ex.minutes > 0, f"{eid}: rate it in its Exercise declaration"
