@@ -1,32 +1,10 @@
 r"""Time, memory, throughput and accuracy of exact and efficient attention as n grows.
 
-Run ``python -m attention_course bench`` (:data:`BENCH`; ``--quick`` for a run of a few seconds,
-``--max-n``, ``--json PATH``, ``--threads``); the figures are in
-:mod:`attention_course.chapters.lowrank.figures`. For every method and length
-``n`` (head dimension ``d = 64``, float32, batch = heads = 1) it records
-
-* **time**: the median of a few repeats; all methods at one ``n`` are timed in
-  interleaved rounds, so a burst of load on a shared machine hits them alike;
-* **peak memory**: the rise of the process's peak resident set size (Linux
-  ``VmHWM``, reset through ``/proc/self/clear_refs``) during one call, measured in a
-  fresh subprocess whose ``malloc`` hands every block of 64 KiB or more straight
-  back to the OS (``MALLOC_MMAP_THRESHOLD_``), so the peak is that of the call's
-  live tensors (output included). ``tracemalloc`` cannot see torch's allocations.
-  Elsewhere, or with ``memory="analytic"``, the bytes of the largest intermediate
-  are reported instead; the JSON says which;
-* **GFLOP/s** of the exact methods (counting :math:`4 T S d` flops for
-  :math:`QK^\top` and :math:`AV`) against a square float32 matmul that is timed in the
-  same interleaved rounds, so both see the same background load. Times divided by
-  that matmul's time give **load-normalised** slopes next to the raw ones;
-* **relative error** :math:`\|O - O_{\text{exact}}\|_F / \|O_{\text{exact}}\|_F` on three
-  input distributions: ``iid`` (q, k, v with iid N(0, 1) entries: logits of standard
-  deviation about 1), ``iid-soft`` (the same with q and k halved: logits of standard
-  deviation about 1/4, a soft, low-rank regime) and ``smooth`` (q, k, v are random
-  orthogonal projections of one smooth random curve sampled at n points).
-
-The summary (log-log slopes, crossover lengths, memory and time ratios, the
-accuracy-speed frontier) is computed by pure functions from the table, so the
-tests can check them on fabricated numbers.
+``python -m attention_course bench`` (:data:`BENCH`) records, per method and length ``n`` (``d = 64``,
+float32, batch = heads = 1): the median time over interleaved rounds; the rise of peak RSS in a fresh
+subprocess (``memory="analytic"``: the largest intermediate's bytes); GFLOP/s against a square float32
+matmul timed in the same rounds (giving load-normalised slopes); and the relative error on ``iid``,
+``iid-soft`` (q, k halved) and ``smooth`` inputs. The summary is computed by pure functions of the table.
 """
 
 from __future__ import annotations

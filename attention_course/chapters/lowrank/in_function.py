@@ -1,21 +1,8 @@
-r"""Chapter 3's long run: is attention low-rank *in function*, on long inputs, against baselines?
+"""Chapter 3's long run: is attention low-rank *in function*, on long inputs, against baselines?
 
-It measures, and stores as JSON (``attention_course/data/lowrank_function.json``):
-
-* ``length``: all-MiniLM-L6-v2 on the chapter's sentences joined
-  (:func:`~attention_course.chapters.lowrank.baselines.long_text`) and cut to
-  :math:`n` = 16 ... 512 tokens: each head's effective rank, rank-8 error with and
-  without the mean row, the uniform matrix's error, and the weight on [CLS] and [SEP];
-* ``minilm_swap``: the relative change of MiniLM's final hidden states when every head's
-  attention is replaced by its rank-:math:`k` truncation, its top-:math:`k` rows, or
-  uniform weights (the baseline), at several :math:`n`;
-* ``tiny_swap``: the held-out loss of the induction model of chapter 4 (2 layers,
-  600 steps) with the same replacements (rank-:math:`k` kept causal), over seeds;
-* ``recall``: :func:`~attention_course.chapters.lowrank.recall.recall_sweep`.
-
-``python -m attention_course lowrank-run`` (:data:`LOWRANK_RUN`) runs them (7 minutes on a loaded
-2-core machine); with ``--verdicts`` it runs the deciding runs of the chapter's four verdicts
-instead (:mod:`~attention_course.chapters.lowrank.verdict_measures`).
+``python -m attention_course lowrank-run`` (:data:`LOWRANK_RUN`) stores ``length``, ``minilm_swap``,
+``tiny_swap`` and ``recall`` in ``attention_course/data/lowrank_function.json``; ``--verdicts`` runs the
+deciding runs instead (:mod:`~attention_course.chapters.lowrank.verdict_measures`).
 """
 
 from __future__ import annotations
