@@ -31,15 +31,17 @@ __all__ = ["load"]
 DEFAULT_PATH = DATA_DIR / "lowrank_function.json"
 
 
-def minilm_ids(n: int, order: int = 0) -> torch.Tensor:
-    """Token ids ``(1, n)``: [CLS], the first ``n - 2`` WordPiece tokens of
-    :func:`~attention_course.chapters.lowrank.baselines.long_text`, [SEP].
+def _sentence_order(order: int) -> list[str]:
+    """The sentences in the shipped order (0) or shuffled by ``numpy.random.default_rng(order)``."""
+    return list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
 
-    ``order`` 0 keeps the shipped order of the sentences; another value shuffles them with
-    ``numpy.random.default_rng(order)`` (the same sentences, another text).
+
+def minilm_ids(n: int, order: int = 0) -> torch.Tensor:
+    """Token ids ``(1, n)``: [CLS], the first ``n - 2`` WordPiece tokens of the sentences in ``order``
+    (0: :func:`~attention_course.chapters.lowrank.baselines.long_text`), [SEP].
     """
     tokenizer = minilm_tokenizer()
-    sentences = list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
+    sentences = _sentence_order(order)
     # sentence by sentence (each well under 512 tokens, so the tokenizer does not warn); WordPiece
     # splits on whitespace first, so this equals tokenizing long_text() in one piece
     body = [i for s in sentences for i in tokenizer(s, add_special_tokens=False)["input_ids"]]
@@ -92,10 +94,8 @@ def minilm_swap(ns: Sequence[int], ks: Sequence[int]) -> list[dict]:
 def trained_induction_models(seeds: Sequence[int], steps: int = 600) -> Iterator[tuple[int, TinyTransformer, torch.Tensor, Callable]]:
     """Chapter 4's induction model (2 layers) trained for ``steps`` steps once per seed.
 
-    Yields ``(seed, model, inputs, loss)``: ``inputs`` is the held-out batch of
-    :func:`~attention_course.models.training.evaluate_loss` (256 sequences) and ``loss(tf)`` its
-    held-out loss with each layer's attention weights replaced by ``tf(weights, layer)``
-    (``None``: unchanged).
+    Yields ``(seed, model, inputs, loss)``: ``inputs`` is evaluate_loss's held-out batch and ``loss(tf)``
+    its loss with each layer's weights replaced by ``tf(weights, layer)`` (``None``: unchanged).
     """
     task = make_task("repeated_sequences")
     inputs, targets, mask = task(256, seed=12345)  # the held-out batch of evaluate_loss

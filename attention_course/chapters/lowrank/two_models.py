@@ -8,7 +8,6 @@ stores them in :data:`TWO_MODELS_PATH` and :func:`load_two_models` reads them ba
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -24,9 +23,8 @@ from ...models.experiments import Experiment, Runs, progress_bar, read_json, reg
 from ...models.records import DATA_DIR, machine_info
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from . import head_swap as sw
-from .baselines import SENTENCES
 from .head_properties import content_measures
-from .in_function import minilm_ids
+from .in_function import _sentence_order, minilm_ids
 from .spectra import effective_rank
 from .trailing import ORDERS_REMOVED, _costs, _kept_share, _transform
 
@@ -39,11 +37,6 @@ MODELS = {"MiniLM": lambda n: [0, n - 1], "SmolLM2": lambda n: [0]}
 HEADS_CONFIG = {"n": 512, "k": 32, "orders": [0, 1, 2, 3, 4], "ns": [16, 32, 64, 128, 256, 512], "models": list(MODELS)}
 #: The deciding configuration of SmolLM2's part of ``trailing-noise`` (claims.toml).
 TRAILING_CONFIG = {"n": 128, "orders": [0, 1, 2, 3, 4], "draws": [0, 1, 2, 3, 4], "keeps": [0.9, 0.95, 0.99]}
-
-
-def _sentence_order(order: int) -> list[str]:
-    """The sentences in the shipped order (0) or shuffled by ``numpy.random.default_rng(order)``, as ``minilm_ids``."""
-    return list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
 
 
 def smollm2_ids(n: int, order: int = 0) -> torch.Tensor:
