@@ -78,9 +78,8 @@ def method_configs(quick: bool = False) -> list[Method]:
 def _time_interleaved(fns: dict, repeats: int, budget_s: float, min_sample_s: float = 0.02) -> dict[str, list[float]]:
     """Warm each function up once, then time ``repeats`` rounds that call every function in turn.
 
-    A function faster than ``min_sample_s`` is called several times per sample (as
-    ``timeit`` does) and the sample is the mean per call; one slower than ``budget_s``
-    gets fewer rounds.
+    A function faster than ``min_sample_s`` is called several times per sample; one slower than
+    ``budget_s`` gets fewer rounds.
     """
     first, inner = {}, {}
     for name, fn in fns.items():
@@ -191,9 +190,7 @@ def run_benchmarks(
     ns : lengths; default 256..16384 (quick: 256..2048), cut at ``max_n``.
     quick : fewer methods, lengths and repeats, analytic memory (a few seconds).
     memory : ``"rss"`` (subprocess, Linux) or ``"analytic"``; default rss unless quick.
-    threads : torch threads during the run (restored afterwards); ``None`` keeps torch's setting.
-        One thread by default, so that on a shared machine the numbers measure the
-        algorithms rather than the thread scheduler.
+    threads : torch threads during the run (restored afterwards; one by default); ``None`` keeps torch's.
     budget_s : a method whose first call takes longer gets fewer repeats.
     matmul_n : size of the square reference matmul (default 2048; quick 512).
     """
@@ -263,7 +260,7 @@ def run_benchmarks(
 def _slope(ns: Sequence[float], times: Sequence[Optional[float]], n_min: float = 0) -> float:
     """Log-log slope of time against n over ``n >= n_min`` and the measured (positive) times.
 
-    NaN when fewer than two such points remain (a method that ran out of budget).
+    NaN when fewer than two such points remain.
 
     Examples
     --------
@@ -323,10 +320,8 @@ def _crossovers(rows: list, ns: list, exact_t: list, dists: Sequence[str], targe
 def summarise(result: dict, error_target: float = 0.1, frontier_n: int = 4096, slope_n_min: int = 2048) -> dict:
     """Slopes, memory/time ratios, matmul ratios, crossovers at ``error_target`` and the frontier.
 
-    Slopes are fitted over ``n >= slope_n_min`` (the large-n regime; lowered so that at
-    least three lengths enter the fit), both on raw times
-    and on times divided by the same round's reference matmul (``time_norm``), which
-    cancels slow drifts of a shared machine's load.
+    Slopes are fitted over ``n >= slope_n_min`` (lowered to keep three lengths), on raw times and on
+    times divided by the same round's reference matmul (``time_norm``).
     """
     rows, tab = result["results"], _table(result)
     ns = sorted({r["n"] for r in rows})

@@ -43,13 +43,7 @@ def _check_k(k: int, A: np.ndarray, limit: int, what: str) -> None:
 def singular_values(A: Array) -> np.ndarray:
     r"""Singular values :math:`\sigma_1 \ge \sigma_2 \ge \dots \ge 0` of each matrix.
 
-    Parameters
-    ----------
-    A : array or tensor, shape (..., R, C)
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., min(R, C)), in decreasing order.
+    ``A``: (..., R, C) -> (..., min(R, C)), in decreasing order.
 
     Examples
     --------
@@ -103,14 +97,7 @@ def _checked_singular_values(s: Array, measure: str) -> np.ndarray:
 def effective_rank_from_singular_values(s: Array) -> np.ndarray:
     r""":func:`effective_rank` from the singular values alone: :math:`\exp H(\sigma / \textstyle\sum_j \sigma_j)`.
 
-    Parameters
-    ----------
-    s : array or tensor, shape (..., k)
-        The singular values of each matrix, non-negative, not all zero, in any order.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
+    ``s``: (..., k), each matrix's singular values, non-negative, not all zero, in any order -> (...).
 
     Examples
     --------
@@ -140,14 +127,7 @@ def stable_rank(A: Array) -> np.ndarray:
 def stable_rank_from_singular_values(s: Array) -> np.ndarray:
     r""":func:`stable_rank` from the singular values alone: :math:`\sum_j \sigma_j^2 / \max_j \sigma_j^2`.
 
-    Parameters
-    ----------
-    s : array or tensor, shape (..., k)
-        The singular values of each matrix, non-negative, in any order.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
+    ``s``: (..., k), each matrix's singular values, non-negative, in any order -> (...).
 
     Examples
     --------
@@ -168,9 +148,7 @@ def cumulative_energy(A: Array) -> np.ndarray:
 
     (Wang et al. 2020); :math:`1 - c_k` is the squared :func:`rank_k_error`.
 
-    Returns
-    -------
-    numpy.ndarray, shape (..., min(R, C)), rising to 1.
+    Returns (..., min(R, C)), rising to 1.
 
     Examples
     --------
@@ -266,9 +244,7 @@ def synthetic_attention(
 
     The logits have standard deviation about ``beta``; ``Q``, ``K`` depend only on ``seed``.
 
-    Returns
-    -------
-    numpy.ndarray, shape (n, n); rows sum to 1.
+    Returns (n, n); rows sum to 1.
 
     Examples
     --------
@@ -347,11 +323,7 @@ def exp_rank_demo(n: int = 8, scale: float = 4.0) -> dict:
     :math:`e^{xy}` is strictly totally positive, so :math:`\exp(L)` and its row-softmax are
     nonsingular. Keep ``n`` small to see the full rank in floating point.
 
-    Returns
-    -------
-    dict
-        ``logits``, ``softmax`` (n, n); ``rank_logits``, ``rank_exp``, ``rank_softmax``
-        (numpy.linalg.matrix_rank); ``singular_values`` of ``exp(L)``.
+    Returns ``logits``, ``softmax`` (n, n), their ranks and ``exp(L)``'s (``rank_*``) and its ``singular_values``.
 
     Examples
     --------
