@@ -1,27 +1,11 @@
-r"""What each efficient method exploits: its error against exact attention, beside the structure of A.
+r"""What each efficient method exploits: its output error against exact attention, beside the structure of A.
 
-Chapter 3 gives every approximation of :mod:`attention_course.core.efficient` and
-:mod:`attention_course.core.approximations` the same budget (landmarks, projected
-length, keys kept, window half-width) and measures, on seeded inputs of four kinds,
-
-* the relative error of its output, :math:`\|O - O_{\text{exact}}\|_F / \|O_{\text{exact}}\|_F`;
-* the structure of the exact matrix :math:`A`: its effective rank, its best rank-``budget``
-  error and its top-``budget`` sparse error (:mod:`attention_course.chapters.lowrank.spectra`).
-
-A method is accurate where the structure it exploits is present. The input
-generator :func:`benchmark_inputs` is shared with the timing benchmark
-(:mod:`attention_course.chapters.lowrank.benchmarks`).
-
-The efficient-attention slider moves the inputs from iid (:math:`t = 0`) to smooth (:math:`t = 1`),
-
-.. math::
-
-    (q, k, v)_t = \sqrt{1 - t}\,(q, k, v)_{\text{iid}} + \sqrt{t}\,(q, k, v)_{\text{smooth}}
-
-(:func:`mixed_inputs`: two independent inputs with unit-variance coordinates, so only the
-structure changes); :func:`structure_sweep` measures every method there, and
-:func:`lowrank_beats_baselines` finds the mix from which Nyström and mean-pooled Linformer beat
-both trivial answers (:data:`BASELINES`) for good.
+Every approximation of :mod:`attention_course.core.efficient` and :mod:`attention_course.core.approximations`
+gets the same budget and is measured, on seeded inputs of four kinds (:func:`benchmark_inputs`, shared with
+:mod:`~attention_course.chapters.lowrank.benchmarks`), by :math:`\|O - O_{\text{exact}}\|_F / \|O_{\text{exact}}\|_F`
+next to the effective rank, rank-``budget`` and top-``budget`` errors of :math:`A`. The slider's inputs
+move from iid (:math:`t = 0`) to smooth (:math:`t = 1`):
+:math:`(q, k, v)_t = \sqrt{1 - t}\,(q, k, v)_{\text{iid}} + \sqrt{t}\,(q, k, v)_{\text{smooth}}`.
 """
 
 from __future__ import annotations
@@ -78,11 +62,8 @@ def benchmark_inputs(n: int, d: int = 64, distribution: str = "iid", seed: int =
 def approximation_methods(budget: int = 32, num_features: int = 256) -> dict[str, Callable]:
     """The approximations compared in chapter 3, each ``fn(q, k, v) -> output``, at one budget.
 
-    Linformer and Nyström get ``budget`` projected keys or landmarks, the local window a
-    half-width of ``budget // 2``, top-k ``budget`` keys per query, and the Performer
-    ``num_features`` random features (seed 0). Linear attention has no budget. The last two
-    entries are the trivial baselines every method must beat: uniform attention
-    (:func:`mean_of_values`) and outputting zeros (relative error exactly 1).
+    The window's half-width is ``budget // 2``; the last two entries are the trivial baselines
+    (:data:`BASELINES`).
 
     Examples
     --------
@@ -123,16 +104,8 @@ def mean_of_values(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
 def approximation_errors(n: int = 256, d: int = 64, budget: int = 32, seed: int = 1) -> dict[str, dict]:
     r"""Relative output error of every :func:`approximation_methods` entry, and the structure of exact A.
 
-    Inputs (float64, shape ``(1, 1, n, d)``): the :data:`DISTRIBUTIONS` of
-    :func:`benchmark_inputs` drawn with ``seed``, and ``iid-sharp``, the ``iid`` queries and
-    keys doubled (logits of standard deviation about 4).
-
-    Returns
-    -------
-    dict
-        ``errors[method][inputs]`` = :math:`\|O - O_{\text{exact}}\|_F / \|O_{\text{exact}}\|_F`;
-        ``structure[inputs]`` = ``{"effective_rank", "rank_error", "topk_error"}`` of the exact
-        ``(n, n)`` matrix, the last two at ``k = budget``.
+    Inputs: the :data:`DISTRIBUTIONS` in float64, and ``iid-sharp`` (``iid`` with q and k doubled).
+    Returns ``errors[method][inputs]`` and ``structure[inputs]`` of the exact ``(n, n)`` matrix.
 
     Examples
     --------
@@ -160,10 +133,7 @@ def chunked_gaps(n: int = 1024, d: int = 64, blocks: Sequence[int] = (64, 128, 1
                  causal_block: int = 128, seed: int = 1) -> dict:
     r"""Largest entrywise gap :math:`\max |O_{\text{chunked}} - O_{\text{exact}}|` per key block size.
 
-    On float64 ``iid`` inputs of :func:`benchmark_inputs`; key ``"causal"`` is the gap of
-    causal chunked attention (key blocks of ``causal_block``) against exact attention
-    with :func:`~attention_course.core.attention.causal_mask`. Chunked attention is exact,
-    so every gap is float64 round-off.
+    On float64 ``iid`` inputs; key ``"causal"`` is causal chunked attention's gap. Every gap is round-off.
 
     Examples
     --------
@@ -191,9 +161,6 @@ BASELINES = ("uniform (mean of values)", "zeros")
 def mixed_inputs(n: int, d: int, t: float, seed: int = 1) -> tuple[torch.Tensor, ...]:
     r"""``q, k, v`` (each ``(1, 1, n, d)``, float64) at mix ``t``: :math:`\sqrt{1-t}` iid plus :math:`\sqrt t` smooth.
 
-    Both parts are :func:`benchmark_inputs` with the
-    same ``seed`` (independent draws of different kinds).
-
     Examples
     --------
     >>> q, k, v = mixed_inputs(8, 4, 0.0)
@@ -210,15 +177,7 @@ def mixed_inputs(n: int, d: int, t: float, seed: int = 1) -> tuple[torch.Tensor,
 def structure_sweep(mix: Sequence[float] = MIX, n: int = 256, d: int = 64, budget: int = 32, seed: int = 1) -> dict:
     r"""Every method's relative output error, and the structure of exact ``A``, at each mix ``t``.
 
-    The methods and the budget are the chapter's accuracy table's
-    (:func:`approximation_methods`); the error is
-    :math:`\|O - O_\text{exact}\|_F / \|O_\text{exact}\|_F`.
-
-    Returns
-    -------
-    dict
-        ``t``; ``errors[method]`` (one per t); ``effective_rank`` and ``rank_error`` (at
-        ``k = budget``) of the exact matrix; ``config``.
+    Returns ``t``, ``errors[method]`` (one per t), ``effective_rank``, ``rank_error`` and ``config``.
 
     Examples
     --------

@@ -1,33 +1,13 @@
 r"""Mean attention distance: how far, in pixels, a head looks; against uniform and shuffled geometry.
 
-For one head with weights :math:`A_{b i j}` (image :math:`b`, query patch :math:`i`, key patch
-:math:`j`) and a distance :math:`D_{ij}` between patches :math:`i` and :math:`j` (pixels between
-their centres), the head's **mean attention distance** is the attention-weighted distance,
-averaged over queries and images (Dosovitskiy et al. 2021, §4.5 and App. D.7):
-
 .. math::
 
-    \bar d = \frac{1}{B\,n} \sum_{b, i} \sum_j A_{b i j}\, D_{i j} .
+    \bar d = \frac{1}{B\,n} \sum_{b, i} \sum_j A_{b i j}\, D_{i j}
 
-Two baselines make it mean something:
-
-* **uniform attention**, :math:`A_{bij} = 1/n`, gives the mean distance between two patches of
-  the grid (:func:`uniform_distance`): a head that looks everywhere equally;
-* **shuffled geometry** (:func:`shuffled_distances`): the *same* maps, with the patches'
-  places on the grid relabelled by a random permutation :math:`\pi`,
-  :math:`D_{ij} \to D_{\pi(i)\pi(j)}`. A map that is peaked but blind to where patches
-  lie (say, every query looks at the patch with the most ink) keeps its peaks under the
-  shuffle, so only spatial alignment can put a head below this null.
-  :func:`locality_pvalue` is the one-sided permutation p-value,
-  :math:`(1 + \#\{\pi : \bar d_\pi \le \bar d\}) / (1 + K)`. The permutation is joint (rows and
-  columns), so a head's weight on its own patch counts as distance 0 under the shuffle too:
-  looking at oneself is not evidence of looking at one's neighbours.
-
-The same functions take a per-image distance ``(B, n, n)``, e.g. the distance between the
-patches' pixel contents (:func:`content_distances`): "semantically nearby", in the simplest
-sense this data allows. Everything is computed from the weights, so it cannot move under a
-change that leaves attention unchanged (:math:`q \to a q, k \to k/a`; one vector added to every
-key); a permutation of heads permutes the per-head results.
+(Dosovitskiy et al. 2021, App. D.7), with :math:`D` the distance between patch centres, or per image
+between patch contents (:func:`content_distances`). The null relabels the patches,
+:math:`D_{ij} \to D_{\pi(i)\pi(j)}` (rows and columns together, so a head's weight on its own patch
+stays at distance 0); :func:`locality_pvalue` is the one-sided permutation p-value.
 """
 
 from __future__ import annotations
@@ -67,16 +47,8 @@ def grid_distances(centres: np.ndarray) -> np.ndarray:
 def neighbourhood(centres: np.ndarray, step: float) -> np.ndarray:
     r"""The 3 × 3 neighbourhood on the grid: :math:`N_{ij} = 1` when patch :math:`j` is patch :math:`i` or touches it.
 
-    With :math:`N` in place of a distance, :func:`mean_attention_distance` gives a head's
-    **neighbourhood mass**, the share of its attention that lands on the query's own patch and the
-    (up to 8) patches around it; uniform attention puts :math:`|N_i|/n` there.
-
-    Parameters
-    ----------
-    centres : array, shape (n, 2)
-        Patch centres in pixels.
-    step : float
-        The grid spacing (the patch side).
+    Used as a distance in :func:`mean_attention_distance`, it gives a head's *neighbourhood mass*.
+    ``centres``: (n, 2) pixels; ``step``: the grid spacing.
 
     Examples
     --------
@@ -96,13 +68,8 @@ def neighbourhood(centres: np.ndarray, step: float) -> np.ndarray:
 def content_neighbourhood(patches: Array, sizes: np.ndarray) -> np.ndarray:
     r"""Per image, the :math:`|N_i|` patches nearest in content to patch :math:`i` (itself included).
 
-    The content counterpart of :func:`neighbourhood`, of the same sizes (``sizes[i]`` patches for
-    query :math:`i`), so that uniform attention puts the same share on both; ties (blank patches
-    are all at distance 0) are broken by patch index.
-
-    Returns
-    -------
-    numpy.ndarray, shape (B, n, n), entries 0 or 1
+    ``sizes[i]`` patches for query :math:`i`, as in :func:`neighbourhood`; ties broken by patch index.
+    Returns (B, n, n), entries 0 or 1.
     """
     C = content_distances(patches)  # (B, n, n)
     B, n, _ = C.shape
@@ -114,14 +81,7 @@ def content_neighbourhood(patches: Array, sizes: np.ndarray) -> np.ndarray:
 def content_distances(patches: Array) -> np.ndarray:
     r"""Distances between the pixel contents of each image's patches, :math:`\|P_{bi} - P_{bj}\|`.
 
-    Parameters
-    ----------
-    patches : array, shape (B, n, p²)
-        From :func:`~attention_course.chapters.lowrank.vision.patchify`.
-
-    Returns
-    -------
-    numpy.ndarray, shape (B, n, n)
+    ``patches`` (B, n, p²) from :func:`~attention_course.chapters.lowrank.vision.patchify` -> (B, n, n).
     """
     p = _np(patches)
     if p.ndim != 3:
@@ -134,16 +94,7 @@ def mean_attention_distance(weights: Array, distances: Array) -> np.ndarray:
 
     .. math:: \bar d_h = \frac{1}{B n}\sum_{b,i,j} A_{bhij} D_{(b)ij}
 
-    Parameters
-    ----------
-    weights : array, shape (B, h, n, n)
-        Attention weights, each row a distribution over the ``n`` key patches.
-    distances : array, shape (n, n) or (B, n, n)
-        Shared (grid) or per-image (content) distances.
-
-    Returns
-    -------
-    numpy.ndarray, shape (h,)
+    ``weights`` (B, h, n, n), ``distances`` (n, n) shared or (B, n, n) per image -> (h,).
 
     Examples
     --------
@@ -178,12 +129,7 @@ def uniform_distance(distances: Array) -> float:
 def shuffled_distances(weights: Array, distances: Array, n_perm: int = 1000, seed: int = 0) -> np.ndarray:
     r"""Mean attention distance of the same maps under ``n_perm`` random relabellings of the patches.
 
-    Each permutation :math:`\pi` replaces :math:`D_{ij}` by :math:`D_{\pi(i)\pi(j)}` (per image
-    for per-image distances, with the same :math:`\pi` for every image).
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_perm, h)
+    :math:`D_{ij} \to D_{\pi(i)\pi(j)}`, the same :math:`\pi` for every image. Returns (n_perm, h).
     """
     A, D = _np(weights), _np(distances)
     B, h, n, _ = A.shape
@@ -206,10 +152,7 @@ def shuffled_distances(weights: Array, distances: Array, n_perm: int = 1000, see
 def locality_pvalue(observed: np.ndarray, null: np.ndarray) -> np.ndarray:
     r"""One-sided permutation p-value that each head is closer than the shuffled null: :math:`(1 + \#\{\bar d_\pi \le \bar d\})/(1 + K)`.
 
-    Parameters
-    ----------
-    observed : array, shape (h,)
-    null : array, shape (K, h)
+    ``observed``: (h,), ``null``: (K, h).
 
     Examples
     --------

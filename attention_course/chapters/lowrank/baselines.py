@@ -1,29 +1,10 @@
 r"""Baselines for "approximately low-rank": the uniform part, the input length, and sink heads.
 
-Three things make an attention matrix *look* low-rank without carrying structure:
-
-* **the uniform part.** A soft head is close to the uniform matrix :math:`\tfrac1S \mathbf 1\mathbf 1^\top`,
-  which has rank 1 and says nothing about the input. :func:`uniform_error` is the error of
-  that trivial approximation, and :func:`centred_rank_k_error` the rank-:math:`k` error of
-  what is left once the mean row is removed:
-
-  .. math::
-
-      \bar A = A - \mathbf 1 \mu^\top,\quad \mu = \tfrac1T A^\top \mathbf 1, \qquad
-      e_k^{\text{centred}} = \frac{\|\bar A - \bar A_k\|_F}{\|\bar A\|_F};
-
-* **short inputs.** A rank of 8 is small only if :math:`n \gg 8`. :func:`loglog_slope` fits the
-  growth of the effective rank with :math:`n`, on inputs made by :func:`long_text` (sentences
-  shipped in this module, joined up to MiniLM's 512 positions);
-* **sink heads.** A head whose rows all put their weight on ``[CLS]`` or ``[SEP]`` has
-  nearly rank 1 because it is a no-op (Clark et al. 2019); :func:`sink_share` measures it.
-
-The course's one treatment of sinks, for every claim that counts heads: the sink positions are
-an encoder's ``[CLS]`` and ``[SEP]`` and a decoder's first position; a head is a **sink head**
-when its sink share is at least a threshold (0.5, swept on the evidence pages); a property is
-measured on each head's :func:`content_part` (the sink columns removed, the rows renormalised);
-and :func:`classify_heads` puts every head in one of three bins: has the property, lacks it,
-sink head (:func:`head_bins` gives their shares of all heads).
+The uniform matrix (:func:`uniform_error`) and the mean row (:func:`centred_rank_k_error`) make a soft
+head look low-rank; :func:`loglog_slope` fits the growth of a rank with :math:`n`. The course's one
+treatment of sinks (an encoder's ``[CLS]`` and ``[SEP]``, a decoder's first position) is here: a head
+is a sink head when its :func:`sink_share` is at least :data:`SINK_THRESHOLD`, properties are measured
+on its :func:`content_part`, and :func:`classify_heads` puts every head in one of :data:`HEAD_BINS`.
 """
 
 from __future__ import annotations
@@ -57,16 +38,7 @@ def long_text(n_sentences: int = len(SENTENCES)) -> str:
 def uniform_error(A: Array) -> np.ndarray:
     r"""Relative error of the uniform matrix, :math:`\|A - \tfrac1S\mathbf 1\mathbf 1^\top\|_F / \|A\|_F`.
 
-    The baseline for any rank-:math:`k` error of a row-stochastic matrix: the uniform matrix
-    has rank 1 and carries no information about the input.
-
-    Parameters
-    ----------
-    A : array, shape (..., T, S)
-
-    Returns
-    -------
-    numpy.ndarray, shape (...,)
+    The rank-1 baseline for any rank-:math:`k` error; ``A``: (..., T, S) -> (...,).
 
     Examples
     --------
@@ -85,14 +57,7 @@ def centred_rank_k_error(A: Array, k: int) -> np.ndarray:
         \bar A = A - \mathbf 1 \mu^\top, \quad \mu_j = \tfrac1T \sum_i A_{ij}, \qquad
         \frac{\|\bar A - \bar A_k\|_F}{\|\bar A\|_F}
 
-    Parameters
-    ----------
-    A : array, shape (..., T, S); no matrix may have all rows equal (then :math:`\bar A = 0`).
-    k : int
-
-    Returns
-    -------
-    numpy.ndarray, shape (...,)
+    ``A``: (..., T, S) -> (...,); no matrix may have all rows equal (then :math:`\bar A = 0`).
 
     Examples
     --------
@@ -113,19 +78,8 @@ def rank_vs_topk(A: Array, k: int) -> tuple[float, float, bool]:
         e_{\text{top}} = \frac{\|A - \operatorname{top}_k(A)\|_F}{\|\bar A\|_F}, \qquad
         \bar A = A - \mathbf 1 \mu^\top
 
-    The rank-:math:`k` approximation is :math:`\mathbf 1\mu^\top + \bar A_k` and stores
-    :math:`k(T + S) + S` numbers; top-:math:`k` keeps ``k`` entries per row, a value and an index
-    each, :math:`2kT` numbers: equal budgets when :math:`T = S`. Both errors are divided by
-    :math:`\|\bar A\|_F`, so an approximation that only recovers the uniform part scores about 1.
-
-    Parameters
-    ----------
-    A : array, shape (T, S), rows not all equal
-    k : int
-
-    Returns
-    -------
-    (rank_error, topk_error, rank_wins) : (float, float, bool)
+    Budgets :math:`k(T + S) + S` and :math:`2kT` are equal when :math:`T = S`. ``A``: (T, S), rows
+    not all equal -> ``(rank_error, topk_error, rank_wins)``.
 
     Examples
     --------
@@ -142,14 +96,7 @@ def rank_vs_topk(A: Array, k: int) -> tuple[float, float, bool]:
 def sink_share(A: Array, positions: Sequence[int]) -> np.ndarray:
     """Mean over queries of the weight on the key ``positions`` (e.g. ``[0, n - 1]``: [CLS], [SEP]).
 
-    Parameters
-    ----------
-    A : array, shape (..., T, S)
-    positions : sequence of int, key indices
-
-    Returns
-    -------
-    numpy.ndarray, shape (...,), in [0, 1] for row-stochastic ``A``.
+    ``A``: (..., T, S) -> (...,), in [0, 1] for row-stochastic ``A``.
 
     Examples
     --------
@@ -174,20 +121,14 @@ def content_part(A: Array, sink_positions: Sequence[int], min_mass: float = 1e-1
 
         C_{ij} = \frac{A_{ij}}{\sum_{j' \notin \mathcal S} A_{ij'}}, \qquad j \notin \mathcal S
 
-    where :math:`\mathcal S` is the set of sink positions (an encoder's ``[CLS]`` and ``[SEP]``,
-    a decoder's first position). A row whose weight off the sinks is at most ``min_mass``
-    (a decoder's first query, which sees only the sink) has nothing to renormalise: it is
-    reported in ``sink_rows`` and left as zeros, never divided by (nearly) zero. Drop those rows
-    before measuring a property of the content part.
+    with :math:`\mathcal S` the sink positions. A row with at most ``min_mass`` off the sinks is
+    reported in ``sink_rows`` and left as zeros: drop those rows before measuring the content part.
 
     Parameters
     ----------
-    A : array, shape (..., T, S)
-        Attention weights, rows summing to 1 (a causal map's rows over the keys they may see).
-    sink_positions : sequence of int
-        Key indices of the sinks, each in ``[-S, S)``; duplicates count once.
+    A : array, shape (..., T, S), rows summing to 1
+    sink_positions : sequence of int, each in ``[-S, S)``; duplicates count once
     min_mass : float
-        Rows whose content mass is at most this are sink rows.
 
     Returns
     -------
@@ -228,19 +169,8 @@ def classify_heads(has_property: Sequence[bool], sink_shares: Sequence[float],
                    sink_threshold: float = SINK_THRESHOLD) -> np.ndarray:
     """Each head's bin: ``"sink"`` if its sink share is at least ``sink_threshold``, else ``"property"`` or ``"no property"``.
 
-    A sink head's own property is not counted either way: it parks its weight, and what it does with
-    the rest is a property of the leftovers. Measure ``has_property`` on each head's
-    :func:`content_part`.
-
-    Parameters
-    ----------
-    has_property : sequence of bool, shape (heads,) or any shape
-    sink_shares : sequence of float, the same shape, each in [0, 1] (:func:`sink_share`)
-    sink_threshold : float, in (0, 1]
-
-    Returns
-    -------
-    numpy.ndarray of str, the same shape: one of :data:`HEAD_BINS` per head.
+    Measure ``has_property`` (bool, any shape) on each head's :func:`content_part`; ``sink_shares``
+    has the same shape, in [0, 1]. Returns one of :data:`HEAD_BINS` per head, the same shape.
 
     Examples
     --------
@@ -299,24 +229,12 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
 def logit_std(A: Array, floor: float = 1e-300) -> np.ndarray:
     r"""Sharpness of a head: the standard deviation of each row's logits, averaged over rows.
 
-    Row :math:`i` of a softmax is :math:`A_{ij} = e^{L_{ij}} / \sum_{j'} e^{L_{ij'}}`, so
-    :math:`\log A_{ij}` is :math:`L_{ij}` minus a constant per row and has the same spread:
-
     .. math::
 
         s = \frac1T \sum_i \operatorname{std}_j \log A_{ij}
 
-    Synthetic attention :math:`\operatorname{softmax}(\beta QK^\top/\sqrt d)` with Gaussian
-    ``Q, K`` has :math:`s \approx \beta`. Weights that underflowed to 0 are raised to ``floor``.
-
-    Parameters
-    ----------
-    A : array, shape (..., T, S), rows of a softmax without masked keys
-    floor : float
-
-    Returns
-    -------
-    numpy.ndarray, shape (...,)
+    (:math:`\log A_{ij}` is the logit minus a constant per row). ``A``: (..., T, S), a softmax without
+    masked keys -> (...,); weights that underflowed to 0 are raised to ``floor``.
 
     Examples
     --------

@@ -1,32 +1,10 @@
 r"""Time, memory, throughput and accuracy of exact and efficient attention as n grows.
 
-Run ``python -m attention_course bench`` (:data:`BENCH`; ``--quick`` for a run of a few seconds,
-``--max-n``, ``--json PATH``, ``--threads``); the figures are in
-:mod:`attention_course.chapters.lowrank.figures`. For every method and length
-``n`` (head dimension ``d = 64``, float32, batch = heads = 1) it records
-
-* **time**: the median of a few repeats; all methods at one ``n`` are timed in
-  interleaved rounds, so a burst of load on a shared machine hits them alike;
-* **peak memory**: the rise of the process's peak resident set size (Linux
-  ``VmHWM``, reset through ``/proc/self/clear_refs``) during one call, measured in a
-  fresh subprocess whose ``malloc`` hands every block of 64 KiB or more straight
-  back to the OS (``MALLOC_MMAP_THRESHOLD_``), so the peak is that of the call's
-  live tensors (output included). ``tracemalloc`` cannot see torch's allocations.
-  Elsewhere, or with ``memory="analytic"``, the bytes of the largest intermediate
-  are reported instead; the JSON says which;
-* **GFLOP/s** of the exact methods (counting :math:`4 T S d` flops for
-  :math:`QK^\top` and :math:`AV`) against a square float32 matmul that is timed in the
-  same interleaved rounds, so both see the same background load. Times divided by
-  that matmul's time give **load-normalised** slopes next to the raw ones;
-* **relative error** :math:`\|O - O_{\text{exact}}\|_F / \|O_{\text{exact}}\|_F` on three
-  input distributions: ``iid`` (q, k, v with iid N(0, 1) entries: logits of standard
-  deviation about 1), ``iid-soft`` (the same with q and k halved: logits of standard
-  deviation about 1/4, a soft, low-rank regime) and ``smooth`` (q, k, v are random
-  orthogonal projections of one smooth random curve sampled at n points).
-
-The summary (log-log slopes, crossover lengths, memory and time ratios, the
-accuracy-speed frontier) is computed by pure functions from the table, so the
-tests can check them on fabricated numbers.
+``python -m attention_course bench`` (:data:`BENCH`) records, per method and length ``n`` (``d = 64``,
+float32, batch = heads = 1): the median time over interleaved rounds; the rise of peak RSS in a fresh
+subprocess (``memory="analytic"``: the largest intermediate's bytes); GFLOP/s against a square float32
+matmul timed in the same rounds (giving load-normalised slopes); and the relative error on ``iid``,
+``iid-soft`` (q, k halved) and ``smooth`` inputs. The summary is computed by pure functions of the table.
 """
 
 from __future__ import annotations
@@ -100,9 +78,8 @@ def method_configs(quick: bool = False) -> list[Method]:
 def _time_interleaved(fns: dict, repeats: int, budget_s: float, min_sample_s: float = 0.02) -> dict[str, list[float]]:
     """Warm each function up once, then time ``repeats`` rounds that call every function in turn.
 
-    A function faster than ``min_sample_s`` is called several times per sample (as
-    ``timeit`` does) and the sample is the mean per call; one slower than ``budget_s``
-    gets fewer rounds.
+    A function faster than ``min_sample_s`` is called several times per sample; one slower than
+    ``budget_s`` gets fewer rounds.
     """
     first, inner = {}, {}
     for name, fn in fns.items():
@@ -213,9 +190,7 @@ def run_benchmarks(
     ns : lengths; default 256..16384 (quick: 256..2048), cut at ``max_n``.
     quick : fewer methods, lengths and repeats, analytic memory (a few seconds).
     memory : ``"rss"`` (subprocess, Linux) or ``"analytic"``; default rss unless quick.
-    threads : torch threads during the run (restored afterwards); ``None`` keeps torch's setting.
-        One thread by default, so that on a shared machine the numbers measure the
-        algorithms rather than the thread scheduler.
+    threads : torch threads during the run (restored afterwards; one by default); ``None`` keeps torch's.
     budget_s : a method whose first call takes longer gets fewer repeats.
     matmul_n : size of the square reference matmul (default 2048; quick 512).
     """
@@ -285,7 +260,7 @@ def run_benchmarks(
 def _slope(ns: Sequence[float], times: Sequence[Optional[float]], n_min: float = 0) -> float:
     """Log-log slope of time against n over ``n >= n_min`` and the measured (positive) times.
 
-    NaN when fewer than two such points remain (a method that ran out of budget).
+    NaN when fewer than two such points remain.
 
     Examples
     --------
@@ -345,10 +320,8 @@ def _crossovers(rows: list, ns: list, exact_t: list, dists: Sequence[str], targe
 def summarise(result: dict, error_target: float = 0.1, frontier_n: int = 4096, slope_n_min: int = 2048) -> dict:
     """Slopes, memory/time ratios, matmul ratios, crossovers at ``error_target`` and the frontier.
 
-    Slopes are fitted over ``n >= slope_n_min`` (the large-n regime; lowered so that at
-    least three lengths enter the fit), both on raw times
-    and on times divided by the same round's reference matmul (``time_norm``), which
-    cancels slow drifts of a shared machine's load.
+    Slopes are fitted over ``n >= slope_n_min`` (lowered to keep three lengths), on raw times and on
+    times divided by the same round's reference matmul (``time_norm``).
     """
     rows, tab = result["results"], _table(result)
     ns = sorted({r["n"] for r in rows})

@@ -1,17 +1,8 @@
-r"""Chapter 3's pre-registered decision rules, as functions of the stored runs, with their thresholds as parameters.
+"""Chapter 3's pre-registered decision rules (``claims.toml``) as functions of the stored runs.
 
-Each rule is the one written in ``attention_course/data/claims.toml`` before its run; the evidence page
-draws the decision against each threshold (a sweep), so a verdict that turns on a threshold shows it.
-
-* ``low-rank-real``: :func:`lowrank_bins` puts every head in one of three bins (low-rank content part,
-  not low-rank, sink head) for an energy share kept by rank ``k`` (0.99: an error of 0.1), a sink
-  threshold (0.5), or another rank measure; :func:`decide_low_rank_real` applies the rule per model
-  and across the two models.
-* ``trailing-noise``: :func:`trailing_passes` says, per model and kept share, whether the trailing
-  values are irrelevant (cost at most 0.1 of uniform attention's and at most half of random's);
-  :func:`decide_trailing` combines the models.
-* ``patches-attend-nearby``: :func:`near_shares` counts near heads per layer for any share that
-  counts as *most*.
+Thresholds are parameters, so the evidence page can sweep them: ``low-rank-real``
+(:func:`lowrank_bins`, :func:`decide_low_rank_real`), ``trailing-noise`` (:func:`trailing_passes`,
+:func:`decide_trailing`) and ``patches-attend-nearby`` (:func:`near_shares`).
 """
 
 from __future__ import annotations

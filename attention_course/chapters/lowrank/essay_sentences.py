@@ -1,13 +1,7 @@
 """Chapter 3's run for two of the essay's sentences: trailing singular values, and focused tokens.
 
-``python -m attention_course lowrank-sentences`` (:data:`LOWRANK_SENTENCES`) stores, in
-``attention_course/data/lowrank_sentences.json``: ``trailing``,
-:func:`~attention_course.chapters.lowrank.trailing.trailing_study` (the induction model over seeds
-0-4 and MiniLM at n = 128 over five sentence orders, each at kept energy shares :data:`KEEPS`; about
-6 minutes on one thread), and
-``focus``, :func:`~attention_course.chapters.lowrank.focus.focus_models_study` on the 20 shipped sentences
-(all-MiniLM-L6-v2 and SmolLM2-135M, each with three copies whose W_Q and W_K are scrambled; about a
-minute). ``--part trailing`` or ``--part focus`` runs one study and keeps the other's record.
+``python -m attention_course lowrank-sentences`` (:data:`LOWRANK_SENTENCES`; ``--part trailing`` or
+``--part focus`` runs one study) stores ``attention_course/data/lowrank_sentences.json``;
 :func:`load_sentences` reads it back.
 """
 

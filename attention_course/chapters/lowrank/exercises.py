@@ -1,9 +1,6 @@
 """Chapter 3 exercises: effective rank, best rank-k, rank-k vs top-k, linear attention, online softmax.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
-its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
+Each exercise lists its typical mistakes (mutants) with their feedback, and its rules with the cases on them.
 """
 
 from __future__ import annotations

@@ -1,11 +1,4 @@
-"""Figures for chapter 3: is attention low-rank, sparse, or neither?
-
-Every helper takes arrays that the chapter has already measured (with
-:mod:`attention_course.chapters.lowrank.spectra` or :mod:`attention_course.core.efficient`), labels its
-axes, adds a colour bar where colour carries a value, returns the
-:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
-The benchmark figures live in :mod:`attention_course.chapters.lowrank.figures`.
-"""
+"""Figures for chapter 3: is attention low-rank, sparse, or neither? Each returns its figure."""
 
 from __future__ import annotations
 
@@ -40,15 +33,8 @@ def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
 def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16, ranks: bool = True) -> Figure:
     """The rank-``k`` vs top-``k`` errors against the inverse temperature, and (``ranks``) the ranks beside them.
 
-    Parameters
-    ----------
-    sweep : dict
-        A :func:`attention_course.chapters.lowrank.spectra.temperature_sweep` result: arrays ``beta``,
-        ``effective_rank``, ``stable_rank``, ``svd_error``, ``sparse_error`` of one length.
-    k : int
-        The rank and the entries kept per row that the sweep used (for the labels).
-    ranks : bool
-        Draw the effective and stable rank in a first panel (default); ``False`` draws the errors alone.
+    ``sweep`` is a :func:`~attention_course.chapters.lowrank.spectra.temperature_sweep` result and ``k``
+    its rank (for the labels).
 
     Examples
     --------
@@ -85,19 +71,9 @@ def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16, ranks: 
 def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Optional[int] = 64) -> Figure:
     r"""Attention matrices (rows) beside their best rank-``k`` and top-``k`` approximations (columns).
 
-    All panels share one logarithmic colour scale fitted to the data: its top is the largest
-    weight shown, its bottom :math:`10^{-4}` of that; smaller weights, the zeros of top-``k`` and
-    the negative entries a rank-``k`` approximation can have are drawn at the bottom colour.
-    Each approximation's panel states its relative Frobenius error on the whole matrix.
-
-    Parameters
-    ----------
-    matrices : dict
-        Row label -> attention matrix of shape (n, n) (e.g. ``{"β = 0.2": A_soft, "β = 4": A_sharp}``).
-    k : int
-        The rank of the SVD approximation and the weights kept per row.
-    crop : int, optional
-        Show only the first ``crop`` queries and keys (the approximations use the whole matrix).
+    One log colour scale spans four decades below the largest weight; zeros and negative entries
+    take the bottom colour. ``matrices``: row label -> (n, n); ``crop`` shows only the first ``crop``
+    queries and keys (the approximations and errors use the whole matrix).
 
     Examples
     --------
@@ -141,17 +117,9 @@ def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
     r"""Two panels per set of attention matrices: their singular values, and how many of them the
     informative part needs.
 
-    Left: :math:`\sigma_i` against :math:`i` (log scale). Right: the share of
-    :math:`\|\bar A\|_F^2` held by the top :math:`k` singular values of the centred matrix
-    :math:`\bar A = A - \mathbf 1 \mu^\top` (:math:`\mu` the mean row), with the ``share`` line and
-    the :math:`k` at which each matrix reaches it.
-
-    Parameters
-    ----------
-    matrices : dict
-        Label -> attention matrix of shape (n, n), e.g. ``{"soft": A_soft, "sharp": A_sharp}``.
-    share : float
-        The energy share marked on the right (default 0.9).
+    Left: :math:`\sigma_i` (log scale). Right: the share of :math:`\|\bar A\|_F^2` in the top :math:`k`
+    singular values of :math:`\bar A = A - \mathbf 1 \mu^\top`, marking where each reaches ``share``.
+    ``matrices``: label -> (n, n).
 
     Examples
     --------
@@ -192,16 +160,8 @@ def plot_cumulative_spectra(
 ) -> Figure:
     r"""Linformer-style cumulative spectra: the share of :math:`\|A\|_F^2` kept by the top :math:`k` modes.
 
-    Left: for each layer, the mean over heads (line) and the range over heads
-    (band) of :math:`\sum_{i\le k}\sigma_i^2 / \sum_i \sigma_i^2` against :math:`k`.
-    Right: its value at ``k_mark`` for every head (Wang et al. 2020, Fig. 1).
-
-    Parameters
-    ----------
-    cumulative : array, shape (L, H, K)
-        Cumulative energy fractions, rising to 1 along the last axis.
-    k_mark : int, optional
-        The :math:`k` shown in the heat map (default ``K // 4``, at least 1).
+    Left: per layer, the mean and range over heads against :math:`k`; right: every head at ``k_mark``
+    (default ``K // 4``, at least 1). ``cumulative``: (L, H, K), rising to 1 (Wang et al. 2020, Fig. 1).
 
     Examples
     --------
@@ -241,12 +201,7 @@ def plot_cumulative_spectra(
 def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str = "") -> Figure:
     """Effective rank of every head: by layer (dots per head, line = mean) and as a layer x head map.
 
-    Parameters
-    ----------
-    erank : array, shape (L, H)
-        Effective rank of each head (e.g. averaged over sentences).
-    n_tokens : float, optional
-        Sequence length, drawn as the full-rank ceiling.
+    ``erank``: (L, H); ``n_tokens``, optional, is drawn as the full-rank ceiling.
 
     Examples
     --------
@@ -285,15 +240,8 @@ def plot_lowrank_vs_sparse(
 ) -> Figure:
     """One dot per head: the best rank-``k`` error against the top-``k`` sparse error.
 
-    Below the diagonal a rank-``k`` approximation is better; above it, keeping the
-    ``k`` largest weights of each row is. ``reference`` (a
-    :func:`attention_course.chapters.lowrank.spectra.temperature_sweep` result with keys ``beta``,
-    ``svd_error``, ``sparse_error``) is drawn as a curve through the same plane.
-
-    Parameters
-    ----------
-    rank_err, topk_err : array, shape (L, H)
-        Relative Frobenius errors per layer and head.
+    ``rank_err``, ``topk_err``: (L, H). ``reference``, a
+    :func:`~attention_course.chapters.lowrank.spectra.temperature_sweep` result, is drawn as a curve.
 
     Examples
     --------
@@ -364,18 +312,8 @@ def plot_method_errors(
 ) -> Figure:
     """One panel per input distribution: each method's relative error (log scale), in its colour.
 
-    Bars are the approximations, coloured by :func:`method_family` and
-    :func:`~attention_course.figures.style.method_color` as in the benchmark figures.
-    The ``baselines`` (trivial answers such as uniform attention and outputting zeros) are
-    dashed vertical lines: a bar reaching past one does worse than that trivial answer.
-    The dotted line is the error ``target``. Errors of exactly 0 are drawn at the left edge.
-
-    Parameters
-    ----------
-    errors : dict
-        ``errors[method][distribution]`` = relative error against exact attention.
-    baselines : sequence of str
-        Keys of ``errors`` drawn as lines rather than bars (missing ones are skipped).
+    ``errors[method][distribution]``; the ``baselines`` keys are drawn as dashed lines, not bars;
+    the dotted line is ``target``; errors of exactly 0 sit at the left edge.
 
     Examples
     --------
@@ -416,22 +354,11 @@ def plot_method_errors(
     return fig
 
 
-# Figures for chapter 3's efficient attention: what each method computes, and its benchmark.
-
-
-# Figures for chapter 3's fair retest: rank against length, function under replacement, recall.
-
-
 @book_figure
 def plot_rank_vs_length(length: Sequence[Mapping], slope: float) -> Figure:
     """Median (and quartiles) of MiniLM's per-head effective rank against ``n``, with ``n`` itself.
 
-    Parameters
-    ----------
-    length : list of dict
-        The ``length`` rows of the stored run: ``n`` and per-head ``effective_rank`` lists.
-    slope : float
-        The fitted log-log slope, shown in the legend.
+    ``length``: the stored run's rows (``n``, per-head ``effective_rank``); ``slope`` goes in the legend.
 
     Examples
     --------
@@ -459,19 +386,8 @@ def plot_swap(rows: Sequence[Mapping], ks: Sequence[int], ylabel: str, title: st
               exact_key: str = "", log: bool = True) -> Figure:
     """A model's loss (or output change) with every head replaced by rank-k, top-k or uniform weights.
 
-    Parameters
-    ----------
-    rows : list of dict
-        One dict per seed (or input) with keys ``rank_{k}``, ``topk_{k}``, ``uniform`` and,
-        if ``exact_key``, the unmodified model's value; the mean over rows is plotted and
-        the min-max range shaded.
-    ks : sequence of int
-        The budgets; rank k and top-k store about the same number of values (2 k n).
-    ylabel, title : str
-    exact_key : str
-        Key of the unmodified model's value (drawn as a line), or ``""``.
-    log : bool
-        Log scale on the y axis.
+    ``rows``: one dict per seed (or input) with keys ``rank_{k}``, ``topk_{k}``, ``uniform`` and, if
+    ``exact_key``, the unmodified model's value (a line); the mean is plotted, the min-max range shaded.
 
     Examples
     --------
@@ -501,10 +417,7 @@ def plot_swap(rows: Sequence[Mapping], ks: Sequence[int], ylabel: str, title: st
 def plot_recall(recall: Mapping) -> Figure:
     """Recall accuracy against the number of stored pairs, softmax vs linear memories, per key dimension.
 
-    Parameters
-    ----------
-    recall : dict
-        A :func:`~attention_course.chapters.lowrank.recall.recall_sweep` result.
+    ``recall``: a :func:`~attention_course.chapters.lowrank.recall.recall_sweep` result.
 
     Examples
     --------
@@ -545,8 +458,7 @@ def _series(result: Mapping, name: str, key: str) -> list[tuple[int, float]]:
 def plot_scaling(result: Mapping, methods: Optional[Sequence[str]] = None, ax: Optional[Axes] = None) -> Figure:
     """Time against n on log-log axes, one line per method, with its fitted slopes in the legend.
 
-    Exact methods are solid lines, approximations dashed. The slopes are those of the
-    result's summary (fitted for ``n >= slope_n_min``; raw and load-normalised).
+    Exact methods solid, approximations dashed; slopes from the summary (raw and load-normalised).
 
     Examples
     --------
@@ -603,11 +515,8 @@ def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes]
                   baselines: Optional[Mapping[str, float]] = None) -> Figure:
     """Time against relative error at the summary's frontier length, one line per family.
 
-    Exact methods have no error: they are horizontal lines at their time. Each
-    approximation's points are labelled with their parameter (features, landmarks,
-    projected length); the dotted vertical line is the summary's error target.
-    ``baselines`` (name -> relative error, e.g. uniform attention and outputting zeros)
-    are drawn as dashed vertical lines: a method to their right is worse than a trivial answer.
+    Exact methods are horizontal lines; the dotted line is the error target; ``baselines``
+    (name -> relative error) are dashed vertical lines.
 
     Examples
     --------

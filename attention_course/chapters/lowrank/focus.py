@@ -1,27 +1,13 @@
 r"""Do most tokens attend to a few relevant positions? The weight on a query's heaviest content keys.
 
-For a row :math:`a_i` of a head's attention matrix and a set of keys :math:`\mathcal S` to leave
-out (the *sinks*, [CLS] and [SEP], where heads park weight they do not use), the weight on the
-:math:`k` heaviest other keys is
-
 .. math::
 
-    m_k(i) = \max_{|J| = k,\ J \cap \mathcal S = \emptyset}\ \sum_{j \in J} a_{ij} ,
+    m_k(i) = \max_{|J| = k,\ J \cap \mathcal S = \emptyset}\ \sum_{j \in J} a_{ij}
 
-and the pair (head, query :math:`i`) is *focused* when :math:`m_k(i) \ge 1/2`: most of its weight
-lies on :math:`k` positions that are words. The effective number of keys of a row,
-:math:`\exp H(a_i)`, says the same without a threshold: 1 for a one-hot row, :math:`n` for a
-uniform one. Both are functions of :math:`A` alone.
-
-
-The course's one treatment of sinks decides how the count is made
-(:mod:`~attention_course.chapters.lowrank.baselines`): each head's rows are read on its content
-part (sink columns removed, rows renormalised), a head is *focused* when more than half of its
-kept rows are (:func:`focus_counts`, :func:`focused_heads`), and heads are reported as shares of
-all heads in three bins: focused, not focused, sink heads. A decoder's rows are causal, so a row
-is kept only when it sees more than :math:`k / \theta` content keys: with fewer, uniform attention
-would count as focused. :func:`focus_models_study` is the deciding run on all-MiniLM-L6-v2 and
-SmolLM2-135M, with copies whose W_Q and W_K are scrambled as the baseline that must fail.
+with :math:`\mathcal S` the sinks; a row is *focused* when :math:`m_k(i) \ge 1/2`. Rows are read on each
+head's content part (:mod:`~attention_course.chapters.lowrank.baselines`) and a head is focused when more
+than half of its kept rows are; :func:`focus_models_study` is the deciding run (MiniLM, SmolLM2 and copies
+with scrambled W_Q, W_K).
 """
 
 from __future__ import annotations
@@ -55,17 +41,7 @@ QUERY_KEY = ("W_q", "W_k")
 def top_key_mass(A, k: int = 3, exclude: Sequence[int] = ()) -> np.ndarray:
     r"""The weight :math:`m_k(i)` on each row's ``k`` heaviest keys outside ``exclude``.
 
-    Parameters
-    ----------
-    A : array, shape (..., T, S)
-    k : int, 1 <= k
-        How many keys (all remaining keys when fewer are left).
-    exclude : sequence of int
-        Key indices that do not count (e.g. ``[0, S - 1]``, [CLS] and [SEP]).
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., T)
+    ``A``: (..., T, S) -> (..., T); ``exclude``: key indices that do not count (e.g. [CLS] and [SEP]).
 
     Examples
     --------
@@ -88,9 +64,7 @@ def top_key_mass(A, k: int = 3, exclude: Sequence[int] = ()) -> np.ndarray:
 def row_perplexity(A) -> np.ndarray:
     r"""Each row's perplexity :math:`\exp\big(-\sum_j a_{ij} \ln a_{ij}\big)`: how many keys it spreads over.
 
-    A row spread evenly over :math:`k` keys gives :math:`k`. Not
-    :func:`~attention_course.chapters.mechanics.properties.effective_keys`, the set of keys
-    that carry a share of a row's weight.
+    A row spread evenly over :math:`k` keys gives :math:`k`.
 
     Examples
     --------
@@ -115,35 +89,22 @@ def focus_counts(A, sinks: Sequence[int], ks: Sequence[int] = KS, thresholds: Se
                  causal: bool = False, k: int = 3, threshold: float = 0.5) -> FocusCounts:
     r"""Count each head's focused rows on its content part, for every ``k`` in ``ks`` and line in ``thresholds``.
 
-    With :math:`C` the head's content part (sink columns removed, rows renormalised:
-    :func:`~attention_course.chapters.lowrank.baselines.content_part`), row :math:`i` is
+    With :math:`C` the head's :func:`~attention_course.chapters.lowrank.baselines.content_part`, row :math:`i` is
 
     .. math::
 
         \text{focused}_{k,\theta}(i) = \Big[\, m_k(C_i) \ge \theta \,\Big], \qquad
         \text{kept}_{k,\theta}(i) = \big[\, i \notin \mathcal S,\ n_i\,\theta > k \,\big],
 
-    where :math:`m_k` is the weight on the :math:`k` heaviest keys (:func:`top_key_mass`) and
-    :math:`n_i` the number of content keys query :math:`i` may see (all of them; :math:`j \le i`
-    when ``causal``). A row with :math:`n_i \theta \le k` is dropped: uniform attention over its
-    :math:`n_i` keys would already put :math:`k / n_i \ge \theta` on :math:`k` of them. Rows
-    whose weight off the sinks is zero are dropped too.
+    with :math:`n_i` the content keys query :math:`i` may see: with :math:`n_i \theta \le k`, uniform
+    attention would already count as focused.
 
     Parameters
     ----------
-    A : array, shape (H, T, T)
-        One text's maps, rows summing to 1 (causal rows over the keys they may see).
-    sinks : sequence of int
-        Sink positions ([CLS] and [SEP]: ``[0, T - 1]``; a decoder's first token: ``[0]``).
-    ks, thresholds : sequences
-        The grid of the sweep; ``k`` and ``threshold`` (which must be in them) decide
-        ``adjacent``.
-    causal : bool
-        Query ``i`` sees keys ``j <= i`` only.
-
-    Returns
-    -------
-    FocusCounts
+    A : array, shape (H, T, T), one text's maps
+    sinks : sequence of int, ``[0, T - 1]`` for [CLS] and [SEP], ``[0]`` for a decoder
+    ks, thresholds : the sweep's grid; ``k`` and ``threshold`` (in it) decide ``adjacent``
+    causal : bool, query ``i`` sees keys ``j <= i`` only
 
     Examples
     --------
@@ -186,19 +147,9 @@ def focused_heads(focused, decided, sink_shares, sink_threshold: float = SINK_TH
                   majority: float = 0.5) -> dict[str, float]:
     r"""Shares of all heads that are focused, not focused and sink heads (:data:`~attention_course.chapters.lowrank.baselines.HEAD_BINS`).
 
-    A head has the property when more than ``majority`` of its kept rows are focused,
-    :math:`\sum_i \text{focused}(i) > \text{majority} \cdot \sum_i \text{kept}(i)`; a head with a
-    sink share of at least ``sink_threshold`` is a sink head, whatever its content part does.
-
-    Parameters
-    ----------
-    focused, decided : array, shape (H,), counts summed over texts (:func:`focus_counts`)
-    sink_shares : array, shape (H,)
-
-    Returns
-    -------
-    dict ``{"property", "no property", "sink"}`` of shares summing to 1; NaN for all three when a
-    head that is not a sink has no kept row.
+    A head is focused when more than ``majority`` of its kept rows are. ``focused``, ``decided``
+    (:func:`focus_counts` summed over texts) and ``sink_shares`` are (H,); NaN for all three bins
+    when a head that is not a sink has no kept row.
 
     Examples
     --------
@@ -265,10 +216,8 @@ def focus_models_study(sentences: Sequence[str], models: Sequence[str] = ("MiniL
                        config: Optional[dict] = None, progress: Optional[bool] = None) -> dict:
     """The deciding run of ``few-relevant-positions``: both models, their scrambled copies and the patterns.
 
-    Each sentence is read alone. Per model: the summed :class:`FocusCounts` of its heads (``trained``),
-    of each copy with ``W_q`` and ``W_k`` scrambled (:func:`~attention_course.models.perturb.scrambled_weights`,
-    one per seed), and of uniform attention (causal for the decoder) and the previous-token pattern
-    on the same sentence lengths; the median perplexity of the trained model's kept content rows.
+    Per model, summed :class:`FocusCounts` of the trained heads, of one scrambled copy per seed, and of
+    uniform and previous-token attention; the median perplexity of the trained model's kept rows.
     """
     cfg = {**FOCUS_CONFIG, **(config or {})}
     opts = dict(ks=cfg["ks"], thresholds=cfg["thresholds"], k=cfg["k"], threshold=cfg["threshold"])
@@ -322,14 +271,9 @@ def bins_at(counts: dict, k: int = 3, threshold: float = 0.5, sink_threshold: fl
 def focus_verdict(bins: Mapping[str, float], scrambled_focused: float) -> str:
     """``few-relevant-positions``' rule for one model, fixed before its run.
 
-    ``"holds"`` if the focused heads are over half of all heads; ``"holds when"`` (the heads are not
-    sinks) if fewer, but more than the heads that are not focused; ``"wrong as stated"`` otherwise,
-    or whenever a copy with scrambled W_Q, W_K has as many focused heads (``scrambled_focused``).
-
-    Parameters
-    ----------
-    bins : mapping with ``"property"``, ``"no property"``, ``"sink"`` (shares of all heads; :func:`bins_at`)
-    scrambled_focused : float, the largest focused share of the scrambled copies
+    ``"holds"`` if focused heads are over half; ``"holds when"`` if fewer but more than the unfocused;
+    ``"wrong as stated"`` otherwise, or when a scrambled copy has as many (``scrambled_focused``, the
+    largest share). ``bins``: shares of all heads (:func:`bins_at`).
 
     Examples
     --------
@@ -350,9 +294,6 @@ def focus_verdict(bins: Mapping[str, float], scrambled_focused: float) -> str:
 def claim_verdict(per_model: Mapping[str, str]) -> str:
     """The claim's verdict from the models' (:func:`focus_verdict`): theirs if they agree, else ``"holds when"``.
 
-    The across-model rule of :func:`~attention_course.chapters.lowrank.decisions.combine_models`; on
-    :func:`focus_verdict`'s three outcomes two that disagree always include one that holds.
-
     Examples
     --------
     >>> claim_verdict({"MiniLM": "wrong as stated", "SmolLM2": "wrong as stated"})
@@ -365,10 +306,6 @@ def claim_verdict(per_model: Mapping[str, str]) -> str:
 
 def verdicts_over_k(focus: Mapping, threshold: float = 0.5) -> list[dict[str, str]]:
     """Each model's verdict and the claim's at every k of a stored focus run (line ``threshold``, sink threshold 0.5).
-
-    Returns
-    -------
-    list of dict, one per k in ``focus["config"]["ks"]``: model name -> verdict, and ``"claim"``.
     """
     grid = dict(ks=focus["config"]["ks"], thresholds=focus["config"]["thresholds"])
     out = []

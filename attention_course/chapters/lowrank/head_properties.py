@@ -1,15 +1,5 @@
-r"""Which heads are low-rank? Two properties a reader can measure on any model's attention.
+r"""Which heads are low-rank? Mean row entropy and sink share, two properties of :math:`A` alone.
 
-For a head's attention matrix :math:`A` (shape ``(n, n)``):
-
-* the **mean row entropy** :math:`\bar H = \frac1n\sum_i -\sum_j A_{ij}\log A_{ij}` (nats;
-  :math:`\log n` for uniform rows, 0 for one-hot rows), from
-  :func:`~attention_course.chapters.mechanics.properties.row_entropy`;
-* the **sink share**, the mean weight on ``[CLS]`` and ``[SEP]``
-  (:func:`~attention_course.chapters.lowrank.baselines.sink_share`).
-
-Both are functions of :math:`A` alone, so no reparametrisation of the queries and keys that
-leaves attention unchanged (:math:`q \to aq,\ k \to k/a`; a shift of every key) can move them.
 :func:`auc` says how well one of them ranks the low-rank heads above the others.
 """
 
@@ -53,30 +43,17 @@ def head_properties(A: Array, sinks: Sequence[int]) -> dict[str, np.ndarray]:
 def content_measures(A: Array, sinks: Sequence[int], k: int) -> dict[str, np.ndarray]:
     r"""Each head's sink share, and the rank and entropy of its content part (the course's sink treatment).
 
-    For head :math:`A` (T, S): the sink share (:func:`~attention_course.chapters.lowrank.baselines.sink_share`)
-    and the content part :math:`C` (:func:`~attention_course.chapters.lowrank.baselines.content_part`:
-    the sink columns removed, the rows renormalised, the rows with no weight off the sinks dropped).
-    From :math:`C`'s singular values :math:`\sigma_i`:
+    With :math:`C` the :func:`~attention_course.chapters.lowrank.baselines.content_part` (sink rows
+    dropped) and :math:`\sigma_i` its singular values:
 
     .. math::
 
         \text{energy}_k = \frac{\sum_{i \le k} \sigma_i^2}{\sum_i \sigma_i^2}, \qquad
         e_k = \frac{\|C - C_k\|_F}{\|C\|_F} = \sqrt{1 - \text{energy}_k},
 
-    the stable rank :math:`\sum_i \sigma_i^2 / \sigma_1^2`, the entropy effective rank, and the mean
-    row entropy of :math:`C`. A threshold on the energy share (0.99 is an error of 0.1) turns them
-    into a decision; every number is a function of :math:`A` alone.
-
-    Parameters
-    ----------
-    A : array, shape (H, T, S), rows summing to 1
-    sinks : sequence of int, the sink key positions (``[0, n - 1]`` for [CLS] and [SEP]; ``[0]`` for a decoder)
-    k : int, 1 <= k
-
-    Returns
-    -------
-    dict of numpy arrays, each (H,): ``sink_share``, ``energy`` (energy_k), ``rank_error`` (e_k),
-    ``stable_rank``, ``effective_rank``, ``entropy`` (nats), ``rows`` (rows of C kept).
+    and :math:`C`'s stable rank, effective rank and mean row entropy. ``A``: (H, T, S) -> arrays (H,)
+    ``sink_share``, ``energy``, ``rank_error``, ``stable_rank``, ``effective_rank``, ``entropy``,
+    ``rows`` (rows of C kept).
 
     Examples
     --------
@@ -113,8 +90,7 @@ def auc(score: Sequence[float], positive: Sequence[bool]) -> float:
     .. math:: \mathrm{AUC} = \frac{1}{|P|\,|N|}\sum_{p \in P}\sum_{m \in N}
               \big(\mathbb 1[s_p > s_m] + \tfrac12\,\mathbb 1[s_p = s_m]\big)
 
-    1: the score separates them perfectly; 0.5: no better than chance; 0: perfectly, the other
-    way round (so ``max(AUC, 1 - AUC)`` reads a property in either direction).
+    0.5 is chance; ``max(AUC, 1 - AUC)`` reads a property in either direction.
 
     Examples
     --------

@@ -1,26 +1,10 @@
 r"""Run a model with every head's attention replaced: rank-:math:`k`, top-:math:`k` or uniform.
 
-A matrix norm says how far an approximation :math:`\tilde A` is from :math:`A`; the model
-says whether the difference matters. This module runs the course's two models, the tiny
-causal transformer (:mod:`attention_course.models.tiny`) and the BERT encoder
-(:mod:`attention_course.models.encoder`, e.g. all-MiniLM-L6-v2), through their own forward
-passes with an ``attention_override`` (:mod:`attention_course.models.override`) that applies a
-*transform* to each layer's weights before they multiply the values:
-
 .. math::
 
-    z_h = \mathcal T_\ell(A_h)\, v_h \quad\text{instead of}\quad z_h = A_h v_h .
+    z_h = \mathcal T_\ell(A_h)\, v_h \quad\text{instead of}\quad z_h = A_h v_h
 
-The identity transform gives each model's own output. Transforms take and return a
-tensor of shape ``(B, h, T, S)``:
-
-* :func:`rank_k_weights`: the best rank-:math:`k` approximation of each head's matrix
-  (optionally with the upper triangle zeroed again, so a causal model stays causal);
-  it stores :math:`k(T + S)` numbers;
-* :func:`topk_weights`: each row's :math:`k` largest weights, renormalised to sum to 1
-  (top-:math:`k` attention); it stores :math:`2kT` numbers (values and indices);
-* :func:`uniform_weights`: the uniform distribution over the keys a query may see, the
-  baseline that knows nothing about the input (the output is the mean of the values).
+through each model's own ``attention_override``; transforms map ``(B, h, T, S)`` to ``(B, h, T, S)``.
 """
 
 from __future__ import annotations
@@ -47,18 +31,8 @@ def rank_k_weights(w: torch.Tensor, k: int, causal: bool = False) -> torch.Tenso
         \tilde A = U_k \Sigma_k V_k^\top, \qquad
         \tilde A \leftarrow \tilde A \odot M_{\text{causal}} \text{ if ``causal``}
 
-    Rows are not renormalised: the approximation is what a rank-``k`` method stores.
-
-    Parameters
-    ----------
-    w : torch.Tensor, shape (..., T, S)
-    k : int, 0 <= k <= min(T, S)
-    causal : bool
-        Zero the entries with key ``j > i`` after truncating (the model never saw them).
-
-    Returns
-    -------
-    torch.Tensor, shape (..., T, S)
+    Rows are not renormalised. ``w``: (..., T, S) -> (..., T, S); ``0 <= k <= min(T, S)``;
+    ``causal`` zeroes the keys ``j > i`` after truncating.
 
     Examples
     --------
@@ -85,18 +59,7 @@ def centred_rank_k_weights(w: torch.Tensor, k: int) -> torch.Tensor:
         \tilde A = \mathbf 1 \mu^\top + (\bar A)_k, \qquad \bar A = A - \mathbf 1 \mu^\top,
         \quad \mu_j = \tfrac1T \sum_i A_{ij}
 
-    It stores :math:`k(T + S) + S` numbers. If the rows of ``w`` sum to 1, so do those of
-    :math:`\tilde A`: :math:`\bar A \mathbf 1 = 0`, so the right singular vectors of
-    :math:`\bar A` are orthogonal to :math:`\mathbf 1` and the rows of :math:`(\bar A)_k` sum to 0.
-
-    Parameters
-    ----------
-    w : torch.Tensor, shape (..., T, S)
-    k : int, 0 <= k <= min(T, S)
-
-    Returns
-    -------
-    torch.Tensor, shape (..., T, S)
+    ``w``: (..., T, S) -> (..., T, S). If the rows of ``w`` sum to 1, so do those of :math:`\tilde A`.
 
     Examples
     --------
@@ -116,14 +79,7 @@ def topk_weights(w: torch.Tensor, k: int) -> torch.Tensor:
         \tilde A_{ij} = \frac{A_{ij}\,[j \in \operatorname{top}_k(A_{i\cdot})]}
                              {\sum_{j' \in \operatorname{top}_k(A_{i\cdot})} A_{ij'}}
 
-    Parameters
-    ----------
-    w : torch.Tensor, shape (..., T, S), non-negative rows
-    k : int, 1 <= k <= S
-
-    Returns
-    -------
-    torch.Tensor, shape (..., T, S); rows sum to 1.
+    ``w``: (..., T, S), non-negative -> (..., T, S), rows summing to 1; ``1 <= k <= S``.
 
     Examples
     --------
@@ -146,14 +102,7 @@ def uniform_weights(w: torch.Tensor, causal: bool = False) -> torch.Tensor:
         \tilde A_{ij} = \frac{M_{ij}}{\sum_{j'} M_{ij'}}, \qquad
         M = \text{causal mask (True = may attend) or all ones}
 
-    Parameters
-    ----------
-    w : torch.Tensor, shape (..., T, S); only its shape and dtype are used.
-    causal : bool
-
-    Returns
-    -------
-    torch.Tensor, shape (..., T, S)
+    Only the shape (..., T, S) and dtype of ``w`` are used.
 
     Examples
     --------
@@ -184,18 +133,8 @@ def tiny_forward_with(model: Any, tokens: torch.Tensor,
         x \leftarrow x + \sum_h \mathcal T_\ell\big(\operatorname{softmax}(c\, q_h k_h^\top + M)\big)\,
         v_h W_O^h
 
-    The model's own forward pass, with an ``attention_override``.
-
-    Parameters
-    ----------
-    model : :class:`~attention_course.models.tiny.TinyTransformer` (``mlp`` allowed; read, not changed)
-    tokens : torch.LongTensor, shape (B, T)
-    transform : callable ``(weights (B, h, T, T), layer) -> (B, h, T, T)``, optional
-        Default: none, which gives ``model(tokens)[0]``.
-
-    Returns
-    -------
-    torch.Tensor, shape (B, T, vocab_size)
+    ``tokens`` (B, T) -> logits (B, T, vocab_size); ``transform`` ``(weights (B, h, T, T), layer) ->
+    (B, h, T, T)``, default none (``model(tokens)[0]``).
 
     Examples
     --------
@@ -216,24 +155,18 @@ def bert_forward_with(weights: Any, input_ids: torch.Tensor, transform: Optional
                       attend: Optional[Attend] = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     r"""Hidden states of a BERT encoder with each layer's attention weights transformed.
 
-    :func:`~attention_course.models.encoder.bert_encode` (post-LN, GELU MLP) with an
-    ``attention_override``, for unpadded inputs: :math:`A_h` is replaced by :math:`\mathcal T_\ell(A_h)`.
-
     Parameters
     ----------
     weights : :class:`~attention_course.models.encoder.BertWeights`
     input_ids : torch.LongTensor, shape (B, T), no padding
     transform : callable ``(weights (B, h, T, T), layer) -> (B, h, T, T)``, optional
     attend : callable ``(q, k, v, layer) -> z (B, h, T, d_v)`` or ``None``, optional
-        Replaces a layer's whole attention output, computed from its own queries, keys and
-        values (each ``(B, h, T, d_k)``), e.g. by an efficient approximation; returning
-        ``None`` keeps exact attention (with ``transform``) in that layer.
+        Replaces a layer's whole attention output; returning ``None`` keeps exact attention there.
 
     Returns
     -------
     hidden : list of L+1 tensors (B, T, d)
-    attentions : list of L tensors (B, h, T, T), the *original* weights of each layer
-        (computed from that layer's input, which earlier replacements have changed).
+    attentions : list of L tensors (B, h, T, T), each layer's weights before any transform.
 
     Examples
     --------

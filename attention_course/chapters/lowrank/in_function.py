@@ -1,21 +1,8 @@
-r"""Chapter 3's long run: is attention low-rank *in function*, on long inputs, against baselines?
+"""Chapter 3's long run: is attention low-rank *in function*, on long inputs, against baselines?
 
-It measures, and stores as JSON (``attention_course/data/lowrank_function.json``):
-
-* ``length``: all-MiniLM-L6-v2 on the chapter's sentences joined
-  (:func:`~attention_course.chapters.lowrank.baselines.long_text`) and cut to
-  :math:`n` = 16 ... 512 tokens: each head's effective rank, rank-8 error with and
-  without the mean row, the uniform matrix's error, and the weight on [CLS] and [SEP];
-* ``minilm_swap``: the relative change of MiniLM's final hidden states when every head's
-  attention is replaced by its rank-:math:`k` truncation, its top-:math:`k` rows, or
-  uniform weights (the baseline), at several :math:`n`;
-* ``tiny_swap``: the held-out loss of the induction model of chapter 4 (2 layers,
-  600 steps) with the same replacements (rank-:math:`k` kept causal), over seeds;
-* ``recall``: :func:`~attention_course.chapters.lowrank.recall.recall_sweep`.
-
-``python -m attention_course lowrank-run`` (:data:`LOWRANK_RUN`) runs them (7 minutes on a loaded
-2-core machine); with ``--verdicts`` it runs the deciding runs of the chapter's four verdicts
-instead (:mod:`~attention_course.chapters.lowrank.verdict_measures`).
+``python -m attention_course lowrank-run`` (:data:`LOWRANK_RUN`) stores ``length``, ``minilm_swap``,
+``tiny_swap`` and ``recall`` in ``attention_course/data/lowrank_function.json``; ``--verdicts`` runs the
+deciding runs instead (:mod:`~attention_course.chapters.lowrank.verdict_measures`).
 """
 
 from __future__ import annotations
@@ -44,15 +31,17 @@ __all__ = ["load"]
 DEFAULT_PATH = DATA_DIR / "lowrank_function.json"
 
 
-def minilm_ids(n: int, order: int = 0) -> torch.Tensor:
-    """Token ids ``(1, n)``: [CLS], the first ``n - 2`` WordPiece tokens of
-    :func:`~attention_course.chapters.lowrank.baselines.long_text`, [SEP].
+def _sentence_order(order: int) -> list[str]:
+    """The sentences in the shipped order (0) or shuffled by ``numpy.random.default_rng(order)``."""
+    return list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
 
-    ``order`` 0 keeps the shipped order of the sentences; another value shuffles them with
-    ``numpy.random.default_rng(order)`` (the same sentences, another text).
+
+def minilm_ids(n: int, order: int = 0) -> torch.Tensor:
+    """Token ids ``(1, n)``: [CLS], the first ``n - 2`` WordPiece tokens of the sentences in ``order``
+    (0: :func:`~attention_course.chapters.lowrank.baselines.long_text`), [SEP].
     """
     tokenizer = minilm_tokenizer()
-    sentences = list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
+    sentences = _sentence_order(order)
     # sentence by sentence (each well under 512 tokens, so the tokenizer does not warn); WordPiece
     # splits on whitespace first, so this equals tokenizing long_text() in one piece
     body = [i for s in sentences for i in tokenizer(s, add_special_tokens=False)["input_ids"]]
@@ -105,10 +94,8 @@ def minilm_swap(ns: Sequence[int], ks: Sequence[int]) -> list[dict]:
 def trained_induction_models(seeds: Sequence[int], steps: int = 600) -> Iterator[tuple[int, TinyTransformer, torch.Tensor, Callable]]:
     """Chapter 4's induction model (2 layers) trained for ``steps`` steps once per seed.
 
-    Yields ``(seed, model, inputs, loss)``: ``inputs`` is the held-out batch of
-    :func:`~attention_course.models.training.evaluate_loss` (256 sequences) and ``loss(tf)`` its
-    held-out loss with each layer's attention weights replaced by ``tf(weights, layer)``
-    (``None``: unchanged).
+    Yields ``(seed, model, inputs, loss)``: ``inputs`` is evaluate_loss's held-out batch and ``loss(tf)``
+    its loss with each layer's weights replaced by ``tf(weights, layer)`` (``None``: unchanged).
     """
     task = make_task("repeated_sequences")
     inputs, targets, mask = task(256, seed=12345)  # the held-out batch of evaluate_loss

@@ -1,19 +1,11 @@
 r"""How low-rank is softmax attention of random queries and keys, by head width and sharpness?
 
-The logits :math:`L = \beta\,QK^\top/\sqrt{d_k}` of Gaussian ``Q, K`` (shape ``(n, d_k)``)
-have rank :math:`d_k` and standard deviation about :math:`\beta`. Exact rank cannot say
-whether the softmax keeps that low rank (any generic matrix has full rank), so the grid
-measures the **centred rank-k error** of :math:`A = \operatorname{softmax}(L)`,
+On a grid of :math:`(d_k, \beta)` over seeds, the centred rank-:math:`k` error of
+:math:`A = \operatorname{softmax}(\beta\,QK^\top/\sqrt{d_k})` with Gaussian ``Q, K``:
 
 .. math::
 
-    e_k(d_k, \beta) = \frac{\|\bar A - \bar A_k\|_F}{\|\bar A\|_F},
-    \qquad \bar A = A - \mathbf 1\mu^\top,\ \mu = \tfrac1n A^\top\mathbf 1,
-
-the share of the matrix's informative part (what is left once the rank-1 mean row is
-removed) that the best rank-:math:`k` matrix misses, on a grid of :math:`(d_k, \beta)`
-over seeds. Chapter 3's ``low-rank`` claim reads its :math:`\beta` axis at :math:`d_k = 32`,
-``structure-implies-low-rank`` its :math:`d_k` axis at the sharpness of trained heads.
+    e_k = \frac{\|\bar A - \bar A_k\|_F}{\|\bar A\|_F}, \qquad \bar A = A - \mathbf 1\mu^\top
 """
 
 from __future__ import annotations
@@ -32,17 +24,7 @@ def centred_error_grid(d_ks: Sequence[int], betas: Sequence[float], n: int = 256
                        seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> dict[str, np.ndarray]:
     r"""Centred rank-``k`` error and effective rank of Gaussian attention on a ``(d_k, beta)`` grid.
 
-    Parameters
-    ----------
-    d_ks : sequence of int, head widths
-    betas : sequence of float, logit standard deviations (inverse temperatures)
-    n : int, queries = keys
-    k : int, the rank kept, ``1 <= k < n``
-    seeds : sequence of int, one Gaussian draw of ``Q, K`` per seed (and per ``d_k``)
-
-    Returns
-    -------
-    dict with ``error`` and ``effective_rank``, each of shape ``(len(seeds), len(d_ks), len(betas))``.
+    Returns ``error`` and ``effective_rank``, each ``(len(seeds), len(d_ks), len(betas))``; ``1 <= k < n``.
 
     Examples
     --------

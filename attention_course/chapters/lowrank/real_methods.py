@@ -1,23 +1,12 @@
 r"""Efficient attention on a trained model's own queries, keys and values.
 
-Synthetic inputs can be built to suit a method; a trained model cannot. This module
-replaces every head's attention output :math:`z_h = A_h v_h` in chosen layers of a BERT
-encoder (all-MiniLM-L6-v2) by an approximation computed from that layer's own
-:math:`q_h, k_h, v_h` (each ``(B, h, T, d_k)``), runs the rest of the model unchanged
-(:func:`~attention_course.chapters.lowrank.head_swap.bert_forward_with`) and measures what
-changes in the model's output :math:`H` (last hidden states, ``(1, T, d)``):
+Every head's :math:`z_h = A_h v_h` in chosen layers of all-MiniLM-L6-v2 is replaced by an approximation
+from that layer's own :math:`q_h, k_h, v_h`; the change of the output :math:`H` is measured as
 
 .. math::
 
     \Delta = \frac{\|H' - H\|_F}{\|H\|_F}, \qquad
-    c = \cos\Big(\tfrac1T\textstyle\sum_t H'_t,\ \tfrac1T\sum_t H_t\Big),
-
-the relative change and the cosine of the mean-pooled output, which is the sentence
-embedding all-MiniLM-L6-v2 is used for. :func:`replacements` lists the methods at one
-budget: the low-rank bets (Nyström, mean-pooled Linformer, the Performer), the sparse bet
-(top-:math:`k`), the best rank-:math:`k` matrix of each exact :math:`A` (an oracle no
-low-rank method can beat in Frobenius norm), and the two trivial answers (uniform attention
-and a zero output).
+    c = \cos\Big(\tfrac1T\textstyle\sum_t H'_t,\ \tfrac1T\sum_t H_t\Big).
 """
 
 from __future__ import annotations

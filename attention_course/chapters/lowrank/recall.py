@@ -1,22 +1,8 @@
 r"""Associative recall without training: store n key-value pairs, query with a stored key.
 
-The essay's title is "attention is learned association". The simplest association is a
-lookup table: keys :math:`k_1, \dots, k_n \in \mathbb R^d` (iid Gaussian), values
-:math:`v_1, \dots, v_n \in \mathbb R^{d_v}` (iid Gaussian), and the query :math:`q = k_i`.
-Attention returns
-
-.. math::
-
-    o_i^{\text{softmax}} = \sum_j \frac{e^{q^\top k_j/\sqrt d}}{\sum_{j'} e^{q^\top k_{j'}/\sqrt d}}\, v_j,
-    \qquad
-    o_i^{\text{linear}} = \frac{\phi(q)^\top \sum_j \phi(k_j) v_j^\top}{\phi(q)^\top \sum_j \phi(k_j)},
-    \quad \phi = \operatorname{elu} + 1 ,
-
-and the recall is correct when the stored value nearest to :math:`o_i` (largest cosine) is
-:math:`v_i`. Linear attention keeps only the state :math:`\sum_j \phi(k_j) v_j^\top`, a
-:math:`d \times d_v` matrix of rank at most :math:`d`: once :math:`n` exceeds the feature
-dimension its outputs for the :math:`n` queries span at most :math:`d` directions, and recall
-must degrade. Softmax attention keeps all :math:`n` pairs.
+Recall is correct when the stored value nearest (by cosine) to the output for :math:`q = k_i` is
+:math:`v_i`. Linear attention (:math:`\phi = \operatorname{elu} + 1`) keeps one :math:`d \times d_v`
+state, so recall must degrade once :math:`n` exceeds :math:`d`; softmax attention keeps all pairs.
 """
 
 from __future__ import annotations
@@ -35,23 +21,9 @@ def _elu1(x: np.ndarray) -> np.ndarray:
 def recall_accuracy(n: int, d: int, d_v: int = 64, seed: int = 0) -> dict[str, float]:
     r"""Share of the ``n`` stored keys whose query recalls their own value, for softmax and linear attention.
 
-    Parameters
-    ----------
-    n : int
-        Number of stored pairs (and of queries: every stored key is queried once).
-    d : int
-        Key dimension; also the feature dimension of linear attention (elu + 1 is elementwise).
-    d_v : int
-        Value dimension.
-    seed : int
-        Seeds keys and values.
-
-    Returns
-    -------
-    dict
-        ``softmax``, ``linear`` (elu + 1 features, normalised), ``linear_identity``
-        (:math:`\phi(x) = x`, no normaliser: the classic linear associative memory
-        :math:`o = q^\top \sum_j k_j v_j^\top`): accuracies in [0, 1]; ``chance`` = 1/n.
+    Every one of the ``n`` stored keys (dimension ``d``, also linear attention's feature dimension) is
+    queried once. Returns accuracies in [0, 1] for ``softmax``, ``linear`` (elu + 1, normalised) and
+    ``linear_identity`` (:math:`o = q^\top \sum_j k_j v_j^\top`, no normaliser); ``chance`` = 1/n.
 
     Examples
     --------
@@ -81,11 +53,7 @@ def recall_sweep(ns: Sequence[int], ds: Sequence[int], seeds: Sequence[int] = (0
                  d_v: int = 64) -> dict:
     """:func:`recall_accuracy` over stored pairs ``ns``, key dimensions ``ds`` and ``seeds``.
 
-    Returns
-    -------
-    dict
-        ``ns``, ``ds``, ``seeds`` (lists) and ``softmax``, ``linear``, ``linear_identity``: nested lists of shape
-        (len(ds), len(ns), len(seeds)).
+    Each accuracy is a nested list of shape (len(ds), len(ns), len(seeds)).
 
     Examples
     --------

@@ -24,11 +24,8 @@ _REMOVALS = (("trailing", "trailing values", method_color("svd")), ("random", "s
 def plot_trailing_costs(trailing: Mapping, level: float = 0.1) -> Figure:
     """Cost of each removal, as a share of uniform attention's cost, per model (one dot per seed or order).
 
-    Parameters
-    ----------
-    trailing : the ``trailing`` part of the stored run
-        (:func:`~attention_course.chapters.lowrank.trailing.trailing_study`)
-    level : float, the dotted line (the cost the trailing values may have if they are noise)
+    ``trailing``: the stored :func:`~attention_course.chapters.lowrank.trailing.trailing_study`; ``level``:
+    the dotted line.
 
     Examples
     --------
@@ -60,14 +57,8 @@ def plot_focus(focus: Mapping, level: float = 0.5) -> Figure:
     scrambled copies. Bottom: the share of all heads that are focused, swept over k, the line theta and the sink
     threshold.
 
-    Solid: the trained model; dashed: the most focused of its copies with W_Q and W_K scrambled.
-    Each lower panel moves one of the three cut-offs and keeps the others at the deciding k = 3, 0.5, 0.5.
-
-    Parameters
-    ----------
-    focus : the ``focus`` part of the stored run
-        (:func:`~attention_course.chapters.lowrank.focus.focus_models_study`)
-    level : float, the dotted lines (half of all heads)
+    Dashed: the most focused scrambled copy; each lower panel moves one cut-off from the deciding
+    k = 3, 0.5, 0.5. ``focus``: the stored :func:`~attention_course.chapters.lowrank.focus.focus_models_study`.
 
     Examples
     --------

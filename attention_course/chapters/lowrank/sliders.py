@@ -1,37 +1,8 @@
-r"""Chapter 3's sliders: one that teaches (the lesson) and three that push on a verdict (the evidence page).
+r"""Chapter 3's sliders: :func:`lowrank_explorer` (the lesson) and three that push on a verdict.
 
-* :func:`lowrank_explorer` (the lesson): sharpen a synthetic attention matrix and watch its
-  singular values, and its best rank-``k`` against its top-``k`` error; the mark sits where the
-  two errors cross. It decides no verdict, so its flag links to none.
-
-* :func:`soft_logits_explorer` (``low-rank``): pick a logit standard deviation :math:`\beta` and
-  see the centred rank-32 error of Gaussian attention (:math:`d_k = 32`) at each length :math:`n`
-  (the stored grid of ``lowrank-run --verdicts``); the flag sits at the first :math:`\beta` that
-  fails at some length.
-
-* :func:`rank_grid_explorer` (``structure-implies-low-rank``): pick a head width :math:`d_k` and see
-  the centred rank-32 error of Gaussian attention against the logit standard deviation (the same
-  stored grid); the flag sits at the first width that fails at MiniLM's sharpness.
-
-* :func:`efficient_structure_explorer` (``efficient-attention``): move the inputs from iid Gaussian (:math:`t = 0`) to
-  the chapter's ``smooth`` inputs (:math:`t = 1`, low-rank attention),
-
-  .. math::
-
-      (q, k, v)_t = \sqrt{1 - t}\,(q, k, v)_{\text{iid}} + \sqrt{t}\,(q, k, v)_{\text{smooth}},
-
-  two independent inputs with unit-variance coordinates, so every coordinate keeps variance 1
-  and only the structure changes. Each frame shows every method's relative output error against
-  the two trivial answers (uniform attention and zeros). The flag
-  (:func:`~attention_course.chapters.lowrank.approximation_error.lowrank_beats_baselines`)
-  sits where the low-rank methods (Nyström and mean-pooled Linformer) start beating both trivial
-  answers for good; a second flag where both come within the chapter's error target.
-
-The numbers come from the measure modules (:mod:`attention_course.chapters.lowrank.baselines`,
-:mod:`attention_course.chapters.lowrank.approximation_error`); this module only reads the stored runs
-and draws. The length sweep is the chapter's stored run (``data/lowrank_function.json``); the
-structure sweep (:func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep`, float64,
-about a second) is stored in :data:`STRUCTURE_DATA` to keep the chapter fast; regenerate it with::
+:func:`soft_logits_explorer` (``low-rank``), :func:`rank_grid_explorer` (``structure-implies-low-rank``)
+and :func:`efficient_structure_explorer` (``efficient-attention``) only read the stored runs and draw.
+The structure sweep is stored in :data:`STRUCTURE_DATA`; regenerate it with::
 
     python -c "from attention_course.chapters.lowrank.approximation_error import write_structure_sweep; write_structure_sweep()"
 """
@@ -87,11 +58,9 @@ def _short(name: str) -> str:
 def efficient_structure_explorer(sweep: dict | None = None, target: float = 0.1) -> SliderFigure:
     r"""Chapter 3: slide the inputs from iid (:math:`t = 0`) to smooth and low-rank (:math:`t = 1`).
 
-    Top: each method's relative error at this :math:`t` (log scale, the methods' book colours),
-    the two trivial answers as dashed lines. Bottom: the low-rank methods' errors against
-    :math:`t`, with the better trivial answer. Flags:
-    :func:`~attention_course.chapters.lowrank.approximation_error.lowrank_beats_baselines`, without and
-    with ``target``.
+    Top: each method's error at this :math:`t`, the trivial answers dashed; bottom: the low-rank methods
+    against :math:`t`. Flags: :func:`~attention_course.chapters.lowrank.approximation_error.lowrank_beats_baselines`,
+    without and with ``target``.
 
     Examples
     --------
@@ -168,10 +137,8 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
     r"""Chapter 3: a synthetic attention matrix at inverse temperature :math:`\beta`, its singular
     values, and its best rank-``k`` against its top-``k``-per-row error.
 
-    The flip marker sits at the grid point nearest the crossover (:func:`crossover_beta`): below
-    it the rank-``k`` approximation is the better one, above it the sparse one. It teaches, so by
-    default its mark links to no verdict box; ``verdict`` (a claim id) would make it link to one
-    on the same page.
+    The flip marker sits nearest the crossover (:func:`crossover_beta`); ``verdict`` (a claim id, default
+    none) links it to a verdict box.
 
     Examples
     --------
@@ -236,17 +203,24 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
 
 
 # ------------------------------------------------------------------ low-rank
+def _seed_band(x, lo, hi, mean, level: float, hover: str) -> list[dict]:
+    """Plotly traces of one frame: the seeds' range as a band, their mean, and the ``level`` line."""
+    return [
+        {"type": "scatter", "mode": "lines", "x": list(x) + list(x[::-1]), "y": list(hi) + list(lo[::-1]),
+         "fill": "toself", "fillcolor": "rgba(136,34,85,0.2)", "line": {"width": 0}, "name": "range over seeds",
+         "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "lines+markers", "x": list(x), "y": list(mean), "name": "mean over seeds",
+         "line": {"color": method_color("svd"), "width": 3}, "hovertemplate": hover},
+        {"type": "scatter", "mode": "lines", "x": [x[0], x[-1]], "y": [level, level], "name": f"error {level:g}",
+         "line": {"color": "#000000", "dash": "dot"}}]
+
+
 def soft_logits_explorer(verdicts: dict | None = None, level: float = 0.1) -> SliderFigure:
     r"""Chapter 3: pick a logit standard deviation :math:`\beta`; see the centred rank-32 error of
     Gaussian attention of width :math:`d_k = 32` at every length :math:`n` of the stored run.
 
-    Each frame is one column of the stored grid at :math:`d_k = 32`
-    (:func:`~attention_course.chapters.lowrank.rank_grid.centred_error_grid` at each
-    :math:`n`, ``lowrank-run --verdicts``): the mean over seeds and the seeds' range against
-    :math:`n`, and the ``level`` line. The ``low-rank`` verdict reads the grid this way: soft
-    attention is close to low rank at :math:`\beta` when the error stays below ``level`` at every
-    :math:`n`. The flag sits at the first :math:`\beta` (in increasing order, MiniLM's sharpness
-    included) where it does not.
+    Each frame is one column of the stored grid (``lowrank-run --verdicts``); the flag sits at the first
+    :math:`\beta` whose error is not below ``level`` at every :math:`n`.
 
     Examples
     --------
@@ -268,15 +242,8 @@ def soft_logits_explorer(verdicts: dict | None = None, level: float = 0.1) -> Sl
     labels = [f"β = {x:.2f} (MiniLM)" if abs(x - b_tr) < 1e-3 else f"β = {x:g}" for x in b]
     frames = []
     for j, x in enumerate(b):
-        frames.append({"data": [
-            {"type": "scatter", "mode": "lines", "x": ns + ns[::-1], "y": list(hi[:, j]) + list(lo[::-1, j]),
-             "fill": "toself", "fillcolor": "rgba(136,34,85,0.2)", "line": {"width": 0}, "name": "range over seeds",
-             "hoverinfo": "skip"},
-            {"type": "scatter", "mode": "lines+markers", "x": ns, "y": list(mean[:, j]), "name": "mean over seeds",
-             "line": {"color": method_color("svd"), "width": 3},
-             "hovertemplate": "n = %{x}: error %{y:.3f}<extra></extra>"},
-            {"type": "scatter", "mode": "lines", "x": [ns[0], ns[-1]], "y": [level, level], "name": f"error {level:g}",
-             "line": {"color": "#000000", "dash": "dot"}}],
+        frames.append({"data": _seed_band(ns, lo[:, j], hi[:, j], mean[:, j], level,
+                                          "n = %{x}: error %{y:.3f}<extra></extra>"),
             "readout": (f"{labels[j]}: centred rank-{cfg['grid_k']} error "
                         + ", ".join(f"{mean[i, j]:.3f} at n = {n}" for i, n in enumerate(ns))
                         + (f"; below {level:g} at every length." if passes[j] else
@@ -311,10 +278,8 @@ def soft_logits_explorer(verdicts: dict | None = None, level: float = 0.1) -> Sl
 def rank_grid_explorer(verdicts: dict | None = None, level: float = 0.1) -> SliderFigure:
     r"""Chapter 3: pick a head width :math:`d_k`; see the centred rank-32 error of Gaussian attention against :math:`\beta`.
 
-    Each frame is one row of the stored :math:`(d_k, \beta)` grid
-    (:func:`~attention_course.chapters.lowrank.rank_grid.centred_error_grid`, ``lowrank-run --verdicts``):
-    the mean over seeds and the seeds' range, the 0.1 line, and the sharpness of MiniLM's heads.
-    The flag sits at the first width whose error at that sharpness is ``level`` or more.
+    Each frame is one row of the stored grid (``lowrank-run --verdicts``); the flag sits at the first
+    width whose error at MiniLM's sharpness is ``level`` or more.
 
     Examples
     --------
@@ -333,15 +298,8 @@ def rank_grid_explorer(verdicts: dict | None = None, level: float = 0.1) -> Slid
     flip = next((i for i in range(len(d_ks)) if mean[i, j_tr] >= level), None)
     frames = []
     for i, d in enumerate(d_ks):
-        frames.append({"data": [
-            {"type": "scatter", "mode": "lines", "x": list(b) + list(b[::-1]), "y": list(hi[i]) + list(lo[i, ::-1]),
-             "fill": "toself", "fillcolor": "rgba(136,34,85,0.2)", "line": {"width": 0}, "name": "range over seeds",
-             "hoverinfo": "skip"},
-            {"type": "scatter", "mode": "lines+markers", "x": list(b), "y": list(mean[i]), "name": "mean over seeds",
-             "line": {"color": method_color("svd"), "width": 3},
-             "hovertemplate": "β = %{x:.2f}: error %{y:.3f}<extra></extra>"},
-            {"type": "scatter", "mode": "lines", "x": [b[0], b[-1]], "y": [level, level], "name": f"error {level:g}",
-             "line": {"color": "#000000", "dash": "dot"}},
+        band = _seed_band(b, lo[i], hi[i], mean[i], level, "β = %{x:.2f}: error %{y:.3f}<extra></extra>")
+        frames.append({"data": band + [
             {"type": "scatter", "mode": "lines", "x": [b_tr, b_tr], "y": [0, 1], "name": "MiniLM's sharpness",
              "line": {"color": method_color("nystrom"), "dash": "dash"}}],
             "readout": (f"d_k = {d}: centred rank-{cfg['grid_k']} error {mean[i, j_tr]:.3f} at MiniLM's sharpness "

@@ -1,23 +1,9 @@
 r"""How low-rank is an attention matrix? Spectra, ranks and the two cheap approximations.
 
-An attention matrix :math:`A = \operatorname{softmax}(\beta\, QK^\top/\sqrt{d})` can be
-cheap to store in two different ways: **low rank** (few singular values matter,
-so :math:`A \approx U_k \Sigma_k V_k^\top`) or **sparse** (each row puts its mass on
-a few keys). This module measures both:
-
-* the singular spectrum, its cumulative energy, and two summaries of it: the entropy
-  **effective rank** (Roy & Vetterli 2007) and the **stable rank**;
-* the best rank-:math:`k` approximation and its error (Eckart-Young), and the error
-  of keeping the top :math:`k` entries of each row;
-* a seeded synthetic-attention generator and a **temperature sweep** over
-  :math:`\beta`, which shows that soft heads are low-rank while sharp heads are
-  sparse but high-rank (Chen et al. 2021, Scatterbrain);
-* a demonstration that ``exp`` of a rank-1 logit matrix is full rank, so the rank
-  of the logits does not bound the rank of :math:`A`.
-
-Functions take numpy arrays or torch tensors of shape ``(..., R, C)`` and return
-numpy results (ranks and errors are measurements, not part of a model). The
-figures are in :mod:`attention_course.chapters.lowrank.figures`.
+Singular spectra, effective and stable rank, the best rank-:math:`k` approximation against row-wise
+top-:math:`k`, a seeded synthetic-attention generator with a temperature sweep, and a demonstration
+that ``exp`` of a rank-1 logit matrix is full rank. Functions take arrays or tensors ``(..., R, C)``
+and return numpy results.
 """
 
 from __future__ import annotations
@@ -57,13 +43,7 @@ def _check_k(k: int, A: np.ndarray, limit: int, what: str) -> None:
 def singular_values(A: Array) -> np.ndarray:
     r"""Singular values :math:`\sigma_1 \ge \sigma_2 \ge \dots \ge 0` of each matrix.
 
-    Parameters
-    ----------
-    A : array or tensor, shape (..., R, C)
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., min(R, C)), in decreasing order.
+    ``A``: (..., R, C) -> (..., min(R, C)), in decreasing order.
 
     Examples
     --------
@@ -117,14 +97,7 @@ def _checked_singular_values(s: Array, measure: str) -> np.ndarray:
 def effective_rank_from_singular_values(s: Array) -> np.ndarray:
     r""":func:`effective_rank` from the singular values alone: :math:`\exp H(\sigma / \textstyle\sum_j \sigma_j)`.
 
-    Parameters
-    ----------
-    s : array or tensor, shape (..., k)
-        The singular values of each matrix, non-negative, not all zero, in any order.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
+    ``s``: (..., k), each matrix's singular values, non-negative, not all zero, in any order -> (...).
 
     Examples
     --------
@@ -141,11 +114,7 @@ def stable_rank(A: Array) -> np.ndarray:
 
     .. math:: \operatorname{srank}(A) = \frac{\lVert A\rVert_F^2}{\lVert A\rVert_2^2} \in [1, \operatorname{rank} A]
 
-    1 for a rank-1 matrix, the rank for equal singular values; unlike the rank it
-    does not count directions that carry almost nothing. Its inverse is the share
-    of the squared norm ("energy") in the top singular direction. When only the
-    singular values are at hand (e.g. a head's, from its thin factors), use
-    :func:`stable_rank_from_singular_values`.
+    Its inverse is the share of the energy in the top singular direction.
 
     Examples
     --------
@@ -158,14 +127,7 @@ def stable_rank(A: Array) -> np.ndarray:
 def stable_rank_from_singular_values(s: Array) -> np.ndarray:
     r""":func:`stable_rank` from the singular values alone: :math:`\sum_j \sigma_j^2 / \max_j \sigma_j^2`.
 
-    Parameters
-    ----------
-    s : array or tensor, shape (..., k)
-        The singular values of each matrix, non-negative, in any order.
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
+    ``s``: (..., k), each matrix's singular values, non-negative, in any order -> (...).
 
     Examples
     --------
@@ -184,12 +146,9 @@ def cumulative_energy(A: Array) -> np.ndarray:
 
         c_k = \frac{\sum_{i \le k} \sigma_i^2}{\sum_i \sigma_i^2}, \qquad k = 1, \dots, \min(R, C)
 
-    The curve Wang et al. (2020) plot to motivate Linformer; :math:`1 - c_k` is the
-    squared :func:`rank_k_error`.
+    (Wang et al. 2020); :math:`1 - c_k` is the squared :func:`rank_k_error`.
 
-    Returns
-    -------
-    numpy.ndarray, shape (..., min(R, C)), rising to 1.
+    Returns (..., min(R, C)), rising to 1.
 
     Examples
     --------
@@ -283,12 +242,9 @@ def synthetic_attention(
         A = \operatorname{softmax}_{\text{rows}}\!\Big(\beta\,\frac{QK^\top}{\sqrt d}\Big),
         \qquad Q, K \in \mathbb{R}^{n \times d},\ \text{entries iid } \mathcal N(0, 1)
 
-    The logits have standard deviation about ``beta``; ``Q`` and ``K`` depend only
-    on ``seed``, so a sweep over ``beta`` changes the temperature and nothing else.
+    The logits have standard deviation about ``beta``; ``Q``, ``K`` depend only on ``seed``.
 
-    Returns
-    -------
-    numpy.ndarray, shape (n, n); rows sum to 1.
+    Returns (n, n); rows sum to 1.
 
     Examples
     --------
@@ -317,17 +273,8 @@ def temperature_sweep(
 ) -> dict[str, np.ndarray]:
     """Effective rank, rank-``k`` SVD error and top-``k`` sparse error against ``beta``.
 
-    Parameters
-    ----------
-    betas : sequence of float, optional
-        Inverse temperatures; default 20 values from 0.2 to 4.
-    n, d, k, seed : int
-        Matrix size, head dimension, rank / entries kept, and the seed of ``Q, K``.
-
-    Returns
-    -------
-    dict of numpy arrays, each of shape (len(betas),)
-        ``beta``, ``effective_rank``, ``stable_rank``, ``svd_error``, ``sparse_error``.
+    ``betas`` defaults to 20 values from 0.2 to 4; returns arrays (len(betas),) ``beta``,
+    ``effective_rank``, ``stable_rank``, ``svd_error``, ``sparse_error``.
 
     Examples
     --------
@@ -372,18 +319,11 @@ def crossover_beta(sweep: dict[str, np.ndarray]) -> float:
 def exp_rank_demo(n: int = 8, scale: float = 4.0) -> dict:
     r"""``exp`` of a rank-1 logit matrix is full rank.
 
-    The logits :math:`L_{ij} = s\, x_i x_j` with distinct :math:`x_i` (evenly spaced in
-    :math:`[-1, 1]`) have rank 1, yet :math:`E = \exp(L)` (entrywise) is nonsingular:
-    the kernel :math:`e^{xy}` is strictly totally positive, so every such matrix
-    has a positive determinant. The row-softmax :math:`D^{-1}E` has the same rank.
-    Numerically the smallest singular values shrink fast as ``n`` grows, so keep
-    ``n`` small (or ``scale`` large) to see the full rank in floating point.
+    :math:`L_{ij} = s\, x_i x_j` (distinct :math:`x_i` in :math:`[-1, 1]`) has rank 1, yet
+    :math:`e^{xy}` is strictly totally positive, so :math:`\exp(L)` and its row-softmax are
+    nonsingular. Keep ``n`` small to see the full rank in floating point.
 
-    Returns
-    -------
-    dict
-        ``logits``, ``softmax`` (n, n); ``rank_logits``, ``rank_exp``, ``rank_softmax``
-        (numpy.linalg.matrix_rank); ``singular_values`` of ``exp(L)``.
+    Returns ``logits``, ``softmax`` (n, n), their ranks and ``exp(L)``'s (``rank_*``) and its ``singular_values``.
 
     Examples
     --------

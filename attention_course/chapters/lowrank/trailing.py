@@ -1,22 +1,13 @@
 r"""Are the trailing singular values of attention noise? Remove them, or the same energy elsewhere.
 
-The SVD writes each head's matrix as a sum of rank-one modes, :math:`A = \sum_i \sigma_i u_i v_i^\top`.
-Keeping the leading :math:`k` modes, with :math:`k` the smallest rank whose values hold a share
-``keep`` of the energy :math:`\|A\|_F^2 = \sum_i \sigma_i^2`, removes the *trailing* energy
-:math:`E = \sum_{i > k} \sigma_i^2`. The same energy can be removed from other modes: taken in a
-random order, or from the leading one down, each mode subtracted whole until the next would
-overshoot, and that one scaled by :math:`c` so that exactly :math:`E` goes,
+Keeping the leading :math:`k` modes of :math:`A = \sum_i \sigma_i u_i v_i^\top` (a share ``keep`` of
+:math:`\|A\|_F^2`) removes :math:`E = \sum_{i > k} \sigma_i^2`; the same energy can be taken from random
+or leading modes instead,
 
 .. math::
 
     A' = A - \sum_{i \in R} \sigma_i u_i v_i^\top - c\, \sigma_j u_j v_j^\top, \qquad
     \sum_{i \in R} \sigma_i^2 + c^2 \sigma_j^2 = E .
-
-If the trailing modes are noise, removing them costs the model less than removing the same
-energy at random. :func:`energy_removal` is a transform for
-:func:`~attention_course.chapters.lowrank.head_swap.tiny_forward_with` and
-:func:`~attention_course.chapters.lowrank.head_swap.bert_forward_with`; :func:`trailing_study`
-runs the chapter's comparison on the induction model and on MiniLM.
 """
 
 from __future__ import annotations
@@ -39,15 +30,7 @@ ORDERS_REMOVED = ("trailing", "random", "leading")
 def energy_rank(s: torch.Tensor, keep: float = 0.9) -> torch.Tensor:
     r"""The smallest :math:`k` with :math:`\sum_{i \le k} \sigma_i^2 \ge` ``keep`` :math:`\sum_i \sigma_i^2`.
 
-    Parameters
-    ----------
-    s : torch.Tensor, shape (..., r)
-        Singular values, in decreasing order.
-    keep : float, 0 < keep <= 1
-
-    Returns
-    -------
-    torch.LongTensor, shape (...)
+    ``s``: singular values (..., r), decreasing -> (...) integers.
 
     Examples
     --------
@@ -67,23 +50,9 @@ def energy_removal(w: torch.Tensor, order: str = "trailing", keep: float = 0.9, 
                    causal: bool = False) -> torch.Tensor:
     r"""Each matrix of ``w`` with its trailing energy removed, from the trailing, random or leading modes.
 
-    Parameters
-    ----------
-    w : torch.Tensor, shape (..., T, S)
-        Attention weights (any batch of matrices).
-    order : {"trailing", "random", "leading"}
-        Which modes lose the energy :math:`E` (see the module's equation); ``"trailing"`` is the
-        truncation :math:`A_k`.
-    keep : float
-        Share of :math:`\|A\|_F^2` the leading :math:`k` modes must hold; this fixes :math:`E`.
-    seed : int
-        Seeds the random order (one permutation of the modes per matrix).
-    causal : bool
-        Zero the entries with key ``j > i`` afterwards (a causal model never saw them).
-
-    Returns
-    -------
-    torch.Tensor, shape (..., T, S), the dtype of ``w``
+    ``w``: (..., T, S) -> (..., T, S), its dtype. ``order`` picks the modes that lose the energy
+    :math:`E` fixed by ``keep`` (``"trailing"`` is :math:`A_k`); ``seed`` seeds the random order;
+    ``causal`` zeroes the keys ``j > i`` afterwards.
 
     Examples
     --------
@@ -129,23 +98,27 @@ def _transform(order: str, keep: float, seed: int, causal: bool):
     return lambda w, layer: energy_removal(w, order, keep, seed=1000 * seed + layer, causal=causal)
 
 
+def _costs(row: dict, base: float) -> dict:
+    """Each removal's cost (its value minus ``base``) divided by uniform attention's."""
+    unif = row["uniform"] - base
+    return {"trailing": (row["trailing"] - base) / unif, "leading": (row["leading"] - base) / unif,
+            "random": float(np.mean([(x - base) / unif for x in row["random"]]))}
+
+
+def _kept_share(maps, keep: float, n: int) -> float:
+    """The mean share of modes :func:`energy_rank` keeps, over the maps (each (1, h, n, n)) and their heads."""
+    return float(np.mean([(energy_rank(torch.linalg.svdvals(a.double()), keep) / n).float().mean().item() for a in maps]))
+
+
 def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int] = (0, 1, 2, 3, 4),
                    draws: Sequence[int] = (0, 1, 2, 3, 4), n: int = 128, keeps: Sequence[float] = (0.9,),
                    steps: int = 600) -> dict:
     """The deciding run of ``trailing-noise``: the cost of each removal, and of uniform attention, per kept share.
 
-    ``tiny``: one row per training seed of chapter 4's induction model (2 layers, ``steps`` steps) and
-    kept share ``keep``: held-out losses ``exact``, ``uniform``, ``trailing``, ``leading``, ``random``
-    (one per draw). ``minilm``: one row per sentence order of the shipped text cut to ``n`` tokens and
-    share: the relative change of the last hidden states for the same replacements. Each row also has
-    ``cost``, every replacement's cost divided by uniform attention's, and ``kept``, the mean share of
-    modes kept. The model of a seed is trained once and measured at every share.
+    ``tiny``: per induction-model seed and share, held-out losses; ``minilm``: per sentence order and
+    share, the relative change of the last hidden states. Each row has ``cost`` (divided by uniform
+    attention's) and ``kept``, the mean share of modes kept.
     """
-    def costs(row: dict, base: float) -> dict:
-        unif = row["uniform"] - base
-        return {"trailing": (row["trailing"] - base) / unif, "leading": (row["leading"] - base) / unif,
-                "random": float(np.mean([(x - base) / unif for x in row["random"]]))}
-
     tiny = []
     for seed, model, inputs, loss in trained_induction_models(seeds, steps):
         exact, uniform = loss(), loss(lambda w, layer: sw.uniform_weights(w, causal=True))
@@ -158,7 +131,7 @@ def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int]
                    "trailing": loss(_transform("trailing", keep, 0, True)),
                    "leading": loss(_transform("leading", keep, 0, True)),
                    "random": [loss(_transform("random", keep, d, True)) for d in draws], "kept": float(np.mean(kept))}
-            row["cost"] = costs(row, row["exact"])
+            row["cost"] = _costs(row, row["exact"])
             tiny.append(row)
     W = minilm_weights()
     minilm = []
@@ -173,13 +146,12 @@ def trailing_study(seeds: Sequence[int] = (0, 1, 2, 3, 4), orders: Sequence[int]
 
             uniform = change(lambda w, layer: sw.uniform_weights(w))
             for keep in keeps:
-                kept = [(energy_rank(torch.linalg.svdvals(a.double()), keep) / n).float().mean().item() for a in att]
                 row = {"order": int(order), "keep": keep, "uniform": uniform,
                        "trailing": change(_transform("trailing", keep, 0, False)),
                        "leading": change(_transform("leading", keep, 0, False)),
                        "random": [change(_transform("random", keep, d, False)) for d in draws],
-                       "kept": float(np.mean(kept))}
-                row["cost"] = costs(row, 0.0)
+                       "kept": _kept_share(att, keep, n)}
+                row["cost"] = _costs(row, 0.0)
                 minilm.append(row)
     return {"config": {"seeds": list(seeds), "orders": list(orders), "draws": list(draws), "n": n,
                        "keeps": list(keeps), "steps": steps}, "tiny": tiny, "minilm": minilm}

@@ -1,19 +1,7 @@
 r"""Efficient attention trained with its approximation: softmax against linear attention as the associations grow.
 
-Linear attention replaces :math:`\operatorname{softmax}(qk^\top)` by :math:`\phi(q)\phi(k)^\top` with
-features of width :math:`d`, so its attention matrix has rank at most :math:`d` and everything it
-remembers of the keys and values sits in one :math:`d \times d_v` state. A method trained with its
-approximation, as Linformer, the Performer and linear attention are, can learn whatever fits that
-state. Multi-query associative recall with :math:`N` stored pairs needs attention of rank about
-:math:`N` (each query picks one of :math:`N` keys), so the low-rank reading of the essay predicts:
-linear attention matches softmax attention while :math:`N` is well below :math:`d`, and falls short
-from :math:`N \approx d` on.
-
-The runs are chapter 7's, trained to convergence with a learning-rate sweep (``python -m
-attention_course insight-metric --part linear``, then ``--long``; stored in
-``attention_course/data/insight_linear.json`` and ``insight_linear_long.json``). This module reads
-those files as data (a chapter imports only earlier chapters' code) and applies this chapter's own
-pre-registered rule (``efficient-attention`` in ``claims.toml``): :func:`decide_trained`.
+Reads chapter 7's runs (``attention_course/data/insight_linear.json`` and ``insight_linear_long.json``)
+as data and applies this chapter's pre-registered rule ``efficient-attention``: :func:`decide_trained`.
 """
 
 from __future__ import annotations

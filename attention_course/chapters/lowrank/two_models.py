@@ -1,33 +1,13 @@
-r"""Chapter 3's claims on two trained models: an encoder (all-MiniLM-L6-v2) and a decoder (SmolLM2-135M).
+"""Chapter 3's claims on two trained models: all-MiniLM-L6-v2 (encoder) and SmolLM2-135M (decoder).
 
-Both read the chapter's 20 sentences (:data:`~attention_course.chapters.lowrank.baselines.SENTENCES`),
-joined in a seeded order and cut to ``n`` tokens of their own tokenizer: MiniLM's WordPiece with
-``[CLS]`` and ``[SEP]`` (:func:`~attention_course.chapters.lowrank.in_function.minilm_ids`), SmolLM2's
-byte-level BPE with no start token (:func:`smollm2_ids`; 521 tokens for the whole text). The
-decoder's maps are causal and taken after RoPE (:func:`~attention_course.models.decoder.decoder_pass`).
-The sink positions are the encoder's ``[CLS]`` and ``[SEP]`` and the decoder's first position.
-
-Two runs, each a pure function of a configuration (a dict in, a JSON-able dict out):
-
-* :func:`heads_run` (``low-rank-real``): every head's sink share and the rank and entropy of its
-  content part (:func:`~attention_course.chapters.lowrank.head_properties.content_measures`) in each
-  sentence order, the effective rank of the maps against ``n``, uniform attention over the keys each
-  query may see measured the same way, and a check that :math:`q \to aq, k \to k/a` and a vector added
-  to every key leave the numbers where they are;
-* :func:`decoder_trailing_run` (``trailing-noise``): SmolLM2's next-token loss on the text with every
-  map's trailing singular values removed, against the same energy removed at random or from the
-  leading values, and against causal uniform attention, for each kept energy share.
-
-``python -m attention_course lowrank-two-models --part heads --models MiniLM``, then ``--models SmolLM2``
-(each under 15 minutes on one thread of a busy 2-core machine) and ``--part trailing``
-(:data:`LOWRANK_TWO_MODELS`, an experiment of the course's one runner) store them in
-:data:`TWO_MODELS_PATH`; each run keeps the others' records. :func:`load_two_models` reads them back.
+:func:`heads_run` (``low-rank-real``) and :func:`decoder_trailing_run` (``trailing-noise``) are pure
+functions of a configuration; ``python -m attention_course lowrank-two-models`` (:data:`LOWRANK_TWO_MODELS`)
+stores them in :data:`TWO_MODELS_PATH` and :func:`load_two_models` reads them back.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -43,11 +23,10 @@ from ...models.experiments import Experiment, Runs, progress_bar, read_json, reg
 from ...models.records import DATA_DIR, machine_info
 from ...models.smollm2 import load_smollm2, smollm2_tokenizer
 from . import head_swap as sw
-from .baselines import SENTENCES
 from .head_properties import content_measures
-from .in_function import minilm_ids
+from .in_function import _sentence_order, minilm_ids
 from .spectra import effective_rank
-from .trailing import ORDERS_REMOVED, _transform, energy_rank
+from .trailing import ORDERS_REMOVED, _costs, _kept_share, _transform
 
 __all__ = ["load_two_models"]
 
@@ -60,16 +39,10 @@ HEADS_CONFIG = {"n": 512, "k": 32, "orders": [0, 1, 2, 3, 4], "ns": [16, 32, 64,
 TRAILING_CONFIG = {"n": 128, "orders": [0, 1, 2, 3, 4], "draws": [0, 1, 2, 3, 4], "keeps": [0.9, 0.95, 0.99]}
 
 
-def _sentence_order(order: int) -> list[str]:
-    """The sentences in the shipped order (0) or shuffled by ``numpy.random.default_rng(order)``, as ``minilm_ids``."""
-    return list(SENTENCES) if order == 0 else [SENTENCES[i] for i in np.random.default_rng(order).permutation(len(SENTENCES))]
-
-
 def smollm2_ids(n: int, order: int = 0) -> torch.Tensor:
     """SmolLM2's token ids ``(1, n)`` of the sentences joined by spaces in ``order``, cut to the first ``n``.
 
-    The same sentences in the same order as :func:`~attention_course.chapters.lowrank.in_function.minilm_ids`; the
-    first token is the decoder's sink position. Raises if the text has fewer than ``n`` tokens.
+    The same text as :func:`~attention_course.chapters.lowrank.in_function.minilm_ids`; the first token is the sink.
     """
     ids = smollm2_tokenizer().encode(" ".join(_sentence_order(order))).ids
     if not 2 <= n <= len(ids):
@@ -109,10 +82,8 @@ def _maps_from(q: torch.Tensor, k: torch.Tensor, causal: bool) -> np.ndarray:
 def invariance_gap(model: str, n: int, k: int, layer: int, scale: float = 3.0, seed: int = 0) -> dict:
     """Largest change of the content measures when attention is left unchanged by its parameters.
 
-    From the layer's own queries and keys (SmolLM2: after RoPE), the maps are recomputed three ways in
-    float64: as they are, with ``q -> scale q, k -> k / scale``, and with one random vector added to
-    every key (each row's scores shift by a constant). Returns the largest absolute change of
-    ``rank_error``, ``entropy`` and ``sink_share`` over the layer's heads, per change.
+    The layer's maps recomputed in float64 with ``q -> scale q, k -> k / scale`` and with one random vector
+    added to every key; per change, the largest change of ``rank_error``, ``entropy``, ``sink_share``.
     """
     if model == "MiniLM":
         W = minilm_weights().to(torch.float64)
@@ -167,9 +138,8 @@ def heads_run(config: Optional[dict] = None, progress: Optional[bool] = None) ->
 def decoder_trailing_run(config: Optional[dict] = None, progress: Optional[bool] = None) -> dict:
     """SmolLM2's part of ``trailing-noise``: next-token loss with each removal, per order and kept share.
 
-    ``config`` overrides :data:`TRAILING_CONFIG`. Each row (one per order and share ``keep``) has the
-    losses ``exact``, ``uniform`` (causal), ``trailing``, ``leading``, ``random`` (one per draw), the mean
-    share of modes kept, and ``cost``: each removal's rise in loss divided by uniform attention's.
+    ``config`` overrides :data:`TRAILING_CONFIG`; each row's ``cost`` is each removal's rise in loss
+    divided by uniform attention's.
     """
     cfg = {**TRAILING_CONFIG, **(config or {})}
     w = load_smollm2()
@@ -183,15 +153,12 @@ def decoder_trailing_run(config: Optional[dict] = None, progress: Optional[bool]
         exact, uniform = loss(), loss(lambda a, layer: causal_uniform(a))
         maps = decoder_pass(w, ids).attentions  # L x (1, h, n, n)
         for keep in cfg["keeps"]:
-            kept = float(np.mean([(energy_rank(torch.linalg.svdvals(a.double()), keep) / cfg["n"]).float().mean().item()
-                                  for a in maps]))
-            row = {"order": int(order), "keep": keep, "exact": exact, "uniform": uniform, "kept": kept,
+            row = {"order": int(order), "keep": keep, "exact": exact, "uniform": uniform,
+                   "kept": _kept_share(maps, keep, cfg["n"]),
                    "trailing": loss(_transform("trailing", keep, 0, True)),
                    "leading": loss(_transform("leading", keep, 0, True)),
                    "random": [loss(_transform("random", keep, d, True)) for d in cfg["draws"]]}
-            unif = uniform - exact
-            row["cost"] = {"trailing": (row["trailing"] - exact) / unif, "leading": (row["leading"] - exact) / unif,
-                           "random": float(np.mean([(x - exact) / unif for x in row["random"]]))}
+            row["cost"] = _costs(row, exact)
             rows.append(row)
     assert set(rows[0]["cost"]) == set(ORDERS_REMOVED)
     return {"config": cfg, "rows": rows}

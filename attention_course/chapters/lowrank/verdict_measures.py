@@ -1,16 +1,7 @@
-r"""The deciding runs of chapter 3's four verdicts: MiniLM's heads in five sentence orders, the rank grid.
+"""The deciding runs of chapter 3's four verdicts: MiniLM's heads in five sentence orders, the rank grid.
 
-At length ``n = 512``, in each of five orders of the chapter's sentences (:data:`ORDERS`; order 0
-is the shipped text), :func:`head_study` measures every MiniLM head's rank-32 error, effective
-rank, mean row entropy, sink share and the spread of its logits; :func:`efficient_study` puts each
-efficient method (:func:`~attention_course.chapters.lowrank.real_methods.replacements`) in place of
-attention in the last two layers and in all six, and measures the change of MiniLM's output. The
-centred rank-k error of Gaussian attention is measured on a grid of widths ``d_k`` and
-sharpnesses :math:`\beta` (:data:`GRID_DKS`, :data:`GRID_BETAS`, and the trained heads' median
-logit spread, :math:`\beta_{trained}`), and for ``d_k = 32`` against ``n``.
-
-``python -m attention_course lowrank-run --verdicts`` (a part of :data:`LOWRANK_RUN`) runs them
-(about 3 minutes) into ``attention_course/data/lowrank_verdicts.json``; :func:`load_verdicts` reads it.
+``python -m attention_course lowrank-run --verdicts`` (part of :data:`LOWRANK_RUN`) stores them in
+``attention_course/data/lowrank_verdicts.json``; :func:`load_verdicts` reads it.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 r"""A tiny vision transformer on scikit-learn's 8×8 digits: images as sequences of patch tokens.
 
-An image of :math:`8 \times 8` pixels is cut into a grid of :math:`p \times p` patches
-(:func:`patchify`; with :math:`p = 2`, a :math:`4 \times 4` grid of 16 patches of 4 pixels each).
-Each patch is one token: its pixels are flattened, projected linearly to :math:`d_{model}`, and
-a learned position embedding per grid cell is added. The tokens then pass through pre-LN
-transformer blocks (multi-head self-attention without a mask, then a GELU MLP), are averaged,
-and a linear layer gives the ten class logits (Dosovitskiy et al. 2021, with mean pooling in
-place of the class token, so that every attention row is a distribution over patches only):
-
 .. math::
 
     x^{(0)}_i = \operatorname{vec}(P_i) W_E + e_i, \qquad
     x \leftarrow x + \operatorname{MHA}(\operatorname{LN}(x)), \qquad
     x \leftarrow x + \operatorname{MLP}(\operatorname{LN}(x)), \qquad
-    \text{logits} = \operatorname{LN}\big(\tfrac1n \textstyle\sum_i x_i\big) W_U .
+    \text{logits} = \operatorname{LN}\big(\tfrac1n \textstyle\sum_i x_i\big) W_U
 
-The attention is the package's
-:func:`~attention_course.core.attention.scaled_dot_product_attention`, and the forward pass
-returns every layer's weights, ``(B, h, n, n)``, so that the maps can be measured
-(:mod:`~attention_course.chapters.lowrank.attention_distance`). :func:`train_vit` is a minimal
-full-data AdamW loop on minibatches (the package's :func:`~attention_course.models.training.train`
-is built for token tasks with a causal model); the data are :func:`load_digit_split`, shipped
-inside the scikit-learn wheel, so nothing is downloaded.
+Mean pooling replaces the class token, so every attention row is a distribution over patches.
 """
 
 from __future__ import annotations
@@ -46,17 +32,8 @@ def load_digit_split(test_fraction: float = 0.25, seed: int = 0) -> tuple[torch.
                                                                             torch.Tensor, torch.Tensor]:
     """scikit-learn's 1,797 handwritten digits, scaled to [0, 1], split into train and test sets.
 
-    Parameters
-    ----------
-    test_fraction : float
-        Share of the images held out (a seeded permutation, the same for every model).
-    seed : int
-        Seeds the split.
-
-    Returns
-    -------
-    x_train, y_train, x_test, y_test : torch.Tensor
-        Images ``(N, 8, 8)`` float32 in [0, 1] and labels ``(N,)`` int64.
+    Returns ``x_train, y_train, x_test, y_test``: images ``(N, 8, 8)`` float32 and labels ``(N,)``
+    int64, split by a permutation seeded with ``seed``.
 
     Examples
     --------
@@ -83,14 +60,7 @@ def patchify(images: torch.Tensor, patch: int = 2) -> torch.Tensor:
     Patch :math:`i = r\,g + c` (grid side :math:`g = 8/p`) holds pixels
     :math:`[r p, (r+1) p) \times [c p, (c+1) p)`, flattened row-major.
 
-    Parameters
-    ----------
-    images : torch.Tensor, shape (B, H, W), H = W divisible by ``patch``
-    patch : int
-
-    Returns
-    -------
-    torch.Tensor, shape (B, (H/p)(W/p), p * p)
+    ``images`` (B, H, W), H and W divisible by ``patch`` -> (B, (H/p)(W/p), p * p).
 
     Examples
     --------
@@ -165,11 +135,7 @@ class _Block(nn.Module):
 class TinyViT(nn.Module):
     """A vision transformer for 8×8 images; returns the logits and every layer's attention weights.
 
-    Parameters
-    ----------
-    config : ViTConfig
-    seed : int
-        Seeds the initialisation (the global random state is restored afterwards).
+    ``seed`` seeds the initialisation (the global random state is restored afterwards).
 
     Examples
     --------
@@ -207,23 +173,8 @@ def train_vit(model: TinyViT, x: torch.Tensor, y: torch.Tensor, epochs: int = 30
               batch_size: int = 64, seed: int = 0) -> np.ndarray:
     r"""Train ``model`` in place with AdamW on cross-entropy; return the mean loss of each epoch.
 
-    Each epoch visits the training images once in a seeded random order. Deterministic for a
-    fixed seed and thread count; the global random state is left as it was. Not
-    :func:`attention_course.models.training.train`, the loop of every run on a token task: that
-    one draws a fresh batch each step, where a classifier visits a fixed image set in epochs.
-
-    Parameters
-    ----------
-    model : TinyViT
-    x : torch.Tensor, shape (N, 8, 8)
-    y : torch.LongTensor, shape (N,)
-    epochs, lr, batch_size, seed
-        The schedule: a constant learning rate, no weight decay.
-
-    Returns
-    -------
-    numpy.ndarray, shape (epochs,)
-        Mean training loss (nats) per epoch.
+    Each epoch visits the images ``x`` (N, 8, 8) once in a seeded order, at a constant learning rate
+    without weight decay; the global random state is left as it was. Returns (epochs,) mean losses.
     """
     if len(x) != len(y):
         raise ShapeError(f"x has shape {shape_str(x)} but y has shape {shape_str(y)}; expected (N, 8, 8) and (N,)")

@@ -1,11 +1,4 @@
-"""Figures for chapter 3's images: a digit cut into patch tokens, and how far each head looks.
-
-:func:`plot_patch_attention` draws one image with its patch grid and one head's weights from one
-query patch; :func:`plot_attention_distance` draws every head's mean attention distance against
-uniform attention and the shuffled-geometry null, layer by layer, from a
-:func:`~attention_course.chapters.lowrank.vision_locality.vision_run` document. Both return the
-figure and change no global matplotlib state.
-"""
+"""Figures for chapter 3's images: a digit cut into patch tokens, and how far each head looks."""
 
 from __future__ import annotations
 
@@ -42,19 +35,8 @@ def plot_patch_attention(image: np.ndarray, weights: Sequence[np.ndarray], patch
                          titles: Optional[Sequence[str]] = None, suptitle: Optional[str] = None) -> Figure:
     """The image cut into patches (left), then each given head's weights from patch ``query`` (one panel each).
 
-    Parameters
-    ----------
-    image : array, shape (8, 8)
-    weights : sequence of arrays, each shape (n, n)
-        Attention maps of one image (rows: queries; each row sums to 1).
-    patch : int
-        Patch side in pixels.
-    query : int
-        The query patch (row-major over the grid), outlined in every panel.
-    titles : sequence of str, optional
-        One per map.
-    suptitle : str, optional
-        A title over all panels.
+    ``image``: (8, 8); ``weights``: attention maps (n, n) of that image; ``query`` (row-major over the
+    grid) is outlined in every panel.
 
     Examples
     --------
@@ -101,8 +83,9 @@ def plot_patch_attention(image: np.ndarray, weights: Sequence[np.ndarray], patch
 def plot_attention_distance(doc: dict, alpha: Optional[float] = None) -> Figure:
     """Each head's mean attention distance (px), layer by layer, over seeds: near heads blue, others orange.
 
-    Untrained models' heads are grey; the dashed line is uniform attention, and the grey bar
-    spans the shuffled-geometry null's 1st percentile to its mean, per layer.
+    ``doc`` is a :func:`~attention_course.chapters.lowrank.vision_locality.vision_run` document. Untrained
+    models' heads are grey; the dashed line is uniform attention, and the grey bar spans the
+    shuffled-geometry null's 1st percentile to its mean, per layer.
 
     Examples
     --------

@@ -1,23 +1,10 @@
-r"""Chapter 3's image run: do a tiny ViT's heads attend to nearby patches? Over seeds, as JSON.
+"""Chapter 3's image run: do a tiny ViT's heads attend to nearby patches? Over seeds, as JSON.
 
-For each seed it trains a :class:`~attention_course.chapters.lowrank.vision.TinyViT` (2 layers,
-:math:`d_{model} = 32`, 4 heads, 2×2 patches) on scikit-learn's digits, then measures every head
-on the held-out images: its mean attention distance in pixels against uniform attention and
-against the same maps with the patch geometry shuffled
-(:mod:`~attention_course.chapters.lowrank.attention_distance`), and the same for the distance
-between the patches' pixel contents. The untrained model of the same seed is measured as a
-control (how often the test calls a head local when nothing was learned).
-
-A head is *local* when most of its attention (more than :data:`MOST`) lands on the query's
-3 × 3 neighbourhood of patches and that share beats the shuffled geometry at p < :data:`ALPHA`;
-*content-near* when the same holds for the query's equally many content-nearest patches; *near*
-when either holds. The p-value alone ("tilt") is stored too: in images, content is spatially
-correlated, so maps that follow content (even an untrained model's) lean measurably towards
-nearby patches without putting most of their weight there.
-
-``python -m attention_course vision-run`` (:data:`VISION_RUN`; minutes) writes
-``attention_course/data/vision_attention.json``, and with ``--patch 1`` (the 64 pixels as tokens on the
-8 × 8 grid) :data:`PIXEL_DATA`; :func:`load_vision` reads either back.
+A head is *local* when more than :data:`MOST` of its attention lands on the query's 3 × 3 neighbourhood
+and that share beats the shuffled geometry at p < :data:`ALPHA`; *content-near* likewise for the
+content-nearest patches; *near* when either holds. ``python -m attention_course vision-run``
+(:data:`VISION_RUN`) writes ``attention_course/data/vision_attention.json`` (``--patch 1``:
+:data:`PIXEL_DATA`); :func:`load_vision` reads either back.
 """
 
 from __future__ import annotations
