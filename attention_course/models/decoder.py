@@ -99,8 +99,8 @@ def decoder_pass(weights: DecoderWeights, ids: torch.Tensor, transform: Optional
     ids : LongTensor, shape (B, T)
         Token ids (no start token is added; SmolLM2's first position is its sink).
     transform : callable, optional
-        ``transform(weights (B, h, T, T), layer) -> (B, h, T, T)``, used in place of each layer's
-        maps before they multiply the values; the maps kept are the model's own, before it.
+        ``transform(weights (B, h, T, T), layer) -> (B, h, T, T)`` replaces each layer's maps
+        before they multiply the values (the maps kept are the model's own).
     keep : collection of str
         Which of :data:`KEEP` to return (the logits always are).
 

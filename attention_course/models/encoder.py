@@ -159,8 +159,8 @@ def bert_encode(weights: BertWeights, input_ids: torch.Tensor,
     token_type_ids : LongTensor, shape (B, T), optional
         Segment ids; default 0.
     attention_override : callable, optional
-        ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None``, called in every
-        layer; what it returns replaces ``weights @ v``. See :mod:`attention_course.models.override`.
+        ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None`` replaces
+        ``weights @ v`` (:mod:`attention_course.models.override`).
 
     Returns
     -------

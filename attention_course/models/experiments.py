@@ -65,11 +65,8 @@ class Training:
     steps : int
         AdamW updates per model.
     lr : float
-        Learning rate.
     n_heads, d_model, n_layers : int
-        Model sizes.
     batch_size : int
-        Training batch.
     eval_batch : int
         Held-out batch the trained model is measured on.
 
@@ -139,17 +136,15 @@ class Experiment:
     Attributes
     ----------
     name : str
-        Its command, ``python -m attention_course <name>`` (a part: the command and its flags).
+        Its command, ``python -m attention_course <name>``.
     config : dataclass instance
-        The configuration and its defaults: the stored run's settings. The command line
-        overrides its fields (:attr:`flags`).
+        The stored run's settings; the command line overrides its fields (:attr:`flags`).
     run_one : callable
-        ``run_one(config, *job)`` runs one variant and returns its record. A module-level
-        function, so that worker processes can run it.
+        ``run_one(config, *job)`` runs one variant and returns its record (module-level, for workers).
     out : Path or None
         The JSON file it writes by default (None: only when the out flag names one).
     description : str
-        What it computes and how long it takes: the command's ``--help``.
+        The command's ``--help``: what it computes and how long it takes.
     help : str
         One line, for the list of commands.
     grid : callable
@@ -166,8 +161,7 @@ class Experiment:
     out_flag : str
         The flag that overrides :attr:`out`.
     parts : tuple of Experiment
-        A command with several stored files (e.g. ``--matched``) has one part for each; they share
-        its configuration and flags.
+        One per stored file of a command with several; they share its configuration and flags.
     select : callable, optional
         ``select(config)`` returns what a configuration runs: this experiment or some of its parts.
     also : tuple of Path
@@ -177,15 +171,13 @@ class Experiment:
     cost : callable, optional
         ``cost(config, job)``: with several workers, the costliest jobs start first.
     merge : callable, optional
-        ``merge(document, previous)`` when the file already exists: what to keep of the previous
-        document (parts of a run made by separate calls); read and written under a lock.
+        ``merge(document, previous)``: what to keep of an existing file (under a lock).
     resume : callable, optional
-        ``resume(previous, config)`` lists the ``(job, record)`` pairs of the existing file that a
-        search reuses instead of running them again.
+        ``resume(previous, config)``: the ``(job, record)`` pairs of the existing file a search reuses.
     save_each : bool
-        Write the document after every finished run, so that a run cut short keeps what it finished.
+        Write the document after every finished run.
     indent : int or None
-        The JSON's layout: 1 (one value a line) or None (one line, for files of long curves).
+        The JSON's indent: 1, or None (one line, for long curves).
     threads : int or None
         torch threads while a run runs (restored afterwards); None leaves them alone.
     report : callable, optional

@@ -194,9 +194,8 @@ class TinyTransformer(nn.Module):
         head_mask : torch.Tensor, optional, shape (n_layers, n_heads)
             1 keeps a head, 0 zeroes its output (ablation). Default: all ones.
         attention_override : callable, optional
-            ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None``, called in
-            every layer; what it returns replaces ``weights @ v`` (the head mask still
-            applies). See :mod:`attention_course.models.override`.
+            ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None`` replaces
+            ``weights @ v`` (:mod:`attention_course.models.override`).
 
         Returns
         -------
