@@ -103,7 +103,8 @@ def attention_block(
         The factor :math:`c` on the scores; default :math:`1/\sqrt{d_k}`.
     attend : callable, optional
         The attention step; default this module's ``scaled_dot_product_attention``, looked up
-        when the block runs (so that chapter 6 can replace it for a whole run).
+        when the block runs, so that chapter 6's
+        :func:`~attention_course.chapters.scaling.backward_swap.swapped_backward` can replace it.
 
     Returns
     -------
