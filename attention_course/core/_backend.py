@@ -1,9 +1,6 @@
 """Tiny helpers that let the math functions take numpy arrays or torch tensors.
 
-The course's core functions (softmax, attention, kernels, ranks) are about the
-mathematics, not about autograd, so they accept either library and return the
-same kind they were given. Only the handful of operations they need are wrapped
-here, so the code reads like the equations.
+The core functions accept either library and return the same kind they were given.
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ __all__ = ["Array", "ShapeError", "is_torch", "to_numpy", "check_float", "shape_
 class ShapeError(ValueError):
     """Raised when inputs have incompatible shapes or unusable dtypes.
 
-    A subclass of :class:`ValueError`, so ``except ValueError`` catches it. The
-    message always names the shapes involved and the rule that was broken.
+    A :class:`ValueError`; the message names the shapes and the rule broken.
     """
 
 

@@ -13,9 +13,8 @@ function                       idea                                        inner
 :func:`nystrom_attention`      landmarks = segment means + pseudo-inverse  ``num_landmarks``
 =============================  ==========================================  ===============
 
-They are accurate exactly when :math:`A` is close to low rank (chapter 3). Shape
-legend, input kinds and error messages as in :mod:`attention_course.core.efficient`,
-whose input checks and kernel-attention sum they reuse.
+They are accurate exactly when :math:`A` is close to low rank (chapter 3). Shapes and
+inputs as in :mod:`attention_course.core.efficient`.
 """
 
 from __future__ import annotations
@@ -72,8 +71,6 @@ def positive_random_features(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     .. math::
 
         \operatorname{Var} = \frac{1}{m}\, e^{\|x+y\|^2}\, \mathrm{SM}(x,y)^2 \big(1 - e^{-\|x+y\|^2}\big).
-
-    No stabilising shift is applied here (see :func:`performer_attention`).
 
     Examples
     --------
@@ -136,12 +133,9 @@ def linformer_attention(
         O = \operatorname{softmax}\!\Big(\frac{Q (EK)^\top}{\sqrt{d_k}}\Big)\,(F V),
         \qquad E, F \in \mathbb{R}^{k \times S}
 
-    The paper *learns* :math:`E, F`. Untrained, ``projection`` chooses them:
-    ``"gaussian"``: one seeded matrix with entries :math:`\mathcal N(0, 1/k)` used for
-    both (:math:`E = F`, their key-value sharing; the Johnson-Lindenstrauss choice of
-    their analysis); ``"mean"``: average ``k`` contiguous segments (the pooling
-    alternative the paper mentions). Or pass ``E`` (and ``F_``, default ``E``) yourself.
-    Cost :math:`O(n k d)`.
+    The paper *learns* :math:`E, F`; here ``projection="gaussian"`` uses one seeded
+    :math:`\mathcal N(0, 1/k)` matrix for both, ``"mean"`` averages ``k`` contiguous segments,
+    or pass ``E`` (and ``F_``, default ``E``). Cost :math:`O(n k d)`.
 
     Examples
     --------
@@ -199,10 +193,8 @@ def nystrom_attention(
 
         O = \sigma(Q\tilde K^\top)\; \sigma(\tilde Q\tilde K^\top)^{+}\; \big(\sigma(\tilde Q K^\top) V\big)
 
-    where :math:`^{+}` is the Moore-Penrose pseudo-inverse (``torch.linalg.pinv``;
-    the paper uses an iterative approximation). Cost :math:`O(n m d + m^3)`. With
-    one landmark per token (``num_landmarks = T = S``) it reduces to
-    :math:`A A^{+} A V = AV`: exact.
+    where :math:`^{+}` is the pseudo-inverse. Cost :math:`O(n m d + m^3)`; exact with one
+    landmark per token.
 
     Examples
     --------

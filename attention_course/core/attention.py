@@ -15,21 +15,10 @@ Shape legend (as in the PyTorch SDPA docs)::
 
 ``...`` is any number of batch and head dimensions, broadcast as in ``matmul``.
 
-Mask convention (one convention for the whole package, the same as
-``torch.nn.functional.scaled_dot_product_attention``):
-
-* a **boolean** mask says who may attend to whom: ``mask[..., i, j] = True``
-  means query ``i`` *may* attend to key ``j``; ``False`` entries get score
-  ``-inf`` and weight exactly 0;
-* a **float** mask is *added* to the scores (use ``-inf`` to block a key).
-
-**Fully masked rows.** When a query may attend to no key at all, there is no
-probability distribution to form. torch's reference (math) implementation
-returns NaN there, while its fused CPU kernel returns 0. This package returns
-**weights of exactly 0 and an output of exactly 0** for such a row, so one empty
-row never poisons a batch with NaN. Such a row does *not* sum to 1.
-
-Every function accepts numpy arrays or torch tensors and returns the same kind.
+Masks (the package's one convention, as in ``F.scaled_dot_product_attention``): boolean
+``True`` = query ``i`` *may* attend to key ``j``; a float mask is *added* to the scores. A query
+with no allowed key gets weights and output of exactly 0 (torch's math reference gives NaN), so
+such a row does *not* sum to 1. Every function takes numpy or torch and returns the same kind.
 """
 
 from __future__ import annotations
@@ -140,18 +129,13 @@ def softmax(x: Array, axis: int = -1, mask: Optional[Array] = None) -> Array:
         \operatorname{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_{j'} e^{x_{j'} - m}},
         \qquad m = \max_{j'} x_{j'}
 
-    Subtracting the row maximum ``m`` changes nothing mathematically and keeps
-    ``exp`` from overflowing, so logits of ``+-1e4`` are fine even in float32.
-
     Parameters
     ----------
     x : array or tensor, float
         Logits of any shape.
     axis : int, default -1
-        The axis that is normalised (each slice along it sums to 1).
     mask : array or tensor, optional
-        Broadcastable to ``x.shape``. Boolean: ``True`` = keep (may attend),
-        ``False`` = weight 0. Float: added to ``x`` before normalising.
+        Broadcastable to ``x.shape``; boolean (``True`` = keep) or float (added).
         A slice with every entry masked gets weights of exactly 0.
 
     Returns
@@ -238,15 +222,11 @@ def scaled_dot_product_attention(
     Parameters
     ----------
     q : array or tensor, shape (..., T, d_k)
-        Queries.
     k : array or tensor, shape (..., S, d_k)
-        Keys.
     v : array or tensor, shape (..., S, d_v)
-        Values, one per key.
     mask : array or tensor, optional, broadcastable to (..., T, S)
-        Boolean: ``True`` = query ``i`` may attend to key ``j``. Float: added
-        to the scores. A query with every key masked gets weights 0 and output 0
-        (torch's math reference gives NaN there; see the module docstring).
+        Boolean (``True`` = may attend) or float (added to the scores). A query with
+        every key masked gets weights 0 and output 0.
     scale : float, optional
         Multiplies the scores. Default ``1 / sqrt(d_k)``.
 
@@ -292,9 +272,7 @@ def scaled_dot_product_attention(
 def causal_mask(T: int, S: Optional[int] = None) -> np.ndarray:
     """Boolean causal mask: query ``i`` may attend to keys ``j <= i``.
 
-    Aligned at the top-left corner, like ``is_causal=True`` in
-    ``torch.nn.functional.scaled_dot_product_attention``: entry ``(i, j)`` is
-    ``True`` exactly when ``j <= i``, also when ``T != S``.
+    Top-left aligned, like ``is_causal=True`` in torch's SDPA, also when ``T != S``.
 
     Parameters
     ----------
@@ -328,14 +306,12 @@ def causal_mask(T: int, S: Optional[int] = None) -> np.ndarray:
 def padding_mask(lengths: Sequence[int], S: int) -> np.ndarray:
     """Boolean key-padding mask for a batch of sequences of different lengths.
 
-    Sequence ``b`` has ``lengths[b]`` real tokens followed by padding; every
-    query may attend to the real keys ``j < lengths[b]`` and to no padding key.
+    Every query of sequence ``b`` may attend to the keys ``j < lengths[b]``.
 
     Parameters
     ----------
     lengths : sequence of int, shape (B,)
-        Real length of each sequence, ``0 <= length <= S``. A length of 0
-        masks every key, which gives zero weights (see the module docstring).
+        Real length of each sequence, ``0 <= length <= S`` (0 gives zero weights).
     S : int
         Padded length (number of keys).
 

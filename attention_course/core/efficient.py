@@ -14,15 +14,9 @@ function                       idea                                    exact?
                                :math:`\phi(Q)(\phi(K)^\top V)`
 =============================  ======================================  ==================
 
-The low-rank approximations of the softmax (Performer, Linformer, Nyström) are in
-:mod:`attention_course.core.approximations`; they reuse the input checks and the
-kernel-attention sum defined here.
-
-Shape legend: ``q (..., T, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, output
-``(..., T, d_v)``. Inputs may be torch tensors or numpy arrays (the output has the
-input's kind). Masks follow the package convention: boolean, ``True`` = may attend;
-a query with no allowed key gets an output of exactly 0, as in
-:func:`attention_course.core.attention.scaled_dot_product_attention`.
+Shapes: ``q (..., T, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, output
+``(..., T, d_v)``; numpy or torch in, the same kind out. Boolean masks, ``True`` = may
+attend; a query with no allowed key gets an output of exactly 0.
 """
 
 from __future__ import annotations
@@ -183,8 +177,7 @@ def chunked_attention(
         \ell_j = e^{m_{j-1}-m_j}\ell_{j-1} + \sum_s e^{S^{(j)}_s - m_j},\quad
         O_j = e^{m_{j-1}-m_j} O_{j-1} + e^{S^{(j)} - m_j} V^{(j)}
 
-    and the output is :math:`O/\ell`. Only a ``(T, block_size)`` block of scores
-    (or ``(query_block_size, block_size)``) ever exists, so memory grows linearly in ``n``.
+    and the output is :math:`O/\ell`. Memory grows linearly in ``n``.
 
     Parameters
     ----------
@@ -231,9 +224,8 @@ def local_window_attention(
 ) -> Array:
     r"""Sliding-window attention: query :math:`i` attends to keys with :math:`|i - j| \le w`.
 
-    With ``causal=True`` only :math:`i - w \le j \le i`. Computed with the online
-    softmax over ``block_size`` x ``block_size`` tiles, skipping tiles outside the
-    band, so time and memory are :math:`O(n w)`. Exact when ``window >= max(T, S)``.
+    With ``causal=True`` only :math:`i - w \le j \le i`. Online softmax over the tiles in the
+    band: :math:`O(n w)`. Exact when ``window >= max(T, S)``.
 
     Examples
     --------
@@ -314,10 +306,8 @@ def linear_attention(
         O_t = \frac{\phi(q_t)^\top \sum_s \phi(k_s) v_s^\top}{\phi(q_t)^\top \sum_s \phi(k_s)}
         \quad\Longrightarrow\quad O = \frac{\phi(Q)\,(\phi(K)^\top V)}{\phi(Q)\,\phi(K)^\top \mathbf 1}
 
-    Multiplying :math:`\phi(K)^\top V` first costs :math:`O(n\, r\, d_v)` instead of
-    :math:`O(n^2)`. With ``causal=True`` the sums run over :math:`s \le t` and are
-    computed as running sums (the "transformer as RNN" view); memory :math:`O(n\, r\, d_v)`.
-    This is a different model from softmax attention, not an approximation of it.
+    Cost :math:`O(n\, r\, d_v)`; with ``causal=True`` the sums run over :math:`s \le t` (running
+    sums). A different model from softmax attention, not an approximation of it.
 
     Examples
     --------

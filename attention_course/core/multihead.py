@@ -17,17 +17,9 @@ Shape legend::
     weights  (B, h, T, S)         one map per head W_o       (h*d_v, d_out)
     output   (B, T, d_out)
 
-The attention step itself is a parameter: ``attend(q, k, v, mask=..., scale=...)`` returns
-``(heads, weights)``, :func:`~attention_course.core.attention.scaled_dot_product_attention` by
-default. The course's models (:mod:`attention_course.models.tiny`,
-:mod:`attention_course.models.encoder`) run through this one implementation and use
-``attend`` as their hook point (e.g. to swap a head's attention map).
-
-Mask convention: the package's own (as in ``F.scaled_dot_product_attention``),
-boolean ``True`` = *may attend*; float masks are added to the scores; a query
-with no allowed key gets weights 0 (torch's ``nn.MultiheadAttention`` gives NaN).
-``torch.nn.MultiheadAttention`` uses the **opposite** boolean convention
-(``True`` = masked out): convert its masks with :func:`mask_from_torch`.
+The attention step is a parameter, ``attend(q, k, v, mask=..., scale=...) -> (heads, weights)``:
+the course's models use it as their hook point. Masks: boolean ``True`` = *may attend*;
+``nn.MultiheadAttention`` uses the opposite convention (convert with :func:`mask_from_torch`).
 """
 
 from __future__ import annotations
@@ -206,9 +198,7 @@ def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: A
     num_heads : int
         ``h``; head ``i`` uses the columns ``i*d_k:(i+1)*d_k``.
     mask : optional, boolean ``True`` = may attend, or float (added to the scores)
-        Shape (T, S), (B, T, S) (e.g. :func:`~attention_course.padding_mask`; the same
-        for every head) or (B, h, T, S), with 1 where it broadcasts. A query with
-        no allowed key gets weights 0, so its output is ``b_o``.
+        Shape (T, S), (B, T, S) or (B, h, T, S). A query with no allowed key outputs ``b_o``.
     scale : float, optional
         Multiplies the scores; default :math:`1/\sqrt{d_k}`.
     head_mask : shape (h,), optional
@@ -216,8 +206,7 @@ def multi_head_attention(x_q: Array, x_kv: Array, W_q: Array, W_k: Array, W_v: A
     attend : callable, optional
         The attention step, ``attend(q, k, v, mask=mask, scale=scale) -> (heads, weights)``
         with q (B, h, T, d_k), k (B, h, S, d_k), v (B, h, S, d_v); default
-        :func:`~attention_course.core.attention.scaled_dot_product_attention`. What it returns
-        as ``weights`` is what this function returns.
+        :func:`~attention_course.core.attention.scaled_dot_product_attention`.
 
     Returns
     -------
@@ -316,10 +305,7 @@ class MultiHeadAttention(nn.Module):
 def from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     """Copy a ``torch.nn.MultiheadAttention`` into a :class:`MultiHeadAttention`.
 
-    ``in_proj_weight`` (3d, d) is split into the query, key and value blocks and
-    transposed; ``out_proj.weight`` is transposed. Dropout is not copied (ours has
-    none): compare in eval mode or with ``dropout=0``. Remember to convert masks
-    with :func:`mask_from_torch`.
+    Dropout is not copied: compare in eval mode. Convert masks with :func:`mask_from_torch`.
 
     Examples
     --------
@@ -349,12 +335,8 @@ def mask_from_torch(key_padding_mask: Optional[torch.Tensor] = None,
                     num_heads: Optional[int] = None) -> Optional[torch.Tensor]:
     """Convert ``nn.MultiheadAttention`` masks into this package's convention.
 
-    torch's boolean masks mean ``True`` = **masked out**; ours mean ``True`` = may
-    attend, so booleans are inverted. Float masks (added to the scores) mean the
-    same in both and pass through. Mixed bool/float inputs give a float mask.
-    Public API, though no chapter calls it: it is the one way to reuse the masks
-    of an ``nn.MultiheadAttention`` call with :class:`MultiHeadAttention`, and the
-    tests that compare the two go through it.
+    Booleans are inverted (torch's ``True`` = masked out); float masks pass through; mixed
+    bool/float inputs give a float mask.
 
     Parameters
     ----------

@@ -1,20 +1,8 @@
 """``glue`` and ``value_of``: hand a measured number to the book's prose, in the book and in JupyterLab.
 
-The chapters put every number that their prose quotes into the page with :func:`glue`; the
-prose writes ``{eval}`value_of("name:.2f")```. Three readers see that role:
-
-* **The book** (Jupyter Book 1, ``book/_ext/inline_values.py``) renders it as myst-nb's
-  ``{glue:text}`name:.2f``` would, from the value the notebook stored when it was executed.
-* **JupyterLab** with ``jupyterlab-myst`` renders ``{eval}`` roles from the markdown cell's
-  ``user_expressions`` metadata, which ``make execute`` writes from the same stored values
-  (:mod:`attention_course.course.expressions`); so a learner who opens a chapter sees the
-  numbers before running anything. When the learner runs a markdown cell, the extension asks
-  the kernel for ``value_of("name:.2f")`` and gets the number this module formats.
-* **Colab and plain Jupyter** show the role as written; the chapters' first cell says so.
-
-Jupyter Book needs myst-nb, but a learner running a notebook on Colab or in plain Jupyter
-does not, and should not install Sphinx for it: :func:`glue` calls myst-nb's when it is
-installed and otherwise only checks its arguments, so the notebook runs the same everywhere.
+The prose writes ``{eval}`value_of("name:.2f")```: the book renders it from the stored value,
+JupyterLab from the cell's ``user_expressions`` (or by asking the kernel). :func:`glue` uses
+myst-nb when it is installed and otherwise only checks its arguments.
 """
 
 from __future__ import annotations
@@ -40,10 +28,8 @@ _GLUED: dict[str, Any] = {}
 def glue(name: str, value: Any, display: bool = False) -> None:
     """Store ``value`` under ``name`` for the book's ``{eval}`value_of("name")``` roles.
 
-    ``value`` must be a plain Python number or string (``float(x)``, ``int(x)``), not a numpy
-    or torch scalar: the book formats the stored text (``np.float64(0.5)`` cannot take ``:.2f``).
-    With myst-nb installed this is :func:`myst_nb.glue`; without it, only the checks run.
-    Either way the value is kept for :func:`glued`.
+    ``value`` must be a plain Python number or string, not a numpy or torch scalar (the book
+    formats the stored text). The value is also kept for :func:`glued`.
 
     Examples
     --------
@@ -92,9 +78,7 @@ def _split(spec: str) -> tuple[str, str]:
 def format_value(text: str, fmt: str = "") -> str:
     """Format a glued value's stored ``text/plain`` as ``{glue:text}`name:fmt``` does.
 
-    This is myst-nb's rule (``myst_nb.core.variables.format_plain_text``), repeated so that
-    the package needs no Sphinx: the stored text is read back with ``literal_eval``, turned
-    into ``int`` or ``float`` by the format's type character, and formatted.
+    myst-nb's rule (``format_plain_text``), repeated so that the package needs no Sphinx.
 
     Parameters
     ----------
@@ -128,9 +112,6 @@ def format_value(text: str, fmt: str = "") -> str:
 
 def value_of(spec: str) -> Shown:
     """The number a chapter glued, formatted for its prose: ``value_of("name:.2f")``.
-
-    This is the expression inside the chapters' ``{eval}`` roles. JupyterLab (with
-    ``jupyterlab-myst``) evaluates it in the kernel when a learner runs a markdown cell.
 
     Parameters
     ----------

@@ -1,18 +1,9 @@
 """One line per claim in its lesson: what the essay says, its verdict, and a link to the evidence.
 
-A lesson teaches; the essay's claims are tested on the evidence page beside it. Where a lesson
-meets a claim, it says so in one line, written from the ledger (``attention_course/data/claims.toml``)
-like the verdict boxes, so that lesson, evidence page and ledger cannot disagree. The author marks
-the place with a MyST comment (the book, JupyterLab and the plain edition do not show it) and the
-sync step (``python .ci/execute_notebooks.py --sync-only book/NN_x.ipynb``) writes the line after it::
+Written from the ledger by the sync step after a MyST comment mark::
 
     % claim-line: rows-sum-to-one
     **{term}`The essay <essay>`:** Every row of A is ... **Verdict: holds.** ({ref}`the evidence <claim-rows-sum-to-one>`)
-
-"The essay" links its glossary entry, so a reader who starts at any lesson learns what it is.
-
-The claim's ``lesson`` field names the lesson that carries its line; its ``chapter`` field names the
-page with its verdict box (the evidence page).
 """
 
 from __future__ import annotations
@@ -95,8 +86,7 @@ def sync_claim_lines(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -
 def claim_line_problems(book: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
     """What is wrong with the claim lines of the notebooks in ``book`` (empty when all is well).
 
-    Every claim whose box sits on another page than its lesson has exactly one line, in its lesson;
-    a mark names a claim of the ledger, sits in that claim's lesson, and its line is current.
+    A claim boxed on another page than its lesson has exactly one current line, in its lesson.
 
     Examples
     --------

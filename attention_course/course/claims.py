@@ -1,31 +1,11 @@
 """The claims ledger: every claim of the essay, its verdict and its evidence.
 
-One structure, :data:`CLAIMS` (read from ``attention_course/data/claims.toml``), is read by chapter 7 (which renders the ledger)
-and by ``tests/course/test_claims.py`` (which checks it against the chapters). Each
-:class:`Claim` names the chapter whose verdict box decides it. The box carries
-the label ``claim-<id>`` (``:name: claim-<id>`` on the admonition), so the
-ledger links to it and the tests can compare the two verdicts
-(:func:`attention_course.course.verdicts.chapter_problems`).
-
-A claim's evidence is a format string whose fields are *glue names* of its
-chapter: ``"{torch_err:.0e}"`` is filled with the number the chapter glued as
-``torch_err``; so is its robustness (over how many seeds or inputs the verdict
-holds). Glue names follow one rule: a name with a ``tol`` part (``torch_tol``,
-``row_sum_tol64``) is a threshold the chapter chose, never a result, and may not
-appear in the ledger; a measured round-off error is glued as its power-of-ten
-ceiling (:func:`error_ceiling`), the same on every CPU. The numbers are never typed here: :mod:`attention_course.course.verdicts`
-reads them from the chapters' stored outputs, and the package ships them as ``attention_course/data/evidence.json``
-(:func:`load_evidence`), so that chapter 7 also runs where the other notebooks
-are absent (on Colab, say). The tests fail when that file and the chapters
-disagree; ``python -m attention_course evidence`` rewrites it. nbval re-checks
-most of those outputs on every ``make test``; the numbers that end long training
-runs come from cells marked ``# NBVAL_IGNORE_OUTPUT``, and there the chapter's
-cell asserts the claim itself (``assert final_loss < 0.6``) instead.
-
-Verdicts come in three kinds, and a chapter's verdict box shows its kind in the
-title, right after the dash: ``Verdict: <claim> — holds``, ``— holds when
-<condition>`` or ``— wrong as stated``. The box's class follows the kind
-(``tip``, ``warning``, ``danger``).
+:data:`CLAIMS` (read from ``attention_course/data/claims.toml``) is rendered by chapter 7 and
+checked against the chapters by the tests. Each :class:`Claim` names the page whose verdict box
+(labelled ``claim-<id>``) decides it. Its evidence is a format string over that chapter's glue
+names (``"{torch_err:.0e}"``), filled from ``attention_course/data/evidence.json``
+(:func:`load_evidence`, rewritten by ``python -m attention_course evidence``). A glue name with a
+``tol`` part is a threshold, never a result, and may not appear in the ledger.
 """
 
 from __future__ import annotations
@@ -79,8 +59,7 @@ class Claim:
     section : int
         The essay section (1-6, or 7 for its closing "insight") that makes the claim.
     chapter : str
-        Stem of the page whose verdict box decides it (the chapter's evidence page), e.g.
-        ``"01_mechanics_evidence"``.
+        Stem of the page whose verdict box decides it, e.g. ``"01_mechanics_evidence"``.
     text : str
         The claim, paraphrased.
     verdict : str
@@ -92,37 +71,25 @@ class Claim:
         A format string over the chapter's glue names, e.g.
         ``"{row_sum_tol64:.0e}"``.
     implied : bool
-        True when the essay implies the claim rather than states it. Chapter 7
-        counts the essay's own claims apart from these, which the course added.
+        True when the essay implies the claim rather than states it.
     reading : str
-        The strongest reasonable reading of the essay's words that the chapter
-        tests; when the words are ambiguous, both readings and which one is
-        tested. Plain text, no numbers.
+        The reading of the essay's words that the chapter tests. Plain text.
     baseline : str
-        What the deciding number is compared with, so that it means something
-        (uniform attention, random subspaces, a shuffled sentence, ...). Plain text.
+        What the deciding number is compared with. Plain text.
     robustness : str
-        Over how many seeds, inputs or sizes the verdict holds, with the spread: a
-        format string over glue names like ``evidence``, or words such as
-        ``"deterministic: closed form, float64"`` where nothing is random.
+        Over how many seeds, inputs or sizes the verdict holds: a format string like
+        ``evidence``, or words where nothing is random.
     title : str
-        The claim in a few words; the verdict box's title is ``<title> — <verdict>``
-        (:func:`attention_course.course.verdict_boxes.box_title`), at most 20 words.
+        The claim in a few words (the box's title is ``<title> — <verdict>``), at most 20 words.
     summary : str
-        The box's body, at most 60 words: the deciding number against its baseline and what
-        it means for a learner; a format string over glue names like ``evidence``.
+        The box's body, at most 60 words; a format string like ``evidence``.
     experiment, control, decision : str
-        Stated before the deciding run (git shows the order): the one experiment that decides
-        the verdict, its matched control when it is not the baseline, and which result gives
-        *holds*, which *holds when* and which *wrong as stated*. Plain text.
+        Stated before the deciding run: the experiment, its matched control, and which result
+        gives which verdict. Plain text.
     details : str
-        Optional MyST for the collapsed "How this was tested" (inline-number roles allowed).
+        Optional MyST for the collapsed "How this was tested".
     lesson : str
-        Stem of the lesson that states the claim in one line with its verdict and a link to the
-        box (:mod:`attention_course.course.claim_lines`), e.g. ``"01_mechanics"``.
-
-    The chapter's verdict box is written from these fields by
-    :func:`attention_course.course.verdict_boxes.box_markdown`.
+        Stem of the lesson that states the claim in one line, e.g. ``"01_mechanics"``.
     """
 
     id: str
@@ -212,9 +179,7 @@ def is_threshold(name: str) -> bool:
 def error_ceiling(error: float) -> float:
     """The smallest power of ten at or above a measured error (``1e-300`` for an error of 0).
 
-    Round-off differs in its last bits between CPUs (AVX-512, AVX2, no SIMD), and
-    nbval compares a chapter's glued outputs, so a chapter glues a round-off
-    error through this ceiling: "the largest difference is below 1e-15".
+    Round-off differs between CPUs, so a chapter glues a round-off error through this ceiling.
 
     Examples
     --------
@@ -336,11 +301,7 @@ def _card_fields(c: Claim, evidence: Mapping[str, Mapping[str, Any]]) -> dict[st
 def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[Claim] = CLAIMS) -> str:
     """The ledger as Markdown cards, one block per claim, readable on a phone (no table to scroll).
 
-    Each card is a bold line (the essay section and the claim) followed by a list: the
-    verdict and finding, the reading tested, the deciding numbers, what they are compared
-    with, over what they hold, and a link to the chapter's verdict box in the published
-    book (:attr:`Claim.url`): plain Markdown, which the book, JupyterLab, Colab, GitHub and
-    VS Code all render. Empty fields are left out.
+    Plain Markdown (it renders everywhere); empty fields are left out.
 
     Examples
     --------
@@ -372,9 +333,7 @@ _CLAIM_MARK = re.compile(r"\[\[([a-z0-9-]+)\]\]")
 def with_verdicts(markdown: str, claims: Iterable[Claim] = CLAIMS) -> str:
     """Replace each ``[[<claim id>]]`` by a link to its verdict box, worded as the ledger's verdict.
 
-    Prose that cites verdicts this way follows the ledger: when a verdict changes, the
-    re-executed chapter says so. The link is plain Markdown to the published book
-    (:attr:`Claim.url`), so it works wherever the notebook is read.
+    The link is plain Markdown to the published book (:attr:`Claim.url`).
 
     Examples
     --------

@@ -1,16 +1,8 @@
 """Inline numbers that JupyterLab can show: the chapters' ``{eval}`value_of("name:fmt")``` roles.
 
-A chapter's prose quotes its measured numbers through roles such as
-``{eval}`value_of("hull_dropout:.1%")```. ``jupyterlab-myst`` renders an ``{eval}`` role from
-the markdown cell's ``user_expressions`` metadata (the kernel's answer, stored with the
-notebook), so a learner who opens a chapter in JupyterLab sees the number, not the key.
-:func:`sync_notebook` writes that metadata from the values the notebook glued when it was
-executed (``make execute`` runs it), and :func:`expression_problems` is the test that the
-stored metadata is still what those values give.
-
-* :func:`roles`: the glue specs (``"name:fmt"``) a markdown text quotes, in order;
-* :func:`user_expressions`: the metadata ``jupyterlab-myst`` reads for one cell;
-* :func:`sync_notebook` / :func:`expression_problems`: write it / check it for a notebook.
+``jupyterlab-myst`` renders an ``{eval}`` role from the cell's ``user_expressions`` metadata.
+:func:`sync_notebook` writes it from the notebook's glued values; :func:`expression_problems`
+checks it.
 """
 
 from __future__ import annotations
@@ -112,10 +104,8 @@ def glued_texts(nb: dict) -> dict[str, str]:
 def user_expressions(markdown: str, texts: dict[str, str]) -> list[dict]:
     """The ``user_expressions`` metadata of one markdown cell, from the notebook's glued texts.
 
-    Each entry is what the kernel answers for ``value_of("name:fmt")``: the formatted number as
-    ``text/plain`` (formatted as the book's role formats it). A name the notebook never glued
-    gets an error entry, which ``jupyterlab-myst`` shows in red and :func:`expression_problems`
-    reports.
+    Each entry is what the kernel answers for ``value_of("name:fmt")``; a name never glued gets
+    an error entry.
 
     Examples
     --------
@@ -152,8 +142,7 @@ def _expected(nb: dict) -> list[Union[list, None]]:
 def sync_notebook(path: Union[str, Path]) -> bool:
     """Write each markdown cell's ``user_expressions`` from the notebook's stored glue values.
 
-    Returns whether the file changed. Cells without roles carry no ``user_expressions``.
-    Run after executing a notebook (``make execute`` does).
+    Returns whether the file changed.
 
     Raises
     ------
@@ -175,9 +164,6 @@ def sync_notebook(path: Union[str, Path]) -> bool:
 
 def expression_problems(path: Union[str, Path], nb: Union[dict, None] = None) -> list[str]:
     """Where a notebook's stored ``user_expressions`` differ from what its glued values give.
-
-    Empty when JupyterLab will show the same numbers as the book. Also reports a name
-    that the prose quotes and the notebook never glued.
     """
     path = Path(path)
     nb = load_notebook(path) if nb is None else nb

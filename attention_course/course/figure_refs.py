@@ -1,16 +1,8 @@
 """Figure references that read the same in the book and in JupyterLab: ``{ref}`Fig. 6.2 <fig-x>```.
 
-A chapter's figures are code-cell outputs named in the cell's metadata
-(``mystnb.figure.name``). Jupyter Book numbers them (``Fig. 6.2``: chapter 6, second figure
-in the page) and resolves ``{numref}`fig-x```; JupyterLab's MyST renderer cannot see output
-figures, so it shows the bare label with a warning. Written as a reference whose title is
-the number, ``{ref}`Fig. 6.2 <fig-x>``` reads the same in both (``{numref}`` would insist on
-a ``%s`` in its title). The number is then typed, so it is checked: :func:`figure_numbers`
-numbers a notebook's figures as Sphinx does (in order of appearance; chapter from the file
-name, ``06_scaling`` -> 6, which the tests check against ``_toc.yml``),
-:func:`numbered_refs` writes every reference with its number, :func:`figure_ref_problems`
-reports one whose number is missing or stale, and the site test compares each link's text
-with the caption number of the figure it leads to.
+JupyterLab cannot resolve ``{numref}`` to output figures, so the number is typed in the
+reference; :func:`figure_numbers` numbers figures as Sphinx does, :func:`numbered_refs` writes
+the references and :func:`figure_ref_problems` reports a stale one.
 """
 
 from __future__ import annotations
@@ -35,9 +27,7 @@ def _source(cell: dict) -> str:
 def figure_numbers(nb: dict, chapter: int | None, start: int = 1) -> dict[str, str]:
     """Figure name -> its number in the book (``"6.2"``), in order of appearance, from ``start``.
 
-    A chapter's evidence page continues its lesson's numbers (Sphinx numbers the sub-page's
-    figures within the chapter); a page outside the numbered chapters (``chapter=None``)
-    numbers its figures ``1, 2, ...``.
+    An evidence page continues its lesson's numbers; ``chapter=None`` numbers ``1, 2, ...``.
 
     Examples
     --------

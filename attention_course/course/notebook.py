@@ -1,17 +1,11 @@
 """One call that prepares a chapter notebook: ``ac.setup_chapter(globals())``.
 
-Every chapter starts the same way: the book's figure style, rounded printing, a seeded
-generator, and the few names every chapter's cells use. Before, that was a 15-line cell
-repeated in seven notebooks; now it is this function, so a change reaches every chapter
-and the cell on the page stays three lines::
+The book's figure style, rounded printing, a seeded generator, and :data:`CHAPTER_NAMES`
+in the notebook's namespace (and nowhere else)::
 
     import attention_course as ac
     from attention_course.chapters import mechanics as ch
     ac.setup_chapter(globals())
-
-The names it puts into the notebook's namespace (and nowhere else) are listed in
-:data:`CHAPTER_NAMES`. It is the one function of the package that writes into a
-namespace, and it writes only into the one it is given.
 """
 
 from __future__ import annotations
@@ -63,9 +57,8 @@ def chapter_names(seed: int = 0) -> dict[str, Any]:
 def setup_chapter(namespace: MutableMapping[str, Any], seed: int = 0, threads: Optional[int] = 1) -> None:
     """Prepare a chapter notebook: figure style, printing, threads, and :func:`chapter_names`.
 
-    The notebook-wide settings are the point of this call, so it changes global state on
-    purpose: matplotlib's rcParams (:func:`~attention_course.figures.style.setup_notebook`),
-    numpy's print options (3 decimals) and, unless ``threads`` is None, torch's thread count.
+    Changes global state on purpose: matplotlib's rcParams, numpy's print options (3 decimals)
+    and, unless ``threads`` is None, torch's thread count.
 
     Parameters
     ----------
@@ -74,8 +67,7 @@ def setup_chapter(namespace: MutableMapping[str, Any], seed: int = 0, threads: O
     seed : int
         Seed of the notebook's ``rng``.
     threads : int or None
-        torch threads. The chapters' problems are small, and on a shared 2-core machine one
-        thread is the fastest and the steadiest; ``None`` leaves torch's setting alone.
+        torch threads (one is fastest for these sizes); ``None`` leaves torch's setting alone.
     """
     setup_notebook()
     np.set_printoptions(precision=3, suppress=True)

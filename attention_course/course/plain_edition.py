@@ -1,29 +1,10 @@
 """The plain edition: each chapter as a notebook that Colab, GitHub and VS Code render (issue 30).
 
-The chapters are MyST notebooks: their prose quotes numbers as ``{eval}`value_of("name:fmt")```,
-puts verdicts in ``:::{admonition}`` boxes, solutions in ``{solution}`` dropdowns, and links
-with ``{ref}``, ``{doc}``, ``{term}`` and ``{cite:p}``. JupyterLab (with ``jupyterlab-myst``)
-and the book render all of it; Colab, GitHub's notebook page and VS Code render CommonMark
-only, and show the markup as written. This module writes a second edition of every chapter in
-plain Markdown, generated, never edited by hand:
-
-* an inline number becomes the text the book shows (formatted by
-  :mod:`attention_course.course.expressions`, from the values the notebook glued);
-* an admonition becomes a blockquote with a bold title; a dropdown (a ``{dropdown}``, a
-  ``{solution}``, anything with ``:class: dropdown``) an HTML ``<details>`` element;
-* a cross-reference, glossary term or citation becomes a Markdown link to the published book,
-  at the page and anchor Sphinx gives it (:func:`book_targets` reads them from the sources,
-  so no build is needed);
-* a ``{literalinclude}`` becomes the code it includes; ``(label)=`` lines are dropped;
-* code cells and their outputs are copied unchanged, so the plain notebook computes and
-  shows exactly what the chapter does.
-
-``python -m attention_course.course.plain_edition [--out _build/plain] [notebooks...]``
-writes ``_build/plain/NN_*.ipynb`` (``make plain``; ``make book`` runs it after the build).
-
-Each converter below handles one family of markup and is a pure function of its text (and of
-the :class:`BookTargets` it links to). Markup it does not know is an error, not a pass-through,
-so a new kind of box cannot silently reach Colab as raw MyST.
+Inline numbers become the text the book shows, admonitions blockquotes, dropdowns ``<details>``,
+references links to the published book (read from the sources by :func:`book_targets`) and
+``{literalinclude}`` the code it includes; code cells and outputs are copied unchanged. Each
+converter is a pure function of its text; unknown markup is an error, not a pass-through.
+``python -m attention_course.course.plain_edition [--out _build/plain] [notebooks...]``.
 """
 
 from __future__ import annotations
@@ -90,9 +71,7 @@ class Target:
 class Citation:
     """A bibliography entry as the book cites it: Markdown for ``{cite:p}`` and ``{cite:t}``.
 
-    ``p`` is one parenthetical item without the brackets (``[Vaswani *et al.*, 2017](url)``),
-    ``t`` one textual item (``Vaswani *et al.* \\[[2017](url)\\]``); :func:`cite_roles` adds the
-    brackets and separators of sphinxcontrib-bibtex's ``author_year`` style.
+    ``p``: a parenthetical item without brackets; ``t``: a textual item.
     """
 
     key: str
@@ -131,11 +110,9 @@ class BookTargets:
 class Chapter:
     """What converting one notebook needs besides the book's targets.
 
-    ``doc`` is its docname (``"book/01_mechanics"``), ``values`` maps each glue spec the cell
-    quotes to the text the book shows, ``exercises`` maps an exercise label to its number and
-    title, ``read_include`` returns the text a ``{literalinclude}`` shows (given the file,
-    relative to the notebook's folder, and the directive's options), and ``texts`` maps each
-    glued name to its stored ``text/plain`` (for myst-nb's ``{glue}`` roles).
+    ``doc``: its docname; ``values``: glue spec -> shown text; ``exercises``: label -> (number,
+    title); ``read_include(file, options)``: a ``{literalinclude}``'s text; ``texts``: glued name
+    -> stored ``text/plain``.
     """
 
     doc: str
@@ -242,8 +219,7 @@ def _closes(line: str, fence: str) -> bool:
 def _prose_segments(markdown: str) -> list[tuple[bool, str]]:
     """Split ``markdown`` into ``(is_prose, text)`` pieces, in order.
 
-    Not prose: code blocks, the bodies of literal directives (code, maths), and the fences,
-    names and options of the other directives. A directive's argument (a box's title) is prose.
+    Not prose: code blocks, literal directives, and other directives' fences and options.
 
     Examples
     --------
@@ -332,10 +308,8 @@ def _md_escape(text: str) -> str:
 def inline_values(markdown: str, values: Mapping[str, str], texts: Mapping[str, str] = {}) -> str:
     """Each ``{eval}`value_of("spec")``` replaced by the text the book shows for it.
 
-    ``values`` maps a spec (``"name:.2f"``) to that text: what
-    :func:`attention_course.course.expressions.user_expressions` computes from the notebook's
-    glued values. myst-nb's ``{glue:text}`name:fmt``` and ``{glue}`name``` are filled from
-    ``texts`` (name -> stored ``text/plain``) the way myst-nb renders them.
+    ``values`` maps a spec (``"name:.2f"``) to that text; myst-nb's ``{glue}`` roles are filled
+    from ``texts`` (name -> stored ``text/plain``).
 
     Raises
     ------
@@ -407,9 +381,8 @@ def term_roles(markdown: str, targets: BookTargets) -> str:
 def ref_roles(markdown: str, targets: BookTargets, figure_numbers: Mapping[str, str] = {}) -> str:
     """``{ref}`text <label>``` and ``{numref}`` -> links to the label's page and anchor in the book.
 
-    A bare ``{ref}`label``` takes the target's title (a section's heading, a figure's caption),
-    as Sphinx does; ``{numref}`` takes ``Fig. %s`` (or its own ``%s`` title) with the figure's
-    number from ``figure_numbers``.
+    A bare ``{ref}`label``` takes the target's title; ``{numref}`` takes ``Fig. %s`` with the number
+    from ``figure_numbers``.
 
     Examples
     --------
@@ -473,10 +446,7 @@ def doc_roles(markdown: str, targets: BookTargets, current_doc: str) -> str:
 def cite_roles(markdown: str, targets: BookTargets) -> str:
     """``{cite:p}`` and ``{cite:t}`` -> the book's author-year citations, linked to the bibliography.
 
-    As sphinxcontrib-bibtex's ``author_year`` style writes them: ``{cite:p}`a,b``` gives
-    ``[A, 2020, B, 2021]`` with each author-year linked, ``{cite:t}`a``` gives ``A [2020]``
-    with the year linked (the brackets escaped, so that Markdown shows them). The works of one
-    citation are listed in the bibliography's order, whatever the order of the keys.
+    As sphinxcontrib-bibtex's ``author_year`` style writes them, in the bibliography's order.
 
     Examples
     --------
@@ -513,8 +483,7 @@ def _no_unknown_roles(markdown: str) -> None:
 def markdown_links(markdown: str, targets: BookTargets, current_doc: str, image_base: str = "") -> str:
     """MyST links to labels or pages (``[text](label)``, ``[text](#label)``, ``[t](03_x.ipynb)``) -> the book.
 
-    Web links (``https:``, ``mailto:``...) are left alone; an image's relative path is read from
-    ``image_base`` (the notebook's folder in the repository). Anything else must resolve.
+    Web links are left alone; an image's relative path is read from ``image_base``.
 
     Examples
     --------
@@ -861,9 +830,6 @@ class _BlockText(str):
 
 def _join_blocks(pieces: Sequence[str]) -> str:
     """Join text and converted directives with a blank line between a directive and its neighbours.
-
-    Without it, a line after a blockquote would continue the quote, and one after
-    ``</details>`` would be read as HTML.
     """
     text = ""
     for k, piece in enumerate(pieces):
@@ -955,12 +921,8 @@ def plain_notebook(nb: dict, path: PathLike, targets: BookTargets, root: PathLik
                    image_base: str = "") -> dict:
     """The plain edition of one chapter notebook (``nb``, read from ``path`` under ``root``).
 
-    Markdown cells are converted by :func:`plain_markdown` and lose the MyST-only
-    ``user_expressions`` metadata; code cells, their outputs and the notebook's metadata are
-    kept unchanged (the very objects of ``nb``: do not change them in place). The top gets a
-    one-line note naming the edition and linking the book.
-    ``read_include(file, options)`` reads a ``{literalinclude}`` (default:
-    :func:`sphinx_include_reader`).
+    Markdown cells go through :func:`plain_markdown`; code cells and metadata are the very objects
+    of ``nb`` (do not change them in place). A one-line note linking the book goes on top.
     """
     path, root = Path(path).resolve(), Path(root).resolve()
     doc = path.relative_to(root).with_suffix("").as_posix()
@@ -1118,10 +1080,8 @@ def glossary_terms(text: str, page: str) -> dict[str, Target]:
 def _bibliography_ids(keys: Sequence[str], cite_id: str = "", bibliography_id: str = "") -> dict[str, str]:
     """Key -> the anchor sphinxcontrib-bibtex gives its entry on the (one) bibliography page.
 
-    With ``bibtex_cite_id`` set, its template formatted and made an id. Without it, docutils
-    numbers the page's automatic ids in order: the bibliography itself, then every entry of
-    the bib files in their order (``id1``, ``id2``...). :func:`book_targets` assumes the page
-    has no other automatic ids before the bibliography, which the site test checks.
+    ``bibtex_cite_id``'s template when set; else docutils' automatic ids in order (``id1`` is the
+    bibliography itself, then every entry of the bib files).
 
     Examples
     --------
@@ -1140,8 +1100,7 @@ def load_citations(bibfiles: Sequence[Path], page: str, base: str, cite_id: str 
                    bibliography_id: str = "", bibliography_style: str = "alpha") -> dict[str, Citation]:
     """Key -> :class:`Citation`, formatted by sphinxcontrib-bibtex's own ``author_year`` templates.
 
-    Each citation's ``order`` is its entry's place in the bibliography, as ``bibliography_style``
-    (sphinxcontrib-bibtex's ``bibtex_default_style``) sorts it.
+    ``order`` is the entry's place in the sorted bibliography.
     """
     import pybtex.plugin
     from pybtex.database import parse_file
@@ -1187,11 +1146,8 @@ def _config(root: Path) -> dict:
 def book_targets(root: PathLike, base: Optional[str] = None) -> BookTargets:
     """Every link target of the book under ``root`` (the folder of ``_config.yml``), from its sources.
 
-    Pages are the ``.ipynb`` and ``.md`` files of ``book/`` (``book/01_mechanics.html``);
-    labels come from ``(label)=`` lines, the ``:name:`` and ``:label:`` of directives and the
-    figure names in code cells' metadata (``mystnb.figure.name``), each with the id docutils
-    gives it; glossary terms from ``{glossary}`` directives, with Sphinx's ``term-...`` ids;
-    citations from the ``bibtex_bibfiles``, on the page that holds the ``{bibliography}``.
+    Labels from ``(label)=`` lines, directives' ``:name:`` and ``:label:`` and figure names;
+    glossary terms; citations from the ``bibtex_bibfiles``.
     """
     root = Path(root).resolve()
     config = _config(root)
@@ -1268,8 +1224,7 @@ def write_plain_edition(notebooks: Sequence[PathLike], out: PathLike, base: Opti
                         prune: bool = False) -> list[Path]:
     """Write the plain edition of each chapter in ``notebooks`` to ``out``; return the files written.
 
-    ``out`` also gets a README.md listing its chapters, with their Colab and book addresses.
-    With ``prune``, chapter notebooks in ``out`` that no longer have a source are deleted.
+    Also a README.md listing them. With ``prune``, stale chapter notebooks in ``out`` are deleted.
     """
     paths = [Path(p) for p in notebooks]
     if not paths:

@@ -1,27 +1,10 @@
 """Learner progress: run the chapter notebooks and tabulate every ``check(...)`` verdict.
 
-``python -m attention_course progress`` executes a learner's notebooks with
-nbclient and reads each exercise's verdict from the output of its check cell.
-
-- **Exercises mode** (the default, fast) runs the setup cells (the Colab cell and
-  the package imports, :func:`setup_cells`), then each exercise's group: its ``# EXERCISE: <id>`` cell,
-  any code cells the learner inserted after it, and its ``check("<id>", ...)``
-  cell (:func:`exercise_notebook`). All notebooks share one kernel, whose
-  namespace is reset (``%reset -f``) and working folder changed between
-  notebooks: the imports are paid for once.
-- **Full mode** (``--full``) runs every cell, in a fresh kernel per notebook.
-
-Nothing a learner's notebook does stops the run. Cells run with
-``allow_errors=True``; a notebook that cannot be read, whose kernel dies or
-whose cell exceeds the timeout is reported with its ``error``, verdicts printed
-before that are kept, and the other notebooks still run. An exercise is
-``passed``, ``failed``, ``not attempted`` (the stub) or ``not run`` (no verdict;
-the message says why). An exercise whose ``# EXERCISE:`` cell was deleted is
-still listed, as ``not attempted``: the ids of chapter NN come from the
-``EXERCISES`` of ``attention_course.chapters.<topic>.exercises``, the topic being
-chapter NN in the reading order of :mod:`attention_course.chapters` and NN the
-notebook name's two-digit prefix. Each result carries its exercise's difficulty
-(1-3) and minutes, which the table shows beside it.
+``python -m attention_course progress`` runs the notebooks with nbclient. Exercises mode (the
+default) runs the setup cells and each exercise's cells (:func:`exercise_notebook`), all notebooks
+in one kernel; ``--full`` runs every cell, a fresh kernel per notebook. Nothing a learner's
+notebook does stops the run: an error is reported and the other notebooks still run. An exercise
+is ``passed``, ``failed``, ``not attempted`` or ``not run``.
 """
 
 from __future__ import annotations
@@ -152,9 +135,7 @@ def _runs(cell: Any) -> bool:
 def exercise_spans(nb: Any) -> list[tuple[str, int, Optional[int]]]:
     """``(id, exercise cell index, check cell index or None)`` for each ``# EXERCISE:`` cell.
 
-    The check cell is the first code cell after the exercise cell that calls
-    ``check("<id>", ...)``, looked for up to the next exercise cell; the cells in
-    between belong to the exercise.
+    The check cell is the first later code cell, before the next exercise, that calls ``check("<id>", ...)``.
 
     Examples
     --------
@@ -187,9 +168,8 @@ SETUP_RE = re.compile(r"google\.colab|^\s*(?:from|import)\s+attention_course\b",
 def setup_cells(nb: Any) -> list[int]:
     """Indices of the setup cells: before the first exercise, the Colab cell and the package imports.
 
-    Chosen by content, so a scratch cell that a learner adds at the top is not
-    mistaken for setup (and the imports cell is not skipped). A notebook with no
-    such cell falls back to its first two code cells before the first exercise.
+    Chosen by content (a learner's scratch cell is not setup); without such cells, the first two
+    code cells before the first exercise.
 
     Examples
     --------
@@ -231,14 +211,9 @@ def _parsed(source: str) -> Optional[ast.Module]:
 def page_helpers(nb: Any, wanted: Sequence[str], skip: set[int]) -> dict[int, str]:
     """The lesson's own definitions the exercise cells call, cut out of the cells that hold them.
 
-    A lesson may write a helper on the page (``layer_qkv``, ``layer_norm``) that an exercise's
-    stub or a learner's answer calls. Exercises mode runs only the setup and exercise cells, so
-    such a name would be undefined there. This finds, in the code cells outside ``skip`` (the cells
-    already kept), the top-level ``def`` and ``class`` statements that bind a name the exercise
-    cells read, then the ``def``, ``class``, import and plain assignment statements that bind what
-    those read, and so on; nothing else of those cells (no computation, no plots) runs. A page
-    variable that an answer reads directly is not among them: that answer needs the full mode.
-    Returns cell index -> the source to run.
+    In the code cells outside ``skip``: the ``def`` and ``class`` statements that bind a name
+    the exercise cells read, and (transitively) the defs, imports and plain assignments those
+    read; no other statement runs. Returns cell index -> the source to run.
 
     Examples
     --------
@@ -287,12 +262,8 @@ def page_helpers(nb: Any, wanted: Sequence[str], skip: set[int]) -> dict[int, st
 def exercise_notebook(nb: Any, solutions: Optional[Mapping[str, Callable]] = None) -> Any:
     """The exercises-mode notebook: the setup cells (:func:`setup_cells`), then each exercise's code cells.
 
-    Definitions from the lesson's own cells that the exercise cells call (:func:`page_helpers`)
-    run too, in their place in the notebook, without the rest of their cells.
-
-    With ``solutions`` (id -> function) each stub becomes an import of its
-    solution under the stub's name, after the ``# EXERCISE:`` line: a solved
-    copy. Outputs are cleared.
+    With the lesson's helpers (:func:`page_helpers`). With ``solutions`` (id -> function) each stub
+    becomes an import of its solution under the stub's name. Outputs are cleared.
 
     Examples
     --------
@@ -354,10 +325,8 @@ def _error_of(cells: Sequence[Any]) -> Optional[str]:
 def declared_exercises(chapter: str) -> tuple:
     """The exercise ids chapter ``chapter`` (a notebook's stem, ``"03_low_rank"``) declares, in order.
 
-    Chapter NN is the NN-th folder of :mod:`attention_course.chapters` in reading order; a stem
-    without a two-digit prefix, or a chapter without exercises, declares none. A chapter's
-    evidence page (``NN_x_evidence``) declares the exercises its folder lists in
-    ``EVIDENCE_EXERCISES`` (none if it lists none); its lesson declares the others.
+    Chapter NN is the NN-th folder of :mod:`attention_course.chapters`; an evidence page
+    (``NN_x_evidence``) declares its folder's ``EVIDENCE_EXERCISES``, the lesson the others.
 
     Examples
     --------
@@ -391,9 +360,8 @@ def _with_missing(chapter: str, results: list, message: str, status: str = "not 
 def collect(nb: Any, path: str | Path, mode: str = "exercises", stopped: Optional[str] = None) -> NotebookReport:
     """Read every exercise's verdict from ``nb``, the executed notebook of ``path``.
 
-    ``mode`` is the mode it ran in (exercises mode adds :data:`FULL_HINT` to
-    NameErrors). ``stopped`` is the error that ended execution early, if any:
-    the exercise whose cell was running gets it as its message.
+    Exercises mode adds :data:`FULL_HINT` to NameErrors; ``stopped`` (the error that ended
+    execution early) becomes the message of the exercise that was running.
 
     Examples
     --------
@@ -567,8 +535,7 @@ def summary_line(counts: Mapping[str, int]) -> str:
 def format_report(reports: Sequence[NotebookReport], width: int = 88, max_lines: int = 4) -> str:
     """The table by chapter (mark, id, status; the feedback under a failure) and the summary line.
 
-    Feedback is wrapped to ``width`` columns and cut after ``max_lines`` lines;
-    ``--json`` gives it in full.
+    Feedback is wrapped to ``width`` columns and cut after ``max_lines`` lines.
 
     Examples
     --------

@@ -1,21 +1,9 @@
 """Verdict boxes written from the ledger: one short box per claim, the same in every chapter.
 
-A chapter does not write its verdict boxes by hand. Each box is generated from the claim's
-entry in ``attention_course/data/claims.toml`` (:class:`~attention_course.course.claims.Claim`)
-by the notebooks' sync step (``python .ci/execute_notebooks.py --sync-only book/NN_x.ipynb``,
-which :func:`sync_verdict_boxes` serves), so a box, chapter 7's ledger and its closing
-paragraph cannot disagree. A box has
-
-* a **title** of at most :data:`TITLE_WORDS` words: the claim and its verdict, with the
-  condition for *holds when* (``<title> — holds when <finding>``);
-* a **body** of at most :data:`SUMMARY_WORDS` words (the claim's ``summary``): the deciding
-  number against its baseline, and what it means for a learner;
-* a collapsed **How this was tested**: the reading, the deciding experiment, its baseline or
-  control, the decision rule stated before the run, over what it holds, the evidence, and any
-  details.
-
-Numbers stay glue names: ``{name:fmt}`` in the ledger becomes the inline-number role
-``{eval}`value_of("name:fmt")``` in the box, filled from the chapter's own outputs.
+The notebooks' sync step (``python .ci/execute_notebooks.py --sync-only``, through
+:func:`sync_verdict_boxes`) writes each box from the claim's ledger entry: a title of at most
+:data:`TITLE_WORDS` words, a body of at most :data:`SUMMARY_WORDS` words, and a collapsed
+"How this was tested". ``{name:fmt}`` becomes the role ``{eval}`value_of("name:fmt")```.
 """
 
 from __future__ import annotations
@@ -108,9 +96,6 @@ def box_markdown(c: Claim) -> str:
 def closing_summary(claims: Iterable[Claim] = CLAIMS) -> str:
     """The course's closing summary: one bullet per essay section, each claim's box title linked to its box.
 
-    Written from the ledger like the boxes themselves, so the summary cannot say what a chapter
-    does not. Plain Markdown (links to the published book, :attr:`Claim.url`).
-
     Examples
     --------
     >>> c = Claim("x", 1, "01_mechanics", "t", "holds", "f", "{a}", title="Rows sum to one")
@@ -150,8 +135,7 @@ def box_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
 def box_span(markdown: str, label: str) -> Optional[tuple[int, int]]:
     """Where the admonition labelled ``label`` starts and ends in ``markdown`` (character offsets).
 
-    The end is just after its closing fence (a line of at least as many colons as it opened
-    with, once every directive opened inside it is closed); ``None`` when there is no such box.
+    The end is just after its closing fence; ``None`` when there is no such box.
 
     Examples
     --------

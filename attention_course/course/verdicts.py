@@ -1,18 +1,8 @@
 """Reading the chapters: their glued numbers and their verdict boxes, checked against the ledger.
 
-The ledger (:data:`attention_course.course.claims.CLAIMS`) says what each chapter
-decided. This module reads what the chapters actually say, from the committed
-notebooks (nbval re-checks their outputs on every ``make test``, except in cells
-marked ``# NBVAL_IGNORE_OUTPUT``, which assert their claims themselves):
-
-* :func:`read_glue`: every value a notebook glued with ``myst_nb.glue``;
-* :func:`chapter_verdicts`: its verdict boxes labelled ``claim-<id>``, with the
-  verdict kind that :func:`parse_verdict` reads from each title;
-* :func:`constant_glues`: the glue names a chapter sets from a number it chose
-  (a threshold or a setting), not from a computation;
-* :func:`chapter_problems`: every place where ledger and chapters disagree;
-* :func:`collect_evidence` / :func:`write_evidence`: each claim's glued numbers,
-  the file the package ships (``python -m attention_course evidence``).
+Reads the committed notebooks: their glued values (:func:`read_glue`) and verdict boxes
+(:func:`chapter_verdicts`); :func:`chapter_problems` lists where they and the ledger disagree;
+:func:`write_evidence` writes the evidence file the package ships.
 """
 
 from __future__ import annotations
@@ -48,9 +38,6 @@ def _literal(text: str) -> Any:
 
 def read_glue(path: Union[str, Path]) -> dict[str, Any]:
     """Read every value a notebook glued, from its stored outputs.
-
-    ``myst_nb.glue(name, value, display=False)`` stores ``repr(value)`` under a
-    ``papermill.record`` MIME type with the name in the output's metadata.
 
     Parameters
     ----------
@@ -100,10 +87,8 @@ def chapter_verdicts(path: Union[str, Path]) -> dict[str, dict[str, Any]]:
     Returns
     -------
     dict
-        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell", "name_last", "body"}``:
-        ``cell`` is the index of the markdown cell holding the box, ``name_last``
-        whether ``:name:`` is its last option line, and ``body`` the text that
-        follows the option lines.
+        Label (``claim-<id>``) -> ``{"title", "verdict", "class", "cell", "name_last", "body"}``
+        (``cell``: the markdown cell's index; ``name_last``: ``:name:`` is the last option line).
     """
     boxes = {}
     for i, cell in enumerate(load_notebook(path)["cells"]):
@@ -139,14 +124,8 @@ def _is_number(node: ast.AST) -> bool:
 def constant_glues(path: Union[str, Path]) -> set[str]:
     """The glue names a notebook sets from a number typed in its cell, not from a computation.
 
-    Parsing every code cell takes a while, so the answer is kept per content of the code
-    cells: a changed notebook is parsed again, and a copy of an unchanged one is not.
-
-    A glue counts as constant when its value is a number literal,
-    ``glue("torch_tol", 1e-12)``, or a name that the notebook assigns a number
-    literal anywhere, ``tol = 1e-12`` in one cell and ``glue("torch_tol", tol)`` in
-    a hidden cell below it. Such a value is a threshold or a setting the chapter
-    chose; it can never be a measured error.
+    A number literal, or a name the notebook assigns a number literal anywhere. Cached per
+    content of the code cells.
     """
     sources = tuple("".join(c["source"]) for c in load_notebook(path)["cells"] if c["cell_type"] == "code")
     return set(_constant_glues(sources))
@@ -203,8 +182,7 @@ def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
     Raises
     ------
     KeyError
-        When a chapter does not glue a name that a claim's evidence or robustness uses; the
-        message names the claim, the chapter and the missing names.
+        When a chapter does not glue a name that a claim's evidence or robustness uses.
     """
     book_dir, cache, evidence = Path(book_dir), {}, {}
     for c in claims:
@@ -221,14 +199,8 @@ def collect_evidence(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIM
 def chapter_problems(book_dir: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
     """Where the ledger and the chapters in ``book_dir`` disagree (empty when they agree).
 
-    Checks, for every claim: its chapter notebook exists; it has a verdict box
-    labelled ``claim-<id>``; the box's verdict and class match the ledger; the
-    box is exactly the one the ledger writes
-    (:func:`attention_course.course.verdict_boxes.box_markdown`); the chapter glues
-    every name the evidence, the robustness and the summary use; and no number
-    the chapter typed itself (:func:`constant_glues`) is presented as a measured
-    error. And, for every chapter: each box titled "Verdict..." carries a
-    ``claim-`` label that the ledger knows.
+    Per claim: the box exists, is the one the ledger writes, and its glue names exist and are
+    not typed constants. Per chapter: every "Verdict..." box has a known ``claim-`` label.
     """
     book_dir, claims = Path(book_dir), list(claims)
     problems, known, boxes = [], {c.label for c in claims}, {}

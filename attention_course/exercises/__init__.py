@@ -1,9 +1,7 @@
 """The course's exercise engine: ``check(exercise_id, fn)`` never raises.
 
-Each chapter declares its exercises in ``attention_course/chapters/<topic>/exercises.py``,
-which registers them in :data:`REGISTRY` when the chapter is imported (importing
-``attention_course`` imports every chapter). See :mod:`attention_course.exercises._core`
-for how feedback is chosen. The engine imports nothing else of the package.
+Chapters register their exercises in :data:`REGISTRY` when imported; feedback is chosen as
+:mod:`attention_course.exercises._core` describes.
 """
 
 from ._core import REGISTRY, Case, CheckResult, Exercise, Mutant, check, evaluate, register

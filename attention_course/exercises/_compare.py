@@ -1,18 +1,8 @@
 """How the checker compares a learner's result with the reference's: kind, shape, values.
 
-The reference's result defines what is expected, leaf by leaf (a tuple is a
-tuple of leaves):
-
-* its **type**: a tuple, an array (numpy array or torch tensor) or a single number;
-* its **dtype kind**: boolean, integer, real float (complex is never expected);
-* its **precision**: a float64 result must not come back as float32;
-* its **shape**.
-
-:func:`structure_problem` names the first way a learner's result breaks these
-rules, in words a learner can act on; :func:`first_difference` names the first
-entry whose value is wrong. A list where an array is expected, a float 0/1 mask
-where a boolean one is, a float where an int is, and a complex array (from
-``np.linalg.eigvals``, say) each get their own message.
+The reference's result defines, leaf by leaf, the type, dtype kind, precision and shape
+expected. :func:`structure_problem` names the first way a learner's result breaks them;
+:func:`first_difference` names the first wrong entry.
 """
 
 from __future__ import annotations
@@ -145,11 +135,8 @@ def result_name(i: int, n: int, names: tuple = ()) -> str:
 def structure_problem(got: Any, ref: Any, where: str = "", names: tuple = (), array_type: str = "any") -> Optional[str]:
     """Return a message if ``got`` does not have the type, dtype kind or shape of ``ref``.
 
-    ``where`` prefixes the message (which result of a tuple it is about); ``names`` are the
-    exercise's names for the items of a tuple result (``Exercise.returns``). ``array_type`` is
-    ``"any"`` (a numpy array or a torch tensor, at least the reference's precision) or
-    ``"torch"`` (a torch tensor of exactly the reference's dtype: the chapters whose parts feed
-    each other's tensors).
+    ``where`` prefixes the message; ``names`` name a tuple's items; ``array_type`` is as in
+    :class:`~attention_course.exercises._core.Exercise`.
 
     Examples
     --------
@@ -268,9 +255,8 @@ def first_difference(got: Any, ref: Any, rtol: float, atol: float) -> Optional[d
 
 
 def format_pair(got: Any, expected: Any) -> tuple[str, str, str]:
-    """``got`` and ``expected`` written with the fewest significant digits (at least 6) that tell
-    them apart, and their gap: the absolute and, when it means something, the relative difference
-    (worded as a difference, so that a gap of exactly 1 does not read as an off-by-one diagnosis).
+    """``got`` and ``expected`` with the fewest significant digits (at least 6) that tell them apart,
+    and their gap.
 
     Examples
     --------

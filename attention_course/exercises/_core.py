@@ -1,96 +1,28 @@
 """The exercise checker: one mechanism for every exercise in the course.
 
-An exercise is a reference function, a list of seeded input cases (edge cases
-included), a list of *mutants*: the typical wrong answers, each with the
-feedback a learner who wrote it should get, and a list of *rules*: the
-boundaries its statement draws, each with the cases that land on it.
-:func:`evaluate` runs a learner's function on every case and returns a
-:class:`CheckResult`; :func:`check` prints it. Neither ever raises, whatever the
-learner's function does (a wrong type, an exception, ``sys.exit()``, a loop that
-never ends), so "Run All" always reaches the end of a notebook. Only the
-notebook's own stop button (a real ``KeyboardInterrupt``) stops a check.
-
-Rules: every rule a statement states is probed
-----------------------------------------------
-A check can only tell a right answer from a wrong one on the cases it tries. If
-no case lands on the threshold a statement names, ``>=`` and ``>`` agree on every
-case and the wrong one passes; if no case has ``k = 0``, ``s[-k:]`` passes; if
-no verdict falls between 0.01 and 0.1 of its threshold, a threshold a decade off
-passes. So each :class:`Exercise` declares its ``rules``, one :class:`Rule` per
-boundary its statement draws, of a kind in :data:`RULE_KINDS` (a threshold, a
-tie, an empty input, an edge size, an input range). A rule names
-
-* ``cases``: the labels of the :class:`Case` objects that land on it;
-* ``lands(*args)``: a predicate that is true of a case's arguments when the case
-  really sits on the boundary (the weight exactly 0.99, the tied weights, k = 0),
-  so that editing a case off its boundary is noticed;
-* ``catches``: the :class:`Mutant` objects (plausible wrong rules: ``>=`` for
-  ``>``, an absolute threshold for a ratio, ``s[-k:]``) that the rule's cases
-  alone must tell apart from the reference.
-
-For example, ``saturated-gradient`` says a row is saturated when its largest
-weight *exceeds* 0.99, so it declares::
-
-    Rule("threshold", "a largest weight of exactly 0.99 is not saturated",
-         ("a largest weight of exactly 0.99 (not saturated)",),      # the case's label
-         lambda p, g: bool((p.max(axis=-1) == 0.99).any()),          # it lands on 0.99
-         ("at-least-0.99",))                                          # the >= mutant
-
-``tests/exercises/test_rules.py`` enforces the pattern for every registered
-exercise: it declares rules, each rule has cases, every one of them exists and
-``lands``, each mutant a rule ``catches`` differs from the reference on at least
-one of the rule's own cases (a rule whose cases all have a ``budget`` is caught
-by their budget messages instead), every exercise names at least five mutants,
-each runs on every case, and tuple results are named (``returns``).
-``tests/exercises/test_exercises.py`` checks that every mutant differs from the
-reference and from every other mutant somewhere and is rejected with its own
-feedback. A statement that draws a boundary no rule declares is the one thing
-the tests cannot see: declare the rule when you write the sentence.
+An exercise is a reference function, seeded input cases, *mutants* (typical wrong answers,
+each with its feedback) and *rules* (the boundaries its statement draws, each with the cases
+that land on it and the mutants those cases alone catch; ``tests/exercises/test_rules.py``
+enforces them). :func:`evaluate` runs a learner's function on every case and returns a
+:class:`CheckResult`; :func:`check` prints it. Neither ever raises (only the notebook's stop
+button stops a check).
 
 How feedback is chosen, in order
 --------------------------------
-1. the function is missing, not callable, or raises ``NotImplementedError``
-   ("not implemented yet");
-2. it raises, calls ``sys.exit()``, runs out of time (see :mod:`._runner`),
-   changes an input it may not change (named by the learner's own argument
-   name, also when it raised afterwards), or returns None, the wrong type, dtype
-   kind or shape (see :mod:`._compare`: the reference's result defines what is
-   expected; ``array_type="torch"`` asks for a torch tensor of exactly its
-   dtype), with the exercise's ``structure_hint`` when it recognises why;
-3. it uses a shortcut the statement forbids (``Exercise.forbidden``): seen in
-   its code or by a call spy while it ran (see :mod:`._forbidden`), right
-   numbers or not;
-4. a case marked with a ``budget`` (too large for a T x S matrix, say) fails by
-   memory or time while the other cases are right: that case's own feedback;
-5. its results match the reference on every case: passed, unless it broke a
-   rule of use (``Exercise.usage``: a ``run`` called twice for one window);
-6. its results match a known mutant on every case: that mutant's feedback;
-7. its results show a mutant's mistake unambiguously (see
-   :func:`_matching_mutant`): the mutant explains at least half of the learner's
-   wrong results; where it shows in real numbers, the learner shares at least
-   half of its wrong results, one of them a finite number; where it shows only
-   in integers (a window, a count), all of them; in booleans, at least half; and
-   no other mutant fits the same results as well. That mutant's feedback, with
-   a note naming a case it does not explain. This names one of two mistakes made
-   together (a wrong norm and a wrong threshold), and a mistake made on every
-   case but one that the learner handled differently, without naming a mistake
-   that merely coincides on one case;
-8. an exercise-specific *hint* recognises the symptom (rows that do not sum to
-   1, NaN from overflow, ...);
-9. one of its results is the right one times a constant, squared, its square
-   root or negated, on every case (:func:`_pattern_message`): said so;
-10. otherwise: the case, the first wrong entry or value, with both numbers
-    written to as many digits as it takes to see them differ, and the size of
-    the gap, and the exercise's explanation of it when it has one (``explain``).
+1. missing, not callable, or ``NotImplementedError``: "not implemented yet";
+2. raises, exits, times out (:mod:`._runner`), changes an input it may not change, or returns
+   the wrong type, dtype kind or shape (:mod:`._compare`), with ``structure_hint``;
+3. uses a forbidden shortcut (:mod:`._forbidden`), right numbers or not;
+4. fails only on a ``budget`` case: that case's feedback;
+5. matches the reference on every case: passed, unless it broke a rule of use;
+6. matches a known mutant on every case: that mutant's feedback;
+7. shows a mutant's mistake unambiguously (:func:`_matching_mutant`): its feedback, with a note;
+8. an exercise-specific *hint* recognises the symptom;
+9. a result is the right one scaled, squared, square-rooted or negated (:func:`_pattern_message`);
+10. otherwise: the case and the first wrong entry, with both numbers and the gap (``explain``).
 
-No message quotes another exercise's advice: the engine's own words are
-generic, and an exercise adds its own through its mutants, hints,
-``structure_hint`` and ``error_tips`` (the score tips ``SCORE_TIPS`` only where
-an exercise computes q k^T).
-
-The cases, the reference's results and the mutants' results are computed once
-per exercise and kept (:func:`_prepared`): they are seeded, and the learner
-only ever sees fresh copies of the cases.
+Cases, reference results and mutant results are computed once per exercise (:func:`_prepared`);
+the learner only ever sees fresh copies of the cases.
 """
 
 from __future__ import annotations
@@ -142,10 +74,8 @@ CONTRACT_KINDS = ("output", "forbidden")
 class Case:
     """One seeded input: positional arguments and a label used in feedback.
 
-    ``budget`` is the feedback for a learner who runs out of memory or time on this
-    case (and only this kind of case) while getting the other cases right; mutants are
-    not run on such a case. Read-only numpy arrays in ``args`` are shared, not copied
-    (for cases too large to copy).
+    ``budget`` is the feedback for running out of memory or time on this case alone (mutants
+    are not run on it). Read-only numpy arrays in ``args`` are shared, not copied.
     """
 
     label: str
@@ -182,13 +112,10 @@ class Breach:
 class Rule:
     """A boundary the exercise's statement draws, and the cases that land on it.
 
-    ``kind`` is a key of :data:`RULE_KINDS`; ``says`` is the rule in the statement's words
-    ("a row whose largest weight is exactly 0.99 is not saturated"); ``cases`` are labels of
-    the exercise's cases; ``lands(*args)`` is true of each of those cases' arguments (the
-    test runs it); ``catches`` names the mutants, plausible wrong rules, that these cases
-    alone tell apart from the reference. ``quote`` is the statement's own words for the rule,
-    found in the notebook's statement by the tests; ``breaches`` are the wrong answers of an
-    ``output`` or ``forbidden`` rule (see :data:`CONTRACT_KINDS`).
+    ``kind``: a key of :data:`RULE_KINDS`; ``says``: the rule in words; ``cases``: labels of the
+    cases on it; ``lands(*args)``: true of each of them; ``catches``: the mutants these cases alone
+    tell apart from the reference; ``quote``: the statement's own words; ``breaches``: the wrong
+    answers of an ``output`` or ``forbidden`` rule (:data:`CONTRACT_KINDS`).
     """
 
     kind: str
@@ -204,9 +131,8 @@ class Rule:
 class Forbidden:
     """A shortcut the statement forbids, how the check sees it, and what it says.
 
-    ``targets()`` returns the forbidden functions and classes (called lazily, so a declaration
-    imports nothing). The check looks for them in the learner's code and spies on calls to the
-    functions while the learner's function runs (see :mod:`._forbidden`); either gives ``feedback``.
+    ``targets()`` returns the forbidden functions and classes (lazily); seen in the code or by the
+    call spy (:mod:`._forbidden`), either gives ``feedback``.
     """
 
     says: str
@@ -303,34 +229,15 @@ Explain = Callable[[tuple, Any, tuple], Optional[str]]
 class Exercise:
     """Everything the checker knows about one exercise.
 
-    ``in_place_ok`` lists the positions of arguments the learner may update in place
-    (the online-softmax state, as a real kernel does); every other argument must come
-    back unchanged. The reference always runs on a fresh copy of the inputs.
-
-    ``rules`` are the boundaries the statement draws (see the module's docstring);
-    ``returns`` names the items of a tuple result, as the statement does, for feedback
-    ("rank_wins is True but should be False").
-
-    ``difficulty`` (1 = a few lines from the chapter's text, 2 = needs an idea of its own,
-    3 = a small project) and ``minutes`` (an honest time for a learner who has read the
-    chapter) are shown beside the exercise's title and by ``python -m attention_course
-    progress``; 0 means not rated yet. ``hints`` are the checker's symptom detectors, not
-    the learner's hints (those are dropdowns in the notebook, before the solution).
-    ``explain`` is given a wrong boolean entry's index (``()`` for a single bool), its
-    expected value and the case's arguments, and says why. ``passed_note``, given the cases
-    and their expected results, says what a learner who passed has found (an experiment's
-    conclusion); it is added to the pass message.
-
-    The contract: ``array_type`` is ``"any"`` (numpy or torch, at least the reference's
-    precision) or ``"torch"`` (a torch tensor of exactly the reference's dtype, for parts that
-    feed later ones); ``forbidden`` lists the shortcuts the statement forbids;
-    ``structure_hint(got, expected, args)`` may add this exercise's own advice to a wrong type
-    or shape (an accuracy returned where a window is asked for); ``error_tips`` are
-    (words of an exception, tip) pairs for errors this exercise's learners meet; ``framing``
-    quotes the statement's sentences that draw no rule (the setup, an invitation to run it),
-    so that the tests can require every other sentence to be a declared rule. ``usage(args)`` looks
-    at a case's arguments after the learner's function ran on them (a ``run`` that counts its calls)
-    and says how the function broke a rule of use; it is reported when the results are right.
+    ``in_place_ok``: positions of arguments the learner may update in place (every other must
+    come back unchanged). ``returns`` names the items of a tuple result. ``difficulty`` (1-3)
+    and ``minutes``: 0 means not rated. ``hints`` are the checker's symptom detectors.
+    ``explain(index, expected, args)`` says why a boolean entry is wrong; ``passed_note(cases,
+    expected)`` is added to the pass message. ``array_type``: ``"any"`` (numpy or torch, at least
+    the reference's precision) or ``"torch"`` (exactly the reference's dtype).
+    ``structure_hint(got, expected, args)`` adds advice to a wrong type or shape; ``error_tips``
+    are (words of an exception, tip) pairs; ``framing`` quotes the statement's sentences that draw
+    no rule; ``usage(args)`` says how the function broke a rule of use.
     """
 
     id: str
@@ -630,8 +537,7 @@ def _forbidden_in_code(exercise: Exercise, fn: Any) -> Optional[Forbidden]:
 def _run_learner(exercise: Exercise, fn: Callable, cases: list, expected: list, limit: float):
     """Run ``fn`` on every case; return (early CheckResult or None, outputs, budget failures, called).
 
-    ``called`` holds the prohibitions whose functions ``fn`` called while it ran, and the messages of
-    the rules of use it broke (:attr:`Exercise.usage`).
+    ``called``: the prohibitions ``fn`` called, and the messages of the rules of use it broke.
     """
     eid = exercise.id
     outputs: dict[int, Any] = {}
@@ -733,25 +639,13 @@ def _telling(value: Any) -> bool:
 
 
 def _matching_mutant(exercise: Exercise, cases: list, expected: list, outputs: dict) -> Optional[tuple[Mutant, str]]:
-    """The known mistake the learner's results show (steps 5 and 6 of the module's docstring), and a note
+    """The known mistake the learner's results show (steps 6 and 7 of the module's docstring), and a note
     on the results it does not explain ("" when it explains them all); None when no mistake is clear.
 
-    A mutant that agrees with the learner everywhere wins at once. Otherwise each mutant is scored by the
-    wrong results (one per case and item of a tuple) it explains: those where the learner's result equals
-    the mutant's and the mutant's differs from the reference. It is a candidate only when the diagnosis
-    is unambiguous:
-
-    * it explains at least half of the learner's wrong results (a mistake that explains one wrong
-      result among many is a coincidence, not a diagnosis);
-    * where its mistake shows in real numbers, it explains at least half of its own wrong results (the
-      learner handled the rest differently) and one of those it explains is a finite real number (two
-      formulas rarely give the same wrong real number by chance);
-    * where its mistake shows only in integers (a window, a count, an index), which agree by chance
-      easily, the learner makes it on every case where the mutant does; where it shows only in
-      booleans (a verdict), on at least half of them;
-    * no other candidate explains as much of the same results (two mistakes that fit the same evidence
-      equally well: neither is named). Two candidates that explain different results are two mistakes
-      made together: the first is named, and the note says that something else differs too.
+    A mutant that agrees everywhere wins at once. Otherwise a mutant is a candidate when it explains
+    at least half of the learner's wrong results, and the learner shares at least half of its own
+    (all of them where it shows only in integers; one a finite real number where it shows in reals);
+    a tie between candidates that explain the same results names neither.
     """
     checked = {n: o for n, o in outputs.items() if _for_mutants(cases[n])}
     right = _leaf_table(exercise, cases, checked, expected)

@@ -1,21 +1,9 @@
 """Which functions a learner's answer uses: how a check enforces "write it yourself, not with X".
 
-A statement may forbid a shortcut ("write the GELU with ``torch.erf``, not ``F.gelu``"; "without
-calling the package's attention"). A result cannot show it, since the shortcut gives the right
-numbers, so the check looks at the function itself, two ways:
-
-* **by its code** (:func:`names_used`): every global name the learner's function loads, and those of
-  the learner's own helper functions it calls (defined in the same notebook), recursively, resolved
-  to objects. This sees ``from torch.nn.functional import gelu`` and ``gelu(z)``, and a forbidden
-  class such as ``nn.GELU`` bound to a name, whether or not the line runs;
-* **by a call spy while it runs** (:func:`spy`): each forbidden function is replaced, for the
-  duration of the call, by a wrapper that records that it was called, in every module of the
-  package and of ``torch.nn`` that exposes it under some name. This sees ``F.gelu(z)``,
-  ``torch.nn.functional.gelu(z)``, ``nn.GELU()(z)`` (whose ``forward`` calls ``F.gelu``) and
-  ``ch.self_attention(...)``, however the module is reached.
-
-Neither raises, whatever the function is. The spy restores every attribute it replaced, even when the
-learner's code raises.
+Two ways: by its code (:func:`names_used`: the global names the function and its own helpers
+load, resolved to objects) and by a call spy while it runs (:func:`spy`: each forbidden function
+wrapped wherever a module of the package or of ``torch.nn`` exposes it). Neither raises; the spy
+restores what it replaced.
 """
 
 from __future__ import annotations
@@ -52,8 +40,7 @@ def _global_names(code: types.CodeType) -> set[str]:
 def names_used(fn: Any, depth: int = _MAX_DEPTH) -> list[Any]:
     """The objects ``fn``'s code refers to by global name or closure, and those of its own helpers.
 
-    A helper is a plain Python function defined outside the package and outside torch and numpy
-    (the learner's own): its references are followed too, up to ``depth`` calls deep.
+    Helpers (the learner's own functions) are followed up to ``depth`` calls deep.
 
     Examples
     --------

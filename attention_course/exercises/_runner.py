@@ -1,27 +1,10 @@
 """Run a learner's function with a time limit, so a loop that never ends cannot hang a notebook.
 
-Why a worker thread, and what happens to a runaway one
-------------------------------------------------------
-The learner's function runs in a daemon thread and the checker waits for it with
-``Thread.join(timeout)``. A signal timer (``signal.setitimer``) was the other
-option, but it only works on the main thread and cannot interrupt a long C call
-(``np.einsum`` over a huge index space, a BLAS product): the notebook would hang
-until the call returns. A thread lets the checker give its verdict on time
-whatever the function is doing, because numpy and torch release the GIL in their
-long loops.
-
-When the time is up the checker asks the thread to stop by raising
-:class:`TimeLimitExceeded` inside it (``PyThreadState_SetAsyncExc``). Python
-code (a ``while True`` loop, a slow Python loop) stops at its next bytecode, so
-nothing is left running. A thread stuck inside one long C call cannot be stopped
-from outside: it is a daemon thread, so it never blocks the kernel from exiting,
-and the verdict says it may still be running and that restarting the kernel ends it.
-
-``KeyboardInterrupt`` (the notebook's stop button) reaches the main thread while it
-waits; the checker then stops the worker the same way and lets the interrupt
-propagate, so the cell stops as any interrupted cell does. ``SystemExit`` and
-``KeyboardInterrupt`` raised *by the learner's code* happen in the worker and are
-reported as what they are, never re-raised.
+The function runs in a daemon thread (a signal timer cannot interrupt a long C call). When the
+time is up, :class:`TimeLimitExceeded` is raised inside it (``PyThreadState_SetAsyncExc``); a
+thread stuck in one C call cannot be stopped and is reported as possibly still running. The
+notebook's stop button stops the worker and propagates; ``SystemExit`` and ``KeyboardInterrupt``
+raised by the learner's code are reported, never re-raised.
 """
 
 from __future__ import annotations
@@ -60,8 +43,7 @@ class Outcome:
 def _ask_to_stop(thread: threading.Thread, box: dict) -> bool:
     """Raise TimeLimitExceeded in ``thread`` until it ends; False if it is stuck in C code.
 
-    It is raised again only while the function has not finished (``box`` has no
-    ``kind``), in case the learner's code swallowed it with a bare ``except:``.
+    Raised again while the function has not finished, in case a bare ``except:`` swallowed it.
     """
     for _ in range(_STOP_ATTEMPTS):
         if not thread.is_alive():

@@ -1,9 +1,6 @@
 """Schematic figures: the attention formula step by step (chapter 1) and the induction circuit (chapter 4).
 
-Each diagram is drawn with plain matplotlib patches in data coordinates where one unit is
-one matrix entry, so that a box for an ``n x d`` matrix is ``d`` units wide and ``n`` tall:
-the shapes on the page are the shapes in the formula. Like every figure helper, they
-return the :class:`matplotlib.figure.Figure` and change no global state.
+One unit of length is one matrix entry, so the shapes on the page are the shapes in the formula.
 """
 
 from __future__ import annotations
@@ -64,11 +61,7 @@ def plot_qkv_diagram(n: int = 6, d: int = 8, d_k: int = 4, d_v: int = 2, title: 
     .. math:: X \to Q = XW_Q,\ K = XW_K,\ V = XW_V \to S = QK^\top/\sqrt{d_k}
               \to A = \operatorname{softmax}(S) \to O = AV
 
-    One unit of length is one matrix entry, so ``X`` is a box ``d`` wide and ``n`` tall,
-    ``Q`` and ``K`` are ``n x d_k``, ``V`` is ``n x d_v``, ``S`` and ``A`` are ``n x n`` and
-    the output ``O`` is ``n x d_v``. Each box is labelled with its formula and shape. Three
-    columns (``X``; ``Q``, ``K``, ``V``; ``S``, ``A``, ``O``), at most 5.2 in wide with no text
-    under 10 pt, so that it reads on a phone.
+    Each box is labelled with its formula and shape; three columns, at most 5.2 in wide.
 
     Parameters
     ----------
@@ -159,22 +152,15 @@ def plot_induction_circuit(prev_weights: Optional[Array] = None, induction_weigh
                            period: Optional[int] = None, heads: Sequence[int] = (0, 0), title: str = "") -> Figure:
     """The two-head induction circuit: a schematic, and beside it the trained heads' weights.
 
-    The schematic follows "12 40 7 33 ... 12": in layer 1 a previous-token head lets each
-    position attend to the one before it, so 40's position carries "the token before me
-    is 12"; in layer 2 an induction head at the second 12 attends to the position whose
-    previous token matches its own, 40, and copies 40 as the prediction.
+    The schematic follows "12 40 7 33 ... 12": a previous-token head, then an induction head
+    that copies 40.
 
     Parameters
     ----------
     prev_weights, induction_weights : array (T, T), optional
-        Attention weights of the trained model's previous-token head (layer 1) and induction
-        head (layer 2) on one sequence whose first ``period`` tokens repeat. Without them only
-        the schematic is drawn.
+        The two heads' weights on one sequence that repeats; without them only the schematic.
     period : int, optional
-        The repeat period ``p``; the circled cells are the schematic's two arcs in the
-        sequence itself: position 1 looking at 0 (layer 1) and position ``p``, the first
-        repeat of token 0, looking at position 1 (layer 2). Dashed lines mark position ``p``, where
-        the sequence starts to repeat.
+        The repeat period ``p``; the schematic's two arcs are circled, and position ``p`` dashed.
     heads : (int, int)
         The two heads' indices (from 0), for the panel titles.
 

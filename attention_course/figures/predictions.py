@@ -1,11 +1,7 @@
 """Predict, then reveal: one question per chapter, answered by the chapter's own glued number.
 
-Before a chapter's deciding experiment the reader is asked what it will show. The answer is
-the number the chapter glues into its verdict, read from the ledger's evidence file
-(``attention_course/data/evidence.json``, rebuilt from the chapters' stored outputs by
-``python -m attention_course evidence``), so the reveal and the verdict box cannot disagree.
-Each question offers ranges; the correct one is the range the number falls in. The answer links
-the verdict box it bears on, on whichever page holds it (:func:`verdict_href`).
+The answer is read from ``attention_course/data/evidence.json``, so the reveal and the verdict
+box cannot disagree; the correct choice is the range the number falls in.
 """
 
 from __future__ import annotations
@@ -27,9 +23,6 @@ CLAIMS_FILE = Path(__file__).resolve().parents[1] / "data" / "claims.toml"
 
 def verdict_href(claim: str, path: Path = CLAIMS_FILE) -> str:
     """The link to ``claim``'s verdict box from any page of the book: ``<page>.html#claim-<claim>``.
-
-    The page is the claim's ``chapter`` in the ledger (its evidence page), so a lesson's link
-    reaches the box on the page beside it, and stays right when a box moves.
 
     Examples
     --------

@@ -1,15 +1,8 @@
 """The book's figure style: one column, one type size, one colour per thing.
 
-Every chapter figure is drawn for the book's text column, about 688 CSS px wide.
-A figure at most :data:`MAX_WIDTH` inches wide, rendered at :data:`DPI`, is shown at
-about two thirds of its pixel size there, so an 11 pt label lands at about 15 CSS px
-and the smallest tick label (10 pt) at about 13 px, well above the 9 px a reader needs.
-
-Use :func:`book_figure` on a plotting function (it applies :data:`RC` while the figure
-is drawn and refuses a figure wider than the column), and :func:`setup_notebook` once at
-the top of a chapter so that figures made in the notebook itself match. The colour maps
-(:data:`METHOD_COLORS`, :data:`ROLE_COLORS`) give each efficient-attention method and
-each head role one colour across the whole book.
+Figures are at most :data:`MAX_WIDTH` inches wide at :data:`DPI` (the smallest label reads at
+about 13 CSS px). :func:`book_figure` wraps a plotting function; :func:`setup_notebook` styles
+a notebook's own figures.
 """
 
 from __future__ import annotations
@@ -171,9 +164,6 @@ def book_figure(func: Callable[..., Figure]) -> Callable[..., Figure]:
 def new_axes(ax: Optional[Axes], figsize: tuple[float, float]) -> tuple[Figure, Axes]:
     """``(ax.figure, ax)``, or a new constrained-layout figure of ``figsize`` inches and its one axes.
 
-    For a plotting function with an optional ``ax``: it draws into the caller's axes when given
-    one, and into a figure of its own size otherwise.
-
     Examples
     --------
     >>> fig, ax = new_axes(None, (3, 2))
@@ -210,8 +200,7 @@ def mask_legend(ax: Axes, labels: Sequence[str] = ("masked", "allowed"), loc: st
 def setup_notebook() -> None:
     """Make figures drawn in a notebook match the book: :data:`RC`, PNG output.
 
-    The one function here that changes global state, on purpose: a chapter calls it once,
-    in its import cell. Package plotting functions use :func:`book_figure` instead.
+    Changes global state, on purpose; plotting functions use :func:`book_figure` instead.
     """
     mpl.rcParams.update(RC)
     try:

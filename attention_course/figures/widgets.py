@@ -1,19 +1,8 @@
 """Interactive figures that need no kernel and no network: HTML, a little JavaScript, plotly.
 
-A reader of the book can move a condition (inverse temperature, d_k, bandwidth...) and watch a
-verdict's deciding number change. Every figure here is *precomputed* in Python on a grid and
-written out as HTML that
-
-* draws with plotly.js served from the book's own ``_static`` folder (``book/_ext/interactive.py``
-  adds the script only to pages that contain a figure: nothing is fetched from the network);
-* carries a static PNG of the same figure, shown when JavaScript or plotly is missing (print,
-  JupyterLab with an untrusted notebook, Colab) and hidden once the plot is drawn;
-* is byte-for-byte deterministic: numbers rounded to 4 significant digits, ids from the figure's
-  name, so nbval can compare the stored output and a CPU's last bits cannot change it.
-
-Three building blocks: :class:`SliderFigure` (one control, one precomputed frame per value),
-:class:`PickerFigure` (a menu of precomputed frames, e.g. a layer x head picker) and
-:class:`PredictReveal` (commit to a prediction, then reveal the measured number).
+Every figure is precomputed on a grid and written as deterministic HTML (numbers rounded to 4
+significant digits) with plotly.js from the book's ``_static`` and a PNG fallback:
+:class:`SliderFigure`, :class:`PickerFigure` and :class:`PredictReveal`.
 """
 
 from __future__ import annotations
@@ -193,11 +182,9 @@ class SliderFigure(_Frames):
     """One plotly figure per value of a condition, and a range input that moves between them.
 
     ``frames[i]`` is ``{"data": [plotly traces], "layout": {optional overrides}, "readout": html}``;
-    ``labels[i]`` names the value (``"β = 1.0"``). ``flip`` (an index, optional) marks where a
-    verdict changes: the slider shows a tick there and the note says what flips;
-    ``more_flips`` adds further ``(index, note)`` marks. ``verdict`` names the claim whose verdict
-    flips there (its ``id`` in ``claims.toml``): each flag then links to that verdict box
-    (``#claim-<id>`` on the same page) and carries ``data-verdict``, which the tests check.
+    ``labels[i]`` names the value (``"β = 1.0"``). ``flip`` (an index) and ``more_flips``
+    (``(index, note)`` pairs) mark where a verdict changes; ``verdict`` (a claim id) links each flag
+    to its box.
 
     Examples
     --------
@@ -290,9 +277,7 @@ mark();})();"""
 class PredictReveal:
     """Ask for a prediction before an experiment; reveal the measurement on request.
 
-    The choice is remembered in the browser (``localStorage``); nothing blocks reading: the
-    answer is one click away with or without a prediction, and is written out in full when
-    JavaScript is off.
+    The choice is remembered in ``localStorage``; without JavaScript the answer is written out.
 
     Examples
     --------

@@ -1,13 +1,8 @@
 r"""AdamW, computed as ``torch.optim.AdamW`` computes it on the CPU, without its import cost.
 
-``torch.optim``'s optimisers import ``torch._dynamo`` (the compiler, with sympy) the first time
-one is built or stepped: about 3 s of CPU in every process that trains, which is most of the
-time a notebook spends before its first training step. The course never compiles, so
-:class:`AdamW` does the same update with the same tensor operations in the same order, and a
-test checks that its parameters equal ``torch.optim.AdamW``'s bit for bit.
-
-The update of a parameter :math:`\theta` with gradient :math:`g` at step :math:`t`
-(Loshchilov & Hutter 2019, decoupled weight decay :math:`\lambda`):
+``torch.optim`` imports ``torch._dynamo`` (about 3 s); :class:`AdamW` does the same update with
+the same operations in the same order (a test checks it bit for bit). With decoupled weight
+decay :math:`\lambda` (Loshchilov & Hutter 2019):
 
 .. math::
 

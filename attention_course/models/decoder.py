@@ -1,10 +1,6 @@
 r"""A Llama-style decoder's forward pass that shows its attention: SmolLM2-135M's maps, queries and keys.
 
-Chapters 3-7 measure what SmolLM2's heads do, and a chapter may import only earlier chapters, so
-the forward pass they read lives here, beside the loader (:mod:`attention_course.models.smollm2`).
-Chapter 9 builds the same model part by part for the learner
-(:mod:`attention_course.chapters.decoder`); a test keeps the two equal.
-
+Chapters 3-7 read it; chapter 9 builds the same model for the learner (a test keeps them equal).
 Each layer (pre-norm, as in Llama):
 
 .. math::
@@ -15,17 +11,8 @@ Each layer (pre-norm, as in Llama):
 
     a = x + (A v) W_O, \qquad y = a + \operatorname{SwiGLU}(\operatorname{RMSNorm}(a)),
 
-with rotate-half RoPE (feature ``i`` turned with feature ``i + d_head/2``) and grouped-query
-attention (query head ``i`` reads key/value head ``i // (h / h_kv)``). The maps :math:`A` are
-what the model uses: after RoPE, causal, each row a distribution over the keys at or before it.
-
-:func:`decoder_pass` returns them per layer and head, with the queries and keys *after* RoPE (the
-scores :math:`q k^\top/\sqrt{d}` they give are the logits of :math:`A`), the hidden states and the
-logits; an optional ``transform(weights, layer)`` replaces each layer's maps before they multiply
-the values (chapter 3 removes singular values from them). Nothing is cached here: the weights are
-cached once per process by :func:`~attention_course.models.smollm2.load_smollm2` (540 MB in
-float32); SmolLM2's maps at 512 tokens take 30 x 9 x 512^2 x 4 bytes = 283 MB, so ask only for
-what you need (``keep``).
+with rotate-half RoPE and grouped-query attention (query head ``i`` reads key/value head
+``i // (h / h_kv)``). The maps at 512 tokens take 283 MB: ask only for what you need (``keep``).
 """
 
 from __future__ import annotations
@@ -112,8 +99,8 @@ def decoder_pass(weights: DecoderWeights, ids: torch.Tensor, transform: Optional
     ids : LongTensor, shape (B, T)
         Token ids (no start token is added; SmolLM2's first position is its sink).
     transform : callable, optional
-        ``transform(weights (B, h, T, T), layer) -> (B, h, T, T)``, used in place of each layer's
-        maps before they multiply the values; the maps kept are the model's own, before it.
+        ``transform(weights (B, h, T, T), layer) -> (B, h, T, T)`` replaces each layer's maps
+        before they multiply the values (the maps kept are the model's own).
     keep : collection of str
         Which of :data:`KEEP` to return (the logits always are).
 
@@ -174,8 +161,6 @@ def next_token_loss(logits: torch.Tensor, ids: torch.Tensor) -> float:
 
 def causal_uniform(weights: torch.Tensor) -> torch.Tensor:
     """Uniform weights over the keys each query may see (keys ``j <= i``): the same shape as ``weights`` (..., T, T).
-
-    The causal baseline: a query at position ``i`` gives ``1 / (i + 1)`` to each earlier key and itself.
 
     Examples
     --------

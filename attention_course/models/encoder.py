@@ -10,13 +10,8 @@ all-MiniLM-L6-v2 runs on :func:`~attention_course.core.multihead.multi_head_atte
     A_\ell &= \operatorname{LN}(H_{\ell-1} + \operatorname{MHA}(H_{\ell-1}, H_{\ell-1})) \\
     H_\ell &= \operatorname{LN}(A_\ell + \operatorname{GELU}(A_\ell W_1 + b_1) W_2 + b_2)
 
-Weights are stored as ``x @ W`` matrices (``nn.Linear.weight`` transposed). Only
-torch tensors are used here. Padding: ``attention_mask`` (1 = real token) becomes
-the package's boolean mask (``True`` = may attend) over *keys*, so no query
-attends to padding; padded query positions still get (meaningless but finite)
-outputs, exactly as in ``transformers``. An ``attention_override``
-(:mod:`attention_course.models.override`) may replace what any head outputs, e.g.
-to swap a head's map (chapter 3) or to read every layer's queries and keys.
+Weights are ``x @ W`` matrices (``nn.Linear.weight`` transposed), torch only. No query attends
+to padding; padded queries get finite outputs, as in ``transformers``.
 """
 
 from __future__ import annotations
@@ -129,12 +124,6 @@ def bert_weights_from_state_dict(state_dict: Mapping[str, torch.Tensor], num_hea
 
 def bert_weights_from_safetensors(folder: str | Path) -> BertWeights:
     """Load ``model.safetensors`` and ``config.json`` from a model folder, without transformers.
-
-    Public API, though no chapter calls it (they go through
-    :func:`~attention_course.models.pretrained.minilm_weights`): it runs
-    :func:`bert_encode` on a downloaded BERT folder without importing
-    ``transformers`` (seconds to import), and the tests use it to check that
-    :func:`bert_weights_from_state_dict` reads the same weights as ``transformers``.
     """
     from safetensors.torch import load_file
 
@@ -167,13 +156,11 @@ def bert_encode(weights: BertWeights, input_ids: torch.Tensor,
         Token ids, e.g. from the model's tokenizer with ``padding=True``.
     attention_mask : tensor, shape (B, T), optional
         1 (or True) = real token, 0 = padding. Padded keys get weight exactly 0.
-        A sequence that is all padding gets weights 0 everywhere (transformers gives
-        uniform weights there).
     token_type_ids : LongTensor, shape (B, T), optional
         Segment ids; default 0.
     attention_override : callable, optional
-        ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None``, called in every
-        layer; what it returns replaces ``weights @ v``. See :mod:`attention_course.models.override`.
+        ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None`` replaces
+        ``weights @ v`` (:mod:`attention_course.models.override`).
 
     Returns
     -------

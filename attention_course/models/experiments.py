@@ -1,19 +1,10 @@
 r"""The one runner of the course's long experiments; every long run is a configuration of it.
 
-As nanoGPT's ``config/*.py`` files are configurations of one ``train.py``, each long run of the
-course is an :class:`Experiment`: its name (the command ``python -m attention_course <name>``),
-a configuration (a frozen dataclass whose defaults are the stored run's; the keywords of a tiny
-model's training are declared once, in :class:`Training`, and a chapter's configuration
-overrides the defaults it changes), the function that runs one variant of it (``run_one``), the
-grid of variants, the JSON document it stores in ``attention_course/data/``, its help and its
-flags. :func:`run` runs the grid, in ``jobs`` fresh processes when the configuration has more
-than one (each run is single-threaded and deterministic, so ``jobs`` changes only the wall time),
-with the one progress bar, :func:`progress_bar` (on stderr: never in a notebook's output);
-:func:`write_json` and :func:`read_json` are the one writer and reader of the stored files.
-
-A chapter :func:`register` s its experiments when it is imported (importing the package
-imports every chapter); ``attention_course/__main__.py`` builds the command line from
-:data:`EXPERIMENTS`. A new long run is a configuration, a run function and a document:
+Each long run is an :class:`Experiment`: a command name, a frozen configuration whose defaults
+are the stored run's, a ``run_one`` function, a grid of variants and the JSON document it stores
+in ``attention_course/data/``. :func:`run` runs the grid (in ``jobs`` processes; runs are
+deterministic, so ``jobs`` changes only the wall time). Chapters :func:`register` their
+experiments; ``__main__`` builds the command line from :data:`EXPERIMENTS`:
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
@@ -67,20 +58,15 @@ Job = tuple  # the arguments of ``run_one`` after the configuration: one variant
 class Training:
     """The keywords of one training run of a tiny transformer, declared once for every experiment.
 
-    The defaults are those of :func:`~attention_course.models.training.train` and
-    :class:`~attention_course.models.tiny.ModelConfig`; a chapter's configuration subclasses this
-    class and overrides what it changes, e.g. chapter 6's ``Training(steps=200, lr=1e-2, n_heads=1)``.
+    A chapter's configuration subclasses it and overrides what it changes.
 
     Attributes
     ----------
     steps : int
         AdamW updates per model.
     lr : float
-        Learning rate.
     n_heads, d_model, n_layers : int
-        Model sizes.
     batch_size : int
-        Training batch.
     eval_batch : int
         Held-out batch the trained model is measured on.
 
@@ -150,17 +136,15 @@ class Experiment:
     Attributes
     ----------
     name : str
-        Its command, ``python -m attention_course <name>`` (a part: the command and its flags).
+        Its command, ``python -m attention_course <name>``.
     config : dataclass instance
-        The configuration and its defaults: the stored run's settings. The command line
-        overrides its fields (:attr:`flags`).
+        The stored run's settings; the command line overrides its fields (:attr:`flags`).
     run_one : callable
-        ``run_one(config, *job)`` runs one variant and returns its record. A module-level
-        function, so that worker processes can run it.
+        ``run_one(config, *job)`` runs one variant and returns its record (module-level, for workers).
     out : Path or None
         The JSON file it writes by default (None: only when the out flag names one).
     description : str
-        What it computes and how long it takes: the command's ``--help``.
+        The command's ``--help``: what it computes and how long it takes.
     help : str
         One line, for the list of commands.
     grid : callable
@@ -177,8 +161,7 @@ class Experiment:
     out_flag : str
         The flag that overrides :attr:`out`.
     parts : tuple of Experiment
-        A command with several stored files (e.g. ``--matched``) has one part for each; they share
-        its configuration and flags.
+        One per stored file of a command with several; they share its configuration and flags.
     select : callable, optional
         ``select(config)`` returns what a configuration runs: this experiment or some of its parts.
     also : tuple of Path
@@ -188,15 +171,13 @@ class Experiment:
     cost : callable, optional
         ``cost(config, job)``: with several workers, the costliest jobs start first.
     merge : callable, optional
-        ``merge(document, previous)`` when the file already exists: what to keep of the previous
-        document (parts of a run made by separate calls); read and written under a lock.
+        ``merge(document, previous)``: what to keep of an existing file (under a lock).
     resume : callable, optional
-        ``resume(previous, config)`` lists the ``(job, record)`` pairs of the existing file that a
-        search reuses instead of running them again.
+        ``resume(previous, config)``: the ``(job, record)`` pairs of the existing file a search reuses.
     save_each : bool
-        Write the document after every finished run, so that a run cut short keeps what it finished.
+        Write the document after every finished run.
     indent : int or None
-        The JSON's layout: 1 (one value a line) or None (one line, for files of long curves).
+        The JSON's indent: 1, or None (one line, for long curves).
     threads : int or None
         torch threads while a run runs (restored afterwards); None leaves them alone.
     report : callable, optional
@@ -332,10 +313,8 @@ def run(experiment: Experiment, config: Any = None, show: bool = False,
         save: Optional[Callable[[Runs], None]] = None, done: Optional[Runs] = None) -> Runs:
     """Run every job of ``experiment`` (its configuration, or ``config``) and return the :class:`Runs`.
 
-    With ``config.jobs`` above one the jobs go to that many fresh worker processes (a fork of a
-    process whose torch has started its OpenMP threads can hang), the costliest first; the
-    records come back in the grid's order all the same. ``show`` draws the progress bar on
-    stderr; ``save(runs)`` is called after each finished run; ``done`` holds runs a search reuses.
+    With ``config.jobs`` above one, in fresh worker processes (costliest first); records come back
+    in the grid's order. ``save(runs)`` is called after each run; ``done`` holds runs a search reuses.
 
     Examples
     --------
@@ -458,9 +437,7 @@ def progress_bar(items: Iterable, desc: str, total: Optional[int] = None, show: 
                  label: Optional[Callable[[Any], str]] = None) -> Iterator:
     """Iterate ``items`` with a progress bar on stderr: tqdm's if it is installed, else one line per item.
 
-    ``show=False`` iterates silently (what the library's own calls do: a notebook's output never
-    shows progress); ``show=None`` shows it when the experiment running it does (a bar inside a
-    long run, e.g. over its training steps); ``label(item)`` describes the item being run.
+    ``show=None`` shows it when the running experiment does; ``label(item)`` describes the item.
 
     Examples
     --------

@@ -1,11 +1,7 @@
 r"""L-BFGS with a strong-Wolfe line search, computed as ``torch.optim.LBFGS`` computes it.
 
-Building any ``torch.optim`` optimiser imports ``torch._dynamo`` (the compiler): about 3 s of CPU
-in a process that only wants to fit a few small parameters, as chapters 4 and 5 do. :func:`lbfgs`
-runs one ``torch.optim.LBFGS(params, ..., line_search_fn="strong_wolfe").step(closure)`` with the
-same tensor operations in the same order, and calls torch's own line search
-(``torch.optim.lbfgs._strong_wolfe``, whose module imports nothing heavy); a test checks that the
-parameters equal ``torch.optim.LBFGS``'s bit for bit.
+One ``torch.optim.LBFGS(..., line_search_fn="strong_wolfe").step(closure)``, bit for bit, without
+importing ``torch._dynamo`` (about 3 s); the line search is torch's own.
 
 Each iteration takes the quasi-Newton direction :math:`d = -H g` from the last ``history_size``
 pairs :math:`s_i = x_{i+1} - x_i`, :math:`y_i = g_{i+1} - g_i` (the two-loop recursion, with

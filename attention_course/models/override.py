@@ -1,14 +1,8 @@
 r"""The hook point of the course's models: replace what a layer's heads output.
 
-Each model has one forward pass (:class:`~attention_course.models.tiny.TinyTransformer`,
-:func:`~attention_course.models.encoder.bert_encode`), whose layers all run
-:func:`~attention_course.core.multihead.multi_head_attention`. An experiment that changes a head
-(chapter 3 swaps each map :math:`A_h` for a rank-:math:`k`, top-:math:`k` or uniform one) passes an
-``attention_override`` to that forward pass instead of writing a second one. It is called once per
-layer as ``override(q, k, v, weights, layer)``, with q, k, v ``(B, h, T or S, d)`` and the layer's
-weights ``(B, h, T, S)``, and returns the heads' output ``(B, h, T, d_v)`` in place of
-``weights @ v`` (to swap a map for ``A'``: ``A' @ v``), or ``None`` to keep it (to read the
-queries and keys). The model still returns its own weights.
+``override(q, k, v, weights, layer)``, with q, k, v ``(B, h, T or S, d)`` and weights
+``(B, h, T, S)``, is called once per layer and returns the heads' output ``(B, h, T, d_v)`` in place
+of ``weights @ v``, or ``None`` to keep it. The model still returns its own weights.
 """
 
 from __future__ import annotations
@@ -31,9 +25,7 @@ def attend_with_override(attend: AttentionStep, override: Optional[AttentionOver
                          layer: int) -> AttentionStep:
     """The attention step ``attend`` of layer ``layer``, with ``override`` applied to its output.
 
-    Returns ``attend`` itself when ``override`` is None. The returned step computes
-    ``attend(q, k, v, mask=..., scale=...)`` as usual, then replaces the heads' output by
-    ``override(q, k, v, weights, layer)`` unless that is None; the weights are left as they were.
+    Returns ``attend`` itself when ``override`` is None; the weights are left as they were.
 
     Examples
     --------

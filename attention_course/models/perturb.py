@@ -1,9 +1,7 @@
 """Perturbed and batched runs of a BERT encoder: scrambled weights, attention maps of many texts.
 
-:func:`scrambled_weights` is the untrained-model baseline of chapters 5 and 7: each weight tensor
-keeps its own entries (so its scale) in a random order, so whatever training put where is lost.
-:func:`encoder_maps` runs texts through :func:`attention_course.models.encoder.bert_encode` and
-returns each text's token ids and attention maps, cut to its own length.
+:func:`scrambled_weights` is the untrained-model baseline; :func:`encoder_maps` returns each
+text's token ids and attention maps, cut to its own length.
 """
 
 from __future__ import annotations
@@ -31,24 +29,12 @@ def scrambled_weights(weights: Any, seed: int, *, every_tensor: bool = False,
                       tensors: Collection[str] = _MATRICES) -> Any:
     """A copy of a model's weights with the entries of chosen weight tensors randomly permuted.
 
-    Each scrambled tensor keeps its shape and its own values (so its scale and spread of
-    sizes); what training put where is lost. The chapters ask two questions of it:
-
-    * ``every_tensor=False`` (chapters 5 and 7): only the layer matrices (``W_q, W_k, W_v, W_o, W_1,
-      W_2``) are scrambled. Embeddings, biases and LayerNorm parameters are kept, so the
-      tokens still enter as trained and only what the layers learned is lost: is a head's graph
-      built by trained layers, or by any layers of these scales?
-    * ``every_tensor=True``: every tensor, the word, position and token-type
-      embeddings, biases and LayerNorm parameters too. Not even the position embeddings keep
-      what training put in them: which kinds of head (content, position, sink) need training?
-    * ``tensors=("W_q", "W_k")`` (chapter 4): only the query and key matrices, so every head's
-      map is lost while what the values and feed-forward blocks carry is kept.
-
-    ``weights`` is any weights dataclass whose ``layers`` field holds layer dataclasses: the
-    encoder's :class:`~attention_course.models.encoder.BertWeights` or the decoder's
-    :class:`~attention_course.models.smollm2.DecoderWeights`.
-    One generator, seeded with ``seed``, draws one permutation per scrambled tensor in field
-    order (the embeddings, then each layer's fields). The input is not changed.
+    Each scrambled tensor keeps its shape and values (so its scale). ``every_tensor=False``:
+    only the layer matrices (``W_q, W_k, W_v, W_o, W_1, W_2``); ``every_tensor=True``: every
+    tensor, embeddings, biases and norms too; ``tensors=("W_q", "W_k")``: only those.
+    ``weights`` is a :class:`~attention_course.models.encoder.BertWeights` or
+    :class:`~attention_course.models.smollm2.DecoderWeights`. One seeded generator draws one
+    permutation per tensor in field order; the input is not changed.
 
     Examples
     --------

@@ -8,22 +8,10 @@ random order, one token per edge :math:`a \to f(a)`, and ends with a start node
 
     y = f^{k}(q) = \underbrace{f(f(\cdots f}_{k}(q)\cdots)).
 
-:math:`f` is a single random cycle through all ``n`` nodes, so
-:math:`q, f(q), \dots, f^{n-1}(q)` are all different: for :math:`1 < k < n` the answer is
-never the start node and never the node one link away. A model that follows one
-link, or copies its input, scores exactly 0; a guess scores :math:`1/n`.
-
-Token layout (vocabulary ``n + n**2``): the nodes are tokens ``0 .. n-1`` (the query);
-the edge :math:`a \to b` is the single token ``n + a n + b``. One token per edge means
-that reading an edge costs no layer: with two tokens per edge, an attention-only model
-first spends a layer copying the source node into the target's position (the
-previous-token head of an induction circuit), which would blur "one layer per hop".
-
-The maps are split into a **training** and a **held-out** part by a fixed hash of
-:math:`f` (:func:`map_split`), so a model is scored on maps it never trained on.
-Every function is pure and seeded; :class:`PointerChasingTask` is called like a
-:class:`~attention_course.models.tasks.Task`, so
-:func:`~attention_course.models.training.train` accepts it.
+:math:`f` is a single random cycle, so for :math:`1 < k < n` following one link or copying
+scores 0; a guess scores :math:`1/n`. Nodes are tokens ``0 .. n-1``; the edge
+:math:`a \to b` is the single token ``n + a n + b`` (reading an edge costs no layer). A fixed
+hash of :math:`f` (:func:`map_split`) holds out maps for testing.
 """
 
 from __future__ import annotations
@@ -54,9 +42,7 @@ def _check(batch_size: int, n_nodes: int, hops: int) -> None:
 def random_cycles(batch_size: int, n_nodes: int, generator: torch.Generator) -> torch.Tensor:
     r"""Successor maps that are single random cycles, shape (B, n): ``f[b, a]`` follows node ``a``.
 
-    A random order :math:`\pi` of the nodes is closed into a cycle,
-    :math:`f(\pi_i) = \pi_{(i + 1) \bmod n}`; every one of the :math:`(n-1)!` cycles is
-    equally likely.
+    :math:`f(\pi_i) = \pi_{(i + 1) \bmod n}` for a random order :math:`\pi`; all cycles are equally likely.
 
     Examples
     --------
@@ -74,8 +60,7 @@ def map_split(f: torch.Tensor) -> torch.Tensor:
     r"""Which part a map belongs to, shape (B,): 0 = held out (``"test"``), 1.. = training.
 
     A fixed hash of the whole map, :math:`\big(\sum_a c_a f(a)\big) \bmod` ``N_SPLITS``
-    with :math:`c_a = 2a + 1`, so the split depends on :math:`f` only (not on the order of
-    the edges or on the query).
+    with :math:`c_a = 2a + 1`: it depends on :math:`f` only.
 
     Examples
     --------
@@ -158,9 +143,8 @@ def pointer_chasing(
 ) -> Batch:
     r"""Edges of a random cycle in random order, then a start node: predict :math:`f^{k}(q)`.
 
-    Maps are drawn until ``batch_size`` of them fall in ``split`` (about 4 in 5 for
-    ``"train"``, 1 in 5 for ``"test"``; ``"all"`` keeps every map). On fewer than 5 nodes no
-    cycle hashes to the held-out part, so ``split="test"`` needs ``n_nodes >= 5``.
+    Maps are drawn until ``batch_size`` of them fall in ``split``; ``split="test"`` needs
+    ``n_nodes >= 5``.
 
     Parameters
     ----------
@@ -178,9 +162,7 @@ def pointer_chasing(
     Returns
     -------
     Batch
-        ``inputs`` (B, n + 1); ``targets`` (B, n + 1) with the answer at the last
-        position (earlier positions hold the next input; they do not count);
-        ``mask`` (B, n + 1), ``True`` only at the last position.
+        ``inputs``, ``targets`` and ``mask`` (B, n + 1); only the last position counts.
 
     Examples
     --------
@@ -218,8 +200,6 @@ def pointer_chasing(
 @dataclass(frozen=True)
 class PointerChasingTask:
     """:func:`pointer_chasing` with its settings fixed: ``task(batch_size, generator=g) -> Batch``.
-
-    Called like :class:`~attention_course.models.tasks.Task`, so the training loop accepts it.
 
     Examples
     --------

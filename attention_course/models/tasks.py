@@ -56,10 +56,8 @@ def toy_sentence(
 ) -> ToySentence:
     """Seeded embeddings and projections for a short sentence.
 
-    The embeddings are random (one per distinct word, so repeated words get the
-    same vector) and the projections are random with variance ``1/d_model``.
-    In a trained model both would be learned; here they only serve to show the
-    mechanics. ``d_v = 2`` lets the values be drawn in the plane.
+    One random embedding per distinct word; projections with variance ``1/d_model``.
+    ``d_v = 2`` lets the values be drawn in the plane.
 
     Examples
     --------
@@ -154,28 +152,21 @@ def repeated_sequences(
 
         s_t = s_{t - p} \quad (t \ge p)
 
-    Position ``t`` counts in the loss when ``t >= p``: the current token has
-    occurred once before, at ``t - p``, and the next token is the one that
-    followed it then. This is exactly what an induction head computes ("find
-    the previous occurrence of my token, copy what came after it"); without one
-    a model can only guess among the tokens already seen, :math:`\approx \ln p`
-    nats. Because the blocks have distinct tokens the previous occurrence is
-    unique. The period of sequence ``b`` can be read off the mask:
-    ``p_b = (~mask[b]).sum()``.
+    Position ``t`` counts in the loss when ``t >= p``, where an induction head can copy what
+    followed the token's previous occurrence; the period is ``p_b = (~mask[b]).sum()``.
 
     Parameters
     ----------
     batch_size : int
     seq_len : int, default 28
-        Length T of ``inputs`` (``2 * max_period`` makes the repeated part at
-        least half of every sequence). Must exceed ``max_period``.
+        Length T of ``inputs``; must exceed ``max_period``.
     vocab_size : int, default 64
     min_period, max_period : int, default 6 and 14
-        The period is drawn uniformly from ``min_period..max_period`` inclusive.
+        Inclusive range of the period.
     seed : int, default 0
         Seeds a fresh ``torch.Generator`` when ``generator`` is not given.
     generator : torch.Generator, optional
-        Draw from this generator instead (advancing it), e.g. one per training run.
+        Draw from this generator instead (advancing it).
 
     Returns
     -------
@@ -227,8 +218,7 @@ def associative_recall(
 
         y = v_j \quad \text{where } k_j = q,
 
-    which an attention head can fetch by matching ``q`` against the keys
-    (after a previous-token head has copied each key into its value's position).
+    which a head can fetch by matching ``q`` against the keys.
 
     Parameters
     ----------
@@ -290,8 +280,7 @@ def copy_sequences(
 
         y_{L + i} = a_{i+1} \quad\text{(copy)}, \qquad y_{L + i} = a_{L - i} \quad\text{(reverse)},
 
-    so a head must attend to a position at a fixed offset back (copy) or
-    to the mirror image of the current position (reverse).
+    a fixed offset back (copy) or the mirror position (reverse).
 
     Parameters
     ----------
@@ -381,8 +370,7 @@ def make_task(name: str, **kwargs) -> Task:
     Raises
     ------
     ValueError
-        For an unknown name (the message lists the known ones) or a setting
-        that the generator does not take.
+        For an unknown name or a setting the generator does not take.
 
     Examples
     --------

@@ -10,24 +10,10 @@ attention (optionally preceded by LayerNorm and followed by an MLP):
         \operatorname{softmax}\!\left(c\,(x W_Q^h)(x W_K^h)^\top + M\right)
         x W_V^h W_O^h
 
-where :math:`c = 1/\sqrt{d_k}` by default (``ModelConfig.scale``; chapter 6
-also trains with :math:`c = 1` and :math:`c = 1/d_k`), :math:`M` is the causal
-mask and :math:`m_{\ell h} \in \{0, 1\}` is a head mask used for ablations
-(Michel et al., 2019). Each head keeps its own
-:math:`W_Q^h, W_K^h, W_V^h \in \mathbb{R}^{d_{model} \times d_k}` and
-:math:`W_O^h \in \mathbb{R}^{d_k \times d_{model}}`, stored as tensors of shape
-``(h, d_model, d_k)`` and ``(h, d_k, d_model)``, so heads can be read,
-compared and switched off one at a time. Each block is the package's one
-multi-head attention, :func:`~attention_course.core.multihead.multi_head_attention`,
-with these blocks laid side by side.
-
-The forward pass returns the logits *and* every layer's attention weights; the
-module stores nothing for plotting. Its ``attention_override``
-(:mod:`attention_course.models.override`) may replace what any head outputs, which
-is how chapter 3 swaps a head's map and :func:`qk_logits` reads the scores each
-softmax sees. Training is in :mod:`attention_course.models.training`; probes of
-trained heads (ablation, previous-token and induction scores) in
-:mod:`attention_course.models.probes`.
+where :math:`c = 1/\sqrt{d_k}` by default (``ModelConfig.scale``), :math:`M` is the causal
+mask and :math:`m_{\ell h} \in \{0, 1\}` a head mask for ablations. Per-head weights are
+stored as ``(h, d_model, d_k)`` and ``(h, d_k, d_model)`` tensors. The forward pass returns
+the logits *and* every layer's attention weights.
 """
 
 from __future__ import annotations
@@ -50,12 +36,9 @@ __all__ = ["ModelConfig", "TinyTransformer", "attention_block", "qk_logits"]
 class ModelConfig:
     r"""Sizes and switches of :class:`TinyTransformer`.
 
-    ``d_k = d_model // n_heads`` by default. ``layer_norm`` adds a pre-LN before
-    each block and before the unembedding; ``mlp`` adds a ReLU MLP of width
-    ``4 d_model`` after each attention block. ``scale`` multiplies the scores
-    :math:`q \cdot k` before the softmax: ``"sqrt"`` (:math:`1/\sqrt{d_k}`, the
-    default), ``"none"`` (1), ``"mup"`` (:math:`1/d_k`) or a positive number; see
-    :func:`~attention_course.core.attention.resolve_scale`.
+    ``d_k = d_model // n_heads`` by default. ``layer_norm`` adds a pre-LN before each block
+    and the unembedding; ``mlp`` a ReLU MLP of width ``4 d_model`` after each attention block.
+    ``scale`` is as in :func:`~attention_course.core.attention.resolve_scale`.
 
     Examples
     --------
@@ -109,10 +92,6 @@ def attention_block(
             c\, q_h k_h^\top + M_{\text{causal}}\right) v_h W_O^h,
         \qquad q_h = x W_Q^h,\; k_h = x W_K^h,\; v_h = x W_V^h
 
-    The per-head blocks are laid side by side (head ``i`` owns the columns
-    ``i*d_k:(i+1)*d_k`` of :math:`W_Q, W_K, W_V` and the same rows of :math:`W_O`) and
-    passed to :func:`~attention_course.core.multihead.multi_head_attention`.
-
     Parameters
     ----------
     x : torch.Tensor, shape (B, T, d_model)
@@ -123,18 +102,16 @@ def attention_block(
     scale : float, optional
         The factor :math:`c` on the scores; default :math:`1/\sqrt{d_k}`.
     attend : callable, optional
-        The attention step (see :func:`~attention_course.core.multihead.multi_head_attention`);
-        default this module's ``scaled_dot_product_attention``, read when the block runs, so
-        that chapter 6's :func:`~attention_course.chapters.scaling.backward_swap.swapped_backward`
-        can replace it for a whole training run.
+        The attention step; default this module's ``scaled_dot_product_attention``, looked up
+        when the block runs, so that chapter 6's
+        :func:`~attention_course.chapters.scaling.backward_swap.swapped_backward` can replace it.
 
     Returns
     -------
     out : torch.Tensor, shape (B, T, d_model)
         What the block adds to the residual stream.
     weights : torch.Tensor, shape (B, h, T, T)
-        Attention weights; query ``i`` attends to keys ``j <= i`` (causal mask,
-        True = may attend), each row sums to 1.
+        Causal attention weights; each row sums to 1.
 
     Examples
     --------
@@ -162,8 +139,7 @@ class TinyTransformer(nn.Module):
     ----------
     config : ModelConfig
     seed : int, default 0
-        Seeds the initialisation (through a private ``torch.Generator``, so
-        the global random state is not touched).
+        Seeds the initialisation (the global random state is not touched).
 
     Examples
     --------
@@ -219,9 +195,8 @@ class TinyTransformer(nn.Module):
         head_mask : torch.Tensor, optional, shape (n_layers, n_heads)
             1 keeps a head, 0 zeroes its output (ablation). Default: all ones.
         attention_override : callable, optional
-            ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None``, called in
-            every layer; what it returns replaces ``weights @ v`` (the head mask still
-            applies). See :mod:`attention_course.models.override`.
+            ``override(q, k, v, weights, layer) -> heads (B, h, T, d_k) or None`` replaces
+            ``weights @ v`` (:mod:`attention_course.models.override`).
 
         Returns
         -------
@@ -270,11 +245,8 @@ class TinyTransformer(nn.Module):
 def qk_logits(model: TinyTransformer, tokens: torch.Tensor) -> list[torch.Tensor]:
     r"""The scaled scores :math:`c\,(x W_Q^h)(x W_K^h)^\top` that each layer's softmax sees.
 
-    Runs the model once with an ``attention_override`` that reads each layer's queries
-    and keys and changes nothing, so the scores come from the forward pass itself. The
-    causal mask is *not* applied: entries with key ``j > i`` are scores the model never
-    uses; select ``j <= i`` (e.g. with
-    :func:`~attention_course.core.attention.causal_mask`) before taking statistics.
+    Read during one forward pass. The causal mask is *not* applied: select ``j <= i`` before
+    taking statistics.
 
     Parameters
     ----------

@@ -1,14 +1,8 @@
 r"""Training and evaluating :class:`~attention_course.models.tiny.TinyTransformer` on a task.
 
-:func:`train` is the package's one training loop: an optimiser (AdamW, :func:`adamw`, unless
-``optimizer`` builds another) on fresh seeded batches, returning the loss per step. A
-``callback`` sees the model at every step, which is how anything is measured during training:
-:func:`train_run` is :func:`train` with a callback that records gradient norms and how peaked
-the attention is (chapter 6), and chapter 6's experiments pass their own callbacks and
-optimisers. :func:`evaluate_loss` scores a held-out batch. The loss is :func:`masked_loss`, the
-cross-entropy on the positions a task marks (for the induction task, the repeated part only).
-Everything is deterministic on the CPU for a fixed seed and thread count, and the caller's
-random state is left as it was.
+:func:`train` is the package's one training loop (AdamW on fresh seeded batches; a ``callback``
+measures during training, as :func:`train_run` does); :func:`evaluate_loss` scores a held-out
+batch with :func:`masked_loss`, the cross-entropy on the positions a task marks.
 """
 
 from __future__ import annotations
@@ -95,12 +89,8 @@ def train(
 ) -> np.ndarray:
     """Train ``model`` in place on fresh batches of ``task``; return the loss before each update.
 
-    Each step draws a batch, runs the forward and backward passes and updates the parameters
-    with the optimiser ``optimizer(model, lr, weight_decay)`` builds (AdamW by default).
-    Deterministic on the CPU for a fixed ``seed`` and thread count: batches come from a
-    ``torch.Generator`` seeded with ``seed``, and the global torch RNG is seeded inside
-    :func:`torch.random.fork_rng`, so the caller's random state is left as it was. The thread
-    count is set to ``num_threads`` for the duration of the call and restored afterwards.
+    Deterministic on the CPU for a fixed ``seed`` and thread count; the caller's random state
+    and thread count are left as they were.
 
     Parameters
     ----------
@@ -114,33 +104,21 @@ def train(
     batch_size : int, default 32
     weight_decay : float, default 0
     num_threads : int or None, default 1
-        Threads torch uses while training (restored on return); ``None`` leaves
-        the current setting alone. See the notes.
+        Threads torch uses while training (one is fastest for these sizes); ``None`` leaves
+        the current setting alone.
     optimizer : callable, default :func:`adamw`
-        ``optimizer(model, lr, weight_decay)`` returns the optimiser, e.g. one with a
-        parameter group of its own learning rate (chapter 6's small :math:`W_Q` steps).
+        ``optimizer(model, lr, weight_decay)`` returns the optimiser.
     callback : callable, optional
-        ``callback(step, model, weights)``, called with the model after ``step`` updates,
-        ``steps + 1`` times: for ``step < steps`` after the backward pass of batch ``step``
-        and before its update (the parameters' ``.grad`` hold its gradient, ``weights`` are its
-        attention weights, n_layers x (B, h, T, T)), and once after the last update, with
-        ``step = steps`` and ``weights = None``. It must leave the parameters and their
-        gradients as they are (measure under :func:`torch.no_grad`, or with
-        :func:`torch.autograd.grad`); it runs on ``num_threads`` threads.
+        ``callback(step, model, weights)``, ``steps + 1`` times: for ``step < steps`` after the
+        backward pass and before the update (``.grad`` holds the gradient, ``weights`` the
+        attention weights, n_layers x (B, h, T, T)), then once with ``step = steps`` and
+        ``weights = None``. It must leave the parameters and their gradients as they are.
 
     Returns
     -------
     numpy.ndarray, shape (steps,)
         The training loss (nats, on the masked positions only: for the
         induction task, the repeated part) *before* each update.
-
-    Notes
-    -----
-    With the defaults a 2-layer model (``ModelConfig()``) learns the
-    ``"repeated_sequences"`` task in 250-350 steps (loss below 0.6; seeds 0-5).
-    For a model this small one thread is fastest, hence the default
-    ``num_threads=1``: on a busy 2-core machine two threads ran 10x slower
-    (433 s instead of 42 s for 1,000 steps) and gave the same losses.
 
     Examples
     --------
@@ -193,14 +171,11 @@ class TrainingRun:
     loss : numpy.ndarray, shape (steps,)
         Training loss, as returned by :func:`train`.
     grad_norm_q, grad_norm_k : numpy.ndarray, shape (steps, n_layers)
-        Frobenius norm of the loss gradient with respect to each layer's
-        ``W_q`` (all heads together) and ``W_k``.
+        Frobenius norm of the gradient of each layer's ``W_q`` and ``W_k`` (all heads).
     grad_norm : numpy.ndarray, shape (steps,)
-        Norm of the gradient with respect to all parameters.
+        Norm of the gradient of all parameters.
     max_weight : numpy.ndarray, shape (steps, n_layers)
-        Mean over the batch, the heads and the queries ``t >= 1`` of the largest
-        attention weight in the row (query 0 has one key, so its weight is 1):
-        near 1 means saturated, one-hot attention.
+        Mean over batch, heads and queries ``t >= 1`` of a row's largest weight (1: one-hot).
     """
 
     loss: np.ndarray
@@ -213,9 +188,7 @@ class TrainingRun:
 def train_run(model: TinyTransformer, task: Task, **kwargs: Any) -> TrainingRun:
     r""":func:`train`, also recording gradient norms and how peaked the attention is.
 
-    The parameters and the updates are exactly those of :func:`train` (same
-    seed, same losses, bit for bit): the recording is a ``callback`` of :func:`train`,
-    which at each step, after the backward pass and before the update, records
+    The updates are bit for bit those of :func:`train`; at each step, before the update, it records
 
     .. math::
 
@@ -273,8 +246,7 @@ def evaluate_loss(
 ) -> float:
     """Loss (nats) on the masked positions of one fresh, seeded batch.
 
-    The default ``seed`` differs from the training seeds used in the course,
-    so the batch is held out (the tasks have far more sequences than a run sees).
+    The default ``seed`` differs from the course's training seeds, so the batch is held out.
 
     Parameters
     ----------
