@@ -1,9 +1,6 @@
 """Chapter 2 exercises: Nadaraya-Watson, the Gaussian-to-softmax identity, leave-one-out, a learned metric.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
-its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
+Each lists the learners' typical mistakes (mutants) with their feedback, and the rules its statement draws.
 """
 
 from __future__ import annotations

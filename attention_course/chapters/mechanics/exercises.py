@@ -1,9 +1,6 @@
 """Chapter 1 exercises: softmax, attention, causal mask, one query by hand.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
-its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
+Each lists the learners' typical mistakes (mutants) with their feedback, and the rules its statement draws.
 """
 
 from __future__ import annotations
@@ -54,9 +51,13 @@ def _softmax_cases() -> list[Case]:
     ]
 
 
-def _softmax_naive(x):
-    e = np.exp(x)
-    return e / e.sum(axis=-1, keepdims=True)
+def _softmax_shifted_by(shift):
+    """A softmax over the last axis whose exponent is ``x - shift(x)``: right only for the row maximum."""
+    def f(x):
+        e = np.exp(x - shift(x))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return f
 
 
 def _softmax_axis0(x):
@@ -71,21 +72,6 @@ def _softmax_global_sum(x):
 
 def _softmax_unnormalised(x):
     return np.exp(x - x.max(axis=-1, keepdims=True))
-
-
-def _softmax_min_shift(x):
-    e = np.exp(x - x.min(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _softmax_mean_shift(x):
-    e = np.exp(x - x.mean(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _softmax_global_max(x):
-    e = np.exp(x - x.max())
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _softmax_neginf_to_zero(x):
@@ -141,14 +127,14 @@ register(
         make_cases=_softmax_cases,
         reference=lambda x: att.softmax(x, axis=-1),
         mutants=(
-            Mutant("no-max-shift", _softmax_naive,
+            Mutant("no-max-shift", _softmax_shifted_by(lambda x: 0),
                    "overflow for logits near 1000: exp(1000) is inf in floating point. "
                    "Subtract the row maximum first; softmax(x) = softmax(x - max(x))."),
-            Mutant("min-shift", _softmax_min_shift,
+            Mutant("min-shift", _softmax_shifted_by(lambda x: x.min(axis=-1, keepdims=True)),
                    "you subtracted each row's minimum, so the largest logit of a row spanning 1000 still "
                    "overflows (exp(1000) = inf), and a masked logit (-inf) makes the minimum -inf and the row NaN. "
                    "Subtract the row maximum: then every exponent is <= 0."),
-            Mutant("mean-shift", _softmax_mean_shift,
+            Mutant("mean-shift", _softmax_shifted_by(lambda x: x.mean(axis=-1, keepdims=True)),
                    "you subtracted each row's mean: a logit far above the others of its row (1500 against "
                    "zeros) still overflows, and a masked logit (-inf) makes the mean -inf and the row NaN. "
                    "Subtract the row MAXIMUM, so that every exponent is <= 0."),
@@ -161,7 +147,7 @@ register(
             Mutant("unnormalised", _softmax_unnormalised,
                    "these are exponentials, not probabilities: divide by each row's sum."),
             Mutant("log-softmax", _log_softmax, _LOG_PROBS + "."),
-            Mutant("global-max", _softmax_global_max,
+            Mutant("global-max", _softmax_shifted_by(lambda x: x.max()),
                    "you subtracted the maximum of the whole array; a row far below it "
                    "underflows to 0/0. Subtract each row's own maximum (keepdims=True)."),
             Mutant("neginf-to-zero", _softmax_neginf_to_zero, _MASKED_WEIGHT + "."),
@@ -422,14 +408,6 @@ def _one_query_reference(q_i, k, v):
     return out[0]
 
 
-def _one_query_unscaled(q_i, k, v):
-    return att.softmax(k @ q_i) @ v
-
-
-def _one_query_mean(q_i, k, v):
-    return v.mean(axis=0)
-
-
 def _one_query_with(scale=lambda q_i, v: np.sqrt(q_i.shape[0]), normalise=True):
     def f(q_i, k, v):
         scores = k @ q_i / scale(q_i, v)  # (S,)
@@ -474,9 +452,9 @@ register(
         make_cases=_one_query_cases,
         reference=_one_query_reference,
         mutants=(
-            Mutant("no-scale", _one_query_unscaled,
+            Mutant("no-scale", lambda q_i, k, v: att.softmax(k @ q_i) @ v,
                    "close, but the scores need the 1/sqrt(d_k) scale before the softmax."),
-            Mutant("plain-mean", _one_query_mean,
+            Mutant("plain-mean", lambda q_i, k, v: v.mean(axis=0),
                    "that is the plain average of the values; the weights should depend on how "
                    "well q_i matches each key (softmax of the scaled dot products)."),
             Mutant("scale-by-d", _one_query_with(scale=lambda q_i, v: q_i.shape[0]),
