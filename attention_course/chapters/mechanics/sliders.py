@@ -47,6 +47,15 @@ def _hull_trace(v: np.ndarray) -> dict:
             "hoverinfo": "skip", "xaxis": "x", "yaxis": "y"}
 
 
+def _weights_heatmap(fig, ax, A: np.ndarray, key_labels, query_labels, title: str) -> None:
+    """A static fallback: weights ``A`` (T, S) as a heat map, keys across and queries down."""
+    im = ax.imshow(A, vmin=0, vmax=1)
+    ax.set(xticks=range(A.shape[1]), yticks=range(A.shape[0]), xticklabels=key_labels, yticklabels=query_labels,
+           xlabel="key", ylabel="query", title=title)
+    ax.tick_params(axis="x", labelrotation=45)
+    fig.colorbar(im, ax=ax, label="weight")
+
+
 def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1,
                      picture_seed: int = 0, T: int = 8, S: int = 3, draws: int = 10) -> SliderFigure:
     """Chapter 1: attention dropout at rate :math:`p` pushes outputs out of the values' hull.
@@ -175,11 +184,7 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
 
     def draw(fig, ax):
         A = mats[-1]
-        im = ax.imshow(A, vmin=0, vmax=1)
-        ax.set(xticks=range(A.shape[1]), yticks=range(T), xticklabels=words[:A.shape[1]], yticklabels=rows,
-               xlabel="key", ylabel="query", title=f"Cross-attention: A is {T} × {A.shape[1]}")
-        ax.tick_params(axis="x", labelrotation=45)
-        fig.colorbar(im, ax=ax, label="weight")
+        _weights_heatmap(fig, ax, A, words[:A.shape[1]], rows, f"Cross-attention: A is {T} × {A.shape[1]}")
 
     return SliderFigure("ix-mech-shape", "Change the number of keys: when is A square?",
                         [f"S = {S}" for S in S_values], frames, layout, static_fallback(draw, (5.2, 3.6)),
@@ -189,7 +194,6 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
                         verdict="square-matrix")
 
 
-# ------------------------------------------------------------------ chapter 1
 def temperature_explorer(betas: Optional[Sequence[float]] = None, query: int = 2) -> SliderFigure:
     r"""Chapter 1: :math:`\operatorname{softmax}(\beta\,QK^\top/\sqrt{d_k})` of the toy sentence at each inverse temperature :math:`\beta`.
 
@@ -231,11 +235,7 @@ def temperature_explorer(betas: Optional[Sequence[float]] = None, query: int = 2
 
     def draw(fig, ax):
         A = np.asarray(softmax(betas[start] * logits, axis=-1))
-        im = ax.imshow(A, vmin=0, vmax=1)
-        ax.set(xticks=range(n), yticks=range(n), xticklabels=toks, yticklabels=toks, xlabel="key",
-               ylabel="query", title=f"Attention weights at β = {betas[start]:g}")
-        ax.tick_params(axis="x", labelrotation=45)
-        fig.colorbar(im, ax=ax, label="weight")
+        _weights_heatmap(fig, ax, A, toks, toks, f"Attention weights at β = {betas[start]:g}")
 
     return SliderFigure("ix-mech-temperature", "Turn the temperature: one row and the whole matrix",
                         [f"β = {b:g}" for b in betas], frames, layout, static_fallback(draw, (5.2, 4.2)),
