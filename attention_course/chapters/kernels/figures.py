@@ -24,8 +24,6 @@ __all__ = [
 ]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "dot": "tab:red"}
-#: How a kernel is named in a legend (``dot`` is attention's exponentiated dot product).
-KERNEL_LABELS = {"gaussian": "Gaussian", "laplace": "Laplace", "boxcar": "boxcar", "dot": "dot product"}
 
 
 def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:

@@ -22,7 +22,7 @@ import torch
 
 from ...core._backend import Array, to_numpy
 from ...core.attention import softmax
-from ...models.experiments import write_json
+from ...models.experiments import read_json, write_json
 from ...models.records import DATA_DIR
 from .learning import _adam
 from .metric_comparison import _points, coordinate_weights, dot_attention_predict, fit_dot_attention, tuned_isotropic_sigma
@@ -157,6 +157,4 @@ def load_family_sweep(path: Path = KERNEL_FAMILY_DATA) -> dict:
     >>> s["t"][0], s["t"][-1], len(s["seeds"])
     (1.0, 0.0, 5)
     """
-    import json
-
-    return json.loads(Path(path).read_text())
+    return read_json(path)

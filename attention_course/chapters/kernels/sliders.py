@@ -7,7 +7,6 @@ They read stored sweeps (:mod:`~attention_course.chapters.kernels.self_weight`,
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ...figures.widgets import PLOTLY_FONT, PredictReveal, SliderFigure, static_fallback
+from ...models.experiments import read_json
 from .kernel_family import load_family_sweep, passes_rule
 from .learning import good_range_limit, learned_width_flip
 from .metric_comparison import load_metric_run
@@ -27,7 +27,6 @@ from .smoothing import mse_by_bandwidth, nadaraya_watson, sine_data
 __all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "without_verdict_link",
            "key_norm_explorer", "kernel_family_explorer"]
 
-#: The stored sweep over the self-weight alpha (chapter 2, seed 0, and the further draws' margin).
 
 
 def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
@@ -39,7 +38,7 @@ def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
     >>> s["alpha"][0], s["alpha"][-1], len(s["draws"])
     (0.0, 1.0, 10)
     """
-    return json.loads(Path(path).read_text())
+    return read_json(path)
 
 
 def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
@@ -108,7 +107,6 @@ def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
                         start=0, control_label="self-weight α", flip=flip, flip_note=note, verdict="learned-width")
 
 
-# ------------------------------------------------------------------ chapter 2
 def bandwidth_explorer(w_values: Optional[Sequence[float]] = None, seed: int = 0) -> SliderFigure:
     """Chapter 2: the Gaussian Nadaraya-Watson fit at each inverse bandwidth :math:`w = 1/h`, with train and test error.
 
