@@ -1,28 +1,8 @@
-r"""Is the kernel inside attention a smoothing kernel? Three measurable differences.
+r"""Is the kernel inside attention a smoothing kernel? Symmetry, positive definiteness, locality (chapter 2).
 
-Scaled dot-product attention is Nadaraya-Watson regression with the kernel
-
-.. math::
-
-    \kappa(x_i, x_j) = \exp\!\bigl(q_i\cdot k_j / \sqrt{d}\bigr), \qquad q_i = W_Q^\top x_i,\ k_j = W_K^\top x_j .
-
-A classical smoothing kernel (Gaussian, Laplace, boxcar) is symmetric, and the
-Gaussian one is positive semi-definite and local: a query's own point gets the
-largest weight. The helpers below measure each property on a Gram matrix
-:math:`K_{ij} = \kappa(x_i, x_j)` or on a set of keys:
-
-=========================  ====================================================
-``kernel_asymmetry(K)``    :math:`\max|K - K^\top| / \max|K|` (0 = symmetric)
-``eigenvalue_ratio(K)``    :math:`\lambda_{\min}/\lambda_{\max}` of :math:`\tfrac12(K+K^\top)` (< 0 = not PSD)
-``own_key_top_rate(keys)`` how often a key, used as a query, gives itself the largest weight
-``rank_correlation(a, b)``  Spearman correlation of each row of ``a`` with the same row of ``b``
-``locality_over_draws(…)``  own-key rate and weight-distance correlation over random draws of keys
-=========================  ====================================================
-
-Locality is what separates a smoothing kernel from the dot-product kernel:
-Nadaraya-Watson needs only non-negative weights, and the boxcar and
-Epanechnikov kernels are not PSD either (``eigenvalue_ratio`` < 0 on their Gram
-matrices), so a negative eigenvalue does not tell the two kinds apart.
+Scaled dot-product attention is Nadaraya-Watson with the kernel
+:math:`\kappa(x_i, x_j) = \exp(q_i\cdot k_j / \sqrt{d})`. Only locality tells it apart from a
+smoothing kernel: boxcar and Epanechnikov are not PSD either.
 """
 
 from __future__ import annotations
@@ -44,11 +24,7 @@ def _square(name: str, K: Array) -> np.ndarray:
 
 
 def kernel_asymmetry(K: Array) -> float:
-    r"""Relative asymmetry of a Gram matrix, :math:`\max_{ij} |K_{ij} - K_{ji}| / \max_{ij} |K_{ij}|`.
-
-    0 for a symmetric kernel (every smoothing kernel, and attention with
-    :math:`W_Q = W_K`); up to 1 when :math:`\kappa(x_i, x_j)` and :math:`\kappa(x_j, x_i)` differ
-    by the size of the largest entry.
+    r"""Relative asymmetry of a Gram matrix, :math:`\max_{ij} |K_{ij} - K_{ji}| / \max_{ij} |K_{ij}|` (0 = symmetric).
 
     Parameters
     ----------
@@ -64,12 +40,7 @@ def kernel_asymmetry(K: Array) -> float:
 
 
 def eigenvalue_ratio(K: Array) -> float:
-    r"""Smallest over largest eigenvalue of the symmetrised Gram matrix :math:`\tfrac12(K + K^\top)`.
-
-    A (Mercer) kernel's Gram matrix is positive semi-definite, so the ratio is
-    :math:`\ge 0` up to rounding (about :math:`-n\varepsilon` in float64); a negative
-    ratio of order 1 means the kernel is not PSD. The symmetrised matrix is the one
-    whose quadratic form :math:`c^\top K c` the kernel defines.
+    r"""Smallest over largest eigenvalue of :math:`\tfrac12(K + K^\top)`; negative of order 1 = not PSD.
 
     Parameters
     ----------
@@ -88,19 +59,10 @@ def eigenvalue_ratio(K: Array) -> float:
 
 
 def own_key_top_rate(keys: Array) -> dict[str, float]:
-    r"""How often each key, used as a query, gives **itself** the largest attention weight.
+    r"""How often each key, used as a query, gives **itself** the largest weight, for three kernels at :math:`\sigma^2 = \sqrt d`.
 
-    Each row of ``keys`` is also a query (self-attention without projections), and
-    the fraction of queries :math:`i` with :math:`\arg\max_j \alpha_{ij} = i` is reported for
-    three kernels at the temperature of scaled dot-product attention, :math:`\sigma^2 = \sqrt d`:
-
-    * ``"gaussian"``: :math:`\alpha_{ij} \propto \exp(-\lVert k_i - k_j\rVert^2 / 2\sqrt d)`
-      (:func:`~attention_course.chapters.kernels.smoothing.gaussian_nw_as_attention`); always 1, since the
-      distance to itself is 0.
-    * ``"dot"``: :math:`\alpha_{ij} \propto \exp(k_i\cdot k_j/\sqrt d)`, plain SDPA: a longer key
-      :math:`k_j` can beat :math:`k_i` itself, because :math:`k_i\cdot k_j` grows with :math:`\lVert k_j\rVert`.
-    * ``"unit"``: the same SDPA on the keys scaled to norm 1; by Cauchy-Schwarz, :math:`k_i\cdot k_j \le 1 = k_i\cdot k_i`,
-      so it is 1 unless two keys point the same way.
+    ``gaussian``: :math:`\exp(-\lVert k_i - k_j\rVert^2 / 2\sqrt d)` (always 1); ``dot``:
+    :math:`\exp(k_i\cdot k_j/\sqrt d)`, where a longer key can win; ``unit``: the dot product of keys of norm 1.
 
     Parameters
     ----------
@@ -108,14 +70,10 @@ def own_key_top_rate(keys: Array) -> dict[str, float]:
 
     Returns
     -------
-    dict
-        ``{"gaussian": float, "dot": float, "unit": float}``, each a fraction in [0, 1].
+    dict of float in [0, 1], keys ``gaussian``, ``dot``, ``unit``
 
     Examples
     --------
-    A short key next to a long one in the same direction: as a query, the short key
-    prefers the long one under the dot product.
-
     >>> rates = own_key_top_rate(np.array([[1.0, 0.0], [3.0, 0.5], [-1.0, 2.0]]))
     >>> {name: round(rate, 3) for name, rate in rates.items()}
     {'gaussian': 1.0, 'dot': 0.667, 'unit': 1.0}
@@ -135,21 +93,15 @@ def own_key_top_rate(keys: Array) -> dict[str, float]:
 
 
 def rank_correlation(a: Array, b: Array) -> np.ndarray:
-    r"""Spearman rank correlation of row ``i`` of ``a`` with row ``i`` of ``b``, for every row.
+    r"""Spearman rank correlation of row ``i`` of ``a`` with row ``i`` of ``b``, for every row (ties by position).
 
     .. math::
 
         \rho_i = \operatorname{corr}\bigl(\operatorname{rank}(a_{i\cdot}), \operatorname{rank}(b_{i\cdot})\bigr)
 
-    1 when row ``i`` of ``a`` increases with row ``i`` of ``b``, -1 when it decreases, about 0 when
-    the two are unrelated. Ties are ranked by position (the inputs here are continuous).
-    With ``a`` the attention scores and ``b`` minus the query-key distances, :math:`\rho_i = 1`
-    says that query ``i``'s weight falls with distance, as a smoothing kernel's does.
-
     Parameters
     ----------
     a, b : array, shape (..., T, S), S >= 2
-        Leading axes (layers, heads) are kept.
 
     Returns
     -------
@@ -170,48 +122,20 @@ def rank_correlation(a: Array, b: Array) -> np.ndarray:
     return (rx * ry).sum(-1) / np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
 
 
-def locality_over_draws(
-    n: int, d: int, draws: int, seed: int = 0, norm_range: tuple[float, float] = (0.5, 2.0)
-) -> dict[str, dict[str, np.ndarray]]:
-    r"""Two locality measures of four kernels, over ``draws`` random sets of keys.
+def locality_over_draws(n: int, d: int, draws: int, seed: int = 0, norm_range: tuple[float, float] = (0.5, 2.0)
+                       ) -> dict[str, dict[str, np.ndarray]]:
+    r"""Two locality measures of four kernels over ``draws`` random sets of keys (each key also a query).
 
-    Draw ``s`` uses ``np.random.default_rng((seed, s))``: ``n`` keys
-    :math:`k_i = r_i z_i` with :math:`z_i \sim N(0, I_d)` and lengths
-    :math:`r_i \sim U(\text{norm\_range})`, then an ``(n, n)`` matrix of i.i.d.
-    :math:`N(0, 1)` scores. Each key is also a query (self-attention without
-    projections). The kernels, at the temperature of attention, :math:`\sigma^2 = \sqrt d`:
-
-    * ``"gaussian"``: score :math:`-\lVert k_i - k_j\rVert^2 / 2\sqrt d`, a smoothing kernel;
-    * ``"dot"``: score :math:`k_i\cdot k_j / \sqrt d`, scaled dot-product attention;
-    * ``"unit"``: the same on the keys scaled to norm 1 (distances between the unit keys);
-    * ``"random"``: the random scores, a kernel that ignores where the keys are.
-
-    The measures, per draw:
-
-    * ``"own_key"``: the fraction of queries whose own key (distance 0) gets the
-      largest weight, as :func:`own_key_top_rate`; chance (the ``"random"`` kernel) is :math:`1/n`;
-    * ``"rank_corr"``: the mean over queries of :func:`rank_correlation` between the
-      scores and minus the distances: 1 when weight falls with distance, about 0 for random scores.
-
-    and, to compare the spread of the keys with a trained model's, ``"norm_ratio"``: the
-    largest over the smallest key norm of each draw.
-
-    Parameters
-    ----------
-    n, d : int
-        Number of keys (each also a query) and their dimension; ``n >= 2``.
-    draws : int
-        Number of independent draws.
-    seed : int
-        First element of each draw's generator seed.
-    norm_range : (float, float)
-        Range of the length factor :math:`r_i`; ``(1, 1)`` keeps the Gaussian keys' own norms.
+    Draw ``s`` (``default_rng((seed, s))``): keys :math:`k_i = r_i z_i`, :math:`z_i \sim N(0, I_d)`,
+    :math:`r_i \sim U(\text{norm\_range})`, then an (n, n) matrix of N(0, 1) scores. Kernels, at
+    :math:`\sigma^2 = \sqrt d`: ``gaussian``, ``dot``, ``unit`` (dot product of unit keys) and ``random``.
+    Measures: ``own_key`` (as :func:`own_key_top_rate`; chance :math:`1/n`) and ``rank_corr`` (mean
+    :func:`rank_correlation` of the scores with minus the distances).
 
     Returns
     -------
     dict
-        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}`` for the four kernels,
-        and ``"norm_ratio": {"keys": (draws,)}``.
+        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}, "norm_ratio": {"keys": (draws,)}}``.
 
     Examples
     --------

@@ -1,9 +1,6 @@
 """Chapter 2 exercises: Nadaraya-Watson, the Gaussian-to-softmax identity, leave-one-out, a learned metric.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
-its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
+Each lists the learners' typical mistakes (mutants) with their feedback, and the rules its statement draws.
 """
 
 from __future__ import annotations
@@ -13,7 +10,8 @@ import torch
 
 from ...core import attention as att
 from . import smoothing as ker
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
+from ..mechanics.exercises import _contract_rules
+from ...exercises._core import Case, Exercise, Mutant, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -95,61 +93,39 @@ register(
         make_cases=_nw_cases,
         reference=_nw_reference,
         mutants=(
-            Mutant(
-                "unnormalised", _nw_unnormalised,
-                "you summed kernel-weighted targets without normalising: divide by the sum of "
-                "the kernel values over the training points, so the weights sum to 1.",
-            ),
-            Mutant(
-                "normalised-over-queries", _nw_with(lambda d, h: -(d**2) / (2 * h**2), normalise_axis=0),
-                "your weights sum to 1 over the queries; each query needs its own distribution "
-                "over the training points (normalise over the last axis of the (T, S) matrix).",
-            ),
-            Mutant(
-                "row-max-then-normalised-over-queries", _nw_row_shifted_over_queries,
-                "you normalised over the wrong axis: you divided by the sum down each column, over the queries. "
-                "Each query (a row of the (T, S) matrix) needs weights that sum to 1 over the training points: "
-                "sum with axis=1 (or -1), keepdims=True.",
-            ),
-            Mutant(
-                "max-shift-without-normalising", _nw_shifted_unnormalised,
-                "no normalisation: subtracting each row's maximum makes the largest weight 1, but the weights "
-                "must also sum to 1. Divide each row by its sum over the training points.",
-            ),
-            Mutant(
-                "bandwidth-as-w", _nw_with(lambda d, h: -((d * h) ** 2) / 2),
-                "you multiplied the distance by h; h is a width, so divide: exp(-(x - x_j)^2 / (2 h^2)). "
-                "(Multiplying is d2l's parametrisation w = 1/h.)",
-            ),
-            Mutant(
-                "bandwidth-not-squared", _nw_with(lambda d, h: -(d**2) / (2 * h)),
-                "close: the bandwidth must be squared too, exp(-(x - x_j)^2 / (2 h^2)).",
-            ),
-            Mutant(
-                "divided-by-h", _nw_with(lambda d, h: -(d**2) / h),
-                "you divided the squared distance by h; the Gaussian kernel divides it by 2 h^2 (both the 2 "
-                "and the square are missing): exp(-(x - x_j)^2 / (2 h^2)).",
-            ),
-            Mutant(
-                "no-half", _nw_with(lambda d, h: -(d**2) / h**2),
-                "close: the Gaussian kernel has a factor 1/2, exp(-(x - x_j)^2 / (2 h^2)).",
-            ),
-            Mutant(
-                "abs-not-squared", _nw_with(lambda d, h: -np.abs(d) / (2 * h**2)),
-                "you used the distance |x - x_j| itself (a Laplace kernel); the Gaussian kernel squares it: "
-                "exp(-(x - x_j)^2 / (2 h^2)).",
-            ),
-            Mutant(
-                "plain-mean", lambda xq, xt, yt, h: np.full(len(xq), yt.mean()),
-                "that is the plain mean of the targets, the same for every query. Each query weights the "
-                "targets by its kernel values: nearer training points count more.",
-            ),
-            Mutant(
-                "no-max-shift", _nw_naive,
-                "right formula, but a query far from every training point gives 0/0 = NaN: all "
-                "kernel values underflow. Subtract each row's largest log-kernel before exp "
-                "(that is what a softmax does).",
-            ),
+            Mutant("unnormalised", _nw_unnormalised,
+                   "you summed kernel-weighted targets without normalising: divide by the sum of "
+                   "the kernel values over the training points, so the weights sum to 1."),
+            Mutant("normalised-over-queries", _nw_with(lambda d, h: -(d**2) / (2 * h**2), normalise_axis=0),
+                   "your weights sum to 1 over the queries; each query needs its own distribution "
+                   "over the training points (normalise over the last axis of the (T, S) matrix)."),
+            Mutant("row-max-then-normalised-over-queries", _nw_row_shifted_over_queries,
+                   "you normalised over the wrong axis: you divided by the sum down each column, over the queries. "
+                   "Each query (a row of the (T, S) matrix) needs weights that sum to 1 over the training points: "
+                   "sum with axis=1 (or -1), keepdims=True."),
+            Mutant("max-shift-without-normalising", _nw_shifted_unnormalised,
+                   "no normalisation: subtracting each row's maximum makes the largest weight 1, but the weights "
+                   "must also sum to 1. Divide each row by its sum over the training points."),
+            Mutant("bandwidth-as-w", _nw_with(lambda d, h: -((d * h) ** 2) / 2),
+                   "you multiplied the distance by h; h is a width, so divide: exp(-(x - x_j)^2 / (2 h^2)). "
+                   "(Multiplying is d2l's parametrisation w = 1/h.)"),
+            Mutant("bandwidth-not-squared", _nw_with(lambda d, h: -(d**2) / (2 * h)),
+                   "close: the bandwidth must be squared too, exp(-(x - x_j)^2 / (2 h^2))."),
+            Mutant("divided-by-h", _nw_with(lambda d, h: -(d**2) / h),
+                   "you divided the squared distance by h; the Gaussian kernel divides it by 2 h^2 (both the 2 "
+                   "and the square are missing): exp(-(x - x_j)^2 / (2 h^2))."),
+            Mutant("no-half", _nw_with(lambda d, h: -(d**2) / h**2),
+                   "close: the Gaussian kernel has a factor 1/2, exp(-(x - x_j)^2 / (2 h^2))."),
+            Mutant("abs-not-squared", _nw_with(lambda d, h: -np.abs(d) / (2 * h**2)),
+                   "you used the distance |x - x_j| itself (a Laplace kernel); the Gaussian kernel squares it: "
+                   "exp(-(x - x_j)^2 / (2 h^2))."),
+            Mutant("plain-mean", lambda xq, xt, yt, h: np.full(len(xq), yt.mean()),
+                   "that is the plain mean of the targets, the same for every query. Each query weights the "
+                   "targets by its kernel values: nearer training points count more."),
+            Mutant("no-max-shift", _nw_naive,
+                   "right formula, but a query far from every training point gives 0/0 = NaN: all "
+                   "kernel values underflow. Subtract each row's largest log-kernel before exp "
+                   "(that is what a softmax does)."),
         ),
         hints=(_has_nan,),
         alternatives=(
@@ -173,10 +149,8 @@ register(
             Rule("edge-size", "T != S: each query's weights are normalised over the S training points",
                  ("5 queries, 8 training points, h=1",), lambda xq, xt, yt, h: len(xq) != len(xt),
                  ("normalised-over-queries",), quote='$T$ may differ from $S$'),
-            Rule("output", 'a float64 array (T,)', ('5 queries, 8 training points, h=1',), lambda *a: True, quote='the predictions, a float64 array of shape `(T,)`',
-                 breaches=output_breaches(_nw_reference, 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('5 queries, 8 training points, h=1',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_nw_reference, index=1),)),
+            *_contract_rules(_nw_reference, "5 queries, 8 training points, h=1", "a float64 array (T,)",
+                             "the predictions, a float64 array of shape `(T,)`", index=1),
         ),
         framing=('Write `my_nadaraya_watson`',),
         difficulty=1,
@@ -227,49 +201,33 @@ register(
         error_tips=SCORE_TIPS,
         title="Gaussian Nadaraya-Watson as softmax attention",
         make_cases=_identity_cases,
-        reference=lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0],
+        reference=_nw_reference,
         mutants=(
-            Mutant(
-                "no-bias", _attn_bias(lambda k, s: np.zeros(len(k))),
-                "that is plain dot-product attention: the keys need the bias -|k_j|^2 / (2 sigma^2). "
-                "(A term that depends only on the query, like |q|^2, cancels in the softmax, so it "
-                "cannot replace it.)",
-            ),
-            Mutant(
-                "bias-sign", _attn_bias(lambda k, s: (k**2).sum(-1) / (2 * s**2)),
-                "the bias has the wrong sign: -|q - k|^2 = 2 q.k - |q|^2 - |k|^2, so long keys are "
-                "penalised with -|k_j|^2 / (2 sigma^2).",
-            ),
-            Mutant(
-                "bias-no-half", _attn_bias(lambda k, s: -(k**2).sum(-1) / s**2),
-                "close: the bias is -|k_j|^2 / (2 sigma^2), with the factor 1/2.",
-            ),
-            Mutant(
-                "sqrt-d-scale",
-                _attn_bias(lambda k, s: -(k**2).sum(-1) / 2 / np.sqrt(k.shape[-1]),
-                           scale_fn=lambda q, s: 1.0 / np.sqrt(q.shape[-1])),
-                "you used the attention scale 1/sqrt(d); for a Gaussian of width sigma, both the "
-                "scores and the bias are divided by sigma^2.",
-            ),
-            Mutant(
-                "sigma-not-squared", _attn_bias(lambda k, s: -(k**2).sum(-1) / (2 * s), scale_fn=lambda q, s: 1.0 / s),
-                "close: sigma must be squared, scores q.k / sigma^2 and bias -|k_j|^2 / (2 sigma^2).",
-            ),
-            Mutant(
-                "scores-halved", _attn_bias(lambda k, s: -(k**2).sum(-1) / (2 * s**2), scale_fn=lambda q, s: 0.5 / s**2),
-                "your scores are q.k / (2 sigma^2); the 1/2 belongs to the squared norms only: "
-                "-|q - k|^2 / (2 sigma^2) = q.k / sigma^2 - |k|^2 / (2 sigma^2) - |q|^2 / (2 sigma^2).",
-            ),
-            Mutant(
-                "bias-without-sigma", _attn_bias(lambda k, s: -(k**2).sum(-1) / 2),
-                "your bias -|k_j|^2 / 2 misses the width: it is -|k_j|^2 / (2 sigma^2), scaled like the scores.",
-            ),
-            Mutant(
-                "no-max-shift", _attn_bias_unstable,
-                "right formula, but for queries far from every key exp of the scores overflows (inf / inf = "
-                "NaN) or underflows (0 / 0 = NaN): subtract each row's largest score before exp, as a "
-                "softmax does.",
-            ),
+            Mutant("no-bias", _attn_bias(lambda k, s: np.zeros(len(k))),
+                   "that is plain dot-product attention: the keys need the bias -|k_j|^2 / (2 sigma^2). "
+                   "(A term that depends only on the query, like |q|^2, cancels in the softmax, so it "
+                   "cannot replace it.)"),
+            Mutant("bias-sign", _attn_bias(lambda k, s: (k**2).sum(-1) / (2 * s**2)),
+                   "the bias has the wrong sign: -|q - k|^2 = 2 q.k - |q|^2 - |k|^2, so long keys are "
+                   "penalised with -|k_j|^2 / (2 sigma^2)."),
+            Mutant("bias-no-half", _attn_bias(lambda k, s: -(k**2).sum(-1) / s**2),
+                   "close: the bias is -|k_j|^2 / (2 sigma^2), with the factor 1/2."),
+            Mutant("sqrt-d-scale",
+                   _attn_bias(lambda k, s: -(k**2).sum(-1) / 2 / np.sqrt(k.shape[-1]),
+                              scale_fn=lambda q, s: 1.0 / np.sqrt(q.shape[-1])),
+                   "you used the attention scale 1/sqrt(d); for a Gaussian of width sigma, both the "
+                   "scores and the bias are divided by sigma^2."),
+            Mutant("sigma-not-squared", _attn_bias(lambda k, s: -(k**2).sum(-1) / (2 * s), scale_fn=lambda q, s: 1.0 / s),
+                   "close: sigma must be squared, scores q.k / sigma^2 and bias -|k_j|^2 / (2 sigma^2)."),
+            Mutant("scores-halved", _attn_bias(lambda k, s: -(k**2).sum(-1) / (2 * s**2), scale_fn=lambda q, s: 0.5 / s**2),
+                   "your scores are q.k / (2 sigma^2); the 1/2 belongs to the squared norms only: "
+                   "-|q - k|^2 / (2 sigma^2) = q.k / sigma^2 - |k|^2 / (2 sigma^2) - |q|^2 / (2 sigma^2)."),
+            Mutant("bias-without-sigma", _attn_bias(lambda k, s: -(k**2).sum(-1) / 2),
+                   "your bias -|k_j|^2 / 2 misses the width: it is -|k_j|^2 / (2 sigma^2), scaled like the scores."),
+            Mutant("no-max-shift", _attn_bias_unstable,
+                   "right formula, but for queries far from every key exp of the scores overflows (inf / inf = "
+                   "NaN) or underflows (0 / 0 = NaN): subtract each row's largest score before exp, as a "
+                   "softmax does."),
         ),
         hints=(_has_nan,),
         alternatives=(
@@ -294,10 +252,8 @@ register(
             Rule("range", "widths other than 1: scores and bias are both divided by sigma^2",
                  ("T=4, S=6, d=3, sigma=0.5", "one query, d=8, sigma=2"), lambda q, k, v, sigma: sigma != 1,
                  ("sigma-not-squared", "bias-without-sigma"), quote='$\\sigma$ need not be 1'),
-            Rule("output", 'a float64 array (T, d_v)', ('T=3, S=5, d=2, sigma=1',), lambda *a: True, quote='Return the output, a float64 array of shape `(T, d_v)`',
-                 breaches=output_breaches(lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0], 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('T=3, S=5, d=2, sigma=1',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, v, sigma: ker.nadaraya_watson(q, k, v, "gaussian", sigma)[0], index=1),)),
+            *_contract_rules(_nw_reference, "T=3, S=5, d=2, sigma=1", "a float64 array (T, d_v)",
+                             "Return the output, a float64 array of shape `(T, d_v)`", index=1),
         ),
         framing=('Write `my_gaussian_attention`', 'Compute Gaussian Nadaraya-Watson **as attention**'),
         difficulty=2,
@@ -319,6 +275,10 @@ def _loo_cases() -> list[Case]:
             "repeated x values", (np.array([0.0, 0.0, 1.0, 1.0, 1.0, 2.5]), rng.normal(size=6), 0.5),
         ),
     ]
+
+
+def _loo_reference(x, y, h):
+    return ker.nadaraya_watson(x, x, y, "gaussian", h, leave_one_out=True)[0]
 
 
 def _loo_keeps_self(x, y, h):
@@ -359,38 +319,26 @@ register(
         id="leave-one-out",
         title="Leave-one-out predictions",
         make_cases=_loo_cases,
-        reference=lambda x, y, h: ker.nadaraya_watson(x, x, y, "gaussian", h, leave_one_out=True)[0],
+        reference=_loo_reference,
         mutants=(
-            Mutant(
-                "keeps-self", _loo_keeps_self,
-                "each point still sees its own target, which gets the largest weight: remove "
-                "j = i before normalising (set its log-kernel to -inf, or its kernel value to 0).",
-            ),
-            Mutant(
-                "zero-after-normalising", _loo_zero_after,
-                "you zeroed the diagonal after normalising, so the remaining weights no longer "
-                "sum to 1: remove point i first, then normalise.",
-            ),
-            Mutant(
-                "skip-equal-values", _loo_skip_equal,
-                "you left out every point whose x equals x[i]; leave out only point i itself "
-                "(the diagonal j = i). Another point at the same x is a different sample, and its "
-                "target counts.",
-            ),
-            Mutant(
-                "no-max-shift", _loo_unstable,
-                "right idea, but a point far from all the others gets 0 / 0 = NaN: its kernel values "
-                "all underflow. Work with log-kernels, set the diagonal to -inf and subtract each row's "
-                "maximum before exp (a softmax).",
-            ),
-            Mutant(
-                "bandwidth-not-squared", _loo_with(lambda d, h: -(d**2) / (2 * h)),
-                "close: the bandwidth must be squared too, exp(-(x_i - x_j)^2 / (2 h^2)).",
-            ),
-            Mutant(
-                "no-half", _loo_with(lambda d, h: -(d**2) / h**2),
-                "close: the Gaussian kernel has a factor 1/2, exp(-(x_i - x_j)^2 / (2 h^2)).",
-            ),
+            Mutant("keeps-self", _loo_keeps_self,
+                   "each point still sees its own target, which gets the largest weight: remove "
+                   "j = i before normalising (set its log-kernel to -inf, or its kernel value to 0)."),
+            Mutant("zero-after-normalising", _loo_zero_after,
+                   "you zeroed the diagonal after normalising, so the remaining weights no longer "
+                   "sum to 1: remove point i first, then normalise."),
+            Mutant("skip-equal-values", _loo_skip_equal,
+                   "you left out every point whose x equals x[i]; leave out only point i itself "
+                   "(the diagonal j = i). Another point at the same x is a different sample, and its "
+                   "target counts."),
+            Mutant("no-max-shift", _loo_unstable,
+                   "right idea, but a point far from all the others gets 0 / 0 = NaN: its kernel values "
+                   "all underflow. Work with log-kernels, set the diagonal to -inf and subtract each row's "
+                   "maximum before exp (a softmax)."),
+            Mutant("bandwidth-not-squared", _loo_with(lambda d, h: -(d**2) / (2 * h)),
+                   "close: the bandwidth must be squared too, exp(-(x_i - x_j)^2 / (2 h^2))."),
+            Mutant("no-half", _loo_with(lambda d, h: -(d**2) / h**2),
+                   "close: the Gaussian kernel has a factor 1/2, exp(-(x_i - x_j)^2 / (2 h^2))."),
         ),
         hints=(_has_nan,),
         alternatives=(
@@ -411,10 +359,8 @@ register(
             Rule("range", "a point far from all the others (its kernel values underflow) still gets its "
                  "nearest neighbours' average",
                  ("a far-away point, h=0.1",), _loo_far, ("no-max-shift",), quote="a point far from all the others, whose kernel values underflow, gets its nearest neighbours' average, not NaN"),
-            Rule("output", 'a float64 array (n,)', ('n=10, h=0.5',), lambda *a: True, quote='the predictions, a float64 array of shape `(n,)`',
-                 breaches=output_breaches(lambda x, y, h: ker.nadaraya_watson(x, x, y, "gaussian", h, leave_one_out=True)[0], 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('n=10, h=0.5',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda x, y, h: ker.nadaraya_watson(x, x, y, "gaussian", h, leave_one_out=True)[0], index=1),)),
+            *_contract_rules(_loo_reference, "n=10, h=0.5", "a float64 array (n,)",
+                             "the predictions, a float64 array of shape `(n,)`", index=1),
         ),
         framing=('Write `my_leave_one_out(x, y, bandwidth)`',),
         difficulty=2,
@@ -432,6 +378,10 @@ def _metric_cases() -> list[Case]:
         Case("random W, d=4", (rng.normal(size=(4, 4)), rng.normal(size=(6, 4)), rng.normal(size=(4, 4)))),
         Case("one query, d=1", (rng.normal(size=(1, 1)), rng.normal(size=(4, 1)), np.array([[2.0]]))),
     ]
+
+
+def _metric_reference(q, k, W):
+    return ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0)
 
 
 def _metric_row_normalised(q, k, W):
@@ -465,42 +415,28 @@ register(
         id="metric-kernel",
         title="A Gaussian kernel with a learned metric",
         make_cases=_metric_cases,
-        reference=lambda q, k, W: ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0),
+        reference=_metric_reference,
         mutants=(
-            Mutant(
-                "W-transposed", _metric_with(lambda d, W: -((d @ W) ** 2).sum(-1) / 2),
-                "you applied W^T: with points stored as rows, W (q - k) is (q - k) @ W.T.",
-            ),
-            Mutant(
-                "W-as-metric", _metric_with(lambda d, W: -np.einsum("tsi,ij,tsj->ts", d, W, d) / 2),
-                "you used (q - k)^T W (q - k); the squared length of W (q - k) is "
-                "(q - k)^T W^T W (q - k).",
-            ),
-            Mutant(
-                "no-half", _metric_with(lambda d, W: -((d @ W.T) ** 2).sum(-1)),
-                "close: the kernel is exp(-|W (q - k)|^2 / 2), with the factor 1/2.",
-            ),
-            Mutant(
-                "not-squared", _metric_with(lambda d, W: -np.sqrt(((d @ W.T) ** 2).sum(-1)) / 2),
-                "you used the length |W (q - k)|; the Gaussian uses its square.",
-            ),
-            Mutant(
-                "query-only-projected",
-                lambda q, k, W: np.exp(-(((q @ W.T)[:, None, :] - k[None, :, :]) ** 2).sum(-1) / 2),
-                "you projected the queries but not the keys: the metric is |W (q - k)| = |W q - W k|, "
-                "so both go through W.",
-            ),
-            Mutant(
-                "dot-product", lambda q, k, W: np.exp((q @ W.T) @ (k @ W.T).T),
-                "you used the dot product (W q_i) . (W k_j), attention's score; this kernel uses the distance "
-                "between the projected points, exp(-|W q_i - W k_j|^2 / 2), so it is largest (1) where q_i = k_j.",
-            ),
+            Mutant("W-transposed", _metric_with(lambda d, W: -((d @ W) ** 2).sum(-1) / 2),
+                   "you applied W^T: with points stored as rows, W (q - k) is (q - k) @ W.T."),
+            Mutant("W-as-metric", _metric_with(lambda d, W: -np.einsum("tsi,ij,tsj->ts", d, W, d) / 2),
+                   "you used (q - k)^T W (q - k); the squared length of W (q - k) is "
+                   "(q - k)^T W^T W (q - k)."),
+            Mutant("no-half", _metric_with(lambda d, W: -((d @ W.T) ** 2).sum(-1)),
+                   "close: the kernel is exp(-|W (q - k)|^2 / 2), with the factor 1/2."),
+            Mutant("not-squared", _metric_with(lambda d, W: -np.sqrt(((d @ W.T) ** 2).sum(-1)) / 2),
+                   "you used the length |W (q - k)|; the Gaussian uses its square."),
+            Mutant("query-only-projected",
+                   lambda q, k, W: np.exp(-(((q @ W.T)[:, None, :] - k[None, :, :]) ** 2).sum(-1) / 2),
+                   "you projected the queries but not the keys: the metric is |W (q - k)| = |W q - W k|, "
+                   "so both go through W."),
+            Mutant("dot-product", lambda q, k, W: np.exp((q @ W.T) @ (k @ W.T).T),
+                   "you used the dot product (W q_i) . (W k_j), attention's score; this kernel uses the distance "
+                   "between the projected points, exp(-|W q_i - W k_j|^2 / 2), so it is largest (1) where q_i = k_j."),
             Mutant("row-normalised", _metric_row_normalised, _ROW_NORMALISED),
-            Mutant(
-                "no-minus", _metric_with(lambda d, W: ((d @ W.T) ** 2).sum(-1) / 2),
-                "your kernel grows with the distance: it is exp(-|W (q - k)|^2 / 2), with a minus sign, "
-                "so its values lie in (0, 1].",
-            ),
+            Mutant("no-minus", _metric_with(lambda d, W: ((d @ W.T) ** 2).sum(-1) / 2),
+                   "your kernel grows with the distance: it is exp(-|W (q - k)|^2 / 2), with a minus sign, "
+                   "so its values lie in (0, 1]."),
         ),
         hints=(_rows_sum_to_one,),
         alternatives=(
@@ -517,10 +453,8 @@ register(
                  ("W = identity, d=2",), lambda q, k, W: np.array_equal(W, np.eye(len(W))), ("no-half", "not-squared"), quote='Return the float64 `(T, S)` matrix with entries'),
             Rule("edge-size", "d = 1 and one query",
                  ("one query, d=1",), lambda q, k, W: q.shape == (1, 1), ("not-squared", "no-minus"), quote='for `q` of shape `(T, d)`'),
-            Rule("output", 'a float64 array (T, S)', ('W = identity, d=2',), lambda *a: True, quote='Return the float64 `(T, S)` matrix with entries',
-                 breaches=output_breaches(lambda q, k, W: ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0), 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('W = identity, d=2',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, W: ker.kernel_matrix(q @ W.T, k @ W.T, "gaussian", 1.0), index=2),)),
+            *_contract_rules(_metric_reference, "W = identity, d=2", "a float64 array (T, S)",
+                             "Return the float64 `(T, S)` matrix with entries", index=2),
         ),
         framing=('Write `my_metric_kernel(q, k, W)`',),
         difficulty=1,

@@ -1,11 +1,7 @@
-r"""Figures for chapter 2: attention as Nadaraya-Watson kernel smoothing.
+"""Figures for chapter 2, attention as Nadaraya-Watson kernel smoothing: one colour per kernel (:data:`KERNEL_COLORS`).
 
-Every helper takes results the chapter has already computed (with
-:mod:`attention_course.chapters.kernels.smoothing`, :mod:`~attention_course.chapters.kernels.learning`
-and :mod:`~attention_course.chapters.kernels.attention_kernel`), is drawn for the book's column
-by :func:`~attention_course.figures.style.book_figure` (at most 7 in wide, 11 pt text),
-labels its axes, adds a colour bar where colour carries a value, returns the :class:`matplotlib.figure.Figure` and changes no global
-matplotlib state. One colour per kernel, as in :data:`KERNEL_COLORS`.
+Each draws results the chapter has computed, for the book's column
+(:func:`~attention_course.figures.style.book_figure`), and returns the figure.
 """
 
 from __future__ import annotations
@@ -28,8 +24,6 @@ __all__ = [
 ]
 
 KERNEL_COLORS = {"gaussian": "tab:blue", "laplace": "tab:orange", "boxcar": "tab:green", "dot": "tab:red"}
-#: How a kernel is named in a legend (``dot`` is attention's exponentiated dot product).
-KERNEL_LABELS = {"gaussian": "Gaussian", "laplace": "Laplace", "boxcar": "boxcar", "dot": "dot product"}
 
 
 def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
@@ -41,21 +35,16 @@ def _vector(name: str, x: Array, n: Optional[int] = None) -> np.ndarray:
 
 @book_figure
 def plot_local_average(data: RegressionData, query: float, bandwidth: float) -> Figure:
-    r"""The idea of kernel smoothing in one picture: a query, its nearby points weighted, their average.
+    r"""Kernel smoothing in one picture: points sized by their Gaussian weight for the query, and their average.
 
-    Top: the noisy training points, each drawn as large and as dark as its Gaussian weight
-    :math:`\alpha_j(q) \propto e^{-(q - x_j)^2/2h^2}` for the query, the true curve, and the weighted
-    average of the targets (a star at the query). Bottom: the weights themselves, as stems
-    under the kernel bump, so that the reader sees which points count.
+    Top: the points, as large and dark as :math:`\alpha_j(q) \propto e^{-(q - x_j)^2/2h^2}`, the true curve
+    and the weighted average (a star). Bottom: the weights as stems under the kernel bump.
 
     Parameters
     ----------
-    data : RegressionData
-        1-D training pairs and the noiseless curve (:func:`~attention_course.chapters.kernels.smoothing.sine_data`).
+    data : RegressionData, 1-D (:func:`~attention_course.chapters.kernels.smoothing.sine_data`)
     query : float
-        The point :math:`q` at which the curve is estimated.
-    bandwidth : float
-        The Gaussian's width :math:`h > 0`.
+    bandwidth : float, :math:`h > 0`
 
     Examples
     --------
@@ -96,14 +85,12 @@ def plot_local_average(data: RegressionData, query: float, bandwidth: float) -> 
 
 @book_figure
 def plot_bandwidth_over_draws(w_values: Array, seed_mse: Array) -> Figure:
-    r"""Test error at three inverse widths on many draws of the data: one line per draw, and the median.
+    """Test error at three inverse widths on many draws of the data: one line per draw, and the median.
 
     Parameters
     ----------
-    w_values : array, shape (3,)
-        The inverse widths :math:`w = 1/h`, wide to narrow.
+    w_values : array, shape (3,), wide to narrow
     seed_mse : array, shape (draws, 3)
-        Test MSE of each draw at each width
         (:func:`~attention_course.chapters.kernels.smoothing.mse_by_bandwidth_over_seeds`).
 
     Examples
@@ -130,24 +117,17 @@ def plot_bandwidth_over_draws(w_values: Array, seed_mse: Array) -> Figure:
 
 
 @book_figure
-def plot_bandwidth_fits(
-    data: RegressionData,
-    preds: Mapping[float, Array],
-    w_grid: Array,
-    sweep: Array,
-    seed_median: Optional[Array] = None,
-) -> Figure:
-    r"""Three Gaussian fits (too wide, near the best, too narrow) and the test error against :math:`w = 1/h`.
+def plot_bandwidth_fits(data: RegressionData, preds: Mapping[float, Array], w_grid: Array, sweep: Array,
+                        seed_median: Optional[Array] = None) -> Figure:
+    """Three Gaussian fits (too wide, near the best, too narrow) and the test error against :math:`w = 1/h`.
 
     Parameters
     ----------
     data : RegressionData
     preds : mapping of float to array, shape (T,)
-        Inverse bandwidth :math:`w` to the predictions on ``data.x_test``; the first three are drawn.
-    w_grid, sweep : arrays, shape (G,)
-        A grid of :math:`w` and the test MSE at each (:func:`~attention_course.chapters.kernels.smoothing.mse_by_bandwidth`).
-    seed_median : array, shape (len(preds),), optional
-        The median test MSE at the same widths over other draws of the data.
+        :math:`w` to the predictions on ``data.x_test``; the first three are drawn.
+    w_grid, sweep : arrays, shape (G,), :math:`w` and the test MSE at each
+    seed_median : array, shape (len(preds),), optional, the median test MSE over other draws
 
     Examples
     --------
@@ -191,22 +171,15 @@ def plot_bandwidth_fits(
 
 
 @book_figure
-def plot_bandwidth_objectives(
-    w_grid: Array,
-    objectives: Mapping[str, Array],
-    fit_loo: BandwidthFit,
-    fit_self: BandwidthFit,
-) -> Figure:
-    r"""Left: the two training objectives and the test error against :math:`w`; right: :math:`w` during training.
+def plot_bandwidth_objectives(w_grid: Array, objectives: Mapping[str, Array], fit_loo: BandwidthFit,
+                              fit_self: BandwidthFit) -> Figure:
+    """Left: the two training objectives and the test error against :math:`w`; right: :math:`w` during training.
 
     Parameters
     ----------
     w_grid : array, shape (G,)
-    objectives : mapping with keys ``"leave_one_out"``, ``"self_included"``, ``"test"``
-        Each an array of shape (G,): the leave-one-out training loss, the training
-        loss with each point's own target included, and the test MSE.
-    fit_loo, fit_self : BandwidthFit
-        The learned widths with and without leave-one-out; their ``w_history`` is drawn.
+    objectives : mapping of ``"leave_one_out"``, ``"self_included"``, ``"test"`` to arrays, shape (G,)
+    fit_loo, fit_self : BandwidthFit, with and without leave-one-out
 
     Examples
     --------
@@ -247,14 +220,12 @@ def plot_bandwidth_objectives(
 
 
 @book_figure
-def plot_learned_metric(
-    W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array, before_label: str = "W = I"
-) -> Figure:
+def plot_learned_metric(W: Array, x_test: Array, y_test: Array, pred_before: Array, pred_after: Array, before_label: str = "W = I"
+                       ) -> Figure:
     r"""What a learned metric :math:`\kappa_W(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` found.
 
-    Top left: the column norms :math:`\lVert W e_c\rVert` (how far a unit step :math:`e_c` along
-    coordinate ``c`` moves a mapped point). Top right: the learned kernel along each coordinate axis against the start
-    :math:`W = I`. Bottom: test predictions against :math:`x_0` before and after learning.
+    Top: the column norms :math:`\lVert W e_c\rVert` and the kernel along each axis against :math:`W = I`;
+    bottom: test predictions against :math:`x_0` before and after.
 
     Parameters
     ----------
@@ -316,19 +287,13 @@ def plot_learned_metric(
 
 @book_figure
 def plot_weights_on_keys(points: Array, weights: Mapping[str, Array], query_index: int = 0) -> Figure:
-    r"""One query's attention weights drawn on 2-D keys, one panel per kernel, with a shared colour bar.
-
-    Marker size and colour show each key's weight; the query (a star) sits on key
-    ``query_index``. Each title names the key with the largest weight.
+    """One query's weights on 2-D keys, one panel per kernel; the query (a star) sits on key ``query_index``.
 
     Parameters
     ----------
-    points : array, shape (S, 2)
-        The keys.
+    points : array, shape (S, 2), the keys
     weights : mapping of panel title to array, shape (S,)
-        One weight row per kernel.
     query_index : int
-        The key the query coincides with.
 
     Examples
     --------
@@ -371,20 +336,14 @@ _LOCALITY_LABELS = {"gaussian": "Gaussian", "dot": "dot product", "unit": "dot p
 
 @book_figure
 def plot_locality(results: Mapping[str, Mapping[str, Mapping[str, Array]]], n: int) -> Figure:
-    r"""The two locality measures of :func:`~attention_course.chapters.kernels.attention_kernel.locality_over_draws`, mean ± sd.
+    """The two measures of :func:`~attention_course.chapters.kernels.attention_kernel.locality_over_draws`, mean ± sd over draws.
 
-    Left: the fraction of queries whose own key gets the largest weight, with the
-    chance level :math:`1/n` drawn as a line. Right: the rank correlation of weight
-    with nearness (1 = weight falls with distance, 0 = unrelated). One group of
-    points per setting, one colour per kernel; the error bars are the standard
-    deviation over draws.
+    Left: own key gets the largest weight (chance :math:`1/n` as a line); right: rank correlation of weight with nearness.
 
     Parameters
     ----------
-    results : mapping of setting label to the dict ``locality_over_draws`` returns
-        ``{"own_key": {kernel: (draws,)}, "rank_corr": {kernel: (draws,)}}``.
-    n : int
-        The number of keys, for the chance line.
+    results : mapping of setting label to ``locality_over_draws``'s dict
+    n : int, the number of keys
 
     Examples
     --------
@@ -426,17 +385,12 @@ _ATTENTION = "tab:red"
 
 @book_figure
 def plot_input_locality(rank_corr: Array, blind_rank_corr: Array, threshold: float = 0.5) -> Figure:
-    r"""Per head: does weight fall with distance between the layer's inputs? A heat map and a scatter.
-
-    Left: each head's rank correlation of weight with :math:`-\lVert h_i - h_j\rVert`, layers and
-    heads counted from 1. Right: attention against the query-blind weight, one dot per head, with
-    the diagonal (attention = query-blind) and the line at ``threshold``.
+    """Per head: does weight fall with distance between the layer's inputs? A heat map, and attention against query-blind.
 
     Parameters
     ----------
     rank_corr, blind_rank_corr : array, shape (layers, heads)
-        From :func:`~attention_course.chapters.kernels.input_locality.input_locality_by_head`,
-        averaged over the texts.
+        (:func:`~attention_course.chapters.kernels.input_locality.input_locality_by_head`, averaged over texts).
 
     Examples
     --------
@@ -469,15 +423,12 @@ def plot_input_locality(rank_corr: Array, blind_rank_corr: Array, threshold: flo
 
 @book_figure
 def plot_gauge_identity(doc: Mapping, thresholds: Array, sink_threshold: float = 0.5) -> Figure:
-    r"""Locality in the gauges of the query-key space (the stored ``qk-gauge`` run): the deciding identity and its
-    baselines (top), the decision against its threshold (middle), the finite gauges and the gauge-free key spread (bottom).
+    r"""The stored ``qk-gauge`` run: locality against the gauge with baselines, the decision against its threshold, the finite gauges and the key spread.
 
     Parameters
     ----------
-    doc : mapping
-        :func:`~attention_course.chapters.kernels.gauge_run.load_qk_gauge`.
-    thresholds : array (N,)
-        Property thresholds on :math:`\rho(a_{\max})` swept in the middle panel.
+    doc : mapping, :func:`~attention_course.chapters.kernels.gauge_run.load_qk_gauge`
+    thresholds : array (N,), thresholds on :math:`\rho(a_{\max})`
 
     Examples
     --------

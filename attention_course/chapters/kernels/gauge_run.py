@@ -1,18 +1,10 @@
-r"""The stored run behind softmax-kernel: is every dot-product head local in some gauge of its own space?
+"""The stored run behind softmax-kernel: is every dot-product head local in some gauge of its own space?
 
-``python -m attention_course qk-gauge`` runs, for all-MiniLM-L6-v2 and SmolLM2-135M-Instruct on two texts
-of about 260 tokens (chapter 3's sentences, ten per text), :func:`~.qk_kernel.gauge_sweep` of every head
-
-* on the head's score table factorised into :math:`d_k` dimensions (:func:`~.qk_kernel.dot_product_factors`,
-  exact for a head) at the gauges :data:`DECISION_GAUGES`: the identity, decided at the largest;
-* on two baselines that are not dot products of :math:`d_k`-dimensional projections, factorised the same
-  way: a free score table per head (:func:`~.qk_kernel.free_score_tables`) and, for MiniLM, an additive score
-  on the layer's input (:func:`~.qk_kernel.additive_scores`);
-* on the head's own queries and keys, and on untrained (Gaussian) ones of the same shapes, at the finite
-  gauges :data:`DESCRIPTION_GAUGES` (a description of the equal-norm convention, not a decision);
-
-and the gauge-free :func:`~.qk_kernel.key_sphere_spread` of every head's keys, trained and untrained. About
-five minutes on two cores; the result is stored as :data:`QK_GAUGE_DATA`.
+``python -m attention_course qk-gauge`` runs :func:`~.qk_kernel.gauge_sweep` on every head of
+all-MiniLM-L6-v2 and SmolLM2-135M-Instruct over two texts of about 260 tokens: on the head's score table
+factorised in :math:`d_k` dimensions at :data:`DECISION_GAUGES`, on two baselines (a free score table and,
+for MiniLM, an additive score), and on its own and untrained queries and keys at :data:`DESCRIPTION_GAUGES`;
+plus :func:`~.qk_kernel.key_sphere_spread`. About five minutes; stored as :data:`QK_GAUGE_DATA`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
-r"""Is a trained head a *local* average? Its weights against distances between the layer's inputs.
-
-A smoothing kernel gives an observation more weight the nearer it lies to the query. In
-self-attention, query :math:`i` and key :math:`j` are two positions of one sequence, and the
-representation attention compares them in is the layer's input :math:`H` (its hidden states):
-:math:`q_i = h_i W_Q + b_Q`, :math:`k_j = h_j W_K + b_K`. So the test of locality is
+r"""Is a trained head a *local* average? Its weights against distances between the layer's inputs (chapter 2).
 
 .. math::
 
-    \rho_i = \operatorname{corr}_{\text{rank}}\bigl(A_{i\cdot},\; -\lVert h_i - h_{\cdot}\rVert\bigr),
+    \rho_i = \operatorname{corr}_{\text{rank}}\bigl(A_{i\cdot},\; -\lVert h_i - h_{\cdot}\rVert\bigr)
 
-the Spearman rank correlation, over the keys, of query :math:`i`'s weights with its nearness to
-each position: 1 for a smoothing kernel on :math:`H` (a Gaussian one, say), about 0 when weight
-and distance are unrelated. The number depends only on the weights and on :math:`H`, so
-rescaling queries against keys (:math:`q \to a q`, :math:`k \to k / a`) or adding one vector to
-every key, which leave every weight unchanged, cannot move it; the distances in the query-key
-space can move under both (:mod:`attention_course.chapters.kernels.qk_kernel`).
-
-The baseline is a *query-blind* weight: each key's mean weight over all queries of the head,
-the same row for every query. It keeps the head's favourite keys (a ``[SEP]`` sink, say) and
-ignores where the query is.
+depends only on the weights and the layer's input :math:`H`, so no gauge of the query-key space moves it.
+The baseline is the query-blind weight: each key's mean weight over the head's queries.
 """
 
 from __future__ import annotations
@@ -45,7 +32,7 @@ def input_distances(hidden: Array) -> np.ndarray:
 
     Returns
     -------
-    ndarray, shape (..., T, T), float64, zero on the diagonal
+    ndarray, shape (..., T, T)
 
     Examples
     --------
@@ -61,27 +48,20 @@ def input_distances(hidden: Array) -> np.ndarray:
 
 
 def input_locality(weights: Array, hidden: Array) -> dict[str, np.ndarray]:
-    r"""Rank correlation of each head's weights with nearness in the layer's input, and its query-blind baseline.
+    r"""Median over queries of the rank correlation of each head's weights with nearness in the layer's input.
 
     .. math::
 
-        \rho = \operatorname{median}_i \operatorname{corr}_{\text{rank}}\bigl(A_{i\cdot}, -D_{i\cdot}\bigr),
-        \qquad D_{ij} = \lVert h_i - h_j\rVert,
-
-    over all keys (the query's own position, at distance 0, included).
+        \rho = \operatorname{median}_i \operatorname{corr}_{\text{rank}}\bigl(A_{i\cdot}, -D_{i\cdot}\bigr)
 
     Parameters
     ----------
     weights : array, shape (..., h, T, T)
-        Attention weights of each head (rows sum to 1), e.g. (layers, heads, T, T).
-    hidden : array, shape (..., T, d)
-        The input of the layer that computed them, with the same leading axes as ``weights``
-        minus the heads axis, e.g. (layers, T, d).
+    hidden : array, shape (..., T, d), the input of the layer, the same leading axes
 
     Returns
     -------
-    dict of arrays, each of shape (..., h)
-        ``rank_corr`` (attention) and ``blind_rank_corr`` (each key's mean weight over the queries).
+    dict of arrays, shape (..., h): ``rank_corr``, ``blind_rank_corr`` (query-blind weight)
 
     Examples
     --------
@@ -108,17 +88,9 @@ def input_locality(weights: Array, hidden: Array) -> dict[str, np.ndarray]:
 
 def minilm_hidden_attention(texts: Sequence[str], dtype: torch.dtype = torch.float64
                             ) -> list[tuple[np.ndarray, np.ndarray]]:
-    r"""all-MiniLM-L6-v2's layer inputs and attention weights for each text, from the course's encoder.
+    """all-MiniLM-L6-v2's layer inputs (6, T, 384) and attention weights (6, 12, T, T) per text, float64.
 
-    Each text is tokenized with ``[CLS]`` and ``[SEP]`` (no padding) and run alone through
-    :func:`~attention_course.models.encoder.bert_encode`, as
-    :func:`~attention_course.models.queries_keys.minilm_queries_keys` does.
-
-    Returns
-    -------
-    list of (hidden, weights)
-        Per text, float64 arrays: ``hidden`` (6, T, 384), the input of each layer (the
-        embeddings' output for layer 1), and ``weights`` (6, 12, T, T).
+    Each text runs alone, with ``[CLS]`` and ``[SEP]``, through :func:`~attention_course.models.encoder.bert_encode`.
     """
     ids, weights = minilm_ids_and_weights(texts)
     weights = weights.to(dtype)
@@ -132,11 +104,7 @@ def minilm_hidden_attention(texts: Sequence[str], dtype: torch.dtype = torch.flo
 
 
 def input_locality_by_head(runs: Sequence[tuple[Array, Array]]) -> dict[str, np.ndarray]:
-    r""":func:`input_locality` for each ``(hidden, weights)`` of :func:`minilm_hidden_attention`, stacked.
-
-    Returns
-    -------
-    dict of arrays, each of shape (n_texts, ...) e.g. (20, 6, 12)
+    """:func:`input_locality` for each ``(hidden, weights)`` of :func:`minilm_hidden_attention`, stacked: (n_texts, ...).
 
     Examples
     --------

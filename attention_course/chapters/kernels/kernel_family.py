@@ -1,25 +1,13 @@
-r"""From the Gaussian kernel to attention's dot product: one learned kernel family, one knob.
-
-With :math:`z = Wx`, the Gaussian kernel of a learned metric is
-:math:`\exp(-\lVert z_q - z_j\rVert^2/2) = \exp(z_q\cdot z_j - \lVert z_j\rVert^2/2)\,\exp(-\lVert z_q\rVert^2/2)`.
-The last factor is the same for every key, so the softmax over keys drops it: the Gaussian kernel
-*is* dot-product attention with :math:`W_Q = W_K = W` plus a key-norm penalty. The family
+r"""From the Gaussian kernel to attention's dot product: one learned kernel family, one knob :math:`t` (chapter 2).
 
 .. math::
 
     s_t(q, x_j) = (Wq)\cdot(Wx_j) - \tfrac{t}{2}\lVert Wx_j\rVert^2, \qquad
     \hat f(q) = \sum_j \operatorname{softmax}_j\bigl(s_t(q, x_j)\bigr)\, y_j
 
-runs from the Gaussian kernel (:math:`t = 1`) to the plain dot product (:math:`t = 0`). For
-:math:`t > 0` the score is largest at :math:`Wx_j = Wq/t`: the kernel peaks at the query only at
-:math:`t = 1`; at :math:`t = 0` it grows without bound along :math:`Wq`, and no choice of
-:math:`W` makes it local. :func:`fit_family` learns :math:`W` as
-:func:`~attention_course.chapters.kernels.learning.fit_metric` does (from the identity, full-batch Adam on
-the leave-one-out MSE, 300 steps, rate 0.1); :func:`family_sweep` applies the ``learned-metric``
-decision rule (test MSE at least 3 times below the tuned isotropic width's and :math:`x_0`'s
-column norm at least 3 times the next one's, in at least 4 of 5 draws) at each :math:`t`.
-The stored sweep (:data:`KERNEL_FAMILY_DATA`, about a minute) also holds attention's own
-:math:`W_Q, W_K` on draw 0, the ledger's second kernel::
+:math:`t = 1` is the Gaussian kernel of the metric :math:`W`, :math:`t = 0` the plain dot product, which
+no :math:`W` makes local. :func:`family_sweep` applies the ``learned-metric`` rule at each :math:`t`;
+it is stored as :data:`KERNEL_FAMILY_DATA` (about a minute)::
 
     python -c "from attention_course.chapters.kernels.kernel_family import write_family_sweep; write_family_sweep()"
 """
@@ -32,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...core._backend import Array, ShapeError, shape_str, to_numpy
+from ...core._backend import Array, to_numpy
 from ...core.attention import softmax
-from ...models.experiments import write_json
+from ...models.experiments import read_json, write_json
 from ...models.records import DATA_DIR
 from .learning import _adam
-from .metric_comparison import coordinate_weights, dot_attention_predict, fit_dot_attention, tuned_isotropic_sigma
+from .metric_comparison import _points, coordinate_weights, dot_attention_predict, fit_dot_attention, tuned_isotropic_sigma
 from .smoothing import mse, nadaraya_watson, sparse_sine_data
 
 __all__ = ["write_family_sweep", "load_family_sweep"]
@@ -60,20 +48,10 @@ def family_scores(zq: torch.Tensor, zk: torch.Tensor, t: float) -> torch.Tensor:
     return zq @ zk.T - 0.5 * t * (zk**2).sum(-1)  # (T, S)
 
 
-def _points(x: Array, y: Array) -> tuple[torch.Tensor, torch.Tensor]:
-    x_t = torch.as_tensor(np.asarray(to_numpy(x), dtype=np.float64))  # (n, d)
-    y_t = torch.as_tensor(np.asarray(to_numpy(y), dtype=np.float64))  # (n,)
-    if x_t.ndim != 2 or y_t.shape != (x_t.shape[0],) or x_t.shape[0] < 2:
-        raise ShapeError(f"x has shape {shape_str(x_t)} and y {shape_str(y_t)}; expected (n, d) and (n,), n >= 2")
-    return x_t, y_t
-
-
 def fit_family(x: Array, y: Array, t: float, steps: int = 300, lr: float = 0.1) -> np.ndarray:
     r"""Learn ``W`` (d, d) of the kernel :math:`s_t` by full-batch Adam on the leave-one-out MSE, from the identity.
 
     .. math:: \min_W \frac1n\sum_i \Bigl(\sum_{j\ne i}\operatorname{softmax}_j\, s_t(x_i, x_j)\, y_j - y_i\Bigr)^2
-
-    At ``t = 1`` this is :func:`~attention_course.chapters.kernels.learning.fit_metric`.
 
     Examples
     --------
@@ -124,13 +102,10 @@ def passes_rule(improvement: Sequence[float], dominance: Sequence[float], factor
 
 def family_sweep(penalties: Sequence[float] = PENALTIES, seeds: Sequence[int] = range(5), n: int = 200,
                  steps: int = 300, lr: float = 0.1, dot_steps: int = 1000, grid: int = 41) -> dict:
-    r"""At each penalty ``t`` and draw: the learned kernel's test MSE, the tuned width's, and :math:`x_0`'s dominance.
+    """At each penalty ``t`` and draw: the learned kernel's test MSE, the tuned width's, and :math:`x_0`'s dominance.
 
-    Data: :func:`~attention_course.chapters.kernels.smoothing.sparse_sine_data` (200 points, 1,000
-    noiseless test points) for each seed, as the ``learned-metric`` run. Draw 0's predictions on
-    ``grid`` queries along :math:`x_0` (the other coordinates 0) are kept for the figure, also for
-    attention's own :math:`W_Q, W_K`
-    (:func:`~attention_course.chapters.kernels.metric_comparison.fit_dot_attention`, seed 0).
+    Data as the ``learned-metric`` run. Draw 0's predictions on ``grid`` queries along :math:`x_0` are kept,
+    also for attention's own :math:`W_Q, W_K`.
 
     Returns
     -------
@@ -182,6 +157,4 @@ def load_family_sweep(path: Path = KERNEL_FAMILY_DATA) -> dict:
     >>> s["t"][0], s["t"][-1], len(s["seeds"])
     (1.0, 0.0, 5)
     """
-    import json
-
-    return json.loads(Path(path).read_text())
+    return read_json(path)

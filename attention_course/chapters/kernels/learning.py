@@ -1,29 +1,13 @@
-r"""Learning the kernel of a Nadaraya-Watson smoother: its width, or a whole metric.
-
-Attention learns its similarity; a kernel smoother can too. Both fits below
-minimise a training mean squared error by full-batch Adam, in float64:
+r"""Learning the kernel of a Nadaraya-Watson smoother, its width or a whole metric, by full-batch Adam (float64).
 
 .. math::
 
     L(\theta) = \frac1n \sum_{i=1}^n \bigl(\hat f_\theta(x_i) - y_i\bigr)^2, \qquad
     \hat f_\theta(x_i) = \sum_{j} \alpha_{ij}(\theta)\, y_j ,
 
-with :math:`\alpha_{ii} = 0` under **leave-one-out** (point ``i`` is predicted from
-the others). Without it each point may copy its own target, the loss keeps falling
-as the kernel narrows, and the learned width drifts towards interpolation.
-
-=================  ===============================================  ================
-function           kernel :math:`\kappa_\theta(q, k)`                 parameter
-=================  ===============================================  ================
-``fit_bandwidth``  :math:`\exp(-((q-k)w)^2/2)`                       ``w = 1/h``
-``fit_metric``     :math:`\exp(-\lVert W(q-k)\rVert^2/2)`            ``W`` (d, d)
-=================  ===============================================  ================
-
-Both take numpy arrays and return numpy results; torch is used for the gradients.
-``fit_bandwidth(..., self_weight=alpha)`` moves continuously between the two objectives
-(:math:`\alpha = 0` leave-one-out, :math:`\alpha = 1` self-included); :func:`good_range_limit`
-and :func:`learned_width_flip` decide where chapter 2's ``learned-width`` verdict flips on
-the stored sweep over :math:`\alpha`.
+with :math:`\alpha_{ii} = 0` under leave-one-out; without it the learned width drifts towards
+interpolation. :func:`fit_bandwidth` learns :math:`w = 1/h` of :math:`\exp(-((q-k)w)^2/2)`,
+:func:`fit_metric` ``W`` (d, d) of :math:`\exp(-\lVert W(q-k)\rVert^2/2)`.
 """
 
 from __future__ import annotations
@@ -42,19 +26,12 @@ from .smoothing import _as_points, log_kernel, mse, nadaraya_watson, sparse_sine
 __all__ = ["fit_bandwidth", "fit_bandwidths", "good_range_limit", "learned_width_flip", "fit_metric"]
 
 
-def _adam(
-    loss_fn: Any, init: torch.Tensor, steps: int, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8
-) -> tuple[list, np.ndarray]:
-    r"""Full-batch Adam on one tensor, written out; returns (parameters after each step, losses).
+def _adam(loss_fn: Any, init: torch.Tensor, steps: int, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8
+         ) -> tuple[list, np.ndarray]:
+    """Full-batch Adam on one tensor, written out; returns (parameters after each step, losses).
 
-    The update is torch.optim.Adam's with its defaults (a test checks it), spelled
-    out here because torch.optim's first use imports torch._dynamo, which alone
-    takes seconds: :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`,
-    :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`,
-    :math:`p \leftarrow p - \eta\, \hat m / (\sqrt{\hat v} + \epsilon)` with bias-corrected
-    :math:`\hat m, \hat v`. ``params[0]`` is ``init``; ``losses[t]`` is the loss at ``params[t]``.
-    ``loss_fn`` may return one loss per independent problem (a vector): Adam is elementwise, so
-    stepping on their sum updates each problem's entries as its own run would.
+    torch.optim.Adam's update with its defaults (a test checks it); torch.optim's first use costs
+    seconds. ``loss_fn`` may return one loss per independent problem: Adam is elementwise.
     """
     p = init.detach().clone().requires_grad_(True)
     m, v = torch.zeros_like(p), torch.zeros_like(p)
@@ -74,42 +51,28 @@ def _adam(
 
 @dataclass(frozen=True)
 class BandwidthFit:
-    """A learned scale ``w`` of the Gaussian kernel :math:`\\exp(-((q-k)w)^2/2)` (bandwidth ``1/w``)."""
+    r"""A learned scale ``w`` of the Gaussian kernel :math:`\exp(-((q-k)w)^2/2)` (bandwidth ``1/w``)."""
 
     w: float
     w_history: np.ndarray  # (steps + 1,), w before each step and after the last
     loss_history: np.ndarray  # (steps,), training loss at each step
 
 
-def fit_bandwidth(
-    x: Array, y: Array, leave_one_out: bool = True, steps: int = 200, lr: float = 0.05, w_init: float = 1.0,
-    self_weight: float | None = None,
-) -> BandwidthFit:
+def fit_bandwidth(x: Array, y: Array, leave_one_out: bool = True, steps: int = 200, lr: float = 0.05, w_init: float = 1.0,
+                  self_weight: float | None = None) -> BandwidthFit:
     r"""Learn ``w`` in :math:`\kappa(q, k) = \exp(-((q-k)w)^2/2)` by full-batch Adam on the training MSE.
 
-    With ``leave_one_out=True`` each training point is predicted from the others
-    (:math:`\alpha_{ii} = 0`); without it, every point can explain itself, so the
-    loss keeps falling as ``w`` grows and the fit turns into interpolation.
-
-    ``self_weight`` :math:`\alpha \in [0, 1]` moves between the two (and replaces
-    ``leave_one_out``): point :math:`i` is predicted with its own kernel weight times :math:`\alpha`,
+    ``self_weight`` :math:`\alpha \in [0, 1]` replaces ``leave_one_out`` (0) / self-included (1):
 
     .. math::
 
         \hat y_i = \frac{\alpha\, y_i + \sum_{j \ne i} \kappa_w(x_i, x_j)\, y_j}
-                        {\alpha + \sum_{j \ne i} \kappa_w(x_i, x_j)},
-
-    a softmax over :math:`\log\kappa_w(x_i, x_j) + \log\alpha\,[i = j]` (the diagonal masked at
-    :math:`\alpha = 0`, the leave-one-out objective; :math:`\alpha = 1` is the self-included one).
+                        {\alpha + \sum_{j \ne i} \kappa_w(x_i, x_j)}
 
     Parameters
     ----------
     x : array, shape (n,) or (n, d); (n,) with ``self_weight``
     y : array, shape (n,)
-    steps, lr, w_init
-        Adam steps, learning rate and the starting value of ``w``.
-    self_weight : float in [0, 1], optional
-        The weight :math:`\alpha` of each point's own target; ``None`` (default) uses ``leave_one_out``.
 
     Examples
     --------
@@ -132,28 +95,18 @@ def fit_bandwidth(
     return BandwidthFit(float(ws[-1]), ws, losses)
 
 
-def fit_bandwidths(
-    xs: Sequence[Array], ys: Sequence[Array], leave_one_out: bool = True, steps: int = 200, lr: float = 0.05,
-    w_init: float = 1.0,
-) -> list[BandwidthFit]:
-    r""":func:`fit_bandwidth` on several data sets at once: one width :math:`w_b` per set, fitted together.
-
-    Set :math:`b` has its own loss :math:`L_b(w_b)`, the training MSE of
-    :math:`\hat y_i = \sum_j \operatorname{softmax}_j(-((x_i - x_j) w_b)^2/2)\, y_j` (:math:`j \ne i`
-    under leave-one-out). Adam steps on :math:`\sum_b L_b`, whose gradient in :math:`w_b` is
-    :math:`L_b`'s alone, so each fit is the one :func:`fit_bandwidth` makes; fitting them together
-    only saves the per-step overhead (22 fits of 300 steps: about 1 s instead of 13).
+def fit_bandwidths(xs: Sequence[Array], ys: Sequence[Array], leave_one_out: bool = True, steps: int = 200, lr: float = 0.05,
+                   w_init: float = 1.0) -> list[BandwidthFit]:
+    r""":func:`fit_bandwidth` on B data sets at once, one :math:`w_b` each: Adam on :math:`\sum_b L_b` gives each the same fit, faster.
 
     Parameters
     ----------
     xs : sequence of B arrays, each shape (n,) or (n, d), all the same shape
     ys : sequence of B arrays, each shape (n,)
-    leave_one_out, steps, lr, w_init
-        As in :func:`fit_bandwidth`.
 
     Returns
     -------
-    list of B :class:`BandwidthFit`, in the order of ``xs``.
+    list of B :class:`BandwidthFit`
 
     Examples
     --------
@@ -209,12 +162,7 @@ def _self_weight_loss(x_t: torch.Tensor, y_t: torch.Tensor, self_weight: float) 
 
 
 def good_range_limit(sweep: dict) -> float:
-    r"""The largest test MSE still counted as a good width: :math:`\text{MSE}_\text{best}\cdot\operatorname{median}_s r_s`.
-
-    :math:`r_s` is the leave-one-out width's test MSE over the grid-best width's on further
-    draw :math:`s` (``sweep["draw_ratio"]``): how far from the best the objective that the verdict
-    endorses typically lands (the median, not the largest: on two of the chapter's ten draws
-    leave-one-out itself lands at twice the best).
+    r"""The largest test MSE still a good width: :math:`\text{MSE}_\text{best}\cdot\operatorname{median}_s r_s`, :math:`r_s` = ``sweep["draw_ratio"]``.
 
     Examples
     --------
@@ -227,8 +175,7 @@ def good_range_limit(sweep: dict) -> float:
 
 
 def learned_width_flip(sweep: dict) -> int | None:
-    """Index of the first self-weight whose learned width's test MSE (``sweep["test_mse"]``) exceeds
-    :func:`good_range_limit`: where the learned width stops being a good one (chapter 2's flag).
+    """Index of the first self-weight whose ``sweep["test_mse"]`` exceeds :func:`good_range_limit` (chapter 2's flag).
 
     Examples
     --------
@@ -242,22 +189,16 @@ def learned_width_flip(sweep: dict) -> int | None:
 
 @dataclass(frozen=True)
 class MetricFit:
-    """A learned metric ``W`` of the kernel :math:`\\exp(-\\lVert W(q-k)\\rVert^2/2)`."""
+    r"""A learned metric ``W`` of the kernel :math:`\exp(-\lVert W(q-k)\rVert^2/2)`."""
 
     W: np.ndarray  # (d, d)
     loss_history: np.ndarray  # (steps,)
 
 
-def fit_metric(
-    x: Array, y: Array, steps: int = 300, lr: float = 0.1, leave_one_out: bool = True
-) -> MetricFit:
-    r"""Learn ``W`` in :math:`\kappa(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` by full-batch Adam.
+def fit_metric(x: Array, y: Array, steps: int = 300, lr: float = 0.1, leave_one_out: bool = True) -> MetricFit:
+    r"""Learn ``W`` in :math:`\kappa(q, k) = \exp(-\lVert W(q-k)\rVert^2/2)` by full-batch Adam, from the identity.
 
-    Since :math:`\lVert W(q-k)\rVert = \lVert Wq - Wk\rVert`, this is Gaussian
-    Nadaraya-Watson on the projected points :math:`Wx`: attention with
-    :math:`W_Q = W_K = W` and the key bias. ``W`` starts at the identity (no
-    randomness) and the loss is the leave-one-out MSE by default. Predict with
-    ``nadaraya_watson(x_query @ W.T, x_train @ W.T, y_train)``.
+    Gaussian Nadaraya-Watson on :math:`Wx`; predict with ``nadaraya_watson(x_query @ W.T, x_train @ W.T, y_train)``.
 
     Parameters
     ----------
@@ -285,18 +226,13 @@ def fit_metric(
 
 
 def metric_over_draws(seeds, n: int = 200, steps: int = 300, lr: float = 0.1) -> dict[str, np.ndarray]:
-    r"""Learn the metric on several draws of the 5-D task; how much it helps, and what it finds.
-
-    For each seed, draws :func:`~attention_course.chapters.kernels.smoothing.sparse_sine_data` (only
-    :math:`x_0` matters), fits ``W`` with :func:`fit_metric` from the identity, and measures
-    the test MSE with ``W = I`` and with the learned ``W``.
+    """:func:`fit_metric` on ``sparse_sine_data`` per seed: test-MSE gain over ``W = I`` and whether it finds :math:`x_0`.
 
     Returns
     -------
-    dict of arrays, each of shape (len(seeds),)
-        ``improvement``: test MSE with W = I over test MSE with the learned W;
-        ``dominance``: the column norm of :math:`x_0` over the largest other column norm;
-        ``top_is_x0``: whether :math:`x_0`'s column has the largest norm.
+    dict of arrays, shape (len(seeds),)
+        ``improvement`` (MSE with I over MSE with W), ``dominance`` (:math:`x_0`'s column norm over the
+        largest other), ``top_is_x0``.
 
     Examples
     --------

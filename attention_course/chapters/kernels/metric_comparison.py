@@ -1,23 +1,10 @@
-r"""Does a learned similarity find the relevant input direction? Two learned kernels against a tuned one.
+r"""Does a learned similarity find the relevant input direction? Two learned kernels against a tuned one (chapter 2).
 
-The task (:func:`~attention_course.chapters.kernels.smoothing.sparse_sine_data`): inputs uniform on
-:math:`[-2, 2]^5`, :math:`y = \sin(2x_0) + \varepsilon`; only :math:`x_0` matters. Three smoothers,
-each a Nadaraya-Watson average of the training targets, fitted on the leave-one-out MSE:
-
-=========================  ==============================================================  ===========
-model                      weight of training point :math:`j` for query :math:`q`           learned
-=========================  ==============================================================  ===========
-tuned isotropic Gaussian   :math:`\propto \exp(-\lVert q - x_j\rVert^2 / 2\sigma^2)`        :math:`\sigma` (grid)
-learned metric             :math:`\propto \exp(-\lVert W(q - x_j)\rVert^2 / 2)`             :math:`W` (Adam)
-dot-product attention      :math:`\operatorname{softmax}_j\bigl((qW_Q)\cdot(x_jW_K)/\sqrt{d_k}\bigr)`  :math:`W_Q, W_K` (Adam)
-=========================  ==============================================================  ===========
-
-The first is the control: one width for every direction, chosen by the same leave-one-out loss.
-How much a learned model leans on coordinate :math:`c`: the column norm :math:`\lVert W e_c\rVert`
-for the metric; for attention, whose score is :math:`q^\top M x_j / \sqrt{d_k}` with
-:math:`M = W_Q W_K^\top`, the norm of row and column :math:`c` of :math:`M` together.
-:func:`compare_learned_kernels` runs all three on several draws; ``python -m attention_course
-metric-run`` stores it as :data:`METRIC_RUN_DATA`.
+On :func:`~attention_course.chapters.kernels.smoothing.sparse_sine_data` (only :math:`x_0` matters), three
+Nadaraya-Watson smoothers fitted on the leave-one-out MSE: a tuned isotropic Gaussian (the control), a
+learned metric :math:`\exp(-\lVert W(q - x_j)\rVert^2 / 2)` and dot-product attention
+:math:`\operatorname{softmax}_j((qW_Q)\cdot(x_jW_K)/\sqrt{d_k})`. ``python -m attention_course metric-run``
+stores :func:`compare_learned_kernels` as :data:`METRIC_RUN_DATA`.
 """
 
 from __future__ import annotations
@@ -49,7 +36,7 @@ METRIC_RUN_DATA = DATA_DIR / "learned_metric.json"
 
 
 def tuned_isotropic_sigma(x: Array, y: Array, sigmas: Sequence[float] = SIGMA_GRID) -> float:
-    r"""The isotropic Gaussian bandwidth :math:`\sigma` with the lowest leave-one-out MSE on ``(x, y)``.
+    r"""The isotropic Gaussian bandwidth with the lowest leave-one-out MSE on ``(x, y)``, from ``sigmas``.
 
     .. math:: \hat\sigma = \arg\min_{\sigma} \frac1n \sum_i \bigl(\hat f_{\sigma, -i}(x_i) - y_i\bigr)^2
 
@@ -57,8 +44,6 @@ def tuned_isotropic_sigma(x: Array, y: Array, sigmas: Sequence[float] = SIGMA_GR
     ----------
     x : array, shape (n, d)
     y : array, shape (n,)
-    sigmas : sequence of float
-        Candidate bandwidths (default :data:`SIGMA_GRID`).
 
     Examples
     --------
@@ -81,6 +66,15 @@ class DotAttentionFit:
     loss_history: np.ndarray  # (steps,), leave-one-out training MSE at each step
 
 
+def _points(x: Array, y: Array) -> tuple[torch.Tensor, torch.Tensor]:
+    """Training points as float64 tensors, x (n, d) and y (n,), n >= 2."""
+    x_t = torch.as_tensor(np.asarray(to_numpy(x), dtype=np.float64))  # (n, d)
+    y_t = torch.as_tensor(np.asarray(to_numpy(y), dtype=np.float64))  # (n,)
+    if x_t.ndim != 2 or y_t.shape != (x_t.shape[0],) or x_t.shape[0] < 2:
+        raise ShapeError(f"x has shape {shape_str(x_t)} and y {shape_str(y_t)}; expected (n, d) and (n,), n >= 2")
+    return x_t, y_t
+
+
 def _dot_scores(xq: torch.Tensor, xk: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     d_k = W.shape[-1]
     return (xq @ W[0]) @ (xk @ W[1]).T / d_k**0.5  # (T, S)
@@ -88,21 +82,17 @@ def _dot_scores(xq: torch.Tensor, xk: torch.Tensor, W: torch.Tensor) -> torch.Te
 
 def fit_dot_attention(x: Array, y: Array, d_k: Optional[int] = None, steps: int = 1000, lr: float = 0.05,
                       seed: int = 0, init_scale: Optional[float] = None) -> DotAttentionFit:
-    r"""Learn :math:`W_Q, W_K` of attention over the training points by full-batch Adam on the leave-one-out MSE.
+    r"""Learn :math:`W_Q, W_K` (d, d_k) by full-batch Adam on the leave-one-out MSE, from a seeded :math:`N(0, 1/d)` start.
 
     .. math::
 
         \hat f(x_i) = \sum_{j \ne i} \operatorname{softmax}_j\!\Bigl(\frac{(x_i W_Q)\cdot(x_j W_K)}{\sqrt{d_k}}\Bigr) y_j
 
-    The start is seeded: entries :math:`N(0, s^2)` with ``init_scale`` :math:`s = 1/\sqrt d` by default.
-    No key bias: this is attention's own kernel.
-
     Parameters
     ----------
     x : array, shape (n, d)
     y : array, shape (n,)
-    d_k : int, optional
-        Width of queries and keys (default ``d``).
+    d_k : int, optional (default ``d``)
 
     Examples
     --------
@@ -111,10 +101,7 @@ def fit_dot_attention(x: Array, y: Array, d_k: Optional[int] = None, steps: int 
     >>> fit.W_q.shape, fit.W_k.shape, fit.loss_history.shape
     ((5, 5), (5, 5), (3,))
     """
-    x_t = torch.as_tensor(np.asarray(to_numpy(x), dtype=np.float64))  # (n, d)
-    y_t = torch.as_tensor(np.asarray(to_numpy(y), dtype=np.float64))  # (n,)
-    if x_t.ndim != 2 or y_t.shape != (x_t.shape[0],) or x_t.shape[0] < 2:
-        raise ShapeError(f"x has shape {shape_str(x_t)} and y {shape_str(y_t)}; expected (n, d) and (n,), n >= 2")
+    x_t, y_t = _points(x, y)
     n, d = x_t.shape
     d_k = d if d_k is None else int(d_k)
     scale = d**-0.5 if init_scale is None else float(init_scale)
@@ -146,10 +133,9 @@ def dot_attention_predict(x_query: Array, x_train: Array, y_train: Array, fit: D
 
 
 def coordinate_weights(M: Array, kind: str = "metric") -> np.ndarray:
-    r"""How much each input coordinate moves the learned similarity.
+    r"""How much each input coordinate moves the learned similarity, shape (d,).
 
-    ``kind="metric"``: the column norms :math:`\lVert W e_c\rVert` of a metric ``W`` (d, d).
-    ``kind="bilinear"``: for :math:`M = W_Q W_K^\top` (d, d), whose score is :math:`q^\top M k`,
+    ``metric``: column norms :math:`\lVert W e_c\rVert`; ``bilinear`` (:math:`M = W_Q W_K^\top`):
     :math:`\sqrt{\lVert M_{c\cdot}\rVert^2 + \lVert M_{\cdot c}\rVert^2}`.
 
     Examples
@@ -180,8 +166,7 @@ KEYS = ("sigma", "mse_tuned", "mse_identity", "mse_mean", "mse_metric", "mse_dot
 
 @dataclass(frozen=True)
 class MetricRunConfig:
-    """The configuration of ``metric-run``: the draws (seeds), the training points and the fits' steps;
-    ``quick``: one draw, 5 steps each."""
+    """The configuration of ``metric-run``; ``quick``: one draw, 5 steps each."""
 
     seeds: tuple = (0, 1, 2, 3, 4)
     n: int = 200
@@ -234,16 +219,13 @@ METRIC_RUN = register(Experiment(
 
 def compare_learned_kernels(seeds: Sequence[int] = range(5), n: int = 200, metric_steps: int = 300,
                             dot_steps: int = 1000, progress: bool = False) -> dict:
-    r"""On each draw: the tuned isotropic control, the learned metric and attention's learned dot product.
+    """On each draw: the tuned isotropic control, the learned metric and attention's learned dot product.
 
     Returns
     -------
     dict
-        Per seed (lists, one entry per seed): ``sigma`` (the control's bandwidth), ``mse_tuned``,
-        ``mse_identity`` (W = I, sigma = 1), ``mse_mean`` (predicting the mean), ``mse_metric``,
-        ``mse_dot``, ``dominance_metric``, ``dominance_dot`` (x0's weight over the largest
-        other's), ``x0_top_metric``, ``x0_top_dot``; and the settings. ``progress`` shows a
-        progress bar on stderr.
+        One list entry per seed for each of :data:`KEYS` (``dominance_*``: x0's weight over the largest
+        other's; ``mse_identity``: W = I), and the settings.
 
     Examples
     --------

@@ -1,36 +1,15 @@
-r"""Is a trained head's kernel local? Its attention weights against query-key distances.
+r"""Is a trained head's kernel local? Its attention weights against query-key distances (chapter 2).
 
-Within one row of an attention matrix the query :math:`q` is fixed, and the identity
-:math:`-\tfrac12\lVert q - k\rVert^2 = q\cdot k - \tfrac12\lVert q\rVert^2 - \tfrac12\lVert k\rVert^2`
-splits each weight of scaled dot-product attention into two factors,
+Within a row the query is fixed, and :math:`-\tfrac12\lVert q - k\rVert^2 = q\cdot k - \tfrac12\lVert q\rVert^2 - \tfrac12\lVert k\rVert^2`
+splits each weight into a Gaussian kernel and a key-norm factor,
 
 .. math::
 
     \alpha_j \;\propto\; e^{q\cdot k_j/\sqrt d}
-    \;=\; \underbrace{e^{-\lVert q - k_j\rVert^2 / 2\sqrt d}}_{\text{Gaussian kernel}}
-    \;\times\; \underbrace{e^{\lVert k_j\rVert^2 / 2\sqrt d}}_{\text{key-norm factor}}
-    \;\times\; \text{const}_q ,
+    \;=\; e^{-\lVert q - k_j\rVert^2 / 2\sqrt d} \times e^{\lVert k_j\rVert^2 / 2\sqrt d} \times \text{const}_q ,
 
-so the spread of the key norms is exactly how far a head departs from a Gaussian
-smoother in its own query-key space. The helpers measure, per head:
-
-=============================  ==========================================================
-``"rank_corr"``                median over queries of the rank correlation of the weights with
-                               :math:`-\lVert q - k_j\rVert` (1 = weight falls with distance)
-``"nearest_wins"``             fraction of queries whose largest weight is on the nearest key
-``"blind_rank_corr"``,         the same two measures for a *query-blind* weight, each key's mean
-``"blind_nearest_wins"``       weight over all queries of the head (it ignores the distance to the query)
-``"chance"``                   :math:`1/S`, the nearest-key rate of weights that ignore the keys
-``"distance_share"``           share of the within-row logit variance explained by the distance term
-``"norm_share"``               share explained by the key-norm term
-``"norm_ratio"``               largest over smallest key norm
-=============================  ==========================================================
-
-In trained self-attention :math:`W_Q \ne W_K`, so a token's own key is not its query:
-"the nearest key" replaces "the own key" of the synthetic test in
-:mod:`attention_course.chapters.kernels.attention_kernel`. The queries and keys themselves come from
-:mod:`attention_course.models.queries_keys` (it runs the model): ``sentence_queries_keys``
-for a BERT encoder, ``minilm_queries_keys`` for all-MiniLM-L6-v2 and a list of texts.
+so the spread of the key norms is how far a head departs from a Gaussian smoother. :data:`MEASURES`
+are the per-head measures of :func:`qk_locality`.
 """
 
 from __future__ import annotations
@@ -88,26 +67,28 @@ def _row_r2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
 def qk_locality(q: Array, k: Array) -> dict[str, np.ndarray]:
     r"""Locality of scaled dot-product attention in its own query-key space, per head.
 
-    With scores :math:`s_{ij} = q_i\cdot k_j/\sqrt d` (softmax over :math:`j`), distances
-    :math:`D_{ij} = \lVert q_i - k_j\rVert` and, per row, the split
-    :math:`s_{ij} = g_{ij} + b_j + c_i` into the distance term
-    :math:`g_{ij} = -D_{ij}^2/2\sqrt d`, the key-norm term :math:`b_j = \lVert k_j\rVert^2/2\sqrt d`
-    and a constant, returns the measures listed in the module docstring. The two shares
-    are squared correlations of :math:`s` with :math:`g` (and with :math:`b`) after
-    removing each row's mean, pooled over the rows: a Gaussian kernel has
-    ``distance_share`` 1; keys of equal norm make ``norm_share`` 0. Softmax is monotone,
-    so ranks and argmaxes of the scores are those of the weights.
+    With scores :math:`s_{ij} = q_i\cdot k_j/\sqrt d`, distances :math:`D_{ij} = \lVert q_i - k_j\rVert`,
+    distance term :math:`g_{ij} = -D_{ij}^2/2\sqrt d` and key-norm term :math:`b_j = \lVert k_j\rVert^2/2\sqrt d`:
+
+    =============================  ==========================================================
+    ``rank_corr``                  median over queries of the rank correlation of the weights with :math:`-D_{ij}`
+    ``nearest_wins``               fraction of queries whose largest weight is on the nearest key
+    ``blind_rank_corr``,           the same two for the query-blind weight (each key's mean weight
+    ``blind_nearest_wins``         over all queries)
+    ``chance``                     :math:`1/S`
+    ``distance_share``             squared correlation of :math:`s` with :math:`g`, rows centred and pooled
+    ``norm_share``                 the same with :math:`b`
+    ``norm_ratio``                 :func:`key_norm_ratio`
+    =============================  ==========================================================
 
     Parameters
     ----------
     q : array, shape (..., T, d)
-    k : array, shape (..., S, d), S >= 2
-        Leading axes (layers, heads) must match and are kept.
+    k : array, shape (..., S, d), S >= 2, the same leading axes
 
     Returns
     -------
-    dict
-        Each entry of :data:`MEASURES` as an array of shape (...).
+    dict of arrays, shape (...), one per entry of :data:`MEASURES`
 
     Examples
     --------
@@ -147,26 +128,21 @@ def qk_locality(q: Array, k: Array) -> dict[str, np.ndarray]:
 
 # ------------------------------------------------------------------ locality in one canonical gauge
 def canonical_gauge(q: Array, k: Array, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    r"""Queries and keys in the gauge where the query-key distance is defined: keys centred, equal rms norms.
-
-    Attention's weights do not change under :math:`q \to aq,\ k \to k/a` nor under one vector added
-    to every key (each row's scores shift by a constant), but the distances :math:`\lVert q - k\rVert`
-    do. This picks one member of that family:
+    r"""Queries and keys in the one gauge where query-key distance is defined: keys centred, equal rms norms.
 
     .. math::
 
         \hat k_j = (k_j - \bar k)/a^*, \qquad \hat q_i = a^* q_i, \qquad
         a^* = \sqrt{\operatorname{rms}_j \lVert k_j - \bar k\rVert / \operatorname{rms}_i \lVert q_i\rVert},
 
-    with :math:`\bar k` the mean of the ``keys`` (e.g. the content keys) and the key rms over them, so that
-    any member of the family maps to the same :math:`(\hat q, \hat k)`. Scores change by a constant per
-    row only, so every weight is kept.
+    with :math:`\bar k` and the key rms over ``keys``. Every weight is kept (scores move by a constant per row),
+    and every :math:`(aq, k/a + c)` maps to the same :math:`(\hat q, \hat k)`.
 
     Parameters
     ----------
     q : array, shape (..., T, d)
     k : array, shape (..., S, d)
-    keys : sequence of int, the key indices the centre and the rms are taken over
+    keys : sequence of int, the keys the centre and rms are taken over
 
     Returns
     -------
@@ -193,10 +169,9 @@ def canonical_gauge(q: Array, k: Array, keys: Sequence[int]) -> tuple[np.ndarray
 
 
 def smollm2_queries_keys(texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    r"""SmolLM2-135M-Instruct's queries and keys after RoPE, (30, 9, T, 64) per text, keys repeated over the query groups.
+    """SmolLM2-135M-Instruct's queries and keys after RoPE, (30, 9, T, 64) per text, keys repeated over the query groups.
 
-    Each text is tokenized alone (no special tokens added; its first token is the decoder's sink) and
-    run through :func:`~attention_course.models.decoder.decoder_pass` with the Q4_1 weights of
+    Each text runs alone (no special tokens; its first token is the sink) with the Q4_1 weights of
     :func:`~attention_course.models.smollm2.load_smollm2` (quantized and instruction-tuned: a caveat).
     """
     w, tok = load_smollm2(), smollm2_tokenizer()
@@ -213,11 +188,9 @@ def smollm2_queries_keys(texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndar
 def dot_product_factors(scores: Array, d: int) -> tuple[np.ndarray, np.ndarray]:
     r"""The best ``d``-dimensional dot-product factorisation of a score table, :math:`L \approx \tilde q\,\tilde k^\top`.
 
-    Truncated SVD of the table with each row's mean removed (a constant per row changes no weight, so the
-    factors do not move when one vector is added to every key), :math:`L - \bar L_{i\cdot} = U\Sigma V^\top`,
-    :math:`\tilde q = U_{:d}\Sigma_{:d}^{1/2}`, :math:`\tilde k = V_{:d}\Sigma_{:d}^{1/2}`. For a dot-product head's
-    table :math:`q k^\top/\sqrt{d}` it is exact up to those row constants (rank at most ``d``); for a table that is not a dot product of ``d``-dimensional vectors (a free
-    score table, an additive score) it is an approximation once ``T`` and ``S`` exceed ``d``.
+    Truncated SVD of the row-centred table, :math:`L - \bar L_{i\cdot} = U\Sigma V^\top`,
+    :math:`\tilde q = U_{:d}\Sigma_{:d}^{1/2}`, :math:`\tilde k = V_{:d}\Sigma_{:d}^{1/2}`: exact (up to row
+    constants, which change no weight) for a dot-product head's table, an approximation otherwise.
 
     Parameters
     ----------
@@ -250,35 +223,34 @@ def gauge_sweep(q: Array, k: Array, gauges: Sequence[float], scores: Array | Non
                 causal: bool = False, min_keys: int = 3) -> dict[str, np.ndarray]:
     r"""Per head and per gauge :math:`a`: does the weight fall with :math:`\lVert a\hat q_i - \hat k_j/a\rVert`?
 
-    The weights are :math:`\operatorname{softmax}_j(L_{ij})` over the keys query ``i`` may see, with
-    :math:`L = q k^\top/\sqrt d` or the given ``scores`` (a table :math:`q, k` only approximate, e.g.
-    :func:`dot_product_factors` of a baseline); sink columns removed and rows renormalised (the content
-    part). :math:`(\hat q, \hat k)` is :func:`canonical_gauge` of ``(q, k)`` over the content keys. Within a row
+    Weights :math:`\operatorname{softmax}_j(L_{ij})` over the visible keys, :math:`L = q k^\top/\sqrt d` or
+    ``scores``; sinks removed; :math:`(\hat q, \hat k)` is :func:`canonical_gauge` over the content keys. As
 
     .. math::
 
         -\lVert a\hat q_i - \hat k_j/a\rVert^2 = -a^2\lVert \hat q_i\rVert^2 + 2\,\hat q_i\cdot\hat k_j
         - \lVert \hat k_j\rVert^2/a^2 ,
 
-    so as :math:`a` grows the distance ranks the keys as :math:`q\cdot k` does: every dot-product head is
-    local at large :math:`a`, whatever it learned. Returns the median over the rows with at least
-    ``min_keys`` visible content keys of the Spearman correlation between the weights and
-    :math:`-\lVert a\hat q_i - \hat k_j/a\rVert` (``rank_corr``), the same for the query-blind weight
-    (``blind_rank_corr``), each of shape (..., len(gauges)), and ``sink_share`` (...).
+    every dot-product head is local at large :math:`a`.
 
     Parameters
     ----------
-    q : array, shape (..., T, d)
-    k : array, shape (..., T, d), self-attention (the same T)
-    gauges : sequence of float, the factors :math:`a` (1 is the canonical gauge)
+    q, k : arrays, shape (..., T, d), self-attention
+    gauges : sequence of float, the factors :math:`a`
     scores : array, shape (..., T, T), optional
-    sinks : sequence of int, sink positions (negative indices count from the end)
-    causal : bool, query ``i`` sees keys ``j <= i`` (True = may attend below the diagonal)
+    sinks : sequence of int, sink positions (negative from the end)
+    causal : bool, query ``i`` sees keys ``j <= i``
+    min_keys : int, rows with fewer visible content keys are skipped
+
+    Returns
+    -------
+    dict
+        ``rank_corr`` and ``blind_rank_corr`` (query-blind weight), medians over rows, (..., len(gauges));
+        ``sink_share`` (...).
 
     Examples
     --------
-    A free score table is no dot product of 2-dimensional vectors: at large a its best 2-d factors rank
-    the keys only roughly; the table's own factors (rank 12) rank them exactly.
+    A free score table is no dot product of 2-d vectors; its rank-12 factors rank the keys exactly.
 
     >>> rng = np.random.default_rng(0)
     >>> L = rng.normal(size=(12, 12))
@@ -323,9 +295,7 @@ def gauge_sweep(q: Array, k: Array, gauges: Sequence[float], scores: Array | Non
 
 
 def free_score_tables(scores: Array, seed: int = 0) -> np.ndarray:
-    r"""Synthesizer-style baseline: a table of independent Gaussian scores per head, its spread matched to ``scores``.
-
-    Each (..., T, S) table gets the standard deviation of the head's own scores (the last two axes).
+    """Synthesizer-style baseline: independent Gaussian scores per head, with the std of the head's ``scores``.
 
     Examples
     --------
@@ -338,14 +308,11 @@ def free_score_tables(scores: Array, seed: int = 0) -> np.ndarray:
 
 
 def additive_scores(h: Array, n_tables: int, width: int = 128, spread: float = 1.0, seed: int = 0) -> np.ndarray:
-    r"""Additive (MLP) scores :math:`L_{ij} = v\cdot\tanh(W h_i + U h_j)` with random :math:`W, U, v`, ``n_tables`` of them.
-
-    Not a dot product of projections: as a function of :math:`(i, j)` it has full rank. Each table is
-    rescaled to standard deviation ``spread``.
+    r"""Additive (MLP) scores :math:`L_{ij} = v\cdot\tanh(W h_i + U h_j)`, random :math:`W, U, v`, each table std ``spread``.
 
     Parameters
     ----------
-    h : array, shape (T, d_model), e.g. one layer's input
+    h : array, shape (T, d_model)
 
     Returns
     -------
@@ -371,14 +338,10 @@ def additive_scores(h: Array, n_tables: int, width: int = 128, spread: float = 1
 
 
 def key_sphere_spread(k: Array, keys: Sequence[int]) -> np.ndarray:
-    r"""How far the keys are from lying on one sphere, free of the gauge: residual spread of :math:`\lVert k\rVert^2` after the best shift.
+    r"""Gauge-free distance of the keys from one sphere: residual spread of :math:`\lVert k\rVert^2` after the best shift.
 
-    Fits :math:`\lVert k_j\rVert^2 \approx 2c\cdot k_j + b` by least squares over ``keys`` (equivalently
-    :math:`\lVert k_j - c\rVert^2 \approx` const) and returns the standard deviation of the residual over the
-    mean squared distance of the keys to their centroid. 0 when the keys lie on a sphere (then a key shift
-    to its centre makes every key the same length and the dot product a Gaussian kernel of distance);
-    about :math:`\sqrt{2/d}` for Gaussian keys. It does not move under :math:`k \to k/a` or a shift of every
-    key; it needs more than :math:`d + 1` keys to be able to differ from 0.
+    Least squares :math:`\lVert k_j\rVert^2 \approx 2c\cdot k_j + b` over ``keys``; the residual's std over the
+    mean squared distance to the centroid. 0 on a sphere, about :math:`\sqrt{2/d}` for Gaussian keys.
 
     Parameters
     ----------
@@ -410,13 +373,10 @@ def key_sphere_spread(k: Array, keys: Sequence[int]) -> np.ndarray:
 
 
 def query_blind_share(scores: Array) -> np.ndarray:
-    r"""Share of a score table's row-centred energy that does not depend on the query: its column effect.
+    r"""Share of a score table's row-centred energy that does not depend on the query (its column effect).
 
-    With each row's mean removed (a constant per row changes no weight), :math:`\tilde L = L - \bar L_{i\cdot}`,
-    the column effect :math:`c_j = \operatorname{mean}_i \tilde L_{ij}` is the part of every row that is the
-    same whatever the query; the share is :math:`T\lVert c\rVert^2 / \lVert\tilde L\rVert_F^2`. A table that
-    is mostly a column effect has rank about 1 after row-centring, so any :math:`d_k \ge 1` factorises it, and
-    it ranks the keys almost the same way in every row.
+    .. math:: \tilde L = L - \bar L_{i\cdot}, \quad c_j = \operatorname{mean}_i \tilde L_{ij}, \quad
+        \text{share} = T\lVert c\rVert^2 / \lVert\tilde L\rVert_F^2
 
     Parameters
     ----------
@@ -442,11 +402,9 @@ def query_blind_share(scores: Array) -> np.ndarray:
 
 
 def diagonal_regauge(q: Array, k: Array, spread: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    r"""A random diagonal change of the query-key space, :math:`q \to Aq`, :math:`k \to A^{-1}k`, that moves no score.
+    r"""A random diagonal change :math:`q \to Aq`, :math:`k \to A^{-1}k`, :math:`A = \operatorname{diag}(e^{z})`, :math:`z_m \sim N(0, \text{spread}^2)`.
 
-    :math:`A = \operatorname{diag}(e^{z})` with :math:`z_m \sim N(0, \text{spread}^2)`, one per coordinate, so
-    :math:`(Aq)\cdot(A^{-1}k) = q\cdot k`: every weight stays, but distances, norms and so the equal-norm
-    convention move.
+    Every score stays; distances and norms move.
 
     Parameters
     ----------

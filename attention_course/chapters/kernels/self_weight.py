@@ -43,20 +43,15 @@ def _test_mse(data, w: float) -> float:
 
 def self_weight_sweep(alphas: Sequence[float] = ALPHAS, seed: int = 0, draws: Sequence[int] = range(1, 11),
                       **fit) -> dict:
-    r"""Learned width and its test MSE at each self-weight, the grid-best width, and the draws' margin.
+    """Learned width and its test MSE at each self-weight, the grid-best width, and the further draws' margin.
 
-    Data: :func:`~attention_course.chapters.kernels.smoothing.sine_data` (40 points, noise 1) with ``seed``;
-    the width at self-weight :math:`\alpha` is
-    :func:`~attention_course.chapters.kernels.learning.fit_bandwidth` ``(..., self_weight=alpha)``
-    (300 Adam steps, rate 0.05, from 1). On each of ``draws`` (the chapter's further draws) the
-    leave-one-out width is learned and its test MSE divided by the grid-best test MSE (grid
-    :data:`W_GRID`): the margin of :func:`~attention_course.chapters.kernels.learning.good_range_limit`.
+    On ``sine_data(n=40, noise=1, seed)``, :func:`~attention_course.chapters.kernels.learning.fit_bandwidth`
+    at each ``self_weight``; on each of ``draws``, the leave-one-out width's test MSE over the grid-best's.
 
     Returns
     -------
     dict
-        ``alpha``, ``w``, ``test_mse`` (one per alpha); ``w_grid``, ``grid_mse`` (the test MSE
-        curve); ``w_best``, ``mse_best``; ``draws``, ``draw_ratio`` (leave-one-out over best, per draw).
+        ``alpha``, ``w``, ``test_mse``; ``w_grid``, ``grid_mse``; ``w_best``, ``mse_best``; ``draws``, ``draw_ratio``.
 
     Examples
     --------

@@ -1,28 +1,12 @@
-r"""Chapter 2's flagged sliders: ``learned-width`` (how much of its own target may a point see?) and
-``learned-metric`` (:func:`kernel_family_explorer`: from the Gaussian kernel to the dot product, with the
-stored sweep of :mod:`~attention_course.chapters.kernels.kernel_family`).
+"""Chapter 2's sliders; flagged: ``learned-width`` (:func:`learned_width_explorer`), ``learned-metric``
+(:func:`kernel_family_explorer`) and ``softmax-kernel`` (:func:`key_norm_explorer`).
 
-The verdict says a Gaussian kernel's width can be learned by gradient descent *when the
-objective leaves each point out*. The condition is binary (leave-one-out or not); the slider
-moves it continuously: point :math:`i` is predicted with its own kernel weight multiplied by
-:math:`\alpha` (:func:`~attention_course.chapters.kernels.learning.fit_bandwidth` with
-``self_weight``; :math:`\alpha = 0` is leave-one-out, :math:`\alpha = 1` self-included). For
-each :math:`\alpha` the width is learned by the chapter's full-batch Adam, and the test MSE of
-the learned width is compared with the grid-best width's. The flag sits at the first
-:math:`\alpha` whose learned width leaves the good range
-(:func:`~attention_course.chapters.kernels.learning.learned_width_flip`,
-:func:`~attention_course.chapters.kernels.learning.good_range_limit`).
-
-The fits (Adam over 300 steps, a width still rising at the self-included end) are precomputed
-by :func:`attention_course.chapters.kernels.self_weight.self_weight_sweep` and stored in
-:data:`LEARNED_WIDTH_DATA`; this module only reads and draws them. Regenerate with::
-
-    python -c "from attention_course.chapters.kernels.self_weight import write_self_weight_sweep; write_self_weight_sweep()"
+They read stored sweeps (:mod:`~attention_course.chapters.kernels.self_weight`,
+:mod:`~attention_course.chapters.kernels.kernel_family`) and only draw.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -32,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ...figures.widgets import PLOTLY_FONT, PredictReveal, SliderFigure, static_fallback
+from ...models.experiments import read_json
 from .kernel_family import load_family_sweep, passes_rule
 from .learning import good_range_limit, learned_width_flip
 from .metric_comparison import load_metric_run
@@ -42,7 +27,6 @@ from .smoothing import mse_by_bandwidth, nadaraya_watson, sine_data
 __all__ = ["learned_width_explorer", "load_self_weight_sweep", "bandwidth_explorer", "without_verdict_link",
            "key_norm_explorer", "kernel_family_explorer"]
 
-#: The stored sweep over the self-weight alpha (chapter 2, seed 0, and the further draws' margin).
 
 
 def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
@@ -54,16 +38,15 @@ def load_self_weight_sweep(path: Path = LEARNED_WIDTH_DATA) -> dict:
     >>> s["alpha"][0], s["alpha"][-1], len(s["draws"])
     (0.0, 1.0, 10)
     """
-    return json.loads(Path(path).read_text())
+    return read_json(path)
 
 
 def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
     r"""Chapter 2: slide the self-weight :math:`\alpha` from leave-one-out (0) to self-included (1).
 
-    Top: test MSE against the inverse width :math:`w` (the grid), with the grid-best width,
-    the leave-one-out width and the width learned at this :math:`\alpha`. Bottom: the learned
-    width's test MSE against :math:`\alpha`, with the good range's limit. The flag
-    (:func:`~attention_course.chapters.kernels.learning.learned_width_flip`) marks where the learned width stops being a good one.
+    Top: test MSE against :math:`w`, with the grid-best, leave-one-out and learned widths; bottom: the
+    learned width's test MSE against :math:`\alpha`. The flag is
+    :func:`~attention_course.chapters.kernels.learning.learned_width_flip`.
 
     Examples
     --------
@@ -124,15 +107,10 @@ def learned_width_explorer(sweep: dict | None = None) -> SliderFigure:
                         start=0, control_label="self-weight α", flip=flip, flip_note=note, verdict="learned-width")
 
 
-# ------------------------------------------------------------------ chapter 2
 def bandwidth_explorer(w_values: Optional[Sequence[float]] = None, seed: int = 0) -> SliderFigure:
-    r"""Chapter 2: the Gaussian Nadaraya-Watson fit at each inverse bandwidth :math:`w = 1/h`, with train and test error.
+    """Chapter 2: the Gaussian Nadaraya-Watson fit at each inverse bandwidth :math:`w = 1/h`, with train and test error.
 
-    The training error is measured against the 40 noisy points, the test error against the
-    noiseless curve (:func:`~attention_course.chapters.kernels.smoothing.sine_data`), both with
-    :func:`~attention_course.chapters.kernels.smoothing.mse_by_bandwidth`, the computation behind
-    the lesson's sweep. The flip marker sits at the :math:`w` with the smallest test error: a larger
-    :math:`w` (narrower kernel) fits the noise, a smaller one washes out the curve.
+    The flip marker sits at the lowest test error.
 
     Examples
     --------
@@ -199,12 +177,9 @@ def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[
                       T: int = 24, S: int = 48, d: int = 16, seed: int = 0) -> SliderFigure:
     r"""Chapter 2: how far the keys' norms spread decides whether attention is a smoothing kernel.
 
-    Queries have iid unit-variance entries; keys have random directions and norms spread
-    geometrically so that the largest over the smallest is ``ratio`` (mean norm
-    :math:`\sqrt d`). Each frame shows one query's weights against its distance to every key
-    (colour: the key's norm) and the readout the measures of
-    :func:`~attention_course.chapters.kernels.qk_kernel.qk_locality` over all queries. ``marks`` maps a
-    label to a norm ratio (e.g. MiniLM's median head) to flag on the slider.
+    Keys of random direction, norms spread geometrically to max/min ``ratio`` (mean :math:`\sqrt d`); each
+    frame shows one query's weights against distance, the readout
+    :func:`~attention_course.chapters.kernels.qk_kernel.qk_locality`. ``marks``: label to ratio, flagged.
 
     Examples
     --------
@@ -258,14 +233,11 @@ def key_norm_explorer(ratios: Optional[Sequence[float]] = None, marks: Optional[
 
 
 def kernel_family_explorer(sweep: dict | None = None, metric_run: dict | None = None) -> SliderFigure:
-    r"""Chapter 2 (``learned-metric``): slide the key-norm penalty :math:`t` from the Gaussian kernel to the dot product.
+    """Chapter 2 (``learned-metric``): slide the key-norm penalty :math:`t` from the Gaussian kernel to the dot product.
 
-    Frame :math:`t` (:mod:`~attention_course.chapters.kernels.kernel_family`, stored): top, draw 0's
-    learned prediction along :math:`x_0` against :math:`\sin 2x_0`; bottom, per draw, the tuned
-    isotropic width's test MSE over the learned kernel's, against :math:`t`, with the rule's factor 3.
-    A last frame is attention's own :math:`W_Q, W_K` (the ledger's second kernel, from
-    ``metric_run``, :func:`~attention_course.chapters.kernels.metric_comparison.load_metric_run`).
-    The flag sits at the first frame where the ``learned-metric`` rule fails.
+    Top: draw 0's prediction along :math:`x_0`; bottom: tuned MSE over learned MSE per draw against
+    :math:`t`. A last frame is attention's own :math:`W_Q, W_K` (``metric_run``). The flag sits where the
+    rule first fails.
 
     Examples
     --------

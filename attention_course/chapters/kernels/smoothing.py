@@ -1,32 +1,14 @@
-r"""Attention as kernel smoothing: the Nadaraya-Watson estimator, with a learned metric.
-
-Given training pairs :math:`(x_j, y_j)` and a kernel :math:`\kappa`, the
-Nadaraya-Watson estimate at a query :math:`q` is a weighted average of the targets:
+r"""Attention as kernel smoothing: the Nadaraya-Watson estimator (chapter 2).
 
 .. math::
 
     \hat f(q) = \sum_j \frac{\kappa(q, x_j)}{\sum_{j'} \kappa(q, x_{j'})}\, y_j
 
-Written with logits :math:`\log\kappa`, the weights are a softmax over the
-training points, so this *is* attention with queries ``q``, keys ``x_j`` and
-values ``y_j``. Two exact identities connect the two views:
-
-* Gaussian kernel: :math:`-\lVert q-k\rVert^2/2\sigma^2 = (q\cdot k - \lVert k\rVert^2/2
-  - \lVert q\rVert^2/2)/\sigma^2`; the :math:`\lVert q\rVert^2` term is constant over the
-  keys and cancels in the softmax, so Gaussian Nadaraya-Watson is softmax attention
-  with scale :math:`1/\sigma^2` and the additive bias :math:`-\lVert k\rVert^2/2\sigma^2`
-  (:func:`gaussian_nw_as_attention`).
-* When all keys have the same norm the bias is a constant too, and scaled dot-product
-  attention is Gaussian Nadaraya-Watson with :math:`\sigma^2 = \sqrt{d}`.
-
-Shape legend::
-
-    x_query  (T,) or (T, d)    T query points (a 1-D input may drop the d axis)
-    x_train  (S,) or (S, d)    S training points (the keys)
-    y_train  (S,) or (S, d_v)  one target per training point (the values)
-    weights  (T, S)            each row sums to 1 over the S training points
-
-Kernels (``bandwidth`` is :math:`h > 0`):
+is a softmax over :math:`\log\kappa`: attention with queries ``q``, keys ``x_j``, values ``y_j``.
+Gaussian Nadaraya-Watson is softmax attention with scale :math:`1/\sigma^2` and key bias
+:math:`-\lVert k\rVert^2/2\sigma^2` (:func:`gaussian_nw_as_attention`). Shapes: ``x_query`` (T,) or
+(T, d), ``x_train`` (S,) or (S, d), ``y_train`` (S,) or (S, d_v), ``weights`` (T, S). Kernels, width
+:math:`h > 0`:
 
 ================  ==============================================
 ``gaussian``      :math:`\exp(-\lVert q-k\rVert^2 / 2h^2)`
@@ -36,10 +18,7 @@ Kernels (``bandwidth`` is :math:`h > 0`):
 ``dot``           :math:`\exp(q\cdot k / h^2)` (the dot-product kernel of attention)
 ================  ==============================================
 
-The estimators accept numpy arrays or torch tensors and return the same kind.
-Learning the kernel (its width or a metric) is in
-:mod:`attention_course.chapters.kernels.learning`; where the dot-product kernel of
-attention stops being a smoothing kernel, in :mod:`attention_course.chapters.kernels.attention_kernel`.
+numpy in, numpy out; torch in, torch out.
 """
 
 from __future__ import annotations
@@ -64,7 +43,6 @@ __all__ = [
 KERNELS = ("gaussian", "laplace", "boxcar", "epanechnikov", "dot")
 
 
-# ------------------------------------------------------------------ data
 @dataclass(frozen=True)
 class RegressionData:
     """A regression task: noisy training pairs and a noiseless test set."""
@@ -76,10 +54,9 @@ class RegressionData:
 
 
 def sine_data(n: int = 40, noise: float = 1.0, seed: int = 0) -> RegressionData:
-    r"""The 1-D task of d2l's attention-pooling section: :math:`y = 2\sin x + x + \varepsilon`.
+    r"""The 1-D task of d2l's attention pooling: :math:`y = 2\sin x + x + \varepsilon`, ``n`` sorted x in U(0, 5).
 
-    ``x_train`` holds ``n`` sorted draws from U(0, 5) and :math:`\varepsilon \sim N(0, \text{noise}^2)`;
-    the test set is the noiseless curve on the grid 0, 0.1, ..., 4.9.
+    The test set is the noiseless curve on 0, 0.1, ..., 4.9.
 
     Examples
     --------
@@ -94,12 +71,9 @@ def sine_data(n: int = 40, noise: float = 1.0, seed: int = 0) -> RegressionData:
     return RegressionData(x_train, y_train, x_test, 2 * np.sin(x_test) + x_test)
 
 
-def sparse_sine_data(
-    n: int = 200, d: int = 5, n_test: int = 1000, noise: float = 0.1, seed: int = 0
-) -> RegressionData:
-    r"""A ``d``-D task where only the first coordinate matters: :math:`y = \sin(2x_0) + \varepsilon`.
-
-    Inputs are uniform on :math:`[-2, 2]^d`; the test targets are noiseless.
+def sparse_sine_data(n: int = 200, d: int = 5, n_test: int = 1000, noise: float = 0.1, seed: int = 0
+                    ) -> RegressionData:
+    r"""A ``d``-D task where only the first coordinate matters: :math:`y = \sin(2x_0) + \varepsilon`, x uniform on :math:`[-2, 2]^d`.
 
     Examples
     --------
@@ -114,7 +88,6 @@ def sparse_sine_data(
     return RegressionData(x[:n], y_train, x[n:], y[n:])
 
 
-# ------------------------------------------------------------------ kernels
 def _check_kernel(kernel: str, bandwidth: Any) -> None:
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; expected one of {', '.join(map(repr, KERNELS))}")
@@ -137,19 +110,14 @@ def _as_points(name: str, x: Array) -> Array:
 
 
 def log_kernel(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth: float = 1.0) -> Array:
-    r"""Logarithm of the kernel between every query and every key, shape (T, S).
-
-    Working with :math:`\log\kappa` lets a softmax do the normalisation stably.
-    The boxcar kernel gives 0 inside the window and ``-inf`` outside; so does the
-    Epanechnikov kernel outside its window, with :math:`\log(1 - \lVert q-k\rVert^2/h^2)` inside.
+    """Logarithm of the kernel between every query and every key, shape (T, S); ``-inf`` outside a window.
 
     Parameters
     ----------
     queries : array or tensor, shape (T,) or (T, d)
     keys : array or tensor, shape (S,) or (S, d)
     kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'dot'}
-    bandwidth : float
-        The width :math:`h > 0` (see the module docstring for each formula).
+    bandwidth : float, :math:`h > 0`
 
     Examples
     --------
@@ -187,7 +155,7 @@ def log_kernel(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth:
 
 
 def kernel_matrix(queries: Array, keys: Array, kernel: str = "gaussian", bandwidth: float = 1.0) -> Array:
-    """The kernel values :math:`\\kappa(q_i, k_j)`, shape (T, S): ``exp(log_kernel(...))``.
+    r"""The kernel values :math:`\kappa(q_i, k_j)`, shape (T, S): ``exp(log_kernel(...))``.
 
     Examples
     --------
@@ -200,15 +168,8 @@ def kernel_matrix(queries: Array, keys: Array, kernel: str = "gaussian", bandwid
     return logk.exp() if is_torch(logk) else np.exp(logk)
 
 
-# ------------------------------------------------------------------ estimators
-def nadaraya_watson(
-    x_query: Array,
-    x_train: Array,
-    y_train: Array,
-    kernel: str = "gaussian",
-    bandwidth: float = 1.0,
-    leave_one_out: bool = False,
-) -> tuple[Array, Array]:
+def nadaraya_watson(x_query: Array, x_train: Array, y_train: Array, kernel: str = "gaussian",
+                    bandwidth: float = 1.0, leave_one_out: bool = False) -> tuple[Array, Array]:
     r"""Nadaraya-Watson kernel regression; returns the predictions **and** the weights.
 
     .. math::
@@ -222,19 +183,14 @@ def nadaraya_watson(
     x_train : array or tensor, shape (S,) or (S, d)
     y_train : array or tensor, shape (S,) or (S, d_v)
     kernel : {'gaussian', 'laplace', 'boxcar', 'epanechnikov', 'dot'}
-    bandwidth : float
-        The kernel width :math:`h > 0`.
+    bandwidth : float, :math:`h > 0`
     leave_one_out : bool
-        Query ``i`` is training point ``i`` (so ``T == S``), and it may not use its
-        own target: the weight :math:`\alpha_{ii}` is 0.
+        Query ``i`` is training point ``i`` (``T == S``) and :math:`\alpha_{ii} = 0`.
 
     Returns
     -------
-    predictions : array or tensor, shape (T,) or (T, d_v)
-        A query whose kernel weights are all 0 (a boxcar window with no training
-        point, or ``leave_one_out`` with one point) has no estimate: NaN.
-    weights : array or tensor, shape (T, S)
-        Row ``i`` sums to 1 (or is all 0 for such a query).
+    predictions : shape (T,) or (T, d_v); NaN for a query with all weights 0
+    weights : shape (T, S), rows sum to 1 (or are all 0)
 
     Examples
     --------
@@ -278,17 +234,12 @@ def gaussian_nw_as_attention(q: Array, k: Array, v: Array, bandwidth: float) -> 
 
         \hat f(Q) = \operatorname{softmax}\!\left(\frac{QK^\top - \tfrac12 \lVert k\rVert^2}{\sigma^2}\right) V
 
-    i.e. :func:`~attention_course.core.attention.scaled_dot_product_attention` with
-    ``scale = 1/sigma**2`` and the float mask :math:`-\lVert k_j\rVert^2 / 2\sigma^2`
-    added to column ``j``. Equals ``nadaraya_watson(q, k, v, "gaussian", sigma)``.
-
     Parameters
     ----------
-    q : array or tensor, shape (T, d)
-    k : array or tensor, shape (S, d)
-    v : array or tensor, shape (S, d_v)
-    bandwidth : float
-        :math:`\sigma > 0`.
+    q : shape (T, d)
+    k : shape (S, d)
+    v : shape (S, d_v)
+    bandwidth : float, :math:`\sigma > 0`
 
     Returns
     -------
@@ -310,35 +261,18 @@ def gaussian_nw_as_attention(q: Array, k: Array, v: Array, bandwidth: float) -> 
 
 
 def nw_attention_gaps(q: Array, k: Array, v: Array, bandwidth: float) -> dict[str, float]:
-    r"""How far three attention computations are from Gaussian Nadaraya-Watson (the kernel formula).
+    r""":math:`\max |\hat f - o|` between Gaussian Nadaraya-Watson and three attention outputs :math:`o`.
 
-    With :math:`\hat f = \text{NW}_\sigma(Q, K, V)` from :func:`nadaraya_watson`, returns
-    :math:`\max |\hat f - o|` for three outputs :math:`o`:
-
-    * ``"package"``: :func:`gaussian_nw_as_attention`, i.e. the package's attention
-      with scale :math:`1/\sigma^2` and the key bias :math:`b_j = -\lVert k_j\rVert^2/2\sigma^2`;
-    * ``"torch"``: ``torch.nn.functional.scaled_dot_product_attention`` with the same
-      scale and :math:`b` as a float ``attn_mask``;
-    * ``"no_bias"``: the package's attention with the same scale and **no** bias,
-      :math:`\operatorname{softmax}(QK^\top/\sigma^2)V`. It is 0 (up to rounding) only
-      when all keys have one norm.
-
-    The first two are 0 up to float64 rounding: the identity
-    :math:`-\lVert q-k\rVert^2/2\sigma^2 = (q\cdot k - \lVert k\rVert^2/2)/\sigma^2 - \lVert q\rVert^2/2\sigma^2`
-    and the softmax's invariance to the constant :math:`\lVert q\rVert^2` term.
+    ``package``: :func:`gaussian_nw_as_attention`; ``torch``: PyTorch's attention with the same scale and
+    key bias as ``attn_mask``; ``no_bias``: :math:`\operatorname{softmax}(QK^\top/\sigma^2)V`, 0 only when
+    all keys have one norm.
 
     Parameters
     ----------
     q : array, shape (T, d)
     k : array, shape (S, d)
     v : array, shape (S, d_v)
-    bandwidth : float
-        :math:`\sigma > 0`.
-
-    Returns
-    -------
-    dict
-        ``{"package": float, "torch": float, "no_bias": float}``.
+    bandwidth : float, :math:`\sigma > 0`
 
     Examples
     --------
@@ -377,24 +311,13 @@ def mse(predictions: Array, targets: Array) -> float:
     return float(np.mean((p - t) ** 2))
 
 
-# ------------------------------------------------------------------ bandwidth sweeps
-def mse_by_bandwidth(
-    x_query: Array,
-    x_train: Array,
-    y_train: Array,
-    y_query: Array,
-    w_values: Iterable[float],
-    kernel: str = "gaussian",
-    leave_one_out: bool = False,
-) -> np.ndarray:
-    r"""Mean squared error of Nadaraya-Watson at each inverse bandwidth :math:`w = 1/h`.
+def mse_by_bandwidth(x_query: Array, x_train: Array, y_train: Array, y_query: Array, w_values: Iterable[float],
+                     kernel: str = "gaussian", leave_one_out: bool = False) -> np.ndarray:
+    r"""Mean squared error of Nadaraya-Watson at each inverse bandwidth :math:`w = 1/h`, shape (len(w_values),).
 
     .. math::
 
         \text{MSE}(w) = \frac1T \sum_{i=1}^T \bigl(\hat f_{h = 1/w}(q_i) - y_i\bigr)^2
-
-    With ``x_query = x_train`` and ``y_query = y_train`` this is the training loss,
-    with ``leave_one_out=True`` the leave-one-out loss; with a held-out set, the test error.
 
     Parameters
     ----------
@@ -402,19 +325,10 @@ def mse_by_bandwidth(
     x_train : array, shape (S,) or (S, d)
     y_train : array, shape (S,)
     y_query : array, shape (T,)
-        The targets the predictions are scored against.
-    w_values : iterable of float
-        Inverse bandwidths, each positive.
-
-    Returns
-    -------
-    numpy.ndarray, shape (len(w_values),)
+    w_values : iterable of positive float
 
     Examples
     --------
-    Keys 0 and 1 with targets 0 and 1, queried at 0: the prediction is
-    :math:`e^{-w^2/2} / (1 + e^{-w^2/2})`, and its square is the error.
-
     >>> x, y = np.array([0.0, 1.0]), np.array([0.0, 1.0])
     >>> mse_by_bandwidth(np.array([0.0]), x, y, np.array([0.0]), [1.0, 3.0]).round(5).tolist()
     [0.14254, 0.00012]
@@ -424,17 +338,9 @@ def mse_by_bandwidth(
     ])  # (len(w_values),)
 
 
-def mse_by_bandwidth_over_seeds(
-    w_values: Sequence[float], seeds: Iterable[int], n: int = 40, noise: float = 1.0
-) -> np.ndarray:
-    r"""Test MSE of the Gaussian fit at each width, on a fresh draw of :func:`sine_data` per seed.
-
-    Row ``s`` is :func:`mse_by_bandwidth` on ``sine_data(n, noise, seed=s)``, scored on its
-    noiseless test curve: it shows which features of the error curve survive a new draw.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_seeds, len(w_values))
+def mse_by_bandwidth_over_seeds(w_values: Sequence[float], seeds: Iterable[int], n: int = 40, noise: float = 1.0
+                               ) -> np.ndarray:
+    """Test MSE of the Gaussian fit at each width on ``sine_data(n, noise, seed=s)`` per seed; (n_seeds, len(w_values)).
 
     Examples
     --------

@@ -1,9 +1,6 @@
 """Chapter 1 exercises: softmax, attention, causal mask, one query by hand.
 
-Each exercise lists the mistakes learners typically make (mutants) with the
-feedback they get, and the rules its statement draws with the cases that land on
-them; ``tests/exercises/test_exercises.py`` checks that every mutant is caught with
-its own message, and ``tests/exercises/test_rules.py`` that every rule is probed.
+Each lists the learners' typical mistakes (mutants) with their feedback, and the rules its statement draws.
 """
 
 from __future__ import annotations
@@ -16,6 +13,12 @@ from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_b
 
 __all__ = ["EXERCISES"]
 
+
+def _contract_rules(reference, case: str, says: str, quote, kinds=("float32", "list"), index: int = 0) -> tuple:
+    """The ``output`` rule (type, shape, precision) and the ``forbidden`` in-place rule, both probed on ``case``."""
+    return (Rule("output", says, (case,), lambda *a: True, quote=quote, breaches=output_breaches(reference, *kinds)),
+            Rule("forbidden", "the inputs are not changed in place", (case,), lambda *a: True,
+                 quote="Do not change the inputs in place", breaches=(in_place_breach(reference, index=index),)))
 
 
 # ------------------------------------------------------------ stable softmax
@@ -48,9 +51,13 @@ def _softmax_cases() -> list[Case]:
     ]
 
 
-def _softmax_naive(x):
-    e = np.exp(x)
-    return e / e.sum(axis=-1, keepdims=True)
+def _softmax_shifted_by(shift):
+    """A softmax over the last axis whose exponent is ``x - shift(x)``: right only for the row maximum."""
+    def f(x):
+        e = np.exp(x - shift(x))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return f
 
 
 def _softmax_axis0(x):
@@ -65,21 +72,6 @@ def _softmax_global_sum(x):
 
 def _softmax_unnormalised(x):
     return np.exp(x - x.max(axis=-1, keepdims=True))
-
-
-def _softmax_min_shift(x):
-    e = np.exp(x - x.min(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _softmax_mean_shift(x):
-    e = np.exp(x - x.mean(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _softmax_global_max(x):
-    e = np.exp(x - x.max())
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _softmax_neginf_to_zero(x):
@@ -135,45 +127,29 @@ register(
         make_cases=_softmax_cases,
         reference=lambda x: att.softmax(x, axis=-1),
         mutants=(
-            Mutant(
-                "no-max-shift", _softmax_naive,
-                "overflow for logits near 1000: exp(1000) is inf in floating point. "
-                "Subtract the row maximum first; softmax(x) = softmax(x - max(x)).",
-            ),
-            Mutant(
-                "min-shift", _softmax_min_shift,
-                "you subtracted each row's minimum, so the largest logit of a row spanning 1000 still "
-                "overflows (exp(1000) = inf), and a masked logit (-inf) makes the minimum -inf and the row NaN. "
-                "Subtract the row maximum: then every exponent is <= 0.",
-            ),
-            Mutant(
-                "mean-shift", _softmax_mean_shift,
-                "you subtracted each row's mean: a logit far above the others of its row (1500 against "
-                "zeros) still overflows, and a masked logit (-inf) makes the mean -inf and the row NaN. "
-                "Subtract the row MAXIMUM, so that every exponent is <= 0.",
-            ),
-            Mutant(
-                "axis-0", _softmax_axis0,
-                "rows do not sum to 1, columns do: did you normalise over axis 0? "
-                "Use axis=-1 (the last axis) for both the max and the sum.",
-            ),
-            Mutant(
-                "global-sum", _softmax_global_sum,
-                "the whole array sums to 1, but each row should: "
-                "sum over the last axis with keepdims=True.",
-            ),
-            Mutant(
-                "unnormalised", _softmax_unnormalised,
-                "these are exponentials, not probabilities: divide by each row's sum.",
-            ),
-            Mutant(
-                "log-softmax", _log_softmax, _LOG_PROBS + ".",
-            ),
-            Mutant(
-                "global-max", _softmax_global_max,
-                "you subtracted the maximum of the whole array; a row far below it "
-                "underflows to 0/0. Subtract each row's own maximum (keepdims=True).",
-            ),
+            Mutant("no-max-shift", _softmax_shifted_by(lambda x: 0),
+                   "overflow for logits near 1000: exp(1000) is inf in floating point. "
+                   "Subtract the row maximum first; softmax(x) = softmax(x - max(x))."),
+            Mutant("min-shift", _softmax_shifted_by(lambda x: x.min(axis=-1, keepdims=True)),
+                   "you subtracted each row's minimum, so the largest logit of a row spanning 1000 still "
+                   "overflows (exp(1000) = inf), and a masked logit (-inf) makes the minimum -inf and the row NaN. "
+                   "Subtract the row maximum: then every exponent is <= 0."),
+            Mutant("mean-shift", _softmax_shifted_by(lambda x: x.mean(axis=-1, keepdims=True)),
+                   "you subtracted each row's mean: a logit far above the others of its row (1500 against "
+                   "zeros) still overflows, and a masked logit (-inf) makes the mean -inf and the row NaN. "
+                   "Subtract the row MAXIMUM, so that every exponent is <= 0."),
+            Mutant("axis-0", _softmax_axis0,
+                   "rows do not sum to 1, columns do: did you normalise over axis 0? "
+                   "Use axis=-1 (the last axis) for both the max and the sum."),
+            Mutant("global-sum", _softmax_global_sum,
+                   "the whole array sums to 1, but each row should: "
+                   "sum over the last axis with keepdims=True."),
+            Mutant("unnormalised", _softmax_unnormalised,
+                   "these are exponentials, not probabilities: divide by each row's sum."),
+            Mutant("log-softmax", _log_softmax, _LOG_PROBS + "."),
+            Mutant("global-max", _softmax_shifted_by(lambda x: x.max()),
+                   "you subtracted the maximum of the whole array; a row far below it "
+                   "underflows to 0/0. Subtract each row's own maximum (keepdims=True)."),
             Mutant("neginf-to-zero", _softmax_neginf_to_zero, _MASKED_WEIGHT + "."),
         ),
         hints=(_overflow, _masked_logit_weighted, _log_probabilities, _rows_do_not_sum_to_one),
@@ -233,6 +209,10 @@ def _attention_cases() -> list[Case]:
     ]
 
 
+def _attention_reference(q, k, v):
+    return att.scaled_dot_product_attention(q, k, v)
+
+
 def _swap(x):
     return np.swapaxes(x, -2, -1)
 
@@ -273,46 +253,30 @@ register(
         structure_hint=_swapped_pair,
         title="Scaled dot-product attention",
         make_cases=_attention_cases,
-        reference=lambda q, k, v: att.scaled_dot_product_attention(q, k, v),
+        reference=_attention_reference,
         mutants=(
-            Mutant(
-                "no-scale", _attn_with(lambda d: 1.0),
-                "your weights are softmax(q k^T) without the scale: divide the scores "
-                "by sqrt(d_k) before the softmax.",
-            ),
-            Mutant(
-                "scale-by-d", _attn_with(lambda d: 1.0 / d),
-                "you divided the scores by d_k; the scale is 1/sqrt(d_k).",
-            ),
-            Mutant(
-                "softmax-over-queries", _attn_with(lambda d: d**-0.5, axis=-2),
-                "your weights' columns sum to 1: the softmax must normalise over the "
-                "keys, which is the last axis of the (T, S) score matrix.",
-            ),
-            Mutant(
-                "softmax-axis-1", _attn_with(lambda d: d**-0.5, axis=1),
-                "you normalised over axis 1, which is the key axis only for 2-D scores: with batch "
-                "axes, (B, T, S) or (B, h, T, S), the keys are the LAST axis. Use axis=-1.",
-            ),
-            Mutant(
-                "scale-by-d_v", _attn_scale_by_d_v,
-                "you scaled by 1/sqrt(d_v), the size of the values. The scale is 1/sqrt(d_k), the size "
-                "of the queries and keys whose dot products it tames: q.shape[-1].",
-            ),
-            Mutant(
-                "scale-by-S", _attn_scale_by_S,
-                "you scaled by the number of keys, 1/sqrt(S); the scale is 1/sqrt(d_k), the size of each "
-                "query and key vector: q.shape[-1].",
-            ),
-            Mutant(
-                "times-sqrt-d", _attn_with(lambda d: np.sqrt(d)),
-                "you multiplied the scores by sqrt(d_k); divide them: q k^T / sqrt(d_k).",
-            ),
-            Mutant(
-                "scaled-after-softmax", _attn_with(lambda d: d**-0.5, after=True),
-                "you divided the weights by sqrt(d_k) after the softmax, so they no longer sum to 1. "
-                "The scale goes on the scores, before the softmax: softmax(q k^T / sqrt(d_k)).",
-            ),
+            Mutant("no-scale", _attn_with(lambda d: 1.0),
+                   "your weights are softmax(q k^T) without the scale: divide the scores "
+                   "by sqrt(d_k) before the softmax."),
+            Mutant("scale-by-d", _attn_with(lambda d: 1.0 / d),
+                   "you divided the scores by d_k; the scale is 1/sqrt(d_k)."),
+            Mutant("softmax-over-queries", _attn_with(lambda d: d**-0.5, axis=-2),
+                   "your weights' columns sum to 1: the softmax must normalise over the "
+                   "keys, which is the last axis of the (T, S) score matrix."),
+            Mutant("softmax-axis-1", _attn_with(lambda d: d**-0.5, axis=1),
+                   "you normalised over axis 1, which is the key axis only for 2-D scores: with batch "
+                   "axes, (B, T, S) or (B, h, T, S), the keys are the LAST axis. Use axis=-1."),
+            Mutant("scale-by-d_v", _attn_scale_by_d_v,
+                   "you scaled by 1/sqrt(d_v), the size of the values. The scale is 1/sqrt(d_k), the size "
+                   "of the queries and keys whose dot products it tames: q.shape[-1]."),
+            Mutant("scale-by-S", _attn_scale_by_S,
+                   "you scaled by the number of keys, 1/sqrt(S); the scale is 1/sqrt(d_k), the size of each "
+                   "query and key vector: q.shape[-1]."),
+            Mutant("times-sqrt-d", _attn_with(lambda d: np.sqrt(d)),
+                   "you multiplied the scores by sqrt(d_k); divide them: q k^T / sqrt(d_k)."),
+            Mutant("scaled-after-softmax", _attn_with(lambda d: d**-0.5, after=True),
+                   "you divided the weights by sqrt(d_k) after the softmax, so they no longer sum to 1. "
+                   "The scale goes on the scores, before the softmax: softmax(q k^T / sqrt(d_k))."),
         ),
         hints=(
             lambda got, exp, args: _log_probabilities(got[1], exp[1], args),
@@ -329,10 +293,9 @@ register(
             Rule("edge-size", "batch axes (none, a batch, batch and heads): the keys are the last axis",
                  ("batch of 2", "batch x heads: q (2, 3, 4, 5), k (2, 3, 6, 5)"), lambda q, k, v: q.ndim >= 3,
                  ("softmax-axis-1",), quote='where `...` is any number of batch axes'),
-            Rule("output", 'a tuple of two arrays, (..., T, d_v) and (..., T, S)', ('T=4 queries, S=4 keys',), lambda *a: True, quote="Return the tuple `(output, weights)` of arrays in the inputs' precision",
-                 breaches=output_breaches(lambda q, k, v: att.scaled_dot_product_attention(q, k, v), 'float32', 'tuple-as-list')),
-            Rule("forbidden", "the inputs are not changed in place", ('T=4 queries, S=4 keys',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda q, k, v: att.scaled_dot_product_attention(q, k, v), index=0),)),
+            *_contract_rules(_attention_reference, "T=4 queries, S=4 keys", "a tuple of two arrays, (..., T, d_v) and (..., T, S)",
+                             "Return the tuple `(output, weights)` of arrays in the inputs' precision",
+                             kinds=("float32", "tuple-as-list")),
         ),
         framing=('Write `my_attention(q, k, v)`',),
         difficulty=1,
@@ -384,39 +347,25 @@ register(
         make_cases=_mask_cases,
         reference=lambda T, S: att.causal_mask(T, S),
         mutants=(
-            Mutant(
-                "upper", lambda T, S: np.triu(np.ones((T, S), dtype=bool)),
-                "your mask lets a position see the future: query i may attend to keys "
-                "j <= i, the lower triangle (np.tril).",
-            ),
-            Mutant(
-                "strict", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=-1),
-                "each position must also attend to itself: include the diagonal (j <= i, not j < i).",
-            ),
-            Mutant(
-                "inverted", lambda T, S: ~np.tril(np.ones((T, S), dtype=bool)),
-                "your mask is inverted: in this course True means 'may attend', so the "
-                "allowed keys j <= i are True.",
-            ),
-            Mutant(
-                "bottom-right", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=S - T),
-                "for T != S this course (like torch's is_causal=True) aligns the mask at "
-                "the top-left corner: entry (i, j) is True exactly when j <= i.",
-            ),
-            Mutant(
-                "one-too-many", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=1),
-                "your mask lets query i see key i + 1, one step into the future: True exactly when "
-                "j <= i (np.tril with k=0, the default).",
-            ),
-            Mutant(
-                "all-true", lambda T, S: np.ones((T, S), dtype=bool),
-                "every entry is True, so nothing is masked: query i may attend only to keys j <= i.",
-            ),
-            Mutant(
-                "diagonal-only", lambda T, S: np.eye(T, S, dtype=bool),
-                "only the diagonal is True: query i may attend to every earlier key too, all j <= i "
-                "(the lower triangle, np.tril).",
-            ),
+            Mutant("upper", lambda T, S: np.triu(np.ones((T, S), dtype=bool)),
+                   "your mask lets a position see the future: query i may attend to keys "
+                   "j <= i, the lower triangle (np.tril)."),
+            Mutant("strict", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=-1),
+                   "each position must also attend to itself: include the diagonal (j <= i, not j < i)."),
+            Mutant("inverted", lambda T, S: ~np.tril(np.ones((T, S), dtype=bool)),
+                   "your mask is inverted: in this course True means 'may attend', so the "
+                   "allowed keys j <= i are True."),
+            Mutant("bottom-right", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=S - T),
+                   "for T != S this course (like torch's is_causal=True) aligns the mask at "
+                   "the top-left corner: entry (i, j) is True exactly when j <= i."),
+            Mutant("one-too-many", lambda T, S: np.tril(np.ones((T, S), dtype=bool), k=1),
+                   "your mask lets query i see key i + 1, one step into the future: True exactly when "
+                   "j <= i (np.tril with k=0, the default)."),
+            Mutant("all-true", lambda T, S: np.ones((T, S), dtype=bool),
+                   "every entry is True, so nothing is masked: query i may attend only to keys j <= i."),
+            Mutant("diagonal-only", lambda T, S: np.eye(T, S, dtype=bool),
+                   "only the diagonal is True: query i may attend to every earlier key too, all j <= i "
+                   "(the lower triangle, np.tril)."),
         ),
         explain=_explain_mask_entry,
         structure_hint=_numbers_for_a_mask,
@@ -457,14 +406,6 @@ def _one_query_cases() -> list[Case]:
 def _one_query_reference(q_i, k, v):
     out, _ = att.scaled_dot_product_attention(q_i[None, :], k, v)
     return out[0]
-
-
-def _one_query_unscaled(q_i, k, v):
-    return att.softmax(k @ q_i) @ v
-
-
-def _one_query_mean(q_i, k, v):
-    return v.mean(axis=0)
 
 
 def _one_query_with(scale=lambda q_i, v: np.sqrt(q_i.shape[0]), normalise=True):
@@ -511,43 +452,27 @@ register(
         make_cases=_one_query_cases,
         reference=_one_query_reference,
         mutants=(
-            Mutant(
-                "no-scale", _one_query_unscaled,
-                "close, but the scores need the 1/sqrt(d_k) scale before the softmax.",
-            ),
-            Mutant(
-                "plain-mean", _one_query_mean,
-                "that is the plain average of the values; the weights should depend on how "
-                "well q_i matches each key (softmax of the scaled dot products).",
-            ),
-            Mutant(
-                "scale-by-d", _one_query_with(scale=lambda q_i, v: q_i.shape[0]),
-                "you divided the scores by d_k; the scale is 1/sqrt(d_k).",
-            ),
-            Mutant(
-                "scale-by-d_v", _one_query_with(scale=lambda q_i, v: np.sqrt(v.shape[1])),
-                "you scaled by 1/sqrt(d_v), the size of the values; the scale is 1/sqrt(d_k), the size of q_i.",
-            ),
-            Mutant(
-                "unnormalised", _one_query_with(normalise=False),
-                "your weights exp(score) do not sum to 1: divide each by their sum over the keys "
-                "(with one key, its weight must be exactly 1).",
-            ),
-            Mutant(
-                "no-softmax", lambda q_i, k, v: (k @ q_i / np.sqrt(q_i.shape[0])) @ v,
-                "you weighted the values by the raw scores. Turn the scores into weights first: a softmax "
-                "over the keys, so that they are positive and sum to 1.",
-            ),
-            Mutant(
-                "no-max-shift", _one_query_unstable,
-                "overflow for scores near 1000: exp(1000) is inf in floating point, and inf / inf is NaN. "
-                "Subtract the largest score before exp (the stable softmax of the first exercise).",
-            ),
-            Mutant(
-                "argmax", _one_query_argmax,
-                "you returned the value of the best-matching key only (hard attention). Attention "
-                "averages every value, weighted by the softmax of the scaled scores.",
-            ),
+            Mutant("no-scale", lambda q_i, k, v: att.softmax(k @ q_i) @ v,
+                   "close, but the scores need the 1/sqrt(d_k) scale before the softmax."),
+            Mutant("plain-mean", lambda q_i, k, v: v.mean(axis=0),
+                   "that is the plain average of the values; the weights should depend on how "
+                   "well q_i matches each key (softmax of the scaled dot products)."),
+            Mutant("scale-by-d", _one_query_with(scale=lambda q_i, v: q_i.shape[0]),
+                   "you divided the scores by d_k; the scale is 1/sqrt(d_k)."),
+            Mutant("scale-by-d_v", _one_query_with(scale=lambda q_i, v: np.sqrt(v.shape[1])),
+                   "you scaled by 1/sqrt(d_v), the size of the values; the scale is 1/sqrt(d_k), the size of q_i."),
+            Mutant("unnormalised", _one_query_with(normalise=False),
+                   "your weights exp(score) do not sum to 1: divide each by their sum over the keys "
+                   "(with one key, its weight must be exactly 1)."),
+            Mutant("no-softmax", lambda q_i, k, v: (k @ q_i / np.sqrt(q_i.shape[0])) @ v,
+                   "you weighted the values by the raw scores. Turn the scores into weights first: a softmax "
+                   "over the keys, so that they are positive and sum to 1."),
+            Mutant("no-max-shift", _one_query_unstable,
+                   "overflow for scores near 1000: exp(1000) is inf in floating point, and inf / inf is NaN. "
+                   "Subtract the largest score before exp (the stable softmax of the first exercise)."),
+            Mutant("argmax", _one_query_argmax,
+                   "you returned the value of the best-matching key only (hard attention). Attention "
+                   "averages every value, weighted by the softmax of the scaled scores."),
         ),
         alternatives=(
             lambda q_i, k, v: att.softmax(k @ q_i / np.sqrt(q_i.shape[0])) @ v,
@@ -564,10 +489,8 @@ register(
             Rule("edge-size", "d_k != d_v: the scale uses d_k, the size of q_i",
                  ("d_k=4, S=5, d_v=2", "d_k=16, S=8, d_v=3"), lambda q_i, k, v: q_i.shape[0] != v.shape[1],
                  ("scale-by-d_v",), quote='($d_k$ is the size of `q_i`, which may differ from $d_v$)'),
-            Rule("output", 'a float64 array (d_v,)', ('d_k=4, S=5, d_v=2',), lambda *a: True, quote='a float64 array of shape `(d_v,)`',
-                 breaches=output_breaches(_one_query_reference, 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('d_k=4, S=5, d_v=2',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_one_query_reference, index=1),)),
+            *_contract_rules(_one_query_reference, "d_k=4, S=5, d_v=2", "a float64 array (d_v,)",
+                             "a float64 array of shape `(d_v,)`", index=1),
         ),
         framing=('Write `my_one_query(q_i, k, v)`', 'Use a loop or a sum'),
         difficulty=1,

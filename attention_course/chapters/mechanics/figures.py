@@ -1,8 +1,6 @@
 """Figures for chapter 1: attention heatmaps, masks and the convex hull of the values.
 
-Every helper draws on the ``ax`` it is given (or a new figure), labels its axes,
-adds a colour bar where colour carries a value, returns the
-:class:`matplotlib.figure.Figure`, and changes no global matplotlib state.
+Each draws on the ``ax`` it is given (or a new figure) and returns the figure.
 """
 
 from __future__ import annotations
@@ -41,31 +39,12 @@ def _annotation_size(cols: int, new_figure: bool):
 
 
 @book_figure
-def plot_heatmap(
-    matrix: Array,
-    row_labels: Optional[Sequence[str]] = None,
-    col_labels: Optional[Sequence[str]] = None,
-    ax: Optional[Axes] = None,
-    title: str = "",
-    xlabel: str = "",
-    ylabel: str = "",
-    cmap: str = "viridis",
-    vmin: Optional[float] = None,
-    vmax: Optional[float] = None,
-    annotate: bool = True,
-    fmt: str = "{:.2f}",
-    colorbar_label: str = "",
-) -> Figure:
-    """Draw a matrix as a labelled heatmap with a colour bar; returns the figure.
-
-    Parameters
-    ----------
-    matrix : array or tensor, shape (R, C)
-    row_labels, col_labels : sequences of str, optional
-        Tick labels for the rows (y axis) and columns (x axis).
-    annotate : bool
-        Write each value in its cell (only for matrices up to 12 x 12).
-    """
+def plot_heatmap(matrix: Array, row_labels: Optional[Sequence[str]] = None,
+                 col_labels: Optional[Sequence[str]] = None, ax: Optional[Axes] = None, title: str = "",
+                 xlabel: str = "", ylabel: str = "", cmap: str = "viridis", vmin: Optional[float] = None,
+                 vmax: Optional[float] = None, annotate: bool = True, fmt: str = "{:.2f}", colorbar_label: str = ""
+                ) -> Figure:
+    """Draw a matrix (R, C) as a labelled heatmap with a colour bar; ``annotate`` writes values up to 12 x 12."""
     m = to_numpy(matrix).astype(float)
     if m.ndim != 2:
         raise ValueError(f"matrix has shape {m.shape}; expected 2 dimensions (R, C)")
@@ -92,31 +71,14 @@ def plot_heatmap(
 
 
 @book_figure
-def plot_attention(
-    weights: Array,
-    query_labels: Optional[Sequence[str]] = None,
-    key_labels: Optional[Sequence[str]] = None,
-    ax: Optional[Axes] = None,
-    title: str = "Attention weights",
-    annotate: bool = True,
-    vmax: Optional[float] = None,
-) -> Figure:
-    """Heatmap of an attention matrix: rows are queries, columns are keys.
+def plot_attention(weights: Array, query_labels: Optional[Sequence[str]] = None,
+                   key_labels: Optional[Sequence[str]] = None, ax: Optional[Axes] = None,
+                   title: str = "Attention weights", annotate: bool = True, vmax: Optional[float] = None
+                  ) -> Figure:
+    """Heatmap of an attention matrix (T, S): rows are queries, columns keys.
 
-    Parameters
-    ----------
-    weights : array or tensor, shape (T, S)
-        Row ``i`` is query ``i``'s distribution over the ``S`` keys.
-    query_labels, key_labels : sequences of str, optional
-        Token labels for rows and columns (``key_labels`` defaults to
-        ``query_labels`` for self-attention).
-    vmax : float, optional
-        Top of the colour scale (its bottom is 0). By default the largest weight shown,
-        so that small weights keep their contrast; the colour bar's label then says so.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``key_labels`` defaults to ``query_labels`` for a square matrix; ``vmax`` defaults to the largest weight
+    (the colour bar's label then says so).
 
     Examples
     --------
@@ -144,14 +106,7 @@ def plot_attention(
 @book_figure
 def plot_scores(scores: Array, labels: Optional[Sequence[str]] = None, ax: Optional[Axes] = None,
                 title: str = r"Scaled scores $QK^\top/\sqrt{d_k}$") -> Figure:
-    r"""Heatmap of attention scores on a red-blue scale centred on 0: rows are queries, columns keys.
-
-    Parameters
-    ----------
-    scores : array or tensor, shape (T, S)
-        Entry ``(i, j)`` is :math:`q_i \cdot k_j / \sqrt{d_k}`, before the softmax.
-    labels : sequence of str, optional
-        Token labels, for the rows and, when the matrix is square, the columns.
+    r"""Heatmap of scores :math:`q_i \cdot k_j / \sqrt{d_k}` (T, S) on a red-blue scale centred on 0.
 
     Examples
     --------
@@ -168,25 +123,13 @@ def plot_scores(scores: Array, labels: Optional[Sequence[str]] = None, ax: Optio
 
 
 @book_figure
-def plot_masks(
-    masks: Mapping[str, Array], labels: Optional[Sequence[str] | Mapping[str, Sequence[str]]] = None, ncols: int = 3,
-    legend: Sequence[str] = ("blocked", "may attend"), axis_labels: tuple[str, str] = ("key j", "query i"),
-) -> Figure:
-    """Draw boolean masks in a grid of at most ``ncols`` columns, with a two-colour legend.
+def plot_masks(masks: Mapping[str, Array], labels: Optional[Sequence[str] | Mapping[str, Sequence[str]]] = None, ncols: int = 3,
+               legend: Sequence[str] = ("blocked", "may attend"), axis_labels: tuple[str, str] = ("key j", "query i")
+              ) -> Figure:
+    """Draw boolean masks (T, S), True = may attend, in a grid of at most ``ncols`` columns, with a two-colour legend.
 
-    Parameters
-    ----------
-    masks : mapping of str to array, shape (T, S), bool
-        ``True`` = query ``i`` may attend to key ``j`` (the package's mask convention).
-    labels : sequence of str, or mapping of a mask's name to one, optional
-        Token labels for the axes, used where their number matches; a mapping gives each mask its own
-        (a padding mask drawn on a padded sentence beside a causal mask on another).
-    ncols : int
-        Panels per row; more masks go on further rows, so the figure stays in the column.
-    legend : two str
-        Names of False and True in the legend (:data:`~.style.MASK_CMAP` colours).
-    axis_labels : two str
-        Names of the columns and the rows (a receptive field: ``("input j", "output i")``).
+    ``labels``: token labels, used where their number matches, or a mapping of mask name to its own.
+    ``legend`` names False and True; ``axis_labels`` the columns and rows.
 
     Examples
     --------
@@ -230,23 +173,10 @@ def plot_masks(
 
 
 @book_figure
-def plot_convex_hull(
-    values: Array,
-    outputs: Array,
-    value_labels: Optional[Sequence[str]] = None,
-    output_labels: Optional[Sequence[str]] = None,
-    ax: Optional[Axes] = None,
-    title: str = "Outputs lie inside the convex hull of the values",
-) -> Figure:
-    """Plot 2-D value vectors, their convex hull, and attention outputs.
-
-    Parameters
-    ----------
-    values : array, shape (S, 2)
-        The value vectors ``v_j`` (``d_v = 2`` so they can be drawn).
-    outputs : array, shape (T, 2)
-        The attention outputs ``o_i = sum_j a_ij v_j``.
-    """
+def plot_convex_hull(values: Array, outputs: Array, value_labels: Optional[Sequence[str]] = None,
+                     output_labels: Optional[Sequence[str]] = None, ax: Optional[Axes] = None,
+                     title: str = "Outputs lie inside the convex hull of the values") -> Figure:
+    """Plot 2-D values (S, 2), their convex hull, and attention outputs (T, 2)."""
     v, o = to_numpy(values), to_numpy(outputs)
     fig, ax = new_axes(ax, (4.8, 4.3))
     hull = convex_hull(v)
@@ -272,15 +202,12 @@ def plot_convex_hull(
 @book_figure
 def plot_gaps(gaps: Mapping[str, Mapping[str, float]], tolerance: float, ax: Optional[Axes] = None,
               title: str = "Largest difference from PyTorch, per case") -> Figure:
-    r"""Differences from a reference, one row per case and one marker per implementation, on a log scale.
+    """Differences from a reference, one row per case and one marker per implementation, on a log scale.
 
     Parameters
     ----------
-    gaps : mapping of implementation name to {case: max |difference|}
-        E.g. ``{"the package": torch_agreement(), "scale 1/d_k": torch_agreement(attention=...)}``;
-        every implementation has the same cases. An exact 0 is drawn at the left edge, labelled.
-    tolerance : float
-        The agreement threshold, drawn as a dashed line.
+    gaps : mapping of implementation name to {case: max |difference|}, the same cases each; 0 drawn at the left edge
+    tolerance : float, drawn as a dashed line
 
     Examples
     --------

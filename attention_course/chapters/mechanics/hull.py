@@ -1,9 +1,4 @@
-"""Plane geometry for the convex-hull picture of attention outputs.
-
-An attention output is a convex combination of the value vectors, so it lies in
-their convex hull. These helpers compute the hull of 2-D points and test
-whether points lie inside it, independently of the attention weights.
-"""
+"""Plane geometry for the convex-hull picture: an attention output lies in the convex hull of its values."""
 
 from __future__ import annotations
 
@@ -15,15 +10,7 @@ __all__ = []
 
 
 def convex_hull(points: Array) -> np.ndarray:
-    """Vertices of the convex hull of 2-D points, counter-clockwise (monotone chain).
-
-    Parameters
-    ----------
-    points : array, shape (N, 2)
-
-    Returns
-    -------
-    numpy.ndarray, shape (H, 2)
+    """Vertices (H, 2) of the convex hull of 2-D points (N, 2), counter-clockwise (monotone chain).
 
     Examples
     --------
@@ -55,20 +42,7 @@ def convex_hull(points: Array) -> np.ndarray:
 
 
 def in_convex_hull(points: Array, vertices: Array, tol: float = 1e-9) -> np.ndarray:
-    """Whether each 2-D point lies inside (or on) the convex hull of ``vertices``.
-
-    A point is inside a counter-clockwise convex polygon when it lies on the
-    left of (or on) every edge: ``cross(b - a, p - a) >= -tol`` for each edge ``a -> b``.
-
-    Parameters
-    ----------
-    points : array, shape (N, 2)
-    vertices : array, shape (M, 2)
-        Any points; their hull is taken first.
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (N,)
+    """Whether each 2-D point (N, 2) lies inside or on the convex hull of ``vertices`` (M, 2); shape (N,).
 
     Examples
     --------

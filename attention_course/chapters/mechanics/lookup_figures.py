@@ -1,8 +1,4 @@
-"""Figures for chapter 1's two teaching pictures: a soft dictionary lookup, and position encodings.
-
-Each helper labels its axes, adds a colour bar where colour carries a value, returns the
-:class:`matplotlib.figure.Figure` and changes no global matplotlib state.
-"""
+"""Figures for chapter 1's soft dictionary lookup and position encodings, :data:`PHONE_WIDTH` wide, no text under :data:`SMALLEST_PT`."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from ...figures.style import MAX_WIDTH, book_figure
+from ...figures.style import book_figure
 
 __all__ = ["plot_soft_lookup", "plot_sinusoids", "plot_position_similarity"]
 
@@ -29,13 +25,7 @@ SMALLEST_PT = 10
 @book_figure
 def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[str], query_label: str = "query"
                      ) -> Figure:
-    r"""A soft dictionary lookup in four panels: compare the query with each key, weigh, blend, and the sum written out.
-
-    Top left draws the 2-D query and keys as arrows; top right the scores :math:`q\cdot k_j` and the
-    weights :math:`\operatorname{softmax}_j(q\cdot k_j)`; bottom left the 2-D values, each marker's
-    area proportional to its weight, and the output :math:`\sum_j w_j v_j` as a star; bottom right
-    that weighted sum, one term per entry. Two panels per row, :data:`PHONE_WIDTH` wide, no text
-    under :data:`SMALLEST_PT`, so that it reads on a phone.
+    """A soft dictionary lookup in four panels: compare the query with each key, weigh, blend, and the sum written out.
 
     Parameters
     ----------
@@ -43,7 +33,6 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
     keys : array, shape (S, 2)
     values : array, shape (S, 2)
     labels : sequence of S str
-        The entries' names.
 
     Examples
     --------
@@ -106,24 +95,13 @@ def plot_soft_lookup(query: Array, keys: Array, values: Array, labels: Sequence[
 
 @book_figure
 def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 20)) -> Figure:
-    r"""Sinusoidal position encodings: the matrix as a heat map (top), a few of its dimensions against position (below).
-
-    The heat map draws one row per dimension (``P`` transposed), positions across; its axis is labelled
-    at the first, middle and last dimension and, in their curves' colours, at the dimensions drawn
-    below. Below, each dimension is a faint continuous wave with its values at whole positions as dots
-    (a wave of period about 6 sampled once per position would look jagged as a polyline); the legend
-    gives each one's period, :math:`2\pi` times :math:`10000^{2i/d}` positions for dimension
-    :math:`2i` or :math:`2i + 1`. The two panels are stacked, :data:`PHONE_WIDTH` wide, so that the
-    labels read on a phone.
+    """Sinusoidal encodings: the matrix as a heat map (top), and dimensions ``dims`` against position (below).
 
     Parameters
     ----------
-    P : array, shape (n, d)
-        From :func:`~attention_course.chapters.mechanics.positions.sinusoidal_positions` (base 10000).
+    P : array, shape (n, d), from :func:`~attention_course.chapters.mechanics.positions.sinusoidal_positions`
     dims : sequence of int
-        Dimensions to draw as curves (even ones are sines of falling frequency). The default skips
-        dimension 0, whose period of :math:`2\pi \approx 6.3` positions, sampled once per position,
-        reads as noise; dimension 4's period of about 11 positions is the fastest that still reads as a wave.
+        Dimensions drawn as curves; the default skips dimension 0, whose period of about 6 positions reads as noise.
 
     Examples
     --------
@@ -166,14 +144,7 @@ def plot_sinusoids(P: Array, dims: Sequence[int] = (4, 10, 20)) -> Figure:
 
 @book_figure
 def plot_position_similarity(similarities: Mapping[str, Array]) -> Figure:
-    """Cosine similarity between positions, one heat map per encoding, on one colour scale.
-
-    Side by side, :data:`PHONE_WIDTH` wide, the colour bar below, so that the labels read on a phone.
-
-    Parameters
-    ----------
-    similarities : mapping of title to array, shape (n, n)
-        E.g. ``{"sinusoidal": cosine_similarity(P), "learned (MiniLM)": ...}``.
+    """Cosine similarity between positions, one heat map (n, n) per encoding, on one colour scale.
 
     Examples
     --------

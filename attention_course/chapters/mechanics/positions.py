@@ -1,21 +1,7 @@
-r"""Position: why attention alone cannot tell word order, and the two ways to tell it.
+r"""Position encodings for chapter 1: attention alone is permutation-equivariant, :math:`\operatorname{Attn}(PX) = P\,\operatorname{Attn}(X)`.
 
-Attention compares every query with every key, and nothing in
-:math:`\operatorname{softmax}(QK^\top/\sqrt{d_k})V` refers to where a token sits. Shuffle the
-rows of :math:`X` by a permutation :math:`P` and the outputs are shuffled the same way,
-
-.. math:: \operatorname{Attn}(PX) = P\,\operatorname{Attn}(X),
-
-so the same word gets the same output wherever it is. A Transformer therefore adds a vector
-:math:`p_t` for each position :math:`t` to the token's embedding, :math:`x_t + p_t`, before the
-first layer. Two choices:
-
-- **sinusoidal** (:func:`sinusoidal_positions`, the original Transformer's): fixed sines and
-  cosines of geometrically spaced frequencies;
-- **learned** (:func:`minilm_position_embeddings`): one trained vector per position, as in BERT
-  and all-MiniLM-L6-v2, which learns 512 of them.
-
-:func:`cosine_similarity` compares positions with each other.
+So a vector :math:`p_t` is added to each token: sinusoidal (:func:`sinusoidal_positions`) or learned
+(:func:`minilm_position_embeddings`), compared with :func:`cosine_similarity`.
 """
 
 from __future__ import annotations
@@ -31,23 +17,12 @@ __all__ = ["sinusoidal_positions", "minilm_position_embeddings", "cosine_similar
 
 
 def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
-    r"""The sinusoidal position encodings of Vaswani et al. (2017), one row per position.
+    r"""The sinusoidal position encodings of Vaswani et al. (2017), shape (n, d), ``d`` even.
 
     .. math::
 
         P_{t, 2i} = \sin\!\bigl(t / \text{base}^{2i/d}\bigr), \qquad
         P_{t, 2i+1} = \cos\!\bigl(t / \text{base}^{2i/d}\bigr)
-
-    Parameters
-    ----------
-    n : int
-        Number of positions, t = 0 .. n-1.
-    d : int
-        Even model width.
-
-    Returns
-    -------
-    ndarray, shape (n, d)
 
     Examples
     --------
@@ -68,10 +43,7 @@ def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
 
 
 def minilm_position_embeddings(n: int = 512) -> np.ndarray:
-    """all-MiniLM-L6-v2's learned position embeddings for positions 0 .. n-1, shape (n, 384).
-
-    Read from the model's ``model.safetensors`` (one tensor; nothing else is loaded).
-    """
+    """all-MiniLM-L6-v2's learned position embeddings for positions 0 .. n-1, shape (n, 384), from ``model.safetensors``."""
     if not 1 <= n <= 512:
         raise ValueError(f"MiniLM has 512 learned positions; asked for n = {n}")
     from safetensors import safe_open
@@ -85,15 +57,7 @@ def minilm_position_embeddings(n: int = 512) -> np.ndarray:
 
 
 def cosine_similarity(P: Array) -> np.ndarray:
-    r"""Cosine similarity of every pair of rows, :math:`p_s\cdot p_t / \lVert p_s\rVert\lVert p_t\rVert`.
-
-    Parameters
-    ----------
-    P : array, shape (n, d), no zero row
-
-    Returns
-    -------
-    ndarray, shape (n, n)
+    """Cosine similarity of every pair of rows of ``P`` (n, d), no zero row; shape (n, n).
 
     Examples
     --------

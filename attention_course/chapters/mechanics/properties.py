@@ -1,26 +1,10 @@
-r"""Chapter 1's claims about one attention layer, tested on many random problems.
+r"""Chapter 1's claims about one attention layer, measured on seeded random problems.
 
-For weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` and outputs
-:math:`o_i = \sum_j A_{ij} v_j`, the essay states that each row of :math:`A` is a
-probability distribution and each output is a convex combination of the values.
-These experiments measure both on seeded random problems, and compare the
-package's attention with PyTorch's:
-
-=======================  =======================================================
-``row_sum_errors``       :math:`\max_i |\sum_j A_{ij} - 1|` per dtype, and :math:`\min_{ij} A_{ij}`
-``fraction_in_hull``     share of outputs inside :math:`\operatorname{conv}\{v_j\}` (with dropout, masks)
-``torch_agreement``      :math:`\max|o - o_{\text{torch}}|` for each kind of mask and scale
-``MISTAKES``             two plausible wrong attentions, the baselines that show it can fail
-``naive_attention``      the formula without the max subtracted: the row sums' baseline
-``hull_dropout_sweep``   share of outputs outside the hull at each dropout rate (the slider's curve)
-``dropout_outputs``      one random problem's outputs under fixed dropout masks, at each rate
-``cross_attention_weights``  :math:`A` of ``T`` queries over ``S`` keys of one sentence
-=======================  =======================================================
-
-Where a chapter-1 verdict flips is found from these numbers by :func:`first_crossing` (the first
-value above a line) and :func:`square_index` (the first square shape), never typed in.
-
-Each takes its randomness explicitly (a numpy ``Generator``, which it advances, or a seed).
+Each row of :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` is a distribution
+(:func:`row_sum_errors`), each output a convex combination of the values (:func:`fraction_in_hull`,
+:func:`hull_dropout_sweep`), and the package agrees with PyTorch (:func:`torch_agreement`, with
+:data:`MISTAKES` as the baselines that must fail). Where a verdict flips is found by
+:func:`first_crossing` and :func:`square_index`, never typed in. Randomness is passed explicitly.
 """
 
 from __future__ import annotations
@@ -46,14 +30,11 @@ __all__ = [
 DROPOUT_RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 
 
-def random_attention_problem(
-    rng: np.random.Generator, scale: float, max_size: int = 11, d_v: int = 3
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""One random attention problem of random size: ``q`` (T, d), ``k`` (S, d), ``v`` (S, d_v).
+def random_attention_problem(rng: np.random.Generator, scale: float, max_size: int = 11, d_v: int = 3
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One random attention problem: ``q`` (T, d), ``k`` (S, d), ``v`` (S, d_v), with T, S, d uniform in 1..``max_size``.
 
-    ``T``, ``S`` and ``d`` are drawn uniformly from 1 to ``max_size``; queries and keys are
-    standard normal times ``scale`` (so logits :math:`q\cdot k/\sqrt d` reach about ``scale**2``),
-    values standard normal. Draws from ``rng`` in this order: the three sizes, ``q``, ``k``, ``v``.
+    Queries and keys are standard normal times ``scale``. Draws the sizes, then ``q``, ``k``, ``v``.
 
     Examples
     --------
@@ -74,36 +55,22 @@ class RowSumErrors:
     min_weight: float
 
 
-def row_sum_errors(
-    rng: np.random.Generator,
-    n_problems: int = 1000,
-    dtypes: Sequence[str] = ("float64", "float32"),
-    log10_scale: tuple[float, float] = (-2.0, 2.0),
-    attention=scaled_dot_product_attention,
-) -> RowSumErrors:
-    r"""Largest deviation of an attention row sum from 1, over many random problems.
+def row_sum_errors(rng: np.random.Generator, n_problems: int = 1000,
+                   dtypes: Sequence[str] = ("float64", "float32"), log10_scale: tuple[float, float] = (-2.0, 2.0),
+                   attention=scaled_dot_product_attention) -> RowSumErrors:
+    r"""Largest deviation of an attention row sum from 1, over many random problems, per dtype.
 
     .. math::
 
         e_{\text{dtype}} = \max_{\text{problems}} \max_i \Bigl|\sum_j A_{ij} - 1\Bigr|
 
-    For each problem a scale :math:`10^u`, :math:`u \sim U(\text{log10\_scale})`, is drawn,
-    then :func:`random_attention_problem`; the same problem is run in every dtype. With a
-    scale of 100 the logits reach :math:`\pm 10^4`, where a softmax without the
-    max-subtraction overflows.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Advanced by the draws (``n_problems`` times: a scale, then one problem).
-    attention : callable
-        ``attention(q, k, v) -> (output, weights)``; the package's by default.
+    Each problem has scale :math:`10^u`, :math:`u \sim U(\text{log10\_scale})` (logits up to :math:`\pm 10^4`),
+    and runs in every dtype. ``attention(q, k, v) -> (output, weights)``.
 
     Returns
     -------
     RowSumErrors
-        ``worst[dtype]`` (``inf`` if any row sum is NaN or infinite, as after an overflow)
-        and ``min_weight`` (non-negative for a true softmax).
+        ``worst[dtype]`` (``inf`` after a NaN or overflow) and ``min_weight``.
 
     Examples
     --------
@@ -123,35 +90,18 @@ def row_sum_errors(
     return RowSumErrors(worst, min_weight)
 
 
-def fraction_in_hull(
-    rng: np.random.Generator, n_problems: int = 500, dropout: float = 0.0, mask_row: bool = False
-) -> float:
+def fraction_in_hull(rng: np.random.Generator, n_problems: int = 500, dropout: float = 0.0, mask_row: bool = False
+                    ) -> float:
     r"""Fraction of attention outputs that lie in the convex hull of their values.
 
-    Each problem has ``T, S`` uniform in 3..9, ``d = 4``, ``d_v = 2`` and standard normal
-    ``q, k, v``. The outputs are :math:`o_i = \sum_j \tilde A_{ij} v_j` with
+    Problems: ``T, S`` uniform in 3..9, ``d = 4``, ``d_v = 2``, standard normal. With dropout rate :math:`p`,
 
     .. math::
 
-        \tilde A_{ij} = A_{ij}\, \frac{m_{ij}}{1 - p}, \qquad m_{ij} \sim \text{Bernoulli}(1 - p),
+        \tilde A_{ij} = A_{ij}\, \frac{m_{ij}}{1 - p}, \qquad m_{ij} \sim \text{Bernoulli}(1 - p).
 
-    training-time attention dropout at rate ``p = dropout`` (no dropout when ``p = 0``).
-    With ``mask_row`` query 0 may attend to no key: its output is the zero vector (the
-    package's convention), which is inside the hull only when the origin is. Whether an
-    output is inside is decided geometrically by
-    :func:`~attention_course.chapters.mechanics.hull.in_convex_hull` (tolerance 1e-9), never from the weights.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Advanced by the draws.
-    dropout : float
-        The dropout rate :math:`p \in [0, 1)`.
-
-    Returns
-    -------
-    float
-        Inside outputs over all outputs of the ``n_problems`` problems.
+    ``mask_row``: query 0 sees no key, so its output is 0. Inside is decided geometrically
+    (:func:`~attention_course.chapters.mechanics.hull.in_convex_hull`), never from the weights.
 
     Examples
     --------
@@ -176,22 +126,10 @@ def fraction_in_hull(
 
 def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 7, d: int = 8,
                     attention=scaled_dot_product_attention) -> dict[str, float]:
-    r"""Largest difference from ``torch.nn.functional.scaled_dot_product_attention``, per case.
+    r""":math:`\max |o - o_{\text{torch}}|` in float64 against ``torch.nn.functional.scaled_dot_product_attention``, per case.
 
-    :math:`\max |o - o_{\text{torch}}|` in float64 on ``q`` (B, h, T, d), ``k, v`` (B, h, S, d),
-    drawn from ``torch.Generator().manual_seed(seed)``, for five cases and how each is
-    spelled in the two APIs. ``attention(q, k, v, mask=None, scale=None) -> (output, weights)``
-    is the package's by default; pass a deliberately wrong one to see the comparison fail.
-
-    ==================  =====================================  =========================
-    case                package                                torch
-    ==================  =====================================  =========================
-    ``no mask``         ``{}``                                 ``{}``
-    ``boolean mask``    ``mask=`` (B, 1, T, S), True = attend  ``attn_mask=`` the same
-    ``float mask``      ``mask=`` (T, S), added to the scores  ``attn_mask=`` the same
-    ``causal, T != S``  ``mask=causal_mask(T, S)``             ``is_causal=True``
-    ``scale = 0.3``     ``scale=0.3``                          ``scale=0.3``
-    ==================  =====================================  =========================
+    ``q`` (B, h, T, d), ``k, v`` (B, h, S, d) from ``seed``; the cases: no mask, a boolean mask (True = attend),
+    a float mask, causal with T != S, and scale 0.3. Pass a wrong ``attention`` to see the comparison fail.
 
     Examples
     --------
@@ -221,11 +159,10 @@ def torch_agreement(seed: int = 0, B: int = 2, h: int = 3, T: int = 5, S: int = 
 
 
 def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""Attention with the softmax typed as written, :math:`e^{s_{ij}}/\sum_j e^{s_{ij}}`, without subtracting
-    the row's largest score: the baseline that :func:`row_sum_errors` must be able to fail.
+    r"""Attention with the softmax :math:`e^{s_{ij}}/\sum_j e^{s_{ij}}` as written, without subtracting the row's maximum.
 
-    For scores above about 709 (float64) or 88 (float32) ``np.exp`` overflows to ``inf`` and the
-    row becomes NaN. Numpy's overflow warnings are silenced: the NaN is the result.
+    The baseline :func:`row_sum_errors` must be able to fail: scores above about 709 (float64) or 88
+    (float32) overflow and the row becomes NaN (the warnings are silenced).
 
     Examples
     --------
@@ -273,11 +210,9 @@ def first_crossing(values: Sequence[float], line: float) -> Optional[int]:
 
 
 def hull_dropout_sweep(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1) -> np.ndarray:
-    r"""Share of outputs outside the values' hull at each attention-dropout rate :math:`p`.
+    """Share of outputs outside the values' hull at each dropout rate: :math:`1 -` :func:`fraction_in_hull`, shape (len(rates),).
 
-    :math:`1 -` :func:`fraction_in_hull` on ``n_problems`` random problems, drawn afresh from
-    ``default_rng(seed)`` at every rate (the chapter's seed 1, so the entry at :math:`p = 0.1`
-    is the chapter's measurement). Shape ``(len(rates),)``.
+    Each rate draws afresh from ``default_rng(seed)`` (seed 1 is the chapter's measurement).
 
     Examples
     --------
@@ -292,17 +227,13 @@ def dropout_outputs(rates: Sequence[float], seed: int = 0, T: int = 8, S: int = 
                     draws: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""One random problem's outputs under ``draws`` dropout masks at each rate, and which stay in the hull.
 
-    The problem is of the kind :func:`fraction_in_hull` draws (``S`` values
-    :math:`v_j \in \mathbb{R}^2`, ``T`` queries, :math:`d_k = 4`, standard normal, from
-    ``default_rng(seed)``). The outputs are :math:`o_i = \sum_j \tilde A_{ij} v_j` with
+    A problem as in :func:`fraction_in_hull` from ``default_rng(seed)``, with
 
     .. math::
 
         \tilde A_{ij} = A_{ij}\, \frac{[u_{ij} > p]}{1 - p}
 
-    for fixed uniform draws :math:`u` of shape ``(draws, T, S)``: a weight dropped at one rate stays
-    dropped at every higher one. Whether an output is inside is decided by
-    :func:`~attention_course.chapters.mechanics.hull.in_convex_hull`, never from the weights.
+    for fixed uniform :math:`u` (draws, T, S): a weight dropped at one rate stays dropped at higher ones.
 
     Returns
     -------
@@ -339,15 +270,11 @@ def square_index(shapes: Sequence[tuple[int, int]]) -> Optional[int]:
 
 
 def cross_attention_weights(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, T: int, S: int) -> np.ndarray:
-    r"""Weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` of the first ``T`` rows of ``x``
-    attending to its first ``S`` rows; shape ``(T, S)``, each row a distribution over the keys.
-
-    Queries :math:`Q = X_{:T}W_Q` (T, d_k), keys :math:`K = X_{:S}W_K` (S, d_k). For ``S = T``
-    queries and keys come from the same positions: self-attention.
+    r"""Weights :math:`A = \operatorname{softmax}(QK^\top/\sqrt{d_k})` of the first ``T`` rows of ``x`` over its first ``S`` rows, shape (T, S).
 
     Parameters
     ----------
-    x : array, shape (n, d_model), one embedding per word
+    x : array, shape (n, d_model)
     W_q, W_k : arrays, shape (d_model, d_k)
 
     Examples
@@ -371,19 +298,12 @@ def row_entropy(p: Array, axis: int = -1, *, log_p: Optional[Array] = None) -> A
 
     .. math:: H(p) = -\sum_j p_j \log p_j, \qquad 0 \le H \le \log S
 
-    :math:`\log S` for a uniform row over :math:`S` entries, 0 for a one-hot row. The course's
-    one entropy: :func:`~attention_course.chapters.scaling.measures.softmax_entropy`, the
-    ``broad`` role score and the effective rank call it.
-
     Parameters
     ----------
     p : array or tensor, shape (..., S, ...)
-        Non-negative, the S entries of each distribution on ``axis``. numpy gives numpy
-        (integer input is read as float64); torch gives torch, differentiable (the zero
-        entries get gradient 0, not NaN).
-    axis : int
+        numpy gives numpy (integers read as float64); torch gives torch, differentiable (zeros get gradient 0).
     log_p : array or tensor of ``p``'s shape, optional
-        :math:`\log p`, when it is known more accurately than ``log(p)`` (a log-softmax).
+        :math:`\log p` when known more accurately (a log-softmax).
 
     Returns
     -------
@@ -407,10 +327,7 @@ def row_entropy(p: Array, axis: int = -1, *, log_p: Optional[Array] = None) -> A
 
 
 def effective_keys(weights: Array, mass: float = 0.8) -> list[frozenset[int]]:
-    r"""For each row of ``weights`` (n, m), the smallest set of columns holding ``mass`` of its weight.
-
-    Rows need not sum to 1 (each is measured against its own sum), so a map cut to the
-    word tokens can be passed as it is. Ties are broken by the lower column index.
+    """For each row of ``weights`` (n, m), the smallest set of columns holding ``mass`` of its own sum; ties to the lower index.
 
     Examples
     --------

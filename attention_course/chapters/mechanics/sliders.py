@@ -1,17 +1,9 @@
-r"""Chapter 1's flagged sliders: where the two "holds when" verdicts of the mechanics chapter flip.
+"""Chapter 1's sliders; flagged: ``convex-combination`` (:func:`dropout_explorer`) and ``square-matrix``
+(:func:`cross_attention_explorer`).
 
-* :func:`dropout_explorer` (``convex-combination``): a slider over the attention-dropout rate
-  :math:`p`; the flag sits at the first rate at which outputs leave the values' hull.
-* :func:`cross_attention_explorer` (``square-matrix``): a slider over the number of keys :math:`S`
-  for :math:`T` fixed queries; the flag sits at :math:`S = T`, where :math:`A` is square.
-* :func:`plot_dropout_outputs`: the static picture of one dropout rate (the slider's problem).
-
-Every number comes from :mod:`attention_course.chapters.mechanics.properties` in float64
-(:func:`~attention_course.chapters.mechanics.properties.hull_dropout_sweep`,
-:func:`~attention_course.chapters.mechanics.properties.dropout_outputs`,
-:func:`~attention_course.chapters.mechanics.properties.cross_attention_weights`), and the flag's index from
+Every number comes from :mod:`attention_course.chapters.mechanics.properties` in float64, and the flags from
 its :func:`~attention_course.chapters.mechanics.properties.first_crossing` and
-:func:`~attention_course.chapters.mechanics.properties.square_index`, never typed in. This module only draws.
+:func:`~attention_course.chapters.mechanics.properties.square_index`. This module only draws.
 """
 
 from __future__ import annotations
@@ -55,20 +47,24 @@ def _hull_trace(v: np.ndarray) -> dict:
             "hoverinfo": "skip", "xaxis": "x", "yaxis": "y"}
 
 
+def _weights_heatmap(fig, ax, A: np.ndarray, key_labels, query_labels, title: str) -> None:
+    """A static fallback: weights ``A`` (T, S) as a heat map, keys across and queries down."""
+    im = ax.imshow(A, vmin=0, vmax=1)
+    ax.set(xticks=range(A.shape[1]), yticks=range(A.shape[0]), xticklabels=key_labels, yticklabels=query_labels,
+           xlabel="key", ylabel="query", title=title)
+    ax.tick_params(axis="x", labelrotation=45)
+    fig.colorbar(im, ax=ax, label="weight")
+
+
 def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 500, seed: int = 1,
                      picture_seed: int = 0, T: int = 8, S: int = 3, draws: int = 10) -> SliderFigure:
-    r"""Chapter 1: attention dropout at rate :math:`p` pushes outputs out of the values' hull.
+    """Chapter 1: attention dropout at rate :math:`p` pushes outputs out of the values' hull.
 
-    Each frame shows one random problem of the kind
-    :func:`~attention_course.chapters.mechanics.properties.fraction_in_hull` draws (``S`` values
-    :math:`v_j \in \mathbb{R}^2`, ``T`` queries, :math:`d_k = 4`, from ``default_rng(picture_seed)``),
-    the values' hull and the outputs :math:`o_i = \sum_j \tilde A_{ij} v_j` of ``draws`` dropout
-    masks, :math:`\tilde A_{ij} = A_{ij} m_{ij}/(1-p)` with :math:`m_{ij} = [u_{ij} > p]` for fixed
-    uniform draws :math:`u` (:func:`~attention_course.chapters.mechanics.properties.dropout_outputs`); below,
-    the share of outputs outside the hull over the chapter's random problems
-    (:func:`~attention_course.chapters.mechanics.properties.hull_dropout_sweep`). The flag sits at the first rate
-    whose share exceeds the share at the first rate (:math:`p = 0`: none), found by
-    :func:`~attention_course.chapters.mechanics.properties.first_crossing`.
+    Each frame: one problem's values, hull and dropped-out outputs
+    (:func:`~attention_course.chapters.mechanics.properties.dropout_outputs`, ``picture_seed``); below, the
+    share outside over the chapter's problems
+    (:func:`~attention_course.chapters.mechanics.properties.hull_dropout_sweep`). The flag sits at the first
+    rate whose share exceeds the share at :math:`p = 0`.
 
     Examples
     --------
@@ -132,13 +128,7 @@ def dropout_explorer(rates: Sequence[float] = DROPOUT_RATES, n_problems: int = 5
 
 def plot_dropout_outputs(p: float = 0.3, seed: int = 0, T: int = 8, S: int = 3, draws: int = 10,
                          ax: Optional[Axes] = None) -> Figure:
-    r"""The dropout slider's picture at one rate: a random problem's values, hull and dropped-out outputs.
-
-    The problem and masks are :func:`~attention_course.chapters.mechanics.properties.dropout_outputs`'
-    (``S`` values, ``T`` queries, ``draws`` masks each, ``default_rng(seed)``): the frame of
-    :func:`dropout_explorer` at rate ``p``, drawn with
-    :func:`~attention_course.chapters.mechanics.figures.plot_convex_hull`. The title counts the outputs
-    outside the hull.
+    """The dropout slider's picture at rate ``p``: values, hull and dropped-out outputs; the title counts those outside.
 
     Examples
     --------
@@ -156,12 +146,9 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
                              text: str = CROSS_TEXT) -> SliderFigure:
     r"""Chapter 1: ``T`` fixed queries attend to ``S`` keys; :math:`A` is :math:`T \times S`.
 
-    The queries are the first ``T`` words of ``text``, the keys and values its first ``S`` words
+    Queries are the first ``T`` words of ``text``, keys its first ``S``
     (:func:`~attention_course.chapters.mechanics.properties.cross_attention_weights` on
-    :func:`~attention_course.models.tasks.toy_sentence`'s embeddings and projections, seed 0):
-    fewer keys than queries is a decoder reading a short source, more a longer one. The flag
-    sits where the weights' shape is square (:func:`~attention_course.chapters.mechanics.properties.square_index`),
-    which is where queries and keys come from the same ``T`` positions.
+    :func:`~attention_course.models.tasks.toy_sentence`, seed 0). The flag sits where :math:`A` is square.
 
     Examples
     --------
@@ -197,11 +184,7 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
 
     def draw(fig, ax):
         A = mats[-1]
-        im = ax.imshow(A, vmin=0, vmax=1)
-        ax.set(xticks=range(A.shape[1]), yticks=range(T), xticklabels=words[:A.shape[1]], yticklabels=rows,
-               xlabel="key", ylabel="query", title=f"Cross-attention: A is {T} × {A.shape[1]}")
-        ax.tick_params(axis="x", labelrotation=45)
-        fig.colorbar(im, ax=ax, label="weight")
+        _weights_heatmap(fig, ax, A, words[:A.shape[1]], rows, f"Cross-attention: A is {T} × {A.shape[1]}")
 
     return SliderFigure("ix-mech-shape", "Change the number of keys: when is A square?",
                         [f"S = {S}" for S in S_values], frames, layout, static_fallback(draw, (5.2, 3.6)),
@@ -211,13 +194,10 @@ def cross_attention_explorer(T: int = 6, S_values: Optional[Sequence[int]] = Non
                         verdict="square-matrix")
 
 
-# ------------------------------------------------------------------ chapter 1
 def temperature_explorer(betas: Optional[Sequence[float]] = None, query: int = 2) -> SliderFigure:
-    r"""Chapter 1: softmax at inverse temperature :math:`\beta` on one row and on the toy sentence.
+    r"""Chapter 1: :math:`\operatorname{softmax}(\beta\,QK^\top/\sqrt{d_k})` of the toy sentence at each inverse temperature :math:`\beta`.
 
-    Frame :math:`\beta` shows :math:`\operatorname{softmax}(\beta\,QK^\top/\sqrt{d_k})` for the
-    toy sentence (:func:`attention_course.models.tasks.toy_sentence`) and one query's row as
-    bars; the readout gives the row's entropy against the uniform row's :math:`\log n`.
+    One query's row as bars, the matrix below; the readout gives the row's entropy against :math:`\log n`.
 
     Examples
     --------
@@ -255,11 +235,7 @@ def temperature_explorer(betas: Optional[Sequence[float]] = None, query: int = 2
 
     def draw(fig, ax):
         A = np.asarray(softmax(betas[start] * logits, axis=-1))
-        im = ax.imshow(A, vmin=0, vmax=1)
-        ax.set(xticks=range(n), yticks=range(n), xticklabels=toks, yticklabels=toks, xlabel="key",
-               ylabel="query", title=f"Attention weights at β = {betas[start]:g}")
-        ax.tick_params(axis="x", labelrotation=45)
-        fig.colorbar(im, ax=ax, label="weight")
+        _weights_heatmap(fig, ax, A, toks, toks, f"Attention weights at β = {betas[start]:g}")
 
     return SliderFigure("ix-mech-temperature", "Turn the temperature: one row and the whole matrix",
                         [f"β = {b:g}" for b in betas], frames, layout, static_fallback(draw, (5.2, 4.2)),
