@@ -33,7 +33,7 @@ from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_exp
 from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
 
-__all__ = ["VARIANTS", "STORED_BACKWARD_ROWS", "swapped_backward", "load_backward", "combine_backward"]
+__all__ = ["VARIANTS", "STORED_BACKWARD_ROWS", "load_backward", "combine_backward"]
 
 #: name -> (forward scale, W_Q init factor, W_Q lr factor, backward kind, backward scale).
 #: The backward softmax is that of scores times ``backward scale`` (``"sqrt"``: 1/sqrt(d_k)).
