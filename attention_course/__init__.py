@@ -118,9 +118,7 @@ from .models.smollm2 import DecoderConfig, DecoderWeights, load_smollm2, smollm2
 from .chapters.graphs.rollout import attention_rollout
 from .chapters.scaling.training import compare_scales
 from .chapters.scaling.measures import (
-    absorb_scale,
     dot_product_variance,
-    qk_norm_scores,
     resolve_scale,
     saturation_stats,
     softmax_entropy,
@@ -160,8 +158,8 @@ __all__ = [
     "plot_attention_graph", "plot_rank_collapse",
     # scaling
     "resolve_scale", "dot_product_variance", "variance_vs_dim", "softmax_entropy",
-    "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats", "qk_norm_scores",
-    "absorb_scale", "compare_scales", "scale_pair", "saturated_share", "swapped_softmax",
+    "softmax_jacobian", "softmax_jacobian_norm", "saturation_stats",
+    "compare_scales", "scale_pair", "saturated_share", "swapped_softmax",
     # models and data
     "BertWeights", "EncoderOutput", "bert_encode", "MiniLMNotFoundError", "load_minilm",
     "minilm_tokenizer", "minilm_weights", "attention_maps", "encoder_maps", "scrambled_weights",

@@ -15,27 +15,12 @@ import numpy as np
 
 from ...core import attention as att
 from ...core._backend import Array, ShapeError, to_numpy
-from .propagation import _square
 
 __all__ = ["ranking_comparison", "shared_top_fraction"]
 
 
 def _leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
     return np.where(x > 0, x, slope * x)
-
-
-def gcn_normalise(adjacency: Array) -> np.ndarray:
-    r"""Kipf & Welling's fixed propagation matrix :math:`D^{-1/2}(A + I)D^{-1/2}` (self loops are added).
-
-    Examples
-    --------
-    >>> gcn_normalise(np.array([[0.0, 1.0], [1.0, 0.0]]))
-    array([[0.5, 0.5],
-           [0.5, 0.5]])
-    """
-    A = _square("adjacency", adjacency).astype(float) + np.eye(len(adjacency))  # (N, N)
-    d_inv_sqrt = 1.0 / np.sqrt(A.sum(axis=1))  # (N,)
-    return d_inv_sqrt[:, None] * A * d_inv_sqrt[None, :]  # (N, N)
 
 
 def _check_features(x: np.ndarray, n: int, W: np.ndarray, rows: int) -> None:

@@ -11,7 +11,6 @@ and the follow-ups (``--follow-up [--second]``); :func:`grid_decision` and
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 
 from ...models.experiments import Experiment, Runs, read_json, register
-from ...models.pointer_chasing import PointerChasingTask, map_split
+from ...models.pointer_chasing import PointerChasingTask
 from ...models.records import DATA_DIR
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import evaluate_loss, train
@@ -306,26 +305,6 @@ def follow_up_decision(runs: Sequence[Mapping], threshold: float = 0.9) -> dict:
         composition = "undecided"
     return {"composition": composition, "two_layers_pass": all(r["accuracy"] >= threshold for r in two),
             "one_layer_failures_flat": all(flat)}
-
-
-def map_counts(n_nodes: int) -> dict:
-    """How many single cycles on ``n_nodes`` nodes exist (all (n - 1)! enumerated), and how many are held out.
-
-    Examples
-    --------
-    >>> map_counts(6)
-    {'cycles': 120, 'train': 88, 'test': 32}
-    """
-    if not 3 <= n_nodes <= 9:
-        raise ValueError(f"n_nodes={n_nodes}: enumerating (n - 1)! cycles is meant for 3 <= n <= 9")
-    cycles = []
-    for rest in itertools.permutations(range(1, n_nodes)):
-        order, f = (0, *rest), [0] * n_nodes
-        for i, a in enumerate(order):
-            f[a] = order[(i + 1) % n_nodes]  # f(pi_i) = pi_{i+1}
-        cycles.append(f)
-    part = map_split(torch.tensor(cycles))  # (cycles,)
-    return {"cycles": len(cycles), "train": int((part > 0).sum()), "test": int((part == 0).sum())}
 
 
 def load_grid(path=GRID_RUN) -> dict:

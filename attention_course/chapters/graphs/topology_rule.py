@@ -1,8 +1,7 @@
 r"""Is a head's graph rebuilt from the content, or placed by a fixed rule? Shuffles, baselines, a rule fit.
 
-What :mod:`attention_course.chapters.graphs.topology`'s shuffle overlap is compared with: the
-overlap over sentences and masses for any ``encode`` (trained or scrambled, :func:`overlap_study`),
-and a fixed rule per head that ignores the query's content,
+What :mod:`attention_course.chapters.graphs.topology`'s shuffle overlap is compared with: a fixed
+rule per head that ignores the query's content,
 
 .. math::
 
@@ -24,60 +23,13 @@ import torch
 from ...core._backend import Array, ShapeError, to_numpy
 from ...models.lbfgs import lbfgs
 from ..heads.subspaces import total_variation
-from ..lowrank.baselines import sink_share
-from .topology import shuffle_overlap, shuffled_sentences
+from .topology import shuffled_sentences
 
 #: Runs texts through a model: ``encode(texts) -> (token ids per text, maps (L, H, n, n) per text)``,
 #: e.g. ``lambda texts: encoder_maps(weights, tokenizer, texts)`` (:mod:`attention_course.models.perturb`).
 Encode = Callable[[Sequence[str]], tuple[list, list]]
 
 __all__ = ["RULES", "fit_fixed_rule", "rule_miss", "held_out_shuffles"]
-
-
-def overlap_study(encode: Encode, sentences: Sequence[str], masses: Sequence[float], *, n_shuffles: int = 5,
-                  seed: int = 0, specials: bool = False) -> dict[str, np.ndarray]:
-    """:func:`~attention_course.chapters.graphs.topology.shuffle_overlap` over sentences and shares of mass.
-
-    Every sentence must give one token per word; with ``specials`` the rows and keys include
-    ``[CLS]`` and ``[SEP]`` (kept in place). Returns ``words``, ``offsets``, ``chance``, each
-    (len(sentences), len(masses), L, H), and ``cls`` (len(sentences), L, H), the weight on ``[CLS]``.
-    """
-    words, offsets, chance, cls = [], [], [], []
-    for s, sentence in enumerate(sentences):
-        texts, perms = shuffled_sentences(sentence, n_shuffles, seed + s)
-        ids, maps = encode(texts)
-        n_words = len(perms[0])
-        if any(len(i) != n_words + 2 for i in ids):
-            raise ValueError(f"sentence {sentence!r} does not give one token per word")
-        cls.append(np.mean([sink_share(m, [0]) for m in maps], axis=0))  # (L, H): [CLS]'s share, over texts
-        if specials:
-            perms = [[0] + [1 + p for p in perm] + [n_words + 1] for perm in perms]
-        else:
-            maps = [m[:, :, 1:-1, 1:-1] for m in maps]  # (L, H, n_words, n_words)
-        per_mass = [shuffle_overlap(maps[0], maps[1:], perms, mass=m) for m in masses]
-        words.append([w for w, _, _ in per_mass])
-        offsets.append([o for _, o, _ in per_mass])
-        chance.append([c for _, _, c in per_mass])
-    return {"words": np.array(words), "offsets": np.array(offsets), "chance": np.array(chance),
-            "cls": np.array(cls)}
-
-
-def summarise_overlap(study: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per sentence and mass, the numbers a reader compares: each (n_sentences, n_masses).
-
-    ``kept`` and ``chance``: the median over heads of the words kept and of chance; ``below``:
-    heads keeping under half their words; ``positional``: heads keeping at least half their offsets.
-
-    Examples
-    --------
-    >>> r = {k: np.full((2, 3, 1, 4), 0.6) for k in ("words", "offsets", "chance")}
-    >>> summarise_overlap(r)["below"].tolist()
-    [[0, 0, 0], [0, 0, 0]]
-    """
-    S, M = study["words"].shape[:2]
-    flat = {k: study[k].reshape(S, M, -1) for k in ("words", "offsets", "chance")}  # (S, M, L * H)
-    return {"kept": np.median(flat["words"], axis=-1), "chance": np.median(flat["chance"], axis=-1),
-            "below": (flat["words"] < 0.5).sum(axis=-1), "positional": (flat["offsets"] >= 0.5).sum(axis=-1)}
 
 
 def held_out_shuffles(encode: Encode, sentences: Sequence[str], *, n_shuffles: int = 5, n_fit: int = 4,

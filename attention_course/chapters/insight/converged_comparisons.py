@@ -6,9 +6,9 @@ parts and the files in ``attention_course/data/`` they write) runs one of them, 
 1e-2 on seed 0's validation batch) or one of the budgets of :mod:`~attention_course.chapters.insight.asymmetry`.
 
 The pre-registered decisions (``asymmetric``, ``metric-learned``, ``softmax-over-linear`` in
-``attention_course/data/claims.toml``) are :func:`decide_asymmetric_heads`, :func:`decide_metric_frozen` and
-:func:`decide_softmax_linear`; :func:`decide_metric_learned` and :func:`weights_clause` are the rules of the
-``metric`` and ``partner`` parts, reported beside the frozen-input test.
+``attention_course/data/claims.toml``) are :func:`decide_asymmetric_heads`, :func:`decide_metric_both` and
+:func:`decide_softmax_linear`; :func:`weights_clause` is the rule of the ``partner`` part, reported beside
+the frozen-input test.
 """
 
 from __future__ import annotations
@@ -340,45 +340,6 @@ def linear_table(runs: Sequence[Mapping]) -> dict[tuple[str, int, int], Score]:
 
 
 # ------------------------------------------------------------------ the pre-registered decisions
-def decide_metric_learned(t: Mapping[tuple[str, str], Score]) -> str:
-    """``metric-learned`` (learned embeddings): gap_r = learned - identity on recall, gap_c = tied-masked -
-    identity-masked on the copy and, when ``t`` has partner recall, gap_p = learned - identity there.
-
-    Examples
-    --------
-    >>> S = lambda m: Score(m, m, m, 3)
-    >>> t = {(RECALL, "learned W_Q, W_K"): S(1.0), (RECALL, "W_Q = W_K = I"): S(0.99),
-    ...      (COPY, "learned W_Q, W_K"): S(1.0), (COPY, "tied, self masked"): S(0.95),
-    ...      (COPY, "W_Q = W_K = I, self masked"): S(0.5)}
-    >>> decide_metric_learned(t)
-    'holds when'
-    >>> t[RECALL, "W_Q = W_K = I"] = S(1.0); t[COPY, "tied, self masked"] = S(0.5)
-    >>> decide_metric_learned(t)
-    'wrong as stated'
-    >>> t.update({(PARTNER, "learned W_Q, W_K"): S(1.0), (PARTNER, "W_Q = W_K = I"): S(0.5)})
-    >>> decide_metric_learned(t)
-    'holds when'
-    """
-    partner = (PARTNER, "learned W_Q, W_K") in t
-    tasks = (RECALL, COPY, PARTNER) if partner else (RECALL, COPY)
-    if min(t[k, "learned W_Q, W_K"].mean for k in tasks) < 0.9:
-        return "undecided"
-    gap_r = t[RECALL, "learned W_Q, W_K"].mean - t[RECALL, "W_Q = W_K = I"].mean
-    gap_c = t[COPY, "tied, self masked"].mean - t[COPY, "W_Q = W_K = I, self masked"].mean
-    if not partner:
-        if gap_r > 0.05 and gap_c > 0.05:
-            return "holds"
-        if gap_r <= 0.05 and gap_c <= 0.05:
-            return "wrong as stated"
-        return "holds when"
-    gap_p = t[PARTNER, "learned W_Q, W_K"].mean - t[PARTNER, "W_Q = W_K = I"].mean
-    if gap_r > 0.05 and gap_c > 0.05 and gap_p > 0.05:
-        return "holds"
-    if gap_r <= 0.05 and gap_c <= 0.05:
-        return "holds when" if gap_p > 0.05 else "wrong as stated"
-    return "undecided"
-
-
 def weights_clause(t: Mapping[tuple[str, str], Score], threshold: float = 0.05) -> str:
     """``metric-learned``'s clause on the weights, from gap_t = learned - tied and gap_s = learned - signed on
     partner recall.
@@ -592,29 +553,6 @@ def fixed_gap(t: Mapping[tuple, Score], task: str, frozen: bool, fixed: Sequence
     0.79
     """
     return t[task, "untied", 1, frozen].mean - max(t[task, f, 1, frozen].mean for f in fixed)
-
-
-def decide_metric_frozen(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:
-    """``metric-learned``: gap_F = learned - best fixed metric, embeddings frozen, on partner recall and MQAR.
-
-    Examples
-    --------
-    >>> S = lambda m: Score(m, m, m, 3)
-    >>> t = {(k, sc, 1, True): S(0.1) for k in (PARTNER, RECALL) for sc in FIXED}
-    >>> t.update({(k, "untied", 1, True): S(0.99) for k in (PARTNER, RECALL)})
-    >>> decide_metric_frozen(t)
-    'holds'
-    >>> t[RECALL, "fixed D", 1, True] = S(0.97); decide_metric_frozen(t)
-    'holds when'
-    >>> t[PARTNER, "identity", 1, True] = S(0.99); decide_metric_frozen(t)
-    'wrong as stated'
-    >>> t[PARTNER, "untied", 1, True] = S(0.5); decide_metric_frozen(t)
-    'undecided'
-    """
-    if min(t[k, "untied", 1, True].mean for k in (PARTNER, RECALL)) < 0.9:
-        return "undecided"
-    over = [fixed_gap(t, k, True) > threshold for k in (PARTNER, RECALL)]
-    return "holds" if all(over) else "holds when" if any(over) else "wrong as stated"
 
 
 def decide_metric_both(t: Mapping[tuple, Score], threshold: float = 0.05) -> str:

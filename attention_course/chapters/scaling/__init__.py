@@ -7,7 +7,7 @@ re-exported here, flat, so the notebook imports one thing:
 """
 
 from .anisotropy import PAIR_SETS, variance_ratio_controls, within_row_spread
-from .backward_swap import STORED_BACKWARD_ROWS, swapped_backward, load_backward, combine_backward
+from .backward_swap import STORED_BACKWARD_ROWS, load_backward, combine_backward
 from .correlated_scores import CORRELATIONS, correlated_dot_variance, independence_rejected, correlation_grid
 from .init_spread import init_spread, spread_slopes, band_exponents
 from .init_vs_step import train_variant, load_causes
@@ -67,7 +67,6 @@ __all__ = [
     "variance_ratio_controls",
     "within_row_spread",
     "STORED_BACKWARD_ROWS",
-    "swapped_backward",
     "load_backward",
     "combine_backward",
     "CORRELATIONS",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Union
@@ -29,11 +29,11 @@ from ...models.tasks import make_task
 from ...models.tiny import qk_logits
 from ...models.training import train
 from .init_vs_step import build_variant
-from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment
 from .saturated_rows import BACKWARDS, swapped_softmax
 from .saturation_training import FIRST_ROW, THRESHOLD, row_gradients
 
-__all__ = ["VARIANTS", "STORED_BACKWARD_ROWS", "swapped_backward", "load_backward", "combine_backward"]
+__all__ = ["VARIANTS", "STORED_BACKWARD_ROWS", "load_backward", "combine_backward"]
 
 #: name -> (forward scale, W_Q init factor, W_Q lr factor, backward kind, backward scale).
 #: The backward softmax is that of scores times ``backward scale`` (``"sqrt"``: 1/sqrt(d_k)).
@@ -196,7 +196,7 @@ def score_motion(d_k: int = 64, variant: str = "unscaled", steps: int = 200, eve
 
 @dataclass(frozen=True)
 class BackwardGrid:
-    """Result of :func:`run_backward`: ``eval_loss``, ``seconds`` (V, S), ``saturated`` (V, S, L); ``motion`` from :func:`with_motion`, or empty."""
+    """Result of :data:`BACKWARD`: ``eval_loss``, ``seconds`` (V, S), ``saturated`` (V, S, L); ``motion`` from :func:`with_motion`, or empty."""
 
     variants: tuple
     seeds: np.ndarray
@@ -235,26 +235,14 @@ BACKWARD = grid_experiment(
     flags=("--seeds", "--steps", "--variants", "--jobs", "--motion-every"))
 
 
-def run_backward(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int = 1000, lr: float = 1e-2,
-                 variants: Sequence[str] = tuple(VARIANTS), jobs: int = 1, motion_every: int = 0) -> BackwardGrid:
-    """:func:`train_swapped` for every variant and seed (:data:`BACKWARD`); ``jobs`` processes change only the wall time.
-
-    Examples
-    --------
-    >>> r = run_backward([0], d_k=8, steps=2, variants=["unscaled", "unscaled, size only"])
-    >>> r.eval_loss.shape, r.saturated.shape
-    ((2, 1), (2, 1, 2))
-    """
-    return run_grid(dataclasses.replace(BACKWARD.config, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
-                                        variants=tuple(variants), jobs=int(jobs), motion_every=int(motion_every)))
-
-
 def with_motion(result: BackwardGrid, every: int = 100) -> BackwardGrid:
     """``result`` with :func:`score_motion` of the unscaled model, one run per seed, as its ``motion``.
 
     Examples
     --------
-    >>> r = run_backward([0], d_k=8, steps=2, variants=["unscaled"])
+    >>> from attention_course.chapters.scaling.training_grid import run_grid
+    >>> r = run_grid(dataclasses.replace(BACKWARD.config, seeds=(0,), d_ks=(8,), steps=2, variants=("unscaled",),
+    ...                                  motion_every=0))
     >>> with_motion(r, every=1).motion["median_change"].shape
     (1, 2)
     """
@@ -265,7 +253,7 @@ def with_motion(result: BackwardGrid, every: int = 100) -> BackwardGrid:
 
 
 def load_backward(path: Union[str, Path] = STORED_BACKWARD) -> tuple[BackwardGrid, dict]:
-    """Read a stored :func:`run_backward`: ``(result, meta)``; default, the shipped run.
+    """Read a stored :data:`BACKWARD` run: ``(result, meta)``; default, the shipped run.
 
     Examples
     --------
@@ -281,8 +269,10 @@ def combine_backward(*grids: BackwardGrid) -> BackwardGrid:
 
     Examples
     --------
-    >>> a = run_backward([0], d_k=8, steps=2, variants=["unscaled"])
-    >>> b = run_backward([0], d_k=8, steps=2, variants=["unscaled, saturated rows tempered"])
+    >>> from attention_course.chapters.scaling.training_grid import run_grid
+    >>> small = dataclasses.replace(BACKWARD.config, seeds=(0,), d_ks=(8,), steps=2, motion_every=0)
+    >>> a = run_grid(dataclasses.replace(small, variants=("unscaled",)))
+    >>> b = run_grid(dataclasses.replace(small, variants=("unscaled, saturated rows tempered",)))
     >>> combine_backward(a, b).variants
     ('unscaled', 'unscaled, saturated rows tempered')
     """

@@ -437,8 +437,10 @@ def plot_saturation_training(grid: SaturationGrid, d_k: int = 64, layer: int = 0
 
     Examples
     --------
-    >>> from attention_course.chapters.scaling.saturation_training import run_saturation
-    >>> g = run_saturation([0], d_ks=[8], variants=["scaled", "unscaled"], steps=4)
+    >>> from dataclasses import replace
+    >>> from attention_course.chapters.scaling.saturation_training import SATURATION
+    >>> from attention_course.chapters.scaling.training_grid import run_grid
+    >>> g = run_grid(replace(SATURATION.config, seeds=(0,), d_ks=(8,), variants=("scaled", "unscaled"), steps=4))
     >>> fig = plot_saturation_training(g, d_k=8)
     >>> [ax.get_yscale() for ax in fig.axes]
     ['linear', 'linear', 'log']

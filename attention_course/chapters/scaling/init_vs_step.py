@@ -2,14 +2,13 @@ r"""Why the unscaled model fails: the gradient at the softmax, and a 2x2 experim
 
 With :math:`s = c\,q k^\top` and :math:`q = x W_Q`, :math:`\partial\mathcal{L}/\partial W_Q = c\, x^\top (\partial\mathcal{L}/\partial s)\, k`:
 the gradient of :math:`W_Q` carries the factor :math:`c`, the gradient at the softmax's input does not
-(:func:`score_gradient_norms`). :func:`run_causes` trains :data:`VARIANTS` (unscaled with :math:`W_Q`
+(:func:`score_gradient_norms`). :data:`CAUSES` trains :data:`VARIANTS` (unscaled with :math:`W_Q`
 started and/or stepped :math:`\sqrt{d_k}` times smaller); the stored run is ``python -m attention_course
 scaling-causes``, read back by :func:`load_causes`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -26,7 +25,7 @@ from ...models.records import DATA_DIR
 from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import OptimizerFactory, evaluate_loss, masked_loss, train
-from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment
 
 __all__ = ["VARIANTS", "train_variant", "load_causes"]
 
@@ -187,7 +186,7 @@ def train_variant(d_k: int = 64, scale: Union[str, float] = "none", q_init: Unio
 
 @dataclass(frozen=True)
 class CauseGrid:
-    """Result of :func:`run_causes`: :class:`VariantRun` fields stacked as (variant, seed, ...); ``settings`` the run's."""
+    """Result of :data:`CAUSES`: :class:`VariantRun` fields stacked as (variant, seed, ...); ``settings`` the run's."""
 
     variants: tuple
     seeds: np.ndarray
@@ -221,22 +220,8 @@ CAUSES = grid_experiment(
     flags=("--seeds", "--steps"))
 
 
-def run_causes(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_k: int = 64, steps: int = 200,
-               lr: float = 1e-2, n_heads: int = 1, variants: Sequence[str] = tuple(VARIANTS)) -> CauseGrid:
-    """Train every variant of :data:`VARIANTS` for every seed (:func:`train_variant`): :data:`CAUSES`.
-
-    Examples
-    --------
-    >>> r = run_causes([0], d_k=8, steps=2, variants=["scaled", "unscaled"])
-    >>> r.eval_loss.shape, r.loss.shape
-    ((2, 1), (2, 1, 2))
-    """
-    return run_grid(replace(CAUSES.config, seeds=tuple(seeds), d_ks=(int(d_k),), steps=int(steps), lr=lr,
-                            n_heads=n_heads, variants=tuple(variants)))
-
-
 def load_causes(path: Union[str, Path] = STORED_CAUSES) -> tuple[CauseGrid, dict]:
-    """Read a stored :func:`run_causes`: ``(result, meta)``; default, the shipped run.
+    """Read a stored :data:`CAUSES` run: ``(result, meta)``; default, the shipped run.
 
     Examples
     --------

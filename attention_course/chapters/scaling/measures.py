@@ -2,9 +2,8 @@ r"""Why attention divides the scores by :math:`\sqrt{d_k}`, measured (chapter 6'
 
 For independent zero-mean entries, :math:`\operatorname{Var}(q \cdot k) = d_k \operatorname{Var}(q_i) \operatorname{Var}(k_i)`;
 a softmax fed such scores saturates and its Jacobian :math:`\operatorname{diag}(p) - pp^\top` goes to 0.
-This module measures the variance, the saturation and the Jacobian against :math:`d_k`, and holds the
-caveats (folding the scale into :math:`W_Q`, QK-normalisation). ``scale`` is as in
-:func:`~attention_course.core.attention.resolve_scale`.
+This module measures the variance, the saturation and the Jacobian against :math:`d_k`. ``scale`` is as
+in :func:`~attention_course.core.attention.resolve_scale`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 import torch
@@ -258,80 +257,6 @@ def saturation_stats(d_ks: Sequence[int], scale: Scale = "none", n_keys: int = 6
     return SaturationStats(d_k=np.array(dims), scale=c_arr, entropy=np.array(rows["entropy"]),
                            max_weight=np.array(rows["max_weight"]), frac_saturated=np.array(rows["frac"]),
                            jacobian_norm=jac_arr, score_gradient_norm=c_arr * jac_arr)
-
-
-# --------------------------------------------------------------------- caveats
-def absorb_scale(W_q: Array, scale: Scale = "sqrt") -> Array:
-    r"""Fold the score scale into the query projection ``W_q`` (d_model, d_k): :math:`W_Q' = c(d_k)\, W_Q`.
-
-    Attention with :math:`W_Q'` and scale 1 equals attention with :math:`W_Q` and scale ``c``.
-
-    Examples
-    --------
-    >>> absorb_scale(np.ones((3, 16)))[0, :3]
-    array([0.25, 0.25, 0.25])
-    """
-    check_float("W_q", W_q)
-    if W_q.ndim != 2:
-        raise ShapeError(f"W_q has shape {shape_str(W_q)}; expected (d_model, d_k)")
-    return W_q * resolve_scale(int(W_q.shape[-1]), scale)
-
-
-def attention_scores(x: Array, W_q: Array, W_k: Array, scale: Scale = "sqrt") -> Array:
-    r"""Scores :math:`c(d_k)\,(x W_Q)(x W_K)^\top` for inputs ``x`` of shape (..., T, d_model).
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> x, W_q, W_k = rng.normal(size=(5, 8)), rng.normal(size=(8, 4)), rng.normal(size=(8, 4))
-    >>> attention_scores(x, W_q, W_k).shape
-    (5, 5)
-    """
-    for name, t in (("x", x), ("W_q", W_q), ("W_k", W_k)):
-        check_float(name, t)
-    if W_q.ndim != 2 or tuple(W_q.shape) != tuple(W_k.shape) or x.shape[-1] != W_q.shape[0]:
-        raise ShapeError(f"x {shape_str(x)}, W_q {shape_str(W_q)}, W_k {shape_str(W_k)}; expected "
-                         f"x (..., T, d_model) and W_q, W_k both (d_model, d_k)")
-    q, k = x @ W_q, x @ W_k  # (..., T, d_k) each
-    k_t = k.transpose(-2, -1) if is_torch(k) else np.swapaxes(k, -2, -1)  # (..., d_k, T)
-    return (q @ k_t) * resolve_scale(int(W_q.shape[-1]), scale)  # (..., T, T)
-
-
-def _normalise(x: Array, norm: str, eps: float) -> Array:
-    lib_sqrt = torch.sqrt if is_torch(x) else np.sqrt
-    if norm == "l2":
-        return x / lib_sqrt((x * x).sum(-1, keepdims=True) + eps)  # unit length
-    xc = x - x.mean(-1, keepdims=True)
-    return xc / lib_sqrt((xc * xc).mean(-1, keepdims=True) + eps)  # mean 0, variance 1
-
-
-def qk_norm_scores(q: Array, k: Array, norm: str = "l2", temperature: Union[float, Array] = 1.0,
-                   scale: Scale = "none", eps: float = 1e-12) -> Array:
-    r"""QK-normalised scores :math:`s_{ij} = g \, c(d_k)\, n(q_i) \cdot n(k_j)`, ``q`` (..., T, d_k), ``k`` (..., S, d_k) -> (..., T, S).
-
-    :math:`n` is an L2 normalisation (``"l2"``: bounded by :math:`|g|`) or a LayerNorm without affine
-    parameters (``"layer"``: still grows with :math:`d_k` unless ``scale="sqrt"``). The temperature
-    :math:`g` may be a learnable tensor.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> q, k = rng.normal(size=(3, 256)), rng.normal(size=(4, 256))
-    >>> bool(np.abs(qk_norm_scores(q, k, temperature=5.0)).max() <= 5.0)
-    True
-    >>> qk_norm_scores(q, k, norm="layer", scale="sqrt").shape
-    (3, 4)
-    """
-    check_float("q", q)
-    check_float("k", k)
-    if norm not in ("l2", "layer"):
-        raise ValueError(f"norm={norm!r}; expected 'l2' or 'layer'")
-    if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
-        raise ShapeError(f"q has shape {shape_str(q)} and k has shape {shape_str(k)}; expected "
-                         f"(..., T, d_k) and (..., S, d_k) with the same d_k")
-    qn, kn = _normalise(q, norm, eps), _normalise(k, norm, eps)  # (..., T, d_k), (..., S, d_k)
-    k_t = kn.transpose(-2, -1) if is_torch(kn) else np.swapaxes(kn, -2, -1)  # (..., d_k, S)
-    return temperature * resolve_scale(int(q.shape[-1]), scale) * (qn @ k_t)  # (..., T, S)
 
 
 # ------------------------------------------------------ a pretrained model

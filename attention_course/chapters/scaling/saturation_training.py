@@ -10,7 +10,6 @@ unscaled --steps 1000``), read back by :func:`load_saturation`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Union
@@ -24,7 +23,7 @@ from ...models.tasks import Task, make_task
 from ...models.tiny import ModelConfig, TinyTransformer
 from ...models.training import masked_loss, train
 from .init_vs_step import VARIANTS, build_variant, score_gradients
-from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment, run_grid
+from .training_grid import CHAPTER_6, HELD_OUT_SEED, TASK, ScalingGrid, grid_experiment
 
 __all__ = ["STORED_SWEEP", "checkpoints", "init_row_ratio", "matched_loss_ratio", "load_saturation"]
 
@@ -170,7 +169,7 @@ def track_saturation(d_k: int = 64, scale: Union[str, float] = "none", q_init: U
 
 @dataclass(frozen=True)
 class SaturationGrid:
-    """Result of :func:`run_saturation`: ``eval_loss`` (D, V, S, K), ``rows`` (D, V, S, K, L, 4), ``step`` (K,)."""
+    """Result of :data:`SATURATION`: ``eval_loss`` (D, V, S, K), ``rows`` (D, V, S, K, L, 4), ``step`` (K,)."""
 
     d_k: np.ndarray
     variants: tuple
@@ -217,21 +216,6 @@ SATURATION = grid_experiment(
     flags=("--seeds", "--d-k", "--variants", "--steps", "--jobs"))
 
 
-def run_saturation(seeds: Sequence[int] = (0, 1, 2, 3, 4), d_ks: Sequence[int] = (16, 64, 256),
-                   variants: Sequence[str] = ("scaled", "unscaled", "unscaled, small W_Q init"),
-                   steps: int = 2000, lr: float = 1e-2, n_heads: int = 1, jobs: int = 1) -> SaturationGrid:
-    """:func:`track_saturation` for every width, variant and seed (:data:`SATURATION`); ``jobs`` changes only the wall time.
-
-    Examples
-    --------
-    >>> r = run_saturation([0], d_ks=[8], variants=["scaled", "unscaled"], steps=2)
-    >>> r.eval_loss.shape, r.rows.shape
-    ((1, 2, 1, 2), (1, 2, 1, 2, 2, 4))
-    """
-    return run_grid(replace(SATURATION.config, seeds=tuple(seeds), d_ks=tuple(int(d) for d in d_ks),
-                            variants=tuple(variants), steps=int(steps), lr=lr, n_heads=n_heads, jobs=int(jobs)))
-
-
 def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndarray, grad: np.ndarray) -> np.ndarray:
     r"""``grad`` (M,) divided by the reference's gradient at the same held-out loss.
 
@@ -257,7 +241,7 @@ def matched_loss_ratio(loss_ref: np.ndarray, grad_ref: np.ndarray, loss: np.ndar
 
 
 def load_saturation(path: Union[str, Path] = STORED_SATURATION) -> tuple[SaturationGrid, dict]:
-    """Read a stored :func:`run_saturation`: ``(result, meta)``; default, the shipped run.
+    """Read a stored :data:`SATURATION` run: ``(result, meta)``; default, the shipped run.
 
     Examples
     --------

@@ -129,22 +129,6 @@ def jacobian_at(sigmas: Sequence[float], J: Sequence[float], sigma: float = 1.0)
         return float(np.exp(np.interp(math.log(sigma), np.log(s), np.log(y))))
 
 
-def sensitive_verdict(band: Band, j_one: float, floor: float, sigma: float = 1.0) -> str:
-    r"""The ``sensitive-regime`` decision for one curve: where does ``sigma`` lie against ``band``?
-
-    ``"holds"`` inside the band; ``"holds when"`` below it with ``j_one`` above the uniform ``floor``;
-    ``"wrong as stated"`` otherwise.
-
-    Examples
-    --------
-    >>> sensitive_verdict(Band(0.9, 4.4, 2.5), 0.30, 0.24), sensitive_verdict(Band(1.4, 7.3, 4.0), 0.18, 0.12)
-    ('holds', 'holds when')
-    """
-    if j_one <= floor or sigma > band.hi:
-        return "wrong as stated"
-    return "holds" if band.lo <= sigma else "holds when"
-
-
 # ------------------------------------------------------------------ the essay's definition: "where gradients flow"
 def passed_gradient(logits: np.ndarray, g: np.ndarray) -> np.ndarray:
     r"""The gradient a softmax row passes back to its logits, :math:`J g = p \odot (g - p\cdot g)`.

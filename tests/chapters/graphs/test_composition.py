@@ -326,12 +326,6 @@ def test_grid_table_and_fewest_heads_against_the_raw_runs(grid):
     assert all(comp_head_budget.fewest_heads(grid["runs"], n, 1) is None for n in comp_head_budget.GRID_NODES)
 
 
-def test_map_counts_enumerates_every_cycle():
-    for n in (5, 6, 7):
-        c = comp_head_budget.map_counts(n)
-        assert c["cycles"] == math.factorial(n - 1) and c["train"] + c["test"] == c["cycles"]
-
-
 def test_head_budget_figure_draws_each_configuration(grid):
     from attention_course.chapters.graphs.figures import plot_head_budget
 

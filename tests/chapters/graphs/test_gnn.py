@@ -17,13 +17,6 @@ from attention_course.core._backend import ShapeError
 SETTINGS = settings(max_examples=40, deadline=None)
 
 
-def test_gcn_hand_computation_on_a_path():
-    A = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], float)  # path 0 - 1 - 2
-    s6 = 1 / np.sqrt(6)  # degrees of A + I are 2, 3, 2
-    expected = np.array([[1 / 2, s6, 0], [s6, 1 / 3, s6], [0, s6, 1 / 2]])
-    np.testing.assert_allclose(gnn.gcn_normalise(A), expected, atol=1e-15)
-
-
 def test_gat_scores_match_explicit_formula():
     rng = np.random.default_rng(6)
     N, d_in, d_out = 5, 3, 4

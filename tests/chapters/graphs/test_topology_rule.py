@@ -1,4 +1,4 @@
-"""Tests for attention_course.chapters.graphs.topology_rule: shuffles, the overlap study, the fixed rule."""
+"""Tests for attention_course.chapters.graphs.topology_rule: shuffles, the fixed rule."""
 
 from __future__ import annotations
 
@@ -92,22 +92,9 @@ class _WordTokenizer:
         return {"input_ids": ids, "attention_mask": (ids > 0).long()}
 
 
-def test_overlap_study_matches_shuffle_overlap_and_held_out_split():
+def test_held_out_shuffles_splits_each_sentence_s_versions():
     W, tok = _tiny_weights(), _WordTokenizer()
     encode = lambda texts: encoder_maps(W, tok, texts)  # noqa: E731
     sentences = ["a b c d e f.", "g h i j k l m."]
-    r = tr.overlap_study(encode, sentences, [0.5, 0.8], n_shuffles=3, seed=2)
-    assert r["words"].shape == (2, 2, 2, 2) and r["cls"].shape == (2, 2, 2)
-    texts, perms = shuffled_sentences(sentences[1], 3, seed=3)  # sentence s uses seed + s
-    _, maps = encoder_maps(W, tok, texts)
-    cut = [m[:, :, 1:-1, 1:-1] for m in maps]
-    words, _, _ = topology.shuffle_overlap(cut[0], cut[1:], perms, mass=0.8)
-    np.testing.assert_array_equal(r["words"][1, 1], words)
-    cls_by_hand = np.mean([[[m[l, h, :, 0].mean() for h in range(2)] for l in range(2)] for m in maps], axis=0)
-    np.testing.assert_allclose(r["cls"][1], cls_by_hand, rtol=1e-12)  # [CLS]'s share, over queries and texts
-    s = tr.summarise_overlap(r)
-    np.testing.assert_array_equal(s["below"], (r["words"] < 0.5).reshape(2, 2, -1).sum(axis=-1))
     (fit_ids, fit_maps), (held_ids, held_maps) = tr.held_out_shuffles(encode, sentences, n_shuffles=3, n_fit=2)
     assert len(fit_ids) == 4 and len(held_ids) == 4 and fit_maps[0].shape == (4, 9, 9)  # (L * H, n, n): 6 words, ".", [CLS], [SEP]
-    with pytest.raises(ValueError, match="one token per word"):
-        tr.overlap_study(lambda texts: encoder_maps(W, tok, ["x y."] * len(texts)), ["a b c."], [0.8], n_shuffles=3)

@@ -9,7 +9,6 @@ from fractions import Fraction
 import pytest
 
 from attention_course.chapters import insight as ch
-from attention_course.chapters.insight import converged_comparisons as cc
 from attention_course.course.claims import by_id
 from attention_course.chapters.insight import sliders as ch_sliders
 
@@ -35,7 +34,6 @@ def test_metric_flag_is_the_first_task_where_the_fixed_metric_falls_behind(metri
     gaps = [metric_table[t, a].mean - metric_table[t, b].mean for _, t, (a, b) in ch_sliders.METRIC_TASKS]
     assert [g > ch_sliders.METRIC_MARGIN for g in gaps] == [False, False, True]  # the stored runs: only partner recall
     assert fig.flip == 2 and fig.labels[fig.flip] == "partner recall"
-    assert cc.decide_metric_learned(metric_table) == "holds when"  # the earlier rule, with learned embeddings
     html, _ = check_flagged_html(fig, "metric-learned")
     for (label, t, pair), frame in zip(ch_sliders.METRIC_TASKS, _spec(fig)["frames"]):
         assert frame["data"][0]["y"] == pytest.approx([metric_table[t, v].mean for v in pair], abs=5e-5)  # the page keeps 4 digits

@@ -181,23 +181,6 @@ def test_decide_asymmetric_heads_applies_the_registered_rule(g1, g2, untied, ver
     assert cc.decide_asymmetric_heads(_heads(g1, g2, untied)) == verdict
 
 
-def _frozen(partner_fixed, mqar_fixed, learned=0.99):
-    t = {}
-    for task, best in ((cc.PARTNER, partner_fixed), (cc.RECALL, mqar_fixed)):
-        t[task, "untied", 1, True] = S_(learned)
-        for f, a in zip(cc.FIXED, (0.05, best, 0.02)):  # the best fixed metric in the middle: max, not the first
-            t[task, f, 1, True] = S_(a)
-    return t
-
-
-@pytest.mark.parametrize("pf, mf, learned, verdict", [
-    (0.1, 0.2, 0.99, "holds"), (0.1, 0.97, 0.99, "holds when"), (0.95, 0.97, 0.99, "wrong as stated"),
-    (0.1, 0.1, 0.8, "undecided"),
-])
-def test_decide_metric_frozen_applies_the_registered_rule(pf, mf, learned, verdict):
-    assert cc.decide_metric_frozen(_frozen(pf, mf, learned)) == verdict
-
-
 def test_grids_of_the_parts():
     assert {(h, s) for _, s, h, _ in cc.heads_grid()} == {(1, "untied"), (1, "signed"), (2, "untied"), (2, "signed")}
     g = cc.frozen_grid()

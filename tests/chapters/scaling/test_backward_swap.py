@@ -1,5 +1,7 @@
 """The backward-swap test of chapter 6: swapped_softmax against autograd, and the experiment's plumbing."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ from attention_course.chapters.scaling import backward_swap as sb
 from attention_course.models.experiments import result_document, write_json
 from attention_course.chapters.scaling.saturated_rows import BACKWARDS, swapped_softmax
 from attention_course.chapters.scaling.saturation_training import row_gradients
+from attention_course.chapters.scaling.training_grid import run_grid
 from attention_course.models import tiny
 from attention_course.models.training import train
 
@@ -16,6 +19,8 @@ from attention_course.models.training import train
 # operations on numbers of order 1, far below 1e-12.
 TOL = dict(rtol=1e-12, atol=1e-12)
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: faster on a shared 2-core machine
+#: The experiment's own configuration, small: one seed at d_k = 8, two steps, no score motion.
+SMALL = replace(sb.BACKWARD.config, seeds=(0,), d_ks=(8,), steps=2, motion_every=0)
 
 
 def scores_and_grad(seed=0, shape=(3, 5, 6), spread=6.0):
@@ -127,8 +132,8 @@ def test_swapped_backward_true_matches_the_model_and_restores_it():
 
 def test_unknown_variant_and_round_trip(tmp_path):
     with pytest.raises(ValueError, match="unknown variants"):
-        sb.run_backward([0], d_k=8, steps=1, variants=["sideways"])
-    r = sb.run_backward([0, 1], d_k=8, steps=2, variants=["unscaled", "unscaled, tempered backward"])
+        run_grid(replace(SMALL, steps=1, variants=("sideways",)))
+    r = run_grid(replace(SMALL, seeds=(0, 1), variants=("unscaled", "unscaled, tempered backward")))
     write_json(result_document(r, {"note": "test"}), tmp_path / "b.json")
     back, meta = sb.load_backward(tmp_path / "b.json")
     assert back.variants == r.variants and meta == {"note": "test"}
@@ -203,7 +208,7 @@ def test_stored_saturated_rows_run_matches_the_stored_run():
     both = sb.combine_backward(full, rows)
     assert both.variants == full.variants + rows.variants and both.eval_loss.shape == (len(both.variants), 5)
     with pytest.raises(ValueError, match="differ"):
-        sb.combine_backward(full, sb.run_backward([0], d_k=8, steps=2, variants=["unscaled"]))
+        sb.combine_backward(full, run_grid(replace(SMALL, variants=("unscaled",))))
 
 
 @pytest.mark.extended

@@ -1,5 +1,7 @@
 """Tests for attention_course.chapters.scaling.init_vs_step (chapter 6: gradient at the softmax, 2x2 run)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -12,11 +14,11 @@ from attention_course.chapters.scaling.init_vs_step import (
     adamw_q_lr,
     build_variant,
     load_causes,
-    run_causes,
     score_gradient_norms,
     score_gradients,
     train_variant,
 )
+from attention_course.chapters.scaling.training_grid import run_grid
 from attention_course.models.tasks import make_task
 from attention_course.models.tiny import ModelConfig, TinyTransformer
 from attention_course.models.training import masked_loss, train
@@ -115,7 +117,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="steps=0"):
         train_variant(8, steps=0)
     with pytest.raises(ValueError, match="unknown variants"):
-        run_causes([0], variants=["scaled", "tiny"])
+        run_grid(replace(CAUSES.config, seeds=(0,), variants=("scaled", "tiny")))
 
 
 def test_stored_run_has_every_variant_and_seed():

@@ -1,6 +1,7 @@
 """Tests for chapter 6's saturation measurements: chapters/scaling/saturated_rows.py and chapters/scaling/saturation_training.py."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from attention_course.__main__ import main
 from attention_course.chapters.scaling.init_vs_step import VARIANTS, build_variant
 from attention_course.models.experiments import result_document, write_json
 from attention_course.chapters.scaling.saturation_training import (
+    SATURATION,
     STORED_SATURATION,
     STORED_SWEEP,
     THRESHOLD,
@@ -19,11 +21,11 @@ from attention_course.chapters.scaling.saturation_training import (
     load_saturation,
     matched_loss_ratio,
     row_gradients,
-    run_saturation,
     summarise_rows,
     track_saturation,
 )
 from attention_course.chapters.scaling.saturated_rows import saturated_share, scale_pair
+from attention_course.chapters.scaling.training_grid import run_grid
 from attention_course.models.tasks import make_task
 from attention_course.models.tiny import ModelConfig, TinyTransformer
 from attention_course.models.training import masked_loss, train
@@ -133,14 +135,14 @@ def test_checkpoints_measure_the_model_after_that_many_updates():
     np.testing.assert_allclose(run.rows[2], [summarise_rows(p, g) for p, g in zip(peak, norm)], rtol=1e-5)
 
 
-def test_run_saturation_stacks_runs_in_grid_order():
-    g = run_saturation([0, 1], d_ks=[8], variants=["scaled", "unscaled"], steps=2)
+def test_saturation_run_stacks_runs_in_grid_order():
+    g = run_grid(replace(SATURATION.config, seeds=(0, 1), d_ks=(8,), variants=("scaled", "unscaled"), steps=2))
     one = track_saturation(8, *VARIANTS["unscaled"], steps=2, seed=1)
     np.testing.assert_array_equal(g.select(8, "unscaled")[0][1], one.eval_loss)
     with pytest.raises(KeyError, match="variant='both'"):
         g.select(8, "both")
     with pytest.raises(ValueError, match="unknown variants"):
-        run_saturation([0], variants=["bogus"], steps=1)
+        run_grid(replace(SATURATION.config, seeds=(0,), variants=("bogus",), steps=1))
 
 
 def test_matched_loss_ratio_interpolates_along_the_reference():
@@ -151,7 +153,7 @@ def test_matched_loss_ratio_interpolates_along_the_reference():
 
 
 def test_save_and_load_round_trip(tmp_path):
-    g = run_saturation([0], d_ks=[8], variants=["scaled", "unscaled"], steps=2)
+    g = run_grid(replace(SATURATION.config, seeds=(0,), d_ks=(8,), variants=("scaled", "unscaled"), steps=2))
     write_json(result_document(g, {"note": "test"}), tmp_path / "s.json")
     back, meta = load_saturation(tmp_path / "s.json")
     assert meta == {"note": "test"} and back.variants == g.variants

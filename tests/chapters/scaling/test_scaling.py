@@ -1,11 +1,9 @@
-"""chapters/scaling/measures.py: the variance argument, softmax saturation, the softmax Jacobian, the caveats
+"""chapters/scaling/measures.py: the variance argument, softmax saturation, the softmax Jacobian
 and the variance of a BERT encoder's query-key products (its queries and keys are tested in
 tests/models/test_queries_keys.py).
 
 References used: torch.autograd (Jacobian), numpy.linalg (norms, eigenvalues), mpmath at 150
-digits (norms of nearly one-hot rows), torch.distributions.Categorical (entropy),
-torch.nn.functional.cosine_similarity / layer_norm (QK-normalisation), and the package's
-own scaled_dot_product_attention (W_Q absorbing the scale).
+digits (norms of nearly one-hot rows) and torch.distributions.Categorical (entropy).
 """
 
 from __future__ import annotations
@@ -16,20 +14,16 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attention_course import ShapeError, scaled_dot_product_attention
+from attention_course import ShapeError
 from attention_course.chapters.lowrank.baselines import loglog_slope
 from attention_course.chapters.scaling.measures import (
-    absorb_scale,
-    attention_scores,
     dot_product_variance,
     dot_variance_standard_error,
     pair_logit_variance,
-    qk_norm_scores,
     resolve_scale,
     saturation_stats,
     softmax_entropy,
@@ -278,74 +272,6 @@ def test_saturation_stats_match_a_direct_computation():
     ent = torch.distributions.Categorical(probs=p).entropy().mean().item()
     assert r.entropy[0] == pytest.approx(ent, rel=1e-12)
     assert r.jacobian_norm[0] == pytest.approx(np.median(torch.stack(jac).numpy()), rel=1e-12)
-
-
-# ---------------------------------------------------------------------- caveats
-@pytest.mark.parametrize("d_k", [4, 16, 64])  # 1/sqrt(d_k) is a power of 2: bit-for-bit equal
-def test_w_q_absorbs_the_scale_exactly(d_k):
-    rng = np.random.default_rng(d_k)
-    x, v = rng.normal(size=(2, 6, 12)), rng.normal(size=(2, 6, 3))
-    W_q, W_k = rng.normal(size=(12, d_k)), rng.normal(size=(12, d_k))
-    out, w = scaled_dot_product_attention(x @ W_q, x @ W_k, v)  # scale 1/sqrt(d_k)
-    out2, w2 = scaled_dot_product_attention(x @ absorb_scale(W_q), x @ W_k, v, scale=1.0)
-    np.testing.assert_array_equal(w2, w)
-    np.testing.assert_array_equal(out2, out)
-    np.testing.assert_array_equal(
-        attention_scores(x, absorb_scale(W_q), W_k, "none"), attention_scores(x, W_q, W_k, "sqrt")
-    )
-
-
-@pytest.mark.parametrize("scale", ["sqrt", "mup", 0.37])
-def test_w_q_absorbs_any_scale_up_to_rounding(scale):
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(5, 10, generator=g, dtype=torch.float64)
-    W_q, W_k = (torch.randn(10, 7, generator=g, dtype=torch.float64) for _ in range(2))
-    c = resolve_scale(7, scale)
-    w_ref = torch.softmax(c * (x @ W_q) @ (x @ W_k).T, dim=-1)
-    w_abs = torch.softmax(attention_scores(x, absorb_scale(W_q, scale), W_k, "none"), dim=-1)
-    torch.testing.assert_close(w_abs, w_ref, rtol=1e-14, atol=1e-15)
-
-
-def test_caveat_shape_errors():
-    with pytest.raises(ShapeError, match=r"W_q has shape \(3, 4, 5\)"):
-        absorb_scale(np.zeros((3, 4, 5)))
-    with pytest.raises(ShapeError, match=r"x \(5, 8\), W_q \(9, 4\)"):
-        attention_scores(np.zeros((5, 8)), np.zeros((9, 4)), np.zeros((9, 4)))
-    with pytest.raises(ShapeError, match=r"q has shape \(3, 4\) and k has shape \(5, 6\)"):
-        qk_norm_scores(np.zeros((3, 4)), np.zeros((5, 6)))
-    with pytest.raises(ValueError, match="norm='batch'"):
-        qk_norm_scores(np.ones((3, 4)), np.ones((5, 4)), norm="batch")
-
-
-def test_qk_norm_l2_is_a_scaled_cosine():
-    g = torch.Generator().manual_seed(2)
-    q = torch.randn(2, 3, 32, generator=g, dtype=torch.float64)
-    k = torch.randn(2, 5, 32, generator=g, dtype=torch.float64)
-    cos = F.cosine_similarity(q[:, :, None, :], k[:, None, :, :], dim=-1, eps=0)  # (2, 3, 5)
-    torch.testing.assert_close(qk_norm_scores(q, k, temperature=4.0, eps=0.0), 4.0 * cos, **TOL)
-    torch.testing.assert_close(qk_norm_scores(7.5 * q, k, eps=0.0), cos, **TOL)  # length-blind
-
-
-def test_qk_norm_layer_matches_torch_layer_norm():
-    g = torch.Generator().manual_seed(3)
-    q = torch.randn(4, 16, generator=g, dtype=torch.float64) + 2.0
-    k = torch.randn(6, 16, generator=g, dtype=torch.float64)
-    ref = F.layer_norm(q, (16,), eps=1e-5) @ F.layer_norm(k, (16,), eps=1e-5).T / 4.0
-    got = qk_norm_scores(q, k, norm="layer", scale="sqrt", eps=1e-5)
-    torch.testing.assert_close(got, ref, **TOL)
-    got_np = qk_norm_scores(q.numpy(), k.numpy(), "layer", 1.0, "sqrt", 1e-5)
-    np.testing.assert_allclose(got_np, ref.numpy(), **TOL)
-
-
-def test_qk_norm_bounds_the_scores_and_learns_a_temperature():
-    rng = np.random.default_rng(4)
-    for d in (4, 64, 1024):
-        q, k = rng.normal(size=(20, d)) * 10, rng.normal(size=(30, d)) * 10
-        assert np.abs(qk_norm_scores(q, k, temperature=3.0)).max() <= 3.0 + 1e-12
-    gain = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
-    q, k = torch.from_numpy(q), torch.from_numpy(k)
-    qk_norm_scores(q, k, temperature=gain, eps=0.0).sum().backward()
-    torch.testing.assert_close(gain.grad, qk_norm_scores(q, k, eps=0.0).sum(), **TOL)
 
 
 # ------------------------------------------------------ a pretrained model

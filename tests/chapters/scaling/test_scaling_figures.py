@@ -7,6 +7,8 @@ colour of each scale is the chapter's, and a colour scale has its colour bar.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -14,8 +16,9 @@ from matplotlib.colors import to_rgba
 
 from attention_course import ShapeError
 from attention_course.chapters.scaling.training import compare_scales, load_comparisons
-from attention_course.chapters.scaling.backward_swap import run_backward
-from attention_course.chapters.scaling.saturation_training import run_saturation
+from attention_course.chapters.scaling.backward_swap import BACKWARD
+from attention_course.chapters.scaling.saturation_training import SATURATION
+from attention_course.chapters.scaling.training_grid import run_grid
 from attention_course.chapters.scaling.figures import (
     BACKWARD_COLOR,
     LESSON_WIDTH,
@@ -193,7 +196,7 @@ def test_scale_pair_shares_one_colour_scale_up_to_the_largest_weight():
 
 
 def test_saturation_training_draws_each_variant_in_its_colour():
-    grid = run_saturation([0, 1], d_ks=[8], variants=["scaled", "unscaled"], steps=4)
+    grid = run_grid(replace(SATURATION.config, seeds=(0, 1), d_ks=(8,), variants=("scaled", "unscaled"), steps=4))
     fig = rendered(plot_saturation_training(grid, d_k=8))
     share = fig.axes[1].get_lines()  # one mean line per variant
     assert [to_rgba(line.get_color()) for line in share] == [to_rgba(SCALE_COLOR[s]) for s in ("sqrt", "none")]
@@ -201,7 +204,8 @@ def test_saturation_training_draws_each_variant_in_its_colour():
 
 
 def test_backward_swap_puts_each_run_on_its_row_in_its_backward_colour():
-    grid = run_backward([0, 1], d_k=8, steps=2, variants=["unscaled", "unscaled, tempered backward"])
+    grid = run_grid(replace(BACKWARD.config, seeds=(0, 1), d_ks=(8,), steps=2, motion_every=0,
+                            variants=("unscaled", "unscaled, tempered backward")))
     fig = rendered(plot_backward_swap(grid))
     ax = fig.axes[0]
     dots = ax.collections  # one scatter per variant, top row first
