@@ -21,7 +21,7 @@ import torch
 
 from ...core._backend import Array, ShapeError, to_numpy
 from ...core.attention import softmax
-from .smoothing import _as_points, log_kernel, mse, nadaraya_watson, sparse_sine_data
+from .smoothing import _as_points, log_kernel, nadaraya_watson, sparse_sine_data
 
 __all__ = ["fit_bandwidth", "fit_bandwidths", "good_range_limit", "learned_width_flip", "fit_metric"]
 
@@ -223,31 +223,3 @@ def fit_metric(x: Array, y: Array, steps: int = 300, lr: float = 0.1, leave_one_
 
     params, losses = _adam(loss_fn, torch.eye(x_t.shape[1], dtype=torch.float64), steps, lr)  # W_0 = I
     return MetricFit(params[-1].numpy(), losses)
-
-
-def metric_over_draws(seeds, n: int = 200, steps: int = 300, lr: float = 0.1) -> dict[str, np.ndarray]:
-    """:func:`fit_metric` on ``sparse_sine_data`` per seed: test-MSE gain over ``W = I`` and whether it finds :math:`x_0`.
-
-    Returns
-    -------
-    dict of arrays, shape (len(seeds),)
-        ``improvement`` (MSE with I over MSE with W), ``dominance`` (:math:`x_0`'s column norm over the
-        largest other), ``top_is_x0``.
-
-    Examples
-    --------
-    >>> r = metric_over_draws([1], n=40, steps=5)
-    >>> sorted(r), r["improvement"].shape
-    (['dominance', 'improvement', 'top_is_x0'], (1,))
-    """
-    improvement, dominance, top = [], [], []
-    for seed in seeds:
-        data = sparse_sine_data(n=n, d=5, n_test=1000, noise=0.1, seed=seed)
-        before = mse(nadaraya_watson(data.x_test, data.x_train, data.y_train)[0], data.y_test)
-        W = fit_metric(data.x_train, data.y_train, steps=steps, lr=lr).W  # (5, 5)
-        after = mse(nadaraya_watson(data.x_test @ W.T, data.x_train @ W.T, data.y_train)[0], data.y_test)
-        norms = np.linalg.norm(W, axis=0)  # (5,): how far coordinate j moves a point
-        improvement.append(before / after)
-        dominance.append(norms[0] / norms[1:].max())
-        top.append(int(np.argmax(norms)) == 0)
-    return {"improvement": np.array(improvement), "dominance": np.array(dominance), "top_is_x0": np.array(top)}

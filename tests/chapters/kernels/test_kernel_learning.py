@@ -78,12 +78,3 @@ def test_metric_fit_starts_at_the_identity_and_needs_points():
     np.testing.assert_array_equal(fit.W, np.eye(3))
     expected = mse(nadaraya_watson(data.x_train, data.x_train, data.y_train, leave_one_out=True)[0], data.y_train)
     assert fit.loss_history[0] == pytest.approx(expected, rel=1e-12)
-
-
-def test_metric_over_draws_finds_the_relevant_coordinate():
-    """On two fresh draws the learned metric singles out x0 and cuts the test error several-fold."""
-    from attention_course.chapters.kernels.learning import metric_over_draws
-
-    r = metric_over_draws([11, 12], n=120, steps=200)
-    assert r["top_is_x0"].all()
-    assert (r["dominance"] > 3).all() and (r["improvement"] > 5).all()  # chapter: ~9-28x and ~90-130x at n = 200
