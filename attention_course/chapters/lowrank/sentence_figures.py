@@ -1,4 +1,4 @@
-"""Figures for two of the essay's sentences: trailing singular values removed, and heads whose tokens focus on a few keys."""
+"""Figures for one of the essay's sentences: heads whose tokens focus on a few keys."""
 
 from __future__ import annotations
 

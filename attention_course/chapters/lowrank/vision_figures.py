@@ -1,4 +1,4 @@
-"""Figures for chapter 3's images: a digit cut into patch tokens, and how far each head looks."""
+"""Figures for chapter 3's images: how much of each head's attention stays in the query's neighbourhood."""
 
 from __future__ import annotations
 
