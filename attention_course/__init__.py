@@ -88,20 +88,14 @@ from .chapters.lowrank.spectra import (
     temperature_sweep,
     topk_error,
 )
-from .chapters.lowrank.figures import (
-    plot_cumulative_spectra,
-    plot_head_ranks,
-    plot_lowrank_vs_sparse,
-    plot_method_errors,
-)
+from .chapters.lowrank.figures import plot_method_errors
 from .models.tiny import ModelConfig, TinyTransformer, qk_logits
 from .models.training import TrainingRun, evaluate_loss, train, train_run
-from .models.probes import head_ablation, head_scores
+from .models.probes import head_scores
 from .core.multihead import (
     MultiHeadAttention,
     from_torch,
     head_contributions,
-    mask_from_torch,
     merge_heads,
     multi_head_attention,
     split_heads,
@@ -143,11 +137,10 @@ __all__ = [
     "rank_k_error", "topk_error", "synthetic_attention", "temperature_sweep",
     "chunked_attention", "online_softmax_step", "linear_attention", "performer_attention",
     "linformer_attention", "nystrom_attention", "local_window_attention", "topk_attention",
-    "plot_cumulative_spectra", "plot_head_ranks", "plot_lowrank_vs_sparse",
     "plot_method_errors",
     # multi-head
     "split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention", "from_torch",
-    "mask_from_torch", "head_bilinear_forms", "principal_angles", "head_subspace_angles",
+    "head_bilinear_forms", "principal_angles", "head_subspace_angles",
     "head_contributions", "fit_low_rank_attention", "smallest_head_angles", "head_role_scores",
     "mha_parameter_count", "plot_bottleneck", "plot_head_gallery", "plot_role_scores",
     "subspace_overlap", "head_overlaps", "head_ov_maps",
@@ -166,7 +159,7 @@ __all__ = [
     "bert_queries_keys", "minilm_queries_keys", "DecoderConfig", "DecoderWeights", "load_smollm2",
     "smollm2_tokenizer", "ModelConfig", "TinyTransformer", "train",
     "train_run", "TrainingRun", "qk_logits",
-    "evaluate_loss", "head_ablation", "head_scores", "TASKS", "make_task",
+    "evaluate_loss", "head_scores", "TASKS", "make_task",
     "repeated_sequences", "associative_recall", "copy_sequences", "ToySentence", "toy_sentence",
     # exercises and figures
     "check", "evaluate", "setup_notebook", "setup_chapter", "closing_summary",

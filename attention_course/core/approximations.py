@@ -29,7 +29,7 @@ from ._backend import Array, ShapeError, is_torch, shape_str
 from .efficient import _kernel_attention, _positive_int, _prepare, _scale, _shapes
 
 __all__ = [
-    "random_features", "positive_random_features", "performer_attention",
+    "random_features", "performer_attention",
     "linformer_attention", "nystrom_attention",
 ]
 
@@ -60,29 +60,6 @@ def random_features(
     W = Q.transpose(-2, -1).reshape(-1, d)[:num_features]  # (m, d): unit rows, orthogonal within a block
     norms = torch.randn(num_features, d, generator=g, dtype=torch.float64).norm(dim=1)  # chi_d lengths
     return (W * norms[:, None]).to(dtype)
-
-
-def positive_random_features(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    r"""Positive random features :math:`\phi(x) = \frac{1}{\sqrt m}\exp(Wx - \|x\|^2/2)`.
-
-    :math:`\phi(x)^\top\phi(y)` is an unbiased estimate of :math:`\mathrm{SM}(x, y) = e^{x^\top y}`.
-    With iid rows its variance is (Choromanski et al. 2021, Lemma 2)
-
-    .. math::
-
-        \operatorname{Var} = \frac{1}{m}\, e^{\|x+y\|^2}\, \mathrm{SM}(x,y)^2 \big(1 - e^{-\|x+y\|^2}\big).
-
-    Examples
-    --------
-    >>> x = torch.zeros(1, 3)
-    >>> positive_random_features(x, random_features(4, 3, seed=0))  # x = 0: every feature is 1/sqrt(m)
-    tensor([[0.5000, 0.5000, 0.5000, 0.5000]])
-    """
-    if W.ndim != 2 or x.shape[-1] != W.shape[-1]:
-        raise ShapeError(f"x has shape {shape_str(x)} but W has shape {shape_str(W)}; "
-                         f"expected W of shape (m, {x.shape[-1]}): one row per feature")
-    proj = x @ W.to(x.dtype).transpose(-2, -1)  # (..., n, m)
-    return torch.exp(proj - (x**2).sum(dim=-1, keepdim=True) / 2) / math.sqrt(W.shape[0])
 
 
 def performer_attention(

@@ -19,7 +19,7 @@ Shape legend::
 
 The attention step is a parameter, ``attend(q, k, v, mask=..., scale=...) -> (heads, weights)``:
 the course's models use it as their hook point. Masks: boolean ``True`` = *may attend*;
-``nn.MultiheadAttention`` uses the opposite convention (convert with :func:`mask_from_torch`).
+``nn.MultiheadAttention`` uses the opposite convention (its ``True`` = masked out).
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from .attention import scaled_dot_product_attention
 
 __all__ = [
     "split_heads", "merge_heads", "head_outputs", "multi_head_attention", "head_contributions",
-    "MultiHeadAttention", "from_torch", "mask_from_torch",
-]  # fmt: skip
+    "MultiHeadAttention", "from_torch", ]  # fmt: skip
 
 #: The attention step: ``attend(q, k, v, mask=mask, scale=scale) -> (heads, weights)`` with q, k
 #: (B, h, T or S, d_k), v (B, h, S, d_v), heads (B, h, T, d_v) and weights (B, h, T, S).
@@ -305,7 +304,7 @@ class MultiHeadAttention(nn.Module):
 def from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     """Copy a ``torch.nn.MultiheadAttention`` into a :class:`MultiHeadAttention`.
 
-    Dropout is not copied: compare in eval mode. Convert masks with :func:`mask_from_torch`.
+    Dropout is not copied: compare in eval mode, and invert torch's boolean masks (its ``True`` = masked out).
 
     Examples
     --------
@@ -330,48 +329,3 @@ def from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     return ours
 
 
-def mask_from_torch(key_padding_mask: Optional[torch.Tensor] = None,
-                    attn_mask: Optional[torch.Tensor] = None,
-                    num_heads: Optional[int] = None) -> Optional[torch.Tensor]:
-    """Convert ``nn.MultiheadAttention`` masks into this package's convention.
-
-    Booleans are inverted (torch's ``True`` = masked out); float masks pass through; mixed
-    bool/float inputs give a float mask.
-
-    Parameters
-    ----------
-    key_padding_mask : shape (B, S), optional
-    attn_mask : shape (T, S) or (B*num_heads, T, S), optional
-    num_heads : int, needed only for a 3-D ``attn_mask``
-
-    Returns
-    -------
-    torch.Tensor of shape (B or 1, h or 1, T or 1, S), or None
-
-    Examples
-    --------
-    >>> mask_from_torch(key_padding_mask=torch.tensor([[False, False, True]])).int()
-    tensor([[[[1, 1, 0]]]], dtype=torch.int32)
-    """
-    parts = []
-    if key_padding_mask is not None:
-        parts.append(key_padding_mask[:, None, None, :])  # (B, 1, 1, S)
-    if attn_mask is not None:
-        if attn_mask.ndim == 2:
-            parts.append(attn_mask[None, None])  # (1, 1, T, S)
-        elif attn_mask.ndim == 3 and num_heads and attn_mask.shape[0] % num_heads == 0:
-            parts.append(attn_mask.reshape(-1, num_heads, *attn_mask.shape[1:]))  # (B, h, T, S)
-        else:
-            raise ShapeError(f"attn_mask has shape {shape_str(attn_mask)} with num_heads={num_heads}; "
-                             f"expected (T, S) or (B*num_heads, T, S)")
-    if not parts:
-        return None
-    if all(p.dtype == torch.bool for p in parts):
-        out = ~parts[0]
-        for p in parts[1:]:
-            out = out & ~p  # may attend only if no mask forbids it
-        return out
-    dtype = next(p.dtype for p in parts if p.dtype != torch.bool)
-    floats = [torch.zeros(p.shape, dtype=dtype).masked_fill(p, float("-inf")) if p.dtype == torch.bool
-              else p for p in parts]  # bool True = masked out -> -inf
-    return sum(floats[1:], floats[0])

@@ -15,7 +15,7 @@ from typing import Iterable, Union
 from .claims import CLAIMS, Claim
 from .expressions import load_notebook, save_notebook
 
-__all__ = ["MARK", "PREFIX", "claim_line", "sync_claim_lines", "claim_line_problems"]
+__all__ = ["MARK", "PREFIX", "claim_line", "sync_claim_lines"]
 
 #: The comment that marks where a claim's line goes; the line itself follows it.
 MARK = re.compile(r"^% claim-line: (?P<id>[a-z0-9-]+)[ \t]*$", re.M)
@@ -81,47 +81,3 @@ def sync_claim_lines(path: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -
     if not _rewrite(nb, claims):
         return False
     return save_notebook(Path(path), nb)
-
-
-def claim_line_problems(book: Union[str, Path], claims: Iterable[Claim] = CLAIMS) -> list[str]:
-    """What is wrong with the claim lines of the notebooks in ``book`` (empty when all is well).
-
-    A claim boxed on another page than its lesson has exactly one current line, in its lesson.
-
-    Examples
-    --------
-    >>> import json, tempfile
-    >>> c = Claim("x", 1, "01_x_evidence", "T.", "holds", "f", "{a}", lesson="01_x")
-    >>> d = Path(tempfile.mkdtemp())
-    >>> cell = {"cell_type": "markdown", "metadata": {}, "source": "% claim-line: x\\nold"}
-    >>> _ = (d / "01_x.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
-    ...                                                "nbformat_minor": 5}))
-    >>> claim_line_problems(d, [c])
-    ['01_x: the line of x is not what the ledger writes (run the sync step)']
-    """
-    claims = list(claims)
-    table = {c.id: c for c in claims}
-    found: dict[str, list[str]] = {c.id: [] for c in claims}
-    problems = []
-    for path in sorted(Path(book).glob("*.ipynb")):
-        nb = load_notebook(path)
-        for cell in nb["cells"]:
-            if cell["cell_type"] != "markdown":
-                continue
-            for m in MARK.finditer(_source(cell)):
-                if m["id"] not in table:
-                    problems.append(f"{path.stem}: a claim line names {m['id']!r}, which the ledger does not have")
-                    continue
-                found[m["id"]].append(path.stem)
-                if path.stem != table[m["id"]].lesson:
-                    problems.append(f"{path.stem}: the line of {m['id']} belongs in its lesson, "
-                                    f"{table[m['id']].lesson}")
-        stale = _rewrite(nb, [table[i] for i, pages in found.items() if path.stem in pages])
-        problems += [f"{path.stem}: the line of {i} is not what the ledger writes (run the sync step)"
-                     for i in dict.fromkeys(stale)]
-    for c in claims:
-        if c.chapter != c.lesson and not found[c.id]:
-            problems.append(f"{c.lesson}: no line for {c.id} (mark it with '% claim-line: {c.id}')")
-        if len(found[c.id]) > 1:
-            problems.append(f"{c.id}: {len(found[c.id])} lines ({', '.join(found[c.id])}); one is enough")
-    return problems

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import string
 import tomllib
 from dataclasses import dataclass
@@ -21,8 +20,7 @@ from typing import Any, Iterable, Mapping, Union
 
 __all__ = [
     "Claim", "CLAIMS", "LEDGER_FILE", "load_claims", "VERDICTS", "VERDICT_CLASS", "SECTIONS", "EVIDENCE_FILE", "by_id",
-    "ledger_problems", "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown", "with_verdicts",
-    "is_threshold", "error_ceiling",
+    "load_evidence", "evidence_text", "verdict_counts", "ledger_markdown", "error_ceiling",
 ]  # fmt: skip
 
 #: "undecided" is a verdict too: the experiment that would decide the claim cannot run here (the
@@ -162,20 +160,6 @@ CLAIMS: tuple[Claim, ...] = load_claims()
 
 
 # ------------------------------------------------------------- validation
-_THRESHOLD = re.compile(r"(?:^|_)tol\d*(?:_|$)")
-
-
-def is_threshold(name: str) -> bool:
-    """Whether a glue name is a threshold by the naming rule: it has a ``tol`` part.
-
-    Examples
-    --------
-    >>> [is_threshold(n) for n in ("torch_tol", "row_sum_tol64", "torch_err", "stolen", "tol_x")]
-    [True, True, False, False, True]
-    """
-    return bool(_THRESHOLD.search(name))
-
-
 def error_ceiling(error: float) -> float:
     """The smallest power of ten at or above a measured error (``1e-300`` for an error of 0).
 
@@ -192,55 +176,6 @@ def error_ceiling(error: float) -> float:
     while float(f"1e{exponent}") < error:  # log10 may round down just below a power of ten
         exponent += 1
     return float(f"1e{exponent}")
-
-
-def ledger_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
-    """List what is missing or malformed in a ledger (empty when all is well).
-
-    Examples
-    --------
-    >>> bad = Claim("x", 9, "", "a claim", "maybe", "", "within {x_tol:.0e}")
-    >>> for p in ledger_problems([bad]):
-    ...     print(p)
-    x: section 9 is not one of 1-7
-    x: no chapter
-    x: no lesson (the lesson page that states it)
-    x: verdict 'maybe' is not one of holds / holds when / wrong as stated / undecided
-    x: no finding
-    x: no reading
-    x: no baseline
-    x: no robustness
-    x: uses the threshold x_tol as evidence (a name with a 'tol' part is a threshold, not a result)
-    """
-    problems, seen = [], set()
-    for c in claims:
-        if c.id in seen:
-            problems.append(f"{c.id}: id used twice")
-        seen.add(c.id)
-        if c.section not in SECTIONS:
-            problems.append(f"{c.id}: section {c.section} is not one of {min(SECTIONS)}-{max(SECTIONS)}")
-        if not c.chapter:
-            problems.append(f"{c.id}: no chapter")
-        if not c.lesson or c.lesson.endswith("_evidence"):
-            problems.append(f"{c.id}: no lesson (the lesson page that states it)")
-        if not c.text.strip():
-            problems.append(f"{c.id}: no claim text")
-        if c.verdict not in VERDICTS:
-            problems.append(f"{c.id}: verdict {c.verdict!r} is not one of {' / '.join(VERDICTS)}")
-        if not c.finding.strip():
-            problems.append(f"{c.id}: no finding")
-        for field in ("reading", "baseline", "robustness"):
-            if not getattr(c, field).strip():
-                problems.append(f"{c.id}: no {field}")
-        for field in ("reading", "baseline"):
-            if "{" in getattr(c, field) or "}" in getattr(c, field):
-                problems.append(f"{c.id}: the {field} is plain text, but has a brace")
-        if not c.evidence_names:
-            problems.append(f"{c.id}: the evidence names no glued number")
-        for name in filter(is_threshold, c.glue_names):
-            problems.append(f"{c.id}: uses the threshold {name} as evidence "
-                            "(a name with a 'tol' part is a threshold, not a result)")
-    return problems
 
 
 def load_evidence(path: Union[str, Path] = EVIDENCE_FILE) -> dict[str, dict[str, Any]]:
@@ -325,32 +260,3 @@ def ledger_markdown(evidence: Mapping[str, Mapping[str, Any]], claims: Iterable[
         items = [f"- **{name}:** {text}" for name, text in _card_fields(c, evidence).items() if text]
         cards.append(head + "\n\n" + "\n".join(items))
     return "\n\n".join(cards)
-
-
-_CLAIM_MARK = re.compile(r"\[\[([a-z0-9-]+)\]\]")
-
-
-def with_verdicts(markdown: str, claims: Iterable[Claim] = CLAIMS) -> str:
-    """Replace each ``[[<claim id>]]`` by a link to its verdict box, worded as the ledger's verdict.
-
-    The link is plain Markdown to the published book (:attr:`Claim.url`).
-
-    Examples
-    --------
-    >>> c = Claim("x", 1, "01_mechanics", "t", "holds when", "f", "{a}")
-    >>> with_verdicts("Soft attention is low-rank ([[x]]).", [c])  # doctest: +ELLIPSIS
-    'Soft attention is low-rank ([holds when](https://.../book/01_mechanics.html#claim-x)).'
-    >>> with_verdicts("[[nope]]", [c])
-    Traceback (most recent call last):
-    ...
-    KeyError: "no claim 'nope' in the ledger; known: x"
-    """
-    table = {c.id: c for c in claims}
-
-    def link(match: re.Match) -> str:
-        if match.group(1) not in table:
-            raise KeyError(f"no claim {match.group(1)!r} in the ledger; known: {', '.join(table)}")
-        c = table[match.group(1)]
-        return f"[{c.verdict}]({c.url})"
-
-    return _CLAIM_MARK.sub(link, markdown)

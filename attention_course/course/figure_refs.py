@@ -1,8 +1,8 @@
 """Figure references that read the same in the book and in JupyterLab: ``{ref}`Fig. 6.2 <fig-x>```.
 
 JupyterLab cannot resolve ``{numref}`` to output figures, so the number is typed in the
-reference; :func:`figure_numbers` numbers figures as Sphinx does, :func:`numbered_refs` writes
-the references and :func:`figure_ref_problems` reports a stale one.
+reference; :func:`figure_numbers` numbers figures as Sphinx does and :func:`numbered_refs` writes
+the references (:func:`sync_figure_refs` rewrites a chapter's).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from typing import Union
 
 from .expressions import load_notebook, save_notebook
 
-__all__ = ["NUMREF", "figure_numbers", "book_figure_numbers", "numbered_refs", "figure_ref_problems",
-           "sync_figure_refs"]
+__all__ = ["NUMREF", "figure_numbers", "book_figure_numbers", "numbered_refs", "sync_figure_refs"]
 
 #: A reference to a label: ``{numref}`fig-x```, ``{ref}`Fig. 6.2 <fig-x>```, ...
 NUMREF = re.compile(r"\{(?P<role>numref|ref)\}`(?:(?P<title>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`<>]+))`")
@@ -85,21 +84,6 @@ def _chapter(path: Path) -> int:
     if m is None:
         raise ValueError(f"{path.name}: a chapter notebook's name starts with its number, like 06_scaling.ipynb")
     return int(m.group(1))
-
-
-def figure_ref_problems(path: Union[str, Path]) -> list[str]:
-    """References in a chapter whose figure number is missing or stale; empty when all are right."""
-    path = Path(path)
-    nb = load_notebook(path)
-    numbers, problems = book_figure_numbers(path.parent), []
-    for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] != "markdown":
-            continue
-        for m in NUMREF.finditer(_source(cell)):
-            target = m["target"] or m["bare"]
-            if target in numbers and m.group(0) != _written(target, numbers):
-                problems.append(f"cell {i}: {m.group(0)} should read {_written(target, numbers)}")
-    return problems
 
 
 def sync_figure_refs(path: Union[str, Path]) -> bool:

@@ -15,7 +15,7 @@ from typing import Iterable, Optional, Union
 from .claims import CLAIMS, SECTIONS, VERDICT_CLASS, Claim
 from .expressions import glue_roles, load_notebook, save_notebook
 
-__all__ = ["TITLE_WORDS", "SUMMARY_WORDS", "box_title", "box_markdown", "box_problems",
+__all__ = ["TITLE_WORDS", "SUMMARY_WORDS", "box_title", "box_markdown",
            "box_span", "sync_verdict_boxes", "stale_boxes", "closing_summary"]
 
 #: The most words a box's title may have, and its body (issue 25's budget).
@@ -23,13 +23,6 @@ TITLE_WORDS, SUMMARY_WORDS = 20, 60
 #: The fence of a generated box; its collapsed part uses the three-colon fence inside it.
 BOX_FENCE = "::::"
 _OPEN = re.compile(r"^(?P<fence>:{3,})\{(?P<name>[\w:-]+)\}")
-
-
-def _words(text: str) -> int:
-    """Words a reader reads: an inline number (``{name:fmt}``) or maths (``$...$``) is one word."""
-    text = re.sub(r"\{[^{}]*\}", " 1 ", text)
-    text = re.sub(r"\$[^$]+\$", " x ", text)
-    return sum(1 for word in text.split() if any(ch.isalnum() for ch in word))  # a dash is not a word
 
 
 def box_title(c: Claim) -> str:
@@ -109,27 +102,6 @@ def closing_summary(claims: Iterable[Claim] = CLAIMS) -> str:
         if here:
             bullets.append(f"- **{name}.** " + "; ".join(here) + ".")
     return "\n".join(bullets)
-
-
-def box_problems(claims: Iterable[Claim] = CLAIMS) -> list[str]:
-    """Claims whose box would be missing a title or a summary, or break the word budgets.
-
-    Examples
-    --------
-    >>> long = Claim("x", 1, "01_mechanics", "t", "holds", "f", "{a}", title="word " * 20, summary="s")
-    >>> box_problems([long, Claim("y", 1, "01_mechanics", "t", "holds", "f", "{a}")])
-    ['x: the box title has 21 words (at most 20)', 'y: no title', 'y: no summary']
-    """
-    problems = []
-    for c in claims:
-        for field in ("title", "summary"):
-            if not getattr(c, field).strip():
-                problems.append(f"{c.id}: no {field}")
-        if c.title.strip() and _words(box_title(c)) > TITLE_WORDS:
-            problems.append(f"{c.id}: the box title has {_words(box_title(c))} words (at most {TITLE_WORDS})")
-        if _words(c.summary) > SUMMARY_WORDS:
-            problems.append(f"{c.id}: the summary has {_words(c.summary)} words (at most {SUMMARY_WORDS})")
-    return problems
 
 
 def box_span(markdown: str, label: str) -> Optional[tuple[int, int]]:

@@ -325,13 +325,8 @@ def _prepared(exercise: Exercise) -> tuple[list, list]:
     return entry[1], entry[2]
 
 
-def _mutant_outputs(exercise: Exercise) -> list[Optional[dict]]:
-    """Each mutant's result on every case without a budget (None for a mutant that raised), computed once."""
-    return _mutants(exercise)[0]
-
-
 def _mutants(exercise: Exercise) -> tuple[list, list]:
-    """Each mutant's results (as :func:`_mutant_outputs`) and, for each, which of its results are right:
+    """Each mutant's result on every case without a budget and, for each, which of its results are right:
     ``{(case, leaf): bool}`` (None for a mutant that raised); computed once per exercise."""
     cases, expected = _prepared(exercise)
     entry = _PREPARED[id(exercise)]

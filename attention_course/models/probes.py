@@ -1,7 +1,5 @@
 r"""Probes of a trained :class:`~attention_course.models.tiny.TinyTransformer`'s heads (chapter 4).
 
-* :func:`head_ablation`: the loss increase when one head is switched off
-  (Michel et al., 2019);
 * :func:`attention_pattern_scores` and :func:`head_scores`: how much each head
   behaves as a previous-token head and as an induction head (Olsson et al., 2022).
 """
@@ -14,45 +12,8 @@ import torch
 from ..core._backend import ShapeError, shape_str
 from .tasks import Task
 from .tiny import TinyTransformer
-from .training import evaluate_loss
 
-__all__ = ["head_ablation", "attention_pattern_scores", "head_scores"]
-
-
-@torch.no_grad()
-def head_ablation(
-    model: TinyTransformer, task: Task, batch_size: int = 256, seed: int = 12345
-) -> np.ndarray:
-    r"""Loss increase when each head alone is switched off (Michel et al., 2019).
-
-    .. math::
-
-        \Delta_{\ell h} = \mathcal{L}(\text{head } (\ell, h) \text{ zeroed})
-            - \mathcal{L}(\text{all heads})
-
-    on the same evaluation batch.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_layers, n_heads)
-
-    Examples
-    --------
-    >>> from attention_course.models.tasks import make_task
-    >>> from attention_course.models.tiny import ModelConfig
-    >>> model = TinyTransformer(ModelConfig(n_heads=2), seed=0)
-    >>> head_ablation(model, make_task("repeated_sequences"), batch_size=16).shape
-    (2, 2)
-    """
-    c = model.config
-    base = evaluate_loss(model, task, batch_size, seed)
-    delta = np.zeros((c.n_layers, c.n_heads))
-    for layer in range(c.n_layers):
-        for head in range(c.n_heads):
-            m = torch.ones(c.n_layers, c.n_heads)
-            m[layer, head] = 0.0
-            delta[layer, head] = evaluate_loss(model, task, batch_size, seed, head_mask=m) - base
-    return delta
+__all__ = ["attention_pattern_scores", "head_scores"]
 
 
 def attention_pattern_scores(

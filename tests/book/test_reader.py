@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from attention_course.figures.style import DPI, MAX_WIDTH
-from attention_course.course.figure_refs import NUMREF, figure_ref_problems
+from attention_course.course.figure_refs import NUMREF
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))

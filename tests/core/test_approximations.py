@@ -15,7 +15,6 @@ from attention_course.core.approximations import (
     linformer_attention,
     nystrom_attention,
     performer_attention,
-    positive_random_features,
     random_features,
 )
 from attention_course.core.attention import ShapeError
@@ -32,6 +31,12 @@ def qkv(T, S, d=8, d_v=5, batch=(), seed=0, scale=1.0):
 
 
 # ---------------------------------------------------------------- Performer
+def positive_random_features(x, W):
+    r"""FAVOR+'s positive random features :math:`\phi(x) = \frac{1}{\sqrt m}\exp(Wx - \|x\|^2/2)`, as
+    ``performer_attention`` computes them (without its stabilising constants); ``W`` is (m, d)."""
+    return torch.exp(x @ W.to(x.dtype).T - (x**2).sum(dim=-1, keepdim=True) / 2) / math.sqrt(W.shape[0])
+
+
 def _lognormal_moments(x, y):
     """Raw moments E[Z^j], j = 1..4, of one feature's product Z = exp(w.(x+y) - (|x|^2+|y|^2)/2)."""
     c = math.exp(-(x @ x + y @ y) / 2)
@@ -179,5 +184,3 @@ def test_mismatched_projections_and_features_name_the_shapes():
     q, k, v = qkv(5, 7)
     with pytest.raises(ShapeError, match=r"E has shape \(3, 6\) but k has shape \(7, 8\); expected \(3, 7\)"):
         linformer_attention(q, k, v, proj_dim=3, E=torch.ones(3, 6, **F64))
-    with pytest.raises(ShapeError, match=r"x has shape \(2, 3\) but W has shape \(4, 5\)"):
-        positive_random_features(torch.ones(2, 3), torch.ones(4, 5))

@@ -14,7 +14,6 @@ from attention_course.core.multihead import (
     from_torch,
     head_contributions,
     head_outputs,
-    mask_from_torch,
     merge_heads,
     multi_head_attention,
     split_heads,
@@ -22,6 +21,29 @@ from attention_course.core.multihead import (
 
 F64 = dict(dtype=torch.float64)
 TOL = dict(atol=1e-12, rtol=1e-12)
+
+
+def mask_from_torch(key_padding_mask=None, attn_mask=None, num_heads=None):
+    """``nn.MultiheadAttention``'s masks in this package's convention, shape (B or 1, h or 1, T or 1, S) or None:
+    booleans inverted (torch's ``True`` = masked out), float masks passed through, mixed bool/float -> float.
+    A 3-D ``attn_mask`` is (B*num_heads, T, S)."""
+    parts = []
+    if key_padding_mask is not None:
+        parts.append(key_padding_mask[:, None, None, :])  # (B, 1, 1, S)
+    if attn_mask is not None:
+        parts.append(attn_mask[None, None] if attn_mask.ndim == 2 else
+                     attn_mask.reshape(-1, num_heads, *attn_mask.shape[1:]))  # (1, 1, T, S) or (B, h, T, S)
+    if not parts:
+        return None
+    if all(p.dtype == torch.bool for p in parts):
+        out = ~parts[0]
+        for p in parts[1:]:
+            out = out & ~p  # may attend only if no mask forbids it
+        return out
+    dtype = next(p.dtype for p in parts if p.dtype != torch.bool)
+    floats = [torch.zeros(p.shape, dtype=dtype).masked_fill(p, float("-inf")) if p.dtype == torch.bool
+              else p for p in parts]  # bool True = masked out -> -inf
+    return sum(floats[1:], floats[0])
 
 
 def _torch_mha(d, h, bias=True, seed=0):
@@ -229,8 +251,6 @@ def test_error_bad_mask_bias_and_weights():
         split_heads(x, 5)
     with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
         from_torch(nn.MultiheadAttention(12, 3, kdim=6, vdim=6))
-    with pytest.raises(ValueError, match=r"attn_mask has shape \(5, 4, 4\)"):
-        mask_from_torch(attn_mask=torch.zeros(5, 4, 4, dtype=torch.bool), num_heads=3)
 
 
 def test_module_is_seeded_and_self_attention_default():

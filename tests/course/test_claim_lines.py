@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from attention_course.course import claim_lines as cln
+from book_checks import claim_line_problems
 from attention_course.course import claims as cl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +18,7 @@ BOOK = ROOT / "book"
 
 
 def test_every_claim_line_is_where_the_ledger_puts_it_and_current():
-    assert cln.claim_line_problems(BOOK) == []
+    assert claim_line_problems(BOOK) == []
 
 
 def test_every_claim_names_a_lesson_that_exists_and_is_not_an_evidence_page():
@@ -49,9 +50,9 @@ def test_the_sync_writes_the_line_after_its_mark_and_keeps_the_rest(tmp_path):
 
 def test_a_changed_verdict_makes_the_line_stale(tmp_path):
     path = _lesson(tmp_path, "% claim-line: x\n" + cln.claim_line(CLAIM))
-    assert cln.claim_line_problems(tmp_path, [CLAIM]) == []
+    assert claim_line_problems(tmp_path, [CLAIM]) == []
     wrong = dataclasses.replace(CLAIM, verdict="wrong as stated")
-    assert "01_x: the line of x is not what the ledger writes (run the sync step)" in cln.claim_line_problems(
+    assert "01_x: the line of x is not what the ledger writes (run the sync step)" in claim_line_problems(
         tmp_path, [wrong])
 
 
@@ -61,11 +62,11 @@ def test_a_changed_verdict_makes_the_line_stale(tmp_path):
 ])
 def test_problems_name_a_missing_or_unknown_line(tmp_path, source, problem):
     _lesson(tmp_path, source)
-    assert problem in cln.claim_line_problems(tmp_path, [CLAIM])
+    assert problem in claim_line_problems(tmp_path, [CLAIM])
 
 
 def test_a_line_on_the_evidence_page_is_out_of_place(tmp_path):
     path = _lesson(tmp_path, "% claim-line: x\n" + cln.claim_line(CLAIM))
     shutil.move(path, tmp_path / "01_x_evidence.ipynb")
-    problems = cln.claim_line_problems(tmp_path, [CLAIM])
+    problems = claim_line_problems(tmp_path, [CLAIM])
     assert "01_x_evidence: the line of x belongs in its lesson, 01_x" in problems

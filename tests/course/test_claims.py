@@ -24,14 +24,15 @@ import pytest
 from attention_course.course import claims as cl
 from attention_course.course import verdict_boxes as vb
 from attention_course.course import verdicts as vd
+from book_checks import box_problems, is_threshold, ledger_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 
 
 def test_the_ledger_is_complete():
-    assert cl.ledger_problems() == []
-    assert vb.box_problems() == []  # every claim has a box title and summary, within the word budgets
+    assert ledger_problems() == []
+    assert box_problems() == []  # every claim has a box title and summary, within the word budgets
     assert 20 <= len(cl.CLAIMS) <= 45  # chapter 7 adds one claim per ingredient of the thesis
     assert {c.section for c in cl.CLAIMS} == set(cl.SECTIONS)  # every essay section has claims
     counts = cl.verdict_counts()
@@ -72,18 +73,18 @@ def _replaced(claim_id, **change):
     ({"robustness": "{row_sum_tol64} of rows"}, "formula: uses the threshold row_sum_tol64"),
 ])
 def test_ledger_problems_catch_a_broken_claim(change, expected):
-    problems = _new_problems(cl.ledger_problems(_replaced("formula", **change)), cl.ledger_problems())
+    problems = _new_problems(ledger_problems(_replaced("formula", **change)), ledger_problems())
     assert len(problems) == 1 and expected in problems[0], problems
 
 
 def test_every_claim_has_its_reading_baseline_and_robustness():
     """Issue 16: all three fields, for every claim (chapters 3 and 4 included)."""
-    missing = [p for p in cl.ledger_problems() if p.endswith((": no reading", ": no baseline", ": no robustness"))]
+    missing = [p for p in ledger_problems() if p.endswith((": no reading", ": no baseline", ": no robustness"))]
     assert missing == []
 
 
 def test_duplicate_ids_are_caught():
-    assert "id used twice" in cl.ledger_problems([cl.CLAIMS[0], cl.CLAIMS[0]])[0]
+    assert "id used twice" in ledger_problems([cl.CLAIMS[0], cl.CLAIMS[0]])[0]
 
 
 def test_chapters_agree_with_the_ledger():
@@ -190,7 +191,7 @@ def test_the_chapters_glue_their_tolerances_as_constants_and_their_errors_as_res
     for path in sorted(BOOK.glob("*.ipynb")):
         constants, glued = vd.constant_glues(path), vd.read_glue(path)
         for name in glued:
-            if cl.is_threshold(name):
+            if is_threshold(name):
                 assert name in constants, f"{path.name}: {name} is named a threshold but computed"
             if name.endswith(("_err", "_err32", "_err64")):
                 assert name not in constants, f"{path.name}: {name} is named a measured error but typed"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from attention_course.course import book, expressions as ex
-from attention_course.course.figure_refs import figure_ref_problems
+from book_checks import figure_ref_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))

@@ -16,6 +16,7 @@ from attention_course.course import claims as cl
 from attention_course.course import plain_edition as pe
 from attention_course.course import verdict_boxes as vb
 from attention_course.course import verdicts as vd
+from book_checks import box_problems
 
 CLAIM = cl.Claim("toy", 1, "01_toy", "t", "holds when", "the keys are distinct.", "gap {gap:.2f}",
                  title="Each query retrieves its own key", summary="The right key wins by {gap:.2f} on average.",
@@ -59,8 +60,8 @@ def test_a_control_equal_to_the_baseline_is_not_repeated():
     ({"summary": "word " * 60 + "{gap:.2f}"}, "toy: the summary has 61 words (at most 60)"),
 ])
 def test_box_problems_catch_a_missing_or_long_field(change, expected):
-    assert vb.box_problems([CLAIM]) == []
-    assert vb.box_problems([dataclasses.replace(CLAIM, **change)]) == [expected]
+    assert box_problems([CLAIM]) == []
+    assert box_problems([dataclasses.replace(CLAIM, **change)]) == [expected]
 
 
 def test_sync_rewrites_an_old_box_and_keeps_the_prose_around_it(tmp_path):
@@ -99,4 +100,4 @@ def test_the_plain_edition_turns_a_box_into_a_quote_with_collapsed_details():
 def test_every_box_title_in_the_ledger_keeps_the_budget():
     """Claims that have a title and summary keep the budgets (all of them, once the ledger is complete)."""
     written = [c for c in cl.CLAIMS if c.title.strip() and c.summary.strip()]
-    assert vb.box_problems(written) == []
+    assert box_problems(written) == []

@@ -14,7 +14,7 @@ import pytest
 
 from attention_course.exercises import REGISTRY
 from attention_course.exercises import evaluate
-from attention_course.exercises._core import CONTRACT_KINDS, RULE_KINDS, _fresh, _mutant_outputs, _prepared
+from attention_course.exercises._core import CONTRACT_KINDS, RULE_KINDS, _fresh, _mutants, _prepared
 from engine_cases import case_close
 
 IDS = sorted(REGISTRY)
@@ -63,7 +63,7 @@ def test_each_wrong_rule_is_told_apart_by_the_rules_own_cases(eid, rule):
     if rule.kind in CONTRACT_KINDS or not rule.catches:  # told apart by its breaches (next test)
         assert rule.breaches, f"{eid}: rule {rule.says!r} names no mutant and no breach that breaks it"
         return
-    outputs = dict(zip([m.name for m in ex.mutants], _mutant_outputs(ex)))
+    outputs = dict(zip([m.name for m in ex.mutants], _mutants(ex)[0]))
     for name in rule.catches:
         assert name in outputs, f"{eid}: rule {rule.says!r} catches an unknown mutant {name!r}"
         out = outputs[name]
@@ -103,7 +103,7 @@ def test_every_exercise_names_at_least_five_mistakes(eid):
 def test_every_mutant_runs_on_every_case_with_the_right_structure(eid):
     """A mutant that cannot run on some case can never be matched, so its feedback would never show."""
     ex = REGISTRY[eid]
-    for mutant, out in zip(ex.mutants, _mutant_outputs(ex)):
+    for mutant, out in zip(ex.mutants, _mutants(ex)[0]):
         assert out is not None, f"{eid}: mutant {mutant.name!r} raised or returned the wrong structure"
 
 

@@ -125,30 +125,6 @@ def crossed_sentences(n: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def verb_hits(maps: Sequence[np.ndarray], sentences: Sequence[dict], target: str = "subject") -> np.ndarray:
-    """Per head and sentence, whether the verb's heaviest word key is the ``target`` position.
-
-    ``maps``: each (L, h, n, n) with [CLS] first and [SEP] last; ``target``: a key of the sentences.
-    Returns bool (L * h, len(sentences)), layer-major.
-
-    Examples
-    --------
-    >>> w = np.zeros((1, 2, 5, 5)); w[0, 0, 3, 1] = 1; w[0, 1, 3, 2] = 1  # head 1 looks at 1, head 2 at 2
-    >>> verb_hits([w], [{"subject": 1, "verb": 3}]).ravel().tolist()
-    [True, False]
-    """
-    if len(maps) != len(sentences):
-        raise ValueError(f"{len(maps)} maps for {len(sentences)} sentences; expected one each")
-    cols = []
-    for w, s in zip(maps, sentences):
-        w = np.asarray(w)
-        L, h, n, _ = w.shape
-        row = w[:, :, s["verb"], :].reshape(L * h, n).copy()  # (L h, n): the verb's weights
-        row[:, [0, n - 1, s["verb"]]] = -1.0  # [CLS], [SEP] and the verb itself do not count
-        cols.append(row.argmax(-1) == s[target])
-    return np.stack(cols, axis=1)
-
-
 def rule_hits(sentences: Sequence[dict], max_value: int = 12) -> dict[str, np.ndarray]:
     """Hits of the position-only rules: ``offset[o - 1, s]`` (subject ``o`` before the verb) and
     ``position[p - 1, s]`` (subject at position ``p``), for ``o, p = 1 .. max_value``; and, when the

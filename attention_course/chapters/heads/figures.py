@@ -17,7 +17,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ...core._backend import Array, to_numpy
 from ..mechanics.figures import plot_heatmap
-from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, new_axes, role_color
+from ...figures.style import MAX_WIDTH, ROLE_COLORS, book_figure, role_color
 
 __all__ = [
     "plot_multihead_path", "plot_bottleneck", "plot_form_spectra", "plot_head_gallery", "plot_role_scores", "plot_relation_gains", "plot_sorted_role_scores",
@@ -335,60 +335,6 @@ def plot_sorted_role_scores(panels: Mapping[str, Mapping[str, Array]], roles: Se
     if title:
         fig.suptitle(title)
     return fig
-
-
-def _finish_loss_axes(ax: Axes, baseline: float, baseline_label: str, ylabel: str, title: str) -> Figure:
-    """The dashed baseline, labels, legend and grid shared by the loss plots; returns the Figure."""
-    ax.axhline(baseline, color="0.5", ls="--", lw=1, label=baseline_label)
-    ax.set_xlabel("training step")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    return ax.figure
-
-
-@book_figure
-def plot_loss_curves(losses: Mapping[str, Sequence[float]], baseline: float, baseline_label: str,
-                     window: int = 20, title: str = "", ax: Optional[Axes] = None) -> Figure:
-    """Training losses smoothed by a moving average over ``window`` steps, with a dashed baseline.
-
-    ``losses`` maps a label to one loss per step; curves start at step ``window``.
-
-    Examples
-    --------
-    >>> fig = plot_loss_curves({"run": np.linspace(4, 1, 50)}, 2.0, "chance", window=10)
-    >>> [line.get_label() for line in fig.axes[0].lines]
-    ['run', 'chance']
-    """
-    fig, ax = new_axes(ax, (6.4, 3.8))
-    for name, hist in losses.items():
-        hist = np.asarray(hist, dtype=float)
-        smooth = np.convolve(hist, np.ones(window) / window, mode="valid")  # (steps - window + 1,)
-        ax.plot(np.arange(window, len(hist) + 1), smooth, label=name)
-    return _finish_loss_axes(ax, baseline, baseline_label, "loss on the repeated part (nats)", title)
-
-
-@book_figure
-def plot_seed_curves(curves: Mapping[str, Array], every: int, baseline: float, baseline_label: str,
-                     title: str = "", ax: Optional[Axes] = None) -> Figure:
-    """Block-averaged training losses over seeds: the mean as a line, the min-max range as a band.
-
-    ``curves`` maps a label to (seeds, blocks) of mean losses over ``every`` steps, drawn at each block's last step.
-
-    Examples
-    --------
-    >>> fig = plot_seed_curves({"run": np.array([[3.0, 2.0], [3.2, 1.8]])}, 10, 2.5, "chance")
-    >>> fig.axes[0].lines[0].get_xdata().tolist(), fig.axes[0].lines[0].get_ydata().tolist()
-    ([10, 20], [3.1, 1.9])
-    """
-    fig, ax = new_axes(ax, (6.4, 3.8))
-    for name, c in curves.items():
-        c = np.asarray(to_numpy(c), dtype=float)  # (seeds, blocks)
-        steps = every * np.arange(1, c.shape[1] + 1)  # (blocks,): each block's last step
-        (line,) = ax.plot(steps, c.mean(0), label=f"{name} (mean of {c.shape[0]} seeds)")
-        ax.fill_between(steps, c.min(0), c.max(0), color=line.get_color(), alpha=0.25, lw=0)
-    return _finish_loss_axes(ax, baseline, baseline_label, "training loss, repeated part (nats)", title)
 
 
 @book_figure

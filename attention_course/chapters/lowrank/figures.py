@@ -11,7 +11,6 @@ from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import NullFormatter
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
@@ -154,129 +153,6 @@ def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
     return fig
 
 
-@book_figure
-def plot_cumulative_spectra(
-    cumulative: Array, k_mark: Optional[int] = None, title: str = ""
-) -> Figure:
-    r"""Linformer-style cumulative spectra: the share of :math:`\|A\|_F^2` kept by the top :math:`k` modes.
-
-    Left: per layer, the mean and range over heads against :math:`k`; right: every head at ``k_mark``
-    (default ``K // 4``, at least 1). ``cumulative``: (L, H, K), rising to 1 (Wang et al. 2020, Fig. 1).
-
-    Examples
-    --------
-    >>> c = np.cumsum(np.full((2, 3, 4), 0.25), axis=-1)
-    >>> [ax.get_xlabel() for ax in plot_cumulative_spectra(c, k_mark=2).axes[:2]]
-    ['number of singular values k', 'head']
-    """
-    c = _grid("cumulative", cumulative, 3, "(layers, heads, K) cumulative energy fractions")
-    L, H, K = c.shape
-    k_mark = max(1, K // 4) if k_mark is None else int(k_mark)
-    if not 1 <= k_mark <= K:
-        raise ValueError(f"k_mark={k_mark} for cumulative of shape {shape_str(c)}; expected 1 <= k_mark <= {K}")
-    ks = np.arange(1, K + 1)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained",
-                                   gridspec_kw={"width_ratios": [1.15, 1.0]})
-    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, L))
-    for layer in range(L):
-        ax1.fill_between(ks, c[layer].min(axis=0), c[layer].max(axis=0), color=colors[layer], alpha=0.15, lw=0)
-        ax1.plot(ks, c[layer].mean(axis=0), color=colors[layer], lw=1.8, label=f"layer {layer + 1}")
-    ax1.axvline(k_mark, color="0.5", lw=0.8, ls=":")
-    ax1.set(xlabel="number of singular values k", ylabel=r"$\sum_{i\leq k}\sigma_i^2 \,/\, \|A\|_F^2$",
-            ylim=(min(0.0, float(c.min())), 1.02), xlim=(1, K))
-    ax1.set_title("Cumulative spectrum\n(band: range over heads)")
-    ax1.legend(loc="lower right")
-    im = ax2.imshow(c[:, :, k_mark - 1], cmap="magma", vmin=float(c[:, :, k_mark - 1].min()), vmax=1.0,
-                    aspect="auto")
-    ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
-            yticks=range(L), yticklabels=range(1, L + 1))
-    ax2.set_title(f"Share kept by the top {k_mark}\n(each head)")
-    fig.colorbar(im, ax=ax2, label=f"share of $\\|A\\|_F^2$ in top {k_mark}")
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-@book_figure
-def plot_head_ranks(erank: Array, n_tokens: Optional[float] = None, title: str = "") -> Figure:
-    """Effective rank of every head: by layer (dots per head, line = mean) and as a layer x head map.
-
-    ``erank``: (L, H); ``n_tokens``, optional, is drawn as the full-rank ceiling.
-
-    Examples
-    --------
-    >>> fig = plot_head_ranks(np.arange(6.0).reshape(2, 3) + 1, n_tokens=10)
-    >>> fig.axes[0].get_ylabel()
-    'effective rank'
-    """
-    r = _grid("erank", erank, 2, "(layers, heads)")
-    L, H = r.shape
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained",
-                                   gridspec_kw={"width_ratios": [0.8, 1.0]})
-    jitter = np.linspace(-0.18, 0.18, H)
-    for layer in range(L):
-        ax1.scatter(layer + 1 + jitter, r[layer], s=14, color="C0", alpha=0.6, lw=0)
-    ax1.plot(np.arange(1, L + 1), r.mean(axis=1), "o-", color="C3", label="mean over heads")
-    if n_tokens is not None:
-        ax1.axhline(n_tokens, color="0.5", lw=0.8, ls="--", label=f"full rank (n = {n_tokens:g})")
-        ax1.set_ylim(0, n_tokens * 1.45)  # room for the legend above the ceiling
-    else:
-        ax1.set_ylim(0, None)
-    ax1.set(xlabel="layer", ylabel="effective rank", xticks=range(1, L + 1), title="Effective rank by layer")
-    ax1.legend(loc="upper right")
-    im = ax2.imshow(r, cmap="viridis", aspect="auto")
-    ax2.set(xlabel="head", ylabel="layer", xticks=range(H), xticklabels=range(1, H + 1),
-            yticks=range(L), yticklabels=range(1, L + 1), title="Effective rank of each head")
-    fig.colorbar(im, ax=ax2, label="effective rank")
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-@book_figure
-def plot_lowrank_vs_sparse(
-    rank_err: Array, topk_err: Array, k: int, reference: Optional[Mapping] = None,
-    reference_label: str = "synthetic, varying $\\beta$", title: str = "",
-) -> Figure:
-    """One dot per head: the best rank-``k`` error against the top-``k`` sparse error.
-
-    ``rank_err``, ``topk_err``: (L, H). ``reference``, a
-    :func:`~attention_course.chapters.lowrank.spectra.temperature_sweep` result, is drawn as a curve.
-
-    Examples
-    --------
-    >>> fig = plot_lowrank_vs_sparse(np.full((2, 3), 0.1), np.full((2, 3), 0.3), k=4)
-    >>> fig.axes[0].get_xlabel()
-    'top-4 sparse error'
-    """
-    re = _grid("rank_err", rank_err, 2, "(layers, heads)")
-    te = _grid("topk_err", topk_err, 2, "(layers, heads)")
-    if re.shape != te.shape:
-        raise ShapeError(f"rank_err has shape {shape_str(re)} but topk_err has shape {shape_str(te)}; "
-                         f"expected the same (layers, heads)")
-    L, H = re.shape
-    fig, ax = plt.subplots(figsize=(6.8, 5.0), layout="constrained")
-    top = 1.05 * max(float(re.max()), float(te.max()))
-    if reference is not None:
-        sx, sy = np.asarray(reference["sparse_error"]), np.asarray(reference["svd_error"])
-        top = max(top, 1.05 * float(max(sx.max(), sy.max())))
-        ax.plot(sx, sy, "-", color="0.6", lw=1.2, zorder=1, label=reference_label)
-        for i in (0, len(sx) // 2, len(sx) - 1):
-            ax.annotate(rf"$\beta$={float(reference['beta'][i]):.2g}", (sx[i], sy[i]), color="0.4", xytext=(4, -10), textcoords="offset points")
-    ax.plot([0, top], [0, top], color="0.3", lw=0.8, ls="--", zorder=1)
-    sc = ax.scatter(te.ravel(), re.ravel(), c=np.repeat(np.arange(1, L + 1), H), cmap="viridis",
-                    s=28, edgecolors="white", linewidths=0.4, zorder=2)
-    ax.text(0.60 * top, 0.66 * top, f"top-{k} better", ha="center", va="center", rotation=45, color="0.3")
-    ax.text(0.66 * top, 0.60 * top, f"rank-{k} better", ha="center", va="center", rotation=45, color="0.3")
-    ax.set(xlim=(0, top), ylim=(0, top), aspect="equal",
-           xlabel=f"top-{k} sparse error", ylabel=f"best rank-{k} error (SVD)",
-           title=title or "Low rank or sparse? One dot per head")
-    fig.colorbar(sc, ax=ax, label="layer", ticks=range(1, L + 1), shrink=0.85)
-    if reference is not None:
-        ax.legend(loc="upper right")
-    return fig
-
-
 #: Label prefixes of :func:`attention_course.chapters.lowrank.approximation_error.approximation_errors`
 #: -> the method family of :data:`attention_course.figures.style.METHOD_COLORS` (first match wins).
 _FAMILY_PREFIXES = (("linformer, mean-pool", "linformer-pool"), ("linformer", "linformer"),
@@ -351,65 +227,6 @@ def plot_method_errors(
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     if title:
         fig.suptitle(title)
-    return fig
-
-
-@book_figure
-def plot_rank_vs_length(length: Sequence[Mapping], slope: float) -> Figure:
-    """Median (and quartiles) of MiniLM's per-head effective rank against ``n``, with ``n`` itself.
-
-    ``length``: the stored run's rows (``n``, per-head ``effective_rank``); ``slope`` goes in the legend.
-
-    Examples
-    --------
-    >>> rows = [{"n": 16, "effective_rank": [3.0, 4.0]}, {"n": 64, "effective_rank": [9.0, 12.0]}]
-    >>> plot_rank_vs_length(rows, 0.8).axes[0].get_xlabel()
-    'sequence length n (tokens)'
-    """
-    n = np.array([r["n"] for r in length], dtype=float)
-    q = np.array([np.percentile(r["effective_rank"], [25, 50, 75]) for r in length])  # (len(n), 3)
-    fig, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
-    ax.fill_between(n, q[:, 0], q[:, 2], color="C0", alpha=0.25, label="heads: 25th-75th percentile")
-    ax.plot(n, q[:, 1], "o-", color="C0", label=f"median head (log-log slope {slope:.2f})")
-    ax.plot(n, n, ":", color="0.4", label="effective rank = n")
-    ax.plot(n, np.full_like(n, 8.0), "--", color=method_color("svd"), label="rank 8")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="effective rank",
-           title="all-MiniLM-L6-v2: effective rank grows with n")
-    ax.set_xticks(n, [f"{v:g}" for v in n])  # the measured lengths, not 3x10^1-style minor labels
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.legend()
-    return fig
-
-
-@book_figure
-def plot_swap(rows: Sequence[Mapping], ks: Sequence[int], ylabel: str, title: str,
-              exact_key: str = "", log: bool = True) -> Figure:
-    """A model's loss (or output change) with every head replaced by rank-k, top-k or uniform weights.
-
-    ``rows``: one dict per seed (or input) with keys ``rank_{k}``, ``topk_{k}``, ``uniform`` and, if
-    ``exact_key``, the unmodified model's value (a line); the mean is plotted, the min-max range shaded.
-
-    Examples
-    --------
-    >>> rows = [{"exact": 0.01, "uniform": 4.0, "rank_2": 3.0, "topk_2": 0.1, "rank_8": 1.0, "topk_8": 0.02}]
-    >>> plot_swap(rows, [2, 8], "loss", "t", exact_key="exact").axes[0].get_ylabel()
-    'loss'
-    """
-    fig, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
-    for name, color, label in (("rank", method_color("svd"), "rank-k truncation"),
-                               ("topk", method_color("top-k"), "top-k weights per row")):
-        vals = np.array([[r[f"{name}_{k}"] for k in ks] for r in rows])  # (rows, len(ks))
-        ax.plot(ks, vals.mean(axis=0), "o-", color=color, label=label)
-        ax.fill_between(ks, vals.min(axis=0), vals.max(axis=0), color=color, alpha=0.2)
-    ax.axhline(np.mean([r["uniform"] for r in rows]), color=method_color("uniform"), ls="--",
-               label="uniform attention (baseline)")
-    if exact_key:
-        ax.axhline(np.mean([r[exact_key] for r in rows]), color=method_color("exact"), lw=0.8, label="unmodified model")
-    ax.set(xscale="log", xlabel="k (rank, or weights kept per row)", ylabel=ylabel, title=title)
-    ax.set_xticks(list(ks), [str(k) for k in ks])
-    if log:
-        ax.set_yscale("log")
-    ax.legend()
     return fig
 
 
@@ -511,49 +328,6 @@ def plot_memory(result: Mapping, methods: Sequence[str] = ("naive", "sdpa", "chu
 
 
 @book_figure
-def plot_frontier(result: Mapping, distribution: str = "iid", ax: Optional[Axes] = None,
-                  baselines: Optional[Mapping[str, float]] = None) -> Figure:
-    """Time against relative error at the summary's frontier length, one line per family.
-
-    Exact methods are horizontal lines; the dotted line is the error target; ``baselines``
-    (name -> relative error) are dashed vertical lines.
-
-    Examples
-    --------
-    >>> res = {"summary": {"frontier_n": 4096, "error_target": 0.1, "frontier": [
-    ...     {"method": "sdpa", "family": "exact", "param": None, "time_s": 0.1, "error": {"iid": 0.0}},
-    ...     {"method": "nystrom-32", "family": "nystrom", "param": 32, "time_s": 0.01, "error": {"iid": 0.5}}]}}
-    >>> plot_frontier(res).axes[0].get_title()
-    'Accuracy vs speed at n=4096'
-    """
-    s = result["summary"]
-    fig, ax = new_axes(ax, (7.0, 5.0))
-    fams: dict = {}
-    for p in s["frontier"]:
-        fams.setdefault(p["family"], []).append(p)
-    for fam, pts in fams.items():
-        if fam == "exact":
-            for p in pts:
-                ax.axhline(p["time_s"], color=method_color(p["method"]), lw=1.2, label=f"{p['method']} (exact)")
-            continue
-        pts = sorted(pts, key=lambda p: p["param"] or 0)
-        errs = [max(p["error"][distribution], 1e-8) for p in pts]  # a log axis cannot show 0
-        ax.plot(errs, [p["time_s"] for p in pts], "o--", color=method_color(fam), label=fam)
-        for p, err in zip(pts, errs):
-            if p["param"]:
-                ax.annotate(str(p["param"]), (err, p["time_s"]), xytext=(3, 3), textcoords="offset points", fontsize=9)
-    ax.axvline(s["error_target"], color="0.3", lw=0.8, ls=":")
-    for (name, err), color in zip((baselines or {}).items(), ("0.45", "0.7", "0.2")):
-        ax.axvline(err, color=color, lw=1.5, ls="--", label=f"{name} (baseline)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set(xlabel=f"relative error vs exact ({distribution} inputs)", ylabel="time per call (s)",
-           title=f"Accuracy vs speed at n={s['frontier_n']}")
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
-    return fig
-
-
-@book_figure
 def plot_rank_grid(error: Array, d_ks: Sequence[int], betas: Sequence[float], k: int,
                    beta_mark: Optional[float] = None, level: float = 0.1) -> Figure:
     """Heat map of the centred rank-``k`` error of Gaussian attention on a ``(d_k, beta)`` grid.
@@ -626,36 +400,3 @@ def plot_real_methods(rows: Sequence[Mapping], methods: Sequence[str], layer_set
     return fig
 
 
-@book_figure
-def plot_head_properties(rank_error: Array, entropy: Array, sink_share: Array, k: int, n: int,
-                         level: float = 0.1) -> Figure:
-    """Each head's rank-``k`` error against its mean row entropy (left) and its sink share (right).
-
-    Parameters
-    ----------
-    rank_error, entropy, sink_share : arrays of one shape (heads,), or (orders, heads) to plot every order
-    k, n : the rank kept and the sequence length (for the labels)
-    level : float, the dotted line below which a head counts as low-rank
-
-    Examples
-    --------
-    >>> fig = plot_head_properties([0.05, 0.6], [0.2, 3.0], [0.95, 0.1], k=32, n=512)
-    >>> [ax.get_xlabel() for ax in fig.axes]
-    ['mean row entropy (nats)', 'sink share (weight on [CLS] and [SEP])']
-    """
-    e, h, s = (np.ravel(to_numpy(np.asarray(x, dtype=float))) for x in (rank_error, entropy, sink_share))
-    if not e.shape == h.shape == s.shape:
-        raise ShapeError(f"rank_error, entropy and sink_share have {e.shape}, {h.shape}, {s.shape} values; expected one shape")
-    fig, axes = plt.subplots(1, 2, figsize=(6.8, 3.6), layout="constrained", sharey=True)
-    low = e < level
-    for ax, x, label in ((axes[0], h, "mean row entropy (nats)"), (axes[1], s, "sink share (weight on [CLS] and [SEP])")):
-        ax.scatter(x[~low], e[~low], s=14, alpha=0.5, color=method_color("top-k"), label="not low-rank")
-        ax.scatter(x[low], e[low], s=18, alpha=0.8, color=method_color("svd"), label=f"rank-{k} error < {level:g}")
-        ax.axhline(level, color="0.3", ls=":")
-        ax.set_xlabel(label)
-    axes[0].axvline(np.log(n), color="0.5", ls="--", lw=0.8)
-    axes[0].set(ylabel=f"rank-{k} error", yscale="log")
-    axes[1].set_xlim(0, 1)
-    axes[0].legend(loc="lower left", fontsize=9)
-    fig.suptitle(f"all-MiniLM-L6-v2, n = {n}: which heads are low-rank?", fontsize=11.5)
-    return fig

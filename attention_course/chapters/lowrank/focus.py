@@ -38,29 +38,6 @@ THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 QUERY_KEY = ("W_q", "W_k")
 
 
-def top_key_mass(A, k: int = 3, exclude: Sequence[int] = ()) -> np.ndarray:
-    r"""The weight :math:`m_k(i)` on each row's ``k`` heaviest keys outside ``exclude``.
-
-    ``A``: (..., T, S) -> (..., T); ``exclude``: key indices that do not count (e.g. [CLS] and [SEP]).
-
-    Examples
-    --------
-    >>> A = np.array([[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]])
-    >>> top_key_mass(A, k=1, exclude=[0]).round(2).tolist()
-    [0.3, 0.7]
-    >>> top_key_mass(A, k=2).round(2).tolist()
-    [0.9, 0.9]
-    """
-    a = np.array(to_numpy(A), dtype=np.float64)
-    if a.ndim < 2:
-        raise ValueError(f"A has shape {a.shape}; expected (..., T, S)")
-    if k < 1:
-        raise ValueError(f"k={k}; expected k >= 1")
-    keep = np.setdiff1d(np.arange(a.shape[-1]), np.asarray(exclude, dtype=int))
-    a = np.sort(a[..., keep], axis=-1)  # (..., T, S'), ascending
-    return a[..., ::-1][..., :k].sum(-1)  # (..., T)
-
-
 def row_perplexity(A) -> np.ndarray:
     r"""Each row's perplexity :math:`\exp\big(-\sum_j a_{ij} \ln a_{ij}\big)`: how many keys it spreads over.
 

@@ -106,21 +106,3 @@ def auc(score: Sequence[float], positive: Sequence[bool]) -> float:
     return float(((diff > 0) + 0.5 * (diff == 0)).mean())
 
 
-def best_threshold(score: Sequence[float], positive: Sequence[bool]) -> tuple[float, bool, float]:
-    """The cut of ``score`` that best classifies ``positive``: ``(threshold, above, accuracy)``.
-
-    ``above`` says whether the positives are the scores ``>= threshold`` (else ``<``).
-
-    Examples
-    --------
-    >>> best_threshold([0.9, 0.8, 0.1, 0.2], [True, True, False, False])
-    (0.8, True, 1.0)
-    """
-    s, y = np.asarray(score, dtype=float), np.asarray(positive, dtype=bool)
-    best = (float(s.min()), True, float(y.mean()))
-    for t in np.unique(s):
-        for above in (True, False):
-            acc = float(((s >= t) == y).mean() if above else ((s < t) == y).mean())
-            if acc > best[2]:
-                best = (float(t), above, acc)
-    return best

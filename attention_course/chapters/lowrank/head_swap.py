@@ -51,26 +51,6 @@ def rank_k_weights(w: torch.Tensor, k: int, causal: bool = False) -> torch.Tenso
     return out
 
 
-def centred_rank_k_weights(w: torch.Tensor, k: int) -> torch.Tensor:
-    r"""The mean row plus the best rank-``k`` approximation of what is left.
-
-    .. math::
-
-        \tilde A = \mathbf 1 \mu^\top + (\bar A)_k, \qquad \bar A = A - \mathbf 1 \mu^\top,
-        \quad \mu_j = \tfrac1T \sum_i A_{ij}
-
-    ``w``: (..., T, S) -> (..., T, S). If the rows of ``w`` sum to 1, so do those of :math:`\tilde A`.
-
-    Examples
-    --------
-    >>> w = torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0]], dtype=torch.float64)
-    >>> bool(torch.allclose(centred_rank_k_weights(w, 1), w, atol=1e-12))  # rank 1 after the mean row is removed
-    True
-    """
-    mu = w.mean(dim=-2, keepdim=True)  # (..., 1, S) the mean row
-    return mu + rank_k_weights(w - mu, k)  # (..., T, S)
-
-
 def topk_weights(w: torch.Tensor, k: int) -> torch.Tensor:
     r"""Keep each row's ``k`` largest weights and renormalise them to sum to 1.
 

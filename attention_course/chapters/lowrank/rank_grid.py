@@ -46,12 +46,3 @@ def centred_error_grid(d_ks: Sequence[int], betas: Sequence[float], n: int = 256
     return {"error": err, "effective_rank": erank}
 
 
-def passing_cells(error: np.ndarray, level: float = 0.1) -> np.ndarray:
-    """Which cells of a ``(..., d_k, beta)`` grid of errors (mean over the leading seed axis) are below ``level``.
-
-    Examples
-    --------
-    >>> passing_cells(np.array([[[0.05, 0.2]], [[0.07, 0.3]]])).tolist()
-    [[True, False]]
-    """
-    return np.asarray(error).mean(axis=0) < level

@@ -1,4 +1,4 @@
-"""Figures for two of the essay's sentences: trailing singular values removed, and heads whose tokens focus on a few keys."""
+"""Figures for one of the essay's sentences: heads whose tokens focus on a few keys."""
 
 from __future__ import annotations
 
@@ -15,41 +15,6 @@ from .focus import bins_at
 __all__ = ["plot_focus"]
 
 _MODEL_COLORS = {"MiniLM": method_color("top-k"), "SmolLM2": method_color("linformer")}
-
-_REMOVALS = (("trailing", "trailing values", method_color("svd")), ("random", "same energy,\nrandom values", method_color("uniform")),
-             ("leading", "same energy,\nleading values", method_color("linformer")))
-
-
-@book_figure
-def plot_trailing_costs(trailing: Mapping, level: float = 0.1) -> Figure:
-    """Cost of each removal, as a share of uniform attention's cost, per model (one dot per seed or order).
-
-    ``trailing``: the stored :func:`~attention_course.chapters.lowrank.trailing.trailing_study`; ``level``:
-    the dotted line.
-
-    Examples
-    --------
-    >>> row = {"cost": {"trailing": 0.5, "random": 0.2, "leading": 0.1}}
-    >>> fig = plot_trailing_costs({"tiny": [row], "minilm": [row], "config": {"n": 128, "keep": 0.9}})
-    >>> [ax.get_title() for ax in fig.axes]
-    ['induction model (loss)', 'MiniLM, n = 128 (output)']
-    """
-    cfg = trailing["config"]
-    fig, axes = plt.subplots(1, 2, figsize=(6.8, 3.0), layout="constrained", sharey=True)
-    for ax, key, title in ((axes[0], "tiny", "induction model (loss)"),
-                           (axes[1], "minilm", f"MiniLM, n = {cfg['n']} (output)")):
-        for i, (name, label, color) in enumerate(_REMOVALS):
-            vals = np.array([r["cost"][name] for r in trailing[key]])
-            ax.barh(i, vals.mean(), color=color, alpha=0.85, label=label)
-            ax.plot(vals, np.full(len(vals), i), "o", ms=3.5, color="black")
-        ax.axvline(level, color="0.3", ls=":")
-        top = max(max(r["cost"][name] for r in trailing[key]) for name, _, _ in _REMOVALS)
-        ax.set(title=title, xlabel="cost / uniform's cost", xlim=(0, 1.15 * max(top, level)))
-        ax.set_yticks(range(len(_REMOVALS)), [label for _, label, _ in _REMOVALS])
-    axes[0].invert_yaxis()
-    fig.suptitle(f"Removing {1 - cfg['keep']:.0%} of each head's energy: which values matter?", fontsize=11.5)
-    return fig
-
 
 @book_figure
 def plot_focus(focus: Mapping, level: float = 0.5) -> Figure:

@@ -139,26 +139,6 @@ def stable_rank_from_singular_values(s: Array) -> np.ndarray:
     return (s**2).sum(axis=-1) / (s**2).max(axis=-1)  # (...): ||M||_F^2 / ||M||_2^2
 
 
-def cumulative_energy(A: Array) -> np.ndarray:
-    r"""Share of :math:`\|A\|_F^2` kept by the top :math:`k` singular values, for every :math:`k`.
-
-    .. math::
-
-        c_k = \frac{\sum_{i \le k} \sigma_i^2}{\sum_i \sigma_i^2}, \qquad k = 1, \dots, \min(R, C)
-
-    (Wang et al. 2020); :math:`1 - c_k` is the squared :func:`rank_k_error`.
-
-    Returns (..., min(R, C)), rising to 1.
-
-    Examples
-    --------
-    >>> cumulative_energy(np.diag([3.0, 2.0, 1.0])).round(3)  # energies 9, 4, 1 of 14
-    array([0.643, 0.929, 1.   ])
-    """
-    s2 = _nonzero_spectrum(A) ** 2  # (..., r)
-    return np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True)
-
-
 def best_rank_k(A: Array, k: int) -> np.ndarray:
     r"""The best rank-:math:`k` approximation :math:`A_k = U_k \Sigma_k V_k^\top` (Eckart-Young).
 

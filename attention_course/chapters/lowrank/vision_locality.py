@@ -9,7 +9,6 @@ content-nearest patches; *near* when either holds. ``python -m attention_course 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
@@ -17,8 +16,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ...models.experiments import Experiment, Runs, read_json, register, run
-from ...models.records import DATA_DIR, machine_info
+from ...models.experiments import Experiment, Runs, read_json, register
+from ...models.records import DATA_DIR
 from . import attention_distance as ad
 from .vision import TinyViT, ViTConfig, accuracy, load_digit_split, patch_centres, patchify, train_vit
 
@@ -160,20 +159,6 @@ VISION_RUN = register(replace(
                 "and mean attention distance on held-out images against uniform attention and the same maps with the "
                 "patch geometry shuffled; write JSON (default: attention_course/data/vision_attention.json, or "
                 "vision_attention_pixels.json with --patch 1; about 10 minutes on one thread, longer with --patch 1: 64 tokens instead of 16)."))
-
-
-def vision_run(seeds: Sequence[int] = tuple(range(8, 16)), epochs: Optional[int] = None,
-               n_perm: Optional[int] = None, progress: bool = True, patch: int = 2) -> dict:
-    """Train one model per seed, measure its heads and its untrained twin's; return the JSON document.
-
-    ``patch`` overrides :data:`SETTINGS`' 2 (``patch=1``: the 64 pixels as tokens on the 8 × 8 grid).
-    """
-    seeds = list(seeds)
-    config = VisionConfig(seeds=len(seeds), first_seed=seeds[0] if seeds else 0, epochs=epochs, n_perm=n_perm,
-                          patch=patch)
-    e = Experiment(VISION_RUN.name, config, _seed_run, None, description="", grid=lambda c: [(s,) for s in seeds],
-                   document=_document)
-    return _document(config, run(e, config, show=progress), {"machine": machine_info(1)})
 
 
 def summarise_vision(doc: dict, alpha: Optional[float] = None) -> dict:

@@ -69,18 +69,6 @@ def test_every_word_is_one_minilm_token():
     assert words <= vocab, sorted(words - vocab)
 
 
-def test_verb_hits_skip_sinks_and_the_verb():
-    w = np.zeros((1, 3, 6, 6))
-    w[0, 0, 3, 0] = 0.9; w[0, 0, 3, 1] = 0.1  # mostly [CLS]: the heaviest word is still position 1
-    w[0, 1, 3, 3] = 0.9; w[0, 1, 3, 2] = 0.1  # mostly itself: the heaviest other word is 2
-    w[0, 2, 3, 5] = 0.8; w[0, 2, 3, 4] = 0.2  # [SEP], then the word after the verb
-    hits = ag.verb_hits([w], [{"subject": 1, "verb": 3, "attractor": 2}])
-    assert hits.ravel().tolist() == [True, False, False]
-    assert ag.verb_hits([w], [{"subject": 1, "verb": 3, "attractor": 2}], "attractor").ravel().tolist() == [False, True, False]
-    with pytest.raises(ValueError, match="2 maps for 1 sentences"):
-        ag.verb_hits([w, w], [{"subject": 1, "verb": 3}])
-
-
 def test_held_out_choice_does_not_see_the_scored_half():
     rng = np.random.default_rng(0)
     hits = rng.random((72, 96)) < 0.3  # no head is better than another in truth

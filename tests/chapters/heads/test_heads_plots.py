@@ -27,38 +27,6 @@ def test_plots_render_and_return_figures():
     assert len(figs[3].axes) == len(ROLES) + 1  # one heatmap per role + a shared colour bar
 
 
-def test_loss_curves_are_moving_averages():
-    hist = np.arange(10.0)  # a moving average of 4 steps ending at step t (from 1) is t - 2.5
-    fig = FH.plot_loss_curves({"2 layers": hist}, 3.0, "mean ln(period)", window=4, title="t")
-    fig.canvas.draw()
-    curve, base = fig.axes[0].lines
-    np.testing.assert_array_equal(curve.get_xdata(), np.arange(4, 11))
-    np.testing.assert_allclose(curve.get_ydata(), np.arange(4, 11) - 2.5, atol=1e-12)
-    assert base.get_ydata()[0] == 3.0 and base.get_label() == "mean ln(period)"
-    assert fig.axes[0].get_ylabel() == "loss on the repeated part (nats)"
-
-
-@pytest.mark.parametrize("given_ax", [False, True])
-def test_loss_curves_draw_on_a_given_axes(given_ax):
-    import matplotlib.pyplot as plt
-
-    ax = plt.subplots()[1] if given_ax else None
-    fig = FH.plot_loss_curves({"a": np.ones(30)}, 0.5, "b", ax=ax)
-    assert (fig is ax.figure) if given_ax else isinstance(fig, Figure)
-
-
-def test_seed_curves_draw_the_mean_and_a_band():
-    c = np.array([[3.0, 2.0, 1.0], [3.4, 1.8, 1.2]])  # (seeds, blocks)
-    fig = FH.plot_seed_curves({"2 layers": c}, 20, 2.27, "mean ln(period)", title="t")
-    fig.canvas.draw()
-    mean, base = fig.axes[0].lines
-    np.testing.assert_array_equal(mean.get_xdata(), [20, 40, 60])
-    np.testing.assert_allclose(mean.get_ydata(), [3.2, 1.9, 1.1], atol=1e-12)
-    band = fig.axes[0].collections[0].get_paths()[0].vertices
-    assert band[:, 1].min() == pytest.approx(1.0) and band[:, 1].max() == pytest.approx(3.4)
-    assert base.get_label() == "mean ln(period)" and "5" not in mean.get_label() and "2 seeds" in mean.get_label()
-
-
 def test_head_gallery_and_role_scores_fit_the_column():
     panels = {f"p{i}": (np.eye(17), [f"t{j}" for j in range(17)]) for i in range(6)}
     for ncols in (2, 3):

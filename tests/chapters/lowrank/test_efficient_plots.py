@@ -49,16 +49,3 @@ def test_memory_plots_mebibytes(tiny):
     assert list(ln.get_ydata()) == peaks
 
 
-def test_frontier_has_one_line_per_approximation_family(tiny):
-    ax = _render(fe.plot_frontier(tiny, "smooth"))
-    labels = [ln.get_label() for ln in ax.get_lines()]
-    fams = {r["family"] for r in tiny["summary"]["frontier"] if r["family"] != "exact"}
-    assert fams <= set(labels)
-    assert any(label.endswith("(exact)") for label in labels)
-
-
-def test_frontier_draws_each_baseline_at_its_error(tiny):
-    ax = _render(fe.plot_frontier(tiny, "smooth", baselines={"zeros": 1.0, "uniform": 0.8}))
-    lines = {ln.get_label(): ln for ln in ax.get_lines()}
-    assert list(lines["zeros (baseline)"].get_xdata()) == [1.0, 1.0]
-    assert list(lines["uniform (baseline)"].get_xdata()) == [0.8, 0.8]

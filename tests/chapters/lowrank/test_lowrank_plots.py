@@ -40,54 +40,6 @@ def test_temperature_sweep_without_ranks_draws_the_errors_alone():
     assert fig.get_size_inches()[0] <= 7.0
 
 
-def test_cumulative_spectra_one_line_per_layer_and_heatmap_at_k():
-    rng = np.random.default_rng(0)
-    s2 = np.sort(rng.random((3, 4, 10)), axis=-1)[..., ::-1]  # (L, H, K) decreasing energies
-    c = np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True)
-    fig = _render(lp.plot_cumulative_spectra(c, k_mark=3, title="t"))
-    ax1, ax2 = fig.axes[:2]
-    means = [ln for ln in ax1.get_lines() if len(ln.get_xdata()) == 10]
-    assert len(means) == 3
-    np.testing.assert_allclose(means[1].get_ydata(), c[1].mean(axis=0))
-    np.testing.assert_allclose(ax2.images[0].get_array(), c[:, :, 2])
-    assert len(fig.axes) == 3  # colour bar
-
-
-def test_cumulative_spectra_rejects_bad_input():
-    with pytest.raises(ShapeError, match=r"cumulative has shape \(3, 4\)"):
-        lp.plot_cumulative_spectra(np.ones((3, 4)))
-    with pytest.raises(ValueError, match="k_mark=5"):
-        lp.plot_cumulative_spectra(np.ones((1, 2, 4)), k_mark=5)
-
-
-def test_head_ranks_mean_line_and_ceiling():
-    r = np.arange(12.0).reshape(3, 4) + 1
-    fig = _render(lp.plot_head_ranks(r, n_tokens=20))
-    ax1, ax2 = fig.axes[:2]
-    mean_line = next(ln for ln in ax1.get_lines() if len(ln.get_xdata()) == 3)
-    np.testing.assert_allclose(mean_line.get_ydata(), r.mean(axis=1))
-    assert any(np.allclose(ln.get_ydata(), 20) for ln in ax1.get_lines())
-    np.testing.assert_allclose(ax2.images[0].get_array(), r)
-
-
-def test_lowrank_vs_sparse_places_each_head():
-    re = np.array([[0.1, 0.2], [0.3, 0.05]])
-    te = np.array([[0.4, 0.1], [0.2, 0.6]])
-    sweep = lr.temperature_sweep([0.5, 1.0, 2.0], n=16, d=4, k=4)
-    fig = _render(lp.plot_lowrank_vs_sparse(re, te, k=4, reference=sweep))
-    ax = fig.axes[0]
-    offsets = ax.collections[-1].get_offsets()
-    np.testing.assert_allclose(offsets, np.c_[te.ravel(), re.ravel()])
-    curve = next(ln for ln in ax.get_lines() if len(ln.get_xdata()) == 3)
-    np.testing.assert_allclose(curve.get_xdata(), sweep["sparse_error"])
-    assert ax.get_ylabel() == "best rank-4 error (SVD)"
-
-
-def test_lowrank_vs_sparse_rejects_mismatched_shapes():
-    with pytest.raises(ShapeError, match=r"rank_err has shape \(2, 2\) but topk_err has shape \(2, 3\)"):
-        lp.plot_lowrank_vs_sparse(np.ones((2, 2)), np.ones((2, 3)), k=1)
-
-
 def test_attention_matrices_share_one_log_scale_and_show_the_approximations():
     rng = np.random.default_rng(1)
     A = rng.random((10, 10)) ** 4

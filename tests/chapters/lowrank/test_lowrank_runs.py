@@ -168,16 +168,6 @@ def test_stored_run_supports_the_chapter_verdicts():
         assert 0 < row["rank_8"] < row["uniform"] + 0.1
 
 
-def test_centred_rank_k_weights_is_mean_row_plus_numpy_svd():
-    A = _stochastic(9, 9, seed=3)
-    mu = A.mean(axis=0, keepdims=True)
-    U, s, Vt = np.linalg.svd(A - mu)
-    want = mu + (U[:, :3] * s[:3]) @ Vt[:3]  # independent reference: numpy SVD of the centred matrix
-    got = sw.centred_rank_k_weights(torch.from_numpy(A), 3).numpy()
-    np.testing.assert_allclose(got, want, atol=1e-12)  # float64, 9 x 9: round-off ~1e-15
-    np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-12)  # rows still sum to 1
-
-
 def test_logit_std_recovers_the_logits_spread():
     rng = np.random.default_rng(4)
     L = rng.normal(scale=2.0, size=(6, 11)) + rng.normal(size=(6, 1))  # a per-row shift must not matter

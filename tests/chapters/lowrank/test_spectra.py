@@ -16,7 +16,6 @@ from attention_course.core.attention import scaled_dot_product_attention
 from attention_course.chapters.lowrank.spectra import (
     best_rank_k,
     crossover_beta,
-    cumulative_energy,
     effective_rank,
     effective_rank_from_singular_values,
     exp_rank_demo,
@@ -42,18 +41,6 @@ def test_singular_values_match_numpy_and_torch_inputs():
     A = rand((2, 6, 4))
     np.testing.assert_allclose(singular_values(A), np.linalg.svd(A, compute_uv=False), rtol=0, atol=1e-13)
     np.testing.assert_allclose(singular_values(torch.as_tensor(A)), singular_values(A), rtol=0, atol=1e-13)
-
-
-def test_cumulative_energy_matches_numpy_svd_and_the_rank_k_error():
-    A = rand((3, 7, 5), seed=4)
-    s2 = np.linalg.svd(A, compute_uv=False) ** 2  # (3, 5)
-    c = cumulative_energy(A)
-    np.testing.assert_allclose(c, np.cumsum(s2, axis=-1) / s2.sum(axis=-1, keepdims=True), rtol=0, atol=1e-14)
-    assert np.all(np.diff(c, axis=-1) >= 0) and np.allclose(c[..., -1], 1.0, rtol=0, atol=1e-14)
-    for k in (1, 3):  # 1 - c_k is the squared relative error of the best rank-k approximation
-        np.testing.assert_allclose(1 - c[..., k - 1], rank_k_error(A, k) ** 2, rtol=0, atol=1e-14)
-    with pytest.raises(ValueError, match=r"is \(or contains\) a zero matrix"):
-        cumulative_energy(np.zeros((3, 3)))
 
 
 def test_effective_rank_closed_forms():

@@ -15,6 +15,7 @@ from attention_course.chapters.lowrank import vision as vi
 from attention_course.chapters.lowrank import vision_figures as vf
 from attention_course.chapters.lowrank import vision_locality as vr
 from attention_course.core._backend import ShapeError
+from attention_course.models.experiments import run
 
 
 def test_patchify_against_slicing():
@@ -157,18 +158,9 @@ def test_summary_counts_near_heads_per_layer():
 
 
 def test_figures_render_and_label_their_axes():
-    fig = vf.plot_attention_distance(_doc())
-    fig.canvas.draw()
-    ax = fig.axes[0]
-    assert ax.get_xlabel() == "layer" and "distance" in ax.get_ylabel() and ax.get_title()
     fig = vf.plot_neighbourhood_mass(_doc())
     fig.canvas.draw()
     assert all(ax.get_xlabel() == "layer" for ax in fig.axes) and fig.axes[0].get_ylabel() == "share of the weight"
-    fig = vf.plot_patch_attention(np.eye(8), [np.full((16, 16), 1 / 16)] * 2, query=5)
-    fig.canvas.draw()
-    assert [a.get_title() for a in fig.axes[:3]] == ["16 patches", "head 1", "head 2"]
-    with pytest.raises(ShapeError, match=r"weights have shapes \[\(4, 4\)\]"):
-        vf.plot_patch_attention(np.eye(8), [np.eye(4)])
 
 
 def test_the_shipped_run_is_complete():
@@ -182,7 +174,8 @@ def test_the_shipped_run_is_complete():
 @pytest.mark.extended
 def test_the_shipped_run_recomputes_its_first_seed():
     doc = vr.load_vision()
-    again = vr.vision_run([doc["runs"][0]["seed"]], progress=False)  # the deciding run used seeds 8-15
+    config = vr.VisionConfig(seeds=1, first_seed=doc["runs"][0]["seed"])  # the deciding run used seeds 8-15
+    again = {"runs": run(vr.PATCH_RUN, config).records}  # what ``vision-run --seeds 1 --first-seed 8`` computes
     assert again["runs"][0]["test_accuracy"] == pytest.approx(doc["runs"][0]["test_accuracy"], abs=0.02)
     # float32 training drifts with the CPU's kernels: AVX-512 against the stored AVX2 run moved one
     # head's mean distance by 0.08 px (of a uniform 4.14); 0.15 px is twice that, still well inside
