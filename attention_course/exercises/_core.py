@@ -42,8 +42,8 @@ from ._forbidden import spy, uses_any
 from ._runner import DEFAULT_TIME_LIMIT, call_with_time_limit
 
 __all__ = ["Case", "Mutant", "Rule", "Breach", "Forbidden", "RULE_KINDS", "Exercise", "CheckResult", "evaluate",
-           "check", "register", "REGISTRY", "in_place_breach", "retyped_breach", "output_breaches", "SCORE_TIPS",
-           "RATIO_TIPS"]
+           "check", "register", "REGISTRY", "in_place_breach", "retyped_breach", "output_breaches", "output_rule",
+           "in_place_rule", "SCORE_TIPS", "RATIO_TIPS"]
 
 PASS_MARK = "✅"
 FAIL_MARK = "❌"
@@ -207,6 +207,66 @@ def output_breaches(reference: Callable, *kinds: str) -> tuple:
         "array-for-number": (each(lambda o: np.asarray([o]) if np.ndim(o) == 0 else o), "expected a single number"),
     }
     return tuple(Breach(kind, *table[kind]) for kind in kinds)
+
+
+def output_rule(says: str, case: str, quote: str | tuple, reference: Callable, *kinds: str) -> Rule:
+    """The ``output`` rule: the answer has the type, shape and dtype the statement names.
+
+    Parameters
+    ----------
+    says : str
+        The rule in words (``"a float64 array (T, d_v)"``).
+    case : str
+        The label of the case that shows it.
+    quote : str or tuple
+        The statement's own words for it.
+    reference : callable
+        The exercise's reference function, retyped by the breaches.
+    *kinds : str
+        The :func:`output_breaches` that break it (``"float32"``, ``"list"``, ...).
+
+    Returns
+    -------
+    Rule
+        A rule of kind ``"output"`` on ``case`` alone, with those breaches.
+
+    Examples
+    --------
+    >>> rule = output_rule("a float64 array (n,)", "n=3", "a float64 array", lambda x: x * 2, "float32", "list")
+    >>> rule.kind, rule.cases, [b.name for b in rule.breaches]
+    ('output', ('n=3',), ['float32', 'list'])
+    """
+    return Rule("output", says, (case,), lambda *a: True, quote=quote, breaches=output_breaches(reference, *kinds))
+
+
+def in_place_rule(case: str, reference: Callable, index: int = 0,
+                  quote: str | tuple = "Do not change the inputs in place") -> Rule:
+    """The ``forbidden`` rule that the inputs are not changed in place.
+
+    Parameters
+    ----------
+    case : str
+        The label of the case that shows it.
+    reference : callable
+        The exercise's reference function; its breach returns the right result but changes an input.
+    index : int, default 0
+        The position of the argument the breach changes (:func:`in_place_breach`).
+    quote : str or tuple, default "Do not change the inputs in place"
+        The statement's own words for it.
+
+    Returns
+    -------
+    Rule
+        A rule of kind ``"forbidden"`` on ``case`` alone, with one :func:`in_place_breach`.
+
+    Examples
+    --------
+    >>> rule = in_place_rule("n=3", lambda x: x * 2)
+    >>> rule.kind, rule.says, rule.quote, [(b.name, b.feedback) for b in rule.breaches]
+    ('forbidden', 'the inputs are not changed in place', 'Do not change the inputs in place', [('changes-an-input', 'in place')])
+    """
+    return Rule("forbidden", "the inputs are not changed in place", (case,), lambda *a: True, quote=quote,
+                breaches=(in_place_breach(reference, index=index),))
 
 
 def retyped_breach(reference: Callable, transform: Callable, feedback: str, name: str) -> Breach:

@@ -19,7 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
+from ...exercises._core import Case, Exercise, Mutant, output_rule, register, Rule
 from ...models.smollm2 import DecoderConfig
 from .block import decoder_block
 from .grouped_attention import decoder_mask, grouped_query_attention
@@ -145,8 +145,8 @@ register(
                  ("B=2, T=3, d=8, eps=1e-5",), lambda x, w, eps: x.shape[0] > 1 and x.shape[1] > 1 and bool((w != 1).all()),
                  ("divides-by-std", "one-statistic-for-all", "gain-before-norm", "divides-by-d-minus-1",
                   "mean-absolute-value", "first-axis"), quote="the root mean square of its own `d` features"),
-            Rule("output", "a torch tensor of x's shape and dtype", ('B=2, T=3, d=8, eps=1e-5',), lambda *a: True, quote="return a torch tensor of `x`'s shape and dtype",
-                 breaches=output_breaches(rms_norm, 'float32')),
+            output_rule("a torch tensor of x's shape and dtype", 'B=2, T=3, d=8, eps=1e-5',
+                        "return a torch tensor of `x`'s shape and dtype", rms_norm, 'float32'),
         ),
         framing=('Write `my_rms_norm(x, weight, eps)`',),
         alternatives=(_rms_torch, _rms_norm_of_vector),
@@ -273,8 +273,9 @@ register(
             Rule("range", "positions need not be consecutive: each token turns by its own position",
                  ("positions 3, 0, 9, 2, 5 (not consecutive)",), lambda x, p, b: bool((p.diff() != 1).any()),
                  ("positions-ignored", "positions-shifted-to-0"), quote='nor be consecutive'),
-            Rule("output", "a torch tensor of x's shape and dtype", ('B=1, 2 heads, T=5, d_head=8, positions 0 to 4, base 10000',), lambda *a: True, quote="Return a torch tensor of `x`'s",
-                 breaches=output_breaches(apply_rope, 'float32')),
+            output_rule("a torch tensor of x's shape and dtype",
+                        'B=1, 2 heads, T=5, d_head=8, positions 0 to 4, base 10000', "Return a torch tensor of `x`'s",
+                        apply_rope, 'float32'),
         ),
         framing=('Write `my_rope(x, positions, base)`',),
         alternatives=(_rope_complex, _rope_loop),
@@ -403,8 +404,9 @@ register(
             Rule("range", "later keys get weight exactly 0", ("4 query heads over 2 key/value heads, T=S=5",),
                  lambda q, k, v: q.shape[2] > 1, ("no-causal-mask", "mask-after-softmax", "softmax-over-queries",
                                                   "mask-one-late", "masked-with-zero"), quote='may read keys at their own position or earlier'),
-            Rule("output", "a torch tensor (B, h, T, d) in q's dtype", ('4 query heads over 2 key/value heads, T=S=5',), lambda *a: True, quote="return a torch tensor of shape `(B, h, T, d)` in `q`'s dtype",
-                 breaches=output_breaches(grouped_query_attention, 'float32')),
+            output_rule("a torch tensor (B, h, T, d) in q's dtype", '4 query heads over 2 key/value heads, T=S=5',
+                        "return a torch tensor of shape `(B, h, T, d)` in `q`'s dtype", grouped_query_attention,
+                        'float32'),
         ),
         framing=('Write `my_grouped_attention(q, k, v)`', 'Scale the scores by'),
         alternatives=(_gqa_sdpa, _gqa_grouped_view),
@@ -609,8 +611,8 @@ register(
                  quote=("used as `x @ W`", "transposes the heads' output back")),
             Rule("threshold", "the norms use config.eps", ("B=2, T=5, positions 0 to 4",),
                  lambda x, layer, cfg, p: cfg.eps != 1e-6, ("eps-hard-coded",), quote="`rope_base` and `eps`"),
-            Rule("output", "a torch tensor (B, T, d) in x's dtype", ('B=2, T=5, positions 0 to 4',), lambda *a: True, quote="returning a torch tensor of shape `(B, T, d)` in `x`'s dtype",
-                 breaches=output_breaches(decoder_block, 'float32')),
+            output_rule("a torch tensor (B, T, d) in x's dtype", 'B=2, T=5, positions 0 to 4',
+                        "returning a torch tensor of shape `(B, T, d)` in `x`'s dtype", decoder_block, 'float32'),
         ),
         framing=('Write `my_decoder_block(x, layer, config, positions)`', '`layer` has `attn_norm`', 'Use `rms_norm`, which the cell above picks'),
         alternatives=(_block_written_out, _block_linear),

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from ...core.attention import causal_mask as _causal_np
 from ...exercises._compare import as_numpy
-from ...exercises._core import (Breach, Case, Exercise, Forbidden, Mutant, Rule, in_place_breach, register,
+from ...exercises._core import (Breach, Case, Exercise, Forbidden, Mutant, Rule, in_place_breach, in_place_rule, register,
                                 retyped_breach)
 from ...models.encoder import bert_encode
 from ...models.pretrained import load_minilm, minilm_weights
@@ -876,9 +876,7 @@ register(
             Rule("forbidden", "not the package's encoder", ("a tiny BERT (2 layers), two sequences of lengths 6 and 4",),
                  lambda *a: True, quote="not `ch.encode`",
                  breaches=(Breach("package-encoder", lambda *a: encode(*a), "you called the package's encoder"),)),
-            Rule("forbidden", "the inputs are not changed in place",
-                 ("a tiny BERT (2 layers), two sequences of lengths 6 and 4",), lambda *a: True,
-                 quote="Do not change the inputs in place", breaches=(in_place_breach(_encoder_written_out, index=2),)),
+            in_place_rule("a tiny BERT (2 layers), two sequences of lengths 6 and 4", _encoder_written_out, index=2),
         ),
         forbidden=(Forbidden(
             "the package's encoder", lambda: (encode, bert_encode),

@@ -19,7 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...exercises._core import Breach, Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
+from ...exercises._core import Breach, Case, Exercise, Mutant, output_rule, register, Rule
 from ...models.smollm2 import load_smollm2
 from ..decoder.exercises import TWO_GROUPS, _gqa_sdpa, _randn
 from ..decoder.grouped_attention import grouped_query_attention
@@ -224,8 +224,10 @@ register(
                  ("tiny decoder, 3 cached positions, 1 new token", "tiny decoder, 2 cached positions, 3 new tokens"),
                  lambda w, ids, cache: cache.shape[4] > 0, ("cached-keys-rotated-again",),
                  quote="the rotated keys (index 0)"),
-            Rule("output", "a tuple of torch tensors (logits, cache) in the weights' dtype", ('tiny decoder, empty cache, B=2, T=5',), lambda *a: True, quote="the tuple `(logits, cache)` of torch tensors in the weights' dtype",
-                 breaches=output_breaches(forward, 'tuple-as-list')),
+            output_rule("a tuple of torch tensors (logits, cache) in the weights' dtype",
+                        'tiny decoder, empty cache, B=2, T=5',
+                        "the tuple `(logits, cache)` of torch tensors in the weights' dtype", forward,
+                        'tuple-as-list'),
         ),
         framing=("Write `my_forward(weights, ids, cache)`", "`weights` has `config`",
                  "The stub below holds the loop over the layers"),
@@ -471,8 +473,8 @@ register(
             Rule("range", "a temperature away from 1 divides the logits, before top-k and top-p",
                  ("temperature 0.5, top_k=3", "temperature 2, top_p=0.9"), lambda z, t, k, p: t not in (0, 1),
                  ("temperature-multiplied", "temperature-ignored", "nucleus-before-temperature"), quote='divide by `temperature`'),
-            Rule("output", "a torch tensor (B, V) in the logits' dtype", ('temperature 1, no top-k (0), no top-p (1.0)',), lambda *a: True, quote="a torch tensor `(B, V)` in the logits' dtype",
-                 breaches=output_breaches(next_token_probs, 'float32')),
+            output_rule("a torch tensor (B, V) in the logits' dtype", 'temperature 1, no top-k (0), no top-p (1.0)',
+                        "a torch tensor `(B, V)` in the logits' dtype", next_token_probs, 'float32'),
         ),
         error_tips=(("selected index k out of range", "top_k may exceed the V tokens (it then keeps all): "
                      "use torch.topk(z, min(top_k, V))."),),
@@ -600,8 +602,7 @@ register(
             Rule("range", "ids are int64 token ids, indices into the V logits", ("B=2, T=5, V=7", "B=1, T=6, V=50, confident logits"),
                  lambda z, ids: ids.dtype == torch.int64 and int(ids.max()) < z.shape[-1], ("softmax-twice", "no-log-softmax"),
                  quote='(int64)'),
-            Rule("output", 'a 0-d torch tensor', ('B=2, T=5, V=7',), lambda *a: True, quote='as a 0-d tensor',
-                 breaches=output_breaches(next_token_loss, 'float32')),
+            output_rule('a 0-d torch tensor', 'B=2, T=5, V=7', 'as a 0-d tensor', next_token_loss, 'float32'),
         ),
         structure_hint=_loss_structure_hint,
         framing=('Write `my_next_token_loss(logits, ids)`',),

@@ -21,7 +21,7 @@ from ...core import attention as att
 from . import propagation as g
 from .rollout import attention_rollout
 from .topology import jaccard, shuffle_overlap
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
+from ...exercises._core import Case, Exercise, in_place_rule, Mutant, output_rule, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -149,10 +149,9 @@ register(
             Rule("range", "a sparse mask: the softmax runs over the in-neighbours only",
                  ("banded mask, T=6, window 1",), lambda q, k, v, mask: not mask.all(),
                  ("ignore-mask", "mask-after-softmax"), quote="over node $i$'s in-neighbours only"),
-            Rule("output", 'a float64 array (T, d_v)', ('banded mask, T=6, window 1',), lambda *a: True, quote='Return a float64 array of shape `(T, d_v)`',
-                 breaches=output_breaches(_mp_reference, 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('banded mask, T=6, window 1',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_mp_reference, index=0),)),
+            output_rule('a float64 array (T, d_v)', 'banded mask, T=6, window 1',
+                        'Return a float64 array of shape `(T, d_v)`', _mp_reference, 'float32', 'list'),
+            in_place_rule('banded mask, T=6, window 1', _mp_reference),
         ),
         framing=('Write `my_message_passing(q, k, v, mask)`', "Node $i$'s output is"),
         difficulty=2,
@@ -245,8 +244,10 @@ register(
             Rule("range", "a band wider than the sequence fills the matrix",
                  ("T=5, window 3, 4 layers (the band fills the matrix)",), lambda T, w, L: L * w >= T - 1,
                  ("looks-back-only", "one-layer"), quote='under the banded mask'),
-            Rule("output", 'a boolean array (T, T)', ('T=8, window 1, 2 layers',), lambda *a: True, quote='returning a boolean array `R` of shape `(T, T)`',
-                 breaches=output_breaches(lambda T, window, n_layers: g.receptive_field(g.banded_mask(T, window), n_layers), 'float-for-bool', 'list')),
+            output_rule('a boolean array (T, T)', 'T=8, window 1, 2 layers',
+                        'returning a boolean array `R` of shape `(T, T)`',
+                        lambda T, window, n_layers: g.receptive_field(g.banded_mask(T, window), n_layers),
+                        'float-for-bool', 'list'),
         ),
         framing=('Write `my_receptive_field`',),
         structure_hint=_reach_as_numbers,
@@ -361,10 +362,9 @@ register(
             Rule("edge-size", "several layers: layer 1 acts first, later layers multiply on the left",
                  ("3 layers, 5 tokens", "4 causal layers"), lambda w: len(w) >= 3,
                  ("wrong-order", "averaged-layers", "last-layer-only"), quote='multiply the layers so that layer 1 acts first'),
-            Rule("output", 'a float64 array (T, T)', ('2 layers, 4 tokens',), lambda *a: True, quote='Return the rollout, a float64 array of shape `(T, T)`',
-                 breaches=output_breaches(attention_rollout, 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('2 layers, 4 tokens',), lambda *a: True,
-                 quote='Do not change `weights` in place', breaches=(in_place_breach(attention_rollout, index=0),)),
+            output_rule('a float64 array (T, T)', '2 layers, 4 tokens',
+                        'Return the rollout, a float64 array of shape `(T, T)`', attention_rollout, 'float32', 'list'),
+            in_place_rule('2 layers, 4 tokens', attention_rollout, quote='Do not change `weights` in place'),
         ),
         framing=('Write `my_rollout(weights)`',),
         difficulty=1,
@@ -604,10 +604,9 @@ register(
                  ("6 words, an unrelated shuffled map, mass 0.8", "a content head: the shuffled map follows the words"),
                  lambda A, B, perm, mass: not np.array_equal(np.asarray(perm)[np.asarray(perm)], np.arange(len(perm))),
                  ("inverse-perm",), quote='`perm[p]` is the original index of the word at position `p` of the shuffle'),
-            Rule("output", 'a float', ('6 words, an unrelated shuffled map, mass 0.8',), lambda *a: True, quote='Return the mean overlap over the `n` words, a float',
-                 breaches=output_breaches(_overlap_reference, 'array-for-number')),
-            Rule("forbidden", "the inputs are not changed in place", ('6 words, an unrelated shuffled map, mass 0.8',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_overlap_reference, index=0),)),
+            output_rule('a float', '6 words, an unrelated shuffled map, mass 0.8',
+                        'Return the mean overlap over the `n` words, a float', _overlap_reference, 'array-for-number'),
+            in_place_rule('6 words, an unrelated shuffled map, mass 0.8', _overlap_reference),
         ),
         framing=("How much of a head's graph survives", 'A head that reads content', 'Write `my_graph_overlap(A, B, perm, mass)`', 'For each word `i`', 'its key set in `B`', 'the Jaccard overlap', 'Where a sum lands exactly on the mark'),
         difficulty=3,

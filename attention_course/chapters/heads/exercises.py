@@ -28,20 +28,9 @@ import torch
 from ...core import multihead as mh
 from .circuits import subspace_overlap
 from .subspaces import mha_parameter_count
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
+from ...exercises._core import Case, Exercise, in_place_rule, Mutant, output_rule, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
-
-
-def _output_rule(text: str, case: str, quote: str, reference, *kinds: str) -> Rule:
-    """The rule that the answer has the output's type and shape, ``case`` its probe."""
-    return Rule("output", text, (case,), lambda *a: True, quote=quote, breaches=output_breaches(reference, *kinds))
-
-
-def _in_place_rule(case: str, reference, quote: str = 'Do not change the inputs in place') -> Rule:
-    """The rule that the inputs are not changed in place, ``case`` its probe."""
-    return Rule("forbidden", "the inputs are not changed in place", (case,), lambda *a: True,
-                quote=quote, breaches=(in_place_breach(reference, index=0),))
 
 
 # ------------------------------------------------------------ split heads
@@ -118,9 +107,9 @@ register(
             Rule("edge-size", "several positions (T > 1) and heads (h > 1): head i owns features i*d_k:(i+1)*d_k",
                  ("B=1, T=5, 3 heads of d_k=2",), lambda x, h: x.shape[1] > 1 and h > 1,
                  ("no-transpose", "interleaved", "transpose-then-reshape"), quote='head `i` holds the features `i * d_k` to `(i + 1) * d_k` of every'),
-            _output_rule("a float64 numpy array (B, h, T, d_k)", 'B=2, T=3, 4 heads of d_k=2',
+            output_rule("a float64 numpy array (B, h, T, d_k)", 'B=2, T=3, 4 heads of d_k=2',
                          "return a float64 numpy array of shape `(B, h, T, d_k)`", mh.split_heads, 'float32', 'list'),
-            _in_place_rule('B=2, T=3, 4 heads of d_k=2', mh.split_heads),
+            in_place_rule('B=2, T=3, 4 heads of d_k=2', mh.split_heads),
         ),
         framing=('Write `my_split_heads(x, h)`', '(Merging the heads back is the reverse'),
         error_tips=(("axes don't match array",
@@ -260,10 +249,10 @@ register(
             Rule("edge-size", "h > 1 heads: each with its own scale 1/sqrt(d_k), d_k = d_model / h",
                  ("B=2, T=4, d_model=8, 2 heads", "d_model=12, 4 heads of d_k=3"), lambda x, *W: W[-1] > 1,
                  ("scale-by-d-model", "split-without-transpose", "merge-without-transpose", "interleaved-heads"), quote='attend in each head with its own scale $1/\\sqrt{d_k}$'),
-            _output_rule('a tuple of float64 arrays (B, T, d_model), (B, h, T, T)', 'B=2, T=4, d_model=8, 2 heads',
+            output_rule('a tuple of float64 arrays (B, T, d_model), (B, h, T, T)', 'B=2, T=4, d_model=8, 2 heads',
                          'Return the tuple `(output, weights)`, float64 arrays of shapes', _mha_reference,
                          'float32', 'tuple-as-list'),
-            _in_place_rule('B=2, T=4, d_model=8, 2 heads', _mha_reference),
+            in_place_rule('B=2, T=4, d_model=8, 2 heads', _mha_reference),
         ),
         framing=('Write `my_multi_head`', '`x` has shape `(B, T, d_model)`', 'Split the projections into `h` heads',
                  '`d_model` is always a multiple of `h`'),
@@ -365,7 +354,7 @@ register(
             Rule("edge-size", "num_heads > 1: the count does not depend on num_heads",
                  ("MiniLM: d_model=384, 12 heads", "d_model=512, 8 heads"), lambda d, h, b: h > 1,
                  ("full-matrices-per-head", "full-qkv-per-head", "times-num-heads", "bias-per-head", "one-head-only"), quote='with $d_k = d_v = d_{model}/h$'),
-            _output_rule('an int', 'MiniLM: d_model=384, 12 heads', '(an `int`)', mha_parameter_count, 'float-for-int'),
+            output_rule('an int', 'MiniLM: d_model=384, 12 heads', '(an `int`)', mha_parameter_count, 'float-for-int'),
         ),
         framing=('Write `my_param_count`', 'Does the answer depend on `num_heads`?',
                  '`d_model` is always a multiple of `num_heads`'),
@@ -498,9 +487,10 @@ register(
             Rule("edge-size", "d_v = 1 and T = 1",
                  ("2 heads, d_v=1, T=1",), lambda heads, W_o, head: heads.shape[-1] == 1 and heads.shape[2] == 1,
                  ("rescaled", "zeroed-columns"), quote="given the heads' outputs `heads` of shape"),
-            _output_rule('a float64 array (B, T, d_out)', '3 heads, remove head 0', 'a float64 array of shape',
+            output_rule('a float64 array (B, T, d_out)', '3 heads, remove head 0', 'a float64 array of shape',
                          _ablation_reference, 'float32', 'list'),
-            _in_place_rule('3 heads, remove head 0', _ablation_reference, quote='Do not change `heads` or\n`W_o` in place'),
+            in_place_rule('3 heads, remove head 0', _ablation_reference,
+                          quote='Do not change `heads` or\n`W_o` in place'),
         ),
         framing=('Write `my_ablate(heads, W_o, head)`',),
         difficulty=1,
@@ -648,10 +638,10 @@ register(
                  ("orthogonal: span(e1, e2) and span(e3)", "one subspace inside the other"),
                  lambda A, B: _overlap_reference(A, B)[0] in (0.0, 1.0) or abs(_overlap_reference(A, B)[0] - 1) < 1e-12,
                  ("full-bases", "divided-by-max"), quote='is the mean of'),
-            _output_rule('a tuple (float, float, bool)', 'two random 3-dim subspaces of R^24',
+            output_rule('a tuple (float, float, bool)', 'two random 3-dim subspaces of R^24',
                          'Return a tuple `(overlap, chance, closer_than_chance)`', _overlap_reference,
                          'tuple-as-list', 'float-for-bool'),
-            _in_place_rule('two random 3-dim subspaces of R^24', _overlap_reference),
+            in_place_rule('two random 3-dim subspaces of R^24', _overlap_reference),
         ),
         framing=('Write `my_overlap(A, B)`', 'Then run it on two heads of MiniLM'),
         difficulty=2,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...exercises._core import Breach, Case, Exercise, Mutant, Rule, in_place_breach, output_breaches, register
+from ...exercises._core import Breach, Case, Exercise, in_place_rule, Mutant, output_rule, register, Rule
 from .mixers import mixing_mask
 from .memory import corrupt, retrieve, store_patterns
 
@@ -208,8 +208,7 @@ register(Exercise(
                                   "return their share"),
                            Breach("percentage", lambda X, q, c, beta: 100 * _reference(X, q, c, beta),
                                   "100 times the right value"))),
-            Rule("forbidden", "the inputs are not changed in place", ("d=16, 8 patterns, beta=1",), lambda *a: True,
-                 quote="Do not change the inputs in place", breaches=(in_place_breach(_loop, index=1),)),
+            in_place_rule("d=16, 8 patterns, beta=1", _loop, index=1),
         ),
         structure_hint=_hopfield_structure,
         framing=("Write `my_retrieval_share(X, queries, clean, beta)`", "`X` has shape `(d, M)`",
@@ -313,9 +312,8 @@ register(Exercise(
             Rule("range", "causal: a window looks back only, s <= t",
                  ("T=6, w=3",), lambda T, w: T > 1, ("two-sided", "forward", "inverted"),
                  quote="the query itself and the $w - 1$ positions before it"),
-            Rule("output", "a boolean array (T, T)", ("T=6, w=3",), lambda *a: True,
-                 quote="returning a boolean array of shape `(T, T)`",
-                 breaches=output_breaches(_window_reference, "float-for-bool", "list")),
+            output_rule("a boolean array (T, T)", "T=6, w=3", "returning a boolean array of shape `(T, T)`",
+                        _window_reference, "float-for-bool", "list"),
         ),
         framing=("A copy at a gap of", "lets each position read itself and the", "Predict the smallest window that copies",
                  "write `my_window_mask(T, w)`",

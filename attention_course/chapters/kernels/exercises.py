@@ -10,8 +10,7 @@ import torch
 
 from ...core import attention as att
 from . import smoothing as ker
-from ..mechanics.exercises import _contract_rules
-from ...exercises._core import Case, Exercise, Mutant, register, Rule, SCORE_TIPS
+from ...exercises._core import Case, Exercise, in_place_rule, Mutant, output_rule, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
 
@@ -149,8 +148,9 @@ register(
             Rule("edge-size", "T != S: each query's weights are normalised over the S training points",
                  ("5 queries, 8 training points, h=1",), lambda xq, xt, yt, h: len(xq) != len(xt),
                  ("normalised-over-queries",), quote='$T$ may differ from $S$'),
-            *_contract_rules(_nw_reference, "5 queries, 8 training points, h=1", "a float64 array (T,)",
-                             "the predictions, a float64 array of shape `(T,)`", index=1),
+            output_rule("a float64 array (T,)", "5 queries, 8 training points, h=1",
+                        "the predictions, a float64 array of shape `(T,)`", _nw_reference, "float32", "list"),
+            in_place_rule("5 queries, 8 training points, h=1", _nw_reference, index=1),
         ),
         framing=('Write `my_nadaraya_watson`',),
         difficulty=1,
@@ -252,8 +252,9 @@ register(
             Rule("range", "widths other than 1: scores and bias are both divided by sigma^2",
                  ("T=4, S=6, d=3, sigma=0.5", "one query, d=8, sigma=2"), lambda q, k, v, sigma: sigma != 1,
                  ("sigma-not-squared", "bias-without-sigma"), quote='$\\sigma$ need not be 1'),
-            *_contract_rules(_nw_reference, "T=3, S=5, d=2, sigma=1", "a float64 array (T, d_v)",
-                             "Return the output, a float64 array of shape `(T, d_v)`", index=1),
+            output_rule("a float64 array (T, d_v)", "T=3, S=5, d=2, sigma=1",
+                        "Return the output, a float64 array of shape `(T, d_v)`", _nw_reference, "float32", "list"),
+            in_place_rule("T=3, S=5, d=2, sigma=1", _nw_reference, index=1),
         ),
         framing=('Write `my_gaussian_attention`', 'Compute Gaussian Nadaraya-Watson **as attention**'),
         difficulty=2,
@@ -359,8 +360,9 @@ register(
             Rule("range", "a point far from all the others (its kernel values underflow) still gets its "
                  "nearest neighbours' average",
                  ("a far-away point, h=0.1",), _loo_far, ("no-max-shift",), quote="a point far from all the others, whose kernel values underflow, gets its nearest neighbours' average, not NaN"),
-            *_contract_rules(_loo_reference, "n=10, h=0.5", "a float64 array (n,)",
-                             "the predictions, a float64 array of shape `(n,)`", index=1),
+            output_rule("a float64 array (n,)", "n=10, h=0.5",
+                        "the predictions, a float64 array of shape `(n,)`", _loo_reference, "float32", "list"),
+            in_place_rule("n=10, h=0.5", _loo_reference, index=1),
         ),
         framing=('Write `my_leave_one_out(x, y, bandwidth)`',),
         difficulty=2,
@@ -453,8 +455,9 @@ register(
                  ("W = identity, d=2",), lambda q, k, W: np.array_equal(W, np.eye(len(W))), ("no-half", "not-squared"), quote='Return the float64 `(T, S)` matrix with entries'),
             Rule("edge-size", "d = 1 and one query",
                  ("one query, d=1",), lambda q, k, W: q.shape == (1, 1), ("not-squared", "no-minus"), quote='for `q` of shape `(T, d)`'),
-            *_contract_rules(_metric_reference, "W = identity, d=2", "a float64 array (T, S)",
-                             "Return the float64 `(T, S)` matrix with entries", index=2),
+            output_rule("a float64 array (T, S)", "W = identity, d=2",
+                        "Return the float64 `(T, S)` matrix with entries", _metric_reference, "float32", "list"),
+            in_place_rule("W = identity, d=2", _metric_reference, index=2),
         ),
         framing=('Write `my_metric_kernel(q, k, W)`',),
         difficulty=1,

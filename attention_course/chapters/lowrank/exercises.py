@@ -13,7 +13,7 @@ import torch
 from ...core import efficient as eff
 from . import spectra as lr
 from . import baselines as lb
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule
+from ...exercises._core import Case, Exercise, in_place_rule, Mutant, output_rule, register, Rule
 
 __all__ = ["EXERCISES"]
 
@@ -110,10 +110,9 @@ register(
                  lambda A: np.array_equal(A, np.eye(len(A))) or np.linalg.matrix_rank(A) == 1, ("no-exp", "log2"), quote='the $n \\times n$ identity has effective rank $n$ and a rank-1 matrix has 1'),
             Rule("edge-size", "a rectangular matrix: min(R, C) singular values",
                  ("rectangular 4x7",), lambda A: A.shape[0] != A.shape[1], ("squared", "max-normalised"), quote='for a matrix `A` of shape `(R, C)`'),
-            Rule("output", 'a real float', ('random 6x6',), lambda *a: True, quote='as a (real) float',
-                 breaches=output_breaches(lambda A: lr.effective_rank(A), 'array-for-number')),
-            Rule("forbidden", "the inputs are not changed in place", ('random 6x6',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A: lr.effective_rank(A), index=0),)),
+            output_rule('a real float', 'random 6x6', 'as a (real) float', lambda A: lr.effective_rank(A),
+                        'array-for-number'),
+            in_place_rule('random 6x6', lambda A: lr.effective_rank(A)),
         ),
         framing=('Write `my_effective_rank(A)`', 'Compute its singular values', '`A` is never the all-zero matrix'),
         difficulty=1,
@@ -211,10 +210,9 @@ register(
                  ("k = full rank",), lambda A, k: k >= min(A.shape), ("no-sigma", "V-transposed", "sigma-squared"), quote='to $\\min(R, C)$, which gives `A` back'),
             Rule("edge-size", "rectangular A, R > C and R < C: the result has A's shape",
                  ("5x4, k=2", "3x6, k=1"), lambda A, k: A.shape[0] != A.shape[1], ("V-transposed", "smallest"), quote='(shape `(R, C)`)'),
-            Rule("output", 'a float64 array (R, C)', ('5x4, k=2',), lambda *a: True, quote='float64 array of shape `(R, C)`',
-                 breaches=output_breaches(lambda A, k: lr.best_rank_k(A, k), 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('5x4, k=2',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A, k: lr.best_rank_k(A, k), index=0),)),
+            output_rule('a float64 array (R, C)', '5x4, k=2', 'float64 array of shape `(R, C)`',
+                        lambda A, k: lr.best_rank_k(A, k), 'float32', 'list'),
+            in_place_rule('5x4, k=2', lambda A, k: lr.best_rank_k(A, k)),
         ),
         structure_hint=_vh_columns,
         framing=('Write `my_best_rank_k(A, k)`',),
@@ -467,10 +465,10 @@ register(
                  ("tied weights at the k-th place, k = 2",), _tied_at_k, ("ties-kept",), quote='on a tie at the $k$-th place keep exactly $k$, any'),
             Rule("tie", "equal errors (k = S: both 0): rank_wins is False, rank_error < topk_error strictly",
                  ("k = S = 8: everything kept, both errors 0",), lambda A, k: k >= A.shape[1], ("at-most",), quote='`rank_wins = rank_error < topk_error` (strictly)'),
-            Rule("output", 'a tuple (float, float, bool)', ('soft synthetic head, beta = 0.2, k = 4',), lambda *a: True, quote='two floats and a bool',
-                 breaches=output_breaches(lambda A, k: lb.rank_vs_topk(A, k), 'tuple-as-list', 'float-for-bool')),
-            Rule("forbidden", "the inputs are not changed in place", ('soft synthetic head, beta = 0.2, k = 4',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(lambda A, k: lb.rank_vs_topk(A, k), index=0),)),
+            output_rule('a tuple (float, float, bool)', 'soft synthetic head, beta = 0.2, k = 4',
+                        'two floats and a bool', lambda A, k: lb.rank_vs_topk(A, k), 'tuple-as-list',
+                        'float-for-bool'),
+            in_place_rule('soft synthetic head, beta = 0.2, k = 4', lambda A, k: lb.rank_vs_topk(A, k)),
         ),
         framing=('Write `my_rank_vs_topk(A, k)`', 'Remove the mean row'),
         difficulty=3,
@@ -595,10 +593,9 @@ register(
             Rule("edge-size", "one feature (r = 1) and more features than keys (r > n)",
                  ("one feature (r=1)", "r=32 > n"), lambda pq, pk, v: pq.shape[1] == 1 or pq.shape[1] > len(pk),
                  ("per-feature-normaliser", "no-normaliser"), quote='positive features `phi_q` of shape'),
-            Rule("output", 'a float64 array (T, d_v)', ('T=S=6, r=4, d_v=3',), lambda *a: True, quote='a float64 array of shape `(T, d_v)`',
-                 breaches=output_breaches(_linear_reference, 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('T=S=6, r=4, d_v=3',), lambda *a: True,
-                 quote='Do not change the inputs in place', breaches=(in_place_breach(_linear_reference, index=2),)),
+            output_rule('a float64 array (T, d_v)', 'T=S=6, r=4, d_v=3', 'a float64 array of shape `(T, d_v)`',
+                        _linear_reference, 'float32', 'list'),
+            in_place_rule('T=S=6, r=4, d_v=3', _linear_reference, index=2),
         ),
         framing=('Write `my_linear_attention`', 'Compute $\\phi(K)^\\top V$ first'),
         # A (T,) normaliser left without its [:, None] fails to broadcast against the (T, d_v) numerator.
@@ -738,10 +735,13 @@ register(
                  ("query 0 has seen only masked keys (m = -inf, a block of -inf)",),
                  lambda m, l, acc, s, v: bool(_fully_masked(m, s).any()), ("nan-when-fully-masked",),
                  quote='A row that has seen only masked keys so far'),
-            Rule("output", 'a tuple (m, l, acc) of float64 arrays', ('first block (m = -inf, l = 0, acc = 0)',), lambda *a: True, quote='a tuple of float64 arrays of the same shapes',
-                 breaches=output_breaches(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), 'float32', 'tuple-as-list')),
-            Rule("forbidden", "the inputs are not changed in place", ('first block (m = -inf, l = 0, acc = 0)',), lambda *a: True,
-                 quote='do not change `scores` or `v_blk`', breaches=(in_place_breach(lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3),)),
+            output_rule('a tuple (m, l, acc) of float64 arrays', 'first block (m = -inf, l = 0, acc = 0)',
+                        'a tuple of float64 arrays of the same shapes',
+                        lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), 'float32',
+                        'tuple-as-list'),
+            in_place_rule('first block (m = -inf, l = 0, acc = 0)',
+                          lambda m, l, acc, scores, v_blk: eff.online_softmax_step(m, l, acc, scores, v_blk), index=3,
+                          quote='do not change `scores` or `v_blk`'),
         ),
         framing=('Chunked attention keeps', 'Write `my_online_softmax_step`', 'You may update `m`, `l` and `acc` in place if you return them'),
         # 2/3: the lesson collapses chunked_attention's code, so the step is written from the prose, edge cases included.

@@ -9,16 +9,9 @@ import numpy as np
 import torch
 
 from ...core import attention as att
-from ...exercises._core import Case, Exercise, in_place_breach, Mutant, output_breaches, register, Rule, SCORE_TIPS
+from ...exercises._core import Case, Exercise, in_place_rule, Mutant, output_rule, register, Rule, SCORE_TIPS
 
 __all__ = ["EXERCISES"]
-
-
-def _contract_rules(reference, case: str, says: str, quote, kinds=("float32", "list"), index: int = 0) -> tuple:
-    """The ``output`` rule (type, shape, precision) and the ``forbidden`` in-place rule, both probed on ``case``."""
-    return (Rule("output", says, (case,), lambda *a: True, quote=quote, breaches=output_breaches(reference, *kinds)),
-            Rule("forbidden", "the inputs are not changed in place", (case,), lambda *a: True,
-                 quote="Do not change the inputs in place", breaches=(in_place_breach(reference, index=index),)))
 
 
 # ------------------------------------------------------------ stable softmax
@@ -178,10 +171,10 @@ register(
                  ("one logit per row",), lambda x: x.shape[-1] == 1, ("global-sum", "axis-0", "log-softmax"), quote='a row with a single logit gives 1'),
             Rule("edge-size", "any number of axes: the softmax runs over the last one",
                  ("a single vector", "batch of shape (2, 3, 4)"), lambda x: x.ndim != 2, ("axis-0", "global-sum"), quote='of any shape (a vector, a matrix, a batch)'),
-            Rule("output", "an array of x's shape, at x's precision or higher", ('random 3x5 logits',), lambda *a: True, quote="returns an array of the same shape in `x`'s dtype",
-                 breaches=output_breaches(lambda x: att.softmax(x, axis=-1), 'float32', 'list')),
-            Rule("forbidden", "the inputs are not changed in place", ('random 3x5 logits',), lambda *a: True,
-                 quote='Do not change `x` in place', breaches=(in_place_breach(lambda x: att.softmax(x, axis=-1), index=0),)),
+            output_rule("an array of x's shape, at x's precision or higher", 'random 3x5 logits',
+                        "returns an array of the same shape in `x`'s dtype", lambda x: att.softmax(x, axis=-1),
+                        'float32', 'list'),
+            in_place_rule('random 3x5 logits', lambda x: att.softmax(x, axis=-1), quote='Do not change `x` in place'),
         ),
         framing=('Write `my_softmax(x)`',),
         difficulty=1,
@@ -293,9 +286,10 @@ register(
             Rule("edge-size", "batch axes (none, a batch, batch and heads): the keys are the last axis",
                  ("batch of 2", "batch x heads: q (2, 3, 4, 5), k (2, 3, 6, 5)"), lambda q, k, v: q.ndim >= 3,
                  ("softmax-axis-1",), quote='where `...` is any number of batch axes'),
-            *_contract_rules(_attention_reference, "T=4 queries, S=4 keys", "a tuple of two arrays, (..., T, d_v) and (..., T, S)",
-                             "Return the tuple `(output, weights)` of arrays in the inputs' precision",
-                             kinds=("float32", "tuple-as-list")),
+            output_rule("a tuple of two arrays, (..., T, d_v) and (..., T, S)", "T=4 queries, S=4 keys",
+                        "Return the tuple `(output, weights)` of arrays in the inputs' precision",
+                        _attention_reference, "float32", "tuple-as-list"),
+            in_place_rule("T=4 queries, S=4 keys", _attention_reference),
         ),
         framing=('Write `my_attention(q, k, v)`',),
         difficulty=1,
@@ -380,8 +374,9 @@ register(
                  ("T=S=4",), lambda T, S: min(T, S) >= 2, ("strict", "one-too-many", "diagonal-only"), quote='that is when `j <= i` (the diagonal included)'),
             Rule("edge-size", "T = S = 1: one query that sees its own key",
                  ("T=S=1",), lambda T, S: T == S == 1, ("strict", "inverted"), quote='$T = S = 1$ gives `[[True]]`'),
-            Rule("output", 'a boolean array (T, S), not 0/1 floats', ('T=S=4',), lambda *a: True, quote=('returning a boolean array (dtype `bool`) of shape `(T, S)`', 'A 0/1 float array is not a boolean mask'),
-                 breaches=output_breaches(lambda T, S: att.causal_mask(T, S), 'float-for-bool', 'list')),
+            output_rule('a boolean array (T, S), not 0/1 floats', 'T=S=4',
+                        ('returning a boolean array (dtype `bool`) of shape `(T, S)`', 'A 0/1 float array is not a boolean mask'),
+                        lambda T, S: att.causal_mask(T, S), 'float-for-bool', 'list'),
         ),
         framing=('Write `my_causal_mask(T, S)`',),
         difficulty=1,
@@ -489,8 +484,9 @@ register(
             Rule("edge-size", "d_k != d_v: the scale uses d_k, the size of q_i",
                  ("d_k=4, S=5, d_v=2", "d_k=16, S=8, d_v=3"), lambda q_i, k, v: q_i.shape[0] != v.shape[1],
                  ("scale-by-d_v",), quote='($d_k$ is the size of `q_i`, which may differ from $d_v$)'),
-            *_contract_rules(_one_query_reference, "d_k=4, S=5, d_v=2", "a float64 array (d_v,)",
-                             "a float64 array of shape `(d_v,)`", index=1),
+            output_rule("a float64 array (d_v,)", "d_k=4, S=5, d_v=2", "a float64 array of shape `(d_v,)`",
+                        _one_query_reference, "float32", "list"),
+            in_place_rule("d_k=4, S=5, d_v=2", _one_query_reference, index=1),
         ),
         framing=('Write `my_one_query(q_i, k, v)`', 'Use a loop or a sum'),
         difficulty=1,
