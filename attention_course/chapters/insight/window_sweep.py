@@ -13,9 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from ...exercises import evaluate
 from ...figures.style import book_figure
 from .ablations import window_copy_accuracy
-from .mixers import mixing_mask
 
 __all__ = ["window_copy_sweep"]
 
@@ -23,34 +23,14 @@ __all__ = ["window_copy_sweep"]
 LENGTH = 16
 
 
-def _mask_problem(mask_fn: Callable, T: int, window: Optional[int]) -> Optional[str]:
-    """Why ``mask_fn(T, window)`` is not the window's mask, or None when it is (never raises)."""
-    call = f"{getattr(mask_fn, '__name__', 'mask_fn')}({T}, {window})"
-    try:
-        got = mask_fn(T, window)
-        got = np.asarray(got.detach() if hasattr(got, "detach") else got)  # torch or numpy -> numpy
-    except Exception as err:  # the learner's function: report, never raise
-        return f"{call} raised {type(err).__name__}: {err}"
-    want = mixing_mask(T, window).numpy()  # (T, T) bool
-    if got.shape != want.shape:
-        return f"{call} has shape {got.shape}; expected {want.shape}"
-    if got.dtype != bool:
-        return f"{call} has dtype {got.dtype}; expected booleans (True: may read)"
-    wrong = np.argwhere(got != want)
-    if len(wrong):
-        t, s = wrong[0]
-        return f"{call}[{t}, {s}] is {bool(got[t, s])}; expected {bool(want[t, s])}"
-    return None
-
-
 def window_copy_sweep(mask_fn: Callable, gaps: Iterable[int] = (1, 2, 3),
                       windows: Iterable[int] = range(1, 7)) -> Optional[Figure]:
     r"""Train softmax attention on the copy at each gap with each window ``mask_fn`` builds, and plot.
 
-    First ``mask_fn(T, w)`` is compared with the window's mask, :math:`0 \le t - s < w`, for every
-    window and for ``w = None`` (the causal mask alone). If it differs, the first wrong entry is
-    printed and nothing is trained (returns None). Otherwise each (gap, window) and each gap's full
-    attention is trained once with that mask (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`,
+    First ``mask_fn`` goes through the ``window-mask`` exercise's check. If it fails, the check's
+    message is printed and nothing is trained (returns None). Once it passes, ``mask_fn`` builds the
+    window's mask, :math:`0 \le t - s < w`, and each (gap, window) and each gap's full attention is
+    trained once with that mask (:func:`~attention_course.chapters.insight.ablations.window_copy_accuracy`,
     a fraction of a second each) and the held-out accuracies are plotted.
 
     Parameters
@@ -65,15 +45,14 @@ def window_copy_sweep(mask_fn: Callable, gaps: Iterable[int] = (1, 2, 3),
 
     Examples
     --------
-    >>> window_copy_sweep(lambda T, w: np.ones((T, T), dtype=bool), gaps=(1,), windows=(2,))
-    Your mask is not yet the window's: <lambda>(16, None)[0, 1] is True; expected False. Fix it with check() first; nothing was trained.
+    >>> window_copy_sweep(lambda T, w: np.ones((T, T), dtype=bool), gaps=(1,), windows=(2,))  # doctest: +ELLIPSIS
+    Not trained: your mask does not pass check("window-mask", ...) yet. your window also reads positions after the query...
     """
+    result = evaluate("window-mask", mask_fn)  # the exercise's own check: it never raises
+    if not result.passed:
+        print(f'Not trained: your mask does not pass check("window-mask", ...) yet. {result.message}')
+        return None
     gaps, windows = list(gaps), list(windows)
-    for w in (None, *windows):
-        problem = _mask_problem(mask_fn, LENGTH, w)
-        if problem:
-            print(f"Your mask is not yet the window's: {problem}. Fix it with check() first; nothing was trained.")
-            return None
     accuracies = {g: {w: window_copy_accuracy(w, gap=g, length=LENGTH) for w in (None, *windows)} for g in gaps}
     return plot_window_sweep(accuracies)
 
