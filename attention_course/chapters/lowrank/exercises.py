@@ -586,7 +586,7 @@ register(
         rules=(
             Rule("range", "T = S = 6 million: no T x S matrix fits in memory, and a Python loop over the "
                  "keys or the queries does not finish within the check's 10 s",
-                 (_huge_case().label,), lambda pq, pk, v: len(pq) >= 10**6, (), quote='one check has $T = S$ = 6 million'),
+                 (_huge_case().label,), lambda pq, pk, v: len(pq) >= 10**6, (), quote='with millions of queries and keys no such matrix fits in memory'),
             Rule("edge-size", "T != S: each query's normaliser sums over the S keys",
                  ("T=3, S=8", "one query"), lambda pq, pk, v: len(pq) != len(pk),
                  ("global-normaliser", "mean-numerator", "count-normaliser"), quote='$T$ may differ from $S$'),

@@ -67,12 +67,14 @@ def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16, ranks: 
 
 
 @book_figure
-def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Optional[int] = 64) -> Figure:
+def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Optional[int] = 64,
+                            approximations: bool = True) -> Figure:
     r"""Attention matrices (rows) beside their best rank-``k`` and top-``k`` approximations (columns).
 
     One log colour scale spans four decades below the largest weight; zeros and negative entries
     take the bottom colour. ``matrices``: row label -> (n, n); ``crop`` shows only the first ``crop``
-    queries and keys (the approximations and errors use the whole matrix).
+    queries and keys (the approximations and errors use the whole matrix). ``approximations=False``
+    draws the matrices alone, side by side, each titled by its label.
 
     Examples
     --------
@@ -81,10 +83,26 @@ def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Op
     ...                               k=2, crop=None)
     >>> [ax.get_title() for ax in fig.axes[:3]]
     ['A', 'best rank 2', 'top 2 per row']
+    >>> fig = plot_attention_matrices({"soft": synthetic_attention(16, 4, 0.2), "sharp": synthetic_attention(16, 4, 4.0)},
+    ...                               crop=None, approximations=False)
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['soft', 'sharp']
     """
     mats = {name: _grid(f"matrices[{name!r}]", a, 2, "(n, n)") for name, a in matrices.items()}
     if not mats:
         raise ValueError("matrices is empty; expected {label: (n, n) attention matrix}")
+    if not approximations:
+        shown = {name: a[:crop, :crop] for name, a in mats.items()}  # crop=None keeps all
+        vmax = max(float(a.max()) for a in shown.values())
+        norm = LogNorm(vmin=vmax * 1e-4, vmax=vmax)
+        fig, axes = plt.subplots(1, len(mats), figsize=(2.6 * len(mats) + 1.2, 2.9), squeeze=False,
+                                 layout="constrained")
+        for ax, (name, a) in zip(axes[0], shown.items()):
+            im = ax.imshow(np.clip(a, norm.vmin, None), norm=norm, interpolation="nearest")
+            ax.set(xticks=[], yticks=[], title=name, xlabel=f"key j (first {a.shape[1]})" if crop else "key j")
+        axes[0][0].set_ylabel("query i")
+        fig.colorbar(im, ax=axes, extend="min", shrink=0.9, label="attention weight (log scale)")
+        return fig
     panels = {name: (a, best_rank_k(a, k), topk_sparsify(a, k)) for name, a in mats.items()}
     errors = {name: [float(np.linalg.norm(a - p) / np.linalg.norm(a)) for p in ps]  # rank k, top k
               for name, (a, *ps) in panels.items()}

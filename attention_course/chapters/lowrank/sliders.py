@@ -137,8 +137,9 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
     r"""Chapter 3: a synthetic attention matrix at inverse temperature :math:`\beta`, its singular
     values, and its best rank-``k`` against its top-``k``-per-row error.
 
-    The flip marker sits nearest the crossover (:func:`crossover_beta`); ``verdict`` (a claim id, default
-    none) links it to a verdict box.
+    ``crossover`` holds the interpolated :math:`\beta` where the errors cross. The flip marker sits on the first :math:`\beta` whose rank-``k`` error is above its top-``k`` error, the
+    first frame past the crossover (:func:`crossover_beta`), so its numbers have crossed; ``verdict`` (a
+    claim id, default none) links it to a verdict box. The slider starts at the softest :math:`\beta`.
 
     Examples
     --------
@@ -149,13 +150,13 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
     betas = [0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0] if betas is None else list(betas)
     sweep = temperature_sweep(betas, n=n, d=d, k=k, seed=seed)
     cross = crossover_beta(sweep)
-    flip = int(np.argmin(np.abs(np.asarray(betas) - cross))) if np.isfinite(cross) else None
+    over = np.asarray(sweep["svd_error"]) > np.asarray(sweep["sparse_error"])  # (betas,) rank-k the worse
+    flip = next((i for i in range(1, len(betas)) if over[i] and not over[i - 1]), None)
     frames = []
     for i, b in enumerate(betas):
         A = synthetic_attention(n, d, b, seed)  # (n, n)
         s = singular_values(A)  # (n,)
-        centred = singular_values(A - A.mean(axis=0, keepdims=True))  # (n,), the mean row removed
-        k90 = int(np.searchsorted(np.cumsum(centred**2) / np.sum(centred**2), 0.9) + 1)  # the lesson's count
+        first = float(s[0] ** 2 / np.sum(s**2))  # the first pattern's share of the energy, as the lesson counts
         frames.append({
             "data": [
                 {"type": "heatmap", "z": A, "colorscale": "Viridis", "zmin": 0, "showscale": False,
@@ -170,7 +171,7 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
                  "marker": {"size": 10, "color": ["#882255", "#E69F00"]}, "showlegend": False,
                  "xaxis": "x3", "yaxis": "y3"},
             ],
-            "readout": (f"β = {b:g}: {k90} of {n} centred singular values hold 90% of the energy; relative error of the best "
+            "readout": (f"β = {b:g}: the first singular value holds {first:.1%} of the energy; relative error of the best "
                         f"rank-{k} matrix {sweep['svd_error'][i]:.3f}, of keeping the top {k} per row "
                         f"{sweep['sparse_error'][i]:.3f}."),
         })
@@ -193,13 +194,15 @@ def lowrank_explorer(betas: Optional[Sequence[float]] = None, n: int = 48, d: in
         ax.set(xlabel="inverse temperature β", ylabel="relative error", title="Low rank or sparse?")
         ax.legend()
 
-    return SliderFigure("ix-lowrank-temperature", "Sharpen the attention: low rank or sparse?",
+    fig = SliderFigure("ix-lowrank-temperature", "Sharpen the attention: low rank or sparse?",
                         [f"β = {b:g}" for b in betas], frames, layout, static_fallback(draw),
                         f"Relative error of the best rank-{k} and the top-{k}-per-row approximations against the "
                         "inverse temperature; the rank-k error grows and the sparse error falls.",
-                        start=betas.index(1.0) if 1.0 in betas else 0, control_label="inverse temperature β",
-                        flip=flip, flip_note="rank-k and top-k errors cross: soft attention is low-rank, "
-                                             "sharp attention sparse", verdict=verdict)
+                        start=0, control_label="inverse temperature β",
+                        flip=flip, flip_note=f"the rank-{k} error is now above the top-{k} error: soft attention "
+                                             "is low-rank, sharp attention sparse", verdict=verdict)
+    fig.crossover = float(cross)  # the β where the two errors cross (interpolated), for the lesson's text
+    return fig
 
 
 # ------------------------------------------------------------------ low-rank

@@ -18,7 +18,7 @@ import torch
 from attention_course.chapters.lowrank import sliders as fl
 from attention_course.chapters.lowrank import approximation_error as ae
 from attention_course.chapters.lowrank.approximation_error import approximation_errors, benchmark_inputs
-from attention_course.chapters.lowrank.spectra import synthetic_attention
+from attention_course.chapters.lowrank.spectra import crossover_beta, synthetic_attention, temperature_sweep
 
 # float64 throughout: round-off is ~1e-16 per operation; these bounds leave room for a few hundred
 # accumulated operations.
@@ -142,10 +142,15 @@ def test_soft_logits_slider_flags_the_first_beta_that_fails_at_some_length():
 def test_the_lessons_temperature_slider_links_to_no_verdict():
     """It teaches: its mark is the crossover of two errors, which decides no claim on the lesson."""
     fig = fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4)
-    for frame, beta in zip(_spec(fig)["frames"], (0.2, 1.0, 4.0)):  # the readout gives the lesson's rank count
+    for frame, beta in zip(_spec(fig)["frames"], (0.2, 1.0, 4.0)):  # the readout gives the lesson's energy share
         A = synthetic_attention(16, 8, beta, 0)
-        s = np.linalg.svd(A - A.mean(axis=0), compute_uv=False)
-        k90 = int(np.searchsorted(np.cumsum(s**2) / np.sum(s**2), 0.9) + 1)
-        assert frame["readout"].startswith(f"β = {beta:g}: {k90} of 16 centred singular values hold 90%")
+        s = np.linalg.svd(A, compute_uv=False)
+        share = s[0] ** 2 / np.sum(s**2)
+        assert frame["readout"].startswith(f"β = {beta:g}: the first singular value holds {share:.1%} of the energy")
     assert fig.verdict == "" and "data-verdict" not in fig.to_html() and "#claim-" not in fig.to_html()
+    # its crossover is the sweep's, and its flag the first frame whose numbers have crossed
+    sweep = temperature_sweep([0.2, 1.0, 4.0], n=16, d=8, k=4, seed=0)
+    assert fig.crossover == pytest.approx(crossover_beta(sweep), rel=1e-12)
+    over = np.asarray(sweep["svd_error"]) > np.asarray(sweep["sparse_error"])
+    assert fig.flip is not None and over[fig.flip] and not over[fig.flip - 1]
     assert 'data-verdict="low-rank"' in fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4, verdict="low-rank").to_html()
