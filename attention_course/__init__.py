@@ -85,7 +85,6 @@ from .chapters.lowrank.spectra import (
     singular_values,
     stable_rank,
     synthetic_attention,
-    temperature_sweep,
     topk_error,
 )
 from .chapters.lowrank.figures import plot_method_errors
@@ -134,7 +133,7 @@ __all__ = [
     "fit_bandwidth", "fit_metric", "sine_data", "sparse_sine_data",
     # low rank and efficient attention
     "singular_values", "effective_rank", "stable_rank", "best_rank_k",
-    "rank_k_error", "topk_error", "synthetic_attention", "temperature_sweep",
+    "rank_k_error", "topk_error", "synthetic_attention",
     "chunked_attention", "online_softmax_step", "linear_attention", "performer_attention",
     "linformer_attention", "nystrom_attention", "local_window_attention", "topk_attention",
     "plot_method_errors",

@@ -52,8 +52,6 @@ from .spectra import (
     rank_k_error,
     topk_error,
     synthetic_attention,
-    temperature_sweep,
-    crossover_beta,
     exp_rank_demo,
 )
 from .sweep_figures import (
@@ -72,9 +70,7 @@ from .vision_figures import plot_neighbourhood_mass
 from .vision_locality import PIXEL_DATA, MOST, summarise_vision, load_vision
 from .benchmarks import summarise, crossover_n, load_benchmarks
 from .figures import (
-    plot_temperature_sweep,
     plot_attention_matrices,
-    plot_spectra,
     plot_method_errors,
     plot_recall,
     METHOD_COLORS,
@@ -132,8 +128,6 @@ __all__ = [
     "rank_k_error",
     "topk_error",
     "synthetic_attention",
-    "temperature_sweep",
-    "crossover_beta",
     "exp_rank_demo",
     "plot_lowrank_bins",
     "plot_growth",
@@ -155,9 +149,7 @@ __all__ = [
     "summarise",
     "crossover_n",
     "load_benchmarks",
-    "plot_temperature_sweep",
     "plot_attention_matrices",
-    "plot_spectra",
     "plot_method_errors",
     "plot_recall",
     "METHOD_COLORS",

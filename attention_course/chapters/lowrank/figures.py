@@ -14,9 +14,9 @@ from matplotlib.lines import Line2D
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
 from ...figures.style import METHOD_COLORS, book_figure, method_color, new_axes
-from .spectra import best_rank_k, crossover_beta, topk_sparsify
+from .spectra import best_rank_k, topk_sparsify
 
-__all__ = ["plot_temperature_sweep", "plot_attention_matrices", "plot_spectra",
+__all__ = ["plot_attention_matrices",
            "plot_method_errors", "plot_recall", "METHOD_COLORS", "method_color",
            "plot_scaling", "plot_memory", "plot_rank_grid", "plot_real_methods"]
 
@@ -26,44 +26,6 @@ def _grid(name: str, x: Array, ndim: int, what: str) -> np.ndarray:
     if a.ndim != ndim or 0 in a.shape:
         raise ShapeError(f"{name} has shape {shape_str(a)}; expected {what}")
     return a
-
-
-@book_figure
-def plot_temperature_sweep(sweep: Mapping[str, np.ndarray], k: int = 16, ranks: bool = True) -> Figure:
-    """The rank-``k`` vs top-``k`` errors against the inverse temperature, and (``ranks``) the ranks beside them.
-
-    ``sweep`` is a :func:`~attention_course.chapters.lowrank.spectra.temperature_sweep` result and ``k``
-    its rank (for the labels).
-
-    Examples
-    --------
-    >>> from attention_course.chapters.lowrank.spectra import temperature_sweep
-    >>> sweep = temperature_sweep([0.2, 1.0, 4.0], n=32, d=8, k=4)
-    >>> [ax.get_title() for ax in plot_temperature_sweep(sweep, k=4).axes]
-    ['How many patterns does A mix?', 'Low rank or sparse?']
-    >>> [ax.get_title() for ax in plot_temperature_sweep(sweep, k=4, ranks=False).axes]
-    ['Low rank or sparse?']
-    """
-    beta = _grid("sweep['beta']", sweep["beta"], 1, "(n_betas,)")
-    if ranks:
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.4), layout="constrained")
-        ax1.plot(beta, sweep["effective_rank"], "o-", color="0.15", ms=4, label="effective rank")
-        ax1.plot(beta, sweep["stable_rank"], "s--", color="0.55", ms=3, label="stable rank")
-        ax1.set(xlabel=r"inverse temperature $\beta$", ylabel="rank", title="How many patterns does A mix?")
-        ax1.legend()
-    else:
-        fig, ax2 = plt.subplots(figsize=(5.6, 3.4), layout="constrained")
-    ax2.plot(beta, sweep["svd_error"], "o-", color=method_color("svd"), ms=4, label=f"best rank-{k} (SVD)")
-    ax2.plot(beta, sweep["sparse_error"], "s-", color=method_color("top-k"), ms=4, label=f"top-{k} per row")
-    cross = crossover_beta(sweep)
-    if np.isfinite(cross):
-        ax2.axvline(cross, color="0.5", lw=1, ls=":")
-        ax2.annotate(rf"cross at $\beta\approx${cross:.2f}", (cross, 0.5), xytext=(6, 0),
-                     textcoords="offset points", color="0.3")
-    ax2.set(xlabel=r"inverse temperature $\beta$", ylabel=r"relative error $\|A-\hat A\|_F/\|A\|_F$",
-            title="Low rank or sparse?", ylim=(0, 1.02))
-    ax2.legend()
-    return fig
 
 
 @book_figure
@@ -126,48 +88,6 @@ def plot_attention_matrices(matrices: Mapping[str, Array], k: int = 16, crop: Op
         ax.set_xlabel(f"key j (first {size})" if crop else "key j")
     fig.colorbar(im, ax=axes, extend="min", shrink=0.9,
                  label="attention weight (log scale)")
-    return fig
-
-
-@book_figure
-def plot_spectra(matrices: Mapping[str, Array], share: float = 0.9) -> Figure:
-    r"""Two panels per set of attention matrices: their singular values, and how many of them the
-    informative part needs.
-
-    Left: :math:`\sigma_i` (log scale). Right: the share of :math:`\|\bar A\|_F^2` in the top :math:`k`
-    singular values of :math:`\bar A = A - \mathbf 1 \mu^\top`, marking where each reaches ``share``.
-    ``matrices``: label -> (n, n).
-
-    Examples
-    --------
-    >>> from attention_course.chapters.lowrank.spectra import synthetic_attention
-    >>> fig = plot_spectra({"soft": synthetic_attention(32, 4, 0.2), "sharp": synthetic_attention(32, 4, 4.0)})
-    >>> [ax.get_xlabel() for ax in fig.axes]
-    ['index i', 'number of singular values k']
-    """
-    mats = {name: _grid(f"matrices[{name!r}]", a, 2, "(n, n)") for name, a in matrices.items()}
-    if not mats:
-        raise ValueError("matrices is empty; expected {label: (n, n) attention matrix}")
-    if not 0 < share < 1:
-        raise ValueError(f"share={share!r}; expected a number strictly between 0 and 1")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained")
-    colors = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
-    for (name, A), color in zip(mats.items(), colors):
-        s = np.linalg.svd(A, compute_uv=False)  # (n,), largest first
-        idx = np.arange(1, s.size + 1)
-        ax1.semilogy(idx, np.maximum(s, 1e-18), "-", color=color, lw=1.8, label=name)
-        centred = A - A.mean(axis=0, keepdims=True)  # (n, n): the mean row removed
-        sc = np.linalg.svd(centred, compute_uv=False)  # (n,)
-        energy = np.cumsum(sc**2) / np.sum(sc**2)  # (n,), rising to 1
-        k_share = int(np.searchsorted(energy, share) + 1)
-        ax2.plot(idx, energy, "-", color=color, lw=1.8, label=f"{name}: {k_share} values")
-        ax2.plot([k_share], [energy[k_share - 1]], "o", color=color, ms=6)
-    ax1.set(xlabel="index i", ylabel=r"singular value $\sigma_i$", title="Singular values of A")
-    ax1.legend()
-    ax2.axhline(share, color="0.4", lw=0.8, ls=":")
-    ax2.set(xlabel="number of singular values k", ylabel=r"share of $\|\bar A\|_F^2$ in the top $k$",
-            title="After removing the mean row", ylim=(0, 1.02), xlim=(0, None))
-    ax2.legend(loc="lower right", title=f"{share:.0%} of the energy in")
     return fig
 
 

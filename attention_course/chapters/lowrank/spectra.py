@@ -19,7 +19,7 @@ from ..mechanics.properties import row_entropy
 __all__ = [
     "effective_rank", "effective_rank_from_singular_values", "stable_rank",
     "stable_rank_from_singular_values", "best_rank_k", "rank_k_error", "topk_error", "synthetic_attention",
-    "temperature_sweep", "crossover_beta", "exp_rank_demo",
+    "exp_rank_demo",
 ]
 
 

@@ -17,29 +17,6 @@ def _render(fig):
     return fig
 
 
-def test_temperature_sweep_plots_the_sweep_and_marks_the_crossing():
-    sweep = lr.temperature_sweep([0.2, 1.0, 3.0], n=32, d=8, k=4)
-    fig = _render(lp.plot_temperature_sweep(sweep, k=4))
-    assert len(fig.axes) == 2
-    assert all(ax.get_xlabel() and ax.get_ylabel() and ax.get_title() for ax in fig.axes)
-    ranks, errors = fig.axes
-    np.testing.assert_array_equal(ranks.get_lines()[0].get_ydata(), sweep["effective_rank"])
-    np.testing.assert_array_equal(errors.get_lines()[1].get_ydata(), sweep["sparse_error"])
-    cross = [ln for ln in errors.get_lines() if len(set(ln.get_xdata())) == 1]  # the vertical line
-    assert len(cross) == 1 and cross[0].get_xdata()[0] == pytest.approx(lr.crossover_beta(sweep))
-    with pytest.raises(ShapeError, match=r"sweep\['beta'\] has shape \(\); expected \(n_betas,\)"):
-        lp.plot_temperature_sweep({**sweep, "beta": np.float64(1.0)})
-
-
-def test_temperature_sweep_without_ranks_draws_the_errors_alone():
-    sweep = lr.temperature_sweep([0.2, 1.0, 3.0], n=32, d=8, k=4)
-    fig = _render(lp.plot_temperature_sweep(sweep, k=4, ranks=False))
-    (errors,) = fig.axes
-    np.testing.assert_array_equal(errors.get_lines()[0].get_ydata(), sweep["svd_error"])
-    np.testing.assert_array_equal(errors.get_lines()[1].get_ydata(), sweep["sparse_error"])
-    assert fig.get_size_inches()[0] <= 7.0
-
-
 def test_attention_matrices_share_one_log_scale_and_show_the_approximations():
     rng = np.random.default_rng(1)
     A = rng.random((10, 10)) ** 4
