@@ -334,6 +334,7 @@ SMALL = {
                                 "--seeds", "0", "--jobs", "1"], None),
     "agreement.json": (["agreement-run", "--n", "16"], None),  # its values: test_agreement
     "agreement_96.json": (["agreement-run", "--n", "16", "--seed", "0"], None),  # the first run, on 96 sentences
+    "similarity.json": (["similarity-run", "--n", "8"], None),  # its values: test_similarity
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
     "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
     "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_run

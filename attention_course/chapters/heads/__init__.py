@@ -1,6 +1,6 @@
 """Chapter 4, Multi-head attention as subspaces: everything the chapter computes, draws and checks.
 
-One module per concept (``agreement``, ``agreement_figures``, ``agreement_models``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``agreement``, ``agreement_figures``, ``agreement_models``, ``bottleneck``, ``circuits``, ``division``, ``head_training``, ``lookups``, ``pages``, ``roles``, ``similarity``, ``subspaces``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import heads as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -13,7 +13,14 @@ from .agreement import (
     head_on_set,
     agreement_verdict,
 )
-from .agreement_figures import plot_agreement, plot_agreement_sweep, sweep_changes, sweep_verdicts
+from .agreement_figures import (
+    plot_agreement,
+    plot_agreement_sweep,
+    sweep_changes,
+    sweep_verdicts,
+    MEANING_BARS,
+    MEANING_SWEEPS,
+)
 from .agreement_models import read_set
 from .bottleneck import dirichlet_attention, near_permutation, fit_low_rank_attention
 from .circuits import (
@@ -45,6 +52,7 @@ from .roles import (
     load_decoder_roles,
     DECODER_MODELS,
 )
+from .similarity import similarity_sentences, load_similarity, relations_verdict, relations_verdict_of
 from .subspaces import (
     head_bilinear_forms,
     form_singular_values,
@@ -85,6 +93,8 @@ __all__ = [
     "plot_agreement_sweep",
     "sweep_changes",
     "sweep_verdicts",
+    "MEANING_BARS",
+    "MEANING_SWEEPS",
     "read_set",
     "dirichlet_attention",
     "near_permutation",
@@ -116,6 +126,10 @@ __all__ = [
     "decoder_agreement",
     "load_decoder_roles",
     "DECODER_MODELS",
+    "similarity_sentences",
+    "load_similarity",
+    "relations_verdict",
+    "relations_verdict_of",
     "head_bilinear_forms",
     "form_singular_values",
     "reparametrise_head",

@@ -125,11 +125,12 @@ def crossed_sentences(n: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def rule_hits(sentences: Sequence[dict], max_value: int = 12) -> dict[str, np.ndarray]:
-    """Hits of the position-only rules: ``offset[o - 1, s]`` (subject ``o`` before the verb) and
-    ``position[p - 1, s]`` (subject at position ``p``), for ``o, p = 1 .. max_value``; and, when the
+def rule_hits(sentences: Sequence[dict], max_value: int = 12, query: str = "verb", target: str = "subject") -> dict[str, np.ndarray]:
+    """Hits of the position-only rules: ``offset[o - 1, s]`` (the target ``o`` words before the query word) and
+    ``position[p - 1, s]`` (the target at position ``p``), for ``o, p = 1 .. max_value``; and, when the
     sentences list their ``"nouns"``, of the content rules ``nearest[0, s]`` (the nearest noun
-    before the verb is the subject) and ``first[0, s]`` (the first noun is).
+    before the query is the target) and ``first[0, s]`` (the first noun is). ``query``, ``target``: the
+    sentences' keys of the two positions (agreement-head: the verb and its subject).
 
     Examples
     --------
@@ -140,24 +141,27 @@ def rule_hits(sentences: Sequence[dict], max_value: int = 12) -> dict[str, np.nd
     >>> r["nearest"].ravel().tolist(), r["first"].ravel().tolist()
     ([False], [False])
     """
-    v = np.array([s["verb"] for s in sentences])
-    subj = np.array([s["subject"] for s in sentences])
+    v = np.array([s[query] for s in sentences])
+    subj = np.array([s[target] for s in sentences])
     vals = np.arange(1, max_value + 1)[:, None]  # (max_value, 1)
     out = {"offset": v[None] - vals == subj[None], "position": vals == subj[None]}
     if all("nouns" in s for s in sentences):
-        out["nearest"] = np.array([[max(p for p in s["nouns"] if p < s["verb"]) == s["subject"] for s in sentences]])
-        out["first"] = np.array([[min(s["nouns"]) == s["subject"] for s in sentences]])
+        out["nearest"] = np.array([[max(p for p in s["nouns"] if p < s[query]) == s[target] for s in sentences]])
+        out["first"] = np.array([[min(s["nouns"]) == s[target] for s in sentences]])
     return out
 
 
 def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: int,
                   other: Optional[np.ndarray] = None, first: Optional[np.ndarray] = None,
-                  groups: Optional[dict[str, np.ndarray]] = None, eligible: Optional[np.ndarray] = None) -> dict:
+                  groups: Optional[dict[str, np.ndarray]] = None, eligible: Optional[np.ndarray] = None,
+                  also: Optional[Mapping[str, np.ndarray]] = None) -> dict:
     """Pick the best head and the best value of each rule on a random half; score them on the other.
 
     ``hits`` bool (heads, sentences); ``other``, ``first``: hits on the attractor and the first noun,
     reported as ``other_share``, ``first_other_share``; ``groups``: name -> mask over sentences, every
-    share again per group (``"<share>_<name>"``); ``eligible`` bool (heads,): the heads that may be picked.
+    share again per group (``"<share>_<name>"``); ``eligible`` bool (heads,): the heads that may be picked;
+    ``also``: key -> bool (heads, sentences), the picked head's share on the scored half of each, under its key
+    (the meaning arm's minimal pair: ``"pair_share"``).
 
     Examples
     --------
@@ -182,7 +186,7 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
         out[f"{name}_value"] = best + 1
         out[f"{name}_share"] = float(r[best, score].mean())
     nouns = [(key, on) for key, on in (("other_share", other), ("first_other_share", first)) if on is not None]
-    for key, on in nouns:
+    for key, on in nouns + list((also or {}).items()):
         out[key] = float(on[head, score].mean())
     for g, mask in (groups or {}).items():
         sub = score[np.asarray(mask)[score]]
@@ -197,18 +201,23 @@ def held_out_best(hits: np.ndarray, rules: dict[str, np.ndarray], split_seed: in
 POSITION_RULES, CONTENT_RULES = ("offset", "position"), ("nearest", "first")
 
 
-def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5, margin: float = 0.2) -> dict:
+def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5, margin: float = 0.2,
+                 margin_over: Sequence[str] = ()) -> dict:
     """The pre-registered rule on one set of :func:`held_out_best` splits; ``suffix`` picks a group (``"_plural"``).
 
     Returns the split means ``head``, ``position``, ``content`` (``nan`` without one), ``other`` (0 without
     one), ``beats_position`` (head >= level and >= position + margin) and ``passes`` (that, >= content +
-    margin, and > other).
+    margin, and > other). ``margin_over``: more split keys the head must beat by ``margin`` to pass (the
+    meaning arm's ``"pair_share"``), their means under the same keys.
 
     Examples
     --------
     >>> sp = {"head_share": 0.9, "offset_share": 0.3, "position_share": 0.2, "nearest_share": 1.0}
     >>> d = set_decision([sp])
     >>> d["beats_position"], d["passes"]
+    (True, False)
+    >>> sp = {"head_share": 0.6, "offset_share": 0.1, "position_share": 0.2, "pair_share": 0.5}
+    >>> set_decision([sp])["passes"], set_decision([sp], margin_over=["pair_share"])["passes"]
     (True, False)
     """
     mean = lambda key: float(np.mean([s[key + suffix] for s in splits]))  # noqa: E731
@@ -219,9 +228,11 @@ def set_decision(splits: Sequence[Mapping], suffix: str = "", level: float = 0.5
     others = [mean(k) for k in ("other_share", "first_other_share") if k in have]
     content_best = max(content) if content else float("nan")
     other = max(others) if others else 0.0
+    over = {k: mean(k) for k in margin_over}
     beats = head >= level and head >= position + margin - 1e-12
-    passes = beats and (not content or head >= content_best + margin - 1e-12) and head > other
-    return {"head": head, "position": position, "content": content_best, "other": other,
+    passes = (beats and (not content or head >= content_best + margin - 1e-12) and head > other
+              and all(head >= v + margin - 1e-12 for v in over.values()))
+    return {"head": head, "position": position, "content": content_best, "other": other, **over,
             "beats_position": bool(beats), "passes": bool(passes)}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ...figures.style import book_figure, role_color
 from .agreement import agreement_verdict, model_decision
 
-__all__ = ["plot_agreement", "plot_agreement_sweep", "sweep_changes", "sweep_verdicts"]
+__all__ = ["plot_agreement", "plot_agreement_sweep", "sweep_changes", "sweep_verdicts", "MEANING_BARS", "MEANING_SWEEPS"]
 
 #: The bars of :func:`plot_agreement`: (key of a held-out split, label, role colour).
 _BARS = (("head_share", "best head → subject", "previous token"),
@@ -20,6 +20,12 @@ _BARS = (("head_share", "best head → subject", "previous token"),
          ("position_share", "fixed position", "punctuation"), ("offset_share", "fixed offset", "other"),
          ("nearest_share", "nearest noun", "broad"), ("first_share", "first noun", "[CLS]"),
          ("other_share", "head → nearest other noun", "[SEP]"), ("first_other_share", "head → first noun", "[SEP]"))
+#: The bars of the meaning arm (head-relations): from Q, the earlier near-synonym T.
+MEANING_BARS = (("head_share", "best head → T", "previous token"),
+                ("position_share", "fixed position", "punctuation"), ("offset_share", "fixed offset", "other"),
+                ("nearest_share", "nearest noun", "broad"), ("first_share", "first noun", "[CLS]"),
+                ("pair_share", "head → T from unrelated U", "next token"),
+                ("other_share", "head → nearest other noun", "[SEP]"), ("first_other_share", "head → first noun", "[SEP]"))
 
 
 def _name(model: str, head: int) -> str:
@@ -28,11 +34,15 @@ def _name(model: str, head: int) -> str:
 
 
 @book_figure
-def plot_agreement(run: Mapping, level: float = 0.5, margin: float = 0.2) -> Figure:
+def plot_agreement(run: Mapping, level: float = 0.5, margin: float = 0.2, key: str = "crossed",
+                   bars: Sequence = _BARS, title: str = "From the verb, is the heaviest word the subject?",
+                   xlabel: str = "held-out share of crossed sentences") -> Figure:
     """Held-out share of crossed sentences whose verb's heaviest word is the subject, one panel per model.
 
     Bars: means over the random halves (the head, the rules, the head on other nouns, the scrambled copy);
-    dots: single halves. Dotted: ``level``; dashed: the best position rule plus ``margin``.
+    dots: single halves. Dotted: ``level``; dashed: the best position rule plus ``margin``. ``key``: the set
+    each model's record (and its ``"scrambled"`` one) holds; ``bars``: (split key, label, role colour), a bar
+    drawn when the splits have its key (:data:`MEANING_BARS` for head-relations' ``"meaning"`` set).
 
     Examples
     --------
@@ -47,8 +57,8 @@ def plot_agreement(run: Mapping, level: float = 0.5, margin: float = 0.2) -> Fig
                              sharex=True, squeeze=False)
     for ax, model in zip(axes[:, 0], models):
         rec = run["models"][model]
-        splits, scrambled = rec["crossed"]["splits"], rec["scrambled"]["crossed"]["splits"]
-        shown = [(f, lab, role_color(c), splits) for f, lab, c in _BARS if f in splits[0]]
+        splits, scrambled = rec[key]["splits"], rec["scrambled"][key]["splits"]
+        shown = [(f, lab, role_color(c), splits) for f, lab, c in bars if f in splits[0]]
         shown.append(("head_share", "scrambled W_Q, W_K: best head", role_color("[CLS]"), scrambled))
         for i, (field, _, color, sp) in enumerate(shown):
             vals = np.array([s[field] for s in sp])
@@ -61,8 +71,8 @@ def plot_agreement(run: Mapping, level: float = 0.5, margin: float = 0.2) -> Fig
         ax.invert_yaxis()
         heads = ", ".join(sorted({_name(model, s["head"]) for s in splits}))
         ax.set(title=f"{model}, picked {heads}", xlim=(0, 1))
-    axes[-1, 0].set_xlabel("held-out share of crossed sentences")
-    fig.suptitle("From the verb, is the heaviest word the subject?", fontsize=11.5)
+    axes[-1, 0].set_xlabel(xlabel)
+    fig.suptitle(title, fontsize=11.5)
     return fig
 
 
@@ -73,14 +83,20 @@ SWEEPS = (("level", "level", (0.3, 0.4, 0.5, 0.6, 0.7, 0.8), 0.5),
 _VERDICTS = ("undecided", "holds when", "holds")
 
 
-def sweep_verdicts(run: Mapping, sweeps: Sequence = SWEEPS) -> dict:
+#: The meaning arm's thresholds (head-relations): level and margin, as :data:`SWEEPS`.
+MEANING_SWEEPS = SWEEPS[:2]
+
+
+def sweep_verdicts(run: Mapping, sweeps: Sequence = SWEEPS, verdict: Callable[..., Mapping] = agreement_verdict) -> dict:
     """The verdict at each swept value of each threshold, the others at their pre-registered values.
 
-    Returns ``{keyword: [(value, verdict), ...]}`` and, under ``"no sink exclusion"``, the verdict when
-    every head may be picked.
+    ``verdict(run, **{keyword: value})`` gives the verdict (default agreement-head's). Returns ``{keyword:
+    [(value, verdict), ...]}`` and, when the sink threshold is swept, under ``"no sink exclusion"`` the
+    verdict when every head may be picked.
     """
-    out = {key: [(v, agreement_verdict(run, **{key: v})["verdict"]) for v in values] for key, _, values, _ in sweeps}
-    out["no sink exclusion"] = agreement_verdict(run, sink_threshold=None)["verdict"]
+    out = {key: [(v, verdict(run, **{key: v})["verdict"]) for v in values] for key, _, values, _ in sweeps}
+    if any(key == "sink_threshold" for key, *_ in sweeps):
+        out["no sink exclusion"] = verdict(run, sink_threshold=None)["verdict"]
     return out
 
 
@@ -112,9 +128,9 @@ def sweep_changes(data: Mapping, sweeps: Sequence = SWEEPS) -> str:
 
 
 @book_figure
-def plot_agreement_sweep(run: Mapping, sweeps: Sequence = SWEEPS) -> Figure:
+def plot_agreement_sweep(run: Mapping, sweeps: Sequence = SWEEPS, verdict: Callable[..., Mapping] = agreement_verdict) -> Figure:
     """The verdict against each threshold of the rule (the others at their pre-registered values), and the
-    deciding shares against the margin: one panel per threshold.
+    deciding shares against the margin: one panel per threshold. ``verdict``: as :func:`sweep_verdicts`.
 
     Examples
     --------
@@ -122,7 +138,7 @@ def plot_agreement_sweep(run: Mapping, sweeps: Sequence = SWEEPS) -> Figure:
     >>> [ax.get_xlabel() for ax in fig.axes]
     ['level']
     """
-    data = sweep_verdicts(run, sweeps)
+    data = sweep_verdicts(run, sweeps, verdict)
     fig, axes = plt.subplots(1, len(sweeps), figsize=(6.8, 2.4), layout="constrained", sharey=True, squeeze=False)
     for ax, (key, label, values, chosen) in zip(axes[0], sweeps):
         ys = [_VERDICTS.index(v) for _, v in data[key]]

@@ -54,45 +54,52 @@ def word_spans(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
     return [0 if e <= s else int(np.searchsorted(ends, e - 1, side="right")) + 1 for s, e in offsets]
 
 
-def verb_word_rows(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
-    """Each head's weight from the verb on every word, on the head's content part; -1 where a word may not win.
+def query_word_rows(weights: np.ndarray, words: Sequence[int], query: int, sinks: Sequence[int],
+                    before: bool = False) -> np.ndarray:
+    """Each head's weight from the query word on every word, on the head's content part; -1 where a word may not win.
 
-    ``weights`` (heads, T, T); ``words`` the word of each token (:func:`word_spans`); ``verb`` counted from 1;
-    ``sinks`` token positions. Returns (heads, n_words + 1); column 0, the verb and a word wholly inside
-    the sinks are -1.
+    ``weights`` (heads, T, T); ``words`` the word of each token (:func:`word_spans`); ``query`` the query word
+    (the verb in agreement-head), counted from 1; ``sinks`` token positions; ``before``: only the words before
+    the query may win (an encoder's row also sees the later ones). Returns (heads, n_words + 1); column 0, the
+    query, a word wholly inside the sinks and (with ``before``) every later word are -1.
 
     Examples
     --------
     >>> A = np.zeros((1, 4, 4)); A[0, 3] = [0.7, 0.2, 0.1, 0.0]      # causal row of the verb (word 3)
-    >>> verb_word_rows(A, [1, 1, 2, 3], verb=3, sinks=[0]).round(3).tolist()   # word 1 keeps its 2nd token
+    >>> query_word_rows(A, [1, 1, 2, 3], query=3, sinks=[0]).round(3).tolist()   # word 1 keeps its 2nd token
     [[-1.0, 0.667, 0.333, -1.0]]
+    >>> B = np.full((1, 4, 4), 0.25)                                  # an encoder's row sees word 3 too
+    >>> query_word_rows(B, [0, 1, 2, 3], query=2, sinks=[0], before=True).round(3).tolist()
+    [[-1.0, 0.333, -1.0, -1.0]]
     """
     words = np.asarray(words)
-    q = int(np.flatnonzero(words == verb).max())  # the verb's last token
+    q = int(np.flatnonzero(words == query).max())  # the query word's last token
     part = content_part(np.asarray(weights)[:, q:q + 1, :], sinks)  # (heads, 1, T - sinks)
     keep = np.setdiff1d(np.arange(words.size), sorted({int(p) % words.size for p in sinks}))  # (T - sinks,)
     n_words = int(words.max())
     rows = np.zeros((part.weights.shape[0], n_words + 1))  # (heads, n_words + 1)
     np.add.at(rows.T, words[keep], part.weights[:, 0, :].T)  # sum each word's tokens
     rows[:, 0] = -1.0
-    rows[:, verb] = -1.0
+    rows[:, query] = -1.0
     rows[:, np.setdiff1d(np.arange(1, n_words + 1), words[keep])] = -1.0  # wholly inside the sinks
+    if before:
+        rows[:, query + 1:] = -1.0  # (heads, n_words + 1): later words may not win
     return rows
 
 
-def verb_sink_weight(weights: np.ndarray, words: Sequence[int], verb: int, sinks: Sequence[int]) -> np.ndarray:
-    """Each head's weight on the sinks in the verb's own row (its last token), before the sinks are set aside.
+def query_sink_weight(weights: np.ndarray, words: Sequence[int], query: int, sinks: Sequence[int]) -> np.ndarray:
+    """Each head's weight on the sinks in the query word's own row (its last token), before the sinks are set aside.
 
-    Arguments as :func:`verb_word_rows`; returns shape (heads,).
+    Arguments as :func:`query_word_rows`; returns shape (heads,).
 
     Examples
     --------
     >>> A = np.zeros((1, 4, 4)); A[0, 3] = [0.7, 0.2, 0.1, 0.0]
-    >>> verb_sink_weight(A, [1, 1, 2, 3], verb=3, sinks=[0]).round(3).tolist()
+    >>> query_sink_weight(A, [1, 1, 2, 3], query=3, sinks=[0]).round(3).tolist()
     [0.7]
     """
     words = np.asarray(words)
-    q = int(np.flatnonzero(words == verb).max())  # the verb's last token
+    q = int(np.flatnonzero(words == query).max())  # the query word's last token
     cols = sorted({int(p) % words.size for p in sinks})
     return np.asarray(weights)[:, q, cols].sum(-1)  # (heads,)
 
@@ -128,32 +135,39 @@ def model_weights(model: str) -> Any:
     return minilm_weights() if model == "MiniLM" else load_smollm2()
 
 
-def read_set(model: str, weights: Any, sentences: Sequence[dict], targets: Sequence[str]) -> dict:
+def read_set(model: str, weights: Any, sentences: Sequence[dict], targets: Sequence[str], query: str = "verb",
+             before: bool = False) -> dict:
     """Per head: hits on each of ``targets`` (bool (heads, sentences)), the sink share per sentence (heads, sentences)
-    and the sink weight of the verb's row per sentence (heads, sentences; :func:`verb_sink_weight`)."""
+    and the sink weight of the query word's row per sentence (heads, sentences; :func:`query_sink_weight`).
+
+    Each sentence names its query word under ``query`` (agreement-head: the verb) and each target's position
+    under its name; ``before``: only words before the query may win (:func:`query_word_rows`).
+    """
     hits = {t: [] for t in targets}
-    shares, verb_sinks = [], []
+    shares, query_sinks = [], []
     for s in sentences:
         ids, words = _tokens(model, " ".join(s["words"]))
         A = _maps(model, weights, ids)  # (heads, T, T)
         sinks = MODELS[model](len(ids))
-        rows = verb_word_rows(A, words, s["verb"], sinks)  # (heads, n_words + 1)
+        rows = query_word_rows(A, words, s[query], sinks, before)  # (heads, n_words + 1)
         best = rows.argmax(-1)  # (heads,)
         for t in targets:
             hits[t].append(best == s[t])
         shares.append(sink_share(A, sinks))  # (heads,): mean over every query
-        verb_sinks.append(verb_sink_weight(A, words, s["verb"], sinks))  # (heads,): the verb's row only
+        query_sinks.append(query_sink_weight(A, words, s[query], sinks))  # (heads,): the query word's row only
     return {"hits": {t: np.stack(v, axis=1) for t, v in hits.items()}, "sink_share": np.stack(shares, axis=1),
-            "verb_sink": np.stack(verb_sinks, axis=1)}
+            "query_sink": np.stack(query_sinks, axis=1)}
 
 
 @torch.no_grad()
-def invariance_changes(model: str, sentences: Sequence[dict], scale: float = 3.0, seed: int = 0) -> dict:
+def invariance_changes(model: str, sentences: Sequence[dict], scale: float = 3.0, seed: int = 0, query: str = "verb",
+                       target: str = "subject", before: bool = False) -> dict:
     """How many hits change when attention is left unchanged by its parameters.
 
     The maps are recomputed in float64 from each layer's queries and keys, then with ``q -> scale q,
     k -> k / scale`` and with one random vector added to every key. Returns the hits that change, per
-    change, and those that differ from the model's own float32 maps.
+    change, and those that differ from the model's own float32 maps. ``query``, ``target``, ``before``: as
+    :func:`read_set` (a hit: the query word's heaviest word is the target).
     """
     weights = model_weights(model)
     gen = torch.Generator().manual_seed(seed)
@@ -181,13 +195,13 @@ def invariance_changes(model: str, sentences: Sequence[dict], scale: float = 3.0
                     scores = scores.masked_fill(~torch.ones(len(ids), len(ids), dtype=torch.bool).tril(), float("-inf"))
                 maps.append(torch.softmax(scores, dim=-1))  # (h, T, T), over the keys
             A = torch.cat(maps).numpy()  # (L h, T, T)
-            return verb_word_rows(A, words, s["verb"], sinks).argmax(-1) == s["subject"]
+            return query_word_rows(A, words, s[query], sinks, before).argmax(-1) == s[target]
 
         shift = torch.randn(pairs[0][0].shape[-1], generator=gen, dtype=torch.float64)  # (d,)
         base = hits(lambda q, k: (q, k))
         changed["q -> a q, k -> k / a"] += int((hits(lambda q, k: (q * scale, k / scale)) != base).sum())
         changed["k -> k + c"] += int((hits(lambda q, k: (q, k + shift)) != base).sum())
-        own = verb_word_rows(_maps(model, weights, ids), words, s["verb"], sinks).argmax(-1) == s["subject"]
+        own = query_word_rows(_maps(model, weights, ids), words, s[query], sinks, before).argmax(-1) == s[target]
         changed["float32 model maps"] += int((own != base).sum())
     return {"changed": changed, "hits": len(sentences) * len(base), "scale": scale}
 
@@ -212,7 +226,7 @@ def study_set(model: str, weights: Any, name: str, n: int, seed: int, split_seed
         "subject": [s["subject"] for s in sents], "verb": [s["verb"] for s in sents],
         "number": [s["number"] for s in sents],
         "sink_share": shares.round(6).tolist(),
-        "verb_sink": read["verb_sink"].mean(1).round(6).tolist(),  # reported beside the sink share, not deciding
+        "verb_sink": read["query_sink"].mean(1).round(6).tolist(),  # reported beside the sink share, not deciding
         "hits": _bits(hits["subject"]),
         "attractor_hits": _bits(hits["attractor"]) if "attractor" in hits else None,
         "first_hits": _bits(hits["first"]) if "first" in hits else None,
@@ -249,7 +263,8 @@ def agreement_study(config: Optional[dict] = None, progress: Optional[bool] = No
 
 @dataclass(frozen=True)
 class AgreementRunConfig:
-    """``agreement-run``'s sentence sets: ``n`` sentences each, built with ``seed`` (defaults: the deciding run)."""
+    """``agreement-run``'s sentence sets: ``n`` sentences each, built with ``seed`` (defaults: the deciding run);
+    ``similarity-run`` takes it with its own seed."""
 
     n: int = STUDY_CONFIG["n"]
     seed: int = STUDY_CONFIG["seed"]

@@ -190,7 +190,7 @@ def test_word_spans_and_verb_rows():
     ids, words = am._tokens("MiniLM", text)
     assert words == [0, *range(1, 14), 0]
     A = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 5))  # (heads 2, T 5, T 5)
-    rows = am.verb_word_rows(A, [1, 1, 2, 3, 4], verb=3, sinks=[0])
+    rows = am.query_word_rows(A, [1, 1, 2, 3, 4], query=3, sinks=[0])
     expect = np.stack([A[:, 3, 1], A[:, 3, 2], A[:, 3, 3], A[:, 3, 4]], 1) / A[:, 3, 1:].sum(-1, keepdims=True)
     np.testing.assert_allclose(rows[:, [1, 2, 4]], expect[:, [0, 1, 3]])
     assert (rows[:, [0, 3]] == -1).all()  # no word 0, and the verb itself never wins
@@ -200,12 +200,12 @@ def test_verb_sink_weight_reads_the_verbs_row_before_the_sinks_are_removed():
     from attention_course.chapters.heads import agreement_models as am
     A = np.random.default_rng(1).dirichlet(np.ones(6), size=(3, 6))  # (heads 3, T 6, T 6)
     words = [0, 1, 1, 2, 3, 0]  # [CLS] w1 w1 w2 w3 [SEP]: the verb (word 2) is token 3
-    np.testing.assert_allclose(am.verb_sink_weight(A, words, verb=2, sinks=[0, -1]), A[:, 3, 0] + A[:, 3, 5])
-    np.testing.assert_allclose(am.verb_sink_weight(A, [1, 1, 2, 2, 3, 4], verb=2, sinks=[0]), A[:, 3, 0])  # last token
+    np.testing.assert_allclose(am.query_sink_weight(A, words, query=2, sinks=[0, -1]), A[:, 3, 0] + A[:, 3, 5])
+    np.testing.assert_allclose(am.query_sink_weight(A, [1, 1, 2, 2, 3, 4], query=2, sinks=[0]), A[:, 3, 0])  # last token
     # the content part the hits are read on has the sinks' weight taken out: the two add up to the row
-    rows = am.verb_word_rows(A, words, verb=2, sinks=[0, -1])
+    rows = am.query_word_rows(A, words, query=2, sinks=[0, -1])
     raw_subject = A[:, 3, 1] + A[:, 3, 2]  # word 1's two tokens
-    np.testing.assert_allclose(rows[:, 1] * (1 - am.verb_sink_weight(A, words, 2, [0, -1])), raw_subject)
+    np.testing.assert_allclose(rows[:, 1] * (1 - am.query_sink_weight(A, words, 2, [0, -1])), raw_subject)
 
 
 def test_the_baseline_scrambles_queries_and_keys_and_keeps_everything_else():
