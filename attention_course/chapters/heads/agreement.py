@@ -264,7 +264,10 @@ def _number_groups(sentences: Sequence[dict]) -> dict[str, np.ndarray]:
 
 
 def _unbits(rows: Optional[Sequence[str]]) -> Optional[np.ndarray]:
-    return None if rows is None else np.array([[c == "1" for c in r] for r in rows])  # (heads, sentences)
+    if rows is None or not len(rows):
+        return None if rows is None else np.zeros((0, 0), bool)
+    flat = np.frombuffer("".join(rows).encode("ascii"), dtype=np.uint8)  # (heads * sentences,) bytes
+    return flat.reshape(len(rows), -1) == ord("1")  # (heads, sentences)
 
 
 def _stored_sentences(record: Mapping, name: str, config: Mapping) -> list[dict]:
@@ -286,8 +289,9 @@ def stored_splits(record: Mapping, name: str, config: Mapping, sink_threshold: O
     eligible = None if sink_threshold is None else share < sink_threshold
     if eligible is not None and not eligible.any():
         return []
-    return [held_out_best(_unbits(record["hits"]), rule_hits(sents), sp, _unbits(record.get("attractor_hits")),
-                          _unbits(record.get("first_hits")), groups, eligible=eligible) for sp in config["split_seeds"]]
+    hits, rules = _unbits(record["hits"]), rule_hits(sents)
+    other, first = _unbits(record.get("attractor_hits")), _unbits(record.get("first_hits"))
+    return [held_out_best(hits, rules, sp, other, first, groups, eligible=eligible) for sp in config["split_seeds"]]
 
 
 def model_decision(record: Mapping, config: Mapping, level: float = 0.5, margin: float = 0.2,
