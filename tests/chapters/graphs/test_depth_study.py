@@ -145,12 +145,27 @@ def test_the_stored_run_follows_the_registered_design():
 
 
 def test_the_ledger_verdict_is_what_the_rule_gives_on_the_stored_run():
+    """The verdict, the finding's models, and the numbers the box quotes (evidence.json) are the stored run's."""
+    import json
+
     rows = ds.depth_rows(ds.load_depth_probe())
-    verdict, named = ds.depth_verdict(ds.depth_labels(rows, 0.05))
+    labels = ds.depth_labels(rows, 0.05)
+    verdict, named = ds.depth_verdict(labels)
     entry = _entry()
     assert entry["verdict"] == verdict
-    for model, offsets in named.items():
-        assert model in entry["finding"]  # the finding names the model (and its offsets) the verdict rests on
+    for model, by in labels.items():
+        if model in named:  # a named model: the finding says its neighbours fade, and all of them are named
+            assert f"{model}'s neighbours fade" in entry["finding"] and named[model] == list(by), (model, by)
+        elif set(by.values()) == {"undecided"}:
+            assert f"{model}'s undecided" in entry["finding"], (model, by)
+    quoted = json.loads((DATA_DIR / "evidence.json").read_text())["depth-keeps-information"]
+    short, keys = {"MiniLM": "mini", "SmolLM2": "smol"}, {-2: "m2", -1: "m1", 1: "p1", 2: "p2"}
+    for model, by in rows.items():
+        for o, r in by.items():
+            k = f"{short[model]}_{keys[o]}"
+            assert quoted[f"dk_best_{k}"] == r["best"]
+            assert [quoted[f"dk_{v}_{k}"] for v in ("F", "lo", "hi")] == pytest.approx(r["F"], abs=5e-4)  # 3 decimals
+            assert quoted[f"dk_D_{k}"] == pytest.approx(r["D"][0], abs=5e-4)
 
 
 @pytest.mark.extended
