@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_probe_run``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_probe_run``, ``depth_study``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -25,17 +25,16 @@ from .composition import (
     live_run,
     load_runs,
 )
-from .depth_probe import (
-    labelled_sequences,
-    stack_probe_curves,
-    template_sentences,
-    encoder_probe,
-    depth_pattern,
-    halves_difference,
-    halves_label,
-    last_minus_best,
-)
+from .depth_probe import labelled_sequences, stack_probe_curves, template_sentences
 from .depth_probe_run import load_depth_probe_decoder
+from .depth_study import (
+    load_depth_probe,
+    depth_rows,
+    depth_curves,
+    depth_labels,
+    depth_verdict,
+    margin_sweep,
+)
 from .gnn import ranking_comparison, shared_top_fraction
 from .head_budget import (
     LONG_GRID_RUN,
@@ -75,6 +74,8 @@ from .figures import (
     plot_head_grid,
     plot_probe_curves,
     plot_relative_depth_probe,
+    plot_depth_fades,
+    plot_margin_sweep,
     plot_composition,
     plot_head_budget,
     plot_training_curves,
@@ -110,12 +111,13 @@ __all__ = [
     "labelled_sequences",
     "stack_probe_curves",
     "template_sentences",
-    "encoder_probe",
-    "depth_pattern",
-    "halves_difference",
-    "halves_label",
-    "last_minus_best",
     "load_depth_probe_decoder",
+    "load_depth_probe",
+    "depth_rows",
+    "depth_curves",
+    "depth_labels",
+    "depth_verdict",
+    "margin_sweep",
     "ranking_comparison",
     "shared_top_fraction",
     "LONG_GRID_RUN",
@@ -163,6 +165,8 @@ __all__ = [
     "plot_head_grid",
     "plot_probe_curves",
     "plot_relative_depth_probe",
+    "plot_depth_fades",
+    "plot_margin_sweep",
     "plot_composition",
     "plot_head_budget",
     "plot_training_curves",

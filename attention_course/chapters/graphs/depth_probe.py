@@ -19,8 +19,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
-__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences", "encoder_probe", "depth_pattern",
-           "halves_difference", "halves_label", "last_minus_best"]
+__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
@@ -55,51 +54,84 @@ def _ridge_predict(X_fit: np.ndarray, Y_fit: np.ndarray, X_eval: np.ndarray, rid
     """
     A = np.hstack([X_fit, np.ones((len(X_fit), 1))])  # (n, d + 1), with an intercept
     B = np.hstack([X_eval, np.ones((len(X_eval), 1))])  # (m, d + 1)
-    gram = A.T @ A  # (d + 1, d + 1)
+    eig = _gram_eig(A.T @ A)
     out = np.zeros((len(ridges), Y_fit.shape[1], len(B)), dtype=Y_fit.dtype)
-    for r, ridge in enumerate(ridges):
-        factor = np.linalg.cholesky(gram + ridge * np.trace(gram) / len(gram) * np.eye(len(gram)))
-        for c, col in enumerate(Y_fit.T):
-            classes = np.unique(col)  # (C,) labels seen in fitting
-            rhs = A.T @ (col[:, None] == classes[None, :])  # (d + 1, C), one-hot targets
-            W = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))  # (d + 1, C)
-            out[r, c] = classes[(B @ W).argmax(axis=1)]
+    for c, col in enumerate(Y_fit.T):
+        classes = np.unique(col)  # (C,) labels seen in fitting
+        rhs = A.T @ (col[:, None] == classes[None, :])  # (d + 1, C), one-hot targets
+        out[:, c] = classes[_ridge_scores(eig, rhs, B, ridges).argmax(axis=2)]  # (ridges, m)
     return out
 
 
-def cross_validated_hits(features: Array, labels: Array, n_train: int,
-                         ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0),
-                         folds: int = 5) -> tuple[np.ndarray, float]:
+def _gram_eig(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The eigenvalues (d + 1,) and eigenvectors (d + 1, d + 1) of a Gram matrix, and its mean diagonal."""
+    s, V = np.linalg.eigh(gram)
+    return s, V, float(np.trace(gram)) / len(gram)
+
+
+def _ridge_scores(eig: tuple, rhs: np.ndarray, B: np.ndarray, ridges: Sequence[float]) -> np.ndarray:
+    r"""Class scores of ridge probes for every ridge from one eigendecomposition: (len(ridges), m, C).
+
+    .. math::
+
+        W_\lambda = (G + \lambda \bar g I)^{-1} A^\top Y = V \operatorname{diag}(1 / (s + \lambda \bar g)) V^\top A^\top Y,
+
+    with :math:`G = A^\top A = V \operatorname{diag}(s) V^\top` and :math:`\bar g` its mean diagonal;
+    ``rhs`` is :math:`A^\top Y` (d + 1, C) and ``B`` (m, d + 1) the rows scored.
+    """
+    s, V, scale = eig
+    BV, Q = B @ V, V.T @ rhs  # (m, d + 1), (d + 1, C)
+    return np.stack([(BV / (s + ridge * scale)) @ Q for ridge in ridges])  # (ridges, m, C)
+
+
+def cross_validated_scores(features: Array, labels: Array, n_train: int,
+                           ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0), folds: int = 5,
+                           n_fit: Optional[int] = None) -> tuple[np.ndarray, float, float]:
     """Labels read right per held-out sequence by a probe whose ridge is chosen by cross-validation.
 
-    ``features`` (N, P, d) and ``labels`` (N, P): P read positions of N sequences, the first
-    ``n_train`` fit. The ridge has the best mean accuracy over ``folds`` folds of the fitting
-    sequences (sequence s in fold s mod folds; ties: the smaller). Returns ``hits``
-    (N - n_train,), 0..P, and the ridge.
+    ``features`` (N, P, d) and ``labels`` (N, P): P read positions of N sequences. The first ``n_fit``
+    (default ``n_train``) sequences fit; sequences ``n_train`` onwards are scored, so fits of several
+    sizes score the same held-out sequences. The ridge has the best mean accuracy over ``folds``
+    folds of the fitting sequences (sequence s in fold s mod folds; ties: the smaller); one
+    eigendecomposition of the Gram matrix per fold gives every ridge. Returns ``hits``
+    (N - n_train,), 0..P, the ridge and its cross-validated accuracy (fitting sequences only).
 
     Examples
     --------
     >>> y = np.random.default_rng(0).integers(4, size=(30, 3))
-    >>> hits, ridge = cross_validated_hits(np.eye(4)[y], y, n_train=20)  # (30, 3, 4): the label itself
-    >>> hits.tolist() == [3] * 10, ridge
-    (True, 0.0001)
+    >>> hits, ridge, cv = cross_validated_scores(np.eye(4)[y], y, n_train=20)  # (30, 3, 4): the label itself
+    >>> hits.tolist() == [3] * 10, ridge, cv
+    (True, 0.0001, 1.0)
+    >>> y = np.random.default_rng(0).integers(4, size=(60, 3))
+    >>> x = np.eye(4)[y] + 0.8 * np.random.default_rng(1).normal(size=(60, 3, 4))  # (60, 3, 4): the label, noisy
+    >>> hits, ridge, cv = cross_validated_scores(x, y, n_train=40, n_fit=10)  # 10 fit; sentences 40-59 score
+    >>> hits.shape, ridge, round(cv, 2)
+    ((20,), 0.0001, 0.63)
     """
     X, y = to_numpy(features).astype(float), np.asarray(to_numpy(labels))
-    if X.ndim != 3 or y.shape != X.shape[:2] or not folds <= n_train < len(X):
+    n_fit = n_train if n_fit is None else n_fit
+    if X.ndim != 3 or y.shape != X.shape[:2] or not folds <= n_fit <= n_train < len(X):
         raise ShapeError(f"features has shape {X.shape} and labels {y.shape} with n_train={n_train}, "
-                         f"folds={folds}; expected (N, P, d) and (N, P), and folds <= n_train < N")
+                         f"n_fit={n_fit}, folds={folds}; expected (N, P, d) and (N, P), and folds <= n_fit <= n_train < N")
     N, P, d = X.shape
-    fold = np.repeat(np.arange(n_train) % folds, P)  # (n_train P,) each row's fold
-    X_fit, y_fit = X[:n_train].reshape(-1, d), y[:n_train].reshape(-1, 1)  # (n_train P, d), (n_train P, 1)
+    A = np.concatenate([X[:n_fit], np.ones((n_fit, P, 1))], axis=2)  # (n_fit, P, d + 1), with an intercept
+    classes = np.unique(y[:n_fit])  # (C,)
+    onehot = (y[:n_fit, :, None] == classes).astype(float)  # (n_fit, P, C)
+    fold = np.arange(n_fit) % folds  # (n_fit,) each sequence's fold
+    rows = [A[fold == f].reshape(-1, d + 1) for f in range(folds)]  # each (fold's sequences P, d + 1)
+    grams = np.stack([r.T @ r for r in rows])  # (folds, d + 1, d + 1)
+    rhs = np.stack([r.T @ onehot[fold == f].reshape(len(r), -1) for f, r in enumerate(rows)])  # (folds, d + 1, C)
     score = np.zeros(len(ridges))
     for f in range(folds):
-        inside = fold != f
-        pred = _ridge_predict(X_fit[inside], y_fit[inside], X_fit[~inside], ridges)[:, 0]  # (ridges, rows)
-        score += (pred == y_fit[~inside, 0]).mean(axis=1) / folds
-    ridge = float(ridges[int(score.argmax())])
-    pred = _ridge_predict(X_fit, y_fit, X[n_train:].reshape(-1, d), (ridge,))[0, 0]  # ((N - n_train) P,)
+        seen = (rhs.sum(axis=0) - rhs[f])[-1] > 0  # (C,) classes among the other folds' rows (intercept row counts)
+        scores = _ridge_scores(_gram_eig(grams.sum(axis=0) - grams[f]), (rhs.sum(axis=0) - rhs[f])[:, seen],
+                               rows[f], ridges)  # (ridges, rows, C seen)
+        score += (classes[seen][scores.argmax(axis=2)] == y[:n_fit][fold == f].reshape(-1)).mean(axis=1) / folds
+    best = int(score.argmax())  # ties: the first, the smaller ridge
+    B = np.concatenate([X[n_train:], np.ones((N - n_train, P, 1))], axis=2).reshape(-1, d + 1)  # ((N - n_train) P, d + 1)
+    pred = classes[_ridge_scores(_gram_eig(grams.sum(axis=0)), rhs.sum(axis=0), B, (ridges[best],))[0].argmax(axis=1)]
     hits = (pred.reshape(N - n_train, P) == y[n_train:]).sum(axis=1)  # (N - n_train,)
-    return hits, ridge
+    return hits, float(ridges[best]), float(score[best])
 
 
 def halves_difference(hits: Array, n_read: int, first: Sequence[int], second: Sequence[int],
@@ -138,24 +170,33 @@ def _resamples(m: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(m, size=(n_boot, m))
 
 
-def last_minus_best(hits: Array, n_read: int, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+def last_minus_best(hits: Array, n_read: int, n_boot: int = 2000, seed: int = 0,
+                    best: Optional[int] = None) -> tuple[float, float, float]:
     """The last layer's accuracy minus the best layer's (1..L), with a bootstrap interval over sequences.
 
-    MiniLM's statistic on the hits of :func:`halves_difference`; each resample takes its own best layer.
+    MiniLM's statistic on the hits of :func:`halves_difference`. Without ``best`` each resample takes
+    its own best layer; with it (a layer picked beforehand, e.g. on the fitting sequences) every
+    resample compares the last layer with that one: F of ``depth-keeps-information``.
 
     Examples
     --------
     >>> hits = np.array([[0] * 10, [9] * 10, [6] * 10])  # (3 layers, 10 sequences), 10 words read each
     >>> tuple(round(v, 2) for v in last_minus_best(hits, 10))
     (-0.3, -0.3, -0.3)
+    >>> tuple(round(v, 2) for v in last_minus_best(hits, 10, best=0))  # against the embeddings instead
+    (0.6, 0.6, 0.6)
     """
     h = np.asarray(to_numpy(hits), dtype=float)
-    if h.ndim != 2 or len(h) < 2 or n_read < 1:
-        raise ShapeError(f"hits has shape {h.shape} with n_read={n_read}; expected (L + 1, M), L >= 1, n_read >= 1")
+    if h.ndim != 2 or len(h) < 2 or n_read < 1 or (best is not None and not 0 <= best < len(h)):
+        raise ShapeError(f"hits has shape {h.shape} with n_read={n_read}, best={best}; expected (L + 1, M), L >= 1, "
+                         f"n_read >= 1 and 0 <= best <= L")
     acc = h / n_read  # (L + 1, M): share read right per sequence
     boot = acc[:, _resamples(h.shape[1], n_boot, seed)].mean(axis=2)  # (L + 1, n_boot)
-    low, high = np.percentile(boot[-1] - boot[1:].max(axis=0), [2.5, 97.5])
     mean = acc.mean(axis=1)  # (L + 1,)
+    if best is not None:
+        low, high = np.percentile(boot[-1] - boot[best], [2.5, 97.5])
+        return float(mean[-1] - mean[best]), float(low), float(high)
+    low, high = np.percentile(boot[-1] - boot[1:].max(axis=0), [2.5, 97.5])
     return float(mean[-1] - mean[1:].max()), float(low), float(high)
 
 
@@ -164,7 +205,8 @@ def halves_label(difference: tuple[float, float, float], last: float, scrambled_
     """One offset by the halves rule: ``"lost"``, ``"kept"``, ``"fades"`` or ``"undecided"``.
 
     In this order: lost if the last layer is within ``margin`` of the scrambled model's; kept if
-    D's interval lies above ``-margin``; fades if below; else undecided.
+    the interval of ``difference`` (D of :func:`halves_difference`, or F of :func:`last_minus_best`)
+    lies above ``-margin``; fades if below; else undecided.
 
     Examples
     --------
@@ -336,8 +378,9 @@ def causal_word_hits(hidden: Sequence[Array], ids: Array, ends: Array, n_train: 
     """Words read right per held-out sentence, for the word ``offset`` places before, from a decoder's word states.
 
     A word's state is the state at its last token (``ends`` (N, W)); each (offset, layer) probe is
-    :func:`cross_validated_hits`'s. Returns ``hits`` (len(offsets), len(hidden), N - n_train), the
-    ridges (len(offsets), len(hidden)) and ``n_read``, words read per sentence for each offset.
+    cross-validated (:func:`cross_validated_scores`). Returns ``hits`` (len(offsets), len(hidden), N - n_train), the
+    ridges (len(offsets), len(hidden)) and ``n_read``, words read per sentence for each offset
+    (:func:`word_probes` on causal states).
 
     Examples
     --------
@@ -351,56 +394,50 @@ def causal_word_hits(hidden: Sequence[Array], ids: Array, ends: Array, n_train: 
     ...
     ValueError: offsets=(1,); a causal state has not seen the words after it: expected negative offsets
     """
-    if any(o >= 0 for o in offsets):
+    probes = word_probes(hidden, ids, ends, n_train, offsets, ridges, folds, causal=True)
+    return probes["hits"], probes["ridge"], probes["n_read"]
+
+
+def word_probes(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int, offsets: Sequence[int] = (-2, -1),
+                ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0), folds: int = 5,
+                n_fit: Optional[int] = None, causal: bool = False) -> dict:
+    """Cross-validated probes for the word ``offset`` places away, from each layer's word states.
+
+    ``hidden``: each (N, T, d); ``ends`` (N, W): each word's position, its last token (so
+    ``[CLS]``, ``[SEP]``, a start token and the full stop are not read, unless listed); a word's
+    label is the token there. Only words with a word ``offset`` places away are read. Each
+    (offset, layer) probe is :func:`cross_validated_scores`'s (the first ``n_fit`` of ``n_train``
+    sentences fit; sentences ``n_train`` onwards score). ``causal=True`` refuses offsets >= 0. Returns
+    ``"hits"`` (offsets, len(hidden), N - n_train), ``"ridge"`` and ``"cv"`` (offsets, len(hidden)),
+    the cross-validated accuracy of the chosen ridge, and ``"n_read"``, words read per sentence.
+
+    Examples
+    --------
+    >>> ids = np.random.default_rng(0).integers(6, size=(40, 5))
+    >>> after = np.eye(6)[np.roll(ids, -1, axis=1)]  # (40, 5, 6): each state holds the next token
+    >>> probes = word_probes([after], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1, -1))
+    >>> probes["hits"][:, 0].sum(axis=1).tolist(), probes["n_read"], probes["cv"][0].tolist()  # of 40; chance 1/6
+    ([40, 3], [4, 4], [1.0])
+    """
+    if causal and any(o >= 0 for o in offsets):
         raise ValueError(f"offsets={tuple(offsets)}; a causal state has not seen the words after it: "
                          f"expected negative offsets")
     y, e = np.asarray(to_numpy(ids)), np.asarray(to_numpy(ends))
     if y.ndim != 2 or e.ndim != 2 or len(e) != len(y) or e.max() >= y.shape[1]:
         raise ShapeError(f"ids has shape {y.shape} and ends {e.shape}; expected (N, T) and (N, W) positions below T")
-    labels = np.take_along_axis(y, e, axis=1)  # (N, W): each word's last token
+    labels = np.take_along_axis(y, e, axis=1)  # (N, W): the token at each word's position
     W = e.shape[1]
     hits = np.zeros((len(offsets), len(hidden), len(y) - n_train), dtype=np.int64)
-    ridge = np.zeros((len(offsets), len(hidden)))
+    ridge, cv = np.zeros((len(offsets), len(hidden))), np.zeros((len(offsets), len(hidden)))
     n_read = []
     for i, o in enumerate(offsets):
-        pos = np.arange(-o, W)  # (P,) the words that have a word o places before
+        pos = np.arange(max(0, -o), min(W, W - o))  # (P,) the words that have a word o places away
         n_read.append(len(pos))
         for layer, h in enumerate(hidden):
             words = np.take_along_axis(to_numpy(h), e[:, pos, None], axis=1)  # (N, P, d)
-            hits[i, layer], ridge[i, layer] = cross_validated_hits(words, labels[:, pos + o], n_train, ridges, folds)
-    return hits, ridge, n_read
-
-
-def depth_pattern(acc: Array, scrambled: Array, early: int, need: int, margin: float = 0.05) -> str:
-    """Which pattern a model's probe curves ``acc`` (offsets, L + 1) follow over depth (chapter 5's rule).
-
-    Per offset the peak over layers 1..L is compared with the last layer, and the last layer with
-    ``scrambled``'s. In this order: ``"keeps"`` if for every offset the last is within ``margin`` of
-    the peak; ``"loses"`` if for ``need`` offsets it is within ``margin`` of scrambled;
-    ``"peaks early and fades"`` if for ``need`` offsets the peak is at layer ``early`` or before and
-    the last is more than ``margin`` below it and above scrambled; else ``"other"``.
-
-    Examples
-    --------
-    >>> scr = np.full((2, 7), 0.1)
-    >>> depth_pattern(np.array([[0.1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]] * 2), scr, early=3, need=2)
-    'peaks early and fades'
-    >>> depth_pattern(np.array([[0.1, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9]] * 2), scr, early=3, need=2)
-    'keeps'
-    >>> depth_pattern(np.array([[0.1, 0.9, 0.5, 0.3, 0.2, 0.1, 0.12]] * 2), scr, early=3, need=2)
-    'loses'
-    """
-    a, s = np.asarray(to_numpy(acc), dtype=float), np.asarray(to_numpy(scrambled), dtype=float)
-    if a.ndim != 2 or a.shape != s.shape or a.shape[1] < 2 or not 1 <= need <= len(a):
-        raise ShapeError(f"acc has shape {a.shape} and scrambled {s.shape} with need={need}; "
-                         f"expected the same (offsets, L + 1), L >= 1, and 1 <= need <= offsets")
-    peak, peak_layer, last = a[:, 1:].max(axis=1), 1 + a[:, 1:].argmax(axis=1), a[:, -1]  # each (offsets,)
-    if (peak - last <= margin).all():
-        return "keeps"
-    if (np.abs(last - s[:, -1]) <= margin).sum() >= need:
-        return "loses"
-    fades = (peak_layer <= early) & (peak - last > margin) & (last - s[:, -1] > margin)  # (offsets,)
-    return "peaks early and fades" if fades.sum() >= need else "other"
+            hits[i, layer], ridge[i, layer], cv[i, layer] = cross_validated_scores(
+                words, labels[:, pos + o], n_train, ridges, folds, n_fit)
+    return {"hits": hits, "ridge": ridge, "cv": cv, "n_read": n_read}
 
 
 def guessing_line(chance: float, n_test: int) -> float:

@@ -22,7 +22,7 @@ from ...figures.style import book_figure, new_axes
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 _NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")  # one colour per number of nodes
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_relative_depth_probe", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
+__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_relative_depth_probe", "plot_depth_fades", "plot_margin_sweep", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -277,9 +277,9 @@ def plot_head_grid(values: Array, *, label: str, title: str = "", vmax: Optional
 
 
 @book_figure
-def plot_probe_curves(stacks: Mapping[str, Array], layers: Sequence[int], encoder: Mapping[str, Array], *,
-                      chance: float, title: str = "") -> Figure:
-    """Linear-probe accuracy against depth: random stacks (left) and a trained encoder (right).
+def plot_probe_curves(stacks: Mapping[str, Array], layers: Sequence[int], encoder: Optional[Mapping[str, Array]] = None,
+                      *, chance: float, title: str = "") -> Figure:
+    """Linear-probe accuracy against depth: random stacks (left) and a trained encoder (right; none: one panel).
 
     ``stacks``: label -> (seeds, len(layers)) from
     :func:`~attention_course.chapters.graphs.depth_probe.stack_probe_curves` (median, range band);
@@ -292,8 +292,12 @@ def plot_probe_curves(stacks: Mapping[str, Array], layers: Sequence[int], encode
     >>> fig = plot_probe_curves({"a": np.ones((2, 3))}, [0, 1, 2], {"own": np.ones(4)}, chance=0.1)
     >>> [ax.get_xlabel() for ax in fig.axes]
     ['layer', 'layer']
+    >>> len(plot_probe_curves({"a": np.ones((2, 3))}, [0, 1, 2], chance=0.1).axes)
+    1
     """
-    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.9), layout="constrained")
+    fig, axes = plt.subplots(1, 2 if encoder else 1, figsize=(PAGE_WIDTH if encoder else PAGE_WIDTH * 0.6, 4.9),
+                             layout="constrained", squeeze=False)
+    axes = axes[0]
     x = np.asarray(layers)
     for name, acc in stacks.items():
         a = to_numpy(acc).astype(float)  # (seeds, len(layers))
@@ -303,13 +307,14 @@ def plot_probe_curves(stacks: Mapping[str, Array], layers: Sequence[int], encode
     axes[0].set(xlabel="layer", ylabel="own label read back (held out)", ylim=(0, 1.05),
                 title="Random stacks")
     colours: dict = {}  # one colour per read-out ("own", "previous", ...): the text after the last comma
-    for name, acc in encoder.items():
+    for name, acc in (encoder or {}).items():
         a = to_numpy(acc).astype(float)
         what = name.rpartition(", ")[2]
         colour = colours.setdefault(what, f"C{len(colours)}")
         axes[1].plot(np.arange(len(a)), a, marker="o", ms=3, lw=1.6, label=name, color=colour,
                      ls="--" if "scrambled" in name else "-")
-    axes[1].set(xlabel="layer", ylabel="token read back (held out)", ylim=(0, 1.05), title="MiniLM")
+    if encoder:
+        axes[1].set(xlabel="layer", ylabel="token read back (held out)", ylim=(0, 1.05), title="MiniLM")
     for ax in axes:
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes: no line is hidden
@@ -343,8 +348,8 @@ def plot_relative_depth_probe(curves: Mapping[str, Array], offsets: Sequence[int
         for ax, row in zip(axes[0], a):
             ax.plot(x, row, marker="o", ms=2.5, lw=1.5, color=colour, label=name,
                     ls="--" if "scrambled" in name else "-")
-    for ax, o in zip(axes[0], offsets):
-        ax.set(xlabel="relative depth (layer / layers)", ylim=(0, 1.05),
+    for ax, o in zip(axes[0], offsets):  # four panels leave room for a short label only
+        ax.set(xlabel="relative depth (layer / layers)" if len(offsets) <= 2 else "relative depth", ylim=(0, 1.05),
                title=f"{abs(o)} word{'s' if abs(o) > 1 else ''} {'before' if o < 0 else 'after'}")
         ax.grid(True, alpha=0.3)
     axes[0, 0].set_ylabel("word read back (held out)")
@@ -352,6 +357,92 @@ def plot_relative_depth_probe(curves: Mapping[str, Array], offsets: Sequence[int
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4))
     if title:
         fig.suptitle(title)
+    return fig
+
+
+_OFFSET_WORDS = {-2: "2 before", -1: "1 before", 1: "1 after", 2: "2 after"}
+
+
+def _row_names(rows: Mapping[str, Mapping[int, Any]]) -> list[tuple[str, int]]:
+    return [(model, o) for model, by in rows.items() for o in by]
+
+
+@book_figure
+def plot_depth_fades(rows_by_fit: Mapping[int, Mapping[str, Mapping[int, Mapping]]], margin: float = 0.05,
+                     title: str = "") -> Figure:
+    """F (last layer minus the best layer, held out) with its 95% interval, per model and offset and fitting size.
+
+    ``rows_by_fit`` maps a number of fitting sentences to
+    :func:`~attention_course.chapters.graphs.depth_study.depth_rows`; the decision's band,
+    ``-margin`` to ``+margin`` around 0, is shaded, and its line ``-margin`` dashed.
+
+    Examples
+    --------
+    >>> rows = {n: {"A": {-1: {"F": (-0.1, -0.15, -0.05)}, 1: {"F": (0.0, -0.01, 0.01)}}} for n in (120, 1000)}
+    >>> fig = plot_depth_fades(rows)
+    >>> [t.get_text().splitlines() for t in fig.axes[0].get_xticklabels()], len(fig.axes[0].containers)
+    ([['A', '1 before'], ['A', '1 after']], 2)
+    """
+    sizes = sorted(rows_by_fit)
+    names = _row_names(rows_by_fit[sizes[-1]])
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH, 3.6), layout="constrained")
+    ax.axhspan(-margin, margin, color="0.85", lw=0)
+    ax.axhline(-margin, color="0.2", ls="--", lw=1, label=f"-m = {-margin:g}")
+    ax.axhline(0, color="0.5", lw=0.8)
+    shift = np.linspace(-0.25, 0.25, len(sizes)) if len(sizes) > 1 else np.zeros(1)
+    for j, n in enumerate(sizes):
+        F = np.array([rows_by_fit[n][m][o]["F"] for m, o in names], dtype=float)  # (rows, 3): F, low, high
+        x = np.arange(len(names)) + shift[j]
+        ax.errorbar(x, F[:, 0], yerr=[F[:, 0] - F[:, 1], F[:, 2] - F[:, 0]], fmt="o", ms=4 if n == sizes[-1] else 3,
+                    capsize=2, lw=1.4 if n == sizes[-1] else 0.9, label=f"{n:,} sentences fit")
+    ax.set_xticks(np.arange(len(names)), [f"{m}\n{_OFFSET_WORDS.get(o, o)}" for m, o in names])
+    ax.set_ylabel("F: last layer minus best layer")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small", ncols=2)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+_LABEL_COLOURS = {"kept": "#009E73", "undecided": "0.8", "fades": "#E69F00", "lost": "#D55E00"}
+
+
+@book_figure
+def plot_margin_sweep(sweep: Sequence[Mapping], chosen: float = 0.05, title: str = "") -> Figure:
+    """Each model and offset's label (kept, undecided, fades, lost) against the margin m, and the verdict above.
+
+    ``sweep`` is :func:`~attention_course.chapters.graphs.depth_study.margin_sweep`'s list; ``chosen``
+    marks the margin fixed in advance.
+
+    Examples
+    --------
+    >>> s = [{"margin": m, "labels": {"A": {-1: v}}, "verdict": w} for m, v, w in
+    ...      [(0.02, "fades", "holds when"), (0.1, "kept", "holds")]]
+    >>> fig = plot_margin_sweep(s)
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['verdict', 'A, 1 before']
+    """
+    if not sweep:
+        raise ValueError("sweep is empty; expected one margin_sweep result per margin")
+    names = _row_names(sweep[0]["labels"])
+    m = np.array([s["margin"] for s in sweep], dtype=float)
+    edges = np.concatenate([[m[0] - (m[1] - m[0]) / 2 if len(m) > 1 else m[0] - 0.005],
+                            (m[1:] + m[:-1]) / 2, [m[-1] + (m[-1] - m[-2]) / 2 if len(m) > 1 else m[0] + 0.005]])
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH, 0.9 + 0.32 * (len(names) + 1)), layout="constrained")
+    for j, s in enumerate(sweep):  # row 0 the verdict, rows 1.. each model and offset, top to bottom
+        span = [edges[j], edges[j + 1]]
+        ax.fill_between(span, -0.4, 0.4, color=_VERDICT_COLOURS.get(s["verdict"], "0.8"), lw=0)
+        for i, (model, o) in enumerate(names, start=1):
+            ax.fill_between(span, i - 0.4, i + 0.4, color=_LABEL_COLOURS[s["labels"][model][o]], lw=0)
+    ax.axvline(chosen, color="0.1", ls="--", lw=1)
+    ax.set_yticks(np.arange(len(names) + 1), ["verdict"] + [f"{model}, {_OFFSET_WORDS.get(o, o)}" for model, o in names])
+    ax.set(xlim=(edges[0], edges[-1]), ylim=(len(names) + 0.5, -0.5), xlabel="margin m")
+    handles = [Patch(color=c, label=k) for k, c in _LABEL_COLOURS.items()]
+    handles += [Patch(color=c, label=f"verdict: {v}") for v, c in _VERDICT_COLOURS.items()
+                if any(s["verdict"] == v for s in sweep)]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize="small")
+    if title:
+        ax.set_title(title)
     return fig
 
 

@@ -145,13 +145,13 @@ def test_cross_validation_picks_the_ridge_that_reads_held_out_labels_better(spre
         X = np.eye(V)[y] @ rng.normal(size=(V, d)) * 0.5 + rng.normal(size=(N, P, d))  # (N, P, d)
     else:
         X = np.concatenate([np.eye(V)[y] * 0.5, rng.normal(size=(N, P, d - V))], axis=2)  # (N, P, d)
-    hits, ridge = dp.cross_validated_hits(X, y, n_train=20, ridges=(1e-6, 1.0))
+    hits, ridge, _ = dp.cross_validated_scores(X, y, n_train=20, ridges=(1e-6, 1.0))
     flat_X, flat_y = X.reshape(N * P, -1), y.reshape(-1)
     acc = {r: dp.probe_accuracy(flat_X, flat_y, 20 * P, ridge=r) for r in (1e-6, 1.0)}
     assert ridge == best and acc[best] > max(acc.values()) - 1e-12 and min(acc.values()) < acc[best] - 0.2
     assert hits.sum() / (20 * P) == pytest.approx(acc[best], abs=1e-12)
     with pytest.raises(ShapeError, match=r"folds=5"):
-        dp.cross_validated_hits(X[:, :, :3], y, n_train=4)
+        dp.cross_validated_scores(X[:, :, :3], y, n_train=4)
 
 
 def test_halves_difference_against_a_loop_and_its_interval_covers_the_truth():
@@ -194,25 +194,6 @@ def test_halves_label_table():
     ]
     for interval, last, scrambled, margin, expected in cases:
         assert dp.halves_label(interval, last, scrambled, margin) == expected, (interval, margin)
-
-
-def test_depth_pattern_table():
-    scr = np.full((2, 7), 0.2)
-    early_fade = [0.1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
-    cases = [  # (rows, early, need, expected)
-        ([early_fade] * 2, 3, 2, "peaks early and fades"),
-        ([[0.1, 0.3, 0.4, 0.5, 0.6, 0.8, 0.9]] * 2, 3, 2, "keeps"),  # rises to the last layer
-        ([[0.1, 0.9, 0.5, 0.3, 0.2, 0.2, 0.22]] * 2, 3, 2, "loses"),
-        ([early_fade, [0.1, 0.3, 0.4, 0.5, 0.9, 0.6, 0.5]], 3, 2, "other"),  # one offset peaks late
-        ([early_fade, [0.1, 0.3, 0.4, 0.5, 0.9, 0.6, 0.5]], 3, 1, "peaks early and fades"),
-        ([early_fade, [0.1, 0.3, 0.4, 0.5, 0.9, 0.6, 0.5]], 4, 2, "peaks early and fades"),
-        # the embeddings (column 0) are not a peak: a curve highest at layer 0 that only falls
-        ([[1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.48]] * 2, 3, 2, "keeps"),
-    ]
-    for rows, early, need, expected in cases:
-        assert dp.depth_pattern(np.array(rows), scr, early=early, need=need) == expected, rows
-    with pytest.raises(ShapeError, match=r"need=3"):
-        dp.depth_pattern(np.array([early_fade] * 2), scr, early=3, need=3)
 
 
 def _scaled_qk(w, a):
