@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_probe_run``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_probe_decoder``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -35,7 +35,7 @@ from .depth_probe import (
     halves_label,
     last_minus_best,
 )
-from .depth_probe_run import load_depth_probe_decoder
+from .depth_probe_decoder import load_depth_probe_decoder
 from .gnn import ranking_comparison, shared_top_fraction
 from .head_budget import (
     LONG_GRID_RUN,
