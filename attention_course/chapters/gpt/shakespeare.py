@@ -27,7 +27,7 @@ import torch
 from ...models.experiments import Experiment, progress_bar, read_json, register
 from ...models.records import DATA_DIR
 from ...models.smollm2 import DecoderConfig
-from ...models.tasks import Batch
+from ...models.tasks import Batch, _generator
 from ...models.training import train
 from .loss import next_token_loss
 from .small_gpt import SmallGPT, generate_text
@@ -141,7 +141,7 @@ class CharTask:
     context: int
 
     def __call__(self, batch_size: int, seed: int = 0, generator=None) -> Batch:
-        g = generator if generator is not None else torch.Generator().manual_seed(seed)
+        g = _generator(seed, generator)
         starts = torch.randint(0, len(self.ids) - self.context - 1, (batch_size,), generator=g)  # (B,)
         idx = starts[:, None] + torch.arange(self.context + 1)[None, :]  # (B, T+1)
         window = self.ids[idx]  # (B, T+1)
