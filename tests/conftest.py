@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 
 
 import matplotlib.pyplot as plt  # noqa: E402
-import json  # noqa: E402
+from page_spec import page_spec  # noqa: E402
 import re  # noqa: E402
 
 import pytest  # noqa: E402
@@ -114,8 +114,7 @@ def check_flagged_html():
         assert max_bytes is None or len(html.encode()) < max_bytes, f"{fig.name}: {len(html.encode())} bytes"
         if every_frame:  # the flag names the value it sits at and says what changes; every frame reads out
             assert fig.labels[fig.flip] in flag.group(1) and len(flag.group(1)) > 40, f"{fig.name}: {flag.group(1)!r}"
-            data = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', html, re.S)
-            frames = json.loads(data.group(1).replace("<\\/", "</"))["frames"]
+            frames = page_spec(fig, html)["frames"]
             assert len(frames) == len(fig.labels) and all(fr["readout"] for fr in frames), f"{fig.name}: a frame without a readout"
         return html, flag.group(1)
     return check

@@ -337,7 +337,7 @@ SMALL = {
     "similarity.json": (["similarity-run", "--n", "8"], None),  # its values: test_similarity
     "shakespeare_run.json": (["shakespeare-run", "--steps", "4"], None),
     "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
-    "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_run
+    "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_study
     "decoder_roles.json": (["decoder-roles", "--n-texts", "1"], None),  # its values: test_roles (extended)
     "depth_probe_decoder.json": (["depth-probe-decoder", "--n-sentences", "8", "--n-train", "6"], None),  # its values: test_depth_probe
     "depth_probe.json": (["depth-probe", "--n-sentences", "40", "--n-train", "30", "--fit-sizes", "10", "30",
@@ -376,7 +376,7 @@ def test_every_stored_run_has_a_small_run_or_a_reason():
                # their small runs: tests/chapters/insight/test_score_arms.py (extended)
                "insight_heads.json", "insight_heads_tied.json", "insight_heads_other.json", "insight_frozen.json",
                "decoder_bench.json", "decoder_reference.npz",
-               "qk_gauge.json"}  # its small run: tests/chapters/kernels/test_gauge_run.py (extended, MiniLM on four texts)
+               "qk_gauge.json"}  # its small run: tests/chapters/kernels/test_gauge_study.py (extended, MiniLM on four texts)
     assert set(_stored_files()) == set(SMALL) | special
 
 

@@ -176,8 +176,7 @@ def nystrom_attention(
     Examples
     --------
     >>> import torch
-    >>> g = torch.Generator().manual_seed(0)
-    >>> q, k, v = (torch.randn(16, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    >>> q, k, v = torch.randn(3, 16, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     >>> exact = torch.softmax(q @ k.T / 8**0.5, dim=-1) @ v
     >>> bool(torch.allclose(nystrom_attention(q, k, v, num_landmarks=16), exact, atol=1e-10))  # a landmark per token
     True

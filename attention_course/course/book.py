@@ -15,9 +15,7 @@ try:  # the book build and `make test` have it; Colab and plain Jupyter need not
 except ImportError:  # pragma: no cover - exercised in tests by monkeypatching
     _myst_glue = None
 
-__all__ = ["glue", "value_of", "format_value", "Shown", "HAVE_MYST_NB"]
-
-HAVE_MYST_NB = _myst_glue is not None
+__all__ = ["glue", "value_of", "format_value", "Shown"]
 
 _PLAIN = (bool, int, float, str)
 

@@ -1,6 +1,6 @@
 """One call that prepares a chapter notebook: ``ac.setup_chapter(globals())``.
 
-The book's figure style, rounded printing, a seeded generator, and :data:`CHAPTER_NAMES`
+The book's figure style, rounded printing, a seeded generator, and :func:`chapter_names`
 in the notebook's namespace (and nowhere else)::
 
     import attention_course as ac
@@ -22,31 +22,22 @@ from ..figures.style import setup_notebook
 from .book import glue, value_of
 from .claims import error_ceiling
 
-__all__ = ["setup_chapter", "chapter_names", "CHAPTER_NAMES"]
-
-#: What :func:`setup_chapter` defines in the notebook, and why each is there.
-CHAPTER_NAMES = {
-    "np": "numpy",
-    "torch": "torch",
-    "F": "torch.nn.functional",
-    "rng": "a numpy Generator seeded with ``seed`` (a fresh one each time the cell runs)",
-    "check": "the exercise checker, ``check(exercise_id, fn)``",
-    "glue": "stores a number for the prose (myst-nb's glue, a no-op without myst-nb)",
-    "value_of": "the prose's inline numbers, ``{eval}`value_of(\"name:fmt\")```",
-    "prediction": "a predict-then-reveal box",
-    "error_ceiling": "the error bound a verdict's tolerance is derived from",
-    "Markdown": "IPython's Markdown display object",
-}
+__all__ = ["setup_chapter", "chapter_names"]
 
 
 def chapter_names(seed: int = 0) -> dict[str, Any]:
-    """The names a chapter's cells use (:data:`CHAPTER_NAMES`), with a fresh ``rng``.
+    """The names a chapter's cells use, with a fresh ``rng``: ``np``, ``torch``, ``F`` (``torch.nn.functional``),
+    ``rng`` (a numpy Generator seeded with ``seed``, a fresh one each time the cell runs), ``check`` (the exercise
+    checker, ``check(exercise_id, fn)``), ``glue`` (stores a number for the prose: myst-nb's glue, a no-op without
+    myst-nb), ``value_of`` (the prose's inline numbers, ``{eval}`value_of("name:fmt")```), ``prediction`` (a
+    predict-then-reveal box), ``error_ceiling`` (the error bound a verdict's tolerance is derived from) and
+    ``Markdown`` (IPython's Markdown display object).
 
     Examples
     --------
     >>> names = chapter_names(seed=0)
-    >>> sorted(names) == sorted(CHAPTER_NAMES), round(float(names["rng"].random()), 4)
-    (True, 0.637)
+    >>> sorted(names), round(float(names["rng"].random()), 4)
+    (['F', 'Markdown', 'check', 'error_ceiling', 'glue', 'np', 'prediction', 'rng', 'torch', 'value_of'], 0.637)
     """
     from IPython.display import Markdown  # IPython ships with every Jupyter kernel
 
@@ -63,7 +54,7 @@ def setup_chapter(namespace: MutableMapping[str, Any], seed: int = 0, threads: O
     Parameters
     ----------
     namespace : dict
-        The notebook's globals (pass ``globals()``); :data:`CHAPTER_NAMES` are set in it.
+        The notebook's globals (pass ``globals()``); :func:`chapter_names` are set in it.
     seed : int
         Seed of the notebook's ``rng``.
     threads : int or None

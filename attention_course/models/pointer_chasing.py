@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from .tasks import Batch
+from .tasks import Batch, _generator
 
 __all__ = ["N_SPLITS", "random_cycles", "map_split", "follow", "edge_tokens", "decode",
            "pointer_chasing", "PointerChasingTask", "baseline_accuracies"]
@@ -154,10 +154,8 @@ def pointer_chasing(
     hops : int, default 1
         k, the number of links to follow.
     split : {"train", "test", "all"}, default "train"
-    seed : int, default 0
-        Seeds a fresh ``torch.Generator`` when ``generator`` is not given.
-    generator : torch.Generator, optional
-        Draw from this generator instead (advancing it).
+    seed, generator : int, default 0, and torch.Generator, optional
+        A fresh ``torch.Generator`` seeded with ``seed``, or ``generator`` itself (advanced) when given.
 
     Returns
     -------
@@ -176,7 +174,7 @@ def pointer_chasing(
     if split == "test" and n_nodes < 5:
         raise ValueError(f"split='test' with n_nodes={n_nodes}: no cycle on fewer than 5 nodes is "
                          f"held out; expected n_nodes >= 5 or split='all'")
-    g = generator if generator is not None else torch.Generator().manual_seed(int(seed))
+    g = _generator(seed, generator)
     kept, have = [], 0
     while have < batch_size:
         f = random_cycles(2 * batch_size, n_nodes, g)  # (2B, n) candidates

@@ -43,12 +43,8 @@ def bert_queries_keys(weights: BertWeights, hidden_states: Sequence[torch.Tensor
 
     Examples
     --------
-    >>> from attention_course.models.encoder import BertLayerWeights
-    >>> g = torch.Generator().manual_seed(0)
-    >>> r = lambda *s: torch.randn(*s, generator=g)
-    >>> layer = BertLayerWeights(*[r(8, 8) for _ in range(4)], *[r(8) for _ in range(6)],
-    ...                          r(8, 16), r(16), r(16, 8), r(8), r(8), r(8))
-    >>> w = BertWeights(r(10, 8), r(16, 8), r(2, 8), r(8), r(8), (layer,), 2, 1e-12)
+    >>> from attention_course.chapters.encoder.random_weights import random_bert
+    >>> w = random_bert(0, n_layers=1)  # d_model 8, 2 heads
     >>> out = bert_encode(w, torch.tensor([[1, 2, 3]]))
     >>> [tuple(t.shape) for t in bert_queries_keys(w, out.hidden_states)[0]]
     [(1, 2, 3, 4), (1, 2, 3, 4)]
@@ -81,12 +77,8 @@ def sentence_queries_keys(weights: BertWeights, input_ids: Sequence[Union[torch.
 
     Examples
     --------
-    >>> from attention_course.models.encoder import BertLayerWeights
-    >>> g = torch.Generator().manual_seed(0)
-    >>> r = lambda *s: torch.randn(*s, generator=g)
-    >>> layer = BertLayerWeights(*[r(8, 8) for _ in range(4)], *[r(8) for _ in range(6)],
-    ...                          r(8, 16), r(16), r(16, 8), r(8), r(8), r(8))
-    >>> w = BertWeights(r(10, 8), r(16, 8), r(2, 8), r(8), r(8), (layer, layer), 2, 1e-12)
+    >>> from attention_course.chapters.encoder.random_weights import random_bert
+    >>> w = random_bert(0)  # 2 layers, d_model 8, 2 heads
     >>> [q.shape for q, _ in sentence_queries_keys(w, [[1, 2, 3], torch.tensor([[4, 5]])])]
     [(2, 2, 3, 4), (2, 2, 2, 4)]
     """

@@ -23,14 +23,7 @@ import torch
 
 from attention_course.exercises import REGISTRY, check, evaluate
 from attention_course.course.solutions import SOLUTIONS
-
-PASS = "passed"
-
-
-def fb(eid: str, name: str) -> str:
-    """The registered feedback of mutant ``name`` (a wrong answer must get exactly this)."""
-    (mutant,) = [m for m in REGISTRY[eid].mutants if m.name == name]
-    return mutant.feedback
+from exercise_battery import PASS, assert_has_a_battery, assert_verdict, fb
 
 
 def t(x):
@@ -1217,12 +1210,7 @@ TIME_LIMITS = {("linear-attention", "a Python loop over keys"): 2.0}
 
 @pytest.mark.parametrize("eid,label,fn,expect", BATTERY, ids=[f"{b[0]}:{b[1]}" for b in BATTERY])
 def test_learner_answer_gets_the_right_verdict(eid, label, fn, expect):
-    result = evaluate(eid, fn, time_limit=TIME_LIMITS.get((eid, label), 10.0))
-    if expect == PASS:
-        assert result.passed, result.message
-    else:
-        assert result.status == "failed", result.message
-        assert expect in result.message, result.message
+    assert_verdict(eid, fn, expect, time_limit=TIME_LIMITS.get((eid, label), 10.0))
 
 
 def test_the_newest_battery_names_most_mistakes():
@@ -1247,9 +1235,7 @@ BATTERY_HERE = sorted(set(REGISTRY) - set(_build_exercises.EXERCISES) - set(_dec
 
 @pytest.mark.parametrize("eid", BATTERY_HERE)
 def test_every_exercise_has_a_battery_of_right_and_wrong_answers(eid):
-    answers = [b for b in BATTERY if b[0] == eid]
-    right = [b for b in answers if b[3] == PASS]
-    assert len(answers) >= 8 and len(right) >= 3 and len(answers) - len(right) >= 5, eid
+    assert_has_a_battery(BATTERY, eid)
 
 
 # ------------------------------------------------------------------ robustness, every exercise

@@ -1,6 +1,6 @@
 """Chapter 10, A GPT at work: everything the chapter computes, draws and checks.
 
-One module per concept (``bench``, ``fallback``, ``generation``, ``loss``, ``sampling``, ``shakespeare``, ``shakespeare_run``, ``small_gpt``, ``figures``, ``exercises``); their public names are
+One module per concept (``bench``, ``fallback``, ``generation``, ``loss``, ``sampling``, ``shakespeare``, ``small_gpt``, ``figures``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import gpt as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -21,8 +21,16 @@ from .generation import (
 )
 from .loss import next_token_loss
 from .sampling import next_token_probs, sample
-from .shakespeare import plain_text, corpus, CharTask, unigram_loss, bigram_loss
-from .shakespeare_run import LIVE, held_out_loss, stored_shakespeare
+from .shakespeare import (
+    plain_text,
+    corpus,
+    CharTask,
+    unigram_loss,
+    bigram_loss,
+    LIVE,
+    held_out_loss,
+    stored_shakespeare,
+)
 from .small_gpt import SmallGPT, generate_text
 from .figures import cache_bytes, plot_cache_diagram, plot_cache_memory, plot_shakespeare
 from .exercises import EXERCISES

@@ -415,13 +415,20 @@ def _grid_document(config: CompositionConfig, runs: Runs, meta: dict) -> dict:
     design = _design(config)
     settings = {**_settings(config), "max_steps": design["max_steps"], "threshold": 0.9,
                 "heads": list(design["heads"]), "flat_window": design["flat_window"]}
+    return _part_document(meta, settings, runs.records)
+
+
+def _part_document(meta: dict, settings: dict, runs: list, **more: Any) -> dict:
+    """One part of a grid stored in parts: its machine and arguments are ``meta["parts"]``' one part (the
+    parts are merged on save by :func:`merge_grid`); ``more`` goes between the settings and the runs."""
     part = {"machine": meta["machine"], "arguments": meta["arguments"]}
     return {"schema_version": 1, "meta": {"command": meta["command"], "parts": [part]}, "settings": settings,
-            "runs": runs.records}
+            **more, "runs": runs}
 
 
-def _grid_resume(previous: Mapping, config: CompositionConfig) -> list:
-    return [(_key(r), r) for r in previous["runs"]]
+def _resume_by(key: Callable[[Mapping], tuple]) -> Callable[[Mapping, CompositionConfig], list]:
+    """A grid's ``resume``: the stored runs, each under its job ``key``."""
+    return lambda previous, config: [(key(r), r) for r in previous["runs"]]
 
 
 _MATCHED_PARTS = dict(cost=_matched_cost, save_each=True)  # the largest first; a run cut short keeps what it finished
@@ -430,7 +437,7 @@ MATCHED = Experiment("composition-run --matched", K_HOPS.config, _matched_run, M
                      document=_matched_document, description="", **_MATCHED_PARTS)
 #: ``composition-run --matched --grid``: the pre-registered head grid, one ``n`` a call (each under 15 minutes).
 HEAD_GRID = Experiment("composition-run --matched --grid", K_HOPS.config, _grid_run, GRID_RUN,
-                       next_jobs=_grid_next, document=_grid_document, resume=_grid_resume, merge=merge_grid,
+                       next_jobs=_grid_next, document=_grid_document, resume=_resume_by(_key), merge=merge_grid,
                        save_each=True, description="")
 #: ``composition-run --matched --grid --long``: the long grid (:data:`LONG_GRID`).
 LONG_HEAD_GRID = replace(HEAD_GRID, name="composition-run --matched --grid --long", out=LONG_GRID_RUN)

@@ -22,7 +22,7 @@ import torch
 from ...models.experiments import Experiment, Runs, read_json, register
 from ...models.pointer_chasing import PointerChasingTask, baseline_accuracies
 from ...models.records import DATA_DIR
-from ...models.tasks import Batch
+from ...models.tasks import Batch, _generator
 from .composition import HELD_OUT_SEED, CompositionConfig
 from . import head_budget
 from .head_budget import HEAD_WIDTH, converged, merge_grid, run_matched
@@ -64,7 +64,7 @@ class RandomAnswers:
         return self.task.seq_len
 
     def __call__(self, batch_size: int, seed: int = 0, generator: Optional[torch.Generator] = None) -> Batch:
-        g = generator if generator is not None else torch.Generator().manual_seed(int(seed))
+        g = _generator(seed, generator)
         inputs, targets, mask = self.task(batch_size, generator=g)
         targets = targets.clone()
         targets[:, -1] = torch.randint(0, self.task.n_nodes, (batch_size,), generator=g)  # (B,): unrelated to the map
@@ -283,9 +283,8 @@ def _run(config: CompositionConfig, kind: str, n: int, L: int, k: int, lr: float
 def _document(config: CompositionConfig, runs: Runs, meta: dict) -> dict:
     settings = {**{k: (list(v) if isinstance(v, tuple) else v) for k, v in HOP_SWEEP.items()}, "d_k": HEAD_WIDTH,
                 "d_model": config.d_model, "batch_size": config.batch_size, "eval_size": config.eval_batch}
-    part = {"machine": meta["machine"], "arguments": meta["arguments"]}
-    return {"schema_version": 1, "meta": {"command": meta["command"], "parts": [part]}, "settings": settings,
-            "baselines": _baselines(runs.records, config.eval_batch), "runs": runs.records}
+    return head_budget._part_document(meta, settings, runs.records,
+                                      baselines=_baselines(runs.records, config.eval_batch))
 
 
 def _merge(doc: Mapping, previous: Mapping) -> dict:
@@ -293,13 +292,9 @@ def _merge(doc: Mapping, previous: Mapping) -> dict:
     return {**merged, "baselines": {**previous.get("baselines", {}), **doc["baselines"]}}
 
 
-def _resume(previous: Mapping, config: CompositionConfig) -> list:
-    return [(_key(r), r) for r in previous["runs"]]
-
-
 #: ``composition-run --hops-sweep [--controls]``: the search or its controls, added to :data:`HOP_SWEEP_RUN`.
 HOP_SWEEP_RUNS = Experiment("composition-run --hops-sweep", CompositionConfig(), _run, HOP_SWEEP_RUN,
-                            next_jobs=_next, document=_document, resume=_resume, merge=_merge, save_each=True,
+                            next_jobs=_next, document=_document, resume=head_budget._resume_by(_key), merge=_merge, save_each=True,
                             description="")
 
 

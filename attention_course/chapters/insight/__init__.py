@@ -1,6 +1,6 @@
 """Chapter 7, The insight: everything the chapter computes, draws and checks.
 
-One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``content_position_run``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``window_sweep``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``ablation_grid``, ``ablations``, ``asymmetry``, ``asymmetry_figures``, ``content_position_study``, ``converged_comparisons``, ``convergence``, ``ingredients``, ``memory``, ``mixers``, ``position_content``, ``recall_tasks``, ``take_away``, ``window_sweep``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import insight as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -10,7 +10,7 @@ from .ablation_grid import load_ablations
 from .ablations import RecallTask, TASKS, accuracy, train_variant
 from . import asymmetry  # noqa: F401
 from .asymmetry_figures import plot_asymmetry, plot_verdict_sweep, plot_learning_curves
-from .content_position_run import load_content_position, stored_scores
+from .content_position_study import load_content_position, stored_scores
 from .converged_comparisons import (
     LONG_RULE,
     PARTNER,

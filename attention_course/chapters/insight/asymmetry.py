@@ -16,17 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import nn
 
-from ...models.tasks import Batch
-from .ablations import TEST_SEED, VALID_SEED, RecallTask, accuracy
-from .convergence import ConvergenceRule, best_check, stop_reason, train_until
+from ...models.tasks import Batch, _generator
+from .ablations import VALID_SEED, RecallTask, accuracy
+from .convergence import ConvergenceRule, _tune, best_check, stop_reason, train_until
 from .mixers import MixerModel, Variant, mixing_mask, signature, symmetric_weights
-from .recall_tasks import N_VALUES, _gen, _group_recall
+from .recall_tasks import N_VALUES, _group_recall
 
 __all__ = []  # the chapter reads these through converged_comparisons
 
@@ -53,10 +53,7 @@ def cyclic_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, cycle: int
 
     with :func:`successor` :math:`f`; the ``N`` stored keys are ``N / cycle`` whole cycles. Chance is 1/64.
 
-    Returns
-    -------
-    Batch
-        ``inputs`` (B, 2N, 2), ``targets`` (B, 2N) (0 where unused), ``mask`` (B, 2N): True at the queries.
+    Returns a :class:`~attention_course.models.tasks.Batch` laid out as :func:`~.recall_tasks.stacked_mqar`'s.
 
     Examples
     --------
@@ -70,7 +67,7 @@ def cyclic_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, cycle: int
     if cycle < 3 or n_pairs % cycle or n_keys % cycle or n_keys < n_pairs:
         raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}, cycle={cycle}; expected cycle >= 3 dividing both "
                          f"n_pairs and n_keys, n_pairs <= n_keys")
-    return _group_recall(batch_size, n_pairs, n_keys, cycle, _gen(seed, generator), lambda a: successor(a, cycle))
+    return _group_recall(batch_size, n_pairs, n_keys, cycle, _generator(seed, generator), lambda a: successor(a, cycle))
 
 
 @dataclass(frozen=True)
@@ -278,13 +275,5 @@ def tune_best(arm: Arm, task: RecallTask, seeds: Sequence[int] = (0, 1, 2), lrs:
     """:func:`train_best` at the learning rate of ``seeds[0]``'s best check (ties: the smaller), every seed;
     ``{"lr", "sweep", "accuracy", "steps", "best_step", "stopped", "curves", "seeds", "rule"}``.
     """
-    torch.set_num_threads(1)
-    runs = {lr: train_best(arm, task, lr, seeds[0], d_model, rule) for lr in lrs}
-    sweep = {lr: max(runs[lr][1]["curve"]) for lr in lrs}
-    best = max(lrs, key=lambda lr: (sweep[lr], -lr))
-    trained = [runs[best]] + [train_best(arm, task, best, s, d_model, rule) for s in seeds[1:]]
-    return {"lr": best, "sweep": {str(k): v for k, v in sweep.items()},
-            "accuracy": [round(accuracy(m, task, seed=TEST_SEED), 4) for m, _ in trained],
-            "steps": [r["steps"] for _, r in trained], "best_step": [r["best_step"] for _, r in trained],
-            "stopped": [r["stopped"] for _, r in trained], "curves": [r["curve"] for _, r in trained],
-            "seeds": list(seeds), "rule": asdict(rule)}
+    return _tune(lambda lr, seed: train_best(arm, task, lr, seed, d_model, rule), task, seeds, lrs, rule, score=max,
+                 fields=("steps", "best_step", "stopped"))

@@ -155,14 +155,21 @@ def tune_converged(variant: Variant, task: RecallTask, seeds: Sequence[int] = (0
     dict
         ``{"lr", "sweep", "accuracy" (test, per seed), "steps", "stopped", "curves", "seeds", "rule"}``.
     """
+    return _tune(lambda lr, seed: train_converged(variant, task, lr, seed, d_model, rule), task, seeds, lrs, rule,
+                 score=lambda curve: curve[-1])
+
+
+def _tune(train_one: Callable[[float, int], tuple[torch.nn.Module, dict]], task: RecallTask, seeds: Sequence[int],
+          lrs: Sequence[float], rule: ConvergenceRule, score: Callable[[list[float]], float],
+          fields: Sequence[str] = ("steps", "stopped")) -> dict:
+    """``train_one(lr, seed)`` for each learning rate on ``seeds[0]``, then every other seed at the learning rate whose
+    curve ``score``s highest (ties: the smaller); each record's ``fields`` listed per seed, with the test accuracy."""
     torch.set_num_threads(1)
-    sweep, runs = {}, {}
-    for lr in lrs:
-        runs[lr] = train_converged(variant, task, lr, seeds[0], d_model, rule)
-        sweep[lr] = runs[lr][1]["curve"][-1]
+    runs = {lr: train_one(lr, seeds[0]) for lr in lrs}
+    sweep = {lr: score(runs[lr][1]["curve"]) for lr in lrs}
     best = max(lrs, key=lambda lr: (sweep[lr], -lr))
-    trained = [runs[best]] + [train_converged(variant, task, best, s, d_model, rule) for s in seeds[1:]]
+    trained = [runs[best]] + [train_one(best, s) for s in seeds[1:]]
     return {"lr": best, "sweep": {str(k): v for k, v in sweep.items()},
             "accuracy": [round(accuracy(m, task, seed=TEST_SEED), 4) for m, _ in trained],
-            "steps": [r["steps"] for _, r in trained], "stopped": [r["stopped"] for _, r in trained],
-            "curves": [r["curve"] for _, r in trained], "seeds": list(seeds), "rule": asdict(rule)}
+            **{f: [r[f] for _, r in trained] for f in fields}, "curves": [r["curve"] for _, r in trained],
+            "seeds": list(seeds), "rule": asdict(rule)}

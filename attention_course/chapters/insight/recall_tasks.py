@@ -13,17 +13,13 @@ from typing import Optional
 
 import torch
 
-from ...models.tasks import Batch
+from ...models.tasks import Batch, _generator
 
 __all__ = ["BLANK", "stacked_mqar", "previous_token", "gaps"]
 
 #: Number of value ids; the blank value is id ``N_VALUES``.
 N_VALUES = 64
 BLANK = N_VALUES
-
-
-def _gen(seed: int, generator: Optional[torch.Generator]) -> torch.Generator:
-    return generator if generator is not None else torch.Generator().manual_seed(int(seed))
 
 
 def _recall_batch(keys: torch.Tensor, values: torch.Tensor, queried: torch.Tensor, answers: torch.Tensor) -> Batch:
@@ -68,7 +64,7 @@ def stacked_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     """
     if n_pairs < 1 or n_keys < n_pairs:
         raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}; expected 1 <= n_pairs <= n_keys")
-    g = _gen(seed, generator)
+    g = _generator(seed, generator)
     B, N = batch_size, n_pairs
     keys = torch.rand(B, n_keys, generator=g).argsort(dim=1)[:, :N]  # (B, N): distinct keys
     values = torch.randint(0, N_VALUES, (B, N), generator=g)  # (B, N)
@@ -90,10 +86,7 @@ def partner_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     :math:`x^\top W^\top W y` cannot rank the partner above the key itself for both members of a
     pair (Cauchy-Schwarz: :math:`\langle Wa, Wb\rangle \le \max(|Wa|^2, |Wb|^2)`). Chance is 1/64.
 
-    Returns
-    -------
-    Batch
-        ``inputs`` (B, 2N, 2), ``targets`` (B, 2N) (0 where unused), ``mask`` (B, 2N): True at the queries.
+    Returns a :class:`~attention_course.models.tasks.Batch` laid out as :func:`stacked_mqar`'s.
 
     Examples
     --------
@@ -106,7 +99,7 @@ def partner_mqar(batch_size: int, n_pairs: int = 16, n_keys: int = 64, seed: int
     """
     if n_pairs < 2 or n_pairs % 2 or n_keys < n_pairs or n_keys % 2:
         raise ValueError(f"n_pairs={n_pairs}, n_keys={n_keys}; expected even 2 <= n_pairs <= n_keys, n_keys even")
-    return _group_recall(batch_size, n_pairs, n_keys, 2, _gen(seed, generator), lambda a: a ^ 1)
+    return _group_recall(batch_size, n_pairs, n_keys, 2, _generator(seed, generator), lambda a: a ^ 1)
 
 
 def _group_recall(B: int, N: int, n_keys: int, m: int, g: torch.Generator, follow) -> Batch:
@@ -144,7 +137,7 @@ def previous_token(batch_size: int, length: int = 32, vocab_size: int = 64, seed
     """
     if lag < 1 or length <= lag:
         raise ValueError(f"length={length}, lag={lag}; expected 1 <= lag < length")
-    g = _gen(seed, generator)
+    g = _generator(seed, generator)
     a = torch.randint(0, vocab_size, (batch_size, length), generator=g)  # (B, T)
     inputs = torch.stack([a, a], dim=2)  # (B, T, 2): the token is its own key and value
     targets = torch.zeros_like(a)

@@ -1,8 +1,7 @@
 """The lesson's table of ingredients taken away: the ablation grid with the learned-metric runs beside it.
 
 :func:`take_away_table` merges the three result files into one ``(task, variant) -> Score`` table;
-:data:`TAKE_AWAY_ROWS` and :data:`TAKE_AWAY_TASKS` are what the lesson draws, :data:`PARTNER_ROWS` its
-partner-recall bars.
+:data:`TAKE_AWAY_ROWS` and :data:`TAKE_AWAY_TASKS` are what the lesson draws.
 """
 
 from __future__ import annotations
@@ -28,13 +27,6 @@ TAKE_AWAY_ROWS = (
 
 #: The lesson's tasks: (label, task).
 TAKE_AWAY_TASKS = (("recall, 16 pairs", RECALL), ("copy, 32 tokens", COPY))
-
-#: The lesson's partner-recall bars: (label, variant in :func:`take_away_table`), all with a learned score scale.
-PARTNER_ROWS = (
-    ("learned $W_Q, W_K$", "softmax attention"),
-    ("tied $W_Q = W_K$", "tied W_Q = W_K, scale learned"),
-    ("fixed $W_Q = W_K = I$", "W_Q = W_K = I, scale learned"),
-)
 
 
 def take_away_table() -> dict[tuple[str, str], Score]:

@@ -1,13 +1,13 @@
 """Chapter 2, Attention as kernel smoothing: everything the chapter computes, draws and checks.
 
-One module per concept (``attention_kernel``, ``gauge_run``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``pages``, ``qk_kernel``, ``self_weight``, ``smoothing``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``attention_kernel``, ``gauge_study``, ``input_locality``, ``kernel_family``, ``learning``, ``metric_comparison``, ``pages``, ``qk_kernel``, ``self_weight``, ``smoothing``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import kernels as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
 """
 
 from .attention_kernel import locality_over_draws
-from .gauge_run import gauge_texts, load_qk_gauge
+from .gauge_study import gauge_texts, load_qk_gauge
 from .input_locality import minilm_hidden_attention, input_locality_by_head
 from .kernel_family import write_family_sweep, load_family_sweep
 from .learning import fit_bandwidth, fit_bandwidths, good_range_limit, learned_width_flip, fit_metric

@@ -427,7 +427,7 @@ def plot_gauge_identity(doc: Mapping, thresholds: Array, sink_threshold: float =
 
     Parameters
     ----------
-    doc : mapping, :func:`~attention_course.chapters.kernels.gauge_run.load_qk_gauge`
+    doc : mapping, :func:`~attention_course.chapters.kernels.gauge_study.load_qk_gauge`
     thresholds : array (N,), thresholds on :math:`\rho(a_{\max})`
 
     Examples

@@ -43,7 +43,11 @@ def tuned_isotropic_sigma(x: Array, y: Array, sigmas: Sequence[float] = SIGMA_GR
     Parameters
     ----------
     x : array, shape (n, d)
+        the training inputs; each is left out of its own prediction
     y : array, shape (n,)
+        their targets
+    sigmas : sequence of float
+        the candidate bandwidths (default :data:`SIGMA_GRID`)
 
     Examples
     --------

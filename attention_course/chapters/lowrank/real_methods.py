@@ -24,10 +24,6 @@ from .head_swap import bert_forward_with, rank_k_weights
 
 __all__ = []
 
-LOW_RANK = ("Nystrom", "Linformer pool", "Performer")
-SPARSE = ("top-k",)
-TRIVIAL = ("uniform", "zeros")
-
 Method = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (q, k, v) -> z, all (B, h, T, d)
 
 

@@ -18,7 +18,6 @@ import numpy as np
 
 from ...figures.style import method_color
 from ...figures.widgets import PLOTLY_AXIS, PLOTLY_FONT, SliderFigure, static_fallback
-from ...models.records import DATA_DIR
 from .approximation_error import BASELINES, low_rank_methods, lowrank_beats_baselines
 from .figures import method_family
 from .approximation_error import STRUCTURE_DATA
@@ -28,8 +27,6 @@ from .spectra import crossover_beta, singular_values, synthetic_attention, tempe
 __all__ = ["efficient_structure_explorer", "load_structure_sweep", "lowrank_explorer", "soft_logits_explorer",
            "rank_grid_explorer"]
 
-_DATA = DATA_DIR
-#: The stored :func:`~attention_course.chapters.lowrank.approximation_error.structure_sweep` of the efficient-attention slider.
 _FONT = {"size": 13}
 
 

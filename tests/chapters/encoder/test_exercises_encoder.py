@@ -19,26 +19,16 @@ from attention_course.models.encoder import bert_encode
 from attention_course.chapters.encoder.feed_forward import GELU_GAP
 from attention_course.course import solutions
 from attention_course.course.solutions import SOLUTIONS
-from attention_course.exercises import REGISTRY, check, evaluate
+from attention_course.exercises import check, evaluate
+from exercise_battery import ANY, PASS, assert_rated_and_solved, battery_tests, fb
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 IDS = list(bx.EXERCISES)
-PASS = "passed"
-ANY = ""  # any failure: the engine words the feedback of an unnamed mistake itself
-
-
-def fb(eid, name):
-    (m,) = [m for m in REGISTRY[eid].mutants if m.name == name]
-    return m.feedback
 
 
 def test_seven_exercises_registered_rated_and_solved():
-    assert 3 <= len(IDS) <= 7 and set(IDS) <= set(REGISTRY) and set(IDS) <= set(SOLUTIONS)
-    for eid in IDS:
-        ex = REGISTRY[eid]
-        assert ex.difficulty in (1, 2, 3) and 5 <= ex.minutes <= 30, eid
-        assert len(ex.mutants) >= 5 and len({m.feedback for m in ex.mutants}) == len(ex.mutants), eid
-        assert len(ex.alternatives) >= 2, eid
+    assert 3 <= len(IDS) <= 7
+    assert_rated_and_solved(IDS, min_mutants=5)
 
 
 # The references, solutions, correct alternatives, stubs and every mutant's own feedback are tested for every
@@ -218,21 +208,7 @@ BATTERY = [
 ]
 
 
-@pytest.mark.parametrize("eid,label,fn,expect", BATTERY, ids=[f"{b[0]}:{b[1]}" for b in BATTERY])
-def test_learner_answer_gets_the_right_verdict(eid, label, fn, expect):
-    result = evaluate(eid, fn)
-    if expect == PASS:
-        assert result.passed, result.message
-    else:
-        assert result.status == "failed", result.message
-        assert expect in result.message, result.message
-
-
-@pytest.mark.parametrize("eid", IDS)
-def test_every_exercise_has_a_battery(eid):
-    answers = [b for b in BATTERY if b[0] == eid]
-    right = [b for b in answers if b[3] == PASS]
-    assert len(answers) >= 8 and len(right) >= 3 and len(answers) - len(right) >= 5, eid
+test_learner_answer_gets_the_right_verdict, test_every_exercise_has_a_battery = battery_tests(BATTERY, IDS)
 
 
 def test_the_encoder_check_names_the_first_layer_sequence_and_position():

@@ -17,26 +17,15 @@ import torch.nn.functional as F
 from attention_course.chapters.decoder.model import forward
 from attention_course.chapters.gpt import exercises as gx
 from attention_course.course.solutions import SOLUTIONS
-from attention_course.exercises import REGISTRY, evaluate
+from exercise_battery import ANY, PASS, assert_rated_and_solved, battery_tests, fb
 
 pytestmark = [pytest.mark.numerics, pytest.mark.usefixtures("one_torch_thread")]
 IDS = list(gx.EXERCISES)
-PASS = "passed"
-ANY = ""  # any failure: the engine words the feedback of an unnamed mistake itself
-
-
-def fb(eid, name):
-    (m,) = [m for m in REGISTRY[eid].mutants if m.name == name]
-    return m.feedback
 
 
 def test_three_exercises_registered_rated_and_solved():
-    assert len(IDS) == 3 and set(IDS) <= set(REGISTRY) and set(IDS) <= set(SOLUTIONS)
-    for eid in IDS:
-        ex = REGISTRY[eid]
-        assert ex.difficulty in (1, 2, 3) and 5 <= ex.minutes <= 30, eid
-        assert len(ex.mutants) >= 6 and len({m.feedback for m in ex.mutants}) == len(ex.mutants), eid
-        assert len(ex.alternatives) >= 2, eid
+    assert len(IDS) == 3
+    assert_rated_and_solved(IDS, min_mutants=6)
 
 
 def test_the_check_tolerance_is_the_logit_estimate():
@@ -156,18 +145,4 @@ BATTERY = [
 ]
 
 
-@pytest.mark.parametrize("eid,label,fn,expect", BATTERY, ids=[f"{b[0]}:{b[1]}" for b in BATTERY])
-def test_learner_answer_gets_the_right_verdict(eid, label, fn, expect):
-    result = evaluate(eid, fn)
-    if expect == PASS:
-        assert result.passed, result.message
-    else:
-        assert result.status == "failed", result.message
-        assert expect in result.message, result.message
-
-
-@pytest.mark.parametrize("eid", IDS)
-def test_every_exercise_has_a_battery(eid):
-    answers = [b for b in BATTERY if b[0] == eid]
-    right = [b for b in answers if b[3] == PASS]
-    assert len(answers) >= 8 and len(right) >= 3 and len(answers) - len(right) >= 5, eid
+test_learner_answer_gets_the_right_verdict, test_every_exercise_has_a_battery = battery_tests(BATTERY, IDS)

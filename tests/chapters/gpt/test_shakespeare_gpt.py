@@ -13,8 +13,7 @@ from attention_course.chapters.gpt import (
     LIVE, CharTask, SmallGPT, bigram_loss, corpus, held_out_loss, plain_text, stored_shakespeare,
     unigram_loss,
 )
-from attention_course.chapters.gpt.shakespeare import HELD_OUT, CharTokenizer, play_files
-from attention_course.chapters.gpt.shakespeare_run import shakespeare_run
+from attention_course.chapters.gpt.shakespeare import HELD_OUT, CharTokenizer, play_files, shakespeare_run
 from attention_course.models.training import train
 
 

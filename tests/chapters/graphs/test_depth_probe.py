@@ -206,7 +206,7 @@ def test_decoder_states_ignore_right_padding_and_q_times_a_with_k_over_a():
     from dataclasses import replace
     import torch
     from attention_course.chapters.decoder.random_weights import random_decoder
-    from attention_course.chapters.graphs import depth_probe_run as run
+    from attention_course.chapters.graphs import depth_probe_decoder as run
 
     w = random_decoder(0)  # float64, 2 layers
     ids = torch.tensor(np.random.default_rng(0).integers(1, 20, size=(12, 6)))
@@ -235,7 +235,7 @@ def test_plot_relative_depth_probe_draws_each_model_on_one_axis():
 
 @pytest.mark.extended
 def test_the_stored_decoder_probes_are_what_the_run_computes():
-    from attention_course.chapters.graphs import depth_probe_run as run
+    from attention_course.chapters.graphs import depth_probe_decoder as run
 
     doc = run.load_depth_probe_decoder()
     fresh = run.depth_probe_decoder_record(run.DepthProbeDecoderConfig())

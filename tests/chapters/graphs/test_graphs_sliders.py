@@ -9,7 +9,6 @@ data's writers in the chapter's ``runs`` module."""
 from __future__ import annotations
 
 import json
-import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,11 +28,7 @@ from attention_course.chapters.graphs.propagation import (
 from attention_course.chapters.graphs import gnn as graphs_gnn
 from attention_course.chapters.graphs import slider_data as graphs_slider_data
 from attention_course.chapters.graphs import topology_rules as graphs_topology_rules
-
-
-def _spec(fig) -> dict:
-    m = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', fig.to_html(), re.S)
-    return json.loads(m.group(1).replace("<\\/", "</"))
+from page_spec import page_spec
 
 
 def _raw(path) -> dict:
@@ -64,7 +59,7 @@ def test_html_is_deterministic_and_links_its_verdict(figures, key, verdict, chec
 # ------------------------------------------------------------------ learned-topology
 def test_rule_frames_count_the_heads_below_one_minus_mass(figures):
     miss, fig = np.array(_raw(fg.RULE_DATA)["miss"]), figures["rule"]
-    spec = _spec(fig)
+    spec = page_spec(fig)
     for label, frame in zip(fig.labels, spec["frames"]):
         m = float(label.split()[1])
         assert f"on {int((miss < 1 - m).sum())} of 72 heads" in frame["readout"]
@@ -103,7 +98,7 @@ def test_rule_explorer_rejects_bad_input():
 # ------------------------------------------------------------------ l-hops
 def test_hops_frames_show_the_stored_runs_and_the_closed_form_reach(figures):
     runs, fig = _raw(STORED_RUN)["runs"], figures["hops"]
-    spec = _spec(fig)
+    spec = page_spec(fig)
     for L, frame in zip(range(1, 5), spec["frames"]):
         reach = np.array(frame["data"][0]["z"], dtype=bool)
         assert np.array_equal(reach, receptive_field(banded_mask(16, 2), L))  # support of (A + I)^L
@@ -140,7 +135,7 @@ def test_banded_reach_is_the_closed_form():
 # ------------------------------------------------------------------ depth-keeps-information
 def test_probe_readouts_give_the_stored_medians(figures):
     raw, fig = _raw(fg.PROBE_DATA), figures["probe"]
-    for L, frame in zip(raw["layers"], _spec(fig)["frames"]):
+    for L, frame in zip(raw["layers"], page_spec(fig)["frames"]):
         for name, acc in raw["stacks"].items():
             assert f"{name} {np.median(np.array(acc)[:, L]):.2f}" in frame["readout"]
         if L <= 6:  # MiniLM's word probes: row 1 reads the previous word, row 2 the next (embeddings, layers 1-6)
@@ -192,7 +187,7 @@ def test_top_key_frames_count_the_heads_at_or_above_the_line(figures):
     shares, words = _top_key_medians()
     fig = figures["topkey"]
     assert shares.shape == (72,) and len(_raw(fg.TOP_KEY_DATA)["shares"]) == 4  # 72 heads, four sentences
-    for label, frame in zip(fig.labels, _spec(fig)["frames"]):
+    for label, frame in zip(fig.labels, page_spec(fig)["frames"]):
         t = float(label.split()[1])
         assert f"{int((shares >= t - 1e-9).sum())} of 72 heads are" in frame["readout"]
         assert f"{int((words >= t - 1e-9).sum())} on the words alone" in frame["readout"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from fractions import Fraction
 
@@ -11,6 +10,7 @@ import pytest
 from attention_course.chapters import insight as ch
 from attention_course.course.claims import by_id
 from attention_course.chapters.insight import sliders as ch_sliders
+from page_spec import page_spec
 
 
 @pytest.fixture(scope="module")
@@ -25,17 +25,13 @@ def linear_table():
     return ch.linear_table(ch.merged_linear(ch.load_linear()["runs"], ch.load_long()["runs"]))
 
 
-def _spec(fig) -> dict:
-    return json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', fig.to_html(), re.S).group(1))
-
-
 def test_metric_flag_is_the_first_task_where_the_fixed_metric_falls_behind(metric_table, check_flagged_html):
     fig = ch.metric_explorer(metric_table)
     gaps = [metric_table[t, a].mean - metric_table[t, b].mean for _, t, (a, b) in ch_sliders.METRIC_TASKS]
     assert [g > ch_sliders.METRIC_MARGIN for g in gaps] == [False, False, True]  # the stored runs: only partner recall
     assert fig.flip == 2 and fig.labels[fig.flip] == "partner recall"
     html, _ = check_flagged_html(fig, "metric-learned")
-    for (label, t, pair), frame in zip(ch_sliders.METRIC_TASKS, _spec(fig)["frames"]):
+    for (label, t, pair), frame in zip(ch_sliders.METRIC_TASKS, page_spec(fig)["frames"]):
         assert frame["data"][0]["y"] == pytest.approx([metric_table[t, v].mean for v in pair], abs=5e-5)  # the page keeps 4 digits
         assert f"{metric_table[t, pair[0]].mean:.2f}" in frame["readout"]
 
@@ -48,7 +44,7 @@ def test_pairs_flag_is_the_ratio_from_which_linear_falls_behind_everywhere(linea
     assert cut == 1.0 and fig.labels[fig.flip] == "N/d = 1"  # the verdict's condition: as many pairs as dimensions
     assert by_id("softmax-over-linear").verdict == "holds when" == ch.decide_softmax_linear(linear_table)
     check_flagged_html(fig, "softmax-over-linear", max_bytes=1_000_000)
-    for r, frame in zip(ratios, _spec(fig)["frames"]):
+    for r, frame in zip(ratios, page_spec(fig)["frames"]):
         points = [(n, d) for d in ch.WIDTHS for n in ch.PAIRS if Fraction(n, d) == r]
         soft, lin = frame["data"]
         assert soft["y"] == pytest.approx([linear_table["softmax attention", n, d].mean for n, d in points], abs=5e-5)
@@ -78,7 +74,7 @@ def test_content_flags_sit_where_a_models_verdict_changes(check_flagged_html):
     flags = re.findall(r'data-flip="(\d+)" data-verdict="content-not-position"', html)
     assert sorted(int(i) for i in flags) == sorted(i for v in verdicts.values() for i in range(1, len(margins))
                                                    if v[i] != v[i - 1])  # one flag per change of a flagged model
-    for g, frame in zip(margins, _spec(fig)["frames"]):
+    for g, frame in zip(margins, page_spec(fig)["frames"]):
         mini = scores["MiniLM"].shares(margin_tol=g)
         assert frame["data"][1]["x"][0] == pytest.approx(mini["content"], abs=5e-5)  # the content bar, MiniLM
         assert f"content {mini['content']:.2f}" in frame["readout"]

@@ -3,18 +3,12 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 import numpy as np
 import pytest
 
 from attention_course.chapters import insight as ch
 from attention_course.figures.style import MAX_WIDTH
-
-
-def _spec(fig) -> dict:
-    return json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', fig.to_html(), re.S).group(1))
+from page_spec import page_spec
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +44,12 @@ def test_temperature_slider_shows_the_softmax_weights_at_each_beta(memory):
     assert fig.labels == ["β = 0", "β = 0.25", "β = 1"] and fig.start == 1  # 1/sqrt(16) = 0.25
     assert fig.verdict == "" and fig.flip is None  # a slider that teaches carries no verdict flag
     scores = keys @ query
-    for b, frame in zip(betas, _spec(fig)["frames"]):
+    for b, frame in zip(betas, page_spec(fig)["frames"]):
         w = np.exp(b * scores) / np.exp(b * scores).sum()  # no shift: small scores, float64
         assert frame["data"][0]["y"] == pytest.approx(w, abs=5e-5)  # the page keeps 4 digits
         assert f"{w[2]:.2f}" in frame["readout"]
-    assert "do not all match" in _spec(fig)["frames"][0]["readout"]  # beta = 0: the mean of all values
-    assert "all match." in _spec(fig)["frames"][2]["readout"]
+    assert "do not all match" in page_spec(fig)["frames"][0]["readout"]  # beta = 0: the mean of all values
+    assert "all match." in page_spec(fig)["frames"][2]["readout"]
 
 
 def test_retrieval_curves_draw_the_shares_of_the_capacity_sweep():

@@ -8,8 +8,6 @@ line the verdict draws, and the HTML.
 
 from __future__ import annotations
 
-import json
-import re
 import statistics
 
 import numpy as np
@@ -23,15 +21,11 @@ from attention_course.chapters.kernels import kernel_family as kf
 from attention_course.chapters.kernels.learning import fit_bandwidth
 from attention_course.chapters.kernels.smoothing import sine_data
 from attention_course.chapters.kernels import self_weight as kernels_self_weight
+from page_spec import page_spec
 
 # float64 throughout: round-off is ~1e-16 per operation; these bounds leave room for a few hundred
 # accumulated operations (sums over 40-256 terms, 300 Adam steps that contract or move by at most lr).
 TIGHT = 1e-10
-
-
-def _spec(fig) -> dict:
-    m = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', fig.to_html(), re.DOTALL)
-    return json.loads(m.group(1).replace("<\\/", "</"))
 
 
 def _nw_numpy(x_query, x_train, y_train, w):
@@ -118,7 +112,7 @@ def test_learned_width_flag_is_where_the_good_range_ends(lw, lw_fig):
     assert fig.flip == expected and all(inside[:expected])
     assert kl.learned_width_flip(lw) == expected and kl.good_range_limit(lw) == pytest.approx(limit, rel=1e-15)
     assert fig.labels[expected] == f"α = {lw['alpha'][expected]:g}"
-    spec = _spec(fig)
+    spec = page_spec(fig)
     for i, frame in enumerate(spec["frames"]):
         learned = frame["data"][3]  # the width learned at this alpha, on the test-error curve
         assert learned["x"][0] == pytest.approx(lw["w"][i], rel=5e-4)  # 4 significant digits

@@ -8,9 +8,6 @@ length sweep), the flag against the line the verdict draws, and the HTML.
 
 from __future__ import annotations
 
-import json
-import re
-
 import numpy as np
 import pytest
 import torch
@@ -19,15 +16,11 @@ from attention_course.chapters.lowrank import sliders as fl
 from attention_course.chapters.lowrank import approximation_error as ae
 from attention_course.chapters.lowrank.approximation_error import approximation_errors, benchmark_inputs
 from attention_course.chapters.lowrank.spectra import crossover_beta, synthetic_attention, temperature_sweep
+from page_spec import page_spec
 
 # float64 throughout: round-off is ~1e-16 per operation; these bounds leave room for a few hundred
 # accumulated operations.
 TIGHT = 1e-10
-
-
-def _spec(fig) -> dict:
-    m = re.search(rf'<script type="application/json" id="{fig.name}-data">(.*?)</script>', fig.to_html(), re.DOTALL)
-    return json.loads(m.group(1).replace("<\\/", "</"))
 
 
 def _first_for_good(ok) -> int | None:
@@ -92,7 +85,7 @@ def test_efficient_flags_against_the_trivial_answers(eff, eff_fig):
     assert fig.flip == flip and fig.flips[1][0] == accurate and 0 < flip < accurate
     assert ae.lowrank_beats_baselines(eff) == flip and ae.lowrank_beats_baselines(eff, target=0.1) == accurate
     assert ae.low_rank_methods(eff) == ["Linformer, mean-pool, k=32", "Nystrom, 32 landmarks"]
-    spec = _spec(fig)
+    spec = page_spec(fig)
     for i, frame in enumerate(spec["frames"]):
         bars = frame["data"][0]
         names = [m for m in errs if m not in ("uniform (mean of values)", "zeros")]
@@ -133,7 +126,7 @@ def test_soft_logits_slider_flags_the_first_beta_that_fails_at_some_length():
     assert sorted(betas)[first_fail - 1] == 0.1  # the box's beta* (grid_beta_star): the last beta that passes
     html = fig.to_html()
     assert html.count('data-verdict="low-rank"') == 1 and 'href="#claim-low-rank"' in html
-    spec = _spec(fig)
+    spec = page_spec(fig)
     for j, frame in enumerate(spec["frames"]):
         np.testing.assert_allclose(frame["data"][1]["y"], means[:, j], rtol=5e-4)  # 4 significant digits
     assert fig.labels[int(np.argmin(np.abs(np.sort(betas) - v["config"]["beta_trained"])))].endswith("(MiniLM)")
@@ -142,7 +135,7 @@ def test_soft_logits_slider_flags_the_first_beta_that_fails_at_some_length():
 def test_the_lessons_temperature_slider_links_to_no_verdict():
     """It teaches: its mark is the crossover of two errors, which decides no claim on the lesson."""
     fig = fl.lowrank_explorer([0.2, 1.0, 4.0], n=16, d=8, k=4)
-    for frame, beta in zip(_spec(fig)["frames"], (0.2, 1.0, 4.0)):  # the readout gives the lesson's energy share
+    for frame, beta in zip(page_spec(fig)["frames"], (0.2, 1.0, 4.0)):  # the readout gives the lesson's energy share
         A = synthetic_attention(16, 8, beta, 0)
         s = np.linalg.svd(A, compute_uv=False)
         share = s[0] ** 2 / np.sum(s**2)

@@ -20,17 +20,10 @@ from hypothesis.extra.numpy import arrays
 
 from attention_course import ShapeError
 from attention_course.chapters.lowrank.baselines import loglog_slope
-from attention_course.chapters.scaling.measures import (
-    dot_product_variance,
-    dot_variance_standard_error,
-    pair_logit_variance,
-    resolve_scale,
-    saturation_stats,
-    softmax_entropy,
-    softmax_jacobian,
-    softmax_jacobian_norm,
-    variance_vs_dim,
-)
+from attention_course.chapters.scaling.measures import (dot_product_variance, dot_variance_standard_error,
+                                                        pair_logit_variance, resolve_scale, saturation_stats,
+                                                        softmax_entropy, softmax_jacobian, softmax_jacobian_norm,
+                                                        variance_vs_dim)
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 logit_rows = arrays(

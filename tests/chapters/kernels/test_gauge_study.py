@@ -4,7 +4,7 @@ import numpy as np
 import torch
 import pytest
 
-from attention_course.chapters.kernels.gauge_run import (DECISION_GAUGES, QKGaugeConfig, _model, gauge_texts,
+from attention_course.chapters.kernels.gauge_study import (DECISION_GAUGES, QKGaugeConfig, _model, gauge_texts,
                                                          load_qk_gauge)
 
 

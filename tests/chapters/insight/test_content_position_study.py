@@ -1,4 +1,4 @@
-"""chapters/insight/content_position_run.py: content-not-position's stored run, its invariance and its decision."""
+"""chapters/insight/content_position_study.py: content-not-position's stored run, its invariance and its decision."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attention_course.chapters.graphs import topology_rules
-from attention_course.chapters.insight import content_position_run as run
+from attention_course.chapters.insight import content_position_study as run
 from attention_course.chapters.insight import position_content as pc
 from attention_course.course.claims import by_id
 from attention_course.models.smollm2 import smollm2_tokenizer
