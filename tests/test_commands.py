@@ -339,7 +339,6 @@ SMALL = {
     "topology_matched.json": (["topology-matched", "--n-fit", "4", "--n-held", "2"], None),
     "content_position.json": (["content-position", "--n-sentences", "1", "--n-shuffles", "1"], None),  # its values: test_content_position_study
     "decoder_roles.json": (["decoder-roles", "--n-texts", "1"], None),  # its values: test_roles (extended)
-    "depth_probe_decoder.json": (["depth-probe-decoder", "--n-sentences", "8", "--n-train", "6"], None),  # its values: test_depth_probe
     "depth_probe.json": (["depth-probe", "--n-sentences", "40", "--n-train", "30", "--fit-sizes", "10", "30",
                           "--layers", "0", "1", "-1"], None),  # its values: test_depth_study (extended)
 }

@@ -1,6 +1,6 @@
 """Chapter 5, Self-attention as message passing: everything the chapter computes, draws and checks.
 
-One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_probe_decoder``, ``depth_study``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
+One module per concept (``collapse``, ``composition``, ``depth_probe``, ``depth_study``, ``gnn``, ``head_budget``, ``hop_sweep``, ``pages``, ``propagation``, ``rollout``, ``slider_data``, ``topology``, ``topology_rule``, ``topology_rule_table``, ``topology_rules``, ``figures``, ``sliders``, ``exercises``); their public names are
 re-exported here, flat, so the notebook imports one thing:
 ``from attention_course.chapters import graphs as ch``. Generated: after changing a module's
 ``__all__``, regenerate it (see attention_course/README.md).
@@ -25,8 +25,7 @@ from .composition import (
     live_run,
     load_runs,
 )
-from .depth_probe import labelled_sequences, stack_probe_curves, template_sentences
-from .depth_probe_decoder import load_depth_probe_decoder
+from .depth_probe import labelled_sequences, stack_probe_curves
 from .depth_study import (
     load_depth_probe,
     depth_rows,
@@ -110,8 +109,6 @@ __all__ = [
     "load_runs",
     "labelled_sequences",
     "stack_probe_curves",
-    "template_sentences",
-    "load_depth_probe_decoder",
     "load_depth_probe",
     "depth_rows",
     "depth_curves",

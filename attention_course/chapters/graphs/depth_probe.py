@@ -19,7 +19,7 @@ import numpy as np
 from ...core._backend import Array, ShapeError, to_numpy
 from .collapse import attention_stack, init_stack_params
 
-__all__ = ["labelled_sequences", "stack_probe_curves", "template_sentences"]
+__all__ = ["labelled_sequences", "stack_probe_curves"]
 
 
 def probe_accuracy(features: Array, labels: Array, n_train: int, ridge: float = 1e-3) -> float | np.ndarray:
@@ -372,32 +372,6 @@ def word_end_ids(encode: Callable[[str], Sequence[int]], sentences: Sequence[str
     return ids, np.array(ends, dtype=np.int64)  # (N, T), (N, W)
 
 
-def causal_word_hits(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int,
-                     offsets: Sequence[int] = (-2, -1), ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0),
-                     folds: int = 5) -> tuple[np.ndarray, np.ndarray, list]:
-    """Words read right per held-out sentence, for the word ``offset`` places before, from a decoder's word states.
-
-    A word's state is the state at its last token (``ends`` (N, W)); each (offset, layer) probe is
-    cross-validated (:func:`cross_validated_scores`). Returns ``hits`` (len(offsets), len(hidden), N - n_train), the
-    ridges (len(offsets), len(hidden)) and ``n_read``, words read per sentence for each offset
-    (:func:`word_probes` on causal states).
-
-    Examples
-    --------
-    >>> ids = np.random.default_rng(0).integers(6, size=(40, 5))
-    >>> prev = np.eye(6)[np.roll(ids, 1, axis=1)]  # (40, 5, 6): each state holds the previous token
-    >>> hits, ridge, n_read = causal_word_hits([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(-1,))
-    >>> hits.shape, int(hits.sum()) == 10 * n_read[0]
-    ((1, 1, 10), True)
-    >>> causal_word_hits([prev], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1,))
-    Traceback (most recent call last):
-    ...
-    ValueError: offsets=(1,); a causal state has not seen the words after it: expected negative offsets
-    """
-    probes = word_probes(hidden, ids, ends, n_train, offsets, ridges, folds, causal=True)
-    return probes["hits"], probes["ridge"], probes["n_read"]
-
-
 def word_probes(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int, offsets: Sequence[int] = (-2, -1),
                 ridges: Sequence[float] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0), folds: int = 5,
                 n_fit: Optional[int] = None, causal: bool = False) -> dict:
@@ -418,6 +392,10 @@ def word_probes(hidden: Sequence[Array], ids: Array, ends: Array, n_train: int, 
     >>> probes = word_probes([after], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1, -1))
     >>> probes["hits"][:, 0].sum(axis=1).tolist(), probes["n_read"], probes["cv"][0].tolist()  # of 40; chance 1/6
     ([40, 3], [4, 4], [1.0])
+    >>> word_probes([after], ids, np.tile(np.arange(5), (40, 1)), n_train=30, offsets=(1,), causal=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: offsets=(1,); a causal state has not seen the words after it: expected negative offsets
     """
     if causal and any(o >= 0 for o in offsets):
         raise ValueError(f"offsets={tuple(offsets)}; a causal state has not seen the words after it: "

@@ -106,7 +106,7 @@ def _gather_loop(hidden, ids, ends, offset):
     return np.array(X), np.array(y)
 
 
-def test_causal_word_hits_equal_a_loop_over_words_and_read_designed_states():
+def test_causal_word_probes_equal_a_loop_over_words_and_read_designed_states():
     rng = np.random.default_rng(3)
     N, W, V = 60, 5, 7
     lengths = rng.integers(1, 3, size=(N, W))  # each word one or two tokens
@@ -117,7 +117,8 @@ def test_causal_word_hits_equal_a_loop_over_words_and_read_designed_states():
     for n in range(N):  # ...but each word's last token holds the previous word's last token, one-hot
         for w in range(1, W):
             hidden[n, ends[n, w]] = np.eye(V)[ids[n, ends[n, w - 1]]]
-    hits, ridge, n_read = dp.causal_word_hits([hidden], ids, ends, n_train=45, offsets=(-2, -1), ridges=(1e-3,))
+    probes = dp.word_probes([hidden], ids, ends, n_train=45, offsets=(-2, -1), ridges=(1e-3,), causal=True)
+    hits, ridge, n_read = probes["hits"], probes["ridge"], probes["n_read"]
     assert hits.shape == (2, 1, 15) and n_read == [W - 2, W - 1] and (ridge == 1e-3).all()
     for k, o in enumerate((-2, -1)):
         X, y = _gather_loop(hidden, ids, ends, o)
@@ -125,11 +126,11 @@ def test_causal_word_hits_equal_a_loop_over_words_and_read_designed_states():
         assert acc == pytest.approx(dp.probe_accuracy(X, y, 45 * (W - abs(o))), abs=1e-12)
     assert (hits[1, 0] == W - 1).all() and hits[0, 0].sum() < 0.5 * 15 * (W - 2)  # chance about 1/7
     first = ends - (lengths - 1)  # the words' first tokens: the wrong state to read for a split word
-    assert dp.causal_word_hits([hidden], ids, first, n_train=45, offsets=(-1,))[0].sum() < 0.9 * 15 * (W - 1)
+    assert dp.word_probes([hidden], ids, first, n_train=45, offsets=(-1,))["hits"].sum() < 0.9 * 15 * (W - 1)
     with pytest.raises(ValueError, match=r"expected negative offsets"):
-        dp.causal_word_hits([hidden], ids, ends, n_train=45, offsets=(-1, 1))
+        dp.word_probes([hidden], ids, ends, n_train=45, offsets=(-1, 1), causal=True)
     with pytest.raises(ShapeError, match=r"ends \(60, 5\)"):
-        dp.causal_word_hits([hidden], ids[:, :2], ends, n_train=45)
+        dp.word_probes([hidden], ids[:, :2], ends, n_train=45)
 
 
 @pytest.mark.parametrize("spread, best", [(False, 1e-6), (True, 1.0)])
@@ -206,21 +207,21 @@ def test_decoder_states_ignore_right_padding_and_q_times_a_with_k_over_a():
     from dataclasses import replace
     import torch
     from attention_course.chapters.decoder.random_weights import random_decoder
-    from attention_course.chapters.graphs import depth_probe_decoder as run
+    from attention_course.chapters.graphs.depth_study import _layer_states
+    from attention_course.models.decoder import decoder_pass
+
+    def states(weights, ids):  # (L + 1, N, T, d), five sentences at a time
+        return np.stack(_layer_states(lambda x: decoder_pass(weights, x, keep=("hidden_states",)).hidden_states, ids, 5))
 
     w = random_decoder(0)  # float64, 2 layers
     ids = torch.tensor(np.random.default_rng(0).integers(1, 20, size=(12, 6)))
-    plain = run.decoder_word_states(w, ids, batch=5)  # (3, 12, 6, 16)
-    padded = run.decoder_word_states(w, torch.cat([ids, torch.zeros(12, 3, dtype=ids.dtype)], dim=1), batch=5)
-    np.testing.assert_allclose(padded[:, :, :6], plain, atol=1e-12)  # causal: padding after changes nothing before
-    scaled = run.decoder_word_states(_scaled_qk(w, 3.0), ids, batch=5)
-    np.testing.assert_allclose(scaled, plain, rtol=1e-10, atol=1e-10)  # float64 round-off over 2 layers
-    ends = np.tile(np.arange(1, 6), (12, 1))
-    for got, want in zip(dp.causal_word_hits(list(scaled), ids.numpy(), ends, 8, folds=2),
-                         dp.causal_word_hits(list(plain), ids.numpy(), ends, 8, folds=2)):
-        np.testing.assert_array_equal(got, want)
+    plain = states(w, ids)  # (3, 12, 6, 16)
+    padded = states(w, torch.cat([ids, torch.zeros(12, 3, dtype=ids.dtype)], dim=1))
+    np.testing.assert_allclose(padded[:, :, :6], plain, atol=1e-6)  # causal: padding after changes nothing before
+    scaled = states(_scaled_qk(w, 3.0), ids)
+    np.testing.assert_allclose(scaled, plain, rtol=1e-6, atol=1e-6)  # float32 states (the study stores float32)
     q_only = replace(w, layers=[replace(l, W_q=l.W_q * 3.0) for l in w.layers])  # not the same maps: moves
-    assert np.abs(run.decoder_word_states(q_only, ids)[1:] - plain[1:]).max() > 1e-3
+    assert np.abs(states(q_only, ids)[1:] - plain[1:]).max() > 1e-3
 
 
 def test_plot_relative_depth_probe_draws_each_model_on_one_axis():
@@ -231,18 +232,3 @@ def test_plot_relative_depth_probe_draws_each_model_on_one_axis():
     assert lines[2].get_linestyle() == "--" and lines[2].get_color() == lines[1].get_color()
     with pytest.raises(ShapeError, match=r"expected \(2, L \+ 1\)"):
         dp_figures.plot_relative_depth_probe({"A": np.ones(7)}, [-2, -1])
-
-
-@pytest.mark.extended
-def test_the_stored_decoder_probes_are_what_the_run_computes():
-    from attention_course.chapters.graphs import depth_probe_decoder as run
-
-    doc = run.load_depth_probe_decoder()
-    fresh = run.depth_probe_decoder_record(run.DepthProbeDecoderConfig())
-    # float32 states through 30 layers: a few of the 120 x 8-9 held-out words may flip (each about 1/1000),
-    # and a ridge whose fold scores tie within them may be chosen differently
-    for name in ("SmolLM2", "scrambled"):
-        np.testing.assert_allclose(fresh[name], doc[name], atol=0.02)
-        np.testing.assert_allclose(np.sum(fresh["hits"][name], axis=2), np.sum(doc["hits"][name], axis=2),
-                                   atol=0.02 * 120 * 9)
-    assert fresh["split_words"] == doc["split_words"] and fresh["n_read"] == doc["n_read"]
