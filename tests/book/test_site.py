@@ -294,8 +294,12 @@ const code = [...article.querySelectorAll('pre')].filter(p => p.checkVisibility(
 const clipped = [...article.querySelectorAll('div.cell_input pre, div.cell_output pre')]
   .filter(p => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
   .map(p => ({hidden: p.scrollWidth - p.clientWidth, line: p.innerText.split('\n').reduce((a, b) => b.length > a.length ? b : a, '')}));
+const maths = [...article.querySelectorAll('mjx-container[display="true"]')]
+  .filter(m => m.checkVisibility() && m.scrollWidth > m.clientWidth + 1)
+  .map(m => ({hidden: m.scrollWidth - m.clientWidth, text: m.textContent.slice(0, 60)}));
 return {scroll: document.documentElement.scrollWidth, view: view, inner: window.innerWidth,
         wide: leaves.slice(0, 6).map(describe), images: images, text: article.innerText, code: code, clipped: clipped,
+        maths: maths,
         height: document.documentElement.scrollHeight};
 """
 
@@ -442,6 +446,16 @@ def test_no_code_line_or_output_is_clipped(reading, page, width):
     clipped = reading(page, width)["clipped"]
     assert not clipped, (f"{page.stem} at {width} px: {len(clipped)} code or output boxes hide part of a line, "
                          f"e.g. {clipped[0]['hidden']} px of {clipped[0]['line'][:80]!r}")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", CHAPTERS, ids=_ids)
+def test_every_display_equation_fits_the_column(reading, page, width):
+    """A displayed equation may scroll inside its box, but then a phone reader sees only part of it: split it
+    over lines (aligned, gathered) instead. Measured in the browser: the box's scrollWidth against its width."""
+    maths = reading(page, width)["maths"]
+    assert not maths, (f"{page.stem} at {width} px: {len(maths)} display equations are wider than the column, "
+                       f"e.g. by {maths[0]['hidden']} px: {maths[0]['text']!r}")
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=_ids)
