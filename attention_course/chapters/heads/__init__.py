@@ -48,7 +48,6 @@ from .roles import (
     uniform_role_baselines,
     top_heads,
     CAUSAL_ROLES,
-    decoder_agreement,
     load_decoder_roles,
     DECODER_MODELS,
 )
@@ -123,7 +122,6 @@ __all__ = [
     "uniform_role_baselines",
     "top_heads",
     "CAUSAL_ROLES",
-    "decoder_agreement",
     "load_decoder_roles",
     "DECODER_MODELS",
     "similarity_sentences",

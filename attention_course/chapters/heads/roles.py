@@ -24,7 +24,7 @@ from ...models.records import DATA_DIR
 from ..mechanics.properties import row_entropy
 
 __all__ = ["ROLES", "head_role_scores", "uniform_role_baselines", "top_heads", "CAUSAL_ROLES",
-           "decoder_agreement", "load_decoder_roles", "DECODER_MODELS"]
+           "load_decoder_roles", "DECODER_MODELS"]
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation", "broad")
 #: Roles that are a relation between words, and roles that park the weight on a special token.
@@ -208,39 +208,6 @@ def decoder_maps(weights: DecoderWeights, ids: Sequence[Sequence[int]]) -> list[
         att = decoder_pass(weights, torch.tensor([list(row)])).attentions  # L x (1, H, n, n)
         out.append(torch.cat(att).double().numpy())  # (L, H, n, n)
     return out
-
-
-def decoder_agreement(top_prev: float, top_prev_scrambled: float, sink_share: float,
-                      sink_share_scrambled: float, cls_share: float, t: float = 0.5) -> dict[str, str]:
-    """Chapter 4's rule for whether a decoder agrees with MiniLM's head roles, stated before its run.
-
-    Previous token "agrees" when the top head scores above ``t`` and the scrambled copy's does not.
-    Sink "agrees" when the share of sink heads is within a factor 2 of MiniLM's on [CLS]. Either is
-    "undecided" when the scrambled copy passes too (a sink share at least half the decoder's).
-
-    Examples
-    --------
-    >>> decoder_agreement(0.75, 0.22, 0.62, 0.0, 0.32)["overall"]
-    'agrees'
-    >>> decoder_agreement(0.75, 0.22, 0.9, 0.0, 0.32)
-    {'previous token': 'agrees', 'sink': 'more heads park', 'overall': 'differs'}
-    """
-    if top_prev_scrambled > t:
-        prev = "undecided"
-    else:
-        prev = "agrees" if top_prev > t else "differs"
-    if sink_share_scrambled >= sink_share / 2:
-        sink = "undecided"
-    elif sink_share > 2 * cls_share:
-        sink = "more heads park"
-    elif sink_share < cls_share / 2:
-        sink = "fewer heads park"
-    else:
-        sink = "agrees"
-    verdicts = (prev, sink)
-    overall = ("agrees" if all(v == "agrees" for v in verdicts)
-               else "differs" if any(v not in ("agrees", "undecided") for v in verdicts) else "undecided")
-    return {"previous token": prev, "sink": sink, "overall": overall}
 
 
 def clear_job_counts(scores: Mapping[str, np.ndarray], chance: Mapping[str, float],
