@@ -8,7 +8,7 @@ re-exported here, flat, so the notebook imports one thing:
 
 from . import hull  # noqa: F401
 from .lookup_figures import plot_soft_lookup, plot_sinusoids, plot_position_similarity
-from .positions import sinusoidal_positions, minilm_position_embeddings, cosine_similarity
+from .positions import sinusoidal_positions, cosine_similarity
 from .properties import (
     effective_keys,
     row_sum_errors,
@@ -20,14 +20,7 @@ from .properties import (
     first_crossing,
     row_entropy,
 )
-from .figures import (
-    plot_heatmap,
-    plot_attention,
-    plot_scores,
-    plot_masks,
-    plot_convex_hull,
-    plot_gaps,
-)
+from .figures import plot_heatmap, plot_attention, plot_masks, plot_convex_hull, plot_gaps
 from .sliders import (
     dropout_explorer,
     plot_dropout_outputs,
@@ -41,7 +34,6 @@ __all__ = [
     "plot_sinusoids",
     "plot_position_similarity",
     "sinusoidal_positions",
-    "minilm_position_embeddings",
     "cosine_similarity",
     "effective_keys",
     "row_sum_errors",
@@ -54,7 +46,6 @@ __all__ = [
     "row_entropy",
     "plot_heatmap",
     "plot_attention",
-    "plot_scores",
     "plot_masks",
     "plot_convex_hull",
     "plot_gaps",

@@ -17,7 +17,7 @@ from ...core._backend import Array, to_numpy
 from .hull import convex_hull
 from ...figures.style import MASK_CMAP, MAX_WIDTH, book_figure, mask_legend, new_axes
 
-__all__ = ["plot_heatmap", "plot_attention", "plot_scores", "plot_masks", "plot_convex_hull", "plot_gaps"]
+__all__ = ["plot_heatmap", "plot_attention", "plot_masks", "plot_convex_hull", "plot_gaps"]
 
 #: The smallest type (pt) of a figure that must read on a phone; cell annotations use it where they fit.
 SMALLEST_PT = 10
@@ -102,24 +102,6 @@ def plot_attention(weights: Array, query_labels: Optional[Sequence[str]] = None,
         cmap="viridis", vmin=0.0, vmax=vmax, annotate=annotate, colorbar_label=label,
     )
 
-
-@book_figure
-def plot_scores(scores: Array, labels: Optional[Sequence[str]] = None, ax: Optional[Axes] = None,
-                title: str = r"Scaled scores $QK^\top/\sqrt{d_k}$") -> Figure:
-    r"""Heatmap of scores :math:`q_i \cdot k_j / \sqrt{d_k}` (T, S) on a red-blue scale centred on 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> fig = plot_scores(np.array([[1.0, -2.0], [0.5, 0.0]]), ["a", "b"])
-    >>> fig.axes[0].images[0].get_clim(), fig.axes[1].get_ylabel()
-    ((-2.0, 2.0), 'score')
-    """
-    s = to_numpy(scores).astype(float)
-    m = float(np.abs(s).max()) or 1.0  # symmetric scale: white is a score of 0
-    cols = labels if labels is not None and s.ndim == 2 and s.shape[0] == s.shape[1] else None
-    return plot_heatmap(s, labels, cols, ax=ax, title=title, xlabel="key (attended to)",
-                        ylabel="query (attending)", cmap="RdBu_r", vmin=-m, vmax=m, colorbar_label="score")
 
 
 @book_figure

@@ -1,19 +1,16 @@
 r"""Position encodings for chapter 1: attention alone is permutation-equivariant, :math:`\operatorname{Attn}(PX) = P\,\operatorname{Attn}(X)`.
 
-So a vector :math:`p_t` is added to each token: sinusoidal (:func:`sinusoidal_positions`) or learned
-(:func:`minilm_position_embeddings`), compared with :func:`cosine_similarity`.
+So a vector :math:`p_t` is added to each token, here sinusoidal (:func:`sinusoidal_positions`); how alike two
+positions are is :func:`cosine_similarity`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ...core._backend import Array, ShapeError, shape_str, to_numpy
-from ...models.pretrained import locate_minilm, minilm_weights
 
-__all__ = ["sinusoidal_positions", "minilm_position_embeddings", "cosine_similarity"]
+__all__ = ["sinusoidal_positions", "cosine_similarity"]
 
 
 def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
@@ -41,19 +38,6 @@ def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     P[:, 1::2] = np.cos(t * freq)  # (n, d/2)
     return P
 
-
-def minilm_position_embeddings(n: int = 512) -> np.ndarray:
-    """all-MiniLM-L6-v2's learned position embeddings for positions 0 .. n-1, shape (n, 384), from ``model.safetensors``."""
-    if not 1 <= n <= 512:
-        raise ValueError(f"MiniLM has 512 learned positions; asked for n = {n}")
-    from safetensors import safe_open
-
-    location, source = locate_minilm()
-    path = Path(location) / "model.safetensors"
-    if source == "hub" or not path.is_file():  # weights from the Hub: read them through transformers
-        return minilm_weights().position_embeddings[:n].double().numpy()
-    with safe_open(str(path), "np") as f:
-        return f.get_tensor("embeddings.position_embeddings.weight")[:n].astype(np.float64)  # (n, 384)
 
 
 def cosine_similarity(P: Array) -> np.ndarray:

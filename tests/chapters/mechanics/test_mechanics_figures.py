@@ -38,7 +38,6 @@ def _lesson_figures():
     return {
         "lookup": lambda: ch.plot_soft_lookup(np.array([1.3, 0.6]), keys, values, ["cat", "dog", "car", "fish"]),
         "qkv": lambda: ac.plot_qkv_diagram(n=6, d=8, d_k=4, d_v=2),
-        "scores": lambda: ch.plot_scores(scores, ex.tokens),
         "weights": lambda: ac.plot_attention(ac.softmax(scores), ex.tokens, title="Attention weights $A$"),
         "hull": lambda: ac.plot_convex_hull(v, ac.softmax(scores) @ v, value_labels=[f"v: {t}" for t in ex.tokens]),
         "masks": lambda: ac.plot_masks({"causal": ac.causal_mask(6), "padding": ac.causal_mask(6) | True},
@@ -73,12 +72,6 @@ def test_a_big_heatmap_keeps_small_annotations_and_its_width():
     assert {t.get_fontsize() for t in fig.axes[0].texts} == {matplotlib.font_manager.font_scalings["small"] * 11}
     plt.close(fig)
 
-
-def test_scores_use_a_scale_centred_on_zero():
-    fig = ch.plot_scores(np.array([[0.5, -2.0], [1.0, 0.0]]), ["a", "b"])
-    assert fig.axes[0].images[0].get_clim() == (-2.0, 2.0)
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "b"]
-    plt.close(fig)
 
 
 def test_gaps_plot_every_case_and_reject_mismatched_cases():
