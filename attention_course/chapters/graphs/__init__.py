@@ -66,7 +66,6 @@ from .topology_rule_table import bin_shares, bin_sweep, topology_verdict, static
 from .topology_rules import write_rule_miss, load_rules, load_matched
 from .figures import (
     plot_attention_graph,
-    plot_attention_graphs,
     plot_maps_log,
     plot_rank_collapse,
     plot_rank_one_parts,
@@ -155,7 +154,6 @@ __all__ = [
     "load_rules",
     "load_matched",
     "plot_attention_graph",
-    "plot_attention_graphs",
     "plot_maps_log",
     "plot_rank_collapse",
     "plot_rank_one_parts",

@@ -22,7 +22,7 @@ from ...figures.style import book_figure, new_axes
 PAGE_WIDTH = 7.0  # inches: the book's column (about 688 px)
 _NODE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")  # one colour per number of nodes
 
-__all__ = ["plot_attention_graph", "plot_attention_graphs", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_relative_depth_probe", "plot_depth_fades", "plot_margin_sweep", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
+__all__ = ["plot_attention_graph", "plot_maps_log", "plot_rank_collapse", "plot_rank_one_parts", "plot_head_grid", "plot_probe_curves", "plot_relative_depth_probe", "plot_depth_fades", "plot_margin_sweep", "plot_composition", "plot_head_budget", "plot_training_curves", "plot_hop_sweep", "plot_hop_threshold", "plot_head_bins"]
 
 
 def _kept_edges(W: np.ndarray, threshold: float, top_k: Optional[int]) -> np.ndarray:
@@ -113,36 +113,6 @@ def _weight_colorbar(fig: Figure, ax: object, cmap: str, horizontal: bool = Fals
     else:
         fig.colorbar(sm, ax=ax, shrink=0.7, pad=0.01, label=label)
 
-
-@book_figure
-def plot_attention_graphs(maps: Mapping[str, Array], labels: Optional[Sequence[str]] = None, *,
-                          layout: str = "circle", title: str = "", cmap: str = "viridis", **graph_kw: object
-                          ) -> Figure:
-    """Several (T, T) maps as graphs side by side, one colour bar; other keywords go to :func:`plot_attention_graph`.
-
-    Examples
-    --------
-    >>> fig = plot_attention_graphs({"a": np.eye(3), "b": np.full((3, 3), 1 / 3)}, threshold=0.0)
-    >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['a', 'b']
-    """
-    if not maps:
-        raise ValueError("maps is empty; expected at least one (T, T) weight matrix")
-    panel = min(3.6 if layout == "circle" else 6.0, PAGE_WIDTH / len(maps))  # inches per panel
-    height = panel if layout == "circle" else panel / 2
-    fig, axes = plt.subplots(1, len(maps), figsize=(panel * len(maps), height + 1.4),
-                             layout="constrained", squeeze=False)
-    for ax, (name, W) in zip(axes[0], maps.items()):
-        plot_attention_graph(W, labels, layout=layout, ax=ax, title=name, cmap=cmap,
-                             colorbar=False, **graph_kw)
-    _weight_colorbar(fig, list(axes[0]), cmap, horizontal=True)  # below the panels: they keep the width
-    if graph_kw.get("top_k") is not None:  # a kept self loop is drawn as a red outline: say so on the figure
-        outline = Patch(facecolor="white", edgecolor="tab:red", linewidth=2.2,
-                        label="red outline: the node's strongest message is its own")
-        fig.legend(handles=[outline], loc="outside lower center", frameon=False)
-    if title:
-        fig.suptitle(title)
-    return fig
 
 
 @book_figure

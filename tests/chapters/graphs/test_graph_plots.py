@@ -77,16 +77,6 @@ def test_rank_one_parts_plot_shows_median_of_each_part():
     assert [t.get_text() for t in spread_ax.get_legend().get_texts()] == ["skip"]
 
 
-def test_attention_graphs_share_one_colour_bar():
-    maps = {"uniform": np.full((4, 4), 0.25), "identity": np.eye(4), "shift": np.eye(4, k=1)}
-    fig = _render(gp.plot_attention_graphs(maps, list("wxyz"), threshold=0.1, title="three"))
-    assert [ax.get_title() for ax in fig.axes[:3]] == list(maps)
-    assert len(fig.axes) == 4  # three panels and a single colour bar
-    assert [len(_arrows(ax)) for ax in fig.axes[:3]] == [12, 0, 3]
-    assert fig._suptitle.get_text() == "three"
-    with pytest.raises(ValueError, match="maps is empty"):
-        gp.plot_attention_graphs({})
-
 
 def test_maps_log_shares_one_log_colour_scale():
     raw = np.full((4, 4), 0.25)
@@ -130,13 +120,6 @@ def test_probe_curves_draw_medians_bands_and_one_colour_per_readout():
     assert lines["scrambled, previous"].get_linestyle() == "--" and lines["M, own"].get_linestyle() == "-"
     assert fig.get_size_inches()[0] <= 7.0
 
-
-def test_attention_graphs_explain_the_red_outline_only_when_self_loops_can_win():
-    maps = {"self": np.eye(3) * 0.8 + 0.2 / 3, "shift": np.roll(np.eye(3), 1, axis=1)}
-    ranked = _render(gp.plot_attention_graphs(maps, top_k=1, threshold=0.0))
-    texts = [t.get_text() for legend in ranked.legends for t in legend.get_texts()]
-    assert texts == ["red outline: the node's strongest message is its own"]
-    assert not _render(gp.plot_attention_graphs(maps, threshold=0.0)).legends
 
 
 def test_rank_collapse_label_is_the_lessons_formula_with_the_mean_token():
