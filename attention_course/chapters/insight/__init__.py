@@ -49,6 +49,9 @@ from .converged_comparisons import (
     unconverged_weights,
     SYMMETRIC_WEIGHTS,
     ROW_WEIGHTS,
+    SYMMETRIC_KEYS,
+    ROW_KEYS,
+    UNTIED_KEYS,
     fixed_ceiling,
 )
 from . import convergence  # noqa: F401
@@ -155,6 +158,9 @@ __all__ = [
     "unconverged_weights",
     "SYMMETRIC_WEIGHTS",
     "ROW_WEIGHTS",
+    "SYMMETRIC_KEYS",
+    "ROW_KEYS",
+    "UNTIED_KEYS",
     "fixed_ceiling",
     "Score",
     "accuracy_table",

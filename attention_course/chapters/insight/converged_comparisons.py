@@ -36,7 +36,7 @@ __all__ = [
     "fixed_gap", "FIXED", "NON_PSD", "untrained_arms", "decide_metric_both",
     "speed_ratio", "decide_speed", "unconverged_heads", "SPEED_FACTOR",
     "arm_label", "variant_runs", "variant_table", "load_speed", "fine_speed", "decide_directed_weights",
-    "unconverged_weights", "SYMMETRIC_WEIGHTS", "ROW_WEIGHTS", "fixed_ceiling",
+    "unconverged_weights", "SYMMETRIC_WEIGHTS", "ROW_WEIGHTS", "SYMMETRIC_KEYS", "ROW_KEYS", "UNTIED_KEYS", "fixed_ceiling",
 ]
 
 METRIC_FILE = DATA_DIR / "insight_metric.json"
@@ -448,12 +448,15 @@ def decide_asymmetric_heads(t: Mapping[tuple, Score], threshold: float = 0.05, u
     return "undecided" if gap_2 > threshold else "wrong as stated"
 
 
-#: The two arms of ``asymmetric`` as registered: W_K = W_Q D, no mask, symmetric weights against row softmax.
+#: The arms of ``asymmetric``, no mask: W_K = W_Q D with symmetric weights or row softmax (scoring whole tokens), and
+#: the deciding pair scoring key embeddings only: symmetric weights against ordinary attention (untied, row softmax).
 SYMMETRIC_WEIGHTS, ROW_WEIGHTS = "signed, symmetric weights, no mask", "signed, row weights, no mask"
+SYMMETRIC_KEYS, ROW_KEYS = SYMMETRIC_WEIGHTS + ", key only", ROW_WEIGHTS + ", key only"
+UNTIED_KEYS = "untied, row weights, no mask, key only"
 
 
-def unconverged_weights(runs: Sequence[Mapping]) -> set:
-    """Head counts at which the symmetric-weights arm stopped at its step cap on some seed (cyclic recall).
+def unconverged_weights(runs: Sequence[Mapping], arm: str = SYMMETRIC_WEIGHTS) -> set:
+    """Head counts at which the symmetric-weights ``arm`` stopped at its step cap on some seed (cyclic recall).
 
     Examples
     --------
@@ -462,15 +465,17 @@ def unconverged_weights(runs: Sequence[Mapping]) -> set:
     >>> unconverged_weights(r)
     {1}
     """
-    return {r["heads"] for r in runs if r["task"] == CYCLIC and arm_label(r) == SYMMETRIC_WEIGHTS
-            and "max steps" in r["stopped"]}
+    return {r["heads"] for r in runs if r["task"] == CYCLIC and arm_label(r) == arm and "max steps" in r["stopped"]}
 
 
 def decide_directed_weights(t: Mapping[tuple[str, str, int], Score], threshold: float = 0.05,
-                            unconverged: Collection[int] = ()) -> str:
-    """``asymmetric``: gap_H = row softmax - symmetric weights (both W_K = W_Q D, no mask) on cyclic recall at H = 1, 2.
+                            unconverged: Collection[int] = (), symmetric: str = SYMMETRIC_WEIGHTS,
+                            control: str = ROW_WEIGHTS) -> str:
+    """``asymmetric``: gap_H = ``control`` - ``symmetric`` weights (no mask) on cyclic recall at H = 1, 2.
 
-    ``t`` is :func:`variant_table`'s. Undecided if a control is below 0.9 or a gap comes from ``unconverged``.
+    ``t`` is :func:`variant_table`'s. Undecided if a control is below 0.9, if the symmetric weights cannot learn
+    partner recall or MQAR, or if a gap comes from ``unconverged``. The deciding pair scores key embeddings only
+    (``symmetric=SYMMETRIC_KEYS, control=UNTIED_KEYS``); the defaults are the pair scoring whole tokens.
 
     Examples
     --------
@@ -490,15 +495,19 @@ def decide_directed_weights(t: Mapping[tuple[str, str, int], Score], threshold: 
     'undecided'
     >>> del t[CYCLIC, ROW_WEIGHTS, 1]; decide_directed_weights(t)   # an arm not trained: nothing to decide on
     'undecided'
+    >>> k = {(c, SYMMETRIC_KEYS, h): S(1.0) for c in (PARTNER, RECALL) for h in (1, 2)}
+    >>> k.update({(CYCLIC, UNTIED_KEYS, h): S(1.0) for h in (1, 2)} | {(CYCLIC, SYMMETRIC_KEYS, h): S(0.51) for h in (1, 2)})
+    >>> decide_directed_weights(k, symmetric=SYMMETRIC_KEYS, control=UNTIED_KEYS)
+    'holds'
     """
-    needed = [(CYCLIC, arm, h) for arm in (ROW_WEIGHTS, SYMMETRIC_WEIGHTS) for h in (1, 2)]
-    if any(k not in t for k in needed + [(k, SYMMETRIC_WEIGHTS, h) for k in (PARTNER, RECALL) for h in (1, 2)]):
+    needed = [(CYCLIC, arm, h) for arm in (control, symmetric) for h in (1, 2)]
+    if any(k not in t for k in needed + [(k, symmetric, h) for k in (PARTNER, RECALL) for h in (1, 2)]):
         return "undecided"
-    if min(t[CYCLIC, ROW_WEIGHTS, h].mean for h in (1, 2)) < 0.9:
+    if min(t[CYCLIC, control, h].mean for h in (1, 2)) < 0.9:
         return "undecided"
-    if min(t[k, SYMMETRIC_WEIGHTS, h].mean for k in (PARTNER, RECALL) for h in (1, 2)) < 0.9:
+    if min(t[k, symmetric, h].mean for k in (PARTNER, RECALL) for h in (1, 2)) < 0.9:
         return "undecided"  # the symmetric normaliser cannot learn at all
-    over = {h: t[CYCLIC, ROW_WEIGHTS, h].mean - t[CYCLIC, SYMMETRIC_WEIGHTS, h].mean > threshold for h in (1, 2)}
+    over = {h: t[CYCLIC, control, h].mean - t[CYCLIC, symmetric, h].mean > threshold for h in (1, 2)}
     if any(over[h] and h in unconverged for h in (1, 2)):
         return "undecided"
     if over[1] and over[2]:
@@ -707,12 +716,15 @@ def converged_grid(config: ComparisonConfig) -> list[tuple]:
     >>> [(t[:7], w, h) for t, _, h, _, w, _, _ in converged_grid(ComparisonConfig(weights=("row", "symmetric"),
     ...                                                                              heads=(2,)))]
     [('cyclic ', 'symmetric', 2), ('partner', 'symmetric', 2), ('recall ', 'symmetric', 2), ('cyclic ', 'row', 2)]
+    >>> [(sc, w, h) for t, sc, h, _, w, _, _ in converged_grid(ComparisonConfig(weights=("untied",), heads=(1,)))]
+    [('untied', 'row', 1)]
     >>> converged_grid(ComparisonConfig(score_input="key", scores=("signed",), heads=(1,)))
     [('cyclic recall (16 pairs, cycles of 4)', 'signed', 1, False, 'row', True, 'key')]
     """
     scores, heads = config.scores or ("untied", "signed", "tied"), sorted(config.heads or (1, 2))
-    if config.weights:
-        return [(t, "signed", h, False, w, False, config.score_input) for w in ("symmetric", "row")
+    if config.weights:  # "untied": ordinary attention (untied score, row softmax), no mask
+        return [(t, "untied" if w == "untied" else "signed", h, False, "row" if w == "untied" else w, False,
+                 config.score_input) for w in ("symmetric", "row", "untied")
                 if w in config.weights for t in ((CYCLIC, PARTNER, RECALL) if w == "symmetric" else (CYCLIC,))
                 for h in heads]
     if config.score_input == "key":
@@ -883,9 +895,10 @@ INSIGHT_METRIC = register(replace(
            "--scores": dict(nargs="+", choices=("untied", "signed", "tied"),
                             help="converged: the score forms to run (all three when not given)"),
            "--heads": dict(type=int, nargs="+", choices=(1, 2), help="converged: the head counts (1 2 when not given)"),
-           "--weights": dict(nargs="+", choices=("symmetric", "row"),
+           "--weights": dict(nargs="+", choices=("symmetric", "row", "untied"),
                              help="converged: W_K = W_Q D with no mask, symmetric weights (also on partner recall and "
-                                  "MQAR) or row softmax, on cyclic recall"),
+                                  "MQAR) or row softmax, on cyclic recall; untied: an untied score's row softmax, "
+                                  "no mask"),
            "--score-input": dict(choices=("token", "key"), default="token",
                                  help="converged: what the score reads, the whole token or the key embedding only"),
            "--long": dict(action="store_true", help="linear: rerun the N > d and plateau-stopped points by LONG_RULE "
