@@ -220,8 +220,9 @@ def test_stored_arm_runs_decide_the_ledger():
         t = cc.arm_table(cc.arm_runs())
     except FileNotFoundError:  # pragma: no cover
         pytest.skip("the heads and frozen parts have not all been run")
-    weights = cc.variant_runs()
-    rule = cc.decide_directed_weights(cc.variant_table(weights), unconverged=cc.unconverged_weights(weights))
+    weights = cc.variant_runs()  # the registered deciding pair scores key embeddings only
+    rule = cc.decide_directed_weights(cc.variant_table(weights), symmetric=cc.SYMMETRIC_KEYS, control=cc.UNTIED_KEYS,
+                                      unconverged=cc.unconverged_weights(weights, cc.SYMMETRIC_KEYS))
     verdict = by_id("asymmetric").verdict  # exact: a ledger "holds" must not pass for the rule's "holds when ..."
     assert rule == verdict or (verdict == "holds when" and rule.startswith("holds when ")), rule
     rule, claim = cc.decide_metric_both(t), by_id("metric-learned")
