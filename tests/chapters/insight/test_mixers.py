@@ -143,11 +143,11 @@ def test_window_sweep_draws_full_attention_once():
     """Full attention copies at every gap alike: one dashed reference line and one legend entry, not one per gap."""
     from attention_course.chapters.insight.window_sweep import plot_window_sweep
 
-    acc = {g: {None: 1.0, 1: 0.02, 2: 1.0 if g == 1 else 0.03, 3: 1.0} for g in (1, 2, 3)}
+    acc = {g: {None: 1.0 - 0.01 * g, 1: 0.02, 2: 1.0 if g == 1 else 0.03, 3: 1.0} for g in (1, 2, 3)}
     ax = plot_window_sweep(acc).axes[0]
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
-    assert len(dashed) == 1 and list(dashed[0].get_ydata()) == [1.0, 1.0]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["gap 1", "gap 2", "gap 3", "full attention"]
+    assert len(dashed) == 1 and list(dashed[0].get_ydata()) == [0.97, 0.97]  # the worst gap's, not a mean
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "full attention (its worst gap)"
 
 
 @pytest.mark.parametrize("mask_fn,says", [
